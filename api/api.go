@@ -1,0 +1,114 @@
+// Package api assembles brain's HTTP API: huma operations on a chi router,
+// the one error envelope, the middleware every request passes, and the
+// OpenAPI document those operations declare.
+//
+// The document is data, not prose: each operation's limits, errors and
+// headers are declared where it is registered, and the same declarations
+// drive what the server enforces.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humachi"
+	"github.com/go-chi/chi/v5"
+)
+
+// Title and Version name the API in its OpenAPI document. Version is the
+// contract's version, not the binary's: it changes when the API does.
+const (
+	Title   = "brain"
+	Version = "1.0.0"
+	// Prefix is the base path of every API operation.
+	Prefix = "/api/v1"
+)
+
+// Check reports whether one dependency answers; a non-nil error makes
+// GET /api/v1/ready answer 503. The error is logged, never sent.
+type Check struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Config is what [New] needs. The zero value serves the API with no
+// readiness checks, logging to slog.Default.
+type Config struct {
+	// Logger receives the access log and internal errors.
+	Logger *slog.Logger
+	// Ready lists the checks GET /api/v1/ready runs.
+	Ready []Check
+	// BuildVersion is the binary's version, shown by GET /api/v1/health.
+	BuildVersion string
+	// Now defaults to time.Now.
+	Now func() time.Time
+}
+
+// Server is brain's HTTP handler. Create it with [New]; it is safe for
+// concurrent use once created.
+type Server struct {
+	router chi.Router
+	// API is the huma API the operations are registered on. Tests and forks
+	// may register more operations; each picks up the same hooks.
+	API huma.API
+}
+
+// New builds the router, registers every operation and returns the server.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	r := chi.NewRouter()
+	r.Use(RequestID, AccessLog(cfg.Logger, cfg.Now), Recoverer)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		WriteError(w, NewError(http.StatusNotFound, "no route matches "+r.Method+" "+r.URL.Path))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
+		// chi hands its Allow list only to its own 405 handler: rebuild it.
+		var allow []string
+		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			if r.Match(chi.NewRouteContext(), m, req.URL.Path) {
+				allow = append(allow, m)
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		WriteError(w, NewError(http.StatusMethodNotAllowed, req.Method+" is not allowed here; the Allow header lists what is"))
+	})
+
+	hc := huma.DefaultConfig(Title, Version)
+	// No SchemaLinkTransformer: it adds a `$schema` member to every response
+	// body and a Link header to every response. The envelope is exactly
+	// {code, message, details}, generated clients would carry a `$schema`
+	// field nobody sets, and the schemas are already in openapi.json.
+	hc.CreateHooks = nil
+	hc.SchemasPath = ""
+	// The spec and the reference page are served by this package (spec.go,
+	// docs.go) so the served bytes are the committed bytes.
+	hc.OpenAPIPath = ""
+	hc.DocsPath = ""
+	hc.Info.Description = description
+	hc.OnAddOperation = append(hc.OnAddOperation, declareErrors)
+
+	api := humachi.New(r, hc)
+	s := &Server{router: r, API: api}
+	addRoutes(api, cfg)
+	r.Get("/openapi.json", s.serveSpecJSON)
+	r.Get("/openapi.yaml", s.serveSpecYAML)
+	r.Get("/docs", s.serveDocs)
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
+
+const description = `brain is a memory service: ingest batches of notes, query them, and follow jobs and events live.
+
+Every error response has the same envelope: {"code", "message", "details"}. ` +
+	"`code`" + ` is derived from the HTTP status and is stable; switch on it.`

@@ -1,0 +1,346 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/brain-template/brain/api"
+	"github.com/danielgtaylor/huma/v2"
+)
+
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+const secret = "hunter2-SECRET"
+
+type echoInput struct {
+	Body struct {
+		Text string `json:"text" maxLength:"20"`
+	}
+}
+
+type echoOutput struct {
+	Body struct {
+		Text string `json:"text"`
+	}
+}
+
+// MustServer returns a server with test-only operations that reach each
+// error path: a JSON body with a small limit, a panic and an internal error.
+func MustServer(tb testing.TB, cfg api.Config) (*api.Server, *syncBuffer) {
+	tb.Helper()
+	logs := &syncBuffer{}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	}
+	s := api.New(cfg)
+	huma.Register(s.API, huma.Operation{
+		OperationID: "test-echo", Method: http.MethodPost, Path: "/api/v1/test/echo", MaxBodyBytes: 256,
+	}, func(ctx context.Context, in *echoInput) (*echoOutput, error) {
+		out := &echoOutput{}
+		out.Body.Text = in.Body.Text
+		return out, nil
+	})
+	huma.Register(s.API, huma.Operation{OperationID: "test-panic", Method: http.MethodGet, Path: "/api/v1/test/panic"},
+		func(ctx context.Context, _ *struct{}) (*echoOutput, error) { panic("boom " + secret) })
+	huma.Register(s.API, huma.Operation{OperationID: "test-fail", Method: http.MethodGet, Path: "/api/v1/test/fail"},
+		func(ctx context.Context, _ *struct{}) (*echoOutput, error) {
+			return nil, errors.New("dial db: password " + secret)
+		})
+	return s, logs
+}
+
+type envelope struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Details struct {
+		Errors []struct{ Location, Message string } `json:"errors"`
+	} `json:"details"`
+}
+
+func do(tb testing.TB, h http.Handler, method, path, contentType, body string) *httptest.ResponseRecorder {
+	tb.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func TestErrorEnvelope(t *testing.T) {
+	s, logs := MustServer(t, api.Config{})
+	big := `{"text":"` + strings.Repeat(secret, 30) + `"}`
+	tests := []struct {
+		name, method, path, ctype, body string
+		status                          int
+		code                            string
+		location                        string // of details.errors[0], when there should be one
+	}{
+		{"unknown_route", "GET", "/api/v1/nope", "", "", 404, "not-found", ""},
+		{"unknown_root", "GET", "/favicon.ico", "", "", 404, "not-found", ""},
+		{"wrong_method", "DELETE", "/api/v1/health", "", "", 405, "method-not-allowed", ""},
+		{"malformed_json", "POST", "/api/v1/test/echo", "application/json", `{"text": "` + secret, 400, "invalid-request", "body"},
+		{"not_json_at_all", "POST", "/api/v1/test/echo", "application/json", secret, 400, "invalid-request", "body"},
+		{"missing_body", "POST", "/api/v1/test/echo", "application/json", "", 400, "invalid-request", ""},
+		{"too_large", "POST", "/api/v1/test/echo", "application/json", big, 413, "payload-too-large", ""},
+		{"wrong_content_type", "POST", "/api/v1/test/echo", "text/plain", `{"text":"` + secret + `"}`, 415, "unsupported-media-type", ""},
+		{"schema_violation", "POST", "/api/v1/test/echo", "application/json", `{"text":"` + strings.Repeat("x", 21) + `"}`, 422, "unprocessable", "body.text"},
+		{"unknown_member", "POST", "/api/v1/test/echo", "application/json", `{"text":"a","` + secret + `":1}`, 422, "unprocessable", "body." + secret},
+		{"panic", "GET", "/api/v1/test/panic", "", "", 500, "internal", ""},
+		{"internal_error", "GET", "/api/v1/test/fail", "", "", 500, "internal", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := do(t, s, tc.method, tc.path, tc.ctype, tc.body)
+			if rec.Code != tc.status {
+				t.Fatalf("status = %d, want %d; body %s", rec.Code, tc.status, rec.Body)
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type = %q, want application/json", ct)
+			}
+			if rec.Header().Get("X-Request-Id") == "" {
+				t.Error("no X-Request-Id header")
+			}
+			var env envelope
+			dec := json.NewDecoder(bytes.NewReader(rec.Body.Bytes()))
+			dec.DisallowUnknownFields() // exactly {code, message, details}
+			if err := dec.Decode(&env); err != nil {
+				t.Fatalf("body is not the envelope: %v: %s", err, rec.Body)
+			}
+			if env.Code != tc.code || env.Message == "" {
+				t.Errorf("code, message = %q, %q; want code %q and a message", env.Code, env.Message, tc.code)
+			}
+			if tc.location != "" && (len(env.Details.Errors) == 0 || env.Details.Errors[0].Location != tc.location) {
+				t.Errorf("details.errors = %+v, want the first at %q", env.Details.Errors, tc.location)
+			}
+			// The unknown member's name is the location the client needs;
+			// nothing else of a request may come back.
+			body := strings.Replace(rec.Body.String(), "body."+secret, "", 1)
+			if strings.Contains(body, secret) || strings.Contains(body, "hunter2") {
+				t.Errorf("the response echoes the request or an internal error: %s", rec.Body)
+			}
+		})
+	}
+	if !strings.Contains(logs.String(), "boom "+secret) || !strings.Contains(logs.String(), "dial db") {
+		t.Errorf("the panic and the internal error should be in the log with their causes:\n%s", logs)
+	}
+}
+
+func TestMethodNotAllowedListsAllow(t *testing.T) {
+	s, _ := MustServer(t, api.Config{})
+	rec := do(t, s, "POST", "/api/v1/health", "application/json", "{}")
+	if rec.Code != 405 || !strings.Contains(rec.Header().Get("Allow"), "GET") {
+		t.Fatalf("status %d, Allow %q; want 405 with GET allowed", rec.Code, rec.Header().Get("Allow"))
+	}
+}
+
+func TestPanicLogCarriesRequestID(t *testing.T) {
+	s, logs := MustServer(t, api.Config{})
+	req := httptest.NewRequest("GET", "/api/v1/test/panic", nil)
+	req.Header.Set("X-Request-Id", "trace-42")
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, req)
+	if rec.Header().Get("X-Request-Id") != "trace-42" {
+		t.Fatalf("X-Request-Id = %q, want the caller's trace-42", rec.Header().Get("X-Request-Id"))
+	}
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "msg=panic") && strings.Contains(line, "request_id=trace-42") {
+			return
+		}
+	}
+	t.Fatalf("no panic log line with request_id=trace-42:\n%s", logs)
+}
+
+func TestRequestID(t *testing.T) {
+	s, _ := MustServer(t, api.Config{})
+	tests := []struct {
+		name, in string
+		keep     bool
+	}{
+		{"kept", "abc-123_x.y", true},
+		{"absent", "", false},
+		{"too_long", strings.Repeat("a", 65), false},
+		{"bad_chars", "a b<script>", false},
+	}
+	seen := map[string]bool{}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest("GET", "/api/v1/health", nil)
+			if tc.in != "" {
+				req.Header.Set("X-Request-Id", tc.in)
+			}
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, req)
+			got := rec.Header().Get("X-Request-Id")
+			if tc.keep && got != tc.in {
+				t.Fatalf("X-Request-Id = %q, want %q kept", got, tc.in)
+			}
+			if !tc.keep && (got == tc.in || len(got) != 16 || seen[got]) {
+				t.Fatalf("X-Request-Id = %q, want a fresh 16-hex id", got)
+			}
+			seen[got] = true
+		})
+	}
+}
+
+func TestAccessLog(t *testing.T) {
+	s, logs := MustServer(t, api.Config{})
+	rec := do(t, s, "GET", "/api/v1/health", "", "")
+	id := rec.Header().Get("X-Request-Id")
+	var line string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(l, "msg=request") {
+			line = l
+		}
+	}
+	for _, want := range []string{"request_id=" + id, "method=GET", "route=/api/v1/health", "status=200", "duration="} {
+		if !strings.Contains(line, want) {
+			t.Errorf("access log line %q lacks %q", line, want)
+		}
+	}
+	do(t, s, "GET", "/api/v1/nope/123", "", "")
+	if !strings.Contains(logs.String(), "route=- status=404") {
+		t.Errorf("an unmatched request should log route=- and its 404:\n%s", logs)
+	}
+}
+
+func TestHealth(t *testing.T) {
+	s, _ := MustServer(t, api.Config{BuildVersion: "v9.9.9"})
+	rec := do(t, s, "GET", "/api/v1/health", "", "")
+	if rec.Code != 200 || rec.Body.String() != `{"status":"ok","version":"v9.9.9"}`+"\n" {
+		t.Fatalf("health = %d %s", rec.Code, rec.Body)
+	}
+}
+
+func TestReady(t *testing.T) {
+	var down error
+	s, logs := MustServer(t, api.Config{Ready: []api.Check{
+		{Name: "memory", Check: func(context.Context) error { return nil }},
+		{Name: "database", Check: func(context.Context) error { return down }},
+	}})
+	t.Run("OK", func(t *testing.T) {
+		rec := do(t, s, "GET", "/api/v1/ready", "", "")
+		if rec.Code != 200 || rec.Body.String() != `{"status":"ready","checks":["memory","database"]}`+"\n" {
+			t.Fatalf("ready = %d %s", rec.Code, rec.Body)
+		}
+	})
+	t.Run("ErrStoreDown", func(t *testing.T) {
+		down = errors.New("connect: password " + secret)
+		rec := do(t, s, "GET", "/api/v1/ready", "", "")
+		var env envelope
+		_ = json.Unmarshal(rec.Body.Bytes(), &env)
+		if rec.Code != 503 || env.Code != "unavailable" || len(env.Details.Errors) != 1 || env.Details.Errors[0].Location != "checks.database" {
+			t.Fatalf("ready = %d %s; want 503 unavailable naming checks.database", rec.Code, rec.Body)
+		}
+		if strings.Contains(rec.Body.String(), secret) || !strings.Contains(logs.String(), secret) {
+			t.Fatalf("the cause belongs in the log, not the body: %s", rec.Body)
+		}
+	})
+}
+
+func TestSpecDeclaresErrors(t *testing.T) {
+	s, _ := MustServer(t, api.Config{})
+	ops := s.API.OpenAPI().Paths
+	tests := []struct {
+		path, method string
+		want         []string
+	}{
+		{"/api/v1/test/echo", "post", []string{"400", "413", "415", "422", "500"}},
+		{"/api/v1/health", "get", []string{"500"}},
+		{"/api/v1/ready", "get", []string{"500", "503"}},
+	}
+	for _, tc := range tests {
+		op := ops[tc.path].Get
+		if tc.method == "post" {
+			op = ops[tc.path].Post
+		}
+		if _, ok := op.Responses["default"]; ok {
+			t.Errorf("%s %s documents a catch-all default response", tc.method, tc.path)
+		}
+		for _, status := range tc.want {
+			r := op.Responses[status]
+			if r == nil || r.Content["application/json"] == nil || r.Content["application/json"].Schema.Ref != "#/components/schemas/Error" {
+				t.Errorf("%s %s: response %s is not the envelope: %+v", tc.method, tc.path, status, r)
+			}
+		}
+	}
+}
+
+func TestSpecDeterministic(t *testing.T) {
+	a, err := api.New(api.Config{Logger: slog.New(slog.DiscardHandler)}).Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		b, _ := api.New(api.Config{Logger: slog.New(slog.DiscardHandler)}).Spec()
+		if !bytes.Equal(a, b) {
+			t.Fatal("two servers built alike give different specs")
+		}
+	}
+	if !bytes.HasSuffix(a, []byte("}\n")) || !bytes.HasPrefix(a, []byte("{\n  \"")) {
+		t.Fatalf("spec is not two-space indented with a trailing newline: %q...", a[:20])
+	}
+	var doc struct{ OpenAPI string }
+	if err := json.Unmarshal(a, &doc); err != nil || doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi = %q, %v; want 3.1.0", doc.OpenAPI, err)
+	}
+}
+
+func TestServedSpec(t *testing.T) {
+	s := api.New(api.Config{Logger: slog.New(slog.DiscardHandler)})
+	want, _ := s.Spec()
+	rec := do(t, s, "GET", "/openapi.json", "", "")
+	if rec.Code != 200 || !bytes.Equal(rec.Body.Bytes(), want) {
+		t.Fatalf("/openapi.json = %d, and differs from Spec()", rec.Code)
+	}
+	rec = do(t, s, "GET", "/openapi.yaml", "", "")
+	if rec.Code != 200 || !strings.HasPrefix(rec.Body.String(), "components:") || !strings.Contains(rec.Body.String(), "openapi: 3.1.0") {
+		t.Fatalf("/openapi.yaml = %d %.80s", rec.Code, rec.Body)
+	}
+}
+
+func TestDocsWorkOffline(t *testing.T) {
+	s, _ := MustServer(t, api.Config{})
+	rec := do(t, s, "GET", "/docs", "", "")
+	if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") {
+		t.Fatalf("/docs = %d %s", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	page := rec.Body.String()
+	for _, want := range []string{`id="op-get-health"`, `id="op-test-echo"`, "/api/v1/ready", `id="schema-Error"`, `<a href="#schema-Error">`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("/docs lacks %q", want)
+		}
+	}
+	for _, banned := range []string{"<script", "http://", "https://", "<link"} {
+		if strings.Contains(page, banned) {
+			t.Errorf("/docs contains %q: it must not load anything from elsewhere", banned)
+		}
+	}
+	_, _ = io.Discard.Write(nil)
+}

@@ -1,0 +1,254 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"sort"
+	"strings"
+)
+
+// The reference page at /docs is rendered on the server from the same
+// document as /openapi.json, with no script and nothing loaded from another
+// host, so it works offline and can never disagree with the spec.
+
+type docsPage struct {
+	Title, Version, Description string
+	Groups                      []docsGroup
+	Schemas                     []docsSchema
+}
+
+type docsGroup struct {
+	Tag        string
+	Operations []docsOperation
+}
+
+type docsOperation struct {
+	ID, Method, Path, Summary, Description string
+	Parameters                             []docsParam
+	RequestBody                            string
+	Responses                              []docsResponse
+	Extensions                             []docsExtension
+}
+
+type docsParam struct {
+	Name, In, Schema, Description string
+	Required                      bool
+}
+
+type docsResponse struct {
+	Status, Description, Schema string
+	Headers                     []string
+}
+
+type docsExtension struct{ Name, JSON string }
+
+type docsSchema struct{ Name, JSON string }
+
+// The subset of OpenAPI that the page shows, decoded from the spec itself.
+type oasDoc struct {
+	Info struct {
+		Title, Version, Description string
+	}
+	Paths      map[string]map[string]oasOperation
+	Components struct {
+		Schemas map[string]json.RawMessage
+	}
+}
+
+type oasOperation struct {
+	OperationID string `json:"operationId"`
+	Summary     string
+	Description string
+	Tags        []string
+	Parameters  []struct {
+		Name, In, Description string
+		Required              bool
+		Schema                json.RawMessage
+	}
+	RequestBody *struct {
+		Content map[string]struct{ Schema json.RawMessage }
+	} `json:"requestBody"`
+	Responses map[string]struct {
+		Ref         string `json:"$ref"`
+		Description string
+		Headers     map[string]json.RawMessage
+		Content     map[string]struct{ Schema json.RawMessage }
+	}
+	Extensions map[string]json.RawMessage `json:"-"`
+}
+
+var methodOrder = map[string]int{"get": 0, "post": 1, "put": 2, "patch": 3, "delete": 4, "head": 5, "options": 6, "trace": 7}
+
+func buildDocsPage(spec []byte) (*docsPage, error) {
+	var doc oasDoc
+	if err := json.Unmarshal(spec, &doc); err != nil {
+		return nil, err
+	}
+	// Extensions (x-...) sit beside the operation's members: decode them apart.
+	var rawPaths struct {
+		Paths map[string]map[string]map[string]json.RawMessage
+	}
+	if err := json.Unmarshal(spec, &rawPaths); err != nil {
+		return nil, err
+	}
+	page := &docsPage{Title: doc.Info.Title, Version: doc.Info.Version, Description: doc.Info.Description}
+	groups := map[string]*docsGroup{}
+	for path, item := range doc.Paths {
+		for method, op := range item {
+			d := docsOperation{ID: op.OperationID, Method: strings.ToUpper(method), Path: path, Summary: op.Summary, Description: op.Description}
+			for _, p := range op.Parameters {
+				d.Parameters = append(d.Parameters, docsParam{Name: p.Name, In: p.In, Required: p.Required, Description: p.Description, Schema: compactJSON(p.Schema)})
+			}
+			if op.RequestBody != nil {
+				for ct, c := range op.RequestBody.Content {
+					d.RequestBody = ct + " " + compactJSON(c.Schema)
+				}
+			}
+			for status, r := range op.Responses {
+				dr := docsResponse{Status: status, Description: r.Description}
+				if r.Ref != "" {
+					dr.Schema = r.Ref
+				}
+				for ct, c := range r.Content {
+					dr.Schema = ct + " " + compactJSON(c.Schema)
+				}
+				for h := range r.Headers {
+					dr.Headers = append(dr.Headers, h)
+				}
+				sort.Strings(dr.Headers)
+				d.Responses = append(d.Responses, dr)
+			}
+			sort.Slice(d.Responses, func(i, j int) bool { return d.Responses[i].Status < d.Responses[j].Status })
+			for k, v := range rawPaths.Paths[path][method] {
+				if strings.HasPrefix(k, "x-") {
+					d.Extensions = append(d.Extensions, docsExtension{Name: k, JSON: indentJSON(v)})
+				}
+			}
+			sort.Slice(d.Extensions, func(i, j int) bool { return d.Extensions[i].Name < d.Extensions[j].Name })
+			tag := "Other"
+			if len(op.Tags) > 0 {
+				tag = op.Tags[0]
+			}
+			g := groups[tag]
+			if g == nil {
+				g = &docsGroup{Tag: tag}
+				groups[tag] = g
+			}
+			g.Operations = append(g.Operations, d)
+		}
+	}
+	for _, g := range groups {
+		sort.Slice(g.Operations, func(i, j int) bool {
+			a, b := g.Operations[i], g.Operations[j]
+			if a.Path != b.Path {
+				return a.Path < b.Path
+			}
+			return methodOrder[strings.ToLower(a.Method)] < methodOrder[strings.ToLower(b.Method)]
+		})
+		page.Groups = append(page.Groups, *g)
+	}
+	sort.Slice(page.Groups, func(i, j int) bool { return page.Groups[i].Tag < page.Groups[j].Tag })
+	for name, raw := range doc.Components.Schemas {
+		page.Schemas = append(page.Schemas, docsSchema{Name: name, JSON: indentJSON(raw)})
+	}
+	sort.Slice(page.Schemas, func(i, j int) bool { return page.Schemas[i].Name < page.Schemas[j].Name })
+	return page, nil
+}
+
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func indentJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Indent(&b, raw, "", "  ") != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// schemaLink turns a "#/components/schemas/X" reference inside rendered
+// JSON into an anchor on this page.
+func schemaLink(s string) template.HTML {
+	esc := template.HTMLEscapeString(s)
+	const prefix = "&#34;#/components/schemas/"
+	var out strings.Builder
+	for {
+		i := strings.Index(esc, prefix)
+		if i < 0 {
+			out.WriteString(esc)
+			break
+		}
+		out.WriteString(esc[:i])
+		rest := esc[i+len(prefix):]
+		end := strings.Index(rest, "&#34;")
+		if end < 0 {
+			out.WriteString(esc[i:])
+			break
+		}
+		name := rest[:end]
+		out.WriteString(`<a href="#schema-` + name + `">&#34;#/components/schemas/` + name + `&#34;</a>`)
+		esc = rest[end+len("&#34;"):]
+	}
+	return template.HTML(out.String())
+}
+
+var docsTemplate = template.Must(template.New("docs").Funcs(template.FuncMap{"schemaLink": schemaLink, "lower": strings.ToLower}).Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}} API reference</title>
+<style>
+body{font:15px/1.5 system-ui,sans-serif;margin:0;display:flex;color:#1d2330}
+nav{width:18rem;flex:none;height:100vh;position:sticky;top:0;overflow:auto;background:#f4f6fa;padding:1rem;box-sizing:border-box;border-right:1px solid #dde2ea}
+nav a{display:block;color:#1d2330;text-decoration:none;font-size:13px;padding:2px 0}
+main{padding:1.5rem 2.5rem;max-width:60rem;min-width:0}
+h2{border-bottom:1px solid #dde2ea;padding-bottom:.3rem;margin-top:2.5rem}
+section.op{border:1px solid #dde2ea;border-radius:6px;padding:.2rem 1rem 1rem;margin:1.2rem 0}
+.m{font:600 12px monospace;padding:2px 6px;border-radius:4px;color:#fff;background:#5a6478}
+.get{background:#2f7d4f}.post{background:#2b5fb4}.put,.patch{background:#a86b12}.delete{background:#b42b2b}
+code,pre{font:13px/1.4 ui-monospace,monospace}pre{background:#f4f6fa;padding:.6rem;overflow:auto;border-radius:4px}
+table{border-collapse:collapse;width:100%;font-size:14px}td,th{border-bottom:1px solid #e6e9ef;text-align:left;padding:4px 6px;vertical-align:top}
+td code{word-break:break-all}
+</style></head><body>
+<nav><strong>{{.Title}} {{.Version}}</strong><p><a href="/openapi.json">openapi.json</a><a href="/openapi.yaml">openapi.yaml</a></p>
+{{range .Groups}}<p><strong>{{.Tag}}</strong>{{range .Operations}}<a href="#op-{{.ID}}"><span class="m {{lower .Method}}">{{.Method}}</span> {{.Path}}</a>{{end}}</p>{{end}}
+<p><strong>Schemas</strong>{{range .Schemas}}<a href="#schema-{{.Name}}">{{.Name}}</a>{{end}}</p></nav>
+<main><h1>{{.Title}} API reference <small>v{{.Version}}</small></h1><p style="white-space:pre-line">{{.Description}}</p>
+{{range .Groups}}<h2>{{.Tag}}</h2>{{range .Operations}}
+<section class="op" id="op-{{.ID}}"><h3><span class="m {{lower .Method}}">{{.Method}}</span> <code>{{.Path}}</code> — {{.Summary}}</h3>
+<p><small>operationId <code>{{.ID}}</code></small></p>{{if .Description}}<p style="white-space:pre-line">{{.Description}}</p>{{end}}
+{{if .Parameters}}<h4>Parameters</h4><table><tr><th>name</th><th>in</th><th>schema</th><th>description</th></tr>
+{{range .Parameters}}<tr><td><code>{{.Name}}</code>{{if .Required}} *{{end}}</td><td>{{.In}}</td><td><code>{{.Schema}}</code></td><td>{{.Description}}</td></tr>{{end}}</table>{{end}}
+{{if .RequestBody}}<h4>Request body</h4><pre>{{schemaLink .RequestBody}}</pre>{{end}}
+<h4>Responses</h4><table><tr><th>status</th><th>description</th><th>body</th><th>headers</th></tr>
+{{range .Responses}}<tr><td><code>{{.Status}}</code></td><td>{{.Description}}</td><td><code>{{schemaLink .Schema}}</code></td><td>{{range .Headers}}<code>{{.}}</code> {{end}}</td></tr>{{end}}</table>
+{{range .Extensions}}<h4><code>{{.Name}}</code></h4><pre>{{.JSON}}</pre>{{end}}
+</section>{{end}}{{end}}
+<h2>Schemas</h2>{{range .Schemas}}<h3 id="schema-{{.Name}}">{{.Name}}</h3><pre>{{schemaLink .JSON}}</pre>{{end}}
+</main></body></html>
+`))
+
+func (s *Server) serveDocs(w http.ResponseWriter, r *http.Request) {
+	spec, err := s.Spec()
+	var page *docsPage
+	if err == nil {
+		page, err = buildDocsPage(spec)
+	}
+	var buf bytes.Buffer
+	if err == nil {
+		err = docsTemplate.Execute(&buf, page)
+	}
+	if err != nil {
+		logger(r.Context()).Error("render docs", "error", err)
+		WriteError(w, NewError(http.StatusInternalServerError, ""))
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	_, _ = w.Write(buf.Bytes())
+}

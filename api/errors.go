@@ -1,0 +1,193 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/danielgtaylor/huma/v2"
+)
+
+// Error is the one error envelope of the API. Every non-2xx response has this
+// shape, whether huma, a middleware or a raw handler wrote it:
+//
+//	{"code": "not-found", "message": "no route matches /api/v1/nope", "details": {}}
+//
+// Code is derived from the HTTP status (see [CodeForStatus]), never from a
+// message, so clients can switch on it. Message is plain English for a person.
+// No Error ever carries a request body, a secret or an internal error string.
+type Error struct {
+	status int
+
+	Code    string       `json:"code" pattern:"^[a-z]+(-[a-z]+)*$" maxLength:"64" example:"invalid-request" doc:"Stable, kebab-case error code derived from the HTTP status; switch on this, not on the message."`
+	Message string       `json:"message" maxLength:"1024" example:"the request body is not valid JSON" doc:"Plain-English explanation for a person."`
+	Details ErrorDetails `json:"details" doc:"Structured details; which members appear depends on the code."`
+}
+
+// ErrorDetails holds the structured part of an [Error]. Members are added
+// here as the API grows; each is optional so adding one never breaks a client.
+type ErrorDetails struct {
+	Errors []FieldError `json:"errors,omitempty" maxItems:"100" nullable:"false" doc:"For invalid-request and unprocessable: each problem and where it is."`
+}
+
+// FieldError locates one problem in a request.
+type FieldError struct {
+	Location string `json:"location" maxLength:"256" example:"body.items[3].text" doc:"Where the problem is: body..., query.x, path.x or header.x."`
+	Message  string `json:"message" maxLength:"1024" example:"expected length <= 65536" doc:"What is wrong there."`
+}
+
+// Error implements error.
+func (e *Error) Error() string { return e.Message }
+
+// GetStatus implements huma.StatusError.
+func (e *Error) GetStatus() int { return e.status }
+
+// NewError returns an envelope for status with message msg. An empty msg
+// takes the default message for the status.
+func NewError(status int, msg string, details ...FieldError) *Error {
+	if msg == "" {
+		msg = defaultMessage(status)
+	}
+	return &Error{status: status, Code: CodeForStatus(status), Message: msg, Details: ErrorDetails{Errors: details}}
+}
+
+// codes maps the statuses the API uses to their envelope codes (API.md,
+// Conventions). Statuses not listed get a kebab-case form of their status text.
+var codes = map[int]string{
+	http.StatusBadRequest:            "invalid-request",
+	http.StatusUnauthorized:          "unauthenticated",
+	http.StatusForbidden:             "forbidden",
+	http.StatusNotFound:              "not-found",
+	http.StatusMethodNotAllowed:      "method-not-allowed",
+	http.StatusNotAcceptable:         "not-acceptable",
+	http.StatusRequestTimeout:        "request-timeout",
+	http.StatusConflict:              "conflict",
+	http.StatusRequestEntityTooLarge: "payload-too-large",
+	http.StatusUnsupportedMediaType:  "unsupported-media-type",
+	http.StatusUnprocessableEntity:   "unprocessable",
+	http.StatusTooManyRequests:       "rate-limited",
+	http.StatusInternalServerError:   "internal",
+	http.StatusServiceUnavailable:    "unavailable",
+}
+
+// CodeForStatus returns the envelope code for an HTTP status.
+func CodeForStatus(status int) string {
+	if c, ok := codes[status]; ok {
+		return c
+	}
+	text := http.StatusText(status)
+	if text == "" {
+		if status >= 500 {
+			return "internal"
+		}
+		return "error-" + strconv.Itoa(status)
+	}
+	return strings.ToLower(strings.NewReplacer(" ", "-", "'", "").Replace(text))
+}
+
+func defaultMessage(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "the request could not be read"
+	case http.StatusNotFound:
+		return "nothing here"
+	case http.StatusInternalServerError:
+		return "brain hit an unexpected error; the X-Request-Id header identifies it in the server log"
+	case http.StatusServiceUnavailable:
+		return "brain is not ready to serve this request"
+	}
+	return strings.ToLower(http.StatusText(status))
+}
+
+// Messages that replace huma's where huma's would say too much: a JSON
+// decoder's error names Go types and quotes bytes of the body.
+const (
+	msgMalformedBody = "the request body is not valid JSON"
+)
+
+// fromHuma builds the envelope for an error huma raises (validation, body
+// parsing, content negotiation, handler errors). It keeps each detail's
+// location and message and drops its value, which echoes the request.
+// Internal errors keep nothing of the cause.
+func fromHuma(status int, msg string, errs ...error) *Error {
+	switch {
+	case status == 0: // huma asks with status 0 to learn the error type
+		return &Error{}
+	case status == http.StatusInternalServerError:
+		// huma's own 500 messages ("unexpected error occurred", marshal
+		// failures) and their causes stay in the log.
+		return NewError(status, "")
+	case status > 500:
+		return NewError(status, msg)
+	}
+	var details []FieldError
+	for _, err := range errs {
+		var d huma.ErrorDetailer
+		if !errors.As(err, &d) {
+			// A handler's plain error at a client status: its text is the
+			// handler's own message, written for the client.
+			if err != nil {
+				details = append(details, FieldError{Message: err.Error()})
+			}
+			continue
+		}
+		ed := d.ErrorDetail()
+		fe := FieldError{Location: ed.Location, Message: ed.Message}
+		if status == http.StatusBadRequest && ed.Location == "body" {
+			fe.Message = msgMalformedBody
+		}
+		details = append(details, fe)
+	}
+	switch {
+	case status == http.StatusBadRequest && len(details) > 0 && details[0].Message == msgMalformedBody:
+		msg = msgMalformedBody
+	case status == http.StatusUnsupportedMediaType:
+		msg = "the request body must be application/json"
+	case status == http.StatusUnprocessableEntity && msg == "validation failed":
+		msg = "the request is not valid: see details.errors"
+	}
+	return NewError(status, msg, details...)
+}
+
+// logInternal records the causes of a 5xx that huma is about to answer, so
+// the envelope can stay opaque while the log keeps the request id and cause.
+func logInternal(ctx huma.Context, status int, msg string, errs []error) {
+	if status < 500 {
+		return
+	}
+	attrs := []any{slog.Int("status", status), slog.String("msg", msg)}
+	for _, err := range errs {
+		if err != nil {
+			attrs = append(attrs, slog.String("error", err.Error()))
+		}
+	}
+	logger(ctx.Context()).Error("request failed", attrs...)
+}
+
+// The huma.NewError swap is the package's only mutable global; it happens
+// once, at init, before anything can register an operation, so every
+// operation documents and returns [Error].
+func init() {
+	huma.NewError = func(status int, msg string, errs ...error) huma.StatusError {
+		return fromHuma(status, msg, errs...)
+	}
+	huma.NewErrorWithContext = func(ctx huma.Context, status int, msg string, errs ...error) huma.StatusError {
+		logInternal(ctx, status, msg, errs)
+		return fromHuma(status, msg, errs...)
+	}
+}
+
+// WriteError writes e as a JSON response with e's status and any headers
+// already set on w. It is for code outside huma operations: router
+// fallbacks, middleware and raw stream handlers.
+func WriteError(w http.ResponseWriter, e *Error) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Del("Content-Length")
+	w.WriteHeader(e.status)
+	_ = json.NewEncoder(w).Encode(e)
+}

@@ -1,0 +1,55 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+)
+
+type contextKey struct{ name string }
+
+func (k *contextKey) String() string { return "api context value " + k.name }
+
+var requestIDKey = &contextKey{"request-id"}
+
+// RequestID is a middleware that gives every request an id, returns it as
+// the X-Request-Id response header and stores it in the request context
+// (read it with [GetRequestID]). An incoming X-Request-Id is kept when it is
+// 1..64 characters of [A-Za-z0-9._-], so an id set by a proxy follows the
+// request through; anything else is replaced by 16 random hex digits.
+func RequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			id = newRequestID()
+		}
+		w.Header().Set("X-Request-Id", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+	})
+}
+
+// GetRequestID returns the request id stored by [RequestID], or "".
+func GetRequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+func validRequestID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,88 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+)
+
+// addRoutes registers every operation of the API. It is the one place that
+// lists the API's surface.
+func addRoutes(api huma.API, cfg Config) {
+	huma.Register(api, huma.Operation{
+		OperationID: "get-health",
+		Method:      http.MethodGet,
+		Path:        Prefix + "/health",
+		Summary:     "Liveness probe",
+		Description: "Answers 200 while the process serves HTTP. Never rate limited.",
+		Tags:        []string{"Operations"},
+	}, handleHealth(cfg.BuildVersion))
+
+	huma.Register(api, huma.Operation{
+		OperationID: "get-ready",
+		Method:      http.MethodGet,
+		Path:        Prefix + "/ready",
+		Summary:     "Readiness probe",
+		Description: "Answers 200 only when every store brain depends on answers, else 503 with the failing checks in details.errors. Never rate limited.",
+		Tags:        []string{"Operations"},
+		Errors:      []int{http.StatusServiceUnavailable},
+	}, handleReady(cfg.Ready))
+}
+
+// HealthOutput is the body of GET /api/v1/health.
+type HealthOutput struct {
+	Body struct {
+		Status  string `json:"status" enum:"ok" doc:"Always ok while the server answers."`
+		Version string `json:"version" example:"v1.2.3" doc:"The server binary's version."`
+	}
+}
+
+func handleHealth(version string) func(context.Context, *struct{}) (*HealthOutput, error) {
+	if version == "" {
+		version = "dev"
+	}
+	return func(ctx context.Context, _ *struct{}) (*HealthOutput, error) {
+		out := &HealthOutput{}
+		out.Body.Status = "ok"
+		out.Body.Version = version
+		return out, nil
+	}
+}
+
+// ReadyOutput is the body of GET /api/v1/ready.
+type ReadyOutput struct {
+	Body struct {
+		Status string   `json:"status" enum:"ready" doc:"Always ready on a 200."`
+		Checks []string `json:"checks" nullable:"false" doc:"The checks that passed."`
+	}
+}
+
+// readyTimeout bounds one readiness check, so a hung store answers 503
+// before the prober gives up.
+const readyTimeout = 2 * time.Second
+
+func handleReady(checks []Check) func(context.Context, *struct{}) (*ReadyOutput, error) {
+	return func(ctx context.Context, _ *struct{}) (*ReadyOutput, error) {
+		out := &ReadyOutput{}
+		out.Body.Status = "ready"
+		out.Body.Checks = []string{}
+		var failed []FieldError
+		for _, c := range checks {
+			cctx, cancel := context.WithTimeout(ctx, readyTimeout)
+			err := c.Check(cctx)
+			cancel()
+			if err != nil {
+				logger(ctx).Warn("readiness check failed", "check", c.Name, "error", err)
+				failed = append(failed, FieldError{Location: "checks." + c.Name, Message: "not answering"})
+				continue
+			}
+			out.Body.Checks = append(out.Body.Checks, c.Name)
+		}
+		if len(failed) > 0 {
+			return nil, NewError(http.StatusServiceUnavailable, "brain is not ready: a store does not answer", failed...)
+		}
+		return out, nil
+	}
+}

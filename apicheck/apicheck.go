@@ -1,0 +1,85 @@
+// Package apicheck finds the changes between two OpenAPI documents that
+// break existing clients: oasdiff's ERR-level checks, plus the rate-limit
+// declarations oasdiff cannot see (it ignores x- extensions and calls a
+// removed optional header INFO).
+package apicheck
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/oasdiff/oasdiff/checker"
+	"github.com/oasdiff/oasdiff/diff"
+	"github.com/oasdiff/oasdiff/load"
+)
+
+// A Finding is one breaking change.
+type Finding struct {
+	// ID names the kind of change: an oasdiff check id such as
+	// "api-path-removed-without-deprecation", or one of this package's
+	// "rate-limit-..." ids.
+	ID     string
+	Method string // upper case; empty for a change not tied to an operation
+	Path   string
+	Text   string
+}
+
+func (f Finding) String() string {
+	if f.Method == "" && f.Path == "" {
+		return fmt.Sprintf("[%s] %s", f.ID, f.Text)
+	}
+	return fmt.Sprintf("[%s] %s %s: %s", f.ID, f.Method, f.Path, f.Text)
+}
+
+// Check compares rev with base and returns every breaking change, sorted by
+// path, method and id.
+func Check(base, rev []byte) ([]Finding, error) {
+	findings, err := oasdiffBreaking(base, rev)
+	if err != nil {
+		return nil, err
+	}
+	rl, err := rateLimitBreaking(base, rev)
+	if err != nil {
+		return nil, err
+	}
+	findings = append(findings, rl...)
+	sort.SliceStable(findings, func(i, j int) bool {
+		a, b := findings[i], findings[j]
+		if a.Path != b.Path {
+			return a.Path < b.Path
+		}
+		if a.Method != b.Method {
+			return a.Method < b.Method
+		}
+		return a.ID < b.ID
+	})
+	return findings, nil
+}
+
+func oasdiffBreaking(base, rev []byte) ([]Finding, error) {
+	loader := openapi3.NewLoader()
+	s1, err := load.NewSpecInfoFromData(loader, base, "base")
+	if err != nil {
+		return nil, fmt.Errorf("apicheck: load base: %w", err)
+	}
+	s2, err := load.NewSpecInfoFromData(openapi3.NewLoader(), rev, "revision")
+	if err != nil {
+		return nil, fmt.Errorf("apicheck: load revision: %w", err)
+	}
+	d, sources, err := diff.GetWithOperationsSourcesMap(diff.NewConfig(), s1, s2)
+	if err != nil {
+		return nil, fmt.Errorf("apicheck: diff: %w", err)
+	}
+	changes := checker.CheckBackwardCompatibilityUntilLevel(checker.NewConfig(checker.GetAllChecks()), d, sources, checker.ERR)
+	l := checker.NewDefaultLocalizer()
+	var out []Finding
+	for _, c := range changes {
+		if c.GetLevel() != checker.ERR {
+			continue
+		}
+		out = append(out, Finding{ID: c.GetId(), Method: strings.ToUpper(c.GetOperation()), Path: c.GetPath(), Text: c.GetUncolorizedText(l)})
+	}
+	return out, nil
+}

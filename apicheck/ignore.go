@@ -1,0 +1,82 @@
+package apicheck
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// An IgnoreList accepts deliberate breaking changes. Its file has one entry
+// a line, each with the reason the break is accepted:
+//
+//	# comment lines and blank lines are skipped
+//	api-path-removed-without-deprecation GET /api/v1/old  # replaced by /api/v1/new in v2
+//
+// The fields are the finding's id, method and path; the reason after '#'
+// is required, so nobody accepts a break without saying why.
+type IgnoreList struct {
+	entries []ignoreEntry
+}
+
+type ignoreEntry struct {
+	id, method, path, reason string
+	line                     int
+}
+
+// ParseIgnore reads an ignore file. name is used in error messages.
+func ParseIgnore(r io.Reader, name string) (*IgnoreList, error) {
+	l := &IgnoreList{}
+	sc := bufio.NewScanner(r)
+	n := 0
+	for sc.Scan() {
+		n++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		spec, reason, _ := strings.Cut(text, "#")
+		reason = strings.TrimSpace(reason)
+		f := strings.Fields(spec)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("%s:%d: want <id> <METHOD> <path> # <reason>", name, n)
+		}
+		if reason == "" {
+			return nil, fmt.Errorf("%s:%d: an accepted break needs a reason after '#'", name, n)
+		}
+		l.entries = append(l.entries, ignoreEntry{id: f[0], method: strings.ToUpper(f[1]), path: f[2], reason: reason, line: n})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return l, nil
+}
+
+// Filter splits findings into those still breaking and those the list
+// accepts, and returns the entries that matched nothing (stale lines worth
+// removing) as "line N: ..." strings. A nil list accepts nothing.
+func (l *IgnoreList) Filter(findings []Finding) (breaking, accepted []Finding, unused []string) {
+	if l == nil {
+		return findings, nil, nil
+	}
+	used := make([]bool, len(l.entries))
+	for _, f := range findings {
+		ok := false
+		for i, e := range l.entries {
+			if e.id == f.ID && e.method == f.Method && e.path == f.Path {
+				used[i], ok = true, true
+			}
+		}
+		if ok {
+			accepted = append(accepted, f)
+		} else {
+			breaking = append(breaking, f)
+		}
+	}
+	for i, e := range l.entries {
+		if !used[i] {
+			unused = append(unused, fmt.Sprintf("line %d: %s %s %s", e.line, e.id, e.method, e.path))
+		}
+	}
+	return breaking, accepted, unused
+}

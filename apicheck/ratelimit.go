@@ -1,0 +1,198 @@
+package apicheck
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// The ids of the rate-limit findings.
+const (
+	IDRateLimitResponseRemoved = "rate-limit-response-removed" // an operation lost its 429 response
+	IDRateLimitHeaderRemoved   = "rate-limit-header-removed"   // a response lost a rate-limit header
+	IDRateLimitRemoved         = "rate-limit-removed"          // an operation lost its x-rate-limit
+	IDRateLimitBudgetAdded     = "rate-limit-budget-added"     // a new budget now applies
+	IDRateLimitTightened       = "rate-limit-tightened"        // a budget admits less than before
+)
+
+// rateLimitHeaders are the headers clients read to pace themselves.
+var rateLimitHeaders = []string{"Retry-After", "RateLimit", "RateLimit-Policy", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
+
+// A budget's numeric members, by which way is tighter. backoff_s is a
+// [min, max] pair where each member is "longer is tighter".
+var (
+	lowerIsTighter  = []string{"limit", "burst", "concurrent", "failures", "ip_failures"}
+	higherIsTighter = []string{"window_s"}
+)
+
+var methods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+
+// rateLimitBreaking reports what oasdiff does not: for each operation in
+// both documents, a lost 429 response, a lost rate-limit header on any
+// response, and an x-rate-limit removed or tightened (a lower limit, burst
+// or cap, a longer window or back-off, a budget added). Loosening passes.
+func rateLimitBreaking(base, rev []byte) ([]Finding, error) {
+	var b, r jsonDoc
+	if err := json.Unmarshal(base, &b.root); err != nil {
+		return nil, fmt.Errorf("apicheck: base: %w", err)
+	}
+	if err := json.Unmarshal(rev, &r.root); err != nil {
+		return nil, fmt.Errorf("apicheck: revision: %w", err)
+	}
+	var out []Finding
+	bPaths, _ := b.root["paths"].(map[string]any)
+	rPaths, _ := r.root["paths"].(map[string]any)
+	for path, bItem := range bPaths {
+		rItem, _ := rPaths[path].(map[string]any)
+		for _, m := range methods {
+			bOp, ok := bItem.(map[string]any)[m].(map[string]any)
+			if !ok {
+				continue
+			}
+			rOp, ok := rItem[m].(map[string]any)
+			if !ok {
+				continue // a removed operation is oasdiff's finding
+			}
+			add := func(id, format string, args ...any) {
+				out = append(out, Finding{ID: id, Method: strings.ToUpper(m), Path: path, Text: fmt.Sprintf(format, args...)})
+			}
+			checkResponses(&b, &r, bOp, rOp, add)
+			checkPolicies(bOp["x-rate-limit"], rOp["x-rate-limit"], add)
+		}
+	}
+	return out, nil
+}
+
+func checkResponses(b, r *jsonDoc, bOp, rOp map[string]any, add func(id, format string, args ...any)) {
+	bResps, _ := bOp["responses"].(map[string]any)
+	rResps, _ := rOp["responses"].(map[string]any)
+	if bResps["429"] != nil && rResps["429"] == nil {
+		add(IDRateLimitResponseRemoved, "removed the 429 response")
+	}
+	for status, bResp := range bResps {
+		rResp := r.resolve(rResps[status])
+		if rResp == nil {
+			continue
+		}
+		bHeaders, _ := b.resolve(bResp)["headers"].(map[string]any)
+		rHeaders, _ := rResp["headers"].(map[string]any)
+		for _, h := range rateLimitHeaders {
+			if hasKeyFold(bHeaders, h) && !hasKeyFold(rHeaders, h) {
+				add(IDRateLimitHeaderRemoved, "removed the %s header from the %s response", h, status)
+			}
+		}
+	}
+}
+
+func checkPolicies(bRL, rRL any, add func(id, format string, args ...any)) {
+	if bRL == nil {
+		bRL = []any{}
+		if rRL == nil {
+			return
+		}
+	}
+	if rRL == nil {
+		add(IDRateLimitRemoved, "removed its x-rate-limit declaration")
+		return
+	}
+	bEntries := budgetsByName(bRL)
+	rEntries := budgetsByName(rRL)
+	names := make([]string, 0, len(rEntries))
+	for name := range rEntries {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		re := rEntries[name]
+		be, ok := bEntries[name]
+		if !ok {
+			add(IDRateLimitBudgetAdded, "added the budget %s", name)
+			continue
+		}
+		for _, k := range lowerIsTighter {
+			if bv, rv, ok := numbers(be[k], re[k]); ok && rv < bv {
+				add(IDRateLimitTightened, "lowered %s of budget %s from %v to %v", k, name, bv, rv)
+			}
+		}
+		for _, k := range higherIsTighter {
+			if bv, rv, ok := numbers(be[k], re[k]); ok && rv > bv {
+				add(IDRateLimitTightened, "raised %s of budget %s from %v to %v", k, name, bv, rv)
+			}
+		}
+		bb, _ := be["backoff_s"].([]any)
+		rb, _ := re["backoff_s"].([]any)
+		for i := 0; i < len(bb) && i < len(rb); i++ {
+			if bv, rv, ok := numbers(bb[i], rb[i]); ok && rv > bv {
+				add(IDRateLimitTightened, "raised backoff_s[%d] of budget %s from %v to %v", i, name, bv, rv)
+			}
+		}
+	}
+}
+
+// budgetsByName indexes an x-rate-limit list by "plane/policy".
+func budgetsByName(v any) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	list, _ := v.([]any)
+	for _, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			continue
+		}
+		out[fmt.Sprint(m["plane"], "/", m["policy"])] = m
+	}
+	return out
+}
+
+func numbers(a, b any) (float64, float64, bool) {
+	x, ok1 := a.(float64)
+	y, ok2 := b.(float64)
+	return x, y, ok1 && ok2
+}
+
+func hasKeyFold(m map[string]any, key string) bool {
+	for k := range m {
+		if strings.EqualFold(k, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonDoc is an OpenAPI document decoded into maps, enough to follow local
+// $refs such as "#/components/responses/RateLimited".
+type jsonDoc struct{ root map[string]any }
+
+// resolve follows v's $ref chain within the document (at most a few hops)
+// and returns the object it lands on, or nil.
+func (d *jsonDoc) resolve(v any) map[string]any {
+	for range 8 {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		ref, ok := m["$ref"].(string)
+		if !ok {
+			return m
+		}
+		v = d.pointer(ref)
+	}
+	return nil
+}
+
+func (d *jsonDoc) pointer(ref string) any {
+	p, ok := strings.CutPrefix(ref, "#/")
+	if !ok {
+		return nil
+	}
+	var cur any = d.root
+	for _, part := range strings.Split(p, "/") {
+		part = strings.NewReplacer("~1", "/", "~0", "~").Replace(part)
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[part]
+	}
+	return cur
+}

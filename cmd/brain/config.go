@@ -1,0 +1,263 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/brain-template/brain/ratelimit"
+)
+
+// Config is every setting of the server. Each is a flag and an environment
+// variable (API.md, Configuration); a flag wins over the variable, and the
+// variable over the default. Defaults need nothing installed.
+type Config struct {
+	Addr           string
+	DataDir        string
+	DatabaseURL    string
+	RedisURL       string
+	TrustedProxies []netip.Prefix
+	CORSOrigins    []string
+	CookieSecure   bool
+	AdminPassword  string
+
+	RateLimitSession ratelimit.Budget
+	RateLimitIP      ratelimit.Budget
+	RateLimitAPIKey  ratelimit.Budget
+	StreamCap        int
+
+	// The per-API-key budgets of the memory operations: requests per hour,
+	// and the per-second cap each of them also has.
+	MemRateLimitIngest   int
+	MemRateLimitQuery    int
+	MemRateLimitProjects int
+	MemRateLimitBurst    int
+	IdempotencyTTL       time.Duration
+
+	ShutdownTimeout time.Duration
+	LogFormat       string
+	LogLevel        slog.Level
+}
+
+// A setting ties a flag and an environment variable to a Config field.
+type setting struct {
+	flag, env, def, usage string
+	secret                bool // may hold a password: its value is never shown in usage or errors
+	set                   func(c *Config, v string) error
+}
+
+var settings = []setting{
+	{"addr", "BRAIN_ADDR", "127.0.0.1:8080", "host:port to listen on", false, func(c *Config, v string) error {
+		if _, _, err := net.SplitHostPort(v); err != nil {
+			return errors.New("want host:port, for example 127.0.0.1:8080 or :8080")
+		}
+		c.Addr = v
+		return nil
+	}},
+	{"data-dir", "BRAIN_DATA_DIR", "./data", "directory for the embedded database", false, func(c *Config, v string) error {
+		if strings.TrimSpace(v) == "" {
+			return errors.New("must not be empty")
+		}
+		c.DataDir = v
+		return nil
+	}},
+	{"database-url", "BRAIN_DATABASE_URL", "", "empty for SQLite in the data dir, or postgres://... to scale out", true, func(c *Config, v string) error {
+		if v != "" {
+			if err := urlWithScheme(v, "postgres", "postgresql"); err != nil {
+				return err
+			}
+		}
+		c.DatabaseURL = v
+		return nil
+	}},
+	{"redis-url", "BRAIN_REDIS_URL", "", "empty for in-memory limits and streams, or redis://... to share them across replicas", true, func(c *Config, v string) error {
+		if v != "" {
+			if err := urlWithScheme(v, "redis", "rediss"); err != nil {
+				return err
+			}
+		}
+		c.RedisURL = v
+		return nil
+	}},
+	{"trusted-proxies", "BRAIN_TRUSTED_PROXIES", "", "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For is believed", false, func(c *Config, v string) error {
+		c.TrustedProxies = nil
+		for _, f := range splitList(v) {
+			p, err := netip.ParsePrefix(f)
+			if err != nil {
+				a, aerr := netip.ParseAddr(f)
+				if aerr != nil {
+					return fmt.Errorf("%q is neither a CIDR nor an IP address", f)
+				}
+				p = netip.PrefixFrom(a, a.BitLen())
+			}
+			c.TrustedProxies = append(c.TrustedProxies, p.Masked())
+		}
+		return nil
+	}},
+	{"cors-origins", "BRAIN_CORS_ORIGINS", "", "comma-separated origins (scheme://host[:port]) browsers may call from", false, func(c *Config, v string) error {
+		c.CORSOrigins = nil
+		for _, f := range splitList(v) {
+			u, err := url.Parse(f)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+				return fmt.Errorf("%q is not an origin like https://app.example.com (and * is never allowed)", f)
+			}
+			c.CORSOrigins = append(c.CORSOrigins, u.Scheme+"://"+strings.ToLower(u.Host))
+		}
+		return nil
+	}},
+	{"cookie-secure", "BRAIN_COOKIE_SECURE", "true", "mark the session cookie Secure; false only for plain-HTTP use off localhost", false, func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return errors.New("want true or false")
+		}
+		c.CookieSecure = b
+		return nil
+	}},
+	{"admin-password", "BRAIN_ADMIN_PASSWORD", "", "password of the admin user created on first start (prefer the variable: flags show in ps)", true, func(c *Config, v string) error {
+		c.AdminPassword = v
+		return nil
+	}},
+	{"rate-limit-session", "BRAIN_RATE_LIMIT_SESSION", "120/min,burst=60", "per-session budget, <n>/<s|min|h>[,burst=<b>]", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitSession })},
+	{"rate-limit-ip", "BRAIN_RATE_LIMIT_IP", "30/min,burst=30", "per-client-IP budget of unauthenticated requests", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitIP })},
+	{"rate-limit-apikey", "BRAIN_RATE_LIMIT_APIKEY", "120/min,burst=60", "per-API-key budget of operations without their own", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitAPIKey })},
+	{"stream-cap", "BRAIN_STREAM_CAP", "16", "concurrent event streams per session or API key", false, count(1, 10000, func(c *Config) *int { return &c.StreamCap })},
+	{"mem-rate-limit-ingest", "MEM_RATE_LIMIT_INGEST", "100", "ingest requests per hour per API key", false, count(1, 1<<30, func(c *Config) *int { return &c.MemRateLimitIngest })},
+	{"mem-rate-limit-query", "MEM_RATE_LIMIT_QUERY", "1000", "query requests per hour per API key", false, count(1, 1<<30, func(c *Config) *int { return &c.MemRateLimitQuery })},
+	{"mem-rate-limit-projects", "MEM_RATE_LIMIT_PROJECTS", "100", "project-list requests per hour per API key", false, count(1, 1<<30, func(c *Config) *int { return &c.MemRateLimitProjects })},
+	{"mem-rate-limit-burst", "MEM_RATE_LIMIT_BURST", "10", "per-second cap (and burst) of each memory operation per API key", false, count(1, 1<<30, func(c *Config) *int { return &c.MemRateLimitBurst })},
+	{"mem-idempotency-ttl-secs", "MEM_IDEMPOTENCY_TTL_SECS", "86400", "seconds an ingest_id is remembered", false, func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 90*86400 {
+			return errors.New("want whole seconds from 1 to 7776000 (90 days)")
+		}
+		c.IdempotencyTTL = time.Duration(n) * time.Second
+		return nil
+	}},
+	{"shutdown-timeout", "BRAIN_SHUTDOWN_TIMEOUT", "15s", "how long a shutdown waits for in-flight requests", false, func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return errors.New("want a duration such as 15s")
+		}
+		c.ShutdownTimeout = d
+		return nil
+	}},
+	{"log-format", "BRAIN_LOG_FORMAT", "text", "text or json", false, func(c *Config, v string) error {
+		if v != "text" && v != "json" {
+			return errors.New("want text or json")
+		}
+		c.LogFormat = v
+		return nil
+	}},
+	{"log-level", "BRAIN_LOG_LEVEL", "info", "debug, info, warn or error", false, func(c *Config, v string) error {
+		return c.LogLevel.UnmarshalText([]byte(v))
+	}},
+}
+
+// parseConfig reads the settings from args (flags) and getenv. A bad value
+// is an error naming the setting. flag.ErrHelp means -h was asked for; the
+// usage has then been written to usage.
+func parseConfig(name string, args []string, getenv func(string) string, usage io.Writer) (Config, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(usage)
+	values := make([]*string, len(settings))
+	for i, s := range settings {
+		v := s.def
+		if e := getenv(s.env); e != "" {
+			v = e
+		}
+		values[i] = new(string)
+		help := fmt.Sprintf("%s (env %s)", s.usage, s.env)
+		def := v
+		if s.secret {
+			def = ""
+		}
+		fs.StringVar(values[i], s.flag, def, help)
+		if s.secret {
+			*values[i] = v
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	fromFlag := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { fromFlag[f.Name] = true })
+	var c Config
+	for i, s := range settings {
+		if err := s.set(&c, *values[i]); err != nil {
+			name := s.env
+			if fromFlag[s.flag] {
+				name = "--" + s.flag
+			}
+			if s.secret {
+				return Config{}, fmt.Errorf("invalid %s: %w", name, err)
+			}
+			return Config{}, fmt.Errorf("invalid %s=%q: %w", name, *values[i], err)
+		}
+	}
+	return c, nil
+}
+
+// defaultConfig is the configuration with no flags and no environment:
+// what `brain openapi` documents.
+func defaultConfig() Config {
+	c, err := parseConfig("brain", nil, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		panic("brain: the defaults do not parse: " + err.Error())
+	}
+	return c
+}
+
+func budget(field func(*Config) *ratelimit.Budget) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := ratelimit.ParseBudget(v)
+		if err != nil {
+			return err
+		}
+		*field(c) = b
+		return nil
+	}
+}
+
+func count(lo, hi int, field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("want a whole number from %d to %d", lo, hi)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func urlWithScheme(v string, schemes ...string) error {
+	u, err := url.Parse(v)
+	if err == nil {
+		for _, s := range schemes {
+			if u.Scheme == s && u.Host != "" {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("want a URL starting %s://", schemes[0])
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

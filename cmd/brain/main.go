@@ -1,0 +1,114 @@
+// Command brain runs the brain API server.
+//
+//	brain [serve] [flags]   run the server (the default)
+//	brain openapi           print the OpenAPI document of the default settings
+//
+// Every flag is also an environment variable; `brain serve -h` lists them.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+
+	"github.com/brain-template/brain/api"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-ctx.Done()
+		stop() // a second signal kills at once
+	}()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "brain:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = `usage: brain [command] [flags]
+
+commands:
+  serve     run the server (the default)
+  openapi   print the OpenAPI document of the default settings to stdout
+
+Run 'brain serve -h' for the settings; each is a flag and an environment variable.
+`
+
+// run is the whole program: main only adds the process's signals,
+// arguments, environment and standard streams, so tests can run it all.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		cfg, err := parseConfig("brain serve", args, getenv, stderr)
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return serve(ctx, cfg, newLogger(cfg, stderr))
+	case "openapi":
+		if len(args) > 0 {
+			return fmt.Errorf("openapi takes no arguments: it always documents the default settings")
+		}
+		spec, err := newServer(defaultConfig(), slog.New(slog.DiscardHandler)).Spec()
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(spec)
+		return err
+	case "help":
+		_, err := io.WriteString(stdout, usage)
+		return err
+	default:
+		io.WriteString(stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+}
+
+// newServer builds the API for cfg. `brain openapi` and `brain serve` both
+// use it, so the served document is the printed one for the same settings.
+func newServer(cfg Config, logger *slog.Logger) *api.Server {
+	return api.New(api.Config{
+		Logger:       logger,
+		BuildVersion: buildVersion(),
+	})
+}
+
+func newLogger(cfg Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// buildVersion is the module version the binary was built from, or the VCS
+// revision, or "dev".
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			return s.Value[:12]
+		}
+	}
+	return "dev"
+}
