@@ -1,0 +1,116 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brain-template/brain/ratelimit"
+)
+
+func TestConfigDefaults(t *testing.T) {
+	c := defaultConfig()
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"Addr", c.Addr, "127.0.0.1:8080"},
+		{"DataDir", c.DataDir, "./data"},
+		{"DatabaseURL", c.DatabaseURL, ""},
+		{"RedisURL", c.RedisURL, ""},
+		{"CookieSecure", c.CookieSecure, true},
+		{"RateLimitSession", c.RateLimitSession, ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60}},
+		{"RateLimitIP", c.RateLimitIP, ratelimit.Budget{Limit: 30, Window: time.Minute, Burst: 30}},
+		{"RateLimitAPIKey", c.RateLimitAPIKey, ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60}},
+		{"StreamCap", c.StreamCap, 16},
+		{"MemRateLimitIngest", c.MemRateLimitIngest, 100},
+		{"MemRateLimitQuery", c.MemRateLimitQuery, 1000},
+		{"MemRateLimitProjects", c.MemRateLimitProjects, 100},
+		{"MemRateLimitBurst", c.MemRateLimitBurst, 10},
+		{"IdempotencyTTL", c.IdempotencyTTL, 24 * time.Hour},
+		{"ShutdownTimeout", c.ShutdownTimeout, 15 * time.Second},
+		{"LogLevel", c.LogLevel, slog.LevelInfo},
+	}
+	for _, ck := range checks {
+		if ck.got != ck.want {
+			t.Errorf("default %s = %v, want %v", ck.name, ck.got, ck.want)
+		}
+	}
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	e := env(map[string]string{"BRAIN_ADDR": ":9000", "BRAIN_STREAM_CAP": "4", "MEM_IDEMPOTENCY_TTL_SECS": "60",
+		"BRAIN_TRUSTED_PROXIES": "10.0.0.0/8, 192.168.1.7", "BRAIN_CORS_ORIGINS": "https://App.example.com,http://localhost:5173"})
+	c, err := parseConfig("brain", []string{"--addr", ":9100"}, e, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != ":9100" {
+		t.Errorf("Addr = %q: the flag should win over BRAIN_ADDR", c.Addr)
+	}
+	if c.StreamCap != 4 || c.IdempotencyTTL != time.Minute {
+		t.Errorf("StreamCap, IdempotencyTTL = %d, %v; want the environment's 4, 1m", c.StreamCap, c.IdempotencyTTL)
+	}
+	wantProxies := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.1.7/32")}
+	if len(c.TrustedProxies) != 2 || c.TrustedProxies[0] != wantProxies[0] || c.TrustedProxies[1] != wantProxies[1] {
+		t.Errorf("TrustedProxies = %v, want %v", c.TrustedProxies, wantProxies)
+	}
+	if strings.Join(c.CORSOrigins, " ") != "https://app.example.com http://localhost:5173" {
+		t.Errorf("CORSOrigins = %v", c.CORSOrigins)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string // the setting the message must name
+	}{
+		{"addr", nil, map[string]string{"BRAIN_ADDR": "8080"}, "BRAIN_ADDR"},
+		{"addr_flag", []string{"--addr", "nowhere"}, nil, "--addr"},
+		{"database_url", nil, map[string]string{"BRAIN_DATABASE_URL": "mysql://u:pw@h/db"}, "BRAIN_DATABASE_URL"},
+		{"redis_url", nil, map[string]string{"BRAIN_REDIS_URL": "localhost:6379"}, "BRAIN_REDIS_URL"},
+		{"trusted_proxies", nil, map[string]string{"BRAIN_TRUSTED_PROXIES": "10.0.0.0/33"}, "BRAIN_TRUSTED_PROXIES"},
+		{"cors_star", nil, map[string]string{"BRAIN_CORS_ORIGINS": "*"}, "BRAIN_CORS_ORIGINS"},
+		{"cors_path", nil, map[string]string{"BRAIN_CORS_ORIGINS": "https://a.example/app"}, "BRAIN_CORS_ORIGINS"},
+		{"cookie_secure", nil, map[string]string{"BRAIN_COOKIE_SECURE": "maybe"}, "BRAIN_COOKIE_SECURE"},
+		{"session_budget", nil, map[string]string{"BRAIN_RATE_LIMIT_SESSION": "120/fortnight"}, "BRAIN_RATE_LIMIT_SESSION"},
+		{"apikey_budget", nil, map[string]string{"BRAIN_RATE_LIMIT_APIKEY": "0/min"}, "BRAIN_RATE_LIMIT_APIKEY"},
+		{"stream_cap", nil, map[string]string{"BRAIN_STREAM_CAP": "0"}, "BRAIN_STREAM_CAP"},
+		{"mem_ingest", nil, map[string]string{"MEM_RATE_LIMIT_INGEST": "-5"}, "MEM_RATE_LIMIT_INGEST"},
+		{"mem_burst", nil, map[string]string{"MEM_RATE_LIMIT_BURST": "ten"}, "MEM_RATE_LIMIT_BURST"},
+		{"ttl", nil, map[string]string{"MEM_IDEMPOTENCY_TTL_SECS": "1h"}, "MEM_IDEMPOTENCY_TTL_SECS"},
+		{"shutdown", nil, map[string]string{"BRAIN_SHUTDOWN_TIMEOUT": "soon"}, "BRAIN_SHUTDOWN_TIMEOUT"},
+		{"log_level", nil, map[string]string{"BRAIN_LOG_LEVEL": "loud"}, "BRAIN_LOG_LEVEL"},
+		{"stray_argument", []string{"extra"}, nil, "extra"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseConfig("brain", tc.args, env(tc.env), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want one naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestConfigNeverShowsSecrets(t *testing.T) {
+	_, err := parseConfig("brain", nil, env(map[string]string{"BRAIN_DATABASE_URL": "mysql://user:s3cret@db/x"}), io.Discard)
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("err = %v: want an error that does not repeat the URL's password", err)
+	}
+	var usage strings.Builder
+	_, err = parseConfig("brain", []string{"-h"}, env(map[string]string{"BRAIN_ADMIN_PASSWORD": "s3cret"}), &usage)
+	if !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("err = %v, want flag.ErrHelp", err)
+	}
+	if strings.Contains(usage.String(), "s3cret") || !strings.Contains(usage.String(), "BRAIN_ADMIN_PASSWORD") {
+		t.Fatalf("usage must list BRAIN_ADMIN_PASSWORD without its value:\n%s", usage.String())
+	}
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// env returns a getenv over a fixed map.
+func env(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+func TestOpenAPIUpToDate(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"openapi"}, env(nil), nil, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	committed, err := os.ReadFile("../../openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(out.Bytes(), committed) {
+		t.Fatal("openapi.json is stale: it differs from `brain openapi`. Run `make openapi` and commit the result.")
+	}
+}
+
+func TestOpenAPIIgnoresEnvironment(t *testing.T) {
+	var plain, configured bytes.Buffer
+	if err := run(context.Background(), []string{"openapi"}, env(nil), nil, &plain, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	odd := env(map[string]string{"BRAIN_RATE_LIMIT_SESSION": "1/h", "BRAIN_STREAM_CAP": "2", "BRAIN_ADDR": "nonsense", "MEM_RATE_LIMIT_INGEST": "x"})
+	if err := run(context.Background(), []string{"openapi"}, odd, nil, &configured, io.Discard); err != nil {
+		t.Fatalf("brain openapi must not read the environment: %v", err)
+	}
+	if !bytes.Equal(plain.Bytes(), configured.Bytes()) {
+		t.Fatal("brain openapi changed with the environment")
+	}
+}
+
+func TestUnknownCommand(t *testing.T) {
+	var stderr bytes.Buffer
+	err := run(context.Background(), []string{"frobnicate"}, env(nil), nil, io.Discard, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "frobnicate") || !strings.Contains(stderr.String(), "usage:") {
+		t.Fatalf("err = %v, stderr %q; want an error naming the command and the usage", err, stderr.String())
+	}
+}
+
+// logPipe collects a running server's log lines and reports the address
+// it listens on.
+type logPipe struct {
+	mu    sync.Mutex
+	lines []string
+	addr  chan string
+	w     *io.PipeWriter
+}
+
+func newLogPipe() *logPipe {
+	r, w := io.Pipe()
+	p := &logPipe{addr: make(chan string, 1), w: w}
+	re := regexp.MustCompile(`msg="brain listening" addr=(\S+)`)
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.lines = append(p.lines, sc.Text())
+			p.mu.Unlock()
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				p.addr <- m[1]
+			}
+		}
+	}()
+	return p
+}
+
+func (p *logPipe) String() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return strings.Join(p.lines, "\n")
+}
+
+// MustRunServer runs the whole program on a free port with the given
+// environment and returns its base URL. The server stops, and run must have
+// returned nil, when the test ends.
+func MustRunServer(tb testing.TB, kv map[string]string) (string, *logPipe) {
+	tb.Helper()
+	if kv == nil {
+		kv = map[string]string{}
+	}
+	if kv["BRAIN_ADDR"] == "" {
+		kv["BRAIN_ADDR"] = "127.0.0.1:0"
+	}
+	if kv["BRAIN_DATA_DIR"] == "" {
+		kv["BRAIN_DATA_DIR"] = tb.TempDir()
+	}
+	logs := newLogPipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, env(kv), nil, io.Discard, logs.w) }()
+	tb.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				tb.Errorf("run returned %v after shutdown, want nil", err)
+			}
+		case <-time.After(20 * time.Second):
+			tb.Error("run did not return after its context was cancelled")
+		}
+	})
+	select {
+	case addr := <-logs.addr:
+		return "http://" + addr, logs
+	case err := <-done:
+		tb.Fatalf("run returned before listening: %v\n%s", err, logs)
+	case <-time.After(10 * time.Second):
+		tb.Fatalf("the server did not start within 10s:\n%s", logs)
+	}
+	return "", nil
+}
+
+func TestServeEndToEnd(t *testing.T) {
+	base, logs := MustRunServer(t, nil)
+
+	res, err := http.Get(base + "/api/v1/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || !strings.Contains(string(body), `"status":"ok"`) {
+		t.Fatalf("health = %d %s", res.StatusCode, body)
+	}
+
+	res, err = http.Get(base + "/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	committed, _ := os.ReadFile("../../openapi.json")
+	if !bytes.Equal(served, committed) {
+		t.Fatal("the running server's /openapi.json differs from the committed openapi.json (run `make openapi`?)")
+	}
+	if !strings.Contains(logs.String(), "route=/api/v1/health status=200") {
+		t.Errorf("no access log line for the health check:\n%s", logs)
+	}
+}
+
+func TestServeRefusesBadSettings(t *testing.T) {
+	err := run(context.Background(), nil, env(map[string]string{"BRAIN_RATE_LIMIT_IP": "lots"}), nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "BRAIN_RATE_LIMIT_IP") {
+		t.Fatalf("err = %v, want one naming BRAIN_RATE_LIMIT_IP", err)
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	err = run(context.Background(), []string{"--addr", taken.Addr().String()}, env(nil), nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "BRAIN_ADDR") {
+		t.Fatalf("err = %v, want a listen error naming BRAIN_ADDR", err)
+	}
+}
