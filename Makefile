@@ -1,0 +1,45 @@
+# brain's tasks. `make test` is the one command that runs every test.
+.PHONY: run test openapi client client-check api-check bench lint rename
+
+GO ?= go
+WEB_DEPS := web/node_modules/.package-lock.json
+
+run: ## run the server with its defaults (SQLite and in-memory state)
+	$(GO) run ./cmd/brain
+
+test: $(WEB_DEPS) ## every test: Go with -race (spec drift included) and the TypeScript client check
+	$(GO) test -race ./...
+	$(MAKE) --no-print-directory client-check
+
+openapi: ## regenerate openapi.json from the code (then run make client)
+	$(GO) run ./cmd/brain openapi > openapi.json.tmp
+	mv openapi.json.tmp openapi.json
+
+client: $(WEB_DEPS) ## regenerate web/src/api/schema.d.ts from openapi.json
+	cd web && npm run --silent generate
+
+client-check: $(WEB_DEPS) ## fail when schema.d.ts is stale or the typed client does not compile
+	@cd web && npm run --silent check || { echo "web/src/api/schema.d.ts is stale or the client does not compile: run make client"; exit 1; }
+	@echo "client check: schema.d.ts is current and the typed client compiles"
+
+$(WEB_DEPS): web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+
+api-check: ## fail on changes to openapi.json that break clients (see cmd/apicheck)
+	$(GO) run ./cmd/apicheck
+
+bench: ## benchmarks; figures go to BENCHMARKS.md
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
+
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+rename: ## make rename MODULE=example.com/you/svc: give a fork its own module path
+	@test -n "$(MODULE)" || { echo "usage: make rename MODULE=example.com/you/svc"; exit 2; }
+	@old=$$($(GO) list -m); \
+	$(GO) mod edit -module "$(MODULE)"; \
+	for f in $$(grep -rlF --include='*.go' "\"$$old" .); do \
+		sed -i.bak -e "s#\"$$old\"#\"$(MODULE)\"#g" -e "s#\"$$old/#\"$(MODULE)/#g" "$$f" && rm "$$f.bak"; \
+	done; \
+	echo "module renamed from $$old to $(MODULE)"

@@ -1,0 +1,139 @@
+// Tests of the repository as a template: what a fork relies on.
+package brain_test
+
+import (
+	"bufio"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// modulePath reads the module line of go.mod.
+func modulePath(tb testing.TB) string {
+	tb.Helper()
+	b, err := os.ReadFile("go.mod")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if p, ok := strings.CutPrefix(line, "module "); ok {
+			return strings.TrimSpace(p)
+		}
+	}
+	tb.Fatal("go.mod has no module line")
+	return ""
+}
+
+// repoFiles lists the files a clone has: tracked, plus new ones not ignored.
+func repoFiles(tb testing.TB) []string {
+	tb.Helper()
+	out, err := exec.Command("git", "ls-files", "--cached", "--others", "--exclude-standard").Output()
+	if err != nil {
+		tb.Skipf("not a git work tree: %v", err) // a source tarball has nothing to fork from
+	}
+	var files []string
+	for _, f := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if _, err := os.Stat(f); err == nil {
+			files = append(files, f)
+		}
+	}
+	return files
+}
+
+// importLines returns the line numbers of a Go file's import specs.
+func importLines(tb testing.TB, path string) map[int]bool {
+	tb.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+	if err != nil {
+		tb.Fatalf("%s: %v", path, err)
+	}
+	lines := map[int]bool{}
+	for _, imp := range f.Imports {
+		lines[fset.Position(imp.Path.Pos()).Line] = true
+	}
+	return lines
+}
+
+// TestModulePathOnlyInGoModAndImports keeps a fork's rename to one step:
+// the module path may appear in go.mod's module line and in Go import
+// lines, nowhere else.
+func TestModulePathOnlyInGoModAndImports(t *testing.T) {
+	mod := modulePath(t)
+	for _, f := range repoFiles(t) {
+		b, err := os.ReadFile(f)
+		if err != nil || !strings.Contains(string(b), mod) {
+			continue
+		}
+		var imports map[int]bool
+		if strings.HasSuffix(f, ".go") {
+			imports = importLines(t, f)
+		}
+		sc := bufio.NewScanner(strings.NewReader(string(b)))
+		sc.Buffer(nil, 1<<20)
+		for n := 1; sc.Scan(); n++ {
+			line := sc.Text()
+			if !strings.Contains(line, mod) || imports[n] || (f == "go.mod" && line == "module "+mod) {
+				continue
+			}
+			t.Errorf("%s:%d names the module path outside go.mod and imports: %s", f, n, strings.TrimSpace(line))
+		}
+	}
+}
+
+// TestForkRenameBuilds copies the repository, renames its module with
+// `make rename` as a fork would, and builds and vets the result.
+func TestForkRenameBuilds(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the whole tree again")
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	mod := modulePath(t)
+	dst := t.TempDir()
+	for _, f := range repoFiles(t) {
+		if strings.HasPrefix(f, "web/") {
+			continue // the client is not Go; nothing in it names the module
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(dst, filepath.Dir(f)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const fork = "example.com/acme/memory"
+	runIn(t, dst, "make", "rename", "MODULE="+fork)
+	if got := runIn(t, dst, "go", "list", "-m"); got != fork {
+		t.Fatalf("after make rename the module is %q, want %q", got, fork)
+	}
+	if out := runIn(t, dst, "grep", "-rlF", "--include=*.go", "--include=go.mod", mod, "."); out != "" {
+		t.Fatalf("the old module path survives the rename in:\n%s", out)
+	}
+	runIn(t, dst, "go", "build", "./...")
+	runIn(t, dst, "go", "vet", "./...")
+}
+
+func runIn(tb testing.TB, dir, name string, args ...string) string {
+	tb.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok && name == "grep" && ee.ExitCode() == 1 {
+			return "" // grep found nothing
+		}
+		tb.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
