@@ -136,4 +136,3 @@ func runIn(tb testing.TB, dir, name string, args ...string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
-
