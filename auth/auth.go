@@ -1,0 +1,69 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors a [Store] returns.
+var (
+	ErrNotFound = errors.New("auth: not found")
+	ErrConflict = errors.New("auth: already exists")
+)
+
+// A User is someone who can log in. Each user's data is private to them.
+type User struct {
+	ID           string
+	Username     string
+	PasswordHash string // argon2id, PHC string form
+	CreatedAt    time.Time
+}
+
+// A Session is a logged-in browser. Only the SHA-256 of its token is kept.
+type Session struct {
+	TokenHash  string // hex
+	UserID     string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time // absolute end of life
+	LastSeenAt time.Time // for the idle timeout; written at most once per TouchInterval
+}
+
+// An APIKey lets a program call the API as its user. Only the SHA-256 of
+// the key is kept; Prefix is shown so a person can tell keys apart.
+type APIKey struct {
+	ID         string
+	UserID     string
+	Name       string
+	Prefix     string
+	KeyHash    string // hex
+	CreatedAt  time.Time
+	LastUsedAt time.Time // zero until first use
+}
+
+// Store keeps users, sessions and API keys. Package store implements it on
+// SQLite and PostgreSQL; one test suite (storetest) holds both to it.
+type Store interface {
+	CreateUser(ctx context.Context, u User) error // ErrConflict when the username is taken
+	UserByID(ctx context.Context, id string) (User, error)
+	UserByUsername(ctx context.Context, username string) (User, error)
+	CountUsers(ctx context.Context) (int, error)
+	SetPasswordHash(ctx context.Context, userID, hash string) error
+
+	CreateSession(ctx context.Context, s Session) error
+	// SessionByTokenHash returns the session and its user.
+	SessionByTokenHash(ctx context.Context, tokenHash string) (Session, User, error)
+	TouchSession(ctx context.Context, tokenHash string, at time.Time) error
+	DeleteSession(ctx context.Context, tokenHash string) error
+	// DeleteUserSessions deletes every session of the user but keepTokenHash's.
+	DeleteUserSessions(ctx context.Context, userID, keepTokenHash string) error
+	DeleteExpiredSessions(ctx context.Context, now time.Time, idle time.Duration) (int, error)
+
+	CreateAPIKey(ctx context.Context, k APIKey) error
+	// APIKeyByHash returns the key and its user.
+	APIKeyByHash(ctx context.Context, keyHash string) (APIKey, User, error)
+	ListAPIKeys(ctx context.Context, userID string) ([]APIKey, error)
+	DeleteAPIKey(ctx context.Context, userID, id string) error // ErrNotFound unless the user owns it
+	// TouchAPIKeys records last-use times in one write.
+	TouchAPIKeys(ctx context.Context, used map[string]time.Time) error
+}

@@ -1,0 +1,131 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+//go:embed migrations
+var migrations embed.FS
+
+// A migration is one numbered SQL file, NNNN_name.sql.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// loadMigrations reads the dialect's migrations in version order.
+func loadMigrations(d Dialect) ([]migration, error) {
+	dir := path.Join("migrations", string(d))
+	entries, err := fs.ReadDir(migrations, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []migration
+	for _, e := range entries {
+		num, name, ok := strings.Cut(strings.TrimSuffix(e.Name(), ".sql"), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || !strings.HasSuffix(e.Name(), ".sql") {
+			return nil, fmt.Errorf("store: migration %s: want NNNN_name.sql", e.Name())
+		}
+		b, err := fs.ReadFile(migrations, path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{version: v, name: name, sql: string(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
+	for i, m := range out {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("store: migrations of %s must be numbered 1, 2, 3...: found %d at place %d", d, m.version, i+1)
+		}
+	}
+	return out, nil
+}
+
+// SchemaVersion returns the newest migration the binary knows.
+func SchemaVersion(d Dialect) int {
+	ms, _ := loadMigrations(d)
+	return len(ms)
+}
+
+// ErrSchemaTooNew means the database was migrated by a newer brain.
+type ErrSchemaTooNew struct{ Database, Binary int }
+
+func (e *ErrSchemaTooNew) Error() string {
+	return fmt.Sprintf("store: the database schema is at version %d but this brain knows only up to %d: run a brain at least as new as the one that migrated it", e.Database, e.Binary)
+}
+
+// pgMigrateLock is the advisory-lock key replicas take while migrating.
+const pgMigrateLock = 0x6272_6169_6e00 // "brain\x00"
+
+// Migrate brings the schema up to date, applying each missing migration in
+// its own transaction. It is safe when several replicas start at once: on
+// PostgreSQL they queue on an advisory lock; on SQLite, on the write lock.
+// A schema newer than the binary knows is an [ErrSchemaTooNew].
+func (db *DB) Migrate(ctx context.Context) (applied int, err error) {
+	ms, err := loadMigrations(db.Dialect)
+	if err != nil {
+		return 0, err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("store: migrate: %w", err)
+	}
+	defer conn.Close()
+	if db.Dialect == Postgres {
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", pgMigrateLock); err != nil {
+			return 0, fmt.Errorf("store: migrate: lock: %w", err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", pgMigrateLock)
+	}
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+		return 0, fmt.Errorf("store: migrate: %w", err)
+	}
+	for {
+		done, err := db.migrateOne(ctx, conn, ms)
+		if err != nil || done {
+			return applied, err
+		}
+		applied++
+	}
+}
+
+// migrateOne applies the next missing migration, if any, in a transaction
+// that first re-reads the version under the write lock.
+func (db *DB) migrateOne(ctx context.Context, conn *sql.Conn, ms []migration) (done bool, err error) {
+	tx, err := conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE on SQLite: the write lock
+	if err != nil {
+		return false, fmt.Errorf("store: migrate: %w", err)
+	}
+	defer tx.Rollback()
+	var current int
+	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&current); err != nil {
+		return false, fmt.Errorf("store: migrate: %w", err)
+	}
+	if current > len(ms) {
+		return false, &ErrSchemaTooNew{Database: current, Binary: len(ms)}
+	}
+	if current == len(ms) {
+		return true, nil
+	}
+	m := ms[current]
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return false, fmt.Errorf("store: migration %d (%s): %w", m.version, m.name, err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+		m.version, m.name, time.Now().UnixMilli()); err != nil {
+		return false, fmt.Errorf("store: migration %d: %w", m.version, err)
+	}
+	return false, tx.Commit()
+}

@@ -1,0 +1,84 @@
+// Package store holds brain's databases and their migrations: SQLite in the
+// data directory by default (pure Go, no cgo), PostgreSQL to scale out. The
+// domain stores in this package run the same SQL on both; where the
+// dialects differ, they say so.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
+	_ "modernc.org/sqlite"             // registers "sqlite"
+)
+
+// Dialect names a database engine.
+type Dialect string
+
+const (
+	SQLite   Dialect = "sqlite"
+	Postgres Dialect = "postgres"
+)
+
+// DB is an open database. It is safe for concurrent use; call Close when done.
+type DB struct {
+	*sql.DB
+	Dialect Dialect
+}
+
+// sqliteFile is the database file's name inside the data directory.
+const sqliteFile = "brain.db"
+
+// sqlitePragmas make concurrent writers wait instead of failing: WAL lets
+// readers run beside the writer, busy_timeout makes a writer wait for the
+// lock, and _txlock=immediate takes the write lock at BEGIN, so a
+// transaction never fails with SQLITE_BUSY when it upgrades from read to
+// write (where busy_timeout cannot help).
+const sqlitePragmas = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+
+// Open opens the database: PostgreSQL when databaseURL is postgres://...,
+// else SQLite in dataDir (created if missing). It does not migrate.
+func Open(ctx context.Context, databaseURL, dataDir string) (*DB, error) {
+	var db *DB
+	switch {
+	case strings.HasPrefix(databaseURL, "postgres://"), strings.HasPrefix(databaseURL, "postgresql://"):
+		sqldb, err := sql.Open("pgx", databaseURL)
+		if err != nil {
+			return nil, fmt.Errorf("store: open postgres: %w", err)
+		}
+		sqldb.SetMaxOpenConns(20)
+		sqldb.SetMaxIdleConns(20)
+		db = &DB{DB: sqldb, Dialect: Postgres}
+	case databaseURL == "":
+		if err := os.MkdirAll(dataDir, 0o700); err != nil {
+			return nil, fmt.Errorf("store: data dir: %w", err)
+		}
+		return OpenSQLite(ctx, filepath.Join(dataDir, sqliteFile))
+	default:
+		return nil, errors.New("store: the database URL must be empty (SQLite) or postgres://...")
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: connect: %w", err)
+	}
+	return db, nil
+}
+
+// OpenSQLite opens (creating if needed) the SQLite database at path.
+func OpenSQLite(ctx context.Context, path string) (*DB, error) {
+	sqldb, err := sql.Open("sqlite", "file:"+path+"?"+sqlitePragmas)
+	if err != nil {
+		return nil, fmt.Errorf("store: open sqlite: %w", err)
+	}
+	db := &DB{DB: sqldb, Dialect: SQLite}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return db, nil
+}
