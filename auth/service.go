@@ -1,0 +1,445 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Errors of the [Service].
+var (
+	// ErrInvalidCredentials: unknown user or wrong password; the two are
+	// deliberately one error.
+	ErrInvalidCredentials = errors.New("auth: invalid username or password")
+	// ErrUnauthenticated: the token or key is unknown, revoked or expired.
+	ErrUnauthenticated = errors.New("auth: not authenticated")
+	ErrInvalidUsername = errors.New("auth: a username is 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit")
+	ErrWeakPassword    = fmt.Errorf("auth: a password is %d to %d characters", MinPasswordLen, MaxPasswordLen)
+)
+
+// Password bounds.
+const (
+	MinPasswordLen = 12
+	MaxPasswordLen = 1024
+)
+
+var usernameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+
+// NormalizeUsername lower-cases and trims a username.
+func NormalizeUsername(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// Method says how a caller authenticated.
+type Method string
+
+const (
+	MethodSession Method = "session"
+	MethodAPIKey  Method = "apikey"
+)
+
+// An Identity is the resolved caller of one request.
+type Identity struct {
+	User   User
+	Method Method
+	// SessionHash is set for MethodSession, APIKeyID for MethodAPIKey.
+	SessionHash string
+	APIKeyID    string
+	// ExpiresAt is when the session ends at the latest.
+	ExpiresAt time.Time
+}
+
+// Key is what per-caller limits key on: the session or the API key, never
+// the user (one user's two browsers are two sessions).
+func (id *Identity) Key() string {
+	if id.Method == MethodAPIKey {
+		return "apikey:" + id.APIKeyID
+	}
+	return "session:" + id.SessionHash
+}
+
+type identityKey struct{}
+
+// NewContext returns ctx carrying id.
+func NewContext(ctx context.Context, id *Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
+
+// FromContext returns the caller stored by NewContext, or nil.
+func FromContext(ctx context.Context) *Identity {
+	id, _ := ctx.Value(identityKey{}).(*Identity)
+	return id
+}
+
+// Config tunes a [Service]. Zero fields take the defaults.
+type Config struct {
+	SessionLifetime time.Duration // absolute; default 7 days
+	IdleTimeout     time.Duration // default 24 h
+	// CacheTTL is how long a replica trusts a session or key it looked up
+	// before it asks the database again: how long a session revoked on
+	// another replica may still be accepted here. Default 10 s.
+	CacheTTL time.Duration
+	// TouchInterval is how stale a session's last-seen time may get before
+	// a request writes it. Default 1 min.
+	TouchInterval time.Duration
+	Argon2        Argon2Params
+	Now           func() time.Time
+}
+
+// Service is authentication: logins, sessions, API keys. It is safe for
+// concurrent use. Run its maintenance loop with [Service.Run].
+type Service struct {
+	store    Store
+	cfg      Config
+	Throttle *LoginThrottle
+	dummy    string // a hash to verify against when the user is unknown
+
+	mu       sync.Mutex
+	sessions map[string]*cachedSession // by token hash
+	keys     map[string]*cachedKey     // by key hash
+	used     map[string]time.Time      // API key id -> last use not yet written
+}
+
+type cachedSession struct {
+	session Session
+	user    User
+	fetched time.Time
+}
+
+type cachedKey struct {
+	key     APIKey
+	user    User
+	fetched time.Time
+}
+
+// maxCached bounds each cache; past it, entries older than CacheTTL go.
+const maxCached = 100_000
+
+// NewService returns a Service over store.
+func NewService(store Store, cfg Config) *Service {
+	if cfg.SessionLifetime == 0 {
+		cfg.SessionLifetime = 7 * 24 * time.Hour
+	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = 24 * time.Hour
+	}
+	if cfg.CacheTTL == 0 {
+		cfg.CacheTTL = 10 * time.Second
+	}
+	if cfg.TouchInterval == 0 {
+		cfg.TouchInterval = time.Minute
+	}
+	if cfg.Argon2 == (Argon2Params{}) {
+		cfg.Argon2 = DefaultArgon2
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Service{
+		store: store, cfg: cfg, Throttle: NewLoginThrottle(),
+		dummy:    HashPassword(newToken(), cfg.Argon2),
+		sessions: map[string]*cachedSession{}, keys: map[string]*cachedKey{}, used: map[string]time.Time{},
+	}
+}
+
+// Config returns the service's effective configuration.
+func (s *Service) Config() Config { return s.cfg }
+
+// AddUser creates a user. The username is normalized first.
+func (s *Service) AddUser(ctx context.Context, username, password string) (User, error) {
+	username = NormalizeUsername(username)
+	if !usernameRE.MatchString(username) {
+		return User{}, ErrInvalidUsername
+	}
+	if n := len([]rune(password)); n < MinPasswordLen || n > MaxPasswordLen {
+		return User{}, ErrWeakPassword
+	}
+	u := User{ID: newID(), Username: username, PasswordHash: HashPassword(password, s.cfg.Argon2), CreatedAt: s.cfg.Now().UTC()}
+	if err := s.store.CreateUser(ctx, u); err != nil {
+		return User{}, err
+	}
+	return u, nil
+}
+
+// EnsureAdmin creates the user admin when there are no users: with
+// password, or with a random one it returns (to be shown once).
+func (s *Service) EnsureAdmin(ctx context.Context, password string) (created bool, generated string, err error) {
+	n, err := s.store.CountUsers(ctx)
+	if err != nil || n > 0 {
+		return false, "", err
+	}
+	if password == "" {
+		password = newToken()[:24]
+		generated = password
+	}
+	if _, err := s.AddUser(ctx, "admin", password); err != nil {
+		if errors.Is(err, ErrConflict) { // another replica won the race
+			return false, "", nil
+		}
+		return false, "", err
+	}
+	return true, generated, nil
+}
+
+// Login checks a password and opens a session. It returns the session's
+// token (for the cookie), the session and its user. Unknown users and
+// wrong passwords return the same ErrInvalidCredentials after the same
+// work; a throttled attempt returns a *ThrottledError.
+func (s *Service) Login(ctx context.Context, username, password, clientIP string) (string, Session, User, error) {
+	now := s.cfg.Now()
+	username = NormalizeUsername(username)
+	if err := s.Throttle.Begin(username, clientIP, now); err != nil {
+		return "", Session{}, User{}, err
+	}
+	u, err := s.store.UserByUsername(ctx, username)
+	hash := u.PasswordHash
+	if errors.Is(err, ErrNotFound) {
+		hash = s.dummy
+	} else if err != nil {
+		return "", Session{}, User{}, err
+	}
+	ok, verr := VerifyPassword(password, hash)
+	if err != nil || !ok || verr != nil {
+		return "", Session{}, User{}, ErrInvalidCredentials
+	}
+	s.Throttle.Succeed(username, clientIP)
+	token := newToken()
+	se := Session{TokenHash: hashSecret(token), UserID: u.ID, CreatedAt: now.UTC(), ExpiresAt: now.Add(s.cfg.SessionLifetime).UTC(), LastSeenAt: now.UTC()}
+	if err := s.store.CreateSession(ctx, se); err != nil {
+		return "", Session{}, User{}, err
+	}
+	return token, se, u, nil
+}
+
+// Authenticate resolves a session token. Within CacheTTL of its last
+// lookup it costs no database round trip; once per TouchInterval it writes
+// the session's last-seen time.
+func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, error) {
+	if !looksLikeToken(token) {
+		return nil, ErrUnauthenticated
+	}
+	now := s.cfg.Now()
+	hash := hashSecret(token)
+	s.mu.Lock()
+	c := s.sessions[hash]
+	s.mu.Unlock()
+	if c == nil || now.Sub(c.fetched) >= s.cfg.CacheTTL {
+		se, u, err := s.store.SessionByTokenHash(ctx, hash)
+		if errors.Is(err, ErrNotFound) {
+			s.evictSession(hash)
+			return nil, ErrUnauthenticated
+		}
+		if err != nil {
+			return nil, err
+		}
+		c = &cachedSession{session: se, user: u, fetched: now}
+		s.mu.Lock()
+		if len(s.sessions) >= maxCached {
+			s.sweepLocked(now)
+		}
+		s.sessions[hash] = c
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	se, u := c.session, c.user
+	touch := now.Sub(se.LastSeenAt) >= s.cfg.TouchInterval
+	if touch {
+		c.session.LastSeenAt = now
+	}
+	s.mu.Unlock()
+	if !now.Before(se.ExpiresAt) || now.Sub(se.LastSeenAt) >= s.cfg.IdleTimeout {
+		s.evictSession(hash)
+		return nil, ErrUnauthenticated
+	}
+	if touch {
+		if err := s.store.TouchSession(ctx, hash, now); err != nil {
+			return nil, err
+		}
+	}
+	return &Identity{User: u, Method: MethodSession, SessionHash: hash, ExpiresAt: se.ExpiresAt}, nil
+}
+
+// AuthenticateKey resolves an API key, with the same cache as sessions.
+// Its last-use time is recorded in memory and written by [Service.Flush].
+func (s *Service) AuthenticateKey(ctx context.Context, key string) (*Identity, error) {
+	if !looksLikeKey(key) {
+		return nil, ErrUnauthenticated
+	}
+	now := s.cfg.Now()
+	hash := hashSecret(key)
+	s.mu.Lock()
+	c := s.keys[hash]
+	s.mu.Unlock()
+	if c == nil || now.Sub(c.fetched) >= s.cfg.CacheTTL {
+		k, u, err := s.store.APIKeyByHash(ctx, hash)
+		if errors.Is(err, ErrNotFound) {
+			return nil, ErrUnauthenticated
+		}
+		if err != nil {
+			return nil, err
+		}
+		c = &cachedKey{key: k, user: u, fetched: now}
+		s.mu.Lock()
+		if len(s.keys) >= maxCached {
+			s.sweepLocked(now)
+		}
+		s.keys[hash] = c
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	s.used[c.key.ID] = now
+	s.mu.Unlock()
+	return &Identity{User: c.user, Method: MethodAPIKey, APIKeyID: c.key.ID}, nil
+}
+
+// Logout ends the caller's session at once on this replica (other replicas
+// within CacheTTL).
+func (s *Service) Logout(ctx context.Context, id *Identity) error {
+	if id == nil || id.Method != MethodSession {
+		return ErrUnauthenticated
+	}
+	s.evictSession(id.SessionHash)
+	return s.store.DeleteSession(ctx, id.SessionHash)
+}
+
+// ChangePassword checks current and sets next, then ends every other
+// session of the user. A wrong current password counts as a failed login.
+func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, current, next string) error {
+	if n := len([]rune(next)); n < MinPasswordLen || n > MaxPasswordLen {
+		return ErrWeakPassword
+	}
+	if err := s.Throttle.Begin(id.User.Username, clientIP, s.cfg.Now()); err != nil {
+		return err
+	}
+	u, err := s.store.UserByID(ctx, id.User.ID)
+	if err != nil {
+		return err
+	}
+	if ok, err := VerifyPassword(current, u.PasswordHash); err != nil || !ok {
+		return ErrInvalidCredentials
+	}
+	s.Throttle.Succeed(id.User.Username, clientIP)
+	if err := s.store.SetPasswordHash(ctx, u.ID, HashPassword(next, s.cfg.Argon2)); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	for h, c := range s.sessions {
+		if c.user.ID == u.ID && h != id.SessionHash {
+			delete(s.sessions, h)
+		}
+	}
+	s.mu.Unlock()
+	return s.store.DeleteUserSessions(ctx, u.ID, id.SessionHash)
+}
+
+// CreateAPIKey makes a key for the user and returns it with its secret,
+// which is shown once and never stored.
+func (s *Service) CreateAPIKey(ctx context.Context, userID, name string) (APIKey, string, error) {
+	secret := newAPIKey()
+	k := APIKey{ID: newID(), UserID: userID, Name: name, Prefix: secret[:len(KeyPrefix)+8], KeyHash: hashSecret(secret), CreatedAt: s.cfg.Now().UTC()}
+	if err := s.store.CreateAPIKey(ctx, k); err != nil {
+		return APIKey{}, "", err
+	}
+	return k, secret, nil
+}
+
+// ListAPIKeys lists the user's keys, newest first, with last-use times
+// this replica has not written yet.
+func (s *Service) ListAPIKeys(ctx context.Context, userID string) ([]APIKey, error) {
+	keys, err := s.store.ListAPIKeys(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range keys {
+		if t, ok := s.used[keys[i].ID]; ok && t.After(keys[i].LastUsedAt) {
+			keys[i].LastUsedAt = t
+		}
+	}
+	return keys, nil
+}
+
+// DeleteAPIKey revokes one of the user's keys: at once on this replica,
+// within CacheTTL on others. ErrNotFound unless the user owns it.
+func (s *Service) DeleteAPIKey(ctx context.Context, userID, id string) error {
+	if err := s.store.DeleteAPIKey(ctx, userID, id); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	for h, c := range s.keys {
+		if c.key.ID == id {
+			delete(s.keys, h)
+		}
+	}
+	delete(s.used, id)
+	s.mu.Unlock()
+	return nil
+}
+
+// Flush writes the API keys' pending last-use times in one transaction.
+func (s *Service) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	used := s.used
+	s.used = map[string]time.Time{}
+	s.mu.Unlock()
+	if err := s.store.TouchAPIKeys(ctx, used); err != nil {
+		s.mu.Lock()
+		for id, t := range used { // keep them for the next try
+			if t.After(s.used[id]) {
+				s.used[id] = t
+			}
+		}
+		s.mu.Unlock()
+		return err
+	}
+	return nil
+}
+
+// Run flushes last-use times every interval and deletes dead sessions
+// every hour, until ctx is done; then it flushes once more.
+func (s *Service) Run(ctx context.Context, interval time.Duration, onError func(error)) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	lastPurge := time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			if err := s.Flush(context.WithoutCancel(ctx)); err != nil {
+				onError(err)
+			}
+			return
+		case <-tick.C:
+		}
+		if err := s.Flush(ctx); err != nil {
+			onError(err)
+		}
+		if now := s.cfg.Now(); now.Sub(lastPurge) >= time.Hour {
+			lastPurge = now
+			if _, err := s.store.DeleteExpiredSessions(ctx, now, s.cfg.IdleTimeout); err != nil {
+				onError(err)
+			}
+		}
+	}
+}
+
+func (s *Service) evictSession(hash string) {
+	s.mu.Lock()
+	delete(s.sessions, hash)
+	s.mu.Unlock()
+}
+
+func (s *Service) sweepLocked(now time.Time) {
+	for h, c := range s.sessions {
+		if now.Sub(c.fetched) >= s.cfg.CacheTTL {
+			delete(s.sessions, h)
+		}
+	}
+	for h, c := range s.keys {
+		if now.Sub(c.fetched) >= s.cfg.CacheTTL {
+			delete(s.keys, h)
+		}
+	}
+}

@@ -1,0 +1,246 @@
+package auth_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/store"
+	"github.com/brain-template/brain/store/storetest"
+)
+
+// countingStore counts the calls a cache should spare.
+type countingStore struct {
+	auth.Store
+	sessionLookups, touches, keyLookups atomic.Int32
+}
+
+func (c *countingStore) SessionByTokenHash(ctx context.Context, h string) (auth.Session, auth.User, error) {
+	c.sessionLookups.Add(1)
+	return c.Store.SessionByTokenHash(ctx, h)
+}
+
+func (c *countingStore) TouchSession(ctx context.Context, h string, at time.Time) error {
+	c.touches.Add(1)
+	return c.Store.TouchSession(ctx, h, at)
+}
+
+func (c *countingStore) APIKeyByHash(ctx context.Context, h string) (auth.APIKey, auth.User, error) {
+	c.keyLookups.Add(1)
+	return c.Store.APIKeyByHash(ctx, h)
+}
+
+// cheap keeps tests fast; the real cost is DefaultArgon2.
+var cheap = auth.Argon2Params{Memory: 64, Time: 1, Threads: 1, KeyLen: 32, SaltLen: 16}
+
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time          { return c.now }
+func (c *clock) Advance(d time.Duration) { c.now = c.now.Add(d) }
+func newClock() *clock                   { return &clock{now: t0} }
+func mustService(t *testing.T) (*auth.Service, *countingStore, *clock) {
+	t.Helper()
+	st := &countingStore{Store: store.NewAuthStore(storetest.Open(t, store.SQLite))}
+	clk := newClock()
+	svc := auth.NewService(st, auth.Config{Argon2: cheap, Now: clk.Now, IdleTimeout: time.Hour, SessionLifetime: 24 * time.Hour})
+	if _, err := svc.AddUser(context.Background(), "Ada", "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	return svc, st, clk
+}
+
+func TestLogin(t *testing.T) {
+	svc, _, _ := mustService(t)
+	ctx := context.Background()
+	t.Run("OK", func(t *testing.T) {
+		token, se, u, err := svc.Login(ctx, " ADA ", "correct horse battery", "ip")
+		if err != nil || u.Username != "ada" || len(token) != 43 || !se.ExpiresAt.Equal(t0.Add(24*time.Hour)) {
+			t.Fatalf("Login = %q, %+v, %+v, %v", token, se, u, err)
+		}
+	})
+	t.Run("ErrWrongPasswordLooksLikeUnknownUser", func(t *testing.T) {
+		_, _, _, wrong := svc.Login(ctx, "ada", "wrong password!!", "ip")
+		_, _, _, unknown := svc.Login(ctx, "nobody", "wrong password!!", "ip")
+		if wrong != auth.ErrInvalidCredentials || unknown != auth.ErrInvalidCredentials {
+			t.Fatalf("wrong password: %v; unknown user: %v; want the same ErrInvalidCredentials", wrong, unknown)
+		}
+	})
+}
+
+func TestSessions(t *testing.T) {
+	svc, st, clk := mustService(t)
+	ctx := context.Background()
+	token, _, _, err := svc.Login(ctx, "ada", "correct horse battery", "ip")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 50 {
+		id, err := svc.Authenticate(ctx, token)
+		if err != nil || id.User.Username != "ada" || id.Method != auth.MethodSession {
+			t.Fatalf("Authenticate = %+v, %v", id, err)
+		}
+	}
+	if n := st.sessionLookups.Load(); n != 1 {
+		t.Fatalf("50 requests looked the session up %d times, want 1 (cached)", n)
+	}
+	if n := st.touches.Load(); n != 0 {
+		t.Fatalf("touched %d times within the touch interval, want 0", n)
+	}
+	clk.Advance(2 * time.Minute) // past the cache TTL and the touch interval
+	if _, err := svc.Authenticate(ctx, token); err != nil {
+		t.Fatal(err)
+	}
+	if st.sessionLookups.Load() != 2 || st.touches.Load() != 1 {
+		t.Fatalf("lookups, touches = %d, %d; want 2, 1", st.sessionLookups.Load(), st.touches.Load())
+	}
+
+	t.Run("IdleTimeout", func(t *testing.T) {
+		clk.Advance(time.Hour) // idle for the whole timeout
+		if _, err := svc.Authenticate(ctx, token); err != auth.ErrUnauthenticated {
+			t.Fatalf("after an idle hour: err = %v, want ErrUnauthenticated", err)
+		}
+	})
+	t.Run("AbsoluteLifetime", func(t *testing.T) {
+		token, _, _, _ := svc.Login(ctx, "ada", "correct horse battery", "ip")
+		for range 24 * 3 { // busy every 20 minutes: never idle
+			clk.Advance(20 * time.Minute)
+			if _, err := svc.Authenticate(ctx, token); err != nil {
+				break
+			}
+		}
+		if _, err := svc.Authenticate(ctx, token); err != auth.ErrUnauthenticated {
+			t.Fatalf("a busy session past its 24 h lifetime: err = %v", err)
+		}
+	})
+	t.Run("Logout", func(t *testing.T) {
+		token, _, _, _ := svc.Login(ctx, "ada", "correct horse battery", "ip")
+		id, err := svc.Authenticate(ctx, token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Logout(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Authenticate(ctx, token); err != auth.ErrUnauthenticated {
+			t.Fatalf("right after logout (cache warm): err = %v", err)
+		}
+	})
+	t.Run("Garbage", func(t *testing.T) {
+		for _, tok := range []string{"", "x", token + "x", string(make([]byte, 43))} {
+			if _, err := svc.Authenticate(ctx, tok); err != auth.ErrUnauthenticated {
+				t.Errorf("Authenticate(%q) = %v", tok, err)
+			}
+		}
+	})
+}
+
+func TestChangePasswordRevokesOtherSessions(t *testing.T) {
+	svc, _, _ := mustService(t)
+	ctx := context.Background()
+	a, _, _, _ := svc.Login(ctx, "ada", "correct horse battery", "ip")
+	b, _, _, _ := svc.Login(ctx, "ada", "correct horse battery", "ip")
+	idA, _ := svc.Authenticate(ctx, a)
+	if _, err := svc.Authenticate(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.ChangePassword(ctx, idA, "ip", "not the password", "a new long passphrase"); err != auth.ErrInvalidCredentials {
+		t.Fatalf("wrong current password: %v", err)
+	}
+	if err := svc.ChangePassword(ctx, idA, "ip", "correct horse battery", "short"); err != auth.ErrWeakPassword {
+		t.Fatalf("short new password: %v", err)
+	}
+	if err := svc.ChangePassword(ctx, idA, "ip", "correct horse battery", "a new long passphrase"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Authenticate(ctx, a); err != nil {
+		t.Fatalf("the changing session must survive: %v", err)
+	}
+	if _, err := svc.Authenticate(ctx, b); err != auth.ErrUnauthenticated {
+		t.Fatalf("the other session: err = %v, want it revoked", err)
+	}
+	if _, _, _, err := svc.Login(ctx, "ada", "a new long passphrase", "ip"); err != nil {
+		t.Fatalf("login with the new password: %v", err)
+	}
+}
+
+func TestAPIKeys(t *testing.T) {
+	svc, st, clk := mustService(t)
+	ctx := context.Background()
+	u, _ := svc.AddUser(ctx, "grace", "another long password")
+	k, secret, err := svc.CreateAPIKey(ctx, u.ID, "ci")
+	if err != nil || len(secret) != 36 || secret[:4] != "brk_" || k.Prefix != secret[:12] {
+		t.Fatalf("CreateAPIKey = %+v, %q, %v", k, secret, err)
+	}
+	for range 20 {
+		id, err := svc.AuthenticateKey(ctx, secret)
+		if err != nil || id.Method != auth.MethodAPIKey || id.User.ID != u.ID || id.Key() != "apikey:"+k.ID {
+			t.Fatalf("AuthenticateKey = %+v, %v", id, err)
+		}
+	}
+	if n := st.keyLookups.Load(); n != 1 {
+		t.Fatalf("20 requests looked the key up %d times, want 1", n)
+	}
+	clk.Advance(time.Minute)
+	used := clk.Now()
+	if _, err := svc.AuthenticateKey(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := st.ListAPIKeys(ctx, u.ID); !keys[0].LastUsedAt.IsZero() {
+		t.Fatal("last-used was written per request; it should wait for Flush")
+	}
+	if keys, _ := svc.ListAPIKeys(ctx, u.ID); !keys[0].LastUsedAt.Equal(used) {
+		t.Fatalf("ListAPIKeys last used = %v, want the pending %v", keys[0].LastUsedAt, used)
+	}
+	if err := svc.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := st.ListAPIKeys(ctx, u.ID); !keys[0].LastUsedAt.Equal(used) {
+		t.Fatalf("after Flush the stored last use = %v, want %v", keys[0].LastUsedAt, used)
+	}
+	if err := svc.DeleteAPIKey(ctx, "someone-else", k.ID); !errors.Is(err, auth.ErrNotFound) {
+		t.Fatalf("deleting another's key: %v", err)
+	}
+	if err := svc.DeleteAPIKey(ctx, u.ID, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.AuthenticateKey(ctx, secret); err != auth.ErrUnauthenticated {
+		t.Fatalf("deleted key (cache warm): err = %v", err)
+	}
+}
+
+func TestEnsureAdmin(t *testing.T) {
+	st := store.NewAuthStore(storetest.Open(t, store.SQLite))
+	svc := auth.NewService(st, auth.Config{Argon2: cheap})
+	ctx := context.Background()
+	created, pw, err := svc.EnsureAdmin(ctx, "")
+	if err != nil || !created || len(pw) < auth.MinPasswordLen {
+		t.Fatalf("EnsureAdmin = %v, %q, %v; want a generated password", created, pw, err)
+	}
+	if _, _, _, err := svc.Login(ctx, "admin", pw, "ip"); err != nil {
+		t.Fatalf("login as admin with the generated password: %v", err)
+	}
+	if created, _, _ := svc.EnsureAdmin(ctx, ""); created {
+		t.Fatal("EnsureAdmin created a second admin")
+	}
+}
+
+func TestAddUserValidates(t *testing.T) {
+	svc, _, _ := mustService(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, user, pw string
+		want           error
+	}{
+		{"taken", "ADA", "long enough password", auth.ErrConflict},
+		{"bad_chars", "a b", "long enough password", auth.ErrInvalidUsername},
+		{"too_long", string(make([]byte, 65)), "long enough password", auth.ErrInvalidUsername},
+		{"short_password", "bob", "short", auth.ErrWeakPassword},
+	} {
+		if _, err := svc.AddUser(ctx, tc.user, tc.pw); !errors.Is(err, tc.want) {
+			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package auth
+
+import (
+	"sync"
+	"time"
+)
+
+// A LoginThrottle slows password guessing with a back-off, not a token
+// bucket (API.md, the login row). After UserFailures consecutive failures
+// for a username, or IPFailures for a client IP, each further attempt must
+// wait: BaseDelay, doubling with each failure, capped at MaxDelay. A
+// success resets the username's count; an IP's count resets after IPReset
+// without failures. It never bans.
+//
+// An attempt counts as a failure from the moment it is admitted ([Begin])
+// until it succeeds ([Succeed]), so concurrent guesses cannot slip past
+// the count while their password hashes are being checked.
+//
+// The zero value is not usable; create one with [NewLoginThrottle]. It is
+// safe for concurrent use. State is per process.
+type LoginThrottle struct {
+	UserFailures, IPFailures int
+	BaseDelay, MaxDelay      time.Duration
+	IPReset                  time.Duration
+	// UserForget drops a username's count after this long without a
+	// failure, which bounds memory under a flood of invented usernames.
+	UserForget time.Duration
+
+	mu    sync.Mutex
+	users map[string]*failures
+	ips   map[string]*failures
+	swept time.Time
+}
+
+type failures struct {
+	n    int
+	last time.Time
+}
+
+// NewLoginThrottle returns the throttle API.md defines: 5 failures per
+// username, 20 per IP, 1 s doubling to 15 min, IP counts reset after 15 min.
+func NewLoginThrottle() *LoginThrottle {
+	return &LoginThrottle{
+		UserFailures: 5, IPFailures: 20,
+		BaseDelay: time.Second, MaxDelay: 15 * time.Minute,
+		IPReset: 15 * time.Minute, UserForget: 24 * time.Hour,
+		users: map[string]*failures{}, ips: map[string]*failures{},
+	}
+}
+
+// ThrottledError refuses a login attempt that came too soon.
+type ThrottledError struct {
+	RetryAfter time.Duration
+	// Key says which count refused it: "username" or "ip".
+	Key string
+	// Failures is the threshold of that count (5 or 20 by default).
+	Failures int
+}
+
+func (e *ThrottledError) Error() string {
+	return "auth: too many failed logins; wait " + e.RetryAfter.String()
+}
+
+func (t *LoginThrottle) wait(f *failures, threshold int, now time.Time) time.Duration {
+	if f == nil || f.n < threshold {
+		return 0
+	}
+	d := t.MaxDelay
+	if shift := f.n - threshold; shift < 30 {
+		d = min(t.BaseDelay<<shift, t.MaxDelay)
+	}
+	return f.last.Add(d).Sub(now)
+}
+
+// Begin admits an attempt for username from ip at now, counting it as a
+// failure until [LoginThrottle.Succeed], or refuses it with a
+// *ThrottledError saying how long to wait.
+func (t *LoginThrottle) Begin(username, ip string, now time.Time) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sweep(now)
+	u, i := t.users[username], t.ips[ip]
+	if i != nil && now.Sub(i.last) >= t.IPReset {
+		delete(t.ips, ip)
+		i = nil
+	}
+	if w := t.wait(u, t.UserFailures, now); w > 0 {
+		return &ThrottledError{RetryAfter: w, Key: "username", Failures: t.UserFailures}
+	}
+	if w := t.wait(i, t.IPFailures, now); w > 0 {
+		return &ThrottledError{RetryAfter: w, Key: "ip", Failures: t.IPFailures}
+	}
+	if u == nil {
+		u = &failures{}
+		t.users[username] = u
+	}
+	if i == nil {
+		i = &failures{}
+		t.ips[ip] = i
+	}
+	u.n, u.last = u.n+1, now
+	i.n, i.last = i.n+1, now
+	return nil
+}
+
+// Succeed records that the attempt [Begin] admitted was right: the
+// username's count resets, and the attempt no longer counts against the IP.
+func (t *LoginThrottle) Succeed(username, ip string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.users, username)
+	if i := t.ips[ip]; i != nil {
+		if i.n--; i.n <= 0 {
+			delete(t.ips, ip)
+		}
+	}
+}
+
+// sweep drops counts that no longer matter, at most once a minute.
+func (t *LoginThrottle) sweep(now time.Time) {
+	if now.Sub(t.swept) < time.Minute {
+		return
+	}
+	t.swept = now
+	for k, f := range t.ips {
+		if now.Sub(f.last) >= t.IPReset {
+			delete(t.ips, k)
+		}
+	}
+	for k, f := range t.users {
+		if now.Sub(f.last) >= t.UserForget {
+			delete(t.users, k)
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package auth_test
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brain-template/brain/auth"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func retryAfter(err error) time.Duration {
+	var te *auth.ThrottledError
+	if errors.As(err, &te) {
+		return te.RetryAfter
+	}
+	return 0
+}
+
+func TestLoginThrottleBackOff(t *testing.T) {
+	th := auth.NewLoginThrottle()
+	for i := range 5 {
+		if err := th.Begin("ada", "ip1", t0); err != nil {
+			t.Fatalf("failure %d refused: %v", i+1, err)
+		}
+	}
+	// The 6th attempt at once waits 1 s; then 2 s, 4 s... after each failure.
+	steps := []struct {
+		at   time.Duration
+		wait time.Duration // 0: admitted
+	}{
+		{0, time.Second},
+		{500 * time.Millisecond, 500 * time.Millisecond},
+		{time.Second, 0}, // 6th failure at t0+1s
+		{2 * time.Second, time.Second},
+		{3 * time.Second, 0}, // 7th at t0+3s
+		{6 * time.Second, time.Second},
+		{7 * time.Second, 0}, // 8th at t0+7s: next wait 8 s
+		{14 * time.Second, time.Second},
+	}
+	for i, st := range steps {
+		got := retryAfter(th.Begin("ada", "ip1", t0.Add(st.at)))
+		if got != st.wait {
+			t.Fatalf("step %d: at +%v retry-after = %v, want %v", i, st.at, got, st.wait)
+		}
+	}
+	// Another username is not held back by ada's count.
+	if err := th.Begin("grace", "ip1", t0.Add(14*time.Second)); err != nil {
+		t.Fatalf("another username refused: %v", err)
+	}
+	// A success resets the username.
+	th.Succeed("ada", "ip1")
+	if err := th.Begin("ada", "ip1", t0.Add(14*time.Second)); err != nil {
+		t.Fatalf("after a success: %v", err)
+	}
+}
+
+func TestLoginThrottleCap(t *testing.T) {
+	th := auth.NewLoginThrottle()
+	now := t0
+	for range 40 {
+		if w := retryAfter(th.Begin("ada", "ip-"+now.String(), now)); w > 0 {
+			if w > 15*time.Minute {
+				t.Fatalf("wait %v exceeds the 15 min cap", w)
+			}
+			now = now.Add(w)
+			if err := th.Begin("ada", "ip-"+now.String(), now); err != nil {
+				t.Fatalf("refused after waiting: %v", err)
+			}
+		}
+	}
+	if w := retryAfter(th.Begin("ada", "x", now)); w != 15*time.Minute {
+		t.Fatalf("after 40 failures the wait is %v, want the 15 min cap", w)
+	}
+}
+
+func TestLoginThrottleIP(t *testing.T) {
+	th := auth.NewLoginThrottle()
+	for i := range 20 {
+		if err := th.Begin(string(rune('a'+i)), "ip1", t0); err != nil {
+			t.Fatalf("attempt %d from ip1 refused: %v", i+1, err)
+		}
+	}
+	var te *auth.ThrottledError
+	if err := th.Begin("fresh", "ip1", t0); !errors.As(err, &te) || te.Key != "ip" || te.RetryAfter != time.Second {
+		t.Fatalf("21st failure from one IP: %v, want an ip back-off of 1s", err)
+	}
+	if err := th.Begin("fresh", "ip2", t0); err != nil {
+		t.Fatalf("another IP refused: %v", err)
+	}
+	// 15 minutes without failures reset the IP.
+	if err := th.Begin("fresh2", "ip1", t0.Add(15*time.Minute)); err != nil {
+		t.Fatalf("after 15 quiet minutes: %v", err)
+	}
+}
+
+func TestLoginThrottleConcurrent(t *testing.T) {
+	th := auth.NewLoginThrottle()
+	var admitted atomic.Int32
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if th.Begin("ada", "ip1", t0) == nil {
+				admitted.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if admitted.Load() != 5 {
+		t.Fatalf("%d concurrent guesses admitted, want exactly 5", admitted.Load())
+	}
+}
