@@ -11,9 +11,11 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
+	"github.com/brain-template/brain/auth"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 	"github.com/go-chi/chi/v5"
@@ -46,7 +48,19 @@ type Config struct {
 	BuildVersion string
 	// Now defaults to time.Now.
 	Now func() time.Time
+
+	// Auth resolves callers. Nil only for documenting the API (brain
+	// openapi): every operation but the public ones then answers 401.
+	Auth *auth.Service
+	// TrustedProxies are the peers whose X-Forwarded-For is believed.
+	TrustedProxies []netip.Prefix
+	// CORSOrigins may call from browsers, with credentials.
+	CORSOrigins []string
+	// CookieSecure marks the session cookie Secure.
+	CookieSecure bool
 }
+
+func (c Config) now() time.Time { return c.Now() }
 
 // Server is brain's HTTP handler. Create it with [New]; it is safe for
 // concurrent use once created.
@@ -66,7 +80,10 @@ func New(cfg Config) *Server {
 		cfg.Now = time.Now
 	}
 	r := chi.NewRouter()
-	r.Use(RequestID, AccessLog(cfg.Logger, cfg.Now), Recoverer)
+	r.Use(RequestID, AccessLog(cfg.Logger, cfg.Now), Recoverer, ClientIP(cfg.TrustedProxies), CORS(cfg.CORSOrigins))
+	if cfg.Auth != nil {
+		r.Use(Authenticate(cfg.Auth), CSRF(cfg.CORSOrigins))
+	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, NewError(http.StatusNotFound, "no route matches "+r.Method+" "+r.URL.Path))
 	})
@@ -94,9 +111,11 @@ func New(cfg Config) *Server {
 	hc.OpenAPIPath = ""
 	hc.DocsPath = ""
 	hc.Info.Description = description
-	hc.OnAddOperation = append(hc.OnAddOperation, declareErrors)
+	hc.OnAddOperation = append(hc.OnAddOperation, declareSecurity, declareErrors)
+	hc.Components.SecuritySchemes = securitySchemes
 
 	api := humachi.New(r, hc)
+	api.UseMiddleware(requireCaller(api))
 	s := &Server{router: r, API: api}
 	addRoutes(api, cfg)
 	r.Get("/openapi.json", s.serveSpecJSON)

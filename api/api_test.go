@@ -14,6 +14,9 @@ import (
 	"testing"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/store"
+	"github.com/brain-template/brain/store/storetest"
 	"github.com/danielgtaylor/huma/v2"
 )
 
@@ -49,13 +52,58 @@ type echoOutput struct {
 	}
 }
 
+// cheap keeps password hashing fast in tests.
+var cheap = auth.Argon2Params{Memory: 64, Time: 1, Threads: 1, KeyLen: 32, SaltLen: 16}
+
+// MustAuth returns an auth service on a fresh SQLite database with the
+// user ada (password "correct horse battery").
+func MustAuth(tb testing.TB) *auth.Service {
+	tb.Helper()
+	svc := auth.NewService(store.NewAuthStore(storetest.Open(tb, store.SQLite)), auth.Config{Argon2: cheap})
+	if _, err := svc.AddUser(context.Background(), "ada", "correct horse battery"); err != nil {
+		tb.Fatal(err)
+	}
+	return svc
+}
+
+// withKey sends every request with ada's API key.
+func withKey(tb testing.TB, s *api.Server, svc *auth.Service) http.Handler {
+	tb.Helper()
+	ctx := context.Background()
+	_, _, u, err := svc.Login(ctx, "ada", "correct horse battery", "test")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, key, err := svc.CreateAPIKey(ctx, u.ID, "test")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Set("X-API-Key", key)
+		s.ServeHTTP(w, r)
+	})
+}
+
 // MustServer returns a server with test-only operations that reach each
-// error path: a JSON body with a small limit, a panic and an internal error.
-func MustServer(tb testing.TB, cfg api.Config) (*api.Server, *syncBuffer) {
+// error path: a JSON body with a small limit, a panic and an internal
+// error. Its handler sends ada's API key with every request; the server
+// itself takes any request.
+func MustServer(tb testing.TB, cfg api.Config) (http.Handler, *syncBuffer) {
+	if cfg.Auth == nil {
+		cfg.Auth = MustAuth(tb)
+	}
+	s, logs := mustRawServer(tb, cfg)
+	return withKey(tb, s, cfg.Auth), logs
+}
+
+func mustRawServer(tb testing.TB, cfg api.Config) (*api.Server, *syncBuffer) {
 	tb.Helper()
 	logs := &syncBuffer{}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	}
+	if cfg.Auth == nil {
+		cfg.Auth = MustAuth(tb)
 	}
 	s := api.New(cfg)
 	huma.Register(s.API, huma.Operation{
@@ -265,14 +313,16 @@ func TestReady(t *testing.T) {
 }
 
 func TestSpecDeclaresErrors(t *testing.T) {
-	s, _ := MustServer(t, api.Config{})
+	s, _ := mustRawServer(t, api.Config{})
 	ops := s.API.OpenAPI().Paths
 	tests := []struct {
 		path, method string
 		want         []string
 	}{
-		{"/api/v1/test/echo", "post", []string{"400", "413", "415", "422", "500"}},
+		{"/api/v1/test/echo", "post", []string{"400", "401", "403", "413", "415", "422", "500"}},
 		{"/api/v1/health", "get", []string{"500"}},
+		{"/api/v1/auth/login", "post", []string{"400", "401", "413", "415", "422", "429", "500"}},
+		{"/api/v1/apikeys", "get", []string{"401", "403", "500"}},
 		{"/api/v1/ready", "get", []string{"500", "503"}},
 	}
 	for _, tc := range tests {

@@ -31,6 +31,13 @@ type Error struct {
 // here as the API grows; each is optional so adding one never breaks a client.
 type ErrorDetails struct {
 	Errors []FieldError `json:"errors,omitempty" maxItems:"100" nullable:"false" doc:"For invalid-request and unprocessable: each problem and where it is."`
+
+	// For rate-limited (429): which budget refused the request.
+	Scope       string `json:"scope,omitempty" enum:"session,ip,apikey,stream,login" doc:"rate-limited: the plane that refused the request."`
+	Policy      string `json:"policy,omitempty" maxLength:"64" doc:"rate-limited: the budget's name, as in the RateLimit-Policy header."`
+	Limit       int    `json:"limit,omitempty" doc:"rate-limited: the budget's size (for login, the failures allowed before the back-off)."`
+	WindowS     int    `json:"window_s,omitempty" doc:"rate-limited: the budget's window in seconds."`
+	RetryAfterS int    `json:"retry_after_s,omitempty" doc:"rate-limited: seconds until a request would be admitted; also the Retry-After header."`
 }
 
 // FieldError locates one problem in a request.
@@ -178,6 +185,13 @@ func init() {
 		logInternal(ctx, status, msg, errs)
 		return fromHuma(status, msg, errs...)
 	}
+}
+
+// WithStatus returns e with another status and its code.
+func (e *Error) WithStatus(status int) *Error {
+	c := *e
+	c.status, c.Code = status, CodeForStatus(status)
+	return &c
 }
 
 // WriteError writes e as a JSON response with e's status and any headers

@@ -29,6 +29,8 @@ func addRoutes(api huma.API, cfg Config) {
 		Tags:        []string{"Operations"},
 		Errors:      []int{http.StatusServiceUnavailable},
 	}, handleReady(cfg.Ready))
+
+	addAuthRoutes(api, cfg)
 }
 
 // HealthOutput is the body of GET /api/v1/health.

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ratelimit"
 )
 
@@ -28,6 +29,9 @@ type Config struct {
 	CORSOrigins    []string
 	CookieSecure   bool
 	AdminPassword  string
+
+	SessionLifetime    time.Duration
+	SessionIdleTimeout time.Duration
 
 	RateLimitSession ratelimit.Budget
 	RateLimitIP      ratelimit.Budget
@@ -122,9 +126,14 @@ var settings = []setting{
 		return nil
 	}},
 	{"admin-password", "BRAIN_ADMIN_PASSWORD", "", "password of the admin user created on first start (prefer the variable: flags show in ps)", true, func(c *Config, v string) error {
+		if n := len([]rune(v)); v != "" && (n < auth.MinPasswordLen || n > auth.MaxPasswordLen) {
+			return fmt.Errorf("want %d to %d characters", auth.MinPasswordLen, auth.MaxPasswordLen)
+		}
 		c.AdminPassword = v
 		return nil
 	}},
+	{"session-lifetime", "BRAIN_SESSION_LIFETIME", "168h", "a session's absolute lifetime", false, duration(time.Minute, func(c *Config) *time.Duration { return &c.SessionLifetime })},
+	{"session-idle-timeout", "BRAIN_SESSION_IDLE_TIMEOUT", "24h", "a session ends after this long without a request", false, duration(time.Minute, func(c *Config) *time.Duration { return &c.SessionIdleTimeout })},
 	{"rate-limit-session", "BRAIN_RATE_LIMIT_SESSION", "120/min,burst=60", "per-session budget, <n>/<s|min|h>[,burst=<b>]", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitSession })},
 	{"rate-limit-ip", "BRAIN_RATE_LIMIT_IP", "30/min,burst=30", "per-client-IP budget of unauthenticated requests", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitIP })},
 	{"rate-limit-apikey", "BRAIN_RATE_LIMIT_APIKEY", "120/min,burst=60", "per-API-key budget of operations without their own", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitAPIKey })},
@@ -141,14 +150,7 @@ var settings = []setting{
 		c.IdempotencyTTL = time.Duration(n) * time.Second
 		return nil
 	}},
-	{"shutdown-timeout", "BRAIN_SHUTDOWN_TIMEOUT", "15s", "how long a shutdown waits for in-flight requests", false, func(c *Config, v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return errors.New("want a duration such as 15s")
-		}
-		c.ShutdownTimeout = d
-		return nil
-	}},
+	{"shutdown-timeout", "BRAIN_SHUTDOWN_TIMEOUT", "15s", "how long a shutdown waits for in-flight requests", false, duration(0, func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
 	{"log-format", "BRAIN_LOG_FORMAT", "text", "text or json", false, func(c *Config, v string) error {
 		if v != "text" && v != "json" {
 			return errors.New("want text or json")
@@ -164,9 +166,13 @@ var settings = []setting{
 // parseConfig reads the settings from args (flags) and getenv. A bad value
 // is an error naming the setting. flag.ErrHelp means -h was asked for; the
 // usage has then been written to usage.
-func parseConfig(name string, args []string, getenv func(string) string, usage io.Writer) (Config, error) {
+// extra defines flags of a subcommand beside the settings.
+func parseConfig(name string, args []string, getenv func(string) string, usage io.Writer, extra ...func(*flag.FlagSet)) (Config, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(usage)
+	for _, f := range extra {
+		f(fs)
+	}
 	values := make([]*string, len(settings))
 	for i, s := range settings {
 		v := s.def
@@ -229,6 +235,17 @@ func budget(field func(*Config) *ratelimit.Budget) func(*Config, string) error {
 	}
 }
 
+func duration(least time.Duration, field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < least {
+			return fmt.Errorf("want a duration of at least %v, such as 15s, 30m or 24h", least)
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
 func count(lo, hi int, field func(*Config) *int) func(*Config, string) error {
 	return func(c *Config, v string) error {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
@@ -244,7 +261,7 @@ func urlWithScheme(v string, schemes ...string) error {
 	u, err := url.Parse(v)
 	if err == nil {
 		for _, s := range schemes {
-			if u.Scheme == s && u.Host != "" {
+			if u.Scheme == s && (u.Host != "" || u.Query().Get("host") != "") {
 				return nil
 			}
 		}

@@ -1,7 +1,9 @@
 // Command brain runs the brain API server.
 //
-//	brain [serve] [flags]   run the server (the default)
-//	brain openapi           print the OpenAPI document of the default settings
+//	brain [serve] [flags]                run the server (the default)
+//	brain migrate [flags]                bring the database schema up to date
+//	brain user add --username NAME       create a user; the password is read from stdin
+//	brain openapi                        print the OpenAPI document of the default settings
 //
 // Every flag is also an environment variable; `brain serve -h` lists them.
 package main
@@ -19,6 +21,7 @@ import (
 	"syscall"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/auth"
 )
 
 func main() {
@@ -36,8 +39,10 @@ func main() {
 const usage = `usage: brain [command] [flags]
 
 commands:
-  serve     run the server (the default)
-  openapi   print the OpenAPI document of the default settings to stdout
+  serve                   run the server (the default)
+  migrate                 bring the database schema up to date and exit
+  user add --username N   create a user, reading the password from stdin
+  openapi                 print the OpenAPI document of the default settings to stdout
 
 Run 'brain serve -h' for the settings; each is a flag and an environment variable.
 `
@@ -59,11 +64,35 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return err
 		}
 		return serve(ctx, cfg, newLogger(cfg, stderr))
+	case "migrate":
+		cfg, err := parseConfig("brain migrate", args, getenv, stderr)
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return migrate(ctx, cfg, stdout)
+	case "user":
+		if len(args) == 0 || args[0] != "add" {
+			return fmt.Errorf("usage: brain user add --username NAME (the password is read from stdin)")
+		}
+		var username string
+		cfg, err := parseConfig("brain user add", args[1:], getenv, stderr, func(fs *flag.FlagSet) {
+			fs.StringVar(&username, "username", "", "the new user's name (required)")
+		})
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return addUser(ctx, cfg, username, stdin, stdout)
 	case "openapi":
 		if len(args) > 0 {
 			return fmt.Errorf("openapi takes no arguments: it always documents the default settings")
 		}
-		spec, err := newServer(defaultConfig(), slog.New(slog.DiscardHandler)).Spec()
+		spec, err := newServer(defaultConfig(), slog.New(slog.DiscardHandler), nil).Spec()
 		if err != nil {
 			return err
 		}
@@ -80,10 +109,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 
 // newServer builds the API for cfg. `brain openapi` and `brain serve` both
 // use it, so the served document is the printed one for the same settings.
-func newServer(cfg Config, logger *slog.Logger) *api.Server {
+// svc and ready are nil for `brain openapi`, which only documents.
+func newServer(cfg Config, logger *slog.Logger, svc *auth.Service, ready ...api.Check) *api.Server {
 	return api.New(api.Config{
-		Logger:       logger,
-		BuildVersion: buildVersion(),
+		Logger:         logger,
+		BuildVersion:   buildVersion(),
+		Ready:          ready,
+		Auth:           svc,
+		TrustedProxies: cfg.TrustedProxies,
+		CORSOrigins:    cfg.CORSOrigins,
+		CookieSecure:   cfg.CookieSecure,
 	})
 }
 

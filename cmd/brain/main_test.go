@@ -94,6 +94,14 @@ func (p *logPipe) String() string {
 // returned nil, when the test ends.
 func MustRunServer(tb testing.TB, kv map[string]string) (string, *logPipe) {
 	tb.Helper()
+	base, logs, _ := runServer(tb, kv)
+	return base, logs
+}
+
+// runServer is MustRunServer that also returns a stop function, which
+// shuts the server down and waits for run to return (also on cleanup).
+func runServer(tb testing.TB, kv map[string]string) (string, *logPipe, func()) {
+	tb.Helper()
 	if kv == nil {
 		kv = map[string]string{}
 	}
@@ -107,26 +115,30 @@ func MustRunServer(tb testing.TB, kv map[string]string) (string, *logPipe) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, nil, env(kv), nil, io.Discard, logs.w) }()
-	tb.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				tb.Errorf("run returned %v after shutdown, want nil", err)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					tb.Errorf("run returned %v after shutdown, want nil", err)
+				}
+			case <-time.After(20 * time.Second):
+				tb.Error("run did not return after its context was cancelled")
 			}
-		case <-time.After(20 * time.Second):
-			tb.Error("run did not return after its context was cancelled")
-		}
-	})
+		})
+	}
+	tb.Cleanup(stop)
 	select {
 	case addr := <-logs.addr:
-		return "http://" + addr, logs
+		return "http://" + addr, logs, stop
 	case err := <-done:
 		tb.Fatalf("run returned before listening: %v\n%s", err, logs)
 	case <-time.After(10 * time.Second):
 		tb.Fatalf("the server did not start within 10s:\n%s", logs)
 	}
-	return "", nil
+	return "", nil, nil
 }
 
 func TestServeEndToEnd(t *testing.T) {

@@ -8,6 +8,9 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/store"
 )
 
 // Server timeouts. A slow client cannot hold a connection by trickling
@@ -24,8 +27,34 @@ const (
 
 // serve runs the server until ctx is done, then shuts it down gracefully.
 func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	db, applied, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	logger.Info("database ready", "dialect", db.Dialect, "schema", store.SchemaVersion(db.Dialect), "migrations_applied", applied)
+	svc := newAuth(db, cfg)
+	created, generated, err := svc.EnsureAdmin(ctx, cfg.AdminPassword)
+	switch {
+	case err != nil:
+		return fmt.Errorf("create the admin user: %w", err)
+	case created && generated != "":
+		logger.Warn("created user admin with a random password, shown only now; change it with POST /api/v1/auth/password", "username", "admin", "password", generated)
+	case created:
+		logger.Info("created user admin with BRAIN_ADMIN_PASSWORD")
+	}
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	bgDone := make(chan struct{})
+	go func() {
+		defer close(bgDone)
+		svc.Run(bg, 30*time.Second, func(err error) { logger.Error("auth maintenance", "error", err) })
+	}()
+	defer func() { stopBG(); <-bgDone }() // flushes API-key last-use times
+
 	srv := &http.Server{
-		Handler:           newServer(cfg, logger),
+		Handler: newServer(cfg, logger, svc, api.Check{Name: "database", Check: func(ctx context.Context) error {
+			return db.PingContext(ctx)
+		}}),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,

@@ -1,0 +1,248 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/brain-template/brain/auth"
+	"github.com/danielgtaylor/huma/v2"
+)
+
+// UserView is a user as the API shows it.
+type UserView struct {
+	ID        string    `json:"id" example:"3f2a9c0e5b7d4e1fa2c3d4e5f6a7b8c9"`
+	Username  string    `json:"username" example:"ada"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func userView(u auth.User) UserView {
+	return UserView{ID: u.ID, Username: u.Username, CreatedAt: u.CreatedAt}
+}
+
+// LoginInput is the body of POST /auth/login.
+type LoginInput struct {
+	Body struct {
+		Username string `json:"username" minLength:"1" maxLength:"64" example:"ada"`
+		Password string `json:"password" minLength:"1" maxLength:"1024" example:"correct horse battery staple"`
+	}
+}
+
+// LoginOutput sets the session cookie.
+type LoginOutput struct {
+	SetCookie http.Cookie `header:"Set-Cookie"`
+	Body      struct {
+		User      UserView  `json:"user"`
+		ExpiresAt time.Time `json:"expires_at" doc:"When the session ends at the latest; it also ends after a period of inactivity."`
+	}
+}
+
+// MeOutput is the caller.
+type MeOutput struct {
+	Body struct {
+		User      UserView   `json:"user"`
+		Auth      string     `json:"auth" enum:"session,apikey" doc:"How this request authenticated."`
+		ExpiresAt *time.Time `json:"expires_at,omitempty" doc:"For a session: when it ends at the latest."`
+	}
+}
+
+// PasswordInput is the body of POST /auth/password.
+type PasswordInput struct {
+	Body struct {
+		Current string `json:"current" minLength:"1" maxLength:"1024"`
+		New     string `json:"new" minLength:"12" maxLength:"1024" doc:"12 to 1024 characters."`
+	}
+}
+
+// APIKeyView is a key without its secret.
+type APIKeyView struct {
+	ID         string     `json:"id"`
+	Name       string     `json:"name" example:"laptop"`
+	Prefix     string     `json:"prefix" example:"brk_3F9a_x2Q" doc:"The key's first characters, to tell keys apart."`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty" doc:"Updated within a minute of use, not on every request."`
+}
+
+func apiKeyView(k auth.APIKey) APIKeyView {
+	v := APIKeyView{ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: k.CreatedAt}
+	if !k.LastUsedAt.IsZero() {
+		t := k.LastUsedAt
+		v.LastUsedAt = &t
+	}
+	return v
+}
+
+// CreateAPIKeyInput names a new key.
+type CreateAPIKeyInput struct {
+	Body struct {
+		Name string `json:"name" minLength:"1" maxLength:"64" example:"laptop"`
+	}
+}
+
+// CreateAPIKeyOutput shows the key's secret, once.
+type CreateAPIKeyOutput struct {
+	Body struct {
+		APIKeyView
+		Key string `json:"key" example:"brk_3F9a_x2QmT0yZ8pLr6cVb1nWs4eKd7hJg" doc:"The key itself. It is shown only now; brain keeps only its hash."`
+	}
+}
+
+// ListAPIKeysOutput lists the caller's keys.
+type ListAPIKeysOutput struct {
+	Body struct {
+		Keys []APIKeyView `json:"keys" nullable:"false"`
+	}
+}
+
+// DeleteAPIKeyInput names the key to delete.
+type DeleteAPIKeyInput struct {
+	ID string `path:"id" minLength:"1" maxLength:"64"`
+}
+
+func addAuthRoutes(api huma.API, cfg Config) {
+	svc := cfg.Auth
+	tags := []string{"Auth"}
+
+	huma.Register(api, huma.Operation{
+		OperationID: "login", Method: http.MethodPost, Path: Prefix + "/auth/login",
+		Summary: "Log in", Tags: tags,
+		Description: "Checks a username and password and sets the session cookie `brain_session` (HttpOnly, SameSite=Lax, Secure unless configured off). " +
+			"An unknown user and a wrong password get the same 401. After 5 consecutive failures for a username (20 for a client IP) each further attempt must wait: 1 s, doubling, up to 15 min; a success resets the username's count.",
+		Errors: []int{http.StatusUnauthorized, http.StatusTooManyRequests},
+	}, func(ctx context.Context, in *LoginInput) (*LoginOutput, error) {
+		token, se, u, err := svc.Login(ctx, in.Body.Username, in.Body.Password, GetClientIP(ctx))
+		if err != nil {
+			return nil, authError(err)
+		}
+		out := &LoginOutput{SetCookie: sessionCookie(token, se.ExpiresAt, cfg.CookieSecure, cfg.now())}
+		out.Body.User, out.Body.ExpiresAt = userView(u), se.ExpiresAt
+		return out, nil
+	})
+
+	huma.Register(api, huma.Operation{
+		OperationID: "logout", Method: http.MethodPost, Path: Prefix + "/auth/logout",
+		Summary: "Log out", Tags: tags, DefaultStatus: http.StatusNoContent,
+		Description: "Ends the session at once and clears the cookie.",
+	}, func(ctx context.Context, _ *struct{}) (*struct {
+		SetCookie http.Cookie `header:"Set-Cookie"`
+	}, error) {
+		if err := svc.Logout(ctx, auth.FromContext(ctx)); err != nil {
+			return nil, authError(err)
+		}
+		return &struct {
+			SetCookie http.Cookie `header:"Set-Cookie"`
+		}{SetCookie: sessionCookie("", time.Time{}, cfg.CookieSecure, cfg.now())}, nil
+	})
+
+	huma.Register(api, huma.Operation{
+		OperationID: "get-me", Method: http.MethodGet, Path: Prefix + "/auth/me",
+		Summary: "Who am I", Tags: tags,
+		Description: "The caller, and whether it authenticated with a session or an API key.",
+	}, func(ctx context.Context, _ *struct{}) (*MeOutput, error) {
+		id := auth.FromContext(ctx)
+		out := &MeOutput{}
+		out.Body.User, out.Body.Auth = userView(id.User), string(id.Method)
+		if id.Method == auth.MethodSession {
+			out.Body.ExpiresAt = &id.ExpiresAt
+		}
+		return out, nil
+	})
+
+	huma.Register(api, huma.Operation{
+		OperationID: "change-password", Method: http.MethodPost, Path: Prefix + "/auth/password",
+		Summary: "Change my password", Tags: tags, DefaultStatus: http.StatusNoContent,
+		Description: "Checks the current password, sets the new one and ends every other session of the user. A wrong current password counts as a failed login.",
+		Errors:      []int{http.StatusTooManyRequests},
+	}, func(ctx context.Context, in *PasswordInput) (*struct{}, error) {
+		if err := svc.ChangePassword(ctx, auth.FromContext(ctx), GetClientIP(ctx), in.Body.Current, in.Body.New); err != nil {
+			if errors.Is(err, auth.ErrInvalidCredentials) {
+				return nil, NewError(http.StatusForbidden, "the current password is wrong")
+			}
+			return nil, authError(err)
+		}
+		return nil, nil
+	})
+
+	huma.Register(api, huma.Operation{
+		OperationID: "create-api-key", Method: http.MethodPost, Path: Prefix + "/apikeys",
+		Summary: "Create an API key", Tags: tags, DefaultStatus: http.StatusCreated,
+		Description: "Creates a key for programs to call the API as you. The response is the only time the key is shown. Managing keys needs a session: a key cannot create keys.",
+	}, func(ctx context.Context, in *CreateAPIKeyInput) (*CreateAPIKeyOutput, error) {
+		k, secret, err := svc.CreateAPIKey(ctx, auth.FromContext(ctx).User.ID, in.Body.Name)
+		if err != nil {
+			return nil, err
+		}
+		out := &CreateAPIKeyOutput{}
+		out.Body.APIKeyView, out.Body.Key = apiKeyView(k), secret
+		return out, nil
+	})
+
+	huma.Register(api, huma.Operation{
+		OperationID: "list-api-keys", Method: http.MethodGet, Path: Prefix + "/apikeys",
+		Summary: "List my API keys", Tags: tags, Description: "Newest first, without secrets.",
+	}, func(ctx context.Context, _ *struct{}) (*ListAPIKeysOutput, error) {
+		keys, err := svc.ListAPIKeys(ctx, auth.FromContext(ctx).User.ID)
+		if err != nil {
+			return nil, err
+		}
+		out := &ListAPIKeysOutput{}
+		out.Body.Keys = make([]APIKeyView, len(keys))
+		for i, k := range keys {
+			out.Body.Keys[i] = apiKeyView(k)
+		}
+		return out, nil
+	})
+
+	huma.Register(api, huma.Operation{
+		OperationID: "delete-api-key", Method: http.MethodDelete, Path: Prefix + "/apikeys/{id}",
+		Summary: "Delete an API key", Tags: tags, DefaultStatus: http.StatusNoContent,
+		Description: "Revokes the key: at once on the server that answers, within seconds on the others.",
+		Errors:      []int{http.StatusNotFound},
+	}, func(ctx context.Context, in *DeleteAPIKeyInput) (*struct{}, error) {
+		if err := svc.DeleteAPIKey(ctx, auth.FromContext(ctx).User.ID, in.ID); err != nil {
+			if errors.Is(err, auth.ErrNotFound) {
+				return nil, NewError(http.StatusNotFound, "you have no API key with that id")
+			}
+			return nil, err
+		}
+		return nil, nil
+	})
+}
+
+// authError maps the auth package's errors to envelopes; anything else
+// stays an internal error.
+func authError(err error) error {
+	var te *auth.ThrottledError
+	switch {
+	case errors.As(err, &te):
+		secs := int(math.Ceil(te.RetryAfter.Seconds()))
+		if secs < 1 {
+			secs = 1
+		}
+		e := NewError(http.StatusTooManyRequests, "brain is busy — please retry in a moment.")
+		e.Details.Scope, e.Details.Policy, e.Details.Limit, e.Details.RetryAfterS = "login", "login", te.Failures, secs
+		return huma.ErrorWithHeaders(e, http.Header{"Retry-After": {strconv.Itoa(secs)}})
+	case errors.Is(err, auth.ErrInvalidCredentials):
+		return NewError(http.StatusUnauthorized, "wrong username or password")
+	case errors.Is(err, auth.ErrUnauthenticated):
+		return NewError(http.StatusUnauthorized, "log in first")
+	case errors.Is(err, auth.ErrWeakPassword):
+		return NewError(http.StatusUnprocessableEntity, "", FieldError{Location: "body.new", Message: "a password is 12 to 1024 characters"})
+	}
+	return err
+}
+
+// sessionCookie sets (token != "") or clears the session cookie.
+func sessionCookie(token string, expires time.Time, secure bool, now time.Time) http.Cookie {
+	c := http.Cookie{Name: SessionCookie, Value: token, Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode}
+	if token == "" {
+		c.MaxAge = -1
+		return c
+	}
+	c.Expires = expires
+	c.MaxAge = int(expires.Sub(now).Seconds())
+	return c
+}
