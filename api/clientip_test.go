@@ -1,0 +1,93 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"testing"
+
+	"github.com/brain-template/brain/api"
+	"github.com/danielgtaylor/huma/v2"
+)
+
+// ipServer is the whole middleware chain with one operation that answers
+// the address the per-IP plane and the login throttle key on. Requests
+// carry ada's API key.
+func ipServer(tb testing.TB, trusted ...string) http.Handler {
+	tb.Helper()
+	var prefixes []netip.Prefix
+	for _, p := range trusted {
+		prefixes = append(prefixes, netip.MustParsePrefix(p))
+	}
+	svc := MustAuth(tb)
+	s, _ := mustRawServer(tb, api.Config{TrustedProxies: prefixes, Auth: svc})
+	type out struct {
+		Body struct {
+			IP string `json:"ip"`
+		}
+	}
+	huma.Register(s.API, huma.Operation{OperationID: "test-ip", Method: http.MethodGet, Path: "/api/v1/test/ip"},
+		func(ctx context.Context, _ *struct{}) (*out, error) {
+			o := &out{}
+			o.Body.IP = api.GetClientIP(ctx)
+			return o, nil
+		})
+	return withKey(tb, s, svc)
+}
+
+func clientIP(tb testing.TB, h http.Handler, peer string, xff []string) (int, string) {
+	req := httptest.NewRequest("GET", "/api/v1/test/ip", nil)
+	req.RemoteAddr = peer
+	for _, v := range xff {
+		req.Header.Add("X-Forwarded-For", v)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Code, rec.Body.String()
+}
+
+func TestClientIP(t *testing.T) {
+	tests := []struct {
+		name    string
+		trusted []string
+		peer    string
+		xff     []string
+		want    string
+	}{
+		{"untrusted_peer_ignores_xff", []string{"10.0.0.0/8"}, "203.0.113.7:5555", []string{"198.51.100.1"}, "203.0.113.7"},
+		{"no_trusted_proxies", nil, "203.0.113.7:5555", []string{"198.51.100.1"}, "203.0.113.7"},
+		{"trusted_peer_rightmost_untrusted", []string{"10.0.0.0/8"}, "10.0.0.2:80", []string{"198.51.100.1, 198.51.100.2, 10.0.0.9"}, "198.51.100.2"},
+		{"trusted_peer_never_leftmost", []string{"10.0.0.0/8"}, "10.0.0.2:80", []string{"6.6.6.6", "198.51.100.2"}, "198.51.100.2"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := ipServer(t, tc.trusted...)
+			code, body := clientIP(t, h, tc.peer, tc.xff)
+			if code != 200 || body != `{"ip":"`+tc.want+`"}`+"\n" {
+				t.Fatalf("got %d %s, want ip %s", code, body, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzForwardedFor: whatever an untrusted peer puts in X-Forwarded-For, the
+// address the planes key on is the peer's, and the request never fails.
+func FuzzForwardedFor(f *testing.F) {
+	for _, seed := range []string{"", "1.2.3.4", "1.2.3.4, 10.0.0.1", "garbage", "::1", "[::1]:80", "10.0.0.1,,,", "unknown, 999.1.1.1",
+		"\x00\xff", "2001:db8::1%eth0", "::ffff:10.0.0.1", "1.2.3.4:80, 5.6.7.8", " , ,"} {
+		f.Add(seed)
+	}
+	h := ipServer(f, "10.0.0.0/8", "::1/128")
+	f.Fuzz(func(t *testing.T, xff string) {
+		code, body := clientIP(t, h, "203.0.113.7:5555", []string{xff})
+		if code != 200 || body != `{"ip":"203.0.113.7"}`+"\n" {
+			t.Fatalf("X-Forwarded-For %q from an untrusted peer: %d %s", xff, code, body)
+		}
+		// From a trusted proxy a malformed value may leave no address
+		// (fail-closed), but never fails the request.
+		if code, body := clientIP(t, h, "10.0.0.2:80", []string{xff}); code != 200 {
+			t.Fatalf("X-Forwarded-For %q from a trusted proxy: %d %s", xff, code, body)
+		}
+	})
+}
