@@ -37,9 +37,10 @@ lint: ## gofmt and go vet
 
 rename: ## make rename MODULE=example.com/you/svc: give a fork its own module path
 	@test -n "$(MODULE)" || { echo "usage: make rename MODULE=example.com/you/svc"; exit 2; }
-	@old=$$($(GO) list -m); \
+	@set -e; old=$$($(GO) list -m); \
 	$(GO) mod edit -module "$(MODULE)"; \
 	for f in $$(grep -rlF --include='*.go' "\"$$old" .); do \
-		sed -i.bak -e "s#\"$$old\"#\"$(MODULE)\"#g" -e "s#\"$$old/#\"$(MODULE)/#g" "$$f" && rm "$$f.bak"; \
+		sed -i.bak -e "s#\"$$old\"#\"$(MODULE)\"#g" -e "s#\"$$old/#\"$(MODULE)/#g" "$$f"; rm "$$f.bak"; \
 	done; \
+	$(GO) build ./...; \
 	echo "module renamed from $$old to $(MODULE)"

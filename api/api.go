@@ -19,6 +19,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 )
 
 // Title and Version name the API in its OpenAPI document. Version is the
@@ -80,23 +81,27 @@ func New(cfg Config) *Server {
 		cfg.Now = time.Now
 	}
 	r := chi.NewRouter()
-	r.Use(RequestID, AccessLog(cfg.Logger, cfg.Now), Recoverer, ClientIP(cfg.TrustedProxies), CORS(cfg.CORSOrigins))
+	r.Use(RequestID, AccessLog(cfg.Logger, cfg.Now), Recoverer, ClientIP(cfg.TrustedProxies), CORS(cfg.CORSOrigins),
+		middleware.GetHead) // HEAD wherever GET is, as HTTP asks
 	if cfg.Auth != nil {
 		r.Use(Authenticate(cfg.Auth), CSRF(cfg.CORSOrigins))
 	}
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, NewError(http.StatusNotFound, "no route matches "+r.Method+" "+r.URL.Path))
+		WriteError(w, NewError(http.StatusNotFound, "no route matches this path"))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
 		// chi hands its Allow list only to its own 405 handler: rebuild it.
 		var allow []string
-		for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 			if r.Match(chi.NewRouteContext(), m, req.URL.Path) {
 				allow = append(allow, m)
+				if m == http.MethodGet {
+					allow = append(allow, http.MethodHead) // middleware.GetHead
+				}
 			}
 		}
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		WriteError(w, NewError(http.StatusMethodNotAllowed, req.Method+" is not allowed here; the Allow header lists what is"))
+		WriteError(w, NewError(http.StatusMethodNotAllowed, "this method is not allowed here; the Allow header lists what is"))
 	})
 
 	hc := huma.DefaultConfig(Title, Version)
@@ -113,6 +118,7 @@ func New(cfg Config) *Server {
 	hc.Info.Description = description
 	hc.OnAddOperation = append(hc.OnAddOperation, declareSecurity, declareErrors)
 	hc.Components.SecuritySchemes = securitySchemes
+	hc.Transformers = append(hc.Transformers, logCauses)
 
 	api := humachi.New(r, hc)
 	api.UseMiddleware(requireCaller(api))

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -43,6 +44,8 @@ const secret = "hunter2-SECRET"
 type echoInput struct {
 	Body struct {
 		Text string `json:"text" maxLength:"20"`
+		Link string `json:"link,omitempty" format:"uri" maxLength:"100"`
+		N    int    `json:"n,omitempty"`
 	}
 }
 
@@ -115,6 +118,14 @@ func mustRawServer(tb testing.TB, cfg api.Config) (*api.Server, *syncBuffer) {
 	})
 	huma.Register(s.API, huma.Operation{OperationID: "test-panic", Method: http.MethodGet, Path: "/api/v1/test/panic"},
 		func(ctx context.Context, _ *struct{}) (*echoOutput, error) { panic("boom " + secret) })
+	huma.Register(s.API, huma.Operation{OperationID: "test-wrapped-404", Method: http.MethodGet, Path: "/api/v1/test/wrapped"},
+		func(ctx context.Context, _ *struct{}) (*echoOutput, error) {
+			return nil, huma.Error404NotFound("no such thing", errors.New("sql: no rows for "+secret))
+		})
+	huma.Register(s.API, huma.Operation{OperationID: "test-500", Method: http.MethodGet, Path: "/api/v1/test/500"},
+		func(ctx context.Context, _ *struct{}) (*echoOutput, error) {
+			return nil, huma.Error500InternalServerError("db query failed", errors.New("cause "+secret))
+		})
 	huma.Register(s.API, huma.Operation{OperationID: "test-fail", Method: http.MethodGet, Path: "/api/v1/test/fail"},
 		func(ctx context.Context, _ *struct{}) (*echoOutput, error) {
 			return nil, errors.New("dial db: password " + secret)
@@ -160,7 +171,12 @@ func TestErrorEnvelope(t *testing.T) {
 		{"wrong_content_type", "POST", "/api/v1/test/echo", "text/plain", `{"text":"` + secret + `"}`, 415, "unsupported-media-type", ""},
 		{"schema_violation", "POST", "/api/v1/test/echo", "application/json", `{"text":"` + strings.Repeat("x", 21) + `"}`, 422, "unprocessable", "body.text"},
 		{"unknown_member", "POST", "/api/v1/test/echo", "application/json", `{"text":"a","` + secret + `":1}`, 422, "unprocessable", "body." + secret},
+		{"format_error_quotes_input", "POST", "/api/v1/test/echo", "application/json", `{"text":"a","link":"http://[` + secret + `"}`, 422, "unprocessable", "body.link"},
+		{"number_too_big", "POST", "/api/v1/test/echo", "application/json", `{"text":"a","n":1e30}`, 422, "unprocessable", "body"},
+		{"wrapped_cause", "GET", "/api/v1/test/wrapped", "", "", 404, "not-found", ""},
+		{"long_unknown_path", "GET", "/api/v1/" + strings.Repeat(secret, 300), "", "", 404, "not-found", ""},
 		{"panic", "GET", "/api/v1/test/panic", "", "", 500, "internal", ""},
+		{"handler_500", "GET", "/api/v1/test/500", "", "", 500, "internal", ""},
 		{"internal_error", "GET", "/api/v1/test/fail", "", "", 500, "internal", ""},
 	}
 	for _, tc := range tests {
@@ -190,13 +206,47 @@ func TestErrorEnvelope(t *testing.T) {
 			// The unknown member's name is the location the client needs;
 			// nothing else of a request may come back.
 			body := strings.Replace(rec.Body.String(), "body."+secret, "", 1)
-			if strings.Contains(body, secret) || strings.Contains(body, "hunter2") {
+			if strings.Contains(body, secret) || strings.Contains(body, "hunter2") || strings.Contains(body, "Go ") || strings.Contains(body, "json:") {
 				t.Errorf("the response echoes the request or an internal error: %s", rec.Body)
 			}
 		})
 	}
-	if !strings.Contains(logs.String(), "boom "+secret) || !strings.Contains(logs.String(), "dial db") {
+	if !strings.Contains(logs.String(), "boom "+secret) || !strings.Contains(logs.String(), "dial db") || !strings.Contains(logs.String(), "db query failed") {
 		t.Errorf("the panic and the internal error should be in the log with their causes:\n%s", logs)
+	}
+}
+
+func TestErrorBounds(t *testing.T) {
+	var members []string
+	for i := range 300 {
+		members = append(members, `"`+strings.Repeat("m", 500)+strconv.Itoa(i)+`":1`)
+	}
+	svc := MustAuth(t)
+	s, _ := mustRawServer(t, api.Config{Auth: svc})
+	huma.Register(s.API, huma.Operation{OperationID: "test-big", Method: http.MethodPost, Path: "/api/v1/test/big", MaxBodyBytes: 1 << 20},
+		func(ctx context.Context, in *echoInput) (*echoOutput, error) { return nil, nil })
+	rec := do(t, withKey(t, s, svc), "POST", "/api/v1/test/big", "application/json", `{"text":"a",`+strings.Join(members, ",")+`}`)
+	var env envelope
+	if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil || rec.Code != 422 {
+		t.Fatalf("%d %v", rec.Code, err)
+	}
+	if len(env.Details.Errors) > 100 {
+		t.Errorf("details.errors has %d items; the schema allows 100", len(env.Details.Errors))
+	}
+	for _, e := range env.Details.Errors {
+		if len(e.Location) > 256 || len(e.Message) > 1024 {
+			t.Fatalf("a detail breaks the schema's bounds: %d-byte location", len(e.Location))
+		}
+	}
+}
+
+func TestHead(t *testing.T) {
+	s, _ := MustServer(t, api.Config{})
+	for _, path := range []string{"/api/v1/health", "/openapi.json", "/docs"} {
+		rec := do(t, s, "HEAD", path, "", "")
+		if rec.Code != 200 {
+			t.Errorf("HEAD %s = %d, want 200", path, rec.Code)
+		}
 	}
 }
 

@@ -3,10 +3,11 @@ package api
 import (
 	"encoding/json"
 	"errors"
-	"log/slog"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/danielgtaylor/huma/v2"
 )
@@ -21,6 +22,7 @@ import (
 // No Error ever carries a request body, a secret or an internal error string.
 type Error struct {
 	status int
+	cause  error // what the log gets for a 5xx; never serialized
 
 	Code    string       `json:"code" pattern:"^[a-z]+(-[a-z]+)*$" maxLength:"64" example:"invalid-request" doc:"Stable, kebab-case error code derived from the HTTP status; switch on this, not on the message."`
 	Message string       `json:"message" maxLength:"1024" example:"the request body is not valid JSON" doc:"Plain-English explanation for a person."`
@@ -120,31 +122,34 @@ const (
 // location and message and drops its value, which echoes the request.
 // Internal errors keep nothing of the cause.
 func fromHuma(status int, msg string, errs ...error) *Error {
-	switch {
-	case status == 0: // huma asks with status 0 to learn the error type
+	if status == 0 { // huma asks with status 0 to learn the error type
 		return &Error{}
-	case status == http.StatusInternalServerError:
-		// huma's own 500 messages ("unexpected error occurred", marshal
-		// failures) and their causes stay in the log.
-		return NewError(status, "")
-	case status > 500:
-		return NewError(status, msg)
+	}
+	if status >= 500 {
+		// The message and causes (huma's "unexpected error occurred", a
+		// handler's wrapped error) go to the log through logCauses; the
+		// client gets the status's default message only.
+		e := NewError(status, "")
+		e.cause = errors.Join(append([]error{errors.New(msg)}, errs...)...)
+		return e
 	}
 	var details []FieldError
 	for _, err := range errs {
 		var d huma.ErrorDetailer
 		if !errors.As(err, &d) {
-			// A handler's plain error at a client status: its text is the
-			// handler's own message, written for the client.
-			if err != nil {
-				details = append(details, FieldError{Message: err.Error()})
-			}
+			// A handler's wrapped error (huma.Error404NotFound(msg, err))
+			// may be internal: only its message goes out.
 			continue
 		}
 		ed := d.ErrorDetail()
-		fe := FieldError{Location: ed.Location, Message: ed.Message}
+		fe := FieldError{Location: clip(ed.Location, 256), Message: clip(ed.Message, 1024)}
 		if status == http.StatusBadRequest && ed.Location == "body" {
 			fe.Message = msgMalformedBody
+		} else if echoes(ed) {
+			fe.Message = "invalid value"
+		}
+		if len(details) == maxDetails {
+			break
 		}
 		details = append(details, fe)
 	}
@@ -156,22 +161,49 @@ func fromHuma(status int, msg string, errs ...error) *Error {
 	case status == http.StatusUnprocessableEntity && msg == "validation failed":
 		msg = "the request is not valid: see details.errors"
 	}
-	return NewError(status, msg, details...)
+	return NewError(status, clip(msg, 1024), details...)
 }
 
-// logInternal records the causes of a 5xx that huma is about to answer, so
-// the envelope can stay opaque while the log keeps the request id and cause.
-func logInternal(ctx huma.Context, status int, msg string, errs []error) {
-	if status < 500 {
-		return
+// maxDetails bounds details.errors, as the schema says.
+const maxDetails = 100
+
+// clip cuts s to at most n bytes, on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	attrs := []any{slog.Int("status", status), slog.String("msg", msg)}
-	for _, err := range errs {
-		if err != nil {
-			attrs = append(attrs, slog.String("error", err.Error()))
-		}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
-	logger(ctx.Context()).Error("request failed", attrs...)
+	return s[:n]
+}
+
+// echoes reports whether a validation message repeats the client's value
+// (format checks quote the parser's error, which quotes the input) or
+// names Go internals (a JSON type mismatch).
+func echoes(ed *huma.ErrorDetail) bool {
+	if strings.HasPrefix(ed.Message, "json:") || strings.Contains(ed.Message, "Go struct") || strings.Contains(ed.Message, "Go value") {
+		return true
+	}
+	switch v := ed.Value.(type) {
+	case nil, bool:
+		return false
+	case string:
+		return len(v) >= 2 && strings.Contains(ed.Message, v)
+	default:
+		s := fmt.Sprint(v)
+		return len(s) >= 2 && strings.Contains(ed.Message, s)
+	}
+}
+
+// logCauses is a huma transformer: when a response is an [Error] with a
+// cause (a 5xx), it logs the cause with the request id, so the envelope
+// can stay opaque while the log keeps what happened.
+func logCauses(ctx huma.Context, status string, v any) (any, error) {
+	if e, ok := v.(*Error); ok && e.cause != nil {
+		logger(ctx.Context()).Error("request failed", "status", e.status, "error", e.cause.Error())
+	}
+	return v, nil
 }
 
 // The huma.NewError swap is the package's only mutable global; it happens
@@ -181,8 +213,7 @@ func init() {
 	huma.NewError = func(status int, msg string, errs ...error) huma.StatusError {
 		return fromHuma(status, msg, errs...)
 	}
-	huma.NewErrorWithContext = func(ctx huma.Context, status int, msg string, errs ...error) huma.StatusError {
-		logInternal(ctx, status, msg, errs)
+	huma.NewErrorWithContext = func(_ huma.Context, status int, msg string, errs ...error) huma.StatusError {
 		return fromHuma(status, msg, errs...)
 	}
 }

@@ -17,6 +17,7 @@ const errorSchemaRef = "#/components/schemas/Error"
 // that raise other statuses declare them with huma.Operation.Errors.
 var errorDescriptions = map[int]string{
 	http.StatusBadRequest:            "invalid-request: the body is not valid JSON, or is missing.",
+	http.StatusRequestTimeout:        "request-timeout: the body did not arrive in time.",
 	http.StatusRequestEntityTooLarge: "payload-too-large: the body is larger than this operation accepts.",
 	http.StatusUnsupportedMediaType:  "unsupported-media-type: the body is not application/json.",
 	http.StatusUnprocessableEntity:   "unprocessable: a parameter or body member breaks the schema; details.errors says which and why.",
@@ -38,7 +39,7 @@ func declareErrors(_ *huma.OpenAPI, op *huma.Operation) {
 		statuses = append(statuses, http.StatusUnprocessableEntity)
 	}
 	if op.RequestBody != nil {
-		statuses = append(statuses, http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType)
+		statuses = append(statuses, http.StatusBadRequest, http.StatusRequestTimeout, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType)
 	}
 	statuses = append(statuses, op.Errors...)
 	for _, status := range statuses {

@@ -166,6 +166,8 @@ func TestCheckRateLimits(t *testing.T) {
 			delete(at(doc, "components", "responses", "RateLimited", "headers"), "Retry-After")
 		}, apicheck.IDRateLimitHeaderRemoved},
 		{"x_rate_limit_removed", func(doc map[string]any) { delete(health(doc), "x-rate-limit") }, apicheck.IDRateLimitRemoved},
+		{"x_rate_limit_emptied", func(doc map[string]any) { health(doc)["x-rate-limit"] = []any{} }, apicheck.IDRateLimitRemoved},
+		{"x_rate_limit_not_a_list", func(doc map[string]any) { health(doc)["x-rate-limit"] = "none" }, apicheck.IDRateLimitRemoved},
 		{"limit_lowered", func(doc map[string]any) { budget(doc, 0)["limit"] = 100.0 }, apicheck.IDRateLimitTightened},
 		{"burst_lowered", func(doc map[string]any) { budget(doc, 0)["burst"] = 30.0 }, apicheck.IDRateLimitTightened},
 		{"window_longer", func(doc map[string]any) { budget(doc, 0)["window_s"] = 3600.0 }, apicheck.IDRateLimitTightened},
@@ -210,6 +212,21 @@ func TestCheckRateLimits(t *testing.T) {
 				t.Fatalf("findings = %q, %v; loosening must pass", ids(fs), err)
 			}
 		})
+	}
+}
+
+// A budget without a burst has burst = limit: adding a lower burst tightens it.
+func TestCheckImpliedBurst(t *testing.T) {
+	base := edit(t, brainSpec(t), func(doc map[string]any) {
+		health(doc)["x-rate-limit"] = []any{map[string]any{"plane": "apikey", "policy": "q", "limit": 100.0, "window_s": 3600.0}}
+	})
+	rev := edit(t, base, func(doc map[string]any) { budget(doc, 0)["burst"] = 10.0 })
+	fs, err := apicheck.Check(base, rev)
+	if err != nil || !strings.Contains(ids(fs), apicheck.IDRateLimitTightened) {
+		t.Fatalf("findings = %q, %v; want the burst of 10 (was 100 by default) to tighten", ids(fs), err)
+	}
+	if fs, _ := apicheck.Check(base, edit(t, base, func(doc map[string]any) { budget(doc, 0)["burst"] = 100.0 })); len(fs) != 0 {
+		t.Fatalf("making the default burst explicit: %q, want nothing", ids(fs))
 	}
 }
 

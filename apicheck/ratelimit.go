@@ -92,8 +92,8 @@ func checkPolicies(bRL, rRL any, add func(id, format string, args ...any)) {
 			return
 		}
 	}
-	if rRL == nil {
-		add(IDRateLimitRemoved, "removed its x-rate-limit declaration")
+	if list, ok := rRL.([]any); !ok || (len(list) == 0 && len(bRL.([]any)) > 0) {
+		add(IDRateLimitRemoved, "removed its x-rate-limit declaration (or left it empty or not a list)")
 		return
 	}
 	bEntries := budgetsByName(bRL)
@@ -138,6 +138,9 @@ func budgetsByName(v any) map[string]map[string]any {
 		m, ok := e.(map[string]any)
 		if !ok {
 			continue
+		}
+		if _, has := m["burst"]; !has && m["limit"] != nil {
+			m["burst"] = m["limit"] // a budget's burst defaults to its limit
 		}
 		out[fmt.Sprint(m["plane"], "/", m["policy"])] = m
 	}

@@ -221,4 +221,3 @@ func wrap(what string, err error) error {
 	}
 	return fmt.Errorf("store: %s: %w", what, err)
 }
-

@@ -179,7 +179,7 @@ func TestServeRefusesBadSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	err = run(context.Background(), []string{"--addr", taken.Addr().String()}, env(nil), nil, io.Discard, io.Discard)
+	err = run(context.Background(), []string{"--addr", taken.Addr().String()}, env(map[string]string{"BRAIN_DATA_DIR": t.TempDir()}), nil, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "BRAIN_ADDR") {
 		t.Fatalf("err = %v, want a listen error naming BRAIN_ADDR", err)
 	}
