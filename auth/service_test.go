@@ -3,6 +3,7 @@ package auth_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -242,5 +243,31 @@ func TestAddUserValidates(t *testing.T) {
 		if _, err := svc.AddUser(ctx, tc.user, tc.pw); !errors.Is(err, tc.want) {
 			t.Errorf("%s: err = %v, want %v", tc.name, err, tc.want)
 		}
+	}
+}
+
+// An unknown username costs a password hash like a wrong password does, so
+// timing does not tell which usernames exist. With the real argon2 cost a
+// missing dummy hash would make unknown users hundreds of times faster;
+// the bound below leaves room for a noisy machine.
+func TestUnknownUserCostsAHash(t *testing.T) {
+	st := store.NewAuthStore(storetest.Open(t, store.SQLite))
+	svc := auth.NewService(st, auth.Config{}) // DefaultArgon2
+	ctx := context.Background()
+	if _, err := svc.AddUser(ctx, "ada", "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	fastest := func(user string) time.Duration {
+		best := time.Hour
+		for i := range 3 {
+			start := time.Now()
+			svc.Login(ctx, user, "wrong password", "ip"+strconv.Itoa(i))
+			best = min(best, time.Since(start))
+		}
+		return best
+	}
+	wrong, unknown := fastest("ada"), fastest("nobody")
+	if unknown < wrong/3 {
+		t.Fatalf("unknown user took %v, wrong password %v: the unknown user skipped the hash", unknown, wrong)
 	}
 }
