@@ -1,5 +1,3 @@
-// Package ratelimit decides whether a request may proceed under a budget
-// of requests per time window.
 package ratelimit
 
 import (

@@ -1,0 +1,28 @@
+// Package ratelimit decides whether a request may proceed under one or
+// more token-bucket budgets, per key.
+//
+// # Budgets and policies
+//
+// A [Budget] is a token bucket: Burst tokens of capacity, refilled at Limit
+// per Window. A [Policy] names up to [MaxLimits] budgets that are decided
+// together for one key space: a request passes only if every budget has a
+// token, and a refused request takes a token from none of them. The
+// apikey plane's "ingest" policy, for example, is 100/h AND 10/s.
+//
+// # The algorithm
+//
+// Each budget is kept as GCRA (the generic cell rate algorithm) keeps it: one
+// number per key, the theoretical arrival time (TAT) at which the bucket
+// would be full again. That is the same bucket as a lazily refilled one,
+// in 8 bytes, with no float arithmetic. A key whose TAT has passed holds
+// a full bucket and no information, so it can be forgotten at any time.
+//
+// # Stores
+//
+// [Memory] decides in-process: zero allocations per decision, a bounded
+// number of keys (the least recently used go first, approximately, by the
+// CLOCK algorithm), and time passed in ([Memory.AllowAt]) so tests never
+// sleep. [Redis] decides in Redis, for several replicas: one round trip
+// per decision, the server's clock, keys that expire on their own, and a
+// local deny cache. [Resilient] puts a fallback behind Redis for outages.
+package ratelimit

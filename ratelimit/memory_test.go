@@ -1,0 +1,193 @@
+package ratelimit_test
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brain-template/brain/ratelimit"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func policy(name string, limits ...ratelimit.Limit) ratelimit.Policy {
+	return ratelimit.Policy{Name: name, Limits: limits}
+}
+
+func lim(name string, limit int, window time.Duration, burst int) ratelimit.Limit {
+	return ratelimit.Limit{Name: name, Budget: ratelimit.Budget{Limit: limit, Window: window, Burst: burst}}
+}
+
+// session is API.md's session plane: 120/min, burst 60 (a token every 0.5 s).
+var session = policy("session", lim("session", 120, time.Minute, 60))
+
+type step struct {
+	at        time.Duration
+	allowed   bool
+	remaining int
+	retry     time.Duration // when refused
+	reset     time.Duration
+}
+
+func run(t *testing.T, m *ratelimit.Memory, key string, steps []step) {
+	t.Helper()
+	for i, s := range steps {
+		d := m.AllowAt(key, t0.Add(s.at))
+		got := step{s.at, d.Allowed, d.Remaining(0), d.RetryAfter, d.States[0].Reset}
+		if got != s {
+			t.Fatalf("step %d: AllowAt(%q, t0+%v) = %+v, want %+v", i, key, s.at, got, s)
+		}
+	}
+}
+
+func TestBurstThenThrottle(t *testing.T) {
+	m := ratelimit.NewMemory(session, ratelimit.MemoryOptions{})
+	for i := range 60 {
+		d := m.AllowAt("a", t0)
+		if !d.Allowed || d.Remaining(0) != 59-i {
+			t.Fatalf("request %d of the burst: %+v", i+1, d)
+		}
+	}
+	run(t, m, "a", []step{
+		{0, false, 0, 500 * time.Millisecond, 30 * time.Second},                              // empty: the next token in 0.5 s
+		{200 * time.Millisecond, false, 0, 300 * time.Millisecond, 29800 * time.Millisecond}, // Retry-After counts down
+		{500 * time.Millisecond, true, 0, 0, 30 * time.Second},                               // one token refilled, taken
+		{time.Second, true, 0, 0, 30 * time.Second},
+		{time.Second, false, 0, 500 * time.Millisecond, 30 * time.Second},
+	})
+}
+
+func TestRefillCapsAtBurst(t *testing.T) {
+	m := ratelimit.NewMemory(session, ratelimit.MemoryOptions{})
+	m.AllowAt("a", t0)
+	// An hour idle refills the bucket to its burst of 60, not 7200.
+	run(t, m, "a", []step{{time.Hour, true, 59, 0, 500 * time.Millisecond}})
+	for range 59 {
+		m.AllowAt("a", t0.Add(time.Hour))
+	}
+	if d := m.AllowAt("a", t0.Add(time.Hour)); d.Allowed {
+		t.Fatal("more than the burst was admitted after a long idle")
+	}
+}
+
+func TestKeysAreIsolated(t *testing.T) {
+	m := ratelimit.NewMemory(policy("p", lim("p", 1, time.Minute, 1)), ratelimit.MemoryOptions{})
+	if !m.AllowAt("a", t0).Allowed || m.AllowAt("a", t0).Allowed {
+		t.Fatal("key a: want one admitted, then refused")
+	}
+	if !m.AllowAt("b", t0).Allowed {
+		t.Fatal("key b was refused because of key a")
+	}
+}
+
+func TestRetryAfterIsTrue(t *testing.T) {
+	// 100/h: a token every 36 s. Empty the bucket, then wait exactly
+	// RetryAfter: admitted; a nanosecond less: refused.
+	m := ratelimit.NewMemory(policy("ingest", lim("ingest", 100, time.Hour, 100)), ratelimit.MemoryOptions{})
+	for range 100 {
+		m.AllowAt("k", t0)
+	}
+	d := m.AllowAt("k", t0.Add(10*time.Second))
+	if d.Allowed || d.RetryAfter != 26*time.Second {
+		t.Fatalf("refused at +10s: %+v, want RetryAfter 26s", d)
+	}
+	if m.AllowAt("k", t0.Add(10*time.Second+d.RetryAfter-1)).Allowed {
+		t.Fatal("admitted before RetryAfter had passed")
+	}
+	if !m.AllowAt("k", t0.Add(10*time.Second+d.RetryAfter)).Allowed {
+		t.Fatal("refused when RetryAfter had passed")
+	}
+}
+
+func TestMultiBudgetAtomic(t *testing.T) {
+	// The ingest policy: 100/h and 10/s together.
+	m := ratelimit.NewMemory(policy("ingest", lim("ingest", 100, time.Hour, 100), lim("ingest-burst", 10, time.Second, 10)), ratelimit.MemoryOptions{})
+	for i := range 10 {
+		if d := m.AllowAt("k", t0); !d.Allowed || d.Remaining(0) != 99-i || d.Remaining(1) != 9-i {
+			t.Fatalf("request %d: %+v", i+1, d)
+		}
+	}
+	// The per-second budget refuses; the hourly one must lose nothing.
+	for range 5 {
+		d := m.AllowAt("k", t0)
+		if d.Allowed || !d.States[1].Refused || d.States[0].Refused || d.Remaining(0) != 90 || d.RetryAfter != 100*time.Millisecond {
+			t.Fatalf("over the 10/s cap: %+v", d)
+		}
+		if d.Tightest() != 1 {
+			t.Fatalf("Tightest = %d, want the refusing per-second budget", d.Tightest())
+		}
+	}
+	// A second later the burst budget is full again; 90 hourly tokens left.
+	if d := m.AllowAt("k", t0.Add(time.Second)); !d.Allowed || d.Remaining(0) != 89 {
+		t.Fatalf("after a second: %+v; refused requests must not have drawn from the hourly budget", d)
+	}
+}
+
+func TestKeyBound(t *testing.T) {
+	m := ratelimit.NewMemory(policy("p", lim("p", 1, time.Hour, 1)), ratelimit.MemoryOptions{MaxKeys: 100})
+	for i := range 10_000 {
+		m.AllowAt(fmt.Sprint("key-", i), t0)
+	}
+	if n := m.Len(); n != 100 {
+		t.Fatalf("Len = %d after 10,000 keys, want the bound of 100", n)
+	}
+}
+
+func TestEvictionPrefersIdleKeys(t *testing.T) {
+	// One shard of 4 slots. "hot" is used between every new key, so the
+	// clock hand always finds it referenced; the one-off keys go instead.
+	m := ratelimit.NewMemory(policy("p", lim("p", 2, time.Hour, 2)), ratelimit.MemoryOptions{MaxKeys: 4})
+	m.AllowAt("hot", t0)
+	for i := range 50 {
+		m.AllowAt("hot", t0) // the hot key's bucket is now empty for an hour
+		m.AllowAt(fmt.Sprint("cold-", i), t0)
+	}
+	if d := m.AllowAt("hot", t0); d.Allowed {
+		t.Fatal("the hot key was evicted (its bucket reset to full) while cold keys churned")
+	}
+	// Keys whose buckets are full again are evicted first, whatever CLOCK says.
+	m2 := ratelimit.NewMemory(policy("p", lim("p", 1, time.Second, 1)), ratelimit.MemoryOptions{MaxKeys: 2})
+	m2.AllowAt("a", t0)
+	m2.AllowAt("b", t0.Add(2*time.Second)) // a is full again at t0+1s
+	m2.AllowAt("c", t0.Add(2*time.Second)) // takes a's slot
+	if d := m2.AllowAt("b", t0.Add(2*time.Second)); d.Allowed {
+		t.Fatal("b (still empty) was evicted instead of a (full again)")
+	}
+}
+
+// Many goroutines on one key: exactly burst pass.
+func TestConcurrentOneKey(t *testing.T) {
+	m := ratelimit.NewMemory(policy("p", lim("p", 50, time.Hour, 50)), ratelimit.MemoryOptions{})
+	var passed atomic.Int32
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 100 {
+				if m.AllowAt("one", t0).Allowed {
+					passed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if passed.Load() != 50 {
+		t.Fatalf("%d of 1600 concurrent requests passed, want exactly the burst of 50", passed.Load())
+	}
+}
+
+func TestPolicyValidate(t *testing.T) {
+	for _, p := range []ratelimit.Policy{
+		{Name: "", Limits: []ratelimit.Limit{lim("a", 1, time.Second, 1)}},
+		{Name: "none"},
+		{Name: "five", Limits: []ratelimit.Limit{lim("a", 1, time.Second, 1), lim("b", 1, time.Second, 1), lim("c", 1, time.Second, 1), lim("d", 1, time.Second, 1), lim("e", 1, time.Second, 1)}},
+		{Name: "zero", Limits: []ratelimit.Limit{lim("a", 0, time.Second, 1)}},
+	} {
+		if p.Validate() == nil {
+			t.Errorf("Validate(%+v) = nil", p)
+		}
+	}
+}
