@@ -59,6 +59,9 @@ type Config struct {
 	CORSOrigins []string
 	// CookieSecure marks the session cookie Secure.
 	CookieSecure bool
+	// Limits are the request-rate budgets; the zero value takes
+	// DefaultLimits.
+	Limits Limits
 }
 
 func (c Config) now() time.Time { return c.Now() }
@@ -116,12 +119,19 @@ func New(cfg Config) *Server {
 	hc.OpenAPIPath = ""
 	hc.DocsPath = ""
 	hc.Info.Description = description
-	hc.OnAddOperation = append(hc.OnAddOperation, declareSecurity, declareErrors)
+	if cfg.Limits.Session.Limit == 0 {
+		store := cfg.Limits.Store
+		cfg.Limits = DefaultLimits()
+		cfg.Limits.Store = store
+	}
+	ps := newPlanes(cfg.Limits)
+	hc.OnAddOperation = append(hc.OnAddOperation, declareSecurity, declareErrors, ps.declareRateLimits)
 	hc.Components.SecuritySchemes = securitySchemes
+	declareComponents(hc.Components)
 	hc.Transformers = append(hc.Transformers, logCauses)
 
 	api := humachi.New(r, hc)
-	api.UseMiddleware(requireCaller(api))
+	api.UseMiddleware(requireCaller(api), ps.enforceRateLimits(api, cfg.Now))
 	s := &Server{router: r, API: api}
 	addRoutes(api, cfg)
 	r.Get("/openapi.json", s.serveSpecJSON)

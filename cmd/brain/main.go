@@ -119,7 +119,16 @@ func newServer(cfg Config, logger *slog.Logger, svc *auth.Service, ready ...api.
 		TrustedProxies: cfg.TrustedProxies,
 		CORSOrigins:    cfg.CORSOrigins,
 		CookieSecure:   cfg.CookieSecure,
+		Limits:         limits(cfg),
 	})
+}
+
+// limits are the budgets of cfg, for the planes and the spec alike.
+func limits(cfg Config) api.Limits {
+	l := api.DefaultLimits()
+	l.Session, l.IP, l.APIKey = cfg.RateLimitSession, cfg.RateLimitIP, cfg.RateLimitAPIKey
+	l.Operations = api.MemoryBudgets(cfg.MemRateLimitIngest, cfg.MemRateLimitQuery, cfg.MemRateLimitProjects, cfg.MemRateLimitBurst)
+	return l
 }
 
 func newLogger(cfg Config, w io.Writer) *slog.Logger {

@@ -1,0 +1,321 @@
+package api
+
+import (
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/ratelimit"
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humachi"
+)
+
+// Limits is every request-rate budget of the API (API.md, Rate limiting).
+// The spec's x-rate-limit entries and the enforcement are both built from
+// it, so they cannot disagree.
+type Limits struct {
+	Session ratelimit.Budget // per session, every operation
+	IP      ratelimit.Budget // per client IP, public operations
+	APIKey  ratelimit.Budget // per API key, operations without their own budget
+	// Operations are the per-API-key budgets that operations name (see
+	// operationBudgets): an hourly budget (none when Hourly is zero) and a
+	// per-second cap.
+	Operations map[string]OperationLimit
+	// Login describes the login back-off for the spec (auth.LoginThrottle).
+	Login LoginLimit
+	// Store makes the limiter of a policy: in memory (the default) or in
+	// Redis, shared by replicas.
+	Store func(ratelimit.Policy) ratelimit.Limiter
+}
+
+// OperationLimit is one operation's per-API-key budget.
+type OperationLimit struct {
+	Hourly int // requests per hour; 0: no hourly budget
+	Burst  int // requests per second, and the burst
+}
+
+// LoginLimit is the login back-off as the spec shows it.
+type LoginLimit struct {
+	Failures, IPFailures int
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// DefaultLimits are API.md's defaults.
+func DefaultLimits() Limits {
+	return Limits{
+		Session: ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60},
+		IP:      ratelimit.Budget{Limit: 30, Window: time.Minute, Burst: 30},
+		APIKey:  ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60},
+		Operations: MemoryBudgets(100, 1000, 100, 10),
+		Login: LoginLimit{Failures: 5, IPFailures: 20, MinBackoff: time.Second, MaxBackoff: 15 * time.Minute},
+	}
+}
+
+// MemoryBudgets declares the per-API-key budgets of the memory operations
+// (API.md; seed 001's MEM_RATE_LIMIT_*): ingest, query and projects per
+// hour, skills with no hourly budget, and each capped at burst per second.
+// The operations name these budgets with [WithBudget].
+func MemoryBudgets(ingest, query, projects, burst int) map[string]OperationLimit {
+	return map[string]OperationLimit{
+		"ingest":   {Hourly: ingest, Burst: burst},
+		"query":    {Hourly: query, Burst: burst},
+		"projects": {Hourly: projects, Burst: burst},
+		"skills":   {Hourly: 0, Burst: burst},
+	}
+}
+
+// exempt lists the operations no request-rate plane applies to: probes
+// must never be throttled. (The spec, /docs and /metrics are not huma
+// operations and are not limited either.)
+var exempt = map[string]bool{"get-health": true, "get-ready": true}
+
+// metaBudget is the Operation.Metadata key by which an operation names its
+// per-API-key budget; metaPlan holds the plan the hook made for it.
+const (
+	metaBudget = "brain.budget"
+	metaPlan   = "brain.ratelimit"
+)
+
+// WithBudget returns op naming its per-API-key budget, one of
+// Limits.Operations: the only thing a memory operation declares.
+func WithBudget(op huma.Operation, name string) huma.Operation {
+	if op.Metadata == nil {
+		op.Metadata = map[string]any{}
+	}
+	op.Metadata[metaBudget] = name
+	return op
+}
+
+// A plane pairs a limiter with the plane it enforces.
+type plane struct {
+	name    string // session, apikey, ip
+	limiter ratelimit.Limiter
+	headers *ratelimit.Headers
+}
+
+// plan is which plane applies to an operation for each kind of caller.
+type plan struct {
+	session, apikey, ip *plane
+}
+
+// planes are the limiters of one server.
+type planes struct {
+	limits  Limits
+	session *plane
+	ip      *plane
+	apikey  *plane
+	ops     map[string]*plane
+}
+
+func newPlanes(l Limits) *planes {
+	if l.Store == nil {
+		l.Store = func(p ratelimit.Policy) ratelimit.Limiter { return ratelimit.NewMemory(p, ratelimit.MemoryOptions{}) }
+	}
+	mk := func(planeName, policy string, limits ...ratelimit.Limit) *plane {
+		p := ratelimit.Policy{Name: policy, Limits: limits}
+		return &plane{name: planeName, limiter: l.Store(p), headers: ratelimit.NewHeaders(p)}
+	}
+	ps := &planes{
+		limits:  l,
+		session: mk("session", "session", ratelimit.Limit{Name: "session", Budget: l.Session}),
+		ip:      mk("ip", "ip", ratelimit.Limit{Name: "ip", Budget: l.IP}),
+		apikey:  mk("apikey", "apikey", ratelimit.Limit{Name: "apikey", Budget: l.APIKey}),
+		ops:     map[string]*plane{},
+	}
+	names := make([]string, 0, len(l.Operations))
+	for name := range l.Operations {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		ol := l.Operations[name]
+		var limits []ratelimit.Limit
+		if ol.Hourly > 0 {
+			limits = append(limits, ratelimit.Limit{Name: name, Budget: ratelimit.Budget{Limit: ol.Hourly, Window: time.Hour, Burst: ol.Hourly}})
+		}
+		limits = append(limits, ratelimit.Limit{Name: name + "-burst", Budget: ratelimit.Budget{Limit: ol.Burst, Window: time.Second, Burst: ol.Burst}})
+		ps.ops[name] = mk("apikey", name, limits...)
+	}
+	return ps
+}
+
+// planFor decides which planes apply to op.
+func (ps *planes) planFor(op *huma.Operation) *plan {
+	switch {
+	case exempt[op.OperationID]:
+		return nil
+	case public[op.OperationID]:
+		return &plan{ip: ps.ip}
+	}
+	p := &plan{session: ps.session, apikey: ps.apikey}
+	if name, ok := op.Metadata[metaBudget].(string); ok {
+		opPlane, ok := ps.ops[name]
+		if !ok {
+			panic("api: operation " + op.OperationID + " names budget " + name + ", which Limits.Operations lacks")
+		}
+		p.apikey = opPlane
+	}
+	if sessionOnly[op.OperationID] {
+		p.apikey = nil
+	}
+	return p
+}
+
+// RateLimitEntry is one budget in an operation's x-rate-limit extension.
+type RateLimitEntry struct {
+	Plane      string `json:"plane"`
+	Policy     string `json:"policy"`
+	Limit      int    `json:"limit,omitempty"`
+	WindowS    int    `json:"window_s,omitempty"`
+	Burst      int    `json:"burst,omitempty"`
+	Concurrent int    `json:"concurrent,omitempty"`
+	Failures   int    `json:"failures,omitempty"`
+	IPFailures int    `json:"ip_failures,omitempty"`
+	BackoffS   []int  `json:"backoff_s,omitempty"`
+}
+
+func entriesOf(pl *plane) []RateLimitEntry {
+	var out []RateLimitEntry
+	for _, l := range pl.limiter.Policy().Limits {
+		out = append(out, RateLimitEntry{Plane: pl.name, Policy: l.Name, Limit: l.Limit, WindowS: int(l.Window / time.Second), Burst: l.Burst})
+	}
+	return out
+}
+
+// The components every rate-limited operation refers to.
+const (
+	refRateLimited = "#/components/responses/RateLimited"
+	refHeader      = "#/components/headers/"
+)
+
+var rateLimitHeaders = []string{"RateLimit", "RateLimit-Policy", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
+
+// declareComponents adds the 429 response and the rate-limit headers to
+// the spec's components, once.
+func declareComponents(c *huma.Components) {
+	str := func(desc, example string) *huma.Header {
+		return &huma.Header{Description: desc, Required: true, Schema: &huma.Schema{Type: "string", Examples: []any{example}}}
+	}
+	num := func(desc string, example int) *huma.Header {
+		return &huma.Header{Description: desc, Required: true, Schema: &huma.Schema{Type: "integer", Minimum: ptr(0.0), Examples: []any{example}}}
+	}
+	if c.Headers == nil {
+		c.Headers = map[string]*huma.Header{}
+	}
+	c.Headers["RateLimit"] = str(`Each budget that applies and what is left of it (draft-ietf-httpapi-ratelimit-headers-10): r = whole requests left, t = seconds until the budget is full again.`, `"session";r=57;t=12`)
+	c.Headers["RateLimit-Policy"] = str(`Each budget that applies: q = requests per window, w = the window in seconds.`, `"session";q=120;w=60`)
+	c.Headers["X-RateLimit-Limit"] = num("Legacy: the requests per window of the budget with the fewest requests left.", 120)
+	c.Headers["X-RateLimit-Remaining"] = num("Legacy: whole requests left in that budget.", 57)
+	c.Headers["X-RateLimit-Reset"] = num("Legacy: when that budget is full again, in Unix epoch seconds.", 1796040012)
+	c.Headers["Retry-After"] = &huma.Header{Description: "Seconds until a request would be admitted (at least 1).", Required: true,
+		Schema: &huma.Schema{Type: "integer", Minimum: ptr(1.0), Examples: []any{3}}}
+	if c.Responses == nil {
+		c.Responses = map[string]*huma.Response{}
+	}
+	headers := map[string]*huma.Header{"Retry-After": {Ref: refHeader + "Retry-After"}}
+	for _, h := range rateLimitHeaders {
+		headers[h] = &huma.Header{Ref: refHeader + h}
+	}
+	c.Responses["RateLimited"] = &huma.Response{
+		Description: "rate-limited: a budget is spent. details.scope, details.policy and Retry-After say which and for how long. Throttle, never ban: wait and retry.",
+		Headers:     headers,
+		Content:     map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Ref: errorSchemaRef}}},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// declareRateLimits returns the OnAddOperation hook that makes an
+// operation's plan and documents exactly that plan: the x-rate-limit
+// extension, the 429 response and the headers on every response the
+// limiter sees. The plan is kept in op.Metadata for enforceRateLimits.
+func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
+	pl := ps.planFor(op)
+	if pl == nil {
+		return
+	}
+	if op.Metadata == nil {
+		op.Metadata = map[string]any{}
+	}
+	op.Metadata[metaPlan] = pl
+	var entries []RateLimitEntry
+	for _, p := range []*plane{pl.ip, pl.session, pl.apikey} {
+		if p != nil {
+			entries = append(entries, entriesOf(p)...)
+		}
+	}
+	if op.OperationID == "login" {
+		ll := ps.limits.Login
+		entries = append(entries, RateLimitEntry{Plane: "login", Policy: "login", Failures: ll.Failures, IPFailures: ll.IPFailures,
+			BackoffS: []int{int(ll.MinBackoff / time.Second), int(ll.MaxBackoff / time.Second)}})
+	}
+	if op.Extensions == nil {
+		op.Extensions = map[string]any{}
+	}
+	op.Extensions["x-rate-limit"] = entries
+	op.Responses["429"] = &huma.Response{Ref: refRateLimited}
+	for status, r := range op.Responses {
+		if r.Ref != "" || status == "401" || status == "403" {
+			continue // 401 and 403 come before the limiter
+		}
+		if r.Headers == nil {
+			r.Headers = map[string]*huma.Header{}
+		}
+		for _, h := range rateLimitHeaders {
+			r.Headers[h] = &huma.Header{Ref: refHeader + h}
+		}
+	}
+}
+
+// enforceRateLimits is the huma middleware that applies an operation's
+// plan: it picks the plane for the caller, asks its limiter, writes the
+// headers, and answers 429 when refused. It runs after requireCaller, so
+// refused credentials cost no budget.
+func (ps *planes) enforceRateLimits(api huma.API, now func() time.Time) func(huma.Context, func(huma.Context)) {
+	return func(ctx huma.Context, next func(huma.Context)) {
+		pl, _ := ctx.Operation().Metadata[metaPlan].(*plan)
+		if pl == nil {
+			next(ctx)
+			return
+		}
+		var p *plane
+		var key string
+		switch id := auth.FromContext(ctx.Context()); {
+		case pl.ip != nil:
+			p, key = pl.ip, GetClientIP(ctx.Context())
+		case id != nil && id.Method == auth.MethodAPIKey && pl.apikey != nil:
+			p, key = pl.apikey, id.APIKeyID
+		case id != nil && id.Method == auth.MethodSession:
+			p, key = pl.session, id.SessionHash
+		default:
+			next(ctx)
+			return
+		}
+		d, err := p.limiter.Allow(ctx.Context(), key)
+		if err != nil {
+			logger(ctx.Context()).Error("rate limiter unavailable", "plane", p.name, "error", err)
+			writeHumaError(api, ctx, NewError(http.StatusServiceUnavailable, "brain cannot check its rate limits right now; retry shortly"))
+			return
+		}
+		_, w := humachi.Unwrap(ctx)
+		p.headers.Write(w.Header(), &d, now())
+		if !d.Allowed {
+			writeHumaError(api, ctx, refusal(p, &d))
+			return
+		}
+		next(ctx)
+	}
+}
+
+// refusal is the 429 envelope for decision d of plane p.
+func refusal(p *plane, d *ratelimit.Decision) *Error {
+	i := d.Tightest()
+	l := p.limiter.Policy().Limits[i]
+	e := NewError(http.StatusTooManyRequests, "brain is busy — please retry in a moment.")
+	e.Details.Scope, e.Details.Policy = p.name, l.Name
+	e.Details.Limit, e.Details.WindowS = l.Limit, int(l.Window/time.Second)
+	e.Details.RetryAfterS = int(ratelimit.RetryAfterSeconds(d.RetryAfter))
+	return e
+}
+

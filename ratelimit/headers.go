@@ -1,0 +1,97 @@
+package ratelimit
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Headers writes a policy's rate-limit headers: RateLimit and
+// RateLimit-Policy as draft-ietf-httpapi-ratelimit-headers-10 defines them,
+// one list item per budget, and the legacy X-RateLimit-Limit, -Remaining and
+// -Reset for the budget with the fewest tokens left. What is constant per
+// policy is built once, by [NewHeaders]; writing costs two allocations.
+type Headers struct {
+	policy []string // RateLimit-Policy: "session";q=120;w=60
+	names  []string // `"session";r=` per budget
+	limits []string // X-RateLimit-Limit per budget
+}
+
+// NewHeaders precomputes the headers of p.
+func NewHeaders(p Policy) *Headers {
+	h := &Headers{names: make([]string, len(p.Limits)), limits: make([]string, len(p.Limits))}
+	var pol []byte
+	for i, l := range p.Limits {
+		if i > 0 {
+			pol = append(pol, ", "...)
+		}
+		pol = append(pol, '"')
+		pol = append(pol, l.Name...)
+		pol = append(pol, `";q=`...)
+		pol = strconv.AppendInt(pol, int64(l.Limit), 10)
+		pol = append(pol, ";w="...)
+		pol = strconv.AppendInt(pol, int64(l.Window/time.Second), 10)
+		h.names[i] = `"` + l.Name + `";r=`
+		h.limits[i] = strconv.Itoa(l.Limit)
+	}
+	h.policy = []string{string(pol)}
+	return h
+}
+
+// Canonical header names, so writes need no canonicalization.
+const (
+	HeaderRateLimit       = "Ratelimit"
+	HeaderRateLimitPolicy = "Ratelimit-Policy"
+	HeaderLimit           = "X-Ratelimit-Limit"
+	HeaderRemaining       = "X-Ratelimit-Remaining"
+	HeaderReset           = "X-Ratelimit-Reset"
+	HeaderRetryAfter      = "Retry-After"
+)
+
+// Write sets the headers for decision d made at now on hdr, and
+// Retry-After when d refused the request.
+func (h *Headers) Write(hdr http.Header, d *Decision, now time.Time) {
+	// All dynamic values go in one string; each header takes a slice of it.
+	var buf [256]byte
+	b := buf[:0]
+	for i := 0; i < d.N; i++ {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, h.names[i]...)
+		b = strconv.AppendInt(b, int64(d.Remaining(i)), 10)
+		b = append(b, ";t="...)
+		b = strconv.AppendInt(b, ceilSeconds(d.States[i].Reset), 10)
+	}
+	rl := len(b)
+	t := d.Tightest()
+	b = strconv.AppendInt(b, int64(d.Remaining(t)), 10)
+	rem := len(b)
+	b = strconv.AppendInt(b, now.Add(d.States[t].Reset).Add(time.Second-1).Unix(), 10)
+	reset := len(b)
+	retry := reset
+	if !d.Allowed {
+		b = strconv.AppendInt(b, RetryAfterSeconds(d.RetryAfter), 10)
+		retry = len(b)
+	}
+	s := string(b)
+	vals := make([]string, 6)
+	vals[0], vals[1], vals[2], vals[3] = s[:rl], s[rl:rem], s[rem:reset], h.limits[t]
+	hdr[HeaderRateLimit] = vals[0:1:1]
+	hdr[HeaderRemaining] = vals[1:2:2]
+	hdr[HeaderReset] = vals[2:3:3]
+	hdr[HeaderLimit] = vals[3:4:4]
+	hdr[HeaderRateLimitPolicy] = h.policy
+	if !d.Allowed {
+		vals[4] = s[reset:retry]
+		hdr[HeaderRetryAfter] = vals[4:5:5]
+	}
+}
+
+// RetryAfterSeconds rounds a wait up to whole seconds, at least 1: what
+// Retry-After says.
+func RetryAfterSeconds(d time.Duration) int64 { return max(ceilSeconds(d), 1) }
+
+func ceilSeconds(d time.Duration) int64 {
+	return int64((d + time.Second - 1) / time.Second)
+}
