@@ -1,0 +1,317 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/ratelimit"
+	"github.com/danielgtaylor/huma/v2"
+)
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// small are budgets a test can exhaust in a few requests.
+func small(clk *fakeClock) api.Limits {
+	l := api.DefaultLimits()
+	l.Session = ratelimit.Budget{Limit: 3, Window: time.Minute, Burst: 3}
+	l.IP = ratelimit.Budget{Limit: 2, Window: time.Minute, Burst: 2}
+	l.APIKey = ratelimit.Budget{Limit: 2, Window: time.Minute, Burst: 2}
+	l.Operations = api.MemoryBudgets(5, 5, 5, 2)
+	l.Store = func(p ratelimit.Policy) ratelimit.Limiter {
+		m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
+		m.Now = clk.Now
+		return m
+	}
+	return l
+}
+
+// limitedServer is the whole server with small budgets, a fake clock and a
+// test-only operation that names the "ingest" budget, as the memory
+// endpoints will. It returns ada's session cookie and API key.
+func limitedServer(t *testing.T) (*api.Server, *fakeClock, string, string) {
+	t.Helper()
+	clk := &fakeClock{now: t0}
+	svc := MustAuth(t)
+	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: small(clk), Now: clk.Now})
+	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-ingest", Method: http.MethodPost, Path: "/api/v1/test/ingest"}, "ingest"),
+		func(ctx context.Context, _ *struct{}) (*struct{}, error) { return nil, nil })
+	ctx := context.Background()
+	token, _, u, err := svc.Login(ctx, "ada", "correct horse battery", "setup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key, err := svc.CreateAPIKey(ctx, u.ID, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, clk, "brain_session=" + token, key
+}
+
+type call struct {
+	code int
+	hdr  http.Header
+	env  envelope429
+}
+
+type envelope429 struct {
+	Code    string `json:"code"`
+	Details struct {
+		Scope       string `json:"scope"`
+		Policy      string `json:"policy"`
+		Limit       int    `json:"limit"`
+		WindowS     int    `json:"window_s"`
+		RetryAfterS int    `json:"retry_after_s"`
+	} `json:"details"`
+}
+
+func send(t *testing.T, h http.Handler, method, path, cookie, key string) call {
+	t.Helper()
+	req := httptest.NewRequest(method, path, strings.NewReader("{}"))
+	req.Header.Set("Content-Type", "application/json")
+	req.RemoteAddr = "203.0.113.9:4000"
+	if cookie != "" {
+		req.Header.Set("Cookie", cookie)
+	}
+	if key != "" {
+		req.Header.Set("X-API-Key", key)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	c := call{code: rec.Code, hdr: rec.Header()}
+	_ = json.Unmarshal(rec.Body.Bytes(), &c.env)
+	return c
+}
+
+func TestPlanes(t *testing.T) {
+	tests := []struct {
+		name, method, path string
+		cookie, key        bool
+		admitted           int // requests admitted at one instant: the burst
+		scope, policy      string
+		limit, window      int
+		retry              int // seconds
+		policyHeader       string
+	}{
+		{"session", "GET", "/api/v1/auth/me", true, false, 3, "session", "session", 3, 60, 20, `"session";q=3;w=60`},
+		{"apikey_default", "GET", "/api/v1/auth/me", false, true, 2, "apikey", "apikey", 2, 60, 30, `"apikey";q=2;w=60`},
+		{"ip_on_login", "POST", "/api/v1/auth/login", false, false, 2, "ip", "ip", 2, 60, 30, `"ip";q=2;w=60`},
+		{"apikey_operation_budget", "POST", "/api/v1/test/ingest", false, true, 2, "apikey", "ingest-burst", 2, 1, 1, `"ingest";q=5;w=3600, "ingest-burst";q=2;w=1`},
+		{"session_on_budgeted_operation", "POST", "/api/v1/test/ingest", true, false, 3, "session", "session", 3, 60, 20, `"session";q=3;w=60`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, _, cookie, key := limitedServer(t)
+			if !tc.cookie {
+				cookie = ""
+			}
+			if !tc.key {
+				key = ""
+			}
+			for i := range tc.admitted {
+				c := send(t, s, tc.method, tc.path, cookie, key)
+				if c.code == 429 {
+					t.Fatalf("request %d of the burst was refused", i+1)
+				}
+				if c.hdr.Get("RateLimit-Policy") != tc.policyHeader || c.hdr.Get("RateLimit") == "" || c.hdr.Get("X-RateLimit-Remaining") == "" || c.hdr.Get("X-RateLimit-Reset") == "" || c.hdr.Get("X-RateLimit-Limit") == "" {
+					t.Fatalf("request %d (%d): headers %v", i+1, c.code, c.hdr)
+				}
+				if c.hdr.Get("Retry-After") != "" {
+					t.Fatalf("Retry-After on an admitted request")
+				}
+			}
+			c := send(t, s, tc.method, tc.path, cookie, key)
+			d := c.env.Details
+			if c.code != 429 || c.env.Code != "rate-limited" || d.Scope != tc.scope || d.Policy != tc.policy || d.Limit != tc.limit || d.WindowS != tc.window || d.RetryAfterS != tc.retry {
+				t.Fatalf("over the budget: %d %+v", c.code, c.env)
+			}
+			if c.hdr.Get("Retry-After") != strconv.Itoa(tc.retry) || c.hdr.Get("X-RateLimit-Remaining") != "0" || c.hdr.Get("RateLimit-Policy") != tc.policyHeader {
+				t.Fatalf("429 headers: %v", c.hdr)
+			}
+		})
+	}
+}
+
+// The per-operation budget: 2/s AND 5/h, decided together.
+func TestOperationBudgetCombinesHourlyAndPerSecond(t *testing.T) {
+	s, clk, _, key := limitedServer(t)
+	admitted := 0
+	for range 10 { // 5 seconds, 2 requests a second: the hourly 5 runs out
+		for range 2 {
+			if send(t, s, "POST", "/api/v1/test/ingest", "", key).code != 429 {
+				admitted++
+			}
+		}
+		clk.Advance(500 * time.Millisecond)
+	}
+	if admitted != 5 {
+		t.Fatalf("%d admitted, want the hourly budget of 5", admitted)
+	}
+	c := send(t, s, "POST", "/api/v1/test/ingest", "", key)
+	if c.code != 429 || c.env.Details.Policy != "ingest" || c.env.Details.WindowS != 3600 {
+		t.Fatalf("after the hourly budget: %d %+v", c.code, c.env)
+	}
+	// 5/h is a token every 720 s; refused requests took nothing.
+	if ra, _ := strconv.Atoi(c.hdr.Get("Retry-After")); ra < 1 || ra > 720 {
+		t.Fatalf("Retry-After = %d", ra)
+	}
+}
+
+func TestExemptOperations(t *testing.T) {
+	s, _, cookie, _ := limitedServer(t)
+	for range 50 {
+		for _, path := range []string{"/api/v1/health", "/api/v1/ready", "/openapi.json", "/docs"} {
+			c := send(t, s, "GET", path, cookie, "")
+			if c.code != 200 || c.hdr.Get("RateLimit") != "" {
+				t.Fatalf("%s: %d %v: exempt paths are never limited and carry no rate-limit headers", path, c.code, c.hdr)
+			}
+		}
+	}
+}
+
+// recorder records which policy each decision consulted.
+type recorder struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *recorder) store(clk *fakeClock) func(ratelimit.Policy) ratelimit.Limiter {
+	return func(p ratelimit.Policy) ratelimit.Limiter {
+		m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
+		m.Now = clk.Now
+		return recordingLimiter{m, r}
+	}
+}
+
+type recordingLimiter struct {
+	*ratelimit.Memory
+	r *recorder
+}
+
+func (l recordingLimiter) Allow(ctx context.Context, key string) (ratelimit.Decision, error) {
+	l.r.mu.Lock()
+	l.r.calls = append(l.r.calls, l.Policy().Name)
+	l.r.mu.Unlock()
+	return l.Memory.Allow(ctx, key)
+}
+
+func (r *recorder) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c := r.calls
+	r.calls = nil
+	return c
+}
+
+// TestSpecIsWhatIsEnforced walks every operation in the served spec and,
+// for each kind of caller, checks that the policy the server consulted is
+// one the operation's x-rate-limit shows for that caller's plane, and that
+// an operation showing a plane consults it. Nothing is enforced that the
+// spec does not show, and nothing shown goes unenforced.
+func TestSpecIsWhatIsEnforced(t *testing.T) {
+	clk := &fakeClock{now: t0}
+	rec := &recorder{}
+	l := api.DefaultLimits()
+	l.Store = rec.store(clk)
+	svc := MustAuth(t)
+	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now})
+	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-ingest", Method: http.MethodPost, Path: "/api/v1/test/ingest"}, "ingest"),
+		func(ctx context.Context, _ *struct{}) (*struct{}, error) { return nil, nil })
+	spec, _ := s.Spec()
+	var doc struct {
+		Paths map[string]map[string]struct {
+			XRateLimit []api.RateLimitEntry `json:"x-rate-limit"`
+			Responses  map[string]any       `json:"responses"`
+		}
+	}
+	if err := json.Unmarshal(spec, &doc); err != nil {
+		t.Fatal(err)
+	}
+	ops := 0
+	for path, item := range doc.Paths {
+		for method, op := range item {
+			ops++
+			for _, caller := range []string{"anonymous", "session", "apikey"} {
+				ctx := context.Background()
+				var cookie, key string
+				if caller != "anonymous" {
+					token, _, u, err := svc.Login(ctx, "ada", "correct horse battery", "walk")
+					if err != nil {
+						t.Fatal(err)
+					}
+					if caller == "session" {
+						cookie = "brain_session=" + token
+					} else {
+						_, key, _ = svc.CreateAPIKey(ctx, u.ID, "walk")
+					}
+				}
+				rec.take()
+				c := send(t, s, strings.ToUpper(method), strings.ReplaceAll(path, "{id}", "x"), cookie, key)
+				consulted := rec.take()
+				plane := map[string]string{"anonymous": "ip", "session": "session", "apikey": "apikey"}[caller]
+				var shown []string
+				for _, e := range op.XRateLimit {
+					if e.Plane == "ip" || e.Plane == plane {
+						shown = append(shown, e.Policy)
+					}
+				}
+				where := method + " " + path + " as " + caller
+				if len(consulted) > 1 {
+					t.Errorf("%s: consulted %v: one policy per request", where, consulted)
+				}
+				if len(consulted) == 1 {
+					if !containsPrefix(shown, consulted[0]) {
+						t.Errorf("%s: enforced policy %q, but x-rate-limit shows %v for this caller", where, consulted[0], shown)
+					}
+					if _, ok := op.Responses["429"]; !ok {
+						t.Errorf("%s: enforced a limit but declares no 429", where)
+					}
+				}
+				refusedFirst := c.code == 401 || c.code == 403
+				if len(consulted) == 0 && len(shown) > 0 && !refusedFirst {
+					t.Errorf("%s: x-rate-limit shows %v but nothing was enforced (status %d)", where, shown, c.code)
+				}
+			}
+		}
+	}
+	if ops < 10 {
+		t.Fatalf("walked only %d operations", ops)
+	}
+	_ = auth.MethodSession
+}
+
+// containsPrefix: a policy "ingest" is shown as the entries "ingest" and
+// "ingest-burst".
+func containsPrefix(shown []string, policy string) bool {
+	for _, s := range shown {
+		if s == policy || strings.TrimSuffix(s, "-burst") == policy {
+			return true
+		}
+	}
+	return false
+}
