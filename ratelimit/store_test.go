@@ -1,0 +1,248 @@
+package ratelimit_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brain-template/brain/ratelimit"
+	"github.com/redis/rueidis"
+)
+
+// clock is a fake time source for limiters that take a Now func.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+// redisAddr is the Redis the tests use: BRAIN_TEST_REDIS_URL. Without it
+// the Redis tests skip, except under CI=true, where they fail.
+func redisOption(tb testing.TB) rueidis.ClientOption {
+	tb.Helper()
+	url := os.Getenv("BRAIN_TEST_REDIS_URL")
+	if url == "" {
+		if os.Getenv("CI") == "true" {
+			tb.Fatal("BRAIN_TEST_REDIS_URL is not set: CI must test Redis (.ci/run sets it)")
+		}
+		tb.Skip("BRAIN_TEST_REDIS_URL is not set; skipping Redis")
+	}
+	opt, err := rueidis.ParseURL(url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	opt.DisableCache = true
+	return opt
+}
+
+func mustRedisClient(tb testing.TB, opt rueidis.ClientOption) rueidis.Client {
+	tb.Helper()
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		if os.Getenv("CI") != "true" {
+			tb.Skipf("Redis at BRAIN_TEST_REDIS_URL does not answer: %v", err)
+		}
+		tb.Fatalf("Redis at BRAIN_TEST_REDIS_URL: %v", err)
+	}
+	tb.Cleanup(c.Close)
+	return c
+}
+
+// prefix isolates one test's keys from every other run's.
+func prefix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "brain-test:" + hex.EncodeToString(b[:]) + ":"
+}
+
+// stores are the limiter implementations the shared suite runs on, each
+// driven by the fake clock.
+func stores() map[string]func(*testing.T, ratelimit.Policy, *clock) ratelimit.Limiter {
+	return map[string]func(*testing.T, ratelimit.Policy, *clock) ratelimit.Limiter{
+		"memory": func(_ *testing.T, p ratelimit.Policy, c *clock) ratelimit.Limiter {
+			m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
+			m.Now = c.Now
+			return m
+		},
+		"redis": func(t *testing.T, p ratelimit.Policy, c *clock) ratelimit.Limiter {
+			r := ratelimit.NewRedis(mustRedisClient(t, redisOption(t)), prefix(), p)
+			r.Now = c.Now
+			return r
+		},
+	}
+}
+
+func allow(t *testing.T, l ratelimit.Limiter, key string) ratelimit.Decision {
+	t.Helper()
+	d, err := l.Allow(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestStores is one suite over every store: the behaviour of a budget does
+// not depend on where it is kept.
+func TestStores(t *testing.T) {
+	for name, newLimiter := range stores() {
+		t.Run(name, func(t *testing.T) {
+			t.Run("BurstThenThrottleThenRefill", func(t *testing.T) {
+				clk := &clock{now: t0}
+				l := newLimiter(t, session, clk)
+				for i := range 60 {
+					if d := allow(t, l, "a"); !d.Allowed || d.Remaining(0) != 59-i {
+						t.Fatalf("request %d: %+v", i+1, d)
+					}
+				}
+				d := allow(t, l, "a")
+				if d.Allowed || d.RetryAfter != 500*time.Millisecond || d.States[0].Reset != 30*time.Second {
+					t.Fatalf("61st: %+v", d)
+				}
+				clk.Advance(500 * time.Millisecond)
+				if !allow(t, l, "a").Allowed {
+					t.Fatal("refused after RetryAfter")
+				}
+				clk.Advance(time.Hour)
+				if d := allow(t, l, "a"); !d.Allowed || d.Remaining(0) != 59 {
+					t.Fatalf("after an hour the bucket holds its burst, no more: %+v", d)
+				}
+			})
+			t.Run("Isolation", func(t *testing.T) {
+				clk := &clock{now: t0}
+				l := newLimiter(t, policy("p", lim("p", 1, time.Minute, 1)), clk)
+				if !allow(t, l, "a").Allowed || allow(t, l, "a").Allowed || !allow(t, l, "b").Allowed {
+					t.Fatal("keys a and b share a bucket")
+				}
+			})
+			t.Run("MultiBudgetAtomic", func(t *testing.T) {
+				clk := &clock{now: t0}
+				l := newLimiter(t, policy("ingest", lim("ingest", 100, time.Hour, 100), lim("ingest-burst", 10, time.Second, 10)), clk)
+				for range 10 {
+					allow(t, l, "k")
+				}
+				for range 5 {
+					if d := allow(t, l, "k"); d.Allowed || !d.States[1].Refused || d.States[0].Refused || d.Remaining(0) != 90 {
+						t.Fatalf("over the cap: %+v", d)
+					}
+				}
+				clk.Advance(time.Second)
+				if d := allow(t, l, "k"); !d.Allowed || d.Remaining(0) != 89 {
+					t.Fatalf("refused requests drew from the hourly budget: %+v", d)
+				}
+			})
+			t.Run("RetryAfterIsTrue", func(t *testing.T) {
+				clk := &clock{now: t0}
+				l := newLimiter(t, policy("q", lim("q", 100, time.Hour, 100)), clk)
+				for range 100 {
+					allow(t, l, "k")
+				}
+				clk.Advance(10 * time.Second)
+				d := allow(t, l, "k")
+				if d.Allowed || d.RetryAfter != 26*time.Second {
+					t.Fatalf("%+v, want RetryAfter 26s", d)
+				}
+				clk.Advance(d.RetryAfter)
+				if !allow(t, l, "k").Allowed {
+					t.Fatal("refused once RetryAfter had passed")
+				}
+			})
+		})
+	}
+}
+
+// Many goroutines, one key, the Redis clock: exactly burst pass.
+func TestRedisConcurrentOneKey(t *testing.T) {
+	l := ratelimit.NewRedis(mustRedisClient(t, redisOption(t)), prefix(), policy("p", lim("p", 50, time.Hour, 50)))
+	var mu sync.Mutex
+	passed := 0
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				if d, err := l.Allow(context.Background(), "one"); err == nil && d.Allowed {
+					mu.Lock()
+					passed++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if passed != 50 {
+		t.Fatalf("%d of 320 passed, want exactly 50", passed)
+	}
+}
+
+// Two replicas (two clients) sharing one Redis enforce one budget.
+func TestRedisSharedBudget(t *testing.T) {
+	opt := redisOption(t)
+	pfx := prefix()
+	p := policy("p", lim("p", 10, time.Hour, 10))
+	a := ratelimit.NewRedis(mustRedisClient(t, opt), pfx, p)
+	b := ratelimit.NewRedis(mustRedisClient(t, opt), pfx, p)
+	passed := 0
+	for i := range 40 {
+		l := a
+		if i%2 == 1 {
+			l = b
+		}
+		if allow(t, l, "k").Allowed {
+			passed++
+		}
+	}
+	if passed != 10 {
+		t.Fatalf("two replicas admitted %d, want the one budget of 10", passed)
+	}
+}
+
+// Keys expire on their own once their buckets would be full.
+func TestRedisKeysExpire(t *testing.T) {
+	c := mustRedisClient(t, redisOption(t))
+	pfx := prefix()
+	l := ratelimit.NewRedis(c, pfx, policy("p", lim("p", 10, time.Minute, 10)))
+	allow(t, l, "k")
+	ttl, err := c.Do(context.Background(), c.B().Pttl().Key(pfx+"p:k").Build()).AsInt64()
+	if err != nil || ttl <= 0 || ttl > 7000 {
+		t.Fatalf("PTTL = %d ms, %v; want it to expire about 6 s (one token) + 1 s from now", ttl, err)
+	}
+}
+
+// Once Redis refuses a key, this replica refuses it locally until the
+// refusal ends: a flood costs Redis one call, not one per request.
+func TestRedisDenyCache(t *testing.T) {
+	clk := &clock{now: t0}
+	l := ratelimit.NewRedis(mustRedisClient(t, redisOption(t)), prefix(), policy("p", lim("p", 2, time.Minute, 2)))
+	l.Now = clk.Now
+	allow(t, l, "k")
+	allow(t, l, "k")
+	for range 1000 { // a 500x overload flood on one key
+		if d := allow(t, l, "k"); d.Allowed || d.RetryAfter <= 0 {
+			t.Fatalf("flood: %+v", d)
+		}
+	}
+	requests, hits := l.Stats()
+	if requests != 3 || hits != 999 {
+		t.Fatalf("Redis calls %d, deny-cache hits %d; want 3 and 999", requests, hits)
+	}
+	clk.Advance(30 * time.Second) // the next token
+	if !allow(t, l, "k").Allowed {
+		t.Fatal("still refused after the refusal ended")
+	}
+}
