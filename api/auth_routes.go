@@ -78,7 +78,7 @@ func apiKeyView(k auth.APIKey) APIKeyView {
 // CreateAPIKeyInput names a new key.
 type CreateAPIKeyInput struct {
 	Body struct {
-		Name string `json:"name" minLength:"1" maxLength:"64" example:"laptop"`
+		Name string `json:"name" minLength:"1" maxLength:"64" pattern:"^[^\\x00-\\x1f\\x7f]+$" example:"laptop" doc:"1 to 64 printable characters."`
 	}
 }
 
@@ -99,7 +99,7 @@ type ListAPIKeysOutput struct {
 
 // DeleteAPIKeyInput names the key to delete.
 type DeleteAPIKeyInput struct {
-	ID string `path:"id" minLength:"1" maxLength:"64"`
+	ID string `path:"id" pattern:"^[0-9a-f]{32}$" doc:"The key's id, as listed."`
 }
 
 func addAuthRoutes(api huma.API, cfg Config) {
@@ -224,6 +224,7 @@ func authError(err error) error {
 		}
 		e := NewError(http.StatusTooManyRequests, "brain is busy — please retry in a moment.")
 		e.Details.Scope, e.Details.Policy, e.Details.Limit, e.Details.RetryAfterS = "login", "login", te.Failures, secs
+		e.Details.WindowS = secs // a back-off has no window: the current wait stands in
 		return huma.ErrorWithHeaders(e, http.Header{"Retry-After": {strconv.Itoa(secs)}})
 	case errors.Is(err, auth.ErrInvalidCredentials):
 		return NewError(http.StatusUnauthorized, "wrong username or password")

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -12,7 +13,9 @@ import (
 // (Authorization: Bearer brk_... or X-API-Key) or the session cookie, and
 // stores it in the context (auth.FromContext). It refuses nothing: a
 // request without valid credentials goes on anonymous, and each operation
-// decides (requireCaller). Only a failing store answers 503.
+// decides (requireCaller). When the store cannot answer, the request goes
+// on anonymous too, marked so that operations needing a caller answer 503
+// while the public ones (health, ready, login) still work.
 func Authenticate(svc *auth.Service) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -25,8 +28,7 @@ func Authenticate(svc *auth.Service) func(http.Handler) http.Handler {
 			}
 			if err != nil && !errors.Is(err, auth.ErrUnauthenticated) {
 				logger(r.Context()).Error("authenticate", "error", err)
-				WriteError(w, NewError(http.StatusServiceUnavailable, "brain cannot check credentials right now; retry shortly"))
-				return
+				r = r.WithContext(context.WithValue(r.Context(), authDownKey, true))
 			}
 			if id != nil {
 				r = r.WithContext(auth.NewContext(r.Context(), id))
@@ -35,6 +37,10 @@ func Authenticate(svc *auth.Service) func(http.Handler) http.Handler {
 		})
 	}
 }
+
+var authDownKey = &contextKey{"auth-unavailable"}
+
+func authUnavailable(ctx context.Context) bool { v, _ := ctx.Value(authDownKey).(bool); return v }
 
 func apiKeyFrom(r *http.Request) string {
 	if h := r.Header.Get("Authorization"); h != "" {
@@ -45,11 +51,13 @@ func apiKeyFrom(r *http.Request) string {
 	return r.Header.Get("X-API-Key")
 }
 
-// CSRF is a middleware that refuses (403) an unsafe request authenticated
-// by the session cookie when a browser says it is cross-origin
-// (Sec-Fetch-Site, else Origin against Host), unless the origin is one of
-// the trusted CORS origins. API-key requests are not affected: a browser
-// never attaches a key on its own. Mount it after [Authenticate].
+// CSRF is a middleware that refuses (403) an unsafe request when a browser
+// says it is cross-origin (Sec-Fetch-Site, else Origin against Host), unless
+// the origin is one of the trusted CORS origins — for requests that carry
+// the session cookie, and for anonymous ones, so a hostile page cannot log
+// a victim in to its own account either. API-key requests are not
+// affected: a browser never attaches a key on its own. Requests without
+// those headers (curl, servers) pass. Mount it after [Authenticate].
 func CSRF(trustedOrigins []string) func(http.Handler) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	for _, o := range trustedOrigins {
@@ -59,7 +67,7 @@ func CSRF(trustedOrigins []string) func(http.Handler) http.Handler {
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if id := auth.FromContext(r.Context()); id != nil && id.Method == auth.MethodSession {
+			if id := auth.FromContext(r.Context()); (id == nil && apiKeyFrom(r) == "") || (id != nil && id.Method == auth.MethodSession) {
 				if err := cop.Check(r); err != nil {
 					WriteError(w, NewError(http.StatusForbidden, "cross-site request refused: a cookie-authenticated change must come from brain's own pages or a trusted origin"))
 					return

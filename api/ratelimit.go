@@ -37,18 +37,18 @@ type OperationLimit struct {
 
 // LoginLimit is the login back-off as the spec shows it.
 type LoginLimit struct {
-	Failures, IPFailures int
+	Failures, IPFailures   int
 	MinBackoff, MaxBackoff time.Duration
 }
 
 // DefaultLimits are API.md's defaults.
 func DefaultLimits() Limits {
 	return Limits{
-		Session: ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60},
-		IP:      ratelimit.Budget{Limit: 30, Window: time.Minute, Burst: 30},
-		APIKey:  ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60},
+		Session:    ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60},
+		IP:         ratelimit.Budget{Limit: 30, Window: time.Minute, Burst: 30},
+		APIKey:     ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60},
 		Operations: MemoryBudgets(100, 1000, 100, 10),
-		Login: LoginLimit{Failures: 5, IPFailures: 20, MinBackoff: time.Second, MaxBackoff: 15 * time.Minute},
+		Login:      LoginLimit{Failures: 5, IPFailures: 20, MinBackoff: time.Second, MaxBackoff: 15 * time.Minute},
 	}
 }
 
@@ -318,4 +318,3 @@ func refusal(p *plane, d *ratelimit.Decision) *Error {
 	e.Details.RetryAfterS = int(ratelimit.RetryAfterSeconds(d.RetryAfter))
 	return e
 }
-

@@ -50,10 +50,10 @@ func declareSecurity(_ *huma.OpenAPI, op *huma.Operation) {
 		op.Security = []map[string][]string{}
 	case sessionOnly[op.OperationID]:
 		op.Security = []map[string][]string{{schemeSession: {}}}
-		op.Errors = append(op.Errors, http.StatusUnauthorized, http.StatusForbidden)
+		op.Errors = append(op.Errors, http.StatusUnauthorized, http.StatusForbidden, http.StatusServiceUnavailable)
 	default:
 		op.Security = []map[string][]string{{schemeSession: {}}, {schemeBearer: {}}, {schemeAPIKey: {}}}
-		op.Errors = append(op.Errors, http.StatusUnauthorized)
+		op.Errors = append(op.Errors, http.StatusUnauthorized, http.StatusServiceUnavailable)
 		if op.Method != http.MethodGet && op.Method != http.MethodHead {
 			op.Errors = append(op.Errors, http.StatusForbidden) // cross-site cookie requests
 		}
@@ -71,6 +71,10 @@ func requireCaller(api huma.API) func(huma.Context, func(huma.Context)) {
 			return
 		}
 		id := auth.FromContext(ctx.Context())
+		if id == nil && authUnavailable(ctx.Context()) {
+			writeHumaError(api, ctx, NewError(http.StatusServiceUnavailable, "brain cannot check credentials right now; retry shortly"))
+			return
+		}
 		if id == nil {
 			writeHumaError(api, ctx, NewError(http.StatusUnauthorized, "log in, or send an API key as Authorization: Bearer or X-API-Key"))
 			return

@@ -22,7 +22,7 @@ var errorDescriptions = map[int]string{
 	http.StatusUnsupportedMediaType:  "unsupported-media-type: the body is not application/json.",
 	http.StatusUnprocessableEntity:   "unprocessable: a parameter or body member breaks the schema; details.errors says which and why.",
 	http.StatusInternalServerError:   "internal: the server failed; the X-Request-Id header identifies the failure in its log.",
-	http.StatusServiceUnavailable:    "unavailable: a store brain depends on does not answer.",
+	http.StatusServiceUnavailable:    "unavailable: a store brain depends on (the database, or Redis for rate limits) does not answer; retry shortly.",
 }
 
 // declareErrors is an OnAddOperation hook that documents the error

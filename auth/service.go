@@ -96,16 +96,21 @@ type Service struct {
 	Throttle *LoginThrottle
 	dummy    string // a hash to verify against when the user is unknown
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// gen counts revocations (logout, password change, key deletion). A
+	// lookup that raced one is not cached: it could put back what was just
+	// revoked.
+	gen      uint64
 	sessions map[string]*cachedSession // by token hash
 	keys     map[string]*cachedKey     // by key hash
 	used     map[string]time.Time      // API key id -> last use not yet written
 }
 
 type cachedSession struct {
-	session Session
+	session Session // LastSeenAt: the last request this replica saw
 	user    User
 	fetched time.Time
+	written time.Time // when this replica last wrote LastSeenAt
 }
 
 type cachedKey struct {
@@ -129,7 +134,9 @@ func NewService(store Store, cfg Config) *Service {
 		cfg.CacheTTL = 10 * time.Second
 	}
 	if cfg.TouchInterval == 0 {
-		cfg.TouchInterval = time.Minute
+		// Often enough that another replica's view of "last seen" lags
+		// the idle timeout by at most a quarter of it.
+		cfg.TouchInterval = min(time.Minute, cfg.IdleTimeout/4)
 	}
 	if cfg.Argon2 == (Argon2Params{}) {
 		cfg.Argon2 = DefaultArgon2
@@ -144,6 +151,9 @@ func NewService(store Store, cfg Config) *Service {
 	}
 }
 
+// stamp is now as stored: UTC, to the millisecond.
+func (s *Service) stamp() time.Time { return s.cfg.Now().UTC().Truncate(time.Millisecond) }
+
 // Config returns the service's effective configuration.
 func (s *Service) Config() Config { return s.cfg }
 
@@ -156,7 +166,7 @@ func (s *Service) AddUser(ctx context.Context, username, password string) (User,
 	if n := len([]rune(password)); n < MinPasswordLen || n > MaxPasswordLen {
 		return User{}, ErrWeakPassword
 	}
-	u := User{ID: newID(), Username: username, PasswordHash: HashPassword(password, s.cfg.Argon2), CreatedAt: s.cfg.Now().UTC()}
+	u := User{ID: newID(), Username: username, PasswordHash: HashPassword(password, s.cfg.Argon2), CreatedAt: s.stamp()}
 	if err := s.store.CreateUser(ctx, u); err != nil {
 		return User{}, err
 	}
@@ -190,10 +200,15 @@ func (s *Service) EnsureAdmin(ctx context.Context, password string) (created boo
 func (s *Service) Login(ctx context.Context, username, password, clientIP string) (string, Session, User, error) {
 	now := s.cfg.Now()
 	username = NormalizeUsername(username)
-	if err := s.Throttle.Begin(username, clientIP, now); err != nil {
+	attempt, err := s.Throttle.Begin(username, clientIP, now)
+	if err != nil {
 		return "", Session{}, User{}, err
 	}
-	u, err := s.store.UserByUsername(ctx, username)
+	var u User
+	err = ErrNotFound
+	if usernameRE.MatchString(username) { // one that cannot exist is simply unknown
+		u, err = s.store.UserByUsername(ctx, username)
+	}
 	hash := u.PasswordHash
 	if errors.Is(err, ErrNotFound) {
 		hash = s.dummy
@@ -204,9 +219,10 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 	if err != nil || !ok || verr != nil {
 		return "", Session{}, User{}, ErrInvalidCredentials
 	}
-	s.Throttle.Succeed(username, clientIP)
+	s.Throttle.Succeed(attempt)
 	token := newToken()
-	se := Session{TokenHash: hashSecret(token), UserID: u.ID, CreatedAt: now.UTC(), ExpiresAt: now.Add(s.cfg.SessionLifetime).UTC(), LastSeenAt: now.UTC()}
+	at := now.UTC().Truncate(time.Millisecond)
+	se := Session{TokenHash: hashSecret(token), UserID: u.ID, CreatedAt: at, ExpiresAt: at.Add(s.cfg.SessionLifetime), LastSeenAt: at}
 	if err := s.store.CreateSession(ctx, se); err != nil {
 		return "", Session{}, User{}, err
 	}
@@ -214,8 +230,10 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 }
 
 // Authenticate resolves a session token. Within CacheTTL of its last
-// lookup it costs no database round trip; once per TouchInterval it writes
-// the session's last-seen time.
+// lookup it costs no database round trip. Every request counts as activity
+// for the idle timeout at once on this replica; the database's last-seen
+// time, which other replicas read, is written at most once per
+// TouchInterval.
 func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, error) {
 	if !looksLikeToken(token) {
 		return nil, ErrUnauthenticated
@@ -224,6 +242,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 	hash := hashSecret(token)
 	s.mu.Lock()
 	c := s.sessions[hash]
+	gen := s.gen
 	s.mu.Unlock()
 	if c == nil || now.Sub(c.fetched) >= s.cfg.CacheTTL {
 		se, u, err := s.store.SessionByTokenHash(ctx, hash)
@@ -234,29 +253,55 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 		if err != nil {
 			return nil, err
 		}
-		c = &cachedSession{session: se, user: u, fetched: now}
+		fresh := &cachedSession{session: se, user: u, fetched: now, written: se.LastSeenAt}
+		if c != nil && c.session.LastSeenAt.After(se.LastSeenAt) {
+			fresh.session.LastSeenAt, fresh.written = c.session.LastSeenAt, c.written // activity not yet written
+		}
 		s.mu.Lock()
+		if s.gen != gen {
+			s.mu.Unlock()
+			return s.authenticateUncached(ctx, hash, now)
+		}
 		if len(s.sessions) >= maxCached {
 			s.sweepLocked(now)
 		}
-		s.sessions[hash] = c
+		s.sessions[hash] = fresh
 		s.mu.Unlock()
+		c = fresh
 	}
 	s.mu.Lock()
 	se, u := c.session, c.user
-	touch := now.Sub(se.LastSeenAt) >= s.cfg.TouchInterval
-	if touch {
-		c.session.LastSeenAt = now
-	}
-	s.mu.Unlock()
 	if !now.Before(se.ExpiresAt) || now.Sub(se.LastSeenAt) >= s.cfg.IdleTimeout {
+		s.mu.Unlock()
 		s.evictSession(hash)
 		return nil, ErrUnauthenticated
 	}
+	touch := now.Sub(c.written) >= s.cfg.TouchInterval
+	c.session.LastSeenAt = now
 	if touch {
-		if err := s.store.TouchSession(ctx, hash, now); err != nil {
-			return nil, err
-		}
+		c.written = now
+	}
+	s.mu.Unlock()
+	if touch {
+		// Best effort: a failed write costs another replica some idle
+		// time, never this request.
+		_ = s.store.TouchSession(context.WithoutCancel(ctx), hash, now)
+	}
+	return &Identity{User: u, Method: MethodSession, SessionHash: hash, ExpiresAt: se.ExpiresAt}, nil
+}
+
+// authenticateUncached reads a session that a revocation raced, without
+// caching it.
+func (s *Service) authenticateUncached(ctx context.Context, hash string, now time.Time) (*Identity, error) {
+	se, u, err := s.store.SessionByTokenHash(ctx, hash)
+	if errors.Is(err, ErrNotFound) {
+		return nil, ErrUnauthenticated
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !now.Before(se.ExpiresAt) || now.Sub(se.LastSeenAt) >= s.cfg.IdleTimeout {
+		return nil, ErrUnauthenticated
 	}
 	return &Identity{User: u, Method: MethodSession, SessionHash: hash, ExpiresAt: se.ExpiresAt}, nil
 }
@@ -271,6 +316,7 @@ func (s *Service) AuthenticateKey(ctx context.Context, key string) (*Identity, e
 	hash := hashSecret(key)
 	s.mu.Lock()
 	c := s.keys[hash]
+	gen := s.gen
 	s.mu.Unlock()
 	if c == nil || now.Sub(c.fetched) >= s.cfg.CacheTTL {
 		k, u, err := s.store.APIKeyByHash(ctx, hash)
@@ -282,10 +328,12 @@ func (s *Service) AuthenticateKey(ctx context.Context, key string) (*Identity, e
 		}
 		c = &cachedKey{key: k, user: u, fetched: now}
 		s.mu.Lock()
-		if len(s.keys) >= maxCached {
-			s.sweepLocked(now)
+		if s.gen == gen { // else a revocation raced the lookup: use it once, cache nothing
+			if len(s.keys) >= maxCached {
+				s.sweepLocked(now)
+			}
+			s.keys[hash] = c
 		}
-		s.keys[hash] = c
 		s.mu.Unlock()
 	}
 	s.mu.Lock()
@@ -300,8 +348,10 @@ func (s *Service) Logout(ctx context.Context, id *Identity) error {
 	if id == nil || id.Method != MethodSession {
 		return ErrUnauthenticated
 	}
+	s.revoked()
+	err := s.store.DeleteSession(ctx, id.SessionHash)
 	s.evictSession(id.SessionHash)
-	return s.store.DeleteSession(ctx, id.SessionHash)
+	return err
 }
 
 // ChangePassword checks current and sets next, then ends every other
@@ -310,7 +360,8 @@ func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, cu
 	if n := len([]rune(next)); n < MinPasswordLen || n > MaxPasswordLen {
 		return ErrWeakPassword
 	}
-	if err := s.Throttle.Begin(id.User.Username, clientIP, s.cfg.Now()); err != nil {
+	attempt, err := s.Throttle.Begin(id.User.Username, clientIP, s.cfg.Now())
+	if err != nil {
 		return err
 	}
 	u, err := s.store.UserByID(ctx, id.User.ID)
@@ -320,10 +371,12 @@ func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, cu
 	if ok, err := VerifyPassword(current, u.PasswordHash); err != nil || !ok {
 		return ErrInvalidCredentials
 	}
-	s.Throttle.Succeed(id.User.Username, clientIP)
+	s.Throttle.Succeed(attempt)
 	if err := s.store.SetPasswordHash(ctx, u.ID, HashPassword(next, s.cfg.Argon2)); err != nil {
 		return err
 	}
+	s.revoked()
+	err = s.store.DeleteUserSessions(ctx, u.ID, id.SessionHash)
 	s.mu.Lock()
 	for h, c := range s.sessions {
 		if c.user.ID == u.ID && h != id.SessionHash {
@@ -331,14 +384,14 @@ func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, cu
 		}
 	}
 	s.mu.Unlock()
-	return s.store.DeleteUserSessions(ctx, u.ID, id.SessionHash)
+	return err
 }
 
 // CreateAPIKey makes a key for the user and returns it with its secret,
 // which is shown once and never stored.
 func (s *Service) CreateAPIKey(ctx context.Context, userID, name string) (APIKey, string, error) {
 	secret := newAPIKey()
-	k := APIKey{ID: newID(), UserID: userID, Name: name, Prefix: secret[:len(KeyPrefix)+8], KeyHash: hashSecret(secret), CreatedAt: s.cfg.Now().UTC()}
+	k := APIKey{ID: newID(), UserID: userID, Name: name, Prefix: secret[:len(KeyPrefix)+8], KeyHash: hashSecret(secret), CreatedAt: s.stamp()}
 	if err := s.store.CreateAPIKey(ctx, k); err != nil {
 		return APIKey{}, "", err
 	}
@@ -365,6 +418,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, userID string) ([]APIKey, err
 // DeleteAPIKey revokes one of the user's keys: at once on this replica,
 // within CacheTTL on others. ErrNotFound unless the user owns it.
 func (s *Service) DeleteAPIKey(ctx context.Context, userID, id string) error {
+	s.revoked()
 	if err := s.store.DeleteAPIKey(ctx, userID, id); err != nil {
 		return err
 	}
@@ -428,6 +482,13 @@ func (s *Service) Run(ctx context.Context, interval time.Duration, onError func(
 func (s *Service) evictSession(hash string) {
 	s.mu.Lock()
 	delete(s.sessions, hash)
+	s.mu.Unlock()
+}
+
+// revoked marks a revocation: lookups in flight will not cache.
+func (s *Service) revoked() {
+	s.mu.Lock()
+	s.gen++
 	s.mu.Unlock()
 }
 

@@ -271,3 +271,68 @@ func TestUnknownUserCostsAHash(t *testing.T) {
 		t.Fatalf("unknown user took %v, wrong password %v: the unknown user skipped the hash", unknown, wrong)
 	}
 }
+
+// Activity counts for the idle timeout at once, though the database hears
+// of it at most once per touch interval.
+func TestIdleTimeoutCountsEveryRequest(t *testing.T) {
+	st := &countingStore{Store: store.NewAuthStore(storetest.Open(t, store.SQLite))}
+	clk := newClock()
+	svc := auth.NewService(st, auth.Config{Argon2: cheap, Now: clk.Now, IdleTimeout: 90 * time.Second})
+	ctx := context.Background()
+	svc.AddUser(ctx, "ada", "correct horse battery")
+	token, _, _, _ := svc.Login(ctx, "ada", "correct horse battery", "ip")
+	for i := range 20 { // a request every 50 s for 1000 s
+		clk.Advance(50 * time.Second)
+		if _, err := svc.Authenticate(ctx, token); err != nil {
+			t.Fatalf("request %d at +%ds: %v; a session used every 50 s must not idle out at 90 s", i+1, (i+1)*50, err)
+		}
+	}
+	clk.Advance(90 * time.Second)
+	if _, err := svc.Authenticate(ctx, token); err != auth.ErrUnauthenticated {
+		t.Fatalf("after 90 s of silence: %v", err)
+	}
+}
+
+// blockingStore holds session lookups until released.
+type blockingStore struct {
+	auth.Store
+	entered, release chan struct{}
+}
+
+func (b *blockingStore) SessionByTokenHash(ctx context.Context, h string) (auth.Session, auth.User, error) {
+	se, u, err := b.Store.SessionByTokenHash(ctx, h)
+	if b.entered != nil {
+		b.entered <- struct{}{}
+		<-b.release
+	}
+	return se, u, err
+}
+
+// A lookup in flight when the session is revoked must not put it back in
+// the cache.
+func TestLogoutRacingALookup(t *testing.T) {
+	bs := &blockingStore{Store: store.NewAuthStore(storetest.Open(t, store.SQLite))}
+	clk := newClock()
+	svc := auth.NewService(bs, auth.Config{Argon2: cheap, Now: clk.Now})
+	ctx := context.Background()
+	svc.AddUser(ctx, "ada", "correct horse battery")
+	token, _, _, _ := svc.Login(ctx, "ada", "correct horse battery", "ip")
+	id, err := svc.Authenticate(ctx, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute) // the cached entry is stale: the next request reads the store
+	bs.entered, bs.release = make(chan struct{}), make(chan struct{})
+	done := make(chan error)
+	go func() { _, err := svc.Authenticate(ctx, token); done <- err }()
+	<-bs.entered // the lookup has read the session, not yet cached it
+	bs.entered = nil
+	if err := svc.Logout(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	close(bs.release)
+	<-done
+	if _, err := svc.Authenticate(ctx, token); err != auth.ErrUnauthenticated {
+		t.Fatalf("after logout: %v; the racing lookup resurrected the session", err)
+	}
+}

@@ -72,10 +72,17 @@ func (t *LoginThrottle) wait(f *failures, threshold int, now time.Time) time.Dur
 	return f.last.Add(d).Sub(now)
 }
 
+// An Attempt is an admitted login attempt, counted as a failure until it
+// succeeds.
+type Attempt struct {
+	username, ip     string
+	at, prevIPFailed time.Time
+}
+
 // Begin admits an attempt for username from ip at now, counting it as a
 // failure until [LoginThrottle.Succeed], or refuses it with a
 // *ThrottledError saying how long to wait.
-func (t *LoginThrottle) Begin(username, ip string, now time.Time) error {
+func (t *LoginThrottle) Begin(username, ip string, now time.Time) (Attempt, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.sweep(now)
@@ -85,10 +92,10 @@ func (t *LoginThrottle) Begin(username, ip string, now time.Time) error {
 		i = nil
 	}
 	if w := t.wait(u, t.UserFailures, now); w > 0 {
-		return &ThrottledError{RetryAfter: w, Key: "username", Failures: t.UserFailures}
+		return Attempt{}, &ThrottledError{RetryAfter: w, Key: "username", Failures: t.UserFailures}
 	}
 	if w := t.wait(i, t.IPFailures, now); w > 0 {
-		return &ThrottledError{RetryAfter: w, Key: "ip", Failures: t.IPFailures}
+		return Attempt{}, &ThrottledError{RetryAfter: w, Key: "ip", Failures: t.IPFailures}
 	}
 	if u == nil {
 		u = &failures{}
@@ -98,20 +105,25 @@ func (t *LoginThrottle) Begin(username, ip string, now time.Time) error {
 		i = &failures{}
 		t.ips[ip] = i
 	}
+	a := Attempt{username: username, ip: ip, at: now, prevIPFailed: i.last}
 	u.n, u.last = u.n+1, now
 	i.n, i.last = i.n+1, now
-	return nil
+	return a, nil
 }
 
-// Succeed records that the attempt [Begin] admitted was right: the
-// username's count resets, and the attempt no longer counts against the IP.
-func (t *LoginThrottle) Succeed(username, ip string) {
+// Succeed records that an admitted attempt was right: the username's count
+// resets, and the attempt no longer counts against the IP, neither in its
+// count nor in the time of its last failure (which starts the IP's reset).
+func (t *LoginThrottle) Succeed(a Attempt) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.users, username)
-	if i := t.ips[ip]; i != nil {
+	delete(t.users, a.username)
+	if i := t.ips[a.ip]; i != nil {
+		if i.last.Equal(a.at) {
+			i.last = a.prevIPFailed
+		}
 		if i.n--; i.n <= 0 {
-			delete(t.ips, ip)
+			delete(t.ips, a.ip)
 		}
 	}
 }

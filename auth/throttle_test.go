@@ -12,7 +12,7 @@ import (
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-func retryAfter(err error) time.Duration {
+func retryAfter(_ auth.Attempt, err error) time.Duration {
 	var te *auth.ThrottledError
 	if errors.As(err, &te) {
 		return te.RetryAfter
@@ -23,7 +23,7 @@ func retryAfter(err error) time.Duration {
 func TestLoginThrottleBackOff(t *testing.T) {
 	th := auth.NewLoginThrottle()
 	for i := range 5 {
-		if err := th.Begin("ada", "ip1", t0); err != nil {
+		if _, err := th.Begin("ada", "ip1", t0); err != nil {
 			t.Fatalf("failure %d refused: %v", i+1, err)
 		}
 	}
@@ -48,12 +48,16 @@ func TestLoginThrottleBackOff(t *testing.T) {
 		}
 	}
 	// Another username is not held back by ada's count.
-	if err := th.Begin("grace", "ip1", t0.Add(14*time.Second)); err != nil {
+	if _, err := th.Begin("grace", "ip1", t0.Add(14*time.Second)); err != nil {
 		t.Fatalf("another username refused: %v", err)
 	}
 	// A success resets the username.
-	th.Succeed("ada", "ip1")
-	if err := th.Begin("ada", "ip1", t0.Add(14*time.Second)); err != nil {
+	a, err := th.Begin("ada", "ip1", t0.Add(15*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	th.Succeed(a)
+	if _, err := th.Begin("ada", "ip1", t0.Add(15*time.Second)); err != nil {
 		t.Fatalf("after a success: %v", err)
 	}
 }
@@ -67,7 +71,7 @@ func TestLoginThrottleCap(t *testing.T) {
 				t.Fatalf("wait %v exceeds the 15 min cap", w)
 			}
 			now = now.Add(w)
-			if err := th.Begin("ada", "ip-"+now.String(), now); err != nil {
+			if _, err := th.Begin("ada", "ip-"+now.String(), now); err != nil {
 				t.Fatalf("refused after waiting: %v", err)
 			}
 		}
@@ -80,20 +84,43 @@ func TestLoginThrottleCap(t *testing.T) {
 func TestLoginThrottleIP(t *testing.T) {
 	th := auth.NewLoginThrottle()
 	for i := range 20 {
-		if err := th.Begin(string(rune('a'+i)), "ip1", t0); err != nil {
+		if _, err := th.Begin(string(rune('a'+i)), "ip1", t0); err != nil {
 			t.Fatalf("attempt %d from ip1 refused: %v", i+1, err)
 		}
 	}
 	var te *auth.ThrottledError
-	if err := th.Begin("fresh", "ip1", t0); !errors.As(err, &te) || te.Key != "ip" || te.RetryAfter != time.Second {
+	if _, err := th.Begin("fresh", "ip1", t0); !errors.As(err, &te) || te.Key != "ip" || te.RetryAfter != time.Second {
 		t.Fatalf("21st failure from one IP: %v, want an ip back-off of 1s", err)
 	}
-	if err := th.Begin("fresh", "ip2", t0); err != nil {
+	if _, err := th.Begin("fresh", "ip2", t0); err != nil {
 		t.Fatalf("another IP refused: %v", err)
 	}
 	// 15 minutes without failures reset the IP.
-	if err := th.Begin("fresh2", "ip1", t0.Add(15*time.Minute)); err != nil {
+	if _, err := th.Begin("fresh2", "ip1", t0.Add(15*time.Minute)); err != nil {
 		t.Fatalf("after 15 quiet minutes: %v", err)
+	}
+}
+
+// Successful logins from an IP do not hold off its reset: it counts from
+// the last failure.
+func TestLoginThrottleIPResetIgnoresSuccesses(t *testing.T) {
+	th := auth.NewLoginThrottle()
+	for i := range 21 {
+		th.Begin(string(rune('a'+i)), "ip1", t0)
+	}
+	for m := 10; m <= 40; m += 10 { // a success every 10 minutes
+		now := t0.Add(time.Duration(m) * time.Minute)
+		a, err := th.Begin("ada", "ip1", now)
+		if err != nil {
+			t.Fatalf("+%dm: %v", m, err)
+		}
+		th.Succeed(a)
+	}
+	now := t0.Add(40 * time.Minute)
+	for i := range 3 {
+		if _, err := th.Begin("x", "ip1", now); err != nil {
+			t.Fatalf("attempt %d at +40m: %v: 40 minutes without a failure reset the IP", i+1, err)
+		}
 	}
 }
 
@@ -105,7 +132,7 @@ func TestLoginThrottleConcurrent(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if th.Begin("ada", "ip1", t0) == nil {
+			if _, err := th.Begin("ada", "ip1", t0); err == nil {
 				admitted.Add(1)
 			}
 		}()

@@ -134,6 +134,7 @@ func TestAuthOverHTTP(t *testing.T) {
 		c.do("POST", "/api/v1/apikeys", map[string]string{"name": "x"}, cookie, "Origin: https://evil.example").want(t, 403, "foreign-origin cookie POST")
 		c.do("POST", "/api/v1/apikeys", map[string]string{"name": "x"}, cookie, "Sec-Fetch-Site: same-origin").want(t, 201, "same-origin cookie POST")
 		c.do("GET", "/api/v1/auth/me", nil, cookie, "Sec-Fetch-Site: cross-site").want(t, 200, "cross-site GET (safe)")
+		c.do("POST", "/api/v1/auth/login", map[string]string{"username": "admin", "password": adminPassword}, "Sec-Fetch-Site: cross-site").want(t, 403, "cross-site login (login CSRF)")
 		c.do("GET", "/api/v1/auth/me", nil, "X-API-Key: "+key, "Sec-Fetch-Site: cross-site", "Origin: https://evil.example").want(t, 200, "API key from anywhere")
 	})
 

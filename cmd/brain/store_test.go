@@ -36,7 +36,12 @@ func TestUserAddAndMigrate(t *testing.T) {
 			// no admin is created, since a user exists.
 			base, logs := MustRunServer(t, kv)
 			c := client{t, base}
-			login(c, "grace", "a long enough password").want(t, 200, "grace logs in")
+			res := login(c, "grace", "a long enough password").want(t, 200, "grace logs in")
+			cookie, _ := sessionCookieOf(t, res)
+			// Bytes PostgreSQL cannot store are a client's mistake, not a 500.
+			login(c, "grace\u0000", "a long enough password").want(t, 401, "a NUL in a username")
+			c.do("POST", "/api/v1/apikeys", map[string]string{"name": "a\u0000b"}, cookie).want(t, 422, "a NUL in a key name")
+			c.do("DELETE", "/api/v1/apikeys/a%00b", nil, cookie).want(t, 422, "a NUL in a key id")
 			if strings.Contains(logs.String(), "created user admin") {
 				t.Error("an admin was created though a user exists")
 			}
