@@ -34,20 +34,14 @@ func ParseOnStoreError(s string) (OnStoreError, error) {
 // ErrStoreUnavailable is what a Closed limiter returns during an outage.
 var ErrStoreUnavailable = errors.New("ratelimit: store unavailable")
 
-// Resilient puts a circuit breaker and a fallback in front of a shared
-// store (Redis). Each call to the store gets Timeout. After Failures
-// consecutive failures the breaker opens: calls skip the store and go to
-// the fallback at once, so an outage never adds a timeout to every
-// request. After Cooldown one call probes the store; if it succeeds the
-// breaker closes, else the cooldown doubles, up to MaxCooldown.
-//
-// Create it with [NewResilient]; it is safe for concurrent use.
-type Resilient struct {
-	store    Limiter
-	fallback Limiter // for Local
-	mode     OnStoreError
-
-	Timeout     time.Duration
+// A Breaker is the circuit breaker of one shared store, used by the
+// [Resilient] limiter of every policy kept there, so an outage is noticed,
+// logged and recovered from once. After Failures consecutive failures it
+// opens: calls skip the store at once, so an outage never adds a timeout
+// to every request. After Cooldown one call probes the store; if it
+// succeeds the breaker closes, else the cooldown doubles, up to
+// MaxCooldown. Create it with [NewBreaker]; it is safe for concurrent use.
+type Breaker struct {
 	Failures    int
 	Cooldown    time.Duration
 	MaxCooldown time.Duration
@@ -58,91 +52,121 @@ type Resilient struct {
 	// Now defaults to time.Now.
 	Now func() time.Time
 
-	mu        sync.Mutex
-	open      bool
-	fails     int
-	cooldown  time.Duration
-	retryAt   time.Time
-	probing   bool
-	errors    atomic.Int64
-	fallbacks atomic.Int64
+	mu       sync.Mutex
+	open     bool
+	fails    int
+	cooldown time.Duration
+	retryAt  time.Time
+	probing  bool
+	errors   atomic.Int64
 }
 
-// NewResilient returns store guarded by a breaker; fallback decides when
-// mode is Local (it must decide the same policy).
-func NewResilient(store, fallback Limiter, mode OnStoreError) *Resilient {
-	return &Resilient{store: store, fallback: fallback, mode: mode,
-		Timeout: 100 * time.Millisecond, Failures: 3, Cooldown: time.Second, MaxCooldown: 30 * time.Second, Now: time.Now}
+// NewBreaker returns a breaker that opens after 3 failures and probes
+// after 1 s, doubling to 30 s.
+func NewBreaker() *Breaker {
+	return &Breaker{Failures: 3, Cooldown: time.Second, MaxCooldown: 30 * time.Second, Now: time.Now}
+}
+
+// allow reports whether a call may go to the store: always while closed;
+// while open, only the one probe after the cooldown.
+func (b *Breaker) allow() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.open {
+		return true
+	}
+	if b.probing || b.Now().Before(b.retryAt) {
+		return false
+	}
+	b.probing = true
+	return true
+}
+
+func (b *Breaker) failed(err error) {
+	b.errors.Add(1)
+	b.mu.Lock()
+	opened := false
+	if b.open {
+		b.probing = false
+		b.cooldown = min(b.cooldown*2, b.MaxCooldown)
+		b.retryAt = b.Now().Add(b.cooldown)
+	} else if b.fails++; b.fails >= b.Failures {
+		b.open, opened = true, true
+		b.cooldown = b.Cooldown
+		b.retryAt = b.Now().Add(b.cooldown)
+	}
+	b.mu.Unlock()
+	if opened && b.OnStateChange != nil {
+		b.OnStateChange("open", err)
+	}
+}
+
+func (b *Breaker) succeeded() {
+	b.mu.Lock()
+	closed := b.open
+	b.open, b.probing, b.fails = false, false, 0
+	b.mu.Unlock()
+	if closed && b.OnStateChange != nil {
+		b.OnStateChange("closed", nil)
+	}
+}
+
+// Stats reports the store errors seen and whether the breaker is open.
+func (b *Breaker) Stats() (storeErrors int64, open bool) {
+	b.mu.Lock()
+	open = b.open
+	b.mu.Unlock()
+	return b.errors.Load(), open
+}
+
+// Resilient decides with a shared store (Redis) through a [Breaker], and
+// with its fallback policy while the store fails. Each call to the store
+// gets Timeout. Create it with [NewResilient]; it is safe for concurrent
+// use.
+type Resilient struct {
+	store    Limiter
+	fallback Limiter // for Local
+	mode     OnStoreError
+	breaker  *Breaker
+	Timeout  time.Duration
+
+	degradedN atomic.Int64
+}
+
+// NewResilient returns store guarded by breaker; fallback decides when
+// mode is Local (it must decide the same policy). Timeout starts at 100 ms.
+func NewResilient(store, fallback Limiter, mode OnStoreError, breaker *Breaker) *Resilient {
+	return &Resilient{store: store, fallback: fallback, mode: mode, breaker: breaker, Timeout: 100 * time.Millisecond}
 }
 
 // Policy returns the store's policy.
 func (r *Resilient) Policy() Policy { return r.store.Policy() }
 
-// Allow decides with the store, or with the fallback while the store fails.
+// Store returns the shared store, and Fallback the local limiter.
+func (r *Resilient) Store() Limiter    { return r.store }
+func (r *Resilient) Fallback() Limiter { return r.fallback }
+
+// Allow decides with the store, or without it while it fails.
 func (r *Resilient) Allow(ctx context.Context, key string) (Decision, error) {
-	if !r.useStore() {
+	if !r.breaker.allow() {
 		return r.degraded(ctx, key)
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	d, err := r.store.Allow(cctx, key)
 	cancel()
 	if err != nil && ctx.Err() == nil { // the caller giving up is not an outage
-		r.errors.Add(1)
-		r.failed(err)
+		r.breaker.failed(err)
 		return r.degraded(ctx, key)
 	}
 	if err != nil {
 		return Decision{}, err
 	}
-	r.succeeded()
+	r.breaker.succeeded()
 	return d, nil
 }
 
-// useStore reports whether this call may go to the store: always while the
-// breaker is closed; while open, only the one probe after the cooldown.
-func (r *Resilient) useStore() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.open {
-		return true
-	}
-	if r.probing || r.Now().Before(r.retryAt) {
-		return false
-	}
-	r.probing = true
-	return true
-}
-
-func (r *Resilient) failed(err error) {
-	r.mu.Lock()
-	opened := false
-	if r.open {
-		r.probing = false
-		r.cooldown = min(r.cooldown*2, r.MaxCooldown)
-		r.retryAt = r.Now().Add(r.cooldown)
-	} else if r.fails++; r.fails >= r.Failures {
-		r.open, opened = true, true
-		r.cooldown = r.Cooldown
-		r.retryAt = r.Now().Add(r.cooldown)
-	}
-	r.mu.Unlock()
-	if opened && r.OnStateChange != nil {
-		r.OnStateChange("open", err)
-	}
-}
-
-func (r *Resilient) succeeded() {
-	r.mu.Lock()
-	closed := r.open
-	r.open, r.probing, r.fails = false, false, 0
-	r.mu.Unlock()
-	if closed && r.OnStateChange != nil {
-		r.OnStateChange("closed", nil)
-	}
-}
-
 func (r *Resilient) degraded(ctx context.Context, key string) (Decision, error) {
-	r.fallbacks.Add(1)
+	r.degradedN.Add(1)
 	switch r.mode {
 	case Open:
 		return Decision{Allowed: true}, nil // N == 0: no budget to report
@@ -152,11 +176,5 @@ func (r *Resilient) degraded(ctx context.Context, key string) (Decision, error) 
 	return r.fallback.Allow(ctx, key)
 }
 
-// Stats reports store errors, decisions made without the store, and
-// whether the breaker is open.
-func (r *Resilient) Stats() (storeErrors, degraded int64, open bool) {
-	r.mu.Lock()
-	open = r.open
-	r.mu.Unlock()
-	return r.errors.Load(), r.fallbacks.Load(), open
-}
+// Degraded reports how many decisions were made without the store.
+func (r *Resilient) Degraded() int64 { return r.degradedN.Load() }

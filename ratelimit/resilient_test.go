@@ -1,0 +1,152 @@
+package ratelimit_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brain-template/brain/ratelimit"
+)
+
+// countingLimiter counts the calls that reach the store.
+type countingLimiter struct {
+	ratelimit.Limiter
+	mu    sync.Mutex
+	calls int
+}
+
+func (c *countingLimiter) Allow(ctx context.Context, key string) (ratelimit.Decision, error) {
+	c.mu.Lock()
+	c.calls++
+	c.mu.Unlock()
+	return c.Limiter.Allow(ctx, key)
+}
+
+func (c *countingLimiter) n() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.calls
+}
+
+type transition struct {
+	state string
+	err   bool
+}
+
+// outage builds a Resilient limiter whose Redis traffic goes through a
+// proxy the test controls, with a fake clock for the breaker.
+func outage(t *testing.T, mode ratelimit.OnStoreError) (*ratelimit.Resilient, *proxy, *countingLimiter, *clock, *[]transition, *ratelimit.Breaker) {
+	t.Helper()
+	opt := redisOption(t)
+	p := newProxy(t, opt.InitAddress[0])
+	opt.InitAddress = []string{p.Addr()}
+	opt.DisableRetry = true
+	client := mustRedisClient(t, opt)
+	pol := policy("p", lim("p", 3, time.Hour, 3))
+	store := &countingLimiter{Limiter: ratelimit.NewRedis(client, prefix(), pol)}
+	clk := &clock{now: t0}
+	fallback := ratelimit.NewMemory(pol, ratelimit.MemoryOptions{})
+	fallback.Now = clk.Now
+	br := ratelimit.NewBreaker()
+	br.Now = clk.Now
+	r := ratelimit.NewResilient(store, fallback, mode, br)
+	r.Timeout = 200 * time.Millisecond
+	var mu sync.Mutex
+	var log []transition
+	br.OnStateChange = func(state string, err error) {
+		mu.Lock()
+		log = append(log, transition{state, err != nil})
+		mu.Unlock()
+	}
+	return r, p, store, clk, &log, br
+}
+
+func TestOutage(t *testing.T) {
+	for _, mode := range []ratelimit.OnStoreError{ratelimit.Local, ratelimit.Open, ratelimit.Closed} {
+		t.Run(string(mode), func(t *testing.T) {
+			r, p, store, clk, log, br := outage(t, mode)
+			ctx := context.Background()
+			if d, err := r.Allow(ctx, "k"); err != nil || !d.Allowed {
+				t.Fatalf("healthy: %+v %v", d, err)
+			}
+			p.Cut()
+			// The breaker opens after 3 failures, then the store is skipped.
+			for range 3 {
+				r.Allow(ctx, "k")
+			}
+			before := store.n()
+			var admitted, refused, failed int
+			for range 20 {
+				d, err := r.Allow(ctx, "k")
+				switch {
+				case errors.Is(err, ratelimit.ErrStoreUnavailable):
+					failed++
+				case err != nil:
+					t.Fatalf("unexpected error: %v", err)
+				case d.Allowed:
+					admitted++
+				default:
+					refused++
+				}
+			}
+			if store.n() != before {
+				t.Fatalf("with the breaker open, %d calls still went to Redis", store.n()-before)
+			}
+			want := map[ratelimit.OnStoreError][3]int{
+				ratelimit.Local:  {0, 20, 0}, // the local bucket (3) was spent by the 3 failing calls
+				ratelimit.Open:   {20, 0, 0},
+				ratelimit.Closed: {0, 0, 20},
+			}[mode]
+			if got := [3]int{admitted, refused, failed}; got != want {
+				t.Fatalf("during the outage admitted, refused, failed = %v, want %v", got, want)
+			}
+			if errs, open := br.Stats(); !open || errs < 3 {
+				t.Fatalf("Stats = %d errors, open %v during the outage", errs, open)
+			}
+
+			// Restored, and the cooldown over: one probe closes the breaker.
+			p.Restore()
+			clk.Advance(2 * time.Second)
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				if d, err := r.Allow(ctx, "fresh"); err == nil && d.N == 1 {
+					if _, open := br.Stats(); !open {
+						break
+					}
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the breaker did not close after Redis came back")
+				}
+				clk.Advance(time.Minute)          // let the next probe through
+				time.Sleep(10 * time.Millisecond) // rueidis reconnecting
+			}
+			got := *log
+			if len(got) != 2 || got[0] != (transition{"open", true}) || got[1] != (transition{"closed", false}) {
+				t.Fatalf("transitions = %+v, want one open (with its error) and one closed", got)
+			}
+		})
+	}
+}
+
+// A slow Redis costs each request at most Timeout, and only until the
+// breaker opens.
+func TestOutageSlowRedis(t *testing.T) {
+	r, p, store, _, _, _ := outage(t, ratelimit.Local)
+	ctx := context.Background()
+	r.Allow(ctx, "k")
+	p.Delay(2 * time.Second)
+	start := time.Now()
+	for range 10 {
+		if _, err := r.Allow(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if elapsed := time.Since(start); elapsed > 3*r.Timeout+time.Second {
+		t.Fatalf("10 decisions against a stalled Redis took %v: the breaker should have cut the waits to ~3 timeouts", elapsed)
+	}
+	if calls := store.n(); calls > 1+3 {
+		t.Fatalf("%d calls reached the stalled Redis, want 1 + 3", calls)
+	}
+}
