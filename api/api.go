@@ -62,6 +62,8 @@ type Config struct {
 	// Limits are the request-rate budgets; the zero value takes
 	// DefaultLimits.
 	Limits Limits
+	// Metrics, when set, receives the rate-limit counters.
+	Metrics *Metrics
 }
 
 func (c Config) now() time.Time { return c.Now() }
@@ -124,7 +126,7 @@ func New(cfg Config) *Server {
 		cfg.Limits = DefaultLimits()
 		cfg.Limits.Store = store
 	}
-	ps := newPlanes(cfg.Limits)
+	ps := newPlanes(cfg.Limits, cfg.Metrics)
 	hc.OnAddOperation = append(hc.OnAddOperation, declareSecurity, declareErrors, ps.declareRateLimits)
 	hc.Components.SecuritySchemes = securitySchemes
 	declareComponents(hc.Components)

@@ -92,6 +92,7 @@ type plane struct {
 	name    string // session, apikey, ip
 	limiter ratelimit.Limiter
 	headers *ratelimit.Headers
+	count   planeCounters
 }
 
 // plan is which plane applies to an operation for each kind of caller.
@@ -108,13 +109,13 @@ type planes struct {
 	ops     map[string]*plane
 }
 
-func newPlanes(l Limits) *planes {
+func newPlanes(l Limits, m *Metrics) *planes {
 	if l.Store == nil {
 		l.Store = func(p ratelimit.Policy) ratelimit.Limiter { return ratelimit.NewMemory(p, ratelimit.MemoryOptions{}) }
 	}
 	mk := func(planeName, policy string, limits ...ratelimit.Limit) *plane {
 		p := ratelimit.Policy{Name: policy, Limits: limits}
-		return &plane{name: planeName, limiter: l.Store(p), headers: ratelimit.NewHeaders(p)}
+		return &plane{name: planeName, limiter: l.Store(p), headers: ratelimit.NewHeaders(p), count: m.countersFor(planeName, policy)}
 	}
 	ps := &planes{
 		limits:  l,
@@ -137,7 +138,22 @@ func newPlanes(l Limits) *planes {
 		limits = append(limits, ratelimit.Limit{Name: name + "-burst", Budget: ratelimit.Budget{Limit: ol.Burst, Window: time.Second, Burst: ol.Burst}})
 		ps.ops[name] = mk("apikey", name, limits...)
 	}
+	m.observeLimiters(ps)
 	return ps
+}
+
+// all returns every plane, in a stable order.
+func (ps *planes) all() []*plane {
+	out := []*plane{ps.session, ps.ip, ps.apikey}
+	names := make([]string, 0, len(ps.ops))
+	for n := range ps.ops {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		out = append(out, ps.ops[n])
+	}
+	return out
 }
 
 // planFor decides which planes apply to op.
@@ -294,16 +310,20 @@ func (ps *planes) enforceRateLimits(api huma.API, now func() time.Time) func(hum
 		}
 		d, err := p.limiter.Allow(ctx.Context(), key)
 		if err != nil {
-			logger(ctx.Context()).Error("rate limiter unavailable", "plane", p.name, "error", err)
+			inc(p.count.failed)
 			writeHumaError(api, ctx, NewError(http.StatusServiceUnavailable, "brain cannot check its rate limits right now; retry shortly"))
 			return
 		}
-		_, w := humachi.Unwrap(ctx)
-		p.headers.Write(w.Header(), &d, now())
+		if d.N > 0 { // none while the store is down and the policy is "open"
+			_, w := humachi.Unwrap(ctx)
+			p.headers.Write(w.Header(), &d, now())
+		}
 		if !d.Allowed {
+			inc(p.count.limited)
 			writeHumaError(api, ctx, refusal(p, &d))
 			return
 		}
+		inc(p.count.allowed)
 		next(ctx)
 	}
 }

@@ -25,6 +25,7 @@ type Config struct {
 	DataDir        string
 	DatabaseURL    string
 	RedisURL       string
+	RedisPrefix    string
 	TrustedProxies []netip.Prefix
 	CORSOrigins    []string
 	CookieSecure   bool
@@ -32,6 +33,9 @@ type Config struct {
 
 	SessionLifetime    time.Duration
 	SessionIdleTimeout time.Duration
+
+	RateLimitOnStoreError ratelimit.OnStoreError
+	MetricsAddr           string
 
 	RateLimitSession ratelimit.Budget
 	RateLimitIP      ratelimit.Budget
@@ -89,6 +93,27 @@ var settings = []setting{
 			}
 		}
 		c.RedisURL = v
+		return nil
+	}},
+	{"redis-prefix", "BRAIN_REDIS_PREFIX", "brain:", "prefix of brain's Redis keys, so deployments can share a server", false, func(c *Config, v string) error {
+		if v == "" || len(v) > 64 {
+			return errors.New("want 1 to 64 characters")
+		}
+		c.RedisPrefix = v
+		return nil
+	}},
+	{"ratelimit-on-store-error", "BRAIN_RATELIMIT_ON_STORE_ERROR", "local", "while Redis fails: local (decide on this replica), open (admit) or closed (503)", false, func(c *Config, v string) error {
+		m, err := ratelimit.ParseOnStoreError(v)
+		c.RateLimitOnStoreError = m
+		return err
+	}},
+	{"metrics-addr", "BRAIN_METRICS_ADDR", "127.0.0.1:9464", "host:port of the Prometheus /metrics listener (keep it private), or off", false, func(c *Config, v string) error {
+		if v != "off" {
+			if _, _, err := net.SplitHostPort(v); err != nil {
+				return errors.New("want host:port, or off")
+			}
+		}
+		c.MetricsAddr = v
 		return nil
 	}},
 	{"trusted-proxies", "BRAIN_TRUSTED_PROXIES", "", "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For is believed", false, func(c *Config, v string) error {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/ratelimit"
 )
 
 func main() {
@@ -92,7 +93,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		if len(args) > 0 {
 			return fmt.Errorf("openapi takes no arguments: it always documents the default settings")
 		}
-		spec, err := newServer(defaultConfig(), slog.New(slog.DiscardHandler), nil).Spec()
+		spec, err := newServer(defaultConfig(), slog.New(slog.DiscardHandler), nil, nil, nil).Spec()
 		if err != nil {
 			return err
 		}
@@ -109,8 +110,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 
 // newServer builds the API for cfg. `brain openapi` and `brain serve` both
 // use it, so the served document is the printed one for the same settings.
-// svc and ready are nil for `brain openapi`, which only documents.
-func newServer(cfg Config, logger *slog.Logger, svc *auth.Service, ready ...api.Check) *api.Server {
+// svc, store and metrics are nil for `brain openapi`, which only documents.
+func newServer(cfg Config, logger *slog.Logger, svc *auth.Service, store func(ratelimit.Policy) ratelimit.Limiter, metrics *api.Metrics, ready ...api.Check) *api.Server {
+	l := limits(cfg)
+	l.Store = store
 	return api.New(api.Config{
 		Logger:         logger,
 		BuildVersion:   buildVersion(),
@@ -119,7 +122,8 @@ func newServer(cfg Config, logger *slog.Logger, svc *auth.Service, ready ...api.
 		TrustedProxies: cfg.TrustedProxies,
 		CORSOrigins:    cfg.CORSOrigins,
 		CookieSecure:   cfg.CookieSecure,
-		Limits:         limits(cfg),
+		Limits:         l,
+		Metrics:        metrics,
 	})
 }
 

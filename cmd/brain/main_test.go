@@ -111,6 +111,9 @@ func runServer(tb testing.TB, kv map[string]string) (string, *logPipe, func()) {
 	if kv["BRAIN_DATA_DIR"] == "" {
 		kv["BRAIN_DATA_DIR"] = tb.TempDir()
 	}
+	if kv["BRAIN_METRICS_ADDR"] == "" {
+		kv["BRAIN_METRICS_ADDR"] = "127.0.0.1:0"
+	}
 	logs := newLogPipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -10,8 +10,61 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
+	"github.com/redis/rueidis"
 )
+
+// rateLimitStore returns how limiters are made: in memory without
+// BRAIN_REDIS_URL; else in Redis, each behind the one breaker of that
+// server with an in-memory fallback, as BRAIN_RATELIMIT_ON_STORE_ERROR
+// says. It also returns Redis's readiness check and a close function.
+func rateLimitStore(cfg Config, logger *slog.Logger, metrics *api.Metrics) (func(ratelimit.Policy) ratelimit.Limiter, *api.Check, func(), error) {
+	memory := func(p ratelimit.Policy) ratelimit.Limiter { return ratelimit.NewMemory(p, ratelimit.MemoryOptions{}) }
+	if cfg.RedisURL == "" {
+		return memory, nil, func() {}, nil
+	}
+	opt, err := rueidis.ParseURL(cfg.RedisURL)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("BRAIN_REDIS_URL: %w", err)
+	}
+	opt.DisableCache = true // no client-side caching: every decision is the server's
+	client, err := rueidis.NewClient(opt)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("BRAIN_REDIS_URL: cannot reach Redis: %w", err)
+	}
+	breaker := ratelimit.NewBreaker()
+	breaker.OnStateChange = func(state string, err error) {
+		if state == "open" {
+			logger.Warn("rate-limit store unavailable; deciding without it", "policy", cfg.RateLimitOnStoreError, "error", err)
+		} else {
+			logger.Info("rate-limit store is back")
+		}
+	}
+	metrics.ObserveBreaker(breaker)
+	store := func(p ratelimit.Policy) ratelimit.Limiter {
+		return ratelimit.NewResilient(ratelimit.NewRedis(client, cfg.RedisPrefix+"rl:", p), memory(p), cfg.RateLimitOnStoreError, breaker)
+	}
+	check := &api.Check{Name: "redis", Check: func(ctx context.Context) error {
+		return client.Do(ctx, client.B().Ping().Build()).Error()
+	}}
+	logger.Info("rate limits shared in Redis", "on_store_error", cfg.RateLimitOnStoreError)
+	return store, check, client.Close, nil
+}
+
+// serveMetrics serves /metrics on a listener of its own until stop.
+func serveMetrics(addr string, m *api.Metrics, logger *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen (BRAIN_METRICS_ADDR): %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout}
+	go srv.Serve(ln)
+	logger.Info("metrics listening", "addr", ln.Addr().String())
+	return func() { srv.Close() }, nil
+}
 
 // Server timeouts. A slow client cannot hold a connection by trickling
 // headers or a body, nor park idle connections for long. Streaming handlers
@@ -51,10 +104,26 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}()
 	defer func() { stopBG(); <-bgDone }() // flushes API-key last-use times
 
+	ready := []api.Check{{Name: "database", Check: func(ctx context.Context) error { return db.PingContext(ctx) }}}
+	metrics := api.NewMetrics()
+	limiterStore, redisReady, closeRedis, err := rateLimitStore(cfg, logger, metrics)
+	if err != nil {
+		return err
+	}
+	defer closeRedis()
+	if redisReady != nil {
+		ready = append(ready, *redisReady)
+	}
+	if cfg.MetricsAddr != "off" {
+		stop, err := serveMetrics(cfg.MetricsAddr, metrics, logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+
 	srv := &http.Server{
-		Handler: newServer(cfg, logger, svc, api.Check{Name: "database", Check: func(ctx context.Context) error {
-			return db.PingContext(ctx)
-		}}),
+		Handler:           newServer(cfg, logger, svc, limiterStore, metrics, ready...),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,

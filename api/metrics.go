@@ -1,0 +1,112 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/brain-template/brain/ratelimit"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Metrics is the server's Prometheus registry. Serve it with
+// [Metrics.Handler] on a listener of its own (BRAIN_METRICS_ADDR, loopback
+// by default): it is not part of the API and not rate limited.
+type Metrics struct {
+	reg       *prometheus.Registry
+	decisions *prometheus.CounterVec
+}
+
+// NewMetrics returns a registry with the Go and process collectors.
+func NewMetrics() *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "brain_ratelimit_decisions_total",
+		Help: "Rate-limit decisions by plane, policy and outcome (allowed, limited, error).",
+	}, []string{"plane", "policy", "outcome"})
+	m.reg.MustRegister(m.decisions)
+	return m
+}
+
+// Handler serves the metrics in Prometheus's text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Registry lets other parts of the program add their own collectors.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// planeCounters are a plane's decision counters, resolved once so counting
+// costs an atomic add.
+type planeCounters struct{ allowed, limited, failed prometheus.Counter }
+
+func (m *Metrics) countersFor(plane, policy string) planeCounters {
+	if m == nil {
+		return planeCounters{}
+	}
+	return planeCounters{
+		allowed: m.decisions.WithLabelValues(plane, policy, "allowed"),
+		limited: m.decisions.WithLabelValues(plane, policy, "limited"),
+		failed:  m.decisions.WithLabelValues(plane, policy, "error"),
+	}
+}
+
+func inc(c prometheus.Counter) {
+	if c != nil {
+		c.Inc()
+	}
+}
+
+// observeLimiters exports what the limiters know of themselves: keys
+// tracked in memory, Redis calls and deny-cache hits, decisions made
+// without the store.
+func (m *Metrics) observeLimiters(ps *planes) {
+	if m == nil {
+		return
+	}
+	for _, p := range ps.all() {
+		policy := p.limiter.Policy().Name
+		var mem *ratelimit.Memory
+		var redis *ratelimit.Redis
+		switch l := p.limiter.(type) {
+		case *ratelimit.Memory:
+			mem = l
+		case *ratelimit.Resilient:
+			mem, _ = l.Fallback().(*ratelimit.Memory)
+			redis, _ = l.Store().(*ratelimit.Redis)
+			m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "brain_ratelimit_degraded_decisions_total", Help: "Decisions made without the shared store (during an outage).",
+				ConstLabels: prometheus.Labels{"policy": policy},
+			}, func() float64 { return float64(l.Degraded()) }))
+		}
+		if mem != nil {
+			m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+				Name: "brain_ratelimit_keys", Help: "Keys tracked in memory.", ConstLabels: prometheus.Labels{"policy": policy},
+			}, func() float64 { return float64(mem.Len()) }))
+		}
+		if redis != nil {
+			m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "brain_ratelimit_store_requests_total", Help: "Decisions sent to Redis.", ConstLabels: prometheus.Labels{"policy": policy},
+			}, func() float64 { r, _ := redis.Stats(); return float64(r) }))
+			m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Name: "brain_ratelimit_deny_cache_hits_total", Help: "Refusals answered from the local deny cache instead of Redis.", ConstLabels: prometheus.Labels{"policy": policy},
+			}, func() float64 { _, h := redis.Stats(); return float64(h) }))
+		}
+	}
+}
+
+// ObserveBreaker exports a store's breaker: errors and whether it is open.
+func (m *Metrics) ObserveBreaker(b *ratelimit.Breaker) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "brain_ratelimit_store_errors_total", Help: "Failed calls to the shared rate-limit store.",
+	}, func() float64 { e, _ := b.Stats(); return float64(e) }))
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "brain_ratelimit_store_breaker_open", Help: "1 while the shared store is skipped after failures.",
+	}, func() float64 {
+		if _, open := b.Stats(); open {
+			return 1
+		}
+		return 0
+	}))
+}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+func testRedisURL(t *testing.T) string {
+	t.Helper()
+	url := os.Getenv("BRAIN_TEST_REDIS_URL")
+	if url == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("BRAIN_TEST_REDIS_URL is not set: CI must test Redis (.ci/run sets it)")
+		}
+		t.Skip("BRAIN_TEST_REDIS_URL is not set; skipping Redis")
+	}
+	return url
+}
+
+// Two replicas sharing one Redis enforce one per-IP budget over HTTP, and
+// each reports its decisions on /metrics.
+func TestReplicasShareRedisBudget(t *testing.T) {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	env := map[string]string{
+		"BRAIN_REDIS_URL":     testRedisURL(t),
+		"BRAIN_REDIS_PREFIX":  "brain-test-" + hex.EncodeToString(b[:]) + ":",
+		"BRAIN_RATE_LIMIT_IP": "4/min,burst=4",
+	}
+	copyEnv := func() map[string]string {
+		m := map[string]string{}
+		for k, v := range env {
+			m[k] = v
+		}
+		return m
+	}
+	a, logsA := MustRunServer(t, copyEnv())
+	bURL, _ := MustRunServer(t, copyEnv())
+	admitted := 0
+	for i := range 10 {
+		base := a
+		if i%2 == 1 {
+			base = bURL
+		}
+		r := login(client{t, base}, "nobody", "not the password")
+		if r.status != 429 {
+			admitted++
+		} else if r.str("details", "scope") != "ip" {
+			t.Fatalf("refused by %q, want the ip plane: %s", r.str("details", "scope"), r.raw)
+		}
+	}
+	if admitted != 4 {
+		t.Fatalf("two replicas admitted %d logins from one IP, want the one shared budget of 4", admitted)
+	}
+	ready := client{t, a}.do("GET", "/api/v1/ready", nil)
+	if ready.status != 200 || !strings.Contains(ready.raw, "redis") {
+		t.Fatalf("ready = %d %s, want redis among the checks", ready.status, ready.raw)
+	}
+
+	m := regexp.MustCompile(`msg="metrics listening" addr=(\S+)`).FindStringSubmatch(logsA.String())
+	if m == nil {
+		t.Fatalf("no metrics listener in the log:\n%s", logsA)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		res, err := http.Get("http://" + m[1] + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		text := string(body)
+		if strings.Contains(text, `brain_ratelimit_decisions_total{outcome="allowed",plane="ip",policy="ip"}`) &&
+			strings.Contains(text, "brain_ratelimit_store_errors_total 0") && strings.Contains(text, `brain_ratelimit_store_requests_total{policy="ip"}`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics lacks the rate-limit series:\n%s", text)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
