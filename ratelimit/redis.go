@@ -17,8 +17,10 @@ import (
 // every budget of the policy is read, decided and (only if all admit)
 // written together. Times are microseconds on the Redis server's clock
 // (TIME), so replicas whose clocks disagree still share one budget; a
-// non-zero ARGV[2] replaces it (tests only). The key expires when its
-// fullest budget would be full again: an idle key costs nothing.
+// non-zero ARGV[2] replaces it (tests only). The key holds the budgets'
+// TATs as one string ("tat1 tat2 ...") and expires when its fullest budget
+// would be full again: an idle key costs nothing. One GET and one SET keep
+// the server's work per decision small.
 //
 // KEYS[1] the key. ARGV[1] n budgets, ARGV[2] now (0: TIME), then for each
 // budget its interval and its tolerance (interval * burst), in µs.
@@ -30,43 +32,40 @@ if now == 0 then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local fields = {}
-for i = 1, n do fields[i] = tostring(i) end
-local stored = redis.call('HMGET', KEYS[1], unpack(fields))
+local stored = redis.call('GET', KEYS[1])
+local tats = {}
+if stored then
+  local i = 1
+  for v in string.gmatch(stored, '%d+') do tats[i] = tonumber(v); i = i + 1 end
+end
 local allowed, retry = 1, 0
-local tats, nexts, refused = {}, {}, {}
+local out = {0, 0}
 for i = 1, n do
   local interval = tonumber(ARGV[1 + 2 * i])
   local tolerance = tonumber(ARGV[2 + 2 * i])
-  local tat = tonumber(stored[i]) or 0
+  local tat = tats[i] or 0
   if tat < now then tat = now end
   tats[i] = tat
-  nexts[i] = tat + interval
-  local wait = nexts[i] - now - tolerance
+  local wait = tat + interval - now - tolerance
+  local refused = 0
   if wait > 0 then
     allowed = 0
-    refused[i] = 1
+    refused = 1
     if wait > retry then retry = wait end
-  else
-    refused[i] = 0
   end
+  out[1 + 2 * i] = tat - now
+  out[2 + 2 * i] = refused
 end
-local out = {allowed, retry}
-local ttl, set = 0, {}
-for i = 1, n do
-  local reset = tats[i] - now
-  if allowed == 1 then
-    reset = nexts[i] - now
-    set[#set + 1] = fields[i]
-    set[#set + 1] = nexts[i]
-  end
-  if reset > ttl then ttl = reset end
-  out[#out + 1] = reset
-  out[#out + 1] = refused[i]
-end
+out[1], out[2] = allowed, retry
 if allowed == 1 then
-  redis.call('HSET', KEYS[1], unpack(set))
-  redis.call('PEXPIRE', KEYS[1], math.floor(ttl / 1000) + 1000)
+  local ttl, parts = 0, {}
+  for i = 1, n do
+    local tat = tats[i] + tonumber(ARGV[1 + 2 * i])
+    out[1 + 2 * i] = tat - now
+    if tat - now > ttl then ttl = tat - now end
+    parts[i] = string.format('%d', tat)
+  end
+  redis.call('SET', KEYS[1], table.concat(parts, ' '), 'PX', math.floor(ttl / 1000) + 1000)
 end
 return out
 `
