@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
+
+	"github.com/brain-template/brain/ratelimit"
 
 	"github.com/brain-template/brain/api"
 )
@@ -61,3 +64,45 @@ func BenchmarkRequest(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRateLimitOverhead is one request through the real handler chain
+// (identity, limiter, headers, huma) with rate limiting on, beside the same
+// request with it off: GET /api/v1/auth/me with an API key, in-process.
+func BenchmarkRateLimitOverhead(b *testing.B) {
+	for _, bc := range []struct {
+		name     string
+		disabled bool
+	}{{"limiting_off", true}, {"limiting_on", false}} {
+		b.Run(bc.name, func(b *testing.B) {
+			svc := MustAuth(b)
+			l := api.DefaultLimits()
+			l.APIKey = ratelimit.Budget{Limit: 1 << 30, Window: time.Second, Burst: 1 << 30} // never refuses
+			l.Disabled = bc.disabled
+			s, _ := mustRawServer(b, api.Config{Auth: svc, Limits: l, Logger: slog.New(slog.DiscardHandler)})
+			h := withKey(b, s, svc)
+			req := httptest.NewRequest("GET", "/api/v1/auth/me", nil)
+			w := &discardWriter{h: http.Header{}}
+			b.ReportAllocs()
+			for b.Loop() {
+				clear(w.h)
+				h.ServeHTTP(w, req)
+				if w.code != 200 || (w.h.Get("RateLimit") == "") != bc.disabled {
+					b.Fatalf("status %d, RateLimit %q", w.code, w.h.Get("RateLimit"))
+				}
+			}
+		})
+	}
+}
+
+// discardWriter is a ResponseWriter that keeps only the status and the
+// headers, reused across iterations: unlike httptest.ResponseRecorder, it
+// does not copy the header map on every response, which would bill the
+// benchmark for the recorder's work.
+type discardWriter struct {
+	h    http.Header
+	code int
+}
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *discardWriter) WriteHeader(code int)        { w.code = code }

@@ -27,6 +27,9 @@ type Limits struct {
 	// Store makes the limiter of a policy: in memory (the default) or in
 	// Redis, shared by replicas.
 	Store func(ratelimit.Policy) ratelimit.Limiter
+	// Disabled turns every plane off: no limits, no headers, nothing in the
+	// spec. It exists to measure what limiting costs; no setting exposes it.
+	Disabled bool
 }
 
 // OperationLimit is one operation's per-API-key budget.
@@ -159,7 +162,7 @@ func (ps *planes) all() []*plane {
 // planFor decides which planes apply to op.
 func (ps *planes) planFor(op *huma.Operation) *plan {
 	switch {
-	case exempt[op.OperationID]:
+	case ps.limits.Disabled, exempt[op.OperationID]:
 		return nil
 	case public[op.OperationID]:
 		return &plan{ip: ps.ip}
@@ -288,7 +291,7 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 // plan: it picks the plane for the caller, asks its limiter, writes the
 // headers, and answers 429 when refused. It runs after requireCaller, so
 // refused credentials cost no budget.
-func (ps *planes) enforceRateLimits(api huma.API, now func() time.Time) func(huma.Context, func(huma.Context)) {
+func (ps *planes) enforceRateLimits(api huma.API) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
 		pl, _ := ctx.Operation().Metadata[metaPlan].(*plan)
 		if pl == nil {
@@ -316,7 +319,7 @@ func (ps *planes) enforceRateLimits(api huma.API, now func() time.Time) func(hum
 		}
 		if d.N > 0 { // none while the store is down and the policy is "open"
 			_, w := humachi.Unwrap(ctx)
-			p.headers.Write(w.Header(), &d, now())
+			p.headers.Write(w.Header(), &d)
 		}
 		if !d.Allowed {
 			inc(p.count.limited)

@@ -48,9 +48,9 @@ const (
 	HeaderRetryAfter      = "Retry-After"
 )
 
-// Write sets the headers for decision d made at now on hdr, and
-// Retry-After when d refused the request.
-func (h *Headers) Write(hdr http.Header, d *Decision, now time.Time) {
+// Write sets the headers for decision d on hdr, and Retry-After when d
+// refused the request. X-RateLimit-Reset counts from the decision's time.
+func (h *Headers) Write(hdr http.Header, d *Decision) {
 	// All dynamic values go in one string; each header takes a slice of it.
 	var buf [256]byte
 	b := buf[:0]
@@ -67,7 +67,7 @@ func (h *Headers) Write(hdr http.Header, d *Decision, now time.Time) {
 	t := d.Tightest()
 	b = strconv.AppendInt(b, int64(d.Remaining(t)), 10)
 	rem := len(b)
-	b = strconv.AppendInt(b, now.Add(d.States[t].Reset).Add(time.Second-1).Unix(), 10)
+	b = strconv.AppendInt(b, (d.at+int64(d.States[t].Reset)+int64(time.Second)-1)/int64(time.Second), 10)
 	reset := len(b)
 	retry := reset
 	if !d.Allowed {

@@ -17,7 +17,7 @@ func TestHeaders(t *testing.T) {
 	}
 	d := m.AllowAt("k", t0)
 	hdr := http.Header{}
-	h.Write(hdr, &d, t0)
+	h.Write(hdr, &d)
 	want := map[string]string{
 		"RateLimit-Policy":      `"ingest";q=100;w=3600, "ingest-burst";q=10;w=1`,
 		"RateLimit":             `"ingest";r=96;t=144, "ingest-burst";r=6;t=1`,
@@ -38,7 +38,7 @@ func TestHeaders(t *testing.T) {
 	}
 	d = m.AllowAt("k", t0.Add(10*time.Millisecond)) // refused: next token at t0+1s
 	hdr = http.Header{}
-	h.Write(hdr, &d, t0.Add(10*time.Millisecond))
+	h.Write(hdr, &d)
 	if hdr.Get("Retry-After") != "1" || hdr.Get("X-RateLimit-Remaining") != "0" {
 		t.Fatalf("refused: Retry-After %q Remaining %q", hdr.Get("Retry-After"), hdr.Get("X-RateLimit-Remaining"))
 	}
@@ -63,6 +63,6 @@ func BenchmarkHeaders(b *testing.B) {
 	hdr := http.Header{}
 	b.ReportAllocs()
 	for b.Loop() {
-		h.Write(hdr, &d, t0)
+		h.Write(hdr, &d)
 	}
 }

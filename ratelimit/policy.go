@@ -46,7 +46,11 @@ type Decision struct {
 	N      int
 	States [MaxLimits]State
 	g      *gcra
+	at     int64 // when it was decided, Unix ns (this process's clock)
 }
+
+// Time returns when the decision was made, as this process saw it.
+func (d *Decision) Time() time.Time { return time.Unix(0, d.at) }
 
 // State is one budget after a decision.
 type State struct {
@@ -108,7 +112,7 @@ func newGCRA(p Policy) gcra {
 // writes the outcome to d. tats holds each budget's theoretical arrival
 // time (Unix ns) and is updated in place when the request is admitted.
 func (g *gcra) decide(tats []int64, now int64, d *Decision) {
-	d.N, d.g, d.Allowed, d.RetryAfter = g.n, g, true, 0
+	d.N, d.g, d.at, d.Allowed, d.RetryAfter = g.n, g, now, true, 0
 	for i := 0; i < g.n; i++ {
 		tat := max(tats[i], now)
 		next := tat + g.interval[i]

@@ -142,7 +142,7 @@ func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 		return Decision{}, errors.New("ratelimit: redis: unexpected reply")
 	}
 	num := func(i int) int64 { v, _ := res[i].AsInt64(); return v }
-	d := Decision{Allowed: num(0) == 1, RetryAfter: time.Duration(num(1)) * time.Microsecond, N: r.g.n, g: &r.g}
+	d := Decision{Allowed: num(0) == 1, RetryAfter: time.Duration(num(1)) * time.Microsecond, N: r.g.n, g: &r.g, at: now.UnixNano()}
 	for i := 0; i < r.g.n; i++ {
 		d.States[i] = State{Reset: time.Duration(num(2+2*i)) * time.Microsecond, Refused: num(3+2*i) == 1}
 	}
@@ -191,6 +191,7 @@ func (c *denyCache) get(key string, now int64) (Decision, bool) {
 	}
 	// Replay the refusal as of now: the waits have shrunk by the time since.
 	d, elapsed := e.d, time.Duration(now-e.at)
+	d.at = now
 	d.RetryAfter -= elapsed
 	for i := 0; i < d.N; i++ {
 		d.States[i].Reset = max(d.States[i].Reset-elapsed, 0)
