@@ -54,18 +54,22 @@ func (h *Headers) Write(hdr http.Header, d *Decision) {
 	// All dynamic values go in one string; each header takes a slice of it.
 	var buf [256]byte
 	b := buf[:0]
+	t, tRem := 0, 0
 	for i := 0; i < d.N; i++ {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
+		rem := d.Remaining(i)
+		if i == 0 || (d.States[i].Refused && !d.States[t].Refused) || (d.States[i].Refused == d.States[t].Refused && rem < tRem) {
+			t, tRem = i, rem // the tightest budget, as Decision.Tightest picks it
+		}
 		b = append(b, h.names[i]...)
-		b = strconv.AppendInt(b, int64(d.Remaining(i)), 10)
+		b = strconv.AppendInt(b, int64(rem), 10)
 		b = append(b, ";t="...)
 		b = strconv.AppendInt(b, ceilSeconds(d.States[i].Reset), 10)
 	}
 	rl := len(b)
-	t := d.Tightest()
-	b = strconv.AppendInt(b, int64(d.Remaining(t)), 10)
+	b = strconv.AppendInt(b, int64(tRem), 10)
 	rem := len(b)
 	b = strconv.AppendInt(b, (d.at+int64(d.States[t].Reset)+int64(time.Second)-1)/int64(time.Second), 10)
 	reset := len(b)
