@@ -28,8 +28,8 @@ $(WEB_DEPS): web/package.json web/package-lock.json
 api-check: ## fail on changes to openapi.json that break clients (see cmd/apicheck)
 	$(GO) run ./cmd/apicheck
 
-bench: ## benchmarks; figures go to BENCHMARKS.md
-	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
+bench: ## benchmarks beside their peers (needs Redis for the Redis ones); figures go to BENCHMARKS.md
+	BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} $(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
