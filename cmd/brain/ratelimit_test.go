@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -85,5 +86,42 @@ func TestReplicasShareRedisBudget(t *testing.T) {
 			t.Fatalf("/metrics lacks the rate-limit series:\n%s", text)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The served spec shows the running budgets; `brain openapi`, the defaults.
+func TestServedSpecShowsRunningBudgets(t *testing.T) {
+	base, _ := MustRunServer(t, map[string]string{"BRAIN_RATE_LIMIT_SESSION": "7/min,burst=3"})
+	res, err := http.Get(base + "/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	committed, _ := os.ReadFile("../../openapi.json")
+	session := func(spec []byte) (limit, burst int) {
+		var doc struct {
+			Paths map[string]map[string]struct {
+				X []struct {
+					Plane        string
+					Limit, Burst int
+				} `json:"x-rate-limit"`
+			}
+		}
+		if err := json.Unmarshal(spec, &doc); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range doc.Paths["/api/v1/auth/me"]["get"].X {
+			if e.Plane == "session" {
+				return e.Limit, e.Burst
+			}
+		}
+		return 0, 0
+	}
+	if l, b := session(served); l != 7 || b != 3 {
+		t.Fatalf("served spec: session budget %d burst %d, want the running 7 and 3", l, b)
+	}
+	if l, b := session(committed); l != 120 || b != 60 {
+		t.Fatalf("committed spec: session budget %d burst %d, want the defaults 120 and 60", l, b)
 	}
 }
