@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -13,18 +14,19 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// gcraScript decides one policy for one key in Redis, in one round trip:
-// every budget of the policy is read, decided and (only if all admit)
-// written together. Times are microseconds on the Redis server's clock
-// (TIME), so replicas whose clocks disagree still share one budget; a
-// non-zero ARGV[2] replaces it (tests only). The key holds the budgets'
-// TATs as one string ("tat1 tat2 ...") and expires when its fullest budget
-// would be full again: an idle key costs nothing. One GET and one SET keep
-// the server's work per decision small.
+// gcraScript decides one policy for a batch of keys in Redis, in one round
+// trip: for each key every budget of the policy is read, decided and (only
+// if all admit) written together. Concurrent decisions of one replica are
+// batched into one call (see Redis.Allow), so the script's fixed cost is
+// paid once per batch, not once per decision. Times are microseconds on
+// the Redis server's clock (TIME), so replicas whose clocks disagree still
+// share one budget; a non-zero ARGV[2] replaces it (tests only). A key
+// holds its budgets' TATs as one string ("tat1 tat2 ...") and expires when
+// its fullest budget would be full again: an idle key costs nothing.
 //
-// KEYS[1] the key. ARGV[1] n budgets, ARGV[2] now (0: TIME), then for each
+// KEYS the keys. ARGV[1] n budgets, ARGV[2] now (0: TIME), then for each
 // budget its interval and its tolerance (interval * burst), in µs.
-// Returns {allowed, retry_us, reset_1, refused_1, ..., reset_n, refused_n}.
+// Returns, per key: allowed, retry_us, then reset_i, refused_i per budget.
 const gcraScript = `
 local n = tonumber(ARGV[1])
 local now = tonumber(ARGV[2])
@@ -32,40 +34,66 @@ if now == 0 then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-local stored = redis.call('GET', KEYS[1])
-local tats = {}
-if stored then
-  local i = 1
-  for v in string.gmatch(stored, '%d+') do tats[i] = tonumber(v); i = i + 1 end
-end
-local allowed, retry = 1, 0
-local out = {0, 0}
+local interval, tolerance = {}, {}
 for i = 1, n do
-  local interval = tonumber(ARGV[1 + 2 * i])
-  local tolerance = tonumber(ARGV[2 + 2 * i])
-  local tat = tats[i] or 0
-  if tat < now then tat = now end
-  tats[i] = tat
-  local wait = tat + interval - now - tolerance
-  local refused = 0
-  if wait > 0 then
-    allowed = 0
-    refused = 1
-    if wait > retry then retry = wait end
-  end
-  out[1 + 2 * i] = tat - now
-  out[2 + 2 * i] = refused
+  interval[i] = tonumber(ARGV[1 + 2 * i])
+  tolerance[i] = tonumber(ARGV[2 + 2 * i])
 end
-out[1], out[2] = allowed, retry
-if allowed == 1 then
-  local ttl, parts = 0, {}
-  for i = 1, n do
-    local tat = tats[i] + tonumber(ARGV[1 + 2 * i])
-    out[1 + 2 * i] = tat - now
-    if tat - now > ttl then ttl = tat - now end
-    parts[i] = string.format('%d', tat)
+local out, o = {}, 0
+if n == 1 then
+  -- One budget (most policies): no tables per key.
+  local iv, tol = interval[1], tolerance[1]
+  for k = 1, #KEYS do
+    local tat = tonumber(redis.call('GET', KEYS[k])) or 0
+    if tat < now then tat = now end
+    local wait = tat + iv - now - tol
+    if wait > 0 then
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4] = 0, wait, tat - now, 1
+    else
+      tat = tat + iv
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4] = 1, 0, tat - now, 0
+      redis.call('SET', KEYS[k], string.format('%d', tat), 'PX', math.floor((tat - now) / 1000) + 1000)
+    end
+    o = o + 4
   end
-  redis.call('SET', KEYS[1], table.concat(parts, ' '), 'PX', math.floor(ttl / 1000) + 1000)
+  return out
+end
+for k = 1, #KEYS do
+  local stored = redis.call('GET', KEYS[k])
+  local tats = {}
+  if stored then
+    local i = 1
+    for v in string.gmatch(stored, '%d+') do tats[i] = tonumber(v); i = i + 1 end
+  end
+  local allowed, retry = 1, 0
+  local base = o
+  o = o + 2
+  for i = 1, n do
+    local tat = tats[i] or 0
+    if tat < now then tat = now end
+    tats[i] = tat
+    local wait = tat + interval[i] - now - tolerance[i]
+    local refused = 0
+    if wait > 0 then
+      allowed = 0
+      refused = 1
+      if wait > retry then retry = wait end
+    end
+    out[o + 1] = tat - now
+    out[o + 2] = refused
+    o = o + 2
+  end
+  out[base + 1], out[base + 2] = allowed, retry
+  if allowed == 1 then
+    local ttl, parts = 0, {}
+    for i = 1, n do
+      local tat = tats[i] + interval[i]
+      out[base + 1 + 2 * i] = tat - now
+      if tat - now > ttl then ttl = tat - now end
+      parts[i] = string.format('%d', tat)
+    end
+    redis.call('SET', KEYS[k], table.concat(parts, ' '), 'PX', math.floor(ttl / 1000) + 1000)
+  end
 end
 return out
 `
@@ -95,7 +123,32 @@ type Redis struct {
 	deny     denyCache
 	hits     atomic.Int64
 	requests atomic.Int64
+
+	// Batching: callers queue in pending; at most maxFlights batches are
+	// in Redis at once, and whatever queued meanwhile goes in the next.
+	mu      sync.Mutex
+	pending []*call
+	flights int
 }
+
+// maxFlights bounds the batches one limiter has in Redis at once; maxBatch
+// the decisions in one batch.
+const (
+	maxFlights = 4
+	maxBatch   = 128
+)
+
+// A call is one decision waiting for its batch.
+type call struct {
+	key      string
+	now      int64
+	deadline time.Time
+	d        Decision
+	err      error
+	done     chan struct{}
+}
+
+var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
 // NewRedis returns a limiter for p in Redis. prefix starts its keys, so
 // several policies and deployments can share a server.
@@ -128,28 +181,103 @@ func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 		d.g = &r.g
 		return d, nil
 	}
-	args := r.args
-	if r.Now != nil {
-		args = append([]string(nil), r.args...)
-		args[1] = strconv.FormatInt(now.UnixMicro(), 10)
+	c := callPool.Get().(*call)
+	c.key, c.now, c.err = key, now.UnixNano(), nil
+	c.deadline = time.Now().Add(time.Second)
+	if dl, ok := ctx.Deadline(); ok {
+		c.deadline = dl
 	}
-	r.requests.Add(1)
-	res, err := script.Exec(ctx, r.client, []string{r.prefix + key}, args).ToArray()
-	if err != nil {
-		return Decision{}, fmt.Errorf("ratelimit: redis: %w", err)
+	r.mu.Lock()
+	r.pending = append(r.pending, c)
+	lead := r.flights < maxFlights
+	if lead {
+		r.flights++
 	}
-	if len(res) != 2+2*r.g.n {
-		return Decision{}, errors.New("ratelimit: redis: unexpected reply")
+	r.mu.Unlock()
+	if lead {
+		r.lead(c)
 	}
-	num := func(i int) int64 { v, _ := res[i].AsInt64(); return v }
-	d := Decision{Allowed: num(0) == 1, RetryAfter: time.Duration(num(1)) * time.Microsecond, N: r.g.n, g: &r.g, at: now.UnixNano()}
-	for i := 0; i < r.g.n; i++ {
-		d.States[i] = State{Reset: time.Duration(num(2+2*i)) * time.Microsecond, Refused: num(3+2*i) == 1}
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		// The batch may still decide (and take a token) in Redis; this
+		// caller no longer waits for it. Its call is not reused.
+		return Decision{}, fmt.Errorf("ratelimit: redis: %w", ctx.Err())
 	}
-	if !d.Allowed {
+	d, err := c.d, c.err
+	callPool.Put(c)
+	if err == nil && !d.Allowed {
 		r.deny.put(key, now.UnixNano(), d)
 	}
-	return d, nil
+	return d, err
+}
+
+// lead flushes the pending calls in batches. Once its own call (mine) is
+// decided it hands what is left to a goroutine and returns, so leading
+// never adds the others' waits to its own. No lock is held while a batch
+// is in Redis.
+func (r *Redis) lead(mine *call) {
+	for {
+		r.mu.Lock()
+		batch := r.pending
+		if len(batch) > maxBatch {
+			batch, r.pending = batch[:maxBatch:maxBatch], batch[maxBatch:]
+		} else {
+			r.pending = nil
+		}
+		if len(batch) == 0 {
+			r.flights--
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+		r.flush(batch)
+		if mine != nil && slices.Contains(batch, mine) {
+			go r.lead(nil)
+			return
+		}
+	}
+}
+
+// flush decides a batch in one script call and wakes its callers. The
+// call may take as long as the most patient caller would wait (1 s for
+// callers without a deadline): a stalled Redis cannot hold a flight for
+// longer, and no caller's cancellation fails the others' decisions.
+func (r *Redis) flush(batch []*call) {
+	keys := make([]string, len(batch))
+	var deadline time.Time
+	for i, c := range batch {
+		keys[i] = r.prefix + c.key
+		if c.deadline.After(deadline) {
+			deadline = c.deadline
+		}
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	args := r.args
+	if r.Now != nil { // a test clock: the batch is decided at its first caller's time
+		args = append([]string(nil), r.args...)
+		args[1] = strconv.FormatInt(batch[0].now/1000, 10)
+	}
+	r.requests.Add(int64(len(batch)))
+	res, err := script.Exec(ctx, r.client, keys, args).ToArray()
+	stride := 2 + 2*r.g.n
+	if err == nil && len(res) != stride*len(batch) {
+		err = errors.New("unexpected reply")
+	}
+	for i, c := range batch {
+		if err != nil {
+			c.err = fmt.Errorf("ratelimit: redis: %w", err)
+		} else {
+			m := res[i*stride : (i+1)*stride]
+			num := func(j int) int64 { v, _ := m[j].AsInt64(); return v }
+			c.d = Decision{Allowed: num(0) == 1, RetryAfter: time.Duration(num(1)) * time.Microsecond, N: r.g.n, g: &r.g, at: c.now}
+			for j := 0; j < r.g.n; j++ {
+				c.d.States[j] = State{Reset: time.Duration(num(2+2*j)) * time.Microsecond, Refused: num(3+2*j) == 1}
+			}
+		}
+		c.done <- struct{}{}
+	}
 }
 
 // Stats reports how many decisions asked Redis and how many the deny cache
