@@ -55,23 +55,23 @@ func (h *Headers) Write(hdr http.Header, d *Decision) {
 	var buf [256]byte
 	b := buf[:0]
 	t, tRem := 0, 0
-	for i := 0; i < d.N; i++ {
+	for i := 0; i < int(d.N); i++ {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
 		rem := d.Remaining(i)
-		if i == 0 || (d.States[i].Refused && !d.States[t].Refused) || (d.States[i].Refused == d.States[t].Refused && rem < tRem) {
+		if i == 0 || (d.Refused(i) && !d.Refused(t)) || (d.Refused(i) == d.Refused(t) && rem < tRem) {
 			t, tRem = i, rem // the tightest budget, as Decision.Tightest picks it
 		}
 		b = append(b, h.names[i]...)
 		b = strconv.AppendInt(b, int64(rem), 10)
 		b = append(b, ";t="...)
-		b = strconv.AppendInt(b, ceilSeconds(d.States[i].Reset), 10)
+		b = strconv.AppendInt(b, ceilSeconds(d.Reset(i)), 10)
 	}
 	rl := len(b)
 	b = strconv.AppendInt(b, int64(tRem), 10)
 	rem := len(b)
-	b = strconv.AppendInt(b, (d.at+int64(d.States[t].Reset)+int64(time.Second)-1)/int64(time.Second), 10)
+	b = strconv.AppendInt(b, (d.at+int64(d.Reset(t))+int64(time.Second)-1)/int64(time.Second), 10)
 	reset := len(b)
 	retry := reset
 	if !d.Allowed {

@@ -35,7 +35,7 @@ func run(t *testing.T, m *ratelimit.Memory, key string, steps []step) {
 	t.Helper()
 	for i, s := range steps {
 		d := m.AllowAt(key, t0.Add(s.at))
-		got := step{s.at, d.Allowed, d.Remaining(0), d.RetryAfter, d.States[0].Reset}
+		got := step{s.at, d.Allowed, d.Remaining(0), d.RetryAfter, d.Reset(0)}
 		if got != s {
 			t.Fatalf("step %d: AllowAt(%q, t0+%v) = %+v, want %+v", i, key, s.at, got, s)
 		}
@@ -112,7 +112,7 @@ func TestMultiBudgetAtomic(t *testing.T) {
 	// The per-second budget refuses; the hourly one must lose nothing.
 	for range 5 {
 		d := m.AllowAt("k", t0)
-		if d.Allowed || !d.States[1].Refused || d.States[0].Refused || d.Remaining(0) != 90 || d.RetryAfter != 100*time.Millisecond {
+		if d.Allowed || !d.Refused(1) || d.Refused(0) || d.Remaining(0) != 90 || d.RetryAfter != 100*time.Millisecond {
 			t.Fatalf("over the 10/s cap: %+v", d)
 		}
 		if d.Tightest() != 1 {

@@ -36,34 +36,33 @@ func (p Policy) Validate() error {
 }
 
 // A Decision is the outcome for one request and the state of each of the
-// policy's budgets after it.
+// policy's budgets after it. It is 64 bytes, returned by value.
 type Decision struct {
-	Allowed bool
 	// RetryAfter is, when refused, the time until the request would be
 	// admitted: the longest wait among the budgets that refused it.
 	RetryAfter time.Duration
-	// N is how many entries of States are in use, in the policy's order.
-	N      int
-	States [MaxLimits]State
-	g      *gcra
-	at     int64 // when it was decided, Unix ns (this process's clock)
+	resets     [MaxLimits]time.Duration
+	g          *gcra
+	at         int64 // when it was decided, Unix ns (this process's clock)
+	Allowed    bool
+	// N is how many budgets the decision covers, in the policy's order.
+	N       uint8
+	refused uint8 // bit i: budget i refused
 }
+
+// Reset returns the time until budget i is full again.
+func (d *Decision) Reset(i int) time.Duration { return d.resets[i] }
+
+// Refused reports whether budget i refused the request.
+func (d *Decision) Refused(i int) bool { return d.refused&(1<<i) != 0 }
 
 // Time returns when the decision was made, as this process saw it.
 func (d *Decision) Time() time.Time { return time.Unix(0, d.at) }
 
-// State is one budget after a decision.
-type State struct {
-	// Reset is the time until the bucket is full again.
-	Reset time.Duration
-	// Refused reports that this budget refused the request.
-	Refused bool
-}
-
 // Remaining returns the whole tokens budget i has left. It is derived
-// from Reset, so a decision stays small and cheap to make.
+// from its reset time, so a decision stays small and cheap to make.
 func (d *Decision) Remaining(i int) int {
-	r := (d.g.tolerance[i] - int64(d.States[i].Reset)) / d.g.interval[i]
+	r := (d.g.tolerance[i] - int64(d.resets[i])) / d.g.interval[i]
 	return int(max(r, 0))
 }
 
@@ -72,10 +71,9 @@ func (d *Decision) Remaining(i int) int {
 // describe.
 func (d *Decision) Tightest() int {
 	best, bestRem := 0, d.Remaining(0)
-	for i := 1; i < d.N; i++ {
-		s, b := &d.States[i], &d.States[best]
+	for i := 1; i < int(d.N); i++ {
 		r := d.Remaining(i)
-		if (s.Refused && !b.Refused) || (s.Refused == b.Refused && r < bestRem) {
+		if (d.Refused(i) && !d.Refused(best)) || (d.Refused(i) == d.Refused(best) && r < bestRem) {
 			best, bestRem = i, r
 		}
 	}
@@ -112,27 +110,28 @@ func newGCRA(p Policy) gcra {
 // writes the outcome to d. tats holds each budget's theoretical arrival
 // time (Unix ns) and is updated in place when the request is admitted.
 func (g *gcra) decide(tats []int64, now int64, d *Decision) {
-	d.N, d.g, d.at, d.Allowed, d.RetryAfter = g.n, g, now, true, 0
+	d.N, d.g, d.at, d.Allowed, d.RetryAfter, d.refused = uint8(g.n), g, now, true, 0, 0
 	for i := 0; i < g.n; i++ {
 		tat := max(tats[i], now)
 		next := tat + g.interval[i]
 		if wait := next - now - g.tolerance[i]; wait > 0 {
 			d.Allowed = false
 			d.RetryAfter = max(d.RetryAfter, time.Duration(wait))
-			d.States[i] = State{Reset: time.Duration(tat - now), Refused: true}
+			d.resets[i] = time.Duration(tat - now)
+			d.refused |= 1 << i
 		} else {
-			d.States[i] = State{Reset: time.Duration(next - now)}
+			d.resets[i] = time.Duration(next - now)
 		}
 	}
 	if d.Allowed {
 		for i := 0; i < g.n; i++ {
-			tats[i] = now + int64(d.States[i].Reset)
+			tats[i] = now + int64(d.resets[i])
 		}
 		return
 	}
-	for i := 0; i < g.n; i++ { // nothing was taken: undo the token in Reset
-		if !d.States[i].Refused {
-			d.States[i].Reset -= time.Duration(g.interval[i])
+	for i := 0; i < g.n; i++ { // nothing was taken: undo the token in the reset time
+		if !d.Refused(i) {
+			d.resets[i] -= time.Duration(g.interval[i])
 		}
 	}
 }

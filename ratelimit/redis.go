@@ -271,9 +271,12 @@ func (r *Redis) flush(batch []*call) {
 		} else {
 			m := res[i*stride : (i+1)*stride]
 			num := func(j int) int64 { v, _ := m[j].AsInt64(); return v }
-			c.d = Decision{Allowed: num(0) == 1, RetryAfter: time.Duration(num(1)) * time.Microsecond, N: r.g.n, g: &r.g, at: c.now}
+			c.d = Decision{Allowed: num(0) == 1, RetryAfter: time.Duration(num(1)) * time.Microsecond, N: uint8(r.g.n), g: &r.g, at: c.now}
 			for j := 0; j < r.g.n; j++ {
-				c.d.States[j] = State{Reset: time.Duration(num(2+2*j)) * time.Microsecond, Refused: num(3+2*j) == 1}
+				c.d.resets[j] = time.Duration(num(2+2*j)) * time.Microsecond
+				if num(3+2*j) == 1 {
+					c.d.refused |= 1 << j
+				}
 			}
 		}
 		c.done <- struct{}{}
@@ -321,8 +324,8 @@ func (c *denyCache) get(key string, now int64) (Decision, bool) {
 	d, elapsed := e.d, time.Duration(now-e.at)
 	d.at = now
 	d.RetryAfter -= elapsed
-	for i := 0; i < d.N; i++ {
-		d.States[i].Reset = max(d.States[i].Reset-elapsed, 0)
+	for i := 0; i < int(d.N); i++ {
+		d.resets[i] = max(d.resets[i]-elapsed, 0)
 	}
 	return d, true
 }

@@ -110,7 +110,7 @@ func TestStores(t *testing.T) {
 					}
 				}
 				d := allow(t, l, "a")
-				if d.Allowed || d.RetryAfter != 500*time.Millisecond || d.States[0].Reset != 30*time.Second {
+				if d.Allowed || d.RetryAfter != 500*time.Millisecond || d.Reset(0) != 30*time.Second {
 					t.Fatalf("61st: %+v", d)
 				}
 				clk.Advance(500 * time.Millisecond)
@@ -136,7 +136,7 @@ func TestStores(t *testing.T) {
 					allow(t, l, "k")
 				}
 				for range 5 {
-					if d := allow(t, l, "k"); d.Allowed || !d.States[1].Refused || d.States[0].Refused || d.Remaining(0) != 90 {
+					if d := allow(t, l, "k"); d.Allowed || !d.Refused(1) || d.Refused(0) || d.Remaining(0) != 90 {
 						t.Fatalf("over the cap: %+v", d)
 					}
 				}
