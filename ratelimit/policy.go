@@ -48,6 +48,7 @@ type Decision struct {
 	// N is how many budgets the decision covers, in the policy's order.
 	N       uint8
 	refused uint8 // bit i: budget i refused
+	local   bool  // replayed from a deny cache: the shared store was not asked
 }
 
 // Reset returns the time until budget i is full again.

@@ -159,7 +159,7 @@ func NewRedis(client rueidis.Client, prefix string, p Policy) *Redis {
 	r := &Redis{client: client, policy: p, g: newGCRA(p), prefix: prefix + p.Name + ":"}
 	r.args = append(r.args, strconv.Itoa(len(p.Limits)), "0")
 	for i := range p.Limits {
-		us := max(r.g.interval[i]/1000, 1)
+		us := max((r.g.interval[i]+999)/1000, 1) // rounded up: never a faster rate than configured
 		r.args = append(r.args, strconv.FormatInt(us, 10), strconv.FormatInt(us*int64(p.Limits[i].Burst), 10))
 	}
 	r.deny.init()
@@ -322,7 +322,7 @@ func (c *denyCache) get(key string, now int64) (Decision, bool) {
 	}
 	// Replay the refusal as of now: the waits have shrunk by the time since.
 	d, elapsed := e.d, time.Duration(now-e.at)
-	d.at = now
+	d.at, d.local = now, true
 	d.RetryAfter -= elapsed
 	for i := 0; i < int(d.N); i++ {
 		d.resets[i] = max(d.resets[i]-elapsed, 0)

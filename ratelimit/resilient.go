@@ -67,33 +67,41 @@ func NewBreaker() *Breaker {
 	return &Breaker{Failures: 3, Cooldown: time.Second, MaxCooldown: 30 * time.Second, Now: time.Now}
 }
 
-// allow reports whether a call may go to the store: always while closed;
-// while open, only the one probe after the cooldown.
-func (b *Breaker) allow() bool {
+// allow reports whether a call may go to the store, and whether it is the
+// probe: always while closed; while open, only the one probe after the
+// cooldown.
+func (b *Breaker) allow() (ok, probe bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.open {
-		return true
+		return true, false
 	}
 	if b.probing || b.Now().Before(b.retryAt) {
-		return false
+		return false, false
 	}
 	b.probing = true
-	return true
+	return true, true
 }
 
-func (b *Breaker) failed(err error) {
+// failed records a failed store call. While open, only the probe's failure
+// counts (it doubles the cooldown): calls that were already under way when
+// the breaker opened say nothing new.
+func (b *Breaker) failed(err error, probe bool) {
 	b.errors.Add(1)
 	b.mu.Lock()
 	opened := false
-	if b.open {
+	switch {
+	case b.open && probe:
 		b.probing = false
 		b.cooldown = min(b.cooldown*2, b.MaxCooldown)
 		b.retryAt = b.Now().Add(b.cooldown)
-	} else if b.fails++; b.fails >= b.Failures {
-		b.open, opened = true, true
-		b.cooldown = b.Cooldown
-		b.retryAt = b.Now().Add(b.cooldown)
+	case b.open:
+	default:
+		if b.fails++; b.fails >= b.Failures {
+			b.open, opened = true, true
+			b.cooldown = b.Cooldown
+			b.retryAt = b.Now().Add(b.cooldown)
+		}
 	}
 	b.mu.Unlock()
 	if opened && b.OnStateChange != nil {
@@ -101,6 +109,7 @@ func (b *Breaker) failed(err error) {
 	}
 }
 
+// succeeded records a store call that reached the store and worked.
 func (b *Breaker) succeeded() {
 	b.mu.Lock()
 	closed := b.open
@@ -108,6 +117,16 @@ func (b *Breaker) succeeded() {
 	b.mu.Unlock()
 	if closed && b.OnStateChange != nil {
 		b.OnStateChange("closed", nil)
+	}
+}
+
+// abandon records a call that says nothing about the store (its caller
+// gave up, or it never reached the store): a probe's turn is handed back.
+func (b *Breaker) abandon(probe bool) {
+	if probe {
+		b.mu.Lock()
+		b.probing = false
+		b.mu.Unlock()
 	}
 }
 
@@ -148,20 +167,25 @@ func (r *Resilient) Fallback() Limiter { return r.fallback }
 
 // Allow decides with the store, or without it while it fails.
 func (r *Resilient) Allow(ctx context.Context, key string) (Decision, error) {
-	if !r.breaker.allow() {
+	ok, probe := r.breaker.allow()
+	if !ok {
 		return r.degraded(ctx, key)
 	}
 	cctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	d, err := r.store.Allow(cctx, key)
 	cancel()
-	if err != nil && ctx.Err() == nil { // the caller giving up is not an outage
-		r.breaker.failed(err)
-		return r.degraded(ctx, key)
-	}
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil: // the caller giving up is not an outage
+		r.breaker.abandon(probe)
 		return Decision{}, err
+	case err != nil:
+		r.breaker.failed(err, probe)
+		return r.degraded(ctx, key)
+	case d.local: // answered from the deny cache: Redis was not asked
+		r.breaker.abandon(probe)
+	default:
+		r.breaker.succeeded()
 	}
-	r.breaker.succeeded()
 	return d, nil
 }
 
