@@ -271,7 +271,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 	}
 	s.mu.Lock()
 	se, u := c.session, c.user
-	if !now.Before(se.ExpiresAt) || now.Sub(se.LastSeenAt) >= s.cfg.IdleTimeout {
+	if !s.alive(se, now) {
 		s.mu.Unlock()
 		s.evictSession(hash)
 		return nil, ErrUnauthenticated
@@ -300,10 +300,16 @@ func (s *Service) authenticateUncached(ctx context.Context, hash string, now tim
 	if err != nil {
 		return nil, err
 	}
-	if !now.Before(se.ExpiresAt) || now.Sub(se.LastSeenAt) >= s.cfg.IdleTimeout {
+	if !s.alive(se, now) {
 		return nil, ErrUnauthenticated
 	}
 	return &Identity{User: u, Method: MethodSession, SessionHash: hash, ExpiresAt: se.ExpiresAt}, nil
+}
+
+// alive reports whether se has neither reached its end of life nor idled
+// out at now.
+func (s *Service) alive(se Session, now time.Time) bool {
+	return now.Before(se.ExpiresAt) && now.Sub(se.LastSeenAt) < s.cfg.IdleTimeout
 }
 
 // AuthenticateKey resolves an API key, with the same cache as sessions.

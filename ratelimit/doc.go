@@ -23,6 +23,6 @@
 // number of keys (the least recently used go first, approximately, by the
 // CLOCK algorithm), and time passed in ([Memory.AllowAt]) so tests never
 // sleep. [Redis] decides in Redis, for several replicas: one round trip
-// per decision, the server's clock, keys that expire on their own, and a
-// local deny cache. [Resilient] puts a fallback behind Redis for outages.
+// per decision (concurrent ones batched into one script call), the
+// server's clock, keys that expire on their own, and a local deny cache. [Resilient] puts a fallback behind Redis for outages.
 package ratelimit

@@ -102,8 +102,11 @@ var script = rueidis.NewLuaScript(gcraScript)
 
 // Redis decides a policy in Redis, shared by every replica that uses the
 // same server and prefix. Create it with [NewRedis]; it is safe for
-// concurrent use and holds no lock across a network call. rueidis
-// pipelines concurrent calls on one connection automatically.
+// concurrent use and holds no lock across a network call. Decisions that
+// arrive while others are in Redis wait for the next batch: one script
+// call decides up to 128 of them, and at most 4 batches are in flight, so
+// the script's fixed cost is paid per batch. A lone caller's decision goes
+// at once, in a batch of one.
 //
 // Its deny cache answers locally, without asking Redis, for a key that
 // Redis refused until the refusal's Retry-After has passed: a flood on one
