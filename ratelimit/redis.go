@@ -21,8 +21,11 @@ import (
 // paid once per batch, not once per decision. Times are microseconds on
 // the Redis server's clock (TIME), so replicas whose clocks disagree still
 // share one budget; a non-zero ARGV[2] replaces it (tests only). A key
-// holds its budgets' TATs as one string ("tat1 tat2 ...") and expires when
-// its fullest budget would be full again: an idle key costs nothing.
+// holds its budgets' TATs packed as little-endian doubles (exact for
+// microsecond times), read and written by Redis's struct library without
+// any string formatting (a value of another length, such as one an older
+// brain wrote, counts as a full bucket), and expires when its fullest budget would be full
+// again: an idle key costs nothing.
 //
 // KEYS the keys. ARGV[1] n budgets, ARGV[2] now (0: TIME), then for each
 // budget its interval and its tolerance (interval * burst), in µs.
@@ -34,6 +37,7 @@ if now == 0 then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
+local fmt = '<' .. string.rep('d', n)
 local interval, tolerance = {}, {}
 for i = 1, n do
   interval[i] = tonumber(ARGV[1 + 2 * i])
@@ -44,7 +48,9 @@ if n == 1 then
   -- One budget (most policies): no tables per key.
   local iv, tol = interval[1], tolerance[1]
   for k = 1, #KEYS do
-    local tat = tonumber(redis.call('GET', KEYS[k])) or 0
+    local stored = redis.call('GET', KEYS[k])
+    local tat = 0
+    if stored and #stored == 8 then tat = struct.unpack('<d', stored) end
     if tat < now then tat = now end
     local wait = tat + iv - now - tol
     if wait > 0 then
@@ -52,7 +58,7 @@ if n == 1 then
     else
       tat = tat + iv
       out[o + 1], out[o + 2], out[o + 3], out[o + 4] = 1, 0, tat - now, 0
-      redis.call('SET', KEYS[k], string.format('%d', tat), 'PX', math.floor((tat - now) / 1000) + 1000)
+      redis.call('SET', KEYS[k], struct.pack('<d', tat), 'PX', math.floor((tat - now) / 1000) + 1000)
     end
     o = o + 4
   end
@@ -61,10 +67,7 @@ end
 for k = 1, #KEYS do
   local stored = redis.call('GET', KEYS[k])
   local tats = {}
-  if stored then
-    local i = 1
-    for v in string.gmatch(stored, '%d+') do tats[i] = tonumber(v); i = i + 1 end
-  end
+  if stored and #stored == 8 * n then tats = {struct.unpack(fmt, stored)} end
   local allowed, retry = 1, 0
   local base = o
   o = o + 2
@@ -85,14 +88,14 @@ for k = 1, #KEYS do
   end
   out[base + 1], out[base + 2] = allowed, retry
   if allowed == 1 then
-    local ttl, parts = 0, {}
+    local ttl = 0
     for i = 1, n do
       local tat = tats[i] + interval[i]
+      tats[i] = tat
       out[base + 1 + 2 * i] = tat - now
       if tat - now > ttl then ttl = tat - now end
-      parts[i] = string.format('%d', tat)
     end
-    redis.call('SET', KEYS[k], table.concat(parts, ' '), 'PX', math.floor(ttl / 1000) + 1000)
+    redis.call('SET', KEYS[k], struct.pack(fmt, unpack(tats, 1, n)), 'PX', math.floor(ttl / 1000) + 1000)
   end
 end
 return out
