@@ -35,23 +35,20 @@ local n = tonumber(ARGV[1])
 local now = tonumber(ARGV[2])
 if now == 0 then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  now = t[1] * 1000000 + t[2]
 end
-local fmt = '<' .. string.rep('d', n)
-local interval, tolerance = {}, {}
-for i = 1, n do
-  interval[i] = tonumber(ARGV[1 + 2 * i])
-  tolerance[i] = tonumber(ARGV[2 + 2 * i])
-end
-local out, o = {}, 0
+local out = {}
 if n == 1 then
-  -- One budget (most policies): no tables per key.
-  local iv, tol = interval[1], tolerance[1]
+  -- One budget (most policies): no tables per key, nothing to format.
+  local iv, tol = tonumber(ARGV[3]), tonumber(ARGV[4])
   for k = 1, #KEYS do
-    local stored = redis.call('GET', KEYS[k])
-    local tat = 0
-    if stored and #stored == 8 then tat = struct.unpack('<d', stored) end
-    if tat < now then tat = now end
+    local v = redis.call('GET', KEYS[k])
+    local tat = now
+    if v and #v == 8 then
+      tat = struct.unpack('<d', v)
+      if tat < now then tat = now end
+    end
+    local o = 4 * k - 4
     local wait = tat + iv - now - tol
     if wait > 0 then
       out[o + 1], out[o + 2], out[o + 3], out[o + 4] = 0, wait, tat - now, 1
@@ -60,14 +57,20 @@ if n == 1 then
       out[o + 1], out[o + 2], out[o + 3], out[o + 4] = 1, 0, tat - now, 0
       redis.call('SET', KEYS[k], struct.pack('<d', tat), 'PX', math.floor((tat - now) / 1000) + 1000)
     end
-    o = o + 4
   end
   return out
 end
+local fmt = '<' .. string.rep('d', n)
+local interval, tolerance = {}, {}
+for i = 1, n do
+  interval[i] = tonumber(ARGV[1 + 2 * i])
+  tolerance[i] = tonumber(ARGV[2 + 2 * i])
+end
+local o = 0
 for k = 1, #KEYS do
-  local stored = redis.call('GET', KEYS[k])
+  local v = redis.call('GET', KEYS[k])
   local tats = {}
-  if stored and #stored == 8 * n then tats = {struct.unpack(fmt, stored)} end
+  if v and #v == 8 * n then tats = {struct.unpack(fmt, v)} end
   local allowed, retry = 1, 0
   local base = o
   o = o + 2
@@ -239,7 +242,15 @@ func (r *Redis) lead(mine *call) {
 		r.mu.Unlock()
 		r.flush(batch)
 		if mine != nil && slices.Contains(batch, mine) {
-			go r.lead(nil)
+			r.mu.Lock()
+			idle := len(r.pending) == 0
+			if idle {
+				r.flights--
+			}
+			r.mu.Unlock()
+			if !idle {
+				go r.lead(nil)
+			}
 			return
 		}
 	}

@@ -32,7 +32,9 @@ func redisDeciders(b *testing.B) map[string]func(ctx context.Context, key string
 	port, _ := strconv.Atoi(portS)
 	pfx := prefix()
 
-	ours := ratelimit.NewRedis(mustRedisClient(b, opt), pfx, policy("p", lim("p", big, time.Second, big)))
+	oursOpt := opt
+	oursOpt.DisableAutoPipelining = true // as cmd/brain configures it: the limiter batches itself
+	ours := ratelimit.NewRedis(mustRedisClient(b, oursOpt), pfx, policy("p", lim("p", big, time.Second, big)))
 
 	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
 	b.Cleanup(func() { rdb.Close() })

@@ -29,6 +29,10 @@ func rateLimitStore(cfg Config, logger *slog.Logger, metrics *api.Metrics) (func
 		return nil, nil, nil, fmt.Errorf("BRAIN_REDIS_URL: %w", err)
 	}
 	opt.DisableCache = true // no client-side caching: every decision is the server's
+	// The limiter batches concurrent decisions into one script call itself;
+	// rueidis's auto-pipelining on top only added a goroutine hand-off per
+	// call (see BENCHMARKS.md), so each batch takes a pooled connection.
+	opt.DisableAutoPipelining = true
 	client, err := rueidis.NewClient(opt)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("BRAIN_REDIS_URL: cannot reach Redis: %w", err)
