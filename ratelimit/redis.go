@@ -204,7 +204,7 @@ func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 	}
 	r.mu.Unlock()
 	if lead {
-		r.lead(c)
+		r.lead(ctx, c)
 	}
 	select {
 	case <-c.done:
@@ -225,7 +225,7 @@ func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 // decided it hands what is left to a goroutine and returns, so leading
 // never adds the others' waits to its own. No lock is held while a batch
 // is in Redis.
-func (r *Redis) lead(mine *call) {
+func (r *Redis) lead(ctx context.Context, mine *call) {
 	for {
 		r.mu.Lock()
 		batch := r.pending
@@ -240,7 +240,11 @@ func (r *Redis) lead(mine *call) {
 			return
 		}
 		r.mu.Unlock()
-		r.flush(batch)
+		if len(batch) == 1 && batch[0] == mine {
+			r.flush(ctx, batch) // alone: the caller's own context serves
+		} else {
+			r.flush(nil, batch)
+		}
 		if mine != nil && slices.Contains(batch, mine) {
 			r.mu.Lock()
 			idle := len(r.pending) == 0
@@ -249,18 +253,19 @@ func (r *Redis) lead(mine *call) {
 			}
 			r.mu.Unlock()
 			if !idle {
-				go r.lead(nil)
+				go r.lead(nil, nil)
 			}
 			return
 		}
 	}
 }
 
-// flush decides a batch in one script call and wakes its callers. The
-// call may take as long as the most patient caller would wait (1 s for
-// callers without a deadline): a stalled Redis cannot hold a flight for
-// longer, and no caller's cancellation fails the others' decisions.
-func (r *Redis) flush(batch []*call) {
+// flush decides a batch in one script call and wakes its callers. With a
+// nil ctx, the call may take as long as the most patient caller would wait
+// (1 s for callers without a deadline): a stalled Redis cannot hold a
+// flight for longer, and no caller's cancellation fails the others'
+// decisions. A batch of one runs under its caller's own ctx.
+func (r *Redis) flush(ctx context.Context, batch []*call) {
 	keys := make([]string, len(batch))
 	var deadline time.Time
 	for i, c := range batch {
@@ -269,8 +274,11 @@ func (r *Redis) flush(batch []*call) {
 			deadline = c.deadline
 		}
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
+	if ctx == nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+	}
 	args := r.args
 	if r.Now != nil { // a test clock: the batch is decided at its first caller's time
 		args = append([]string(nil), r.args...)
