@@ -31,9 +31,10 @@ api-check: ## fail on changes to openapi.json that break clients (see cmd/apiche
 bench: ## benchmarks beside their peers (needs Redis for the Redis ones); figures go to BENCHMARKS.md
 	BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} $(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
 
-lint: ## gofmt and go vet
+lint: ## gofmt, go vet and staticcheck (pinned)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 rename: ## make rename MODULE=example.com/you/svc: give a fork its own module path
 	@test -n "$(MODULE)" || { echo "usage: make rename MODULE=example.com/you/svc"; exit 2; }

@@ -241,9 +241,9 @@ func (r *Redis) lead(ctx context.Context, mine *call) {
 		}
 		r.mu.Unlock()
 		if len(batch) == 1 && batch[0] == mine {
-			r.flush(ctx, batch) // alone: the caller's own context serves
+			r.decide(ctx, batch) // alone: the caller's own context serves
 		} else {
-			r.flush(nil, batch)
+			r.flush(batch)
 		}
 		if mine != nil && slices.Contains(batch, mine) {
 			r.mu.Lock()
@@ -253,31 +253,34 @@ func (r *Redis) lead(ctx context.Context, mine *call) {
 			}
 			r.mu.Unlock()
 			if !idle {
-				go r.lead(nil, nil)
+				go r.lead(context.Background(), nil)
 			}
 			return
 		}
 	}
 }
 
-// flush decides a batch in one script call and wakes its callers. With a
-// nil ctx, the call may take as long as the most patient caller would wait
-// (1 s for callers without a deadline): a stalled Redis cannot hold a
-// flight for longer, and no caller's cancellation fails the others'
-// decisions. A batch of one runs under its caller's own ctx.
-func (r *Redis) flush(ctx context.Context, batch []*call) {
-	keys := make([]string, len(batch))
+// flush decides a batch for several callers: the call may take as long as
+// the most patient of them would wait (1 s for callers without a
+// deadline), so a stalled Redis cannot hold a flight for longer, and no
+// caller's cancellation fails the others' decisions.
+func (r *Redis) flush(batch []*call) {
 	var deadline time.Time
-	for i, c := range batch {
-		keys[i] = r.prefix + c.key
+	for _, c := range batch {
 		if c.deadline.After(deadline) {
 			deadline = c.deadline
 		}
 	}
-	if ctx == nil {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(context.Background(), deadline)
-		defer cancel()
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	r.decide(ctx, batch)
+}
+
+// decide runs one script call for a batch and wakes its callers.
+func (r *Redis) decide(ctx context.Context, batch []*call) {
+	keys := make([]string, len(batch))
+	for i, c := range batch {
+		keys[i] = r.prefix + c.key
 	}
 	args := r.args
 	if r.Now != nil { // a test clock: the batch is decided at its first caller's time

@@ -60,7 +60,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*DB, error) {
 		}
 		return OpenSQLite(ctx, filepath.Join(dataDir, sqliteFile))
 	default:
-		return nil, errors.New("store: the database URL must be empty (SQLite) or postgres://...")
+		return nil, errors.New("store: the database URL must be empty (SQLite) or a postgres:// URL")
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
