@@ -133,7 +133,8 @@ func New(cfg Config) *Server {
 	hc.Transformers = append(hc.Transformers, logCauses)
 
 	api := humachi.New(r, hc)
-	api.UseMiddleware(requireCaller(api), ps.enforceRateLimits(api))
+	api.UseMiddleware(requireCaller(api))
+	ps.api = api
 	s := &Server{router: r, API: api}
 	addRoutes(api, cfg)
 	r.Get("/openapi.json", s.serveSpecJSON)

@@ -74,11 +74,8 @@ func MemoryBudgets(ingest, query, projects, burst int) map[string]OperationLimit
 var exempt = map[string]bool{"get-health": true, "get-ready": true}
 
 // metaBudget is the Operation.Metadata key by which an operation names its
-// per-API-key budget; metaPlan holds the plan the hook made for it.
-const (
-	metaBudget = "brain.budget"
-	metaPlan   = "brain.ratelimit"
-)
+// per-API-key budget.
+const metaBudget = "brain.budget"
 
 // WithBudget returns op naming its per-API-key budget, one of
 // Limits.Operations: the only thing a memory operation declares.
@@ -105,6 +102,7 @@ type plan struct {
 
 // planes are the limiters of one server.
 type planes struct {
+	api     huma.API // set before the first operation is registered
 	limits  Limits
 	session *plane
 	ip      *plane
@@ -248,16 +246,14 @@ func ptr[T any](v T) *T { return &v }
 // declareRateLimits returns the OnAddOperation hook that makes an
 // operation's plan and documents exactly that plan: the x-rate-limit
 // extension, the 429 response and the headers on every response the
-// limiter sees. The plan is kept in op.Metadata for enforceRateLimits.
+// limiter sees; and it gives the operation the middleware that enforces
+// exactly that plan.
 func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 	pl := ps.planFor(op)
 	if pl == nil {
 		return
 	}
-	if op.Metadata == nil {
-		op.Metadata = map[string]any{}
-	}
-	op.Metadata[metaPlan] = pl
+	op.Middlewares = append(op.Middlewares, ps.enforce(pl))
 	var entries []RateLimitEntry
 	for _, p := range []*plane{pl.ip, pl.session, pl.apikey} {
 		if p != nil {
@@ -293,17 +289,13 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 	}
 }
 
-// enforceRateLimits is the huma middleware that applies an operation's
-// plan: it picks the plane for the caller, asks its limiter, writes the
-// headers, and answers 429 when refused. It runs after requireCaller, so
-// refused credentials cost no budget.
-func (ps *planes) enforceRateLimits(api huma.API) func(huma.Context, func(huma.Context)) {
+// enforce returns the huma middleware that applies plan pl to one
+// operation: it picks the plane for the caller, asks its limiter, writes
+// the headers, and answers 429 when refused. Operation middleware runs
+// after the API's (requireCaller), so refused credentials cost no budget.
+func (ps *planes) enforce(pl *plan) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
-		pl, _ := ctx.Operation().Metadata[metaPlan].(*plan)
-		if pl == nil {
-			next(ctx)
-			return
-		}
+		api := ps.api
 		var p *plane
 		var key string
 		switch id := auth.FromContext(ctx.Context()); {
