@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/ratelimit"
+	"github.com/brain-template/brain/ratelimit/redistest"
 	"github.com/go-chi/httprate"
 	httprateredis "github.com/go-chi/httprate-redis"
 	"github.com/go-redis/redis_rate/v10"
@@ -26,15 +27,15 @@ import (
 )
 
 func redisDeciders(b *testing.B) map[string]func(ctx context.Context, key string) bool {
-	opt := redisOption(b)
+	opt := redistest.Option(b)
 	addr := opt.InitAddress[0]
 	host, portS, _ := strings.Cut(addr, ":")
 	port, _ := strconv.Atoi(portS)
-	pfx := prefix()
+	pfx := redistest.Prefix()
 
 	oursOpt := opt
 	oursOpt.DisableAutoPipelining = true // as cmd/brain configures it: the limiter batches itself
-	ours := ratelimit.NewRedis(mustRedisClient(b, oursOpt), pfx, policy("p", lim("p", big, time.Second, big)))
+	ours := ratelimit.NewRedis(redistest.Client(b, oursOpt), pfx, policy("p", lim("p", big, time.Second, big)))
 
 	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
 	b.Cleanup(func() { rdb.Close() })
@@ -104,7 +105,7 @@ func BenchmarkRedis1Caller(b *testing.B) {
 func BenchmarkRedisFlood(b *testing.B) {
 	for b.Loop() {
 		clk := &clock{now: t0}
-		l := ratelimit.NewRedis(mustRedisClient(b, redisOption(b)), prefix(), policy("p", lim("p", 10, time.Second, 10)))
+		l := ratelimit.NewRedis(redistest.Client(b, redistest.Option(b)), redistest.Prefix(), policy("p", lim("p", 10, time.Second, 10)))
 		l.Now = clk.Now
 		offered, admitted := 0, 0
 		for range 10 * 100 { // 100 requests per second, 10 seconds: 10x overload

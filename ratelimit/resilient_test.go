@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/ratelimit"
+	"github.com/brain-template/brain/ratelimit/redistest"
 )
 
 // countingLimiter counts the calls that reach the store.
@@ -39,13 +40,13 @@ type transition struct {
 // proxy the test controls, with a fake clock for the breaker.
 func outage(t *testing.T, mode ratelimit.OnStoreError) (*ratelimit.Resilient, *proxy, *countingLimiter, *clock, *[]transition, *ratelimit.Breaker) {
 	t.Helper()
-	opt := redisOption(t)
+	opt := redistest.Option(t)
 	p := newProxy(t, opt.InitAddress[0])
 	opt.InitAddress = []string{p.Addr()}
 	opt.DisableRetry = true
-	client := mustRedisClient(t, opt)
+	client := redistest.Client(t, opt)
 	pol := policy("p", lim("p", 3, time.Hour, 3))
-	store := &countingLimiter{Limiter: ratelimit.NewRedis(client, prefix(), pol)}
+	store := &countingLimiter{Limiter: ratelimit.NewRedis(client, redistest.Prefix(), pol)}
 	clk := &clock{now: t0}
 	fallback := ratelimit.NewMemory(pol, ratelimit.MemoryOptions{})
 	fallback.Now = clk.Now

@@ -2,15 +2,12 @@ package ratelimit_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/brain-template/brain/ratelimit"
-	"github.com/redis/rueidis"
+	"github.com/brain-template/brain/ratelimit/redistest"
 )
 
 // clock is a fake time source for limiters that take a Now func.
@@ -31,45 +28,6 @@ func (c *clock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// redisAddr is the Redis the tests use: BRAIN_TEST_REDIS_URL. Without it
-// the Redis tests skip, except under CI=true, where they fail.
-func redisOption(tb testing.TB) rueidis.ClientOption {
-	tb.Helper()
-	url := os.Getenv("BRAIN_TEST_REDIS_URL")
-	if url == "" {
-		if os.Getenv("CI") == "true" {
-			tb.Fatal("BRAIN_TEST_REDIS_URL is not set: CI must test Redis (.ci/run sets it)")
-		}
-		tb.Skip("BRAIN_TEST_REDIS_URL is not set; skipping Redis")
-	}
-	opt, err := rueidis.ParseURL(url)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	opt.DisableCache = true
-	return opt
-}
-
-func mustRedisClient(tb testing.TB, opt rueidis.ClientOption) rueidis.Client {
-	tb.Helper()
-	c, err := rueidis.NewClient(opt)
-	if err != nil {
-		if os.Getenv("CI") != "true" {
-			tb.Skipf("Redis at BRAIN_TEST_REDIS_URL does not answer: %v", err)
-		}
-		tb.Fatalf("Redis at BRAIN_TEST_REDIS_URL: %v", err)
-	}
-	tb.Cleanup(c.Close)
-	return c
-}
-
-// prefix isolates one test's keys from every other run's.
-func prefix() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return "brain-test:" + hex.EncodeToString(b[:]) + ":"
-}
-
 // stores are the limiter implementations the shared suite runs on, each
 // driven by the fake clock.
 func stores() map[string]func(*testing.T, ratelimit.Policy, *clock) ratelimit.Limiter {
@@ -80,7 +38,7 @@ func stores() map[string]func(*testing.T, ratelimit.Policy, *clock) ratelimit.Li
 			return m
 		},
 		"redis": func(t *testing.T, p ratelimit.Policy, c *clock) ratelimit.Limiter {
-			r := ratelimit.NewRedis(mustRedisClient(t, redisOption(t)), prefix(), p)
+			r := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(), p)
 			r.Now = c.Now
 			return r
 		},
@@ -167,7 +125,7 @@ func TestStores(t *testing.T) {
 
 // Many goroutines, one key, the Redis clock: exactly burst pass.
 func TestRedisConcurrentOneKey(t *testing.T) {
-	l := ratelimit.NewRedis(mustRedisClient(t, redisOption(t)), prefix(), policy("p", lim("p", 50, time.Hour, 50)))
+	l := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(), policy("p", lim("p", 50, time.Hour, 50)))
 	var mu sync.Mutex
 	passed := 0
 	var wg sync.WaitGroup
@@ -192,11 +150,11 @@ func TestRedisConcurrentOneKey(t *testing.T) {
 
 // Two replicas (two clients) sharing one Redis enforce one budget.
 func TestRedisSharedBudget(t *testing.T) {
-	opt := redisOption(t)
-	pfx := prefix()
+	opt := redistest.Option(t)
+	pfx := redistest.Prefix()
 	p := policy("p", lim("p", 10, time.Hour, 10))
-	a := ratelimit.NewRedis(mustRedisClient(t, opt), pfx, p)
-	b := ratelimit.NewRedis(mustRedisClient(t, opt), pfx, p)
+	a := ratelimit.NewRedis(redistest.Client(t, opt), pfx, p)
+	b := ratelimit.NewRedis(redistest.Client(t, opt), pfx, p)
 	passed := 0
 	for i := range 40 {
 		l := a
@@ -214,8 +172,8 @@ func TestRedisSharedBudget(t *testing.T) {
 
 // Keys expire on their own once their buckets would be full.
 func TestRedisKeysExpire(t *testing.T) {
-	c := mustRedisClient(t, redisOption(t))
-	pfx := prefix()
+	c := redistest.Client(t, redistest.Option(t))
+	pfx := redistest.Prefix()
 	l := ratelimit.NewRedis(c, pfx, policy("p", lim("p", 10, time.Minute, 10)))
 	allow(t, l, "k")
 	ttl, err := c.Do(context.Background(), c.B().Pttl().Key(pfx+"p:k").Build()).AsInt64()
@@ -228,7 +186,7 @@ func TestRedisKeysExpire(t *testing.T) {
 // refusal ends: a flood costs Redis one call, not one per request.
 func TestRedisDenyCache(t *testing.T) {
 	clk := &clock{now: t0}
-	l := ratelimit.NewRedis(mustRedisClient(t, redisOption(t)), prefix(), policy("p", lim("p", 2, time.Minute, 2)))
+	l := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(), policy("p", lim("p", 2, time.Minute, 2)))
 	l.Now = clk.Now
 	allow(t, l, "k")
 	allow(t, l, "k")

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,28 +9,16 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-func testRedisURL(t *testing.T) string {
-	t.Helper()
-	url := os.Getenv("BRAIN_TEST_REDIS_URL")
-	if url == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("BRAIN_TEST_REDIS_URL is not set: CI must test Redis (.ci/run sets it)")
-		}
-		t.Skip("BRAIN_TEST_REDIS_URL is not set; skipping Redis")
-	}
-	return url
-}
+	"github.com/brain-template/brain/ratelimit/redistest"
+)
 
 // Two replicas sharing one Redis enforce one per-IP budget over HTTP, and
 // each reports its decisions on /metrics.
 func TestReplicasShareRedisBudget(t *testing.T) {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
 	env := map[string]string{
-		"BRAIN_REDIS_URL":     testRedisURL(t),
-		"BRAIN_REDIS_PREFIX":  "brain-test-" + hex.EncodeToString(b[:]) + ":",
+		"BRAIN_REDIS_URL":     redistest.URL(t),
+		"BRAIN_REDIS_PREFIX":  redistest.Prefix(),
 		"BRAIN_RATE_LIMIT_IP": "4/min,burst=4",
 	}
 	copyEnv := func() map[string]string {

@@ -1,0 +1,61 @@
+// Package redistest connects tests to the real Redis named by
+// BRAIN_TEST_REDIS_URL. Without that variable Redis tests skip, except
+// under CI=true, where they fail. Each test isolates its keys with a
+// [Prefix] of its own, and never flushes the server other tests share.
+package redistest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+
+	"github.com/redis/rueidis"
+)
+
+// URL returns BRAIN_TEST_REDIS_URL, or skips (fails under CI=true).
+func URL(tb testing.TB) string {
+	tb.Helper()
+	url := os.Getenv("BRAIN_TEST_REDIS_URL")
+	if url == "" {
+		if os.Getenv("CI") == "true" {
+			tb.Fatal("BRAIN_TEST_REDIS_URL is not set: CI must test Redis (.ci/run sets it)")
+		}
+		tb.Skip("BRAIN_TEST_REDIS_URL is not set; skipping Redis")
+	}
+	return url
+}
+
+// Option returns client options for the test Redis, without client-side
+// caching.
+func Option(tb testing.TB) rueidis.ClientOption {
+	tb.Helper()
+	opt, err := rueidis.ParseURL(URL(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	opt.DisableCache = true
+	return opt
+}
+
+// Client connects with opt and closes the client when the test ends. An
+// unreachable server skips the test (fails under CI=true).
+func Client(tb testing.TB, opt rueidis.ClientOption) rueidis.Client {
+	tb.Helper()
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		if os.Getenv("CI") != "true" {
+			tb.Skipf("Redis at BRAIN_TEST_REDIS_URL does not answer: %v", err)
+		}
+		tb.Fatalf("Redis at BRAIN_TEST_REDIS_URL: %v", err)
+	}
+	tb.Cleanup(c.Close)
+	return c
+}
+
+// Prefix returns a key prefix no other test run uses.
+func Prefix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "brain-test:" + hex.EncodeToString(b[:]) + ":"
+}
