@@ -13,8 +13,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"time"
+
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
-	_ "modernc.org/sqlite"             // registers "sqlite"
+	sqlite "modernc.org/sqlite"        // registers "sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Dialect names a database engine.
@@ -76,9 +79,22 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 		return nil, fmt.Errorf("store: open sqlite: %w", err)
 	}
 	db := &DB{DB: sqldb, Dialect: SQLite}
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	// Switching a new file to WAL takes a lock that busy_timeout does not
+	// always wait for: when several processes open the same new database
+	// at once, the losers get SQLITE_BUSY. They try again for a while.
+	for wait := 10 * time.Millisecond; ; wait = min(wait*2, time.Second) {
+		err := db.PingContext(ctx)
+		if err == nil {
+			return db, nil
+		}
+		var se *sqlite.Error
+		if !errors.As(err, &se) || se.Code()&0xff != sqlite3.SQLITE_BUSY || ctx.Err() != nil || wait >= time.Second {
+			db.Close()
+			return nil, fmt.Errorf("store: open %s: %w", path, err)
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+		}
 	}
-	return db, nil
 }
