@@ -218,13 +218,6 @@ func init() {
 	}
 }
 
-// WithStatus returns e with another status and its code.
-func (e *Error) WithStatus(status int) *Error {
-	c := *e
-	c.status, c.Code = status, CodeForStatus(status)
-	return &c
-}
-
 // WriteError writes e as a JSON response with e's status and any headers
 // already set on w. It is for code outside huma operations: router
 // fallbacks, middleware and raw stream handlers.

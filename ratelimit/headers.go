@@ -54,22 +54,18 @@ func (h *Headers) Write(hdr http.Header, d *Decision) {
 	// All dynamic values go in one string; each header takes a slice of it.
 	var buf [256]byte
 	b := buf[:0]
-	t, tRem := 0, 0
 	for i := 0; i < int(d.N); i++ {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		rem := d.Remaining(i)
-		if i == 0 || (d.Refused(i) && !d.Refused(t)) || (d.Refused(i) == d.Refused(t) && rem < tRem) {
-			t, tRem = i, rem // the tightest budget, as Decision.Tightest picks it
-		}
 		b = append(b, h.names[i]...)
-		b = strconv.AppendInt(b, int64(rem), 10)
+		b = strconv.AppendInt(b, int64(d.Remaining(i)), 10)
 		b = append(b, ";t="...)
 		b = strconv.AppendInt(b, ceilSeconds(d.Reset(i)), 10)
 	}
 	rl := len(b)
-	b = strconv.AppendInt(b, int64(tRem), 10)
+	t := d.Tightest()
+	b = strconv.AppendInt(b, int64(d.Remaining(t)), 10)
 	rem := len(b)
 	b = strconv.AppendInt(b, (d.at+int64(d.Reset(t))+int64(time.Second)-1)/int64(time.Second), 10)
 	reset := len(b)
@@ -79,7 +75,7 @@ func (h *Headers) Write(hdr http.Header, d *Decision) {
 		retry = len(b)
 	}
 	s := string(b)
-	vals := make([]string, 6)
+	vals := make([]string, 5)
 	vals[0], vals[1], vals[2], vals[3] = s[:rl], s[rl:rem], s[rem:reset], h.limits[t]
 	hdr[HeaderRateLimit] = vals[0:1:1]
 	hdr[HeaderRemaining] = vals[1:2:2]

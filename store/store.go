@@ -34,8 +34,8 @@ type DB struct {
 	Dialect Dialect
 }
 
-// sqliteFile is the database file's name inside the data directory.
-const sqliteFile = "brain.db"
+// SQLitePath is where the embedded database lives in dataDir.
+func SQLitePath(dataDir string) string { return filepath.Join(dataDir, "brain.db") }
 
 // sqlitePragmas make concurrent writers wait instead of failing: WAL lets
 // readers run beside the writer, busy_timeout makes a writer wait for the
@@ -61,7 +61,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*DB, error) {
 		if err := os.MkdirAll(dataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("store: data dir: %w", err)
 		}
-		return OpenSQLite(ctx, filepath.Join(dataDir, sqliteFile))
+		return OpenSQLite(ctx, SQLitePath(dataDir))
 	default:
 		return nil, errors.New("store: the database URL must be empty (SQLite) or a postgres:// URL")
 	}

@@ -69,7 +69,7 @@ func TestNewerSchemaStopsStart(t *testing.T) {
 	if err := run(context.Background(), []string{"migrate"}, env(kv), nil, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	db, err := store.OpenSQLite(context.Background(), storetest.SQLitePath(dir))
+	db, err := store.OpenSQLite(context.Background(), store.SQLitePath(dir))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"net/url"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/brain-template/brain/store"
@@ -88,6 +87,3 @@ func URL(tb testing.TB, d store.Dialect) string {
 	u.RawQuery = q.Encode()
 	return u.String()
 }
-
-// SQLitePath is where store.Open puts the SQLite file for dataDir.
-func SQLitePath(dataDir string) string { return filepath.Join(dataDir, "brain.db") }
