@@ -35,7 +35,9 @@ func keys(n int) []string {
 // deciders are the limiters compared, each as a function of a key.
 func deciders(b *testing.B) map[string]func(string) bool {
 	ctx := context.Background()
-	ours := ratelimit.NewMemory(policy("p", lim("p", big, time.Second, big)), ratelimit.MemoryOptions{MaxKeys: 2_000_000})
+	p := policy("p", lim("p", big, time.Second, big))
+	ours := ratelimit.NewMemory(p, ratelimit.MemoryOptions{MaxKeys: 2_000_000})
+	coarse := ratelimit.NewMemory(p, ratelimit.MemoryOptions{MaxKeys: 2_000_000, CoarseClock: true})
 	seth, err := memorystore.New(&memorystore.Config{Tokens: big, Interval: time.Second, SweepInterval: time.Hour})
 	if err != nil {
 		b.Fatal(err)
@@ -46,7 +48,8 @@ func deciders(b *testing.B) map[string]func(string) bool {
 	w := httptest.NewRecorder()
 	r := httptest.NewRequest("GET", "/", nil)
 	return map[string]func(string) bool{
-		"brain": func(k string) bool { d, _ := ours.Allow(ctx, k); return d.Allowed },
+		"brain":              func(k string) bool { d, _ := ours.Allow(ctx, k); return d.Allowed },
+		"brain_coarse_clock": func(k string) bool { d, _ := coarse.Allow(ctx, k); return d.Allowed },
 		"sethvargo_memorystore": func(k string) bool {
 			_, _, _, ok, _ := seth.Take(ctx, k)
 			return ok

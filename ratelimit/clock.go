@@ -5,22 +5,37 @@ import (
 	"time"
 )
 
-// coarse is a clock read from memory, for the default path of [Memory]:
-// on the machines brain runs on, reading the system clock costs 25 to 50 ns,
-// more than the rest of a decision. A goroutine refreshes it every
-// millisecond while anyone reads it and stops after 100 ms without a
-// reader, so an idle process pays nothing. A reading can be stale by about
-// a millisecond (more if the scheduler delays the goroutine), which shifts
-// a decision by that much: far below the one-second resolution of
-// Retry-After.
+// The two clocks of [Memory], both as Unix nanoseconds.
+//
+// The default, monoUnixNano, reads the monotonic clock on every call: one
+// read, about half the cost of time.Now (on the project machine 29 ns
+// against 49), and immune to steps of the wall clock.
+//
+// The coarse clock ([MemoryOptions].CoarseClock) is read from memory and
+// refreshed every millisecond by a goroutine while anyone reads it; it
+// stops after 100 ms without a reader, so an idle process pays nothing. A
+// reading can be stale by about a millisecond (more if the scheduler
+// delays the goroutine), far below the one-second resolution of
+// Retry-After. It saves the clock read in tight loops, but its thousand
+// wake-ups a second while busy cost more than they save in a server whose
+// other cores are idle (BENCHMARKS.md), so brain's server does not use it.
+
+var (
+	clockBase     = time.Now()
+	clockBaseUnix = clockBase.UnixNano()
+)
+
+// monoUnixNano returns the time as Unix nanoseconds, counted on the
+// monotonic clock from the process's start.
+func monoUnixNano() int64 { return clockBaseUnix + int64(time.Since(clockBase)) }
+
 type coarseClock struct {
-	base    time.Time
-	nanos   atomic.Int64 // since base
+	nanos   atomic.Int64 // since clockBase
 	running atomic.Bool
 	read    atomic.Bool
 }
 
-var coarse = &coarseClock{base: time.Now()}
+var coarse = &coarseClock{}
 
 const (
 	coarseTick = time.Millisecond
@@ -33,10 +48,10 @@ func (c *coarseClock) unixNano() int64 {
 		c.read.Store(true)
 	}
 	if !c.running.Load() && c.running.CompareAndSwap(false, true) {
-		c.nanos.Store(int64(time.Since(c.base)))
+		c.nanos.Store(int64(time.Since(clockBase)))
 		go c.tick()
 	}
-	return c.base.UnixNano() + c.nanos.Load()
+	return clockBaseUnix + c.nanos.Load()
 }
 
 func (c *coarseClock) tick() {
@@ -44,7 +59,7 @@ func (c *coarseClock) tick() {
 	defer t.Stop()
 	for idle := 0; ; {
 		<-t.C
-		c.nanos.Store(int64(time.Since(c.base)))
+		c.nanos.Store(int64(time.Since(clockBase)))
 		if c.read.Swap(false) {
 			idle = 0
 		} else if idle++; idle >= coarseIdle {

@@ -12,14 +12,14 @@ import (
 // -Reset for the budget with the fewest tokens left. What is constant per
 // policy is built once, by [NewHeaders]; writing costs two allocations.
 type Headers struct {
-	policy []string // RateLimit-Policy: "session";q=120;w=60
-	names  []string // `"session";r=` per budget
-	limits []string // X-RateLimit-Limit per budget
+	policy []string   // RateLimit-Policy: "session";q=120;w=60
+	names  []string   // `"session";r=` per budget
+	limits [][]string // X-RateLimit-Limit per budget
 }
 
 // NewHeaders precomputes the headers of p.
 func NewHeaders(p Policy) *Headers {
-	h := &Headers{names: make([]string, len(p.Limits)), limits: make([]string, len(p.Limits))}
+	h := &Headers{names: make([]string, len(p.Limits)), limits: make([][]string, len(p.Limits))}
 	var pol []byte
 	for i, l := range p.Limits {
 		if i > 0 {
@@ -32,7 +32,7 @@ func NewHeaders(p Policy) *Headers {
 		pol = append(pol, ";w="...)
 		pol = strconv.AppendInt(pol, int64(l.Window/time.Second), 10)
 		h.names[i] = `"` + l.Name + `";r=`
-		h.limits[i] = strconv.Itoa(l.Limit)
+		h.limits[i] = []string{strconv.Itoa(l.Limit)}
 	}
 	h.policy = []string{string(pol)}
 	return h
@@ -50,41 +50,51 @@ const (
 
 // Write sets the headers for decision d on hdr, and Retry-After when d
 // refused the request. X-RateLimit-Reset counts from the decision's time.
+//
+// The values that never change (RateLimit-Policy, X-RateLimit-Limit) are
+// shared by every response, so callers must not modify them in place; the
+// others are slices of one string.
 func (h *Headers) Write(hdr http.Header, d *Decision) {
-	// All dynamic values go in one string; each header takes a slice of it.
+	var rem [MaxLimits]int
+	for i := range int(d.N) {
+		rem[i] = d.Remaining(i)
+	}
+	t := d.tightest(&rem)
 	var buf [256]byte
 	b := buf[:0]
-	for i := 0; i < int(d.N); i++ {
+	var remStart, remEnd int // X-RateLimit-Remaining is budget t's r= in RateLimit
+	for i := range int(d.N) {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
 		b = append(b, h.names[i]...)
-		b = strconv.AppendInt(b, int64(d.Remaining(i)), 10)
+		if i == t {
+			remStart = len(b)
+		}
+		b = strconv.AppendInt(b, int64(rem[i]), 10)
+		if i == t {
+			remEnd = len(b)
+		}
 		b = append(b, ";t="...)
 		b = strconv.AppendInt(b, ceilSeconds(d.Reset(i)), 10)
 	}
 	rl := len(b)
-	t := d.Tightest()
-	b = strconv.AppendInt(b, int64(d.Remaining(t)), 10)
-	rem := len(b)
 	b = strconv.AppendInt(b, (d.at+int64(d.Reset(t))+int64(time.Second)-1)/int64(time.Second), 10)
 	reset := len(b)
-	retry := reset
 	if !d.Allowed {
 		b = strconv.AppendInt(b, RetryAfterSeconds(d.RetryAfter), 10)
-		retry = len(b)
 	}
 	s := string(b)
-	vals := make([]string, 5)
-	vals[0], vals[1], vals[2], vals[3] = s[:rl], s[rl:rem], s[rem:reset], h.limits[t]
+	vals := make([]string, 4)
+	vals[0], vals[1], vals[2] = s[:rl], s[remStart:remEnd], s[rl:reset]
 	hdr[HeaderRateLimit] = vals[0:1:1]
 	hdr[HeaderRemaining] = vals[1:2:2]
 	hdr[HeaderReset] = vals[2:3:3]
-	hdr[HeaderLimit] = vals[3:4:4]
+	hdr[HeaderLimit] = h.limits[t]
 	hdr[HeaderRateLimitPolicy] = h.policy
 	if !d.Allowed {
-		vals[4] = s[reset:retry]
-		hdr[HeaderRetryAfter] = vals[4:5:5]
+		vals[3] = s[reset:]
+		hdr[HeaderRetryAfter] = vals[3:4:4]
 	}
 }
 

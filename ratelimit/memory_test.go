@@ -1,6 +1,7 @@
 package ratelimit_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -188,6 +189,35 @@ func TestPolicyValidate(t *testing.T) {
 	} {
 		if p.Validate() == nil {
 			t.Errorf("Validate(%+v) = nil", p)
+		}
+	}
+}
+
+// Both clocks of Allow tell the time: a decision made now says so.
+func TestMemoryClocks(t *testing.T) {
+	for _, coarse := range []bool{false, true} {
+		m := ratelimit.NewMemory(session, ratelimit.MemoryOptions{CoarseClock: coarse})
+		before := time.Now()
+		d, _ := m.Allow(context.Background(), "k")
+		after := time.Now()
+		slack := time.Millisecond // monotonic and wall clocks drift apart a little
+		if coarse {
+			slack = time.Second // a reading may be a tick (or a busy scheduler) old
+		}
+		if at := d.Time(); at.Before(before.Add(-slack)) || at.After(after.Add(slack)) {
+			t.Errorf("coarse %v: decision at %v, want between %v and %v", coarse, at, before, after)
+		}
+		// The clock moves: a later decision is made later.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			d2, _ := m.Allow(context.Background(), "k")
+			if d2.Time().After(d.Time()) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("coarse %v: the clock stood still at %v for 5 s", coarse, d.Time())
+			}
+			time.Sleep(time.Millisecond)
 		}
 	}
 }

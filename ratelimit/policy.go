@@ -71,11 +71,19 @@ func (d *Decision) Remaining(i int) int {
 // first refusing one when refused): the one legacy X-RateLimit-* headers
 // describe.
 func (d *Decision) Tightest() int {
-	best, bestRem := 0, d.Remaining(0)
+	var rem [MaxLimits]int
+	for i := range int(d.N) {
+		rem[i] = d.Remaining(i)
+	}
+	return d.tightest(&rem)
+}
+
+// tightest is Tightest given each budget's Remaining.
+func (d *Decision) tightest(rem *[MaxLimits]int) int {
+	best := 0
 	for i := 1; i < int(d.N); i++ {
-		r := d.Remaining(i)
-		if (d.Refused(i) && !d.Refused(best)) || (d.Refused(i) == d.Refused(best) && r < bestRem) {
-			best, bestRem = i, r
+		if (d.Refused(i) && !d.Refused(best)) || (d.Refused(i) == d.Refused(best) && rem[i] < rem[best]) {
+			best = i
 		}
 	}
 	return best
