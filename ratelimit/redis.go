@@ -20,87 +20,103 @@ import (
 // batched into one call (see Redis.Allow), so the script's fixed cost is
 // paid once per batch, not once per decision. Times are microseconds on
 // the Redis server's clock (TIME), so replicas whose clocks disagree still
-// share one budget; a non-zero ARGV[2] replaces it (tests only). A key
+// share one budget; a non-zero ARGV[1] replaces it (tests only). A key
 // holds its budgets' TATs packed as little-endian doubles (exact for
 // microsecond times), read and written by Redis's struct library without
-// any string formatting (a value of another length, such as one an older
-// brain wrote, counts as a full bucket), and expires when its fullest budget would be full
-// again: an idle key costs nothing.
+// any string formatting (a value of another length counts as a full
+// bucket).
 //
-// KEYS the keys. ARGV[1] n budgets, ARGV[2] now (0: TIME), then for each
-// budget its interval and its tolerance (interval * burst), in µs.
-// Returns, per key: allowed, retry_us, then reset_i, refused_i per budget.
+// A key lives only until its fullest budget is full again, so a missing
+// key is a full bucket, and that is what most decisions find. (Its TTL is
+// rounded up to whole ms, plus 1: PX counts from Redis's current
+// millisecond, which may have begun up to 1 ms before now, and a key
+// must not vanish before its TAT.) One command serves a missing key:
+// SET ... NX GET creates it already charged with this request (a full
+// bucket always admits one). When the key exists, that SET writes nothing
+// and returns its value instead, to be decided and written as before.
+// NX with GET needs Redis 7.0.
+//
+// KEYS the keys. ARGV[1] now (0: TIME); ARGV[2] the PX, in ms, of a key
+// the script creates; then for each budget its interval and its tolerance
+// (interval * burst), in µs.
+//
+// Returns for each key, for each budget, the µs until that budget is full
+// again; when the key was refused, -1 minus that, so its numbers are
+// negative. Which budgets refused, and for how long, follows from these
+// (see Redis.decision). A reply of one number comes bare, not in a table:
+// Redis returns a table noticeably more slowly, and a lone caller with
+// one budget is the latency that counts.
 const gcraScript = `
-local n = tonumber(ARGV[1])
-local now = tonumber(ARGV[2])
-if now == 0 then
+local now = ARGV[1]
+if now == '0' then
   local t = redis.call('TIME')
   now = t[1] * 1000000 + t[2]
+else
+  now = tonumber(now)
 end
+local n = (#ARGV - 2) / 2
 local out = {}
 if n == 1 then
-  -- One budget (most policies): no tables per key, nothing to format.
-  local iv, tol = tonumber(ARGV[3]), tonumber(ARGV[4])
+  -- One budget (most policies): no tables per key, and nothing to format
+  -- for a new key.
+  local iv = tonumber(ARGV[3])
+  local new = struct.pack('<d', now + iv)
   for k = 1, #KEYS do
-    local v = redis.call('GET', KEYS[k])
-    local tat = now
-    if v and #v == 8 then
-      tat = struct.unpack('<d', v)
-      if tat < now then tat = now end
+    local reset = iv -- a new key: one token taken from a full bucket
+    local v = redis.call('SET', KEYS[k], new, 'NX', 'GET', 'PX', ARGV[2])
+    if v then -- the key exists and was left as it was: decide from its TAT
+      reset = 0
+      if #v == 8 then reset = math.max(struct.unpack('<d', v) - now, 0) end
+      if reset + iv > tonumber(ARGV[4]) then -- refused: nothing is written
+        reset = -1 - reset
+      else
+        reset = reset + iv
+        redis.call('SET', KEYS[k], struct.pack('<d', now + reset), 'PX', math.ceil(reset / 1000) + 1)
+      end
     end
-    local o = 4 * k - 4
-    local wait = tat + iv - now - tol
-    if wait > 0 then
-      out[o + 1], out[o + 2], out[o + 3], out[o + 4] = 0, wait, tat - now, 1
-    else
-      tat = tat + iv
-      out[o + 1], out[o + 2], out[o + 3], out[o + 4] = 1, 0, tat - now, 0
-      redis.call('SET', KEYS[k], struct.pack('<d', tat), 'PX', math.floor((tat - now) / 1000) + 1000)
-    end
+    out[k] = reset
   end
-  return out
-end
-local fmt = '<' .. string.rep('d', n)
-local interval, tolerance = {}, {}
-for i = 1, n do
-  interval[i] = tonumber(ARGV[1 + 2 * i])
-  tolerance[i] = tonumber(ARGV[2 + 2 * i])
-end
-local o = 0
-for k = 1, #KEYS do
-  local v = redis.call('GET', KEYS[k])
-  local tats = {}
-  if v and #v == 8 * n then tats = {struct.unpack(fmt, v)} end
-  local allowed, retry = 1, 0
-  local base = o
-  o = o + 2
+else
+  local fmt = '<' .. string.rep('d', n)
+  local interval, tolerance, new = {}, {}, {}
   for i = 1, n do
-    local tat = tats[i] or 0
-    if tat < now then tat = now end
-    tats[i] = tat
-    local wait = tat + interval[i] - now - tolerance[i]
-    local refused = 0
-    if wait > 0 then
-      allowed = 0
-      refused = 1
-      if wait > retry then retry = wait end
-    end
-    out[o + 1] = tat - now
-    out[o + 2] = refused
-    o = o + 2
+    interval[i] = tonumber(ARGV[1 + 2 * i])
+    tolerance[i] = tonumber(ARGV[2 + 2 * i])
+    new[i] = now + interval[i]
   end
-  out[base + 1], out[base + 2] = allowed, retry
-  if allowed == 1 then
-    local ttl = 0
-    for i = 1, n do
-      local tat = tats[i] + interval[i]
-      tats[i] = tat
-      out[base + 1 + 2 * i] = tat - now
-      if tat - now > ttl then ttl = tat - now end
+  new = struct.pack(fmt, unpack(new))
+  local o = 0
+  for k = 1, #KEYS do
+    local v = redis.call('SET', KEYS[k], new, 'NX', 'GET', 'PX', ARGV[2])
+    if not v then -- a new key, as above
+      for i = 1, n do out[o + i] = interval[i] end
+    else -- every budget decided; only if all admit, all are written
+      local tats = {}
+      if #v == 8 * n then tats = {struct.unpack(fmt, v)} end
+      local allowed = true
+      for i = 1, n do
+        local reset = math.max((tats[i] or now) - now, 0)
+        if reset + interval[i] > tolerance[i] then allowed = false end
+        out[o + i] = reset
+      end
+      local ttl = 0
+      for i = 1, n do
+        if allowed then
+          out[o + i] = out[o + i] + interval[i]
+          tats[i] = now + out[o + i]
+          ttl = math.max(ttl, out[o + i])
+        else
+          out[o + i] = -1 - out[o + i]
+        end
+      end
+      if allowed then
+        redis.call('SET', KEYS[k], struct.pack(fmt, unpack(tats, 1, n)), 'PX', math.ceil(ttl / 1000) + 1)
+      end
     end
-    redis.call('SET', KEYS[k], struct.pack(fmt, unpack(tats, 1, n)), 'PX', math.floor(ttl / 1000) + 1000)
+    o = o + n
   end
 end
+if #out == 1 then return out[1] end
 return out
 `
 
@@ -124,9 +140,14 @@ type Redis struct {
 	policy Policy
 	g      gcra
 	prefix string
-	args   []string // n, now, interval and tolerance per budget (µs)
+	args   []string // the script's ARGV: now (0), a new key's PX, then interval and tolerance per budget (µs)
+	// interval and tolerance are each budget's, in µs, as the script has
+	// them; Go needs them to read its reply.
+	interval, tolerance [MaxLimits]int64
 	// Now, when set, is sent as the time of each decision instead of the
-	// server's clock. For tests.
+	// server's clock. For tests. Keys still expire on the server's clock,
+	// so a test clock that runs slower than real time may find a key gone
+	// (a full bucket) before its TAT.
 	Now func() time.Time
 
 	deny     denyCache
@@ -166,10 +187,15 @@ func NewRedis(client rueidis.Client, prefix string, p Policy) *Redis {
 		panic(err.Error())
 	}
 	r := &Redis{client: client, policy: p, g: newGCRA(p), prefix: prefix + p.Name + ":"}
-	r.args = append(r.args, strconv.Itoa(len(p.Limits)), "0")
+	var newTTL int64 // ms: a new key holds one request, so it lives one interval (the longest)
 	for i := range p.Limits {
 		us := max((r.g.interval[i]+999)/1000, 1) // rounded up: never a faster rate than configured
-		r.args = append(r.args, strconv.FormatInt(us, 10), strconv.FormatInt(us*int64(p.Limits[i].Burst), 10))
+		r.interval[i], r.tolerance[i] = us, us*int64(p.Limits[i].Burst)
+		newTTL = max(newTTL, (us+999)/1000+1) // rounded up, plus 1, as the script does
+	}
+	r.args = append(r.args, "0", strconv.FormatInt(newTTL, 10))
+	for i := range p.Limits {
+		r.args = append(r.args, strconv.FormatInt(r.interval[i], 10), strconv.FormatInt(r.tolerance[i], 10))
 	}
 	r.deny.init()
 	return r
@@ -285,30 +311,65 @@ func (r *Redis) decide(ctx context.Context, batch []*call) {
 	args := r.args
 	if r.Now != nil { // a test clock: the batch is decided at its first caller's time
 		args = append([]string(nil), r.args...)
-		args[1] = strconv.FormatInt(batch[0].now/1000, 10)
+		args[0] = strconv.FormatInt(batch[0].now/1000, 10)
 	}
 	r.requests.Add(int64(len(batch)))
-	res, err := script.Exec(ctx, r.client, keys, args).ToArray()
-	stride := 2 + 2*r.g.n
-	if err == nil && len(res) != stride*len(batch) {
-		err = errors.New("unexpected reply")
+	n := r.g.n
+	var buf [MaxLimits]int64 // a lone caller's numbers need no allocation
+	nums := buf[:]
+	if len(batch) > 1 {
+		nums = make([]int64, len(batch)*n)
 	}
+	err := r.run(ctx, keys, args, nums[:len(batch)*n])
 	for i, c := range batch {
 		if err != nil {
 			c.err = fmt.Errorf("ratelimit: redis: %w", err)
 		} else {
-			m := res[i*stride : (i+1)*stride]
-			num := func(j int) int64 { v, _ := m[j].AsInt64(); return v }
-			c.d = Decision{Allowed: num(0) == 1, RetryAfter: time.Duration(num(1)) * time.Microsecond, N: uint8(r.g.n), g: &r.g, at: c.now}
-			for j := 0; j < r.g.n; j++ {
-				c.d.resets[j] = time.Duration(num(2+2*j)) * time.Microsecond
-				if num(3+2*j) == 1 {
-					c.d.refused |= 1 << j
-				}
-			}
+			c.d = r.decision(nums[i*n:(i+1)*n], c.now)
 		}
 		c.done <- struct{}{}
 	}
+}
+
+// run calls the script and reads its reply into nums, which has room for
+// exactly the numbers it returns.
+func (r *Redis) run(ctx context.Context, keys, args []string, nums []int64) error {
+	resp := script.Exec(ctx, r.client, keys, args)
+	if len(nums) == 1 { // one number comes bare
+		v, err := resp.AsInt64()
+		nums[0] = v
+		return err
+	}
+	msgs, err := resp.ToArray()
+	if err == nil && len(msgs) != len(nums) {
+		err = errors.New("unexpected reply")
+	}
+	for i := range msgs {
+		if err != nil {
+			break
+		}
+		nums[i], err = msgs[i].AsInt64()
+	}
+	return err
+}
+
+// decision reads one key's numbers from the script (for each budget, µs
+// until it is full again, encoded as -1 - µs if refused). A refused key
+// was refused by each budget that could not give a token (the script's
+// test), and may try again once the last of those could.
+func (r *Redis) decision(nums []int64, at int64) Decision {
+	d := Decision{Allowed: nums[0] >= 0, N: uint8(r.g.n), g: &r.g, at: at}
+	for i, v := range nums {
+		if !d.Allowed {
+			v = -1 - v
+			if wait := v + r.interval[i] - r.tolerance[i]; wait > 0 {
+				d.refused |= 1 << i
+				d.RetryAfter = max(d.RetryAfter, time.Duration(wait)*time.Microsecond)
+			}
+		}
+		d.resets[i] = time.Duration(v) * time.Microsecond
+	}
+	return d
 }
 
 // Stats reports how many decisions asked Redis and how many the deny cache

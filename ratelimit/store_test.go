@@ -2,6 +2,10 @@ package ratelimit_test
 
 import (
 	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
 	"sync"
 	"testing"
 	"time"
@@ -170,15 +174,123 @@ func TestRedisSharedBudget(t *testing.T) {
 	}
 }
 
-// Keys expire on their own once their buckets would be full.
+// Keys expire on their own once their buckets would be full, never before.
 func TestRedisKeysExpire(t *testing.T) {
 	c := redistest.Client(t, redistest.Option(t))
 	pfx := redistest.Prefix()
 	l := ratelimit.NewRedis(c, pfx, policy("p", lim("p", 10, time.Minute, 10)))
-	allow(t, l, "k")
-	ttl, err := c.Do(context.Background(), c.B().Pttl().Key(pfx+"p:k").Build()).AsInt64()
-	if err != nil || ttl <= 0 || ttl > 7000 {
-		t.Fatalf("PTTL = %d ms, %v; want it to expire about 6 s (one token) + 1 s from now", ttl, err)
+	pttl := func() int64 {
+		t.Helper()
+		ttl, err := c.Do(context.Background(), c.B().Pttl().Key(pfx+"p:k").Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ttl
+	}
+	allow(t, l, "k") // creates the key
+	if ttl := pttl(); ttl < 5900 || ttl > 6001 {
+		t.Fatalf("PTTL = %d ms; want it to expire 6 s (one token) from now, rounded up", ttl)
+	}
+	allow(t, l, "k") // updates it
+	if ttl := pttl(); ttl < 11900 || ttl > 12001 {
+		t.Fatalf("PTTL = %d ms; want it to expire 12 s (two tokens) from now, rounded up", ttl)
+	}
+}
+
+// The Redis script decides as Memory does, whichever of its paths a
+// decision takes (a new key, a key read and written, a refusal, a deny
+// cache replay), for one budget and for several.
+func TestRedisMatchesMemory(t *testing.T) {
+	for _, p := range []ratelimit.Policy{
+		policy("one", lim("one", 10, time.Second, 3)),
+		policy("two", lim("slow", 100, time.Minute, 5), lim("fast", 10, time.Second, 2)),
+	} {
+		t.Run(p.Name, func(t *testing.T) {
+			clk := &clock{now: t0}
+			mem, red := stores()["memory"](t, p, clk), stores()["redis"](t, p, clk)
+			rnd := rand.New(rand.NewPCG(1, 2))
+			for i := range 400 {
+				key := fmt.Sprint("k", rnd.IntN(2))
+				want, got := allow(t, mem, key), allow(t, red, key)
+				same := want.Allowed == got.Allowed && want.RetryAfter == got.RetryAfter
+				for j := range len(p.Limits) {
+					same = same && want.Reset(j) == got.Reset(j) && want.Remaining(j) == got.Remaining(j)
+				}
+				if !same {
+					t.Fatalf("step %d, key %s: memory %+v, redis %+v", i, key, want, got)
+				}
+				clk.Advance(time.Duration(rnd.IntN(80)) * time.Millisecond)
+			}
+		})
+	}
+}
+
+// A value of the current format is read as it is; any other counts as a
+// full bucket and is replaced.
+func TestRedisReadsStoredValues(t *testing.T) {
+	c := redistest.Client(t, redistest.Option(t))
+	pfx := redistest.Prefix()
+	clk := &clock{now: t0}
+	l := ratelimit.NewRedis(c, pfx, policy("p", lim("p", 10, time.Second, 10)))
+	l.Now = clk.Now
+	set := func(key, value string) {
+		t.Helper()
+		if err := c.Do(context.Background(), c.B().Set().Key(pfx+"p:"+key).Value(value).Px(time.Minute).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Eight tokens taken: the TAT is 800 ms ahead, a little-endian double
+	// of Unix µs.
+	tat := make([]byte, 8)
+	binary.LittleEndian.PutUint64(tat, math.Float64bits(float64(t0.Add(800*time.Millisecond).UnixMicro())))
+	set("current", string(tat))
+	if d := allow(t, l, "current"); !d.Allowed || d.Remaining(0) != 1 {
+		t.Fatalf("current format: %+v, want the ninth token taken", d)
+	}
+	set("other", "not a TAT")
+	if d := allow(t, l, "other"); !d.Allowed || d.Remaining(0) != 9 {
+		t.Fatalf("another value: %+v, want a full bucket", d)
+	}
+	if d := allow(t, l, "other"); !d.Allowed || d.Remaining(0) != 8 {
+		t.Fatalf("after another value: %+v, want it replaced", d)
+	}
+}
+
+// Batched decisions over several keys and two budgets: exactly each key's
+// burst passes, whichever path each decision took in the script.
+func TestRedisConcurrentManyKeys(t *testing.T) {
+	l := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(),
+		policy("p", lim("hourly", 50, time.Hour, 5), lim("burst", 3600, time.Hour, 8)))
+	var mu sync.Mutex
+	passed := map[string]int{}
+	var wg sync.WaitGroup
+	for g := range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 12 {
+				key := fmt.Sprint("k", (g+i)%4)
+				d, err := l.Allow(context.Background(), key)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if d.Allowed != !d.Refused(0) || d.Refused(1) {
+					t.Errorf("%s: %+v, want only the hourly budget to refuse", key, d)
+				}
+				if d.Allowed {
+					mu.Lock()
+					passed[key]++
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for k := range 4 {
+		if n := passed[fmt.Sprint("k", k)]; n != 5 {
+			t.Errorf("key k%d: %d passed, want exactly 5", k, n)
+		}
 	}
 }
 
