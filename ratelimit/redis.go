@@ -207,7 +207,8 @@ func (r *Redis) Policy() Policy { return r.policy }
 // Allow decides a request for key: from the deny cache while a refusal
 // lasts, else in Redis.
 func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
-	now := time.Now()
+	wall := time.Now()
+	now := wall
 	if r.Now != nil {
 		now = r.Now()
 	}
@@ -218,7 +219,7 @@ func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 	}
 	c := callPool.Get().(*call)
 	c.key, c.now, c.err = key, now.UnixNano(), nil
-	c.deadline = time.Now().Add(time.Second)
+	c.deadline = wall.Add(time.Second)
 	if dl, ok := ctx.Deadline(); ok {
 		c.deadline = dl
 	}
