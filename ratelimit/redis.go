@@ -201,6 +201,20 @@ func NewRedis(client rueidis.Client, prefix string, p Policy) *Redis {
 	return r
 }
 
+// CheckRedis makes one decision in Redis, on a key of its own under
+// prefix, to find at start-up a server that cannot run the limiter's
+// script: one older than Redis 7.0 (which lacks SET with both NX and GET),
+// or one that does not let this client run scripts. Such a server would
+// otherwise answer PING and then fail every decision, leaving each replica
+// to decide alone behind its circuit breaker.
+func CheckRedis(ctx context.Context, client rueidis.Client, prefix string) error {
+	probe := NewRedis(client, prefix, Policy{Name: "startup-check", Limits: []Limit{{Name: "check", Budget: Budget{Limit: 1000, Window: time.Second, Burst: 1000}}}})
+	if _, err := probe.Allow(ctx, "probe"); err != nil {
+		return fmt.Errorf("ratelimit: this Redis cannot run the limiter's script (it needs Redis 7.0 or later, with Lua scripting allowed): %w", err)
+	}
+	return nil
+}
+
 // Policy returns the policy r decides.
 func (r *Redis) Policy() Policy { return r.policy }
 
@@ -215,6 +229,7 @@ func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 	if d, ok := r.deny.get(key, now.UnixNano()); ok {
 		r.hits.Add(1)
 		d.g = &r.g
+		r.refusal(&d) // a budget may have recovered since
 		return d, nil
 	}
 	c := callPool.Get().(*call)
@@ -363,14 +378,28 @@ func (r *Redis) decision(nums []int64, at int64) Decision {
 	for i, v := range nums {
 		if !d.Allowed {
 			v = -1 - v
-			if wait := v + r.interval[i] - r.tolerance[i]; wait > 0 {
-				d.refused |= 1 << i
-				d.RetryAfter = max(d.RetryAfter, time.Duration(wait)*time.Microsecond)
-			}
 		}
 		d.resets[i] = time.Duration(v) * time.Microsecond
 	}
+	if !d.Allowed {
+		r.refusal(&d)
+	}
 	return d
+}
+
+// refusal sets which budgets of refused decision d refuse and its
+// Retry-After, from each budget's reset: a budget refuses while taking a
+// token would overfill it (the script's test), and the request may try
+// again once the last of those could take one. The deny cache calls it
+// again when it replays d later, as budgets recover one by one.
+func (r *Redis) refusal(d *Decision) {
+	d.refused, d.RetryAfter = 0, 0
+	for i := range int(d.N) {
+		if wait := time.Duration(r.interval[i]-r.tolerance[i])*time.Microsecond + d.resets[i]; wait > 0 {
+			d.refused |= 1 << i
+			d.RetryAfter = max(d.RetryAfter, wait)
+		}
+	}
 }
 
 // Stats reports how many decisions asked Redis and how many the deny cache
@@ -410,10 +439,10 @@ func (c *denyCache) get(key string, now int64) (Decision, bool) {
 	if !ok {
 		return Decision{}, false
 	}
-	// Replay the refusal as of now: the waits have shrunk by the time since.
+	// Replay the refusal as of now: the resets have shrunk by the time
+	// since (the caller works out the waits from them).
 	d, elapsed := e.d, time.Duration(now-e.at)
 	d.at, d.local = now, true
-	d.RetryAfter -= elapsed
 	for i := 0; i < int(d.N); i++ {
 		d.resets[i] = max(d.resets[i]-elapsed, 0)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -187,13 +188,17 @@ func TestRedisKeysExpire(t *testing.T) {
 		}
 		return ttl
 	}
+	// Each PTTL is bounded below by the time until the bucket is full,
+	// less the real time since the first decision (Redis counts it down
+	// meanwhile), and above by that time rounded up to a millisecond, + 1.
+	start := time.Now()
 	allow(t, l, "k") // creates the key
-	if ttl := pttl(); ttl < 5900 || ttl > 6001 {
-		t.Fatalf("PTTL = %d ms; want it to expire 6 s (one token) from now, rounded up", ttl)
+	if ttl, low := pttl(), 6000-time.Since(start).Milliseconds(); ttl < low || ttl > 6001 {
+		t.Fatalf("PTTL = %d ms; want it to expire 6 s (one token) from the first decision: %d to 6001 ms", ttl, low)
 	}
 	allow(t, l, "k") // updates it
-	if ttl := pttl(); ttl < 11900 || ttl > 12001 {
-		t.Fatalf("PTTL = %d ms; want it to expire 12 s (two tokens) from now, rounded up", ttl)
+	if ttl, low := pttl(), 12000-time.Since(start).Milliseconds(); ttl < low || ttl > 12001 {
+		t.Fatalf("PTTL = %d ms; want it to expire 12 s (two tokens) from the first decision: %d to 12001 ms", ttl, low)
 	}
 }
 
@@ -202,8 +207,12 @@ func TestRedisKeysExpire(t *testing.T) {
 // cache replay), for one budget and for several.
 func TestRedisMatchesMemory(t *testing.T) {
 	for _, p := range []ratelimit.Policy{
-		policy("one", lim("one", 10, time.Second, 3)),
-		policy("two", lim("slow", 100, time.Minute, 5), lim("fast", 10, time.Second, 2)),
+		// Intervals of seconds: Redis expires keys in real time while
+		// the test's clock moves in steps of up to 4.8 s, so a stall of
+		// the test must not outlast a key. (Keys live an interval or
+		// more.)
+		policy("one", lim("one", 10, time.Minute, 3)),
+		policy("two", lim("slow", 100, time.Hour, 5), lim("fast", 10, time.Minute, 2)),
 	} {
 		t.Run(p.Name, func(t *testing.T) {
 			clk := &clock{now: t0}
@@ -214,12 +223,12 @@ func TestRedisMatchesMemory(t *testing.T) {
 				want, got := allow(t, mem, key), allow(t, red, key)
 				same := want.Allowed == got.Allowed && want.RetryAfter == got.RetryAfter
 				for j := range len(p.Limits) {
-					same = same && want.Reset(j) == got.Reset(j) && want.Remaining(j) == got.Remaining(j)
+					same = same && want.Reset(j) == got.Reset(j) && want.Remaining(j) == got.Remaining(j) && want.Refused(j) == got.Refused(j)
 				}
 				if !same {
 					t.Fatalf("step %d, key %s: memory %+v, redis %+v", i, key, want, got)
 				}
-				clk.Advance(time.Duration(rnd.IntN(80)) * time.Millisecond)
+				clk.Advance(time.Duration(rnd.IntN(80)) * 60 * time.Millisecond)
 			}
 		})
 	}
@@ -231,7 +240,7 @@ func TestRedisReadsStoredValues(t *testing.T) {
 	c := redistest.Client(t, redistest.Option(t))
 	pfx := redistest.Prefix()
 	clk := &clock{now: t0}
-	l := ratelimit.NewRedis(c, pfx, policy("p", lim("p", 10, time.Second, 10)))
+	l := ratelimit.NewRedis(c, pfx, policy("p", lim("p", 10, time.Minute, 10))) // a token every 6 s
 	l.Now = clk.Now
 	set := func(key, value string) {
 		t.Helper()
@@ -239,10 +248,10 @@ func TestRedisReadsStoredValues(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Eight tokens taken: the TAT is 800 ms ahead, a little-endian double
+	// Eight tokens taken: the TAT is 48 s ahead, a little-endian double
 	// of Unix µs.
 	tat := make([]byte, 8)
-	binary.LittleEndian.PutUint64(tat, math.Float64bits(float64(t0.Add(800*time.Millisecond).UnixMicro())))
+	binary.LittleEndian.PutUint64(tat, math.Float64bits(float64(t0.Add(48*time.Second).UnixMicro())))
 	set("current", string(tat))
 	if d := allow(t, l, "current"); !d.Allowed || d.Remaining(0) != 1 {
 		t.Fatalf("current format: %+v, want the ninth token taken", d)
@@ -314,5 +323,54 @@ func TestRedisDenyCache(t *testing.T) {
 	clk.Advance(30 * time.Second) // the next token
 	if !allow(t, l, "k").Allowed {
 		t.Fatal("still refused after the refusal ended")
+	}
+}
+
+// A refusal replayed from the deny cache says which budgets refuse now:
+// one may have recovered since Redis refused.
+func TestRedisDenyCacheReplaysRecovery(t *testing.T) {
+	clk := &clock{now: t0}
+	l := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(),
+		policy("p", lim("fast", 1, time.Second, 1), lim("slow", 2, time.Minute, 2)))
+	l.Now = clk.Now
+	allow(t, l, "k")
+	clk.Advance(time.Second)
+	allow(t, l, "k") // both budgets are empty now
+	d := allow(t, l, "k")
+	if d.Allowed || !d.Refused(0) || !d.Refused(1) || d.RetryAfter != 29*time.Second {
+		t.Fatalf("from Redis: %+v, want both budgets to refuse for 29 s", d)
+	}
+	clk.Advance(1500 * time.Millisecond) // fast has a token again; slow has not
+	d = allow(t, l, "k")
+	if _, hits := l.Stats(); hits != 1 {
+		t.Fatalf("deny-cache hits %d, want the replay from the cache", hits)
+	}
+	if d.Allowed || d.Refused(0) || !d.Refused(1) || d.RetryAfter != 27500*time.Millisecond || d.Tightest() != 1 {
+		t.Fatalf("replayed: %+v, want only slow to refuse, for 27.5 s", d)
+	}
+}
+
+// CheckRedis passes on a server that runs the script and fails on one
+// that cannot: here, a user the server's ACL forbids to run scripts.
+func TestCheckRedis(t *testing.T) {
+	opt := redistest.Option(t)
+	admin := redistest.Client(t, opt)
+	ctx := context.Background()
+	if err := ratelimit.CheckRedis(ctx, admin, redistest.Prefix()); err != nil {
+		t.Fatalf("a Redis that runs the script: %v", err)
+	}
+	user := "brain-test-noscript-" + strings.TrimSuffix(strings.TrimPrefix(redistest.Prefix(), "brain-test:"), ":")
+	acl := func(args ...string) {
+		t.Helper()
+		if err := admin.Do(ctx, admin.B().Arbitrary("ACL").Args(args...).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	acl("SETUSER", user, "on", ">pw", "~brain-test:*", "+@all", "-@scripting")
+	t.Cleanup(func() { admin.Do(context.Background(), admin.B().Arbitrary("ACL").Args("DELUSER", user).Build()) })
+	opt.Username, opt.Password = user, "pw"
+	err := ratelimit.CheckRedis(ctx, redistest.Client(t, opt), redistest.Prefix())
+	if err == nil || !strings.Contains(err.Error(), "7.0 or later") {
+		t.Fatalf("a Redis that refuses scripts: %v, want the check to fail and say what it needs", err)
 	}
 }

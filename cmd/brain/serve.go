@@ -37,6 +37,12 @@ func rateLimitStore(cfg Config, logger *slog.Logger, metrics *api.Metrics) (func
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("BRAIN_REDIS_URL: cannot reach Redis: %w", err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := ratelimit.CheckRedis(ctx, client, cfg.RedisPrefix+"rl:"); err != nil {
+		client.Close()
+		return nil, nil, nil, fmt.Errorf("BRAIN_REDIS_URL: %w", err)
+	}
 	breaker := ratelimit.NewBreaker()
 	breaker.OnStateChange = func(state string, err error) {
 		if state == "open" {
