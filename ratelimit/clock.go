@@ -9,7 +9,10 @@ import (
 //
 // The default, monoUnixNano, reads the monotonic clock on every call: one
 // read, about half the cost of time.Now (on the project machine 29 ns
-// against 49), and immune to steps of the wall clock.
+// against 49), and immune to steps of the wall clock, so a step cannot
+// empty or fill every bucket at once. The price: the one absolute time
+// brain sends, X-RateLimit-Reset, is off by as much as the wall clock was
+// stepped (or the machine suspended) since the process started.
 //
 // The coarse clock ([MemoryOptions].CoarseClock) is read from memory and
 // refreshed every millisecond by a goroutine while anyone reads it; it
