@@ -56,8 +56,8 @@ type MemoryOptions struct {
 	// CoarseClock makes Allow read a clock that a goroutine refreshes
 	// every millisecond while the limiter is in use, instead of reading
 	// the system's clock on each decision. It suits decisions made in a
-	// tight loop: on the project machine it halves the cost of a decision
-	// on a hot key. In a server it costs more than it saves, as its
+	// tight loop: on the project machine it takes a hot-key decision from
+	// 71 ns to 42 ns. In a server it costs more than it saves, as its
 	// wake-ups disturb otherwise idle cores (BENCHMARKS.md).
 	CoarseClock bool
 }
