@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/netip"
+	"strings"
 
 	"github.com/go-chi/chi/v5/middleware"
 )
@@ -13,6 +14,10 @@ import (
 // right-most X-Forwarded-For address that is not itself trusted. It is
 // chi's ClientIPFromXFF (never the spoofable left-most entry, never the
 // deprecated RealIP), or ClientIPFromRemoteAddr when nothing is trusted.
+//
+// A trusted peer that sends no X-Forwarded-For at all (a health checker
+// inside the proxy's network, a sidecar) is itself the client: its own
+// address is used, so such callers do not all share the empty address.
 func ClientIP(trusted []netip.Prefix) func(http.Handler) http.Handler {
 	if len(trusted) == 0 {
 		return middleware.ClientIPFromRemoteAddr
@@ -21,10 +26,31 @@ func ClientIP(trusted []netip.Prefix) func(http.Handler) http.Handler {
 	for i, p := range trusted {
 		cidrs[i] = p.String()
 	}
-	return middleware.ClientIPFromXFF(cidrs...)
+	fromXFF := middleware.ClientIPFromXFF(cidrs...)
+	return func(next http.Handler) http.Handler {
+		withXFF, peerOnly := fromXFF(next), middleware.ClientIPFromRemoteAddr(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if forwarded(r) {
+				withXFF.ServeHTTP(w, r)
+			} else {
+				peerOnly.ServeHTTP(w, r)
+			}
+		})
+	}
+}
+
+// forwarded reports whether r has an X-Forwarded-For entry that is not
+// blank.
+func forwarded(r *http.Request) bool {
+	for _, v := range r.Header.Values("X-Forwarded-For") {
+		if strings.Trim(v, " \t,") != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // GetClientIP returns the address [ClientIP] stored: what the per-IP
 // limits and the login throttle key on. It is "" when the peer address did
-// not parse (fail-closed).
+// not parse or a trusted proxy's X-Forwarded-For did not (fail-closed).
 func GetClientIP(ctx context.Context) string { return middleware.GetClientIP(ctx) }

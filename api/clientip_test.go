@@ -59,6 +59,10 @@ func TestClientIP(t *testing.T) {
 		{"no_trusted_proxies", nil, "203.0.113.7:5555", []string{"198.51.100.1"}, "203.0.113.7"},
 		{"trusted_peer_rightmost_untrusted", []string{"10.0.0.0/8"}, "10.0.0.2:80", []string{"198.51.100.1, 198.51.100.2, 10.0.0.9"}, "198.51.100.2"},
 		{"trusted_peer_never_leftmost", []string{"10.0.0.0/8"}, "10.0.0.2:80", []string{"6.6.6.6", "198.51.100.2"}, "198.51.100.2"},
+		// A trusted peer without X-Forwarded-For is the client itself, not
+		// one shared empty address.
+		{"trusted_peer_without_xff", []string{"127.0.0.0/8"}, "127.0.0.5:80", nil, "127.0.0.5"},
+		{"trusted_peer_blank_xff", []string{"127.0.0.0/8"}, "127.0.0.6:80", []string{" , "}, "127.0.0.6"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
