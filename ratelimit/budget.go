@@ -50,7 +50,33 @@ func ParseBudget(s string) (Budget, error) {
 			return Budget{}, fmt.Errorf("ratelimit: budget %q: burst: %w", s, err)
 		}
 	}
+	if err := b.Validate(); err != nil {
+		return Budget{}, fmt.Errorf("ratelimit: budget %q: %w", s, err)
+	}
 	return b, nil
+}
+
+// MaxRefill is the longest a budget may take to refill its whole burst
+// (Window/Limit × Burst). It keeps every time the limiters compute far
+// from overflow, and refuses settings such as "1/h,burst=10000000", which
+// would take over a thousand years to refill.
+const MaxRefill = 30 * 24 * time.Hour
+
+// Validate reports a budget that cannot be enforced: a limit or burst
+// outside 1..2^30, a window that is not positive, or one that takes longer
+// than [MaxRefill] to refill its burst.
+func (b Budget) Validate() error {
+	switch {
+	case b.Limit < 1 || b.Limit > maxCount || b.Burst < 1 || b.Burst > maxCount:
+		return fmt.Errorf("limit and burst must be 1 to %d", maxCount)
+	case b.Window <= 0:
+		return errors.New("the window must be positive")
+	}
+	interval := max(b.Window/time.Duration(b.Limit), 1)
+	if time.Duration(b.Burst) > MaxRefill/interval {
+		return fmt.Errorf("a burst of %d at %d per %v takes longer than %v to refill; lower the burst or raise the rate", b.Burst, b.Limit, b.Window, MaxRefill)
+	}
+	return nil
 }
 
 // String writes b in the syntax ParseBudget reads.

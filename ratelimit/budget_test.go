@@ -36,11 +36,32 @@ func TestParseBudget(t *testing.T) {
 }
 
 func TestParseBudgetErrors(t *testing.T) {
-	for _, in := range []string{"", "120", "abc/min", "0/min", "-1/s", "10/day", "10/min,60", "10/min,rate=3", "10/min,burst=0", "10/min,burst=x", "99999999999/s"} {
+	for _, in := range []string{"", "120", "abc/min", "0/min", "-1/s", "10/day", "10/min,60", "10/min,rate=3", "10/min,burst=0", "10/min,burst=x", "99999999999/s",
+		"1/h,burst=10000000", "1/h,burst=721"} {
 		t.Run(in, func(t *testing.T) {
 			if b, err := ratelimit.ParseBudget(in); err == nil {
 				t.Fatalf("ParseBudget(%q) = %+v, want an error", in, b)
 			}
 		})
+	}
+}
+
+// The largest budget Validate admits keeps every computed time in range:
+// a refusal's Retry-After is the true wait, not an overflowed one.
+func TestBudgetAtMaxRefill(t *testing.T) {
+	b, err := ratelimit.ParseBudget("1/h,burst=720") // exactly MaxRefill
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := ratelimit.NewMemory(ratelimit.Policy{Name: "p", Limits: []ratelimit.Limit{{Name: "p", Budget: b}}}, ratelimit.MemoryOptions{})
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for range 720 {
+		if d := m.AllowAt("k", now); !d.Allowed {
+			t.Fatal("refused within the burst")
+		}
+	}
+	d := m.AllowAt("k", now)
+	if d.Allowed || d.RetryAfter != time.Hour || d.Reset(0) != ratelimit.MaxRefill {
+		t.Fatalf("after the burst: allowed %v, Retry-After %v, reset %v; want refused, 1h, %v", d.Allowed, d.RetryAfter, d.Reset(0), ratelimit.MaxRefill)
 	}
 }

@@ -28,8 +28,11 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("ratelimit: policy %q needs a name and 1 to %d limits", p.Name, MaxLimits)
 	}
 	for _, l := range p.Limits {
-		if l.Name == "" || l.Limit < 1 || l.Burst < 1 || l.Window <= 0 {
-			return fmt.Errorf("ratelimit: policy %q: limit %q is not a valid budget", p.Name, l.Name)
+		if l.Name == "" {
+			return fmt.Errorf("ratelimit: policy %q: a limit has no name", p.Name)
+		}
+		if err := l.Budget.Validate(); err != nil {
+			return fmt.Errorf("ratelimit: policy %q: limit %q: %w", p.Name, l.Name, err)
 		}
 	}
 	return nil

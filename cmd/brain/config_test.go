@@ -82,6 +82,9 @@ func TestConfigErrors(t *testing.T) {
 		{"cookie_secure", nil, map[string]string{"BRAIN_COOKIE_SECURE": "maybe"}, "BRAIN_COOKIE_SECURE"},
 		{"session_budget", nil, map[string]string{"BRAIN_RATE_LIMIT_SESSION": "120/fortnight"}, "BRAIN_RATE_LIMIT_SESSION"},
 		{"apikey_budget", nil, map[string]string{"BRAIN_RATE_LIMIT_APIKEY": "0/min"}, "BRAIN_RATE_LIMIT_APIKEY"},
+		// 1/h with a burst of ten million would take 1,141 years to refill:
+		// its times overflow int64 (a first answer said Retry-After: 893491748).
+		{"ip_budget_overflow", nil, map[string]string{"BRAIN_RATE_LIMIT_IP": "1/h,burst=10000000"}, "BRAIN_RATE_LIMIT_IP"},
 		{"stream_cap", nil, map[string]string{"BRAIN_STREAM_CAP": "0"}, "BRAIN_STREAM_CAP"},
 		{"mem_ingest", nil, map[string]string{"MEM_RATE_LIMIT_INGEST": "-5"}, "MEM_RATE_LIMIT_INGEST"},
 		{"mem_burst", nil, map[string]string{"MEM_RATE_LIMIT_BURST": "ten"}, "MEM_RATE_LIMIT_BURST"},
