@@ -88,9 +88,7 @@ func New(cfg Config) *Server {
 	r := chi.NewRouter()
 	r.Use(RequestID, AccessLog(cfg.Logger, cfg.Now), Recoverer, ClientIP(cfg.TrustedProxies), CORS(cfg.CORSOrigins),
 		middleware.GetHead) // HEAD wherever GET is, as HTTP asks
-	if cfg.Auth != nil {
-		r.Use(Authenticate(cfg.Auth), CSRF(cfg.CORSOrigins))
-	}
+	r.Use(CSRF(cfg.CORSOrigins))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, NewError(http.StatusNotFound, "no route matches this path"))
 	})
@@ -126,14 +124,14 @@ func New(cfg Config) *Server {
 		cfg.Limits = DefaultLimits()
 		cfg.Limits.Store = store
 	}
-	ps := newPlanes(cfg.Limits, cfg.Metrics)
+	ps := newPlanes(cfg.Limits, cfg.Metrics, cfg.Now)
 	hc.OnAddOperation = append(hc.OnAddOperation, declareSecurity, declareErrors, ps.declareRateLimits)
 	hc.Components.SecuritySchemes = securitySchemes
 	declareComponents(hc.Components)
 	hc.Transformers = append(hc.Transformers, logCauses)
 
 	api := humachi.New(r, hc)
-	api.UseMiddleware(requireCaller(api))
+	api.UseMiddleware(requireCaller(api, cfg.Auth, ps))
 	ps.api = api
 	s := &Server{router: r, API: api}
 	addRoutes(api, cfg)

@@ -2,45 +2,30 @@ package api
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 
 	"github.com/brain-template/brain/auth"
 )
 
-// Authenticate is a middleware that resolves the caller from an API key
-// (Authorization: Bearer brk_... or X-API-Key) or the session cookie, and
-// stores it in the context (auth.FromContext). It refuses nothing: a
-// request without valid credentials goes on anonymous, and each operation
-// decides (requireCaller). When the store cannot answer, the request goes
-// on anonymous too, marked so that operations needing a caller answer 503
-// while the public ones (health, ready, login) still work.
-func Authenticate(svc *auth.Service) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			var id *auth.Identity
-			var err error
-			if key := apiKeyFrom(r); key != "" {
-				id, err = svc.AuthenticateKey(r.Context(), key)
-			} else if c, cerr := r.Cookie(SessionCookie); cerr == nil {
-				id, err = svc.Authenticate(r.Context(), c.Value)
-			}
-			if err != nil && !errors.Is(err, auth.ErrUnauthenticated) {
-				logger(r.Context()).Error("authenticate", "error", err)
-				r = r.WithContext(context.WithValue(r.Context(), authDownKey, true))
-			}
-			if id != nil {
-				r = r.WithContext(auth.NewContext(r.Context(), id))
-			}
-			next.ServeHTTP(w, r)
-		})
+// resolveCaller returns the caller r authenticates as, from an API key
+// (Authorization: Bearer brk_... or X-API-Key) or else the session cookie:
+// nil and auth.ErrUnauthenticated for credentials the store does not
+// know, nil and nil for a request with none. Any other error means the
+// store could not say. Only operations that need a caller resolve it, so
+// credentials sent to public routes cost nothing.
+func resolveCaller(ctx context.Context, svc *auth.Service, r *http.Request) (*auth.Identity, error) {
+	if svc == nil {
+		return nil, nil
 	}
+	if key := apiKeyFrom(r); key != "" {
+		return svc.AuthenticateKey(ctx, key)
+	}
+	if c, err := r.Cookie(SessionCookie); err == nil {
+		return svc.Authenticate(ctx, c.Value)
+	}
+	return nil, nil
 }
-
-var authDownKey = &contextKey{"auth-unavailable"}
-
-func authUnavailable(ctx context.Context) bool { v, _ := ctx.Value(authDownKey).(bool); return v }
 
 func apiKeyFrom(r *http.Request) string {
 	if h := r.Header.Get("Authorization"); h != "" {
@@ -55,9 +40,9 @@ func apiKeyFrom(r *http.Request) string {
 // says it is cross-origin (Sec-Fetch-Site, else Origin against Host), unless
 // the origin is one of the trusted CORS origins — for requests that carry
 // the session cookie, and for anonymous ones, so a hostile page cannot log
-// a victim in to its own account either. API-key requests are not
-// affected: a browser never attaches a key on its own. Requests without
-// those headers (curl, servers) pass. Mount it after [Authenticate].
+// a victim in to its own account either. Requests that send an API key are
+// not affected: a browser never attaches a key on its own. Requests without
+// those headers (curl, servers) pass.
 func CSRF(trustedOrigins []string) func(http.Handler) http.Handler {
 	cop := http.NewCrossOriginProtection()
 	for _, o := range trustedOrigins {
@@ -67,7 +52,7 @@ func CSRF(trustedOrigins []string) func(http.Handler) http.Handler {
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if id := auth.FromContext(r.Context()); (id == nil && apiKeyFrom(r) == "") || (id != nil && id.Method == auth.MethodSession) {
+			if apiKeyFrom(r) == "" {
 				if err := cop.Check(r); err != nil {
 					WriteError(w, NewError(http.StatusForbidden, "cross-site request refused: a cookie-authenticated change must come from brain's own pages or a trusted origin"))
 					return

@@ -13,24 +13,6 @@ import (
 	"github.com/brain-template/brain/api"
 )
 
-// BenchmarkAuthenticate is the auth middleware alone, resolving a session
-// from its cache: what every cookie-authenticated request pays.
-func BenchmarkAuthenticate(b *testing.B) {
-	svc := MustAuth(b)
-	token, _, _, err := svc.Login(context.Background(), "ada", "correct horse battery", "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := api.Authenticate(svc)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
-	req := httptest.NewRequest("GET", "/api/v1/auth/me", nil)
-	req.AddCookie(&http.Cookie{Name: api.SessionCookie, Value: token})
-	w := httptest.NewRecorder()
-	b.ReportAllocs()
-	for b.Loop() {
-		h.ServeHTTP(w, req)
-	}
-}
-
 // BenchmarkRequest is one whole request through the server's middleware
 // and huma: GET /api/v1/auth/me with a cached session, beside the same
 // chain answering the public health check with no credentials.

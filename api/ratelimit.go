@@ -104,13 +104,15 @@ type plan struct {
 type planes struct {
 	api     huma.API // set before the first operation is registered
 	limits  Limits
+	now     func() time.Time
+	refused refusedIPs // by the ip plane: see requireCaller
 	session *plane
 	ip      *plane
 	apikey  *plane
 	ops     map[string]*plane
 }
 
-func newPlanes(l Limits, m *Metrics) *planes {
+func newPlanes(l Limits, m *Metrics, now func() time.Time) *planes {
 	if l.Store == nil {
 		l.Store = func(p ratelimit.Policy) ratelimit.Limiter { return ratelimit.NewMemory(p, ratelimit.MemoryOptions{}) }
 	}
@@ -120,6 +122,7 @@ func newPlanes(l Limits, m *Metrics) *planes {
 	}
 	ps := &planes{
 		limits:  l,
+		now:     now,
 		session: mk("session", "session", ratelimit.Limit{Name: "session", Budget: l.Session}),
 		ip:      mk("ip", "ip", ratelimit.Limit{Name: "ip", Budget: l.IP}),
 		apikey:  mk("apikey", "apikey", ratelimit.Limit{Name: "apikey", Budget: l.APIKey}),
@@ -190,6 +193,10 @@ type RateLimitEntry struct {
 	Failures   int    `json:"failures,omitempty"`
 	IPFailures int    `json:"ip_failures,omitempty"`
 	BackoffS   []int  `json:"backoff_s,omitempty"`
+	// AppliesTo narrows the callers a budget applies to: "unauthenticated"
+	// for the ip budget of an operation that needs a caller, which every
+	// request whose credentials fail (or that sends none) draws from.
+	AppliesTo string `json:"applies_to,omitempty"`
 }
 
 func entriesOf(pl *plane) []RateLimitEntry {
@@ -260,6 +267,12 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 			entries = append(entries, entriesOf(p)...)
 		}
 	}
+	if pl.ip == nil { // an operation that needs a caller: its 401s draw from the ip plane
+		for _, e := range entriesOf(ps.ip) {
+			e.AppliesTo = "unauthenticated"
+			entries = append(entries, e)
+		}
+	}
 	if op.OperationID == "login" {
 		ll := ps.limits.Login
 		entries = append(entries, RateLimitEntry{Plane: "login", Policy: "login", Failures: ll.Failures, IPFailures: ll.IPFailures,
@@ -277,8 +290,8 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 		}
 	}
 	for status, r := range op.Responses {
-		if r.Ref != "" || (pl.ip == nil && (status == "401" || status == "403")) {
-			continue // a caller's 401 and 403 come before the limiter; a public operation's come after it
+		if r.Ref != "" || (pl.ip == nil && status == "403") {
+			continue // a caller's 403 comes before the limiter; a 401 is charged to the ip plane
 		}
 		if r.Headers == nil {
 			r.Headers = map[string]*huma.Header{}
@@ -290,12 +303,11 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 }
 
 // enforce returns the huma middleware that applies plan pl to one
-// operation: it picks the plane for the caller, asks its limiter, writes
-// the headers, and answers 429 when refused. Operation middleware runs
-// after the API's (requireCaller), so refused credentials cost no budget.
+// operation: it picks the plane for the caller and charges it. Operation
+// middleware runs after the API's (requireCaller), so a caller's 403
+// costs no budget, and a 401 was charged to the ip plane there.
 func (ps *planes) enforce(pl *plan) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
-		api := ps.api
 		var p *plane
 		var key string
 		switch id := auth.FromContext(ctx.Context()); {
@@ -309,24 +321,51 @@ func (ps *planes) enforce(pl *plan) func(huma.Context, func(huma.Context)) {
 			next(ctx)
 			return
 		}
-		d, err := p.limiter.Allow(ctx.Context(), key)
-		if err != nil {
-			inc(p.count.failed)
-			writeHumaError(api, ctx, NewError(http.StatusServiceUnavailable, "brain cannot check its rate limits right now; retry shortly"))
-			return
+		if !ps.charge(ctx, p, key) {
+			next(ctx)
 		}
-		if d.N > 0 { // none while the store is down and the policy is "open"
-			_, w := humachi.Unwrap(ctx)
-			p.headers.Write(w.Header(), &d)
-		}
-		if !d.Allowed {
-			inc(p.count.limited)
-			writeHumaError(api, ctx, refusal(p, &d))
-			return
-		}
-		inc(p.count.allowed)
-		next(ctx)
 	}
+}
+
+// failedAuth charges a request to an operation that needs a caller, whose
+// credentials failed or that sent none, to the ip plane. It reports
+// whether it answered the request (429, or 503 when the plane's store is
+// down and the policy is closed); else the caller answers 401.
+func (ps *planes) failedAuth(ctx huma.Context, ip string) (answered bool) {
+	if ps.limits.Disabled {
+		return false
+	}
+	return ps.charge(ctx, ps.ip, ip)
+}
+
+// refusing reports whether the ip plane refused ip and its budget would
+// not admit a request yet.
+func (ps *planes) refusing(ip string) bool { return ps.refused.refusing(ip, ps.now()) }
+
+// charge asks plane p to admit a request for key and writes the plane's
+// headers. When it refuses (429), or its store fails under the closed
+// policy (503), it answers the request itself and reports true.
+func (ps *planes) charge(ctx huma.Context, p *plane, key string) (answered bool) {
+	d, err := p.limiter.Allow(ctx.Context(), key)
+	if err != nil {
+		inc(p.count.failed)
+		writeHumaError(ps.api, ctx, NewError(http.StatusServiceUnavailable, "brain cannot check its rate limits right now; retry shortly"))
+		return true
+	}
+	if d.N > 0 { // none while the store is down and the policy is "open"
+		_, w := humachi.Unwrap(ctx)
+		p.headers.Write(w.Header(), &d)
+	}
+	if !d.Allowed {
+		inc(p.count.limited)
+		if p == ps.ip {
+			ps.refused.add(key, d.Time().Add(d.RetryAfter), d.Time())
+		}
+		writeHumaError(ps.api, ctx, refusal(p, &d))
+		return true
+	}
+	inc(p.count.allowed)
+	return false
 }
 
 // refusal is the 429 envelope for decision d of plane p.

@@ -1,10 +1,12 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/brain-template/brain/auth"
 	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 )
 
 // public lists the operations anyone may call. This is the one allowlist:
@@ -60,30 +62,60 @@ func declareSecurity(_ *huma.OpenAPI, op *huma.Operation) {
 	}
 }
 
-// requireCaller is the huma middleware that enforces what declareSecurity
-// documents: 401 without a caller, 403 for an API key on a session-only
-// operation.
-func requireCaller(api huma.API) func(huma.Context, func(huma.Context)) {
+// requireCaller returns the huma middleware that resolves the caller of
+// every operation that needs one and enforces what declareSecurity
+// documents: 503 when the store cannot say who it is; 401 without a
+// caller, charged to the ip plane (ps.failedAuth), which answers 429
+// instead once the address has spent its budget; 403 for an API key on a
+// session-only operation. The caller then goes in the context
+// (auth.FromContext) for the planes and the handler.
+//
+// An address the ip plane refuses gets no store lookups until its budget
+// would admit again: its credentials are checked against the caches only,
+// so a flood of made-up keys or cookies never reaches the database.
+func requireCaller(api huma.API, svc *auth.Service, ps *planes) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
 		op := ctx.Operation()
 		if public[op.OperationID] {
 			next(ctx)
 			return
 		}
-		id := auth.FromContext(ctx.Context())
-		if id == nil && authUnavailable(ctx.Context()) {
+		r, _ := humachi.Unwrap(ctx)
+		ip := GetClientIP(r.Context())
+		lookup := r.Context()
+		if ps.refusing(ip) {
+			lookup = auth.WithoutLookup(lookup)
+		}
+		id, err := resolveCaller(lookup, svc, r)
+		charged := false
+		if errors.Is(err, auth.ErrNotCached) {
+			// Charge first; only if the address's budget admits again
+			// are its credentials worth a lookup.
+			if ps.failedAuth(ctx, ip) {
+				return
+			}
+			charged = true
+			id, err = resolveCaller(r.Context(), svc, r)
+		}
+		if err != nil && !errors.Is(err, auth.ErrUnauthenticated) {
+			if r.Context().Err() != nil {
+				return // the client left during the lookup: nobody to answer
+			}
+			logger(r.Context()).Error("authenticate", "error", err)
 			writeHumaError(api, ctx, NewError(http.StatusServiceUnavailable, "brain cannot check credentials right now; retry shortly"))
 			return
 		}
 		if id == nil {
-			writeHumaError(api, ctx, NewError(http.StatusUnauthorized, "log in, or send an API key as Authorization: Bearer or X-API-Key"))
+			if charged || !ps.failedAuth(ctx, ip) {
+				writeHumaError(api, ctx, NewError(http.StatusUnauthorized, "log in, or send an API key as Authorization: Bearer or X-API-Key"))
+			}
 			return
 		}
 		if sessionOnly[op.OperationID] && id.Method != auth.MethodSession {
 			writeHumaError(api, ctx, NewError(http.StatusForbidden, "this operation needs a logged-in session; an API key cannot call it"))
 			return
 		}
-		next(ctx)
+		next(huma.WithContext(ctx, auth.NewContext(ctx.Context(), id)))
 	}
 }
 

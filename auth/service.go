@@ -19,6 +19,9 @@ var (
 	ErrUnauthenticated = errors.New("auth: not authenticated")
 	ErrInvalidUsername = errors.New("auth: a username is 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit")
 	ErrWeakPassword    = fmt.Errorf("auth: a password is %d to %d characters", MinPasswordLen, MaxPasswordLen)
+	// ErrNotCached: the credentials are not in this replica's caches, and
+	// the context asked for no store lookup ([WithoutLookup]).
+	ErrNotCached = errors.New("auth: not cached, and no lookup allowed")
 )
 
 // Password bounds.
@@ -62,6 +65,19 @@ func (id *Identity) Key() string {
 
 type identityKey struct{}
 
+type noLookupKey struct{}
+
+// WithoutLookup returns ctx asking [Service.Authenticate] and
+// [Service.AuthenticateKey] to answer from this replica's caches only,
+// returning ErrNotCached instead of asking the store. A server uses it for
+// a client that is already refused for sending bad credentials, so a
+// flood of made-up ones never reaches the database.
+func WithoutLookup(ctx context.Context) context.Context {
+	return context.WithValue(ctx, noLookupKey{}, true)
+}
+
+func lookupAllowed(ctx context.Context) bool { return ctx.Value(noLookupKey{}) == nil }
+
 // NewContext returns ctx carrying id.
 func NewContext(ctx context.Context, id *Identity) context.Context {
 	return context.WithValue(ctx, identityKey{}, id)
@@ -103,7 +119,11 @@ type Service struct {
 	gen      uint64
 	sessions map[string]*cachedSession // by token hash
 	keys     map[string]*cachedKey     // by key hash
-	used     map[string]time.Time      // API key id -> last use not yet written
+	// unknown holds the hashes of tokens and keys the store did not know,
+	// with when it said so: for CacheTTL they are refused without a
+	// lookup. A new token or key cannot be among them: each is random.
+	unknown map[string]time.Time
+	used    map[string]time.Time // API key id -> last use not yet written
 }
 
 type cachedSession struct {
@@ -121,6 +141,10 @@ type cachedKey struct {
 
 // maxCached bounds each cache; past it, entries older than CacheTTL go.
 const maxCached = 100_000
+
+// maxUnknown bounds the cache of unknown credentials (about 100 bytes an
+// entry): a flood of made-up ones replaces older entries.
+const maxUnknown = 10_000
 
 // NewService returns a Service over store.
 func NewService(store Store, cfg Config) *Service {
@@ -148,6 +172,7 @@ func NewService(store Store, cfg Config) *Service {
 		store: store, cfg: cfg, Throttle: NewLoginThrottle(),
 		dummy:    HashPassword(newToken(), cfg.Argon2),
 		sessions: map[string]*cachedSession{}, keys: map[string]*cachedKey{}, used: map[string]time.Time{},
+		unknown: map[string]time.Time{},
 	}
 }
 
@@ -243,11 +268,19 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 	s.mu.Lock()
 	c := s.sessions[hash]
 	gen := s.gen
+	known := s.knownUnknownLocked(hash, now)
 	s.mu.Unlock()
+	if c == nil && known {
+		return nil, ErrUnauthenticated
+	}
 	if c == nil || now.Sub(c.fetched) >= s.cfg.CacheTTL {
+		if !lookupAllowed(ctx) {
+			return nil, ErrNotCached
+		}
 		se, u, err := s.store.SessionByTokenHash(ctx, hash)
 		if errors.Is(err, ErrNotFound) {
 			s.evictSession(hash)
+			s.rememberUnknown(hash, now)
 			return nil, ErrUnauthenticated
 		}
 		if err != nil {
@@ -323,10 +356,18 @@ func (s *Service) AuthenticateKey(ctx context.Context, key string) (*Identity, e
 	s.mu.Lock()
 	c := s.keys[hash]
 	gen := s.gen
+	known := s.knownUnknownLocked(hash, now)
 	s.mu.Unlock()
+	if c == nil && known {
+		return nil, ErrUnauthenticated
+	}
 	if c == nil || now.Sub(c.fetched) >= s.cfg.CacheTTL {
+		if !lookupAllowed(ctx) {
+			return nil, ErrNotCached
+		}
 		k, u, err := s.store.APIKeyByHash(ctx, hash)
 		if errors.Is(err, ErrNotFound) {
+			s.rememberUnknown(hash, now)
 			return nil, ErrUnauthenticated
 		}
 		if err != nil {
@@ -483,6 +524,35 @@ func (s *Service) Run(ctx context.Context, interval time.Duration, onError func(
 			}
 		}
 	}
+}
+
+// knownUnknownLocked reports whether the store said within CacheTTL that
+// it does not know hash.
+func (s *Service) knownUnknownLocked(hash string, now time.Time) bool {
+	at, ok := s.unknown[hash]
+	return ok && now.Sub(at) < s.cfg.CacheTTL
+}
+
+// rememberUnknown records that the store does not know hash. When the
+// cache is full it drops the expired entries, then any others, to a tenth
+// below the bound.
+func (s *Service) rememberUnknown(hash string, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.unknown) >= maxUnknown {
+		for h, at := range s.unknown {
+			if now.Sub(at) >= s.cfg.CacheTTL {
+				delete(s.unknown, h)
+			}
+		}
+		for h := range s.unknown { // map order: an arbitrary tenth
+			if len(s.unknown) < maxUnknown*9/10 {
+				break
+			}
+			delete(s.unknown, h)
+		}
+	}
+	s.unknown[hash] = now
 }
 
 func (s *Service) evictSession(hash string) {

@@ -1,0 +1,196 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/ratelimit"
+	"github.com/brain-template/brain/store"
+	"github.com/brain-template/brain/store/storetest"
+)
+
+// lookups counts the credential lookups that reach the database.
+type lookups struct {
+	auth.Store
+	n atomic.Int64
+}
+
+func (l *lookups) SessionByTokenHash(ctx context.Context, h string) (auth.Session, auth.User, error) {
+	l.n.Add(1)
+	return l.Store.SessionByTokenHash(ctx, h)
+}
+
+func (l *lookups) APIKeyByHash(ctx context.Context, h string) (auth.APIKey, auth.User, error) {
+	l.n.Add(1)
+	return l.Store.APIKeyByHash(ctx, h)
+}
+
+// failedAuthServer is the whole server over real HTTP with an ip budget
+// of 3 a minute and a fake clock; it returns the store's lookup count and
+// a valid API key of ada's.
+func failedAuthServer(t *testing.T) (string, *lookups, *fakeClock, string) {
+	t.Helper()
+	clk := &fakeClock{now: t0}
+	st := &lookups{Store: store.NewAuthStore(storetest.Open(t, store.SQLite))}
+	svc := auth.NewService(st, auth.Config{Argon2: cheap, Now: clk.Now})
+	u, err := svc.AddUser(context.Background(), "ada", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, key, err := svc.CreateAPIKey(context.Background(), u.ID, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := small(clk)
+	l.IP = ratelimit.Budget{Limit: 3, Window: time.Minute, Burst: 3}
+	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now})
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return srv.URL, st, clk, key
+}
+
+func get(t *testing.T, url string, hdr ...string) (*http.Response, envelope429) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	for i := 0; i < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var env envelope429
+	_ = json.NewDecoder(res.Body).Decode(&env)
+	return res, env
+}
+
+// Every request whose credentials fail draws from its address's ip
+// budget, and its 401 says so in the headers; past the budget it is a
+// 429, and made-up credentials no longer reach the database, while a
+// caller the caches know still gets in.
+func TestFailedAuthChargesIPPlane(t *testing.T) {
+	base, st, clk, key := failedAuthServer(t)
+	me := base + "/api/v1/auth/me"
+	if res, _ := get(t, me, "X-API-Key", key); res.StatusCode != 200 { // ada's key is now cached
+		t.Fatalf("valid key: %d", res.StatusCode)
+	}
+	made := func(i int) string { return fmt.Sprintf("brk_%032d", i) }
+	for i := range 3 {
+		hdr := []string{"X-API-Key", made(i)}
+		if i == 1 {
+			hdr = []string{"Cookie", "brain_session=" + strings.Repeat("c", 43)}
+		}
+		if i == 2 {
+			hdr = nil // no credentials at all
+		}
+		res, _ := get(t, me, hdr...)
+		if res.StatusCode != 401 || res.Header.Get("RateLimit-Policy") != `"ip";q=3;w=60` || res.Header.Get("RateLimit") == "" {
+			t.Fatalf("failed auth %d: %d, RateLimit-Policy %q: want 401 drawing from the ip plane", i, res.StatusCode, res.Header.Get("RateLimit-Policy"))
+		}
+	}
+	var before int64
+	for i := range 51 {
+		if i == 1 { // the first refusal taught the server the address is refused
+			before = st.n.Load()
+		}
+		res, env := get(t, me, "X-API-Key", made(100+i))
+		if res.StatusCode != 429 || env.Details.Scope != "ip" || res.Header.Get("Retry-After") != "20" {
+			t.Fatalf("made-up key past the ip budget: %d %+v Retry-After %q; want 429 scope ip, 20 s", res.StatusCode, env, res.Header.Get("Retry-After"))
+		}
+	}
+	if n := st.n.Load() - before; n != 0 {
+		t.Fatalf("%d database lookups for 50 made-up keys from a refused address, want 0", n)
+	}
+	if res, _ := get(t, me, "X-API-Key", key); res.StatusCode != 200 {
+		t.Fatalf("a cached valid key from the refused address: %d, want 200 (its requests draw from its own budget)", res.StatusCode)
+	}
+	// Once the budget admits again, credentials are looked up again.
+	clk.Advance(20 * time.Second)
+	before = st.n.Load()
+	if res, _ := get(t, me, "X-API-Key", made(999)); res.StatusCode != 401 {
+		t.Fatalf("after Retry-After: %d, want 401", res.StatusCode)
+	}
+	if st.n.Load()-before != 1 {
+		t.Fatal("after Retry-After the credentials were not looked up")
+	}
+}
+
+// Made-up credentials repeated are looked up once per CacheTTL, whatever
+// the ip budget.
+func TestRepeatedUnknownKeyLookedUpOnce(t *testing.T) {
+	base, st, _, _ := failedAuthServer(t)
+	before := st.n.Load()
+	for range 3 { // within the ip budget
+		if res, _ := get(t, base+"/api/v1/auth/me", "Authorization", "Bearer "+fmt.Sprintf("brk_%032d", 7)); res.StatusCode != 401 {
+			t.Fatalf("%d", res.StatusCode)
+		}
+	}
+	if n := st.n.Load() - before; n != 1 {
+		t.Fatalf("%d lookups of one unknown key, want 1", n)
+	}
+}
+
+// Credentials sent to public and exempt routes are never looked up.
+func TestPublicRoutesIgnoreCredentials(t *testing.T) {
+	base, st, _, _ := failedAuthServer(t)
+	before := st.n.Load()
+	for i := range 20 {
+		for _, path := range []string{"/api/v1/health", "/openapi.json", "/api/v1/nope"} {
+			get(t, base+path, "X-API-Key", fmt.Sprintf("brk_%032d", i))
+		}
+	}
+	if n := st.n.Load() - before; n != 0 {
+		t.Fatalf("%d lookups for credentials sent to public routes, want 0", n)
+	}
+}
+
+// The spec says what the server does: an operation that needs a caller
+// shows the ip budget as applying to unauthenticated callers, and its 401
+// declares the rate-limit headers.
+func TestSpecShowsIPBudgetOnFailedAuth(t *testing.T) {
+	s, _ := mustRawServer(t, api.Config{})
+	spec, err := s.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]struct {
+			XRateLimit []api.RateLimitEntry `json:"x-rate-limit"`
+			Responses  map[string]struct {
+				Headers map[string]any `json:"headers"`
+			} `json:"responses"`
+		}
+	}
+	if err := json.Unmarshal(spec, &doc); err != nil {
+		t.Fatal(err)
+	}
+	me := doc.Paths["/api/v1/auth/me"]["get"]
+	var ip *api.RateLimitEntry
+	for i, e := range me.XRateLimit {
+		if e.Plane == "ip" {
+			ip = &me.XRateLimit[i]
+		}
+	}
+	if ip == nil || ip.AppliesTo != "unauthenticated" || ip.Limit != 30 || ip.WindowS != 60 {
+		t.Fatalf("get-me x-rate-limit %+v: want an ip entry applying to unauthenticated callers", me.XRateLimit)
+	}
+	if me.Responses["401"].Headers["RateLimit"] == nil || me.Responses["401"].Headers["RateLimit-Policy"] == nil {
+		t.Fatalf("get-me's 401 declares no rate-limit headers: %v", me.Responses["401"].Headers)
+	}
+	login := doc.Paths["/api/v1/auth/login"]["post"]
+	for _, e := range login.XRateLimit {
+		if e.AppliesTo != "" {
+			t.Fatalf("login's budgets apply to every caller: %+v", e)
+		}
+	}
+}
