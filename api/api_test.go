@@ -394,8 +394,17 @@ func TestSpecDeclaresErrors(t *testing.T) {
 func TestSpecDeclaresRateLimited(t *testing.T) {
 	s, _ := mustRawServer(t, api.Config{})
 	ops := s.API.OpenAPI().Paths
-	if r := ops["/api/v1/auth/login"].Post.Responses["429"]; r == nil || r.Ref != "#/components/responses/RateLimited" {
-		t.Fatalf("login's 429 = %+v, want the shared RateLimited response", r)
+	if r := ops["/api/v1/auth/me"].Get.Responses["429"]; r == nil || r.Ref != "#/components/responses/RateLimited" {
+		t.Fatalf("get-me's 429 = %+v, want the shared RateLimited response", r)
+	}
+	// Login's back-off refuses before any budget is charged: its 429 may
+	// lack the budget headers, and says so.
+	if r := ops["/api/v1/auth/login"].Post.Responses["429"]; r == nil || r.Ref != "#/components/responses/RateLimitedOrBackedOff" {
+		t.Fatalf("login's 429 = %+v, want the shared RateLimitedOrBackedOff response", r)
+	}
+	c := s.API.OpenAPI().Components.Responses["RateLimitedOrBackedOff"]
+	if c == nil || c.Headers["Retry-After"] == nil || c.Headers["RateLimit"] == nil || c.Headers["RateLimit"].Required {
+		t.Fatalf("RateLimitedOrBackedOff = %+v: want Retry-After and optional rate-limit headers", c)
 	}
 	if r := ops["/api/v1/health"].Get.Responses["429"]; r != nil {
 		t.Fatal("the health probe is exempt: it must not declare 429")

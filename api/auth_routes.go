@@ -112,8 +112,22 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		Description: "Checks a username and password and sets the session cookie `brain_session` (HttpOnly, SameSite=Lax, Secure unless configured off). " +
 			"An unknown user and a wrong password get the same 401. After 5 consecutive failures for a username (20 for a client IP) each further attempt must wait: 1 s, doubling, up to 15 min; a success resets the username's count.",
 		Errors: []int{http.StatusUnauthorized, http.StatusTooManyRequests},
+		// A username, a password and their JSON: a body that cannot be
+		// valid is refused before it is parsed.
+		MaxBodyBytes: 8 << 10,
+		// The back-off is decided before the ip budget: its refusal takes
+		// no token.
+		Metadata: map[string]any{metaDeferCharge: true},
 	}, func(ctx context.Context, in *LoginInput) (*LoginOutput, error) {
-		token, se, u, err := svc.Login(ctx, in.Body.Username, in.Body.Password, GetClientIP(ctx))
+		ip := GetClientIP(ctx)
+		if err := svc.Throttle.Check(auth.NormalizeUsername(in.Body.Username), ip, cfg.now()); err != nil {
+			SkipCharge(ctx)
+			return nil, authError(err)
+		}
+		if err := ChargeNow(ctx); err != nil {
+			return nil, err
+		}
+		token, se, u, err := svc.Login(ctx, in.Body.Username, in.Body.Password, ip)
 		if err != nil {
 			return nil, authError(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -35,9 +36,14 @@ func (l *lookups) APIKeyByHash(ctx context.Context, h string) (auth.APIKey, auth
 }
 
 // failedAuthServer is the whole server over real HTTP with an ip budget
-// of 3 a minute and a fake clock; it returns the store's lookup count and
-// a valid API key of ada's.
+// of 3 a minute and a fake clock; it returns its address, the store's
+// lookup count, the clock and a valid API key of ada's.
 func failedAuthServer(t *testing.T) (string, *lookups, *fakeClock, string) {
+	return limitedHTTPServer(t, ratelimit.Budget{Limit: 3, Window: time.Minute, Burst: 3})
+}
+
+// limitedHTTPServer is failedAuthServer with the ip budget ip.
+func limitedHTTPServer(t *testing.T, ip ratelimit.Budget) (string, *lookups, *fakeClock, string) {
 	t.Helper()
 	clk := &fakeClock{now: t0}
 	st := &lookups{Store: store.NewAuthStore(storetest.Open(t, store.SQLite))}
@@ -51,8 +57,10 @@ func failedAuthServer(t *testing.T) (string, *lookups, *fakeClock, string) {
 		t.Fatal(err)
 	}
 	l := small(clk)
-	l.IP = ratelimit.Budget{Limit: 3, Window: time.Minute, Burst: 3}
-	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now})
+	l.IP = ip
+	// Loopback is a trusted proxy: a test picks a client address with
+	// X-Forwarded-For; without one, the client is the peer.
+	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	return srv.URL, st, clk, key

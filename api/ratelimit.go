@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"sort"
 	"time"
@@ -98,6 +99,9 @@ type plane struct {
 // plan is which plane applies to an operation for each kind of caller.
 type plan struct {
 	session, apikey, ip *plane
+	// deferred: the handler decides when the request is charged
+	// (metaDeferCharge).
+	deferred bool
 }
 
 // planes are the limiters of one server.
@@ -166,7 +170,8 @@ func (ps *planes) planFor(op *huma.Operation) *plan {
 	case ps.limits.Disabled, exempt[op.OperationID]:
 		return nil
 	case public[op.OperationID]:
-		return &plan{ip: ps.ip}
+		deferred, _ := op.Metadata[metaDeferCharge].(bool)
+		return &plan{ip: ps.ip, deferred: deferred}
 	}
 	p := &plan{session: ps.session, apikey: ps.apikey}
 	if name, ok := op.Metadata[metaBudget].(string); ok {
@@ -209,8 +214,9 @@ func entriesOf(pl *plane) []RateLimitEntry {
 
 // The components every rate-limited operation refers to.
 const (
-	refRateLimited = "#/components/responses/RateLimited"
-	refHeader      = "#/components/headers/"
+	refRateLimited            = "#/components/responses/RateLimited"
+	refRateLimitedOrBackedOff = "#/components/responses/RateLimitedOrBackedOff"
+	refHeader                 = "#/components/headers/"
 )
 
 var rateLimitHeaders = []string{"RateLimit", "RateLimit-Policy", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
@@ -244,6 +250,20 @@ func declareComponents(c *huma.Components) {
 	c.Responses["RateLimited"] = &huma.Response{
 		Description: "rate-limited: a budget is spent. details.scope, details.policy and Retry-After say which and for how long. Throttle, never ban: wait and retry.",
 		Headers:     headers,
+		Content:     map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Ref: errorSchemaRef}}},
+	}
+	// An operation that defers its charge (login) can also refuse before
+	// any budget is charged; that refusal has no budget to describe.
+	optional := map[string]*huma.Header{"Retry-After": {Ref: refHeader + "Retry-After"}}
+	for _, h := range rateLimitHeaders {
+		o := *c.Headers[h]
+		o.Required = false
+		o.Description += " Absent when the back-off refused (details.scope login)."
+		optional[h] = &o
+	}
+	c.Responses["RateLimitedOrBackedOff"] = &huma.Response{
+		Description: "rate-limited: a budget is spent (details.scope names its plane, and the rate-limit headers describe it), or the back-off refused the request before any budget was charged (details.scope login: Retry-After only). Throttle, never ban: wait and retry.",
+		Headers:     optional,
 		Content:     map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Ref: errorSchemaRef}}},
 	}
 }
@@ -283,6 +303,9 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 	}
 	op.Extensions["x-rate-limit"] = entries
 	op.Responses["429"] = &huma.Response{Ref: refRateLimited}
+	if pl.deferred {
+		op.Responses["429"] = &huma.Response{Ref: refRateLimitedOrBackedOff}
+	}
 	if op.Responses["503"] == nil { // the "closed" outage policy
 		op.Responses["503"] = &huma.Response{
 			Description: errorDescriptions[http.StatusServiceUnavailable],
@@ -321,6 +344,12 @@ func (ps *planes) enforce(pl *plan) func(huma.Context, func(huma.Context)) {
 			next(ctx)
 			return
 		}
+		if pl.deferred {
+			c := &deferredCharge{humaContext: ctx, ps: ps, p: p, key: key}
+			c.ctx = context.WithValue(ctx.Context(), deferredKey{}, c)
+			next(c)
+			return
+		}
 		if !ps.charge(ctx, p, key) {
 			next(ctx)
 		}
@@ -343,14 +372,24 @@ func (ps *planes) failedAuth(ctx huma.Context, ip string) (answered bool) {
 func (ps *planes) refusing(ip string) bool { return ps.refused.refusing(ip, ps.now()) }
 
 // charge asks plane p to admit a request for key and writes the plane's
-// headers. When it refuses (429), or its store fails under the closed
-// policy (503), it answers the request itself and reports true.
+// headers. When it refuses, it answers the request itself and reports
+// true.
 func (ps *planes) charge(ctx huma.Context, p *plane, key string) (answered bool) {
+	if e := ps.admit(ctx, p, key); e != nil {
+		writeHumaError(ps.api, ctx, e)
+		return true
+	}
+	return false
+}
+
+// admit asks plane p to admit a request for key, writes the plane's
+// headers, and returns the envelope that refuses the request — 429, or
+// 503 when the plane's store fails under the closed policy — or nil.
+func (ps *planes) admit(ctx huma.Context, p *plane, key string) *Error {
 	d, err := p.limiter.Allow(ctx.Context(), key)
 	if err != nil {
 		inc(p.count.failed)
-		writeHumaError(ps.api, ctx, NewError(http.StatusServiceUnavailable, "brain cannot check its rate limits right now; retry shortly"))
-		return true
+		return NewError(http.StatusServiceUnavailable, "brain cannot check its rate limits right now; retry shortly")
 	}
 	if d.N > 0 { // none while the store is down and the policy is "open"
 		_, w := humachi.Unwrap(ctx)
@@ -361,11 +400,10 @@ func (ps *planes) charge(ctx huma.Context, p *plane, key string) (answered bool)
 		if p == ps.ip {
 			ps.refused.add(key, d.Time().Add(d.RetryAfter), d.Time())
 		}
-		writeHumaError(ps.api, ctx, refusal(p, &d))
-		return true
+		return refusal(p, &d)
 	}
 	inc(p.count.allowed)
-	return false
+	return nil
 }
 
 // refusal is the 429 envelope for decision d of plane p.

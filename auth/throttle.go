@@ -91,11 +91,8 @@ func (t *LoginThrottle) Begin(username, ip string, now time.Time) (Attempt, erro
 		delete(t.ips, ip)
 		i = nil
 	}
-	if w := t.wait(u, t.UserFailures, now); w > 0 {
-		return Attempt{}, &ThrottledError{RetryAfter: w, Key: "username", Failures: t.UserFailures}
-	}
-	if w := t.wait(i, t.IPFailures, now); w > 0 {
-		return Attempt{}, &ThrottledError{RetryAfter: w, Key: "ip", Failures: t.IPFailures}
+	if err := t.refuse(u, i, now); err != nil {
+		return Attempt{}, err
 	}
 	if u == nil {
 		u = &failures{}
@@ -109,6 +106,31 @@ func (t *LoginThrottle) Begin(username, ip string, now time.Time) (Attempt, erro
 	u.n, u.last = u.n+1, now
 	i.n, i.last = i.n+1, now
 	return a, nil
+}
+
+// Check reports whether an attempt for username from ip at now would be
+// refused, with the same *ThrottledError as [LoginThrottle.Begin], but
+// counts nothing: a server asks it before charging the attempt to any
+// other budget, so a refused attempt costs the client nothing else.
+func (t *LoginThrottle) Check(username, ip string, now time.Time) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	i := t.ips[ip]
+	if i != nil && now.Sub(i.last) >= t.IPReset {
+		i = nil
+	}
+	return t.refuse(t.users[username], i, now)
+}
+
+// refuse returns the *ThrottledError for counts u and i at now, or nil.
+func (t *LoginThrottle) refuse(u, i *failures, now time.Time) error {
+	if w := t.wait(u, t.UserFailures, now); w > 0 {
+		return &ThrottledError{RetryAfter: w, Key: "username", Failures: t.UserFailures}
+	}
+	if w := t.wait(i, t.IPFailures, now); w > 0 {
+		return &ThrottledError{RetryAfter: w, Key: "ip", Failures: t.IPFailures}
+	}
+	return nil
 }
 
 // Succeed records that an admitted attempt was right: the username's count

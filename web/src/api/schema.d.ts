@@ -351,6 +351,26 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description rate-limited: a budget is spent (details.scope names its plane, and the rate-limit headers describe it), or the back-off refused the request before any budget was charged (details.scope login: Retry-After only). Throttle, never ban: wait and retry. */
+        RateLimitedOrBackedOff: {
+            headers: {
+                /** @description Each budget that applies and what is left of it (draft-ietf-httpapi-ratelimit-headers-10): r = whole requests left, t = seconds until the budget is full again. Absent when the back-off refused (details.scope login). */
+                RateLimit?: string;
+                /** @description Each budget that applies: q = requests per window, w = the window in seconds. Absent when the back-off refused (details.scope login). */
+                "RateLimit-Policy"?: string;
+                "Retry-After": components["headers"]["Retry-After"];
+                /** @description Legacy: the requests per window of the budget with the fewest requests left. Absent when the back-off refused (details.scope login). */
+                "X-RateLimit-Limit"?: number;
+                /** @description Legacy: whole requests left in that budget. Absent when the back-off refused (details.scope login). */
+                "X-RateLimit-Remaining"?: number;
+                /** @description Legacy: when that budget is full again, in Unix epoch seconds. Absent when the back-off refused (details.scope login). */
+                "X-RateLimit-Reset"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: never;
     requestBodies: never;
@@ -818,7 +838,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["RateLimitedOrBackedOff"];
             /** @description internal: the server failed; the X-Request-Id header identifies the failure in its log. */
             500: {
                 headers: {

@@ -1,0 +1,111 @@
+package api
+
+import (
+	"context"
+	"io"
+
+	"github.com/danielgtaylor/huma/v2"
+)
+
+// metaDeferCharge is the Operation.Metadata key by which an operation's
+// handler says it decides when its request is charged to its plane (see
+// [ChargeNow]): login, whose back-off must refuse before the ip plane
+// takes a token.
+const metaDeferCharge = "brain.defer-charge"
+
+// A deferredCharge is the huma context of a request whose handler decides
+// when it is charged to its plane: after the checks that must refuse
+// first, so that a refused request consumes from no budget. A request that
+// never reaches the handler (an invalid body) is charged as its response
+// starts; if the plane refuses it then, the refusal replaces the response,
+// as it would have in an operation that charges up front.
+type deferredCharge struct {
+	humaContext
+	ctx      context.Context
+	ps       *planes
+	p        *plane
+	key      string
+	settled  bool
+	refusal  *Error
+	replaced bool // the refusal was written; what huma writes next is dropped
+}
+
+type deferredKey struct{}
+
+// humaContext names the embedded huma.Context, whose Context method
+// deferredCharge overrides.
+type humaContext = huma.Context
+
+func (c *deferredCharge) Context() context.Context { return c.ctx }
+
+// Unwrap lets humachi.Unwrap reach the response writer.
+func (c *deferredCharge) Unwrap() huma.Context { return c.humaContext }
+
+// SetStatus charges a request the handler did not settle, as its
+// response starts, and writes the refusal instead when the plane refuses.
+func (c *deferredCharge) SetStatus(code int) {
+	if c.replaced {
+		return
+	}
+	if !c.settled {
+		if e := c.settle(true); e != nil {
+			writeHumaError(c.ps.api, c.humaContext, e)
+			c.replaced = true
+			return
+		}
+	}
+	c.humaContext.SetStatus(code)
+}
+
+func (c *deferredCharge) SetHeader(name, value string) {
+	if !c.replaced {
+		c.humaContext.SetHeader(name, value)
+	}
+}
+
+func (c *deferredCharge) AppendHeader(name, value string) {
+	if !c.replaced {
+		c.humaContext.AppendHeader(name, value)
+	}
+}
+
+func (c *deferredCharge) BodyWriter() io.Writer {
+	if c.replaced {
+		return io.Discard
+	}
+	return c.humaContext.BodyWriter()
+}
+
+// settle charges the request once (when charge is true) and returns the
+// refusal, if any.
+func (c *deferredCharge) settle(charge bool) *Error {
+	if !c.settled {
+		c.settled = true
+		if charge {
+			c.refusal = c.ps.admit(c, c.p, c.key)
+		}
+	}
+	return c.refusal
+}
+
+// ChargeNow charges the request to its plane now, in an operation that
+// defers its charge, and returns the refusal (429, or 503 when the
+// plane's store fails under the closed policy) for the handler to return.
+// It returns nil in any other operation, where the plane has decided
+// before the handler.
+func ChargeNow(ctx context.Context) error {
+	if c, ok := ctx.Value(deferredKey{}).(*deferredCharge); ok {
+		if e := c.settle(true); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// SkipCharge settles a deferred charge without charging: the handler
+// refuses the request itself, before the plane (login's back-off).
+func SkipCharge(ctx context.Context) {
+	if c, ok := ctx.Value(deferredKey{}).(*deferredCharge); ok {
+		c.settle(false)
+	}
+}
