@@ -62,9 +62,14 @@ func rateLimitStore(cfg Config, logger *slog.Logger, metrics *api.Metrics) (func
 	return store, check, client.Close, nil
 }
 
+// listen opens the server's listeners. The tests replace it with one that
+// refuses any port but 0, so `go test` never takes the port of a brain
+// running beside it.
+var listen = net.Listen
+
 // serveMetrics serves /metrics on a listener of its own until stop.
 func serveMetrics(addr string, m *api.Metrics, logger *slog.Logger) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen (BRAIN_METRICS_ADDR): %w", err)
 	}
@@ -141,7 +146,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ln, err := listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen (BRAIN_ADDR): %w", err)
 	}

@@ -64,8 +64,8 @@ func TestFirstStartCreatesAdminWithRandomPassword(t *testing.T) {
 }
 
 func TestNewerSchemaStopsStart(t *testing.T) {
-	dir := t.TempDir()
-	kv := map[string]string{"BRAIN_DATA_DIR": dir}
+	kv := serveEnv(t, nil)
+	dir := kv["BRAIN_DATA_DIR"]
 	if err := run(context.Background(), []string{"migrate"}, env(kv), nil, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
