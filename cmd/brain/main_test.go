@@ -211,7 +211,26 @@ func TestServeRefusesBadSettings(t *testing.T) {
 	}
 	defer taken.Close()
 	err = run(context.Background(), []string{"--addr", taken.Addr().String()}, env(serveEnv(t, nil)), nil, io.Discard, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "BRAIN_ADDR") {
-		t.Fatalf("err = %v, want a listen error naming BRAIN_ADDR", err)
+	want := taken.Addr().String() + " is in use (another brain?); set BRAIN_ADDR to another host:port"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+}
+
+// A second brain on one machine, started with only another BRAIN_ADDR,
+// finds the metrics port taken: the error says which setting to change.
+// (The port taken here is a free one passed as BRAIN_METRICS_ADDR: a test
+// never binds the real default.)
+func TestServeExplainsABusyMetricsPort(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	kv := serveEnv(t, map[string]string{"BRAIN_METRICS_ADDR": taken.Addr().String()})
+	err = run(context.Background(), nil, env(kv), nil, io.Discard, io.Discard)
+	want := "metrics: " + taken.Addr().String() + " is in use (another brain?); set BRAIN_METRICS_ADDR to another host:port, or off"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
 	}
 }

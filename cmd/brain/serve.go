@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/brain-template/brain/api"
@@ -70,8 +71,11 @@ var listen = net.Listen
 // serveMetrics serves /metrics on a listener of its own until stop.
 func serveMetrics(addr string, m *api.Metrics, logger *slog.Logger) (stop func(), err error) {
 	ln, err := listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) { // a second brain on one machine, most likely
+		return nil, fmt.Errorf("metrics: %s is in use (another brain?); set BRAIN_METRICS_ADDR to another host:port, or off", addr)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("listen (BRAIN_METRICS_ADDR): %w", err)
+		return nil, fmt.Errorf("metrics: listen (BRAIN_METRICS_ADDR): %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
@@ -147,6 +151,9 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	ln, err := listen("tcp", cfg.Addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%s is in use (another brain?); set BRAIN_ADDR to another host:port", cfg.Addr)
+	}
 	if err != nil {
 		return fmt.Errorf("listen (BRAIN_ADDR): %w", err)
 	}
