@@ -114,6 +114,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		logger.Warn("created user admin with a random password, shown only now; change it with POST /api/v1/auth/password", "username", "admin", "password", generated)
 	case created:
 		logger.Info("created user admin with BRAIN_ADMIN_PASSWORD")
+	case cfg.AdminPassword != "":
+		logger.Warn("BRAIN_ADMIN_PASSWORD ignored: users exist already, and it only sets the first admin's password; change a password with `brain user passwd --username NAME`")
 	}
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	bgDone := make(chan struct{})

@@ -63,6 +63,30 @@ func TestFirstStartCreatesAdminWithRandomPassword(t *testing.T) {
 	login(client{t, base}, "admin", pw).want(t, 200, "admin with the logged password")
 }
 
+// BRAIN_ADMIN_PASSWORD only applies to the first start; later it is
+// ignored, and the log says so rather than leaving someone to wonder why
+// the password does not work.
+func TestAdminPasswordIgnoredOnceUsersExist(t *testing.T) {
+	kv := serveEnv(t, nil)
+	if err := run(context.Background(), []string{"user", "add", "--username", "grace"}, env(kv), strings.NewReader("a long enough password\n"), io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	kv["BRAIN_ADMIN_PASSWORD"] = adminPassword
+	_, logs := MustRunServer(t, kv)
+	var warning string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "BRAIN_ADMIN_PASSWORD") {
+			warning += line
+		}
+	}
+	if !strings.Contains(warning, "level=WARN") || !strings.Contains(warning, "users exist already") || !strings.Contains(warning, "brain user passwd") {
+		t.Fatalf("want one WARN line saying BRAIN_ADMIN_PASSWORD was ignored and why:\n%s", logs)
+	}
+	if strings.Contains(logs.String(), adminPassword) {
+		t.Fatal("the log shows the password")
+	}
+}
+
 func TestNewerSchemaStopsStart(t *testing.T) {
 	kv := serveEnv(t, nil)
 	dir := kv["BRAIN_DATA_DIR"]
