@@ -95,6 +95,26 @@ func TestUnknownCommand(t *testing.T) {
 	}
 }
 
+// brain -h, brain serve -h and brain help list the commands first, then the
+// settings.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"serve", "-h"}, {"help"}} {
+		var stdout, stderr bytes.Buffer
+		if err := run(context.Background(), args, env(nil), nil, &stdout, &stderr); err != nil {
+			t.Fatalf("brain %s: %v", strings.Join(args, " "), err)
+		}
+		help := stderr.String() // -h writes to stderr, as flag does
+		if args[0] == "help" {
+			help = stdout.String()
+		}
+		commands, settings := strings.Index(help, "\n  user passwd --username NAME"), strings.Index(help, "\n  -metrics-addr")
+		if !strings.HasPrefix(help, "usage: brain") || commands < 0 || settings < commands ||
+			!strings.Contains(help, "\n  migrate ") || !strings.Contains(help, "BRAIN_METRICS_ADDR") {
+			t.Errorf("brain %s printed:\n%s\nwant the usage with the commands, then the settings", strings.Join(args, " "), help)
+		}
+	}
+}
+
 // logPipe collects a running server's log lines and reports the address
 // it listens on.
 type logPipe struct {
