@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
+	"path/filepath"
+	"strings"
 
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/store"
@@ -23,6 +26,31 @@ func openStore(ctx context.Context, cfg Config) (*store.DB, int, error) {
 	return db, applied, nil
 }
 
+// databaseName names cfg's database for people: the SQLite file, or the
+// PostgreSQL host and database. It never shows the URL's user, password or
+// query parameters, so it is safe to log.
+func databaseName(cfg Config) string {
+	if cfg.DatabaseURL == "" {
+		path := store.SQLitePath(cfg.DataDir)
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		return path
+	}
+	u, err := url.Parse(cfg.DatabaseURL)
+	if err != nil {
+		return "?" // parseConfig has checked the URL already
+	}
+	host, db := u.Host, strings.TrimPrefix(u.Path, "/")
+	if host == "" { // postgres:///db?host=/run/postgresql
+		host = u.Query().Get("host")
+	}
+	if db == "" {
+		db = u.Query().Get("dbname")
+	}
+	return host + "/" + db
+}
+
 func newAuth(db *store.DB, cfg Config) *auth.Service {
 	return auth.NewService(store.NewAuthStore(db), auth.Config{
 		SessionLifetime: cfg.SessionLifetime,
@@ -36,6 +64,6 @@ func migrate(ctx context.Context, cfg Config, stdout io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	fmt.Fprintf(stdout, "%s schema at version %d (%d migration(s) applied now)\n", db.Dialect, store.SchemaVersion(db.Dialect), applied)
+	fmt.Fprintf(stdout, "%s %s: schema at version %d (%d migration(s) applied now)\n", db.Dialect, databaseName(cfg), store.SchemaVersion(db.Dialect), applied)
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -47,6 +49,39 @@ func TestUserAddAndMigrate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The start-up log says which database brain uses, and never the
+// password of its URL, nor the URL's query.
+func TestStartLogNamesTheDatabase(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		kv := serveEnv(t, nil)
+		_, logs := MustRunServer(t, kv)
+		if want := `dialect=sqlite database=` + filepath.Join(kv["BRAIN_DATA_DIR"], "brain.db"); !strings.Contains(logs.String(), want) {
+			t.Fatalf("the log lacks %s:\n%s", want, logs)
+		}
+	})
+	t.Run("postgres", func(t *testing.T) {
+		u, err := url.Parse(storetest.URL(t, store.Postgres))
+		if err != nil {
+			t.Fatal(err)
+		}
+		password, ok := u.User.Password()
+		if !ok { // a server that trusts the test user ignores the password
+			password = "never-logged-pw"
+			u.User = url.UserPassword(u.User.Username(), password)
+		}
+		_, logs := MustRunServer(t, map[string]string{"BRAIN_DATABASE_URL": u.String()})
+		want := "dialect=postgres database=" + u.Host + u.Path + " "
+		if !strings.Contains(logs.String(), want) {
+			t.Fatalf("the log lacks %q:\n%s", want, logs)
+		}
+		for _, secret := range []string{password, url.QueryEscape(password), "search_path"} {
+			if strings.Contains(logs.String(), secret) {
+				t.Fatalf("the log shows %q from the database URL:\n%s", secret, logs)
+			}
+		}
+	})
 }
 
 func TestFirstStartCreatesAdminWithRandomPassword(t *testing.T) {
