@@ -1,11 +1,11 @@
 // Command brain runs the brain API server.
 //
-//	brain [serve] [settings]                 run the server (the default)
-//	brain migrate [settings]                 bring the database schema up to date
-//	brain user add --username NAME           create a user; the password is read from stdin
-//	brain user passwd --username NAME        set a user's password, read from stdin, and end their sessions
-//	brain openapi                            print the OpenAPI document of the default settings
-//	brain help                               print the commands and the settings
+//	brain [serve] [settings]           run the server (the default)
+//	brain migrate [settings]           bring the database schema up to date
+//	brain user add --username NAME     create a user; the password is read from stdin
+//	brain user passwd --username NAME  set a user's password, read from stdin, and end their sessions
+//	brain openapi                      print the OpenAPI document of the default settings
+//	brain help                         print the commands and the settings
 //
 // Every setting is a flag and an environment variable; `brain -h` lists
 // them after the commands.
@@ -40,7 +40,8 @@ func main() {
 	}
 }
 
-// usage is the help of `brain -h` and `brain help`; the settings follow it.
+// usage lists the commands. `brain -h` and `brain help` follow it with
+// settingsIntro and the settings.
 const usage = `usage: brain [command] [settings]
 
 commands:
@@ -51,7 +52,9 @@ commands:
                                all of their sessions
   openapi                      print the OpenAPI document of the default settings
   help                         print this help
+`
 
+const settingsIntro = `
 serve, migrate and user take these settings, each a flag or an environment
 variable (a flag wins over the variable, the variable over the default):
 
@@ -66,7 +69,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	switch cmd {
 	case "serve":
-		cfg, err := parseConfig("brain serve", args, getenv, stderr, helpText(usage))
+		cfg, err := parseConfig("brain serve", args, getenv, stderr, helpText(usage+settingsIntro))
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -98,7 +101,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "help":
 		// What `brain -h` writes to stderr, on stdout: the usage, then the
 		// settings as the flag set lists them.
-		_, err := parseConfig("brain", []string{"-h"}, getenv, stdout, helpText(usage))
+		_, err := parseConfig("brain", []string{"-h"}, getenv, stdout, helpText(usage+settingsIntro))
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}

@@ -64,7 +64,7 @@ func rateLimitStore(cfg Config, logger *slog.Logger, metrics *api.Metrics) (func
 }
 
 // listen opens the server's listeners. The tests replace it with one that
-// refuses any port but 0, so `go test` never takes the port of a brain
+// refuses brain's default ports, so `go test` never collides with a brain
 // running beside it.
 var listen = net.Listen
 
