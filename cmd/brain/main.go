@@ -1,11 +1,14 @@
 // Command brain runs the brain API server.
 //
-//	brain [serve] [flags]                run the server (the default)
-//	brain migrate [flags]                bring the database schema up to date
-//	brain user add --username NAME       create a user; the password is read from stdin
-//	brain openapi                        print the OpenAPI document of the default settings
+//	brain [serve] [settings]           run the server (the default)
+//	brain migrate [settings]           bring the database schema up to date
+//	brain user add --username NAME     create a user; the password is read from stdin
+//	brain user passwd --username NAME  set a user's password, read from stdin, and end their sessions
+//	brain openapi                      print the OpenAPI document of the default settings
+//	brain help                         print the commands and the settings
 //
-// Every flag is also an environment variable; `brain serve -h` lists them.
+// Every setting is a flag and an environment variable; `brain -h` lists
+// them after the commands.
 package main
 
 import (
@@ -37,15 +40,24 @@ func main() {
 	}
 }
 
-const usage = `usage: brain [command] [flags]
+// usage lists the commands. `brain -h` and `brain help` follow it with
+// settingsIntro and the settings.
+const usage = `usage: brain [command] [settings]
 
 commands:
-  serve                   run the server (the default)
-  migrate                 bring the database schema up to date and exit
-  user add --username N   create a user, reading the password from stdin
-  openapi                 print the OpenAPI document of the default settings to stdout
+  serve                        run the server (the default)
+  migrate                      bring the database schema up to date and exit
+  user add --username NAME     create a user; the password is read from stdin
+  user passwd --username NAME  set a user's password, read from stdin, and end
+                               all of their sessions
+  openapi                      print the OpenAPI document of the default settings
+  help                         print this help
+`
 
-Run 'brain serve -h' for the settings; each is a flag and an environment variable.
+const settingsIntro = `
+serve, migrate and user take these settings, each a flag or an environment
+variable (a flag wins over the variable, the variable over the default):
+
 `
 
 // run is the whole program: main only adds the process's signals,
@@ -57,7 +69,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	switch cmd {
 	case "serve":
-		cfg, err := parseConfig("brain serve", args, getenv, stderr)
+		cfg, err := parseConfig("brain serve", args, getenv, stderr, helpText(usage+settingsIntro))
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -66,7 +78,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		}
 		return serve(ctx, cfg, newLogger(cfg, stderr))
 	case "migrate":
-		cfg, err := parseConfig("brain migrate", args, getenv, stderr)
+		cfg, err := parseConfig("brain migrate", args, getenv, stderr, helpText("usage: brain migrate [settings]\n\nsettings:\n"))
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
@@ -75,20 +87,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		}
 		return migrate(ctx, cfg, stdout)
 	case "user":
-		if len(args) == 0 || args[0] != "add" {
-			return fmt.Errorf("usage: brain user add --username NAME (the password is read from stdin)")
-		}
-		var username string
-		cfg, err := parseConfig("brain user add", args[1:], getenv, stderr, func(fs *flag.FlagSet) {
-			fs.StringVar(&username, "username", "", "the new user's name (required)")
-		})
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		return addUser(ctx, cfg, username, stdin, stdout)
+		return runUser(ctx, args, getenv, stdin, stdout, stderr)
 	case "openapi":
 		if len(args) > 0 {
 			return fmt.Errorf("openapi takes no arguments: it always documents the default settings")
@@ -100,11 +99,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		_, err = stdout.Write(spec)
 		return err
 	case "help":
-		_, err := io.WriteString(stdout, usage)
+		// What `brain -h` writes to stderr, on stdout: the usage, then the
+		// settings as the flag set lists them.
+		_, err := parseConfig("brain", []string{"-h"}, getenv, stdout, helpText(usage+settingsIntro))
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
 		return err
 	default:
 		io.WriteString(stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
+	}
+}
+
+// helpText makes a flag set's -h print text, then its flags.
+func helpText(text string) func(*flag.FlagSet) {
+	return func(fs *flag.FlagSet) {
+		fs.Usage = func() {
+			io.WriteString(fs.Output(), text)
+			fs.PrintDefaults()
+		}
 	}
 }
 

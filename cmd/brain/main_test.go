@@ -15,6 +15,45 @@ import (
 	"time"
 )
 
+// TestMain makes the program under test refuse to listen on a default
+// port (BRAIN_ADDR's or BRAIN_METRICS_ADDR's): a test that left one would
+// fail while a brain runs on this machine, or break that brain. Tests
+// bind port 0; serveEnv sets it.
+func TestMain(m *testing.M) {
+	d := defaultConfig()
+	defaults := map[string]bool{port(d.Addr): true, port(d.MetricsAddr): true}
+	listen = func(network, addr string) (net.Listener, error) {
+		if defaults[port(addr)] {
+			panic("a test listens on " + addr + ", a default port: give it serveEnv's BRAIN_ADDR and BRAIN_METRICS_ADDR (port 0)")
+		}
+		return net.Listen(network, addr)
+	}
+	os.Exit(m.Run())
+}
+
+func port(hostport string) string {
+	_, p, _ := net.SplitHostPort(hostport)
+	return p
+}
+
+// serveEnv is kv completed for a server under test: port 0 for both
+// listeners and a fresh data dir, where kv does not say otherwise.
+func serveEnv(tb testing.TB, kv map[string]string) map[string]string {
+	tb.Helper()
+	if kv == nil {
+		kv = map[string]string{}
+	}
+	for k, v := range map[string]string{"BRAIN_ADDR": "127.0.0.1:0", "BRAIN_METRICS_ADDR": "127.0.0.1:0"} {
+		if kv[k] == "" {
+			kv[k] = v
+		}
+	}
+	if kv["BRAIN_DATA_DIR"] == "" {
+		kv["BRAIN_DATA_DIR"] = tb.TempDir()
+	}
+	return kv
+}
+
 // env returns a getenv over a fixed map.
 func env(kv map[string]string) func(string) string {
 	return func(k string) string { return kv[k] }
@@ -53,6 +92,26 @@ func TestUnknownCommand(t *testing.T) {
 	err := run(context.Background(), []string{"frobnicate"}, env(nil), nil, io.Discard, &stderr)
 	if err == nil || !strings.Contains(err.Error(), "frobnicate") || !strings.Contains(stderr.String(), "usage:") {
 		t.Fatalf("err = %v, stderr %q; want an error naming the command and the usage", err, stderr.String())
+	}
+}
+
+// brain -h, brain serve -h and brain help list the commands first, then the
+// settings.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"-h"}, {"serve", "-h"}, {"help"}} {
+		var stdout, stderr bytes.Buffer
+		if err := run(context.Background(), args, env(nil), nil, &stdout, &stderr); err != nil {
+			t.Fatalf("brain %s: %v", strings.Join(args, " "), err)
+		}
+		help := stderr.String() // -h writes to stderr, as flag does
+		if args[0] == "help" {
+			help = stdout.String()
+		}
+		commands, settings := strings.Index(help, "\n  user passwd --username NAME"), strings.Index(help, "\n  -metrics-addr")
+		if !strings.HasPrefix(help, "usage: brain") || commands < 0 || settings < commands ||
+			!strings.Contains(help, "\n  migrate ") || !strings.Contains(help, "BRAIN_METRICS_ADDR") {
+			t.Errorf("brain %s printed:\n%s\nwant the usage with the commands, then the settings", strings.Join(args, " "), help)
+		}
 	}
 }
 
@@ -102,18 +161,7 @@ func MustRunServer(tb testing.TB, kv map[string]string) (string, *logPipe) {
 // shuts the server down and waits for run to return (also on cleanup).
 func runServer(tb testing.TB, kv map[string]string) (string, *logPipe, func()) {
 	tb.Helper()
-	if kv == nil {
-		kv = map[string]string{}
-	}
-	if kv["BRAIN_ADDR"] == "" {
-		kv["BRAIN_ADDR"] = "127.0.0.1:0"
-	}
-	if kv["BRAIN_DATA_DIR"] == "" {
-		kv["BRAIN_DATA_DIR"] = tb.TempDir()
-	}
-	if kv["BRAIN_METRICS_ADDR"] == "" {
-		kv["BRAIN_METRICS_ADDR"] = "127.0.0.1:0"
-	}
+	kv = serveEnv(tb, kv)
 	logs := newLogPipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -173,7 +221,7 @@ func TestServeEndToEnd(t *testing.T) {
 }
 
 func TestServeRefusesBadSettings(t *testing.T) {
-	err := run(context.Background(), nil, env(map[string]string{"BRAIN_RATE_LIMIT_IP": "lots"}), nil, io.Discard, io.Discard)
+	err := run(context.Background(), nil, env(serveEnv(t, map[string]string{"BRAIN_RATE_LIMIT_IP": "lots"})), nil, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "BRAIN_RATE_LIMIT_IP") {
 		t.Fatalf("err = %v, want one naming BRAIN_RATE_LIMIT_IP", err)
 	}
@@ -182,8 +230,27 @@ func TestServeRefusesBadSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	err = run(context.Background(), []string{"--addr", taken.Addr().String()}, env(map[string]string{"BRAIN_DATA_DIR": t.TempDir()}), nil, io.Discard, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "BRAIN_ADDR") {
-		t.Fatalf("err = %v, want a listen error naming BRAIN_ADDR", err)
+	err = run(context.Background(), []string{"--addr", taken.Addr().String()}, env(serveEnv(t, nil)), nil, io.Discard, io.Discard)
+	want := taken.Addr().String() + " is in use (another brain?); set BRAIN_ADDR to another host:port"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+}
+
+// A second brain on one machine, started with only another BRAIN_ADDR,
+// finds the metrics port taken: the error says which setting to change.
+// (The port taken here is a free one passed as BRAIN_METRICS_ADDR: a test
+// never binds the real default.)
+func TestServeExplainsABusyMetricsPort(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	kv := serveEnv(t, map[string]string{"BRAIN_METRICS_ADDR": taken.Addr().String()})
+	err = run(context.Background(), nil, env(kv), nil, io.Discard, io.Discard)
+	want := "metrics: " + taken.Addr().String() + " is in use (another brain?); set BRAIN_METRICS_ADDR to another host:port, or off"
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"syscall"
 	"time"
 
 	"github.com/brain-template/brain/api"
@@ -62,11 +63,19 @@ func rateLimitStore(cfg Config, logger *slog.Logger, metrics *api.Metrics) (func
 	return store, check, client.Close, nil
 }
 
+// listen opens the server's listeners. The tests replace it with one that
+// refuses brain's default ports, so `go test` never collides with a brain
+// running beside it.
+var listen = net.Listen
+
 // serveMetrics serves /metrics on a listener of its own until stop.
 func serveMetrics(addr string, m *api.Metrics, logger *slog.Logger) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) { // a second brain on one machine, most likely
+		return nil, fmt.Errorf("metrics: %s is in use (another brain?); set BRAIN_METRICS_ADDR to another host:port, or off", addr)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("listen (BRAIN_METRICS_ADDR): %w", err)
+		return nil, fmt.Errorf("metrics: listen (BRAIN_METRICS_ADDR): %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
@@ -95,7 +104,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return err
 	}
 	defer db.Close()
-	logger.Info("database ready", "dialect", db.Dialect, "schema", store.SchemaVersion(db.Dialect), "migrations_applied", applied)
+	logger.Info("database ready", "dialect", db.Dialect, "database", databaseName(cfg), "schema", store.SchemaVersion(db.Dialect), "migrations_applied", applied)
 	svc := newAuth(db, cfg)
 	created, generated, err := svc.EnsureAdmin(ctx, cfg.AdminPassword)
 	switch {
@@ -105,6 +114,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		logger.Warn("created user admin with a random password, shown only now; change it with POST /api/v1/auth/password", "username", "admin", "password", generated)
 	case created:
 		logger.Info("created user admin with BRAIN_ADMIN_PASSWORD")
+	case cfg.AdminPassword != "":
+		logger.Warn("BRAIN_ADMIN_PASSWORD ignored: users exist already, and it only sets the first admin's password; change a password with `brain user passwd --username NAME`")
 	}
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	bgDone := make(chan struct{})
@@ -141,7 +152,10 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ln, err := listen("tcp", cfg.Addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%s is in use (another brain?); set BRAIN_ADDR to another host:port", cfg.Addr)
+	}
 	if err != nil {
 		return fmt.Errorf("listen (BRAIN_ADDR): %w", err)
 	}

@@ -1,11 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"path/filepath"
 	"strings"
 
 	"github.com/brain-template/brain/auth"
@@ -26,6 +26,31 @@ func openStore(ctx context.Context, cfg Config) (*store.DB, int, error) {
 	return db, applied, nil
 }
 
+// databaseName names cfg's database for people: the SQLite file, or the
+// PostgreSQL host and database. It never shows the URL's user, password or
+// query parameters, so it is safe to log.
+func databaseName(cfg Config) string {
+	if cfg.DatabaseURL == "" {
+		path := store.SQLitePath(cfg.DataDir)
+		if abs, err := filepath.Abs(path); err == nil {
+			path = abs
+		}
+		return path
+	}
+	u, err := url.Parse(cfg.DatabaseURL)
+	if err != nil {
+		return "?" // parseConfig has checked the URL already
+	}
+	host, db := u.Host, strings.TrimPrefix(u.Path, "/")
+	if host == "" { // postgres:///db?host=/run/postgresql
+		host = u.Query().Get("host")
+	}
+	if db == "" {
+		db = u.Query().Get("dbname")
+	}
+	return host + "/" + db
+}
+
 func newAuth(db *store.DB, cfg Config) *auth.Service {
 	return auth.NewService(store.NewAuthStore(db), auth.Config{
 		SessionLifetime: cfg.SessionLifetime,
@@ -39,34 +64,6 @@ func migrate(ctx context.Context, cfg Config, stdout io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	fmt.Fprintf(stdout, "%s schema at version %d (%d migration(s) applied now)\n", db.Dialect, store.SchemaVersion(db.Dialect), applied)
-	return nil
-}
-
-func addUser(ctx context.Context, cfg Config, username string, stdin io.Reader, stdout io.Writer) error {
-	if username == "" {
-		return errors.New("user add needs --username")
-	}
-	if stdin == nil {
-		return errors.New("user add reads the password from stdin")
-	}
-	line, err := bufio.NewReader(stdin).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("read password: %w", err)
-	}
-	password := strings.TrimRight(line, "\r\n")
-	db, _, err := openStore(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	u, err := newAuth(db, cfg).AddUser(ctx, username, password)
-	if errors.Is(err, auth.ErrConflict) {
-		return fmt.Errorf("a user named %q exists already", auth.NormalizeUsername(username))
-	}
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "created user %s (id %s)\n", u.Username, u.ID)
+	fmt.Fprintf(stdout, "%s %s: schema at version %d (%d migration(s) applied now)\n", db.Dialect, databaseName(cfg), store.SchemaVersion(db.Dialect), applied)
 	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/url"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -49,6 +51,39 @@ func TestUserAddAndMigrate(t *testing.T) {
 	}
 }
 
+// The start-up log says which database brain uses, and never the
+// password of its URL, nor the URL's query.
+func TestStartLogNamesTheDatabase(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) {
+		kv := serveEnv(t, nil)
+		_, logs := MustRunServer(t, kv)
+		if want := `dialect=sqlite database=` + filepath.Join(kv["BRAIN_DATA_DIR"], "brain.db"); !strings.Contains(logs.String(), want) {
+			t.Fatalf("the log lacks %s:\n%s", want, logs)
+		}
+	})
+	t.Run("postgres", func(t *testing.T) {
+		u, err := url.Parse(storetest.URL(t, store.Postgres))
+		if err != nil {
+			t.Fatal(err)
+		}
+		password, ok := u.User.Password()
+		if !ok { // a server that trusts the test user ignores the password
+			password = "never-logged-pw"
+			u.User = url.UserPassword(u.User.Username(), password)
+		}
+		_, logs := MustRunServer(t, map[string]string{"BRAIN_DATABASE_URL": u.String()})
+		want := "dialect=postgres database=" + u.Host + u.Path + " "
+		if !strings.Contains(logs.String(), want) {
+			t.Fatalf("the log lacks %q:\n%s", want, logs)
+		}
+		for _, secret := range []string{password, url.QueryEscape(password), "search_path"} {
+			if strings.Contains(logs.String(), secret) {
+				t.Fatalf("the log shows %q from the database URL:\n%s", secret, logs)
+			}
+		}
+	})
+}
+
 func TestFirstStartCreatesAdminWithRandomPassword(t *testing.T) {
 	base, logs := MustRunServer(t, nil)
 	var pw string
@@ -63,9 +98,33 @@ func TestFirstStartCreatesAdminWithRandomPassword(t *testing.T) {
 	login(client{t, base}, "admin", pw).want(t, 200, "admin with the logged password")
 }
 
+// BRAIN_ADMIN_PASSWORD only applies to the first start; later it is
+// ignored, and the log says so rather than leaving someone to wonder why
+// the password does not work.
+func TestAdminPasswordIgnoredOnceUsersExist(t *testing.T) {
+	kv := serveEnv(t, nil)
+	if err := run(context.Background(), []string{"user", "add", "--username", "grace"}, env(kv), strings.NewReader("a long enough password\n"), io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	kv["BRAIN_ADMIN_PASSWORD"] = adminPassword
+	_, logs := MustRunServer(t, kv)
+	var warning string
+	for _, line := range strings.Split(logs.String(), "\n") {
+		if strings.Contains(line, "BRAIN_ADMIN_PASSWORD") {
+			warning += line
+		}
+	}
+	if !strings.Contains(warning, "level=WARN") || !strings.Contains(warning, "users exist already") || !strings.Contains(warning, "brain user passwd") {
+		t.Fatalf("want one WARN line saying BRAIN_ADMIN_PASSWORD was ignored and why:\n%s", logs)
+	}
+	if strings.Contains(logs.String(), adminPassword) {
+		t.Fatal("the log shows the password")
+	}
+}
+
 func TestNewerSchemaStopsStart(t *testing.T) {
-	dir := t.TempDir()
-	kv := map[string]string{"BRAIN_DATA_DIR": dir}
+	kv := serveEnv(t, nil)
+	dir := kv["BRAIN_DATA_DIR"]
 	if err := run(context.Background(), []string{"migrate"}, env(kv), nil, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/brain-template/brain/auth"
+)
+
+const userUsage = `usage: brain user <command> --username NAME [settings] < password
+
+commands:
+  add      create a user
+  passwd   set a user's password and end all of their sessions
+
+Each reads the password (12 to 1024 characters) from the first line of stdin,
+so that it shows neither in ps nor in the shell's history:
+
+  echo "$PW" | brain user add --username ada
+
+Both take the settings of serve to find the database ('brain -h' lists them).
+`
+
+// runUser runs `brain user <command>`: the users of the configured
+// database, managed from the command line.
+func runUser(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var cmd string
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "add", "passwd":
+	case "help", "-h", "-help", "--help":
+		_, err := io.WriteString(stdout, userUsage)
+		return err
+	case "":
+		io.WriteString(stderr, userUsage)
+		return errors.New("user needs a command: add or passwd")
+	default:
+		io.WriteString(stderr, userUsage)
+		return fmt.Errorf("unknown user command %q", cmd)
+	}
+	var username string
+	cfg, err := parseConfig("brain user "+cmd, args, getenv, stderr,
+		helpText(fmt.Sprintf("usage: brain user %s --username NAME [settings] < password\n\n"+
+			"--username is required; of the settings, BRAIN_DATA_DIR and BRAIN_DATABASE_URL say which database:\n\n", cmd)),
+		func(fs *flag.FlagSet) { fs.StringVar(&username, "username", "", "the user's name (required)") })
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if username == "" {
+		return fmt.Errorf("user %s needs --username", cmd)
+	}
+	password, err := readPassword(stdin)
+	if err != nil {
+		return err
+	}
+	db, _, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	svc := newAuth(db, cfg)
+	if cmd == "add" {
+		return addUser(ctx, svc, username, password, stdout)
+	}
+	return setPassword(ctx, svc, username, password, stdout)
+}
+
+// readPassword reads the first line of stdin.
+func readPassword(stdin io.Reader) (string, error) {
+	if stdin == nil {
+		return "", errors.New("the password is read from stdin")
+	}
+	line, err := bufio.NewReader(stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("read the password: %w", err)
+	}
+	return strings.TrimRight(line, "\r\n"), nil
+}
+
+func addUser(ctx context.Context, svc *auth.Service, username, password string, stdout io.Writer) error {
+	u, err := svc.AddUser(ctx, username, password)
+	if errors.Is(err, auth.ErrConflict) {
+		return fmt.Errorf("a user named %q exists already", auth.NormalizeUsername(username))
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "created user %s (id %s)\n", u.Username, u.ID)
+	return nil
+}
+
+// setPassword is `brain user passwd`: a password reset by the operator,
+// who need not know the old one.
+func setPassword(ctx context.Context, svc *auth.Service, username, password string, stdout io.Writer) error {
+	name := auth.NormalizeUsername(username)
+	err := svc.SetPassword(ctx, name, password)
+	if errors.Is(err, auth.ErrNotFound) {
+		return fmt.Errorf("no user named %q", name)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "set the password of %s and ended all of their sessions (a running server may accept one it has cached for up to %v more)\n",
+		name, svc.Config().CacheTTL)
+	return nil
+}
