@@ -197,7 +197,7 @@ func TestMigrate(t *testing.T) {
 				t.Fatalf("Migrate on an up-to-date schema = %d, %v; want 0, nil", n, err)
 			}
 			// A newer brain migrated this database: refuse to start.
-			if _, err := db.Exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)"); err != nil {
+			if _, err := db.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)"); err != nil {
 				t.Fatal(err)
 			}
 			var tooNew *store.ErrSchemaTooNew
