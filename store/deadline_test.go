@@ -25,7 +25,7 @@ func TestEveryCallHasADeadline(t *testing.T) {
 			ctx := context.Background()
 			u := mustUser(t, s, "u1", "ada")
 			key := auth.APIKey{ID: "k1", UserID: u.ID, Name: "ci", Prefix: "brk_abcd", KeyHash: "kh1", CreatedAt: t0}
-			if err := s.CreateAPIKey(ctx, key); err != nil {
+			if err := s.CreateAPIKey(ctx, key, 10); err != nil {
 				t.Fatal(err)
 			}
 
@@ -44,7 +44,7 @@ func TestEveryCallHasADeadline(t *testing.T) {
 			if d == store.Postgres { // SQLite's readers do not wait for its writer
 				calls = append(calls,
 					call{"query_row", func() error { _, err := s.UserByID(ctx, u.ID); return err }},
-					call{"query", func() error { _, err := s.ListAPIKeys(ctx, u.ID); return err }},
+					call{"query", func() error { _, err := s.ListAPIKeys(ctx, u.ID, auth.Cursor{}, 10); return err }},
 				)
 			}
 			var tx *store.Tx
