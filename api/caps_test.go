@@ -63,9 +63,9 @@ func (r reply) code() string {
 	return env.Code
 }
 
-// httpCall sends a request to srv with a JSON body (when not "") and headers
-// as "Name: value". A client gives up after 20 s, so a server that hangs
-// fails the test instead of stalling it.
+// httpCall sends a request to srv with a JSON body (when not "") and
+// headers as "Name: value" ("" for none). A client gives up after 20 s, so
+// a server that hangs fails the test instead of stalling it.
 func httpCall(tb testing.TB, srv *httptest.Server, method, path, body string, headers ...string) reply {
 	tb.Helper()
 	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
@@ -76,6 +76,9 @@ func httpCall(tb testing.TB, srv *httptest.Server, method, path, body string, he
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for _, h := range headers {
+		if h == "" {
+			continue
+		}
 		k, v, _ := strings.Cut(h, ": ")
 		req.Header.Set(k, v)
 	}
