@@ -156,7 +156,8 @@ func NewService(store Store, cfg Config) *Service {
 	}
 	if cfg.TouchInterval == 0 {
 		// Often enough that another replica's view of "last seen" lags
-		// the idle timeout by at most a quarter of it.
+		// by at most a quarter of the idle timeout, plus the interval at
+		// which Run flushes.
 		cfg.TouchInterval = min(time.Minute, cfg.IdleTimeout/4)
 	}
 	if cfg.MaxSessions == 0 {

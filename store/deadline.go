@@ -9,8 +9,8 @@ import (
 // ping and transaction of a [DB] ends within DB.Timeout, whether or not the
 // caller's context has a deadline. A database that accepts connections but
 // never answers then costs a request Timeout, not as long as the client
-// waits, and a write that outlives its request (a session's last-seen time,
-// an API key's last use) still ends.
+// waits, and a background write (a session's last-seen time, an API key's
+// last use) ends too.
 
 // runner is what *sql.DB and *sql.Tx have in common.
 type runner interface {

@@ -37,8 +37,8 @@ type DB struct {
 	sql     *sql.DB
 	Dialect Dialect
 	// Timeout bounds each call: a statement, a ping, or a transaction from
-	// BeginTx to Commit. Open sets DefaultTimeout; change it before the DB
-	// is shared. Migrate is not bounded by it.
+	// BeginTx to Commit. It must be positive. Open sets DefaultTimeout;
+	// change it before the DB is shared. Migrate is not bounded by it.
 	Timeout time.Duration
 }
 

@@ -91,7 +91,12 @@ func OpenStallable(tb testing.TB, d store.Dialect) (*store.DB, *Stall) {
 				tb.Fatal(err)
 			}
 		},
-		stop: func() { tx.Rollback() },
+		stop: func() {
+			if tx != nil {
+				tx.Rollback()
+				tx = nil
+			}
+		},
 	}
 }
 
