@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -90,10 +91,17 @@ type CreateAPIKeyOutput struct {
 	}
 }
 
-// ListAPIKeysOutput lists the caller's keys.
+// ListAPIKeysInput asks for one page of the caller's keys.
+type ListAPIKeysInput struct {
+	Limit  int    `query:"limit" minimum:"1" maximum:"100" default:"50" doc:"At most this many keys."`
+	Cursor string `query:"cursor" maxLength:"128" pattern:"^[A-Za-z0-9_-]*$" doc:"Where the page starts: the next_cursor of the previous page; absent for the first page."`
+}
+
+// ListAPIKeysOutput is one page of the caller's keys.
 type ListAPIKeysOutput struct {
 	Body struct {
-		Keys []APIKeyView `json:"keys" nullable:"false"`
+		Keys       []APIKeyView `json:"keys" nullable:"false" maxItems:"100"`
+		NextCursor string       `json:"next_cursor,omitempty" doc:"The cursor of the next page. Absent on the last page."`
 	}
 }
 
@@ -105,12 +113,19 @@ type DeleteAPIKeyInput struct {
 func addAuthRoutes(api huma.API, cfg Config) {
 	svc := cfg.Auth
 	tags := []string{"Auth"}
+	// The caps the spec shows: the running ones, or the defaults when
+	// there is no service (brain openapi).
+	maxKeys, maxSessions := auth.DefaultMaxAPIKeys, auth.DefaultMaxSessions
+	if svc != nil {
+		maxKeys, maxSessions = svc.Config().MaxAPIKeys, svc.Config().MaxSessions
+	}
 
 	huma.Register(api, huma.Operation{
 		OperationID: "login", Method: http.MethodPost, Path: Prefix + "/auth/login",
 		Summary: "Log in", Tags: tags,
 		Description: "Checks a username and password and sets the session cookie `brain_session` (HttpOnly, SameSite=Lax, Secure unless configured off). " +
-			"An unknown user and a wrong password get the same 401. After 5 consecutive failures for a username (20 for a client IP) each further attempt must wait: 1 s, doubling, up to 15 min; a success resets the username's count.",
+			"An unknown user and a wrong password get the same 401. After 5 consecutive failures for a username (20 for a client IP) each further attempt must wait: 1 s, doubling, up to 15 min; a success resets the username's count." +
+			fmt.Sprintf(" A user has at most %d sessions: a login beyond that ends the user's oldest session.", maxSessions),
 		Errors: []int{http.StatusUnauthorized, http.StatusTooManyRequests},
 		// A username, a password and their JSON: a body that cannot be
 		// valid is refused before it is parsed.
@@ -183,9 +198,14 @@ func addAuthRoutes(api huma.API, cfg Config) {
 	huma.Register(api, huma.Operation{
 		OperationID: "create-api-key", Method: http.MethodPost, Path: Prefix + "/apikeys",
 		Summary: "Create an API key", Tags: tags, DefaultStatus: http.StatusCreated,
-		Description: "Creates a key for programs to call the API as you. The response is the only time the key is shown. Managing keys needs a session: a key cannot create keys.",
+		Description: "Creates a key for programs to call the API as you. The response is the only time the key is shown. Managing keys needs a session: a key cannot create keys. " +
+			fmt.Sprintf("A user may have at most %d keys; beyond that the answer is 409 until one is deleted.", maxKeys),
+		Errors: []int{http.StatusConflict},
 	}, func(ctx context.Context, in *CreateAPIKeyInput) (*CreateAPIKeyOutput, error) {
 		k, secret, err := svc.CreateAPIKey(ctx, auth.FromContext(ctx).User.ID, in.Body.Name)
+		if errors.Is(err, auth.ErrTooMany) {
+			return nil, NewError(http.StatusConflict, fmt.Sprintf("you have %d API keys, the most allowed: delete one before creating another", maxKeys))
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -196,9 +216,14 @@ func addAuthRoutes(api huma.API, cfg Config) {
 
 	huma.Register(api, huma.Operation{
 		OperationID: "list-api-keys", Method: http.MethodGet, Path: Prefix + "/apikeys",
-		Summary: "List my API keys", Tags: tags, Description: "Newest first, without secrets.",
-	}, func(ctx context.Context, _ *struct{}) (*ListAPIKeysOutput, error) {
-		keys, err := svc.ListAPIKeys(ctx, auth.FromContext(ctx).User.ID)
+		Summary: "List my API keys", Tags: tags,
+		Description: "Newest first, without secrets, a page at a time: pass each page's `next_cursor` as `cursor` to get the next, until a page has no `next_cursor`.",
+	}, func(ctx context.Context, in *ListAPIKeysInput) (*ListAPIKeysOutput, error) {
+		after, err := decodeCursor(in.Cursor)
+		if err != nil {
+			return nil, badCursor()
+		}
+		keys, next, err := svc.ListAPIKeys(ctx, auth.FromContext(ctx).User.ID, after, in.Limit)
 		if err != nil {
 			return nil, err
 		}
@@ -207,6 +232,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		for i, k := range keys {
 			out.Body.Keys[i] = apiKeyView(k)
 		}
+		out.Body.NextCursor = encodeCursor(next)
 		return out, nil
 	})
 

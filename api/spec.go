@@ -18,6 +18,7 @@ const errorSchemaRef = "#/components/schemas/Error"
 var errorDescriptions = map[int]string{
 	http.StatusBadRequest:            "invalid-request: the body is not valid JSON, or is missing.",
 	http.StatusRequestTimeout:        "request-timeout: the body did not arrive in time.",
+	http.StatusConflict:              "conflict: the request clashes with what exists, such as a per-user cap that is full; the message says what to do.",
 	http.StatusRequestEntityTooLarge: "payload-too-large: the body is larger than this operation accepts.",
 	http.StatusUnsupportedMediaType:  "unsupported-media-type: the body is not application/json.",
 	http.StatusUnprocessableEntity:   "unprocessable: a parameter or body member breaks the schema; details.errors says which and why.",

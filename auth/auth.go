@@ -10,6 +10,8 @@ import (
 var (
 	ErrNotFound = errors.New("auth: not found")
 	ErrConflict = errors.New("auth: already exists")
+	// ErrTooMany: the user has as many as the cap allows (of API keys).
+	ErrTooMany = errors.New("auth: the user has reached the cap")
 )
 
 // A User is someone who can log in. Each user's data is private to them.
@@ -41,8 +43,21 @@ type APIKey struct {
 	LastUsedAt time.Time // zero until first use
 }
 
+// A Cursor is a place in a list ordered newest first (created_at
+// descending, then id ascending): the created time and id of the last item
+// a page showed. The next page starts after it. The zero Cursor is the
+// start of the list.
+type Cursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
 // Store keeps users, sessions and API keys. Package store implements it on
 // SQLite and PostgreSQL; one test suite (storetest) holds both to it.
+//
+// Every call must end in bounded time even when ctx has no deadline
+// (package store bounds each with DB.Timeout): the Service's background
+// writes rely on it to end when the database does not answer.
 type Store interface {
 	CreateUser(ctx context.Context, u User) error // ErrConflict when the username is taken
 	UserByID(ctx context.Context, id string) (User, error)
@@ -50,19 +65,27 @@ type Store interface {
 	CountUsers(ctx context.Context) (int, error)
 	SetPasswordHash(ctx context.Context, userID, hash string) error
 
-	CreateSession(ctx context.Context, s Session) error
+	// CreateSession inserts s and, in the same transaction, deletes the
+	// user's oldest sessions (by creation) so that at most max remain, s
+	// included. It returns the token hashes of the sessions it deleted.
+	CreateSession(ctx context.Context, s Session, max int) (evicted []string, err error)
 	// SessionByTokenHash returns the session and its user.
 	SessionByTokenHash(ctx context.Context, tokenHash string) (Session, User, error)
-	TouchSession(ctx context.Context, tokenHash string, at time.Time) error
+	// TouchSessions records last-seen times (by token hash) in one write.
+	TouchSessions(ctx context.Context, seen map[string]time.Time) error
 	DeleteSession(ctx context.Context, tokenHash string) error
 	// DeleteUserSessions deletes every session of the user but keepTokenHash's.
 	DeleteUserSessions(ctx context.Context, userID, keepTokenHash string) error
 	DeleteExpiredSessions(ctx context.Context, now time.Time, idle time.Duration) (int, error)
 
-	CreateAPIKey(ctx context.Context, k APIKey) error
+	// CreateAPIKey inserts k unless its user has max keys already
+	// (ErrTooMany); concurrent calls cannot pass max together.
+	CreateAPIKey(ctx context.Context, k APIKey, max int) error
 	// APIKeyByHash returns the key and its user.
 	APIKeyByHash(ctx context.Context, keyHash string) (APIKey, User, error)
-	ListAPIKeys(ctx context.Context, userID string) ([]APIKey, error)
+	// ListAPIKeys returns up to limit of the user's keys after the cursor,
+	// newest first (see Cursor).
+	ListAPIKeys(ctx context.Context, userID string, after Cursor, limit int) ([]APIKey, error)
 	DeleteAPIKey(ctx context.Context, userID, id string) error // ErrNotFound unless the user owns it
 	// TouchAPIKeys records last-use times in one write.
 	TouchAPIKeys(ctx context.Context, used map[string]time.Time) error

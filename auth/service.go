@@ -97,12 +97,32 @@ type Config struct {
 	// before it asks the database again: how long a session revoked on
 	// another replica may still be accepted here. Default 10 s.
 	CacheTTL time.Duration
-	// TouchInterval is how stale a session's last-seen time may get before
-	// a request writes it. Default 1 min.
+	// TouchInterval is how stale a session's last-seen time in the
+	// database may get before a request queues a write of it (Flush writes
+	// the queue). Default 1 min.
 	TouchInterval time.Duration
 	Argon2        Argon2Params
 	Now           func() time.Time
+
+	// MaxSessions caps each user's live sessions: a login beyond it ends
+	// the user's oldest session. Default DefaultMaxSessions.
+	MaxSessions int
+	// MaxAPIKeys caps each user's API keys: creating one more fails with
+	// ErrTooMany. Default DefaultMaxAPIKeys.
+	MaxAPIKeys int
 }
+
+// The default caps per user.
+const (
+	// DefaultMaxSessions leaves room for every browser and device a person
+	// uses, and for logins whose cookies were lost, while it bounds the
+	// rows a user can make and the session rate budgets (one per session)
+	// a user can hold at once.
+	DefaultMaxSessions = 20
+	// DefaultMaxAPIKeys: one key per program or machine, with room to
+	// spare; a list of them is one page of GET /apikeys.
+	DefaultMaxAPIKeys = 100
+)
 
 // Service is authentication: logins, sessions, API keys. It is safe for
 // concurrent use. Run its maintenance loop with [Service.Run].
@@ -124,13 +144,14 @@ type Service struct {
 	// lookup. A new token or key cannot be among them: each is random.
 	unknown map[string]time.Time
 	used    map[string]time.Time // API key id -> last use not yet written
+	seen    map[string]time.Time // session token hash -> last-seen time not yet written
 }
 
 type cachedSession struct {
 	session Session // LastSeenAt: the last request this replica saw
 	user    User
 	fetched time.Time
-	written time.Time // when this replica last wrote LastSeenAt
+	written time.Time // when this replica last queued a write of LastSeenAt
 }
 
 type cachedKey struct {
@@ -159,8 +180,15 @@ func NewService(store Store, cfg Config) *Service {
 	}
 	if cfg.TouchInterval == 0 {
 		// Often enough that another replica's view of "last seen" lags
-		// the idle timeout by at most a quarter of it.
+		// by at most a quarter of the idle timeout, plus the interval at
+		// which Run flushes.
 		cfg.TouchInterval = min(time.Minute, cfg.IdleTimeout/4)
+	}
+	if cfg.MaxSessions == 0 {
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	if cfg.MaxAPIKeys == 0 {
+		cfg.MaxAPIKeys = DefaultMaxAPIKeys
 	}
 	if cfg.Argon2 == (Argon2Params{}) {
 		cfg.Argon2 = DefaultArgon2
@@ -171,8 +199,8 @@ func NewService(store Store, cfg Config) *Service {
 	return &Service{
 		store: store, cfg: cfg, Throttle: NewLoginThrottle(),
 		dummy:    HashPassword(newToken(), cfg.Argon2),
-		sessions: map[string]*cachedSession{}, keys: map[string]*cachedKey{}, used: map[string]time.Time{},
-		unknown: map[string]time.Time{},
+		sessions: map[string]*cachedSession{}, keys: map[string]*cachedKey{},
+		used: map[string]time.Time{}, seen: map[string]time.Time{}, unknown: map[string]time.Time{},
 	}
 }
 
@@ -221,7 +249,9 @@ func (s *Service) EnsureAdmin(ctx context.Context, password string) (created boo
 // Login checks a password and opens a session. It returns the session's
 // token (for the cookie), the session and its user. Unknown users and
 // wrong passwords return the same ErrInvalidCredentials after the same
-// work; a throttled attempt returns a *ThrottledError.
+// work; a throttled attempt returns a *ThrottledError. When the user has
+// MaxSessions already, the oldest ones end: at once on this replica,
+// within CacheTTL on others.
 func (s *Service) Login(ctx context.Context, username, password, clientIP string) (string, Session, User, error) {
 	now := s.cfg.Now()
 	username = NormalizeUsername(username)
@@ -248,8 +278,18 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 	token := newToken()
 	at := now.UTC().Truncate(time.Millisecond)
 	se := Session{TokenHash: hashSecret(token), UserID: u.ID, CreatedAt: at, ExpiresAt: at.Add(s.cfg.SessionLifetime), LastSeenAt: at}
-	if err := s.store.CreateSession(ctx, se); err != nil {
+	evicted, err := s.store.CreateSession(ctx, se, s.cfg.MaxSessions)
+	if err != nil {
 		return "", Session{}, User{}, err
+	}
+	if len(evicted) > 0 {
+		s.mu.Lock()
+		s.gen++ // a lookup that read one of them before the delete must not cache it
+		for _, h := range evicted {
+			delete(s.sessions, h)
+			delete(s.seen, h)
+		}
+		s.mu.Unlock()
 	}
 	return token, se, u, nil
 }
@@ -257,8 +297,10 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 // Authenticate resolves a session token. Within CacheTTL of its last
 // lookup it costs no database round trip. Every request counts as activity
 // for the idle timeout at once on this replica; the database's last-seen
-// time, which other replicas read, is written at most once per
-// TouchInterval.
+// time, which other replicas read, is queued for writing at most once per
+// TouchInterval and written by Flush (see Run), never by the request: a
+// database that does not answer cannot hold a request that needs no
+// lookup.
 func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, error) {
 	if !looksLikeToken(token) {
 		return nil, ErrUnauthenticated
@@ -309,17 +351,12 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 		s.evictSession(hash)
 		return nil, ErrUnauthenticated
 	}
-	touch := now.Sub(c.written) >= s.cfg.TouchInterval
 	c.session.LastSeenAt = now
-	if touch {
+	if now.Sub(c.written) >= s.cfg.TouchInterval {
 		c.written = now
+		s.seen[hash] = now.UTC().Truncate(time.Millisecond)
 	}
 	s.mu.Unlock()
-	if touch {
-		// Best effort: a failed write costs another replica some idle
-		// time, never this request.
-		_ = s.store.TouchSession(context.WithoutCancel(ctx), hash, now)
-	}
 	return &Identity{User: u, Method: MethodSession, SessionHash: hash, ExpiresAt: se.ExpiresAt}, nil
 }
 
@@ -384,7 +421,7 @@ func (s *Service) AuthenticateKey(ctx context.Context, key string) (*Identity, e
 		s.mu.Unlock()
 	}
 	s.mu.Lock()
-	s.used[c.key.ID] = now
+	s.used[c.key.ID] = now.UTC().Truncate(time.Millisecond) // as stored, and as every time the API shows
 	s.mu.Unlock()
 	return &Identity{User: c.user, Method: MethodAPIKey, APIKeyID: c.key.ID}, nil
 }
@@ -435,22 +472,30 @@ func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, cu
 }
 
 // CreateAPIKey makes a key for the user and returns it with its secret,
-// which is shown once and never stored.
+// which is shown once and never stored. A user with MaxAPIKeys keys
+// already gets ErrTooMany.
 func (s *Service) CreateAPIKey(ctx context.Context, userID, name string) (APIKey, string, error) {
 	secret := newAPIKey()
 	k := APIKey{ID: newID(), UserID: userID, Name: name, Prefix: secret[:len(KeyPrefix)+8], KeyHash: hashSecret(secret), CreatedAt: s.stamp()}
-	if err := s.store.CreateAPIKey(ctx, k); err != nil {
+	if err := s.store.CreateAPIKey(ctx, k, s.cfg.MaxAPIKeys); err != nil {
 		return APIKey{}, "", err
 	}
 	return k, secret, nil
 }
 
-// ListAPIKeys lists the user's keys, newest first, with last-use times
-// this replica has not written yet.
-func (s *Service) ListAPIKeys(ctx context.Context, userID string) ([]APIKey, error) {
-	keys, err := s.store.ListAPIKeys(ctx, userID)
+// ListAPIKeys returns a page of the user's keys: up to limit (at least 1)
+// after the cursor, newest first, with last-use times this replica has not
+// written yet. next is where the next page starts; it is zero on the last
+// page.
+func (s *Service) ListAPIKeys(ctx context.Context, userID string, after Cursor, limit int) (keys []APIKey, next Cursor, err error) {
+	limit = max(limit, 1)
+	keys, err = s.store.ListAPIKeys(ctx, userID, after, limit+1) // one more tells whether a next page exists
 	if err != nil {
-		return nil, err
+		return nil, Cursor{}, err
+	}
+	if len(keys) > limit {
+		keys = keys[:limit]
+		next = Cursor{CreatedAt: keys[limit-1].CreatedAt, ID: keys[limit-1].ID}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -459,7 +504,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, userID string) ([]APIKey, err
 			keys[i].LastUsedAt = t
 		}
 	}
-	return keys, nil
+	return keys, next, nil
 }
 
 // DeleteAPIKey revokes one of the user's keys: at once on this replica,
@@ -480,27 +525,42 @@ func (s *Service) DeleteAPIKey(ctx context.Context, userID, id string) error {
 	return nil
 }
 
-// Flush writes the API keys' pending last-use times in one transaction.
+// Flush writes what requests recorded but did not write: the API keys'
+// last-use times and the sessions' last-seen times, each kind in one
+// transaction. What it fails to write is kept for the next Flush.
 func (s *Service) Flush(ctx context.Context) error {
 	s.mu.Lock()
-	used := s.used
-	s.used = map[string]time.Time{}
+	used, seen := s.used, s.seen
+	s.used, s.seen = map[string]time.Time{}, map[string]time.Time{}
 	s.mu.Unlock()
-	if err := s.store.TouchAPIKeys(ctx, used); err != nil {
-		s.mu.Lock()
-		for id, t := range used { // keep them for the next try
-			if t.After(s.used[id]) {
-				s.used[id] = t
-			}
-		}
-		s.mu.Unlock()
-		return err
+	kerr := s.store.TouchAPIKeys(ctx, used)
+	serr := s.store.TouchSessions(ctx, seen)
+	s.mu.Lock()
+	if kerr != nil {
+		keepNewest(s.used, used)
 	}
-	return nil
+	if serr != nil {
+		keepNewest(s.seen, seen)
+	}
+	s.mu.Unlock()
+	return errors.Join(kerr, serr)
 }
 
-// Run flushes last-use times every interval and deletes dead sessions
-// every hour, until ctx is done; then it flushes once more.
+// keepNewest puts the times of from back into to, unless to has newer ones.
+func keepNewest(to, from map[string]time.Time) {
+	for k, t := range from {
+		if t.After(to[k]) {
+			to[k] = t
+		}
+	}
+}
+
+// Run flushes last-use and last-seen times every interval and deletes dead
+// sessions every hour, until ctx is done; then it flushes once more. These
+// are the Service's only writes outside a request, and no request waits
+// for them. Each store call ends within the store's own deadline (see
+// Store), so a database that does not answer delays this loop, and the
+// final flush of a shutdown, by that much, never for good.
 func (s *Service) Run(ctx context.Context, interval time.Duration, onError func(error)) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
@@ -558,6 +618,7 @@ func (s *Service) rememberUnknown(hash string, now time.Time) {
 func (s *Service) evictSession(hash string) {
 	s.mu.Lock()
 	delete(s.sessions, hash)
+	delete(s.seen, hash)
 	s.mu.Unlock()
 }
 

@@ -24,9 +24,9 @@ func (c *countingStore) SessionByTokenHash(ctx context.Context, h string) (auth.
 	return c.Store.SessionByTokenHash(ctx, h)
 }
 
-func (c *countingStore) TouchSession(ctx context.Context, h string, at time.Time) error {
-	c.touches.Add(1)
-	return c.Store.TouchSession(ctx, h, at)
+func (c *countingStore) TouchSessions(ctx context.Context, seen map[string]time.Time) error {
+	c.touches.Add(int32(len(seen)))
+	return c.Store.TouchSessions(ctx, seen)
 }
 
 func (c *countingStore) APIKeyByHash(ctx context.Context, h string) (auth.APIKey, auth.User, error) {
@@ -87,15 +87,28 @@ func TestSessions(t *testing.T) {
 	if n := st.sessionLookups.Load(); n != 1 {
 		t.Fatalf("50 requests looked the session up %d times, want 1 (cached)", n)
 	}
+	if err := svc.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if n := st.touches.Load(); n != 0 {
 		t.Fatalf("touched %d times within the touch interval, want 0", n)
 	}
 	clk.Advance(2 * time.Minute) // past the cache TTL and the touch interval
-	if _, err := svc.Authenticate(ctx, token); err != nil {
+	id, err := svc.Authenticate(ctx, token)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if st.sessionLookups.Load() != 2 || st.touches.Load() != 1 {
-		t.Fatalf("lookups, touches = %d, %d; want 2, 1", st.sessionLookups.Load(), st.touches.Load())
+	if st.sessionLookups.Load() != 2 || st.touches.Load() != 0 {
+		t.Fatalf("lookups, touches = %d, %d; want 2, 0: the request itself never writes", st.sessionLookups.Load(), st.touches.Load())
+	}
+	if err := svc.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := st.touches.Load(); n != 1 {
+		t.Fatalf("Flush touched %d sessions, want the 1 due", n)
+	}
+	if se, _, _ := st.SessionByTokenHash(ctx, id.SessionHash); !se.LastSeenAt.Equal(clk.Now()) {
+		t.Fatalf("stored last-seen time = %v after Flush, want %v", se.LastSeenAt, clk.Now())
 	}
 
 	t.Run("IdleTimeout", func(t *testing.T) {
@@ -189,16 +202,16 @@ func TestAPIKeys(t *testing.T) {
 	if _, err := svc.AuthenticateKey(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	if keys, _ := st.ListAPIKeys(ctx, u.ID); !keys[0].LastUsedAt.IsZero() {
+	if keys, _ := st.ListAPIKeys(ctx, u.ID, auth.Cursor{}, 10); !keys[0].LastUsedAt.IsZero() {
 		t.Fatal("last-used was written per request; it should wait for Flush")
 	}
-	if keys, _ := svc.ListAPIKeys(ctx, u.ID); !keys[0].LastUsedAt.Equal(used) {
+	if keys, _, _ := svc.ListAPIKeys(ctx, u.ID, auth.Cursor{}, 10); !keys[0].LastUsedAt.Equal(used) {
 		t.Fatalf("ListAPIKeys last used = %v, want the pending %v", keys[0].LastUsedAt, used)
 	}
 	if err := svc.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if keys, _ := st.ListAPIKeys(ctx, u.ID); !keys[0].LastUsedAt.Equal(used) {
+	if keys, _ := st.ListAPIKeys(ctx, u.ID, auth.Cursor{}, 10); !keys[0].LastUsedAt.Equal(used) {
 		t.Fatalf("after Flush the stored last use = %v, want %v", keys[0].LastUsedAt, used)
 	}
 	if err := svc.DeleteAPIKey(ctx, "someone-else", k.ID); !errors.Is(err, auth.ErrNotFound) {

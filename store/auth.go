@@ -93,13 +93,59 @@ func (s *AuthStore) SetPasswordHash(ctx context.Context, userID, hash string) er
 	return affectedOne(s.db.ExecContext(ctx, "UPDATE users SET password_hash = $1 WHERE id = $2", hash, userID))
 }
 
-func (s *AuthStore) CreateSession(ctx context.Context, se auth.Session) error {
-	_, err := s.db.ExecContext(ctx, "INSERT INTO sessions (token_hash, user_id, created_at, expires_at, last_seen_at) VALUES ($1, $2, $3, $4, $5)",
+// lockUser serializes the capped inserts of one user within tx. On
+// PostgreSQL it locks the user's row until tx ends (FOR NO KEY UPDATE: it
+// does not block inserts that merely reference the user). On SQLite,
+// BEGIN IMMEDIATE already holds the database's write lock; the query only
+// checks that the user exists.
+func (s *AuthStore) lockUser(ctx context.Context, tx *Tx, userID string) error {
+	q := "SELECT id FROM users WHERE id = $1"
+	if s.db.Dialect == Postgres {
+		q += " FOR NO KEY UPDATE"
+	}
+	var id string
+	return notFound(tx.QueryRowContext(ctx, q, userID).Scan(&id))
+}
+
+// CreateSession inserts se and, in the same transaction, deletes the
+// user's oldest sessions beyond the newest max-1, so the user has at most
+// max. It returns the deleted sessions' token hashes.
+func (s *AuthStore) CreateSession(ctx context.Context, se auth.Session, max int) ([]string, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, wrap("create session", err)
+	}
+	defer tx.Rollback()
+	if err := s.lockUser(ctx, tx, se.UserID); err != nil {
+		return nil, wrap("create session", err)
+	}
+	rows, err := tx.QueryContext(ctx, `DELETE FROM sessions WHERE user_id = $1 AND token_hash NOT IN (
+		SELECT token_hash FROM sessions WHERE user_id = $1 ORDER BY created_at DESC, token_hash DESC LIMIT $2)
+		RETURNING token_hash`, se.UserID, max-1)
+	if err != nil {
+		return nil, wrap("create session", err)
+	}
+	defer rows.Close()
+	var evicted []string
+	for rows.Next() {
+		var h string
+		if err := rows.Scan(&h); err != nil {
+			return nil, wrap("create session", err)
+		}
+		evicted = append(evicted, h)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap("create session", err)
+	}
+	_, err = tx.ExecContext(ctx, "INSERT INTO sessions (token_hash, user_id, created_at, expires_at, last_seen_at) VALUES ($1, $2, $3, $4, $5)",
 		se.TokenHash, se.UserID, ms(se.CreatedAt), ms(se.ExpiresAt), ms(se.LastSeenAt))
 	if isUnique(err) {
-		return auth.ErrConflict
+		return nil, auth.ErrConflict
 	}
-	return wrap("create session", err)
+	if err != nil {
+		return nil, wrap("create session", err)
+	}
+	return evicted, wrap("create session", tx.Commit())
 }
 
 func (s *AuthStore) SessionByTokenHash(ctx context.Context, tokenHash string) (auth.Session, auth.User, error) {
@@ -111,9 +157,8 @@ func (s *AuthStore) SessionByTokenHash(ctx context.Context, tokenHash string) (a
 	return se, u, err
 }
 
-func (s *AuthStore) TouchSession(ctx context.Context, tokenHash string, at time.Time) error {
-	_, err := s.db.ExecContext(ctx, "UPDATE sessions SET last_seen_at = $1 WHERE token_hash = $2 AND last_seen_at < $1", ms(at), tokenHash)
-	return wrap("touch session", err)
+func (s *AuthStore) TouchSessions(ctx context.Context, seen map[string]time.Time) error {
+	return s.touch(ctx, "touch sessions", "UPDATE sessions SET last_seen_at = $1 WHERE token_hash = $2 AND last_seen_at < $1", seen)
 }
 
 func (s *AuthStore) DeleteSession(ctx context.Context, tokenHash string) error {
@@ -135,13 +180,33 @@ func (s *AuthStore) DeleteExpiredSessions(ctx context.Context, now time.Time, id
 	return int(n), err
 }
 
-func (s *AuthStore) CreateAPIKey(ctx context.Context, k auth.APIKey) error {
-	_, err := s.db.ExecContext(ctx, "INSERT INTO api_keys (id, user_id, name, prefix, key_hash, created_at, last_used_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+// CreateAPIKey counts the user's keys and inserts k in one transaction,
+// so concurrent creates cannot pass max together.
+func (s *AuthStore) CreateAPIKey(ctx context.Context, k auth.APIKey, max int) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return wrap("create api key", err)
+	}
+	defer tx.Rollback()
+	if err := s.lockUser(ctx, tx, k.UserID); err != nil {
+		return wrap("create api key", err)
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM api_keys WHERE user_id = $1", k.UserID).Scan(&n); err != nil {
+		return wrap("create api key", err)
+	}
+	if n >= max {
+		return auth.ErrTooMany
+	}
+	_, err = tx.ExecContext(ctx, "INSERT INTO api_keys (id, user_id, name, prefix, key_hash, created_at, last_used_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
 		k.ID, k.UserID, k.Name, k.Prefix, k.KeyHash, ms(k.CreatedAt), ms(k.LastUsedAt))
 	if isUnique(err) {
 		return auth.ErrConflict
 	}
-	return wrap("create api key", err)
+	if err != nil {
+		return wrap("create api key", err)
+	}
+	return wrap("create api key", tx.Commit())
 }
 
 const keyCols = "k.id, k.user_id, k.name, k.prefix, k.key_hash, k.created_at, k.last_used_at"
@@ -163,8 +228,13 @@ func (s *AuthStore) APIKeyByHash(ctx context.Context, keyHash string) (auth.APIK
 	return k, u, err
 }
 
-func (s *AuthStore) ListAPIKeys(ctx context.Context, userID string) ([]auth.APIKey, error) {
-	rows, err := s.db.QueryContext(ctx, "SELECT "+keyCols+" FROM api_keys k WHERE k.user_id = $1 ORDER BY k.created_at DESC, k.id", userID)
+func (s *AuthStore) ListAPIKeys(ctx context.Context, userID string, after auth.Cursor, limit int) ([]auth.APIKey, error) {
+	q, args := "SELECT "+keyCols+" FROM api_keys k WHERE k.user_id = $1", []any{userID, limit}
+	if after != (auth.Cursor{}) { // the keys after it in the order below
+		q += " AND (k.created_at < $3 OR (k.created_at = $3 AND k.id > $4))"
+		args = append(args, ms(after.CreatedAt), after.ID)
+	}
+	rows, err := s.db.QueryContext(ctx, q+" ORDER BY k.created_at DESC, k.id LIMIT $2", args...)
 	if err != nil {
 		return nil, wrap("list api keys", err)
 	}
@@ -185,20 +255,26 @@ func (s *AuthStore) DeleteAPIKey(ctx context.Context, userID, id string) error {
 }
 
 func (s *AuthStore) TouchAPIKeys(ctx context.Context, used map[string]time.Time) error {
-	if len(used) == 0 {
+	return s.touch(ctx, "touch api keys", "UPDATE api_keys SET last_used_at = $1 WHERE id = $2 AND last_used_at < $1", used)
+}
+
+// touch runs update ($1 a time, $2 a key of times) for every entry of
+// times, in one transaction.
+func (s *AuthStore) touch(ctx context.Context, what, update string, times map[string]time.Time) error {
+	if len(times) == 0 {
 		return nil
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return wrap("touch api keys", err)
+		return wrap(what, err)
 	}
 	defer tx.Rollback()
-	for id, at := range used {
-		if _, err := tx.ExecContext(ctx, "UPDATE api_keys SET last_used_at = $1 WHERE id = $2 AND last_used_at < $1", ms(at), id); err != nil {
-			return wrap("touch api keys", err)
+	for key, at := range times {
+		if _, err := tx.ExecContext(ctx, update, ms(at), key); err != nil {
+			return wrap(what, err)
 		}
 	}
-	return wrap("touch api keys", tx.Commit())
+	return wrap(what, tx.Commit())
 }
 
 func affectedOne(res sql.Result, err error) error {

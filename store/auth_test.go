@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -66,7 +68,7 @@ func TestAuthStore(t *testing.T) {
 				{TokenHash: "h3", UserID: u.ID, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour), LastSeenAt: t0},
 				{TokenHash: "h4", UserID: other.ID, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour), LastSeenAt: t0},
 			} {
-				if err := s.CreateSession(ctx, se); err != nil {
+				if _, err := s.CreateSession(ctx, se, 10); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -74,10 +76,10 @@ func TestAuthStore(t *testing.T) {
 			if err != nil || su.ID != u.ID || !se.ExpiresAt.Equal(t0.Add(time.Hour)) || !se.LastSeenAt.Equal(t0) {
 				t.Fatalf("SessionByTokenHash = %+v, %+v, %v", se, su, err)
 			}
-			if err := s.TouchSession(ctx, "h1", t0.Add(time.Minute)); err != nil {
+			if err := s.TouchSessions(ctx, map[string]time.Time{"h1": t0.Add(time.Minute), "h2": t0.Add(time.Minute)}); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.TouchSession(ctx, "h1", t0.Add(time.Second)); err != nil { // older: ignored
+			if err := s.TouchSessions(ctx, map[string]time.Time{"h1": t0.Add(time.Second)}); err != nil { // older: ignored
 				t.Fatal(err)
 			}
 			if se, _, _ := s.SessionByTokenHash(ctx, "h1"); !se.LastSeenAt.Equal(t0.Add(time.Minute)) {
@@ -109,22 +111,22 @@ func TestAuthStore(t *testing.T) {
 			k1 := auth.APIKey{ID: "k1", UserID: u.ID, Name: "laptop", Prefix: "brk_abcd", KeyHash: "kh1", CreatedAt: t0}
 			k2 := auth.APIKey{ID: "k2", UserID: u.ID, Name: "ci", Prefix: "brk_efgh", KeyHash: "kh2", CreatedAt: t0.Add(time.Second)}
 			for _, k := range []auth.APIKey{k1, k2} {
-				if err := s.CreateAPIKey(ctx, k); err != nil {
+				if err := s.CreateAPIKey(ctx, k, 10); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := s.CreateAPIKey(ctx, auth.APIKey{ID: "k3", UserID: u.ID, Name: "dup", KeyHash: "kh1", CreatedAt: t0}); !errors.Is(err, auth.ErrConflict) {
+			if err := s.CreateAPIKey(ctx, auth.APIKey{ID: "k3", UserID: u.ID, Name: "dup", KeyHash: "kh1", CreatedAt: t0}, 10); !errors.Is(err, auth.ErrConflict) {
 				t.Fatalf("duplicate key hash: err = %v, want ErrConflict", err)
 			}
 			got, gu, err := s.APIKeyByHash(ctx, "kh1")
 			if err != nil || got != k1 || gu.ID != u.ID {
 				t.Fatalf("APIKeyByHash = %+v, %+v, %v", got, gu, err)
 			}
-			keys, err := s.ListAPIKeys(ctx, u.ID)
+			keys, err := s.ListAPIKeys(ctx, u.ID, auth.Cursor{}, 10)
 			if err != nil || len(keys) != 2 || keys[0].ID != "k2" || keys[1].ID != "k1" {
 				t.Fatalf("ListAPIKeys = %+v, %v; want k2 then k1 (newest first)", keys, err)
 			}
-			if keys, _ := s.ListAPIKeys(ctx, other.ID); len(keys) != 0 {
+			if keys, _ := s.ListAPIKeys(ctx, other.ID, auth.Cursor{}, 10); len(keys) != 0 {
 				t.Fatalf("another user's keys = %+v, want none", keys)
 			}
 			if err := s.TouchAPIKeys(ctx, map[string]time.Time{"k1": t0.Add(time.Hour), "k2": t0.Add(2 * time.Hour)}); err != nil {
@@ -141,6 +143,72 @@ func TestAuthStore(t *testing.T) {
 			}
 			if _, _, err := s.APIKeyByHash(ctx, "kh1"); !errors.Is(err, auth.ErrNotFound) {
 				t.Fatalf("deleted key: err = %v", err)
+			}
+		})
+
+		t.Run("SessionCap", func(t *testing.T) {
+			u := mustUser(t, s, "c-user", "edsger")
+			session := func(hash string, created time.Time) auth.Session {
+				return auth.Session{TokenHash: hash, UserID: u.ID, CreatedAt: created, ExpiresAt: created.Add(time.Hour), LastSeenAt: created}
+			}
+			// c1 is the oldest; c2 and c3 share a millisecond.
+			for _, se := range []auth.Session{session("c1", t0), session("c2", t0.Add(time.Second)), session("c3", t0.Add(time.Second))} {
+				if evicted, err := s.CreateSession(ctx, se, 3); err != nil || len(evicted) != 0 {
+					t.Fatalf("CreateSession under the cap = %v, %v; want nothing evicted", evicted, err)
+				}
+			}
+			evicted, err := s.CreateSession(ctx, session("c4", t0.Add(2*time.Second)), 3)
+			if err != nil || len(evicted) != 1 || evicted[0] != "c1" {
+				t.Fatalf("CreateSession at the cap evicted %v, %v; want the oldest, c1", evicted, err)
+			}
+			// The cap lowered to 2: the oldest two of c2, c3, c4 go.
+			evicted, err = s.CreateSession(ctx, session("c5", t0.Add(3*time.Second)), 2)
+			slices.Sort(evicted)
+			if err != nil || !slices.Equal(evicted, []string{"c2", "c3"}) {
+				t.Fatalf("CreateSession over a lowered cap evicted %v, %v; want c2 and c3", evicted, err)
+			}
+			for hash, want := range map[string]error{"c4": nil, "c5": nil, "c1": auth.ErrNotFound} {
+				if _, _, err := s.SessionByTokenHash(ctx, hash); !errors.Is(err, want) {
+					t.Errorf("session %s: err = %v, want %v", hash, err, want)
+				}
+			}
+			if _, err := s.CreateSession(ctx, auth.Session{TokenHash: "c6", UserID: "nobody", CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}, 3); !errors.Is(err, auth.ErrNotFound) {
+				t.Fatalf("a session of an unknown user: err = %v, want ErrNotFound", err)
+			}
+		})
+
+		t.Run("APIKeyCapAndPages", func(t *testing.T) {
+			u := mustUser(t, s, "p-user", "frances")
+			// Seven keys, pk0 the oldest; pk3..pk6 share a millisecond, and
+			// pages of 3 end inside it.
+			for i := range 7 {
+				k := auth.APIKey{ID: fmt.Sprintf("pk%d", i), UserID: u.ID, Name: "n", KeyHash: fmt.Sprintf("p%d", i), CreatedAt: t0.Add(time.Duration(min(i, 3)) * time.Millisecond)}
+				if err := s.CreateAPIKey(ctx, k, 7); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := []string{"pk3", "pk4", "pk5", "pk6", "pk2", "pk1", "pk0"} // created_at descending, then id
+			if err := s.CreateAPIKey(ctx, auth.APIKey{ID: "pk7", UserID: u.ID, KeyHash: "p7", CreatedAt: t0}, 7); !errors.Is(err, auth.ErrTooMany) {
+				t.Fatalf("an 8th key with a cap of 7: err = %v, want ErrTooMany", err)
+			}
+			var got []string
+			after := auth.Cursor{}
+			for {
+				page, err := s.ListAPIKeys(ctx, u.ID, after, 3)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, k := range page {
+					got = append(got, k.ID)
+				}
+				if len(page) < 3 {
+					break
+				}
+				last := page[len(page)-1]
+				after = auth.Cursor{CreatedAt: last.CreatedAt, ID: last.ID}
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("pages of 3 gave %v, want %v", got, want)
 			}
 		})
 	})
@@ -197,7 +265,7 @@ func TestMigrate(t *testing.T) {
 				t.Fatalf("Migrate on an up-to-date schema = %d, %v; want 0, nil", n, err)
 			}
 			// A newer brain migrated this database: refuse to start.
-			if _, err := db.Exec("INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)"); err != nil {
+			if _, err := db.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)"); err != nil {
 				t.Fatal(err)
 			}
 			var tooNew *store.ErrSchemaTooNew

@@ -72,12 +72,17 @@ const pgMigrateLock = 0x6272_6169_6e00 // "brain\x00"
 // its own transaction. It is safe when several replicas start at once: on
 // PostgreSQL they queue on an advisory lock; on SQLite, on the write lock.
 // A schema newer than the binary knows is an [ErrSchemaTooNew].
+//
+// Migrate is not bounded by DB.Timeout, and has no bound of its own: a
+// migration may rebuild a large table, and a replica waits on the lock for
+// as long as another one migrates. Only ctx ends it (brain's start-up
+// context, which a signal cancels).
 func (db *DB) Migrate(ctx context.Context) (applied int, err error) {
 	ms, err := loadMigrations(db.Dialect)
 	if err != nil {
 		return 0, err
 	}
-	conn, err := db.Conn(ctx)
+	conn, err := db.sql.Conn(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("store: migrate: %w", err)
 	}

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
@@ -29,10 +28,34 @@ const (
 )
 
 // DB is an open database. It is safe for concurrent use; call Close when done.
+//
+// Every call through a DB ends within Timeout (see deadline.go), so code in
+// this package reaches the database only through DB's methods, never
+// through the *sql.DB underneath.
 type DB struct {
-	*sql.DB
+	bounded
+	sql     *sql.DB
 	Dialect Dialect
+	// Timeout bounds each call: a statement, a ping, or a transaction from
+	// BeginTx to Commit. It must be positive. Open sets DefaultTimeout;
+	// change it before the DB is shared. Migrate is not bounded by it.
+	Timeout time.Duration
 }
+
+// DefaultTimeout is how long a call may wait for the database: far beyond
+// what a healthy one needs, short enough that a request fails before its
+// client gives up.
+const DefaultTimeout = 5 * time.Second
+
+// newDB wraps sqldb with the default timeout.
+func newDB(sqldb *sql.DB, d Dialect) *DB {
+	db := &DB{sql: sqldb, Dialect: d, Timeout: DefaultTimeout}
+	db.bounded = bounded{run: sqldb, bound: db.withTimeout}
+	return db
+}
+
+// Close closes the database. Calls in flight end first.
+func (db *DB) Close() error { return db.sql.Close() }
 
 // SQLitePath is where the embedded database lives in dataDir.
 func SQLitePath(dataDir string) string { return filepath.Join(dataDir, "brain.db") }
@@ -41,7 +64,9 @@ func SQLitePath(dataDir string) string { return filepath.Join(dataDir, "brain.db
 // readers run beside the writer, busy_timeout makes a writer wait for the
 // lock, and _txlock=immediate takes the write lock at BEGIN, so a
 // transaction never fails with SQLITE_BUSY when it upgrades from read to
-// write (where busy_timeout cannot help).
+// write (where busy_timeout cannot help). The driver ends a wait for the
+// lock when the call's context is done, so DB.Timeout, when shorter, wins
+// over busy_timeout.
 const sqlitePragmas = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
 
 // Open opens the database: PostgreSQL when databaseURL is postgres://...,
@@ -56,7 +81,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*DB, error) {
 		}
 		sqldb.SetMaxOpenConns(20)
 		sqldb.SetMaxIdleConns(20)
-		db = &DB{DB: sqldb, Dialect: Postgres}
+		db = newDB(sqldb, Postgres)
 	case databaseURL == "":
 		if err := os.MkdirAll(dataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("store: data dir: %w", err)
@@ -78,7 +103,7 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite: %w", err)
 	}
-	db := &DB{DB: sqldb, Dialect: SQLite}
+	db := newDB(sqldb, SQLite)
 	// Switching a new file to WAL takes a lock that busy_timeout does not
 	// always wait for: when several processes open the same new database
 	// at once, the losers get SQLITE_BUSY. They try again for a while.

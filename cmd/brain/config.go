@@ -33,6 +33,9 @@ type Config struct {
 
 	SessionLifetime    time.Duration
 	SessionIdleTimeout time.Duration
+	MaxSessions        int
+	MaxAPIKeys         int
+	StoreTimeout       time.Duration
 
 	RateLimitOnStoreError ratelimit.OnStoreError
 	MetricsAddr           string
@@ -159,6 +162,9 @@ var settings = []setting{
 	}},
 	{"session-lifetime", "BRAIN_SESSION_LIFETIME", "168h", "a session's absolute lifetime", false, duration(time.Minute, func(c *Config) *time.Duration { return &c.SessionLifetime })},
 	{"session-idle-timeout", "BRAIN_SESSION_IDLE_TIMEOUT", "24h", "a session ends after this long without a request", false, duration(time.Minute, func(c *Config) *time.Duration { return &c.SessionIdleTimeout })},
+	{"max-sessions", "BRAIN_MAX_SESSIONS", "20", "live sessions per user; a login beyond it ends the user's oldest session", false, count(1, 10000, func(c *Config) *int { return &c.MaxSessions })},
+	{"max-api-keys", "BRAIN_MAX_API_KEYS", "100", "API keys per user; creating one more answers 409", false, count(1, 100000, func(c *Config) *int { return &c.MaxAPIKeys })},
+	{"store-timeout", "BRAIN_STORE_TIMEOUT", "5s", "how long one database call (or transaction) may take before it fails", false, duration(10*time.Millisecond, func(c *Config) *time.Duration { return &c.StoreTimeout })},
 	{"rate-limit-session", "BRAIN_RATE_LIMIT_SESSION", "120/min,burst=60", "per-session budget, <n>/<s|min|h>[,burst=<b>]", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitSession })},
 	{"rate-limit-ip", "BRAIN_RATE_LIMIT_IP", "30/min,burst=30", "per-client-IP budget of unauthenticated requests", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitIP })},
 	{"rate-limit-apikey", "BRAIN_RATE_LIMIT_APIKEY", "120/min,burst=60", "per-API-key budget of operations without their own", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitAPIKey })},

@@ -18,6 +18,7 @@ func openStore(ctx context.Context, cfg Config) (*store.DB, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
+	db.Timeout = cfg.StoreTimeout
 	applied, err := db.Migrate(ctx)
 	if err != nil {
 		db.Close()
@@ -55,6 +56,8 @@ func newAuth(db *store.DB, cfg Config) *auth.Service {
 	return auth.NewService(store.NewAuthStore(db), auth.Config{
 		SessionLifetime: cfg.SessionLifetime,
 		IdleTimeout:     cfg.SessionIdleTimeout,
+		MaxSessions:     cfg.MaxSessions,
+		MaxAPIKeys:      cfg.MaxAPIKeys,
 	})
 }
 

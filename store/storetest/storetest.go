@@ -13,6 +13,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/brain-template/brain/internal/testproxy"
 	"github.com/brain-template/brain/store"
 )
 
@@ -30,8 +31,12 @@ func Run(t *testing.T, f func(t *testing.T, db *store.DB)) {
 // PostgreSQL, dropped) when the test ends.
 func Open(tb testing.TB, d store.Dialect) *store.DB {
 	tb.Helper()
-	dsn := URL(tb, d)
-	db, err := store.Open(context.Background(), dsn, tb.TempDir())
+	return open(tb, URL(tb, d), tb.TempDir())
+}
+
+func open(tb testing.TB, dsn, dataDir string) *store.DB {
+	tb.Helper()
+	db, err := store.Open(context.Background(), dsn, dataDir)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -40,6 +45,59 @@ func Open(tb testing.TB, d store.Dialect) *store.DB {
 		tb.Fatal(err)
 	}
 	return db
+}
+
+// A Stall makes a database stop answering, as a test decides. Create one
+// with [OpenStallable].
+type Stall struct {
+	start, stop func()
+}
+
+// Start makes the database stop answering: PostgreSQL is black-holed (a
+// proxy in front of it accepts connections and forwards nothing, so every
+// call waits); SQLite has its write lock held by another connection (so
+// every write waits; reads still answer, as they do in WAL mode).
+func (s *Stall) Start() { s.start() }
+
+// Stop lets the database answer again.
+func (s *Stall) Stop() { s.stop() }
+
+// OpenStallable is [Open] for a database whose calls the test can stall.
+func OpenStallable(tb testing.TB, d store.Dialect) (*store.DB, *Stall) {
+	tb.Helper()
+	if d == store.Postgres {
+		u, err := url.Parse(URL(tb, d))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		p := testproxy.New(tb, u.Host)
+		u.Host = p.Addr()
+		return open(tb, u.String(), ""), &Stall{start: p.Stall, stop: p.Restore}
+	}
+	dir := tb.TempDir()
+	db := open(tb, "", dir)
+	// A connection of its own, not through store: its transaction must
+	// outlast any store deadline. _txlock=immediate makes BEGIN take the
+	// write lock.
+	raw, err := sql.Open("sqlite", "file:"+store.SQLitePath(dir)+"?_txlock=immediate")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { raw.Close() })
+	var tx *sql.Tx
+	return db, &Stall{
+		start: func() {
+			if tx, err = raw.Begin(); err != nil {
+				tb.Fatal(err)
+			}
+		},
+		stop: func() {
+			if tx != nil {
+				tx.Rollback()
+				tx = nil
+			}
+		},
+	}
 }
 
 // URL returns a database URL for a fresh, empty database of dialect d: ""

@@ -13,13 +13,13 @@ export interface paths {
         };
         /**
          * List my API keys
-         * @description Newest first, without secrets.
+         * @description Newest first, without secrets, a page at a time: pass each page's `next_cursor` as `cursor` to get the next, until a page has no `next_cursor`.
          */
         get: operations["list-api-keys"];
         put?: never;
         /**
          * Create an API key
-         * @description Creates a key for programs to call the API as you. The response is the only time the key is shown. Managing keys needs a session: a key cannot create keys.
+         * @description Creates a key for programs to call the API as you. The response is the only time the key is shown. Managing keys needs a session: a key cannot create keys. A user may have at most 100 keys; beyond that the answer is 409 until one is deleted.
          */
         post: operations["create-api-key"];
         delete?: never;
@@ -59,7 +59,7 @@ export interface paths {
         put?: never;
         /**
          * Log in
-         * @description Checks a username and password and sets the session cookie `brain_session` (HttpOnly, SameSite=Lax, Secure unless configured off). An unknown user and a wrong password get the same 401. After 5 consecutive failures for a username (20 for a client IP) each further attempt must wait: 1 s, doubling, up to 15 min; a success resets the username's count.
+         * @description Checks a username and password and sets the session cookie `brain_session` (HttpOnly, SameSite=Lax, Secure unless configured off). An unknown user and a wrong password get the same 401. After 5 consecutive failures for a username (20 for a client IP) each further attempt must wait: 1 s, doubling, up to 15 min; a success resets the username's count. A user has at most 20 sessions: a login beyond that ends the user's oldest session.
          */
         post: operations["login"];
         delete?: never;
@@ -284,6 +284,8 @@ export interface components {
         };
         ListAPIKeysOutputBody: {
             keys: components["schemas"]["APIKeyView"][];
+            /** @description The cursor of the next page. Absent on the last page. */
+            next_cursor?: string;
         };
         LoginInputBody: {
             /** @example correct horse battery staple */
@@ -394,7 +396,12 @@ export type $defs = Record<string, never>;
 export interface operations {
     "list-api-keys": {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description At most this many keys. */
+                limit?: number;
+                /** @description Where the page starts: the next_cursor of the previous page; absent for the first page. */
+                cursor?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -432,6 +439,20 @@ export interface operations {
             /** @description forbidden: Forbidden. */
             403: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unprocessable: a parameter or body member breaks the schema; details.errors says which and why. */
+            422: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -535,6 +556,20 @@ export interface operations {
             };
             /** @description request-timeout: the body did not arrive in time. */
             408: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict: the request clashes with what exists, such as a per-user cap that is full; the message says what to do. */
+            409: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];

@@ -1,0 +1,275 @@
+package api_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/ratelimit"
+	"github.com/brain-template/brain/store"
+	"github.com/brain-template/brain/store/storetest"
+)
+
+// liveServer serves the whole API over real HTTP, on db, with the user ada
+// ("correct horse battery"). The session budget is raised so that tests
+// firing many requests from one session measure the caps, not the limiter.
+func liveServer(tb testing.TB, db *store.DB, cfg auth.Config) (*httptest.Server, *auth.Service) {
+	tb.Helper()
+	cfg.Argon2 = cheap
+	svc := auth.NewService(store.NewAuthStore(db), cfg)
+	if _, err := svc.AddUser(context.Background(), "ada", "correct horse battery"); err != nil {
+		tb.Fatal(err)
+	}
+	limits := api.DefaultLimits()
+	limits.Session = ratelimit.Budget{Limit: 10_000, Window: time.Minute, Burst: 10_000}
+	srv := httptest.NewServer(api.New(api.Config{Auth: svc, Limits: limits, Now: cfg.Now}))
+	tb.Cleanup(srv.Close)
+	return srv, svc
+}
+
+// reply is one HTTP exchange, as a test sees it.
+type reply struct {
+	status int
+	header http.Header
+	raw    string
+	took   time.Duration
+}
+
+// decode reads the body into v, failing the test when it is not JSON.
+func (r reply) decode(tb testing.TB, v any) {
+	tb.Helper()
+	if err := json.Unmarshal([]byte(r.raw), v); err != nil {
+		tb.Fatalf("body is not JSON: %v: %s", err, r.raw)
+	}
+}
+
+// code is the envelope's code, "" when the body is no envelope.
+func (r reply) code() string {
+	var env envelope
+	if json.Unmarshal([]byte(r.raw), &env) != nil || env.Message == "" {
+		return ""
+	}
+	return env.Code
+}
+
+// httpCall sends a request to srv with a JSON body (when not "") and
+// headers as "Name: value" ("" for none). A client gives up after 20 s, so
+// a server that hangs fails the test instead of stalling it.
+func httpCall(tb testing.TB, srv *httptest.Server, method, path, body string, headers ...string) reply {
+	tb.Helper()
+	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for _, h := range headers {
+		if h == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(h, ": ")
+		req.Header.Set(k, v)
+	}
+	client := &http.Client{Timeout: 20 * time.Second}
+	start := time.Now()
+	res, err := client.Do(req)
+	if err != nil {
+		return reply{took: time.Since(start), raw: err.Error()}
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	return reply{status: res.StatusCode, header: res.Header, raw: string(raw), took: time.Since(start)}
+}
+
+// loginCookie logs ada in over HTTP and returns the Cookie header.
+func loginCookie(tb testing.TB, srv *httptest.Server) string {
+	tb.Helper()
+	r := httpCall(tb, srv, "POST", "/api/v1/auth/login", `{"username":"ada","password":"correct horse battery"}`)
+	if r.status != 200 {
+		tb.Fatalf("login: %d %s", r.status, r.raw)
+	}
+	for _, sc := range r.header.Values("Set-Cookie") {
+		if v, ok := strings.CutPrefix(sc, api.SessionCookie+"="); ok {
+			v, _, _ = strings.Cut(v, ";")
+			return "Cookie: " + api.SessionCookie + "=" + v
+		}
+	}
+	tb.Fatal("login set no session cookie")
+	return ""
+}
+
+// Concurrent creates cannot pass the cap together: of 100 at once with a
+// cap of 5, exactly 5 succeed and the rest get 409 conflict.
+func TestAPIKeyCapHoldsUnderConcurrency(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		srv, _ := liveServer(t, db, auth.Config{MaxAPIKeys: 5})
+		cookie := loginCookie(t, srv)
+		var mu sync.Mutex
+		statuses := map[int]int{}
+		var wg sync.WaitGroup
+		for i := range 100 {
+			wg.Go(func() {
+				r := httpCall(t, srv, "POST", "/api/v1/apikeys", fmt.Sprintf(`{"name":"key %d"}`, i), cookie)
+				if r.status == 409 && (r.code() != "conflict" || !strings.Contains(r.raw, "5 API keys")) {
+					t.Errorf("409 body = %s; want the conflict envelope naming the cap", r.raw)
+				}
+				mu.Lock()
+				statuses[r.status]++
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		if statuses[201] != 5 || statuses[409] != 95 {
+			t.Fatalf("100 concurrent creates with a cap of 5 answered %v; want 5 × 201 and 95 × 409", statuses)
+		}
+		var page struct{ Keys []struct{ ID string } }
+		httpCall(t, srv, "GET", "/api/v1/apikeys?limit=100", "", cookie).decode(t, &page)
+		if len(page.Keys) != 5 {
+			t.Fatalf("the user has %d keys, want 5", len(page.Keys))
+		}
+	})
+}
+
+// Seven keys in pages of three: 3, 3, 1, each key once, in order, though
+// four of them share a millisecond and a page ends among those four.
+func TestAPIKeyPages(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		clk := &fakeClock{now: t0}
+		srv, _ := liveServer(t, db, auth.Config{Now: clk.Now})
+		cookie := loginCookie(t, srv)
+		var created []string // oldest first
+		for i := range 7 {
+			if i < 4 {
+				clk.Advance(time.Millisecond) // keys 3..6 share the last millisecond
+			}
+			var k struct{ ID string }
+			r := httpCall(t, srv, "POST", "/api/v1/apikeys", fmt.Sprintf(`{"name":"key %d"}`, i), cookie)
+			if r.status != 201 {
+				t.Fatalf("create: %d %s", r.status, r.raw)
+			}
+			r.decode(t, &k)
+			created = append(created, k.ID)
+		}
+		// Newest first; within a millisecond, by id.
+		want := slices.Clone(created[3:])
+		slices.Sort(want)
+		want = append(want, created[2], created[1], created[0])
+
+		var got []string
+		var sizes []int
+		cursor := ""
+		for range 10 {
+			var page struct {
+				Keys       []struct{ ID string }
+				NextCursor *string `json:"next_cursor"`
+			}
+			r := httpCall(t, srv, "GET", "/api/v1/apikeys?limit=3&cursor="+cursor, "", cookie)
+			if r.status != 200 {
+				t.Fatalf("page %d: %d %s", len(sizes)+1, r.status, r.raw)
+			}
+			r.decode(t, &page)
+			sizes = append(sizes, len(page.Keys))
+			for _, k := range page.Keys {
+				got = append(got, k.ID)
+			}
+			if page.NextCursor == nil {
+				break
+			}
+			if *page.NextCursor == "" {
+				t.Fatal(`next_cursor is "", want it absent on the last page and set on the others`)
+			}
+			cursor = *page.NextCursor
+		}
+		if !slices.Equal(sizes, []int{3, 3, 1}) || !slices.Equal(got, want) {
+			t.Fatalf("pages of %v keys %v; want pages of [3 3 1] keys %v", sizes, got, want)
+		}
+	})
+}
+
+// A cursor or limit the API did not issue or allow is a 422 envelope that
+// does not repeat the value, never a 500.
+func TestAPIKeyPagesRefuseBadParameters(t *testing.T) {
+	srv, _ := liveServer(t, storetest.Open(t, store.SQLite), auth.Config{})
+	cookie := loginCookie(t, srv)
+	const marker = "ZZTOPSECRETZZ"
+	b64 := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+	for _, tc := range []struct{ name, query, location string }{
+		{"not_base64url", "cursor=" + marker + "!!", "query.cursor"},
+		{"base64_of_junk", "cursor=" + b64(marker), "query.cursor"},
+		{"bad_time", "cursor=" + b64("-5."+strings.Repeat("a", 32)), "query.cursor"},
+		{"bad_id", "cursor=" + b64("1700000000000."+marker), "query.cursor"},
+		{"too_long", "cursor=" + strings.Repeat(marker, 20), "query.cursor"},
+		{"limit_zero", "limit=0", "query.limit"},
+		{"limit_too_big", "limit=101", "query.limit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httpCall(t, srv, "GET", "/api/v1/apikeys?"+tc.query, "", cookie)
+			var env envelope
+			r.decode(t, &env)
+			if r.status != 422 || env.Code != "unprocessable" || len(env.Details.Errors) == 0 || env.Details.Errors[0].Location != tc.location {
+				t.Fatalf("%s: %d %s; want 422 unprocessable at %s", tc.query, r.status, r.raw, tc.location)
+			}
+			if strings.Contains(r.raw, marker) || strings.Contains(r.raw, b64(marker)) {
+				t.Fatalf("the error repeats the parameter: %s", r.raw)
+			}
+		})
+	}
+}
+
+// A login beyond the session cap ends the user's oldest session at once on
+// this replica, though this replica had it cached.
+func TestSessionCapEvictsOldest(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		srv, _ := liveServer(t, db, auth.Config{MaxSessions: 2})
+		first := loginCookie(t, srv)
+		if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", first); r.status != 200 { // now cached
+			t.Fatalf("the first session: %d %s", r.status, r.raw)
+		}
+		second := loginCookie(t, srv)
+		third := loginCookie(t, srv)
+		for _, tc := range []struct {
+			name, cookie string
+			want         int
+		}{{"first", first, 401}, {"second", second, 200}, {"third", third, 200}} {
+			if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", tc.cookie); r.status != tc.want {
+				t.Errorf("the %s session after 3 logins with a cap of 2: %d, want %d", tc.name, r.status, tc.want)
+			}
+		}
+	})
+}
+
+// Every time the API shows has at most millisecond precision, last_used_at
+// included, though the clock has nanoseconds.
+func TestAPIKeyTimesInMilliseconds(t *testing.T) {
+	clk := &fakeClock{now: t0.Add(1234567891 * time.Nanosecond)}
+	srv, _ := liveServer(t, storetest.Open(t, store.SQLite), auth.Config{Now: clk.Now})
+	cookie := loginCookie(t, srv)
+	var k struct{ Key string }
+	httpCall(t, srv, "POST", "/api/v1/apikeys", `{"name":"ci"}`, cookie).decode(t, &k)
+	clk.Advance(time.Second)
+	if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", "X-API-Key: "+k.Key); r.status != 200 {
+		t.Fatalf("me with the key: %d %s", r.status, r.raw)
+	}
+	var page struct {
+		Keys []struct {
+			CreatedAt  string `json:"created_at"`
+			LastUsedAt string `json:"last_used_at"`
+		}
+	}
+	httpCall(t, srv, "GET", "/api/v1/apikeys", "", cookie).decode(t, &page)
+	if len(page.Keys) != 1 || page.Keys[0].CreatedAt != "2026-11-30T12:00:01.234Z" || page.Keys[0].LastUsedAt != "2026-11-30T12:00:02.234Z" {
+		t.Fatalf("keys = %+v; want created_at 2026-11-30T12:00:01.234Z and last_used_at 2026-11-30T12:00:02.234Z", page.Keys)
+	}
+}

@@ -1,0 +1,159 @@
+// Package testproxy is a TCP proxy that a test puts between a client and a
+// real server (Redis, PostgreSQL) to break the connection on purpose: cut
+// it, slow it down, or stall it. Outage tests break the proxy, never the
+// server other tests share.
+package testproxy
+
+import (
+	"net"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Proxy forwards every connection made to Addr to the target. Its zero
+// value is not usable: create one with [New]. It is safe for concurrent use.
+type Proxy struct {
+	ln     net.Listener
+	target string
+
+	mu      sync.Mutex
+	resumed *sync.Cond // broadcast when a stall ends
+	cut     bool
+	stalled bool
+	delay   time.Duration
+	conns   map[net.Conn]bool
+}
+
+// New starts a proxy to target (host:port) on a free loopback port. It is
+// cut and closed when the test ends.
+func New(tb testing.TB, target string) *Proxy {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	p.resumed = sync.NewCond(&p.mu)
+	go p.accept()
+	tb.Cleanup(func() { ln.Close(); p.Cut() })
+	return p
+}
+
+// Addr is the host:port clients dial instead of the target.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Cut closes every connection and refuses new ones until Restore: a server
+// that is down.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut, p.stalled = true, false
+	for c := range p.conns {
+		c.Close()
+	}
+	clear(p.conns)
+	p.resumed.Broadcast()
+}
+
+// Delay holds every read for d before forwarding it: a slow network.
+func (p *Proxy) Delay(d time.Duration) {
+	p.mu.Lock()
+	p.delay = d
+	p.mu.Unlock()
+}
+
+// Stall keeps accepting connections, and keeps those it has open, but
+// forwards nothing in either direction until Restore or Cut: a server (or
+// a network) that black-holes traffic. Clients wait for answers that never
+// come, until their own deadlines end the wait.
+func (p *Proxy) Stall() {
+	p.mu.Lock()
+	p.stalled = true
+	p.mu.Unlock()
+}
+
+// Restore accepts connections and forwards promptly again. What a stall
+// held back is forwarded then.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	p.cut, p.stalled, p.delay = false, false, 0
+	p.resumed.Broadcast()
+	p.mu.Unlock()
+}
+
+func (p *Proxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		cut := p.cut
+		if !cut {
+			p.conns[c] = true
+		}
+		p.mu.Unlock()
+		if cut {
+			c.Close()
+			continue
+		}
+		go p.serve(c)
+	}
+}
+
+func (p *Proxy) serve(c net.Conn) {
+	up, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	if p.cut { // cut while dialing
+		p.mu.Unlock()
+		c.Close()
+		up.Close()
+		return
+	}
+	p.conns[up] = true
+	p.mu.Unlock()
+	go p.pipe(up, c)
+	p.pipe(c, up)
+}
+
+// pipe copies src to dst, holding each read while the proxy is delayed or
+// stalled, until either side closes.
+func (p *Proxy) pipe(dst, src net.Conn) {
+	defer dst.Close()
+	defer src.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if !p.hold() {
+				return
+			}
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// hold waits out a delay or a stall. It reports false when the proxy was
+// cut meanwhile.
+func (p *Proxy) hold() bool {
+	p.mu.Lock()
+	for p.stalled {
+		p.resumed.Wait()
+	}
+	d, cut := p.delay, p.cut
+	p.mu.Unlock()
+	if d > 0 {
+		time.Sleep(d)
+	}
+	return !cut
+}

@@ -1,0 +1,130 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+)
+
+// This file is where database calls get their deadline: every statement,
+// ping and transaction of a [DB] ends within DB.Timeout, whether or not the
+// caller's context has a deadline. A database that accepts connections but
+// never answers then costs a request Timeout, not as long as the client
+// waits, and a background write (a session's last-seen time, an API key's
+// last use) ends too.
+
+// runner is what *sql.DB and *sql.Tx have in common.
+type runner interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// bounded runs statements, each under the deadline bound puts on its
+// context. [DB] and [Tx] embed it; only the bound differs.
+type bounded struct {
+	run   runner
+	bound func(context.Context) (context.Context, context.CancelFunc)
+}
+
+// ExecContext runs a statement that returns no rows.
+func (b bounded) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx, cancel := b.bound(ctx)
+	defer cancel()
+	return b.run.ExecContext(ctx, query, args...)
+}
+
+// QueryContext runs a query. The deadline holds until the rows are
+// closed: the caller must Close them.
+func (b bounded) QueryContext(ctx context.Context, query string, args ...any) (*Rows, error) {
+	ctx, cancel := b.bound(ctx)
+	rows, err := b.run.QueryContext(ctx, query, args...)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &Rows{Rows: rows, cancel: cancel}, nil
+}
+
+// QueryRowContext runs a query for at most one row. The deadline holds
+// until Scan, which reads the row (cancelling before Scan would fail it).
+func (b bounded) QueryRowContext(ctx context.Context, query string, args ...any) *Row {
+	ctx, cancel := b.bound(ctx)
+	return &Row{row: b.run.QueryRowContext(ctx, query, args...), cancel: cancel}
+}
+
+// Rows are a query's results (see [sql.Rows]).
+type Rows struct {
+	*sql.Rows
+	cancel context.CancelFunc
+}
+
+// Close closes the rows and ends their deadline.
+func (r *Rows) Close() error {
+	defer r.cancel()
+	return r.Rows.Close()
+}
+
+// Row is a query's single row (see [sql.Row]).
+type Row struct {
+	row    *sql.Row
+	cancel context.CancelFunc
+}
+
+// Scan copies the row's columns into dest, then ends the deadline. Like
+// [sql.Row.Scan], it returns sql.ErrNoRows when there is no row.
+func (r *Row) Scan(dest ...any) error {
+	defer r.cancel()
+	return r.row.Scan(dest...)
+}
+
+func (db *DB) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, db.Timeout)
+}
+
+// PingContext checks that the database answers.
+func (db *DB) PingContext(ctx context.Context) error {
+	ctx, cancel := db.withTimeout(ctx)
+	defer cancel()
+	return db.sql.PingContext(ctx)
+}
+
+// Tx is a transaction with one deadline for its whole life: BeginTx sets
+// it, Timeout from then, and every statement, Commit included, must be
+// done by it. A transaction that outlives it is rolled back. Always end a
+// Tx with Commit or Rollback (defer Rollback; after Commit it does nothing).
+type Tx struct {
+	bounded
+	tx     *sql.Tx
+	cancel context.CancelFunc
+}
+
+// BeginTx starts a transaction (on SQLite, BEGIN IMMEDIATE: it holds the
+// write lock until it ends).
+func (db *DB) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) {
+	ctx, cancel := db.withTimeout(ctx)
+	tx, err := db.sql.BeginTx(ctx, opts)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	deadline, _ := ctx.Deadline()
+	return &Tx{
+		bounded: bounded{run: tx, bound: func(ctx context.Context) (context.Context, context.CancelFunc) {
+			return context.WithDeadline(ctx, deadline)
+		}},
+		tx: tx, cancel: cancel,
+	}, nil
+}
+
+// Commit commits the transaction.
+func (tx *Tx) Commit() error {
+	defer tx.cancel()
+	return tx.tx.Commit()
+}
+
+// Rollback aborts the transaction; after Commit it does nothing and
+// returns sql.ErrTxDone.
+func (tx *Tx) Rollback() error {
+	defer tx.cancel()
+	return tx.tx.Rollback()
+}
