@@ -68,8 +68,8 @@ func MustAuth(tb testing.TB) *auth.Service {
 	return svc
 }
 
-// withKey sends every request with ada's API key.
-func withKey(tb testing.TB, s *api.Server, svc *auth.Service) http.Handler {
+// mustKey returns a new API key of ada's.
+func mustKey(tb testing.TB, svc *auth.Service) string {
 	tb.Helper()
 	ctx := context.Background()
 	_, _, u, err := svc.Login(ctx, "ada", "correct horse battery", "test")
@@ -80,6 +80,13 @@ func withKey(tb testing.TB, s *api.Server, svc *auth.Service) http.Handler {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return key
+}
+
+// withKey sends every request with ada's API key.
+func withKey(tb testing.TB, s *api.Server, svc *auth.Service) http.Handler {
+	tb.Helper()
+	key := mustKey(tb, svc)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Set("X-API-Key", key)
 		s.ServeHTTP(w, r)

@@ -15,7 +15,8 @@ import (
 // request without valid credentials goes on anonymous, and each operation
 // decides (requireCaller). When the store cannot answer, the request goes
 // on anonymous too, marked so that operations needing a caller answer 503
-// while the public ones (health, ready, login) still work.
+// while the public ones (health, ready, login) still work. A client that
+// leaves during the lookup gets nothing; the access log says 499.
 func Authenticate(svc *auth.Service) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -25,6 +26,12 @@ func Authenticate(svc *auth.Service) func(http.Handler) http.Handler {
 				id, err = svc.AuthenticateKey(r.Context(), key)
 			} else if c, cerr := r.Cookie(SessionCookie); cerr == nil {
 				id, err = svc.Authenticate(r.Context(), c.Value)
+			}
+			if err != nil && clientGone(r.Context()) {
+				// The client left during the lookup: not an outage. Only
+				// the access log records it.
+				w.WriteHeader(StatusClientClosedRequest)
+				return
 			}
 			if err != nil && !errors.Is(err, auth.ErrUnauthenticated) {
 				logger(r.Context()).Error("authenticate", "error", err)

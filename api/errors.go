@@ -80,6 +80,7 @@ var codes = map[int]string{
 	http.StatusTooManyRequests:       "rate-limited",
 	http.StatusInternalServerError:   "internal",
 	http.StatusServiceUnavailable:    "unavailable",
+	StatusClientClosedRequest:        "client-closed-request", // never reaches a client: only the access log sees it
 }
 
 // CodeForStatus returns the envelope code for an HTTP status.
@@ -107,6 +108,8 @@ func defaultMessage(status int) string {
 		return "brain hit an unexpected error; the X-Request-Id header identifies it in the server log"
 	case http.StatusServiceUnavailable:
 		return "brain is not ready to serve this request"
+	case StatusClientClosedRequest:
+		return "the client left before the answer"
 	}
 	return strings.ToLower(http.StatusText(status))
 }
@@ -118,14 +121,24 @@ const (
 )
 
 // fromHuma builds the envelope for an error huma raises (validation, body
-// parsing, content negotiation, handler errors). It keeps each detail's
-// location and message and drops its value, which echoes the request.
-// Internal errors keep nothing of the cause.
-func fromHuma(status int, msg string, errs ...error) *Error {
+// parsing, content negotiation, handler errors); ctx is nil when huma has
+// no request at hand. It keeps each detail's location and message and
+// drops its value, which echoes the request. Internal errors keep nothing
+// of the cause, except that a failed read of the request body is the
+// client's mistake ([bodyReadError]) and a client that left gets 499.
+func fromHuma(ctx huma.Context, status int, msg string, errs ...error) *Error {
 	if status == 0 { // huma asks with status 0 to learn the error type
 		return &Error{}
 	}
 	if status >= 500 {
+		for _, err := range errs {
+			if e := bodyReadError(err); e != nil {
+				return e
+			}
+		}
+		if ctx != nil && clientGone(ctx.Context()) {
+			return NewError(StatusClientClosedRequest, "")
+		}
 		// The message and causes (huma's "unexpected error occurred", a
 		// handler's wrapped error) go to the log through logCauses; the
 		// client gets the status's default message only.
@@ -211,10 +224,10 @@ func logCauses(ctx huma.Context, status string, v any) (any, error) {
 // operation documents and returns [Error].
 func init() {
 	huma.NewError = func(status int, msg string, errs ...error) huma.StatusError {
-		return fromHuma(status, msg, errs...)
+		return fromHuma(nil, status, msg, errs...)
 	}
-	huma.NewErrorWithContext = func(_ huma.Context, status int, msg string, errs ...error) huma.StatusError {
-		return fromHuma(status, msg, errs...)
+	huma.NewErrorWithContext = func(ctx huma.Context, status int, msg string, errs ...error) huma.StatusError {
+		return fromHuma(ctx, status, msg, errs...)
 	}
 }
 
