@@ -121,13 +121,14 @@ func New(cfg Config) *Server {
 	hc.OpenAPIPath = ""
 	hc.DocsPath = ""
 	hc.Info.Description = description
+	hc.Formats = escapedNames(hc.Formats)
 	if cfg.Limits.Session.Limit == 0 {
 		store := cfg.Limits.Store
 		cfg.Limits = DefaultLimits()
 		cfg.Limits.Store = store
 	}
 	ps := newPlanes(cfg.Limits, cfg.Metrics)
-	hc.OnAddOperation = append(hc.OnAddOperation, declareSecurity, declareErrors, ps.declareRateLimits)
+	hc.OnAddOperation = append(hc.OnAddOperation, declareSecurity, declareErrors, ps.declareRateLimits, rememberSchemas)
 	hc.Components.SecuritySchemes = securitySchemes
 	declareComponents(hc.Components)
 	hc.Transformers = append(hc.Transformers, logCauses)

@@ -31,6 +31,12 @@ type LoginInput struct {
 	}
 }
 
+// smallBody is the body limit of the operations of this file: the largest
+// valid body (two 1024-character passwords, every character JSON-escaped
+// as a surrogate pair) is under 25 KiB, and anything larger is refused
+// (413) before a byte of it is parsed.
+const smallBody = 32 << 10
+
 // LoginOutput sets the session cookie.
 type LoginOutput struct {
 	SetCookie http.Cookie `header:"Set-Cookie"`
@@ -107,7 +113,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 	tags := []string{"Auth"}
 
 	huma.Register(api, huma.Operation{
-		OperationID: "login", Method: http.MethodPost, Path: Prefix + "/auth/login",
+		OperationID: "login", Method: http.MethodPost, MaxBodyBytes: smallBody, Path: Prefix + "/auth/login",
 		Summary: "Log in", Tags: tags,
 		Description: "Checks a username and password and sets the session cookie `brain_session` (HttpOnly, SameSite=Lax, Secure unless configured off). " +
 			"An unknown user and a wrong password get the same 401. After 5 consecutive failures for a username (20 for a client IP) each further attempt must wait: 1 s, doubling, up to 15 min; a success resets the username's count.",
@@ -152,7 +158,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 	})
 
 	huma.Register(api, huma.Operation{
-		OperationID: "change-password", Method: http.MethodPost, Path: Prefix + "/auth/password",
+		OperationID: "change-password", Method: http.MethodPost, MaxBodyBytes: smallBody, Path: Prefix + "/auth/password",
 		Summary: "Change my password", Tags: tags, DefaultStatus: http.StatusNoContent,
 		Description: "Checks the current password, sets the new one and ends every other session of the user. A wrong current password counts as a failed login.",
 		Errors:      []int{http.StatusTooManyRequests},
@@ -167,7 +173,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 	})
 
 	huma.Register(api, huma.Operation{
-		OperationID: "create-api-key", Method: http.MethodPost, Path: Prefix + "/apikeys",
+		OperationID: "create-api-key", Method: http.MethodPost, MaxBodyBytes: smallBody, Path: Prefix + "/apikeys",
 		Summary: "Create an API key", Tags: tags, DefaultStatus: http.StatusCreated,
 		Description: "Creates a key for programs to call the API as you. The response is the only time the key is shown. Managing keys needs a session: a key cannot create keys.",
 	}, func(ctx context.Context, in *CreateAPIKeyInput) (*CreateAPIKeyOutput, error) {

@@ -260,7 +260,7 @@ export interface components {
         };
         FieldError: {
             /**
-             * @description Where the problem is: body..., query.x, path.x or header.x.
+             * @description Where the problem is: body, a member of it, or a parameter (query.limit, path.id, header.X-API-Key). It names only what the schema declares: an unexpected member is reported at the object that holds it.
              * @example body.items[3].text
              */
             location: string;
