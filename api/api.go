@@ -86,7 +86,7 @@ func New(cfg Config) *Server {
 		cfg.Now = time.Now
 	}
 	r := chi.NewRouter()
-	r.Use(RequestID, AccessLog(cfg.Logger, cfg.Now), Recoverer, MarkBodyErrors, ClientIP(cfg.TrustedProxies), CORS(cfg.CORSOrigins),
+	r.Use(RequestID, NoSniff, AccessLog(cfg.Logger, cfg.Now), Recoverer, MarkBodyErrors, ClientIP(cfg.TrustedProxies), CORS(cfg.CORSOrigins),
 		middleware.GetHead) // HEAD wherever GET is, as HTTP asks
 	if cfg.Auth != nil {
 		r.Use(Authenticate(cfg.Auth), CSRF(cfg.CORSOrigins))

@@ -37,10 +37,15 @@ type LoginInput struct {
 // (413) before a byte of it is parsed.
 const smallBody = 32 << 10
 
+// noStore is the Cache-Control of a response that carries a secret: no
+// cache, shared or private, may keep it.
+const noStore = "no-store"
+
 // LoginOutput sets the session cookie.
 type LoginOutput struct {
-	SetCookie http.Cookie `header:"Set-Cookie"`
-	Body      struct {
+	SetCookie    http.Cookie `header:"Set-Cookie"`
+	CacheControl string      `header:"Cache-Control" enum:"no-store" doc:"no-store: the response carries the session; no cache may keep it."`
+	Body         struct {
 		User      UserView  `json:"user"`
 		ExpiresAt time.Time `json:"expires_at" doc:"When the session ends at the latest; it also ends after a period of inactivity."`
 	}
@@ -90,7 +95,8 @@ type CreateAPIKeyInput struct {
 
 // CreateAPIKeyOutput shows the key's secret, once.
 type CreateAPIKeyOutput struct {
-	Body struct {
+	CacheControl string `header:"Cache-Control" enum:"no-store" doc:"no-store: the response carries the key; no cache may keep it."`
+	Body         struct {
 		APIKeyView
 		Key string `json:"key" example:"brk_3F9a_x2QmT0yZ8pLr6cVb1nWs4eKd7hJg" doc:"The key itself. It is shown only now; brain keeps only its hash."`
 	}
@@ -123,7 +129,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		if err != nil {
 			return nil, authError(err)
 		}
-		out := &LoginOutput{SetCookie: sessionCookie(token, se.ExpiresAt, cfg.CookieSecure, cfg.now())}
+		out := &LoginOutput{SetCookie: sessionCookie(token, se.ExpiresAt, cfg.CookieSecure, cfg.now()), CacheControl: noStore}
 		out.Body.User, out.Body.ExpiresAt = userView(u), se.ExpiresAt
 		return out, nil
 	})
@@ -181,7 +187,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		if err != nil {
 			return nil, err
 		}
-		out := &CreateAPIKeyOutput{}
+		out := &CreateAPIKeyOutput{CacheControl: noStore}
 		out.Body.APIKeyView, out.Body.Key = apiKeyView(k), secret
 		return out, nil
 	})

@@ -460,6 +460,7 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
+                    "Cache-Control"?: "no-store";
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -707,6 +708,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Cache-Control"?: "no-store";
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Set-Cookie"?: string;
