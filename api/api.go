@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/brain-template/brain/auth"
@@ -73,8 +74,12 @@ func (c Config) now() time.Time { return c.Now() }
 type Server struct {
 	router chi.Router
 	// API is the huma API the operations are registered on. Tests and forks
-	// may register more operations; each picks up the same hooks.
+	// may register more operations; each picks up the same hooks. Register
+	// them before serving: the spec and /docs are rendered once, on their
+	// first request.
 	API huma.API
+
+	renders atomic.Int32 // of the spec and the reference page, for tests
 }
 
 // New builds the router, registers every operation and returns the server.
@@ -138,9 +143,7 @@ func New(cfg Config) *Server {
 	ps.api = api
 	s := &Server{router: r, API: api}
 	addRoutes(api, cfg)
-	r.Get("/openapi.json", s.serveSpecJSON)
-	r.Get("/openapi.yaml", s.serveSpecYAML)
-	r.Get("/docs", s.serveDocs)
+	s.serveDocuments(r)
 	return s
 }
 
