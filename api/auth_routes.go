@@ -111,7 +111,7 @@ type ListAPIKeysOutput struct {
 
 // DeleteAPIKeyInput names the key to delete.
 type DeleteAPIKeyInput struct {
-	ID string `path:"id" pattern:"^[0-9a-f]{32}$" doc:"The key's id, as listed."`
+	ID string `path:"id" pattern:"^[0-9a-f]{32}$" maxLength:"32" doc:"The key's id, as listed."`
 }
 
 func addAuthRoutes(api huma.API, cfg Config) {
