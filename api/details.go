@@ -78,16 +78,20 @@ func schemaLocation(op *huma.Operation, loc string) string {
 			end, s = end+n, s.Items
 			continue
 		}
-		name := ""
-		for p := range s.Properties {
-			if len(p) > len(name) && hasSegment(rest, "."+p) {
-				name = p // the longest, should one declared name prefix another
-			}
-		}
-		if name == "" {
+		if rest[0] != '.' {
 			break
 		}
-		end, s = end+1+len(name), s.Properties[name]
+		// A declared name holds no '.' or '[' (TestSpecPropertyNames),
+		// and those of the client's names are escaped (escapedNames).
+		name := rest[1:]
+		if i := strings.IndexAny(name, ".["); i >= 0 {
+			name = name[:i]
+		}
+		next := s.Properties[name]
+		if next == nil {
+			break
+		}
+		end, s = end+1+len(name), next
 	}
 	return loc[:end]
 }
