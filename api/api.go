@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/brain-template/brain/auth"
@@ -73,8 +74,12 @@ func (c Config) now() time.Time { return c.Now() }
 type Server struct {
 	router chi.Router
 	// API is the huma API the operations are registered on. Tests and forks
-	// may register more operations; each picks up the same hooks.
+	// may register more operations; each picks up the same hooks. Register
+	// them before serving: the spec and /docs are rendered once, on their
+	// first request.
 	API huma.API
+
+	renders atomic.Int32 // of the spec and the reference page, for tests
 }
 
 // New builds the router, registers every operation and returns the server.
@@ -86,7 +91,7 @@ func New(cfg Config) *Server {
 		cfg.Now = time.Now
 	}
 	r := chi.NewRouter()
-	r.Use(RequestID, AccessLog(cfg.Logger, cfg.Now), Recoverer, ClientIP(cfg.TrustedProxies), CORS(cfg.CORSOrigins),
+	r.Use(RequestID, NoSniff, AccessLog(cfg.Logger, cfg.Now), Recoverer, MarkBodyErrors, ClientIP(cfg.TrustedProxies), CORS(cfg.CORSOrigins),
 		middleware.GetHead) // HEAD wherever GET is, as HTTP asks
 	r.Use(CSRF(cfg.CORSOrigins))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
@@ -119,13 +124,14 @@ func New(cfg Config) *Server {
 	hc.OpenAPIPath = ""
 	hc.DocsPath = ""
 	hc.Info.Description = description
+	hc.Formats = escapedNames(hc.Formats)
 	if cfg.Limits.Session.Limit == 0 {
 		store := cfg.Limits.Store
 		cfg.Limits = DefaultLimits()
 		cfg.Limits.Store = store
 	}
 	ps := newPlanes(cfg.Limits, cfg.Metrics, cfg.Now)
-	hc.OnAddOperation = append(hc.OnAddOperation, declareSecurity, declareErrors, ps.declareRateLimits)
+	hc.OnAddOperation = append(hc.OnAddOperation, declareSecurity, declareErrors, ps.declareRateLimits, rememberSchemas)
 	hc.Components.SecuritySchemes = securitySchemes
 	declareComponents(hc.Components)
 	hc.Transformers = append(hc.Transformers, logCauses)
@@ -135,9 +141,7 @@ func New(cfg Config) *Server {
 	ps.api = api
 	s := &Server{router: r, API: api}
 	addRoutes(api, cfg)
-	r.Get("/openapi.json", s.serveSpecJSON)
-	r.Get("/openapi.yaml", s.serveSpecYAML)
-	r.Get("/docs", s.serveDocs)
+	s.serveDocuments(r)
 	return s
 }
 

@@ -32,10 +32,21 @@ type LoginInput struct {
 	}
 }
 
+// smallBody is the body limit of the operations of this file: the largest
+// valid body (two 1024-character passwords, every character JSON-escaped
+// as a surrogate pair) is under 25 KiB, and anything larger is refused
+// (413) before a byte of it is parsed.
+const smallBody = 32 << 10
+
+// noStore is the Cache-Control of a response that carries a secret: no
+// cache, shared or private, may keep it.
+const noStore = "no-store"
+
 // LoginOutput sets the session cookie.
 type LoginOutput struct {
-	SetCookie http.Cookie `header:"Set-Cookie"`
-	Body      struct {
+	SetCookie    http.Cookie `header:"Set-Cookie"`
+	CacheControl string      `header:"Cache-Control" enum:"no-store" doc:"no-store: the response carries the session; no cache may keep it."`
+	Body         struct {
 		User      UserView  `json:"user"`
 		ExpiresAt time.Time `json:"expires_at" doc:"When the session ends at the latest; it also ends after a period of inactivity."`
 	}
@@ -85,7 +96,8 @@ type CreateAPIKeyInput struct {
 
 // CreateAPIKeyOutput shows the key's secret, once.
 type CreateAPIKeyOutput struct {
-	Body struct {
+	CacheControl string `header:"Cache-Control" enum:"no-store" doc:"no-store: the response carries the key; no cache may keep it."`
+	Body         struct {
 		APIKeyView
 		Key string `json:"key" example:"brk_3F9a_x2QmT0yZ8pLr6cVb1nWs4eKd7hJg" doc:"The key itself. It is shown only now; brain keeps only its hash."`
 	}
@@ -107,7 +119,7 @@ type ListAPIKeysOutput struct {
 
 // DeleteAPIKeyInput names the key to delete.
 type DeleteAPIKeyInput struct {
-	ID string `path:"id" pattern:"^[0-9a-f]{32}$" doc:"The key's id, as listed."`
+	ID string `path:"id" pattern:"^[0-9a-f]{32}$" maxLength:"32" doc:"The key's id, as listed."`
 }
 
 func addAuthRoutes(api huma.API, cfg Config) {
@@ -121,15 +133,12 @@ func addAuthRoutes(api huma.API, cfg Config) {
 	}
 
 	huma.Register(api, huma.Operation{
-		OperationID: "login", Method: http.MethodPost, Path: Prefix + "/auth/login",
+		OperationID: "login", Method: http.MethodPost, MaxBodyBytes: smallBody, Path: Prefix + "/auth/login",
 		Summary: "Log in", Tags: tags,
 		Description: "Checks a username and password and sets the session cookie `brain_session` (HttpOnly, SameSite=Lax, Secure unless configured off). " +
 			"An unknown user and a wrong password get the same 401. After 5 consecutive failures for a username (20 for a client IP) each further attempt must wait: 1 s, doubling, up to 15 min; a success resets the username's count." +
 			fmt.Sprintf(" A user has at most %d sessions: a login beyond that ends the user's oldest session.", maxSessions),
 		Errors: []int{http.StatusUnauthorized, http.StatusTooManyRequests},
-		// A username, a password and their JSON: a body that cannot be
-		// valid is refused before it is parsed.
-		MaxBodyBytes: 8 << 10,
 		// The back-off is decided before the ip budget: its refusal takes
 		// no token.
 		Metadata: map[string]any{metaDeferCharge: true},
@@ -146,7 +155,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		if err != nil {
 			return nil, authError(err)
 		}
-		out := &LoginOutput{SetCookie: sessionCookie(token, se.ExpiresAt, cfg.CookieSecure, cfg.now())}
+		out := &LoginOutput{SetCookie: sessionCookie(token, se.ExpiresAt, cfg.CookieSecure, cfg.now()), CacheControl: noStore}
 		out.Body.User, out.Body.ExpiresAt = userView(u), se.ExpiresAt
 		return out, nil
 	})
@@ -181,7 +190,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 	})
 
 	huma.Register(api, huma.Operation{
-		OperationID: "change-password", Method: http.MethodPost, Path: Prefix + "/auth/password",
+		OperationID: "change-password", Method: http.MethodPost, MaxBodyBytes: smallBody, Path: Prefix + "/auth/password",
 		Summary: "Change my password", Tags: tags, DefaultStatus: http.StatusNoContent,
 		Description: "Checks the current password, sets the new one and ends every other session of the user. A wrong current password counts as a failed login.",
 		Errors:      []int{http.StatusTooManyRequests},
@@ -196,7 +205,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 	})
 
 	huma.Register(api, huma.Operation{
-		OperationID: "create-api-key", Method: http.MethodPost, Path: Prefix + "/apikeys",
+		OperationID: "create-api-key", Method: http.MethodPost, MaxBodyBytes: smallBody, Path: Prefix + "/apikeys",
 		Summary: "Create an API key", Tags: tags, DefaultStatus: http.StatusCreated,
 		Description: "Creates a key for programs to call the API as you. The response is the only time the key is shown. Managing keys needs a session: a key cannot create keys. " +
 			fmt.Sprintf("A user may have at most %d keys; beyond that the answer is 409 until one is deleted.", maxKeys),
@@ -209,7 +218,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		if err != nil {
 			return nil, err
 		}
-		out := &CreateAPIKeyOutput{}
+		out := &CreateAPIKeyOutput{CacheControl: noStore}
 		out.Body.APIKeyView, out.Body.Key = apiKeyView(k), secret
 		return out, nil
 	})

@@ -88,3 +88,22 @@ type discardWriter struct {
 func (w *discardWriter) Header() http.Header         { return w.h }
 func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (w *discardWriter) WriteHeader(code int)        { w.code = code }
+
+// BenchmarkDocuments serves the spec and the reference page, which are
+// rendered once and then served from memory.
+func BenchmarkDocuments(b *testing.B) {
+	s := api.New(api.Config{Logger: slog.New(slog.DiscardHandler)})
+	for _, path := range []string{"/openapi.json", "/docs"} {
+		b.Run(path[1:], func(b *testing.B) {
+			req := httptest.NewRequest("GET", path, nil)
+			b.ReportAllocs()
+			for b.Loop() {
+				w := &discardWriter{h: http.Header{}}
+				s.ServeHTTP(w, req)
+				if w.code != 0 && w.code != 200 {
+					b.Fatalf("status %d", w.code)
+				}
+			}
+		})
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"html/template"
-	"net/http"
 	"sort"
 	"strings"
 )
@@ -233,22 +232,15 @@ td code{word-break:break-all}
 </main></body></html>
 `))
 
-func (s *Server) serveDocs(w http.ResponseWriter, r *http.Request) {
-	spec, err := s.Spec()
-	var page *docsPage
-	if err == nil {
-		page, err = buildDocsPage(spec)
+// renderDocs renders the reference page of spec, the served openapi.json.
+func renderDocs(spec []byte) ([]byte, error) {
+	page, err := buildDocsPage(spec)
+	if err != nil {
+		return nil, err
 	}
 	var buf bytes.Buffer
-	if err == nil {
-		err = docsTemplate.Execute(&buf, page)
+	if err := docsTemplate.Execute(&buf, page); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		logger(r.Context()).Error("render docs", "error", err)
-		WriteError(w, NewError(http.StatusInternalServerError, ""))
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
-	_, _ = w.Write(buf.Bytes())
+	return buf.Bytes(), nil
 }

@@ -3,8 +3,8 @@ package api
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -44,7 +44,7 @@ type ErrorDetails struct {
 
 // FieldError locates one problem in a request.
 type FieldError struct {
-	Location string `json:"location" maxLength:"256" example:"body.items[3].text" doc:"Where the problem is: body..., query.x, path.x or header.x."`
+	Location string `json:"location" maxLength:"256" example:"body.items[3].text" doc:"Where the problem is: body, a member of it, or a parameter (query.limit, path.id, header.X-API-Key). It names only what the schema declares: an unexpected member is reported at the object that holds it."`
 	Message  string `json:"message" maxLength:"1024" example:"expected length <= 65536" doc:"What is wrong there."`
 }
 
@@ -80,6 +80,7 @@ var codes = map[int]string{
 	http.StatusTooManyRequests:       "rate-limited",
 	http.StatusInternalServerError:   "internal",
 	http.StatusServiceUnavailable:    "unavailable",
+	StatusClientClosedRequest:        "client-closed-request", // never reaches a client: only the access log sees it
 }
 
 // CodeForStatus returns the envelope code for an HTTP status.
@@ -107,25 +108,40 @@ func defaultMessage(status int) string {
 		return "brain hit an unexpected error; the X-Request-Id header identifies it in the server log"
 	case http.StatusServiceUnavailable:
 		return "brain is not ready to serve this request"
+	case StatusClientClosedRequest:
+		return "the client left before the answer"
 	}
 	return strings.ToLower(http.StatusText(status))
 }
 
 // Messages that replace huma's where huma's would say too much: a JSON
-// decoder's error names Go types and quotes bytes of the body.
+// decoder's error names Go types and quotes bytes of the body, and an
+// unknown content type is quoted from the request.
 const (
-	msgMalformedBody = "the request body is not valid JSON"
+	msgMalformedBody   = "the request body is not valid JSON"
+	msgUnsupportedBody = "the request body must be application/json"
 )
 
 // fromHuma builds the envelope for an error huma raises (validation, body
-// parsing, content negotiation, handler errors). It keeps each detail's
-// location and message and drops its value, which echoes the request.
-// Internal errors keep nothing of the cause.
-func fromHuma(status int, msg string, errs ...error) *Error {
+// parsing, content negotiation, handler errors); ctx is nil when huma has
+// no request at hand. Each validation detail keeps only what the schema
+// defines (see [schemaLocation] and [schemaMessage]); its value, which is
+// the client's input, is never read. Internal errors keep nothing of the
+// cause, except that a failed read of the request body is the client's
+// mistake ([bodyReadError]) and a client that left gets 499.
+func fromHuma(ctx huma.Context, status int, msg string, errs ...error) *Error {
 	if status == 0 { // huma asks with status 0 to learn the error type
 		return &Error{}
 	}
 	if status >= 500 {
+		for _, err := range errs {
+			if e := bodyReadError(err); e != nil {
+				return e
+			}
+		}
+		if ctx != nil && clientGone(ctx.Context()) {
+			return NewError(StatusClientClosedRequest, "")
+		}
 		// The message and causes (huma's "unexpected error occurred", a
 		// handler's wrapped error) go to the log through logCauses; the
 		// client gets the status's default message only.
@@ -133,8 +149,24 @@ func fromHuma(status int, msg string, errs ...error) *Error {
 		e.cause = errors.Join(append([]error{errors.New(msg)}, errs...)...)
 		return e
 	}
+	if status == http.StatusUnsupportedMediaType {
+		// huma's one detail quotes the Content-Type header.
+		return NewError(status, msgUnsupportedBody)
+	}
+	var op *huma.Operation
+	if ctx != nil {
+		op = ctx.Operation()
+	}
 	var details []FieldError
-	for _, err := range errs {
+	seen := map[FieldError]bool{}
+	templates := validationMessages()
+	for i, err := range errs {
+		// huma reports one error per unexpected member, however many: the
+		// work here stops at what the envelope can hold. huma checks the
+		// declared members first, so what comes late is more of the same.
+		if len(details) == maxDetails || i == maxExamined {
+			break
+		}
 		var d huma.ErrorDetailer
 		if !errors.As(err, &d) {
 			// A handler's wrapped error (huma.Error404NotFound(msg, err))
@@ -142,30 +174,30 @@ func fromHuma(status int, msg string, errs ...error) *Error {
 			continue
 		}
 		ed := d.ErrorDetail()
-		fe := FieldError{Location: clip(ed.Location, 256), Message: clip(ed.Message, 1024)}
+		fe := FieldError{Location: clip(schemaLocation(op, ed.Location), 256), Message: clip(schemaMessage(templates, ed.Message), 1024)}
 		if status == http.StatusBadRequest && ed.Location == "body" {
 			fe.Message = msgMalformedBody
-		} else if echoes(ed) {
-			fe.Message = "invalid value"
 		}
-		if len(details) == maxDetails {
-			break
+		if !seen[fe] { // many unexpected properties make one detail
+			seen[fe] = true
+			details = append(details, fe)
 		}
-		details = append(details, fe)
 	}
 	switch {
-	case status == http.StatusBadRequest && len(details) > 0 && details[0].Message == msgMalformedBody:
+	case status == http.StatusBadRequest && slices.ContainsFunc(details, func(fe FieldError) bool { return fe.Message == msgMalformedBody }):
 		msg = msgMalformedBody
-	case status == http.StatusUnsupportedMediaType:
-		msg = "the request body must be application/json"
-	case status == http.StatusUnprocessableEntity && msg == "validation failed":
+	case msg == "validation failed":
 		msg = "the request is not valid: see details.errors"
 	}
 	return NewError(status, clip(msg, 1024), details...)
 }
 
-// maxDetails bounds details.errors, as the schema says.
-const maxDetails = 100
+// maxDetails bounds details.errors, as the schema says; maxExamined bounds
+// the validation errors read to fill it.
+const (
+	maxDetails  = 100
+	maxExamined = 10 * maxDetails
+)
 
 // clip cuts s to at most n bytes, on a rune boundary.
 func clip(s string, n int) string {
@@ -176,24 +208,6 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n]
-}
-
-// echoes reports whether a validation message repeats the client's value
-// (format checks quote the parser's error, which quotes the input) or
-// names Go internals (a JSON type mismatch).
-func echoes(ed *huma.ErrorDetail) bool {
-	if strings.HasPrefix(ed.Message, "json:") || strings.Contains(ed.Message, "Go struct") || strings.Contains(ed.Message, "Go value") {
-		return true
-	}
-	switch v := ed.Value.(type) {
-	case nil, bool:
-		return false
-	case string:
-		return len(v) >= 2 && strings.Contains(ed.Message, v)
-	default:
-		s := fmt.Sprint(v)
-		return len(s) >= 2 && strings.Contains(ed.Message, s)
-	}
 }
 
 // logCauses is a huma transformer: when a response is an [Error] with a
@@ -211,10 +225,10 @@ func logCauses(ctx huma.Context, status string, v any) (any, error) {
 // operation documents and returns [Error].
 func init() {
 	huma.NewError = func(status int, msg string, errs ...error) huma.StatusError {
-		return fromHuma(status, msg, errs...)
+		return fromHuma(nil, status, msg, errs...)
 	}
-	huma.NewErrorWithContext = func(_ huma.Context, status int, msg string, errs ...error) huma.StatusError {
-		return fromHuma(status, msg, errs...)
+	huma.NewErrorWithContext = func(ctx huma.Context, status int, msg string, errs ...error) huma.StatusError {
+		return fromHuma(ctx, status, msg, errs...)
 	}
 }
 

@@ -388,6 +388,9 @@ func (ps *planes) charge(ctx huma.Context, p *plane, key string) (answered bool)
 func (ps *planes) admit(ctx huma.Context, p *plane, key string) *Error {
 	d, err := p.limiter.Allow(ctx.Context(), key)
 	if err != nil {
+		if clientGone(ctx.Context()) { // not the store's failure: nobody is left to answer
+			return NewError(StatusClientClosedRequest, "")
+		}
 		inc(p.count.failed)
 		return NewError(http.StatusServiceUnavailable, "brain cannot check its rate limits right now; retry shortly")
 	}

@@ -98,8 +98,12 @@ func requireCaller(api huma.API, svc *auth.Service, ps *planes) func(huma.Contex
 			id, err = resolveCaller(r.Context(), svc, r)
 		}
 		if err != nil && !errors.Is(err, auth.ErrUnauthenticated) {
-			if r.Context().Err() != nil {
-				return // the client left during the lookup: nobody to answer
+			if clientGone(r.Context()) {
+				// The client left during the lookup: not an outage. Only
+				// the access log records it.
+				_, w := humachi.Unwrap(ctx)
+				w.WriteHeader(StatusClientClosedRequest)
+				return
 			}
 			logger(r.Context()).Error("authenticate", "error", err)
 			writeHumaError(api, ctx, NewError(http.StatusServiceUnavailable, "brain cannot check credentials right now; retry shortly"))

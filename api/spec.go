@@ -2,11 +2,17 @@ package api
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/danielgtaylor/huma/v2"
+	"github.com/go-chi/chi/v5"
 )
 
 // errorSchemaRef points at the envelope's schema. huma registers the schema
@@ -78,23 +84,65 @@ func (s *Server) Spec() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func (s *Server) serveSpecJSON(w http.ResponseWriter, r *http.Request) {
-	b, err := s.Spec()
-	s.writeSpec(w, r, "application/json", b, err)
+// document is a response rendered once, on its first request, and served
+// from memory after: the spec and the reference page depend only on the
+// configuration, which never changes once the server runs. Operations
+// registered on Server.API after the first request do not appear in it.
+type document struct {
+	contentType string
+	render      func() ([]byte, error)
+	renders     *atomic.Int32 // counts renders, for tests
+
+	once sync.Once
+	body []byte
+	etag string
+	err  error
 }
 
-func (s *Server) serveSpecYAML(w http.ResponseWriter, r *http.Request) {
-	b, err := s.API.OpenAPI().YAML()
-	s.writeSpec(w, r, "application/yaml", b, err)
+// get renders the document on its first call and returns it.
+func (d *document) get() ([]byte, error) {
+	d.once.Do(func() {
+		d.renders.Add(1)
+		d.body, d.err = d.render()
+		sum := sha256.Sum256(d.body)
+		d.etag = `"` + hex.EncodeToString(sum[:16]) + `"`
+	})
+	return d.body, d.err
 }
 
-func (s *Server) writeSpec(w http.ResponseWriter, r *http.Request, contentType string, b []byte, err error) {
-	if err != nil {
-		logger(r.Context()).Error("render spec", "error", err)
+// serve writes the document with a strong ETag (a hash of its bytes) and
+// Cache-Control: no-cache, so a client may keep it but asks each time
+// whether it changed; If-None-Match with the current ETag gets 304 and no
+// body (http.ServeContent does the matching, Range and HEAD).
+func (d *document) serve(w http.ResponseWriter, r *http.Request) {
+	if _, err := d.get(); err != nil {
+		logger(r.Context()).Error("render "+r.URL.Path, "error", err)
 		WriteError(w, NewError(http.StatusInternalServerError, ""))
 		return
 	}
-	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("Cache-Control", "no-cache")
-	_, _ = w.Write(b)
+	h := w.Header()
+	h.Set("Content-Type", d.contentType)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("ETag", d.etag)
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(d.body))
+}
+
+// serveDocuments routes the spec (JSON and YAML) and the reference page.
+// The page is built from the served JSON, so the two never disagree.
+func (s *Server) serveDocuments(r chi.Router) {
+	specJSON := &document{contentType: "application/json", render: s.Spec, renders: &s.renders}
+	specYAML := &document{contentType: "application/yaml", render: s.API.OpenAPI().YAML, renders: &s.renders}
+	docs := &document{contentType: "text/html; charset=utf-8", renders: &s.renders, render: func() ([]byte, error) {
+		spec, err := specJSON.get()
+		if err != nil {
+			return nil, err
+		}
+		return renderDocs(spec)
+	}}
+	r.Get("/openapi.json", specJSON.serve)
+	r.Get("/openapi.yaml", specYAML.serve)
+	r.Get("/docs", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+		docs.serve(w, r)
+	})
 }

@@ -260,7 +260,7 @@ export interface components {
         };
         FieldError: {
             /**
-             * @description Where the problem is: body..., query.x, path.x or header.x.
+             * @description Where the problem is: body, a member of it, or a parameter (query.limit, path.id, header.X-API-Key). It names only what the schema declares: an unexpected member is reported at the object that holds it.
              * @example body.items[3].text
              */
             location: string;
@@ -506,6 +506,7 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
+                    "Cache-Control"?: "no-store";
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -777,6 +778,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Cache-Control"?: "no-store";
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Set-Cookie"?: string;

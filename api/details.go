@@ -1,0 +1,215 @@
+package api
+
+import (
+	"strings"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/validation"
+)
+
+// huma's validation details can carry the client's bytes: the location of
+// an unexpected property or an unknown query parameter is its name, and a
+// format check quotes the parser's error, which quotes the input. An
+// envelope keeps only what the schema defines: the location up to the last
+// name the operation declares, and the message if it is one huma's
+// validator writes, without any quoted input. The value of a detail is the
+// input itself and is never read (for an unexpected property it is the
+// whole object around it).
+
+// metaSchemas is the Operation.Metadata key under which rememberSchemas
+// leaves the registry, so that [schemaLocation] can resolve the body's
+// $refs at request time.
+const metaSchemas = "api.schemas"
+
+// rememberSchemas is an OnAddOperation hook that gives each operation its
+// API's schema registry (Metadata is runtime-only: it never reaches the
+// spec).
+func rememberSchemas(oapi *huma.OpenAPI, op *huma.Operation) {
+	if op.Metadata == nil {
+		op.Metadata = map[string]any{}
+	}
+	op.Metadata[metaSchemas] = oapi.Components.Schemas
+}
+
+// schemaLocation returns the longest prefix of loc that names only what op
+// declares: "body" followed by declared properties and array indexes
+// (body.items[3].text), or a declared parameter (query.limit). Whatever
+// follows is a name the client made up (an unexpected property, a map key,
+// an unknown query parameter) and is cut, so such a problem is reported at
+// its parent. Without op, only the part (body, query, ...) is kept.
+func schemaLocation(op *huma.Operation, loc string) string {
+	end := strings.IndexAny(loc, ".[")
+	if end < 0 {
+		end = len(loc)
+	}
+	part := loc[:end]
+	switch part {
+	case "body":
+	case "path", "query", "header", "cookie":
+		if op != nil {
+			for _, p := range op.Parameters {
+				if p.In == part && hasSegment(loc[end:], "."+p.Name) {
+					return part + "." + p.Name
+				}
+			}
+		}
+		return part
+	default:
+		return ""
+	}
+	if op == nil || op.RequestBody == nil {
+		return part
+	}
+	reg, _ := op.Metadata[metaSchemas].(huma.Registry)
+	var s *huma.Schema
+	if mt := op.RequestBody.Content["application/json"]; mt != nil {
+		s = mt.Schema
+	}
+	for s != nil && reg != nil {
+		if s.Ref != "" {
+			s = reg.SchemaFromRef(s.Ref)
+			continue
+		}
+		rest := loc[end:]
+		if rest == "" {
+			break
+		}
+		if n := arrayIndex(rest); n > 0 && s.Items != nil {
+			end, s = end+n, s.Items
+			continue
+		}
+		if rest[0] != '.' {
+			break
+		}
+		// A declared name holds no '.' or '[' (TestSpecPropertyNames),
+		// and those of the client's names are escaped (escapedNames).
+		name := rest[1:]
+		if i := strings.IndexAny(name, ".["); i >= 0 {
+			name = name[:i]
+		}
+		next := s.Properties[name]
+		if next == nil {
+			break
+		}
+		end, s = end+1+len(name), next
+	}
+	return loc[:end]
+}
+
+// hasSegment reports whether rest starts with seg followed by the end or
+// the start of another segment.
+func hasSegment(rest, seg string) bool {
+	if !strings.HasPrefix(rest, seg) {
+		return false
+	}
+	rest = rest[len(seg):]
+	return rest == "" || rest[0] == '.' || rest[0] == '['
+}
+
+// arrayIndex returns the length of the "[n]" that rest starts with, or 0.
+func arrayIndex(rest string) int {
+	if len(rest) < 3 || rest[0] != '[' {
+		return 0
+	}
+	for i := 1; i < len(rest); i++ {
+		switch c := rest[i]; {
+		case c == ']' && i > 1:
+			return i + 1
+		case c < '0' || c > '9':
+			return 0
+		}
+	}
+	return 0
+}
+
+// schemaMessage returns msg when it is one of the messages huma writes
+// into validation details, and "invalid value" otherwise (a JSON decoder's
+// error, or a handler's own detail). A message whose template ends in
+// ": %v" quotes a parser's error, so it is cut there; the other verbs are
+// filled from the schema (a bound, a pattern, a property's name).
+// templates is validationMessages().
+func schemaMessage(templates []string, msg string) string {
+	for _, t := range templates {
+		if fixed, ok := strings.CutSuffix(t, ": %v"); ok && strings.HasPrefix(msg, fixed) {
+			return fixed
+		}
+	}
+	for _, t := range templates {
+		first, last := strings.IndexByte(t, '%'), strings.LastIndexByte(t, '%')
+		if first < 0 {
+			if msg == t {
+				return msg
+			}
+			continue
+		}
+		before, after := t[:first], t[last+2:] // around the verbs
+		if len(msg) >= len(before)+len(after) && strings.HasPrefix(msg, before) && strings.HasSuffix(msg, after) {
+			return msg
+		}
+	}
+	return "invalid value"
+}
+
+// validationMessages lists the messages of huma's validator (a fork may
+// reword them, so they are read when needed) and of its parameter parser.
+func validationMessages() []string {
+	return []string{
+		validation.MsgUnexpectedProperty,
+		validation.MsgExpectedRFC3339DateTime,
+		validation.MsgExpectedRFC1123DateTime,
+		validation.MsgExpectedRFC3339Date,
+		validation.MsgExpectedRFC3339Time,
+		validation.MsgExpectedRFC5322Email,
+		validation.MsgExpectedRFC5890Hostname,
+		validation.MsgExpectedRFC2673IPv4,
+		validation.MsgExpectedRFC2373IPv6,
+		validation.MsgExpectedRFCIPAddr,
+		validation.MsgExpectedRFC3986URI,
+		validation.MsgExpectedRFC4122UUID,
+		validation.MsgExpectedRFC6570URITemplate,
+		validation.MsgExpectedRFC6901JSONPointer,
+		validation.MsgExpectedRFC6901RelativeJSONPointer,
+		validation.MsgExpectedRegexp,
+		validation.MsgExpectedMatchAtLeastOneSchema,
+		validation.MsgExpectedMatchExactlyOneSchema,
+		validation.MsgExpectedNotMatchSchema,
+		validation.MsgExpectedPropertyNameInObject,
+		validation.MsgExpectedBoolean,
+		validation.MsgExpectedDuration,
+		validation.MsgExpectedNumber,
+		validation.MsgExpectedInteger,
+		validation.MsgExpectedString,
+		validation.MsgExpectedBase64String,
+		validation.MsgExpectedArray,
+		validation.MsgExpectedObject,
+		validation.MsgExpectedArrayItemsUnique,
+		validation.MsgExpectedOneOf,
+		validation.MsgExpectedMinimumNumber,
+		validation.MsgExpectedExclusiveMinimumNumber,
+		validation.MsgExpectedMaximumNumber,
+		validation.MsgExpectedExclusiveMaximumNumber,
+		validation.MsgExpectedNumberBeMultipleOf,
+		validation.MsgExpectedMinLength,
+		validation.MsgExpectedMaxLength,
+		validation.MsgExpectedBePattern,
+		validation.MsgExpectedMatchPattern,
+		validation.MsgExpectedMinItems,
+		validation.MsgExpectedMaxItems,
+		validation.MsgExpectedMinProperties,
+		validation.MsgExpectedMaxProperties,
+		validation.MsgExpectedRequiredProperty,
+		validation.MsgExpectedDependentRequiredProperty,
+		"expected value to match exactly one schema but matched multiple",
+		"write only property is non-zero",
+		// huma's parameter parser
+		"unknown query parameter",
+		"required %s parameter is missing",
+		"expected at most one value, but received multiple values",
+		"invalid integer",
+		"invalid float",
+		"invalid boolean",
+		"invalid date/time for format %s",
+		"invalid url.URL value",
+		"invalid value: %v",
+	}
+}

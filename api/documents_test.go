@@ -1,0 +1,65 @@
+package api_test
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/brain-template/brain/api"
+)
+
+// TestDocumentsRenderedOnce fetches the spec and the reference page
+// repeatedly: each is rendered on its first request only, served with a
+// strong, stable ETag and Cache-Control: no-cache, and a request whose
+// If-None-Match names the ETag gets 304 without a body.
+func TestDocumentsRenderedOnce(t *testing.T) {
+	s, _ := mustRawServer(t, api.Config{})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	spec, err := s.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path, ifNoneMatch string) (*http.Response, []byte) {
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		if ifNoneMatch != "" {
+			req.Header.Set("If-None-Match", ifNoneMatch)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	for _, path := range []string{"/openapi.json", "/openapi.yaml", "/docs"} {
+		first, body := get(path, "")
+		etag := first.Header.Get("ETag")
+		if first.StatusCode != 200 || len(etag) < 10 || !strings.HasPrefix(etag, `"`) || first.Header.Get("Cache-Control") != "no-cache" {
+			t.Fatalf("%s: %d, ETag %q, Cache-Control %q; want 200, a strong ETag and no-cache", path, first.StatusCode, etag, first.Header.Get("Cache-Control"))
+		}
+		if path == "/openapi.json" && !bytes.Equal(body, spec) {
+			t.Fatal("/openapi.json differs from Spec()")
+		}
+		for range 5 {
+			again, b := get(path, "")
+			if again.Header.Get("ETag") != etag || !bytes.Equal(b, body) {
+				t.Fatalf("%s changed between requests", path)
+			}
+		}
+		notModified, b := get(path, etag)
+		if notModified.StatusCode != http.StatusNotModified || len(b) != 0 {
+			t.Fatalf("%s with If-None-Match: %d and %d bytes, want 304 and none", path, notModified.StatusCode, len(b))
+		}
+		if other, _ := get(path, `"stale"`); other.StatusCode != 200 {
+			t.Fatalf("%s with a stale ETag: %d, want 200", path, other.StatusCode)
+		}
+	}
+	if n := api.Renders(s); n != 3 {
+		t.Fatalf("%d renders for 3 documents fetched 8 times each, want 3", n)
+	}
+}

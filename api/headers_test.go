@@ -1,0 +1,115 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/store"
+	"github.com/brain-template/brain/store/storetest"
+)
+
+// downStore is an auth store whose key lookups fail: the database is down.
+type downStore struct{ auth.Store }
+
+func (downStore) APIKeyByHash(context.Context, string) (auth.APIKey, auth.User, error) {
+	return auth.APIKey{}, auth.User{}, errors.New("connection refused")
+}
+
+// TestErrorsCarryNoSniff checks X-Content-Type-Options: nosniff on errors
+// from every writer: the router, huma (400, 413, 415, 422, 500),
+// requireCaller (401, 403, 503) and the recoverer.
+func TestErrorsCarryNoSniff(t *testing.T) {
+	svc := MustAuth(t)
+	s, _ := mustRawServer(t, api.Config{Auth: svc})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	key := mustKey(t, svc)
+	down := auth.NewService(downStore{store.NewAuthStore(storetest.Open(t, store.SQLite))}, auth.Config{Argon2: cheap})
+	sDown, _ := mustRawServer(t, api.Config{Auth: down})
+	srvDown := httptest.NewServer(sDown)
+	defer srvDown.Close()
+
+	for _, tc := range []struct {
+		name, base, method, path, ctype, body string
+		withKey                               bool
+		status                                int
+	}{
+		{"router_404", srv.URL, "GET", "/api/v1/nope", "", "", false, 404},
+		{"router_405", srv.URL, "DELETE", "/api/v1/health", "", "", false, 405},
+		{"huma_400", srv.URL, "POST", "/api/v1/auth/login", "application/json", `{"username":`, false, 400},
+		{"huma_413", srv.URL, "POST", "/api/v1/auth/login", "application/json", `{"username":"` + strings.Repeat("a", 40<<10) + `"}`, false, 413},
+		{"huma_415", srv.URL, "POST", "/api/v1/auth/login", "text/html", `{}`, false, 415},
+		{"huma_422", srv.URL, "POST", "/api/v1/auth/login", "application/json", `{"username":""}`, false, 422},
+		{"huma_500", srv.URL, "GET", "/api/v1/test/fail", "", "", true, 500},
+		{"panic_500", srv.URL, "GET", "/api/v1/test/panic", "", "", true, 500},
+		{"caller_401", srv.URL, "GET", "/api/v1/auth/me", "", "", false, 401},
+		{"caller_403", srv.URL, "GET", "/api/v1/apikeys", "", "", true, 403},
+		{"caller_503", srvDown.URL, "GET", "/api/v1/auth/me", "", "", true, 503},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tc.method, tc.base+tc.path, strings.NewReader(tc.body))
+			if tc.ctype != "" {
+				req.Header.Set("Content-Type", tc.ctype)
+			}
+			if tc.withKey {
+				req.Header.Set("X-API-Key", key)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+			}
+			if got := resp.Header.Get("X-Content-Type-Options"); got != "nosniff" {
+				t.Errorf("X-Content-Type-Options = %q, want nosniff", got)
+			}
+			if got := resp.Header.Get("Content-Type"); got != "application/json" {
+				t.Errorf("Content-Type = %q, want application/json", got)
+			}
+		})
+	}
+}
+
+// TestSecretsAreNotStored checks Cache-Control: no-store on the two
+// responses that carry a secret (the session cookie, a new API key), and
+// that the spec declares it.
+func TestSecretsAreNotStored(t *testing.T) {
+	s, _ := mustRawServer(t, api.Config{})
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	resp, err := http.Post(srv.URL+"/api/v1/auth/login", "application/json", strings.NewReader(`{"username":"ada","password":"correct horse battery"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(resp.Cookies()) == 0 || resp.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("login: %d, cookies %v, Cache-Control %q; want 200, the session and no-store", resp.StatusCode, resp.Cookies(), resp.Header.Get("Cache-Control"))
+	}
+	req, _ := http.NewRequest("POST", srv.URL+"/api/v1/apikeys", strings.NewReader(`{"name":"laptop"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.AddCookie(resp.Cookies()[0])
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 201 || resp.Header.Get("Cache-Control") != "no-store" {
+		t.Fatalf("create API key: %d, Cache-Control %q; want 201 and no-store", resp.StatusCode, resp.Header.Get("Cache-Control"))
+	}
+
+	paths := s.API.OpenAPI().Paths
+	for path, status := range map[string]string{"/api/v1/auth/login": "200", "/api/v1/apikeys": "201"} {
+		h := paths[path].Post.Responses[status].Headers["Cache-Control"]
+		if h == nil || h.Schema == nil || len(h.Schema.Enum) != 1 || h.Schema.Enum[0] != "no-store" {
+			t.Errorf("POST %s: the spec does not declare Cache-Control: no-store on %s", path, status)
+		}
+	}
+}

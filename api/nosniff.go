@@ -1,0 +1,14 @@
+package api
+
+import "net/http"
+
+// NoSniff is a middleware that sets X-Content-Type-Options: nosniff on
+// every response, whoever writes it (huma, a middleware, the router, a
+// panic): a browser then never guesses a type from the bytes, so an error
+// that holds anything of a request is never run as HTML or script.
+func NoSniff(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
