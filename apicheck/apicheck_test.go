@@ -128,12 +128,11 @@ func TestCheckAdditiveChangesPass(t *testing.T) {
 // headers on the 200.
 func limited(doc map[string]any) {
 	header := func() any { return map[string]any{"required": true, "schema": map[string]any{"type": "string"}} }
-	comps := at(doc, "components")
-	comps["responses"] = map[string]any{"RateLimited": map[string]any{
+	at(doc, "components", "responses")["RateLimited"] = map[string]any{
 		"description": "rate-limited",
 		"headers":     map[string]any{"Retry-After": header(), "RateLimit": header(), "RateLimit-Policy": header()},
 		"content":     map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Error"}}},
-	}}
+	}
 	op := at(doc, "paths", "/api/v1/health", "get")
 	resps := op["responses"].(map[string]any)
 	resps["429"] = map[string]any{"$ref": "#/components/responses/RateLimited"}
