@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brain-template/brain/internal/testproxy"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/ratelimit/redistest"
 )
@@ -38,10 +39,10 @@ type transition struct {
 
 // outage builds a Resilient limiter whose Redis traffic goes through a
 // proxy the test controls, with a fake clock for the breaker.
-func outage(t *testing.T, mode ratelimit.OnStoreError) (*ratelimit.Resilient, *proxy, *countingLimiter, *clock, *[]transition, *ratelimit.Breaker) {
+func outage(t *testing.T, mode ratelimit.OnStoreError) (*ratelimit.Resilient, *testproxy.Proxy, *countingLimiter, *clock, *[]transition, *ratelimit.Breaker) {
 	t.Helper()
 	opt := redistest.Option(t)
-	p := newProxy(t, opt.InitAddress[0])
+	p := testproxy.New(t, opt.InitAddress[0])
 	opt.InitAddress = []string{p.Addr()}
 	opt.DisableRetry = true
 	client := redistest.Client(t, opt)

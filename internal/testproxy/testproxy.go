@@ -1,4 +1,7 @@
-package ratelimit_test
+// Package testproxy is a TCP proxy that a test controls, to make a store
+// (PostgreSQL, Redis) fail for one test without touching the server other
+// tests share: cut every connection, delay traffic, restore.
+package testproxy
 
 import (
 	"net"
@@ -7,10 +10,9 @@ import (
 	"time"
 )
 
-// proxy is a TCP proxy to Redis that a test controls: cut every
-// connection (and refuse new ones), delay traffic, restore. The outage
-// tests break this, never the Redis server other tests share.
-type proxy struct {
+// A Proxy forwards TCP connections to a target address until the test
+// cuts or delays them. It is safe for concurrent use.
+type Proxy struct {
 	ln     net.Listener
 	target string
 	mu     sync.Mutex
@@ -19,21 +21,24 @@ type proxy struct {
 	conns  map[net.Conn]bool
 }
 
-func newProxy(tb testing.TB, target string) *proxy {
+// New starts a proxy to target on a free port of 127.0.0.1. It stops, and
+// cuts what it forwards, when the test ends.
+func New(tb testing.TB, target string) *Proxy {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p := &proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
 	go p.accept()
 	tb.Cleanup(func() { ln.Close(); p.Cut() })
 	return p
 }
 
-func (p *proxy) Addr() string { return p.ln.Addr().String() }
+// Addr is the host:port to connect to instead of the target.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-func (p *proxy) accept() {
+func (p *Proxy) accept() {
 	for {
 		c, err := p.ln.Accept()
 		if err != nil {
@@ -53,7 +58,7 @@ func (p *proxy) accept() {
 	}
 }
 
-func (p *proxy) serve(c net.Conn) {
+func (p *Proxy) serve(c net.Conn) {
 	up, err := net.Dial("tcp", p.target)
 	if err != nil {
 		c.Close()
@@ -89,7 +94,7 @@ func (p *proxy) serve(c net.Conn) {
 }
 
 // Cut closes every connection and refuses new ones until Restore.
-func (p *proxy) Cut() {
+func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.cut = true
@@ -100,14 +105,14 @@ func (p *proxy) Cut() {
 }
 
 // Delay holds every read for d (Restore clears it).
-func (p *proxy) Delay(d time.Duration) {
+func (p *Proxy) Delay(d time.Duration) {
 	p.mu.Lock()
 	p.delay = d
 	p.mu.Unlock()
 }
 
 // Restore accepts connections and forwards promptly again.
-func (p *proxy) Restore() {
+func (p *Proxy) Restore() {
 	p.mu.Lock()
 	p.cut, p.delay = false, 0
 	p.mu.Unlock()
