@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// Errors a [Store] returns.
+// Errors a [Store] returns. Any other error from a store means it failed
+// (down, too slow); the [Service] passes it on marked [ErrUnavailable].
 var (
 	ErrNotFound = errors.New("auth: not found")
 	ErrConflict = errors.New("auth: already exists")
@@ -48,15 +49,16 @@ type Store interface {
 	UserByID(ctx context.Context, id string) (User, error)
 	UserByUsername(ctx context.Context, username string) (User, error)
 	CountUsers(ctx context.Context) (int, error)
-	SetPasswordHash(ctx context.Context, userID, hash string) error
+	// SetPasswordAndEndSessions sets the user's password hash and deletes
+	// every session of theirs but keepTokenHash's, in one transaction: both
+	// happen or neither. ErrNotFound when there is no such user.
+	SetPasswordAndEndSessions(ctx context.Context, userID, hash, keepTokenHash string) error
 
 	CreateSession(ctx context.Context, s Session) error
 	// SessionByTokenHash returns the session and its user.
 	SessionByTokenHash(ctx context.Context, tokenHash string) (Session, User, error)
 	TouchSession(ctx context.Context, tokenHash string, at time.Time) error
 	DeleteSession(ctx context.Context, tokenHash string) error
-	// DeleteUserSessions deletes every session of the user but keepTokenHash's.
-	DeleteUserSessions(ctx context.Context, userID, keepTokenHash string) error
 	DeleteExpiredSessions(ctx context.Context, now time.Time, idle time.Duration) (int, error)
 
 	CreateAPIKey(ctx context.Context, k APIKey) error

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -19,7 +20,25 @@ var (
 	ErrUnauthenticated = errors.New("auth: not authenticated")
 	ErrInvalidUsername = errors.New("auth: a username is 1 to 64 of a-z, 0-9, '.', '_' and '-', starting with a letter or digit")
 	ErrWeakPassword    = fmt.Errorf("auth: a password is %d to %d characters", MinPasswordLen, MaxPasswordLen)
+	// ErrUnavailable: not the caller's fault, and worth retrying shortly.
+	// It wraps every store error other than ErrNotFound and ErrConflict
+	// (the store is down or too slow), and ErrBusy. A caller that left
+	// (context.Canceled) is not marked.
+	ErrUnavailable = errors.New("auth: unavailable")
+	// ErrBusy: every password-hashing slot stayed taken for the whole
+	// HashWait. It wraps ErrUnavailable.
+	ErrBusy = fmt.Errorf("%w: every password-hashing slot is busy", ErrUnavailable)
 )
+
+// unavailable marks err, from a store or a context, with ErrUnavailable
+// unless it is the store's answer (ErrNotFound, ErrConflict) or the
+// caller's leaving (context.Canceled).
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
 
 // Password bounds.
 const (
@@ -85,8 +104,20 @@ type Config struct {
 	// a request writes it. Default 1 min.
 	TouchInterval time.Duration
 	Argon2        Argon2Params
-	Now           func() time.Time
+	// HashConcurrency bounds the password hashes (each holding
+	// Argon2.Memory) that run at once. Default GOMAXPROCS: a hash needs a
+	// core, so more would only share the cores and multiply the memory.
+	HashConcurrency int
+	// HashWait is how long a login or password change waits for a hashing
+	// slot before it gives up with ErrBusy. Default 1 s. Creating a user
+	// waits as long as its context allows.
+	HashWait time.Duration
+	Now      func() time.Time
 }
+
+// passwordChangeTimeout bounds the write of a password change, which runs
+// on even when the caller leaves, so that it happens whole or not at all.
+const passwordChangeTimeout = 10 * time.Second
 
 // Service is authentication: logins, sessions, API keys. It is safe for
 // concurrent use. Run its maintenance loop with [Service.Run].
@@ -95,6 +126,7 @@ type Service struct {
 	cfg      Config
 	Throttle *LoginThrottle
 	dummy    string // a hash to verify against when the user is unknown
+	hashes   hashSlots
 
 	mu sync.Mutex
 	// gen counts revocations (logout, password change, key deletion). A
@@ -141,12 +173,19 @@ func NewService(store Store, cfg Config) *Service {
 	if cfg.Argon2 == (Argon2Params{}) {
 		cfg.Argon2 = DefaultArgon2
 	}
+	if cfg.HashConcurrency <= 0 {
+		cfg.HashConcurrency = runtime.GOMAXPROCS(0)
+	}
+	if cfg.HashWait <= 0 {
+		cfg.HashWait = time.Second
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	return &Service{
 		store: store, cfg: cfg, Throttle: NewLoginThrottle(),
 		dummy:    HashPassword(newToken(), cfg.Argon2),
+		hashes:   newHashSlots(cfg.HashConcurrency),
 		sessions: map[string]*cachedSession{}, keys: map[string]*cachedKey{}, used: map[string]time.Time{},
 	}
 }
@@ -166,9 +205,12 @@ func (s *Service) AddUser(ctx context.Context, username, password string) (User,
 	if n := len([]rune(password)); n < MinPasswordLen || n > MaxPasswordLen {
 		return User{}, ErrWeakPassword
 	}
-	u := User{ID: newID(), Username: username, PasswordHash: HashPassword(password, s.cfg.Argon2), CreatedAt: s.stamp()}
-	if err := s.store.CreateUser(ctx, u); err != nil {
+	u := User{ID: newID(), Username: username, CreatedAt: s.stamp()}
+	if err := s.hashes.run(ctx, -1, func() { u.PasswordHash = HashPassword(password, s.cfg.Argon2) }); err != nil {
 		return User{}, err
+	}
+	if err := s.store.CreateUser(ctx, u); err != nil {
+		return User{}, unavailable(err)
 	}
 	return u, nil
 }
@@ -178,7 +220,7 @@ func (s *Service) AddUser(ctx context.Context, username, password string) (User,
 func (s *Service) EnsureAdmin(ctx context.Context, password string) (created bool, generated string, err error) {
 	n, err := s.store.CountUsers(ctx)
 	if err != nil || n > 0 {
-		return false, "", err
+		return false, "", unavailable(err)
 	}
 	if password == "" {
 		password = newToken()[:24]
@@ -196,7 +238,9 @@ func (s *Service) EnsureAdmin(ctx context.Context, password string) (created boo
 // Login checks a password and opens a session. It returns the session's
 // token (for the cookie), the session and its user. Unknown users and
 // wrong passwords return the same ErrInvalidCredentials after the same
-// work; a throttled attempt returns a *ThrottledError.
+// work; a throttled attempt returns a *ThrottledError. When the password
+// could not be checked (ErrUnavailable: the store failed, or ErrBusy) the
+// attempt is no failure: the throttle takes it back.
 func (s *Service) Login(ctx context.Context, username, password, clientIP string) (string, Session, User, error) {
 	now := s.cfg.Now()
 	username = NormalizeUsername(username)
@@ -213,9 +257,15 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 	if errors.Is(err, ErrNotFound) {
 		hash = s.dummy
 	} else if err != nil {
-		return "", Session{}, User{}, err
+		s.Throttle.Abandon(attempt)
+		return "", Session{}, User{}, unavailable(err)
 	}
-	ok, verr := VerifyPassword(password, hash)
+	var ok bool
+	var verr error
+	if herr := s.hashes.run(ctx, s.cfg.HashWait, func() { ok, verr = VerifyPassword(password, hash) }); herr != nil {
+		s.Throttle.Abandon(attempt)
+		return "", Session{}, User{}, unavailable(herr)
+	}
 	if err != nil || !ok || verr != nil {
 		return "", Session{}, User{}, ErrInvalidCredentials
 	}
@@ -224,7 +274,7 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 	at := now.UTC().Truncate(time.Millisecond)
 	se := Session{TokenHash: hashSecret(token), UserID: u.ID, CreatedAt: at, ExpiresAt: at.Add(s.cfg.SessionLifetime), LastSeenAt: at}
 	if err := s.store.CreateSession(ctx, se); err != nil {
-		return "", Session{}, User{}, err
+		return "", Session{}, User{}, unavailable(err)
 	}
 	return token, se, u, nil
 }
@@ -251,7 +301,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 			return nil, ErrUnauthenticated
 		}
 		if err != nil {
-			return nil, err
+			return nil, unavailable(err)
 		}
 		fresh := &cachedSession{session: se, user: u, fetched: now, written: se.LastSeenAt}
 		if c != nil && c.session.LastSeenAt.After(se.LastSeenAt) {
@@ -298,7 +348,7 @@ func (s *Service) authenticateUncached(ctx context.Context, hash string, now tim
 		return nil, ErrUnauthenticated
 	}
 	if err != nil {
-		return nil, err
+		return nil, unavailable(err)
 	}
 	if !s.alive(se, now) {
 		return nil, ErrUnauthenticated
@@ -330,7 +380,7 @@ func (s *Service) AuthenticateKey(ctx context.Context, key string) (*Identity, e
 			return nil, ErrUnauthenticated
 		}
 		if err != nil {
-			return nil, err
+			return nil, unavailable(err)
 		}
 		c = &cachedKey{key: k, user: u, fetched: now}
 		s.mu.Lock()
@@ -357,11 +407,13 @@ func (s *Service) Logout(ctx context.Context, id *Identity) error {
 	s.revoked()
 	err := s.store.DeleteSession(ctx, id.SessionHash)
 	s.evictSession(id.SessionHash)
-	return err
+	return unavailable(err)
 }
 
-// ChangePassword checks current and sets next, then ends every other
-// session of the user. A wrong current password counts as a failed login.
+// ChangePassword checks current, then sets next and ends every other
+// session of the user in one write: both happen or neither, even when the
+// caller leaves half-way. A wrong current password counts as a failed
+// login; one that could not be checked (ErrUnavailable) does not.
 func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, current, next string) error {
 	if n := len([]rune(next)); n < MinPasswordLen || n > MaxPasswordLen {
 		return ErrWeakPassword
@@ -372,17 +424,30 @@ func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, cu
 	}
 	u, err := s.store.UserByID(ctx, id.User.ID)
 	if err != nil {
-		return err
+		s.Throttle.Abandon(attempt)
+		return unavailable(err)
 	}
-	if ok, err := VerifyPassword(current, u.PasswordHash); err != nil || !ok {
+	var ok bool
+	var hash string
+	err = s.hashes.run(ctx, s.cfg.HashWait, func() { // one slot for both hashes
+		if ok, _ = VerifyPassword(current, u.PasswordHash); ok {
+			hash = HashPassword(next, s.cfg.Argon2)
+		}
+	})
+	if err != nil {
+		s.Throttle.Abandon(attempt)
+		return unavailable(err)
+	}
+	if !ok {
 		return ErrInvalidCredentials
 	}
 	s.Throttle.Succeed(attempt)
-	if err := s.store.SetPasswordHash(ctx, u.ID, HashPassword(next, s.cfg.Argon2)); err != nil {
-		return err
-	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), passwordChangeTimeout)
+	defer cancel()
 	s.revoked()
-	err = s.store.DeleteUserSessions(ctx, u.ID, id.SessionHash)
+	if err := s.store.SetPasswordAndEndSessions(wctx, u.ID, hash, id.SessionHash); err != nil {
+		return unavailable(err)
+	}
 	s.mu.Lock()
 	for h, c := range s.sessions {
 		if c.user.ID == u.ID && h != id.SessionHash {
@@ -390,7 +455,7 @@ func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, cu
 		}
 	}
 	s.mu.Unlock()
-	return err
+	return nil
 }
 
 // CreateAPIKey makes a key for the user and returns it with its secret,
@@ -399,7 +464,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, userID, name string) (APIKey
 	secret := newAPIKey()
 	k := APIKey{ID: newID(), UserID: userID, Name: name, Prefix: secret[:len(KeyPrefix)+8], KeyHash: hashSecret(secret), CreatedAt: s.stamp()}
 	if err := s.store.CreateAPIKey(ctx, k); err != nil {
-		return APIKey{}, "", err
+		return APIKey{}, "", unavailable(err)
 	}
 	return k, secret, nil
 }
@@ -409,7 +474,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, userID, name string) (APIKey
 func (s *Service) ListAPIKeys(ctx context.Context, userID string) ([]APIKey, error) {
 	keys, err := s.store.ListAPIKeys(ctx, userID)
 	if err != nil {
-		return nil, err
+		return nil, unavailable(err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -426,7 +491,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, userID string) ([]APIKey, err
 func (s *Service) DeleteAPIKey(ctx context.Context, userID, id string) error {
 	s.revoked()
 	if err := s.store.DeleteAPIKey(ctx, userID, id); err != nil {
-		return err
+		return unavailable(err)
 	}
 	s.mu.Lock()
 	for h, c := range s.keys {

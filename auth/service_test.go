@@ -336,3 +336,43 @@ func TestLogoutRacingALookup(t *testing.T) {
 		t.Fatalf("after logout: %v; the racing lookup resurrected the session", err)
 	}
 }
+
+// failingStore fails every user lookup with err while err is set.
+type failingStore struct {
+	auth.Store
+	err error
+}
+
+func (f *failingStore) UserByUsername(ctx context.Context, name string) (auth.User, error) {
+	if f.err != nil {
+		return auth.User{}, f.err
+	}
+	return f.Store.UserByUsername(ctx, name)
+}
+
+// A store that fails is the server's trouble, not a wrong password: the
+// error says ErrUnavailable and keeps its cause, and however many logins
+// fail so, the right password works the moment the store is back. A caller
+// who left is not an outage.
+func TestLoginStoreFailure(t *testing.T) {
+	down := errors.New("connection refused")
+	st := &failingStore{Store: store.NewAuthStore(storetest.Open(t, store.SQLite)), err: down}
+	svc := auth.NewService(st, auth.Config{Argon2: cheap, Now: newClock().Now})
+	ctx := context.Background()
+	if _, err := svc.AddUser(ctx, "ada", "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 * svc.Throttle.UserFailures {
+		if _, _, _, err := svc.Login(ctx, "ada", "correct horse battery", "ip"); !errors.Is(err, auth.ErrUnavailable) || !errors.Is(err, down) {
+			t.Fatalf("login %d with the store down: %v, want ErrUnavailable wrapping the cause", i+1, err)
+		}
+	}
+	st.err = context.Canceled
+	if _, _, _, err := svc.Login(ctx, "ada", "correct horse battery", "ip"); errors.Is(err, auth.ErrUnavailable) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("login whose caller left: %v, want context.Canceled unmarked", err)
+	}
+	st.err = nil
+	if _, _, _, err := svc.Login(ctx, "ada", "correct horse battery", "ip"); err != nil {
+		t.Fatalf("the right password once the store is back: %v; the outage counted as failed logins", err)
+	}
+}
