@@ -110,8 +110,9 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		OperationID: "login", Method: http.MethodPost, Path: Prefix + "/auth/login",
 		Summary: "Log in", Tags: tags,
 		Description: "Checks a username and password and sets the session cookie `brain_session` (HttpOnly, SameSite=Lax, Secure unless configured off). " +
-			"An unknown user and a wrong password get the same 401. After 5 consecutive failures for a username (20 for a client IP) each further attempt must wait: 1 s, doubling, up to 15 min; a success resets the username's count.",
-		Errors: []int{http.StatusUnauthorized, http.StatusTooManyRequests},
+			"An unknown user and a wrong password get the same 401. After 5 consecutive failures for a username (20 for a client IP) each further attempt must wait: 1 s, doubling, up to 15 min; a success resets the username's count. " +
+			"When the password cannot be checked (the database does not answer, or too many passwords are being checked at once) the answer is 503 with Retry-After, and the attempt is no failure.",
+		Errors: []int{http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 	}, func(ctx context.Context, in *LoginInput) (*LoginOutput, error) {
 		token, se, u, err := svc.Login(ctx, in.Body.Username, in.Body.Password, GetClientIP(ctx))
 		if err != nil {
@@ -154,8 +155,9 @@ func addAuthRoutes(api huma.API, cfg Config) {
 	huma.Register(api, huma.Operation{
 		OperationID: "change-password", Method: http.MethodPost, Path: Prefix + "/auth/password",
 		Summary: "Change my password", Tags: tags, DefaultStatus: http.StatusNoContent,
-		Description: "Checks the current password, sets the new one and ends every other session of the user. A wrong current password counts as a failed login.",
-		Errors:      []int{http.StatusTooManyRequests},
+		Description: "Checks the current password, then sets the new one and ends every other session of the user: both happen or neither, even if the client goes away. " +
+			"A wrong current password counts as a failed login; one that could not be checked (503) does not.",
+		Errors: []int{http.StatusTooManyRequests},
 	}, func(ctx context.Context, in *PasswordInput) (*struct{}, error) {
 		if err := svc.ChangePassword(ctx, auth.FromContext(ctx), GetClientIP(ctx), in.Body.Current, in.Body.New); err != nil {
 			if errors.Is(err, auth.ErrInvalidCredentials) {
@@ -173,7 +175,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 	}, func(ctx context.Context, in *CreateAPIKeyInput) (*CreateAPIKeyOutput, error) {
 		k, secret, err := svc.CreateAPIKey(ctx, auth.FromContext(ctx).User.ID, in.Body.Name)
 		if err != nil {
-			return nil, err
+			return nil, authError(err)
 		}
 		out := &CreateAPIKeyOutput{}
 		out.Body.APIKeyView, out.Body.Key = apiKeyView(k), secret
@@ -186,7 +188,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 	}, func(ctx context.Context, _ *struct{}) (*ListAPIKeysOutput, error) {
 		keys, err := svc.ListAPIKeys(ctx, auth.FromContext(ctx).User.ID)
 		if err != nil {
-			return nil, err
+			return nil, authError(err)
 		}
 		out := &ListAPIKeysOutput{}
 		out.Body.Keys = make([]APIKeyView, len(keys))
@@ -206,7 +208,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 			if errors.Is(err, auth.ErrNotFound) {
 				return nil, NewError(http.StatusNotFound, "you have no API key with that id")
 			}
-			return nil, err
+			return nil, authError(err)
 		}
 		return nil, nil
 	})
@@ -215,6 +217,15 @@ func addAuthRoutes(api huma.API, cfg Config) {
 // authError maps the auth package's errors to envelopes; anything else
 // stays an internal error.
 func authError(err error) error {
+	if errors.Is(err, auth.ErrUnavailable) {
+		msg := "brain cannot reach its database right now; retry shortly"
+		if errors.Is(err, auth.ErrBusy) {
+			msg = "brain is busy checking other passwords; retry shortly"
+		}
+		e := NewError(http.StatusServiceUnavailable, msg)
+		e.cause = err
+		return e
+	}
 	var te *auth.ThrottledError
 	switch {
 	case errors.As(err, &te):

@@ -14,8 +14,9 @@ import (
 // stores it in the context (auth.FromContext). It refuses nothing: a
 // request without valid credentials goes on anonymous, and each operation
 // decides (requireCaller). When the store cannot answer, the request goes
-// on anonymous too, marked so that operations needing a caller answer 503
-// while the public ones (health, ready, login) still work.
+// on anonymous too, marked with the error so that operations needing a
+// caller answer 503 (and log it) while the public ones (health, ready,
+// login) still work.
 func Authenticate(svc *auth.Service) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -27,8 +28,7 @@ func Authenticate(svc *auth.Service) func(http.Handler) http.Handler {
 				id, err = svc.Authenticate(r.Context(), c.Value)
 			}
 			if err != nil && !errors.Is(err, auth.ErrUnauthenticated) {
-				logger(r.Context()).Error("authenticate", "error", err)
-				r = r.WithContext(context.WithValue(r.Context(), authDownKey, true))
+				r = r.WithContext(context.WithValue(r.Context(), authDownKey, err))
 			}
 			if id != nil {
 				r = r.WithContext(auth.NewContext(r.Context(), id))
@@ -40,7 +40,9 @@ func Authenticate(svc *auth.Service) func(http.Handler) http.Handler {
 
 var authDownKey = &contextKey{"auth-unavailable"}
 
-func authUnavailable(ctx context.Context) bool { v, _ := ctx.Value(authDownKey).(bool); return v }
+// authUnavailable returns why [Authenticate] could not check the request's
+// credentials, or nil.
+func authUnavailable(ctx context.Context) error { err, _ := ctx.Value(authDownKey).(error); return err }
 
 func apiKeyFrom(r *http.Request) string {
 	if h := r.Header.Get("Authorization"); h != "" {

@@ -270,12 +270,7 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 	}
 	op.Extensions["x-rate-limit"] = entries
 	op.Responses["429"] = &huma.Response{Ref: refRateLimited}
-	if op.Responses["503"] == nil { // the "closed" outage policy
-		op.Responses["503"] = &huma.Response{
-			Description: errorDescriptions[http.StatusServiceUnavailable],
-			Content:     map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Ref: errorSchemaRef}}},
-		}
-	}
+	op.Responses["503"] = &huma.Response{Ref: refUnavailable} // the "closed" outage policy, among others
 	for status, r := range op.Responses {
 		if r.Ref != "" || (pl.ip == nil && (status == "401" || status == "403")) {
 			continue // a caller's 401 and 403 come before the limiter; a public operation's come after it

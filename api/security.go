@@ -62,8 +62,9 @@ func declareSecurity(_ *huma.OpenAPI, op *huma.Operation) {
 
 // requireCaller is the huma middleware that enforces what declareSecurity
 // documents: 401 without a caller, 403 for an API key on a session-only
-// operation.
-func requireCaller(api huma.API) func(huma.Context, func(huma.Context)) {
+// operation, and 503 when the credentials could not be checked (the
+// cause goes to outages).
+func requireCaller(api huma.API, outages *outageLog) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
 		op := ctx.Operation()
 		if public[op.OperationID] {
@@ -71,7 +72,8 @@ func requireCaller(api huma.API) func(huma.Context, func(huma.Context)) {
 			return
 		}
 		id := auth.FromContext(ctx.Context())
-		if id == nil && authUnavailable(ctx.Context()) {
+		if err := authUnavailable(ctx.Context()); id == nil && err != nil {
+			outages.log(ctx.Context(), err)
 			writeHumaError(api, ctx, NewError(http.StatusServiceUnavailable, "brain cannot check credentials right now; retry shortly"))
 			return
 		}
@@ -87,8 +89,13 @@ func requireCaller(api huma.API) func(huma.Context, func(huma.Context)) {
 	}
 }
 
-// writeHumaError writes e from inside a huma middleware.
+// writeHumaError writes e, with its headers, from inside a huma middleware.
 func writeHumaError(api huma.API, ctx huma.Context, e *Error) {
+	for k, vs := range e.header {
+		for _, v := range vs {
+			ctx.AppendHeader(k, v)
+		}
+	}
 	ctx.SetHeader("Content-Type", "application/json")
 	ctx.SetStatus(e.status)
 	_ = api.Marshal(ctx.BodyWriter(), "application/json", e)
