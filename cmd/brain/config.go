@@ -33,6 +33,8 @@ type Config struct {
 
 	SessionLifetime    time.Duration
 	SessionIdleTimeout time.Duration
+	HashConcurrency    int // 0: GOMAXPROCS
+	HashWait           time.Duration
 
 	RateLimitOnStoreError ratelimit.OnStoreError
 	MetricsAddr           string
@@ -159,6 +161,19 @@ var settings = []setting{
 	}},
 	{"session-lifetime", "BRAIN_SESSION_LIFETIME", "168h", "a session's absolute lifetime", false, duration(time.Minute, func(c *Config) *time.Duration { return &c.SessionLifetime })},
 	{"session-idle-timeout", "BRAIN_SESSION_IDLE_TIMEOUT", "24h", "a session ends after this long without a request", false, duration(time.Minute, func(c *Config) *time.Duration { return &c.SessionIdleTimeout })},
+	{"hash-concurrency", "BRAIN_HASH_CONCURRENCY", "auto", "password hashes run at once, each holding 19 MiB and a core: auto (one per core, GOMAXPROCS) or a number", false, func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		switch {
+		case v == "auto":
+			c.HashConcurrency = 0
+		case err != nil || n < 1 || n > 1024:
+			return errors.New("want auto or a whole number from 1 to 1024")
+		default:
+			c.HashConcurrency = n
+		}
+		return nil
+	}},
+	{"hash-wait", "BRAIN_HASH_WAIT", "1s", "how long a login waits for a free password-hashing slot before it answers 503", false, duration(time.Millisecond, func(c *Config) *time.Duration { return &c.HashWait })},
 	{"rate-limit-session", "BRAIN_RATE_LIMIT_SESSION", "120/min,burst=60", "per-session budget, <n>/<s|min|h>[,burst=<b>]", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitSession })},
 	{"rate-limit-ip", "BRAIN_RATE_LIMIT_IP", "30/min,burst=30", "per-client-IP budget of unauthenticated requests", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitIP })},
 	{"rate-limit-apikey", "BRAIN_RATE_LIMIT_APIKEY", "120/min,burst=60", "per-API-key budget of operations without their own", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitAPIKey })},

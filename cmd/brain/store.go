@@ -30,6 +30,8 @@ func newAuth(db *store.DB, cfg Config) *auth.Service {
 	return auth.NewService(store.NewAuthStore(db), auth.Config{
 		SessionLifetime: cfg.SessionLifetime,
 		IdleTimeout:     cfg.SessionIdleTimeout,
+		HashConcurrency: cfg.HashConcurrency,
+		HashWait:        cfg.HashWait,
 	})
 }
 
