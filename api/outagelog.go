@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"regexp"
 	"sync"
 	"time"
 )
@@ -16,8 +17,15 @@ type outageLog struct {
 	now   func() time.Time
 
 	mu     sync.Mutex
-	causes map[string]*outageCause // by the cause's text
+	causes map[string]*outageCause // by causeKey
 }
+
+var digits = regexp.MustCompile(`[0-9]+`)
+
+// causeKey is what makes two errors one cause: their text with the numbers
+// masked. The addresses and ports in a network error change with every
+// connection; the failure does not.
+func causeKey(err error) string { return digits.ReplaceAllLiteralString(err.Error(), "#") }
 
 type outageCause struct {
 	logged time.Time // its last line
@@ -35,7 +43,7 @@ func newOutageLog(every time.Duration, now func() time.Time) *outageLog {
 // log records that cause failed the request of ctx, and logs it unless it
 // was logged less than an interval ago.
 func (l *outageLog) log(ctx context.Context, cause error) {
-	key, now := cause.Error(), l.now()
+	key, now := causeKey(cause), l.now()
 	l.mu.Lock()
 	c := l.causes[key]
 	if c != nil && now.Sub(c.logged) < l.every {
@@ -63,5 +71,5 @@ func (l *outageLog) log(ctx context.Context, cause error) {
 		c.logged, c.since = now, 0
 	}
 	l.mu.Unlock()
-	logger(ctx).Warn("unavailable: answering 503", "error", key, "repeats", repeats)
+	logger(ctx).Warn("unavailable: answering 503", "error", cause.Error(), "repeats", repeats)
 }
