@@ -3,6 +3,7 @@ package auth_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -374,5 +375,14 @@ func TestLoginStoreFailure(t *testing.T) {
 	st.err = nil
 	if _, _, _, err := svc.Login(ctx, "ada", "correct horse battery", "ip"); err != nil {
 		t.Fatalf("the right password once the store is back: %v; the outage counted as failed logins", err)
+	}
+}
+
+// Password hashes run one per core at once by default; a login waits a
+// second for a free slot.
+func TestHashDefaults(t *testing.T) {
+	cfg := auth.NewService(nil, auth.Config{Argon2: cheap}).Config()
+	if cfg.HashConcurrency != runtime.GOMAXPROCS(0) || cfg.HashWait != time.Second {
+		t.Fatalf("HashConcurrency, HashWait = %d, %v; want GOMAXPROCS (%d), 1s", cfg.HashConcurrency, cfg.HashWait, runtime.GOMAXPROCS(0))
 	}
 }
