@@ -214,11 +214,12 @@ func addAuthRoutes(api huma.API, cfg Config) {
 	})
 }
 
-// authError maps the auth package's errors to envelopes; anything else
-// stays an internal error.
+// authError maps the auth package's errors to envelopes: what is not the
+// client's fault (auth.ErrUnavailable) is 503, its cause kept for the log;
+// anything else unknown stays an internal error.
 func authError(err error) error {
 	if errors.Is(err, auth.ErrUnavailable) {
-		msg := "brain cannot reach its database right now; retry shortly"
+		msg := "brain's database does not answer right now; retry shortly"
 		if errors.Is(err, auth.ErrBusy) {
 			msg = "brain is busy checking other passwords; retry shortly"
 		}

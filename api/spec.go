@@ -29,8 +29,7 @@ var errorDescriptions = map[int]string{
 const refUnavailable = "#/components/responses/Unavailable"
 
 // declareUnavailable adds the 503 response to the spec's components: the
-// envelope and Retry-After. Mount after declareComponents, which declares
-// the Retry-After header.
+// envelope and Retry-After (the header declareComponents declares).
 func declareUnavailable(c *huma.Components) {
 	if c.Responses == nil {
 		c.Responses = map[string]*huma.Response{}
