@@ -31,10 +31,10 @@ var (
 )
 
 // unavailable marks err, from a store or a context, with ErrUnavailable
-// unless it is the store's answer (ErrNotFound, ErrConflict) or the
-// caller's leaving (context.Canceled).
+// unless it is the store's answer (ErrNotFound, ErrConflict), the caller's
+// leaving (context.Canceled), or marked already.
 func unavailable(err error) error {
-	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) || errors.Is(err, context.Canceled) {
+	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) || errors.Is(err, context.Canceled) || errors.Is(err, ErrUnavailable) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
