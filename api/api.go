@@ -134,10 +134,12 @@ func New(cfg Config) *Server {
 	hc.OnAddOperation = append(hc.OnAddOperation, declareSecurity, declareErrors, ps.declareRateLimits, rememberSchemas)
 	hc.Components.SecuritySchemes = securitySchemes
 	declareComponents(hc.Components)
-	hc.Transformers = append(hc.Transformers, logCauses)
+	declareUnavailable(hc.Components)
+	outages := newOutageLog(time.Minute, cfg.Now)
+	hc.Transformers = append(hc.Transformers, logCauses(outages))
 
 	api := humachi.New(r, hc)
-	api.UseMiddleware(requireCaller(api, cfg.Auth, ps))
+	api.UseMiddleware(requireCaller(api, cfg.Auth, ps, outages))
 	ps.api = api
 	s := &Server{router: r, API: api}
 	addRoutes(api, cfg)

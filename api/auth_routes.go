@@ -136,9 +136,10 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		OperationID: "login", Method: http.MethodPost, MaxBodyBytes: smallBody, Path: Prefix + "/auth/login",
 		Summary: "Log in", Tags: tags,
 		Description: "Checks a username and password and sets the session cookie `brain_session` (HttpOnly, SameSite=Lax, Secure unless configured off). " +
-			"An unknown user and a wrong password get the same 401. After 5 consecutive failures for a username (20 for a client IP) each further attempt must wait: 1 s, doubling, up to 15 min; a success resets the username's count." +
+			"An unknown user and a wrong password get the same 401. After 5 consecutive failures for a username (20 for a client IP) each further attempt must wait: 1 s, doubling, up to 15 min; a success resets the username's count. " +
+			"When the password cannot be checked (the database does not answer, or too many passwords are being checked at once) the answer is 503 with Retry-After, and the attempt is no failure." +
 			fmt.Sprintf(" A user has at most %d sessions: a login beyond that ends the user's oldest session.", maxSessions),
-		Errors: []int{http.StatusUnauthorized, http.StatusTooManyRequests},
+		Errors: []int{http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 		// The back-off is decided before the ip budget: its refusal takes
 		// no token.
 		Metadata: map[string]any{metaDeferCharge: true},
@@ -192,8 +193,9 @@ func addAuthRoutes(api huma.API, cfg Config) {
 	huma.Register(api, huma.Operation{
 		OperationID: "change-password", Method: http.MethodPost, MaxBodyBytes: smallBody, Path: Prefix + "/auth/password",
 		Summary: "Change my password", Tags: tags, DefaultStatus: http.StatusNoContent,
-		Description: "Checks the current password, sets the new one and ends every other session of the user. A wrong current password counts as a failed login.",
-		Errors:      []int{http.StatusTooManyRequests},
+		Description: "Checks the current password, then sets the new one and ends every other session of the user: both happen or neither, even if the client goes away. " +
+			"A wrong current password counts as a failed login; one that could not be checked (503) does not.",
+		Errors: []int{http.StatusTooManyRequests},
 	}, func(ctx context.Context, in *PasswordInput) (*struct{}, error) {
 		if err := svc.ChangePassword(ctx, auth.FromContext(ctx), GetClientIP(ctx), in.Body.Current, in.Body.New); err != nil {
 			if errors.Is(err, auth.ErrInvalidCredentials) {
@@ -216,7 +218,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 			return nil, NewError(http.StatusConflict, fmt.Sprintf("you have %d API keys, the most allowed: delete one before creating another", maxKeys))
 		}
 		if err != nil {
-			return nil, err
+			return nil, authError(err)
 		}
 		out := &CreateAPIKeyOutput{CacheControl: noStore}
 		out.Body.APIKeyView, out.Body.Key = apiKeyView(k), secret
@@ -234,7 +236,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		}
 		keys, next, err := svc.ListAPIKeys(ctx, auth.FromContext(ctx).User.ID, after, in.Limit)
 		if err != nil {
-			return nil, err
+			return nil, authError(err)
 		}
 		out := &ListAPIKeysOutput{}
 		out.Body.Keys = make([]APIKeyView, len(keys))
@@ -255,15 +257,25 @@ func addAuthRoutes(api huma.API, cfg Config) {
 			if errors.Is(err, auth.ErrNotFound) {
 				return nil, NewError(http.StatusNotFound, "you have no API key with that id")
 			}
-			return nil, err
+			return nil, authError(err)
 		}
 		return nil, nil
 	})
 }
 
-// authError maps the auth package's errors to envelopes; anything else
-// stays an internal error.
+// authError maps the auth package's errors to envelopes: what is not the
+// client's fault (auth.ErrUnavailable) is 503, its cause kept for the log;
+// anything else unknown stays an internal error.
 func authError(err error) error {
+	if errors.Is(err, auth.ErrUnavailable) {
+		msg := "brain's database does not answer right now; retry shortly"
+		if errors.Is(err, auth.ErrBusy) {
+			msg = "brain is busy checking other passwords; retry shortly"
+		}
+		e := NewError(http.StatusServiceUnavailable, msg)
+		e.cause = err
+		return e
+	}
 	var te *auth.ThrottledError
 	switch {
 	case errors.As(err, &te):

@@ -3,7 +3,6 @@ package api_test
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -38,31 +37,6 @@ func liveServer(tb testing.TB, db *store.DB, cfg auth.Config) (*httptest.Server,
 	return srv, svc
 }
 
-// reply is one HTTP exchange, as a test sees it.
-type reply struct {
-	status int
-	header http.Header
-	raw    string
-	took   time.Duration
-}
-
-// decode reads the body into v, failing the test when it is not JSON.
-func (r reply) decode(tb testing.TB, v any) {
-	tb.Helper()
-	if err := json.Unmarshal([]byte(r.raw), v); err != nil {
-		tb.Fatalf("body is not JSON: %v: %s", err, r.raw)
-	}
-}
-
-// code is the envelope's code, "" when the body is no envelope.
-func (r reply) code() string {
-	var env envelope
-	if json.Unmarshal([]byte(r.raw), &env) != nil || env.Message == "" {
-		return ""
-	}
-	return env.Code
-}
-
 // httpCall sends a request to srv with a JSON body (when not "") and
 // headers as "Name: value" ("" for none). A client gives up after 20 s, so
 // a server that hangs fails the test instead of stalling it.
@@ -86,11 +60,11 @@ func httpCall(tb testing.TB, srv *httptest.Server, method, path, body string, he
 	start := time.Now()
 	res, err := client.Do(req)
 	if err != nil {
-		return reply{took: time.Since(start), raw: err.Error()}
+		return reply{took: time.Since(start), body: err.Error()}
 	}
 	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	return reply{status: res.StatusCode, header: res.Header, raw: string(raw), took: time.Since(start)}
+	b, _ := io.ReadAll(res.Body)
+	return reply{status: res.StatusCode, header: res.Header, body: string(b), took: time.Since(start)}
 }
 
 // loginCookie logs ada in over HTTP and returns the Cookie header.
@@ -98,7 +72,7 @@ func loginCookie(tb testing.TB, srv *httptest.Server) string {
 	tb.Helper()
 	r := httpCall(tb, srv, "POST", "/api/v1/auth/login", `{"username":"ada","password":"correct horse battery"}`)
 	if r.status != 200 {
-		tb.Fatalf("login: %d %s", r.status, r.raw)
+		tb.Fatalf("login: %d %s", r.status, r.body)
 	}
 	for _, sc := range r.header.Values("Set-Cookie") {
 		if v, ok := strings.CutPrefix(sc, api.SessionCookie+"="); ok {
@@ -122,8 +96,8 @@ func TestAPIKeyCapHoldsUnderConcurrency(t *testing.T) {
 		for i := range 100 {
 			wg.Go(func() {
 				r := httpCall(t, srv, "POST", "/api/v1/apikeys", fmt.Sprintf(`{"name":"key %d"}`, i), cookie)
-				if r.status == 409 && (r.code() != "conflict" || !strings.Contains(r.raw, "5 API keys")) {
-					t.Errorf("409 body = %s; want the conflict envelope naming the cap", r.raw)
+				if r.status == 409 && (r.code() != "conflict" || !strings.Contains(r.body, "5 API keys")) {
+					t.Errorf("409 body = %s; want the conflict envelope naming the cap", r.body)
 				}
 				mu.Lock()
 				statuses[r.status]++
@@ -157,7 +131,7 @@ func TestAPIKeyPages(t *testing.T) {
 			var k struct{ ID string }
 			r := httpCall(t, srv, "POST", "/api/v1/apikeys", fmt.Sprintf(`{"name":"key %d"}`, i), cookie)
 			if r.status != 201 {
-				t.Fatalf("create: %d %s", r.status, r.raw)
+				t.Fatalf("create: %d %s", r.status, r.body)
 			}
 			r.decode(t, &k)
 			created = append(created, k.ID)
@@ -177,7 +151,7 @@ func TestAPIKeyPages(t *testing.T) {
 			}
 			r := httpCall(t, srv, "GET", "/api/v1/apikeys?limit=3&cursor="+cursor, "", cookie)
 			if r.status != 200 {
-				t.Fatalf("page %d: %d %s", len(sizes)+1, r.status, r.raw)
+				t.Fatalf("page %d: %d %s", len(sizes)+1, r.status, r.body)
 			}
 			r.decode(t, &page)
 			sizes = append(sizes, len(page.Keys))
@@ -219,10 +193,10 @@ func TestAPIKeyPagesRefuseBadParameters(t *testing.T) {
 			var env envelope
 			r.decode(t, &env)
 			if r.status != 422 || env.Code != "unprocessable" || len(env.Details.Errors) == 0 || env.Details.Errors[0].Location != tc.location {
-				t.Fatalf("%s: %d %s; want 422 unprocessable at %s", tc.query, r.status, r.raw, tc.location)
+				t.Fatalf("%s: %d %s; want 422 unprocessable at %s", tc.query, r.status, r.body, tc.location)
 			}
-			if strings.Contains(r.raw, marker) || strings.Contains(r.raw, b64(marker)) {
-				t.Fatalf("the error repeats the parameter: %s", r.raw)
+			if strings.Contains(r.body, marker) || strings.Contains(r.body, b64(marker)) {
+				t.Fatalf("the error repeats the parameter: %s", r.body)
 			}
 		})
 	}
@@ -235,7 +209,7 @@ func TestSessionCapEvictsOldest(t *testing.T) {
 		srv, _ := liveServer(t, db, auth.Config{MaxSessions: 2})
 		first := loginCookie(t, srv)
 		if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", first); r.status != 200 { // now cached
-			t.Fatalf("the first session: %d %s", r.status, r.raw)
+			t.Fatalf("the first session: %d %s", r.status, r.body)
 		}
 		second := loginCookie(t, srv)
 		third := loginCookie(t, srv)
@@ -260,7 +234,7 @@ func TestAPIKeyTimesInMilliseconds(t *testing.T) {
 	httpCall(t, srv, "POST", "/api/v1/apikeys", `{"name":"ci"}`, cookie).decode(t, &k)
 	clk.Advance(time.Second)
 	if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", "X-API-Key: "+k.Key); r.status != 200 {
-		t.Fatalf("me with the key: %d %s", r.status, r.raw)
+		t.Fatalf("me with the key: %d %s", r.status, r.body)
 	}
 	var page struct {
 		Keys []struct {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -22,7 +23,8 @@ import (
 // No Error ever carries a request body, a secret or an internal error string.
 type Error struct {
 	status int
-	cause  error // what the log gets for a 5xx; never serialized
+	cause  error       // what the log gets for a 5xx; never serialized
+	header http.Header // sent with the envelope: Retry-After on a 503
 
 	Code    string       `json:"code" pattern:"^[a-z]+(-[a-z]+)*$" maxLength:"64" example:"invalid-request" doc:"Stable, kebab-case error code derived from the HTTP status; switch on this, not on the message."`
 	Message string       `json:"message" maxLength:"1024" example:"the request body is not valid JSON" doc:"Plain-English explanation for a person."`
@@ -54,13 +56,32 @@ func (e *Error) Error() string { return e.Message }
 // GetStatus implements huma.StatusError.
 func (e *Error) GetStatus() int { return e.status }
 
+// GetHeaders implements huma.HeadersError: the headers sent with e, which
+// a caller may add to.
+func (e *Error) GetHeaders() http.Header {
+	if e.header == nil {
+		e.header = http.Header{}
+	}
+	return e.header
+}
+
+// RetryUnavailable is the Retry-After of every 503: an error that is not
+// the client's (a store down or too slow, too many logins at once) is
+// worth retrying, after a pause that gives the trouble a chance to pass
+// without a stampede of retries.
+const RetryUnavailable = 5 * time.Second
+
 // NewError returns an envelope for status with message msg. An empty msg
-// takes the default message for the status.
+// takes the default message for the status. A 503 carries Retry-After.
 func NewError(status int, msg string, details ...FieldError) *Error {
 	if msg == "" {
 		msg = defaultMessage(status)
 	}
-	return &Error{status: status, Code: CodeForStatus(status), Message: msg, Details: ErrorDetails{Errors: details}}
+	e := &Error{status: status, Code: CodeForStatus(status), Message: msg, Details: ErrorDetails{Errors: details}}
+	if status == http.StatusServiceUnavailable {
+		e.GetHeaders().Set("Retry-After", strconv.Itoa(int(RetryUnavailable/time.Second)))
+	}
+	return e
 }
 
 // codes maps the statuses the API uses to their envelope codes (API.md,
@@ -210,14 +231,21 @@ func clip(s string, n int) string {
 	return s[:n]
 }
 
-// logCauses is a huma transformer: when a response is an [Error] with a
-// cause (a 5xx), it logs the cause with the request id, so the envelope
-// can stay opaque while the log keeps what happened.
-func logCauses(ctx huma.Context, status string, v any) (any, error) {
-	if e, ok := v.(*Error); ok && e.cause != nil {
-		logger(ctx.Context()).Error("request failed", "status", e.status, "error", e.cause.Error())
+// logCauses returns a huma transformer: when a response is an [Error]
+// with a cause (a 5xx), it logs the cause with the request id, so the
+// envelope can stay opaque while the log keeps what happened. A 503's
+// cause is not brain's fault and repeats while it lasts: outages logs it.
+func logCauses(outages *outageLog) huma.Transformer {
+	return func(ctx huma.Context, status string, v any) (any, error) {
+		if e, ok := v.(*Error); ok && e.cause != nil {
+			if e.status == http.StatusServiceUnavailable {
+				outages.log(ctx.Context(), e.cause)
+			} else {
+				logger(ctx.Context()).Error("request failed", "status", e.status, "error", e.cause.Error())
+			}
+		}
+		return v, nil
 	}
-	return v, nil
 }
 
 // The huma.NewError swap is the package's only mutable global; it happens
@@ -232,11 +260,14 @@ func init() {
 	}
 }
 
-// WriteError writes e as a JSON response with e's status and any headers
-// already set on w. It is for code outside huma operations: router
-// fallbacks, middleware and raw stream handlers.
+// WriteError writes e as a JSON response with e's status and headers and
+// any headers already set on w. It is for code outside huma operations:
+// router fallbacks, middleware and raw stream handlers.
 func WriteError(w http.ResponseWriter, e *Error) {
 	h := w.Header()
+	for k, v := range e.header {
+		h[k] = v
+	}
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Del("Content-Length")

@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -9,17 +8,7 @@ import (
 	"testing"
 
 	"github.com/brain-template/brain/api"
-	"github.com/brain-template/brain/auth"
-	"github.com/brain-template/brain/store"
-	"github.com/brain-template/brain/store/storetest"
 )
-
-// downStore is an auth store whose key lookups fail: the database is down.
-type downStore struct{ auth.Store }
-
-func (downStore) APIKeyByHash(context.Context, string) (auth.APIKey, auth.User, error) {
-	return auth.APIKey{}, auth.User{}, errors.New("connection refused")
-}
 
 // TestErrorsCarryNoSniff checks X-Content-Type-Options: nosniff on errors
 // from every writer: the router, huma (400, 413, 415, 422, 500),
@@ -30,7 +19,8 @@ func TestErrorsCarryNoSniff(t *testing.T) {
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	key := mustKey(t, svc)
-	down := auth.NewService(downStore{store.NewAuthStore(storetest.Open(t, store.SQLite))}, auth.Config{Argon2: cheap})
+	down, st := mustDownStore(t)
+	st.set(errors.New("connection refused"))
 	sDown, _ := mustRawServer(t, api.Config{Auth: down})
 	srvDown := httptest.NewServer(sDown)
 	defer srvDown.Close()

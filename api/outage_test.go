@@ -62,7 +62,7 @@ func TestStoreOutageAnswersWithinTheDeadline(t *testing.T) {
 					want = strconv.Itoa(rq.status)
 				}
 				if r.took > bound || r.status < 500 || (rq.status != 0 && r.status != rq.status) || r.code() == "" {
-					t.Errorf("%s: %d %q after %v; want %s with the error envelope within %v", rq.name, r.status, r.raw, r.took, want, bound)
+					t.Errorf("%s: %d %q after %v; want %s with the error envelope within %v", rq.name, r.status, r.body, r.took, want, bound)
 				}
 			}
 		})
@@ -82,7 +82,7 @@ func TestSessionTouchNeverHoldsARequest(t *testing.T) {
 			srv, svc := liveServer(t, db, auth.Config{Now: clk.Now, CacheTTL: time.Hour, TouchInterval: time.Minute})
 			cookie := loginCookie(t, srv)
 			if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", cookie); r.status != 200 { // now cached
-				t.Fatalf("me: %d %s", r.status, r.raw)
+				t.Fatalf("me: %d %s", r.status, r.body)
 			}
 			clk.Advance(2 * time.Minute) // the last-seen time is due; the cache entry is not stale
 

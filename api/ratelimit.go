@@ -306,12 +306,7 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 	if pl.deferred {
 		op.Responses["429"] = &huma.Response{Ref: refRateLimitedOrBackedOff}
 	}
-	if op.Responses["503"] == nil { // the "closed" outage policy
-		op.Responses["503"] = &huma.Response{
-			Description: errorDescriptions[http.StatusServiceUnavailable],
-			Content:     map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Ref: errorSchemaRef}}},
-		}
-	}
+	op.Responses["503"] = &huma.Response{Ref: refUnavailable} // the "closed" outage policy, among others
 	for status, r := range op.Responses {
 		if r.Ref != "" || (pl.ip == nil && status == "403") {
 			continue // a caller's 403 comes before the limiter; a 401 is charged to the ip plane

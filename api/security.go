@@ -68,12 +68,13 @@ func declareSecurity(_ *huma.OpenAPI, op *huma.Operation) {
 // caller, charged to the ip plane (ps.failedAuth), which answers 429
 // instead once the address has spent its budget; 403 for an API key on a
 // session-only operation. The caller then goes in the context
-// (auth.FromContext) for the planes and the handler.
+// (auth.FromContext) for the planes and the handler. The cause of a 503
+// goes to outages, once per cause.
 //
 // An address the ip plane refuses gets no store lookups until its budget
 // would admit again: its credentials are checked against the caches only,
 // so a flood of made-up keys or cookies never reaches the database.
-func requireCaller(api huma.API, svc *auth.Service, ps *planes) func(huma.Context, func(huma.Context)) {
+func requireCaller(api huma.API, svc *auth.Service, ps *planes, outages *outageLog) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
 		op := ctx.Operation()
 		if public[op.OperationID] {
@@ -105,7 +106,7 @@ func requireCaller(api huma.API, svc *auth.Service, ps *planes) func(huma.Contex
 				w.WriteHeader(StatusClientClosedRequest)
 				return
 			}
-			logger(r.Context()).Error("authenticate", "error", err)
+			outages.log(r.Context(), err)
 			writeHumaError(api, ctx, NewError(http.StatusServiceUnavailable, "brain cannot check credentials right now; retry shortly"))
 			return
 		}
@@ -123,8 +124,13 @@ func requireCaller(api huma.API, svc *auth.Service, ps *planes) func(huma.Contex
 	}
 }
 
-// writeHumaError writes e from inside a huma middleware.
+// writeHumaError writes e, with its headers, from inside a huma middleware.
 func writeHumaError(api huma.API, ctx huma.Context, e *Error) {
+	for k, vs := range e.header {
+		for _, v := range vs {
+			ctx.AppendHeader(k, v)
+		}
+	}
 	ctx.SetHeader("Content-Type", "application/json")
 	ctx.SetStatus(e.status)
 	_ = api.Marshal(ctx.BodyWriter(), "application/json", e)

@@ -29,7 +29,24 @@ var errorDescriptions = map[int]string{
 	http.StatusUnsupportedMediaType:  "unsupported-media-type: the body is not application/json.",
 	http.StatusUnprocessableEntity:   "unprocessable: a parameter or body member breaks the schema; details.errors says which and why.",
 	http.StatusInternalServerError:   "internal: the server failed; the X-Request-Id header identifies the failure in its log.",
-	http.StatusServiceUnavailable:    "unavailable: a store brain depends on (the database, or Redis for rate limits) does not answer; retry shortly.",
+}
+
+// refUnavailable is the one 503 response, in the spec's components, that
+// every operation able to answer 503 refers to.
+const refUnavailable = "#/components/responses/Unavailable"
+
+// declareUnavailable adds the 503 response to the spec's components: the
+// envelope and Retry-After (the header declareComponents declares).
+func declareUnavailable(c *huma.Components) {
+	if c.Responses == nil {
+		c.Responses = map[string]*huma.Response{}
+	}
+	c.Responses["Unavailable"] = &huma.Response{
+		Description: "unavailable: not the client's fault. A store brain depends on (the database, or Redis for rate limits) does not answer or is too slow, " +
+			"or too many passwords are being checked at once. Retry after Retry-After seconds. On /ready, details.errors lists the checks that failed.",
+		Headers: map[string]*huma.Header{"Retry-After": {Ref: refHeader + "Retry-After"}},
+		Content: map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Ref: errorSchemaRef}}},
+	}
 }
 
 // declareErrors is an OnAddOperation hook that documents the error
@@ -51,6 +68,10 @@ func declareErrors(_ *huma.OpenAPI, op *huma.Operation) {
 	statuses = append(statuses, op.Errors...)
 	for _, status := range statuses {
 		key := strconv.Itoa(status)
+		if status == http.StatusServiceUnavailable {
+			op.Responses[key] = &huma.Response{Ref: refUnavailable}
+			continue
+		}
 		desc, ok := errorDescriptions[status]
 		if !ok {
 			desc = CodeForStatus(status) + ": " + http.StatusText(status) + "."

@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// Errors a [Store] returns.
+// Errors a [Store] returns. Any other error from a store means it failed
+// (down, too slow); the [Service] passes it on marked [ErrUnavailable].
 var (
 	ErrNotFound = errors.New("auth: not found")
 	ErrConflict = errors.New("auth: already exists")
@@ -63,7 +64,10 @@ type Store interface {
 	UserByID(ctx context.Context, id string) (User, error)
 	UserByUsername(ctx context.Context, username string) (User, error)
 	CountUsers(ctx context.Context) (int, error)
-	SetPasswordHash(ctx context.Context, userID, hash string) error
+	// SetPasswordAndEndSessions sets the user's password hash and deletes
+	// every session of theirs but keepTokenHash's, in one transaction: both
+	// happen or neither. ErrNotFound when there is no such user.
+	SetPasswordAndEndSessions(ctx context.Context, userID, hash, keepTokenHash string) error
 
 	// CreateSession inserts s and, in the same transaction, deletes the
 	// user's oldest sessions (by creation) so that at most max remain, s
@@ -74,8 +78,6 @@ type Store interface {
 	// TouchSessions records last-seen times (by token hash) in one write.
 	TouchSessions(ctx context.Context, seen map[string]time.Time) error
 	DeleteSession(ctx context.Context, tokenHash string) error
-	// DeleteUserSessions deletes every session of the user but keepTokenHash's.
-	DeleteUserSessions(ctx context.Context, userID, keepTokenHash string) error
 	DeleteExpiredSessions(ctx context.Context, now time.Time, idle time.Duration) (int, error)
 
 	// CreateAPIKey inserts k unless its user has max keys already

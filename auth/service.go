@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -22,7 +23,25 @@ var (
 	// ErrNotCached: the credentials are not in this replica's caches, and
 	// the context asked for no store lookup ([WithoutLookup]).
 	ErrNotCached = errors.New("auth: not cached, and no lookup allowed")
+	// ErrUnavailable: not the caller's fault, and worth retrying shortly.
+	// It wraps every store error other than ErrNotFound, ErrConflict and ErrTooMany
+	// (the store is down or too slow), and ErrBusy. A caller that left
+	// (context.Canceled) is not marked.
+	ErrUnavailable = errors.New("auth: unavailable")
+	// ErrBusy: every password-hashing slot stayed taken for the whole
+	// HashWait. It wraps ErrUnavailable.
+	ErrBusy = fmt.Errorf("%w: every password-hashing slot is busy", ErrUnavailable)
 )
+
+// unavailable marks err, from a store or a context, with ErrUnavailable
+// unless it is the store's answer (ErrNotFound, ErrConflict, ErrTooMany), the caller's
+// leaving (context.Canceled), or marked already.
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) || errors.Is(err, ErrTooMany) || errors.Is(err, context.Canceled) || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
 
 // Password bounds.
 const (
@@ -102,7 +121,15 @@ type Config struct {
 	// the queue). Default 1 min.
 	TouchInterval time.Duration
 	Argon2        Argon2Params
-	Now           func() time.Time
+	// HashConcurrency bounds the password hashes (each holding
+	// Argon2.Memory) that run at once. Default GOMAXPROCS: a hash needs a
+	// core, so more would only share the cores and multiply the memory.
+	HashConcurrency int
+	// HashWait is how long a login or password change waits for a hashing
+	// slot before it gives up with ErrBusy. Default 1 s. Creating a user
+	// waits as long as its context allows.
+	HashWait time.Duration
+	Now      func() time.Time
 
 	// MaxSessions caps each user's live sessions: a login beyond it ends
 	// the user's oldest session. Default DefaultMaxSessions.
@@ -111,6 +138,10 @@ type Config struct {
 	// ErrTooMany. Default DefaultMaxAPIKeys.
 	MaxAPIKeys int
 }
+
+// passwordChangeTimeout bounds the write of a password change, which runs
+// on even when the caller leaves, so that it happens whole or not at all.
+const passwordChangeTimeout = 10 * time.Second
 
 // The default caps per user.
 const (
@@ -131,6 +162,7 @@ type Service struct {
 	cfg      Config
 	Throttle *LoginThrottle
 	dummy    string // a hash to verify against when the user is unknown
+	hashes   hashSlots
 
 	mu sync.Mutex
 	// gen counts revocations (logout, password change, key deletion). A
@@ -193,12 +225,19 @@ func NewService(store Store, cfg Config) *Service {
 	if cfg.Argon2 == (Argon2Params{}) {
 		cfg.Argon2 = DefaultArgon2
 	}
+	if cfg.HashConcurrency <= 0 {
+		cfg.HashConcurrency = runtime.GOMAXPROCS(0)
+	}
+	if cfg.HashWait <= 0 {
+		cfg.HashWait = time.Second
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	return &Service{
 		store: store, cfg: cfg, Throttle: NewLoginThrottle(),
 		dummy:    HashPassword(newToken(), cfg.Argon2),
+		hashes:   newHashSlots(cfg.HashConcurrency),
 		sessions: map[string]*cachedSession{}, keys: map[string]*cachedKey{},
 		used: map[string]time.Time{}, seen: map[string]time.Time{}, unknown: map[string]time.Time{},
 	}
@@ -219,9 +258,12 @@ func (s *Service) AddUser(ctx context.Context, username, password string) (User,
 	if n := len([]rune(password)); n < MinPasswordLen || n > MaxPasswordLen {
 		return User{}, ErrWeakPassword
 	}
-	u := User{ID: newID(), Username: username, PasswordHash: HashPassword(password, s.cfg.Argon2), CreatedAt: s.stamp()}
-	if err := s.store.CreateUser(ctx, u); err != nil {
+	u := User{ID: newID(), Username: username, CreatedAt: s.stamp()}
+	if err := s.hashes.run(ctx, -1, func() { u.PasswordHash = HashPassword(password, s.cfg.Argon2) }); err != nil {
 		return User{}, err
+	}
+	if err := s.store.CreateUser(ctx, u); err != nil {
+		return User{}, unavailable(err)
 	}
 	return u, nil
 }
@@ -231,7 +273,7 @@ func (s *Service) AddUser(ctx context.Context, username, password string) (User,
 func (s *Service) EnsureAdmin(ctx context.Context, password string) (created bool, generated string, err error) {
 	n, err := s.store.CountUsers(ctx)
 	if err != nil || n > 0 {
-		return false, "", err
+		return false, "", unavailable(err)
 	}
 	if password == "" {
 		password = newToken()[:24]
@@ -249,7 +291,9 @@ func (s *Service) EnsureAdmin(ctx context.Context, password string) (created boo
 // Login checks a password and opens a session. It returns the session's
 // token (for the cookie), the session and its user. Unknown users and
 // wrong passwords return the same ErrInvalidCredentials after the same
-// work; a throttled attempt returns a *ThrottledError. When the user has
+// work; a throttled attempt returns a *ThrottledError. When the password
+// could not be checked (ErrUnavailable: the store failed, or ErrBusy) the
+// attempt is no failure: the throttle takes it back. When the user has
 // MaxSessions already, the oldest ones end: at once on this replica,
 // within CacheTTL on others.
 func (s *Service) Login(ctx context.Context, username, password, clientIP string) (string, Session, User, error) {
@@ -268,9 +312,15 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 	if errors.Is(err, ErrNotFound) {
 		hash = s.dummy
 	} else if err != nil {
-		return "", Session{}, User{}, err
+		s.Throttle.Abandon(attempt)
+		return "", Session{}, User{}, unavailable(err)
 	}
-	ok, verr := VerifyPassword(password, hash)
+	var ok bool
+	var verr error
+	if herr := s.hashes.run(ctx, s.cfg.HashWait, func() { ok, verr = VerifyPassword(password, hash) }); herr != nil {
+		s.Throttle.Abandon(attempt)
+		return "", Session{}, User{}, unavailable(herr)
+	}
 	if err != nil || !ok || verr != nil {
 		return "", Session{}, User{}, ErrInvalidCredentials
 	}
@@ -280,7 +330,7 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 	se := Session{TokenHash: hashSecret(token), UserID: u.ID, CreatedAt: at, ExpiresAt: at.Add(s.cfg.SessionLifetime), LastSeenAt: at}
 	evicted, err := s.store.CreateSession(ctx, se, s.cfg.MaxSessions)
 	if err != nil {
-		return "", Session{}, User{}, err
+		return "", Session{}, User{}, unavailable(err)
 	}
 	if len(evicted) > 0 {
 		s.mu.Lock()
@@ -326,7 +376,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 			return nil, ErrUnauthenticated
 		}
 		if err != nil {
-			return nil, err
+			return nil, unavailable(err)
 		}
 		fresh := &cachedSession{session: se, user: u, fetched: now, written: se.LastSeenAt}
 		if c != nil && c.session.LastSeenAt.After(se.LastSeenAt) {
@@ -368,7 +418,7 @@ func (s *Service) authenticateUncached(ctx context.Context, hash string, now tim
 		return nil, ErrUnauthenticated
 	}
 	if err != nil {
-		return nil, err
+		return nil, unavailable(err)
 	}
 	if !s.alive(se, now) {
 		return nil, ErrUnauthenticated
@@ -408,7 +458,7 @@ func (s *Service) AuthenticateKey(ctx context.Context, key string) (*Identity, e
 			return nil, ErrUnauthenticated
 		}
 		if err != nil {
-			return nil, err
+			return nil, unavailable(err)
 		}
 		c = &cachedKey{key: k, user: u, fetched: now}
 		s.mu.Lock()
@@ -435,11 +485,13 @@ func (s *Service) Logout(ctx context.Context, id *Identity) error {
 	s.revoked()
 	err := s.store.DeleteSession(ctx, id.SessionHash)
 	s.evictSession(id.SessionHash)
-	return err
+	return unavailable(err)
 }
 
-// ChangePassword checks current and sets next, then ends every other
-// session of the user. A wrong current password counts as a failed login.
+// ChangePassword checks current, then sets next and ends every other
+// session of the user in one write: both happen or neither, even when the
+// caller leaves half-way. A wrong current password counts as a failed
+// login; one that could not be checked (ErrUnavailable) does not.
 func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, current, next string) error {
 	if n := len([]rune(next)); n < MinPasswordLen || n > MaxPasswordLen {
 		return ErrWeakPassword
@@ -450,25 +502,32 @@ func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, cu
 	}
 	u, err := s.store.UserByID(ctx, id.User.ID)
 	if err != nil {
-		return err
+		s.Throttle.Abandon(attempt)
+		return unavailable(err)
 	}
-	if ok, err := VerifyPassword(current, u.PasswordHash); err != nil || !ok {
+	var ok bool
+	var hash string
+	err = s.hashes.run(ctx, s.cfg.HashWait, func() { // one slot for both hashes
+		if ok, _ = VerifyPassword(current, u.PasswordHash); ok {
+			hash = HashPassword(next, s.cfg.Argon2)
+		}
+	})
+	if err != nil {
+		s.Throttle.Abandon(attempt)
+		return unavailable(err)
+	}
+	if !ok {
 		return ErrInvalidCredentials
 	}
 	s.Throttle.Succeed(attempt)
-	if err := s.store.SetPasswordHash(ctx, u.ID, HashPassword(next, s.cfg.Argon2)); err != nil {
-		return err
-	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), passwordChangeTimeout)
+	defer cancel()
 	s.revoked()
-	err = s.store.DeleteUserSessions(ctx, u.ID, id.SessionHash)
-	s.mu.Lock()
-	for h, c := range s.sessions {
-		if c.user.ID == u.ID && h != id.SessionHash {
-			delete(s.sessions, h)
-		}
+	if err := s.store.SetPasswordAndEndSessions(wctx, u.ID, hash, id.SessionHash); err != nil {
+		return unavailable(err)
 	}
-	s.mu.Unlock()
-	return err
+	s.forgetSessions(u.ID, id.SessionHash)
+	return nil
 }
 
 // CreateAPIKey makes a key for the user and returns it with its secret,
@@ -478,7 +537,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, userID, name string) (APIKey
 	secret := newAPIKey()
 	k := APIKey{ID: newID(), UserID: userID, Name: name, Prefix: secret[:len(KeyPrefix)+8], KeyHash: hashSecret(secret), CreatedAt: s.stamp()}
 	if err := s.store.CreateAPIKey(ctx, k, s.cfg.MaxAPIKeys); err != nil {
-		return APIKey{}, "", err
+		return APIKey{}, "", unavailable(err)
 	}
 	return k, secret, nil
 }
@@ -491,7 +550,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, userID string, after Cursor, 
 	limit = max(limit, 1)
 	keys, err = s.store.ListAPIKeys(ctx, userID, after, limit+1) // one more tells whether a next page exists
 	if err != nil {
-		return nil, Cursor{}, err
+		return nil, Cursor{}, unavailable(err)
 	}
 	if len(keys) > limit {
 		keys = keys[:limit]
@@ -512,7 +571,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, userID string, after Cursor, 
 func (s *Service) DeleteAPIKey(ctx context.Context, userID, id string) error {
 	s.revoked()
 	if err := s.store.DeleteAPIKey(ctx, userID, id); err != nil {
-		return err
+		return unavailable(err)
 	}
 	s.mu.Lock()
 	for h, c := range s.keys {

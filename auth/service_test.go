@@ -3,6 +3,7 @@ package auth_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -347,5 +348,54 @@ func TestLogoutRacingALookup(t *testing.T) {
 	<-done
 	if _, err := svc.Authenticate(ctx, token); err != auth.ErrUnauthenticated {
 		t.Fatalf("after logout: %v; the racing lookup resurrected the session", err)
+	}
+}
+
+// failingStore fails every user lookup with err while err is set.
+type failingStore struct {
+	auth.Store
+	err error
+}
+
+func (f *failingStore) UserByUsername(ctx context.Context, name string) (auth.User, error) {
+	if f.err != nil {
+		return auth.User{}, f.err
+	}
+	return f.Store.UserByUsername(ctx, name)
+}
+
+// A store that fails is the server's trouble, not a wrong password: the
+// error says ErrUnavailable and keeps its cause, and however many logins
+// fail so, the right password works the moment the store is back. A caller
+// who left is not an outage.
+func TestLoginStoreFailure(t *testing.T) {
+	down := errors.New("connection refused")
+	st := &failingStore{Store: store.NewAuthStore(storetest.Open(t, store.SQLite)), err: down}
+	svc := auth.NewService(st, auth.Config{Argon2: cheap, Now: newClock().Now})
+	ctx := context.Background()
+	if _, err := svc.AddUser(ctx, "ada", "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 * svc.Throttle.UserFailures {
+		if _, _, _, err := svc.Login(ctx, "ada", "correct horse battery", "ip"); !errors.Is(err, auth.ErrUnavailable) || !errors.Is(err, down) {
+			t.Fatalf("login %d with the store down: %v, want ErrUnavailable wrapping the cause", i+1, err)
+		}
+	}
+	st.err = context.Canceled
+	if _, _, _, err := svc.Login(ctx, "ada", "correct horse battery", "ip"); errors.Is(err, auth.ErrUnavailable) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("login whose caller left: %v, want context.Canceled unmarked", err)
+	}
+	st.err = nil
+	if _, _, _, err := svc.Login(ctx, "ada", "correct horse battery", "ip"); err != nil {
+		t.Fatalf("the right password once the store is back: %v; the outage counted as failed logins", err)
+	}
+}
+
+// Password hashes run one per core at once by default; a login waits a
+// second for a free slot.
+func TestHashDefaults(t *testing.T) {
+	cfg := auth.NewService(nil, auth.Config{Argon2: cheap}).Config()
+	if cfg.HashConcurrency != runtime.GOMAXPROCS(0) || cfg.HashWait != time.Second {
+		t.Fatalf("HashConcurrency, HashWait = %d, %v; want GOMAXPROCS (%d), 1s", cfg.HashConcurrency, cfg.HashWait, runtime.GOMAXPROCS(0))
 	}
 }

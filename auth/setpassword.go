@@ -4,9 +4,10 @@ import "context"
 
 // SetPassword sets the password of username without asking for the old
 // one, as an operator may (`brain user passwd`), and ends every session
-// of the user: at once on this replica, within CacheTTL on others. The
-// user's API keys are left alone. It returns ErrWeakPassword for a
-// password out of bounds and ErrNotFound for an unknown user.
+// of the user, in one transaction: at once on this replica, within
+// CacheTTL on others. The user's API keys are left alone. It returns
+// ErrWeakPassword for a password out of bounds and ErrNotFound for an
+// unknown user.
 func (s *Service) SetPassword(ctx context.Context, username, password string) error {
 	if n := len([]rune(password)); n < MinPasswordLen || n > MaxPasswordLen {
 		return ErrWeakPassword
@@ -15,17 +16,26 @@ func (s *Service) SetPassword(ctx context.Context, username, password string) er
 	if err != nil {
 		return err
 	}
-	if err := s.store.SetPasswordHash(ctx, u.ID, HashPassword(password, s.cfg.Argon2)); err != nil {
+	var hash string
+	if err := s.hashes.run(ctx, -1, func() { hash = HashPassword(password, s.cfg.Argon2) }); err != nil {
 		return err
 	}
 	s.revoked()
-	err = s.store.DeleteUserSessions(ctx, u.ID, "")
+	if err := s.store.SetPasswordAndEndSessions(ctx, u.ID, hash, ""); err != nil {
+		return err
+	}
+	s.forgetSessions(u.ID, "")
+	return nil
+}
+
+// forgetSessions drops the user's sessions but keep from this replica's
+// cache, after the store ended them.
+func (s *Service) forgetSessions(userID, keep string) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for h, c := range s.sessions {
-		if c.user.ID == u.ID {
+		if c.user.ID == userID && h != keep {
 			delete(s.sessions, h)
 		}
 	}
-	s.mu.Unlock()
-	return err
 }

@@ -73,10 +73,14 @@ func (t *LoginThrottle) wait(f *failures, threshold int, now time.Time) time.Dur
 }
 
 // An Attempt is an admitted login attempt, counted as a failure until it
-// succeeds.
+// succeeds ([LoginThrottle.Succeed]) or is taken back because its password
+// was never checked ([LoginThrottle.Abandon]).
 type Attempt struct {
-	username, ip     string
-	at, prevIPFailed time.Time
+	username, ip string
+	at           time.Time
+	// The counts the attempt added to, and their last failures before it.
+	user, addr                   *failures
+	prevUserFailed, prevIPFailed time.Time
 }
 
 // Begin admits an attempt for username from ip at now, counting it as a
@@ -102,7 +106,7 @@ func (t *LoginThrottle) Begin(username, ip string, now time.Time) (Attempt, erro
 		i = &failures{}
 		t.ips[ip] = i
 	}
-	a := Attempt{username: username, ip: ip, at: now, prevIPFailed: i.last}
+	a := Attempt{username: username, ip: ip, at: now, user: u, addr: i, prevUserFailed: u.last, prevIPFailed: i.last}
 	u.n, u.last = u.n+1, now
 	i.n, i.last = i.n+1, now
 	return a, nil
@@ -148,6 +152,29 @@ func (t *LoginThrottle) Succeed(a Attempt) {
 			delete(t.ips, a.ip)
 		}
 	}
+}
+
+// Abandon takes back an admitted attempt whose password was never checked:
+// the store failed, or no hashing slot came free in time. Such an attempt
+// tells its sender nothing, so it is no failure: both counts, and the times
+// of their last failures, are as if it had never begun. A count that was
+// reset since (a success, an IP's quiet period) is left alone.
+func (t *LoginThrottle) Abandon(a Attempt) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	undo := func(counts map[string]*failures, key string, f *failures, prev time.Time) {
+		if f == nil || counts[key] != f {
+			return // reset since; the count there now is not this attempt's
+		}
+		if f.last.Equal(a.at) {
+			f.last = prev
+		}
+		if f.n--; f.n <= 0 {
+			delete(counts, key)
+		}
+	}
+	undo(t.users, a.username, a.user, a.prevUserFailed)
+	undo(t.ips, a.ip, a.addr, a.prevIPFailed)
 }
 
 // sweep drops counts that no longer matter, at most once a minute.

@@ -142,3 +142,67 @@ func TestLoginThrottleConcurrent(t *testing.T) {
 		t.Fatalf("%d concurrent guesses admitted, want exactly 5", admitted.Load())
 	}
 }
+
+// An abandoned attempt (its password never checked) leaves no trace: not in
+// the counts, not in the times the back-off and the IP's reset run from.
+func TestLoginThrottleAbandon(t *testing.T) {
+	t.Run("never_backs_off", func(t *testing.T) {
+		th := auth.NewLoginThrottle()
+		for i := range 50 {
+			a, err := th.Begin("ada", "ip1", t0)
+			if err != nil {
+				t.Fatalf("abandoned attempt %d counted: %v", i+1, err)
+			}
+			th.Abandon(a)
+		}
+		for i := range 5 {
+			if _, err := th.Begin("ada", "ip1", t0); err != nil {
+				t.Fatalf("failure %d refused: %v", i+1, err)
+			}
+		}
+		if got := retryAfter(th.Begin("ada", "ip1", t0)); got != time.Second {
+			t.Fatalf("6th failure: retry-after %v, want the fresh 1s", got)
+		}
+	})
+	t.Run("restores_the_last_failure", func(t *testing.T) {
+		th := auth.NewLoginThrottle()
+		for range 5 {
+			th.Begin("ada", "ip1", t0)
+		}
+		a, err := th.Begin("ada", "ip1", t0.Add(time.Second)) // the back-off ran out
+		if err != nil {
+			t.Fatal(err)
+		}
+		th.Abandon(a)
+		if _, err := th.Begin("ada", "ip1", t0.Add(time.Second)); err != nil {
+			t.Fatalf("after the abandoned attempt: %v; its time still counts as the last failure", err)
+		}
+	})
+	t.Run("restores_the_ip_reset", func(t *testing.T) {
+		th := auth.NewLoginThrottle()
+		for i := range 19 {
+			th.Begin(string(rune('a'+i)), "ip1", t0)
+		}
+		a, _ := th.Begin("late", "ip1", t0.Add(10*time.Minute))
+		th.Abandon(a)
+		// 15 minutes after the last real failure the IP starts afresh.
+		for i := range 20 {
+			if _, err := th.Begin(string(rune('A'+i)), "ip1", t0.Add(15*time.Minute)); err != nil {
+				t.Fatalf("attempt %d at +15m: %v; the abandoned attempt held off the IP's reset", i+1, err)
+			}
+		}
+	})
+	t.Run("leaves_a_count_reset_since", func(t *testing.T) {
+		th := auth.NewLoginThrottle()
+		stale, _ := th.Begin("ada", "ip1", t0)
+		ok, _ := th.Begin("ada", "ip2", t0)
+		th.Succeed(ok) // resets ada's count; stale belonged to the old one
+		for range 5 {
+			th.Begin("ada", "ip3", t0)
+		}
+		th.Abandon(stale)
+		if got := retryAfter(th.Begin("ada", "ip3", t0)); got != time.Second {
+			t.Fatalf("6th failure since the reset: retry-after %v, want 1s; abandoning an attempt from before the reset took one off", got)
+		}
+	})
+}

@@ -89,8 +89,19 @@ func (s *AuthStore) CountUsers(ctx context.Context) (int, error) {
 	return n, wrap("count users", err)
 }
 
-func (s *AuthStore) SetPasswordHash(ctx context.Context, userID, hash string) error {
-	return affectedOne(s.db.ExecContext(ctx, "UPDATE users SET password_hash = $1 WHERE id = $2", hash, userID))
+func (s *AuthStore) SetPasswordAndEndSessions(ctx context.Context, userID, hash, keepTokenHash string) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return wrap("set password", err)
+	}
+	defer tx.Rollback()
+	if err := affectedOne(tx.ExecContext(ctx, "UPDATE users SET password_hash = $1 WHERE id = $2", hash, userID)); err != nil {
+		return wrap("set password", err)
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM sessions WHERE user_id = $1 AND token_hash <> $2", userID, keepTokenHash); err != nil {
+		return wrap("end sessions", err)
+	}
+	return wrap("set password", tx.Commit())
 }
 
 // lockUser serializes the capped inserts of one user within tx. On
@@ -164,11 +175,6 @@ func (s *AuthStore) TouchSessions(ctx context.Context, seen map[string]time.Time
 func (s *AuthStore) DeleteSession(ctx context.Context, tokenHash string) error {
 	_, err := s.db.ExecContext(ctx, "DELETE FROM sessions WHERE token_hash = $1", tokenHash)
 	return wrap("delete session", err)
-}
-
-func (s *AuthStore) DeleteUserSessions(ctx context.Context, userID, keepTokenHash string) error {
-	_, err := s.db.ExecContext(ctx, "DELETE FROM sessions WHERE user_id = $1 AND token_hash <> $2", userID, keepTokenHash)
-	return wrap("delete sessions", err)
 }
 
 func (s *AuthStore) DeleteExpiredSessions(ctx context.Context, now time.Time, idle time.Duration) (int, error) {

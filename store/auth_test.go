@@ -45,15 +45,6 @@ func TestAuthStore(t *testing.T) {
 			if _, err := s.UserByUsername(ctx, "nobody"); !errors.Is(err, auth.ErrNotFound) {
 				t.Fatalf("unknown user: err = %v, want ErrNotFound", err)
 			}
-			if err := s.SetPasswordHash(ctx, "u1", "new"); err != nil {
-				t.Fatal(err)
-			}
-			if got, _ := s.UserByID(ctx, "u1"); got.PasswordHash != "new" {
-				t.Fatalf("password hash = %q after SetPasswordHash", got.PasswordHash)
-			}
-			if err := s.SetPasswordHash(ctx, "missing", "x"); !errors.Is(err, auth.ErrNotFound) {
-				t.Fatalf("SetPasswordHash(missing) = %v, want ErrNotFound", err)
-			}
 			if n, err := s.CountUsers(ctx); err != nil || n != 1 {
 				t.Fatalf("CountUsers = %d, %v; want 1", n, err)
 			}
@@ -85,13 +76,19 @@ func TestAuthStore(t *testing.T) {
 			if se, _, _ := s.SessionByTokenHash(ctx, "h1"); !se.LastSeenAt.Equal(t0.Add(time.Minute)) {
 				t.Fatalf("LastSeenAt = %v, want the newest touch", se.LastSeenAt)
 			}
-			if err := s.DeleteUserSessions(ctx, u.ID, "h1"); err != nil {
+			if err := s.SetPasswordAndEndSessions(ctx, u.ID, "new", "h1"); err != nil {
 				t.Fatal(err)
+			}
+			if got, _ := s.UserByID(ctx, u.ID); got.PasswordHash != "new" {
+				t.Fatalf("password hash = %q after SetPasswordAndEndSessions", got.PasswordHash)
 			}
 			for hash, want := range map[string]error{"h1": nil, "h2": auth.ErrNotFound, "h3": auth.ErrNotFound, "h4": nil} {
 				if _, _, err := s.SessionByTokenHash(ctx, hash); !errors.Is(err, want) {
-					t.Errorf("after DeleteUserSessions keeping h1: session %s err = %v, want %v", hash, err, want)
+					t.Errorf("after SetPasswordAndEndSessions keeping h1: session %s err = %v, want %v", hash, err, want)
 				}
+			}
+			if err := s.SetPasswordAndEndSessions(ctx, "missing", "x", ""); !errors.Is(err, auth.ErrNotFound) {
+				t.Fatalf("SetPasswordAndEndSessions(missing) = %v, want ErrNotFound", err)
 			}
 			if err := s.DeleteSession(ctx, "h1"); err != nil {
 				t.Fatal(err)

@@ -36,6 +36,8 @@ type Config struct {
 	MaxSessions        int
 	MaxAPIKeys         int
 	StoreTimeout       time.Duration
+	HashConcurrency    int // 0: GOMAXPROCS
+	HashWait           time.Duration
 
 	RateLimitOnStoreError ratelimit.OnStoreError
 	MetricsAddr           string
@@ -165,6 +167,19 @@ var settings = []setting{
 	{"max-sessions", "BRAIN_MAX_SESSIONS", "20", "live sessions per user; a login beyond it ends the user's oldest session", false, count(1, 10000, func(c *Config) *int { return &c.MaxSessions })},
 	{"max-api-keys", "BRAIN_MAX_API_KEYS", "100", "API keys per user; creating one more answers 409", false, count(1, 100000, func(c *Config) *int { return &c.MaxAPIKeys })},
 	{"store-timeout", "BRAIN_STORE_TIMEOUT", "5s", "how long one database call (or transaction) may take before it fails", false, duration(10*time.Millisecond, func(c *Config) *time.Duration { return &c.StoreTimeout })},
+	{"hash-concurrency", "BRAIN_HASH_CONCURRENCY", "auto", "password hashes run at once, each holding 19 MiB and a core: auto (one per core, GOMAXPROCS) or a number", false, func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		switch {
+		case v == "auto":
+			c.HashConcurrency = 0
+		case err != nil || n < 1 || n > 1024:
+			return errors.New("want auto or a whole number from 1 to 1024")
+		default:
+			c.HashConcurrency = n
+		}
+		return nil
+	}},
+	{"hash-wait", "BRAIN_HASH_WAIT", "1s", "how long a login waits for a free password-hashing slot before it answers 503", false, duration(time.Millisecond, func(c *Config) *time.Duration { return &c.HashWait })},
 	{"rate-limit-session", "BRAIN_RATE_LIMIT_SESSION", "120/min,burst=60", "per-session budget, <n>/<s|min|h>[,burst=<b>]", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitSession })},
 	{"rate-limit-ip", "BRAIN_RATE_LIMIT_IP", "30/min,burst=30", "per-client-IP budget of unauthenticated requests", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitIP })},
 	{"rate-limit-apikey", "BRAIN_RATE_LIMIT_APIKEY", "120/min,burst=60", "per-API-key budget of operations without their own", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitAPIKey })},

@@ -37,6 +37,8 @@ func TestConfigDefaults(t *testing.T) {
 		{"MemRateLimitBurst", c.MemRateLimitBurst, 10},
 		{"IdempotencyTTL", c.IdempotencyTTL, 24 * time.Hour},
 		{"ShutdownTimeout", c.ShutdownTimeout, 15 * time.Second},
+		{"HashConcurrency", c.HashConcurrency, 0}, // auto: GOMAXPROCS
+		{"HashWait", c.HashWait, time.Second},
 		{"LogLevel", c.LogLevel, slog.LevelInfo},
 	}
 	for _, ck := range checks {
@@ -47,7 +49,7 @@ func TestConfigDefaults(t *testing.T) {
 }
 
 func TestConfigPrecedence(t *testing.T) {
-	e := env(map[string]string{"BRAIN_ADDR": ":9000", "BRAIN_STREAM_CAP": "4", "MEM_IDEMPOTENCY_TTL_SECS": "60",
+	e := env(map[string]string{"BRAIN_ADDR": ":9000", "BRAIN_STREAM_CAP": "4", "MEM_IDEMPOTENCY_TTL_SECS": "60", "BRAIN_HASH_CONCURRENCY": "3", "BRAIN_HASH_WAIT": "250ms",
 		"BRAIN_TRUSTED_PROXIES": "10.0.0.0/8, 192.168.1.7", "BRAIN_CORS_ORIGINS": "https://App.example.com,http://localhost:5173"})
 	c, err := parseConfig("brain", []string{"--addr", ":9100"}, e, io.Discard)
 	if err != nil {
@@ -58,6 +60,9 @@ func TestConfigPrecedence(t *testing.T) {
 	}
 	if c.StreamCap != 4 || c.IdempotencyTTL != time.Minute {
 		t.Errorf("StreamCap, IdempotencyTTL = %d, %v; want the environment's 4, 1m", c.StreamCap, c.IdempotencyTTL)
+	}
+	if c.HashConcurrency != 3 || c.HashWait != 250*time.Millisecond {
+		t.Errorf("HashConcurrency, HashWait = %d, %v; want the environment's 3, 250ms", c.HashConcurrency, c.HashWait)
 	}
 	wantProxies := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.1.7/32")}
 	if len(c.TrustedProxies) != 2 || c.TrustedProxies[0] != wantProxies[0] || c.TrustedProxies[1] != wantProxies[1] {
@@ -97,6 +102,8 @@ func TestConfigErrors(t *testing.T) {
 		{"ttl", nil, map[string]string{"MEM_IDEMPOTENCY_TTL_SECS": "1h"}, "MEM_IDEMPOTENCY_TTL_SECS"},
 		{"shutdown", nil, map[string]string{"BRAIN_SHUTDOWN_TIMEOUT": "soon"}, "BRAIN_SHUTDOWN_TIMEOUT"},
 		{"log_level", nil, map[string]string{"BRAIN_LOG_LEVEL": "loud"}, "BRAIN_LOG_LEVEL"},
+		{"hash_concurrency", nil, map[string]string{"BRAIN_HASH_CONCURRENCY": "0"}, "BRAIN_HASH_CONCURRENCY"},
+		{"hash_wait", nil, map[string]string{"BRAIN_HASH_WAIT": "0s"}, "BRAIN_HASH_WAIT"},
 		{"stray_argument", []string{"extra"}, nil, "extra"},
 	}
 	for _, tc := range tests {

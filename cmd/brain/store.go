@@ -58,6 +58,8 @@ func newAuth(db *store.DB, cfg Config) *auth.Service {
 		IdleTimeout:     cfg.SessionIdleTimeout,
 		MaxSessions:     cfg.MaxSessions,
 		MaxAPIKeys:      cfg.MaxAPIKeys,
+		HashConcurrency: cfg.HashConcurrency,
+		HashWait:        cfg.HashWait,
 	})
 }
 

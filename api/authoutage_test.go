@@ -1,0 +1,108 @@
+package api_test
+
+import (
+	"encoding/json"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/store"
+	"github.com/brain-template/brain/store/storetest"
+)
+
+// outageServer is the API over svc, logging to logs.
+func outageServer(tb testing.TB, svc *auth.Service) (*live, *syncBuffer) {
+	tb.Helper()
+	if _, err := svc.AddUser(tb.Context(), "ada", "correct horse battery"); err != nil {
+		tb.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	return mustLive(tb, api.New(api.Config{Auth: svc, Logger: slog.New(slog.NewTextHandler(logs, nil))})), logs
+}
+
+// While PostgreSQL does not answer, every auth-backed operation answers
+// 503 with Retry-After: never 500, and never 429 however often the right
+// password is tried, since an outage is no failed login. The moment the
+// database is back, the right password logs in.
+func TestAuthPostgresOutage(t *testing.T) {
+	db, proxy := proxiedPostgres(t)
+	s, logs := outageServer(t, auth.NewService(store.NewAuthStore(db), auth.Config{Argon2: cheap}))
+	cookie := s.login("ada", "correct horse battery").want(t, 200, "login").cookie(t)
+	s.call("GET", "/api/v1/auth/me", nil, cookie).want(t, 200, "me") // the session is now cached for 10 s
+	key := s.call("POST", "/api/v1/apikeys", map[string]string{"name": "laptop"}, cookie).want(t, 201, "create key")
+	var created struct{ ID, Key string }
+	if err := json.Unmarshal([]byte(key.body), &created); err != nil {
+		t.Fatal(err)
+	}
+
+	proxy.Cut()
+	for i := range 3 * auth.NewLoginThrottle().UserFailures {
+		s.login("ada", "correct horse battery").wantUnavailable(t, "the right password, try "+strconv.Itoa(i+1))
+	}
+	s.login("ada", "a wrong password").wantUnavailable(t, "a wrong password")
+	s.call("GET", "/api/v1/auth/me", nil, "X-API-Key: "+created.Key).wantUnavailable(t, "an API key that cannot be looked up")
+	// The cached session gets past authentication: each operation's own
+	// store call fails.
+	s.call("GET", "/api/v1/apikeys", nil, cookie).wantUnavailable(t, "list keys")
+	s.call("POST", "/api/v1/apikeys", map[string]string{"name": "phone"}, cookie).wantUnavailable(t, "create key")
+	s.call("DELETE", "/api/v1/apikeys/"+created.ID, nil, cookie).wantUnavailable(t, "delete key")
+	s.call("POST", "/api/v1/auth/password", map[string]string{"current": "correct horse battery", "new": "a brand new password"}, cookie).
+		wantUnavailable(t, "change password")
+	s.call("POST", "/api/v1/auth/logout", nil, cookie).wantUnavailable(t, "logout")
+
+	proxy.Restore()
+	s.login("ada", "correct horse battery").want(t, 200, "the right password once the database is back")
+	s.call("GET", "/api/v1/auth/me", nil, "X-API-Key: "+created.Key).want(t, 200, "the API key once the database is back")
+
+	if strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("an outage is no error of brain's:\n%s", logs)
+	}
+	if n := strings.Count(logs.String(), "unavailable: answering 503"); n == 0 || n > 10 {
+		t.Errorf("%d log lines for 23 requests failed by one outage, want a few:\n%s", n, logs)
+	}
+}
+
+// On SQLite, another connection holding the write lock stalls every write
+// for the busy timeout; then the write fails, and the answer is 503, not
+// 500. Reads go on. Released, the right password logs in at once.
+func TestAuthSQLiteLocked(t *testing.T) {
+	db := storetest.Open(t, store.SQLite)
+	s, _ := outageServer(t, auth.NewService(store.NewAuthStore(db), auth.Config{Argon2: cheap}))
+	cookie := s.login("ada", "correct horse battery").want(t, 200, "login").cookie(t)
+
+	release := holdWrites(t, db, "")
+	writes := map[string]struct {
+		method, path string
+		body         any
+	}{ // each waits out the busy timeout: sent together
+		"login (a new session)": {"POST", "/api/v1/auth/login", map[string]string{"username": "ada", "password": "correct horse battery"}},
+		"create key":            {"POST", "/api/v1/apikeys", map[string]string{"name": "phone"}},
+		"change password":       {"POST", "/api/v1/auth/password", map[string]string{"current": "correct horse battery", "new": "a brand new password"}},
+	}
+	var mu sync.Mutex
+	replies := map[string]reply{}
+	var wg sync.WaitGroup
+	for what, w := range writes {
+		wg.Go(func() {
+			r, err := s.callContext(t.Context(), w.method, w.path, w.body, cookie)
+			if err != nil {
+				t.Errorf("%s: %v", what, err)
+			}
+			mu.Lock()
+			replies[what] = r
+			mu.Unlock()
+		})
+	}
+	s.call("GET", "/api/v1/apikeys", nil, cookie).want(t, 200, "list keys (a read) meanwhile")
+	wg.Wait()
+	for what, r := range replies {
+		r.wantUnavailable(t, what+" while another connection holds the write lock")
+	}
+
+	release()
+	s.login("ada", "correct horse battery").want(t, 200, "the right password once the lock is released")
+}
