@@ -39,49 +39,25 @@ func liveServer(tb testing.TB, db *store.DB, cfg auth.Config) (*httptest.Server,
 
 // httpCall sends a request to srv with a JSON body (when not "") and
 // headers as "Name: value" ("" for none). A client gives up after 20 s, so
-// a server that hangs fails the test instead of stalling it.
+// a server that hangs fails the test instead of stalling it; the error is
+// then the reply's body.
 func httpCall(tb testing.TB, srv *httptest.Server, method, path, body string, headers ...string) reply {
 	tb.Helper()
-	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	var rd io.Reader
 	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
+		rd = strings.NewReader(body)
 	}
-	for _, h := range headers {
-		if h == "" {
-			continue
-		}
-		k, v, _ := strings.Cut(h, ": ")
-		req.Header.Set(k, v)
-	}
-	client := &http.Client{Timeout: 20 * time.Second}
-	start := time.Now()
-	res, err := client.Do(req)
+	r, err := exchange(context.Background(), &http.Client{Timeout: 20 * time.Second}, method, srv.URL+path, rd, headers...)
 	if err != nil {
-		return reply{took: time.Since(start), body: err.Error()}
+		r.body = err.Error()
 	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return reply{status: res.StatusCode, header: res.Header, body: string(b), took: time.Since(start)}
+	return r
 }
 
 // loginCookie logs ada in over HTTP and returns the Cookie header.
 func loginCookie(tb testing.TB, srv *httptest.Server) string {
 	tb.Helper()
-	r := httpCall(tb, srv, "POST", "/api/v1/auth/login", `{"username":"ada","password":"correct horse battery"}`)
-	if r.status != 200 {
-		tb.Fatalf("login: %d %s", r.status, r.body)
-	}
-	for _, sc := range r.header.Values("Set-Cookie") {
-		if v, ok := strings.CutPrefix(sc, api.SessionCookie+"="); ok {
-			v, _, _ = strings.Cut(v, ";")
-			return "Cookie: " + api.SessionCookie + "=" + v
-		}
-	}
-	tb.Fatal("login set no session cookie")
-	return ""
+	return httpCall(tb, srv, "POST", "/api/v1/auth/login", `{"username":"ada","password":"correct horse battery"}`).want(tb, 200, "login").cookie(tb)
 }
 
 // Concurrent creates cannot pass the cap together: of 100 at once with a

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"sync/atomic"
@@ -36,14 +34,14 @@ func (l *lookups) APIKeyByHash(ctx context.Context, h string) (auth.APIKey, auth
 }
 
 // failedAuthServer is the whole server over real HTTP with an ip budget
-// of 3 a minute and a fake clock; it returns its address, the store's
+// of 3 a minute and a fake clock; it returns the server, the store's
 // lookup count, the clock and a valid API key of ada's.
-func failedAuthServer(t *testing.T) (string, *lookups, *fakeClock, string) {
+func failedAuthServer(t *testing.T) (*live, *lookups, *fakeClock, string) {
 	return limitedHTTPServer(t, ratelimit.Budget{Limit: 3, Window: time.Minute, Burst: 3})
 }
 
 // limitedHTTPServer is failedAuthServer with the ip budget ip.
-func limitedHTTPServer(t *testing.T, ip ratelimit.Budget) (string, *lookups, *fakeClock, string) {
+func limitedHTTPServer(t *testing.T, ip ratelimit.Budget) (*live, *lookups, *fakeClock, string) {
 	t.Helper()
 	clk := &fakeClock{now: t0}
 	st := &lookups{Store: store.NewAuthStore(storetest.Open(t, store.SQLite))}
@@ -61,25 +59,14 @@ func limitedHTTPServer(t *testing.T, ip ratelimit.Budget) (string, *lookups, *fa
 	// Loopback is a trusted proxy: a test picks a client address with
 	// X-Forwarded-For; without one, the client is the peer.
 	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
-	srv := httptest.NewServer(s)
-	t.Cleanup(srv.Close)
-	return srv.URL, st, clk, key
+	return mustLive(t, s), st, clk, key
 }
 
-func get(t *testing.T, url string, hdr ...string) (*http.Response, envelope429) {
-	t.Helper()
-	req, _ := http.NewRequest("GET", url, nil)
-	for i := 0; i < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
+// env429 is r's envelope with the 429 details.
+func (r reply) env429(tb testing.TB) envelope429 {
 	var env envelope429
-	_ = json.NewDecoder(res.Body).Decode(&env)
-	return res, env
+	r.decode(tb, &env)
+	return env
 }
 
 // Every request whose credentials fail draws from its address's ip
@@ -87,23 +74,14 @@ func get(t *testing.T, url string, hdr ...string) (*http.Response, envelope429) 
 // 429, and made-up credentials no longer reach the database, while a
 // caller the caches know still gets in.
 func TestFailedAuthChargesIPPlane(t *testing.T) {
-	base, st, clk, key := failedAuthServer(t)
-	me := base + "/api/v1/auth/me"
-	if res, _ := get(t, me, "X-API-Key", key); res.StatusCode != 200 { // ada's key is now cached
-		t.Fatalf("valid key: %d", res.StatusCode)
-	}
-	made := func(i int) string { return fmt.Sprintf("brk_%032d", i) }
-	for i := range 3 {
-		hdr := []string{"X-API-Key", made(i)}
-		if i == 1 {
-			hdr = []string{"Cookie", "brain_session=" + strings.Repeat("c", 43)}
-		}
-		if i == 2 {
-			hdr = nil // no credentials at all
-		}
-		res, _ := get(t, me, hdr...)
-		if res.StatusCode != 401 || res.Header.Get("RateLimit-Policy") != `"ip";q=3;w=60` || res.Header.Get("RateLimit") == "" {
-			t.Fatalf("failed auth %d: %d, RateLimit-Policy %q: want 401 drawing from the ip plane", i, res.StatusCode, res.Header.Get("RateLimit-Policy"))
+	l, st, clk, key := failedAuthServer(t)
+	const me = "/api/v1/auth/me"
+	l.call("GET", me, nil, "X-API-Key: "+key).want(t, 200, "valid key") // ada's key is now cached
+	made := func(i int) string { return fmt.Sprintf("X-API-Key: brk_%032d", i) }
+	for i, hdr := range []string{made(0), "Cookie: brain_session=" + strings.Repeat("c", 43), ""} { // the last sends none
+		r := l.call("GET", me, nil, hdr)
+		if r.status != 401 || r.header.Get("RateLimit-Policy") != `"ip";q=3;w=60` || r.header.Get("RateLimit") == "" {
+			t.Fatalf("failed auth %d: %d, RateLimit-Policy %q: want 401 drawing from the ip plane", i, r.status, r.header.Get("RateLimit-Policy"))
 		}
 	}
 	var before int64
@@ -111,23 +89,20 @@ func TestFailedAuthChargesIPPlane(t *testing.T) {
 		if i == 1 { // the first refusal taught the server the address is refused
 			before = st.n.Load()
 		}
-		res, env := get(t, me, "X-API-Key", made(100+i))
-		if res.StatusCode != 429 || env.Details.Scope != "ip" || res.Header.Get("Retry-After") != "20" {
-			t.Fatalf("made-up key past the ip budget: %d %+v Retry-After %q; want 429 scope ip, 20 s", res.StatusCode, env, res.Header.Get("Retry-After"))
+		r := l.call("GET", me, nil, made(100+i))
+		if env := r.env429(t); r.status != 429 || env.Details.Scope != "ip" || r.header.Get("Retry-After") != "20" {
+			t.Fatalf("made-up key past the ip budget: %d %+v Retry-After %q; want 429 scope ip, 20 s", r.status, env, r.header.Get("Retry-After"))
 		}
 	}
 	if n := st.n.Load() - before; n != 0 {
 		t.Fatalf("%d database lookups for 50 made-up keys from a refused address, want 0", n)
 	}
-	if res, _ := get(t, me, "X-API-Key", key); res.StatusCode != 200 {
-		t.Fatalf("a cached valid key from the refused address: %d, want 200 (its requests draw from its own budget)", res.StatusCode)
-	}
+	// A caller the caches know draws from its own budget.
+	l.call("GET", me, nil, "X-API-Key: "+key).want(t, 200, "a cached valid key from the refused address")
 	// Once the budget admits again, credentials are looked up again.
 	clk.Advance(20 * time.Second)
 	before = st.n.Load()
-	if res, _ := get(t, me, "X-API-Key", made(999)); res.StatusCode != 401 {
-		t.Fatalf("after Retry-After: %d, want 401", res.StatusCode)
-	}
+	l.call("GET", me, nil, made(999)).want(t, 401, "after Retry-After")
 	if st.n.Load()-before != 1 {
 		t.Fatal("after Retry-After the credentials were not looked up")
 	}
@@ -136,12 +111,10 @@ func TestFailedAuthChargesIPPlane(t *testing.T) {
 // Made-up credentials repeated are looked up once per CacheTTL, whatever
 // the ip budget.
 func TestRepeatedUnknownKeyLookedUpOnce(t *testing.T) {
-	base, st, _, _ := failedAuthServer(t)
+	l, st, _, _ := failedAuthServer(t)
 	before := st.n.Load()
 	for range 3 { // within the ip budget
-		if res, _ := get(t, base+"/api/v1/auth/me", "Authorization", "Bearer "+fmt.Sprintf("brk_%032d", 7)); res.StatusCode != 401 {
-			t.Fatalf("%d", res.StatusCode)
-		}
+		l.call("GET", "/api/v1/auth/me", nil, fmt.Sprintf("Authorization: Bearer brk_%032d", 7)).want(t, 401, "unknown key")
 	}
 	if n := st.n.Load() - before; n != 1 {
 		t.Fatalf("%d lookups of one unknown key, want 1", n)
@@ -150,11 +123,11 @@ func TestRepeatedUnknownKeyLookedUpOnce(t *testing.T) {
 
 // Credentials sent to public and exempt routes are never looked up.
 func TestPublicRoutesIgnoreCredentials(t *testing.T) {
-	base, st, _, _ := failedAuthServer(t)
+	l, st, _, _ := failedAuthServer(t)
 	before := st.n.Load()
 	for i := range 20 {
 		for _, path := range []string{"/api/v1/health", "/openapi.json", "/api/v1/nope"} {
-			get(t, base+path, "X-API-Key", fmt.Sprintf("brk_%032d", i))
+			l.call("GET", path, nil, fmt.Sprintf("X-API-Key: brk_%032d", i))
 		}
 	}
 	if n := st.n.Load() - before; n != 0 {

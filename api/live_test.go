@@ -77,7 +77,13 @@ func (l *live) callContext(ctx context.Context, method, path string, body any, h
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, l.url+path, rd)
+	return exchange(ctx, l.client, method, l.url+path, rd, headers...)
+}
+
+// exchange sends one request (a body is JSON) with headers as
+// "Name: value" ("" for none) and reads the whole reply.
+func exchange(ctx context.Context, client *http.Client, method, url string, body io.Reader, headers ...string) (reply, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
 		return reply{}, err
 	}
@@ -85,16 +91,18 @@ func (l *live) callContext(ctx context.Context, method, path string, body any, h
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for _, h := range headers {
-		k, v, _ := strings.Cut(h, ": ")
-		req.Header.Add(k, v)
+		if k, v, ok := strings.Cut(h, ": "); ok {
+			req.Header.Add(k, v)
+		}
 	}
-	res, err := l.client.Do(req)
+	start := time.Now()
+	res, err := client.Do(req)
 	if err != nil {
-		return reply{}, err
+		return reply{took: time.Since(start)}, err
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
-	return reply{status: res.StatusCode, header: res.Header, body: string(b)}, err
+	return reply{status: res.StatusCode, header: res.Header, body: string(b), took: time.Since(start)}, err
 }
 
 // login logs user in from the given X-Forwarded-For headers, if any.
