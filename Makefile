@@ -7,7 +7,8 @@ WEB_DEPS := web/node_modules/.package-lock.json
 run: ## run the server with its defaults (SQLite and in-memory state)
 	$(GO) run ./cmd/brain
 
-test: $(WEB_DEPS) ## every test: Go with -race (spec drift included) and the TypeScript client check
+test: $(WEB_DEPS) ## every test: the benchmark module compiled, Go with -race (spec drift included), the TypeScript client check
+	cd bench && $(GO) vet ./... && $(GO) test -count=1 -run '^$$' ./... >/dev/null
 	$(GO) test -race ./...
 	$(MAKE) --no-print-directory client-check
 
@@ -28,20 +29,23 @@ $(WEB_DEPS): web/package.json web/package-lock.json
 api-check: ## fail on changes to openapi.json that break clients (see cmd/apicheck)
 	$(GO) run ./cmd/apicheck
 
-bench: ## benchmarks beside their peers (needs Redis for the Redis ones); figures go to BENCHMARKS.md
+bench: ## brain's benchmarks, and those beside their peers in bench/ (needs Redis for the Redis ones); figures go to BENCHMARKS.md
 	BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} $(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
+	cd bench && BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} $(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
 
 lint: ## gofmt, go vet and staticcheck (pinned)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	cd bench && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 rename: ## make rename MODULE=example.com/you/svc: give a fork its own module path
 	@test -n "$(MODULE)" || { echo "usage: make rename MODULE=example.com/you/svc"; exit 2; }
 	@set -e; old=$$($(GO) list -m); \
 	$(GO) mod edit -module "$(MODULE)"; \
+	(cd bench && $(GO) mod edit -module "$(MODULE)/bench" -droprequire "$$old" -require "$(MODULE)@v0.0.0" -dropreplace "$$old" -replace "$(MODULE)=../"); \
 	for f in $$(grep -rlF --include='*.go' "\"$$old" .); do \
 		sed -i.bak -e "s#\"$$old\"#\"$(MODULE)\"#g" -e "s#\"$$old/#\"$(MODULE)/#g" "$$f"; rm "$$f.bak"; \
 	done; \
-	$(GO) build ./...; \
+	$(GO) build ./...; (cd bench && $(GO) vet ./...); \
 	echo "module renamed from $$old to $(MODULE)"

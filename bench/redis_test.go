@@ -1,9 +1,9 @@
-package ratelimit_test
+package bench_test
 
 // Redis benchmarks beside the peers, in the same run, against the same
 // local Redis (BRAIN_TEST_REDIS_URL):
 //
-//	BRAIN_TEST_REDIS_URL=redis://127.0.0.1:6379/0 go test -run '^$' -bench Redis -count 6 ./ratelimit
+//	cd bench && BRAIN_TEST_REDIS_URL=redis://127.0.0.1:6379/0 go test -run '^$' -bench Redis -count 6 .
 //
 // decisions/s = 1e9 / (ns/op). Budgets are large, so every decision is a
 // full read-decide-write in Redis (the deny cache never answers).

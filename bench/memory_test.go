@@ -1,8 +1,8 @@
-package ratelimit_test
+package bench_test
 
 // Benchmarks of the in-memory limiter beside its peers, in the same run:
 //
-//	go test -run '^$' -bench 'Memory|Peer' -benchmem -count 8 ./ratelimit
+//	cd bench && go test -run '^$' -bench Memory -benchmem -count 8 .
 //
 // Every limiter gets a budget large enough that decisions are admitted, so
 // each run does the full work of a decision (read, refill, take, write).
