@@ -322,6 +322,7 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 		return "", Session{}, User{}, unavailable(herr)
 	}
 	if err != nil || !ok || verr != nil {
+		s.Throttle.Fail(attempt)
 		return "", Session{}, User{}, ErrInvalidCredentials
 	}
 	s.Throttle.Succeed(attempt)
@@ -517,6 +518,7 @@ func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, cu
 		return unavailable(err)
 	}
 	if !ok {
+		s.Throttle.Fail(attempt)
 		return ErrInvalidCredentials
 	}
 	s.Throttle.Succeed(attempt)

@@ -12,9 +12,13 @@ import (
 // success resets the username's count; an IP's count resets after IPReset
 // without failures. It never bans.
 //
-// An attempt counts as a failure from the moment it is admitted ([Begin])
-// until it succeeds ([Succeed]), so concurrent guesses cannot slip past
-// the count while their password hashes are being checked.
+// An attempt counts against both counts from the moment it is admitted
+// ([LoginThrottle.Begin]), so concurrent guesses cannot slip past them
+// while their password hashes are being checked. It becomes a failure
+// only when its password was checked and found wrong
+// ([LoginThrottle.Fail]); one that succeeds ([LoginThrottle.Succeed]) or
+// whose password was never checked ([LoginThrottle.Abandon]: the store
+// failed, no hashing slot came free) leaves no trace.
 //
 // The zero value is not usable; create one with [NewLoginThrottle]. It is
 // safe for concurrent use. State is per process.
@@ -32,9 +36,27 @@ type LoginThrottle struct {
 	swept time.Time
 }
 
+// failures is one username's or one address's count.
 type failures struct {
-	n    int
-	last time.Time
+	n       int       // checked failures
+	last    time.Time // the latest checked failure
+	pending int       // attempts admitted and not yet settled
+	begun   time.Time // the latest admitted attempt, while any is pending
+}
+
+// latest is when the back-off counts from: the latest failure, or the
+// latest attempt still in flight.
+func (f *failures) latest() time.Time {
+	if f.pending > 0 && f.begun.After(f.last) {
+		return f.begun
+	}
+	return f.last
+}
+
+// idle reports whether f has nothing in flight and its latest failure is
+// at least d before now.
+func (f *failures) idle(now time.Time, d time.Duration) bool {
+	return f.pending == 0 && now.Sub(f.last) >= d
 }
 
 // NewLoginThrottle returns the throttle API.md defines: 5 failures per
@@ -62,36 +84,33 @@ func (e *ThrottledError) Error() string {
 }
 
 func (t *LoginThrottle) wait(f *failures, threshold int, now time.Time) time.Duration {
-	if f == nil || f.n < threshold {
+	if f == nil || f.n+f.pending < threshold {
 		return 0
 	}
 	d := t.MaxDelay
-	if shift := f.n - threshold; shift < 30 {
+	if shift := f.n + f.pending - threshold; shift < 30 {
 		d = min(t.BaseDelay<<shift, t.MaxDelay)
 	}
-	return f.last.Add(d).Sub(now)
+	return f.latest().Add(d).Sub(now)
 }
 
-// An Attempt is an admitted login attempt, counted as a failure until it
-// succeeds ([LoginThrottle.Succeed]) or is taken back because its password
-// was never checked ([LoginThrottle.Abandon]).
+// An Attempt is an admitted login attempt. Settle it exactly once, with
+// [LoginThrottle.Fail], [LoginThrottle.Succeed] or [LoginThrottle.Abandon].
 type Attempt struct {
 	username, ip string
 	at           time.Time
-	// The counts the attempt added to, and their last failures before it.
-	user, addr                   *failures
-	prevUserFailed, prevIPFailed time.Time
+	user, addr   *failures // the counts it was admitted into
 }
 
-// Begin admits an attempt for username from ip at now, counting it as a
-// failure until [LoginThrottle.Succeed], or refuses it with a
-// *ThrottledError saying how long to wait.
+// Begin admits an attempt for username from ip at now, or refuses it with
+// a *ThrottledError saying how long to wait. Until it is settled, the
+// attempt counts as a failure for the attempts that follow.
 func (t *LoginThrottle) Begin(username, ip string, now time.Time) (Attempt, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.sweep(now)
 	u, i := t.users[username], t.ips[ip]
-	if i != nil && now.Sub(i.last) >= t.IPReset {
+	if i != nil && i.idle(now, t.IPReset) {
 		delete(t.ips, ip)
 		i = nil
 	}
@@ -106,10 +125,11 @@ func (t *LoginThrottle) Begin(username, ip string, now time.Time) (Attempt, erro
 		i = &failures{}
 		t.ips[ip] = i
 	}
-	a := Attempt{username: username, ip: ip, at: now, user: u, addr: i, prevUserFailed: u.last, prevIPFailed: i.last}
-	u.n, u.last = u.n+1, now
-	i.n, i.last = i.n+1, now
-	return a, nil
+	for _, f := range []*failures{u, i} {
+		f.pending++
+		f.begun = now
+	}
+	return Attempt{username: username, ip: ip, at: now, user: u, addr: i}, nil
 }
 
 // Check reports whether an attempt for username from ip at now would be
@@ -120,7 +140,7 @@ func (t *LoginThrottle) Check(username, ip string, now time.Time) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	i := t.ips[ip]
-	if i != nil && now.Sub(i.last) >= t.IPReset {
+	if i != nil && i.idle(now, t.IPReset) {
 		i = nil
 	}
 	return t.refuse(t.users[username], i, now)
@@ -137,44 +157,59 @@ func (t *LoginThrottle) refuse(u, i *failures, now time.Time) error {
 	return nil
 }
 
-// Succeed records that an admitted attempt was right: the username's count
-// resets, and the attempt no longer counts against the IP, neither in its
-// count nor in the time of its last failure (which starts the IP's reset).
-func (t *LoginThrottle) Succeed(a Attempt) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.users, a.username)
-	if i := t.ips[a.ip]; i != nil {
-		if i.last.Equal(a.at) {
-			i.last = a.prevIPFailed
-		}
-		if i.n--; i.n <= 0 {
-			delete(t.ips, a.ip)
+// settle ends attempt a in both of its counts, calling f on each count
+// that is still the one a was admitted into (a success may have reset the
+// username's since).
+func (t *LoginThrottle) settle(a Attempt, f func(counts map[string]*failures, key string, c *failures)) {
+	for _, x := range []struct {
+		counts map[string]*failures
+		key    string
+		c      *failures
+	}{{t.users, a.username, a.user}, {t.ips, a.ip, a.addr}} {
+		if x.c != nil && x.counts[x.key] == x.c {
+			x.c.pending--
+			f(x.counts, x.key, x.c)
 		}
 	}
 }
 
+// Fail records that an admitted attempt's password was checked and wrong.
+func (t *LoginThrottle) Fail(a Attempt) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.settle(a, func(_ map[string]*failures, _ string, c *failures) {
+		c.n++
+		if a.at.After(c.last) {
+			c.last = a.at
+		}
+	})
+}
+
+// Succeed records that an admitted attempt was right: the username's count
+// resets; the address keeps its failures (and their times) but not this
+// attempt.
+func (t *LoginThrottle) Succeed(a Attempt) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.settle(a, func(counts map[string]*failures, key string, c *failures) {
+		if c == a.user || (c.n == 0 && c.pending == 0) {
+			delete(counts, key)
+		}
+	})
+}
+
 // Abandon takes back an admitted attempt whose password was never checked:
 // the store failed, or no hashing slot came free in time. Such an attempt
-// tells its sender nothing, so it is no failure: both counts, and the times
-// of their last failures, are as if it had never begun. A count that was
-// reset since (a success, an IP's quiet period) is left alone.
+// tells its sender nothing, so it is no failure: it leaves no trace in
+// either count, whatever else began or ended meanwhile.
 func (t *LoginThrottle) Abandon(a Attempt) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	undo := func(counts map[string]*failures, key string, f *failures, prev time.Time) {
-		if f == nil || counts[key] != f {
-			return // reset since; the count there now is not this attempt's
-		}
-		if f.last.Equal(a.at) {
-			f.last = prev
-		}
-		if f.n--; f.n <= 0 {
+	t.settle(a, func(counts map[string]*failures, key string, c *failures) {
+		if c.n == 0 && c.pending == 0 {
 			delete(counts, key)
 		}
-	}
-	undo(t.users, a.username, a.user, a.prevUserFailed)
-	undo(t.ips, a.ip, a.addr, a.prevIPFailed)
+	})
 }
 
 // sweep drops counts that no longer matter, at most once a minute.
@@ -184,12 +219,12 @@ func (t *LoginThrottle) sweep(now time.Time) {
 	}
 	t.swept = now
 	for k, f := range t.ips {
-		if now.Sub(f.last) >= t.IPReset {
+		if f.idle(now, t.IPReset) {
 			delete(t.ips, k)
 		}
 	}
 	for k, f := range t.users {
-		if now.Sub(f.last) >= t.UserForget {
+		if f.idle(now, t.UserForget) {
 			delete(t.users, k)
 		}
 	}

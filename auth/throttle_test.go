@@ -20,6 +20,15 @@ func retryAfter(_ auth.Attempt, err error) time.Duration {
 	return 0
 }
 
+// fail records a failed attempt: admitted, then its password checked wrong.
+func fail(th *auth.LoginThrottle, username, ip string, at time.Time) error {
+	a, err := th.Begin(username, ip, at)
+	if err == nil {
+		th.Fail(a)
+	}
+	return err
+}
+
 func TestLoginThrottleBackOff(t *testing.T) {
 	th := auth.NewLoginThrottle()
 	for i := range 5 {
@@ -106,7 +115,7 @@ func TestLoginThrottleIP(t *testing.T) {
 func TestLoginThrottleIPResetIgnoresSuccesses(t *testing.T) {
 	th := auth.NewLoginThrottle()
 	for i := range 21 {
-		th.Begin(string(rune('a'+i)), "ip1", t0)
+		fail(th, string(rune('a'+i)), "ip1", t0)
 	}
 	for m := 10; m <= 40; m += 10 { // a success every 10 minutes
 		now := t0.Add(time.Duration(m) * time.Minute)
@@ -167,7 +176,7 @@ func TestLoginThrottleAbandon(t *testing.T) {
 	t.Run("restores_the_last_failure", func(t *testing.T) {
 		th := auth.NewLoginThrottle()
 		for range 5 {
-			th.Begin("ada", "ip1", t0)
+			fail(th, "ada", "ip1", t0)
 		}
 		a, err := th.Begin("ada", "ip1", t0.Add(time.Second)) // the back-off ran out
 		if err != nil {
@@ -181,10 +190,12 @@ func TestLoginThrottleAbandon(t *testing.T) {
 	t.Run("restores_the_ip_reset", func(t *testing.T) {
 		th := auth.NewLoginThrottle()
 		for i := range 19 {
-			th.Begin(string(rune('a'+i)), "ip1", t0)
+			fail(th, string(rune('a'+i)), "ip1", t0)
 		}
 		a, _ := th.Begin("late", "ip1", t0.Add(10*time.Minute))
-		th.Abandon(a)
+		b, _ := th.Begin("later", "ip1", t0.Add(11*time.Minute))
+		th.Abandon(a) // in the order they began, as an outage ends them
+		th.Abandon(b)
 		// 15 minutes after the last real failure the IP starts afresh.
 		for i := range 20 {
 			if _, err := th.Begin(string(rune('A'+i)), "ip1", t0.Add(15*time.Minute)); err != nil {
