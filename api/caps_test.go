@@ -182,7 +182,12 @@ func TestAPIKeyPagesRefuseBadParameters(t *testing.T) {
 // this replica, though this replica had it cached.
 func TestSessionCapEvictsOldest(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, db *store.DB) {
-		srv, _ := liveServer(t, db, auth.Config{MaxSessions: 2})
+		// Each reading of the clock is a second later, so the three logins
+		// have an order (in one millisecond, which is "oldest" is arbitrary).
+		var mu sync.Mutex
+		now := time.Now()
+		tick := func() time.Time { mu.Lock(); defer mu.Unlock(); now = now.Add(time.Second); return now }
+		srv, _ := liveServer(t, db, auth.Config{MaxSessions: 2, Now: tick, IdleTimeout: time.Hour})
 		first := loginCookie(t, srv)
 		if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", first); r.status != 200 { // now cached
 			t.Fatalf("the first session: %d %s", r.status, r.body)

@@ -56,6 +56,7 @@ func limitedHTTPServer(t *testing.T, ip ratelimit.Budget) (*live, *lookups, *fak
 	}
 	l := small(clk)
 	l.IP = ip
+	l.APIKey = ratelimit.Budget{Limit: 100, Window: time.Minute, Burst: 100} // ada's key is never the one refused
 	// Loopback is a trusted proxy: a test picks a client address with
 	// X-Forwarded-For; without one, the client is the peer.
 	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
@@ -97,10 +98,17 @@ func TestFailedAuthChargesIPPlane(t *testing.T) {
 	if n := st.n.Load() - before; n != 0 {
 		t.Fatalf("%d database lookups for 50 made-up keys from a refused address, want 0", n)
 	}
-	// A caller the caches know draws from its own budget.
+	// A caller the caches know draws from its own budget, and is looked
+	// up again once its entry is stale: it is not locked out behind an
+	// address someone else got refused.
 	l.call("GET", me, nil, "X-API-Key: "+key).want(t, 200, "a cached valid key from the refused address")
+	clk.Advance(11 * time.Second) // past CacheTTL; the address is refused for 9 s more
+	if r := l.call("GET", me, nil, "X-API-Key: "+key); r.status != 200 || strings.Contains(r.header.Get("RateLimit-Policy"), `"ip"`) {
+		t.Fatalf("a known key whose cache entry went stale: %d %q, want 200 on its own budget", r.status, r.header.Get("RateLimit-Policy"))
+	}
+	l.call("GET", me, nil, made(998)).want(t, 429, "a made-up key while the address is still refused")
 	// Once the budget admits again, credentials are looked up again.
-	clk.Advance(20 * time.Second)
+	clk.Advance(9 * time.Second)
 	before = st.n.Load()
 	l.call("GET", me, nil, made(999)).want(t, 401, "after Retry-After")
 	if st.n.Load()-before != 1 {

@@ -87,10 +87,12 @@ type identityKey struct{}
 type noLookupKey struct{}
 
 // WithoutLookup returns ctx asking [Service.Authenticate] and
-// [Service.AuthenticateKey] to answer from this replica's caches only,
-// returning ErrNotCached instead of asking the store. A server uses it for
-// a client that is already refused for sending bad credentials, so a
-// flood of made-up ones never reaches the database.
+// [Service.AuthenticateKey] to look up only credentials this replica has
+// seen valid (its caches keep them, stale, until they are revoked or
+// crowded out), returning ErrNotCached for any others instead of asking
+// the store. A server uses it for a client address that is refused for
+// sending bad credentials: a flood of made-up ones never reaches the
+// database, while the callers it knows behind the same address go on.
 func WithoutLookup(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noLookupKey{}, true)
 }
@@ -333,15 +335,20 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 	if err != nil {
 		return "", Session{}, User{}, unavailable(err)
 	}
+	s.mu.Lock()
 	if len(evicted) > 0 {
-		s.mu.Lock()
 		s.gen++ // a lookup that read one of them before the delete must not cache it
 		for _, h := range evicted {
 			delete(s.sessions, h)
 			delete(s.seen, h)
 		}
-		s.mu.Unlock()
 	}
+	if len(s.sessions) >= maxCached {
+		s.sweepLocked(now)
+	}
+	// The new session is known here: its first request needs no lookup.
+	s.sessions[se.TokenHash] = &cachedSession{session: se, user: u, fetched: now, written: at}
+	s.mu.Unlock()
 	return token, se, u, nil
 }
 
@@ -367,7 +374,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 		return nil, ErrUnauthenticated
 	}
 	if c == nil || now.Sub(c.fetched) >= s.cfg.CacheTTL {
-		if !lookupAllowed(ctx) {
+		if c == nil && !lookupAllowed(ctx) {
 			return nil, ErrNotCached
 		}
 		se, u, err := s.store.SessionByTokenHash(ctx, hash)
@@ -450,7 +457,7 @@ func (s *Service) AuthenticateKey(ctx context.Context, key string) (*Identity, e
 		return nil, ErrUnauthenticated
 	}
 	if c == nil || now.Sub(c.fetched) >= s.cfg.CacheTTL {
-		if !lookupAllowed(ctx) {
+		if c == nil && !lookupAllowed(ctx) {
 			return nil, ErrNotCached
 		}
 		k, u, err := s.store.APIKeyByHash(ctx, hash)

@@ -37,12 +37,13 @@ func TestUnknownCredentialsAreCached(t *testing.T) {
 	}
 }
 
-// Under WithoutLookup only the caches answer: a cached caller passes, an
-// uncached one gets ErrNotCached and the store is not asked.
+// Under WithoutLookup only credentials this replica has seen valid are
+// looked up: a cached caller passes, one whose entry went stale is looked
+// up again, and one never seen gets ErrNotCached without a lookup.
 func TestWithoutLookup(t *testing.T) {
 	svc, st, clk := mustService(t)
 	ctx := context.Background()
-	token, _, u, err := svc.Login(ctx, "ada", "correct horse battery", "ip")
+	token, _, u, err := svc.Login(ctx, "ada", "correct horse battery", "ip") // cached by the login
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,9 +52,6 @@ func TestWithoutLookup(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := svc.AuthenticateKey(ctx, key); err != nil { // cached now
-		t.Fatal(err)
-	}
-	if _, err := svc.Authenticate(ctx, token); err != nil {
 		t.Fatal(err)
 	}
 	keys, sessions := st.keyLookups.Load(), st.sessionLookups.Load()
@@ -65,13 +63,19 @@ func TestWithoutLookup(t *testing.T) {
 		t.Fatalf("cached session without lookup: %v %v", id, err)
 	}
 	if _, err := svc.AuthenticateKey(nl, "brk_"+strings.Repeat("y", 32)); !errors.Is(err, auth.ErrNotCached) {
-		t.Fatalf("uncached key without lookup = %v, want ErrNotCached", err)
-	}
-	clk.Advance(svc.Config().CacheTTL + time.Second) // the cache entries are stale
-	if _, err := svc.Authenticate(nl, token); !errors.Is(err, auth.ErrNotCached) {
-		t.Fatalf("stale session without lookup = %v, want ErrNotCached", err)
+		t.Fatalf("unseen key without lookup = %v, want ErrNotCached", err)
 	}
 	if k, s := st.keyLookups.Load(), st.sessionLookups.Load(); k != keys || s != sessions {
 		t.Fatalf("the store was asked under WithoutLookup (%d→%d keys, %d→%d sessions)", keys, k, sessions, s)
+	}
+	clk.Advance(svc.Config().CacheTTL + time.Second) // the cache entries are stale
+	if id, err := svc.Authenticate(nl, token); err != nil || id.User.ID != u.ID {
+		t.Fatalf("stale session without lookup: %v %v, want it looked up", id, err)
+	}
+	if id, err := svc.AuthenticateKey(nl, key); err != nil || id.User.ID != u.ID {
+		t.Fatalf("stale key without lookup: %v %v, want it looked up", id, err)
+	}
+	if k, s := st.keyLookups.Load(), st.sessionLookups.Load(); k != keys+1 || s != sessions+1 {
+		t.Fatalf("stale credentials: %d key and %d session lookups, want one each", k-keys, s-sessions)
 	}
 }
