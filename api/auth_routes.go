@@ -139,17 +139,11 @@ func addAuthRoutes(api huma.API, cfg Config) {
 			"An unknown user and a wrong password get the same 401. After 5 consecutive failures for a username (20 for a client IP) each further attempt must wait: 1 s, doubling, up to 15 min; a success resets the username's count. " +
 			"When the password cannot be checked (the database does not answer, or too many passwords are being checked at once) the answer is 503 with Retry-After, and the attempt is no failure." +
 			fmt.Sprintf(" A user has at most %d sessions: a login beyond that ends the user's oldest session.", maxSessions),
-		Errors: []int{http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusServiceUnavailable},
-		// The back-off is decided before the ip budget: its refusal takes
-		// no token.
-		Metadata: map[string]any{metaDeferCharge: true},
+		Errors:   []int{http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusServiceUnavailable},
+		Metadata: map[string]any{metaLoginBackoff: true},
 	}, func(ctx context.Context, in *LoginInput) (*LoginOutput, error) {
 		ip := GetClientIP(ctx)
-		if err := svc.Throttle.Check(auth.NormalizeUsername(in.Body.Username), ip, cfg.now()); err != nil {
-			SkipCharge(ctx)
-			return nil, authError(err)
-		}
-		if err := ChargeNow(ctx); err != nil {
+		if err := admitPasswordAttempt(ctx, svc, auth.NormalizeUsername(in.Body.Username), ip, cfg.now()); err != nil {
 			return nil, err
 		}
 		token, se, u, err := svc.Login(ctx, in.Body.Username, in.Body.Password, ip)
@@ -195,9 +189,14 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		Summary: "Change my password", Tags: tags, DefaultStatus: http.StatusNoContent,
 		Description: "Checks the current password, then sets the new one and ends every other session of the user: both happen or neither, even if the client goes away. " +
 			"A wrong current password counts as a failed login; one that could not be checked (503) does not.",
-		Errors: []int{http.StatusTooManyRequests},
+		Errors:   []int{http.StatusTooManyRequests},
+		Metadata: map[string]any{metaLoginBackoff: true},
 	}, func(ctx context.Context, in *PasswordInput) (*struct{}, error) {
-		if err := svc.ChangePassword(ctx, auth.FromContext(ctx), GetClientIP(ctx), in.Body.Current, in.Body.New); err != nil {
+		id, ip := auth.FromContext(ctx), GetClientIP(ctx)
+		if err := admitPasswordAttempt(ctx, svc, id.User.Username, ip, cfg.now()); err != nil {
+			return nil, err
+		}
+		if err := svc.ChangePassword(ctx, id, ip, in.Body.Current, in.Body.New); err != nil {
 			if errors.Is(err, auth.ErrInvalidCredentials) {
 				return nil, NewError(http.StatusForbidden, "the current password is wrong")
 			}
@@ -261,6 +260,19 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		}
 		return nil, nil
 	})
+}
+
+// admitPasswordAttempt decides a password attempt of an operation that
+// declares metaLoginBackoff: the login back-off first, whose refusal (429
+// scope login) takes no token from any budget, then the operation's plane.
+// The throttle's Begin decides again when the password is checked, so a
+// race of concurrent guesses can still be refused after taking a token.
+func admitPasswordAttempt(ctx context.Context, svc *auth.Service, username, ip string, now time.Time) error {
+	if err := svc.Throttle.Check(username, ip, now); err != nil {
+		SkipCharge(ctx)
+		return authError(err)
+	}
+	return ChargeNow(ctx)
 }
 
 // authError maps the auth package's errors to envelopes: what is not the

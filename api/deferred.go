@@ -7,11 +7,12 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 )
 
-// metaDeferCharge is the Operation.Metadata key by which an operation's
-// handler says it decides when its request is charged to its plane (see
-// [ChargeNow]): login, whose back-off must refuse before the ip plane
-// takes a token.
-const metaDeferCharge = "brain.defer-charge"
+// metaLoginBackoff is the Operation.Metadata key by which an operation
+// says its handler checks the login back-off before it charges its plane
+// (see [admitPasswordAttempt]): login and change-password, whose back-off
+// refusal must take no token from any budget. The spec then shows the
+// back-off in x-rate-limit and a 429 that may come without budget headers.
+const metaLoginBackoff = "brain.login-backoff"
 
 // A deferredCharge is the huma context of a request whose handler decides
 // when it is charged to its plane: after the checks that must refuse

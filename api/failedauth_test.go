@@ -56,7 +56,8 @@ func limitedHTTPServer(t *testing.T, ip ratelimit.Budget) (*live, *lookups, *fak
 	}
 	l := small(clk)
 	l.IP = ip
-	l.APIKey = ratelimit.Budget{Limit: 100, Window: time.Minute, Burst: 100} // ada's key is never the one refused
+	l.APIKey = ratelimit.Budget{Limit: 100, Window: time.Minute, Burst: 100} // ada's key and session are never the ones refused
+	l.Session = l.APIKey
 	// Loopback is a trusted proxy: a test picks a client address with
 	// X-Forwarded-For; without one, the client is the peer.
 	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})

@@ -1,10 +1,12 @@
 package api_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/ratelimit"
 )
 
@@ -51,4 +53,48 @@ func TestLoginRefusedByIPIsNoFailure(t *testing.T) {
 	// Had the ten refused attempts counted, ada's eleven failures would
 	// hold her back; from another address the right password works.
 	l.login("ada", "correct horse battery", "X-Forwarded-For: 198.51.100.7").want(t, 200, "the right password from another address")
+}
+
+// Changing the password runs the same back-off, decided before the
+// session budget: its refusal takes no session token, and the spec says
+// so.
+func TestPasswordChangeBackoffTakesNoSessionToken(t *testing.T) {
+	l, _, _, _ := limitedHTTPServer(t, ratelimit.Budget{Limit: 10, Window: time.Minute, Burst: 10})
+	cookie := l.login("ada", "correct horse battery").want(t, 200, "login").cookie(t)
+	wrong := map[string]string{"current": "not my password", "new": "a brand new password"}
+	for i := range 5 {
+		l.call("POST", "/api/v1/auth/password", wrong, cookie).want(t, 403, fmt.Sprintf("wrong current password %d", i+1))
+	}
+	left := l.call("GET", "/api/v1/auth/me", nil, cookie).want(t, 200, "me").header.Get("RateLimit")
+	for range 20 {
+		r := l.call("POST", "/api/v1/auth/password", wrong, cookie)
+		if r.status != 429 || r.env429(t).Details.Scope != "login" || r.header.Get("RateLimit") != "" {
+			t.Fatalf("held back: %d %s RateLimit %q; want 429 scope login, no budget charged", r.status, r.body, r.header.Get("RateLimit"))
+		}
+	}
+	// me took one token before and one now: 20 refusals took none.
+	now := l.call("GET", "/api/v1/auth/me", nil, cookie).want(t, 200, "me").header.Get("RateLimit")
+	if !strings.Contains(left, `r=94;`) || !strings.Contains(now, `r=93;`) {
+		t.Fatalf("session budget before the refusals %q, after %q: want 94 then 93 left", left, now)
+	}
+}
+
+// Every operation that checks a password shows the back-off in its
+// x-rate-limit and declares the 429 that may come without budget headers.
+func TestSpecShowsLoginBackoff(t *testing.T) {
+	s, _ := mustRawServer(t, api.Config{})
+	for _, path := range []string{"/api/v1/auth/login", "/api/v1/auth/password"} {
+		op := s.API.OpenAPI().Paths[path].Post
+		if r := op.Responses["429"]; r == nil || r.Ref != "#/components/responses/RateLimitedOrBackedOff" {
+			t.Errorf("%s: 429 = %+v, want RateLimitedOrBackedOff", path, r)
+		}
+		entries, _ := op.Extensions["x-rate-limit"].([]api.RateLimitEntry)
+		found := false
+		for _, e := range entries {
+			found = found || (e.Plane == "login" && e.Failures == 5 && e.IPFailures == 20)
+		}
+		if !found {
+			t.Errorf("%s: x-rate-limit %+v shows no login back-off", path, entries)
+		}
+	}
 }

@@ -99,8 +99,8 @@ type plane struct {
 // plan is which plane applies to an operation for each kind of caller.
 type plan struct {
 	session, apikey, ip *plane
-	// deferred: the handler decides when the request is charged
-	// (metaDeferCharge).
+	// deferred: the handler checks the login back-off, then charges the
+	// request (metaLoginBackoff).
 	deferred bool
 }
 
@@ -169,11 +169,12 @@ func (ps *planes) planFor(op *huma.Operation) *plan {
 	switch {
 	case ps.limits.Disabled, exempt[op.OperationID]:
 		return nil
-	case public[op.OperationID]:
-		deferred, _ := op.Metadata[metaDeferCharge].(bool)
-		return &plan{ip: ps.ip, deferred: deferred}
 	}
-	p := &plan{session: ps.session, apikey: ps.apikey}
+	backoff, _ := op.Metadata[metaLoginBackoff].(bool)
+	if public[op.OperationID] {
+		return &plan{ip: ps.ip, deferred: backoff}
+	}
+	p := &plan{session: ps.session, apikey: ps.apikey, deferred: backoff}
 	if name, ok := op.Metadata[metaBudget].(string); ok {
 		opPlane, ok := ps.ops[name]
 		if !ok {
@@ -293,7 +294,7 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 			entries = append(entries, e)
 		}
 	}
-	if op.OperationID == "login" {
+	if pl.deferred {
 		ll := ps.limits.Login
 		entries = append(entries, RateLimitEntry{Plane: "login", Policy: "login", Failures: ll.Failures, IPFailures: ll.IPFailures,
 			BackoffS: []int{int(ll.MinBackoff / time.Second), int(ll.MaxBackoff / time.Second)}})

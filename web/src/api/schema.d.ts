@@ -1100,7 +1100,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            429: components["responses"]["RateLimited"];
+            429: components["responses"]["RateLimitedOrBackedOff"];
             /** @description internal: the server failed; the X-Request-Id header identifies the failure in its log. */
             500: {
                 headers: {
