@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
@@ -67,18 +68,20 @@ func TestAuthPostgresOutage(t *testing.T) {
 }
 
 // On SQLite, another connection holding the write lock stalls every write
-// for the busy timeout; then the write fails, and the answer is 503, not
-// 500. Reads go on. Released, the right password logs in at once.
+// until the store's deadline; then the write fails, and the answer is 503,
+// not 500. Reads go on. Released, the right password logs in at once.
 func TestAuthSQLiteLocked(t *testing.T) {
-	db := storetest.Open(t, store.SQLite)
+	db, stall := storetest.OpenStallable(t, store.SQLite)
+	db.Timeout = 300 * time.Millisecond
 	s, _ := outageServer(t, auth.NewService(store.NewAuthStore(db), auth.Config{Argon2: cheap}))
 	cookie := s.login("ada", "correct horse battery").want(t, 200, "login").cookie(t)
 
-	release := holdWrites(t, db, "")
+	stall.Start()
+	release := stall.Stop
 	writes := map[string]struct {
 		method, path string
 		body         any
-	}{ // each waits out the busy timeout: sent together
+	}{ // each waits out the deadline: sent together
 		"login (a new session)": {"POST", "/api/v1/auth/login", map[string]string{"username": "ada", "password": "correct horse battery"}},
 		"create key":            {"POST", "/api/v1/apikeys", map[string]string{"name": "phone"}},
 		"change password":       {"POST", "/api/v1/auth/password", map[string]string{"current": "correct horse battery", "new": "a brand new password"}},
