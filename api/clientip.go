@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/go-chi/chi/v5/middleware"
@@ -15,9 +16,11 @@ import (
 // chi's ClientIPFromXFF (never the spoofable left-most entry, never the
 // deprecated RealIP), or ClientIPFromRemoteAddr when nothing is trusted.
 //
-// A trusted peer that sends no X-Forwarded-For at all (a health checker
-// inside the proxy's network, a sidecar) is itself the client: its own
-// address is used, so such callers do not all share the empty address.
+// Where chi finds no such address behind a trusted peer, the client is
+// never the empty address that all such requests would share: an entry
+// written as address:port counts by its address; a chain of trusted hops
+// only (a caller inside the proxy's network) is its left-most hop; no
+// X-Forwarded-For at all, or none that parses, is the peer itself.
 func ClientIP(trusted []netip.Prefix) func(http.Handler) http.Handler {
 	if len(trusted) == 0 {
 		return middleware.ClientIPFromRemoteAddr
@@ -28,29 +31,63 @@ func ClientIP(trusted []netip.Prefix) func(http.Handler) http.Handler {
 	}
 	fromXFF := middleware.ClientIPFromXFF(cidrs...)
 	return func(next http.Handler) http.Handler {
-		withXFF, peerOnly := fromXFF(next), middleware.ClientIPFromRemoteAddr(next)
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if forwarded(r) {
-				withXFF.ServeHTTP(w, r)
-			} else {
-				peerOnly.ServeHTTP(w, r)
+		fallback := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !middleware.GetClientIPAddr(r.Context()).IsValid() {
+				if a := forwardedFallback(r, trusted); a.IsValid() {
+					r = r.WithContext(context.WithValue(r.Context(), clientIPKey, a))
+				}
 			}
+			next.ServeHTTP(w, r)
 		})
+		return fromXFF(fallback)
 	}
 }
 
-// forwarded reports whether r has an X-Forwarded-For entry that is not
-// blank.
-func forwarded(r *http.Request) bool {
-	for _, v := range r.Header.Values("X-Forwarded-For") {
-		if strings.Trim(v, " \t,") != "" {
-			return true
+var clientIPKey = &contextKey{"client-ip"}
+
+// forwardedFallback is the client of a request from a trusted peer whose
+// X-Forwarded-For names no untrusted address chi accepts: the right-most
+// untrusted entry read as address:port, else the left-most entry that
+// parses, else the peer.
+func forwardedFallback(r *http.Request, trusted []netip.Prefix) netip.Addr {
+	var entries []netip.Addr
+	for _, h := range r.Header.Values("X-Forwarded-For") {
+		for _, e := range strings.Split(h, ",") {
+			e = strings.TrimSpace(e)
+			a, err := netip.ParseAddr(e)
+			if err != nil {
+				ap, perr := netip.ParseAddrPort(e)
+				if perr != nil {
+					continue
+				}
+				a = ap.Addr()
+			}
+			entries = append(entries, a.Unmap().WithZone(""))
 		}
 	}
-	return false
+	for _, a := range slices.Backward(entries) {
+		if !slices.ContainsFunc(trusted, func(p netip.Prefix) bool { return p.Contains(a) }) {
+			return a
+		}
+	}
+	if len(entries) > 0 {
+		return entries[0]
+	}
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		return ap.Addr().Unmap()
+	}
+	return netip.Addr{}
 }
 
 // GetClientIP returns the address [ClientIP] stored: what the per-IP
-// limits and the login throttle key on. It is "" when the peer address did
-// not parse or a trusted proxy's X-Forwarded-For did not (fail-closed).
-func GetClientIP(ctx context.Context) string { return middleware.GetClientIP(ctx) }
+// limits and the login throttle key on. It is "" only when even the peer
+// address did not parse.
+func GetClientIP(ctx context.Context) string {
+	if a := middleware.GetClientIPAddr(ctx); a.IsValid() {
+		return a.String()
+	}
+	if a, ok := ctx.Value(clientIPKey).(netip.Addr); ok {
+		return a.String()
+	}
+	return ""
+}

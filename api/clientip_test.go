@@ -6,8 +6,10 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/ratelimit"
 	"github.com/danielgtaylor/huma/v2"
 )
 
@@ -21,7 +23,9 @@ func ipServer(tb testing.TB, trusted ...string) http.Handler {
 		prefixes = append(prefixes, netip.MustParsePrefix(p))
 	}
 	svc := MustAuth(tb)
-	s, _ := mustRawServer(tb, api.Config{TrustedProxies: prefixes, Auth: svc})
+	l := api.DefaultLimits() // a fuzzer sends more than a minute's budget
+	l.APIKey = ratelimit.Budget{Limit: 1 << 30, Window: time.Second, Burst: 1 << 30}
+	s, _ := mustRawServer(tb, api.Config{TrustedProxies: prefixes, Auth: svc, Limits: l})
 	type out struct {
 		Body struct {
 			IP string `json:"ip"`
@@ -63,6 +67,11 @@ func TestClientIP(t *testing.T) {
 		// one shared empty address.
 		{"trusted_peer_without_xff", []string{"127.0.0.0/8"}, "127.0.0.5:80", nil, "127.0.0.5"},
 		{"trusted_peer_blank_xff", []string{"127.0.0.0/8"}, "127.0.0.6:80", []string{" , "}, "127.0.0.6"},
+		// Where chi finds no untrusted address, never the shared empty one.
+		{"trusted_peer_garbage_xff", []string{"127.0.0.0/8"}, "127.0.0.7:80", []string{"unknown"}, "127.0.0.7"},
+		{"trusted_hops_only", []string{"127.0.0.0/8"}, "127.0.0.8:80", []string{"127.0.0.50, 127.0.0.9"}, "127.0.0.50"},
+		{"xff_with_port", []string{"127.0.0.0/8"}, "127.0.0.8:80", []string{"10.0.0.1:443"}, "10.0.0.1"},
+		{"xff_v6_with_port", []string{"127.0.0.0/8"}, "127.0.0.8:80", []string{"[2001:db8::1]:443"}, "2001:db8::1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,9 +97,10 @@ func FuzzForwardedFor(f *testing.F) {
 		if code != 200 || body != `{"ip":"203.0.113.7"}`+"\n" {
 			t.Fatalf("X-Forwarded-For %q from an untrusted peer: %d %s", xff, code, body)
 		}
-		// From a trusted proxy a malformed value may leave no address
-		// (fail-closed), but never fails the request.
-		if code, body := clientIP(t, h, "10.0.0.2:80", []string{xff}); code != 200 {
+		// From a trusted proxy any value gives some address (never the
+		// empty one all such requests would share) and never fails the
+		// request.
+		if code, body := clientIP(t, h, "10.0.0.2:80", []string{xff}); code != 200 || body == `{"ip":""}`+"\n" {
 			t.Fatalf("X-Forwarded-For %q from a trusted proxy: %d %s", xff, code, body)
 		}
 	})
