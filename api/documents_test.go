@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -61,5 +62,25 @@ func TestDocumentsRenderedOnce(t *testing.T) {
 	}
 	if n := api.Renders(s); n != 3 {
 		t.Fatalf("%d renders for 3 documents fetched 8 times each, want 3", n)
+	}
+}
+
+// A Range header is ignored on the documents: thousands of one-byte ranges
+// would make a small request cost a multipart answer many times the size
+// of the document.
+func TestDocumentsIgnoreRange(t *testing.T) {
+	s, _ := mustRawServer(t, api.Config{})
+	l := mustLive(t, s)
+	ranges := make([]string, 2000)
+	for i := range ranges {
+		ranges[i] = strconv.Itoa(i) + "-" + strconv.Itoa(i)
+	}
+	for _, path := range []string{"/openapi.json", "/docs"} {
+		full := l.call("GET", path, nil).want(t, 200, path)
+		r := l.call("GET", path, nil, "Range: bytes="+strings.Join(ranges, ","))
+		if r.status != 200 || r.body != full.body {
+			t.Fatalf("%s with 2000 ranges: %d, %d bytes (the document has %d); want the document whole",
+				path, r.status, len(r.body), len(full.body))
+		}
 	}
 }

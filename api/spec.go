@@ -134,7 +134,9 @@ func (d *document) get() ([]byte, error) {
 // serve writes the document with a strong ETag (a hash of its bytes) and
 // Cache-Control: no-cache, so a client may keep it but asks each time
 // whether it changed; If-None-Match with the current ETag gets 304 and no
-// body (http.ServeContent does the matching, Range and HEAD).
+// body (http.ServeContent does the matching and HEAD). Range is ignored:
+// thousands of one-byte ranges would make a small request cost the server
+// a multipart answer many times the document's size.
 func (d *document) serve(w http.ResponseWriter, r *http.Request) {
 	if _, err := d.get(); err != nil {
 		logger(r.Context()).Error("render "+r.URL.Path, "error", err)
@@ -145,6 +147,10 @@ func (d *document) serve(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", d.contentType)
 	h.Set("Cache-Control", "no-cache")
 	h.Set("ETag", d.etag)
+	if r.Header.Get("Range") != "" {
+		r = r.Clone(r.Context())
+		r.Header.Del("Range")
+	}
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(d.body))
 }
 
