@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -182,5 +183,27 @@ func TestSpecShowsIPBudgetOnFailedAuth(t *testing.T) {
 		if e.AppliesTo != "" {
 			t.Fatalf("login's budgets apply to every caller: %+v", e)
 		}
+	}
+}
+
+// An API key calling an operation that needs a session gets 403 from its
+// own budget, and 429 past it: a key looping on a refusal is throttled.
+// The spec shows that budget as applying to such (forbidden) requests.
+func TestForbiddenKeyDrawsFromItsBudget(t *testing.T) {
+	l, _, _, key := limitedHTTPServer(t, ratelimit.Budget{Limit: 3, Window: time.Minute, Burst: 3})
+	var last reply
+	for range 100 { // the key's budget in this server
+		last = l.call("GET", "/api/v1/apikeys", nil, "X-API-Key: "+key)
+		if last.status != 403 || !strings.Contains(last.header.Get("RateLimit-Policy"), `"apikey"`) {
+			t.Fatalf("a key on a session-only operation: %d RateLimit-Policy %q, want 403 on the key's budget", last.status, last.header.Get("RateLimit-Policy"))
+		}
+	}
+	if r := l.call("GET", "/api/v1/apikeys", nil, "X-API-Key: "+key); r.status != 429 || r.env429(t).Details.Scope != "apikey" {
+		t.Fatalf("past the key's budget: %d %s, want 429 scope apikey", r.status, r.body)
+	}
+	s, _ := mustRawServer(t, api.Config{})
+	entries, _ := s.API.OpenAPI().Paths["/api/v1/apikeys"].Get.Extensions["x-rate-limit"].([]api.RateLimitEntry)
+	if !slices.ContainsFunc(entries, func(e api.RateLimitEntry) bool { return e.Plane == "apikey" && e.AppliesTo == "forbidden" }) {
+		t.Fatalf("list-api-keys x-rate-limit %+v shows no apikey budget for forbidden requests", entries)
 	}
 }

@@ -201,7 +201,9 @@ type RateLimitEntry struct {
 	BackoffS   []int  `json:"backoff_s,omitempty"`
 	// AppliesTo narrows the callers a budget applies to: "unauthenticated"
 	// for the ip budget of an operation that needs a caller, which every
-	// request whose credentials fail (or that sends none) draws from.
+	// request whose credentials fail (or that sends none) draws from;
+	// "forbidden" for the apikey budget of an operation that needs a
+	// session, which an API-key request (answered 403) draws from.
 	AppliesTo string `json:"applies_to,omitempty"`
 }
 
@@ -294,6 +296,12 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 			entries = append(entries, e)
 		}
 	}
+	if pl.ip == nil && pl.apikey == nil { // session-only: an API key's 403s draw from its budget
+		for _, e := range entriesOf(ps.apikey) {
+			e.AppliesTo = "forbidden"
+			entries = append(entries, e)
+		}
+	}
 	if pl.deferred {
 		ll := ps.limits.Login
 		entries = append(entries, RateLimitEntry{Plane: "login", Policy: "login", Failures: ll.Failures, IPFailures: ll.IPFailures,
@@ -361,6 +369,17 @@ func (ps *planes) failedAuth(ctx huma.Context, ip string) (answered bool) {
 		return false
 	}
 	return ps.charge(ctx, ps.ip, ip)
+}
+
+// refusedKey charges an API-key request to an operation that needs a
+// session (answered 403) to the key's default budget, so a key looping on
+// a refusal is throttled like any other caller. It reports whether it
+// answered the request (429, or 503).
+func (ps *planes) refusedKey(ctx huma.Context, id *auth.Identity) (answered bool) {
+	if ps.limits.Disabled {
+		return false
+	}
+	return ps.charge(ctx, ps.apikey, id.APIKeyID)
 }
 
 // refusing reports whether the ip plane refused ip and its budget would

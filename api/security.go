@@ -67,7 +67,7 @@ func declareSecurity(_ *huma.OpenAPI, op *huma.Operation) {
 // documents: 503 when the store cannot say who it is; 401 without a
 // caller, charged to the ip plane (ps.failedAuth), which answers 429
 // instead once the address has spent its budget; 403 for an API key on a
-// session-only operation. The caller then goes in the context
+// session-only operation, charged to the key's budget (ps.refusedKey). The caller then goes in the context
 // (auth.FromContext) for the planes and the handler. The cause of a 503
 // goes to outages, once per cause.
 //
@@ -117,7 +117,9 @@ func requireCaller(api huma.API, svc *auth.Service, ps *planes, outages *outageL
 			return
 		}
 		if sessionOnly[op.OperationID] && id.Method != auth.MethodSession {
-			writeHumaError(api, ctx, NewError(http.StatusForbidden, "this operation needs a logged-in session; an API key cannot call it"))
+			if !ps.refusedKey(ctx, id) { // the key's own budget pays for its 403s
+				writeHumaError(api, ctx, NewError(http.StatusForbidden, "this operation needs a logged-in session; an API key cannot call it"))
+			}
 			return
 		}
 		next(huma.WithContext(ctx, auth.NewContext(ctx.Context(), id)))
