@@ -490,9 +490,8 @@ func (s *Service) Logout(ctx context.Context, id *Identity) error {
 	if id == nil || id.Method != MethodSession {
 		return ErrUnauthenticated
 	}
-	s.revoked()
 	err := s.store.DeleteSession(ctx, id.SessionHash)
-	s.evictSession(id.SessionHash)
+	s.revoke(func() { delete(s.sessions, id.SessionHash) })
 	return unavailable(err)
 }
 
@@ -531,11 +530,10 @@ func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, cu
 	s.Throttle.Succeed(attempt)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), passwordChangeTimeout)
 	defer cancel()
-	s.revoked()
 	if err := s.store.SetPasswordAndEndSessions(wctx, u.ID, hash, id.SessionHash); err != nil {
 		return unavailable(err)
 	}
-	s.forgetSessions(u.ID, id.SessionHash)
+	s.revoke(func() { s.forgetSessionsLocked(u.ID, id.SessionHash) })
 	return nil
 }
 
@@ -578,18 +576,17 @@ func (s *Service) ListAPIKeys(ctx context.Context, userID string, after Cursor, 
 // DeleteAPIKey revokes one of the user's keys: at once on this replica,
 // within CacheTTL on others. ErrNotFound unless the user owns it.
 func (s *Service) DeleteAPIKey(ctx context.Context, userID, id string) error {
-	s.revoked()
 	if err := s.store.DeleteAPIKey(ctx, userID, id); err != nil {
 		return unavailable(err)
 	}
-	s.mu.Lock()
-	for h, c := range s.keys {
-		if c.key.ID == id {
-			delete(s.keys, h)
+	s.revoke(func() {
+		for h, c := range s.keys {
+			if c.key.ID == id {
+				delete(s.keys, h)
+			}
 		}
-	}
-	delete(s.used, id)
-	s.mu.Unlock()
+		delete(s.used, id)
+	})
 	return nil
 }
 
@@ -690,11 +687,16 @@ func (s *Service) evictSession(hash string) {
 	s.mu.Unlock()
 }
 
-// revoked marks a revocation: lookups in flight will not cache.
-func (s *Service) revoked() {
+// revoke records a revocation the store has committed: under one lock, it
+// drops what drop removes from the caches and bumps the generation, so a
+// lookup that read the revoked row before the write does not cache it.
+// Called after the write: bumped before it, a lookup could start after the
+// bump, read the old row and cache it once the eviction was done.
+func (s *Service) revoke(drop func()) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.gen++
-	s.mu.Unlock()
+	drop()
 }
 
 func (s *Service) sweepLocked(now time.Time) {

@@ -20,19 +20,16 @@ func (s *Service) SetPassword(ctx context.Context, username, password string) er
 	if err := s.hashes.run(ctx, -1, func() { hash = HashPassword(password, s.cfg.Argon2) }); err != nil {
 		return err
 	}
-	s.revoked()
 	if err := s.store.SetPasswordAndEndSessions(ctx, u.ID, hash, ""); err != nil {
 		return err
 	}
-	s.forgetSessions(u.ID, "")
+	s.revoke(func() { s.forgetSessionsLocked(u.ID, "") })
 	return nil
 }
 
-// forgetSessions drops the user's sessions but keep from this replica's
-// cache, after the store ended them.
-func (s *Service) forgetSessions(userID, keep string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+// forgetSessionsLocked drops the user's sessions but keep from this
+// replica's cache, after the store ended them. s.mu is held.
+func (s *Service) forgetSessionsLocked(userID, keep string) {
 	for h, c := range s.sessions {
 		if c.user.ID == userID && h != keep {
 			delete(s.sessions, h)
