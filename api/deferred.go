@@ -42,20 +42,25 @@ func (c *deferredCharge) Context() context.Context { return c.ctx }
 // Unwrap lets humachi.Unwrap reach the response writer.
 func (c *deferredCharge) Unwrap() huma.Context { return c.humaContext }
 
-// SetStatus charges a request the handler did not settle, as its
-// response starts, and writes the refusal instead when the plane refuses.
+// SetStatus starts the response (see start), then sets its status unless
+// a refusal replaced it.
 func (c *deferredCharge) SetStatus(code int) {
-	if c.replaced {
-		return
+	if c.start() {
+		c.humaContext.SetStatus(code)
 	}
-	if !c.settled {
-		if e := c.settle(true); e != nil {
-			writeHumaError(c.ps.api, c.humaContext, e)
-			c.replaced = true
-			return
-		}
+}
+
+// start runs as the response starts (its status, or its first byte): it
+// charges a request the handler did not settle, and when the request is
+// refused — then, or by a ChargeNow whose refusal the handler did not
+// return — writes the refusal in place of the response. It reports
+// whether the response is still the handler's.
+func (c *deferredCharge) start() bool {
+	if !c.replaced && c.settle(true) != nil {
+		writeHumaError(c.ps.api, c.humaContext, c.refusal)
+		c.replaced = true
 	}
-	c.humaContext.SetStatus(code)
+	return !c.replaced
 }
 
 func (c *deferredCharge) SetHeader(name, value string) {
@@ -71,7 +76,7 @@ func (c *deferredCharge) AppendHeader(name, value string) {
 }
 
 func (c *deferredCharge) BodyWriter() io.Writer {
-	if c.replaced {
+	if !c.start() {
 		return io.Discard
 	}
 	return c.humaContext.BodyWriter()
@@ -104,7 +109,8 @@ func ChargeNow(ctx context.Context) error {
 }
 
 // SkipCharge settles a deferred charge without charging: the handler
-// refuses the request itself, before the plane (login's back-off).
+// refuses the request itself, before the plane (login's back-off). A
+// charge settles once: ChargeNow after SkipCharge charges nothing.
 func SkipCharge(ctx context.Context) {
 	if c, ok := ctx.Value(deferredKey{}).(*deferredCharge); ok {
 		c.settle(false)

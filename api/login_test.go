@@ -1,13 +1,16 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/ratelimit"
+	"github.com/danielgtaylor/huma/v2"
 )
 
 // The login back-off is decided before the ip budget: a client retrying
@@ -96,5 +99,32 @@ func TestSpecShowsLoginBackoff(t *testing.T) {
 		if !found {
 			t.Errorf("%s: x-rate-limit %+v shows no login back-off", path, entries)
 		}
+	}
+}
+
+// In an operation that charges from its handler, a refusal stands even
+// when the handler ignores what ChargeNow returned, and a response that
+// starts with its body is charged like one that starts with its status.
+func TestDeferredChargeRefusalStands(t *testing.T) {
+	clk := &fakeClock{now: t0}
+	l := small(clk) // the session budget is 3
+	svc := MustAuth(t)
+	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now})
+	huma.Register(s.API, huma.Operation{OperationID: "test-careless", Method: http.MethodGet, Path: "/api/v1/test/careless",
+		Metadata: map[string]any{api.MetaLoginBackoff: true}},
+		func(ctx context.Context, _ *struct{}) (*echoOutput, error) {
+			_ = api.ChargeNow(ctx) // a careless handler: the refusal is dropped
+			out := &echoOutput{}
+			out.Body.Text = "served"
+			return out, nil
+		})
+	cookie := mustLive(t, s).login("ada", "correct horse battery").want(t, 200, "login").cookie(t)
+	live := mustLive(t, s)
+	for i := range 3 {
+		live.call("GET", "/api/v1/test/careless", nil, cookie).want(t, 200, fmt.Sprintf("request %d of the burst", i+1))
+	}
+	r := live.call("GET", "/api/v1/test/careless", nil, cookie)
+	if r.status != 429 || strings.Contains(r.body, "served") || r.env429(t).Details.Scope != "session" {
+		t.Fatalf("past the budget: %d %s; want the 429 envelope, not the handler's answer", r.status, r.body)
 	}
 }
