@@ -9,8 +9,9 @@ import (
 // refusedIPs remembers the addresses the ip plane refused, each until its
 // budget would admit a request again. requireCaller checks the
 // credentials such an address sends against the caches only. It holds at
-// most maxRefusedIPs addresses; past that, expired ones go, then the
-// newest refusal is not remembered (it is still refused by the plane).
+// most maxRefusedIPs addresses; past that, expired ones go, then an
+// arbitrary tenth (those are still refused by the plane, at the cost of
+// a lookup each).
 type refusedIPs struct {
 	n     atomic.Int32 // len(until), read without the lock on every request
 	mu    sync.Mutex
@@ -33,10 +34,14 @@ func (r *refusedIPs) add(ip string, until, now time.Time) {
 				delete(r.until, k)
 			}
 		}
+		for k := range r.until { // still full: an arbitrary tenth goes, so the next adds are cheap
+			if len(r.until) < maxRefusedIPs*9/10 {
+				break
+			}
+			delete(r.until, k)
+		}
 	}
-	if len(r.until) < maxRefusedIPs {
-		r.until[ip] = until
-	}
+	r.until[ip] = until
 	r.n.Store(int32(len(r.until)))
 }
 
