@@ -7,7 +7,9 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/brain-template/brain/auth"
 	"github.com/danielgtaylor/huma/v2"
@@ -212,6 +214,9 @@ func addAuthRoutes(api huma.API, cfg Config) {
 			fmt.Sprintf("A user may have at most %d keys; beyond that the answer is 409 until one is deleted.", maxKeys),
 		Errors: []int{http.StatusConflict},
 	}, func(ctx context.Context, in *CreateAPIKeyInput) (*CreateAPIKeyOutput, error) {
+		if !displayable(in.Body.Name) {
+			return nil, NewError(http.StatusUnprocessableEntity, "", FieldError{Location: "body.name", Message: "a name is 1 to 64 printable characters, not only spaces"})
+		}
 		k, secret, err := svc.CreateAPIKey(ctx, auth.FromContext(ctx).User.ID, in.Body.Name)
 		if errors.Is(err, auth.ErrTooMany) {
 			return nil, NewError(http.StatusConflict, fmt.Sprintf("you have %d API keys, the most allowed: delete one before creating another", maxKeys))
@@ -260,6 +265,23 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		}
 		return nil, nil
 	})
+}
+
+// displayable reports whether a name can be shown to a person as it is:
+// not blank, and free of control characters (C0 and C1) and of the
+// invisible characters that reorder or break text (bidi controls, line
+// and paragraph separators). The schema's pattern refuses C0 controls;
+// the rest cannot be written portably in a JSON Schema pattern.
+func displayable(name string) bool {
+	if strings.TrimSpace(name) == "" {
+		return false
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+	}
+	return true
 }
 
 // admitPasswordAttempt decides a password attempt of an operation that

@@ -228,3 +228,18 @@ func TestAPIKeyTimesInMilliseconds(t *testing.T) {
 		t.Fatalf("keys = %+v; want created_at 2026-11-30T12:00:01.234Z and last_used_at 2026-11-30T12:00:02.234Z", page.Keys)
 	}
 }
+
+// A key's name is shown to people: names that are blank, or carry control
+// characters or invisible reordering marks, are refused with a 422 that
+// does not repeat them.
+func TestAPIKeyNamesAreDisplayable(t *testing.T) {
+	srv, _ := liveServer(t, storetest.Open(t, store.SQLite), auth.Config{})
+	cookie := loginCookie(t, srv)
+	for _, name := range []string{`"\u009b31m"`, `"\u0085"`, `"\u202eevil"`, `"a\u2028b"`, `"     "`, `"\u2066x"`} {
+		r := httpCall(t, srv, "POST", "/api/v1/apikeys", `{"name":`+name+`}`, cookie)
+		if r.status != 422 || r.code() != "unprocessable" || !strings.Contains(r.body, "body.name") {
+			t.Errorf("name %s: %d %s, want 422 at body.name", name, r.status, r.body)
+		}
+	}
+	httpCall(t, srv, "POST", "/api/v1/apikeys", `{"name":"Ada's laptop (café)"}`, cookie).want(t, 201, "a plain name")
+}

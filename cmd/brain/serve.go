@@ -121,7 +121,9 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	bgDone := make(chan struct{})
 	go func() {
 		defer close(bgDone)
-		svc.Run(bg, 30*time.Second, func(err error) { logger.Error("auth maintenance", "error", err) })
+		// Its writes fail only when the database does: an outage, which
+		// the next run retries, not a fault of brain's.
+		svc.Run(bg, 30*time.Second, func(err error) { logger.Warn("auth maintenance failed; retrying in 30s", "error", err) })
 	}()
 	defer func() { stopBG(); <-bgDone }() // flushes API-key last-use times
 
