@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/brain-template/brain/auth"
@@ -264,23 +265,40 @@ func (s *AuthStore) TouchAPIKeys(ctx context.Context, used map[string]time.Time)
 	return s.touch(ctx, "touch api keys", "UPDATE api_keys SET last_used_at = $1 WHERE id = $2 AND last_used_at < $1", used)
 }
 
+// touchBatch bounds the updates of one touch transaction, so that a flush
+// of many sessions or keys is several short transactions, each within the
+// store's deadline, none holding locks for long.
+const touchBatch = 500
+
 // touch runs update ($1 a time, $2 a key of times) for every entry of
-// times, in one transaction.
+// times, touchBatch to a transaction. On an error, the batches before it
+// stay written; writing them again is harmless (update only moves a time
+// forward).
 func (s *AuthStore) touch(ctx context.Context, what, update string, times map[string]time.Time) error {
-	if len(times) == 0 {
-		return nil
+	keys := make([]string, 0, len(times))
+	for k := range times {
+		keys = append(keys, k)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return wrap(what, err)
-	}
-	defer tx.Rollback()
-	for key, at := range times {
-		if _, err := tx.ExecContext(ctx, update, ms(at), key); err != nil {
+	for batch := range slices.Chunk(keys, touchBatch) {
+		if err := s.touchBatch(ctx, update, batch, times); err != nil {
 			return wrap(what, err)
 		}
 	}
-	return wrap(what, tx.Commit())
+	return nil
+}
+
+func (s *AuthStore) touchBatch(ctx context.Context, update string, keys []string, times map[string]time.Time) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, key := range keys {
+		if _, err := tx.ExecContext(ctx, update, ms(times[key]), key); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 func affectedOne(res sql.Result, err error) error {

@@ -272,3 +272,30 @@ func TestMigrate(t *testing.T) {
 		})
 	}
 }
+
+// A flush of more sessions than one batch holds is written whole, the
+// first, a middle and the last batch alike.
+func TestTouchManySessions(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s := store.NewAuthStore(db)
+		u := mustUser(t, s, "u1", "ada")
+		const n = 1200
+		touched := map[string]time.Time{}
+		for i := range n {
+			h := fmt.Sprintf("h%04d", i)
+			if _, err := s.CreateSession(ctx, auth.Session{TokenHash: h, UserID: u.ID, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour), LastSeenAt: t0}, n); err != nil {
+				t.Fatal(err)
+			}
+			touched[h] = t0.Add(time.Minute)
+		}
+		if err := s.TouchSessions(ctx, touched); err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range []string{"h0000", "h0599", "h1199"} {
+			if se, _, err := s.SessionByTokenHash(ctx, h); err != nil || !se.LastSeenAt.Equal(t0.Add(time.Minute)) {
+				t.Fatalf("%s: LastSeenAt = %v, %v; want the touch", h, se.LastSeenAt, err)
+			}
+		}
+	})
+}
