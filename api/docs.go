@@ -75,77 +75,41 @@ type oasOperation struct {
 		Headers     map[string]json.RawMessage
 		Content     map[string]struct{ Schema json.RawMessage }
 	}
-	Extensions map[string]json.RawMessage `json:"-"`
 }
 
 var methodOrder = map[string]int{"get": 0, "post": 1, "put": 2, "patch": 3, "delete": 4, "head": 5, "options": 6, "trace": 7}
 
+// buildDocsPage decodes the spec and arranges it for the page: operations
+// grouped by their first tag, groups by name, operations by path and
+// method, then the schemas.
 func buildDocsPage(spec []byte) (*docsPage, error) {
 	var doc oasDoc
 	if err := json.Unmarshal(spec, &doc); err != nil {
 		return nil, err
 	}
 	// Extensions (x-...) sit beside the operation's members: decode them apart.
-	var rawPaths struct {
+	var raw struct {
 		Paths map[string]map[string]map[string]json.RawMessage
 	}
-	if err := json.Unmarshal(spec, &rawPaths); err != nil {
+	if err := json.Unmarshal(spec, &raw); err != nil {
 		return nil, err
 	}
 	page := &docsPage{Title: doc.Info.Title, Version: doc.Info.Version, Description: doc.Info.Description}
 	groups := map[string]*docsGroup{}
 	for path, item := range doc.Paths {
 		for method, op := range item {
-			d := docsOperation{ID: op.OperationID, Method: strings.ToUpper(method), Path: path, Summary: op.Summary, Description: op.Description}
-			for _, p := range op.Parameters {
-				d.Parameters = append(d.Parameters, docsParam{Name: p.Name, In: p.In, Required: p.Required, Description: p.Description, Schema: compactJSON(p.Schema)})
-			}
-			if op.RequestBody != nil {
-				for ct, c := range op.RequestBody.Content {
-					d.RequestBody = ct + " " + compactJSON(c.Schema)
-				}
-			}
-			for status, r := range op.Responses {
-				dr := docsResponse{Status: status, Description: r.Description}
-				if r.Ref != "" {
-					dr.Schema = r.Ref
-				}
-				for ct, c := range r.Content {
-					dr.Schema = ct + " " + compactJSON(c.Schema)
-				}
-				for h := range r.Headers {
-					dr.Headers = append(dr.Headers, h)
-				}
-				sort.Strings(dr.Headers)
-				d.Responses = append(d.Responses, dr)
-			}
-			sort.Slice(d.Responses, func(i, j int) bool { return d.Responses[i].Status < d.Responses[j].Status })
-			for k, v := range rawPaths.Paths[path][method] {
-				if strings.HasPrefix(k, "x-") {
-					d.Extensions = append(d.Extensions, docsExtension{Name: k, JSON: indentJSON(v)})
-				}
-			}
-			sort.Slice(d.Extensions, func(i, j int) bool { return d.Extensions[i].Name < d.Extensions[j].Name })
 			tag := "Other"
 			if len(op.Tags) > 0 {
 				tag = op.Tags[0]
 			}
-			g := groups[tag]
-			if g == nil {
-				g = &docsGroup{Tag: tag}
-				groups[tag] = g
+			if groups[tag] == nil {
+				groups[tag] = &docsGroup{Tag: tag}
 			}
-			g.Operations = append(g.Operations, d)
+			groups[tag].Operations = append(groups[tag].Operations, docsOperationOf(path, method, op, raw.Paths[path][method]))
 		}
 	}
 	for _, g := range groups {
-		sort.Slice(g.Operations, func(i, j int) bool {
-			a, b := g.Operations[i], g.Operations[j]
-			if a.Path != b.Path {
-				return a.Path < b.Path
-			}
-			return methodOrder[strings.ToLower(a.Method)] < methodOrder[strings.ToLower(b.Method)]
-		})
+		sortOperations(g.Operations)
 		page.Groups = append(page.Groups, *g)
 	}
 	sort.Slice(page.Groups, func(i, j int) bool { return page.Groups[i].Tag < page.Groups[j].Tag })
@@ -154,6 +118,50 @@ func buildDocsPage(spec []byte) (*docsPage, error) {
 	}
 	sort.Slice(page.Schemas, func(i, j int) bool { return page.Schemas[i].Name < page.Schemas[j].Name })
 	return page, nil
+}
+
+// docsOperationOf is one operation as the page shows it; members holds
+// the operation's raw members, where its x- extensions are.
+func docsOperationOf(path, method string, op oasOperation, members map[string]json.RawMessage) docsOperation {
+	d := docsOperation{ID: op.OperationID, Method: strings.ToUpper(method), Path: path, Summary: op.Summary, Description: op.Description}
+	for _, p := range op.Parameters {
+		d.Parameters = append(d.Parameters, docsParam{Name: p.Name, In: p.In, Required: p.Required, Description: p.Description, Schema: compactJSON(p.Schema)})
+	}
+	if op.RequestBody != nil {
+		for ct, c := range op.RequestBody.Content {
+			d.RequestBody = ct + " " + compactJSON(c.Schema)
+		}
+	}
+	for status, r := range op.Responses {
+		dr := docsResponse{Status: status, Description: r.Description, Schema: r.Ref}
+		for ct, c := range r.Content {
+			dr.Schema = ct + " " + compactJSON(c.Schema)
+		}
+		for h := range r.Headers {
+			dr.Headers = append(dr.Headers, h)
+		}
+		sort.Strings(dr.Headers)
+		d.Responses = append(d.Responses, dr)
+	}
+	sort.Slice(d.Responses, func(i, j int) bool { return d.Responses[i].Status < d.Responses[j].Status })
+	for k, v := range members {
+		if strings.HasPrefix(k, "x-") {
+			d.Extensions = append(d.Extensions, docsExtension{Name: k, JSON: indentJSON(v)})
+		}
+	}
+	sort.Slice(d.Extensions, func(i, j int) bool { return d.Extensions[i].Name < d.Extensions[j].Name })
+	return d
+}
+
+// sortOperations orders operations by path, then by method (GET first).
+func sortOperations(ops []docsOperation) {
+	sort.Slice(ops, func(i, j int) bool {
+		a, b := ops[i], ops[j]
+		if a.Path != b.Path {
+			return a.Path < b.Path
+		}
+		return methodOrder[strings.ToLower(a.Method)] < methodOrder[strings.ToLower(b.Method)]
+	})
 }
 
 func compactJSON(raw json.RawMessage) string {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
-	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/danielgtaylor/huma/v2"
 )
@@ -302,7 +301,6 @@ func TestSpecIsWhatIsEnforced(t *testing.T) {
 	if ops < 10 {
 		t.Fatalf("walked only %d operations", ops)
 	}
-	_ = auth.MethodSession
 }
 
 // containsPrefix: a policy "ingest" is shown as the entries "ingest" and

@@ -73,15 +73,6 @@ type Identity struct {
 	ExpiresAt time.Time
 }
 
-// Key is what per-caller limits key on: the session or the API key, never
-// the user (one user's two browsers are two sessions).
-func (id *Identity) Key() string {
-	if id.Method == MethodAPIKey {
-		return "apikey:" + id.APIKeyID
-	}
-	return "session:" + id.SessionHash
-}
-
 type identityKey struct{}
 
 type noLookupKey struct{}

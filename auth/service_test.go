@@ -191,7 +191,7 @@ func TestAPIKeys(t *testing.T) {
 	}
 	for range 20 {
 		id, err := svc.AuthenticateKey(ctx, secret)
-		if err != nil || id.Method != auth.MethodAPIKey || id.User.ID != u.ID || id.Key() != "apikey:"+k.ID {
+		if err != nil || id.Method != auth.MethodAPIKey || id.User.ID != u.ID || id.APIKeyID != k.ID {
 			t.Fatalf("AuthenticateKey = %+v, %v", id, err)
 		}
 	}
