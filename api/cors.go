@@ -3,15 +3,12 @@ package api
 import (
 	"net/http"
 
+	"github.com/brain-template/brain/ratelimit"
 	"github.com/go-chi/cors"
 )
 
 // exposedHeaders are the response headers browser clients may read.
-var exposedHeaders = []string{
-	"Retry-After", "RateLimit", "RateLimit-Policy",
-	"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset",
-	"X-Request-Id", "Location", "Idempotent-Replayed",
-}
+var exposedHeaders = append([]string{ratelimit.HeaderRetryAfter, "X-Request-Id", "Location", "Idempotent-Replayed"}, ratelimit.HeaderNames...)
 
 // CORS is a middleware that lets the listed origins (and only those) call
 // the API from a browser, with credentials, and read the rate-limit

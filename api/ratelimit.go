@@ -222,8 +222,6 @@ const (
 	refHeader                 = "#/components/headers/"
 )
 
-var rateLimitHeaders = []string{"RateLimit", "RateLimit-Policy", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
-
 // declareComponents adds the 429 response and the rate-limit headers to
 // the spec's components, once.
 func declareComponents(c *huma.Components) {
@@ -247,7 +245,7 @@ func declareComponents(c *huma.Components) {
 		c.Responses = map[string]*huma.Response{}
 	}
 	headers := map[string]*huma.Header{"Retry-After": {Ref: refHeader + "Retry-After"}}
-	for _, h := range rateLimitHeaders {
+	for _, h := range ratelimit.HeaderNames {
 		headers[h] = &huma.Header{Ref: refHeader + h}
 	}
 	c.Responses["RateLimited"] = &huma.Response{
@@ -258,7 +256,7 @@ func declareComponents(c *huma.Components) {
 	// An operation that defers its charge (login) can also refuse before
 	// any budget is charged; that refusal has no budget to describe.
 	optional := map[string]*huma.Header{"Retry-After": {Ref: refHeader + "Retry-After"}}
-	for _, h := range rateLimitHeaders {
+	for _, h := range ratelimit.HeaderNames {
 		o := *c.Headers[h]
 		o.Required = false
 		o.Description += " Absent when the back-off refused (details.scope login)."
@@ -323,7 +321,7 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 		if r.Headers == nil {
 			r.Headers = map[string]*huma.Header{}
 		}
-		for _, h := range rateLimitHeaders {
+		for _, h := range ratelimit.HeaderNames {
 			r.Headers[h] = &huma.Header{Ref: refHeader + h}
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/brain-template/brain/ratelimit"
 )
 
 // The ids of the rate-limit findings.
@@ -17,7 +19,7 @@ const (
 )
 
 // rateLimitHeaders are the headers clients read to pace themselves.
-var rateLimitHeaders = []string{"Retry-After", "RateLimit", "RateLimit-Policy", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
+var rateLimitHeaders = append([]string{ratelimit.HeaderRetryAfter}, ratelimit.HeaderNames...)
 
 // A budget's numeric members, by which way is tighter. backoff_s is a
 // [min, max] pair where each member is "longer is tighter".

@@ -38,14 +38,31 @@ func NewHeaders(p Policy) *Headers {
 	return h
 }
 
-// Canonical header names, so writes need no canonicalization.
+// The headers [Headers.Write] sets, as the spec and the drafts spell them.
 const (
-	HeaderRateLimit       = "Ratelimit"
-	HeaderRateLimitPolicy = "Ratelimit-Policy"
-	HeaderLimit           = "X-Ratelimit-Limit"
-	HeaderRemaining       = "X-Ratelimit-Remaining"
-	HeaderReset           = "X-Ratelimit-Reset"
+	HeaderRateLimit       = "RateLimit"
+	HeaderRateLimitPolicy = "RateLimit-Policy"
+	HeaderLimit           = "X-RateLimit-Limit"
+	HeaderRemaining       = "X-RateLimit-Remaining"
+	HeaderReset           = "X-RateLimit-Reset"
 	HeaderRetryAfter      = "Retry-After"
+)
+
+// HeaderNames lists the headers on every response a limiter decided,
+// in the order the spec declares them; a refusal adds HeaderRetryAfter.
+// It is the one list the server, the spec, CORS and the breaking-change
+// check share.
+var HeaderNames = []string{HeaderRateLimit, HeaderRateLimitPolicy, HeaderLimit, HeaderRemaining, HeaderReset}
+
+// Their canonical forms, the keys of an http.Header, so writes need no
+// canonicalization.
+var (
+	keyRateLimit       = http.CanonicalHeaderKey(HeaderRateLimit)
+	keyRateLimitPolicy = http.CanonicalHeaderKey(HeaderRateLimitPolicy)
+	keyLimit           = http.CanonicalHeaderKey(HeaderLimit)
+	keyRemaining       = http.CanonicalHeaderKey(HeaderRemaining)
+	keyReset           = http.CanonicalHeaderKey(HeaderReset)
+	keyRetryAfter      = http.CanonicalHeaderKey(HeaderRetryAfter)
 )
 
 // Write sets the headers for decision d on hdr, and Retry-After when d
@@ -87,14 +104,14 @@ func (h *Headers) Write(hdr http.Header, d *Decision) {
 	s := string(b)
 	vals := make([]string, 4)
 	vals[0], vals[1], vals[2] = s[:rl], s[remStart:remEnd], s[rl:reset]
-	hdr[HeaderRateLimit] = vals[0:1:1]
-	hdr[HeaderRemaining] = vals[1:2:2]
-	hdr[HeaderReset] = vals[2:3:3]
-	hdr[HeaderLimit] = h.limits[t]
-	hdr[HeaderRateLimitPolicy] = h.policy
+	hdr[keyRateLimit] = vals[0:1:1]
+	hdr[keyRemaining] = vals[1:2:2]
+	hdr[keyReset] = vals[2:3:3]
+	hdr[keyLimit] = h.limits[t]
+	hdr[keyRateLimitPolicy] = h.policy
 	if !d.Allowed {
 		vals[3] = s[reset:]
-		hdr[HeaderRetryAfter] = vals[3:4:4]
+		hdr[keyRetryAfter] = vals[3:4:4]
 	}
 }
 
