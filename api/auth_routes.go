@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -313,14 +311,7 @@ func authError(err error) error {
 	var te *auth.ThrottledError
 	switch {
 	case errors.As(err, &te):
-		secs := int(math.Ceil(te.RetryAfter.Seconds()))
-		if secs < 1 {
-			secs = 1
-		}
-		e := NewError(http.StatusTooManyRequests, "brain is busy — please retry in a moment.")
-		e.Details.Scope, e.Details.Policy, e.Details.Limit, e.Details.RetryAfterS = "login", "login", te.Failures, secs
-		e.Details.WindowS = secs // a back-off has no window: the current wait stands in
-		return huma.ErrorWithHeaders(e, http.Header{"Retry-After": {strconv.Itoa(secs)}})
+		return rateLimited("login", "login", te.Failures, 0, te.RetryAfter)
 	case errors.Is(err, auth.ErrInvalidCredentials):
 		return NewError(http.StatusUnauthorized, "wrong username or password")
 	case errors.Is(err, auth.ErrUnauthenticated):

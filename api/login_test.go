@@ -25,7 +25,9 @@ func TestLoginBackoffTakesNoIPToken(t *testing.T) {
 	}
 	for range 30 { // three times the ip budget
 		r := l.login("ada", "correct horse battery")
-		if env := r.env429(t); r.status != 429 || env.Details.Scope != "login" || r.header.Get("Retry-After") != "1" {
+		// One refusal for every plane: a back-off has no window, and
+		// says its wait once.
+		if env := r.env429(t); r.status != 429 || env.Details.Scope != "login" || env.Details.WindowS != 0 || env.Details.RetryAfterS != 1 || len(r.header.Values("Retry-After")) != 1 || r.header.Get("Retry-After") != "1" {
 			t.Fatalf("held back: %d %+v Retry-After %q; want 429 scope login, 1 s", r.status, env, r.header.Get("Retry-After"))
 		}
 		if r.header.Get("RateLimit") != "" {

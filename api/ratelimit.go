@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"sort"
 	"time"
 
@@ -424,11 +425,20 @@ func (ps *planes) admit(ctx huma.Context, p *plane, key string) *Error {
 
 // refusal is the 429 envelope for decision d of plane p.
 func refusal(p *plane, d *ratelimit.Decision) *Error {
-	i := d.Tightest()
-	l := p.limiter.Policy().Limits[i]
+	l := p.limiter.Policy().Limits[d.Tightest()]
+	return rateLimited(p.name, l.Name, l.Limit, l.Window, d.RetryAfter)
+}
+
+// rateLimited is the one 429 of the API, whatever refused the request: a
+// budget of a plane, or the login back-off (which has no window: window
+// 0 leaves window_s out). wait is the true time until a request would be
+// admitted; details.retry_after_s and Retry-After give it in whole
+// seconds, rounded up, at least 1.
+func rateLimited(scope, policy string, limit int, window, wait time.Duration) *Error {
+	secs := ratelimit.RetryAfterSeconds(wait)
 	e := NewError(http.StatusTooManyRequests, "brain is busy — please retry in a moment.")
-	e.Details.Scope, e.Details.Policy = p.name, l.Name
-	e.Details.Limit, e.Details.WindowS = l.Limit, int(l.Window/time.Second)
-	e.Details.RetryAfterS = int(ratelimit.RetryAfterSeconds(d.RetryAfter))
+	e.Details.Scope, e.Details.Policy, e.Details.Limit = scope, policy, limit
+	e.Details.WindowS, e.Details.RetryAfterS = int(window/time.Second), int(secs)
+	e.GetHeaders().Set(ratelimit.HeaderRetryAfter, strconv.FormatInt(secs, 10))
 	return e
 }

@@ -128,9 +128,13 @@ func requireCaller(api huma.API, svc *auth.Service, ps *planes, outages *outageL
 
 // writeHumaError writes e, with its headers, from inside a huma middleware.
 func writeHumaError(api huma.API, ctx huma.Context, e *Error) {
-	for k, vs := range e.header {
-		for _, v := range vs {
-			ctx.AppendHeader(k, v)
+	for k, vs := range e.header { // the error's own, in place of any set before
+		for i, v := range vs {
+			if i == 0 {
+				ctx.SetHeader(k, v)
+			} else {
+				ctx.AppendHeader(k, v)
+			}
 		}
 	}
 	ctx.SetHeader("Content-Type", "application/json")
