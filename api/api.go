@@ -130,7 +130,11 @@ func New(cfg Config) *Server {
 		cfg.Limits = DefaultLimits()
 		cfg.Limits.Store = store
 	}
-	ps := newPlanes(cfg.Limits, cfg.Metrics, cfg.Now)
+	throttle := auth.NewLoginThrottle() // what documenting without a service shows
+	if cfg.Auth != nil {
+		throttle = cfg.Auth.Throttle
+	}
+	ps := newPlanes(cfg.Limits, cfg.Metrics, cfg.Now, throttle)
 	hc.OnAddOperation = append(hc.OnAddOperation, declareSecurity, declareErrors, ps.declareRateLimits, rememberSchemas)
 	hc.Components.SecuritySchemes = securitySchemes
 	declareComponents(hc.Components)

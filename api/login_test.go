@@ -130,3 +130,28 @@ func TestDeferredChargeRefusalStands(t *testing.T) {
 		t.Fatalf("past the budget: %d %s; want the 429 envelope, not the handler's answer", r.status, r.body)
 	}
 }
+
+// The login entry in x-rate-limit is the back-off the server runs: tuned,
+// the spec shows the new numbers and the server enforces them.
+func TestSpecLoginEntryIsTheRunningThrottle(t *testing.T) {
+	svc := MustAuth(t)
+	svc.Throttle.UserFailures, svc.Throttle.BaseDelay = 2, 3*time.Second
+	s, _ := mustRawServer(t, api.Config{Auth: svc})
+	entries, _ := s.API.OpenAPI().Paths["/api/v1/auth/login"].Post.Extensions["x-rate-limit"].([]api.RateLimitEntry)
+	var login *api.RateLimitEntry
+	for i, e := range entries {
+		if e.Plane == "login" {
+			login = &entries[i]
+		}
+	}
+	if login == nil || login.Failures != 2 || login.BackoffS[0] != 3 || login.BackoffS[1] != 900 {
+		t.Fatalf("login entry %+v, want failures 2 and backoff_s [3 900] from the running throttle", login)
+	}
+	l := mustLive(t, s)
+	for range 2 {
+		l.login("ada", "wrong password!").want(t, 401, "a failure")
+	}
+	if r := l.login("ada", "wrong password!"); r.status != 429 || r.header.Get("Retry-After") != "3" {
+		t.Fatalf("after 2 failures: %d Retry-After %q, want 429 and 3 s", r.status, r.header.Get("Retry-After"))
+	}
+}

@@ -3,8 +3,8 @@ package api
 import (
 	"context"
 	"net/http"
-	"strconv"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/brain-template/brain/auth"
@@ -24,8 +24,6 @@ type Limits struct {
 	// operationBudgets): an hourly budget (none when Hourly is zero) and a
 	// per-second cap.
 	Operations map[string]OperationLimit
-	// Login describes the login back-off for the spec (auth.LoginThrottle).
-	Login LoginLimit
 	// Store makes the limiter of a policy: in memory (the default) or in
 	// Redis, shared by replicas.
 	Store func(ratelimit.Policy) ratelimit.Limiter
@@ -40,12 +38,6 @@ type OperationLimit struct {
 	Burst  int // requests per second, and the burst
 }
 
-// LoginLimit is the login back-off as the spec shows it.
-type LoginLimit struct {
-	Failures, IPFailures   int
-	MinBackoff, MaxBackoff time.Duration
-}
-
 // DefaultLimits are API.md's defaults.
 func DefaultLimits() Limits {
 	return Limits{
@@ -53,7 +45,6 @@ func DefaultLimits() Limits {
 		IP:         ratelimit.Budget{Limit: 30, Window: time.Minute, Burst: 30},
 		APIKey:     ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60},
 		Operations: MemoryBudgets(100, 1000, 100, 10),
-		Login:      LoginLimit{Failures: 5, IPFailures: 20, MinBackoff: time.Second, MaxBackoff: 15 * time.Minute},
 	}
 }
 
@@ -110,14 +101,15 @@ type planes struct {
 	api     huma.API // set before the first operation is registered
 	limits  Limits
 	now     func() time.Time
-	refused refusedIPs // by the ip plane: see requireCaller
+	refused refusedIPs          // by the ip plane: see requireCaller
+	login   *auth.LoginThrottle // the back-off operations with metaLoginBackoff run
 	session *plane
 	ip      *plane
 	apikey  *plane
 	ops     map[string]*plane
 }
 
-func newPlanes(l Limits, m *Metrics, now func() time.Time) *planes {
+func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThrottle) *planes {
 	if l.Store == nil {
 		l.Store = func(p ratelimit.Policy) ratelimit.Limiter { return ratelimit.NewMemory(p, ratelimit.MemoryOptions{}) }
 	}
@@ -128,6 +120,7 @@ func newPlanes(l Limits, m *Metrics, now func() time.Time) *planes {
 	ps := &planes{
 		limits:  l,
 		now:     now,
+		login:   login,
 		session: mk("session", "session", ratelimit.Limit{Name: "session", Budget: l.Session}),
 		ip:      mk("ip", "ip", ratelimit.Limit{Name: "ip", Budget: l.IP}),
 		apikey:  mk("apikey", "apikey", ratelimit.Limit{Name: "apikey", Budget: l.APIKey}),
@@ -301,10 +294,10 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 			entries = append(entries, e)
 		}
 	}
-	if pl.deferred {
-		ll := ps.limits.Login
-		entries = append(entries, RateLimitEntry{Plane: "login", Policy: "login", Failures: ll.Failures, IPFailures: ll.IPFailures,
-			BackoffS: []int{int(ll.MinBackoff / time.Second), int(ll.MaxBackoff / time.Second)}})
+	if pl.deferred { // the back-off the server runs, as it is configured
+		th := ps.login
+		entries = append(entries, RateLimitEntry{Plane: "login", Policy: "login", Failures: th.UserFailures, IPFailures: th.IPFailures,
+			BackoffS: []int{int(th.BaseDelay / time.Second), int(th.MaxDelay / time.Second)}})
 	}
 	if op.Extensions == nil {
 		op.Extensions = map[string]any{}
