@@ -125,6 +125,7 @@ type DeleteAPIKeyInput struct {
 func addAuthRoutes(api huma.API, cfg Config) {
 	svc := cfg.Auth
 	tags := []string{"Auth"}
+	public, callers, sessions := WithAccess(api, Public), WithAccess(api, Caller), WithAccess(api, Session)
 	// The caps the spec shows: the running ones, or the defaults when
 	// there is no service (brain openapi).
 	maxKeys, maxSessions := auth.DefaultMaxAPIKeys, auth.DefaultMaxSessions
@@ -132,7 +133,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		maxKeys, maxSessions = svc.Config().MaxAPIKeys, svc.Config().MaxSessions
 	}
 
-	huma.Register(api, huma.Operation{
+	huma.Register(public, huma.Operation{
 		OperationID: "login", Method: http.MethodPost, MaxBodyBytes: smallBody, Path: Prefix + "/auth/login",
 		Summary: "Log in", Tags: tags,
 		Description: "Checks a username and password and sets the session cookie `brain_session` (HttpOnly, SameSite=Lax, Secure unless configured off). " +
@@ -155,7 +156,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		return out, nil
 	})
 
-	huma.Register(api, huma.Operation{
+	huma.Register(sessions, huma.Operation{
 		OperationID: "logout", Method: http.MethodPost, Path: Prefix + "/auth/logout",
 		Summary: "Log out", Tags: tags, DefaultStatus: http.StatusNoContent,
 		Description: "Ends the session at once and clears the cookie.",
@@ -170,7 +171,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		}{SetCookie: sessionCookie("", time.Time{}, cfg.CookieSecure, cfg.now())}, nil
 	})
 
-	huma.Register(api, huma.Operation{
+	huma.Register(callers, huma.Operation{
 		OperationID: "get-me", Method: http.MethodGet, Path: Prefix + "/auth/me",
 		Summary: "Who am I", Tags: tags,
 		Description: "The caller, and whether it authenticated with a session or an API key.",
@@ -184,7 +185,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		return out, nil
 	})
 
-	huma.Register(api, huma.Operation{
+	huma.Register(sessions, huma.Operation{
 		OperationID: "change-password", Method: http.MethodPost, MaxBodyBytes: smallBody, Path: Prefix + "/auth/password",
 		Summary: "Change my password", Tags: tags, DefaultStatus: http.StatusNoContent,
 		Description: "Checks the current password, then sets the new one and ends every other session of the user: both happen or neither, even if the client goes away. " +
@@ -205,7 +206,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		return nil, nil
 	})
 
-	huma.Register(api, huma.Operation{
+	huma.Register(sessions, huma.Operation{
 		OperationID: "create-api-key", Method: http.MethodPost, MaxBodyBytes: smallBody, Path: Prefix + "/apikeys",
 		Summary: "Create an API key", Tags: tags, DefaultStatus: http.StatusCreated,
 		Description: "Creates a key for programs to call the API as you. The response is the only time the key is shown. Managing keys needs a session: a key cannot create keys. " +
@@ -227,7 +228,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		return out, nil
 	})
 
-	huma.Register(api, huma.Operation{
+	huma.Register(sessions, huma.Operation{
 		OperationID: "list-api-keys", Method: http.MethodGet, Path: Prefix + "/apikeys",
 		Summary: "List my API keys", Tags: tags,
 		Description: "Newest first, without secrets, a page at a time: pass each page's `next_cursor` as `cursor` to get the next, until a page has no `next_cursor`.",
@@ -249,7 +250,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		return out, nil
 	})
 
-	huma.Register(api, huma.Operation{
+	huma.Register(sessions, huma.Operation{
 		OperationID: "delete-api-key", Method: http.MethodDelete, Path: Prefix + "/apikeys/{id}",
 		Summary: "Delete an API key", Tags: tags, DefaultStatus: http.StatusNoContent,
 		Description: "Revokes the key: at once on the server that answers, within seconds on the others.",

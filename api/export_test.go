@@ -1,5 +1,7 @@
 package api
 
+import "github.com/danielgtaylor/huma/v2"
+
 // Renders reports how many times s has rendered the spec or the reference
 // page.
 func Renders(s *Server) int { return int(s.renders.Load()) }
@@ -7,3 +9,9 @@ func Renders(s *Server) int { return int(s.renders.Load()) }
 // MetaLoginBackoff lets tests declare an operation that charges its plane
 // from its handler.
 const MetaLoginBackoff = metaLoginBackoff
+
+// DeclaredAccess reports the access op declared, if any.
+func DeclaredAccess(op *huma.Operation) (Access, bool) {
+	a, ok := op.Metadata[metaAccess].(Access)
+	return a, ok
+}

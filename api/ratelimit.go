@@ -61,11 +61,6 @@ func MemoryBudgets(ingest, query, projects, burst int) map[string]OperationLimit
 	}
 }
 
-// exempt lists the operations no request-rate plane applies to: probes
-// must never be throttled. (The spec, /docs and /metrics are not huma
-// operations and are not limited either.)
-var exempt = map[string]bool{"get-health": true, "get-ready": true}
-
 // metaBudget is the Operation.Metadata key by which an operation names its
 // per-API-key budget.
 const metaBudget = "brain.budget"
@@ -161,11 +156,11 @@ func (ps *planes) all() []*plane {
 // planFor decides which planes apply to op.
 func (ps *planes) planFor(op *huma.Operation) *plan {
 	switch {
-	case ps.limits.Disabled, exempt[op.OperationID]:
+	case ps.limits.Disabled, accessOf(op) == Probe:
 		return nil
 	}
 	backoff, _ := op.Metadata[metaLoginBackoff].(bool)
-	if public[op.OperationID] {
+	if accessOf(op) == Public {
 		return &plan{ip: ps.ip, deferred: backoff}
 	}
 	p := &plan{session: ps.session, apikey: ps.apikey, deferred: backoff}
@@ -176,7 +171,7 @@ func (ps *planes) planFor(op *huma.Operation) *plan {
 		}
 		p.apikey = opPlane
 	}
-	if sessionOnly[op.OperationID] {
+	if accessOf(op) == Session {
 		p.apikey = nil
 	}
 	return p

@@ -11,7 +11,8 @@ import (
 // addRoutes registers every operation of the API. It is the one place that
 // lists the API's surface.
 func addRoutes(api huma.API, cfg Config) {
-	huma.Register(api, huma.Operation{
+	probes := WithAccess(api, Probe)
+	huma.Register(probes, huma.Operation{
 		OperationID: "get-health",
 		Method:      http.MethodGet,
 		Path:        Prefix + "/health",
@@ -20,7 +21,7 @@ func addRoutes(api huma.API, cfg Config) {
 		Tags:        []string{"Operations"},
 	}, handleHealth(cfg.BuildVersion))
 
-	huma.Register(api, huma.Operation{
+	huma.Register(probes, huma.Operation{
 		OperationID: "get-ready",
 		Method:      http.MethodGet,
 		Path:        Prefix + "/ready",

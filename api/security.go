@@ -9,25 +9,6 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 )
 
-// public lists the operations anyone may call. This is the one allowlist:
-// every other operation needs a caller, and the spec says so. (The spec,
-// /docs and static files are not huma operations and are public too.)
-var public = map[string]bool{
-	"get-health": true,
-	"get-ready":  true,
-	"login":      true,
-}
-
-// sessionOnly lists operations an API key may not call: a key cannot
-// manage keys or passwords.
-var sessionOnly = map[string]bool{
-	"logout":          true,
-	"change-password": true,
-	"create-api-key":  true,
-	"list-api-keys":   true,
-	"delete-api-key":  true,
-}
-
 // The security schemes, as named in the spec.
 const (
 	schemeSession = "session"
@@ -44,13 +25,13 @@ var securitySchemes = map[string]*huma.SecurityScheme{
 }
 
 // declareSecurity is an OnAddOperation hook: each operation's security
-// requirement and its 401/403 responses follow from the two lists above.
+// requirement and its 401/403 responses follow from its Access.
 // It must run before declareErrors, which documents op.Errors.
 func declareSecurity(_ *huma.OpenAPI, op *huma.Operation) {
-	switch {
-	case public[op.OperationID]:
+	switch accessOf(op) {
+	case Probe, Public:
 		op.Security = []map[string][]string{}
-	case sessionOnly[op.OperationID]:
+	case Session:
 		op.Security = []map[string][]string{{schemeSession: {}}}
 		op.Errors = append(op.Errors, http.StatusUnauthorized, http.StatusForbidden, http.StatusServiceUnavailable)
 	default:
@@ -77,7 +58,8 @@ func declareSecurity(_ *huma.OpenAPI, op *huma.Operation) {
 func requireCaller(api huma.API, svc *auth.Service, ps *planes, outages *outageLog) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
 		op := ctx.Operation()
-		if public[op.OperationID] {
+		access := accessOf(op)
+		if access == Probe || access == Public {
 			next(ctx)
 			return
 		}
@@ -116,7 +98,7 @@ func requireCaller(api huma.API, svc *auth.Service, ps *planes, outages *outageL
 			}
 			return
 		}
-		if sessionOnly[op.OperationID] && id.Method != auth.MethodSession {
+		if access == Session && id.Method != auth.MethodSession {
 			if !ps.refusedKey(ctx, id) { // the key's own budget pays for its 403s
 				writeHumaError(api, ctx, NewError(http.StatusForbidden, "this operation needs a logged-in session; an API key cannot call it"))
 			}

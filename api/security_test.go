@@ -2,11 +2,13 @@ package api_test
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/brain-template/brain/api"
+	"github.com/danielgtaylor/huma/v2"
 )
 
 func TestCORS(t *testing.T) {
@@ -85,5 +87,26 @@ func TestSpecSecurity(t *testing.T) {
 	}
 	if got := sec("/api/v1/auth/me", "get"); len(got) != 3 {
 		t.Errorf("me must accept session, bearer and apiKey: %v", got)
+	}
+}
+
+// Every operation of the server declares who may call it, where it is
+// registered (api.WithAccess); none relies on the fail-closed default.
+func TestEveryOperationDeclaresAccess(t *testing.T) {
+	s := api.New(api.Config{Logger: slog.New(slog.DiscardHandler)})
+	n := 0
+	for path, item := range s.API.OpenAPI().Paths {
+		for _, op := range []*huma.Operation{item.Get, item.Post, item.Put, item.Patch, item.Delete} {
+			if op == nil {
+				continue
+			}
+			n++
+			if _, ok := api.DeclaredAccess(op); !ok {
+				t.Errorf("%s %s (%s) declares no access: register it on api.WithAccess(api, ...)", op.Method, path, op.OperationID)
+			}
+		}
+	}
+	if n < 9 {
+		t.Fatalf("walked %d operations", n)
 	}
 }

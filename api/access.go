@@ -1,0 +1,48 @@
+package api
+
+import "github.com/danielgtaylor/huma/v2"
+
+// Access is who may call an operation. An operation declares it by being
+// registered on the group [WithAccess] returns, and everything else
+// follows from it: the security requirement and the 401/403 responses in
+// the spec, who is let through, and which rate-limit planes apply.
+//
+//	sessions := api.WithAccess(s.API, api.Session)
+//	huma.Register(sessions, huma.Operation{OperationID: "create-api-key", ...}, handler)
+type Access string
+
+const (
+	// Probe: anyone, and never rate limited (health and readiness).
+	Probe Access = "probe"
+	// Public: anyone; each client address has the ip budget.
+	Public Access = "public"
+	// Caller: a logged-in session or an API key.
+	Caller Access = "caller"
+	// Session: a logged-in session only; an API key gets 403.
+	Session Access = "session"
+)
+
+// metaAccess is the Operation.Metadata key that holds an operation's Access.
+const metaAccess = "brain.access"
+
+// WithAccess returns a group of api whose operations declare access a.
+func WithAccess(api huma.API, a Access) huma.API {
+	g := huma.NewGroup(api)
+	g.UseSimpleModifier(func(op *huma.Operation) {
+		if op.Metadata == nil {
+			op.Metadata = map[string]any{}
+		}
+		op.Metadata[metaAccess] = a
+	})
+	return g
+}
+
+// accessOf returns op's declared access. An operation that declares none
+// needs a caller (fail closed); TestEveryOperationDeclaresAccess refuses
+// such an operation in the server.
+func accessOf(op *huma.Operation) Access {
+	if a, ok := op.Metadata[metaAccess].(Access); ok {
+		return a
+	}
+	return Caller
+}
