@@ -44,20 +44,6 @@ func DefaultLimits() Limits {
 		Session:    ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60},
 		IP:         ratelimit.Budget{Limit: 30, Window: time.Minute, Burst: 30},
 		APIKey:     ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60},
-		Operations: MemoryBudgets(100, 1000, 100, 10),
-	}
-}
-
-// MemoryBudgets declares the per-API-key budgets of the memory operations
-// (API.md; seed 001's MEM_RATE_LIMIT_*): ingest, query and projects per
-// hour, skills with no hourly budget, and each capped at burst per second.
-// The operations name these budgets with [WithBudget].
-func MemoryBudgets(ingest, query, projects, burst int) map[string]OperationLimit {
-	return map[string]OperationLimit{
-		"ingest":   {Hourly: ingest, Burst: burst},
-		"query":    {Hourly: query, Burst: burst},
-		"projects": {Hourly: projects, Burst: burst},
-		"skills":   {Hourly: 0, Burst: burst},
 	}
 }
 

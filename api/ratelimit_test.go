@@ -41,7 +41,7 @@ func small(clk *fakeClock) api.Limits {
 	l.Session = ratelimit.Budget{Limit: 3, Window: time.Minute, Burst: 3}
 	l.IP = ratelimit.Budget{Limit: 2, Window: time.Minute, Burst: 2}
 	l.APIKey = ratelimit.Budget{Limit: 2, Window: time.Minute, Burst: 2}
-	l.Operations = api.MemoryBudgets(5, 5, 5, 2)
+	l.Operations = map[string]api.OperationLimit{"ingest": {Hourly: 5, Burst: 2}}
 	l.Store = func(p ratelimit.Policy) ratelimit.Limiter {
 		m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
 		m.Now = clk.Now
@@ -236,6 +236,7 @@ func TestSpecIsWhatIsEnforced(t *testing.T) {
 	clk := &fakeClock{now: t0}
 	rec := &recorder{}
 	l := api.DefaultLimits()
+	l.Operations = map[string]api.OperationLimit{"ingest": {Hourly: 100, Burst: 10}}
 	l.Store = rec.store(clk)
 	svc := MustAuth(t)
 	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now})

@@ -45,15 +45,6 @@ type Config struct {
 	RateLimitSession ratelimit.Budget
 	RateLimitIP      ratelimit.Budget
 	RateLimitAPIKey  ratelimit.Budget
-	StreamCap        int
-
-	// The per-API-key budgets of the memory operations: requests per hour,
-	// and the per-second cap each of them also has.
-	MemRateLimitIngest   int
-	MemRateLimitQuery    int
-	MemRateLimitProjects int
-	MemRateLimitBurst    int
-	IdempotencyTTL       time.Duration
 
 	ShutdownTimeout time.Duration
 	LogFormat       string
@@ -183,19 +174,6 @@ var settings = []setting{
 	{"rate-limit-session", "BRAIN_RATE_LIMIT_SESSION", "120/min,burst=60", "per-session budget, <n>/<s|min|h>[,burst=<b>]", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitSession })},
 	{"rate-limit-ip", "BRAIN_RATE_LIMIT_IP", "30/min,burst=30", "per-client-IP budget of unauthenticated requests", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitIP })},
 	{"rate-limit-apikey", "BRAIN_RATE_LIMIT_APIKEY", "120/min,burst=60", "per-API-key budget of operations without their own", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitAPIKey })},
-	{"stream-cap", "BRAIN_STREAM_CAP", "16", "concurrent event streams per session or API key", false, count(1, 10000, func(c *Config) *int { return &c.StreamCap })},
-	{"mem-rate-limit-ingest", "MEM_RATE_LIMIT_INGEST", "100", "ingest requests per hour per API key", false, count(1, 1<<30, func(c *Config) *int { return &c.MemRateLimitIngest })},
-	{"mem-rate-limit-query", "MEM_RATE_LIMIT_QUERY", "1000", "query requests per hour per API key", false, count(1, 1<<30, func(c *Config) *int { return &c.MemRateLimitQuery })},
-	{"mem-rate-limit-projects", "MEM_RATE_LIMIT_PROJECTS", "100", "project-list requests per hour per API key", false, count(1, 1<<30, func(c *Config) *int { return &c.MemRateLimitProjects })},
-	{"mem-rate-limit-burst", "MEM_RATE_LIMIT_BURST", "10", "per-second cap (and burst) of each memory operation per API key", false, count(1, 1<<30, func(c *Config) *int { return &c.MemRateLimitBurst })},
-	{"mem-idempotency-ttl-secs", "MEM_IDEMPOTENCY_TTL_SECS", "86400", "seconds an ingest_id is remembered", false, func(c *Config, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 90*86400 {
-			return errors.New("want whole seconds from 1 to 7776000 (90 days)")
-		}
-		c.IdempotencyTTL = time.Duration(n) * time.Second
-		return nil
-	}},
 	{"shutdown-timeout", "BRAIN_SHUTDOWN_TIMEOUT", "15s", "how long a shutdown waits for in-flight requests", false, duration(0, func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
 	{"log-format", "BRAIN_LOG_FORMAT", "text", "text or json", false, func(c *Config, v string) error {
 		if v != "text" && v != "json" {

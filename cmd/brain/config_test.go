@@ -27,15 +27,9 @@ func TestConfigDefaults(t *testing.T) {
 		{"RateLimitSession", c.RateLimitSession, ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60}},
 		{"RateLimitIP", c.RateLimitIP, ratelimit.Budget{Limit: 30, Window: time.Minute, Burst: 30}},
 		{"RateLimitAPIKey", c.RateLimitAPIKey, ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60}},
-		{"StreamCap", c.StreamCap, 16},
 		{"MaxSessions", c.MaxSessions, 20},
 		{"MaxAPIKeys", c.MaxAPIKeys, 100},
 		{"StoreTimeout", c.StoreTimeout, 5 * time.Second},
-		{"MemRateLimitIngest", c.MemRateLimitIngest, 100},
-		{"MemRateLimitQuery", c.MemRateLimitQuery, 1000},
-		{"MemRateLimitProjects", c.MemRateLimitProjects, 100},
-		{"MemRateLimitBurst", c.MemRateLimitBurst, 10},
-		{"IdempotencyTTL", c.IdempotencyTTL, 24 * time.Hour},
 		{"ShutdownTimeout", c.ShutdownTimeout, 15 * time.Second},
 		{"HashConcurrency", c.HashConcurrency, 0}, // auto: GOMAXPROCS
 		{"HashWait", c.HashWait, time.Second},
@@ -49,7 +43,7 @@ func TestConfigDefaults(t *testing.T) {
 }
 
 func TestConfigPrecedence(t *testing.T) {
-	e := env(map[string]string{"BRAIN_ADDR": ":9000", "BRAIN_STREAM_CAP": "4", "MEM_IDEMPOTENCY_TTL_SECS": "60", "BRAIN_HASH_CONCURRENCY": "3", "BRAIN_HASH_WAIT": "250ms",
+	e := env(map[string]string{"BRAIN_ADDR": ":9000", "BRAIN_MAX_SESSIONS": "4", "BRAIN_HASH_CONCURRENCY": "3", "BRAIN_HASH_WAIT": "250ms",
 		"BRAIN_TRUSTED_PROXIES": "10.0.0.0/8, 192.168.1.7", "BRAIN_CORS_ORIGINS": "https://App.example.com,http://localhost:5173"})
 	c, err := parseConfig("brain", []string{"--addr", ":9100"}, e, io.Discard)
 	if err != nil {
@@ -58,8 +52,8 @@ func TestConfigPrecedence(t *testing.T) {
 	if c.Addr != ":9100" {
 		t.Errorf("Addr = %q: the flag should win over BRAIN_ADDR", c.Addr)
 	}
-	if c.StreamCap != 4 || c.IdempotencyTTL != time.Minute {
-		t.Errorf("StreamCap, IdempotencyTTL = %d, %v; want the environment's 4, 1m", c.StreamCap, c.IdempotencyTTL)
+	if c.MaxSessions != 4 {
+		t.Errorf("MaxSessions = %d; want the environment's 4", c.MaxSessions)
 	}
 	if c.HashConcurrency != 3 || c.HashWait != 250*time.Millisecond {
 		t.Errorf("HashConcurrency, HashWait = %d, %v; want the environment's 3, 250ms", c.HashConcurrency, c.HashWait)
@@ -93,13 +87,9 @@ func TestConfigErrors(t *testing.T) {
 		// 1/h with a burst of ten million would take 1,141 years to refill:
 		// its times overflow int64 (a first answer said Retry-After: 893491748).
 		{"ip_budget_overflow", nil, map[string]string{"BRAIN_RATE_LIMIT_IP": "1/h,burst=10000000"}, "BRAIN_RATE_LIMIT_IP"},
-		{"stream_cap", nil, map[string]string{"BRAIN_STREAM_CAP": "0"}, "BRAIN_STREAM_CAP"},
 		{"max_sessions", nil, map[string]string{"BRAIN_MAX_SESSIONS": "0"}, "BRAIN_MAX_SESSIONS"},
 		{"max_api_keys", nil, map[string]string{"BRAIN_MAX_API_KEYS": "lots"}, "BRAIN_MAX_API_KEYS"},
 		{"store_timeout", nil, map[string]string{"BRAIN_STORE_TIMEOUT": "1ms"}, "BRAIN_STORE_TIMEOUT"},
-		{"mem_ingest", nil, map[string]string{"MEM_RATE_LIMIT_INGEST": "-5"}, "MEM_RATE_LIMIT_INGEST"},
-		{"mem_burst", nil, map[string]string{"MEM_RATE_LIMIT_BURST": "ten"}, "MEM_RATE_LIMIT_BURST"},
-		{"ttl", nil, map[string]string{"MEM_IDEMPOTENCY_TTL_SECS": "1h"}, "MEM_IDEMPOTENCY_TTL_SECS"},
 		{"shutdown", nil, map[string]string{"BRAIN_SHUTDOWN_TIMEOUT": "soon"}, "BRAIN_SHUTDOWN_TIMEOUT"},
 		{"log_level", nil, map[string]string{"BRAIN_LOG_LEVEL": "loud"}, "BRAIN_LOG_LEVEL"},
 		{"hash_concurrency", nil, map[string]string{"BRAIN_HASH_CONCURRENCY": "0"}, "BRAIN_HASH_CONCURRENCY"},

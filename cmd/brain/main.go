@@ -145,7 +145,6 @@ func newServer(cfg Config, logger *slog.Logger, svc *auth.Service, store func(ra
 func limits(cfg Config) api.Limits {
 	l := api.DefaultLimits()
 	l.Session, l.IP, l.APIKey = cfg.RateLimitSession, cfg.RateLimitIP, cfg.RateLimitAPIKey
-	l.Operations = api.MemoryBudgets(cfg.MemRateLimitIngest, cfg.MemRateLimitQuery, cfg.MemRateLimitProjects, cfg.MemRateLimitBurst)
 	return l
 }
 

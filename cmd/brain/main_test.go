@@ -78,7 +78,7 @@ func TestOpenAPIIgnoresEnvironment(t *testing.T) {
 	if err := run(context.Background(), []string{"openapi"}, env(nil), nil, &plain, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	odd := env(map[string]string{"BRAIN_RATE_LIMIT_SESSION": "1/h", "BRAIN_STREAM_CAP": "2", "BRAIN_ADDR": "nonsense", "MEM_RATE_LIMIT_INGEST": "x"})
+	odd := env(map[string]string{"BRAIN_RATE_LIMIT_SESSION": "1/h", "BRAIN_MAX_API_KEYS": "2", "BRAIN_ADDR": "nonsense", "BRAIN_HASH_WAIT": "x"})
 	if err := run(context.Background(), []string{"openapi"}, odd, nil, &configured, io.Discard); err != nil {
 		t.Fatalf("brain openapi must not read the environment: %v", err)
 	}
