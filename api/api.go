@@ -9,9 +9,12 @@ package api
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -80,6 +83,7 @@ type Server struct {
 	API huma.API
 
 	renders atomic.Int32 // of the spec and the reference page, for tests
+	planes  *planes
 }
 
 // New builds the router, registers every operation and returns the server.
@@ -145,11 +149,21 @@ func New(cfg Config) *Server {
 	api := humachi.New(r, hc)
 	api.UseMiddleware(requireCaller(api, cfg.Auth, ps, outages))
 	ps.api = api
-	s := &Server{router: r, API: api}
+	s := &Server{router: r, API: api, planes: ps}
 	addRoutes(api, cfg)
 	s.serveDocuments(r)
 	return s
 }
+
+// Err reports the mistakes in the rate-limit configuration found while
+// the operations registered: a budget override that is not a budget, an
+// invalid budget, two operations declaring one budget differently. A
+// server with any must not serve; nothing panics.
+func (s *Server) Err() error { return errors.Join(s.planes.errs...) }
+
+// Budgets returns the names of the budgets the operations declare
+// (api.WithBudget), sorted.
+func (s *Server) Budgets() []string { return slices.Sorted(maps.Keys(s.planes.ops)) }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }

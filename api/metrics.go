@@ -58,41 +58,39 @@ func inc(c prometheus.Counter) {
 	}
 }
 
-// observeLimiters exports what the limiters know of themselves: keys
+// observeLimiter exports what a plane's limiter knows of itself: keys
 // tracked in memory, Redis calls and deny-cache hits, decisions made
 // without the store.
-func (m *Metrics) observeLimiters(ps *planes) {
+func (m *Metrics) observeLimiter(p *plane) {
 	if m == nil {
 		return
 	}
-	for _, p := range ps.all() {
-		policy := p.limiter.Policy().Name
-		var mem *ratelimit.Memory
-		var redis *ratelimit.Redis
-		switch l := p.limiter.(type) {
-		case *ratelimit.Memory:
-			mem = l
-		case *ratelimit.Resilient:
-			mem, _ = l.Fallback().(*ratelimit.Memory)
-			redis, _ = l.Store().(*ratelimit.Redis)
-			m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-				Name: "brain_ratelimit_degraded_decisions_total", Help: "Decisions made without the shared store (during an outage).",
-				ConstLabels: prometheus.Labels{"policy": policy},
-			}, func() float64 { return float64(l.Degraded()) }))
-		}
-		if mem != nil {
-			m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-				Name: "brain_ratelimit_keys", Help: "Keys tracked in memory.", ConstLabels: prometheus.Labels{"policy": policy},
-			}, func() float64 { return float64(mem.Len()) }))
-		}
-		if redis != nil {
-			m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-				Name: "brain_ratelimit_store_requests_total", Help: "Decisions sent to Redis.", ConstLabels: prometheus.Labels{"policy": policy},
-			}, func() float64 { r, _ := redis.Stats(); return float64(r) }))
-			m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-				Name: "brain_ratelimit_deny_cache_hits_total", Help: "Refusals answered from the local deny cache instead of Redis.", ConstLabels: prometheus.Labels{"policy": policy},
-			}, func() float64 { _, h := redis.Stats(); return float64(h) }))
-		}
+	policy := p.limiter.Policy().Name
+	var mem *ratelimit.Memory
+	var redis *ratelimit.Redis
+	switch l := p.limiter.(type) {
+	case *ratelimit.Memory:
+		mem = l
+	case *ratelimit.Resilient:
+		mem, _ = l.Fallback().(*ratelimit.Memory)
+		redis, _ = l.Store().(*ratelimit.Redis)
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "brain_ratelimit_degraded_decisions_total", Help: "Decisions made without the shared store (during an outage).",
+			ConstLabels: prometheus.Labels{"policy": policy},
+		}, func() float64 { return float64(l.Degraded()) }))
+	}
+	if mem != nil {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "brain_ratelimit_keys", Help: "Keys tracked in memory.", ConstLabels: prometheus.Labels{"policy": policy},
+		}, func() float64 { return float64(mem.Len()) }))
+	}
+	if redis != nil {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "brain_ratelimit_store_requests_total", Help: "Decisions sent to Redis.", ConstLabels: prometheus.Labels{"policy": policy},
+		}, func() float64 { r, _ := redis.Stats(); return float64(r) }))
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "brain_ratelimit_deny_cache_hits_total", Help: "Refusals answered from the local deny cache instead of Redis.", ConstLabels: prometheus.Labels{"policy": policy},
+		}, func() float64 { _, h := redis.Stats(); return float64(h) }))
 	}
 }
 

@@ -2,8 +2,9 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"time"
 
@@ -13,17 +14,18 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 )
 
-// Limits is every request-rate budget of the API (API.md, Rate limiting).
-// The spec's x-rate-limit entries and the enforcement are both built from
-// it, so they cannot disagree.
+// Limits is every request-rate budget of the API. The spec's x-rate-limit
+// entries and the enforcement are both built from it, so they cannot
+// disagree.
 type Limits struct {
 	Session ratelimit.Budget // per session, every operation
 	IP      ratelimit.Budget // per client IP, public operations
 	APIKey  ratelimit.Budget // per API key, operations without their own budget
-	// Operations are the per-API-key budgets that operations name (see
-	// operationBudgets): an hourly budget (none when Hourly is zero) and a
-	// per-second cap.
-	Operations map[string]OperationLimit
+	// Override returns the limits that replace the defaults of the budget
+	// an operation declares by name (see [WithBudget]), and whether there
+	// are any; an error says the configured value is not a budget. Nil:
+	// every budget keeps its defaults.
+	Override func(name string) ([]ratelimit.Budget, bool, error)
 	// Store makes the limiter of a policy: in memory (the default) or in
 	// Redis, shared by replicas.
 	Store func(ratelimit.Policy) ratelimit.Limiter
@@ -32,33 +34,55 @@ type Limits struct {
 	Disabled bool
 }
 
-// OperationLimit is one operation's per-API-key budget.
-type OperationLimit struct {
-	Hourly int // requests per hour; 0: no hourly budget
-	Burst  int // requests per second, and the burst
-}
-
-// DefaultLimits are API.md's defaults.
+// DefaultLimits are the planes' default budgets.
 func DefaultLimits() Limits {
 	return Limits{
-		Session:    ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60},
-		IP:         ratelimit.Budget{Limit: 30, Window: time.Minute, Burst: 30},
-		APIKey:     ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60},
+		Session: ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60},
+		IP:      ratelimit.Budget{Limit: 30, Window: time.Minute, Burst: 30},
+		APIKey:  ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60},
 	}
 }
 
-// metaBudget is the Operation.Metadata key by which an operation names its
-// per-API-key budget.
+// metaBudget is the Operation.Metadata key of an operation's budget.
 const metaBudget = "brain.budget"
 
-// WithBudget returns op naming its per-API-key budget, one of
-// Limits.Operations: the only thing a memory operation declares.
-func WithBudget(op huma.Operation, name string) huma.Operation {
+// budgetDecl is the budget an operation declares: a name and its default
+// limits.
+type budgetDecl struct {
+	name     string
+	defaults []ratelimit.Budget
+}
+
+// WithBudget returns op drawing, for API-key callers, from the budget
+// name instead of the key's default one: by default the limits given, all
+// of which a request must pass ("100/h" and "10/s", say). Configuration
+// replaces them by name (Limits.Override; in brain, BRAIN_RATE_LIMIT_<NAME>
+// or --budget name=...). Operations that name the same budget share it,
+// and must declare the same defaults. In the spec and the headers the
+// first limit is called name, the second name-burst, any further
+// name-3, name-4.
+func WithBudget(op huma.Operation, name string, defaults ...ratelimit.Budget) huma.Operation {
 	if op.Metadata == nil {
 		op.Metadata = map[string]any{}
 	}
-	op.Metadata[metaBudget] = name
+	op.Metadata[metaBudget] = budgetDecl{name: name, defaults: defaults}
 	return op
+}
+
+// limitNames names the limits of budget name, as WithBudget says.
+func limitNames(name string, limits []ratelimit.Budget) []ratelimit.Limit {
+	out := make([]ratelimit.Limit, len(limits))
+	for i, b := range limits {
+		n := name
+		switch {
+		case i == 1:
+			n = name + "-burst"
+		case i > 1:
+			n = name + "-" + strconv.Itoa(i+1)
+		}
+		out[i] = ratelimit.Limit{Name: n, Budget: b}
+	}
+	return out
 }
 
 // A plane pairs a limiter with the plane it enforces.
@@ -79,65 +103,85 @@ type plan struct {
 
 // planes are the limiters of one server.
 type planes struct {
-	api     huma.API // set before the first operation is registered
-	limits  Limits
-	now     func() time.Time
-	refused refusedIPs          // by the ip plane: see requireCaller
-	login   *auth.LoginThrottle // the back-off operations with metaLoginBackoff run
-	session *plane
-	ip      *plane
-	apikey  *plane
-	ops     map[string]*plane
+	api      huma.API // set before the first operation is registered
+	limits   Limits
+	now      func() time.Time
+	refused  refusedIPs          // by the ip plane: see requireCaller
+	login    *auth.LoginThrottle // the back-off operations with metaLoginBackoff run
+	session  *plane
+	ip       *plane
+	apikey   *plane
+	metrics  *Metrics
+	ops      map[string]*plane             // by budget name
+	declared map[string][]ratelimit.Budget // each budget's defaults, as first declared
+	errs     []error                       // configuration mistakes found while registering
 }
 
 func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThrottle) *planes {
 	if l.Store == nil {
 		l.Store = func(p ratelimit.Policy) ratelimit.Limiter { return ratelimit.NewMemory(p, ratelimit.MemoryOptions{}) }
 	}
-	mk := func(planeName, policy string, limits ...ratelimit.Limit) *plane {
-		p := ratelimit.Policy{Name: policy, Limits: limits}
-		return &plane{name: planeName, limiter: l.Store(p), headers: ratelimit.NewHeaders(p), count: m.countersFor(planeName, policy)}
-	}
 	ps := &planes{
-		limits:  l,
-		now:     now,
-		login:   login,
-		session: mk("session", "session", ratelimit.Limit{Name: "session", Budget: l.Session}),
-		ip:      mk("ip", "ip", ratelimit.Limit{Name: "ip", Budget: l.IP}),
-		apikey:  mk("apikey", "apikey", ratelimit.Limit{Name: "apikey", Budget: l.APIKey}),
-		ops:     map[string]*plane{},
+		limits:   l,
+		now:      now,
+		login:    login,
+		metrics:  m,
+		ops:      map[string]*plane{},
+		declared: map[string][]ratelimit.Budget{},
 	}
-	names := make([]string, 0, len(l.Operations))
-	for name := range l.Operations {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		ol := l.Operations[name]
-		var limits []ratelimit.Limit
-		if ol.Hourly > 0 {
-			limits = append(limits, ratelimit.Limit{Name: name, Budget: ratelimit.Budget{Limit: ol.Hourly, Window: time.Hour, Burst: ol.Hourly}})
-		}
-		limits = append(limits, ratelimit.Limit{Name: name + "-burst", Budget: ratelimit.Budget{Limit: ol.Burst, Window: time.Second, Burst: ol.Burst}})
-		ps.ops[name] = mk("apikey", name, limits...)
-	}
-	m.observeLimiters(ps)
+	ps.session = ps.newPlane("session", "session", ratelimit.Limit{Name: "session", Budget: l.Session})
+	ps.ip = ps.newPlane("ip", "ip", ratelimit.Limit{Name: "ip", Budget: l.IP})
+	ps.apikey = ps.newPlane("apikey", "apikey", ratelimit.Limit{Name: "apikey", Budget: l.APIKey})
 	return ps
 }
 
-// all returns every plane, in a stable order.
-func (ps *planes) all() []*plane {
-	out := []*plane{ps.session, ps.ip, ps.apikey}
-	names := make([]string, 0, len(ps.ops))
-	for n := range ps.ops {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		out = append(out, ps.ops[n])
-	}
-	return out
+// newPlane makes the plane of one policy, with its limiter, its headers
+// and its metrics.
+func (ps *planes) newPlane(planeName, policy string, limits ...ratelimit.Limit) *plane {
+	p := ratelimit.Policy{Name: policy, Limits: limits}
+	pl := &plane{name: planeName, limiter: ps.limits.Store(p), headers: ratelimit.NewHeaders(p), count: ps.metrics.countersFor(planeName, policy)}
+	ps.metrics.observeLimiter(pl)
+	return pl
 }
+
+// budgetPlane returns the apikey plane of the budget decl names, made on
+// its first use with the configured limits or else decl's defaults. A
+// mistake in either is recorded in ps.errs and the key's default budget
+// serves instead: the server reports it at start-up (Server.Err).
+func (ps *planes) budgetPlane(op *huma.Operation, decl budgetDecl) *plane {
+	if p, ok := ps.ops[decl.name]; ok {
+		if !slices.Equal(ps.declared[decl.name], decl.defaults) {
+			ps.errs = append(ps.errs, fmt.Errorf("operation %s declares budget %q with other defaults than an operation before it", op.OperationID, decl.name))
+		}
+		return p
+	}
+	limits := decl.defaults
+	if ps.limits.Override != nil {
+		switch o, ok, err := ps.limits.Override(decl.name); {
+		case err != nil:
+			ps.errs = append(ps.errs, err)
+			return ps.apikey
+		case ok:
+			limits = o
+		}
+	}
+	pol := ratelimit.Policy{Name: decl.name, Limits: limitNames(decl.name, limits)}
+	if reserved[decl.name] || len(limits) == 0 {
+		ps.errs = append(ps.errs, fmt.Errorf("operation %s: a budget needs a name other than session, ip, apikey, login or stream, and at least one limit", op.OperationID))
+		return ps.apikey
+	}
+	if err := pol.Validate(); err != nil {
+		ps.errs = append(ps.errs, fmt.Errorf("operation %s: %w", op.OperationID, err))
+		return ps.apikey
+	}
+	p := ps.newPlane("apikey", decl.name, pol.Limits...)
+	ps.ops[decl.name], ps.declared[decl.name] = p, decl.defaults
+	return p
+}
+
+// reserved are the names of the planes' own policies, which no
+// operation's budget may take.
+var reserved = map[string]bool{"session": true, "ip": true, "apikey": true, "login": true, "stream": true}
 
 // planFor decides which planes apply to op.
 func (ps *planes) planFor(op *huma.Operation) *plan {
@@ -150,12 +194,8 @@ func (ps *planes) planFor(op *huma.Operation) *plan {
 		return &plan{ip: ps.ip, deferred: backoff}
 	}
 	p := &plan{session: ps.session, apikey: ps.apikey, deferred: backoff}
-	if name, ok := op.Metadata[metaBudget].(string); ok {
-		opPlane, ok := ps.ops[name]
-		if !ok {
-			panic("api: operation " + op.OperationID + " names budget " + name + ", which Limits.Operations lacks")
-		}
-		p.apikey = opPlane
+	if decl, ok := op.Metadata[metaBudget].(budgetDecl); ok {
+		p.apikey = ps.budgetPlane(op, decl)
 	}
 	if accessOf(op) == Session {
 		p.apikey = nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/danielgtaylor/huma/v2"
 )
@@ -35,13 +37,17 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
+func hourly(n int) ratelimit.Budget { return ratelimit.Budget{Limit: n, Window: time.Hour, Burst: n} }
+func perSecond(n int) ratelimit.Budget {
+	return ratelimit.Budget{Limit: n, Window: time.Second, Burst: n}
+}
+
 // small are budgets a test can exhaust in a few requests.
 func small(clk *fakeClock) api.Limits {
 	l := api.DefaultLimits()
 	l.Session = ratelimit.Budget{Limit: 3, Window: time.Minute, Burst: 3}
 	l.IP = ratelimit.Budget{Limit: 2, Window: time.Minute, Burst: 2}
 	l.APIKey = ratelimit.Budget{Limit: 2, Window: time.Minute, Burst: 2}
-	l.Operations = map[string]api.OperationLimit{"ingest": {Hourly: 5, Burst: 2}}
 	l.Store = func(p ratelimit.Policy) ratelimit.Limiter {
 		m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
 		m.Now = clk.Now
@@ -58,18 +64,10 @@ func limitedServer(t *testing.T) (*api.Server, *fakeClock, string, string) {
 	clk := &fakeClock{now: t0}
 	svc := MustAuth(t)
 	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: small(clk), Now: clk.Now})
-	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-ingest", Method: http.MethodPost, Path: "/api/v1/test/ingest"}, "ingest"),
+	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-ingest", Method: http.MethodPost, Path: "/api/v1/test/ingest"}, "ingest", hourly(5), perSecond(2)),
 		func(ctx context.Context, _ *struct{}) (*struct{}, error) { return nil, nil })
-	ctx := context.Background()
-	token, _, u, err := svc.Login(ctx, "ada", "correct horse battery", "setup")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, key, err := svc.CreateAPIKey(ctx, u.ID, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, clk, "brain_session=" + token, key
+	cookie, key := loginAndKey(t, svc)
+	return s, clk, cookie, key
 }
 
 type call struct {
@@ -236,11 +234,10 @@ func TestSpecIsWhatIsEnforced(t *testing.T) {
 	clk := &fakeClock{now: t0}
 	rec := &recorder{}
 	l := api.DefaultLimits()
-	l.Operations = map[string]api.OperationLimit{"ingest": {Hourly: 100, Burst: 10}}
 	l.Store = rec.store(clk)
 	svc := MustAuth(t)
 	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now})
-	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-ingest", Method: http.MethodPost, Path: "/api/v1/test/ingest"}, "ingest"),
+	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-ingest", Method: http.MethodPost, Path: "/api/v1/test/ingest"}, "ingest", hourly(100), perSecond(10)),
 		func(ctx context.Context, _ *struct{}) (*struct{}, error) { return nil, nil })
 	spec, _ := s.Spec()
 	var doc struct {
@@ -313,4 +310,62 @@ func containsPrefix(shown []string, policy string) bool {
 		}
 	}
 	return false
+}
+
+// A budget is declared on its operations with defaults; configuration
+// replaces it by name; two operations naming it share it; a mistake is an
+// error of the server, never a panic.
+func TestOperationBudgets(t *testing.T) {
+	clk := &fakeClock{now: t0}
+	l := small(clk)
+	l.Override = func(name string) ([]ratelimit.Budget, bool, error) {
+		if name == "notes" {
+			return []ratelimit.Budget{hourly(3)}, true, nil
+		}
+		return nil, false, nil
+	}
+	svc := MustAuth(t)
+	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now})
+	ok := func(ctx context.Context, _ *struct{}) (*struct{}, error) { return nil, nil }
+	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-notes-a", Method: http.MethodPost, Path: "/api/v1/test/notes/a"}, "notes", hourly(100), perSecond(10)), ok)
+	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-notes-b", Method: http.MethodPost, Path: "/api/v1/test/notes/b"}, "notes", hourly(100), perSecond(10)), ok)
+	if err := s.Err(); err != nil || !slices.Equal(s.Budgets(), []string{"notes"}) {
+		t.Fatalf("Err = %v, Budgets = %v", err, s.Budgets())
+	}
+	_, key := loginAndKey(t, svc)
+	for i, path := range []string{"a", "b", "a"} { // the override's 3/h, shared by both
+		if c := send(t, s, "POST", "/api/v1/test/notes/"+path, "", key); c.code == 429 || c.hdr.Get("RateLimit-Policy") != `"notes";q=3;w=3600` {
+			t.Fatalf("request %d: %d %q", i+1, c.code, c.hdr.Get("RateLimit-Policy"))
+		}
+	}
+	if c := send(t, s, "POST", "/api/v1/test/notes/b", "", key); c.code != 429 || c.env.Details.Policy != "notes" {
+		t.Fatalf("the fourth on the shared budget: %d %+v", c.code, c.env)
+	}
+
+	// Mistakes: another default for the same budget, a reserved name, an
+	// invalid budget. Each is reported; none panics.
+	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-notes-c", Method: http.MethodPost, Path: "/api/v1/test/notes/c"}, "notes", hourly(5)), ok)
+	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-ip", Method: http.MethodPost, Path: "/api/v1/test/ipbudget"}, "ip", hourly(5)), ok)
+	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-huge", Method: http.MethodPost, Path: "/api/v1/test/huge"}, "huge", ratelimit.Budget{Limit: 1, Window: time.Hour, Burst: 10_000_000}), ok)
+	err := s.Err()
+	for _, want := range []string{"test-notes-c", "test-ip", "test-huge"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Err = %v, want it to name %s", err, want)
+		}
+	}
+}
+
+// loginAndKey returns a session cookie and an API key of ada's.
+func loginAndKey(tb testing.TB, svc *auth.Service) (string, string) {
+	tb.Helper()
+	ctx := context.Background()
+	token, _, u, err := svc.Login(ctx, "ada", "correct horse battery", "setup")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, key, err := svc.CreateAPIKey(ctx, u.ID, "test")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return "brain_session=" + token, key
 }

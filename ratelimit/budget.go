@@ -79,6 +79,23 @@ func (b Budget) Validate() error {
 	return nil
 }
 
+// ParseBudgets reads a list of budgets separated by ";", all of which a
+// request must pass: "100/h; 10/s".
+func ParseBudgets(s string) ([]Budget, error) {
+	var out []Budget
+	for _, part := range strings.Split(s, ";") {
+		b, err := ParseBudget(part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	if len(out) > MaxLimits {
+		return nil, fmt.Errorf("ratelimit: %q: at most %d budgets", s, MaxLimits)
+	}
+	return out, nil
+}
+
 // String writes b in the syntax ParseBudget reads.
 func (b Budget) String() string {
 	unit := "s"

@@ -65,3 +65,16 @@ func TestBudgetAtMaxRefill(t *testing.T) {
 		t.Fatalf("after the burst: allowed %v, Retry-After %v, reset %v; want refused, 1h, %v", d.Allowed, d.RetryAfter, d.Reset(0), ratelimit.MaxRefill)
 	}
 }
+
+func TestParseBudgets(t *testing.T) {
+	got, err := ratelimit.ParseBudgets("100/h; 10/s,burst=5")
+	want := []ratelimit.Budget{{Limit: 100, Window: time.Hour, Burst: 100}, {Limit: 10, Window: time.Second, Burst: 5}}
+	if err != nil || len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("ParseBudgets = %v, %v; want %v", got, err, want)
+	}
+	for _, bad := range []string{"", "100/h;", "1/s;1/s;1/s;1/s;1/s", "100/h;lots"} {
+		if b, err := ratelimit.ParseBudgets(bad); err == nil {
+			t.Errorf("ParseBudgets(%q) = %v, want an error", bad, b)
+		}
+	}
+}

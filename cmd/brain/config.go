@@ -45,6 +45,11 @@ type Config struct {
 	RateLimitSession ratelimit.Budget
 	RateLimitIP      ratelimit.Budget
 	RateLimitAPIKey  ratelimit.Budget
+	// Budgets are the --budget name=limits flags: overrides of the budgets
+	// operations declare, by name. BRAIN_RATE_LIMIT_<NAME> is read when an
+	// operation declares the budget (see budgetOverride).
+	Budgets map[string]string
+	getenv  func(string) string
 
 	ShutdownTimeout time.Duration
 	LogFormat       string
@@ -214,6 +219,8 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 			*values[i] = v
 		}
 	}
+	budgets := budgetFlags{}
+	fs.Var(budgets, "budget", "name=limits: replace the defaults of an operation's budget, e.g. notes=200/h;10/s (repeatable; env BRAIN_RATE_LIMIT_<NAME>)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -222,7 +229,7 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 	}
 	fromFlag := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { fromFlag[f.Name] = true })
-	var c Config
+	c := Config{Budgets: budgets, getenv: getenv}
 	for i, s := range settings {
 		if err := s.set(&c, *values[i]); err != nil {
 			name := s.env
@@ -236,6 +243,46 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 		}
 	}
 	return c, nil
+}
+
+// budgetFlags collects repeated --budget name=limits flags.
+type budgetFlags map[string]string
+
+func (b budgetFlags) String() string { return "" }
+
+func (b budgetFlags) Set(v string) error {
+	name, limits, ok := strings.Cut(v, "=")
+	if !ok || name == "" {
+		return errors.New("want name=limits, for example notes=200/h;10/s")
+	}
+	b[name] = limits
+	return nil
+}
+
+// budgetOverride is the api.Limits.Override of c: the --budget flag for
+// name, else BRAIN_RATE_LIMIT_<NAME> (upper case, "-" as "_"). A bad value
+// is an error naming where it came from.
+func (c Config) budgetOverride(name string) ([]ratelimit.Budget, bool, error) {
+	where, v := "--budget "+name, c.Budgets[name]
+	if _, ok := c.Budgets[name]; !ok {
+		where = budgetEnv(name)
+		if c.getenv != nil {
+			v = c.getenv(where)
+		}
+		if v == "" {
+			return nil, false, nil
+		}
+	}
+	b, err := ratelimit.ParseBudgets(v)
+	if err != nil {
+		return nil, false, fmt.Errorf("invalid %s=%q: %w", where, v, err)
+	}
+	return b, true, nil
+}
+
+// budgetEnv is the variable that overrides budget name.
+func budgetEnv(name string) string {
+	return "BRAIN_RATE_LIMIT_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
 // defaultConfig is the configuration with no flags and no environment:

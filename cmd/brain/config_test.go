@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -118,5 +119,54 @@ func TestConfigNeverShowsSecrets(t *testing.T) {
 	}
 	if strings.Contains(usage.String(), "s3cret") || !strings.Contains(usage.String(), "BRAIN_ADMIN_PASSWORD") {
 		t.Fatalf("usage must list BRAIN_ADMIN_PASSWORD without its value:\n%s", usage.String())
+	}
+}
+
+// An operation's budget is overridden by name: --budget name=limits, else
+// BRAIN_RATE_LIMIT_<NAME>; a bad value names where it came from.
+func TestBudgetOverride(t *testing.T) {
+	e := env(map[string]string{"BRAIN_RATE_LIMIT_NOTES_SYNC": "50/h; 5/s", "BRAIN_RATE_LIMIT_BAD": "lots"})
+	c, err := parseConfig("brain", []string{"--budget", "notes=200/h", "--budget", "tags=7/min;1/s,burst=3"}, e, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		want  []ratelimit.Budget
+		found bool
+		err   string // the setting the error names
+	}{
+		{"notes", []ratelimit.Budget{{Limit: 200, Window: time.Hour, Burst: 200}}, true, ""},
+		{"tags", []ratelimit.Budget{{Limit: 7, Window: time.Minute, Burst: 7}, {Limit: 1, Window: time.Second, Burst: 3}}, true, ""},
+		{"notes-sync", []ratelimit.Budget{{Limit: 50, Window: time.Hour, Burst: 50}, {Limit: 5, Window: time.Second, Burst: 5}}, true, ""},
+		{"bad", nil, false, "BRAIN_RATE_LIMIT_BAD"},
+		{"other", nil, false, ""},
+	}
+	for _, tc := range tests {
+		got, found, err := c.budgetOverride(tc.name)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: err = %v, want one naming %s", tc.name, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || found != tc.found || !slices.Equal(got, tc.want) {
+			t.Errorf("%s = %v, %v, %v; want %v, %v", tc.name, got, found, err, tc.want, tc.found)
+		}
+	}
+}
+
+// A --budget naming a budget no operation declares stops start-up with a
+// message naming it; nothing panics.
+func TestUnknownBudgetStopsStartUp(t *testing.T) {
+	c, err := parseConfig("brain", []string{"--budget", "notes=200/h"}, env(nil), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newServer(c, slog.New(slog.DiscardHandler), nil, nil, nil); err == nil || !strings.Contains(err.Error(), "--budget notes") {
+		t.Fatalf("err = %v, want one naming --budget notes", err)
+	}
+	if _, err := parseConfig("brain", []string{"--budget", "notes"}, env(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "budget") {
+		t.Fatalf("--budget without limits: err = %v", err)
 	}
 }

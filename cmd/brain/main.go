@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"syscall"
 
 	"github.com/brain-template/brain/api"
@@ -92,7 +93,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		if len(args) > 0 {
 			return fmt.Errorf("openapi takes no arguments: it always documents the default settings")
 		}
-		spec, err := newServer(defaultConfig(), slog.New(slog.DiscardHandler), nil, nil, nil).Spec()
+		s, err := newServer(defaultConfig(), slog.New(slog.DiscardHandler), nil, nil, nil)
+		if err != nil {
+			return err
+		}
+		spec, err := s.Spec()
 		if err != nil {
 			return err
 		}
@@ -125,10 +130,10 @@ func helpText(text string) func(*flag.FlagSet) {
 // newServer builds the API for cfg. `brain openapi` and `brain serve` both
 // use it, so the served document is the printed one for the same settings.
 // svc, store and metrics are nil for `brain openapi`, which only documents.
-func newServer(cfg Config, logger *slog.Logger, svc *auth.Service, store func(ratelimit.Policy) ratelimit.Limiter, metrics *api.Metrics, ready ...api.Check) *api.Server {
+func newServer(cfg Config, logger *slog.Logger, svc *auth.Service, store func(ratelimit.Policy) ratelimit.Limiter, metrics *api.Metrics, ready ...api.Check) (*api.Server, error) {
 	l := limits(cfg)
 	l.Store = store
-	return api.New(api.Config{
+	s := api.New(api.Config{
 		Logger:         logger,
 		BuildVersion:   buildVersion(),
 		Ready:          ready,
@@ -139,12 +144,23 @@ func newServer(cfg Config, logger *slog.Logger, svc *auth.Service, store func(ra
 		Limits:         l,
 		Metrics:        metrics,
 	})
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	declared := s.Budgets()
+	for name := range cfg.Budgets {
+		if !slices.Contains(declared, name) {
+			return nil, fmt.Errorf("invalid --budget %s: no operation declares a budget named %q (declared: %v)", name, name, declared)
+		}
+	}
+	return s, nil
 }
 
 // limits are the budgets of cfg, for the planes and the spec alike.
 func limits(cfg Config) api.Limits {
 	l := api.DefaultLimits()
 	l.Session, l.IP, l.APIKey = cfg.RateLimitSession, cfg.RateLimitIP, cfg.RateLimitAPIKey
+	l.Override = cfg.budgetOverride
 	return l
 }
 

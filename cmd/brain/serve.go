@@ -145,8 +145,12 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		defer stop()
 	}
 
+	handler, err := newServer(cfg, logger, svc, limiterStore, metrics, ready...)
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
-		Handler:           newServer(cfg, logger, svc, limiterStore, metrics, ready...),
+		Handler:           handler,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
