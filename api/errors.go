@@ -84,8 +84,9 @@ func NewError(status int, msg string, details ...FieldError) *Error {
 	return e
 }
 
-// codes maps the statuses the API uses to their envelope codes (API.md,
-// Conventions). Statuses not listed get a kebab-case form of their status text.
+// codes maps the statuses the API uses to their envelope codes (the
+// README's Errors section lists them). Statuses not listed get a
+// kebab-case form of their status text.
 var codes = map[int]string{
 	http.StatusBadRequest:            "invalid-request",
 	http.StatusUnauthorized:          "unauthenticated",

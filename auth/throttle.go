@@ -6,7 +6,7 @@ import (
 )
 
 // A LoginThrottle slows password guessing with a back-off, not a token
-// bucket (API.md, the login row). After UserFailures consecutive failures
+// bucket (the README, Rate limiting). After UserFailures consecutive failures
 // for a username, or IPFailures for a client IP, each further attempt must
 // wait: BaseDelay, doubling with each failure, capped at MaxDelay. A
 // success resets the username's count; an IP's count resets after IPReset
@@ -59,7 +59,7 @@ func (f *failures) idle(now time.Time, d time.Duration) bool {
 	return f.pending == 0 && now.Sub(f.last) >= d
 }
 
-// NewLoginThrottle returns the throttle API.md defines: 5 failures per
+// NewLoginThrottle returns the default throttle: 5 failures per
 // username, 20 per IP, 1 s doubling to 15 min, IP counts reset after 15 min.
 func NewLoginThrottle() *LoginThrottle {
 	return &LoginThrottle{

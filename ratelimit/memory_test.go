@@ -19,7 +19,7 @@ func lim(name string, limit int, window time.Duration, burst int) ratelimit.Limi
 	return ratelimit.Limit{Name: name, Budget: ratelimit.Budget{Limit: limit, Window: window, Burst: burst}}
 }
 
-// session is API.md's session plane: 120/min, burst 60 (a token every 0.5 s).
+// session is the default session plane: 120/min, burst 60 (a token every 0.5 s).
 var session = policy("session", lim("session", 120, time.Minute, 60))
 
 type step struct {

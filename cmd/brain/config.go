@@ -18,7 +18,7 @@ import (
 )
 
 // Config is every setting of the server. Each is a flag and an environment
-// variable (API.md, Configuration); a flag wins over the variable, and the
+// variable (the README's Configuration table); a flag wins over the variable, and the
 // variable over the default. Defaults need nothing installed.
 type Config struct {
 	Addr           string
