@@ -63,8 +63,8 @@ type Config struct {
 	CORSOrigins []string
 	// CookieSecure marks the session cookie Secure.
 	CookieSecure bool
-	// Limits are the request-rate budgets; the zero value takes
-	// DefaultLimits.
+	// Limits are the request-rate budgets; a plane's zero budget takes its
+	// default (DefaultLimits), and the other fields are kept.
 	Limits Limits
 	// Metrics, when set, receives the rate-limit counters.
 	Metrics *Metrics
@@ -129,11 +129,7 @@ func New(cfg Config) *Server {
 	hc.DocsPath = ""
 	hc.Info.Description = description
 	hc.Formats = escapedNames(hc.Formats)
-	if cfg.Limits.Session.Limit == 0 {
-		store := cfg.Limits.Store
-		cfg.Limits = DefaultLimits()
-		cfg.Limits.Store = store
-	}
+	cfg.Limits = cfg.Limits.withDefaults()
 	throttle := auth.NewLoginThrottle() // what documenting without a service shows
 	if cfg.Auth != nil {
 		throttle = cfg.Auth.Throttle

@@ -43,6 +43,18 @@ func DefaultLimits() Limits {
 	}
 }
 
+// withDefaults is l with each plane's zero budget replaced by its default;
+// the other fields stay as they are.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	for _, b := range []struct{ v, def *ratelimit.Budget }{{&l.Session, &d.Session}, {&l.IP, &d.IP}, {&l.APIKey, &d.APIKey}} {
+		if *b.v == (ratelimit.Budget{}) {
+			*b.v = *b.def
+		}
+	}
+	return l
+}
+
 // metaBudget is the Operation.Metadata key of an operation's budget.
 const metaBudget = "brain.budget"
 

@@ -369,3 +369,16 @@ func loginAndKey(tb testing.TB, svc *auth.Service) (string, string) {
 	}
 	return "brain_session=" + token, key
 }
+
+// A zero budget takes its plane's default; the rest of Limits is kept (a
+// Disabled or an Override given without budgets is not thrown away).
+func TestLimitsZeroBudgetsTakeDefaults(t *testing.T) {
+	s, _ := mustRawServer(t, api.Config{Limits: api.Limits{Disabled: true}})
+	if c := send(t, s, "POST", "/api/v1/auth/login", "", ""); c.hdr.Get("RateLimit") != "" {
+		t.Fatalf("Disabled was dropped: %v", c.hdr)
+	}
+	s, _ = mustRawServer(t, api.Config{})
+	if c := send(t, s, "POST", "/api/v1/auth/login", "", ""); c.hdr.Get("RateLimit-Policy") != `"ip";q=30;w=60` {
+		t.Fatalf("zero Limits: RateLimit-Policy %q, want the ip default", c.hdr.Get("RateLimit-Policy"))
+	}
+}
