@@ -123,14 +123,14 @@ type DeleteAPIKeyInput struct {
 }
 
 func addAuthRoutes(api huma.API, cfg Config) {
-	svc := cfg.Auth
+	h := &authHandlers{svc: cfg.Auth, cfg: cfg, maxKeys: auth.DefaultMaxAPIKeys}
 	tags := []string{"Auth"}
 	public, callers, sessions := WithAccess(api, Public), WithAccess(api, Caller), WithAccess(api, Session)
 	// The caps the spec shows: the running ones, or the defaults when
 	// there is no service (brain openapi).
-	maxKeys, maxSessions := auth.DefaultMaxAPIKeys, auth.DefaultMaxSessions
-	if svc != nil {
-		maxKeys, maxSessions = svc.Config().MaxAPIKeys, svc.Config().MaxSessions
+	maxSessions := auth.DefaultMaxSessions
+	if cfg.Auth != nil {
+		h.maxKeys, maxSessions = cfg.Auth.Config().MaxAPIKeys, cfg.Auth.Config().MaxSessions
 	}
 
 	huma.Register(public, huma.Operation{
@@ -142,48 +142,19 @@ func addAuthRoutes(api huma.API, cfg Config) {
 			fmt.Sprintf(" A user has at most %d sessions: a login beyond that ends the user's oldest session.", maxSessions),
 		Errors:   []int{http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusServiceUnavailable},
 		Metadata: map[string]any{metaLoginBackoff: true},
-	}, func(ctx context.Context, in *LoginInput) (*LoginOutput, error) {
-		ip := GetClientIP(ctx)
-		if err := admitPasswordAttempt(ctx, svc, auth.NormalizeUsername(in.Body.Username), ip, cfg.now()); err != nil {
-			return nil, err
-		}
-		token, se, u, err := svc.Login(ctx, in.Body.Username, in.Body.Password, ip)
-		if err != nil {
-			return nil, authError(err)
-		}
-		out := &LoginOutput{SetCookie: sessionCookie(token, se.ExpiresAt, cfg.CookieSecure, cfg.now()), CacheControl: noStore}
-		out.Body.User, out.Body.ExpiresAt = userView(u), se.ExpiresAt
-		return out, nil
-	})
+	}, h.login)
 
 	huma.Register(sessions, huma.Operation{
 		OperationID: "logout", Method: http.MethodPost, Path: Prefix + "/auth/logout",
 		Summary: "Log out", Tags: tags, DefaultStatus: http.StatusNoContent,
 		Description: "Ends the session at once and clears the cookie.",
-	}, func(ctx context.Context, _ *struct{}) (*struct {
-		SetCookie http.Cookie `header:"Set-Cookie"`
-	}, error) {
-		if err := svc.Logout(ctx, auth.FromContext(ctx)); err != nil {
-			return nil, authError(err)
-		}
-		return &struct {
-			SetCookie http.Cookie `header:"Set-Cookie"`
-		}{SetCookie: sessionCookie("", time.Time{}, cfg.CookieSecure, cfg.now())}, nil
-	})
+	}, h.logout)
 
 	huma.Register(callers, huma.Operation{
 		OperationID: "get-me", Method: http.MethodGet, Path: Prefix + "/auth/me",
 		Summary: "Who am I", Tags: tags,
 		Description: "The caller, and whether it authenticated with a session or an API key.",
-	}, func(ctx context.Context, _ *struct{}) (*MeOutput, error) {
-		id := auth.FromContext(ctx)
-		out := &MeOutput{}
-		out.Body.User, out.Body.Auth = userView(id.User), string(id.Method)
-		if id.Method == auth.MethodSession {
-			out.Body.ExpiresAt = &id.ExpiresAt
-		}
-		return out, nil
-	})
+	}, h.me)
 
 	huma.Register(sessions, huma.Operation{
 		OperationID: "change-password", Method: http.MethodPost, MaxBodyBytes: smallBody, Path: Prefix + "/auth/password",
@@ -192,78 +163,130 @@ func addAuthRoutes(api huma.API, cfg Config) {
 			"A wrong current password counts as a failed login; one that could not be checked (503) does not.",
 		Errors:   []int{http.StatusTooManyRequests},
 		Metadata: map[string]any{metaLoginBackoff: true},
-	}, func(ctx context.Context, in *PasswordInput) (*struct{}, error) {
-		id, ip := auth.FromContext(ctx), GetClientIP(ctx)
-		if err := admitPasswordAttempt(ctx, svc, id.User.Username, ip, cfg.now()); err != nil {
-			return nil, err
-		}
-		if err := svc.ChangePassword(ctx, id, ip, in.Body.Current, in.Body.New); err != nil {
-			if errors.Is(err, auth.ErrInvalidCredentials) {
-				return nil, NewError(http.StatusForbidden, "the current password is wrong")
-			}
-			return nil, authError(err)
-		}
-		return nil, nil
-	})
+	}, h.changePassword)
 
 	huma.Register(sessions, huma.Operation{
 		OperationID: "create-api-key", Method: http.MethodPost, MaxBodyBytes: smallBody, Path: Prefix + "/apikeys",
 		Summary: "Create an API key", Tags: tags, DefaultStatus: http.StatusCreated,
 		Description: "Creates a key for programs to call the API as you. The response is the only time the key is shown. Managing keys needs a session: a key cannot create keys. " +
-			fmt.Sprintf("A user may have at most %d keys; beyond that the answer is 409 until one is deleted.", maxKeys),
+			fmt.Sprintf("A user may have at most %d keys; beyond that the answer is 409 until one is deleted.", h.maxKeys),
 		Errors: []int{http.StatusConflict},
-	}, func(ctx context.Context, in *CreateAPIKeyInput) (*CreateAPIKeyOutput, error) {
-		if !displayable(in.Body.Name) {
-			return nil, NewError(http.StatusUnprocessableEntity, "", FieldError{Location: "body.name", Message: "a name is 1 to 64 printable characters, not only spaces"})
-		}
-		k, secret, err := svc.CreateAPIKey(ctx, auth.FromContext(ctx).User.ID, in.Body.Name)
-		if errors.Is(err, auth.ErrTooMany) {
-			return nil, NewError(http.StatusConflict, fmt.Sprintf("you have %d API keys, the most allowed: delete one before creating another", maxKeys))
-		}
-		if err != nil {
-			return nil, authError(err)
-		}
-		out := &CreateAPIKeyOutput{CacheControl: noStore}
-		out.Body.APIKeyView, out.Body.Key = apiKeyView(k), secret
-		return out, nil
-	})
+	}, h.createAPIKey)
 
 	huma.Register(sessions, huma.Operation{
 		OperationID: "list-api-keys", Method: http.MethodGet, Path: Prefix + "/apikeys",
 		Summary: "List my API keys", Tags: tags,
 		Description: "Newest first, without secrets, a page at a time: pass each page's `next_cursor` as `cursor` to get the next, until a page has no `next_cursor`.",
-	}, func(ctx context.Context, in *ListAPIKeysInput) (*ListAPIKeysOutput, error) {
-		after, err := decodeCursor(in.Cursor)
-		if err != nil {
-			return nil, badCursor()
-		}
-		keys, next, err := svc.ListAPIKeys(ctx, auth.FromContext(ctx).User.ID, after, in.Limit)
-		if err != nil {
-			return nil, authError(err)
-		}
-		out := &ListAPIKeysOutput{}
-		out.Body.Keys = make([]APIKeyView, len(keys))
-		for i, k := range keys {
-			out.Body.Keys[i] = apiKeyView(k)
-		}
-		out.Body.NextCursor = encodeCursor(next)
-		return out, nil
-	})
+	}, h.listAPIKeys)
 
 	huma.Register(sessions, huma.Operation{
 		OperationID: "delete-api-key", Method: http.MethodDelete, Path: Prefix + "/apikeys/{id}",
 		Summary: "Delete an API key", Tags: tags, DefaultStatus: http.StatusNoContent,
 		Description: "Revokes the key: at once on the server that answers, within seconds on the others.",
 		Errors:      []int{http.StatusNotFound},
-	}, func(ctx context.Context, in *DeleteAPIKeyInput) (*struct{}, error) {
-		if err := svc.DeleteAPIKey(ctx, auth.FromContext(ctx).User.ID, in.ID); err != nil {
-			if errors.Is(err, auth.ErrNotFound) {
-				return nil, NewError(http.StatusNotFound, "you have no API key with that id")
-			}
-			return nil, authError(err)
+	}, h.deleteAPIKey)
+}
+
+// authHandlers are the handlers of the auth operations, over one
+// auth.Service.
+type authHandlers struct {
+	svc     *auth.Service
+	cfg     Config
+	maxKeys int // the API-key cap the spec and the 409 name
+}
+
+func (h *authHandlers) login(ctx context.Context, in *LoginInput) (*LoginOutput, error) {
+	ip := GetClientIP(ctx)
+	if err := admitPasswordAttempt(ctx, h.svc, auth.NormalizeUsername(in.Body.Username), ip, h.cfg.now()); err != nil {
+		return nil, err
+	}
+	token, se, u, err := h.svc.Login(ctx, in.Body.Username, in.Body.Password, ip)
+	if err != nil {
+		return nil, authError(err)
+	}
+	out := &LoginOutput{SetCookie: sessionCookie(token, se.ExpiresAt, h.cfg.CookieSecure, h.cfg.now()), CacheControl: noStore}
+	out.Body.User, out.Body.ExpiresAt = userView(u), se.ExpiresAt
+	return out, nil
+}
+
+// LogoutOutput clears the session cookie.
+type LogoutOutput struct {
+	SetCookie http.Cookie `header:"Set-Cookie"`
+}
+
+func (h *authHandlers) logout(ctx context.Context, _ *struct{}) (*LogoutOutput, error) {
+	if err := h.svc.Logout(ctx, auth.FromContext(ctx)); err != nil {
+		return nil, authError(err)
+	}
+	return &LogoutOutput{SetCookie: sessionCookie("", time.Time{}, h.cfg.CookieSecure, h.cfg.now())}, nil
+}
+
+func (h *authHandlers) me(ctx context.Context, _ *struct{}) (*MeOutput, error) {
+	id := auth.FromContext(ctx)
+	out := &MeOutput{}
+	out.Body.User, out.Body.Auth = userView(id.User), string(id.Method)
+	if id.Method == auth.MethodSession {
+		out.Body.ExpiresAt = &id.ExpiresAt
+	}
+	return out, nil
+}
+
+func (h *authHandlers) changePassword(ctx context.Context, in *PasswordInput) (*struct{}, error) {
+	id, ip := auth.FromContext(ctx), GetClientIP(ctx)
+	if err := admitPasswordAttempt(ctx, h.svc, id.User.Username, ip, h.cfg.now()); err != nil {
+		return nil, err
+	}
+	if err := h.svc.ChangePassword(ctx, id, ip, in.Body.Current, in.Body.New); err != nil {
+		if errors.Is(err, auth.ErrInvalidCredentials) {
+			return nil, NewError(http.StatusForbidden, "the current password is wrong")
 		}
-		return nil, nil
-	})
+		return nil, authError(err)
+	}
+	return nil, nil
+}
+
+func (h *authHandlers) createAPIKey(ctx context.Context, in *CreateAPIKeyInput) (*CreateAPIKeyOutput, error) {
+	if !displayable(in.Body.Name) {
+		return nil, NewError(http.StatusUnprocessableEntity, "", FieldError{Location: "body.name", Message: "a name is 1 to 64 printable characters, not only spaces"})
+	}
+	k, secret, err := h.svc.CreateAPIKey(ctx, auth.FromContext(ctx).User.ID, in.Body.Name)
+	if errors.Is(err, auth.ErrTooMany) {
+		return nil, NewError(http.StatusConflict, fmt.Sprintf("you have %d API keys, the most allowed: delete one before creating another", h.maxKeys))
+	}
+	if err != nil {
+		return nil, authError(err)
+	}
+	out := &CreateAPIKeyOutput{CacheControl: noStore}
+	out.Body.APIKeyView, out.Body.Key = apiKeyView(k), secret
+	return out, nil
+}
+
+func (h *authHandlers) listAPIKeys(ctx context.Context, in *ListAPIKeysInput) (*ListAPIKeysOutput, error) {
+	after, err := decodeCursor(in.Cursor)
+	if err != nil {
+		return nil, badCursor()
+	}
+	keys, next, err := h.svc.ListAPIKeys(ctx, auth.FromContext(ctx).User.ID, after, in.Limit)
+	if err != nil {
+		return nil, authError(err)
+	}
+	out := &ListAPIKeysOutput{}
+	out.Body.Keys = make([]APIKeyView, len(keys))
+	for i, k := range keys {
+		out.Body.Keys[i] = apiKeyView(k)
+	}
+	out.Body.NextCursor = encodeCursor(next)
+	return out, nil
+}
+
+func (h *authHandlers) deleteAPIKey(ctx context.Context, in *DeleteAPIKeyInput) (*struct{}, error) {
+	if err := h.svc.DeleteAPIKey(ctx, auth.FromContext(ctx).User.ID, in.ID); err != nil {
+		if errors.Is(err, auth.ErrNotFound) {
+			return nil, NewError(http.StatusNotFound, "you have no API key with that id")
+		}
+		return nil, authError(err)
+	}
+	return nil, nil
 }
 
 // displayable reports whether a name can be shown to a person as it is:
