@@ -37,6 +37,7 @@ type deferredKey struct{}
 // deferredCharge overrides.
 type humaContext = huma.Context
 
+// Context is the request's context, carrying c for ChargeNow.
 func (c *deferredCharge) Context() context.Context { return c.ctx }
 
 // Unwrap lets humachi.Unwrap reach the response writer.
@@ -63,6 +64,8 @@ func (c *deferredCharge) start() bool {
 	return !c.replaced
 }
 
+// SetHeader and AppendHeader pass headers on, unless a refusal replaced
+// the response.
 func (c *deferredCharge) SetHeader(name, value string) {
 	if !c.replaced {
 		c.humaContext.SetHeader(name, value)
@@ -75,6 +78,8 @@ func (c *deferredCharge) AppendHeader(name, value string) {
 	}
 }
 
+// BodyWriter starts the response (see start); it discards what huma
+// writes once a refusal replaced it.
 func (c *deferredCharge) BodyWriter() io.Writer {
 	if !c.start() {
 		return io.Discard

@@ -58,8 +58,8 @@ func NormalizeUsername(s string) string { return strings.ToLower(strings.TrimSpa
 type Method string
 
 const (
-	MethodSession Method = "session"
-	MethodAPIKey  Method = "apikey"
+	MethodSession Method = "session" // the session cookie
+	MethodAPIKey  Method = "apikey"  // an API key
 )
 
 // An Identity is the resolved caller of one request.

@@ -161,8 +161,10 @@ func NewResilient(store, fallback Limiter, mode OnStoreError, breaker *Breaker) 
 // Policy returns the store's policy.
 func (r *Resilient) Policy() Policy { return r.store.Policy() }
 
-// Store returns the shared store, and Fallback the local limiter.
-func (r *Resilient) Store() Limiter    { return r.store }
+// Store returns the shared store.
+func (r *Resilient) Store() Limiter { return r.store }
+
+// Fallback returns the local limiter that decides while the store fails.
 func (r *Resilient) Fallback() Limiter { return r.fallback }
 
 // Allow decides with the store, or without it while it fails.

@@ -57,6 +57,7 @@ func notFound(err error) error {
 	return err
 }
 
+// CreateUser adds u; ErrConflict when the username is taken.
 func (s *AuthStore) CreateUser(ctx context.Context, u auth.User) error {
 	_, err := s.db.ExecContext(ctx, "INSERT INTO users (id, username, password_hash, created_at) VALUES ($1, $2, $3, $4)",
 		u.ID, u.Username, u.PasswordHash, ms(u.CreatedAt))
@@ -76,20 +77,25 @@ func scanUser(sc interface{ Scan(...any) error }, extra ...any) (auth.User, erro
 	return u, notFound(err)
 }
 
+// UserByID returns the user with id, or ErrNotFound.
 func (s *AuthStore) UserByID(ctx context.Context, id string) (auth.User, error) {
 	return scanUser(s.db.QueryRowContext(ctx, "SELECT "+userCols+" FROM users u WHERE u.id = $1", id))
 }
 
+// UserByUsername returns the user named username, or ErrNotFound.
 func (s *AuthStore) UserByUsername(ctx context.Context, username string) (auth.User, error) {
 	return scanUser(s.db.QueryRowContext(ctx, "SELECT "+userCols+" FROM users u WHERE u.username = $1", username))
 }
 
+// CountUsers returns how many users there are.
 func (s *AuthStore) CountUsers(ctx context.Context) (int, error) {
 	var n int
 	err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM users").Scan(&n)
 	return n, wrap("count users", err)
 }
 
+// SetPasswordAndEndSessions sets the user's password hash and deletes all
+// of its sessions but keepTokenHash's, in one transaction.
 func (s *AuthStore) SetPasswordAndEndSessions(ctx context.Context, userID, hash, keepTokenHash string) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -160,6 +166,8 @@ func (s *AuthStore) CreateSession(ctx context.Context, se auth.Session, max int)
 	return evicted, wrap("create session", tx.Commit())
 }
 
+// SessionByTokenHash returns the session with tokenHash and its user, or
+// ErrNotFound.
 func (s *AuthStore) SessionByTokenHash(ctx context.Context, tokenHash string) (auth.Session, auth.User, error) {
 	se := auth.Session{TokenHash: tokenHash}
 	var created, expires, seen int64
@@ -169,15 +177,20 @@ func (s *AuthStore) SessionByTokenHash(ctx context.Context, tokenHash string) (a
 	return se, u, err
 }
 
+// TouchSessions moves sessions' last-seen times forward (never back), by
+// token hash.
 func (s *AuthStore) TouchSessions(ctx context.Context, seen map[string]time.Time) error {
 	return s.touch(ctx, "touch sessions", "UPDATE sessions SET last_seen_at = $1 WHERE token_hash = $2 AND last_seen_at < $1", seen)
 }
 
+// DeleteSession deletes the session with tokenHash, if any.
 func (s *AuthStore) DeleteSession(ctx context.Context, tokenHash string) error {
 	_, err := s.db.ExecContext(ctx, "DELETE FROM sessions WHERE token_hash = $1", tokenHash)
 	return wrap("delete session", err)
 }
 
+// DeleteExpiredSessions deletes the sessions past their end of life or idle
+// for idle at now, and returns how many.
 func (s *AuthStore) DeleteExpiredSessions(ctx context.Context, now time.Time, idle time.Duration) (int, error) {
 	res, err := s.db.ExecContext(ctx, "DELETE FROM sessions WHERE expires_at <= $1 OR last_seen_at <= $2", ms(now), ms(now.Add(-idle)))
 	if err != nil {
@@ -226,6 +239,7 @@ func scanKey(sc interface{ Scan(...any) error }, extra ...any) (auth.APIKey, err
 	return k, notFound(err)
 }
 
+// APIKeyByHash returns the key with keyHash and its user, or ErrNotFound.
 func (s *AuthStore) APIKeyByHash(ctx context.Context, keyHash string) (auth.APIKey, auth.User, error) {
 	var u auth.User
 	var created int64
@@ -235,6 +249,7 @@ func (s *AuthStore) APIKeyByHash(ctx context.Context, keyHash string) (auth.APIK
 	return k, u, err
 }
 
+// ListAPIKeys returns a page of the user's keys, newest first.
 func (s *AuthStore) ListAPIKeys(ctx context.Context, userID string, after auth.Cursor, limit int) ([]auth.APIKey, error) {
 	q, args := "SELECT "+keyCols+" FROM api_keys k WHERE k.user_id = $1", []any{userID, limit}
 	if after != (auth.Cursor{}) { // the keys after it in the order below
@@ -257,10 +272,13 @@ func (s *AuthStore) ListAPIKeys(ctx context.Context, userID string, after auth.C
 	return keys, wrap("list api keys", rows.Err())
 }
 
+// DeleteAPIKey deletes the user's key id; ErrNotFound unless the user owns
+// it.
 func (s *AuthStore) DeleteAPIKey(ctx context.Context, userID, id string) error {
 	return affectedOne(s.db.ExecContext(ctx, "DELETE FROM api_keys WHERE id = $1 AND user_id = $2", id, userID))
 }
 
+// TouchAPIKeys moves keys' last-used times forward (never back), by key id.
 func (s *AuthStore) TouchAPIKeys(ctx context.Context, used map[string]time.Time) error {
 	return s.touch(ctx, "touch api keys", "UPDATE api_keys SET last_used_at = $1 WHERE id = $2 AND last_used_at < $1", used)
 }

@@ -23,8 +23,8 @@ import (
 type Dialect string
 
 const (
-	SQLite   Dialect = "sqlite"
-	Postgres Dialect = "postgres"
+	SQLite   Dialect = "sqlite"   // the embedded default, a file in the data dir
+	Postgres Dialect = "postgres" // the scale-out path
 )
 
 // DB is an open database. It is safe for concurrent use; call Close when done.
