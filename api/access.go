@@ -1,6 +1,10 @@
 package api
 
-import "github.com/danielgtaylor/huma/v2"
+import (
+	"maps"
+
+	"github.com/danielgtaylor/huma/v2"
+)
 
 // Access is who may call an operation. An operation declares it by being
 // registered on the group [WithAccess] returns, and everything else
@@ -29,6 +33,7 @@ const metaAccess = "brain.access"
 func WithAccess(api huma.API, a Access) huma.API {
 	g := huma.NewGroup(api)
 	g.UseSimpleModifier(func(op *huma.Operation) {
+		op.Metadata = maps.Clone(op.Metadata) // never the caller's map, which other operations may share
 		if op.Metadata == nil {
 			op.Metadata = map[string]any{}
 		}

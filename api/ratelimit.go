@@ -3,7 +3,9 @@ package api
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"time"
@@ -68,12 +70,14 @@ type budgetDecl struct {
 // WithBudget returns op drawing, for API-key callers, from the budget
 // name instead of the key's default one: by default the limits given, all
 // of which a request must pass ("100/h" and "10/s", say). Configuration
-// replaces them by name (Limits.Override; in brain, BRAIN_RATE_LIMIT_<NAME>
-// or --budget name=...). Operations that name the same budget share it,
+// replaces them by name (Limits.Override; in brain, BRAIN_BUDGETS or
+// --budget name=...). Only an operation with Caller access may declare
+// one. Operations that name the same budget share it,
 // and must declare the same defaults. In the spec and the headers the
 // first limit is called name, the second name-burst, any further
 // name-3, name-4.
 func WithBudget(op huma.Operation, name string, defaults ...ratelimit.Budget) huma.Operation {
+	op.Metadata = maps.Clone(op.Metadata) // never the caller's map, which other operations may share
 	if op.Metadata == nil {
 		op.Metadata = map[string]any{}
 	}
@@ -127,6 +131,7 @@ type planes struct {
 	ops      map[string]*plane             // by budget name
 	declared map[string][]ratelimit.Budget // each budget's defaults, as first declared
 	errs     []error                       // configuration mistakes found while registering
+	failed   map[string]bool               // budgets whose mistake is in errs
 }
 
 func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThrottle) *planes {
@@ -140,6 +145,7 @@ func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThro
 		metrics:  m,
 		ops:      map[string]*plane{},
 		declared: map[string][]ratelimit.Budget{},
+		failed:   map[string]bool{},
 	}
 	ps.session = ps.newPlane("session", "session", ratelimit.Limit{Name: "session", Budget: l.Session})
 	ps.ip = ps.newPlane("ip", "ip", ratelimit.Limit{Name: "ip", Budget: l.IP})
@@ -161,6 +167,13 @@ func (ps *planes) newPlane(planeName, policy string, limits ...ratelimit.Limit) 
 // mistake in either is recorded in ps.errs and the key's default budget
 // serves instead: the server reports it at start-up (Server.Err).
 func (ps *planes) budgetPlane(op *huma.Operation, decl budgetDecl) *plane {
+	if !budgetName.MatchString(decl.name) || reserved[decl.name] {
+		ps.errs = append(ps.errs, fmt.Errorf("operation %s: budget %q: a name is 1 to 32 of a-z, 0-9 and -, starting with a letter, and not session, ip, apikey, login or stream", op.OperationID, decl.name))
+		return ps.apikey
+	}
+	if ps.failed[decl.name] {
+		return ps.apikey // its mistake is reported once
+	}
 	if p, ok := ps.ops[decl.name]; ok {
 		if !slices.Equal(ps.declared[decl.name], decl.defaults) {
 			ps.errs = append(ps.errs, fmt.Errorf("operation %s declares budget %q with other defaults than an operation before it", op.OperationID, decl.name))
@@ -171,19 +184,17 @@ func (ps *planes) budgetPlane(op *huma.Operation, decl budgetDecl) *plane {
 	if ps.limits.Override != nil {
 		switch o, ok, err := ps.limits.Override(decl.name); {
 		case err != nil:
-			ps.errs = append(ps.errs, err)
+			ps.errs = append(ps.errs, fmt.Errorf("budget %q (operation %s): %w", decl.name, op.OperationID, err))
+			ps.failed[decl.name] = true
 			return ps.apikey
 		case ok:
 			limits = o
 		}
 	}
 	pol := ratelimit.Policy{Name: decl.name, Limits: limitNames(decl.name, limits)}
-	if reserved[decl.name] || len(limits) == 0 {
-		ps.errs = append(ps.errs, fmt.Errorf("operation %s: a budget needs a name other than session, ip, apikey, login or stream, and at least one limit", op.OperationID))
-		return ps.apikey
-	}
 	if err := pol.Validate(); err != nil {
-		ps.errs = append(ps.errs, fmt.Errorf("operation %s: %w", op.OperationID, err))
+		ps.errs = append(ps.errs, fmt.Errorf("budget %q (operation %s): %w", decl.name, op.OperationID, err))
+		ps.failed[decl.name] = true
 		return ps.apikey
 	}
 	p := ps.newPlane("apikey", decl.name, pol.Limits...)
@@ -191,12 +202,18 @@ func (ps *planes) budgetPlane(op *huma.Operation, decl budgetDecl) *plane {
 	return p
 }
 
+// budgetName is what a budget's name may be: it is also a setting's key.
+var budgetName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
 // reserved are the names of the planes' own policies, which no
 // operation's budget may take.
 var reserved = map[string]bool{"session": true, "ip": true, "apikey": true, "login": true, "stream": true}
 
 // planFor decides which planes apply to op.
 func (ps *planes) planFor(op *huma.Operation) *plan {
+	if _, ok := op.Metadata[metaBudget].(budgetDecl); ok && accessOf(op) != Caller {
+		ps.errs = append(ps.errs, fmt.Errorf("operation %s declares a budget, but its access is %s: a budget is for the API-key callers of a Caller operation", op.OperationID, accessOf(op)))
+	}
 	switch {
 	case ps.limits.Disabled, accessOf(op) == Probe:
 		return nil
@@ -206,11 +223,10 @@ func (ps *planes) planFor(op *huma.Operation) *plan {
 		return &plan{ip: ps.ip, deferred: backoff}
 	}
 	p := &plan{session: ps.session, apikey: ps.apikey, deferred: backoff}
-	if decl, ok := op.Metadata[metaBudget].(budgetDecl); ok {
-		p.apikey = ps.budgetPlane(op, decl)
-	}
 	if accessOf(op) == Session {
 		p.apikey = nil
+	} else if decl, ok := op.Metadata[metaBudget].(budgetDecl); ok {
+		p.apikey = ps.budgetPlane(op, decl)
 	}
 	return p
 }

@@ -347,8 +347,12 @@ func TestOperationBudgets(t *testing.T) {
 	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-notes-c", Method: http.MethodPost, Path: "/api/v1/test/notes/c"}, "notes", hourly(5)), ok)
 	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-ip", Method: http.MethodPost, Path: "/api/v1/test/ipbudget"}, "ip", hourly(5)), ok)
 	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-huge", Method: http.MethodPost, Path: "/api/v1/test/huge"}, "huge", ratelimit.Budget{Limit: 1, Window: time.Hour, Burst: 10_000_000}), ok)
+	// A budget is for the API-key callers of a Caller operation: declared
+	// elsewhere it would be dropped, so it is a mistake too.
+	huma.Register(api.WithAccess(s.API, api.Session), api.WithBudget(huma.Operation{OperationID: "test-session-budget", Method: http.MethodPost, Path: "/api/v1/test/sb"}, "sb", hourly(5)), ok)
+	huma.Register(api.WithAccess(s.API, api.Public), api.WithBudget(huma.Operation{OperationID: "test-public-budget", Method: http.MethodPost, Path: "/api/v1/test/pb"}, "pb", hourly(5)), ok)
 	err := s.Err()
-	for _, want := range []string{"test-notes-c", "test-ip", "test-huge"} {
+	for _, want := range []string{"test-notes-c", "test-ip", "test-huge", "test-session-budget", "test-public-budget"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Err = %v, want it to name %s", err, want)
 		}

@@ -45,11 +45,11 @@ type Config struct {
 	RateLimitSession ratelimit.Budget
 	RateLimitIP      ratelimit.Budget
 	RateLimitAPIKey  ratelimit.Budget
-	// Budgets are the --budget name=limits flags: overrides of the budgets
-	// operations declare, by name. BRAIN_RATE_LIMIT_<NAME> is read when an
-	// operation declares the budget (see budgetOverride).
-	Budgets map[string]string
-	getenv  func(string) string
+	// Budgets are the overrides of the budgets operations declare, by
+	// name: BRAIN_BUDGETS (space-separated name=limits), then the
+	// --budget name=limits flags. budgetFrom says where each came from.
+	Budgets    map[string]string
+	budgetFrom map[string]string
 
 	ShutdownTimeout time.Duration
 	LogFormat       string
@@ -219,17 +219,29 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 			*values[i] = v
 		}
 	}
-	budgets := budgetFlags{}
-	fs.Var(budgets, "budget", "name=limits: replace the defaults of an operation's budget, e.g. notes=200/h;10/s (repeatable; env BRAIN_RATE_LIMIT_<NAME>)")
+	budgets, from := budgetFlags{}, map[string]string{}
+	for _, entry := range strings.Fields(getenv(budgetsEnv)) {
+		if err := budgets.Set(entry); err != nil {
+			return Config{}, fmt.Errorf("invalid %s entry %q: %w", budgetsEnv, entry, err)
+		}
+	}
+	for name := range budgets {
+		from[name] = budgetsEnv
+	}
+	flags := budgetFlags{}
+	fs.Var(flags, "budget", "name=limits: replace the defaults of an operation's budget, e.g. notes=200/h;10/s (repeatable; env "+budgetsEnv+", space-separated)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
+	}
+	for name, v := range flags {
+		budgets[name], from[name] = v, "--budget "+name
 	}
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	fromFlag := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { fromFlag[f.Name] = true })
-	c := Config{Budgets: budgets, getenv: getenv}
+	c := Config{Budgets: budgets, budgetFrom: from}
 	for i, s := range settings {
 		if err := s.set(&c, *values[i]); err != nil {
 			name := s.env
@@ -259,30 +271,21 @@ func (b budgetFlags) Set(v string) error {
 	return nil
 }
 
-// budgetOverride is the api.Limits.Override of c: the --budget flag for
-// name, else BRAIN_RATE_LIMIT_<NAME> (upper case, "-" as "_"). A bad value
-// is an error naming where it came from.
+// budgetsEnv holds budget overrides, space-separated name=limits.
+const budgetsEnv = "BRAIN_BUDGETS"
+
+// budgetOverride is the api.Limits.Override of c. A bad value is an error
+// naming where it came from.
 func (c Config) budgetOverride(name string) ([]ratelimit.Budget, bool, error) {
-	where, v := "--budget "+name, c.Budgets[name]
-	if _, ok := c.Budgets[name]; !ok {
-		where = budgetEnv(name)
-		if c.getenv != nil {
-			v = c.getenv(where)
-		}
-		if v == "" {
-			return nil, false, nil
-		}
+	v, ok := c.Budgets[name]
+	if !ok {
+		return nil, false, nil
 	}
 	b, err := ratelimit.ParseBudgets(v)
 	if err != nil {
-		return nil, false, fmt.Errorf("invalid %s=%q: %w", where, v, err)
+		return nil, false, fmt.Errorf("invalid %s=%q: %w", c.budgetFrom[name], v, err)
 	}
 	return b, true, nil
-}
-
-// budgetEnv is the variable that overrides budget name.
-func budgetEnv(name string) string {
-	return "BRAIN_RATE_LIMIT_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
 // defaultConfig is the configuration with no flags and no environment:

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"io"
 	"log/slog"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -122,10 +124,10 @@ func TestConfigNeverShowsSecrets(t *testing.T) {
 	}
 }
 
-// An operation's budget is overridden by name: --budget name=limits, else
-// BRAIN_RATE_LIMIT_<NAME>; a bad value names where it came from.
+// An operation's budget is overridden by name: BRAIN_BUDGETS, then
+// --budget name=limits; a bad value names where it came from.
 func TestBudgetOverride(t *testing.T) {
-	e := env(map[string]string{"BRAIN_RATE_LIMIT_NOTES_SYNC": "50/h; 5/s", "BRAIN_RATE_LIMIT_BAD": "lots"})
+	e := env(map[string]string{"BRAIN_BUDGETS": "notes-sync=50/h;5/s bad=lots notes=1/s"})
 	c, err := parseConfig("brain", []string{"--budget", "notes=200/h", "--budget", "tags=7/min;1/s,burst=3"}, e, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -136,10 +138,10 @@ func TestBudgetOverride(t *testing.T) {
 		found bool
 		err   string // the setting the error names
 	}{
-		{"notes", []ratelimit.Budget{{Limit: 200, Window: time.Hour, Burst: 200}}, true, ""},
+		{"notes", []ratelimit.Budget{{Limit: 200, Window: time.Hour, Burst: 200}}, true, ""}, // the flag wins
 		{"tags", []ratelimit.Budget{{Limit: 7, Window: time.Minute, Burst: 7}, {Limit: 1, Window: time.Second, Burst: 3}}, true, ""},
 		{"notes-sync", []ratelimit.Budget{{Limit: 50, Window: time.Hour, Burst: 50}, {Limit: 5, Window: time.Second, Burst: 5}}, true, ""},
-		{"bad", nil, false, "BRAIN_RATE_LIMIT_BAD"},
+		{"bad", nil, false, "BRAIN_BUDGETS"},
 		{"other", nil, false, ""},
 	}
 	for _, tc := range tests {
@@ -165,6 +167,22 @@ func TestUnknownBudgetStopsStartUp(t *testing.T) {
 	}
 	if _, err := newServer(c, slog.New(slog.DiscardHandler), nil, nil, nil); err == nil || !strings.Contains(err.Error(), "--budget notes") {
 		t.Fatalf("err = %v, want one naming --budget notes", err)
+	}
+	c, err = parseConfig("brain", nil, env(map[string]string{"BRAIN_BUDGETS": "notez=5/h"}), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newServer(c, slog.New(slog.DiscardHandler), nil, nil, nil); err == nil || !strings.Contains(err.Error(), "BRAIN_BUDGETS") {
+		t.Fatalf("err = %v, want one naming BRAIN_BUDGETS", err)
+	}
+	// brain serve refuses it before it opens or creates anything.
+	dir := t.TempDir()
+	err = run(context.Background(), nil, env(map[string]string{"BRAIN_BUDGETS": "notez=5/h", "BRAIN_DATA_DIR": dir, "BRAIN_ADDR": "127.0.0.1:0", "BRAIN_METRICS_ADDR": "off"}), nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "BRAIN_BUDGETS") {
+		t.Fatalf("serve: err = %v, want one naming BRAIN_BUDGETS", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("serve created %d files before refusing its settings", len(entries))
 	}
 	if _, err := parseConfig("brain", []string{"--budget", "notes"}, env(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "budget") {
 		t.Fatalf("--budget without limits: err = %v", err)

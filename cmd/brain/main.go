@@ -150,7 +150,7 @@ func newServer(cfg Config, logger *slog.Logger, svc *auth.Service, store func(ra
 	declared := s.Budgets()
 	for name := range cfg.Budgets {
 		if !slices.Contains(declared, name) {
-			return nil, fmt.Errorf("invalid --budget %s: no operation declares a budget named %q (declared: %v)", name, name, declared)
+			return nil, fmt.Errorf("invalid %s: no operation declares a budget named %q (declared: %v)", cfg.budgetFrom[name], name, declared)
 		}
 	}
 	return s, nil

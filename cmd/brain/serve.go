@@ -99,6 +99,11 @@ const (
 
 // serve runs the server until ctx is done, then shuts it down gracefully.
 func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
+	// The budget overrides are checked before anything is opened or
+	// created: a mistake there changes nothing.
+	if _, err := newServer(cfg, slog.New(slog.DiscardHandler), nil, nil, nil); err != nil {
+		return err
+	}
 	db, applied, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
