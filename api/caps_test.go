@@ -15,6 +15,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/store/storetest"
@@ -96,7 +97,7 @@ func TestAPIKeyCapHoldsUnderConcurrency(t *testing.T) {
 // four of them share a millisecond and a page ends among those four.
 func TestAPIKeyPages(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, db *store.DB) {
-		clk := &fakeClock{now: t0}
+		clk := testclock.New(t0)
 		srv, _ := liveServer(t, db, auth.Config{Now: clk.Now})
 		cookie := loginCookie(t, srv)
 		var created []string // oldest first
@@ -208,7 +209,7 @@ func TestSessionCapEvictsOldest(t *testing.T) {
 // Every time the API shows has at most millisecond precision, last_used_at
 // included, though the clock has nanoseconds.
 func TestAPIKeyTimesInMilliseconds(t *testing.T) {
-	clk := &fakeClock{now: t0.Add(1234567891 * time.Nanosecond)}
+	clk := testclock.New(t0.Add(1234567891 * time.Nanosecond))
 	srv, _ := liveServer(t, storetest.Open(t, store.SQLite), auth.Config{Now: clk.Now})
 	cookie := loginCookie(t, srv)
 	var k struct{ Key string }

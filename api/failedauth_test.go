@@ -13,6 +13,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/store/storetest"
@@ -44,7 +45,7 @@ func failedAuthServer(t *testing.T) (*live, *lookups, *fakeClock, string) {
 // limitedHTTPServer is failedAuthServer with the ip budget ip.
 func limitedHTTPServer(t *testing.T, ip ratelimit.Budget) (*live, *lookups, *fakeClock, string) {
 	t.Helper()
-	clk := &fakeClock{now: t0}
+	clk := testclock.New(t0)
 	st := &lookups{Store: store.NewAuthStore(storetest.Open(t, store.SQLite))}
 	svc := auth.NewService(st, auth.Config{Argon2: cheap, Now: clk.Now})
 	u, err := svc.AddUser(context.Background(), "ada", "correct horse battery")

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/danielgtaylor/huma/v2"
 )
@@ -108,7 +109,7 @@ func TestSpecShowsLoginBackoff(t *testing.T) {
 // when the handler ignores what ChargeNow returned, and a response that
 // starts with its body is charged like one that starts with its status.
 func TestDeferredChargeRefusalStands(t *testing.T) {
-	clk := &fakeClock{now: t0}
+	clk := testclock.New(t0)
 	l := small(clk) // the session budget is 3
 	svc := MustAuth(t)
 	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/store/storetest"
 )
@@ -81,7 +82,7 @@ func TestSessionTouchNeverHoldsARequest(t *testing.T) {
 		t.Run(string(d), func(t *testing.T) {
 			db, stall := storetest.OpenStallable(t, d)
 			db.Timeout = 2 * time.Second // an inline write would take this long
-			clk := &fakeClock{now: t0}
+			clk := testclock.New(t0)
 			srv, svc := liveServer(t, db, auth.Config{Now: clk.Now, CacheTTL: time.Hour, TouchInterval: time.Minute})
 			cookie := loginCookie(t, srv)
 			if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", cookie); r.status != 200 { // now cached

@@ -14,26 +14,12 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/danielgtaylor/huma/v2"
 )
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+type fakeClock = testclock.Clock
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
@@ -61,7 +47,7 @@ func small(clk *fakeClock) api.Limits {
 // endpoints will. It returns ada's session cookie and API key.
 func limitedServer(t *testing.T) (*api.Server, *fakeClock, string, string) {
 	t.Helper()
-	clk := &fakeClock{now: t0}
+	clk := testclock.New(t0)
 	svc := MustAuth(t)
 	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: small(clk), Now: clk.Now})
 	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-ingest", Method: http.MethodPost, Path: "/api/v1/test/ingest"}, "ingest", hourly(5), perSecond(2)),
@@ -231,7 +217,7 @@ func (r *recorder) take() []string {
 // an operation showing a plane consults it. Nothing is enforced that the
 // spec does not show, and nothing shown goes unenforced.
 func TestSpecIsWhatIsEnforced(t *testing.T) {
-	clk := &fakeClock{now: t0}
+	clk := testclock.New(t0)
 	rec := &recorder{}
 	l := api.DefaultLimits()
 	l.Store = rec.store(clk)
@@ -316,7 +302,7 @@ func containsPrefix(shown []string, policy string) bool {
 // replaces it by name; two operations naming it share it; a mistake is an
 // error of the server, never a panic.
 func TestOperationBudgets(t *testing.T) {
-	clk := &fakeClock{now: t0}
+	clk := testclock.New(t0)
 	l := small(clk)
 	l.Override = func(name string) ([]ratelimit.Budget, bool, error) {
 		if name == "notes" {

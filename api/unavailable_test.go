@@ -13,6 +13,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/store/storetest"
@@ -131,7 +132,7 @@ func TestSpecEvery503IsUnavailable(t *testing.T) {
 // minute, at WARN, with how many requests it failed meanwhile.
 func TestOutageLoggedOncePerCause(t *testing.T) {
 	svc, st := mustDownStore(t)
-	clk := &fakeClock{now: t0}
+	clk := testclock.New(t0)
 	logs := &syncBuffer{}
 	lim := api.DefaultLimits()
 	lim.IP.Limit, lim.IP.Burst = 1000, 1000

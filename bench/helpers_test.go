@@ -1,7 +1,6 @@
 package bench_test
 
 import (
-	"sync"
 	"time"
 
 	"github.com/brain-template/brain/ratelimit"
@@ -16,22 +15,4 @@ func policy(name string, limits ...ratelimit.Limit) ratelimit.Policy {
 
 func lim(name string, limit int, window time.Duration, burst int) ratelimit.Limit {
 	return ratelimit.Limit{Name: name, Budget: ratelimit.Budget{Limit: limit, Window: window, Burst: burst}}
-}
-
-// clock is a fake clock safe for concurrent use.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
 }

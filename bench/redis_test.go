@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/ratelimit/redistest"
 	"github.com/go-chi/httprate"
@@ -104,7 +105,7 @@ func BenchmarkRedis1Caller(b *testing.B) {
 // seconds and reports how many Redis calls the deny cache saved.
 func BenchmarkRedisFlood(b *testing.B) {
 	for b.Loop() {
-		clk := &clock{now: t0}
+		clk := testclock.New(t0)
 		l := ratelimit.NewRedis(redistest.Client(b, redistest.Option(b)), redistest.Prefix(), policy("p", lim("p", 10, time.Second, 10)))
 		l.Now = clk.Now
 		offered, admitted := 0, 0

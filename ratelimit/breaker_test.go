@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/brain-template/brain/internal/testclock"
 )
 
 // fakeStore answers with err (when set), or a decision; local marks it as
@@ -42,16 +44,10 @@ func (f *fakeStore) set(fn func(*fakeStore)) { f.mu.Lock(); fn(f); f.mu.Unlock()
 
 var tb0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) Advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
+type fakeClock = testclock.Clock
 
 func newTestResilient(store Limiter) (*Resilient, *Breaker, *fakeClock) {
-	clk := &fakeClock{now: tb0}
+	clk := testclock.New(tb0)
 	b := NewBreaker()
 	b.Now = clk.Now
 	r := NewResilient(store, NewMemory(store.Policy(), MemoryOptions{}), Open, b)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/internal/testproxy"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/ratelimit/redistest"
@@ -48,7 +49,7 @@ func outage(t *testing.T, mode ratelimit.OnStoreError) (*ratelimit.Resilient, *t
 	client := redistest.Client(t, opt)
 	pol := policy("p", lim("p", 3, time.Hour, 3))
 	store := &countingLimiter{Limiter: ratelimit.NewRedis(client, redistest.Prefix(), pol)}
-	clk := &clock{now: t0}
+	clk := testclock.New(t0)
 	fallback := ratelimit.NewMemory(pol, ratelimit.MemoryOptions{})
 	fallback.Now = clk.Now
 	br := ratelimit.NewBreaker()

@@ -12,27 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/ratelimit/redistest"
 )
 
-// clock is a fake time source for limiters that take a Now func.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+// clock is the fake time source for limiters that take a Now func.
+type clock = testclock.Clock
 
 // stores are the limiter implementations the shared suite runs on, each
 // driven by the fake clock.
@@ -66,7 +52,7 @@ func TestStores(t *testing.T) {
 	for name, newLimiter := range stores() {
 		t.Run(name, func(t *testing.T) {
 			t.Run("BurstThenThrottleThenRefill", func(t *testing.T) {
-				clk := &clock{now: t0}
+				clk := testclock.New(t0)
 				l := newLimiter(t, session, clk)
 				for i := range 60 {
 					if d := allow(t, l, "a"); !d.Allowed || d.Remaining(0) != 59-i {
@@ -87,14 +73,14 @@ func TestStores(t *testing.T) {
 				}
 			})
 			t.Run("Isolation", func(t *testing.T) {
-				clk := &clock{now: t0}
+				clk := testclock.New(t0)
 				l := newLimiter(t, policy("p", lim("p", 1, time.Minute, 1)), clk)
 				if !allow(t, l, "a").Allowed || allow(t, l, "a").Allowed || !allow(t, l, "b").Allowed {
 					t.Fatal("keys a and b share a bucket")
 				}
 			})
 			t.Run("MultiBudgetAtomic", func(t *testing.T) {
-				clk := &clock{now: t0}
+				clk := testclock.New(t0)
 				l := newLimiter(t, policy("ingest", lim("ingest", 100, time.Hour, 100), lim("ingest-burst", 10, time.Second, 10)), clk)
 				for range 10 {
 					allow(t, l, "k")
@@ -110,7 +96,7 @@ func TestStores(t *testing.T) {
 				}
 			})
 			t.Run("RetryAfterIsTrue", func(t *testing.T) {
-				clk := &clock{now: t0}
+				clk := testclock.New(t0)
 				l := newLimiter(t, policy("q", lim("q", 100, time.Hour, 100)), clk)
 				for range 100 {
 					allow(t, l, "k")
@@ -224,7 +210,7 @@ func TestRedisMatchesMemory(t *testing.T) {
 		policy("two", lim("slow", 100, time.Hour, 5), lim("fast", 10, time.Minute, 2)),
 	} {
 		t.Run(p.Name, func(t *testing.T) {
-			clk := &clock{now: t0}
+			clk := testclock.New(t0)
 			mem, red := stores()["memory"](t, p, clk), stores()["redis"](t, p, clk)
 			rnd := rand.New(rand.NewPCG(1, 2))
 			for i := range 400 {
@@ -248,7 +234,7 @@ func TestRedisMatchesMemory(t *testing.T) {
 func TestRedisReadsStoredValues(t *testing.T) {
 	c := redistest.Client(t, redistest.Option(t))
 	pfx := redistest.Prefix()
-	clk := &clock{now: t0}
+	clk := testclock.New(t0)
 	l := ratelimit.NewRedis(c, pfx, policy("p", lim("p", 10, time.Minute, 10))) // a token every 6 s
 	l.Now = clk.Now
 	set := func(key, value string) {
@@ -315,7 +301,7 @@ func TestRedisConcurrentManyKeys(t *testing.T) {
 // Once Redis refuses a key, this replica refuses it locally until the
 // refusal ends: a flood costs Redis one call, not one per request.
 func TestRedisDenyCache(t *testing.T) {
-	clk := &clock{now: t0}
+	clk := testclock.New(t0)
 	l := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(), policy("p", lim("p", 2, time.Minute, 2)))
 	l.Now = clk.Now
 	allow(t, l, "k")
@@ -338,7 +324,7 @@ func TestRedisDenyCache(t *testing.T) {
 // A refusal replayed from the deny cache says which budgets refuse now:
 // one may have recovered since Redis refused.
 func TestRedisDenyCacheReplaysRecovery(t *testing.T) {
-	clk := &clock{now: t0}
+	clk := testclock.New(t0)
 	l := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(),
 		policy("p", lim("fast", 1, time.Second, 1), lim("slow", 2, time.Minute, 2)))
 	l.Now = clk.Now
