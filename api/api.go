@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/store"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 	"github.com/go-chi/chi/v5"
@@ -57,6 +58,9 @@ type Config struct {
 	// Auth resolves callers. Nil only for documenting the API (brain
 	// openapi): every operation but the public ones then answers 401.
 	Auth *auth.Service
+	// DB is the database, migrated; the operations' stores are built on
+	// it. Nil only for documenting the API.
+	DB *store.DB
 	// TrustedProxies are the peers whose X-Forwarded-For is believed.
 	TrustedProxies []netip.Prefix
 	// CORSOrigins may call from browsers, with credentials.

@@ -61,12 +61,20 @@ var cheap = auth.Argon2Params{Memory: 64, Time: 1, Threads: 1, KeyLen: 32, SaltL
 // user ada (password "correct horse battery").
 func MustAuth(tb testing.TB) *auth.Service {
 	tb.Helper()
-	svc := auth.NewService(store.NewAuthStore(storetest.Open(tb, store.SQLite)), auth.Config{Argon2: cheap})
+	db := storetest.Open(tb, store.SQLite)
+	svc := auth.NewService(store.NewAuthStore(db), auth.Config{Argon2: cheap})
 	if _, err := svc.AddUser(context.Background(), "ada", "correct horse battery"); err != nil {
 		tb.Fatal(err)
 	}
+	dbOf.Store(svc, db)
+	tb.Cleanup(func() { dbOf.Delete(svc) })
 	return svc
 }
+
+// dbOf maps each MustAuth service to its database, which a server built
+// on the service gets as its Config.DB: its operations then find ada's
+// rows where the auth service keeps them.
+var dbOf sync.Map // *auth.Service → *store.DB
 
 // mustKey returns a new API key of ada's.
 func mustKey(tb testing.TB, svc *auth.Service) string {
@@ -113,6 +121,9 @@ func mustRawServer(tb testing.TB, cfg api.Config) (*api.Server, *syncBuffer) {
 	}
 	if cfg.Auth == nil {
 		cfg.Auth = MustAuth(tb)
+	}
+	if db, ok := dbOf.Load(cfg.Auth); ok && cfg.DB == nil {
+		cfg.DB = db.(*store.DB)
 	}
 	s := api.New(cfg)
 	huma.Register(s.API, huma.Operation{

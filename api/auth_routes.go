@@ -323,14 +323,11 @@ func admitPasswordAttempt(ctx context.Context, svc *auth.Service, username, ip s
 // client's fault (auth.ErrUnavailable) is 503, its cause kept for the log;
 // anything else unknown stays an internal error.
 func authError(err error) error {
+	if errors.Is(err, auth.ErrBusy) {
+		return unavailable("brain is busy checking other passwords; retry shortly", err)
+	}
 	if errors.Is(err, auth.ErrUnavailable) {
-		msg := "brain's database does not answer right now; retry shortly"
-		if errors.Is(err, auth.ErrBusy) {
-			msg = "brain is busy checking other passwords; retry shortly"
-		}
-		e := NewError(http.StatusServiceUnavailable, msg)
-		e.cause = err
-		return e
+		return storeError(err)
 	}
 	var te *auth.ThrottledError
 	switch {

@@ -84,6 +84,25 @@ func NewError(status int, msg string, details ...FieldError) *Error {
 	return e
 }
 
+// unavailable is a 503 with message msg, caused by err, which is logged
+// and never sent.
+func unavailable(msg string, err error) *Error {
+	e := NewError(http.StatusServiceUnavailable, msg)
+	e.cause = err
+	return e
+}
+
+// storeError is the answer to an error from the database that a handler
+// did not handle itself (it handles store.ErrNotFound, say): the
+// database failing or too slow, which is never the client's fault. It is
+// 503 with Retry-After, its cause logged and never sent; nil stays nil.
+func storeError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return unavailable("brain's database does not answer right now; retry shortly", err)
+}
+
 // codes maps the statuses the API uses to their envelope codes (the
 // README's Errors section lists them). Statuses not listed get a
 // kebab-case form of their status text.

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net/http"
 	"regexp"
-	"slices"
 	"strconv"
 	"time"
 
@@ -60,28 +59,36 @@ func (l Limits) withDefaults() Limits {
 // metaBudget is the Operation.Metadata key of an operation's budget.
 const metaBudget = "brain.budget"
 
-// budgetDecl is the budget an operation declares: a name and its default
-// limits.
-type budgetDecl struct {
-	name     string
-	defaults []ratelimit.Budget
+// A Budget is a named set of limits that the API-key callers of the
+// operations declaring it draw from, instead of the key's default budget.
+// Declare it once, as a variable, and name it on each operation that
+// shares it:
+//
+//	var bookmarkBudget = api.Budget{Name: "bookmarks", Default: "100/h; 10/s"}
+//	huma.Register(callers, api.WithBudget(op, bookmarkBudget), handler)
+type Budget struct {
+	// Name is 1 to 32 of a-z, 0-9 and -, starting with a letter. It is the
+	// key of the budget's setting (BRAIN_BUDGETS="bookmarks=200/h") and,
+	// in the spec and the headers, the name of its first limit; the second
+	// is name-burst, any further name-3, name-4.
+	Name string
+	// Default is its limits unless configuration replaces them, in the
+	// syntax of the settings: "100/h; 10/s" is 100 an hour and 10 a
+	// second, and a request must pass both.
+	Default string
 }
 
-// WithBudget returns op drawing, for API-key callers, from the budget
-// name instead of the key's default one: by default the limits given, all
-// of which a request must pass ("100/h" and "10/s", say). Configuration
-// replaces them by name (Limits.Override; in brain, BRAIN_BUDGETS or
-// --budget name=...). Only an operation with Caller access may declare
-// one. Operations that name the same budget share it,
-// and must declare the same defaults. In the spec and the headers the
-// first limit is called name, the second name-burst, any further
-// name-3, name-4.
-func WithBudget(op huma.Operation, name string, defaults ...ratelimit.Budget) huma.Operation {
+// WithBudget returns op drawing, for API-key callers, from budget b.
+// Sessions keep their session budget. Only an operation with Caller
+// access may declare one. Operations that name the same budget share it,
+// and must give it the same default. A mistake (a bad name or default) is
+// reported by Server.Err, never a panic.
+func WithBudget(op huma.Operation, b Budget) huma.Operation {
 	op.Metadata = maps.Clone(op.Metadata) // never the caller's map, which other operations may share
 	if op.Metadata == nil {
 		op.Metadata = map[string]any{}
 	}
-	op.Metadata[metaBudget] = budgetDecl{name: name, defaults: defaults}
+	op.Metadata[metaBudget] = b
 	return op
 }
 
@@ -128,10 +135,10 @@ type planes struct {
 	ip       *plane
 	apikey   *plane
 	metrics  *Metrics
-	ops      map[string]*plane             // by budget name
-	declared map[string][]ratelimit.Budget // each budget's defaults, as first declared
-	errs     []error                       // configuration mistakes found while registering
-	failed   map[string]bool               // budgets whose mistake is in errs
+	ops      map[string]*plane // by budget name
+	declared map[string]Budget // each budget as first declared
+	errs     []error           // configuration mistakes found while registering
+	failed   map[string]bool   // budgets whose mistake is in errs
 }
 
 func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThrottle) *planes {
@@ -144,7 +151,7 @@ func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThro
 		login:    login,
 		metrics:  m,
 		ops:      map[string]*plane{},
-		declared: map[string][]ratelimit.Budget{},
+		declared: map[string]Budget{},
 		failed:   map[string]bool{},
 	}
 	ps.session = ps.newPlane("session", "session", ratelimit.Limit{Name: "session", Budget: l.Session})
@@ -162,44 +169,52 @@ func (ps *planes) newPlane(planeName, policy string, limits ...ratelimit.Limit) 
 	return pl
 }
 
-// budgetPlane returns the apikey plane of the budget decl names, made on
-// its first use with the configured limits or else decl's defaults. A
-// mistake in either is recorded in ps.errs and the key's default budget
-// serves instead: the server reports it at start-up (Server.Err).
-func (ps *planes) budgetPlane(op *huma.Operation, decl budgetDecl) *plane {
-	if !budgetName.MatchString(decl.name) || reserved[decl.name] {
-		ps.errs = append(ps.errs, fmt.Errorf("operation %s: budget %q: a name is 1 to 32 of a-z, 0-9 and -, starting with a letter, and not session, ip, apikey, login or stream", op.OperationID, decl.name))
+// budgetPlane returns the apikey plane of budget b, made on its first
+// use with the configured limits or else b's default. A mistake in either
+// is recorded in ps.errs and the key's default budget serves instead: the
+// server reports it at start-up (Server.Err).
+func (ps *planes) budgetPlane(op *huma.Operation, b Budget) *plane {
+	if !budgetName.MatchString(b.Name) || reserved[b.Name] {
+		ps.errs = append(ps.errs, fmt.Errorf("operation %s: budget %q: a name is 1 to 32 of a-z, 0-9 and -, starting with a letter, and not session, ip, apikey, login or stream", op.OperationID, b.Name))
 		return ps.apikey
 	}
-	if ps.failed[decl.name] {
+	if ps.failed[b.Name] {
 		return ps.apikey // its mistake is reported once
 	}
-	if p, ok := ps.ops[decl.name]; ok {
-		if !slices.Equal(ps.declared[decl.name], decl.defaults) {
-			ps.errs = append(ps.errs, fmt.Errorf("operation %s declares budget %q with other defaults than an operation before it", op.OperationID, decl.name))
+	if p, ok := ps.ops[b.Name]; ok {
+		if ps.declared[b.Name] != b {
+			ps.errs = append(ps.errs, fmt.Errorf("operation %s declares budget %q with the default %q, but an operation before it declared %q: declare the budget once, as a variable, and name it on both", op.OperationID, b.Name, b.Default, ps.declared[b.Name].Default))
 		}
 		return p
 	}
-	limits := decl.defaults
-	if ps.limits.Override != nil {
-		switch o, ok, err := ps.limits.Override(decl.name); {
-		case err != nil:
-			ps.errs = append(ps.errs, fmt.Errorf("budget %q (operation %s): %w", decl.name, op.OperationID, err))
-			ps.failed[decl.name] = true
-			return ps.apikey
-		case ok:
-			limits = o
-		}
+	limits, err := ratelimit.ParseBudgets(b.Default)
+	if err != nil {
+		err = fmt.Errorf("its default: %w", err)
+	} else if o, ok, oerr := ps.override(b.Name); oerr != nil {
+		err = oerr
+	} else if ok {
+		limits = o
 	}
-	pol := ratelimit.Policy{Name: decl.name, Limits: limitNames(decl.name, limits)}
-	if err := pol.Validate(); err != nil {
-		ps.errs = append(ps.errs, fmt.Errorf("budget %q (operation %s): %w", decl.name, op.OperationID, err))
-		ps.failed[decl.name] = true
+	pol := ratelimit.Policy{Name: b.Name, Limits: limitNames(b.Name, limits)}
+	if err == nil {
+		err = pol.Validate()
+	}
+	if err != nil {
+		ps.errs = append(ps.errs, fmt.Errorf("budget %q (operation %s): %w", b.Name, op.OperationID, err))
+		ps.failed[b.Name] = true
 		return ps.apikey
 	}
-	p := ps.newPlane("apikey", decl.name, pol.Limits...)
-	ps.ops[decl.name], ps.declared[decl.name] = p, decl.defaults
+	p := ps.newPlane("apikey", b.Name, pol.Limits...)
+	ps.ops[b.Name], ps.declared[b.Name] = p, b
 	return p
+}
+
+// override returns the configured limits of budget name, if any.
+func (ps *planes) override(name string) ([]ratelimit.Budget, bool, error) {
+	if ps.limits.Override == nil {
+		return nil, false, nil
+	}
+	return ps.limits.Override(name)
 }
 
 // budgetName is what a budget's name may be: it is also a setting's key.
@@ -211,7 +226,7 @@ var reserved = map[string]bool{"session": true, "ip": true, "apikey": true, "log
 
 // planFor decides which planes apply to op.
 func (ps *planes) planFor(op *huma.Operation) *plan {
-	if _, ok := op.Metadata[metaBudget].(budgetDecl); ok && accessOf(op) != Caller {
+	if _, ok := op.Metadata[metaBudget].(Budget); ok && accessOf(op) != Caller {
 		ps.errs = append(ps.errs, fmt.Errorf("operation %s declares a budget, but its access is %s: a budget is for the API-key callers of a Caller operation", op.OperationID, accessOf(op)))
 	}
 	switch {
@@ -225,8 +240,8 @@ func (ps *planes) planFor(op *huma.Operation) *plan {
 	p := &plan{session: ps.session, apikey: ps.apikey, deferred: backoff}
 	if accessOf(op) == Session {
 		p.apikey = nil
-	} else if decl, ok := op.Metadata[metaBudget].(budgetDecl); ok {
-		p.apikey = ps.budgetPlane(op, decl)
+	} else if b, ok := op.Metadata[metaBudget].(Budget); ok {
+		p.apikey = ps.budgetPlane(op, b)
 	}
 	return p
 }

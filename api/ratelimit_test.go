@@ -50,7 +50,7 @@ func limitedServer(t *testing.T) (*api.Server, *fakeClock, string, string) {
 	clk := testclock.New(t0)
 	svc := MustAuth(t)
 	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: small(clk), Now: clk.Now})
-	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-ingest", Method: http.MethodPost, Path: "/api/v1/test/ingest"}, "ingest", hourly(5), perSecond(2)),
+	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-ingest", Method: http.MethodPost, Path: "/api/v1/test/ingest"}, api.Budget{Name: "ingest", Default: "5/h; 2/s"}),
 		func(ctx context.Context, _ *struct{}) (*struct{}, error) { return nil, nil })
 	cookie, key := loginAndKey(t, svc)
 	return s, clk, cookie, key
@@ -223,7 +223,7 @@ func TestSpecIsWhatIsEnforced(t *testing.T) {
 	l.Store = rec.store(clk)
 	svc := MustAuth(t)
 	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now})
-	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-ingest", Method: http.MethodPost, Path: "/api/v1/test/ingest"}, "ingest", hourly(100), perSecond(10)),
+	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-ingest", Method: http.MethodPost, Path: "/api/v1/test/ingest"}, api.Budget{Name: "ingest", Default: "100/h; 10/s"}),
 		func(ctx context.Context, _ *struct{}) (*struct{}, error) { return nil, nil })
 	spec, _ := s.Spec()
 	var doc struct {
@@ -313,8 +313,9 @@ func TestOperationBudgets(t *testing.T) {
 	svc := MustAuth(t)
 	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now})
 	ok := func(ctx context.Context, _ *struct{}) (*struct{}, error) { return nil, nil }
-	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-notes-a", Method: http.MethodPost, Path: "/api/v1/test/notes/a"}, "notes", hourly(100), perSecond(10)), ok)
-	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-notes-b", Method: http.MethodPost, Path: "/api/v1/test/notes/b"}, "notes", hourly(100), perSecond(10)), ok)
+	notes := api.Budget{Name: "notes", Default: "100/h; 10/s"}
+	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-notes-a", Method: http.MethodPost, Path: "/api/v1/test/notes/a"}, notes), ok)
+	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-notes-b", Method: http.MethodPost, Path: "/api/v1/test/notes/b"}, notes), ok)
 	if err := s.Err(); err != nil || !slices.Equal(s.Budgets(), []string{"notes"}) {
 		t.Fatalf("Err = %v, Budgets = %v", err, s.Budgets())
 	}
@@ -329,16 +330,19 @@ func TestOperationBudgets(t *testing.T) {
 	}
 
 	// Mistakes: another default for the same budget, a reserved name, an
-	// invalid budget. Each is reported; none panics.
-	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-notes-c", Method: http.MethodPost, Path: "/api/v1/test/notes/c"}, "notes", hourly(5)), ok)
-	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-ip", Method: http.MethodPost, Path: "/api/v1/test/ipbudget"}, "ip", hourly(5)), ok)
-	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-huge", Method: http.MethodPost, Path: "/api/v1/test/huge"}, "huge", ratelimit.Budget{Limit: 1, Window: time.Hour, Burst: 10_000_000}), ok)
+	// invalid budget, a default that does not parse. Each is reported; none
+	// panics.
+	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-notes-c", Method: http.MethodPost, Path: "/api/v1/test/notes/c"}, api.Budget{Name: "notes", Default: "5/h"}), ok)
+	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-ip", Method: http.MethodPost, Path: "/api/v1/test/ipbudget"}, api.Budget{Name: "ip", Default: "5/h"}), ok)
+	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-huge", Method: http.MethodPost, Path: "/api/v1/test/huge"}, api.Budget{Name: "huge", Default: "1/h,burst=10000000"}), ok)
 	// A budget is for the API-key callers of a Caller operation: declared
 	// elsewhere it would be dropped, so it is a mistake too.
-	huma.Register(api.WithAccess(s.API, api.Session), api.WithBudget(huma.Operation{OperationID: "test-session-budget", Method: http.MethodPost, Path: "/api/v1/test/sb"}, "sb", hourly(5)), ok)
-	huma.Register(api.WithAccess(s.API, api.Public), api.WithBudget(huma.Operation{OperationID: "test-public-budget", Method: http.MethodPost, Path: "/api/v1/test/pb"}, "pb", hourly(5)), ok)
+	huma.Register(api.WithAccess(s.API, api.Session), api.WithBudget(huma.Operation{OperationID: "test-session-budget", Method: http.MethodPost, Path: "/api/v1/test/sb"}, api.Budget{Name: "sb", Default: "5/h"}), ok)
+	huma.Register(api.WithAccess(s.API, api.Public), api.WithBudget(huma.Operation{OperationID: "test-public-budget", Method: http.MethodPost, Path: "/api/v1/test/pb"}, api.Budget{Name: "pb", Default: "5/h"}), ok)
+	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-typo", Method: http.MethodPost, Path: "/api/v1/test/typo"}, api.Budget{Name: "typo", Default: "100/hour"}), ok)
+	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-nodefault", Method: http.MethodPost, Path: "/api/v1/test/nodefault"}, api.Budget{Name: "nodefault"}), ok)
 	err := s.Err()
-	for _, want := range []string{"test-notes-c", "test-ip", "test-huge", "test-session-budget", "test-public-budget"} {
+	for _, want := range []string{"test-notes-c", "test-ip", "test-huge", "test-session-budget", "test-public-budget", "test-typo", "test-nodefault"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Err = %v, want it to name %s", err, want)
 		}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brain-template/brain/auth"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
 	sqlite "modernc.org/sqlite"        // registers "sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -26,6 +27,10 @@ const (
 	SQLite   Dialect = "sqlite"   // the embedded default, a file in the data dir
 	Postgres Dialect = "postgres" // the scale-out path
 )
+
+// ErrNotFound is what a store's method returns when no row is what it
+// names. It is auth.ErrNotFound, which the auth store returns too.
+var ErrNotFound = auth.ErrNotFound
 
 // DB is an open database. It is safe for concurrent use; call Close when done.
 //

@@ -165,14 +165,14 @@ func TestUnknownBudgetStopsStartUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newServer(c, slog.New(slog.DiscardHandler), nil, nil, nil); err == nil || !strings.Contains(err.Error(), "--budget notes") {
+	if _, err := newServer(c, slog.New(slog.DiscardHandler), running{}); err == nil || !strings.Contains(err.Error(), "--budget notes") {
 		t.Fatalf("err = %v, want one naming --budget notes", err)
 	}
 	c, err = parseConfig("brain", nil, env(map[string]string{"BRAIN_BUDGETS": "notez=5/h"}), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newServer(c, slog.New(slog.DiscardHandler), nil, nil, nil); err == nil || !strings.Contains(err.Error(), "BRAIN_BUDGETS") {
+	if _, err := newServer(c, slog.New(slog.DiscardHandler), running{}); err == nil || !strings.Contains(err.Error(), "BRAIN_BUDGETS") {
 		t.Fatalf("err = %v, want one naming BRAIN_BUDGETS", err)
 	}
 	// brain serve refuses it before it opens or creates anything.

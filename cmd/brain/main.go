@@ -27,6 +27,7 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ratelimit"
+	"github.com/brain-template/brain/store"
 )
 
 func main() {
@@ -93,7 +94,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		if len(args) > 0 {
 			return fmt.Errorf("openapi takes no arguments: it always documents the default settings")
 		}
-		s, err := newServer(defaultConfig(), slog.New(slog.DiscardHandler), nil, nil, nil)
+		s, err := newServer(defaultConfig(), slog.New(slog.DiscardHandler), running{})
 		if err != nil {
 			return err
 		}
@@ -127,22 +128,35 @@ func helpText(text string) func(*flag.FlagSet) {
 	}
 }
 
+// running is what a serving brain gives its API beyond the settings: the
+// database, the auth service, the rate limiters' store, the metrics and
+// the readiness checks. `brain openapi`, which only documents, has none.
+type running struct {
+	db       *store.DB
+	auth     *auth.Service
+	limiters func(ratelimit.Policy) ratelimit.Limiter
+	metrics  *api.Metrics
+	ready    []api.Check
+}
+
 // newServer builds the API for cfg. `brain openapi` and `brain serve` both
 // use it, so the served document is the printed one for the same settings.
-// svc, store and metrics are nil for `brain openapi`, which only documents.
-func newServer(cfg Config, logger *slog.Logger, svc *auth.Service, store func(ratelimit.Policy) ratelimit.Limiter, metrics *api.Metrics, ready ...api.Check) (*api.Server, error) {
+// It fails when a budget setting names a budget no operation declares, or
+// when a budget cannot be enforced.
+func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) {
 	l := limits(cfg)
-	l.Store = store
+	l.Store = r.limiters
 	s := api.New(api.Config{
 		Logger:         logger,
 		BuildVersion:   buildVersion(),
-		Ready:          ready,
-		Auth:           svc,
+		Ready:          r.ready,
+		Auth:           r.auth,
+		DB:             r.db,
 		TrustedProxies: cfg.TrustedProxies,
 		CORSOrigins:    cfg.CORSOrigins,
 		CookieSecure:   cfg.CookieSecure,
 		Limits:         l,
-		Metrics:        metrics,
+		Metrics:        r.metrics,
 	})
 	if err := s.Err(); err != nil {
 		return nil, err

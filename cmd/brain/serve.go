@@ -101,7 +101,7 @@ const (
 func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	// The budget overrides are checked before anything is opened or
 	// created: a mistake there changes nothing.
-	if _, err := newServer(cfg, slog.New(slog.DiscardHandler), nil, nil, nil); err != nil {
+	if _, err := newServer(cfg, slog.New(slog.DiscardHandler), running{}); err != nil {
 		return err
 	}
 	db, applied, err := openStore(ctx, cfg)
@@ -150,7 +150,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		defer stop()
 	}
 
-	handler, err := newServer(cfg, logger, svc, limiterStore, metrics, ready...)
+	handler, err := newServer(cfg, logger, running{db: db, auth: svc, limiters: limiterStore, metrics: metrics, ready: ready})
 	if err != nil {
 		return err
 	}
