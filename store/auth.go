@@ -2,16 +2,10 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
-	"fmt"
 	"slices"
 	"time"
 
 	"github.com/brain-template/brain/auth"
-	"github.com/jackc/pgx/v5/pgconn"
-	sqlite "modernc.org/sqlite"
-	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // AuthStore keeps users, sessions and API keys. It implements auth.Store on
@@ -22,40 +16,6 @@ type AuthStore struct{ db *DB }
 func NewAuthStore(db *DB) *AuthStore { return &AuthStore{db: db} }
 
 var _ auth.Store = (*AuthStore)(nil)
-
-func ms(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-func fromMS(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v).UTC()
-}
-
-// isUnique reports a unique-constraint violation on either dialect.
-func isUnique(err error) bool {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgErr.Code == "23505"
-	}
-	var sqErr *sqlite.Error
-	if errors.As(err, &sqErr) {
-		return sqErr.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || sqErr.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
-	}
-	return false
-}
-
-func notFound(err error) error {
-	if errors.Is(err, sql.ErrNoRows) {
-		return auth.ErrNotFound
-	}
-	return err
-}
 
 // CreateUser adds u; ErrConflict when the username is taken.
 func (s *AuthStore) CreateUser(ctx context.Context, u auth.User) error {
@@ -317,25 +277,4 @@ func (s *AuthStore) touchBatch(ctx context.Context, update string, keys []string
 		}
 	}
 	return tx.Commit()
-}
-
-func affectedOne(res sql.Result, err error) error {
-	if err != nil {
-		return err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return auth.ErrNotFound
-	}
-	return nil
-}
-
-func wrap(what string, err error) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("store: %s: %w", what, err)
 }
