@@ -96,22 +96,8 @@ func TestForkRenameBuilds(t *testing.T) {
 		t.Skip("make is not installed")
 	}
 	mod := modulePath(t)
-	dst := t.TempDir()
-	for _, f := range repoFiles(t) {
-		if strings.HasPrefix(f, "web/") {
-			continue // the client is not Go; nothing in it names the module
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Join(dst, filepath.Dir(f)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, f), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	// The client is not Go; nothing in it names the module.
+	dst := copyRepo(t, func(f string) bool { return !strings.HasPrefix(f, "web/") })
 	const fork = "example.com/acme/memory"
 	runIn(t, dst, "make", "rename", "MODULE="+fork)
 	if got := runIn(t, dst, "go", "list", "-m"); got != fork {
@@ -122,6 +108,38 @@ func TestForkRenameBuilds(t *testing.T) {
 	}
 	runIn(t, dst, "go", "build", "./...")
 	runIn(t, dst, "go", "vet", "./...")
+}
+
+// copyRepo copies the files of repoFiles that keep says to keep into a
+// temp dir, with their modification times (so make sees generated files as
+// current), and returns the dir.
+func copyRepo(tb testing.TB, keep func(string) bool) string {
+	tb.Helper()
+	dst := tb.TempDir()
+	for _, f := range repoFiles(tb) {
+		if !keep(f) {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		fi, err := os.Stat(f)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		to := filepath.Join(dst, f)
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(to, b, fi.Mode().Perm()); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.Chtimes(to, fi.ModTime(), fi.ModTime()); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return dst
 }
 
 func runIn(tb testing.TB, dir, name string, args ...string) string {

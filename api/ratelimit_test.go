@@ -316,7 +316,7 @@ func TestOperationBudgets(t *testing.T) {
 	notes := api.Budget{Name: "notes", Default: "100/h; 10/s"}
 	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-notes-a", Method: http.MethodPost, Path: "/api/v1/test/notes/a"}, notes), ok)
 	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-notes-b", Method: http.MethodPost, Path: "/api/v1/test/notes/b"}, notes), ok)
-	if err := s.Err(); err != nil || !slices.Equal(s.Budgets(), []string{"notes"}) {
+	if err := s.Err(); err != nil || !slices.Contains(s.Budgets(), "notes") {
 		t.Fatalf("Err = %v, Budgets = %v", err, s.Budgets())
 	}
 	_, key := loginAndKey(t, svc)

@@ -1,0 +1,221 @@
+package brain_test
+
+import (
+	"encoding/json"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A guideBlock is a fenced code block of a README section. Its info
+// string says what to do with it: "go file=PATH" creates PATH with the
+// block; "go file=PATH in=FUNC" adds the block's lines at the end of the
+// body of FUNC in PATH; "sh" runs each line in the repository.
+type guideBlock struct {
+	lang, file, in, text string
+}
+
+var fence = regexp.MustCompile("(?ms)^```([a-z]+)([^\n]*)\n(.*?)^```$")
+
+// guideBlocks returns the code blocks of the README section titled title.
+func guideBlocks(tb testing.TB, title string) []guideBlock {
+	tb.Helper()
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## "+title+"\n")
+	if !ok {
+		tb.Fatalf("README.md has no section %q", title)
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	var out []guideBlock
+	for _, m := range fence.FindAllStringSubmatch(sec, -1) {
+		g := guideBlock{lang: m[1], text: m[3]}
+		for _, attr := range strings.Fields(m[2]) {
+			k, v, _ := strings.Cut(attr, "=")
+			switch k {
+			case "file":
+				g.file = v
+			case "in":
+				g.in = v
+			default:
+				tb.Fatalf("README %q: a block's info string has %q; want file= and in=", title, attr)
+			}
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// apply carries out block g in the repository at dir.
+func (g guideBlock) apply(tb testing.TB, dir string) {
+	tb.Helper()
+	switch {
+	case g.file != "" && g.in == "":
+		path := filepath.Join(dir, g.file)
+		if _, err := os.Stat(path); err == nil {
+			tb.Fatalf("the guide creates %s, which exists already", g.file)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(g.text), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	case g.file != "":
+		path := filepath.Join(dir, g.file)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			tb.Fatalf("the guide adds to %s: %v", g.file, err)
+		}
+		src := string(b)
+		start := strings.Index(src, "\nfunc "+g.in+"(")
+		end := strings.Index(src[max(start, 0):], "\n}\n")
+		if start < 0 || end < 0 {
+			tb.Fatalf("the guide adds to func %s in %s, which has none", g.in, g.file)
+		}
+		at := start + end + 1 // the closing brace
+		if err := os.WriteFile(path, []byte(src[:at]+g.text+src[at:]), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	case g.lang == "sh":
+		for _, line := range strings.Split(strings.TrimSpace(g.text), "\n") {
+			if line == "make test" {
+				continue // this test runs the tests the change concerns, below; all of them would run this test again
+			}
+			runIn(tb, dir, "sh", "-c", line)
+		}
+	default:
+		tb.Fatalf("a %s block with no file=: the guide's blocks are files to write or sh to run", g.lang)
+	}
+}
+
+// TestAddOperationGuide follows the README's "Add an operation" as a fork
+// would, in a copy of the repository: it applies the section's code
+// blocks, regenerates the spec and the client as the section says, and
+// runs the tests of the packages it touched. The new operations must be
+// in the spec with their own budget in x-rate-limit, the files changed
+// must be exactly those the guide names and the generated ones, and the
+// typed client must compile.
+func TestAddOperationGuide(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and tests a copy of the repository")
+	}
+	blocks := guideBlocks(t, "Add an operation")
+	if len(blocks) == 0 {
+		t.Fatal("the guide has no code blocks")
+	}
+	nodeModules, err := filepath.Abs("web/node_modules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(nodeModules, ".package-lock.json")); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("web/node_modules is not installed (make test installs it): %v", err)
+		}
+		t.Skip("web/node_modules is not installed; make test installs it")
+	}
+	dir := copyRepo(t, func(string) bool { return true })
+	before := snapshot(t, dir)
+	// The copy uses the installed packages; its package files keep their
+	// times, so make sees them installed.
+	if err := os.Symlink(nodeModules, filepath.Join(dir, "web", "node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range blocks {
+		g.apply(t, dir)
+	}
+
+	// The files changed are those the guide names, and the generated ones.
+	want := []string{"openapi.json", "web/src/api/schema.d.ts"}
+	for _, g := range blocks {
+		if g.file != "" {
+			want = append(want, g.file)
+		}
+	}
+	after := snapshot(t, dir)
+	var changed []string
+	for f, h := range after {
+		if before[f] != h {
+			changed = append(changed, f)
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(changed)
+	if !slices.Equal(changed, slices.Compact(want)) {
+		t.Errorf("the guide changed %v; want exactly %v", changed, want)
+	}
+
+	if out := runIn(t, dir, "gofmt", "-l", "."); out != "" {
+		t.Errorf("the guide's Go is not gofmt'd:\n%s", out)
+	}
+	runIn(t, dir, "go", "vet", "./...")
+	runIn(t, dir, "go", "test", "-count=1", "./api/...", "./store/...", "./cmd/...")
+	runIn(t, dir, "make", "--no-print-directory", "client-check")
+
+	// The new operations are in the spec, each with a budget of its own.
+	ops := func(spec string) map[string][]struct{ Plane, Policy string } {
+		b, err := os.ReadFile(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Paths map[string]map[string]struct {
+				OperationID string                           `json:"operationId"`
+				XRateLimit  []struct{ Plane, Policy string } `json:"x-rate-limit"`
+			}
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]struct{ Plane, Policy string }{}
+		for _, item := range doc.Paths {
+			for _, op := range item {
+				out[op.OperationID] = op.XRateLimit
+			}
+		}
+		return out
+	}
+	old, now := ops("openapi.json"), ops(filepath.Join(dir, "openapi.json"))
+	added := 0
+	for id, limits := range now {
+		if _, ok := old[id]; ok {
+			continue
+		}
+		added++
+		own := slices.ContainsFunc(limits, func(l struct{ Plane, Policy string }) bool {
+			return l.Plane == "apikey" && l.Policy != "apikey"
+		})
+		if !own {
+			t.Errorf("the guide's operation %s shows no budget of its own in x-rate-limit: %v", id, limits)
+		}
+	}
+	if added == 0 {
+		t.Errorf("the spec has no new operation after the guide; it has %v", slices.Sorted(maps.Keys(now)))
+	}
+}
+
+// snapshot maps each regular file under dir (not through symlinks) to its
+// content.
+func snapshot(tb testing.TB, dir string) map[string]string {
+	tb.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		rel, _ := filepath.Rel(dir, path)
+		out[filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
