@@ -158,11 +158,12 @@ func New(cfg Config) *Server {
 // Err reports the mistakes in the rate-limit configuration found while
 // the operations registered: a budget override that is not a budget, an
 // invalid budget, two operations declaring one budget differently. A
-// server with any must not serve; nothing panics.
+// server with any must not serve; nothing panics. It sees the operations
+// registered so far: call it after the last one.
 func (s *Server) Err() error { return errors.Join(s.planes.errs...) }
 
-// Budgets returns the names of the budgets the operations declare
-// (api.WithBudget), sorted.
+// Budgets returns the names of the budgets the operations registered so
+// far declare (api.WithBudget), sorted.
 func (s *Server) Budgets() []string { return slices.Sorted(maps.Keys(s.planes.ops)) }
 
 // ServeHTTP implements http.Handler.

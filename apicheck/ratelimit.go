@@ -3,7 +3,8 @@ package apicheck
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/brain-template/brain/ratelimit"
@@ -87,6 +88,8 @@ func checkResponses(b, r *jsonDoc, bOp, rOp map[string]any, add func(id, format 
 	}
 }
 
+// checkPolicies reports an operation's x-rate-limit removed, a budget added
+// to it, or one of its budgets tightened.
 func checkPolicies(bRL, rRL any, add func(id, format string, args ...any)) {
 	if bRL == nil {
 		bRL = []any{}
@@ -98,36 +101,36 @@ func checkPolicies(bRL, rRL any, add func(id, format string, args ...any)) {
 		add(IDRateLimitRemoved, "removed its x-rate-limit declaration (or left it empty or not a list)")
 		return
 	}
-	bEntries := budgetsByName(bRL)
-	rEntries := budgetsByName(rRL)
-	names := make([]string, 0, len(rEntries))
-	for name := range rEntries {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		re := rEntries[name]
+	bEntries, rEntries := budgetsByName(bRL), budgetsByName(rRL)
+	for _, name := range slices.Sorted(maps.Keys(rEntries)) {
 		be, ok := bEntries[name]
 		if !ok {
 			add(IDRateLimitBudgetAdded, "added the budget %s", name)
 			continue
 		}
-		for _, k := range lowerIsTighter {
-			if bv, rv, ok := numbers(be[k], re[k]); ok && rv < bv {
-				add(IDRateLimitTightened, "lowered %s of budget %s from %v to %v", k, name, bv, rv)
-			}
+		compareBudget(name, be, rEntries[name], add)
+	}
+}
+
+// compareBudget reports each way budget name is tighter in the revision
+// (re) than in the base (be): a lower limit, burst or cap, a longer window
+// or back-off step.
+func compareBudget(name string, be, re map[string]any, add func(id, format string, args ...any)) {
+	for _, k := range lowerIsTighter {
+		if bv, rv, ok := numbers(be[k], re[k]); ok && rv < bv {
+			add(IDRateLimitTightened, "lowered %s of budget %s from %v to %v", k, name, bv, rv)
 		}
-		for _, k := range higherIsTighter {
-			if bv, rv, ok := numbers(be[k], re[k]); ok && rv > bv {
-				add(IDRateLimitTightened, "raised %s of budget %s from %v to %v", k, name, bv, rv)
-			}
+	}
+	for _, k := range higherIsTighter {
+		if bv, rv, ok := numbers(be[k], re[k]); ok && rv > bv {
+			add(IDRateLimitTightened, "raised %s of budget %s from %v to %v", k, name, bv, rv)
 		}
-		bb, _ := be["backoff_s"].([]any)
-		rb, _ := re["backoff_s"].([]any)
-		for i := 0; i < len(bb) && i < len(rb); i++ {
-			if bv, rv, ok := numbers(bb[i], rb[i]); ok && rv > bv {
-				add(IDRateLimitTightened, "raised backoff_s[%d] of budget %s from %v to %v", i, name, bv, rv)
-			}
+	}
+	bb, _ := be["backoff_s"].([]any)
+	rb, _ := re["backoff_s"].([]any)
+	for i := 0; i < len(bb) && i < len(rb); i++ {
+		if bv, rv, ok := numbers(bb[i], rb[i]); ok && rv > bv {
+			add(IDRateLimitTightened, "raised backoff_s[%d] of budget %s from %v to %v", i, name, bv, rv)
 		}
 	}
 }

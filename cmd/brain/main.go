@@ -72,50 +72,54 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	switch cmd {
 	case "serve":
 		cfg, err := parseConfig("brain serve", args, getenv, stderr, helpText(usage+settingsIntro))
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
 		if err != nil {
-			return err
+			return helpIsNoError(err)
 		}
 		return serve(ctx, cfg, newLogger(cfg, stderr))
 	case "migrate":
 		cfg, err := parseConfig("brain migrate", args, getenv, stderr, helpText("usage: brain migrate [settings]\n\nsettings:\n"))
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
 		if err != nil {
-			return err
+			return helpIsNoError(err)
 		}
 		return migrate(ctx, cfg, stdout)
 	case "user":
 		return runUser(ctx, args, getenv, stdin, stdout, stderr)
 	case "openapi":
-		if len(args) > 0 {
-			return fmt.Errorf("openapi takes no arguments: it always documents the default settings")
-		}
-		s, err := newServer(defaultConfig(), slog.New(slog.DiscardHandler), running{})
-		if err != nil {
-			return err
-		}
-		spec, err := s.Spec()
-		if err != nil {
-			return err
-		}
-		_, err = stdout.Write(spec)
-		return err
+		return printSpec(args, stdout)
 	case "help":
-		// What `brain -h` writes to stderr, on stdout: the usage, then the
-		// settings as the flag set lists them.
+		// What `brain -h` writes to stderr, on stdout.
 		_, err := parseConfig("brain", []string{"-h"}, getenv, stdout, helpText(usage+settingsIntro))
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return err
+		return helpIsNoError(err)
 	default:
 		io.WriteString(stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
 	}
+}
+
+// helpIsNoError is err, except that -h (flag.ErrHelp), which has printed
+// the help, is a success.
+func helpIsNoError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
+}
+
+// printSpec writes the OpenAPI document of the default settings.
+func printSpec(args []string, stdout io.Writer) error {
+	if len(args) > 0 {
+		return fmt.Errorf("openapi takes no arguments: it always documents the default settings")
+	}
+	s, err := newServer(defaultConfig(), slog.New(slog.DiscardHandler), running{})
+	if err != nil {
+		return err
+	}
+	spec, err := s.Spec()
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(spec)
+	return err
 }
 
 // helpText makes a flag set's -h print text, then its flags.

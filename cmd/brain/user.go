@@ -50,11 +50,8 @@ func runUser(ctx context.Context, args []string, getenv func(string) string, std
 		helpText(fmt.Sprintf("usage: brain user %s --username NAME [settings] < password\n\n"+
 			"--username is required; of the settings, BRAIN_DATA_DIR and BRAIN_DATABASE_URL say which database:\n\n", cmd)),
 		func(fs *flag.FlagSet) { fs.StringVar(&username, "username", "", "the user's name (required)") })
-	if errors.Is(err, flag.ErrHelp) {
-		return nil
-	}
 	if err != nil {
-		return err
+		return helpIsNoError(err)
 	}
 	if username == "" {
 		return fmt.Errorf("user %s needs --username", cmd)
