@@ -31,11 +31,15 @@ func clientGone(ctx context.Context) bool {
 // server's problem; from the request body it is the client's).
 type readError struct{ err error }
 
+// Error is the read error's text.
 func (e *readError) Error() string { return e.err.Error() }
+
+// Unwrap returns the read error.
 func (e *readError) Unwrap() error { return e.err }
 
 type markedBody struct{ io.ReadCloser }
 
+// Read reads the body, marking its errors as the client's.
 func (b markedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if err != nil && err != io.EOF {

@@ -64,14 +64,14 @@ func (c *deferredCharge) start() bool {
 	return !c.replaced
 }
 
-// SetHeader and AppendHeader pass headers on, unless a refusal replaced
-// the response.
+// SetHeader passes a header on, unless a refusal replaced the response.
 func (c *deferredCharge) SetHeader(name, value string) {
 	if !c.replaced {
 		c.humaContext.SetHeader(name, value)
 	}
 }
 
+// AppendHeader passes a header on, unless a refusal replaced the response.
 func (c *deferredCharge) AppendHeader(name, value string) {
 	if !c.replaced {
 		c.humaContext.AppendHeader(name, value)

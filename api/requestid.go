@@ -9,6 +9,7 @@ import (
 
 type contextKey struct{ name string }
 
+// String names the key in a debugger or a log.
 func (k *contextKey) String() string { return "api context value " + k.name }
 
 var requestIDKey = &contextKey{"request-id"}

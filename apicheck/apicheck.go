@@ -26,6 +26,7 @@ type Finding struct {
 	Text   string
 }
 
+// String is the finding as the gate prints it.
 func (f Finding) String() string {
 	if f.Method == "" && f.Path == "" {
 		return fmt.Sprintf("[%s] %s", f.ID, f.Text)

@@ -79,6 +79,7 @@ type ThrottledError struct {
 	Failures int
 }
 
+// Error says how long the attempt must wait.
 func (e *ThrottledError) Error() string {
 	return "auth: too many failed logins; wait " + e.RetryAfter.String()
 }

@@ -61,6 +61,7 @@ func SchemaVersion(d Dialect) int {
 // ErrSchemaTooNew means the database was migrated by a newer brain.
 type ErrSchemaTooNew struct{ Database, Binary int }
 
+// Error says which versions differ and what to do.
 func (e *ErrSchemaTooNew) Error() string {
 	return fmt.Sprintf("store: the database schema is at version %d but this brain knows only up to %d: run a brain at least as new as the one that migrated it", e.Database, e.Binary)
 }

@@ -260,8 +260,10 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 // budgetFlags collects repeated --budget name=limits flags.
 type budgetFlags map[string]string
 
+// String is empty: the flag has no default to print.
 func (b budgetFlags) String() string { return "" }
 
+// Set reads one --budget name=limits.
 func (b budgetFlags) Set(v string) error {
 	name, limits, ok := strings.Cut(v, "=")
 	if !ok || name == "" {
