@@ -1,0 +1,136 @@
+package streams
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+)
+
+// A Cap bounds how many streams each caller holds open at once, across
+// every stream endpoint. [MemoryCap] counts on one process; [RedisCap]
+// counts across every replica that shares a Redis.
+type Cap interface {
+	// Reserve takes one of key's slots for a new stream. ok is false when
+	// key holds Max streams already. live is how many streams key holds
+	// open, this one included when ok. err is a failure of the cap's store;
+	// ok is then false too.
+	Reserve(ctx context.Context, key string) (s Slot, live int, ok bool, err error)
+	// Max is the most streams one key may hold open.
+	Max() int
+}
+
+// A Slot is one reserved stream. Release it once, when the stream ends
+// for any reason; the zero Slot's methods do nothing.
+type Slot struct {
+	owner slotOwner
+	key   string
+	lease string // the lease's member in Redis; "" in memory
+}
+
+// slotOwner is the cap a slot came from.
+type slotOwner interface {
+	release(s Slot)
+	refresh(ctx context.Context, s Slot) error
+}
+
+// Release frees the slot.
+func (s Slot) Release() {
+	if s.owner != nil {
+		s.owner.release(s)
+	}
+}
+
+// Refresh extends the slot's lease, where the cap keeps one (Redis), so a
+// live stream keeps its slot while the slots of a replica that died
+// expire. Call it at each heartbeat. In memory it does nothing.
+func (s Slot) Refresh(ctx context.Context) error {
+	if s.owner == nil {
+		return nil
+	}
+	return s.owner.refresh(ctx, s)
+}
+
+// An Event is one message of a caller's event stream.
+type Event struct {
+	// ID is given by the hub: "<unix ms>-<seq>", the form Redis stream ids
+	// take, so ids order the same in memory and in Redis ([CompareIDs]).
+	ID string
+	// Type names the event: "apikey.created", say.
+	Type string
+	// To is the id of the user whose streams receive it.
+	To string
+	// Data is the event's JSON.
+	Data json.RawMessage
+}
+
+// A Hub fans events out to the streams that follow them, and keeps the
+// newest for a reconnecting stream to replay (its Last-Event-ID).
+// [MemoryHub] serves one process; [RedisHub] every replica that shares a
+// Redis.
+type Hub interface {
+	// Publish gives ev an id and sends it to every subscription of ev.To,
+	// on every replica. It never waits for a subscriber.
+	Publish(ctx context.Context, ev Event) (id string, err error)
+	// Subscribe follows user's events. after is the id of the last event
+	// the subscriber has ("" for none): the events after it that the hub
+	// still keeps are in Replay, and Gap says that some after it are no
+	// longer kept. Events published once Subscribe returns arrive on
+	// Events, none of them also in Replay.
+	Subscribe(ctx context.Context, user, after string) (*Subscription, error)
+}
+
+// ErrSlow ends a subscription whose subscriber fell so far behind that
+// its buffer filled: the hub never waits for one subscriber.
+var ErrSlow = errors.New("streams: the subscriber fell behind")
+
+// A Subscription is one stream's following of a hub. Read Events until it
+// is closed, then Err says why; Close it when the stream ends.
+type Subscription struct {
+	// Replay are the kept events after Subscribe's after, oldest first.
+	Replay []Event
+	// Gap says that events after Subscribe's after are no longer kept:
+	// the subscriber missed some.
+	Gap bool
+
+	events chan Event
+	done   chan struct{} // closed by end
+	once   sync.Once
+	err    error
+	cancel func() // removes the subscription from its hub
+}
+
+// newSubscription returns a subscription whose Events buffer holds
+// buffer events; cancel removes it from its hub.
+func newSubscription(buffer int, cancel func()) *Subscription {
+	return &Subscription{events: make(chan Event, buffer), done: make(chan struct{}), cancel: cancel}
+}
+
+// Events delivers the events published after Subscribe, in order. It is
+// closed when the subscription ends: by Close, or by the hub (Err).
+func (s *Subscription) Events() <-chan Event { return s.events }
+
+// Err is why the subscription ended: ErrSlow, or nil after Close.
+func (s *Subscription) Err() error {
+	select {
+	case <-s.done:
+		return s.err
+	default:
+		return nil
+	}
+}
+
+// Close ends the subscription. It is safe to call more than once, and
+// from any goroutine.
+func (s *Subscription) Close() { s.end(nil) }
+
+// end ends the subscription once, with err.
+func (s *Subscription) end(err error) {
+	s.once.Do(func() {
+		s.err = err
+		if s.cancel != nil {
+			s.cancel()
+		}
+		close(s.done)
+	})
+}
