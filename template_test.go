@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -62,7 +63,7 @@ func importLines(tb testing.TB, path string) map[int]bool {
 // TestModulePathOnlyInGoModAndImports keeps a fork's rename to one step:
 // the module path may appear in go.mod's module line, in the benchmark
 // module's go.mod (which `make rename` edits too) and in Go import lines,
-// nowhere else.
+// those of the README's code blocks included, nowhere else.
 func TestModulePathOnlyInGoModAndImports(t *testing.T) {
 	mod := modulePath(t)
 	for _, f := range repoFiles(t) {
@@ -71,8 +72,11 @@ func TestModulePathOnlyInGoModAndImports(t *testing.T) {
 			continue // binaries record the module path; they are not source
 		}
 		var imports map[int]bool
-		if strings.HasSuffix(f, ".go") {
+		switch {
+		case strings.HasSuffix(f, ".go"):
 			imports = importLines(t, f)
+		case f == "README.md":
+			imports = readmeImportLines(t, f, mod)
 		}
 		sc := bufio.NewScanner(strings.NewReader(string(b)))
 		sc.Buffer(nil, 1<<20)
@@ -84,6 +88,31 @@ func TestModulePathOnlyInGoModAndImports(t *testing.T) {
 			t.Errorf("%s:%d names the module path outside go.mod and imports: %s", f, n, strings.TrimSpace(line))
 		}
 	}
+}
+
+// readmeImportLines returns the line numbers of the import specs of mod's
+// packages in the Go code blocks of a Markdown file: a tab, an optional
+// name, and the quoted path.
+func readmeImportLines(tb testing.TB, path, mod string) map[int]bool {
+	tb.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	spec := regexp.MustCompile(`^\t(\w+ )?"` + regexp.QuoteMeta(mod) + `(/[\w/.-]+)?"$`)
+	lines := map[int]bool{}
+	inGo := false
+	for n, line := range strings.Split(string(b), "\n") {
+		switch {
+		case strings.HasPrefix(line, "```go"):
+			inGo = true
+		case strings.HasPrefix(line, "```"):
+			inGo = false
+		case inGo && spec.MatchString(line):
+			lines[n+1] = true
+		}
+	}
+	return lines
 }
 
 // TestForkRenameBuilds copies the repository, renames its module with
@@ -103,7 +132,7 @@ func TestForkRenameBuilds(t *testing.T) {
 	if got := runIn(t, dst, "go", "list", "-m"); got != fork {
 		t.Fatalf("after make rename the module is %q, want %q", got, fork)
 	}
-	if out := runIn(t, dst, "grep", "-rlF", "--include=*.go", "--include=go.mod", mod, "."); out != "" {
+	if out := runIn(t, dst, "grep", "-rlF", "--include=*.go", "--include=go.mod", "--include=README.md", mod, "."); out != "" {
 		t.Fatalf("the old module path survives the rename in:\n%s", out)
 	}
 	runIn(t, dst, "go", "build", "./...")
