@@ -283,11 +283,16 @@ func TestRedisHubTakesAnyLastEventID(t *testing.T) {
 func TestRedisHubRunEndsWithItsContext(t *testing.T) {
 	h := streams.NewRedisHub(redistest.Client(t, redistest.Option(t)), redistest.Prefix(), 100, 16)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	done := make(chan error, 2)
 	go func() { done <- h.Run(ctx) }()
-	time.Sleep(50 * time.Millisecond) // into its blocking read
-	if err := h.Run(ctx); err == nil {
-		t.Fatal("a second Run on one hub: no error")
+	go func() { done <- h.Run(ctx) }()
+	select { // one of the two is the hub's loop; the other is refused
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a second Run on one hub: no error")
+		}
+	case <-time.After(time.Second):
+		t.Fatal("a second Run on one hub: it runs")
 	}
 	start := time.Now()
 	cancel()
