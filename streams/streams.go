@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
 )
 
 // A Cap bounds how many streams each caller holds open at once, across
@@ -93,24 +92,27 @@ type Subscription struct {
 	// the subscriber missed some.
 	Gap bool
 
-	events chan Event
-	done   chan struct{} // closed by end
-	once   sync.Once
+	user   string
+	skip   eventID       // events up to this id are not sent: the subscriber has them (Replay, or its after)
+	events chan Event    // closed by the hub's fan-out, under its lock, when it ends the subscription
+	done   chan struct{} // closed by end, once err is set
 	err    error
-	cancel func() // removes the subscription from its hub
+	cancel func() // removes the subscription from its hub, which then ends it
 }
 
-// newSubscription returns a subscription whose Events buffer holds
-// buffer events; cancel removes it from its hub.
-func newSubscription(buffer int, cancel func()) *Subscription {
-	return &Subscription{events: make(chan Event, buffer), done: make(chan struct{}), cancel: cancel}
+// newSubscription returns a subscription of user whose Events buffer
+// holds buffer events. Its hub sets cancel before handing it out.
+func newSubscription(user string, buffer int) *Subscription {
+	return &Subscription{user: user, events: make(chan Event, buffer), done: make(chan struct{})}
 }
 
 // Events delivers the events published after Subscribe, in order. It is
-// closed when the subscription ends: by Close, or by the hub (Err).
+// closed when the subscription ends: by Close, or by the hub (Err). The
+// events buffered when the hub ends it are still received first.
 func (s *Subscription) Events() <-chan Event { return s.events }
 
-// Err is why the subscription ended: ErrSlow, or nil after Close.
+// Err is why the subscription ended: ErrSlow, or nil after Close (and
+// while it lasts).
 func (s *Subscription) Err() error {
 	select {
 	case <-s.done:
@@ -122,15 +124,18 @@ func (s *Subscription) Err() error {
 
 // Close ends the subscription. It is safe to call more than once, and
 // from any goroutine.
-func (s *Subscription) Close() { s.end(nil) }
+func (s *Subscription) Close() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+}
 
-// end ends the subscription once, with err.
+// end ends the subscription with err. Only the hub's fan-out calls it,
+// once, under its lock, as it removes the subscription: so no event is
+// ever sent on the closed channel, and Close (which takes that lock
+// through cancel) never waits on a lock of the subscription's own.
 func (s *Subscription) end(err error) {
-	s.once.Do(func() {
-		s.err = err
-		if s.cancel != nil {
-			s.cancel()
-		}
-		close(s.done)
-	})
+	s.err = err
+	close(s.events)
+	close(s.done)
 }

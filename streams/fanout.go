@@ -1,0 +1,86 @@
+package streams
+
+import "sync"
+
+// fanout hands each event to the subscriptions of its user, in this
+// process. Both hubs deliver through one: [MemoryHub] as it publishes,
+// [RedisHub] as its Run loop reads the stream.
+//
+// Its lock is the hub's lock: a hub also guards with it what must change
+// together with delivery (the memory hub's ring, the Redis hub's place in
+// the stream), so a subscription registered under it sees every event
+// delivered after, and none before. Delivery never waits: a send that
+// would block ends that subscription with [ErrSlow] instead.
+type fanout struct {
+	mu     sync.Mutex
+	buffer int
+	subs   map[string][]*Subscription // by user; a user holds few streams
+}
+
+func (f *fanout) init(buffer int) {
+	if buffer < 1 {
+		panic("streams: a hub's buffer must hold at least one event")
+	}
+	f.buffer = buffer
+	f.subs = map[string][]*Subscription{}
+}
+
+// addLocked registers a new subscription of user; f.mu is held. Events up
+// to skip are not sent to it.
+func (f *fanout) addLocked(user string, skip eventID) *Subscription {
+	s := newSubscription(user, f.buffer)
+	s.skip = skip
+	s.cancel = func() { f.remove(s) }
+	f.subs[user] = append(f.subs[user], s)
+	return s
+}
+
+// deliverLocked sends ev, whose id is id, to the subscriptions of ev.To;
+// f.mu is held. A subscription whose buffer is full is removed and ended
+// with ErrSlow; the others are unaffected.
+func (f *fanout) deliverLocked(ev Event, id eventID) {
+	subs := f.subs[ev.To]
+	for i := 0; i < len(subs); {
+		s := subs[i]
+		if id.compare(s.skip) <= 0 {
+			i++
+			continue
+		}
+		select {
+		case s.events <- ev:
+			i++
+		default:
+			subs = f.dropLocked(ev.To, subs, i, ErrSlow)
+		}
+	}
+}
+
+// remove removes s from f and ends it, unless f has ended it already.
+func (f *fanout) remove(s *Subscription) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	subs := f.subs[s.user]
+	for i, t := range subs {
+		if t == s {
+			f.dropLocked(s.user, subs, i, nil)
+			return
+		}
+	}
+}
+
+// dropLocked removes subs[i], the subscriptions of user, and ends it with
+// err; it returns the subscriptions left. f.mu is held.
+func (f *fanout) dropLocked(user string, subs []*Subscription, i int, err error) []*Subscription {
+	s := subs[i]
+	last := len(subs) - 1
+	subs[i] = subs[last]
+	subs[last] = nil
+	subs = subs[:last]
+	if len(subs) == 0 {
+		delete(f.subs, user)
+	} else {
+		f.subs[user] = subs
+	}
+	s.end(err)
+	return subs
+}

@@ -1,0 +1,340 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// replayScript reads, in one step, what Subscribe needs of the stream
+// for a subscriber that has every event up to after: whether some event
+// after it was trimmed away, and user's events in (after, upto].
+//
+// A gap is an after older than the stream's first entry (nothing at or
+// before it is kept), which is also what a missing stream gives. The
+// range is read in pages, so a long one never builds one large reply
+// inside Redis; only the newest ARGV[4] of user's events are returned,
+// and when there were more, that is a gap too.
+//
+// KEYS[1] the stream. ARGV[1] after, a valid id; ARGV[2] upto, or ” for
+// no replay; ARGV[3] the user; ARGV[4] the most events to return.
+//
+// Returns {gap, then id, type, data of each event, oldest first}.
+const replayScript = `
+local gap = 0
+if #redis.call('XRANGE', KEYS[1], '-', ARGV[1], 'COUNT', 1) == 0 then gap = 1 end
+local out, n, limit = {}, 0, tonumber(ARGV[4])
+if ARGV[2] ~= '' then
+  local from = '(' .. ARGV[1]
+  while true do
+    local page = redis.call('XRANGE', KEYS[1], from, ARGV[2], 'COUNT', 256)
+    for _, e in ipairs(page) do
+      local f, to, typ, data = e[2], nil, '', ''
+      for i = 1, #f, 2 do
+        if f[i] == 'to' then to = f[i + 1]
+        elseif f[i] == 'type' then typ = f[i + 1]
+        elseif f[i] == 'data' then data = f[i + 1] end
+      end
+      if to == ARGV[3] then
+        out[n % limit + 1] = {e[1], typ, data} -- a ring of the newest limit
+        n = n + 1
+      end
+    end
+    if #page < 256 then break end
+    from = '(' .. page[#page][1]
+  end
+end
+local res = {gap}
+if n > limit then res[1] = 1 end
+local first = 0
+if n > limit then first = n % limit end
+for i = 0, math.min(n, limit) - 1 do
+  local e, k = out[(first + i) % limit + 1], #res
+  res[k + 1], res[k + 2], res[k + 3] = e[1], e[2], e[3]
+end
+return res
+`
+
+var replay = rueidis.NewLuaScript(replayScript)
+
+// RedisHub is a [Hub] shared by every replica that uses the same Redis
+// and prefix. Create it with [NewRedisHub], and run its [RedisHub.Run]
+// loop for as long as it serves; it is safe for concurrent use.
+//
+// Events are entries of one Redis stream, "<prefix>events", trimmed to
+// about maxLen entries, whose ids are the events' ids. Publish adds an
+// entry; each replica's Run loop reads the stream as it grows and hands
+// each entry to its own subscriptions of the entry's user. So an event
+// reaches a replica's streams one Redis round trip after Publish, on the
+// replica that published it too, and a replica that loses Redis for a
+// while catches up from where it was (unless the stream was trimmed past
+// it meanwhile).
+//
+// Subscribe replays from the stream itself, so a stream may resume on any
+// replica. Its Gap is set when its after is older than the stream's
+// first entry (trimmed away, or the stream was lost), newer than its
+// newest (not an id of this stream), or not an id at all.
+//
+// Every Redis call but Run's blocking read is bounded by a timeout of a
+// second, or the caller's deadline if sooner. It needs Redis 6.2 or later
+// (exclusive ranges of stream ids).
+type RedisHub struct {
+	// OnError, when set, is told each failure of Run's reading, before Run
+	// retries. Run never gives up while its context lasts, so this is
+	// where a replica that lost Redis shows it.
+	OnError func(error)
+
+	client rueidis.Client
+	key    string
+	maxLen int
+
+	f    fanout  // its lock guards seen
+	seen eventID // the newest entry Run has delivered: later ones are yet to come
+	// known says seen is a place in the stream, found by start; until
+	// then Run and Subscribe do not know where live delivery begins.
+	known   bool
+	startMu sync.Mutex // one start at a time
+
+	running atomic.Bool
+}
+
+// Bounds of the Redis hub's calls and of Run's retries.
+const (
+	callTimeout = time.Second
+	readBlock   = 2 * time.Second
+	readCount   = 512
+	firstRetry  = 100 * time.Millisecond
+	maxRetry    = 5 * time.Second
+)
+
+// NewRedisHub returns a hub on client's Redis. prefix starts its key, so
+// several deployments can share a server. The stream keeps about maxLen
+// events of all users for replay (Redis trims it in whole blocks of
+// entries, so a little more); each subscription buffers up to buffer
+// events before it is ended with [ErrSlow]. It panics unless maxLen and
+// buffer are at least 1.
+func NewRedisHub(client rueidis.Client, prefix string, maxLen, buffer int) *RedisHub {
+	if maxLen < 1 {
+		panic("streams: a Redis hub's stream must keep at least one event")
+	}
+	h := &RedisHub{client: client, key: prefix + "events", maxLen: maxLen}
+	h.f.init(buffer)
+	return h
+}
+
+// Publish adds ev to the stream, trimming it to about maxLen entries,
+// and returns the id Redis gave it. Every replica's Run loop then
+// delivers it. An error means the event was not published (or, if the
+// call timed out in flight, perhaps was): the caller decides whether to
+// retry.
+func (h *RedisHub) Publish(ctx context.Context, ev Event) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	cmd := h.client.B().Xadd().Key(h.key).Maxlen().Almost().Threshold(strconv.Itoa(h.maxLen)).Id("*").
+		FieldValue().FieldValue("type", ev.Type).FieldValue("to", ev.To).FieldValue("data", rueidis.BinaryString(ev.Data)).Build()
+	id, err := h.client.Do(ctx, cmd).ToString()
+	if err != nil {
+		return "", fmt.Errorf("streams: publish to redis: %w", err)
+	}
+	return id, nil
+}
+
+// Subscribe follows user's events on this replica. Until the hub knows
+// where in the stream live delivery begins (Run or Subscribe finds it,
+// once), Subscribe asks Redis, so even without an after it may fail like
+// any Redis call; nothing is then subscribed. With an after, Replay holds
+// user's events after it from the stream (the newest maxLen of them at
+// most), read in one script call.
+//
+// Replay and Events join without loss or repeat: the subscription is
+// registered first, at the place Run has reached in the stream, and the
+// replay reads the stream up to that place, no further. When the
+// subscriber's after is past that place (it saw an event on a replica
+// whose Run is ahead of this one's), live events up to after are skipped.
+func (h *RedisHub) Subscribe(ctx context.Context, user, after string) (*Subscription, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	if err := h.start(ctx); err != nil {
+		return nil, err
+	}
+	a, ok := parseID(after)
+	if !ok { // no after, or not an id: live events only
+		h.f.mu.Lock()
+		defer h.f.mu.Unlock()
+		s := h.f.addLocked(user, eventID{})
+		s.Gap = after != ""
+		return s, nil
+	}
+	h.f.mu.Lock()
+	ahead := a.compare(h.seen) > 0
+	h.f.mu.Unlock()
+	if ahead { // Run has not reached after: is it in the stream at all?
+		in, err := h.reaches(ctx, a)
+		if err != nil {
+			return nil, err
+		}
+		if !in { // not an id of this stream: nothing to replay, nothing to skip
+			h.f.mu.Lock()
+			defer h.f.mu.Unlock()
+			s := h.f.addLocked(user, eventID{})
+			s.Gap = true
+			return s, nil
+		}
+	}
+	h.f.mu.Lock()
+	s := h.f.addLocked(user, a)
+	upto := ""
+	if h.seen.compare(a) > 0 {
+		upto = h.seen.String()
+	}
+	h.f.mu.Unlock()
+	gap, events, err := h.replay(ctx, user, after, upto)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.Gap, s.Replay = gap, events
+	return s, nil
+}
+
+// Run delivers the stream's new entries to this replica's subscriptions
+// until ctx ends, and then returns nil. Run one loop per hub: a second
+// one returns an error at once. While Redis fails, Run tells OnError and
+// retries, waiting from 100 ms, doubling up to 5 s.
+func (h *RedisHub) Run(ctx context.Context) error {
+	if !h.running.CompareAndSwap(false, true) {
+		return errors.New("streams: this RedisHub's Run is already running; run one loop per hub")
+	}
+	defer h.running.Store(false)
+	wait := firstRetry
+	for ctx.Err() == nil {
+		err := h.read(ctx)
+		if err == nil {
+			wait = firstRetry
+			continue
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if h.OnError != nil {
+			h.OnError(err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		wait = min(2*wait, maxRetry)
+	}
+	return nil
+}
+
+// read waits up to readBlock for entries after seen, and delivers them.
+func (h *RedisHub) read(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(ctx, callTimeout)
+	err := h.start(sctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	h.f.mu.Lock()
+	from := h.seen.String()
+	h.f.mu.Unlock()
+	// ctx has no deadline of its own: its end aborts the read at once.
+	cmd := h.client.B().Xread().Count(readCount).Block(readBlock.Milliseconds()).Streams().Key(h.key).Id(from).Build()
+	streams, err := h.client.Do(ctx, cmd).AsXRead()
+	if rueidis.IsRedisNil(err) { // nothing new within the block
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("streams: read redis stream %s: %w", h.key, err)
+	}
+	entries := streams[h.key]
+	h.f.mu.Lock()
+	defer h.f.mu.Unlock()
+	for _, e := range entries {
+		id, ok := parseID(e.ID)
+		if !ok || id.compare(h.seen) <= 0 {
+			continue // not ours to read, or seen already
+		}
+		ev := Event{ID: e.ID, Type: e.FieldValues["type"], To: e.FieldValues["to"]}
+		if d := e.FieldValues["data"]; d != "" {
+			ev.Data = []byte(d)
+		}
+		h.f.deliverLocked(ev, id)
+		h.seen = id
+	}
+	return nil
+}
+
+// start finds, once, the place live delivery begins: the stream's newest
+// entry (0-0 when it is empty or missing).
+func (h *RedisHub) start(ctx context.Context) error {
+	h.f.mu.Lock()
+	known := h.known
+	h.f.mu.Unlock()
+	if known {
+		return nil
+	}
+	h.startMu.Lock()
+	defer h.startMu.Unlock()
+	cmd := h.client.B().Xrevrange().Key(h.key).End("+").Start("-").Count(1).Build()
+	entries, err := h.client.Do(ctx, cmd).AsXRange()
+	if err != nil {
+		return fmt.Errorf("streams: find the end of redis stream %s: %w", h.key, err)
+	}
+	var at eventID
+	if len(entries) > 0 {
+		at, _ = parseID(entries[0].ID)
+	}
+	h.f.mu.Lock()
+	if !h.known {
+		h.seen, h.known = at, true
+	}
+	h.f.mu.Unlock()
+	return nil
+}
+
+// reaches reports whether the stream holds an entry at or after a: so a
+// is not past its end.
+func (h *RedisHub) reaches(ctx context.Context, a eventID) (bool, error) {
+	cmd := h.client.B().Xrange().Key(h.key).Start(a.String()).End("+").Count(1).Build()
+	entries, err := h.client.Do(ctx, cmd).AsXRange()
+	if err != nil {
+		return false, fmt.Errorf("streams: read redis stream %s: %w", h.key, err)
+	}
+	return len(entries) > 0, nil
+}
+
+// replay runs replayScript and reads its reply.
+func (h *RedisHub) replay(ctx context.Context, user, after, upto string) (bool, []Event, error) {
+	vals, err := replay.Exec(ctx, h.client, []string{h.key}, []string{after, upto, user, strconv.Itoa(h.maxLen)}).ToArray()
+	if err == nil && (len(vals) == 0 || (len(vals)-1)%3 != 0) {
+		err = errors.New("unexpected reply")
+	}
+	if err != nil {
+		return false, nil, fmt.Errorf("streams: replay from redis stream %s: %w", h.key, err)
+	}
+	gap, err := vals[0].AsInt64()
+	if err != nil {
+		return false, nil, fmt.Errorf("streams: replay from redis stream %s: %w", h.key, err)
+	}
+	var events []Event
+	for i := 1; i < len(vals); i += 3 {
+		ev := Event{To: user}
+		ev.ID, _ = vals[i].ToString()
+		ev.Type, _ = vals[i+1].ToString()
+		if d, _ := vals[i+2].ToString(); d != "" {
+			ev.Data = []byte(d)
+		}
+		events = append(events, ev)
+	}
+	return gap == 1, events, nil
+}

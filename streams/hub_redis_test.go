@@ -1,0 +1,351 @@
+package streams_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brain-template/brain/ratelimit/redistest"
+	"github.com/brain-template/brain/streams"
+	"github.com/redis/rueidis"
+)
+
+// replicas returns n hubs on one stream, each on its own client as
+// replicas are, with their Run loops going until the test ends.
+func replicas(t *testing.T, n, maxLen, buffer int) []*streams.RedisHub {
+	t.Helper()
+	prefix := redistest.Prefix()
+	hubs := make([]*streams.RedisHub, n)
+	for i := range hubs {
+		hubs[i] = streams.NewRedisHub(redistest.Client(t, redistest.Option(t)), prefix, maxLen, buffer)
+		run(t, hubs[i])
+	}
+	return hubs
+}
+
+// run runs h's loop until the test ends, and then checks that it ended.
+func run(t *testing.T, h *streams.RedisHub) {
+	h.OnError = func(err error) { t.Errorf("Run: %v", err) }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run returned %v", err)
+		}
+	})
+}
+
+// receive waits for n events on s.
+func receive(t *testing.T, s *streams.Subscription, n int) []streams.Event {
+	t.Helper()
+	var out []streams.Event
+	timeout := time.After(5 * time.Second)
+	for len(out) < n {
+		select {
+		case ev, ok := <-s.Events():
+			if !ok {
+				t.Fatalf("subscription ended after %d of %d events: %v", len(out), n, s.Err())
+			}
+			out = append(out, ev)
+		case <-timeout:
+			t.Fatalf("%d of %d events within 5 s", len(out), n)
+		}
+	}
+	return out
+}
+
+// caughtUp returns once h's Run has delivered every event published
+// before: Subscribe replays only up to where Run has read, and the tests
+// below want all in Replay.
+func caughtUp(t *testing.T, h *streams.RedisHub) {
+	t.Helper()
+	s := subscribe(t, h, "sync", "")
+	defer s.Close()
+	id := publish(t, h, "sync", "sync")
+	if ev := receive(t, s, 1)[0]; ev.ID != id {
+		t.Fatalf("sync got %s, want %s", ev.ID, id)
+	}
+}
+
+func TestRedisHubDeliversAcrossReplicas(t *testing.T) {
+	hubs := replicas(t, 2, 1000, 16)
+	a, b := hubs[0], hubs[1]
+	onB := subscribe(t, b, "alice", "")
+	onA := subscribe(t, a, "alice", "")
+	bob := subscribe(t, b, "bob", "")
+
+	id := publish(t, a, "alice", "apikey.created")
+	for _, s := range []*streams.Subscription{onB, onA} { // the other replica, and its own
+		ev := receive(t, s, 1)[0]
+		if ev.ID != id || ev.Type != "apikey.created" || ev.To != "alice" || string(ev.Data) != `{"n":"apikey.created"}` {
+			t.Fatalf("got %+v, want event %s as published", ev, id)
+		}
+	}
+	// bob's next event is his own: alice's never reached him.
+	mine := publish(t, b, "bob", "b")
+	if ev := receive(t, bob, 1)[0]; ev.ID != mine {
+		t.Fatalf("bob got %+v, want his event %s", ev, mine)
+	}
+	// No data stays no data.
+	if _, err := a.Publish(context.Background(), streams.Event{Type: "ping", To: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := receive(t, onB, 1)[0]; ev.Type != "ping" || ev.Data != nil {
+		t.Fatalf("got %+v, want a ping without data", ev)
+	}
+}
+
+func TestRedisHubResumesOnAnotherReplica(t *testing.T) {
+	hubs := replicas(t, 2, 1000, 16)
+	a, b := hubs[0], hubs[1]
+	s := subscribe(t, a, "alice", "")
+	var sent []string
+	for i := range 3 {
+		sent = append(sent, publish(t, a, "alice", fmt.Sprint(i)))
+	}
+	last := receive(t, s, 3)[2].ID
+	s.Close() // the stream drops; it reconnects to b, which missed nothing
+	for i := range 3 {
+		publish(t, a, "bob", fmt.Sprint("b", i))
+		sent = append(sent, publish(t, a, "alice", fmt.Sprint(i+3)))
+	}
+	r := subscribe(t, b, "alice", last)
+	// b's Run may not have read all of them yet: what it has not is live.
+	got := ids(r.Replay)
+	got = append(got, ids(receive(t, r, 3-len(got)))...)
+	if !slices.Equal(got, sent[3:]) || r.Gap {
+		t.Fatalf("resumed after %s: %v (gap %v), want %v", last, got, r.Gap, sent[3:])
+	}
+	next := publish(t, a, "alice", "next")
+	if ev := receive(t, r, 1)[0]; ev.ID != next {
+		t.Fatalf("then got %s, want %s: a duplicate?", ev.ID, next)
+	}
+}
+
+// TestRedisHubResumeRacesPublish subscribes with an after on one replica
+// while another publishes: Replay then Events hold every later event once.
+func TestRedisHubResumeRacesPublish(t *testing.T) {
+	const n = 300
+	hubs := replicas(t, 2, 10_000, n)
+	a, b := hubs[0], hubs[1]
+	var (
+		mu   sync.Mutex
+		sent []string
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range n {
+			id := publish(t, a, "alice", fmt.Sprint(i))
+			mu.Lock()
+			sent = append(sent, id)
+			mu.Unlock()
+		}
+	}()
+	for {
+		mu.Lock()
+		k := len(sent)
+		mu.Unlock()
+		if k >= n/3 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	mu.Lock()
+	after := sent[len(sent)/2]
+	mu.Unlock()
+	s := subscribe(t, b, "alice", after)
+	<-done
+	want := sent[slices.Index(sent, after)+1:]
+	got := ids(s.Replay)
+	if len(got) == 0 {
+		t.Log("nothing to replay: the join was not exercised")
+	}
+	got = append(got, ids(receive(t, s, len(want)-len(got)))...)
+	if !slices.Equal(got, want) || s.Gap {
+		t.Fatalf("after %s: %d events (%d replayed, gap %v), want %d in order", after, len(got), len(s.Replay), s.Gap, len(want))
+	}
+}
+
+// TestRedisHubSkipsWhatTheSubscriberHas: a subscriber resumes, with an id
+// from a replica whose Run is ahead, on a replica whose Run has not yet
+// read that far. Events up to its id are not sent again.
+func TestRedisHubSkipsWhatTheSubscriberHas(t *testing.T) {
+	prefix := redistest.Prefix()
+	a := streams.NewRedisHub(redistest.Client(t, redistest.Option(t)), prefix, 1000, 16)
+	b := streams.NewRedisHub(redistest.Client(t, redistest.Option(t)), prefix, 1000, 16)
+	subscribe(t, b, "alice", "").Close() // b knows where it starts; its Run waits
+	var sent []string
+	for i := range 4 {
+		sent = append(sent, publish(t, a, "alice", fmt.Sprint(i)))
+	}
+	s := subscribe(t, b, "alice", sent[1])
+	if s.Gap || len(s.Replay) != 0 {
+		t.Fatalf("replay %v gap %v: b's Run has read nothing, so all is live", ids(s.Replay), s.Gap)
+	}
+	future := subscribe(t, b, "alice", "99999999999999-0") // not an id of this stream
+	if !future.Gap {
+		t.Fatal("an id past the stream's end: no gap")
+	}
+	run(t, b)
+	if got := ids(receive(t, s, 2)); !slices.Equal(got, sent[2:]) {
+		t.Fatalf("live %v, want %v", got, sent[2:])
+	}
+	if got := ids(receive(t, future, 4)); !slices.Equal(got, sent) {
+		t.Fatalf("after a foreign id: live %v, want all of %v", got, sent)
+	}
+}
+
+func TestRedisHubGap(t *testing.T) {
+	const maxLen = 10
+	prefix := redistest.Prefix()
+	h := streams.NewRedisHub(redistest.Client(t, redistest.Option(t)), prefix, maxLen, 16)
+	run(t, h)
+	// Redis trims only whole blocks of entries: publish until it has.
+	var sent []string
+	for i := range 400 {
+		to := "bob"
+		if i%20 == 0 {
+			to = "alice"
+		}
+		sent = append(sent, publish(t, h, to, fmt.Sprint(i)))
+	}
+	caughtUp(t, h)
+	client := redistest.Client(t, redistest.Option(t))
+	kept, err := client.Do(context.Background(), client.B().Xrange().Key(prefix+"events").Start("-").End("+").Build()).AsXRange()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) == len(sent) || len(kept) < maxLen {
+		t.Fatalf("stream holds %d of %d entries: not trimmed to about %d", len(kept), len(sent), maxLen)
+	}
+	first := kept[0].ID
+	aliceAfter := func(after string) []string {
+		var out []string
+		for i, id := range sent {
+			if i%20 == 0 && streams.CompareIDs(id, after) > 0 && streams.CompareIDs(id, first) >= 0 {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	if s := subscribe(t, h, "alice", sent[0]); !s.Gap || !slices.Equal(ids(s.Replay), aliceAfter(sent[0])) {
+		t.Fatalf("after a trimmed id: replay %v gap %v, want %v and a gap", ids(s.Replay), s.Gap, aliceAfter(sent[0]))
+	}
+	if s := subscribe(t, h, "alice", first); s.Gap || !slices.Equal(ids(s.Replay), aliceAfter(first)) {
+		t.Fatalf("after the first kept id: replay %v gap %v, want %v and no gap", ids(s.Replay), s.Gap, aliceAfter(first))
+	}
+	if s := subscribe(t, h, "alice", ""); s.Gap || s.Replay != nil {
+		t.Fatal("no after: a gap, or a replay")
+	}
+}
+
+// TestRedisHubReplaysAtMostMaxLen: more of the user's events than the
+// stream's maxLen is a gap; the newest are replayed.
+func TestRedisHubReplaysAtMostMaxLen(t *testing.T) {
+	h := replicas(t, 1, 3, 16)[0]
+	var sent []string
+	for i := range 5 { // too few to trim a block
+		sent = append(sent, publish(t, h, "alice", fmt.Sprint(i)))
+	}
+	caughtUp(t, h)
+	if s := subscribe(t, h, "alice", sent[0]); !s.Gap || !slices.Equal(ids(s.Replay), sent[2:]) {
+		t.Fatalf("4 to replay: %v gap %v, want the newest 3 and a gap", ids(s.Replay), s.Gap)
+	}
+	if s := subscribe(t, h, "alice", sent[1]); s.Gap || !slices.Equal(ids(s.Replay), sent[2:]) {
+		t.Fatalf("3 to replay: %v gap %v, want them and no gap", ids(s.Replay), s.Gap)
+	}
+}
+
+func TestRedisHubTakesAnyLastEventID(t *testing.T) {
+	h := replicas(t, 1, 100, 16)[0]
+	x := publish(t, h, "alice", "x")
+	caughtUp(t, h)
+	for _, after := range garbage {
+		s := subscribe(t, h, "alice", after)
+		if !s.Gap || s.Replay != nil {
+			t.Errorf("after %.30q: replay %v gap %v, want a gap and nothing replayed", after, ids(s.Replay), s.Gap)
+		}
+		s.Close()
+	}
+	// An id older than the stream: a gap, and all it keeps.
+	if s := subscribe(t, h, "alice", "1-1"); !s.Gap || !slices.Equal(ids(s.Replay), []string{x}) {
+		t.Errorf("after 1-1: replay %v gap %v, want %s and a gap", ids(s.Replay), s.Gap, x)
+	}
+}
+
+func TestRedisHubRunEndsWithItsContext(t *testing.T) {
+	h := streams.NewRedisHub(redistest.Client(t, redistest.Option(t)), redistest.Prefix(), 100, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 2)
+	go func() { done <- h.Run(ctx) }()
+	go func() { done <- h.Run(ctx) }()
+	select { // one of the two is the hub's loop; the other is refused
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a second Run on one hub: no error")
+		}
+	case <-time.After(time.Second):
+		t.Fatal("a second Run on one hub: it runs")
+	}
+	start := time.Now()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if d := time.Since(start); d > 500*time.Millisecond {
+			t.Fatalf("Run ended %v after its context", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not end with its context")
+	}
+}
+
+func TestRedisHubWithoutRedis(t *testing.T) {
+	client, err := rueidis.NewClient(redistest.Option(t))
+	if err != nil {
+		t.Skip(err)
+	}
+	h := streams.NewRedisHub(client, redistest.Prefix(), 100, 16)
+	client.Close()
+	if _, err := h.Publish(context.Background(), streams.Event{To: "alice"}); err == nil {
+		t.Fatal("Publish without Redis: no error")
+	}
+	if _, err := h.Subscribe(context.Background(), "alice", ""); err == nil {
+		t.Fatal("Subscribe without Redis: no error")
+	}
+	var failures atomic.Int32
+	h.OnError = func(err error) {
+		if err == nil {
+			t.Error("OnError(nil)")
+		}
+		failures.Add(1)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	for failures.Load() < 2 { // it retries
+		select {
+		case <-done:
+			t.Fatal("Run gave up")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	cancel() // while it waits to retry
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("Run did not end with its context")
+	}
+}
