@@ -19,12 +19,19 @@ type Cap interface {
 	Max() int
 }
 
-// A Slot is one reserved stream. Release it once, when the stream ends
-// for any reason; the zero Slot's methods do nothing.
+// A Slot is one reserved stream. Release it when the stream ends, for
+// any reason; releasing it again does nothing, so a deferred Release may
+// follow an early one. The zero Slot's methods do nothing.
 type Slot struct {
 	owner slotOwner
 	key   string
 	lease string // the lease's member in Redis; "" in memory
+	// In memory, id numbers the reservation, so that a second Release of
+	// the slot finds nothing to free rather than another stream's slot of
+	// the same key, and at is where it is kept (its shard and row), so
+	// Release goes straight there. Both are 0 in Redis.
+	id uint64
+	at uint32
 }
 
 // slotOwner is the cap a slot came from.

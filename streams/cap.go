@@ -1,0 +1,138 @@
+package streams
+
+import (
+	"context"
+	"hash/maphash"
+	"sync"
+)
+
+// MemoryCap caps streams in this process. Create it with [NewMemoryCap];
+// it is safe for concurrent use.
+//
+// Keys are hashed (hash/maphash, a per-cap seed) and the hash is all that
+// is kept of them. Two keys colliding on 64 bits would share one cap; at
+// a million keys with streams open the chance that any two do is about 1
+// in 40 million. State is split into shards, each with its own lock. A key
+// holds state only while it has a stream open: one row of a flat slice,
+// with its hash, its live count and the number of each live reservation.
+// A Slot knows its row, so Release goes straight to it, and finds its own
+// reservation there: a second Release of the same slot finds nothing to
+// free. A key's row is given back when its last stream ends, and reused by
+// the next key, so churn allocates nothing once each shard has grown to
+// its peak of keys holding streams at once.
+type MemoryCap struct {
+	max    int
+	stride int // uint64s per row: the key's hash, its live count, then max reservation ids
+	seed   maphash.Seed
+	shards [capShards]capShard
+}
+
+// capShards is how many shards a MemoryCap splits its keys into: a power
+// of two, at most 1<<(32-rowBits).
+const capShards = 32
+
+// A Slot's at holds its shard above rowBits and its row below them, so a
+// shard holds rows for at most 1<<rowBits keys at once.
+const rowBits = 27
+
+type capShard struct {
+	mu    sync.Mutex
+	index map[uint64]uint32 // key hash -> row
+	// rows holds stride uint64s per row: the key's hash, its live count,
+	// then the ids of its live reservations, packed at the front.
+	rows []uint64
+	free []uint32 // rows no key holds
+	next uint64   // the last reservation id given; ids never repeat
+	_    [56]byte
+}
+
+// NewMemoryCap returns a cap of max streams per key. It panics if max is
+// less than 1, as a misconfigured cap is a programming error caught at
+// start-up.
+func NewMemoryCap(max int) *MemoryCap {
+	if max < 1 {
+		panic("streams: NewMemoryCap needs a max of at least 1 stream per key")
+	}
+	m := &MemoryCap{max: max, stride: max + 2, seed: maphash.MakeSeed()}
+	for i := range m.shards {
+		m.shards[i].index = map[uint64]uint32{}
+	}
+	return m
+}
+
+// Max is the most streams one key may hold open.
+func (m *MemoryCap) Max() int { return m.max }
+
+// Reserve takes one of key's slots. It never fails, and does not
+// allocate once its shard has grown.
+func (m *MemoryCap) Reserve(_ context.Context, key string) (s Slot, live int, ok bool, err error) {
+	s, live, ok = m.reserve(key)
+	return s, live, ok, nil
+}
+
+func (m *MemoryCap) reserve(key string) (Slot, int, bool) {
+	h := maphash.String(m.seed, key)
+	shard := uint32(h & (capShards - 1))
+	sh := &m.shards[shard]
+	sh.mu.Lock()
+	row, found := sh.index[h]
+	if !found {
+		row = sh.take(m.stride)
+		sh.index[h] = row
+		sh.rows[int(row)*m.stride] = h
+	}
+	r := sh.rows[int(row)*m.stride : int(row)*m.stride+m.stride]
+	n := r[1]
+	if n >= uint64(m.max) {
+		sh.mu.Unlock()
+		return Slot{}, int(n), false
+	}
+	sh.next++
+	id := sh.next
+	r[2+n] = id
+	r[1] = n + 1
+	sh.mu.Unlock()
+	return Slot{owner: m, key: key, id: id, at: shard<<rowBits | row}, int(n + 1), true
+}
+
+// take returns a row for a new key, with a live count of 0: a free one,
+// else a new one at the end.
+func (sh *capShard) take(stride int) uint32 {
+	if n := len(sh.free); n > 0 {
+		row := sh.free[n-1]
+		sh.free = sh.free[:n-1]
+		return row
+	}
+	row := len(sh.rows) / stride
+	if row == 1<<rowBits {
+		panic("streams: a MemoryCap shard holds streams of too many keys at once")
+	}
+	sh.rows = append(sh.rows, make([]uint64, stride)...)
+	return uint32(row)
+}
+
+// release frees s's reservation if its row still holds it. The key's row
+// is given back with its last stream.
+func (m *MemoryCap) release(s Slot) {
+	sh := &m.shards[s.at>>rowBits]
+	row := int(s.at & (1<<rowBits - 1))
+	sh.mu.Lock()
+	r := sh.rows[row*m.stride : row*m.stride+m.stride]
+	n := r[1]
+	for i := uint64(2); i < 2+n; i++ {
+		if r[i] != s.id {
+			continue
+		}
+		r[i], r[1+n] = r[1+n], 0 // the last id fills the gap
+		r[1] = n - 1
+		if n == 1 {
+			delete(sh.index, r[0])
+			sh.free = append(sh.free, uint32(row))
+		}
+		break
+	}
+	sh.mu.Unlock()
+}
+
+// refresh does nothing: a process's own streams need no lease.
+func (m *MemoryCap) refresh(context.Context, Slot) error { return nil }
