@@ -27,6 +27,12 @@ func logger(ctx context.Context) *slog.Logger {
 // stores a logger carrying the request id in the context, for handlers and
 // error paths. Mount it after [RequestID].
 func AccessLog(base *slog.Logger, now func() time.Time) func(http.Handler) http.Handler {
+	return accessLog(base, now, nil)
+}
+
+// accessLog is AccessLog that also reports each response's status to
+// observe, when it is not nil.
+func accessLog(base *slog.Logger, now func() time.Time, observe func(status int)) func(http.Handler) http.Handler {
 	if base == nil {
 		panic("api: AccessLog needs a logger")
 	}
@@ -44,6 +50,9 @@ func AccessLog(base *slog.Logger, now func() time.Time) func(http.Handler) http.
 				status := ww.Status()
 				if status == 0 {
 					status = http.StatusOK // nothing written: net/http sends 200
+				}
+				if observe != nil {
+					observe(status)
 				}
 				l.LogAttrs(r.Context(), slog.LevelInfo, "request",
 					slog.String("method", r.Method),

@@ -72,6 +72,9 @@ type Config struct {
 	Limits Limits
 	// Metrics, when set, receives the rate-limit counters.
 	Metrics *Metrics
+	// Streams configures the stream endpoints; its zero value serves them
+	// in memory, with the default cap.
+	Streams StreamConfig
 }
 
 func (c Config) now() time.Time { return c.Now() }
@@ -88,6 +91,13 @@ type Server struct {
 
 	renders atomic.Int32 // of the spec and the reference page, for tests
 	planes  *planes
+	outages *outageLog
+	streams *streamPlane
+	traffic *traffic
+	live    liveSnapshots
+	// requireCaller is the middleware that resolves callers: huma runs it
+	// for every operation, and the stream door for every stream.
+	requireCaller func(huma.Context, func(huma.Context))
 }
 
 // New builds the router, registers every operation and returns the server.
@@ -98,8 +108,9 @@ func New(cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	tr := &traffic{}
 	r := chi.NewRouter()
-	r.Use(RequestID, NoSniff, AccessLog(cfg.Logger, cfg.Now), Recoverer, MarkBodyErrors, ClientIP(cfg.TrustedProxies), CORS(cfg.CORSOrigins),
+	r.Use(RequestID, NoSniff, accessLog(cfg.Logger, cfg.Now, tr.observe), Recoverer, MarkBodyErrors, ClientIP(cfg.TrustedProxies), CORS(cfg.CORSOrigins),
 		middleware.GetHead) // HEAD wherever GET is, as HTTP asks
 	r.Use(CSRF(cfg.CORSOrigins))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
@@ -146,11 +157,16 @@ func New(cfg Config) *Server {
 	outages := newOutageLog(time.Minute, cfg.Now)
 	hc.Transformers = append(hc.Transformers, logCauses(outages))
 
+	cfg.Streams = cfg.Streams.withDefaults()
+	ps.streamCap = cfg.Streams.Cap.Max()
 	api := humachi.New(r, hc)
-	api.UseMiddleware(requireCaller(api, cfg.Auth, ps, outages))
+	s := &Server{router: r, API: api, planes: ps, outages: outages, traffic: tr,
+		streams: &streamPlane{cfg: cfg.Streams, svc: cfg.Auth, now: cfg.Now, closing: make(chan struct{})}}
+	s.requireCaller = requireCaller(api, cfg.Auth, ps, outages)
+	api.UseMiddleware(s.requireCaller)
 	ps.api = api
-	s := &Server{router: r, API: api, planes: ps}
 	addRoutes(api, cfg)
+	s.addStreamRoutes(cfg)
 	s.serveDocuments(r)
 	return s
 }

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/streams"
 	"github.com/danielgtaylor/huma/v2"
 )
 
@@ -123,7 +124,7 @@ type DeleteAPIKeyInput struct {
 }
 
 func addAuthRoutes(api huma.API, cfg Config) {
-	h := &authHandlers{svc: cfg.Auth, cfg: cfg, maxKeys: auth.DefaultMaxAPIKeys}
+	h := &authHandlers{svc: cfg.Auth, cfg: cfg, maxKeys: auth.DefaultMaxAPIKeys, hub: cfg.Streams.Hub}
 	tags := []string{"Auth"}
 	public, callers, sessions := WithAccess(api, Public), WithAccess(api, Caller), WithAccess(api, Session)
 	// The caps the spec shows: the running ones, or the defaults when
@@ -192,7 +193,8 @@ func addAuthRoutes(api huma.API, cfg Config) {
 type authHandlers struct {
 	svc     *auth.Service
 	cfg     Config
-	maxKeys int // the API-key cap the spec and the 409 name
+	maxKeys int         // the API-key cap the spec and the 409 name
+	hub     streams.Hub // where the key events go (GET /api/v1/events)
 }
 
 func (h *authHandlers) login(ctx context.Context, in *LoginInput) (*LoginOutput, error) {
@@ -258,6 +260,7 @@ func (h *authHandlers) createAPIKey(ctx context.Context, in *CreateAPIKeyInput) 
 	}
 	out := &CreateAPIKeyOutput{CacheControl: noStore}
 	out.Body.APIKeyView, out.Body.Key = apiKeyView(k), secret
+	publishEvent(ctx, h.hub, apiKeyCreated, k.UserID, out.Body.APIKeyView)
 	return out, nil
 }
 
@@ -280,12 +283,14 @@ func (h *authHandlers) listAPIKeys(ctx context.Context, in *ListAPIKeysInput) (*
 }
 
 func (h *authHandlers) deleteAPIKey(ctx context.Context, in *DeleteAPIKeyInput) (*struct{}, error) {
-	if err := h.svc.DeleteAPIKey(ctx, auth.FromContext(ctx).User.ID, in.ID); err != nil {
+	user := auth.FromContext(ctx).User.ID
+	if err := h.svc.DeleteAPIKey(ctx, user, in.ID); err != nil {
 		if errors.Is(err, auth.ErrNotFound) {
 			return nil, NewError(http.StatusNotFound, "you have no API key with that id")
 		}
 		return nil, authError(err)
 	}
+	publishEvent(ctx, h.hub, apiKeyDeleted, user, DeletedEvent{ID: in.ID})
 	return nil, nil
 }
 

@@ -122,6 +122,9 @@ type plan struct {
 	// deferred: the handler checks the login back-off, then charges the
 	// request (metaLoginBackoff).
 	deferred bool
+	// stream: a stream endpoint, which draws from the stream plane only
+	// (streams.go); its callers' 401s still draw from the ip plane.
+	stream bool
 }
 
 // planes are the limiters of one server.
@@ -139,6 +142,8 @@ type planes struct {
 	declared map[string]Budget // each budget as first declared
 	errs     []error           // configuration mistakes found while registering
 	failed   map[string]bool   // budgets whose mistake is in errs
+	// streamCap is the stream plane's cap, as x-rate-limit shows it.
+	streamCap int
 }
 
 func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThrottle) *planes {
@@ -232,6 +237,8 @@ func (ps *planes) planFor(op *huma.Operation) *plan {
 	switch {
 	case ps.limits.Disabled, accessOf(op) == Probe:
 		return nil
+	case op.Metadata[metaStream] == true:
+		return &plan{stream: true}
 	}
 	backoff, _ := op.Metadata[metaLoginBackoff].(bool)
 	if accessOf(op) == Public {
@@ -339,8 +346,12 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 	if pl == nil {
 		return
 	}
-	op.Middlewares = append(op.Middlewares, ps.enforce(pl))
 	var entries []RateLimitEntry
+	if pl.stream {
+		entries = append(entries, RateLimitEntry{Plane: "stream", Policy: streamPolicy, Concurrent: ps.streamCap})
+	} else {
+		op.Middlewares = append(op.Middlewares, ps.enforce(pl))
+	}
 	for _, p := range []*plane{pl.ip, pl.session, pl.apikey} {
 		if p != nil {
 			entries = append(entries, entriesOf(p)...)
@@ -352,7 +363,7 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 			entries = append(entries, e)
 		}
 	}
-	if pl.ip == nil && pl.apikey == nil { // session-only: an API key's 403s draw from its budget
+	if pl.ip == nil && pl.apikey == nil && !pl.stream { // session-only: an API key's 403s draw from its budget
 		for _, e := range entriesOf(ps.apikey) {
 			e.AppliesTo = "forbidden"
 			entries = append(entries, e)

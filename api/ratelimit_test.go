@@ -75,7 +75,13 @@ type envelope429 struct {
 
 func send(t *testing.T, h http.Handler, method, path, cookie, key string) call {
 	t.Helper()
-	req := httptest.NewRequest(method, path, strings.NewReader("{}"))
+	return sendContext(t, context.Background(), h, method, path, cookie, key)
+}
+
+// sendContext is send under ctx: a stream answers until ctx ends.
+func sendContext(t *testing.T, ctx context.Context, h http.Handler, method, path, cookie, key string) call {
+	t.Helper()
+	req := httptest.NewRequestWithContext(ctx, method, path, strings.NewReader("{}"))
 	req.Header.Set("Content-Type", "application/json")
 	req.RemoteAddr = "203.0.113.9:4000"
 	if cookie != "" {
@@ -229,7 +235,9 @@ func TestSpecIsWhatIsEnforced(t *testing.T) {
 	var doc struct {
 		Paths map[string]map[string]struct {
 			XRateLimit []api.RateLimitEntry `json:"x-rate-limit"`
-			Responses  map[string]any       `json:"responses"`
+			Responses  map[string]struct {
+				Content map[string]any `json:"content"`
+			} `json:"responses"`
 		}
 	}
 	if err := json.Unmarshal(spec, &doc); err != nil {
@@ -254,8 +262,24 @@ func TestSpecIsWhatIsEnforced(t *testing.T) {
 					}
 				}
 				rec.take()
-				c := send(t, s, strings.ToUpper(method), strings.ReplaceAll(path, "{id}", "x"), cookie, key)
+				_, stream := op.Responses["200"].Content["text/event-stream"]
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond) // a stream answers until it ends
+				c := sendContext(t, ctx, s, strings.ToUpper(method), strings.ReplaceAll(path, "{id}", "x"), cookie, key)
+				cancel()
 				consulted := rec.take()
+				if stream && caller != "anonymous" {
+					// A stream draws from the stream plane only: it shows
+					// the cap it enforces, and the 429 it answers past it.
+					shows := slices.ContainsFunc(op.XRateLimit, func(e api.RateLimitEntry) bool {
+						return e.Plane == "stream" && e.Policy == "streams" && e.Concurrent == api.DefaultStreamCap
+					})
+					if c.code != 200 || !shows || c.hdr.Get("RateLimit-Policy") != `"streams";q=16;qu="concurrent-requests"` {
+						t.Errorf("%s %s as %s: %d %v; x-rate-limit %v (shows %v), want the stream plane's cap", method, path, caller, c.code, c.hdr, op.XRateLimit, shows)
+					}
+					if _, ok := op.Responses["429"]; !ok {
+						t.Errorf("%s %s: a stream declares no 429", method, path)
+					}
+				}
 				plane := map[string]string{"anonymous": "ip", "session": "session", "apikey": "apikey"}[caller]
 				var shown []string
 				for _, e := range op.XRateLimit {
@@ -276,7 +300,7 @@ func TestSpecIsWhatIsEnforced(t *testing.T) {
 					}
 				}
 				refusedFirst := c.code == 403 // a caller's 403 comes before its plane; a 401 draws from the ip plane
-				if len(consulted) == 0 && len(shown) > 0 && !refusedFirst {
+				if len(consulted) == 0 && len(shown) > 0 && !refusedFirst && !stream {
 					t.Errorf("%s: x-rate-limit shows %v but nothing was enforced (status %d)", where, shown, c.code)
 				}
 			}

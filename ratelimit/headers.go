@@ -122,3 +122,16 @@ func RetryAfterSeconds(d time.Duration) int64 { return max(ceilSeconds(d), 1) }
 func ceilSeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
 }
+
+// WriteConcurrent sets the headers of a cap on concurrent requests (the
+// stream plane's): policy's capacity, with left of them free. Its
+// RateLimit-Policy says qu="concurrent-requests". X-RateLimit-Reset is
+// now: a slot frees when some request ends, which no clock predicts.
+func WriteConcurrent(hdr http.Header, policy string, capacity, left int, now time.Time) {
+	c, l := strconv.Itoa(capacity), strconv.Itoa(left)
+	hdr[keyRateLimitPolicy] = []string{`"` + policy + `";q=` + c + `;qu="concurrent-requests"`}
+	hdr[keyRateLimit] = []string{`"` + policy + `";r=` + l}
+	hdr[keyLimit] = []string{c}
+	hdr[keyRemaining] = []string{l}
+	hdr[keyReset] = []string{strconv.FormatInt(now.Unix(), 10)}
+}

@@ -51,6 +51,10 @@ type Config struct {
 	Budgets    map[string]string
 	budgetFrom map[string]string
 
+	StreamCap        int
+	StreamHeartbeat  time.Duration
+	StreamRetryAfter time.Duration
+
 	ShutdownTimeout time.Duration
 	LogFormat       string
 	LogLevel        slog.Level
@@ -179,6 +183,9 @@ var settings = []setting{
 	{"rate-limit-session", "BRAIN_RATE_LIMIT_SESSION", "120/min,burst=60", "per-session budget, <n>/<s|min|h>[,burst=<b>]", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitSession })},
 	{"rate-limit-ip", "BRAIN_RATE_LIMIT_IP", "30/min,burst=30", "per-client-IP budget of unauthenticated requests", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitIP })},
 	{"rate-limit-apikey", "BRAIN_RATE_LIMIT_APIKEY", "120/min,burst=60", "per-API-key budget of operations without their own", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitAPIKey })},
+	{"stream-cap", "BRAIN_STREAM_CAP", "16", "open streams per session or API key, across every stream endpoint; one more answers 429", false, count(1, 100000, func(c *Config) *int { return &c.StreamCap })},
+	{"stream-heartbeat", "BRAIN_STREAM_HEARTBEAT", "15s", "how often an idle stream gets a comment line (and renews its slot)", false, duration(10*time.Millisecond, func(c *Config) *time.Duration { return &c.StreamHeartbeat })},
+	{"stream-retry-after", "BRAIN_STREAM_RETRY_AFTER", "5s", "the Retry-After of a stream refused by the cap", false, duration(time.Second, func(c *Config) *time.Duration { return &c.StreamRetryAfter })},
 	{"shutdown-timeout", "BRAIN_SHUTDOWN_TIMEOUT", "15s", "how long a shutdown waits for in-flight requests", false, duration(0, func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
 	{"log-format", "BRAIN_LOG_FORMAT", "text", "text or json", false, func(c *Config, v string) error {
 		if v != "text" && v != "json" {

@@ -28,6 +28,7 @@ import (
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
+	"github.com/brain-template/brain/streams"
 )
 
 func main() {
@@ -141,6 +142,7 @@ type running struct {
 	limiters func(ratelimit.Policy) ratelimit.Limiter
 	metrics  *api.Metrics
 	ready    []api.Check
+	streams  api.StreamConfig
 }
 
 // newServer builds the API for cfg. `brain openapi` and `brain serve` both
@@ -161,6 +163,7 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		CookieSecure:   cfg.CookieSecure,
 		Limits:         l,
 		Metrics:        r.metrics,
+		Streams:        streamsOf(cfg, r.streams),
 	})
 	if err := s.Err(); err != nil {
 		return nil, err
@@ -172,6 +175,16 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		}
 	}
 	return s, nil
+}
+
+// streamsOf is the stream plane a serving brain runs (sc), or, when it
+// has none (brain openapi), the one cfg describes in memory: the spec
+// shows the configured cap either way.
+func streamsOf(cfg Config, sc api.StreamConfig) api.StreamConfig {
+	if sc.Cap == nil {
+		sc = api.StreamConfig{Cap: streams.NewMemoryCap(cfg.StreamCap), Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter}
+	}
+	return sc
 }
 
 // limits are the budgets of cfg, for the planes and the spec alike.

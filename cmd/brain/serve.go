@@ -13,21 +13,19 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
+	"github.com/brain-template/brain/streams"
 	"github.com/redis/rueidis"
 )
 
-// rateLimitStore returns how limiters are made: in memory without
-// BRAIN_REDIS_URL; else in Redis, each behind the one breaker of that
-// server with an in-memory fallback, as BRAIN_RATELIMIT_ON_STORE_ERROR
-// says. It also returns Redis's readiness check and a close function.
-func rateLimitStore(cfg Config, logger *slog.Logger, metrics *api.Metrics) (func(ratelimit.Policy) ratelimit.Limiter, *api.Check, func(), error) {
-	memory := func(p ratelimit.Policy) ratelimit.Limiter { return ratelimit.NewMemory(p, ratelimit.MemoryOptions{}) }
+// openRedis connects to BRAIN_REDIS_URL, or returns nil without one. It
+// also returns Redis's readiness check.
+func openRedis(cfg Config) (rueidis.Client, *api.Check, error) {
 	if cfg.RedisURL == "" {
-		return memory, nil, func() {}, nil
+		return nil, nil, nil
 	}
 	opt, err := rueidis.ParseURL(cfg.RedisURL)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("BRAIN_REDIS_URL: %w", err)
+		return nil, nil, fmt.Errorf("BRAIN_REDIS_URL: %w", err)
 	}
 	opt.DisableCache = true // no client-side caching: every decision is the server's
 	// The limiter batches concurrent decisions into one script call itself;
@@ -36,13 +34,26 @@ func rateLimitStore(cfg Config, logger *slog.Logger, metrics *api.Metrics) (func
 	opt.DisableAutoPipelining = true
 	client, err := rueidis.NewClient(opt)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("BRAIN_REDIS_URL: cannot reach Redis: %w", err)
+		return nil, nil, fmt.Errorf("BRAIN_REDIS_URL: cannot reach Redis: %w", err)
+	}
+	check := &api.Check{Name: "redis", Check: func(ctx context.Context) error {
+		return client.Do(ctx, client.B().Ping().Build()).Error()
+	}}
+	return client, check, nil
+}
+
+// rateLimitStore returns how limiters are made: in memory without Redis;
+// else in Redis, each behind the one breaker of that server with an
+// in-memory fallback, as BRAIN_RATELIMIT_ON_STORE_ERROR says.
+func rateLimitStore(cfg Config, client rueidis.Client, logger *slog.Logger, metrics *api.Metrics) (func(ratelimit.Policy) ratelimit.Limiter, error) {
+	memory := func(p ratelimit.Policy) ratelimit.Limiter { return ratelimit.NewMemory(p, ratelimit.MemoryOptions{}) }
+	if client == nil {
+		return memory, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := ratelimit.CheckRedis(ctx, client, cfg.RedisPrefix+"rl:"); err != nil {
-		client.Close()
-		return nil, nil, nil, fmt.Errorf("BRAIN_REDIS_URL: %w", err)
+		return nil, fmt.Errorf("BRAIN_REDIS_URL: %w", err)
 	}
 	breaker := ratelimit.NewBreaker()
 	breaker.OnStateChange = func(state string, err error) {
@@ -53,14 +64,35 @@ func rateLimitStore(cfg Config, logger *slog.Logger, metrics *api.Metrics) (func
 		}
 	}
 	metrics.ObserveBreaker(breaker)
-	store := func(p ratelimit.Policy) ratelimit.Limiter {
-		return ratelimit.NewResilient(ratelimit.NewRedis(client, cfg.RedisPrefix+"rl:", p), memory(p), cfg.RateLimitOnStoreError, breaker)
-	}
-	check := &api.Check{Name: "redis", Check: func(ctx context.Context) error {
-		return client.Do(ctx, client.B().Ping().Build()).Error()
-	}}
 	logger.Info("rate limits shared in Redis", "on_store_error", cfg.RateLimitOnStoreError)
-	return store, check, client.Close, nil
+	return func(p ratelimit.Policy) ratelimit.Limiter {
+		return ratelimit.NewResilient(ratelimit.NewRedis(client, cfg.RedisPrefix+"rl:", p), memory(p), cfg.RateLimitOnStoreError, breaker)
+	}, nil
+}
+
+// The stream plane in Redis: a slot's lease outlives a few missed
+// heartbeats, and the events stream keeps the newest for replays.
+const (
+	streamLeaseBeats = 4 // a lease lasts 4 heartbeats: 60 s by default
+	streamKeep       = 10000
+	streamBuffer     = 64
+)
+
+// streamConfig is the stream plane of cfg: in memory without Redis; else
+// a cap and a hub every replica shares, whose hub must run (run) for
+// events from other replicas to arrive.
+func streamConfig(cfg Config, client rueidis.Client, logger *slog.Logger) (sc api.StreamConfig, run func(context.Context)) {
+	sc = api.StreamConfig{Cap: streams.NewMemoryCap(cfg.StreamCap), Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter}
+	if client == nil {
+		return sc, func(context.Context) {}
+	}
+	prefix := cfg.RedisPrefix + "st:"
+	rc := streams.NewRedisCap(client, prefix, cfg.StreamCap, streamLeaseBeats*cfg.StreamHeartbeat, streams.NewMemoryCap(cfg.StreamCap))
+	rc.OnError = func(err error) { logger.Warn("stream cap: Redis failed; counting on this replica", "error", err) }
+	hub := streams.NewRedisHub(client, prefix, streamKeep, streamBuffer)
+	hub.OnError = func(err error) { logger.Warn("stream events: Redis failed; retrying", "error", err) }
+	sc.Cap, sc.Hub = rc, hub
+	return sc, func(ctx context.Context) { _ = hub.Run(ctx) }
 }
 
 // listen opens the server's listeners. The tests replace it with one that
@@ -134,14 +166,22 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 
 	ready := []api.Check{{Name: "database", Check: func(ctx context.Context) error { return db.PingContext(ctx) }}}
 	metrics := api.NewMetrics()
-	limiterStore, redisReady, closeRedis, err := rateLimitStore(cfg, logger, metrics)
+	redis, redisReady, err := openRedis(cfg)
 	if err != nil {
 		return err
 	}
-	defer closeRedis()
-	if redisReady != nil {
+	if redis != nil {
+		defer redis.Close()
 		ready = append(ready, *redisReady)
 	}
+	limiterStore, err := rateLimitStore(cfg, redis, logger, metrics)
+	if err != nil {
+		return err
+	}
+	streamCfg, runHub := streamConfig(cfg, redis, logger)
+	hubDone := make(chan struct{})
+	go func() { defer close(hubDone); runHub(bg) }()
+	defer func() { stopBG(); <-hubDone }()
 	if cfg.MetricsAddr != "off" {
 		stop, err := serveMetrics(cfg.MetricsAddr, metrics, logger)
 		if err != nil {
@@ -150,7 +190,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		defer stop()
 	}
 
-	handler, err := newServer(cfg, logger, running{db: db, auth: svc, limiters: limiterStore, metrics: metrics, ready: ready})
+	handler, err := newServer(cfg, logger, running{db: db, auth: svc, limiters: limiterStore, metrics: metrics, ready: ready, streams: streamCfg})
 	if err != nil {
 		return err
 	}
@@ -163,6 +203,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(handler.CloseStreams) // a stream never ends by itself
 	ln, err := listen("tcp", cfg.Addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("%s is in use (another brain?); set BRAIN_ADDR to another host:port", cfg.Addr)

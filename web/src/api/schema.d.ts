@@ -128,6 +128,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow your events
+         * @description Your events as they happen, each with an id. On reconnect, send the last id received as Last-Event-ID (browsers do): the events after it that are still kept come first, or stream.gap says some are lost. Every stream endpoint shares your cap of open streams (x-rate-limit, plane stream): one more is refused with 429 before the stream starts.
+         */
+        get: operations["follow-events"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/health": {
         parameters: {
             query?: never;
@@ -168,6 +188,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/system/live": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow the server's state
+         * @description A snapshot of this replica every second: requests and refusals per second, open streams, goroutines, heap. Shares the cap of open streams with every stream endpoint.
+         */
+        get: operations["follow-system-live"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -188,6 +228,13 @@ export interface components {
              * @example brk_3F9a_x2Q
              */
             prefix: string;
+        };
+        ClosingEvent: {
+            /**
+             * @description shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unavailable: the event store failed.
+             * @enum {string}
+             */
+            reason: "shutdown" | "slow" | "unavailable";
         };
         CreateAPIKeyInputBody: {
             /**
@@ -217,6 +264,10 @@ export interface components {
              * @example brk_3F9a_x2Q
              */
             prefix: string;
+        };
+        DeletedEvent: {
+            /** @description The id of what was deleted. */
+            id: string;
         };
         Error: {
             /**
@@ -270,6 +321,10 @@ export interface components {
              */
             message: string;
         };
+        GapEvent: {
+            /** @description The Last-Event-ID the client sent. */
+            after: string;
+        };
         HealthOutputBody: {
             /**
              * @description Always ok while the server answers.
@@ -286,6 +341,32 @@ export interface components {
             keys: components["schemas"]["APIKeyView"][];
             /** @description The cursor of the next page. Absent on the last page. */
             next_cursor?: string;
+        };
+        LiveSnapshot: {
+            /** Format: date-time */
+            at: string;
+            /** Format: int64 */
+            goroutines: number;
+            /**
+             * Format: int64
+             * @description Bytes of live and not yet collected heap objects.
+             */
+            heap_bytes: number;
+            /**
+             * Format: double
+             * @description Of those, refused with 429, per second.
+             */
+            limited_per_s: number;
+            /**
+             * Format: int64
+             * @description Streams open on this replica, this one included.
+             */
+            open_streams: number;
+            /**
+             * Format: double
+             * @description Requests this replica answered per second, over the last second.
+             */
+            requests_per_s: number;
         };
         LoginInputBody: {
             /** @example correct horse battery staple */
@@ -1118,6 +1199,122 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    "follow-events": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received: the stream resumes after it. Browsers send it on reconnect. */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": ({
+                        data: components["schemas"]["APIKeyView"];
+                        /**
+                         * @description The event's name.
+                         * @enum {string}
+                         */
+                        event: "apikey.created";
+                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        id?: string;
+                        /** @description The reconnection delay the client should use, in milliseconds. */
+                        retry?: number;
+                    } | {
+                        data: components["schemas"]["DeletedEvent"];
+                        /**
+                         * @description The event's name.
+                         * @enum {string}
+                         */
+                        event: "apikey.deleted";
+                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        id?: string;
+                        /** @description The reconnection delay the client should use, in milliseconds. */
+                        retry?: number;
+                    } | {
+                        data: components["schemas"]["ClosingEvent"];
+                        /**
+                         * @description The event's name.
+                         * @enum {string}
+                         */
+                        event: "stream.closing";
+                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        id?: string;
+                        /** @description The reconnection delay the client should use, in milliseconds. */
+                        retry?: number;
+                    } | {
+                        data: components["schemas"]["GapEvent"];
+                        /**
+                         * @description The event's name.
+                         * @enum {string}
+                         */
+                        event: "stream.gap";
+                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        id?: string;
+                        /** @description The reconnection delay the client should use, in milliseconds. */
+                        retry?: number;
+                    })[];
+                };
+            };
+            /** @description unauthenticated: Unauthorized. */
+            401: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unprocessable: a parameter or body member breaks the schema; details.errors says which and why. */
+            422: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description internal: the server failed; the X-Request-Id header identifies the failure in its log. */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
     "get-health": {
         parameters: {
             query?: never;
@@ -1168,6 +1365,100 @@ export interface operations {
             /** @description internal: the server failed; the X-Request-Id header identifies the failure in its log. */
             500: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    "follow-system-live": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received: the stream resumes after it. Browsers send it on reconnect. */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": ({
+                        data: components["schemas"]["ClosingEvent"];
+                        /**
+                         * @description The event's name.
+                         * @enum {string}
+                         */
+                        event: "stream.closing";
+                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        id?: string;
+                        /** @description The reconnection delay the client should use, in milliseconds. */
+                        retry?: number;
+                    } | {
+                        data: components["schemas"]["LiveSnapshot"];
+                        /**
+                         * @description The event's name.
+                         * @enum {string}
+                         */
+                        event: "system.live";
+                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        id?: string;
+                        /** @description The reconnection delay the client should use, in milliseconds. */
+                        retry?: number;
+                    })[];
+                };
+            };
+            /** @description unauthenticated: Unauthorized. */
+            401: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unprocessable: a parameter or body member breaks the schema; details.errors says which and why. */
+            422: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description internal: the server failed; the X-Request-Id header identifies the failure in its log. */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {

@@ -1,0 +1,345 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/ratelimit"
+	"github.com/brain-template/brain/streams"
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humachi"
+)
+
+// This file is the stream plane: Server-Sent Events endpoints, each a raw
+// handler on the router (a stream outlives anything a huma handler may
+// return), declared like any operation and documented in the spec from
+// that declaration. Every stream passes one front door, open, before a
+// byte of its response: the caller is resolved as for any operation (401,
+// 403 and 503 alike), then one of the caller's stream slots is reserved or
+// the request is refused with the one 429 (scope stream), before any
+// stream header.
+
+// StreamConfig configures the stream endpoints. Zero fields take their
+// defaults.
+type StreamConfig struct {
+	// Cap bounds each caller's open streams, across every stream
+	// endpoint: default streams.NewMemoryCap(DefaultStreamCap).
+	Cap streams.Cap
+	// Hub carries the callers' events: default an in-memory hub.
+	Hub streams.Hub
+	// Heartbeat is how often an idle stream gets a comment line, which
+	// keeps proxies from closing it, finds dead clients, and renews the
+	// stream's slot: default 15 s.
+	Heartbeat time.Duration
+	// RetryAfter is the Retry-After of the stream plane's 429: its slots
+	// free when some stream ends, which no clock predicts. Default 5 s.
+	RetryAfter time.Duration
+}
+
+// The stream plane's defaults.
+const (
+	DefaultStreamCap        = 16
+	DefaultStreamHeartbeat  = 15 * time.Second
+	DefaultStreamRetryAfter = 5 * time.Second
+	// streamReplay and streamBuffer size the default in-memory hub: the
+	// events kept for reconnects, and those a slow stream may fall
+	// behind by before it is closed.
+	streamReplay = 1024
+	streamBuffer = 64
+	// streamRetry is the reconnection delay a stream asks clients for.
+	streamRetry = 3 * time.Second
+)
+
+func (c StreamConfig) withDefaults() StreamConfig {
+	if c.Cap == nil {
+		c.Cap = streams.NewMemoryCap(DefaultStreamCap)
+	}
+	if c.Hub == nil {
+		c.Hub = streams.NewMemoryHub(streamReplay, streamBuffer)
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = DefaultStreamHeartbeat
+	}
+	if c.RetryAfter <= 0 {
+		c.RetryAfter = DefaultStreamRetryAfter
+	}
+	return c
+}
+
+// metaStream marks an operation as a stream: it draws from the stream
+// plane only.
+const metaStream = "brain.stream"
+
+// streamPolicy is the stream plane's policy name, in the spec, the
+// headers and the 429.
+const streamPolicy = "streams"
+
+// An eventType is one kind of event a stream may send: its name (the SSE
+// event field) and a value of its data's type, for the spec's schema.
+type eventType struct {
+	name string
+	data any
+	doc  string
+}
+
+// A streamOperation is a stream endpoint: its operation (id, path,
+// summary, description, tags) as the spec shows it, every event type it
+// may send, and serve, which writes events until the stream ends.
+type streamOperation struct {
+	op     huma.Operation
+	events []eventType
+	serve  func(st *stream)
+}
+
+// streamPlane is one server's stream endpoints: the cap, the hub, the
+// streams open on this replica, and the signal that closes them.
+type streamPlane struct {
+	cfg     StreamConfig
+	svc     *auth.Service
+	now     func() time.Time
+	live    atomic.Int64  // streams open on this replica
+	closing chan struct{} // closed by Server.CloseStreams
+	once    sync.Once
+}
+
+// addStream declares op's operation in the spec (its access is Caller;
+// the hooks add its security, errors and x-rate-limit as for any
+// operation) and mounts its handler on the router.
+func (s *Server) addStream(so streamOperation) {
+	op := so.op
+	op.Method = http.MethodGet
+	op.Metadata = map[string]any{metaAccess: Caller, metaStream: true}
+	op.Parameters = append(op.Parameters, &huma.Param{
+		Name: "Last-Event-ID", In: "header", Description: "The id of the last event received: the stream resumes after it. Browsers send it on reconnect.",
+		Schema: &huma.Schema{Type: huma.TypeString, MaxLength: ptr(41), Pattern: lastEventID.String()},
+	})
+	op.Responses = map[string]*huma.Response{"200": {
+		Description: "The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat.",
+		Content:     map[string]*huma.MediaType{"text/event-stream": {Schema: s.eventSchema(append(slices.Clone(so.events), closingEvent))}},
+	}}
+	s.API.OpenAPI().AddOperation(&op)
+	names := map[string]bool{closingEvent.name: true}
+	for _, e := range so.events {
+		names[e.name] = true
+	}
+	s.router.Get(op.Path, func(w http.ResponseWriter, r *http.Request) {
+		st, ok := s.streams.open(s, &op, w, r)
+		if !ok {
+			return
+		}
+		defer st.finish()
+		st.declared = names
+		so.serve(st)
+	})
+}
+
+// eventSchema is the schema of a stream's messages: one of its event
+// types, each an object with the event's name, its data, an id and a
+// retry, as generated clients type SSE.
+func (s *Server) eventSchema(events []eventType) *huma.Schema {
+	reg := s.API.OpenAPI().Components.Schemas
+	var one []*huma.Schema
+	for _, e := range events {
+		one = append(one, &huma.Schema{
+			Title: "Event " + e.name, Type: huma.TypeObject, Description: e.doc,
+			Properties: map[string]*huma.Schema{
+				"event": {Type: huma.TypeString, Enum: []any{e.name}, Description: "The event's name."},
+				"data":  reg.Schema(reflect.TypeOf(e.data), true, e.name),
+				"id":    {Type: huma.TypeString, Description: "The event's id, for Last-Event-ID. Control events (stream.*) have none."},
+				"retry": {Type: huma.TypeInteger, Description: "The reconnection delay the client should use, in milliseconds."},
+			},
+			Required: []string{"event", "data"},
+		})
+	}
+	slices.SortFunc(one, func(a, b *huma.Schema) int { return strings.Compare(a.Title, b.Title) })
+	return &huma.Schema{
+		Title:       "Server-Sent Events",
+		Description: "Each item is one possible message, sent as UTF-8 text in the SSE format.",
+		Type:        huma.TypeArray,
+		Items:       &huma.Schema{OneOf: one},
+	}
+}
+
+// lastEventID is what a Last-Event-ID may be: an id this API gave.
+var lastEventID = regexp.MustCompile(`^[0-9]{1,20}-[0-9]{1,20}$`)
+
+// ClosingEvent is the data of the stream.closing event, a stream's last.
+type ClosingEvent struct {
+	Reason string `json:"reason" enum:"shutdown,slow,unavailable" doc:"shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unavailable: the event store failed."`
+}
+
+// closingEvent ends every stream the server closes.
+var closingEvent = eventType{name: "stream.closing", data: ClosingEvent{}, doc: "The stream's last event: the server closes it, for the reason given."}
+
+// open is the front door of every stream: it resolves the caller, then
+// reserves one of the caller's slots, and reports whether the stream may
+// start. When it may not, it has answered: 401, 403, 503, or 429 with
+// scope stream, before any stream header.
+func (p *streamPlane) open(s *Server, op *huma.Operation, w http.ResponseWriter, r *http.Request) (*stream, bool) {
+	if h := r.Header.Get("Last-Event-ID"); h != "" && !lastEventID.MatchString(h) {
+		WriteError(w, NewError(http.StatusUnprocessableEntity, "", FieldError{Location: "header.Last-Event-ID", Message: "not an event id this API gave"}))
+		return nil, false
+	}
+	var id *auth.Identity
+	hctx := humachi.NewContext(op, r, w)
+	s.requireCaller(hctx, func(ctx huma.Context) { id = auth.FromContext(ctx.Context()) })
+	if id == nil {
+		return nil, false // answered
+	}
+	key := "k:" + id.APIKeyID
+	if id.Method == auth.MethodSession {
+		key = "s:" + id.SessionHash
+	}
+	slot, live, ok, err := p.cfg.Cap.Reserve(r.Context(), key)
+	capacity := p.cfg.Cap.Max()
+	p.writeHeaders(w.Header(), capacity, live, ok)
+	switch {
+	case err != nil:
+		s.outages.log(r.Context(), err)
+		WriteError(w, NewError(http.StatusServiceUnavailable, "brain cannot count your streams right now; retry shortly"))
+		return nil, false
+	case !ok:
+		WriteError(w, rateLimited("stream", streamPolicy, capacity, 0, p.cfg.RetryAfter))
+		return nil, false
+	}
+	p.live.Add(1)
+	st := &stream{plane: p, slot: slot, w: w, rc: http.NewResponseController(w), r: r, caller: id, lastEventID: r.Header.Get("Last-Event-ID")}
+	return st, true
+}
+
+// writeHeaders writes the stream plane's rate-limit headers: live of
+// capacity slots taken (this stream's included when admitted).
+func (p *streamPlane) writeHeaders(h http.Header, capacity, live int, admitted bool) {
+	left := capacity - live
+	if !admitted {
+		left = 0
+	}
+	left = min(max(left, 0), capacity)
+	ratelimit.WriteConcurrent(h, streamPolicy, capacity, left, p.now())
+}
+
+// A stream is one open SSE response.
+type stream struct {
+	plane       *streamPlane
+	slot        streams.Slot
+	w           http.ResponseWriter
+	rc          *http.ResponseController
+	r           *http.Request
+	caller      *auth.Identity
+	lastEventID string
+	declared    map[string]bool // the event types the stream's operation declares
+	started     bool
+}
+
+// start sends the stream's headers and its retry hint. The request's
+// read deadline is lifted (the server's would cancel the stream's
+// context when it passed); the write deadline moves with each message.
+func (st *stream) start() error {
+	h := st.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	st.w.WriteHeader(http.StatusOK)
+	st.started = true
+	_ = st.rc.SetReadDeadline(time.Time{})
+	return st.write("retry: " + strconv.FormatInt(streamRetry.Milliseconds(), 10) + "\n\n")
+}
+
+// write sends text and flushes it, within two heartbeats: a client that
+// does not read for that long fails the write and ends its stream.
+func (st *stream) write(text string) error {
+	_ = st.rc.SetWriteDeadline(st.plane.now().Add(2 * st.plane.cfg.Heartbeat))
+	if _, err := st.w.Write([]byte(text)); err != nil {
+		return err
+	}
+	return st.rc.Flush()
+}
+
+// send writes one event. An event type the operation does not declare is
+// never sent: the spec lists every event a stream sends.
+func (st *stream) send(id, event string, data json.RawMessage) error {
+	if !st.declared[event] {
+		logger(st.r.Context()).Error("stream: dropped an event its operation does not declare", "event", event)
+		return nil
+	}
+	msg := make([]byte, 0, len(id)+len(event)+len(data)+24)
+	if id != "" {
+		msg = append(append(append(msg, "id: "...), id...), '\n')
+	}
+	msg = append(append(append(msg, "event: "...), event...), '\n')
+	msg = append(append(append(msg, "data: "...), data...), "\n\n"...)
+	return st.write(string(msg))
+}
+
+// sendValue writes an event without an id whose data is v as JSON.
+func (st *stream) sendValue(event string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return st.send("", event, b)
+}
+
+// beat writes the heartbeat comment and renews the stream's slot.
+func (st *stream) beat() error {
+	if err := st.write(":\n\n"); err != nil {
+		return err
+	}
+	return st.renew()
+}
+
+// renew extends the stream's slot. A slot whose lease was lost (its
+// store failed for longer than a lease) may have been taken by another
+// stream: this one ends, and its client reconnects. Any other failure is
+// logged; the lease outlives several heartbeats.
+func (st *stream) renew() error {
+	err := st.slot.Refresh(st.r.Context())
+	if errors.Is(err, streams.ErrSlotLost) {
+		st.close("unavailable")
+		return err
+	}
+	if err != nil {
+		logger(st.r.Context()).Warn("stream: its slot was not renewed; retrying at the next heartbeat", "error", err)
+	}
+	return nil
+}
+
+// close sends the stream's last event.
+func (st *stream) close(reason string) {
+	_ = st.sendValue(closingEvent.name, ClosingEvent{Reason: reason})
+}
+
+// finish frees the stream's slot; the handler has returned.
+func (st *stream) finish() {
+	st.slot.Release()
+	st.plane.live.Add(-1)
+}
+
+// ticker returns a ticker of the heartbeat, which the caller stops.
+func (st *stream) ticker() *time.Ticker { return time.NewTicker(st.plane.cfg.Heartbeat) }
+
+// closing is closed when the server shuts down: the stream must send
+// stream.closing and end.
+func (st *stream) closing() <-chan struct{} { return st.plane.closing }
+
+// done is closed when the client has gone.
+func (st *stream) done() <-chan struct{} { return st.r.Context().Done() }
+
+// context is the request's context.
+func (st *stream) context() context.Context { return st.r.Context() }
+
+// CloseStreams makes every open stream send stream.closing and end. Call
+// it when a shutdown starts (http.Server.RegisterOnShutdown): a stream
+// never ends by itself, so Shutdown would wait for them all.
+func (s *Server) CloseStreams() { s.streams.once.Do(func() { close(s.streams.closing) }) }

@@ -1,0 +1,459 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/ratelimit"
+	"github.com/brain-template/brain/streams"
+)
+
+// streamServer serves the whole API over real HTTP with the stream plane
+// sc (a short heartbeat, so tests need not wait) and the user ada. srv
+// lets a test set the server's timeouts.
+func streamServer(tb testing.TB, sc api.StreamConfig, srv func(*http.Server)) (*api.Server, *live, *auth.Service) {
+	tb.Helper()
+	svc := MustAuth(tb)
+	if sc.Heartbeat == 0 {
+		sc.Heartbeat = 50 * time.Millisecond
+	}
+	limits := api.DefaultLimits()
+	limits.Session = ratelimit.Budget{Limit: 10_000, Window: time.Minute, Burst: 10_000}
+	limits.APIKey = limits.Session
+	s, _ := mustRawServer(tb, api.Config{Auth: svc, Limits: limits, Streams: sc})
+	hs := httptest.NewUnstartedServer(s)
+	if srv != nil {
+		srv(hs.Config)
+	}
+	hs.Start()
+	tb.Cleanup(func() { s.CloseStreams(); hs.Close() })
+	tr := &http.Transport{MaxIdleConnsPerHost: 512}
+	tb.Cleanup(tr.CloseIdleConnections)
+	return s, &live{tb: tb, url: hs.URL, client: &http.Client{Transport: tr}}, svc
+}
+
+// An sse is one open stream, read message by message.
+type sse struct {
+	res    *http.Response
+	rd     *bufio.Reader
+	cancel context.CancelFunc
+}
+
+// sseMessage is one message of a stream; a heartbeat is a comment.
+type sseMessage struct {
+	id, event, data string
+	comment         bool
+}
+
+// openStream opens path with headers as "Name: value". A stream that
+// started (200) is closed when the test ends; any other reply is read in
+// full and returned as the reply.
+func (l *live) openStream(path string, headers ...string) (*sse, reply) {
+	l.tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", l.url+path, nil)
+	for _, h := range headers {
+		if k, v, ok := strings.Cut(h, ": "); ok {
+			req.Header.Add(k, v)
+		}
+	}
+	res, err := l.client.Do(req)
+	if err != nil {
+		cancel()
+		l.tb.Fatalf("GET %s: %v", path, err)
+	}
+	r := reply{status: res.StatusCode, header: res.Header}
+	if res.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		cancel()
+		r.body = string(b)
+		return nil, r
+	}
+	s := &sse{res: res, rd: bufio.NewReader(res.Body), cancel: cancel}
+	l.tb.Cleanup(s.close)
+	return s, r
+}
+
+// close ends the stream from the client's side.
+func (s *sse) close() { s.cancel(); s.res.Body.Close() }
+
+// next reads the next message (a retry-only message is skipped), failing
+// the test after 5 s.
+func (s *sse) next(tb testing.TB) sseMessage {
+	tb.Helper()
+	type result struct {
+		m   sseMessage
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var m sseMessage
+		for {
+			line, err := s.rd.ReadString('\n')
+			if err != nil {
+				done <- result{err: err}
+				return
+			}
+			line = strings.TrimSuffix(line, "\n")
+			switch {
+			case line == "":
+				if m.comment || m.event != "" || m.data != "" {
+					done <- result{m: m}
+					return
+				}
+			case strings.HasPrefix(line, ":"):
+				m.comment = true
+			case strings.HasPrefix(line, "id: "):
+				m.id = line[4:]
+			case strings.HasPrefix(line, "event: "):
+				m.event = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				m.data = line[6:]
+			}
+		}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			tb.Fatalf("stream ended: %v", r.err)
+		}
+		return r.m
+	case <-time.After(5 * time.Second):
+		tb.Fatal("no message within 5 s")
+	}
+	return sseMessage{}
+}
+
+// nextEvent skips heartbeats to the next event.
+func (s *sse) nextEvent(tb testing.TB) sseMessage {
+	tb.Helper()
+	for {
+		if m := s.next(tb); !m.comment {
+			return m
+		}
+	}
+}
+
+// eventually retries f every 10 ms for up to d, failing the test with
+// what if it never returns true.
+func eventually(tb testing.TB, d time.Duration, what string, f func() bool) {
+	tb.Helper()
+	for deadline := time.Now().Add(d); !f(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			tb.Fatalf("not within %v: %s", d, what)
+		}
+	}
+}
+
+// The cap: 16 streams across both endpoints, the 17th refused with the
+// one 429 before any stream header; another session and an API key each
+// have their own 16; a stream the client cancels frees its slot.
+func TestStreamCap(t *testing.T) {
+	_, l, svc := streamServer(t, api.StreamConfig{}, nil)
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	other := l.login("ada", "correct horse battery").cookie(t)
+	key := "X-API-Key: " + mustKey(t, svc)
+
+	var open []*sse
+	for i := range 16 {
+		path := []string{"/api/v1/events", "/api/v1/system/live"}[i%2]
+		st, r := l.openStream(path, ada)
+		if st == nil {
+			t.Fatalf("stream %d: %d %s", i+1, r.status, r.body)
+		}
+		if got, want := r.header.Get("RateLimit"), fmt.Sprintf(`"streams";r=%d`, 15-i); got != want {
+			t.Fatalf("stream %d: RateLimit %q, want %q", i+1, got, want)
+		}
+		if r.header.Get("Content-Type") != "text/event-stream" || r.header.Get("Cache-Control") != "no-cache" || r.header.Get("X-Accel-Buffering") != "no" {
+			t.Fatalf("stream %d headers: %v", i+1, r.header)
+		}
+		open = append(open, st)
+	}
+	st, r := l.openStream("/api/v1/system/live", ada)
+	if st != nil || r.status != 429 {
+		t.Fatalf("the 17th stream: %d, want 429", r.status)
+	}
+	var env envelope429
+	if err := json.Unmarshal([]byte(r.body), &env); err != nil || env.Code != "rate-limited" || env.Details.Scope != "stream" ||
+		env.Details.Policy != "streams" || env.Details.Limit != 16 || env.Details.RetryAfterS != 5 {
+		t.Fatalf("the 17th stream's envelope: %s", r.body)
+	}
+	if r.header.Get("Retry-After") != "5" || r.header.Get("RateLimit-Policy") != `"streams";q=16;qu="concurrent-requests"` ||
+		r.header.Get("RateLimit") != `"streams";r=0` || r.header.Get("X-RateLimit-Remaining") != "0" ||
+		!strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
+		t.Fatalf("the 17th stream's headers: %v", r.header)
+	}
+	for _, who := range []string{other, key} {
+		for i := range 16 {
+			if st, r := l.openStream("/api/v1/events", who); st == nil {
+				t.Fatalf("%.20s: stream %d: %d %s", who, i+1, r.status, r.body)
+			}
+		}
+	}
+	open[3].close()
+	eventually(t, time.Second, "a cancelled stream frees its slot", func() bool {
+		st, _ := l.openStream("/api/v1/events", ada)
+		return st != nil
+	})
+	if _, r := l.openStream("/api/v1/events"); r.status != 401 || r.header.Get("Content-Type") == "text/event-stream" {
+		t.Fatalf("no credentials: %d %v", r.status, r.header)
+	}
+}
+
+// A client whose connection drops without a word frees its slot within a
+// heartbeat.
+func TestStreamAbruptCloseFreesSlot(t *testing.T) {
+	_, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1)}, nil)
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(l.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(conn, "GET /api/v1/events HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n", ada)
+	status, _ := bufio.NewReader(conn).ReadString('\n')
+	if !strings.Contains(status, "200") {
+		t.Fatalf("raw stream: %q", status)
+	}
+	if _, r := l.openStream("/api/v1/events", ada); r.status != 429 {
+		t.Fatalf("the slot is taken: %d", r.status)
+	}
+	conn.(*net.TCPConn).SetLinger(0) // a reset, not a goodbye
+	conn.Close()
+	eventually(t, time.Second, "a dropped connection frees its slot", func() bool {
+		st, _ := l.openStream("/api/v1/events", ada)
+		return st != nil
+	})
+}
+
+// Events published while a client was away are replayed after its
+// Last-Event-ID, without loss or duplicates; one too old is told so.
+func TestStreamResumesAfterLastEventID(t *testing.T) {
+	_, l, _ := streamServer(t, api.StreamConfig{Hub: streams.NewMemoryHub(4, 64)}, nil)
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	newKey := func(name string) string {
+		var k struct{ ID string }
+		l.call("POST", "/api/v1/apikeys", map[string]string{"name": name}, ada).want(t, 201, "create key").decode(t, &k)
+		return k.ID
+	}
+	st, _ := l.openStream("/api/v1/events", ada)
+	first := newKey("one")
+	m := st.nextEvent(t)
+	if m.event != "apikey.created" || !strings.Contains(m.data, first) || m.id == "" {
+		t.Fatalf("first event: %+v", m)
+	}
+	st.close()
+	missed := []string{newKey("two"), newKey("three")}
+	again, _ := l.openStream("/api/v1/events", ada, "Last-Event-ID: "+m.id)
+	for _, id := range missed {
+		if m := again.nextEvent(t); m.event != "apikey.created" || !strings.Contains(m.data, id) {
+			t.Fatalf("replayed %+v, want the creation of %s", m, id)
+		}
+	}
+	live := newKey("four") // live, after the replay: once, not twice
+	if m := again.nextEvent(t); !strings.Contains(m.data, live) {
+		t.Fatalf("after the replay: %+v", m)
+	}
+	again.close()
+	for i := range 5 { // the hub keeps 4: the first event's successors are partly gone
+		newKey(fmt.Sprint("more", i))
+	}
+	late, _ := l.openStream("/api/v1/events", ada, "Last-Event-ID: "+m.id)
+	if g := late.nextEvent(t); g.event != "stream.gap" || g.data != `{"after":"`+m.id+`"}` {
+		t.Fatalf("a resume from an id no longer kept starts with %+v, want stream.gap", g)
+	}
+	if _, r := l.openStream("/api/v1/events", ada, "Last-Event-ID: "+strings.Repeat("9", 300)); r.status != 422 {
+		t.Fatalf("a Last-Event-ID this API never gave: %d %s", r.status, r.body)
+	}
+}
+
+// A client that stops reading is dropped with stream.closing (slow) once
+// its buffer is full; a fast one on the same hub gets every event, and
+// publishing never waits for either.
+func TestStreamSlowReaderDoesNotSlowOthers(t *testing.T) {
+	hub := streams.NewMemoryHub(16, 8)
+	_, l, _ := streamServer(t, api.StreamConfig{Hub: hub, Heartbeat: time.Hour}, nil)
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	user := adaID(t, l, ada)
+	slow, _ := l.openStream("/api/v1/events", ada)
+	fast, _ := l.openStream("/api/v1/events", ada)
+	big := json.RawMessage(`{"id":"` + strings.Repeat("x", 256<<10) + `"}`)
+	const n = 100 // 25 MB: more than the socket buffers of the slow stream hold
+	var slowest time.Duration
+	for i := range n {
+		start := time.Now()
+		if _, err := hub.Publish(context.Background(), streams.Event{Type: "apikey.deleted", To: user, Data: big}); err != nil {
+			t.Fatal(err)
+		}
+		slowest = max(slowest, time.Since(start))
+		if m := fast.nextEvent(t); m.event != "apikey.deleted" {
+			t.Fatalf("the fast stream's event %d: %s", i+1, m.event)
+		}
+	}
+	if slowest > 100*time.Millisecond {
+		t.Errorf("a Publish took %v: a slow reader held the publisher", slowest)
+	}
+	for { // the slow stream, read at last: what was buffered, then why it ended
+		m := slow.nextEvent(t)
+		if m.event == "stream.closing" {
+			if m.data != `{"reason":"slow"}` {
+				t.Fatalf("closing: %s", m.data)
+			}
+			break
+		}
+	}
+}
+
+// adaID is the user id of the session cookie.
+func adaID(tb testing.TB, l *live, cookie string) string {
+	tb.Helper()
+	var me struct{ User struct{ ID string } }
+	l.call("GET", "/api/v1/auth/me", nil, cookie).want(tb, 200, "me").decode(tb, &me)
+	return me.User.ID
+}
+
+// A shutdown ends every stream with stream.closing and frees its slot.
+func TestStreamShutdown(t *testing.T) {
+	s, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(2)}, nil)
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	a, _ := l.openStream("/api/v1/events", ada)
+	b, _ := l.openStream("/api/v1/system/live", ada)
+	s.CloseStreams()
+	for _, st := range []*sse{a, b} {
+		for {
+			m := st.nextEvent(t)
+			if m.event == "stream.closing" {
+				if m.data != `{"reason":"shutdown"}` {
+					t.Fatalf("closing: %s", m.data)
+				}
+				break
+			}
+		}
+	}
+}
+
+// The server's read and write timeouts do not cut a healthy stream: it
+// moves its own deadlines, heartbeat by heartbeat.
+func TestStreamOutlivesServerTimeouts(t *testing.T) {
+	_, l, _ := streamServer(t, api.StreamConfig{Heartbeat: 50 * time.Millisecond}, func(hs *http.Server) {
+		hs.ReadTimeout, hs.WriteTimeout = 200*time.Millisecond, 200*time.Millisecond
+	})
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	st, r := l.openStream("/api/v1/system/live", ada)
+	if st == nil {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	deadline := time.Now().Add(1200 * time.Millisecond)
+	snapshots := 0
+	for time.Now().Before(deadline) {
+		if m := st.next(t); m.event == "system.live" {
+			snapshots++
+		}
+	}
+	if snapshots == 0 {
+		t.Fatal("no snapshot in 1.2 s")
+	}
+}
+
+// declaredEvents reads the event names the spec declares for each stream
+// path.
+func declaredEvents(tb testing.TB, s *api.Server) map[string][]string {
+	tb.Helper()
+	spec, err := s.Spec()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]struct {
+				Content map[string]struct {
+					Schema struct {
+						Items struct {
+							OneOf []struct {
+								Properties struct {
+									Event struct{ Enum []string }
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if err := json.Unmarshal(spec, &doc); err != nil {
+		tb.Fatal(err)
+	}
+	out := map[string][]string{}
+	for path, item := range doc.Paths {
+		if c, ok := item["get"].Responses["200"].Content["text/event-stream"]; ok {
+			for _, one := range c.Schema.Items.OneOf {
+				out[path] = append(out[path], one.Properties.Event.Enum...)
+			}
+		}
+	}
+	return out
+}
+
+// Every event a stream sends is one its operation declares in the spec,
+// and every declared event is sent by some path through the server: the
+// spec and the streams cannot drift apart.
+func TestStreamEventsAreDeclared(t *testing.T) {
+	s, l, _ := streamServer(t, api.StreamConfig{Hub: streams.NewMemoryHub(1, 64)}, nil)
+	declared := declaredEvents(t, s)
+	if len(declared) < 2 {
+		t.Fatalf("the spec declares streams %v", declared)
+	}
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	seen := map[string]map[string]bool{}
+	saw := func(path string, m sseMessage) sseMessage {
+		if seen[path] == nil {
+			seen[path] = map[string]bool{}
+		}
+		seen[path][m.event] = true
+		return m
+	}
+	const events, live = "/api/v1/events", "/api/v1/system/live"
+	ev, _ := l.openStream(events, ada)
+	lv, _ := l.openStream(live, ada)
+	var k struct{ ID string }
+	l.call("POST", "/api/v1/apikeys", map[string]string{"name": "one"}, ada).want(t, 201, "create").decode(t, &k)
+	first := saw(events, ev.nextEvent(t))
+	l.call("DELETE", "/api/v1/apikeys/"+k.ID, nil, ada).want(t, 204, "delete")
+	saw(events, ev.nextEvent(t))
+	saw(live, lv.nextEvent(t))
+	l.call("POST", "/api/v1/apikeys", map[string]string{"name": "two"}, ada).want(t, 201, "create")
+	gap, _ := l.openStream(events, ada, "Last-Event-ID: "+first.id) // the hub keeps 1: the deletion is gone
+	saw(events, gap.nextEvent(t))
+	s.CloseStreams()
+	for _, st := range []struct {
+		path string
+		s    *sse
+	}{{events, ev}, {live, lv}} {
+		for m := saw(st.path, st.s.nextEvent(t)); m.event != "stream.closing"; m = saw(st.path, st.s.nextEvent(t)) {
+		}
+	}
+	for path, names := range declared {
+		for name := range seen[path] {
+			if !slices.Contains(names, name) {
+				t.Errorf("%s sent %s, which its spec does not declare (%v)", path, name, names)
+			}
+		}
+		for _, name := range names {
+			if !seen[path][name] {
+				t.Errorf("%s declares %s, which no path of this test made it send", path, name)
+			}
+		}
+	}
+}
