@@ -1,0 +1,109 @@
+package api_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/ratelimit"
+	"github.com/brain-template/brain/ratelimit/redistest"
+	"github.com/brain-template/brain/streams"
+	"github.com/redis/rueidis"
+)
+
+// replica is one brain of a cluster: its own Redis client, cap and hub
+// over the Redis the cluster shares, on the auth service they share.
+type replica struct {
+	*live
+	client rueidis.Client
+	server *httptest.Server
+}
+
+// newReplica starts a replica whose stream slots last lease unless its
+// heartbeat renews them. A Redis failure of its cap fails the test, unless
+// the test expects them (it kills the replica).
+func newReplica(t *testing.T, svc *auth.Service, prefix string, lease time.Duration, failures *atomic.Bool) *replica {
+	t.Helper()
+	client := redistest.Client(t, redistest.Option(t))
+	cp := streams.NewRedisCap(client, prefix, api.DefaultStreamCap, lease, nil)
+	cp.OnError = func(err error) {
+		if !failures.Load() {
+			t.Errorf("the cap failed in Redis: %v", err)
+		}
+	}
+	hub := streams.NewRedisHub(client, prefix, 1000, 64)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = hub.Run(ctx) }()
+	t.Cleanup(func() { stop(); <-done })
+	limits := api.DefaultLimits()
+	limits.Session = ratelimit.Budget{Limit: 10_000, Window: time.Minute, Burst: 10_000}
+	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: limits, Streams: api.StreamConfig{Cap: cp, Hub: hub, Heartbeat: lease / 5}})
+	hs := httptest.NewServer(s)
+	t.Cleanup(func() { s.CloseStreams(); hs.Close() })
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &replica{live: &live{tb: t, url: hs.URL, client: &http.Client{Transport: tr}}, client: client, server: hs}
+}
+
+// Two replicas sharing the real Redis hold one cap of 16 between them and
+// deliver each other's events; the slots of a replica that dies expire
+// with their leases.
+func TestStreamsAcrossReplicas(t *testing.T) {
+	svc := MustAuth(t)
+	prefix := redistest.Prefix()
+	const lease = 600 * time.Millisecond
+	var aDead, bDead atomic.Bool
+	a, b := newReplica(t, svc, prefix, lease, &aDead), newReplica(t, svc, prefix, lease, &bDead)
+	ada := a.login("ada", "correct horse battery").cookie(t)
+
+	var onB []*sse
+	for i := range api.DefaultStreamCap {
+		r := []*replica{a, b}[i%2]
+		st, rep := r.openStream("/api/v1/events", ada)
+		if st == nil {
+			t.Fatalf("stream %d: %d %s", i+1, rep.status, rep.body)
+		}
+		if r == b {
+			onB = append(onB, st)
+		}
+	}
+	for _, r := range []*replica{a, b} {
+		if _, rep := r.openStream("/api/v1/system/live", ada); rep.status != 429 || !strings.Contains(rep.body, `"scope":"stream"`) {
+			t.Fatalf("the 17th stream of the cluster: %d %s", rep.status, rep.body)
+		}
+	}
+
+	// An event published on a reaches the streams on b.
+	var k struct{ ID string }
+	a.call("POST", "/api/v1/apikeys", map[string]string{"name": "cluster"}, ada).want(t, 201, "create a key on a").decode(t, &k)
+	if m := onB[0].nextEvent(t); m.event != "apikey.created" || !strings.Contains(m.data, k.ID) {
+		t.Fatalf("b's stream got %+v, want a's apikey.created", m)
+	}
+
+	// a dies: its Redis connection first, so its streams cannot release
+	// their slots, then its server. Its 8 slots stay taken until their
+	// leases end; b's, renewed by b's heartbeats, stay.
+	aDead.Store(true)
+	a.client.Close()
+	a.server.CloseClientConnections()
+	if _, rep := b.openStream("/api/v1/events", ada); rep.status != 429 {
+		t.Fatalf("right after a died: %d, want 429 (its slots are still leased)", rep.status)
+	}
+	freed := 0
+	eventually(t, 3*lease, "a dead replica's 8 slots expire", func() bool {
+		if st, _ := b.openStream("/api/v1/events", ada); st != nil {
+			freed++
+		}
+		return freed == 8
+	})
+	if _, rep := b.openStream("/api/v1/events", ada); rep.status != 429 {
+		t.Fatalf("b's own 8 are still held, so the 17th is refused: got %d", rep.status)
+	}
+}
