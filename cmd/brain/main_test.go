@@ -254,3 +254,34 @@ func TestServeExplainsABusyMetricsPort(t *testing.T) {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
 }
+
+// A shutdown closes every stream with stream.closing, so it does not wait
+// out BRAIN_SHUTDOWN_TIMEOUT for streams that never end by themselves.
+func TestShutdownClosesStreams(t *testing.T) {
+	base, _, stop := runServer(t, map[string]string{"BRAIN_ADMIN_PASSWORD": "correct horse battery", "BRAIN_COOKIE_SECURE": "false", "BRAIN_SHUTDOWN_TIMEOUT": "30s"})
+	res, err := http.Post(base+"/api/v1/auth/login", "application/json", strings.NewReader(`{"username":"admin","password":"correct horse battery"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	req, _ := http.NewRequest("GET", base+"/api/v1/events", nil)
+	for _, c := range res.Cookies() {
+		req.AddCookie(c)
+	}
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil || stream.StatusCode != 200 {
+		t.Fatalf("open a stream: %v %v", stream, err)
+	}
+	defer stream.Body.Close()
+	start := time.Now()
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	body, _ := io.ReadAll(stream.Body) // to the end: the server closes it
+	if !strings.Contains(string(body), "event: stream.closing\ndata: {\"reason\":\"shutdown\"}\n\n") {
+		t.Fatalf("the stream ended with %q, want stream.closing (shutdown)", body)
+	}
+	<-stopped
+	if took := time.Since(start); took > 10*time.Second {
+		t.Fatalf("the shutdown took %v: it waited for the stream", took)
+	}
+}
