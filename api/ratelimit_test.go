@@ -24,9 +24,6 @@ type fakeClock = testclock.Clock
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 func hourly(n int) ratelimit.Budget { return ratelimit.Budget{Limit: n, Window: time.Hour, Burst: n} }
-func perSecond(n int) ratelimit.Budget {
-	return ratelimit.Budget{Limit: n, Window: time.Second, Burst: n}
-}
 
 // small are budgets a test can exhaust in a few requests.
 func small(clk *fakeClock) api.Limits {
