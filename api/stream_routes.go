@@ -89,29 +89,13 @@ func (s *Server) serveEvents(st *stream) {
 			return
 		}
 	}
-	beat := st.ticker()
-	defer beat.Stop()
-	for {
-		var err error
-		select {
-		case ev, ok := <-sub.Events():
-			if !ok {
-				st.close("slow")
-				return
-			}
-			err = st.send(ev.ID, ev.Type, ev.Data)
-		case <-beat.C:
-			err = st.beat()
-		case <-st.closing():
-			st.close("shutdown")
-			return
-		case <-st.done():
-			return
+	pump(st, sub.Events(), func(ev streams.Event, ok bool) error {
+		if !ok { // the hub dropped this stream: it fell behind
+			st.close("slow")
+			return errStreamEnded
 		}
-		if err != nil {
-			return
-		}
-	}
+		return st.send(ev.ID, ev.Type, ev.Data)
+	})
 }
 
 // serveLive sends a snapshot every second.
@@ -121,25 +105,9 @@ func (s *Server) serveLive(st *stream) {
 	}
 	every := time.NewTicker(time.Second)
 	defer every.Stop()
-	beat := st.ticker()
-	defer beat.Stop()
-	for {
-		var err error
-		select {
-		case <-every.C:
-			err = st.sendValue(liveEvent.name, s.live.snapshot(s))
-		case <-beat.C:
-			err = st.renew() // the snapshots keep the stream busy; only its slot needs renewing
-		case <-st.closing():
-			st.close("shutdown")
-			return
-		case <-st.done():
-			return
-		}
-		if err != nil {
-			return
-		}
-	}
+	pump(st, every.C, func(time.Time, bool) error {
+		return st.sendValue(liveEvent.name, s.live.snapshot(s))
+	})
 }
 
 // liveSnapshots computes the snapshot at most once a second, whatever the

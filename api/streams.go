@@ -326,15 +326,34 @@ func (st *stream) finish() {
 	st.plane.live.Add(-1)
 }
 
-// ticker returns a ticker of the heartbeat, which the caller stops.
-func (st *stream) ticker() *time.Ticker { return time.NewTicker(st.plane.cfg.Heartbeat) }
+// pump is the loop of a stream: each value from source goes to send
+// (ok false once source is closed), and a heartbeat goes out when due,
+// until the client leaves, the server shuts down (stream.closing), or a
+// write fails. A send that ends the stream returns an error.
+func pump[T any](st *stream, source <-chan T, send func(v T, ok bool) error) {
+	beat := time.NewTicker(st.plane.cfg.Heartbeat)
+	defer beat.Stop()
+	for {
+		var err error
+		select {
+		case v, ok := <-source:
+			err = send(v, ok)
+		case <-beat.C:
+			err = st.beat()
+		case <-st.plane.closing:
+			st.close("shutdown")
+			return
+		case <-st.r.Context().Done():
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
 
-// closing is closed when the server shuts down: the stream must send
-// stream.closing and end.
-func (st *stream) closing() <-chan struct{} { return st.plane.closing }
-
-// done is closed when the client has gone.
-func (st *stream) done() <-chan struct{} { return st.r.Context().Done() }
+// errStreamEnded is what a send returns to end its stream.
+var errStreamEnded = errors.New("api: the stream ended")
 
 // context is the request's context.
 func (st *stream) context() context.Context { return st.r.Context() }
