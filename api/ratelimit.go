@@ -300,7 +300,7 @@ func declareComponents(c *huma.Components) {
 		c.Headers = map[string]*huma.Header{}
 	}
 	c.Headers["RateLimit"] = str(`Each budget that applies and what is left of it (draft-ietf-httpapi-ratelimit-headers-10): r = whole requests left, t = seconds until the budget is full again.`, `"session";r=57;t=12`)
-	c.Headers["RateLimit-Policy"] = str(`Each budget that applies: q = requests per window, w = the window in seconds.`, `"session";q=120;w=60`)
+	c.Headers["RateLimit-Policy"] = str(`Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's cap, q = open streams and qu="concurrent-requests".`, `"session";q=120;w=60`)
 	c.Headers["X-RateLimit-Limit"] = num("Legacy: the requests per window of the budget with the fewest requests left.", 120)
 	c.Headers["X-RateLimit-Remaining"] = num("Legacy: whole requests left in that budget.", 57)
 	c.Headers["X-RateLimit-Reset"] = num("Legacy: when that budget is full again, in Unix epoch seconds.", 1796040012)

@@ -18,7 +18,7 @@ import (
 var (
 	apiKeyCreated = eventType{name: "apikey.created", data: APIKeyView{}, doc: "You created an API key (its secret is never sent again)."}
 	apiKeyDeleted = eventType{name: "apikey.deleted", data: DeletedEvent{}, doc: "You deleted an API key."}
-	gapEvent      = eventType{name: "stream.gap", data: GapEvent{}, doc: "The first event when Last-Event-ID is older than the oldest event kept: some events after it are lost. Reload what they would have changed."}
+	gapEvent      = eventType{name: "stream.gap", data: GapEvent{}, doc: "The first event when Last-Event-ID is older than the oldest event kept, or not one this server knows (after a restart, say): some events after it may be lost. Reload what they would have changed."}
 	liveEvent     = eventType{name: "system.live", data: LiveSnapshot{}, doc: "The server's state, every second."}
 )
 
@@ -71,9 +71,9 @@ func (s *Server) addStreamRoutes(cfg Config) {
 // serveEvents sends the caller's events: those kept after Last-Event-ID
 // first, then each as it is published.
 func (s *Server) serveEvents(st *stream) {
-	sub, err := s.streams.cfg.Hub.Subscribe(st.context(), st.caller.User.ID, st.lastEventID)
+	sub, err := s.streams.cfg.Hub.Subscribe(st.r.Context(), st.caller.User.ID, st.lastEventID)
 	if err != nil {
-		s.outages.log(st.context(), err)
+		s.outages.log(st.r.Context(), err)
 		WriteError(st.w, NewError(503, "brain cannot follow events right now; retry shortly"))
 		return
 	}

@@ -1,9 +1,11 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -139,14 +141,20 @@ func (s *Server) addStream(so streamOperation) {
 			return
 		}
 		defer st.finish()
+		if r.Method == http.MethodHead { // the headers a stream would start with, and no stream
+			st.setStreamHeaders()
+			w.WriteHeader(http.StatusOK)
+			return
+		}
 		st.declared = names
 		so.serve(st)
 	})
 }
 
 // eventSchema is the schema of a stream's messages: one of its event
-// types, each an object with the event's name, its data, an id and a
-// retry, as generated clients type SSE.
+// types, each an object with the event's name, its data and its id, as
+// generated clients type SSE. (The retry hint, sent once first, is no
+// event.)
 func (s *Server) eventSchema(events []eventType) *huma.Schema {
 	reg := s.API.OpenAPI().Components.Schemas
 	var one []*huma.Schema
@@ -157,7 +165,6 @@ func (s *Server) eventSchema(events []eventType) *huma.Schema {
 				"event": {Type: huma.TypeString, Enum: []any{e.name}, Description: "The event's name."},
 				"data":  reg.Schema(reflect.TypeOf(e.data), true, e.name),
 				"id":    {Type: huma.TypeString, Description: "The event's id, for Last-Event-ID. Control events (stream.*) have none."},
-				"retry": {Type: huma.TypeInteger, Description: "The reconnection delay the client should use, in milliseconds."},
 			},
 			Required: []string{"event", "data"},
 		})
@@ -176,7 +183,7 @@ var lastEventID = regexp.MustCompile(`^[0-9]{1,20}-[0-9]{1,20}$`)
 
 // ClosingEvent is the data of the stream.closing event, a stream's last.
 type ClosingEvent struct {
-	Reason string `json:"reason" enum:"shutdown,slow,unavailable" doc:"shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unavailable: the event store failed."`
+	Reason string `json:"reason" enum:"shutdown,slow,unauthenticated,unavailable" doc:"shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unauthenticated: the stream's credentials no longer hold (logged out, key deleted, session expired); unavailable: the stream's slot was lost while its store failed (reconnect)."`
 }
 
 // closingEvent ends every stream the server closes.
@@ -187,24 +194,20 @@ var closingEvent = eventType{name: "stream.closing", data: ClosingEvent{}, doc: 
 // start. When it may not, it has answered: 401, 403, 503, or 429 with
 // scope stream, before any stream header.
 func (p *streamPlane) open(s *Server, op *huma.Operation, w http.ResponseWriter, r *http.Request) (*stream, bool) {
-	if h := r.Header.Get("Last-Event-ID"); h != "" && !lastEventID.MatchString(h) {
-		WriteError(w, NewError(http.StatusUnprocessableEntity, "", FieldError{Location: "header.Last-Event-ID", Message: "not an event id this API gave"}))
-		return nil, false
-	}
 	var id *auth.Identity
 	hctx := humachi.NewContext(op, r, w)
 	s.requireCaller(hctx, func(ctx huma.Context) { id = auth.FromContext(ctx.Context()) })
 	if id == nil {
 		return nil, false // answered
 	}
-	key := "k:" + id.APIKeyID
-	if id.Method == auth.MethodSession {
-		key = "s:" + id.SessionHash
-	}
-	slot, live, ok, err := p.cfg.Cap.Reserve(r.Context(), key)
+	slot, live, ok, err := p.cfg.Cap.Reserve(r.Context(), capKey(id))
 	capacity := p.cfg.Cap.Max()
 	p.writeHeaders(w.Header(), capacity, live, ok)
+	after := r.Header.Get("Last-Event-ID")
 	switch {
+	case err != nil && clientGone(r.Context()):
+		w.WriteHeader(StatusClientClosedRequest) // nobody is left to answer; only the access log sees it
+		return nil, false
 	case err != nil:
 		s.outages.log(r.Context(), err)
 		WriteError(w, NewError(http.StatusServiceUnavailable, "brain cannot count your streams right now; retry shortly"))
@@ -212,10 +215,23 @@ func (p *streamPlane) open(s *Server, op *huma.Operation, w http.ResponseWriter,
 	case !ok:
 		WriteError(w, rateLimited("stream", streamPolicy, capacity, 0, p.cfg.RetryAfter))
 		return nil, false
+	case after != "" && !lastEventID.MatchString(after):
+		slot.Release()
+		WriteError(w, NewError(http.StatusUnprocessableEntity, "", FieldError{Location: "header.Last-Event-ID", Message: "not an event id of this API: <digits>-<digits>, as an event's id: field"}))
+		return nil, false
 	}
 	p.live.Add(1)
-	st := &stream{plane: p, slot: slot, w: w, rc: http.NewResponseController(w), r: r, caller: id, lastEventID: r.Header.Get("Last-Event-ID")}
+	st := &stream{plane: p, slot: slot, w: w, rc: http.NewResponseController(w), r: r, caller: id, lastEventID: after}
+	st.conn, _ = r.Context().Value(connKey).(net.Conn)
 	return st, true
+}
+
+// capKey is the caller's key in the cap: its session, or its API key.
+func capKey(id *auth.Identity) string {
+	if id.Method == auth.MethodSession {
+		return "s:" + id.SessionHash
+	}
+	return "k:" + id.APIKeyID
 }
 
 // writeHeaders writes the stream plane's rate-limit headers: live of
@@ -240,27 +256,54 @@ type stream struct {
 	lastEventID string
 	declared    map[string]bool // the event types the stream's operation declares
 	started     bool
+	// The connection, when the server records it (ConnContext), and what
+	// stalled needs: bytes written, and at the last heartbeat, bytes
+	// queued in the kernel and bytes written.
+	conn          net.Conn
+	written       int64
+	writtenAtBeat int64
+	queued        int
+	idleBeats     int
+}
+
+// connKey is the context key of the connection a request came on.
+var connKey = &contextKey{"conn"}
+
+// ConnContext is an http.Server ConnContext hook that lets the streams of
+// a request see its connection, to end a stream whose client stopped
+// taking data. Set it on the server that serves the API:
+//
+//	srv := &http.Server{Handler: s, ConnContext: api.ConnContext}
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey, c)
 }
 
 // start sends the stream's headers and its retry hint. The request's
 // read deadline is lifted (the server's would cancel the stream's
 // context when it passed); the write deadline moves with each message.
 func (st *stream) start() error {
-	h := st.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
+	st.setStreamHeaders()
 	st.w.WriteHeader(http.StatusOK)
 	st.started = true
 	_ = st.rc.SetReadDeadline(time.Time{})
 	return st.write("retry: " + strconv.FormatInt(streamRetry.Milliseconds(), 10) + "\n\n")
 }
 
+// setStreamHeaders sets the headers of a stream's response.
+func (st *stream) setStreamHeaders() {
+	h := st.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+}
+
 // write sends text and flushes it, within two heartbeats: a client that
 // does not read for that long fails the write and ends its stream.
 func (st *stream) write(text string) error {
-	_ = st.rc.SetWriteDeadline(st.plane.now().Add(2 * st.plane.cfg.Heartbeat))
-	if _, err := st.w.Write([]byte(text)); err != nil {
+	_ = st.rc.SetWriteDeadline(time.Now().Add(2 * st.plane.cfg.Heartbeat)) // the kernel's clock, not an injected one
+	n, err := st.w.Write([]byte(text))
+	st.written += int64(n)
+	if err != nil {
 		return err
 	}
 	return st.rc.Flush()
@@ -272,6 +315,14 @@ func (st *stream) send(id, event string, data json.RawMessage) error {
 	if !st.declared[event] {
 		logger(st.r.Context()).Error("stream: dropped an event its operation does not declare", "event", event)
 		return nil
+	}
+	if bytes.ContainsAny(data, "\r\n") { // a line break would end the data: line; JSON needs none
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, data); err != nil {
+			logger(st.r.Context()).Error("stream: dropped an event whose data is not JSON", "event", event)
+			return nil
+		}
+		data = buf.Bytes()
 	}
 	msg := make([]byte, 0, len(id)+len(event)+len(data)+24)
 	if id != "" {
@@ -291,12 +342,59 @@ func (st *stream) sendValue(event string, v any) error {
 	return st.send("", event, b)
 }
 
-// beat writes the heartbeat comment and renews the stream's slot.
+// beat is a stream's heartbeat: it ends a stream whose client has stopped
+// taking data or whose credentials no longer hold, writes the comment,
+// and renews the stream's slot.
 func (st *stream) beat() error {
+	if st.stalled() {
+		_ = st.rc.SetWriteDeadline(time.Now()) // nothing more will be taken: do not wait to finish the response
+		return errStreamEnded
+	}
+	if !st.callerHolds() {
+		st.close("unauthenticated")
+		return errStreamEnded
+	}
 	if err := st.write(":\n\n"); err != nil {
 		return err
 	}
 	return st.renew()
+}
+
+// stalled reports whether the connection has taken none of the bytes
+// queued for it for two heartbeats in a row: a client that stopped
+// reading once its window was full, or a peer that is gone without a
+// word. (The write deadline cannot see either while the kernel still
+// buffers the stream's writes.) Where the kernel cannot say (not Linux,
+// not TCP), it reports false.
+func (st *stream) stalled() bool {
+	queued, ok := unsentBytes(st.conn)
+	if !ok {
+		return false
+	}
+	drained := int64(st.queued) + (st.written - st.writtenAtBeat) - int64(queued)
+	if st.queued > 0 && drained <= 0 {
+		st.idleBeats++
+	} else {
+		st.idleBeats = 0
+	}
+	st.queued, st.writtenAtBeat = queued, st.written
+	return st.idleBeats >= 2
+}
+
+// callerHolds reports whether the stream's credentials still name a
+// caller: a revoked API key, or a session that ended or was logged out,
+// ends its streams within a heartbeat. Lookups go through the auth
+// service's caches, as for any request; a store that fails keeps the
+// stream going.
+func (st *stream) callerHolds() bool {
+	if st.plane.svc == nil {
+		return true
+	}
+	id, err := resolveCaller(st.r.Context(), st.plane.svc, st.r)
+	if err != nil && !errors.Is(err, auth.ErrUnauthenticated) {
+		return true
+	}
+	return id != nil && capKey(id) == capKey(st.caller)
 }
 
 // renew extends the stream's slot. A slot whose lease was lost (its
@@ -354,9 +452,6 @@ func pump[T any](st *stream, source <-chan T, send func(v T, ok bool) error) {
 
 // errStreamEnded is what a send returns to end its stream.
 var errStreamEnded = errors.New("api: the stream ended")
-
-// context is the request's context.
-func (st *stream) context() context.Context { return st.r.Context() }
 
 // CloseStreams makes every open stream send stream.closing and end. Call
 // it when a shutdown starts (http.Server.RegisterOnShutdown): a stream

@@ -34,6 +34,7 @@ func streamServer(tb testing.TB, sc api.StreamConfig, srv func(*http.Server)) (*
 	limits.APIKey = limits.Session
 	s, _ := mustRawServer(tb, api.Config{Auth: svc, Limits: limits, Streams: sc})
 	hs := httptest.NewUnstartedServer(s)
+	hs.Config.ConnContext = api.ConnContext
 	if srv != nil {
 		srv(hs.Config)
 	}
@@ -455,5 +456,97 @@ func TestStreamEventsAreDeclared(t *testing.T) {
 				t.Errorf("%s declares %s, which no path of this test made it send", path, name)
 			}
 		}
+	}
+}
+
+// HEAD answers the headers a stream would start with, and holds no slot.
+func TestStreamHead(t *testing.T) {
+	_, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1)}, nil)
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	for range 3 {
+		r := l.call("HEAD", "/api/v1/events", nil, ada)
+		if r.status != 200 || r.header.Get("Content-Type") != "text/event-stream" || r.took > time.Second {
+			t.Fatalf("HEAD: %d %v in %v", r.status, r.header, r.took)
+		}
+	}
+	if st, r := l.openStream("/api/v1/events", ada); st == nil {
+		t.Fatalf("after three HEADs the one slot is free: %d %s", r.status, r.body)
+	}
+}
+
+// A stream whose credentials stop holding — its API key deleted, its
+// session logged out — ends within a heartbeat with stream.closing.
+func TestStreamEndsWithItsCredentials(t *testing.T) {
+	_, l, _ := streamServer(t, api.StreamConfig{}, nil)
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	var k struct{ ID, Key string }
+	l.call("POST", "/api/v1/apikeys", map[string]string{"name": "doomed"}, ada).want(t, 201, "create").decode(t, &k)
+	byKey, _ := l.openStream("/api/v1/system/live", "X-API-Key: "+k.Key)
+	other := l.login("ada", "correct horse battery").cookie(t)
+	bySession, _ := l.openStream("/api/v1/system/live", other)
+	l.call("DELETE", "/api/v1/apikeys/"+k.ID, nil, ada).want(t, 204, "delete the key")
+	l.call("POST", "/api/v1/auth/logout", nil, other).want(t, 204, "log out")
+	for _, st := range []*sse{byKey, bySession} {
+		for m := st.nextEvent(t); m.event != "stream.closing"; m = st.nextEvent(t) {
+		}
+	}
+	// ada's own session is untouched.
+	if st, r := l.openStream("/api/v1/events", ada); st == nil {
+		t.Fatalf("ada's session: %d %s", r.status, r.body)
+	}
+}
+
+// Data with line breaks (pretty-printed JSON) goes out on one data: line:
+// it cannot end the message early or inject fields.
+func TestStreamDataWithLineBreaks(t *testing.T) {
+	hub := streams.NewMemoryHub(16, 16)
+	_, l, _ := streamServer(t, api.StreamConfig{Hub: hub}, nil)
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	st, _ := l.openStream("/api/v1/events", ada)
+	data, _ := json.MarshalIndent(map[string]string{"id": "x\ny", "event": "injected"}, "", "  ")
+	if _, err := hub.Publish(context.Background(), streams.Event{Type: "apikey.deleted", To: adaID(t, l, ada), Data: data}); err != nil {
+		t.Fatal(err)
+	}
+	if m := st.nextEvent(t); m.event != "apikey.deleted" || m.data != `{"event":"injected","id":"x\ny"}` {
+		t.Fatalf("got %+v", m)
+	}
+}
+
+// A client that stops taking data — its receive window full, or its host
+// gone — frees its slot within a few heartbeats, though the kernel still
+// buffers what the stream writes.
+func TestStreamStalledClientFreesSlot(t *testing.T) {
+	hub := streams.NewMemoryHub(16, 16)
+	_, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1), Hub: hub, Heartbeat: 50 * time.Millisecond}, nil)
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	d := net.Dialer{Control: nil}
+	conn, err := d.Dial("tcp", strings.TrimPrefix(l.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.(*net.TCPConn).SetReadBuffer(4096) // a small window, which the client then stops reading
+	fmt.Fprintf(conn, "GET /api/v1/events HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n", ada)
+	if status, _ := bufio.NewReaderSize(conn, 16).ReadString('\n'); !strings.Contains(status, "200") {
+		t.Fatalf("raw stream: %q", status)
+	}
+	// Far more than the client's window, far less than the server's send
+	// buffer: the write succeeds, and the bytes wait in the kernel.
+	big := json.RawMessage(`{"id":"` + strings.Repeat("x", 48<<10) + `"}`)
+	if _, err := hub.Publish(context.Background(), streams.Event{Type: "apikey.deleted", To: adaID(t, l, ada), Data: big}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Second, "a stalled client's slot frees", func() bool {
+		st, _ := l.openStream("/api/v1/events", ada)
+		return st != nil
+	})
+}
+
+// Credentials come first: a request without them gets 401, whatever its
+// Last-Event-ID.
+func TestStreamChecksCallerFirst(t *testing.T) {
+	_, l, _ := streamServer(t, api.StreamConfig{}, nil)
+	if _, r := l.openStream("/api/v1/events", "Last-Event-ID: nonsense"); r.status != 401 {
+		t.Fatalf("no credentials, a bad Last-Event-ID: %d %s", r.status, r.body)
 	}
 }

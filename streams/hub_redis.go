@@ -247,9 +247,14 @@ func (h *RedisHub) read(ctx context.Context) error {
 	h.f.mu.Lock()
 	from := h.seen.String()
 	h.f.mu.Unlock()
-	// ctx has no deadline of its own: its end aborts the read at once.
+	// The read may wait readBlock in Redis; past that and a call's time it
+	// has failed (a connection that died without a word, which rueidis
+	// would otherwise keep retrying), and Run says so. ctx's end aborts it
+	// at once.
+	rctx, cancel := context.WithTimeout(ctx, readBlock+callTimeout)
+	defer cancel()
 	cmd := h.client.B().Xread().Count(readCount).Block(readBlock.Milliseconds()).Streams().Key(h.key).Id(from).Build()
-	streams, err := h.client.Do(ctx, cmd).AsXRead()
+	streams, err := h.client.Do(rctx, cmd).AsXRead()
 	if rueidis.IsRedisNil(err) { // nothing new within the block
 		return nil
 	}

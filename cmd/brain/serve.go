@@ -196,6 +196,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	srv := &http.Server{
 		Handler:           handler,
+		ConnContext:       api.ConnContext, // lets a stream see that its client stopped taking data
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,

@@ -231,10 +231,10 @@ export interface components {
         };
         ClosingEvent: {
             /**
-             * @description shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unavailable: the event store failed.
+             * @description shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unauthenticated: the stream's credentials no longer hold (logged out, key deleted, session expired); unavailable: the stream's slot was lost while its store failed (reconnect).
              * @enum {string}
              */
-            reason: "shutdown" | "slow" | "unavailable";
+            reason: "shutdown" | "slow" | "unauthenticated" | "unavailable";
         };
         CreateAPIKeyInputBody: {
             /**
@@ -439,7 +439,7 @@ export interface components {
             headers: {
                 /** @description Each budget that applies and what is left of it (draft-ietf-httpapi-ratelimit-headers-10): r = whole requests left, t = seconds until the budget is full again. Absent when the back-off refused (details.scope login). */
                 RateLimit?: string;
-                /** @description Each budget that applies: q = requests per window, w = the window in seconds. Absent when the back-off refused (details.scope login). */
+                /** @description Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's cap, q = open streams and qu="concurrent-requests". Absent when the back-off refused (details.scope login). */
                 "RateLimit-Policy"?: string;
                 "Retry-After": components["headers"]["Retry-After"];
                 /** @description Legacy: the requests per window of the budget with the fewest requests left. Absent when the back-off refused (details.scope login). */
@@ -470,7 +470,7 @@ export interface components {
     headers: {
         /** @description Each budget that applies and what is left of it (draft-ietf-httpapi-ratelimit-headers-10): r = whole requests left, t = seconds until the budget is full again. */
         RateLimit: string;
-        /** @description Each budget that applies: q = requests per window, w = the window in seconds. */
+        /** @description Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's cap, q = open streams and qu="concurrent-requests". */
         "RateLimit-Policy": string;
         /** @description Seconds until a request would be admitted (at least 1). */
         "Retry-After": number;
@@ -1231,8 +1231,6 @@ export interface operations {
                         event: "apikey.created";
                         /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
                         id?: string;
-                        /** @description The reconnection delay the client should use, in milliseconds. */
-                        retry?: number;
                     } | {
                         data: components["schemas"]["DeletedEvent"];
                         /**
@@ -1242,8 +1240,6 @@ export interface operations {
                         event: "apikey.deleted";
                         /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
                         id?: string;
-                        /** @description The reconnection delay the client should use, in milliseconds. */
-                        retry?: number;
                     } | {
                         data: components["schemas"]["ClosingEvent"];
                         /**
@@ -1253,8 +1249,6 @@ export interface operations {
                         event: "stream.closing";
                         /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
                         id?: string;
-                        /** @description The reconnection delay the client should use, in milliseconds. */
-                        retry?: number;
                     } | {
                         data: components["schemas"]["GapEvent"];
                         /**
@@ -1264,8 +1258,6 @@ export interface operations {
                         event: "stream.gap";
                         /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
                         id?: string;
-                        /** @description The reconnection delay the client should use, in milliseconds. */
-                        retry?: number;
                     })[];
                 };
             };
@@ -1406,8 +1398,6 @@ export interface operations {
                         event: "stream.closing";
                         /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
                         id?: string;
-                        /** @description The reconnection delay the client should use, in milliseconds. */
-                        retry?: number;
                     } | {
                         data: components["schemas"]["LiveSnapshot"];
                         /**
@@ -1417,8 +1407,6 @@ export interface operations {
                         event: "system.live";
                         /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
                         id?: string;
-                        /** @description The reconnection delay the client should use, in milliseconds. */
-                        retry?: number;
                     })[];
                 };
             };
