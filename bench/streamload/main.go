@@ -72,31 +72,36 @@ func main() {
 	if *n < 1 || *rounds < 1 || *rounds > 99 || *dialers < 1 {
 		log.Fatal("streamload: -n and -dialers must be at least 1, -rounds 1 to 99 (a user holds at most 100 API keys)")
 	}
-	if err := raiseFileLimit(*n + 256); err != nil {
-		log.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "streamload")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if *bin == "" {
-		if *bin, err = build(dir); err != nil {
-			log.Fatal(err)
+	err := func() error {
+		if err := raiseFileLimit(*n + 256); err != nil {
+			return err
 		}
-	}
-	srv, err := start(*bin, dir, *n+16, *heartbeat, extra)
+		dir, err := os.MkdirTemp("", "streamload")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		if *bin == "" {
+			if *bin, err = build(dir); err != nil {
+				return err
+			}
+		}
+		srv, err := start(*bin, dir, *n+16, *heartbeat, extra)
+		if err != nil {
+			return err
+		}
+		defer srv.stop()
+		if err := run(srv, *n, *rounds, *every, *dialers, *settle, *cpuprofile); err != nil {
+			return err
+		}
+		if *hold > 0 {
+			fmt.Printf("holding the server (pid %d, %s) and its streams for %s\n", srv.cmd.Process.Pid, srv.addr, *hold)
+			time.Sleep(*hold)
+		}
+		return nil
+	}()
 	if err != nil {
 		log.Fatal(err)
-	}
-	defer srv.stop()
-	if err := run(srv, *n, *rounds, *every, *dialers, *settle, *cpuprofile); err != nil {
-		srv.stop()
-		log.Fatal(err)
-	}
-	if *hold > 0 {
-		fmt.Printf("holding the server (pid %d, %s) and its streams for %s\n", srv.cmd.Process.Pid, srv.addr, *hold)
-		time.Sleep(*hold)
 	}
 }
 
