@@ -7,5 +7,7 @@
 //
 // loginflood is a load test of the login path: it starts a brain binary,
 // floods it with wrong-password logins and reports peak memory and
-// latency.
+// latency. streamload is a load test of the stream plane: it starts a
+// brain binary, opens thousands of event streams and reports the memory
+// each costs and how long one event takes to reach them all.
 package bench
