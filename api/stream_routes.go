@@ -89,7 +89,7 @@ func (s *Server) serveEvents(st *stream) {
 			return
 		}
 	}
-	pump(st, sub.Events(), func(ev streams.Event, ok bool) error {
+	pump(st, sub.Events(), func(ev *streams.Event, ok bool) error {
 		if !ok { // the hub dropped this stream: it fell behind
 			st.close("slow")
 			return errStreamEnded

@@ -286,7 +286,26 @@ func (st *stream) start() error {
 	st.w.WriteHeader(http.StatusOK)
 	st.started = true
 	_ = st.rc.SetReadDeadline(time.Time{})
-	return st.write("retry: " + strconv.FormatInt(streamRetry.Milliseconds(), 10) + "\n\n")
+	st.extendDeadline()
+	n, err := st.w.Write([]byte("retry: " + strconv.FormatInt(streamRetry.Milliseconds(), 10) + "\n\n"))
+	st.written += int64(n)
+	if err != nil {
+		return err
+	}
+	// The first flush sends the header, through net/http's deepest call
+	// path. Made on a goroutine that ends right after, its stack growth
+	// goes with it, instead of doubling the stack this stream's goroutine
+	// keeps for as long as the stream lives (see BENCHMARKS.md).
+	flushed := make(chan error, 1)
+	go func() { flushed <- st.rc.Flush() }()
+	return <-flushed
+}
+
+// extendDeadline gives the stream's writes two heartbeats from now, on
+// the kernel's clock (not an injected one). The heartbeat extends it
+// again, so a write always has at least a heartbeat.
+func (st *stream) extendDeadline() {
+	_ = st.rc.SetWriteDeadline(time.Now().Add(2 * st.plane.cfg.Heartbeat))
 }
 
 // setStreamHeaders sets the headers of a stream's response.
@@ -297,11 +316,10 @@ func (st *stream) setStreamHeaders() {
 	h.Set("X-Accel-Buffering", "no")
 }
 
-// write sends text and flushes it, within two heartbeats: a client that
-// does not read for that long fails the write and ends its stream.
-func (st *stream) write(text string) error {
-	_ = st.rc.SetWriteDeadline(time.Now().Add(2 * st.plane.cfg.Heartbeat)) // the kernel's clock, not an injected one
-	n, err := st.w.Write([]byte(text))
+// write sends msg and flushes it, by the write deadline (extendDeadline):
+// a write that waits past it fails and ends the stream.
+func (st *stream) write(msg []byte) error {
+	n, err := st.w.Write(msg)
 	st.written += int64(n)
 	if err != nil {
 		return err
@@ -330,7 +348,7 @@ func (st *stream) send(id, event string, data json.RawMessage) error {
 	}
 	msg = append(append(append(msg, "event: "...), event...), '\n')
 	msg = append(append(append(msg, "data: "...), data...), "\n\n"...)
-	return st.write(string(msg))
+	return st.write(msg)
 }
 
 // sendValue writes an event without an id whose data is v as JSON.
@@ -354,7 +372,8 @@ func (st *stream) beat() error {
 		st.close("unauthenticated")
 		return errStreamEnded
 	}
-	if err := st.write(":\n\n"); err != nil {
+	st.extendDeadline()
+	if err := st.write(heartbeat); err != nil {
 		return err
 	}
 	return st.renew()
@@ -449,6 +468,9 @@ func pump[T any](st *stream, source <-chan T, send func(v T, ok bool) error) {
 		}
 	}
 }
+
+// heartbeat is the comment line a stream sends when it is due.
+var heartbeat = []byte(":\n\n")
 
 // errStreamEnded is what a send returns to end its stream.
 var errStreamEnded = errors.New("api: the stream ended")

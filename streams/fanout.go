@@ -40,6 +40,10 @@ func (f *fanout) addLocked(user string, skip eventID) *Subscription {
 // with ErrSlow; the others are unaffected.
 func (f *fanout) deliverLocked(ev Event, id eventID) {
 	subs := f.subs[ev.To]
+	if len(subs) == 0 {
+		return
+	}
+	shared := &ev // one copy, read by every subscriber: a buffered event costs each a pointer
 	for i := 0; i < len(subs); {
 		s := subs[i]
 		if id.compare(s.skip) <= 0 {
@@ -47,7 +51,7 @@ func (f *fanout) deliverLocked(ev Event, id eventID) {
 			continue
 		}
 		select {
-		case s.events <- ev:
+		case s.events <- shared:
 			i++
 		default:
 			subs = f.dropLocked(ev.To, subs, i, ErrSlow)

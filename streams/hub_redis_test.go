@@ -52,7 +52,7 @@ func receive(t *testing.T, s *streams.Subscription, n int) []streams.Event {
 			if !ok {
 				t.Fatalf("subscription ended after %d of %d events: %v", len(out), n, s.Err())
 			}
-			out = append(out, ev)
+			out = append(out, *ev)
 		case <-timeout:
 			t.Fatalf("%d of %d events within 5 s", len(out), n)
 		}

@@ -53,7 +53,7 @@ func buffered(s *streams.Subscription) []streams.Event {
 			if !ok {
 				return out
 			}
-			out = append(out, ev)
+			out = append(out, *ev)
 		default:
 			return out
 		}

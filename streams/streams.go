@@ -101,7 +101,7 @@ type Subscription struct {
 
 	user   string
 	skip   eventID       // events up to this id are not sent: the subscriber has them (Replay, or its after)
-	events chan Event    // closed by the hub's fan-out, under its lock, when it ends the subscription
+	events chan *Event   // closed by the hub's fan-out, under its lock, when it ends the subscription
 	done   chan struct{} // closed by end, once err is set
 	err    error
 	cancel func() // removes the subscription from its hub, which then ends it
@@ -110,13 +110,14 @@ type Subscription struct {
 // newSubscription returns a subscription of user whose Events buffer
 // holds buffer events. Its hub sets cancel before handing it out.
 func newSubscription(user string, buffer int) *Subscription {
-	return &Subscription{user: user, events: make(chan Event, buffer), done: make(chan struct{})}
+	return &Subscription{user: user, events: make(chan *Event, buffer), done: make(chan struct{})}
 }
 
 // Events delivers the events published after Subscribe, in order. It is
 // closed when the subscription ends: by Close, or by the hub (Err). The
-// events buffered when the hub ends it are still received first.
-func (s *Subscription) Events() <-chan Event { return s.events }
+// events buffered when the hub ends it are still received first. Every
+// subscriber of an event receives the same *Event: read it, never change it.
+func (s *Subscription) Events() <-chan *Event { return s.events }
 
 // Err is why the subscription ended: ErrSlow, or nil after Close (and
 // while it lasts).
