@@ -156,6 +156,7 @@ func (e *env) jobs(t *testing.T, user string) []ingest.Job {
 const body = `{"project":"brain","items":[{"text":"the queue retries with backoff"},{"text":"idempotency keys expire after a day","skill":"go"}]}`
 
 func TestIngestOnce(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()
@@ -284,6 +285,7 @@ func TestIngestOnce(t *testing.T) {
 // TestIngestConcurrent: identical requests at once make one job, and
 // every one of them is told its id.
 func TestIngestConcurrent(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		const n = 200
@@ -319,6 +321,7 @@ func TestIngestConcurrent(t *testing.T) {
 }
 
 func TestJobsList(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
 		ctx := context.Background()

@@ -19,6 +19,9 @@ import (
 type IngestStore struct {
 	db      *DB
 	enqueue func(ctx context.Context, tx *sql.Tx, jobID string) error
+	// gate holds this process's writers to SQLite in line, one at a
+	// time (see begin); nil on PostgreSQL.
+	gate chan struct{}
 }
 
 // NewIngestStore returns the ingest store of db. Accept calls enqueue in
@@ -26,7 +29,42 @@ type IngestStore struct {
 // job is queued if and only if it is created; nil enqueues nothing (the
 // jobs are then processed only when something calls Process).
 func NewIngestStore(db *DB, enqueue func(ctx context.Context, tx *sql.Tx, jobID string) error) *IngestStore {
-	return &IngestStore{db: db, enqueue: enqueue}
+	s := &IngestStore{db: db, enqueue: enqueue}
+	if db.Dialect == SQLite {
+		s.gate = make(chan struct{}, 1)
+	}
+	return s
+}
+
+// begin starts a transaction that writes; call done once it has ended.
+//
+// SQLite has one writer at a time, and a writer that finds the lock
+// taken polls for it, sleeping longer and longer between tries: under a
+// burst of writers (a client retrying a batch from many threads) the
+// lock sits free while they sleep, and the unlucky ones wait out
+// DB.Timeout. So on SQLite this process's writers of this store wait in
+// line instead (a channel's waiting senders are served first come, first
+// served), each holding the gate from BEGIN to COMMIT, and the lock is
+// handed on at once. The wait counts against DB.Timeout, like the
+// transaction. Writers of other stores or processes still poll.
+func (s *IngestStore) begin(ctx context.Context) (tx *Tx, done func(), err error) {
+	if s.gate == nil {
+		tx, err := s.db.BeginTx(ctx, nil)
+		return tx, func() {}, err
+	}
+	ctx, cancel := s.db.withTimeout(ctx)
+	select {
+	case s.gate <- struct{}{}:
+	case <-ctx.Done():
+		cancel()
+		return nil, nil, ctx.Err()
+	}
+	if tx, err = s.db.BeginTx(ctx, nil); err != nil {
+		<-s.gate
+		cancel()
+		return nil, nil, err
+	}
+	return tx, func() { <-s.gate; cancel() }, nil
 }
 
 var _ ingest.Store = (*IngestStore)(nil)
@@ -39,18 +77,27 @@ func ingestErr(err error) error {
 	return err
 }
 
-// Accept records the key of a, or finds it, in one transaction (see
-// ingest.Store). The upsert takes the key: a new key is inserted, an
-// expired one is replaced, and a live one is left as it is, and then no
-// row comes back. On PostgreSQL a concurrent Accept of the same key waits
-// at the upsert for this transaction to end (the key's unique index),
-// then finds the key this one committed; on SQLite, BEGIN IMMEDIATE
-// already runs the transactions one at a time.
+// Accept records the key of a, or finds it (see ingest.Store).
+//
+// A replay is read without a transaction or a lock: the live key, with
+// its job. Otherwise one transaction takes the key, creates the job and
+// enqueues it. The upsert that takes the key inserts a new key, replaces
+// an expired one, and leaves a live one as it is, and then returns no
+// row: that is a request that raced this one, and its key is read as a
+// replay's. On PostgreSQL a concurrent Accept of the same key waits at
+// the upsert (the key's unique index) until this transaction ends, then
+// finds the key it committed; on SQLite, transactions that write run one
+// at a time.
 func (s *IngestStore) Accept(ctx context.Context, a ingest.Acceptance) (ingest.Job, bool, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+	job, replayed, err := s.replay(ctx, s.db, a)
+	if replayed || err != nil {
+		return job, replayed, err
+	}
+	tx, done, err := s.begin(ctx)
 	if err != nil {
 		return ingest.Job{}, false, wrap("accept", err)
 	}
+	defer done()
 	defer tx.Rollback()
 	var jobID string
 	err = tx.QueryRowContext(ctx, `INSERT INTO ingest_keys (user_id, ingest_id, fingerprint, job_id, created_at, expires_at)
@@ -60,22 +107,17 @@ func (s *IngestStore) Accept(ctx context.Context, a ingest.Acceptance) (ingest.J
 		WHERE ingest_keys.expires_at <= excluded.created_at
 		RETURNING job_id`,
 		a.UserID, a.IngestID, a.Fingerprint, a.JobID, ms(a.CreatedAt), ms(a.ExpiresAt)).Scan(&jobID)
-	if errors.Is(err, sql.ErrNoRows) { // a live key
-		var fingerprint string
-		job, err := scanJob(tx.QueryRowContext(ctx, "SELECT "+jobCols+", k.fingerprint FROM ingest_keys k JOIN jobs j ON j.id = k.job_id WHERE k.user_id = $1 AND k.ingest_id = $2",
-			a.UserID, a.IngestID), &fingerprint)
-		if err != nil {
-			return ingest.Job{}, false, wrap("accept: read the key", err)
+	if errors.Is(err, sql.ErrNoRows) { // a live key, committed since the replay's look
+		job, replayed, err := s.replay(ctx, tx, a)
+		if !replayed && err == nil {
+			err = wrap("accept", errors.New("the key is live, but reads as absent"))
 		}
-		if fingerprint != a.Fingerprint {
-			return ingest.Job{}, false, ingest.ErrKeyReused
-		}
-		return job, true, nil
+		return job, replayed, err
 	}
 	if err != nil {
 		return ingest.Job{}, false, wrap("accept: take the key", err)
 	}
-	job := ingest.Job{ID: a.JobID, UserID: a.UserID, IngestID: a.IngestID, Project: a.Project, Status: ingest.StatusQueued,
+	job = ingest.Job{ID: a.JobID, UserID: a.UserID, IngestID: a.IngestID, Project: a.Project, Status: ingest.StatusQueued,
 		ItemsTotal: a.ItemsTotal, CreatedAt: a.CreatedAt}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (id, user_id, ingest_id, project, status, items_total, batch, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
@@ -91,6 +133,26 @@ func (s *IngestStore) Accept(ctx context.Context, a ingest.Acceptance) (ingest.J
 		}
 	}
 	return job, false, wrap("accept: commit", tx.Commit())
+}
+
+// replay reads the live key of a, with its job: replayed when it has a's
+// fingerprint, ErrKeyReused when it has another; neither when there is
+// no live key.
+func (s *IngestStore) replay(ctx context.Context, r interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *Row
+}, a ingest.Acceptance) (ingest.Job, bool, error) {
+	var fingerprint string
+	job, err := scanJob(r.QueryRowContext(ctx, `SELECT `+jobCols+`, k.fingerprint FROM ingest_keys k JOIN jobs j ON j.id = k.job_id
+		WHERE k.user_id = $1 AND k.ingest_id = $2 AND k.expires_at > $3`, a.UserID, a.IngestID, ms(a.CreatedAt)), &fingerprint)
+	switch {
+	case errors.Is(err, ingest.ErrNotFound):
+		return ingest.Job{}, false, nil
+	case err != nil:
+		return ingest.Job{}, false, wrap("accept: read the key", err)
+	case fingerprint != a.Fingerprint:
+		return ingest.Job{}, false, ingest.ErrKeyReused
+	}
+	return job, true, nil
 }
 
 const jobCols = "j.id, j.user_id, j.ingest_id, j.project, j.status, j.items_total, j.items_done, j.error, j.created_at, j.started_at, j.finished_at"
@@ -160,10 +222,11 @@ const itemCols = "id, user_id, job_id, seq, project, text, kind, skill, tags, oc
 // the items are in: a FinishJob waits, so a job's ItemsDone always counts
 // the items it stored. All the items go in one INSERT.
 func (s *IngestStore) StoreItems(ctx context.Context, id string, items []ingest.StoredItem, done int) error {
-	tx, err := s.db.BeginTx(ctx, nil)
+	tx, end, err := s.begin(ctx)
 	if err != nil {
 		return wrap("store items", err)
 	}
+	defer end()
 	defer tx.Rollback()
 	if err := affectedOne(tx.ExecContext(ctx, "UPDATE jobs SET items_done = CASE WHEN items_done < $1 THEN $1 ELSE items_done END WHERE id = $2 AND status = $3",
 		done, id, string(ingest.StatusRunning))); err != nil {
