@@ -111,7 +111,7 @@ type env struct {
 
 const ttl = time.Hour
 
-func newEnv(t *testing.T, db *store.DB, wrap ...func(ingest.Store) ingest.Store) *env {
+func newEnv(t testing.TB, db *store.DB, wrap ...func(ingest.Store) ingest.Store) *env {
 	t.Helper()
 	e := &env{db: db, queue: &queue{}, clock: &clock{now: t0}, events: &events{}}
 	var st ingest.Store = store.NewIngestStore(db, e.queue.enqueue)
