@@ -116,6 +116,11 @@ func (db *DB) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) {
 	}, nil
 }
 
+// sqlTx is the transaction underneath, for a library that takes a
+// *sql.Tx (a job queue's insert). Bound its calls with tx.bound: the
+// transaction's deadline holds for them too.
+func (tx *Tx) sqlTx() *sql.Tx { return tx.tx }
+
 // Commit commits the transaction.
 func (tx *Tx) Commit() error {
 	defer tx.cancel()

@@ -1,0 +1,83 @@
+package ingest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// A job keeps its batch, until it is final, as the JSON of a storedBatch:
+// the items as Parse read them, with a version so that a later brain can
+// still read the batches of jobs an earlier one accepted.
+type storedBatch struct {
+	V     int          `json:"v"`
+	Items []storedItem `json:"items"`
+}
+
+type storedItem struct {
+	Text       string   `json:"text"`
+	Kind       string   `json:"kind"`
+	Skill      string   `json:"skill,omitempty"`
+	Tags       []string `json:"tags,omitempty"`
+	OccurredAt *int64   `json:"occurred_at,omitempty"` // Unix ms; absent for none
+}
+
+// batchVersion is the version encodeBatch writes.
+const batchVersion = 1
+
+// encodeBatch encodes b's items for a job to keep.
+func encodeBatch(b Batch) ([]byte, error) {
+	sb := storedBatch{V: batchVersion, Items: make([]storedItem, len(b.Items))}
+	for i, it := range b.Items {
+		sb.Items[i] = storedItem{Text: it.Text, Kind: it.Kind, Skill: it.Skill, Tags: it.Tags}
+		if !it.OccurredAt.IsZero() {
+			ms := it.OccurredAt.UnixMilli()
+			sb.Items[i].OccurredAt = &ms
+		}
+	}
+	return json.Marshal(sb)
+}
+
+// decodeBatch reads the items of a batch encodeBatch wrote for job j, and
+// checks them again: a batch that does not read back, or whose items
+// break a rule, is no batch this service accepted.
+func decodeBatch(data []byte, j Job) ([]Item, error) {
+	var sb storedBatch
+	if err := json.Unmarshal(data, &sb); err != nil {
+		return nil, fmt.Errorf("the stored batch is not JSON: %w", err)
+	}
+	if sb.V != batchVersion {
+		return nil, fmt.Errorf("the stored batch is of version %d; this brain reads version %d", sb.V, batchVersion)
+	}
+	if len(sb.Items) != j.ItemsTotal || len(sb.Items) == 0 {
+		return nil, fmt.Errorf("the stored batch has %d items; the job says %d", len(sb.Items), j.ItemsTotal)
+	}
+	var v ValidationError
+	items := make([]Item, len(sb.Items))
+	for i, si := range sb.Items {
+		loc := fmt.Sprintf("items[%d]", i)
+		v.text(loc+".text", si.Text)
+		v.label(loc+".kind", si.Kind, MaxKindBytes)
+		if si.Skill != "" {
+			v.label(loc+".skill", si.Skill, MaxSkillBytes)
+		}
+		if len(si.Tags) > MaxTags {
+			v.add(loc+".tags", "has too many tags")
+		}
+		for _, t := range si.Tags {
+			v.label(loc+".tags", t, MaxTagBytes)
+		}
+		items[i] = Item{Text: si.Text, Kind: si.Kind, Skill: si.Skill, Tags: si.Tags}
+		if items[i].Tags == nil {
+			items[i].Tags = []string{}
+		}
+		if si.OccurredAt != nil {
+			items[i].OccurredAt = time.UnixMilli(*si.OccurredAt).UTC()
+		}
+	}
+	if err := v.err(); err != nil {
+		return nil, errors.New("the stored batch breaks the rules of a batch: " + err.Error())
+	}
+	return items, nil
+}

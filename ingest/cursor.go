@@ -1,0 +1,75 @@
+package ingest
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Cursors are opaque to clients: they send back the next cursor a page
+// gave them. Inside, base64url without padding, is the place of the last
+// item of that page in the list's order, which later inserts and deletes
+// do not move:
+//
+//   - jobs: "<created_at in Unix ms>.<job id>";
+//   - query results: "<score, the 16 hex digits of its float64 bits>.<item
+//     id>.<8 hex digits of a hash of the query>". The bits keep the score
+//     exact; the hash refuses a cursor of another query, whose place would
+//     mean nothing here.
+
+// encodeCursor returns the cursor after job j.
+func encodeCursor(j Job) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(j.CreatedAt.UnixMilli(), 10) + "." + j.ID))
+}
+
+// decodeCursor reads a cursor of the jobs list; "" is the start.
+func decodeCursor(s string) (Cursor, error) {
+	if s == "" {
+		return Cursor{}, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	msText, id, ok := strings.Cut(string(b), ".")
+	ms, perr := strconv.ParseInt(msText, 10, 64)
+	if err != nil || !ok || perr != nil || !isUUID(id) {
+		return Cursor{}, invalid("query.cursor", "is not a cursor of this list: start again without it")
+	}
+	return Cursor{CreatedAt: time.UnixMilli(ms).UTC(), ID: id}, nil
+}
+
+// queryHash identifies a query for its cursors: its terms and project.
+func queryHash(terms []string, project string) string {
+	sum := sha256.Sum256([]byte(strings.Join(terms, " ") + "\x00" + project))
+	return hex.EncodeToString(sum[:4])
+}
+
+// encodeSearchCursor returns the cursor after result r of the query hash.
+func encodeSearchCursor(r Result, hash string) string {
+	bits := strconv.FormatUint(math.Float64bits(r.Score), 16)
+	return base64.RawURLEncoding.EncodeToString([]byte(bits + "." + r.ID + "." + hash))
+}
+
+// decodeSearchCursor reads a cursor of the query hash; "" is the start.
+func decodeSearchCursor(s, hash string) (SearchCursor, error) {
+	if s == "" {
+		return SearchCursor{}, nil
+	}
+	bad := invalid("query.cursor", "is not a cursor of this query: start again without it")
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return SearchCursor{}, bad
+	}
+	parts := strings.Split(string(b), ".")
+	if len(parts) != 3 || !isUUID(parts[1]) || parts[2] != hash {
+		return SearchCursor{}, bad
+	}
+	bits, err := strconv.ParseUint(parts[0], 16, 64)
+	score := math.Float64frombits(bits)
+	if err != nil || math.IsNaN(score) || math.IsInf(score, 0) {
+		return SearchCursor{}, bad
+	}
+	return SearchCursor{Score: score, ID: parts[1]}, nil
+}

@@ -1,0 +1,155 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors of the [Service]. A [*ValidationError] says what is wrong with a
+// request; the others below are the answers a caller switches on.
+var (
+	// ErrKeyReused: the ingest_id names a batch, accepted within its time
+	// to live, whose content differs from this one. Send the batch under
+	// a new ingest_id, or leave ingest_id out to have one derived from
+	// the content.
+	ErrKeyReused = errors.New("ingest: the ingest_id was used for a batch with different content; send this batch under a new ingest_id")
+	// ErrNotFound: no job or item of the caller's has that id.
+	ErrNotFound = errors.New("ingest: not found")
+	// ErrPermanent marks an error of [Service.Process] that another
+	// attempt cannot cure: the job has failed, and the queue should not
+	// retry it. Test for it with errors.Is.
+	ErrPermanent = errors.New("ingest: the job cannot be processed")
+	// ErrUnavailable: not the caller's fault, and worth retrying shortly.
+	// It wraps every store error other than ErrNotFound and ErrKeyReused
+	// (the store is down or too slow). A caller that left
+	// (context.Canceled) is not marked.
+	ErrUnavailable = errors.New("ingest: unavailable")
+)
+
+// unavailable marks err, from a store or a context, with ErrUnavailable
+// unless it is the store's answer (ErrNotFound, ErrKeyReused), the
+// caller's leaving (context.Canceled), or marked already.
+func unavailable(err error) error {
+	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrKeyReused) || errors.Is(err, context.Canceled) || errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// Limits of a batch.
+const (
+	MaxBodyBytes    = 8 << 20  // a whole request body
+	MaxItems        = 1000     // items in one batch
+	MaxTextBytes    = 64 << 10 // one item's text, in bytes of UTF-8
+	MaxProjectBytes = 128
+	MaxKindBytes    = 64
+	MaxSkillBytes   = 128
+	MaxTags         = 32 // tags of one item
+	MaxTagBytes     = 64
+)
+
+// DefaultKind is the kind of an item that names none.
+const DefaultKind = "note"
+
+// An Item is one note of a batch, as a client sent it.
+type Item struct {
+	Text  string
+	Kind  string   // DefaultKind when the client gave none
+	Skill string   // "" for none
+	Tags  []string // never nil
+	// OccurredAt is when what the note records happened, to the
+	// millisecond; the zero time when the client gave none (the stored
+	// item then takes the time the batch was accepted).
+	OccurredAt time.Time
+}
+
+// A Batch is the body of an ingest request, parsed and checked (see
+// [Parse]).
+type Batch struct {
+	// IngestID is the ingest_id the client gave, "" when it gave none.
+	IngestID string
+	Project  string
+	Items    []Item
+}
+
+// Status is where a job is in its life: queued, then running, then
+// succeeded or failed. Succeeded and failed are final.
+type Status string
+
+// The statuses of a job.
+const (
+	StatusQueued    Status = "queued"
+	StatusRunning   Status = "running"
+	StatusSucceeded Status = "succeeded"
+	StatusFailed    Status = "failed"
+)
+
+// Final reports whether s is an end of a job's life.
+func (s Status) Final() bool { return s == StatusSucceeded || s == StatusFailed }
+
+// A Job is the processing of one accepted batch.
+type Job struct {
+	ID         string // a UUID the service assigns
+	UserID     string
+	IngestID   string
+	Project    string
+	Status     Status
+	ItemsTotal int
+	ItemsDone  int    // stored so far; ItemsTotal once succeeded
+	Error      string // why it failed; "" unless Status is StatusFailed
+	CreatedAt  time.Time
+	StartedAt  time.Time // zero until a worker first took it
+	FinishedAt time.Time // zero until Status is final
+}
+
+// Accepted is the answer to an ingest request.
+type Accepted struct {
+	JobID    string
+	IngestID string
+	Status   Status // the job's status now: on a replay it may be final
+	// Replayed is true when the batch had been accepted before under the
+	// same key: JobID is that earlier job's, and nothing was enqueued.
+	Replayed bool
+}
+
+// A Result is one item found by [Service.Query].
+type Result struct {
+	ID         string
+	Project    string
+	Text       string
+	Snippet    string // the best passage, matched words between SnippetOpen and SnippetClose
+	Kind       string
+	Skill      string
+	Tags       []string
+	Score      float64 // higher is better; comparable only within one query's results
+	OccurredAt time.Time
+}
+
+// The marks around matched words in a [Result]'s Snippet: plain text,
+// never markup a browser would act on.
+const (
+	SnippetOpen  = "**"
+	SnippetClose = "**"
+)
+
+// Results is one page of a query's results, best first.
+type Results struct {
+	Results []Result
+	// Next is the cursor of the next page, "" when this is the last.
+	Next string
+}
+
+// A Skill is a skill some of the user's items name, and how many do.
+type Skill struct {
+	Name  string
+	Count int
+}
+
+// A Project is a project the user has items in.
+type Project struct {
+	Name         string
+	Items        int
+	LastIngestAt time.Time // when the newest of its items was accepted
+}

@@ -1,0 +1,105 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Process bounds on one transaction of StoreItems: a chunk of a batch is
+// at most chunkItems items and, past its first item, at most chunkBytes
+// of text. Each chunk is one job.progress event.
+const (
+	chunkItems = 100
+	chunkBytes = 1 << 20
+)
+
+// Process is the queue's work on job id: it stores the job's items, where
+// [Service.Query] finds them, a chunk at a time, moving ItemsDone forward
+// and publishing job.progress after each; then it marks the job succeeded
+// and publishes job.succeeded and memory.ingested.
+//
+// It may run again on the same job, after a crash or an error, even
+// while another run goes on: it resumes after the items the job has done,
+// and stores no item twice. A job final already is left alone (nil).
+//
+// An error wrapping ErrPermanent means the job can never be processed:
+// it has been marked failed (job.failed published), and the queue must
+// not retry it. Any other error (the store failed) is worth retrying; a
+// queue that gives up on a job calls [Service.Fail].
+func (s *Service) Process(ctx context.Context, id string) error {
+	job, data, err := s.store.StartJob(ctx, id, s.stamp())
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("%w: job %s no longer exists", ErrPermanent, id)
+	}
+	if err != nil {
+		return unavailable(err)
+	}
+	if job.Status.Final() {
+		return nil
+	}
+	items, err := decodeBatch(data, job)
+	if err != nil {
+		if ferr := s.fail(ctx, job.ID, err.Error()); ferr != nil {
+			return ferr
+		}
+		return fmt.Errorf("%w: job %s: %v", ErrPermanent, job.ID, err)
+	}
+	for start := job.ItemsDone; start < len(items); {
+		end, size := start, 0
+		for end < len(items) && end-start < chunkItems && (end == start || size+len(items[end].Text) <= chunkBytes) {
+			size += len(items[end].Text)
+			end++
+		}
+		chunk := make([]StoredItem, 0, end-start)
+		for seq := start; seq < end; seq++ {
+			it := items[seq]
+			if it.OccurredAt.IsZero() {
+				it.OccurredAt = job.CreatedAt
+			}
+			chunk = append(chunk, StoredItem{ID: newUUID(), UserID: job.UserID, JobID: job.ID, Seq: seq, Project: job.Project, Item: it, CreatedAt: job.CreatedAt})
+		}
+		err := s.store.StoreItems(ctx, job.ID, chunk, end)
+		if errors.Is(err, ErrNotFound) { // another run finished it, or it is gone
+			return nil
+		}
+		if err != nil {
+			return unavailable(err)
+		}
+		s.cfg.Publish(ctx, job.UserID, EventJobProgress, JobProgress{JobID: job.ID, ItemsDone: end, ItemsTotal: job.ItemsTotal})
+		start = end
+	}
+	job, finished, err := s.store.FinishJob(ctx, job.ID, StatusSucceeded, "", s.stamp())
+	if err != nil {
+		return unavailable(err)
+	}
+	if finished {
+		s.cfg.Publish(ctx, job.UserID, EventJobSucceeded, JobSucceeded{JobID: job.ID, ItemsTotal: job.ItemsTotal})
+		s.cfg.Publish(ctx, job.UserID, EventMemoryIngested, MemoryIngested{JobID: job.ID, Project: job.Project, Items: job.ItemsTotal})
+	}
+	return nil
+}
+
+// Fail marks job id failed with reason, unless it is final already, and
+// publishes job.failed. The queue calls it when it gives up on a job
+// whose Process kept failing; the items stored so far stay.
+func (s *Service) Fail(ctx context.Context, id, reason string) error {
+	if reason == "" {
+		reason = "processing failed"
+	}
+	return s.fail(ctx, id, reason)
+}
+
+func (s *Service) fail(ctx context.Context, id, reason string) error {
+	job, finished, err := s.store.FinishJob(ctx, id, StatusFailed, reason, s.stamp())
+	if errors.Is(err, ErrNotFound) {
+		return fmt.Errorf("%w: job %s no longer exists", ErrPermanent, id)
+	}
+	if err != nil {
+		return unavailable(err)
+	}
+	if finished {
+		s.cfg.Publish(ctx, job.UserID, EventJobFailed, JobFailed{JobID: job.ID, ItemsDone: job.ItemsDone, Error: job.Error})
+	}
+	return nil
+}

@@ -1,0 +1,174 @@
+package ingest
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Config tunes a [Service]. Zero fields take the defaults.
+type Config struct {
+	// TTL is how long an idempotency key names its batch, from the first
+	// request: within it the same batch sent again is a replay, and the
+	// same key with other content is refused. After it the key may be
+	// used afresh. Default 24 h.
+	TTL time.Duration
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Publish sends an event to a user's streams (see events.go). It must
+	// not block for long: Process calls it between its writes. Default:
+	// events go nowhere.
+	Publish func(ctx context.Context, userID, eventType string, data any)
+}
+
+// DefaultTTL is the default Config.TTL: a client that retries a batch
+// retries it within a day, or not at all.
+const DefaultTTL = 24 * time.Hour
+
+// Limits of the lists.
+const (
+	DefaultLimit = 20   // a page of jobs or results when the caller names none
+	MaxLimit     = 100  // the largest page
+	MaxListed    = 1000 // skills or projects listed at most
+)
+
+// Service is ingestion: accepting batches once, processing them, and
+// finding what they stored. It is safe for concurrent use.
+type Service struct {
+	store Store
+	cfg   Config
+}
+
+// NewService returns a Service over store.
+func NewService(store Store, cfg Config) *Service {
+	if cfg.TTL <= 0 {
+		cfg.TTL = DefaultTTL
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Publish == nil {
+		cfg.Publish = func(context.Context, string, string, any) {}
+	}
+	return &Service{store: store, cfg: cfg}
+}
+
+// stamp is now as stored: UTC, to the millisecond.
+func (s *Service) stamp() time.Time { return s.cfg.Now().UTC().Truncate(time.Millisecond) }
+
+// Ingest accepts the body of an ingest request, raw exactly as the client
+// sent it (see [Parse] for its form), for userID. When it returns without
+// an error the batch is durably stored and its job enqueued.
+//
+// The batch's key is its ingest_id, or one derived from its content (see
+// [Key]). Within Config.TTL of the key's first request, the same content
+// under the same key is a replay: Ingest returns the first request's job
+// with Replayed true, and enqueues nothing. The same key with other
+// content is ErrKeyReused. Keys are the user's own: another user's
+// identical batch is another job.
+//
+// Errors: a [*ValidationError] for a body that breaks the rules,
+// ErrKeyReused, or ErrUnavailable when the store failed.
+func (s *Service) Ingest(ctx context.Context, userID string, raw []byte) (Accepted, error) {
+	b, err := Parse(raw)
+	if err != nil {
+		return Accepted{}, err
+	}
+	ingestID, fingerprint, err := Key(raw)
+	if err != nil {
+		return Accepted{}, err
+	}
+	data, err := encodeBatch(b)
+	if err != nil {
+		return Accepted{}, fmt.Errorf("ingest: encode the batch: %w", err)
+	}
+	now := s.stamp()
+	job, replayed, err := s.store.Accept(ctx, Acceptance{
+		UserID: userID, IngestID: ingestID, Fingerprint: fingerprint, JobID: newUUID(),
+		Project: b.Project, ItemsTotal: len(b.Items), Batch: data,
+		CreatedAt: now, ExpiresAt: now.Add(s.cfg.TTL),
+	})
+	if err != nil {
+		return Accepted{}, unavailable(err)
+	}
+	if !replayed {
+		s.cfg.Publish(ctx, userID, EventJobQueued, JobQueued{JobID: job.ID, IngestID: job.IngestID, Project: job.Project, ItemsTotal: job.ItemsTotal})
+	}
+	return Accepted{JobID: job.ID, IngestID: job.IngestID, Status: job.Status, Replayed: replayed}, nil
+}
+
+// Job returns the user's job id, or ErrNotFound.
+func (s *Service) Job(ctx context.Context, userID, id string) (Job, error) {
+	if !isUUID(id) {
+		return Job{}, ErrNotFound
+	}
+	j, err := s.store.Job(ctx, userID, id)
+	return j, unavailable(err)
+}
+
+// Jobs returns a page of up to limit of the user's jobs, newest first,
+// starting after cursor ("" for the first page), and the cursor of the
+// next page ("" when there is none). A limit of 0 is DefaultLimit; one
+// outside 1 to MaxLimit, or a cursor this list did not give, is a
+// [*ValidationError].
+func (s *Service) Jobs(ctx context.Context, userID, cursor string, limit int) (jobs []Job, next string, err error) {
+	limit, err = pageLimit(limit)
+	if err != nil {
+		return nil, "", err
+	}
+	after, err := decodeCursor(cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	jobs, err = s.store.Jobs(ctx, userID, after, limit+1)
+	if err != nil {
+		return nil, "", unavailable(err)
+	}
+	if len(jobs) > limit {
+		jobs = jobs[:limit]
+		next = encodeCursor(jobs[limit-1])
+	}
+	return jobs, next, nil
+}
+
+// pageLimit checks a page size: 0 is DefaultLimit.
+func pageLimit(limit int) (int, error) {
+	if limit == 0 {
+		return DefaultLimit, nil
+	}
+	if limit < 1 || limit > MaxLimit {
+		return 0, invalid("query.limit", fmt.Sprintf("must be 1 to %d", MaxLimit))
+	}
+	return limit, nil
+}
+
+// DeleteItem deletes the user's item id: it is found no more. Another
+// user's item, or none, is ErrNotFound.
+func (s *Service) DeleteItem(ctx context.Context, userID, id string) error {
+	if !isUUID(id) {
+		return ErrNotFound
+	}
+	return unavailable(s.store.DeleteItem(ctx, userID, id))
+}
+
+// Skills returns the skills the user's items name, with how many items
+// name each, most first; at most MaxListed.
+func (s *Service) Skills(ctx context.Context, userID string) ([]Skill, error) {
+	skills, err := s.store.Skills(ctx, userID, MaxListed)
+	return skills, unavailable(err)
+}
+
+// Projects returns the projects the user has items in, with how many and
+// when the newest was accepted, the most recent first; at most MaxListed.
+func (s *Service) Projects(ctx context.Context, userID string) ([]Project, error) {
+	projects, err := s.store.Projects(ctx, userID, MaxListed)
+	return projects, unavailable(err)
+}
+
+// Sweep deletes the idempotency keys past their TTL, and returns how
+// many. Run it now and then (once an hour is plenty): expired keys are
+// already ignored by Ingest, so Sweep only frees their space.
+func (s *Service) Sweep(ctx context.Context) (int, error) {
+	n, err := s.store.DeleteExpiredKeys(ctx, s.stamp())
+	return n, unavailable(err)
+}

@@ -1,0 +1,123 @@
+package ingest
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps idempotency keys, jobs and items. Package store implements
+// it on SQLite and PostgreSQL; one test suite holds both to it.
+//
+// Every call must end in bounded time even when ctx has no deadline
+// (package store bounds each with DB.Timeout). Methods that name a user
+// see only that user's rows: another user's is ErrNotFound.
+type Store interface {
+	// Accept records a's key and, unless the key is taken, creates its
+	// job and enqueues it, all in one transaction: either all of it is
+	// durable when Accept returns, or none of it.
+	//
+	//   - The key (a.UserID, a.IngestID) is new, or its entry expired at
+	//     or before a.CreatedAt: Accept stores the entry (until
+	//     a.ExpiresAt), a job a.JobID in StatusQueued with a.Batch, and
+	//     enqueues the job; it returns the job and replayed false.
+	//   - The key's entry is live and has a.Fingerprint: Accept returns
+	//     that entry's job and replayed true, and changes nothing.
+	//   - The key's entry is live with another fingerprint: ErrKeyReused.
+	//
+	// Concurrent calls with one key must behave as if they ran one after
+	// the other: one job, and every call returns it.
+	Accept(ctx context.Context, a Acceptance) (job Job, replayed bool, err error)
+
+	// Job returns the user's job id.
+	Job(ctx context.Context, userID, id string) (Job, error)
+	// Jobs returns up to limit of the user's jobs after the cursor,
+	// newest first (see [Cursor]).
+	Jobs(ctx context.Context, userID string, after Cursor, limit int) ([]Job, error)
+
+	// StartJob moves job id from StatusQueued to StatusRunning, setting
+	// StartedAt to now; a job in any other status is left as it is. It
+	// returns the job as it then is, and its batch (nil once the job is
+	// final). It is for the queue's worker: it sees every user's jobs.
+	StartJob(ctx context.Context, id string, now time.Time) (Job, []byte, error)
+	// StoreItems stores items of running job id, in one transaction, and
+	// sets the job's ItemsDone to done unless it is higher already. An
+	// item whose (job, Seq) is stored already is skipped: storing the
+	// same items again stores nothing twice. ErrNotFound when there is no
+	// running job id (it is final, or gone): then nothing is stored.
+	StoreItems(ctx context.Context, id string, items []StoredItem, done int) error
+	// FinishJob gives job id its final status (StatusSucceeded or
+	// StatusFailed), message as its Error, and FinishedAt now, and drops
+	// its batch. A job final already is left as it is; finished then
+	// says whether this call made it final.
+	FinishJob(ctx context.Context, id string, status Status, message string, now time.Time) (job Job, finished bool, err error)
+
+	// Search returns up to s.Limit of the user's items that contain every
+	// one of s.Terms, best first, after s.After (see [SearchCursor]).
+	Search(ctx context.Context, userID string, s Search) ([]Result, error)
+	// DeleteItem deletes the user's item id, from the index too.
+	DeleteItem(ctx context.Context, userID, id string) error
+	// Skills counts the user's items by skill (items with none are not
+	// counted), most items first, then by name; at most limit skills.
+	Skills(ctx context.Context, userID string, limit int) ([]Skill, error)
+	// Projects counts the user's items by project, the project most
+	// recently ingested into first, then by name; at most limit.
+	Projects(ctx context.Context, userID string, limit int) ([]Project, error)
+
+	// DeleteExpiredKeys deletes the idempotency entries that expired at
+	// or before now, and returns how many. Their jobs and items stay.
+	DeleteExpiredKeys(ctx context.Context, now time.Time) (int, error)
+}
+
+// An Acceptance is what [Store.Accept] records for one ingest request.
+type Acceptance struct {
+	UserID      string
+	IngestID    string
+	Fingerprint string // see [Key]
+	JobID       string // the id of the job to create, a new UUID
+	Project     string
+	ItemsTotal  int
+	// Batch is the batch, encoded by the service. The store keeps it as
+	// it is until the job is final, and gives it back to StartJob.
+	Batch     []byte
+	CreatedAt time.Time // now, to the millisecond
+	ExpiresAt time.Time // when the key may name another batch
+}
+
+// A StoredItem is an item as the store keeps it.
+type StoredItem struct {
+	ID      string // a new UUID
+	UserID  string
+	JobID   string
+	Seq     int // the item's place in its batch, from 0
+	Project string
+	Item
+	CreatedAt time.Time // when its batch was accepted
+}
+
+// A Cursor is a place in the list of a user's jobs, ordered newest first
+// (CreatedAt descending, then ID ascending): the created time and id of
+// the last job a page showed. The next page starts after it. The zero
+// Cursor is the start of the list.
+type Cursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// Search is what [Store.Search] looks for.
+type Search struct {
+	// Terms are words of letters and digits, as the user wrote them (each
+	// database folds case as its index does); an item matches when its
+	// text has them all.
+	Terms   []string
+	Project string // "" for every project
+	After   SearchCursor
+	Limit   int
+}
+
+// A SearchCursor is a place in a query's results, ordered by Score
+// descending, then ID ascending: the score and id of the last result a
+// page showed. The zero SearchCursor is the start.
+type SearchCursor struct {
+	Score float64
+	ID    string
+}

@@ -1,0 +1,204 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/store"
+	"github.com/brain-template/brain/store/storetest"
+)
+
+func acceptance(user, key, jobID string) ingest.Acceptance {
+	return ingest.Acceptance{UserID: user, IngestID: key, Fingerprint: "f-" + key, JobID: jobID, Project: "p", ItemsTotal: 2,
+		Batch: []byte(`{"v":1}`), CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+}
+
+func count(t *testing.T, db *store.DB, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRowContext(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestAcceptIsOneTransaction: when the enqueue fails, neither the key
+// nor the job is left behind, and the request may be made again.
+func TestAcceptIsOneTransaction(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mustUser(t, store.NewAuthStore(db), "u1", "ada")
+		fail := true
+		var enqueued []string
+		s := store.NewIngestStore(db, func(ctx context.Context, tx *sql.Tx, jobID string) error {
+			if fail {
+				return errors.New("queue: full")
+			}
+			enqueued = append(enqueued, jobID)
+			return nil
+		})
+		if _, _, err := s.Accept(ctx, acceptance("u1", "k1", "j1")); err == nil || !strings.Contains(err.Error(), "queue: full") {
+			t.Fatalf("Accept with a failing enqueue = %v, want its error", err)
+		}
+		if n := count(t, db, "SELECT COUNT(*) FROM jobs") + count(t, db, "SELECT COUNT(*) FROM ingest_keys"); n != 0 {
+			t.Fatalf("a failed Accept left %d rows", n)
+		}
+		fail = false
+		job, replayed, err := s.Accept(ctx, acceptance("u1", "k1", "j2"))
+		if err != nil || replayed || job.ID != "j2" || job.Status != ingest.StatusQueued || len(enqueued) != 1 {
+			t.Fatalf("Accept again = %+v, %v, %v (enqueued %v); want the new job j2", job, replayed, err, enqueued)
+		}
+		got, err := s.Job(ctx, "u1", "j2")
+		if err != nil || got != job {
+			t.Fatalf("Job = %+v, %v; want %+v", got, err, job)
+		}
+		// A nil enqueue enqueues nothing, and the rest still happens.
+		if _, replayed, err := store.NewIngestStore(db, nil).Accept(ctx, acceptance("u1", "k2", "j3")); err != nil || replayed {
+			t.Fatalf("Accept with no queue = %v, %v", replayed, err)
+		}
+	})
+}
+
+// TestStoreItemsOnce: the same items stored twice (new ids, as a second
+// run of a job makes) are stored once.
+func TestStoreItemsOnce(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mustUser(t, store.NewAuthStore(db), "u1", "ada")
+		s := store.NewIngestStore(db, nil)
+		if _, _, err := s.Accept(ctx, acceptance("u1", "k1", "j1")); err != nil {
+			t.Fatal(err)
+		}
+		items := func(prefix string) []ingest.StoredItem {
+			return []ingest.StoredItem{
+				{ID: prefix + "-0", UserID: "u1", JobID: "j1", Seq: 0, Project: "p", Item: ingest.Item{Text: "alpha", Kind: "note", Tags: []string{"t"}, OccurredAt: t0}, CreatedAt: t0},
+				{ID: prefix + "-1", UserID: "u1", JobID: "j1", Seq: 1, Project: "p", Item: ingest.Item{Text: "beta", Kind: "note", OccurredAt: t0}, CreatedAt: t0},
+			}
+		}
+		if err := s.StoreItems(ctx, "j1", items("a"), 2); !errors.Is(err, ingest.ErrNotFound) {
+			t.Fatalf("StoreItems on a queued job = %v, want ErrNotFound", err)
+		}
+		if _, _, err := s.StartJob(ctx, "j1", t0); err != nil {
+			t.Fatal(err)
+		}
+		for _, prefix := range []string{"a", "b"} {
+			if err := s.StoreItems(ctx, "j1", items(prefix), 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := count(t, db, "SELECT COUNT(*) FROM items"); n != 2 {
+			t.Fatalf("%d items after storing the same two twice", n)
+		}
+		if err := s.StoreItems(ctx, "j1", nil, 1); err != nil { // an older count does not move ItemsDone back
+			t.Fatal(err)
+		}
+		if j, _ := s.Job(ctx, "u1", "j1"); j.ItemsDone != 2 {
+			t.Fatalf("ItemsDone = %d, want 2", j.ItemsDone)
+		}
+		rs, err := s.Search(ctx, "u1", ingest.Search{Terms: []string{"alpha"}, Limit: 10})
+		if err != nil || len(rs) != 1 || rs[0].ID != "a-0" {
+			t.Fatalf("Search(alpha) = %+v, %v; want the first stored", rs, err)
+		}
+		j, finished, err := s.FinishJob(ctx, "j1", ingest.StatusSucceeded, "", t0.Add(time.Second))
+		if err != nil || !finished || j.Status != ingest.StatusSucceeded || !j.FinishedAt.Equal(t0.Add(time.Second)) {
+			t.Fatalf("FinishJob = %+v, %v, %v", j, finished, err)
+		}
+		if _, batch, err := s.StartJob(ctx, "j1", t0); err != nil || batch != nil {
+			t.Fatalf("a final job's batch = %q, %v; want it dropped", batch, err)
+		}
+		if _, finished, _ := s.FinishJob(ctx, "j1", ingest.StatusFailed, "late", t0); finished {
+			t.Fatal("FinishJob made a final job final again")
+		}
+	})
+}
+
+// TestIndexFollowsDeletes: deleting an item, or its user, takes it out of
+// the full-text index too.
+func TestIndexFollowsDeletes(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		auth := store.NewAuthStore(db)
+		mustUser(t, auth, "u1", "ada")
+		mustUser(t, auth, "u2", "bob")
+		s := store.NewIngestStore(db, nil)
+		for _, u := range []string{"u1", "u2"} {
+			if _, _, err := s.Accept(ctx, acceptance(u, "k", "j-"+u)); err != nil {
+				t.Fatal(err)
+			}
+			s.StartJob(ctx, "j-"+u, t0)
+			if err := s.StoreItems(ctx, "j-"+u, []ingest.StoredItem{
+				{ID: u + "-0", UserID: u, JobID: "j-" + u, Seq: 0, Project: "p", Item: ingest.Item{Text: "shared word", Kind: "note"}, CreatedAt: t0},
+				{ID: u + "-1", UserID: u, JobID: "j-" + u, Seq: 1, Project: "p", Item: ingest.Item{Text: "shared other", Kind: "note"}, CreatedAt: t0},
+			}, 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.DeleteItem(ctx, "u1", "u1-0"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, "DELETE FROM users WHERE id = $1", "u2"); err != nil {
+			t.Fatal(err)
+		}
+		if db.Dialect == store.SQLite {
+			// FTS5 checks its index against the items table (rank 1: with
+			// the content; without it, only the index's own structure).
+			if _, err := db.ExecContext(ctx, "INSERT INTO items_fts (items_fts, rank) VALUES ('integrity-check', 1)"); err != nil {
+				t.Fatalf("the index and the items disagree: %v", err)
+			}
+			if n := count(t, db, "SELECT COUNT(*) FROM items_fts WHERE items_fts MATCH 'shared'"); n != 1 {
+				t.Fatalf("the index matches %d items, want 1", n)
+			}
+		}
+		if n := count(t, db, "SELECT COUNT(*) FROM items"); n != 1 {
+			t.Fatalf("%d items left, want 1", n)
+		}
+		rs, err := s.Search(ctx, "u1", ingest.Search{Terms: []string{"shared"}, Limit: 10})
+		if err != nil || len(rs) != 1 || rs[0].ID != "u1-1" {
+			t.Fatalf("Search = %+v, %v", rs, err)
+		}
+	})
+}
+
+// TestSweep deletes every expired key, however many, and no live one.
+func TestSweep(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mustUser(t, store.NewAuthStore(db), "u1", "ada")
+		const expired, live = 2001, 3 // three statements: 1000, 1000, 1
+		var jobs, keys []string
+		for i := range expired + live {
+			exp := t0.UnixMilli()
+			if i >= expired {
+				exp += 1
+			}
+			jobs = append(jobs, fmt.Sprintf("('j%d', 'u1', 'k%d', 'p', 'succeeded', 1, %d)", i, i, t0.UnixMilli()))
+			keys = append(keys, fmt.Sprintf("('u1', 'k%d', 'f', 'j%d', %d, %d)", i, i, t0.UnixMilli(), exp))
+		}
+		if _, err := db.ExecContext(ctx, "INSERT INTO jobs (id, user_id, ingest_id, project, status, items_total, created_at) VALUES "+strings.Join(jobs, ", ")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, "INSERT INTO ingest_keys (user_id, ingest_id, fingerprint, job_id, created_at, expires_at) VALUES "+strings.Join(keys, ", ")); err != nil {
+			t.Fatal(err)
+		}
+		s := store.NewIngestStore(db, nil)
+		if n, err := s.DeleteExpiredKeys(ctx, t0); err != nil || n != expired {
+			t.Fatalf("DeleteExpiredKeys = %d, %v; want %d", n, err, expired)
+		}
+		if n := count(t, db, "SELECT COUNT(*) FROM ingest_keys"); n != live {
+			t.Fatalf("%d keys left, want the %d live ones", n, live)
+		}
+		if n := count(t, db, "SELECT COUNT(*) FROM jobs"); n != expired+live {
+			t.Fatalf("%d jobs left, want all %d", n, expired+live)
+		}
+	})
+}
