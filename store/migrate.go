@@ -72,7 +72,9 @@ const pgMigrateLock = 0x6272_6169_6e00 // "brain\x00"
 // Migrate brings the schema up to date, applying each missing migration in
 // its own transaction. It is safe when several replicas start at once: on
 // PostgreSQL they queue on an advisory lock; on SQLite, on the write lock.
-// A schema newer than the binary knows is an [ErrSchemaTooNew].
+// A schema newer than the binary knows is an [ErrSchemaTooNew]. Then come
+// the job queue's tables, River's own migrations (see migrateQueue), under
+// the same lock; applied counts brain's migrations only.
 //
 // Migrate is not bounded by DB.Timeout, and has no bound of its own: a
 // migration may rebuild a large table, and a replica waits on the lock for
@@ -100,8 +102,11 @@ func (db *DB) Migrate(ctx context.Context) (applied int, err error) {
 	}
 	for {
 		done, err := db.migrateOne(ctx, conn, ms)
-		if err != nil || done {
+		if err != nil {
 			return applied, err
+		}
+		if done {
+			return applied, db.migrateQueue(ctx, conn)
 		}
 		applied++
 	}

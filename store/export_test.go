@@ -1,0 +1,9 @@
+package store
+
+// QuickStart is o with River's random delay before each maintenance task
+// turned off, so that a test's Queue rescues stuck jobs as soon as it
+// leads, not up to seconds later.
+func QuickStart(o QueueOptions) QueueOptions {
+	o.testOnly = true
+	return o
+}

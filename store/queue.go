@@ -1,0 +1,254 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+)
+
+// This file is brain's job queue: River (github.com/riverqueue/river), in
+// the same database as everything else, so that a job is enqueued in the
+// transaction that creates what it will work on, and exists if and only if
+// that transaction commits.
+//
+// River reaches the database through the *sql.DB under [DB], not through
+// DB's deadlines: it bounds its own calls (its maintenance queries, its
+// fetches, its completions each have a timeout of their own), and a fetch
+// that waits for a lock is River's business, not a request's. Only
+// [Queue.EnqueueTx], which runs in a brain transaction, has that
+// transaction's deadline.
+//
+// Each dialect has its own River driver, both on database/sql:
+//
+//   - PostgreSQL: riverdatabasesql, on the same pool as the rest of brain.
+//     It fetches, works and completes jobs like River's pgx driver, but
+//     has no listener (River listens only through a pgx pool, which brain
+//     does not open), so River runs in poll-only mode: a replica finds new
+//     jobs every PollInterval, and leadership moves by polling too.
+//   - SQLite: riversqlite, also on brain's pool. River's advice for SQLite
+//     is a pool of one connection, so that its concurrent internal calls
+//     never meet SQLITE_BUSY ("database is locked"). Brain's pool avoids
+//     that error another way: a writer waits for the write lock
+//     (busy_timeout), and every transaction takes it at BEGIN
+//     (_txlock=immediate), so none fails upgrading from read to write.
+//     River's calls wait their turn like brain's own writers; a second,
+//     one-connection pool would only add a second line for the same lock.
+//     Two Queues on one file (two processes) share it the same way.
+//     SQLite has no LISTEN/NOTIFY: riversqlite writes its notifications
+//     (a job inserted, a leader resigning) to a table, river_notification,
+//     which every Queue reads every 50 ms (a fixed interval in River), so
+//     a new job is picked up within about that, and PollInterval is only
+//     the fallback.
+
+// ErrPermanent marks an error of a job that can never succeed, however
+// often it is tried: a work function returns an error wrapping it
+// (fmt.Errorf("ingest %s: %w: no such job", id, ErrPermanent)) and the job
+// ends at once, in River's "cancelled" state, with that error's message,
+// instead of being retried.
+var ErrPermanent = errors.New("permanent failure")
+
+// queueName is the River queue, and jobKind the job kind, of ingest jobs.
+const (
+	queueName = "ingest"
+	jobKind   = "ingest"
+)
+
+// ingestArgs are an ingest job's arguments: the id brain gave the job.
+type ingestArgs struct {
+	JobID string `json:"job_id"`
+}
+
+// Kind names the job kind to River.
+func (ingestArgs) Kind() string { return jobKind }
+
+// InsertOpts puts ingest jobs in their own queue, so their workers are
+// theirs alone.
+func (ingestArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: queueName} }
+
+// QueueOptions configure a [Queue]. The zero value is the default of each.
+type QueueOptions struct {
+	// Workers is how many jobs one Queue works at once; 2 when zero.
+	// Replicas add up: two replicas work up to twice as many.
+	Workers int
+
+	// MaxAttempts is how many times a job is tried before River gives up on
+	// it (its state becomes "discarded"); 10 when zero. Between attempts,
+	// River waits attempt⁴ seconds (1 s, 16 s, 81 s, 4 min...), so ten
+	// attempts span about four hours.
+	MaxAttempts int
+
+	// JobTimeout bounds one attempt: work's context ends then, and the
+	// attempt counts as failed. 30 s when zero.
+	JobTimeout time.Duration
+
+	// RescueAfter is how long a job may stay "running" before River
+	// decides its worker died (a crash, a kill, a lost machine) and tries
+	// it again. It must be longer than JobTimeout, or a job still working
+	// could be started a second time beside itself; when zero it is
+	// JobTimeout + 10 s, the time River gives a job whose context has
+	// ended to return.
+	//
+	// River's rescuer runs on the leader (one replica River elects; a
+	// leader that died is replaced within about 15 s), as it starts
+	// leading and then every 30 s (a fixed interval in River); it makes
+	// a job that has been running for RescueAfter retryable, and River's
+	// scheduler (every 5 s) makes it available again after the usual
+	// back-off (1 s for a first attempt). With the defaults, a job cut off
+	// by a crash is worked again about 40 s to 80 s after it started,
+	// whether the crashed replica restarts or another one is running.
+	RescueAfter time.Duration
+
+	// PollInterval is how often a Queue looks for new jobs when nothing
+	// told it of one: on PostgreSQL, how long a new job may wait; on
+	// SQLite, a fallback (see above). 1 s when zero.
+	PollInterval time.Duration
+
+	// Logger receives River's logs; slog.Default() when nil.
+	Logger *slog.Logger
+
+	// testOnly turns off River's random delay of up to a second before
+	// each maintenance task starts (set by tests, see export_test.go).
+	testOnly bool
+}
+
+// Queue is brain's job queue on a [DB]: it enqueues ingest jobs in brain's
+// transactions and, once started, works them by calling its work function
+// with each job's id. Every replica runs one; they share the jobs.
+//
+// A job is worked at least once: a replica that dies while working one
+// leaves it to be rescued (see QueueOptions.RescueAfter), and an attempt
+// may have done part of its work before it failed. So work must be
+// idempotent.
+type Queue struct {
+	client *river.Client[*sql.Tx]
+}
+
+// NewQueue returns a Queue on db whose jobs are worked by work, which is
+// called with the job's id and a context that ends after
+// QueueOptions.JobTimeout or when Stop gives up waiting. work's error
+// decides what happens next: nil completes the job; an error wrapping
+// [ErrPermanent] ends it at once; any other error (or a panic) is retried
+// after River's back-off, up to MaxAttempts.
+//
+// The Queue does not work jobs until Start; it can enqueue before.
+func NewQueue(db *DB, work func(ctx context.Context, jobID string) error, opts QueueOptions) (*Queue, error) {
+	if work == nil {
+		return nil, errors.New("store: NewQueue: work is nil: pass the function that works a job")
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = 10
+	}
+	if opts.JobTimeout <= 0 {
+		opts.JobTimeout = 30 * time.Second
+	}
+	if opts.RescueAfter <= 0 {
+		opts.RescueAfter = opts.JobTimeout + 10*time.Second
+	}
+	if opts.RescueAfter <= opts.JobTimeout {
+		return nil, fmt.Errorf("store: NewQueue: RescueAfter (%s) must be longer than JobTimeout (%s), or a job still working could be started again beside itself", opts.RescueAfter, opts.JobTimeout)
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+
+	workers := river.NewWorkers()
+	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, job *river.Job[ingestArgs]) error {
+		err := work(ctx, job.Args.JobID)
+		if errors.Is(err, ErrPermanent) {
+			return river.JobCancel(err)
+		}
+		return err
+	}))
+	client, err := river.NewClient(db.riverDriver(), &river.Config{
+		Workers: workers,
+		Queues: map[string]river.QueueConfig{
+			queueName: {MaxWorkers: opts.Workers},
+		},
+		MaxAttempts:          opts.MaxAttempts,
+		JobTimeout:           opts.JobTimeout,
+		RescueStuckJobsAfter: opts.RescueAfter,
+		FetchPollInterval:    opts.PollInterval,
+		FetchCooldown:        min(river.FetchCooldownDefault, opts.PollInterval),
+		Logger:               opts.Logger,
+		TestOnly:             opts.testOnly,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: NewQueue: %w", err)
+	}
+	return &Queue{client: client}, nil
+}
+
+// riverDriver is River's driver for db's dialect, on db's pool.
+func (db *DB) riverDriver() riverdriver.Driver[*sql.Tx] {
+	if db.Dialect == SQLite {
+		return riversqlite.New(db.sql)
+	}
+	return riverdatabasesql.New(db.sql)
+}
+
+// EnqueueTx adds an ingest job for jobID in tx: it exists, and will be
+// worked, if and only if tx commits. jobID is the id brain gave the job
+// (its UUID); work receives it. The insert has tx's deadline.
+func (q *Queue) EnqueueTx(ctx context.Context, tx *Tx, jobID string) error {
+	if jobID == "" {
+		return errors.New("store: enqueue: the job id is empty: pass the id brain gave the job")
+	}
+	ctx, cancel := tx.bound(ctx)
+	defer cancel()
+	if _, err := q.client.InsertTx(ctx, tx.raw(), ingestArgs{JobID: jobID}, nil); err != nil {
+		return fmt.Errorf("store: enqueue job %s: %w", jobID, err)
+	}
+	return nil
+}
+
+// raw is the transaction under tx, for code in this package that hands it
+// to a library (River) which runs its own statements in it.
+func (tx *Tx) raw() *sql.Tx { return tx.tx }
+
+// Start starts working jobs, in the background, until Stop. ctx's values
+// reach work's context, but its end does not stop the Queue: only Stop
+// does, so that a shutdown lets running jobs finish.
+func (q *Queue) Start(ctx context.Context) error {
+	if err := q.client.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("store: start the job queue: %w", err)
+	}
+	return nil
+}
+
+// stopGrace is how long Stop waits, after ctx has ended, for running jobs
+// to return once their contexts are cancelled.
+const stopGrace = 5 * time.Second
+
+// Stop stops fetching jobs and waits for the running ones to finish. If
+// ctx ends first, it cancels their contexts, waits up to a few seconds
+// for them to return, and returns ctx's error, as [http.Server.Shutdown]
+// does. A job whose work returns its context's error then (or an error
+// wrapping it) is available again at once, to this replica or another,
+// and the attempt does not count; a job whose work ignores its context is
+// left running and rescued later (see QueueOptions.RescueAfter).
+func (q *Queue) Stop(ctx context.Context) error {
+	err := q.client.Stop(ctx)
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	gctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopGrace)
+	defer cancel()
+	if err := q.client.StopAndCancel(gctx); err != nil {
+		return fmt.Errorf("store: stop the job queue: jobs still running %s after their contexts were cancelled: %w", stopGrace, err)
+	}
+	return ctx.Err()
+}
