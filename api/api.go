@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/store"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
@@ -75,6 +76,13 @@ type Config struct {
 	// Streams configures the stream endpoints; its zero value serves them
 	// in memory, with the default cap.
 	Streams StreamConfig
+	// Ingest serves the memory operations. Nil only for documenting the
+	// API.
+	Ingest *ingest.Service
+	// IngestTTL is the idempotency window the ingest operation's
+	// description states: the one Ingest runs with (ingest.DefaultTTL
+	// when zero).
+	IngestTTL time.Duration
 }
 
 func (c Config) now() time.Time { return c.Now() }
@@ -95,6 +103,7 @@ type Server struct {
 	streams *streamPlane
 	traffic *traffic
 	live    liveSnapshots
+	ingest  *ingest.Service
 	// requireCaller is the middleware that resolves callers: huma runs it
 	// for every operation, and the stream door for every stream.
 	requireCaller func(huma.Context, func(huma.Context))
@@ -150,7 +159,7 @@ func New(cfg Config) *Server {
 		throttle = cfg.Auth.Throttle
 	}
 	ps := newPlanes(cfg.Limits, cfg.Metrics, cfg.Now, throttle)
-	hc.OnAddOperation = append(hc.OnAddOperation, declareSecurity, declareErrors, ps.declareRateLimits, rememberSchemas)
+	hc.OnAddOperation = append(hc.OnAddOperation, declareSecurity, declareJSONBody, declareErrors, ps.declareRateLimits, rememberSchemas)
 	hc.Components.SecuritySchemes = securitySchemes
 	declareComponents(hc.Components)
 	declareUnavailable(hc.Components)
@@ -160,7 +169,7 @@ func New(cfg Config) *Server {
 	cfg.Streams = cfg.Streams.withDefaults()
 	ps.streamCap = cfg.Streams.Cap.Max()
 	api := humachi.New(r, hc)
-	s := &Server{router: r, API: api, planes: ps, outages: outages, traffic: tr,
+	s := &Server{router: r, API: api, planes: ps, outages: outages, traffic: tr, ingest: cfg.Ingest,
 		streams: &streamPlane{cfg: cfg.Streams, svc: cfg.Auth, now: cfg.Now, closing: make(chan struct{})}}
 	s.requireCaller = requireCaller(api, cfg.Auth, ps, outages)
 	api.UseMiddleware(s.requireCaller)

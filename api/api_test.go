@@ -15,8 +15,10 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/store/storetest"
+	"github.com/brain-template/brain/streams"
 	"github.com/danielgtaylor/huma/v2"
 )
 
@@ -124,6 +126,12 @@ func mustRawServer(tb testing.TB, cfg api.Config) (*api.Server, *syncBuffer) {
 	}
 	if db, ok := dbOf.Load(cfg.Auth); ok && cfg.DB == nil {
 		cfg.DB = db.(*store.DB)
+	}
+	if cfg.Streams.Hub == nil {
+		cfg.Streams.Hub = streams.NewMemoryHub(1024, 64)
+	}
+	if cfg.Ingest == nil && cfg.DB != nil { // its jobs stay queued: no queue works them here
+		cfg.Ingest = ingest.NewService(store.NewIngestStore(cfg.DB, nil), ingest.Config{Publish: api.EventPublisher(cfg.Streams.Hub)})
 	}
 	s := api.New(cfg)
 	huma.Register(s.API, huma.Operation{

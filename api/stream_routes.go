@@ -3,14 +3,19 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"reflect"
+	"regexp"
 	"runtime"
 	"runtime/metrics"
 	"sync"
 	"time"
 
+	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/streams"
 	"github.com/danielgtaylor/huma/v2"
+	"github.com/go-chi/chi/v5"
 )
 
 // The events of GET /api/v1/events. A handler publishes one with
@@ -21,6 +26,40 @@ var (
 	gapEvent      = eventType{name: "stream.gap", data: GapEvent{}, doc: "The first event when Last-Event-ID is older than the oldest event kept, or not one this server knows (after a restart, say): some events after it may be lost. Reload what they would have changed."}
 	liveEvent     = eventType{name: "system.live", data: LiveSnapshot{}, doc: "The server's state, every second."}
 )
+
+// The job events, on GET /api/v1/events and on each job's log.
+var (
+	jobQueued      = eventType{name: ingest.EventJobQueued, data: ingest.JobQueued{}, doc: "A batch you sent was accepted: its job is queued."}
+	jobProgress    = eventType{name: ingest.EventJobProgress, data: ingest.JobProgress{}, doc: "A job stored more of its items. On a job's log, the first event gives its state when the stream started."}
+	jobSucceeded   = eventType{name: ingest.EventJobSucceeded, data: ingest.JobSucceeded{}, doc: "A job stored all of its items. On a job's log, the last event."}
+	jobFailed      = eventType{name: ingest.EventJobFailed, data: ingest.JobFailed{}, doc: "A job ended without storing all of its items. On a job's log, the last event."}
+	memoryIngested = eventType{name: ingest.EventMemoryIngested, data: ingest.MemoryIngested{}, doc: "A project has new items to find."}
+)
+
+// userEvents are the events a caller's GET /api/v1/events may carry, by
+// name: what EventPublisher accepts.
+var userEvents = map[string]eventType{}
+
+func init() {
+	for _, e := range []eventType{apiKeyCreated, apiKeyDeleted, jobQueued, jobProgress, jobSucceeded, jobFailed, memoryIngested} {
+		userEvents[e.name] = e
+	}
+}
+
+// EventPublisher returns the function that publishes a user's events to
+// hub (ingest.Config.Publish): an event of a type GET /api/v1/events does
+// not declare, or whose data is not its declared type, is logged and
+// dropped.
+func EventPublisher(hub streams.Hub) func(ctx context.Context, userID, eventType string, data any) {
+	return func(ctx context.Context, userID, name string, data any) {
+		e, ok := userEvents[name]
+		if !ok {
+			logger(ctx).Error("stream: an event of a type no stream declares", "event", name)
+			return
+		}
+		publishEvent(ctx, hub, e, userID, data)
+	}
+}
 
 // DeletedEvent names what was deleted.
 type DeletedEvent struct {
@@ -54,8 +93,21 @@ func (s *Server) addStreamRoutes(cfg Config) {
 				"the events after it that are still kept come first, or stream.gap says some are lost. " +
 				"Every stream endpoint shares your cap of open streams (x-rate-limit, plane stream): one more is refused with 429 before the stream starts.",
 		},
-		events: []eventType{apiKeyCreated, apiKeyDeleted, gapEvent},
+		events: []eventType{apiKeyCreated, apiKeyDeleted, jobQueued, jobProgress, jobSucceeded, jobFailed, memoryIngested, gapEvent},
 		serve:  s.serveEvents,
+	})
+	s.addStream(streamOperation{
+		op: huma.Operation{
+			OperationID: "follow-job-log", Path: Prefix + "/jobs/{id}/log", Tags: tags,
+			Summary: "Follow a job",
+			Description: "One of your jobs until it ends: first its state now (job.progress, or its last event if it has ended), then each step, " +
+				"then job.succeeded or job.failed, after which the stream ends. Shares the cap of open streams with every stream endpoint.",
+			Parameters: []*huma.Param{{Name: "id", In: "path", Required: true, Description: "The job's id.",
+				Schema: &huma.Schema{Type: huma.TypeString, Pattern: uuidPattern, MaxLength: ptr(36)}}},
+			Errors: []int{http.StatusNotFound},
+		},
+		events: []eventType{jobProgress, jobSucceeded, jobFailed},
+		serve:  s.serveJobLog,
 	})
 	s.addStream(streamOperation{
 		op: huma.Operation{
@@ -97,6 +149,70 @@ func (s *Server) serveEvents(st *stream) {
 		return st.send(ev.ID, ev.Type, ev.Data)
 	})
 }
+
+// serveJobLog sends one job's progress until it ends.
+func (s *Server) serveJobLog(st *stream) {
+	id, user := chi.URLParam(st.r, "id"), st.caller.User.ID
+	if !jobID.MatchString(id) {
+		WriteError(st.w, NewError(http.StatusUnprocessableEntity, "", FieldError{Location: "path.id", Message: "not a job id: a UUID, as the ingest answered"}))
+		return
+	}
+	// Subscribed first, then the job read: no step falls between the two.
+	sub, err := s.streams.cfg.Hub.Subscribe(st.r.Context(), user, "")
+	if err != nil {
+		s.outages.log(st.r.Context(), err)
+		WriteError(st.w, NewError(http.StatusServiceUnavailable, "brain cannot follow events right now; retry shortly"))
+		return
+	}
+	defer sub.Close()
+	job, err := s.ingest.Job(st.r.Context(), user, id)
+	switch {
+	case errors.Is(err, ingest.ErrNotFound):
+		WriteError(st.w, NewError(http.StatusNotFound, "you have no job with that id"))
+		return
+	case err != nil:
+		s.outages.log(st.r.Context(), err)
+		WriteError(st.w, NewError(http.StatusServiceUnavailable, "brain's database does not answer right now; retry shortly"))
+		return
+	}
+	if st.start() != nil {
+		return
+	}
+	switch job.Status {
+	case ingest.StatusSucceeded:
+		_ = st.sendValue(jobSucceeded.name, ingest.JobSucceeded{JobID: job.ID, ItemsTotal: job.ItemsTotal})
+		return
+	case ingest.StatusFailed:
+		_ = st.sendValue(jobFailed.name, ingest.JobFailed{JobID: job.ID, ItemsDone: job.ItemsDone, Error: job.Error})
+		return
+	}
+	if st.sendValue(jobProgress.name, ingest.JobProgress{JobID: job.ID, ItemsDone: job.ItemsDone, ItemsTotal: job.ItemsTotal}) != nil {
+		return
+	}
+	pump(st, sub.Events(), func(ev *streams.Event, ok bool) error {
+		if !ok {
+			st.close("slow")
+			return errStreamEnded
+		}
+		var about struct {
+			JobID string `json:"job_id"`
+		}
+		if ev.Type != jobProgress.name && ev.Type != jobSucceeded.name && ev.Type != jobFailed.name ||
+			json.Unmarshal(ev.Data, &about) != nil || about.JobID != id {
+			return nil // another job's, or not a step
+		}
+		if err := st.send(ev.ID, ev.Type, ev.Data); err != nil {
+			return err
+		}
+		if ev.Type != jobProgress.name {
+			return errStreamEnded // the job has ended, and its log with it
+		}
+		return nil
+	})
+}
+
+// jobID is the form of a job's id.
+var jobID = regexp.MustCompile(uuidPattern)
 
 // serveLive sends a snapshot every second.
 func (s *Server) serveLive(st *stream) {

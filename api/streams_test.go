@@ -16,7 +16,9 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/ratelimit"
+	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
 )
 
@@ -25,14 +27,24 @@ import (
 // lets a test set the server's timeouts.
 func streamServer(tb testing.TB, sc api.StreamConfig, srv func(*http.Server)) (*api.Server, *live, *auth.Service) {
 	tb.Helper()
-	svc := MustAuth(tb)
-	if sc.Heartbeat == 0 {
-		sc.Heartbeat = 50 * time.Millisecond
+	return streamServerWith(tb, api.Config{Streams: sc}, srv)
+}
+
+// streamServerWith is streamServer with more of the configuration.
+func streamServerWith(tb testing.TB, cfg api.Config, srv func(*http.Server)) (*api.Server, *live, *auth.Service) {
+	tb.Helper()
+	if cfg.Auth == nil {
+		cfg.Auth = MustAuth(tb)
+	}
+	svc := cfg.Auth
+	if cfg.Streams.Heartbeat == 0 {
+		cfg.Streams.Heartbeat = 50 * time.Millisecond
 	}
 	limits := api.DefaultLimits()
 	limits.Session = ratelimit.Budget{Limit: 10_000, Window: time.Minute, Burst: 10_000}
 	limits.APIKey = limits.Session
-	s, _ := mustRawServer(tb, api.Config{Auth: svc, Limits: limits, Streams: sc})
+	cfg.Limits = limits
+	s, _ := mustRawServer(tb, cfg)
 	hs := httptest.NewUnstartedServer(s)
 	hs.Config.ConnContext = api.ConnContext
 	if srv != nil {
@@ -411,7 +423,11 @@ func declaredEvents(tb testing.TB, s *api.Server) map[string][]string {
 // and every declared event is sent by some path through the server: the
 // spec and the streams cannot drift apart.
 func TestStreamEventsAreDeclared(t *testing.T) {
-	s, l, _ := streamServer(t, api.StreamConfig{Hub: streams.NewMemoryHub(1, 64)}, nil)
+	hub := streams.NewMemoryHub(1, 64)
+	svc := MustAuth(t)
+	db, _ := dbOf.Load(svc)
+	memory := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{Publish: api.EventPublisher(hub)})
+	s, l, _ := streamServerWith(t, api.Config{Auth: svc, Ingest: memory, Streams: api.StreamConfig{Hub: hub}}, nil)
 	declared := declaredEvents(t, s)
 	if len(declared) < 2 {
 		t.Fatalf("the spec declares streams %v", declared)
@@ -437,11 +453,46 @@ func TestStreamEventsAreDeclared(t *testing.T) {
 	l.call("POST", "/api/v1/apikeys", map[string]string{"name": "two"}, ada).want(t, 201, "create")
 	gap, _ := l.openStream(events, ada, "Last-Event-ID: "+first.id) // the hub keeps 1: the deletion is gone
 	saw(events, gap.nextEvent(t))
+	saw(events, gap.nextEvent(t)) // the creation the hub kept
+
+	// A job's life: queued, its log's first state, its steps, its end; and
+	// a job that fails.
+	const jobLog = "/api/v1/jobs/{id}/log"
+	ingestOne := func(text string) string {
+		var a struct {
+			JobID string `json:"job_id"`
+		}
+		l.call("POST", "/api/v1/memory/ingest", map[string]any{"project": "p", "items": []map[string]string{{"text": text}}}, ada).
+			want(t, 202, "ingest").decode(t, &a)
+		saw(events, gap.nextEvent(t)) // job.queued
+		return a.JobID
+	}
+	ok, bad, cut := ingestOne("one"), ingestOne("two"), ingestOne("three")
+	okLog, _ := l.openStream("/api/v1/jobs/"+ok+"/log", ada)
+	saw(jobLog, okLog.nextEvent(t)) // its state: job.progress
+	if err := memory.Process(context.Background(), ok); err != nil {
+		t.Fatal(err)
+	}
+	for m := saw(jobLog, okLog.nextEvent(t)); m.event != "job.succeeded"; m = saw(jobLog, okLog.nextEvent(t)) {
+	}
+	for m := saw(events, gap.nextEvent(t)); m.event != "memory.ingested"; m = saw(events, gap.nextEvent(t)) {
+	}
+	badLog, _ := l.openStream("/api/v1/jobs/"+bad+"/log", ada)
+	saw(jobLog, badLog.nextEvent(t))
+	if err := memory.Fail(context.Background(), bad, "a test"); err != nil {
+		t.Fatal(err)
+	}
+	for m := saw(jobLog, badLog.nextEvent(t)); m.event != "job.failed"; m = saw(jobLog, badLog.nextEvent(t)) {
+	}
+	saw(events, gap.nextEvent(t)) // job.failed
+	cutLog, _ := l.openStream("/api/v1/jobs/"+cut+"/log", ada)
+	saw(jobLog, cutLog.nextEvent(t))
+
 	s.CloseStreams()
 	for _, st := range []struct {
 		path string
 		s    *sse
-	}{{events, ev}, {live, lv}} {
+	}{{events, ev}, {live, lv}, {jobLog, cutLog}} {
 		for m := saw(st.path, st.s.nextEvent(t)); m.event != "stream.closing"; m = saw(st.path, st.s.nextEvent(t)) {
 		}
 	}

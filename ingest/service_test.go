@@ -2,7 +2,6 @@ package ingest_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -44,7 +43,7 @@ type queue struct {
 	errs []error
 }
 
-func (q *queue) enqueue(ctx context.Context, tx *sql.Tx, jobID string) error {
+func (q *queue) enqueue(ctx context.Context, tx *store.Tx, jobID string) error {
 	var n int
 	err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM jobs WHERE id = $1", jobID).Scan(&n)
 	q.mu.Lock()

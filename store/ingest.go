@@ -18,17 +18,17 @@ import (
 // search_postgres.go).
 type IngestStore struct {
 	db      *DB
-	enqueue func(ctx context.Context, tx *sql.Tx, jobID string) error
+	enqueue func(ctx context.Context, tx *Tx, jobID string) error
 	// gate holds this process's writers to SQLite in line, one at a
 	// time (see begin); nil on PostgreSQL.
 	gate chan struct{}
 }
 
 // NewIngestStore returns the ingest store of db. Accept calls enqueue in
-// its transaction, with the transaction and the new job's id, so that the
-// job is queued if and only if it is created; nil enqueues nothing (the
+// its transaction (Queue.EnqueueTx), with the transaction and the new
+// job's id, so that the job is queued if and only if it is created; nil enqueues nothing (the
 // jobs are then processed only when something calls Process).
-func NewIngestStore(db *DB, enqueue func(ctx context.Context, tx *sql.Tx, jobID string) error) *IngestStore {
+func NewIngestStore(db *DB, enqueue func(ctx context.Context, tx *Tx, jobID string) error) *IngestStore {
 	s := &IngestStore{db: db, enqueue: enqueue}
 	if db.Dialect == SQLite {
 		s.gate = make(chan struct{}, 1)
@@ -125,10 +125,7 @@ func (s *IngestStore) Accept(ctx context.Context, a ingest.Acceptance) (ingest.J
 		return ingest.Job{}, false, wrap("accept: create the job", err)
 	}
 	if s.enqueue != nil {
-		ectx, cancel := tx.bound(ctx)
-		err := s.enqueue(ectx, tx.sqlTx(), job.ID)
-		cancel()
-		if err != nil {
+		if err := s.enqueue(ctx, tx, job.ID); err != nil {
 			return ingest.Job{}, false, wrap("accept: enqueue the job", err)
 		}
 	}

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -37,7 +36,7 @@ func TestAcceptIsOneTransaction(t *testing.T) {
 		mustUser(t, store.NewAuthStore(db), "u1", "ada")
 		fail := true
 		var enqueued []string
-		s := store.NewIngestStore(db, func(ctx context.Context, tx *sql.Tx, jobID string) error {
+		s := store.NewIngestStore(db, func(ctx context.Context, tx *store.Tx, jobID string) error {
 			if fail {
 				return errors.New("queue: full")
 			}

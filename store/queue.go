@@ -79,6 +79,10 @@ type QueueOptions struct {
 	// Replicas add up: two replicas work up to twice as many.
 	Workers int
 
+	// GiveUp, when set, is told of a job whose last attempt failed: River
+	// will not try it again, so whatever tracks the job must learn that
+	// it has failed.
+	GiveUp func(ctx context.Context, jobID string, err error)
 	// MaxAttempts is how many times a job is tried before River gives up on
 	// it (its state becomes "discarded"); 10 when zero. Between attempts,
 	// River waits attempt⁴ seconds (1 s, 16 s, 81 s, 4 min...), so ten
@@ -171,6 +175,9 @@ func NewQueue(db *DB, work func(ctx context.Context, jobID string) error, opts Q
 		if errors.Is(err, ErrPermanent) {
 			return river.JobCancel(err)
 		}
+		if err != nil && ctx.Err() == nil && job.Attempt >= job.MaxAttempts && opts.GiveUp != nil {
+			opts.GiveUp(context.WithoutCancel(ctx), job.Args.JobID, err)
+		}
 		return err
 	}))
 	client, err := river.NewClient(db.riverDriver(), &river.Config{
@@ -209,15 +216,11 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *Tx, jobID string) error {
 	}
 	ctx, cancel := tx.bound(ctx)
 	defer cancel()
-	if _, err := q.client.InsertTx(ctx, tx.raw(), ingestArgs{JobID: jobID}, nil); err != nil {
+	if _, err := q.client.InsertTx(ctx, tx.sqlTx(), ingestArgs{JobID: jobID}, nil); err != nil {
 		return fmt.Errorf("store: enqueue job %s: %w", jobID, err)
 	}
 	return nil
 }
-
-// raw is the transaction under tx, for code in this package that hands it
-// to a library (River) which runs its own statements in it.
-func (tx *Tx) raw() *sql.Tx { return tx.tx }
 
 // Start starts working jobs, in the background, until Stop. ctx's values
 // reach work's context, but its end does not stop the Queue: only Stop

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ratelimit"
 )
@@ -50,6 +51,8 @@ type Config struct {
 	// --budget name=limits flags. budgetFrom says where each came from.
 	Budgets    map[string]string
 	budgetFrom map[string]string
+
+	IngestTTL time.Duration
 
 	StreamCap        int
 	StreamHeartbeat  time.Duration
@@ -183,6 +186,14 @@ var settings = []setting{
 	{"rate-limit-session", "BRAIN_RATE_LIMIT_SESSION", "120/min,burst=60", "per-session budget, <n>/<s|min|h>[,burst=<b>]", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitSession })},
 	{"rate-limit-ip", "BRAIN_RATE_LIMIT_IP", "30/min,burst=30", "per-client-IP budget of unauthenticated requests", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitIP })},
 	{"rate-limit-apikey", "BRAIN_RATE_LIMIT_APIKEY", "120/min,burst=60", "per-API-key budget of operations without their own", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitAPIKey })},
+	{"idempotency-ttl", "MEM_IDEMPOTENCY_TTL_SECS", "86400", "seconds an ingest's idempotency key names its batch, from the first request", false, func(c *Config, v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 60 || n > 90*86400 {
+			return errors.New("want a whole number of seconds from 60 to 7776000 (90 days)")
+		}
+		c.IngestTTL = time.Duration(n) * time.Second
+		return nil
+	}},
 	{"stream-cap", "BRAIN_STREAM_CAP", "16", "open streams per session or API key, across every stream endpoint; one more answers 429", false, count(1, 100000, func(c *Config) *int { return &c.StreamCap })},
 	{"stream-heartbeat", "BRAIN_STREAM_HEARTBEAT", "15s", "how often an idle stream gets a comment line (and renews its slot)", false, duration(10*time.Millisecond, func(c *Config) *time.Duration { return &c.StreamHeartbeat })},
 	{"stream-retry-after", "BRAIN_STREAM_RETRY_AFTER", "5s", "the Retry-After of a stream refused by the cap", false, duration(time.Second, func(c *Config) *time.Duration { return &c.StreamRetryAfter })},
@@ -235,6 +246,9 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 	for name := range budgets {
 		from[name] = budgetsEnv
 	}
+	if err := memBudgets(getenv, budgets, from); err != nil {
+		return Config{}, err
+	}
 	flags := budgetFlags{}
 	fs.Var(flags, "budget", "name=limits: replace the defaults of an operation's budget, e.g. notes=200/h;10/s (repeatable; env "+budgetsEnv+", space-separated)")
 	if err := fs.Parse(args); err != nil {
@@ -278,6 +292,63 @@ func (b budgetFlags) Set(v string) error {
 	}
 	b[name] = limits
 	return nil
+}
+
+// memBudgets reads the MEM_RATE_LIMIT_* settings, which set parts of the
+// memory operations' budgets: MEM_RATE_LIMIT_INGEST, _QUERY and _PROJECTS
+// their hourly limit, MEM_RATE_LIMIT_BURST the per-second limit of all
+// four (skills has only that one). A budget BRAIN_BUDGETS names already
+// is left as it says; --budget, read later, wins over both.
+func memBudgets(getenv func(string) string, budgets, from map[string]string) error {
+	const burstEnv = "MEM_RATE_LIMIT_BURST"
+	burst, err := memCount(getenv, burstEnv)
+	if err != nil {
+		return err
+	}
+	for _, b := range api.MemoryBudgets {
+		if _, set := budgets[b.Name]; set {
+			continue
+		}
+		hourlyEnv := "MEM_RATE_LIMIT_" + strings.ToUpper(b.Name)
+		hourly, err := memCount(getenv, hourlyEnv)
+		if err != nil {
+			return err
+		}
+		limits, err := ratelimit.ParseBudgets(b.Default)
+		if err != nil {
+			return err
+		}
+		var parts []string
+		var src []string
+		for _, l := range limits {
+			switch {
+			case l.Window == time.Hour && hourly > 0:
+				l = ratelimit.Budget{Limit: hourly, Window: time.Hour, Burst: hourly}
+				src = append(src, hourlyEnv)
+			case l.Window == time.Second && burst > 0:
+				l = ratelimit.Budget{Limit: burst, Window: time.Second, Burst: burst}
+				src = append(src, burstEnv)
+			}
+			parts = append(parts, l.String())
+		}
+		if len(src) > 0 {
+			budgets[b.Name], from[b.Name] = strings.Join(parts, ";"), strings.Join(src, " and ")
+		}
+	}
+	return nil
+}
+
+// memCount reads a MEM_RATE_LIMIT_* setting: 0 when unset.
+func memCount(getenv func(string) string, env string) (int, error) {
+	v := getenv(env)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 || n > 1<<30 {
+		return 0, fmt.Errorf("invalid %s=%q: want a whole number of requests, at least 1", env, v)
+	}
+	return n, nil
 }
 
 // budgetsEnv holds budget overrides, space-separated name=limits.

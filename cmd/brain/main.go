@@ -26,6 +26,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
@@ -143,6 +144,7 @@ type running struct {
 	metrics  *api.Metrics
 	ready    []api.Check
 	streams  api.StreamConfig
+	ingest   *ingest.Service
 }
 
 // newServer builds the API for cfg. `brain openapi` and `brain serve` both
@@ -164,6 +166,8 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		Limits:         l,
 		Metrics:        r.metrics,
 		Streams:        streamsOf(cfg, r.streams),
+		Ingest:         r.ingest,
+		IngestTTL:      cfg.IngestTTL,
 	})
 	if err := s.Err(); err != nil {
 		return nil, err

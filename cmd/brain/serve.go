@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
@@ -70,11 +71,71 @@ func rateLimitStore(cfg Config, client rueidis.Client, logger *slog.Logger, metr
 	}, nil
 }
 
+// startIngest builds the ingest service on db and starts its job queue,
+// whose workers process the batches it accepts (in this replica and, on
+// PostgreSQL, in any other), and a sweep of expired idempotency keys every
+// hour. stop ends both, letting running jobs finish for up to 10 s (a job
+// cut off is worked again later).
+func startIngest(bg context.Context, db *store.DB, cfg Config, hub streams.Hub, logger *slog.Logger) (svc *ingest.Service, stop func(), err error) {
+	var queue *store.Queue
+	svc = ingest.NewService(store.NewIngestStore(db, func(ctx context.Context, tx *store.Tx, jobID string) error {
+		return queue.EnqueueTx(ctx, tx, jobID)
+	}), ingest.Config{TTL: cfg.IngestTTL, Publish: api.EventPublisher(hub)})
+	queue, err = store.NewQueue(db, func(ctx context.Context, jobID string) error {
+		err := svc.Process(ctx, jobID)
+		if errors.Is(err, ingest.ErrPermanent) {
+			return fmt.Errorf("%w: %w", store.ErrPermanent, err)
+		}
+		return err
+	}, store.QueueOptions{
+		Logger: logger,
+		GiveUp: func(ctx context.Context, jobID string, err error) {
+			if ferr := svc.Fail(ctx, jobID, "gave up after repeated failures: "+err.Error()); ferr != nil {
+				logger.Warn("ingest: a job that failed for good could not be marked failed", "job", jobID, "error", ferr)
+			}
+		},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("the job queue: %w", err)
+	}
+	if err := queue.Start(bg); err != nil {
+		return nil, nil, fmt.Errorf("the job queue: %w", err)
+	}
+	sweepCtx, stopSweep := context.WithCancel(bg)
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		for t := time.NewTicker(time.Hour); ; {
+			if n, err := svc.Sweep(sweepCtx); err != nil && sweepCtx.Err() == nil {
+				logger.Warn("ingest: sweeping expired idempotency keys failed; retrying in an hour", "error", err)
+			} else if n > 0 {
+				logger.Info("ingest: swept expired idempotency keys", "keys", n)
+			}
+			select {
+			case <-t.C:
+			case <-sweepCtx.Done():
+				t.Stop()
+				return
+			}
+		}
+	}()
+	return svc, func() {
+		stopSweep()
+		<-swept
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := queue.Stop(ctx); err != nil {
+			logger.Warn("ingest: the job queue stopped with jobs unfinished; they will be worked again", "error", err)
+		}
+	}, nil
+}
+
 // The stream plane in Redis: a slot's lease outlives a few missed
 // heartbeats, and the events stream keeps the newest for replays.
 const (
 	streamLeaseBeats = 4 // a lease lasts 4 heartbeats: 60 s by default
 	streamKeep       = 10000
+	memoryKeep       = 1024 // in memory, the newest events kept for replays
 	streamBuffer     = 64
 )
 
@@ -82,7 +143,8 @@ const (
 // a cap and a hub every replica shares, whose hub must run (run) for
 // events from other replicas to arrive.
 func streamConfig(cfg Config, client rueidis.Client, logger *slog.Logger) (sc api.StreamConfig, run func(context.Context)) {
-	sc = api.StreamConfig{Cap: streams.NewMemoryCap(cfg.StreamCap), Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter}
+	sc = api.StreamConfig{Cap: streams.NewMemoryCap(cfg.StreamCap), Hub: streams.NewMemoryHub(memoryKeep, streamBuffer),
+		Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter}
 	if client == nil {
 		return sc, func(context.Context) {}
 	}
@@ -182,6 +244,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); runHub(bg) }()
 	defer func() { stopBG(); <-hubDone }()
+	memory, stopQueue, err := startIngest(bg, db, cfg, streamCfg.Hub, logger)
+	if err != nil {
+		return err
+	}
+	defer stopQueue() // before the hub and the database: it finishes or hands back the jobs it works
 	if cfg.MetricsAddr != "off" {
 		stop, err := serveMetrics(cfg.MetricsAddr, metrics, logger)
 		if err != nil {
@@ -190,7 +257,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		defer stop()
 	}
 
-	handler, err := newServer(cfg, logger, running{db: db, auth: svc, limiters: limiterStore, metrics: metrics, ready: ready, streams: streamCfg})
+	handler, err := newServer(cfg, logger, running{db: db, auth: svc, limiters: limiterStore, metrics: metrics, ready: ready, streams: streamCfg, ingest: memory})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,354 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/ingest"
+	"github.com/danielgtaylor/huma/v2"
+)
+
+// The budgets of the memory operations: what one API key may spend on
+// each (configuration replaces them by name, or through the MEM_*
+// settings). Sessions keep their session budget.
+var (
+	ingestBudget   = Budget{Name: "ingest", Default: "100/h; 10/s"}
+	queryBudget    = Budget{Name: "query", Default: "1000/h; 10/s"}
+	projectsBudget = Budget{Name: "projects", Default: "100/h; 10/s"}
+	skillsBudget   = Budget{Name: "skills", Default: "10/s"}
+)
+
+// MemoryBudgets are the names and defaults of the memory operations'
+// budgets, for the settings that override them.
+var MemoryBudgets = []Budget{ingestBudget, queryBudget, projectsBudget, skillsBudget}
+
+// IngestRequest is the body of POST /memory/ingest as the spec shows it.
+// The handler reads the body itself, byte for byte (ingest.Parse): the
+// ingest_id may be derived from those bytes.
+type IngestRequest struct {
+	IngestID string       `json:"ingest_id,omitempty" pattern:"^[0-9a-f]{64}$" maxLength:"64" doc:"The batch's idempotency key: 64 lowercase hex digits. Leave it out to have it derived: the SHA-256 of the RFC 8785 canonical JSON of the body as sent."`
+	Project  string       `json:"project" minLength:"1" maxLength:"128" doc:"The project the items belong to (at most 128 bytes)."`
+	Items    []IngestItem `json:"items" minItems:"1" maxItems:"1000" doc:"1 to 1000 items."`
+}
+
+// IngestItem is one item of a batch.
+type IngestItem struct {
+	Text       string     `json:"text" minLength:"1" maxLength:"65536" doc:"The note: not blank, at most 64 KiB of UTF-8."`
+	Kind       string     `json:"kind,omitempty" maxLength:"64" doc:"What kind of note; note when left out."`
+	Skill      string     `json:"skill,omitempty" maxLength:"128" doc:"The skill it is about, if any."`
+	Tags       []Tag      `json:"tags,omitempty" maxItems:"32" doc:"At most 32 tags, each given once."`
+	OccurredAt *time.Time `json:"occurred_at,omitempty" doc:"When what it records happened; when the batch was accepted if left out."`
+}
+
+// Tag is one tag of an item.
+type Tag string
+
+// Schema makes a tag's bounds part of the spec.
+func (Tag) Schema(huma.Registry) *huma.Schema {
+	return &huma.Schema{Type: huma.TypeString, MinLength: ptr(1), MaxLength: ptr(64), Description: "1 to 64 bytes."}
+}
+
+// IngestInput is the raw body of POST /memory/ingest.
+type IngestInput struct {
+	RawBody []byte `contentType:"application/json"`
+}
+
+// IngestOutput answers an accepted batch.
+type IngestOutput struct {
+	Location string `header:"Location" doc:"The job: /api/v1/jobs/{job_id}."`
+	Replayed string `header:"Idempotent-Replayed" enum:"true" doc:"true when this batch was accepted before, within the idempotency window: the job is that earlier one."`
+	Body     struct {
+		JobID    string `json:"job_id" format:"uuid"`
+		IngestID string `json:"ingest_id" doc:"The batch's idempotency key, given or derived."`
+		Status   string `json:"status" enum:"queued,running,succeeded,failed" doc:"The job's status now (on a replay it may be further along)."`
+		Replayed bool   `json:"replayed" doc:"true when this batch was accepted before: nothing new was enqueued."`
+	}
+}
+
+// JobView is a job as the API shows it.
+type JobView struct {
+	JobID      string     `json:"job_id" format:"uuid"`
+	IngestID   string     `json:"ingest_id"`
+	Project    string     `json:"project"`
+	Status     string     `json:"status" enum:"queued,running,succeeded,failed"`
+	ItemsTotal int        `json:"items_total"`
+	ItemsDone  int        `json:"items_done"`
+	Error      string     `json:"error,omitempty" doc:"Why it failed."`
+	CreatedAt  time.Time  `json:"created_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
+}
+
+func jobView(j ingest.Job) JobView {
+	v := JobView{JobID: j.ID, IngestID: j.IngestID, Project: j.Project, Status: string(j.Status), ItemsTotal: j.ItemsTotal,
+		ItemsDone: j.ItemsDone, Error: j.Error, CreatedAt: j.CreatedAt}
+	if !j.FinishedAt.IsZero() {
+		t := j.FinishedAt
+		v.FinishedAt = &t
+	}
+	return v
+}
+
+// uuidPattern is the form of job and item ids.
+const uuidPattern = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+
+// JobInput names a job.
+type JobInput struct {
+	ID string `path:"id" pattern:"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$" maxLength:"36" doc:"The job's id."`
+}
+
+// JobOutput is one job.
+type JobOutput struct{ Body JobView }
+
+// ListJobsInput asks for a page of the caller's jobs.
+type ListJobsInput struct {
+	Limit  int    `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"At most this many jobs, newest first."`
+	Cursor string `query:"cursor" maxLength:"256" pattern:"^[A-Za-z0-9_-]*$" doc:"The next_cursor of the previous page; absent for the first."`
+}
+
+// ListJobsOutput is a page of jobs.
+type ListJobsOutput struct {
+	Body struct {
+		Jobs       []JobView `json:"jobs" nullable:"false" maxItems:"100"`
+		NextCursor string    `json:"next_cursor,omitempty" doc:"The cursor of the next page; absent on the last."`
+	}
+}
+
+// QueryInput asks for the caller's items that hold some words.
+type QueryInput struct {
+	Q       string `query:"q" required:"true" minLength:"1" maxLength:"1024" doc:"The words to find, all of them, in any case. Nothing in it is syntax."`
+	Project string `query:"project" maxLength:"128" doc:"Only this project's items."`
+	Limit   int    `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"At most this many results."`
+	Cursor  string `query:"cursor" maxLength:"512" pattern:"^[A-Za-z0-9_-]*$" doc:"The next_cursor of the previous page of the same query."`
+}
+
+// ResultView is one item a query found.
+type ResultView struct {
+	ID         string    `json:"id" format:"uuid"`
+	Project    string    `json:"project"`
+	Text       string    `json:"text"`
+	Snippet    string    `json:"snippet" doc:"The best passage, the matched words between ** marks (plain text, no markup)."`
+	Kind       string    `json:"kind"`
+	Skill      string    `json:"skill,omitempty"`
+	Tags       []string  `json:"tags" nullable:"false"`
+	Score      float64   `json:"score" doc:"Higher is better; comparable within one query only."`
+	OccurredAt time.Time `json:"occurred_at"`
+}
+
+// QueryOutput is a page of results, best first.
+type QueryOutput struct {
+	Body struct {
+		Results    []ResultView `json:"results" nullable:"false" maxItems:"100"`
+		NextCursor string       `json:"next_cursor,omitempty"`
+	}
+}
+
+// ItemInput names an item.
+type ItemInput struct {
+	ID string `path:"id" pattern:"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$" maxLength:"36" doc:"The item's id, as a query returned it."`
+}
+
+// SkillsOutput lists the caller's skills.
+type SkillsOutput struct {
+	Body struct {
+		Skills []SkillView `json:"skills" nullable:"false" maxItems:"1000"`
+	}
+}
+
+// SkillView is a skill and how many items name it.
+type SkillView struct {
+	Name  string `json:"name"`
+	Count int    `json:"count"`
+}
+
+// ProjectsOutput lists the caller's projects.
+type ProjectsOutput struct {
+	Body struct {
+		Projects []ProjectView `json:"projects" nullable:"false" maxItems:"1000"`
+	}
+}
+
+// ProjectView is a project, how many items it has, and when it last
+// received some.
+type ProjectView struct {
+	Name         string    `json:"name"`
+	Items        int       `json:"items"`
+	LastIngestAt time.Time `json:"last_ingest_at"`
+}
+
+// addMemoryRoutes registers the memory operations: each declares its
+// access and budget here.
+func addMemoryRoutes(api huma.API, cfg Config) {
+	h := &memoryHandlers{svc: cfg.Ingest}
+	callers, tags := WithAccess(api, Caller), []string{"Memory"}
+	ttl := ingest.DefaultTTL
+	if cfg.IngestTTL > 0 {
+		ttl = cfg.IngestTTL
+	}
+	huma.Register(callers, WithBudget(huma.Operation{
+		OperationID: "ingest-memory", Method: http.MethodPost, Path: Prefix + "/memory/ingest", MaxBodyBytes: ingest.MaxBodyBytes,
+		SkipValidateBody: true, // ingest.Parse checks the body, byte for byte as sent
+		DefaultStatus:    http.StatusAccepted, Summary: "Ingest a batch of notes", Tags: tags, Errors: []int{http.StatusUnprocessableEntity},
+		Metadata: map[string]any{metaJSONBody: reflect.TypeOf(IngestRequest{})},
+		Description: "Accepts a batch of 1 to 1000 items for processing by a job; 202 means the batch is durably stored and its job enqueued.\n\n" +
+			"Idempotency: the batch's key is its ingest_id, or, when absent, the SHA-256 (lowercase hex) of the RFC 8785 canonical JSON of the body exactly as sent. " +
+			fmt.Sprintf("Keys are yours alone and last %v from the first request: within that time the same batch sent again answers the first job, with replayed true and Idempotent-Replayed: true, and enqueues nothing; ", ttl) +
+			"the same ingest_id with other content is a 422 with code idempotency-key-reused. The key and the job are written in one transaction: concurrent identical requests make one job, and each gets its id. A replay draws from the budget like any request.",
+	}, ingestBudget), h.ingest)
+	huma.Register(callers, huma.Operation{
+		OperationID: "list-jobs", Method: http.MethodGet, Path: Prefix + "/jobs", Summary: "List your jobs", Tags: tags,
+		Description: "Your jobs, newest first, a page at a time.",
+	}, h.listJobs)
+	huma.Register(callers, huma.Operation{
+		OperationID: "get-job", Method: http.MethodGet, Path: Prefix + "/jobs/{id}", Summary: "Get a job", Tags: tags,
+		Errors: []int{http.StatusNotFound},
+	}, h.getJob)
+	huma.Register(callers, WithBudget(huma.Operation{
+		OperationID: "query-memory", Method: http.MethodGet, Path: Prefix + "/memory/query", Summary: "Find your items", Tags: tags,
+		Description: "Your items that hold every word of q, best first (more occurrences, relative to the item's length, rank higher), with a snippet, a page at a time.",
+	}, queryBudget), h.query)
+	huma.Register(callers, huma.Operation{
+		OperationID: "delete-memory-item", Method: http.MethodDelete, Path: Prefix + "/memory/items/{id}", Summary: "Delete an item", Tags: tags,
+		DefaultStatus: http.StatusNoContent, Errors: []int{http.StatusNotFound},
+	}, h.deleteItem)
+	huma.Register(callers, WithBudget(huma.Operation{
+		OperationID: "list-skills", Method: http.MethodGet, Path: Prefix + "/memory/skills", Summary: "List your skills", Tags: tags,
+		Description: "The skills your items name, and how many items name each (at most 1000, the most named first).",
+	}, skillsBudget), h.skills)
+	huma.Register(callers, WithBudget(huma.Operation{
+		OperationID: "list-projects", Method: http.MethodGet, Path: Prefix + "/memory/projects", Summary: "List your projects", Tags: tags,
+		Description: "Your projects, how many items each has, and when it last received some (at most 1000).",
+	}, projectsBudget), h.projects)
+}
+
+type memoryHandlers struct{ svc *ingest.Service }
+
+func (h *memoryHandlers) ingest(ctx context.Context, in *IngestInput) (*IngestOutput, error) {
+	a, err := h.svc.Ingest(ctx, auth.FromContext(ctx).User.ID, in.RawBody)
+	if err != nil {
+		return nil, ingestError(err)
+	}
+	out := &IngestOutput{Location: Prefix + "/jobs/" + a.JobID}
+	out.Body.JobID, out.Body.IngestID, out.Body.Status, out.Body.Replayed = a.JobID, a.IngestID, string(a.Status), a.Replayed
+	if a.Replayed {
+		out.Replayed = "true"
+	}
+	return out, nil
+}
+
+func (h *memoryHandlers) listJobs(ctx context.Context, in *ListJobsInput) (*ListJobsOutput, error) {
+	jobs, next, err := h.svc.Jobs(ctx, auth.FromContext(ctx).User.ID, in.Cursor, in.Limit)
+	if err != nil {
+		return nil, ingestError(err)
+	}
+	out := &ListJobsOutput{}
+	out.Body.Jobs = make([]JobView, len(jobs))
+	for i, j := range jobs {
+		out.Body.Jobs[i] = jobView(j)
+	}
+	out.Body.NextCursor = next
+	return out, nil
+}
+
+func (h *memoryHandlers) getJob(ctx context.Context, in *JobInput) (*JobOutput, error) {
+	j, err := h.svc.Job(ctx, auth.FromContext(ctx).User.ID, in.ID)
+	if err != nil {
+		return nil, ingestError(err)
+	}
+	return &JobOutput{Body: jobView(j)}, nil
+}
+
+func (h *memoryHandlers) query(ctx context.Context, in *QueryInput) (*QueryOutput, error) {
+	res, err := h.svc.Query(ctx, auth.FromContext(ctx).User.ID, ingest.Query{Q: in.Q, Project: in.Project, Limit: in.Limit, Cursor: in.Cursor})
+	if err != nil {
+		return nil, ingestError(err)
+	}
+	out := &QueryOutput{}
+	out.Body.Results = make([]ResultView, len(res.Results))
+	for i, r := range res.Results {
+		out.Body.Results[i] = ResultView{ID: r.ID, Project: r.Project, Text: r.Text, Snippet: r.Snippet, Kind: r.Kind, Skill: r.Skill,
+			Tags: r.Tags, Score: r.Score, OccurredAt: r.OccurredAt}
+	}
+	out.Body.NextCursor = res.Next
+	return out, nil
+}
+
+func (h *memoryHandlers) deleteItem(ctx context.Context, in *ItemInput) (*struct{}, error) {
+	return nil, ingestError(h.svc.DeleteItem(ctx, auth.FromContext(ctx).User.ID, in.ID))
+}
+
+func (h *memoryHandlers) skills(ctx context.Context, _ *struct{}) (*SkillsOutput, error) {
+	skills, err := h.svc.Skills(ctx, auth.FromContext(ctx).User.ID)
+	if err != nil {
+		return nil, ingestError(err)
+	}
+	out := &SkillsOutput{}
+	out.Body.Skills = make([]SkillView, len(skills))
+	for i, s := range skills {
+		out.Body.Skills[i] = SkillView{Name: s.Name, Count: s.Count}
+	}
+	return out, nil
+}
+
+func (h *memoryHandlers) projects(ctx context.Context, _ *struct{}) (*ProjectsOutput, error) {
+	projects, err := h.svc.Projects(ctx, auth.FromContext(ctx).User.ID)
+	if err != nil {
+		return nil, ingestError(err)
+	}
+	out := &ProjectsOutput{}
+	out.Body.Projects = make([]ProjectView, len(projects))
+	for i, p := range projects {
+		out.Body.Projects[i] = ProjectView{Name: p.Name, Items: p.Items, LastIngestAt: p.LastIngestAt}
+	}
+	return out, nil
+}
+
+// codeKeyReused is the envelope code of an ingest_id reused with other
+// content.
+const codeKeyReused = "idempotency-key-reused"
+
+// ingestError maps the ingest service's errors to envelopes; nil stays
+// nil.
+func ingestError(err error) error {
+	var ve *ingest.ValidationError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ve):
+		details := make([]FieldError, len(ve.Errors))
+		for i, fe := range ve.Errors {
+			details[i] = FieldError{Location: fe.Location, Message: fe.Message}
+		}
+		return NewError(http.StatusUnprocessableEntity, "", details...)
+	case errors.Is(err, ingest.ErrKeyReused):
+		e := NewError(http.StatusUnprocessableEntity, "this ingest_id was used for a batch with other content; send this batch under a new ingest_id, or leave ingest_id out",
+			FieldError{Location: "body.ingest_id", Message: "names another batch"})
+		e.Code = codeKeyReused
+		return e
+	case errors.Is(err, ingest.ErrNotFound):
+		return NewError(http.StatusNotFound, "you have nothing with that id")
+	case errors.Is(err, ingest.ErrUnavailable):
+		return storeError(err)
+	}
+	return err
+}
+
+// metaJSONBody is the Operation.Metadata key of the type an operation
+// that reads its body itself (RawBody) documents as its JSON body.
+const metaJSONBody = "brain.jsonBody"
+
+// declareJSONBody is an OnAddOperation hook: an operation that reads its
+// body raw documents the JSON its handler parses, not bytes.
+func declareJSONBody(oapi *huma.OpenAPI, op *huma.Operation) {
+	t, ok := op.Metadata[metaJSONBody].(reflect.Type)
+	if !ok || op.RequestBody == nil {
+		return
+	}
+	op.RequestBody.Required = true
+	op.RequestBody.Content = map[string]*huma.MediaType{"application/json": {Schema: oapi.Components.Schemas.Schema(t, true, strings.TrimSuffix(t.Name(), "Request"))}}
+}
