@@ -1,0 +1,223 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/store"
+	"github.com/brain-template/brain/streams"
+)
+
+// memoryServer serves the whole API over real HTTP with an ingest service
+// whose jobs the test processes itself (memory.Process), and returns ada's
+// session cookie.
+func memoryServer(t *testing.T) (*live, *ingest.Service, string) {
+	l, memory, ada, _ := memoryServerAuth(t)
+	return l, memory, ada
+}
+
+// memoryServerAuth is memoryServer that also returns the auth service.
+func memoryServerAuth(t *testing.T) (*live, *ingest.Service, string, *auth.Service) {
+	t.Helper()
+	svc := MustAuth(t)
+	db, _ := dbOf.Load(svc)
+	hub := streams.NewMemoryHub(64, 64)
+	memory := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{Publish: api.EventPublisher(hub)})
+	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Ingest: memory, Streams: api.StreamConfig{Hub: hub}}, nil)
+	return l, memory, l.login("ada", "correct horse battery").cookie(t), svc
+}
+
+type accepted struct {
+	JobID    string `json:"job_id"`
+	IngestID string `json:"ingest_id"`
+	Status   string `json:"status"`
+	Replayed bool   `json:"replayed"`
+}
+
+// A batch is accepted once: 202 with the job's Location; the same bytes
+// again answer the same job, replayed; the same ingest_id with other
+// content is refused with its own code.
+func TestIngestIsIdempotent(t *testing.T) {
+	l, _, ada := memoryServer(t)
+	body := `{"project":"brain","items":[{"text":"retry with backoff","skill":"go","tags":["net"]}]}`
+	first := l.call("POST", "/api/v1/memory/ingest", json.RawMessage(body), ada).want(t, 202, "first")
+	var a accepted
+	first.decode(t, &a)
+	if a.Replayed || a.Status != "queued" || len(a.IngestID) != 64 || first.header.Get("Location") != "/api/v1/jobs/"+a.JobID ||
+		first.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("first: %+v %v", a, first.header)
+	}
+	again := l.call("POST", "/api/v1/memory/ingest", json.RawMessage(body), ada).want(t, 202, "replay")
+	var b accepted
+	again.decode(t, &b)
+	if !b.Replayed || b.JobID != a.JobID || again.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay: %+v %v", b, again.header)
+	}
+	// The same content, spelt differently (member order, spacing, escapes):
+	// the same canonical form, the same key.
+	respelt := `{ "items": [ {"tags":["net"], "skill":"go", "text":"retry with \u0062ackoff"} ], "project": "brain" }`
+	var c accepted
+	l.call("POST", "/api/v1/memory/ingest", json.RawMessage(respelt), ada).want(t, 202, "respelt").decode(t, &c)
+	if c.JobID != a.JobID || !c.Replayed {
+		t.Fatalf("the same batch respelt: %+v, want job %s replayed", c, a.JobID)
+	}
+	reused := fmt.Sprintf(`{"ingest_id":%q,"project":"brain","items":[{"text":"something else"}]}`, a.IngestID)
+	r := l.call("POST", "/api/v1/memory/ingest", json.RawMessage(reused), ada).want(t, 422, "a reused key")
+	if r.code() != "idempotency-key-reused" {
+		t.Fatalf("a reused key: %s", r.body)
+	}
+	var jobs struct {
+		Jobs []struct {
+			JobID string `json:"job_id"`
+		}
+	}
+	l.call("GET", "/api/v1/jobs", nil, ada).want(t, 200, "jobs").decode(t, &jobs)
+	if len(jobs.Jobs) != 1 || jobs.Jobs[0].JobID != a.JobID {
+		t.Fatalf("jobs: %+v, want the one", jobs)
+	}
+}
+
+// Bad batches get the envelope with every problem at its place, and store
+// nothing.
+func TestIngestRefusesBadBatches(t *testing.T) {
+	l, _, ada := memoryServer(t)
+	for _, tc := range []struct{ name, body, where string }{
+		{"no items", `{"project":"p","items":[]}`, "body.items"},
+		{"too many", `{"project":"p","items":[` + strings.Repeat(`{"text":"x"},`, 1000) + `{"text":"x"}]}`, "body.items"},
+		{"long text", `{"project":"p","items":[{"text":"` + strings.Repeat("x", 64<<10+1) + `"}]}`, "body.items[0].text"},
+		{"bad ingest_id", `{"ingest_id":"ABC","project":"p","items":[{"text":"x"}]}`, "body.ingest_id"},
+		{"unknown member", `{"project":"p","items":[{"text":"x","colour":"red"}]}`, "body.items[0]"},
+		{"null", `{"project":null,"items":[{"text":"x"}]}`, "body.project"},
+		{"not JSON", `{"project":`, "body"},
+	} {
+		r, err := exchange(context.Background(), l.client, "POST", l.url+"/api/v1/memory/ingest", strings.NewReader(tc.body), ada)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var env envelope
+		_ = json.Unmarshal([]byte(r.body), &env)
+		if r.status != 422 || len(env.Details.Errors) == 0 || env.Details.Errors[0].Location != tc.where {
+			t.Errorf("%s: %d %.200s, want 422 at %s", tc.name, r.status, r.body, tc.where)
+		}
+	}
+	huge := `{"project":"p","items":[{"text":"` + strings.Repeat("x", 8<<20) + `"}]}`
+	if r := l.call("POST", "/api/v1/memory/ingest", json.RawMessage(huge), ada); r.status != 413 {
+		t.Errorf("a body over 8 MiB: %d", r.status)
+	}
+	var jobs struct{ Jobs []any }
+	l.call("GET", "/api/v1/jobs", nil, ada).want(t, 200, "jobs").decode(t, &jobs)
+	if len(jobs.Jobs) != 0 {
+		t.Fatalf("bad batches made jobs: %+v", jobs)
+	}
+}
+
+// Processed items are found, ranked, paged, counted in skills and
+// projects, deleted; another user sees none of them.
+func TestMemoryQueryAndLists(t *testing.T) {
+	l, memory, ada := memoryServer(t)
+	var items []string
+	for i := range 5 {
+		items = append(items, fmt.Sprintf(`{"text":"%s needle %d","skill":"go"}`, strings.Repeat("needle ", i), i))
+	}
+	var a accepted
+	l.call("POST", "/api/v1/memory/ingest", json.RawMessage(`{"project":"p","items":[`+strings.Join(items, ",")+`]}`), ada).want(t, 202, "ingest").decode(t, &a)
+	if err := memory.Process(context.Background(), a.JobID); err != nil {
+		t.Fatal(err)
+	}
+	var job struct {
+		Status    string `json:"status"`
+		ItemsDone int    `json:"items_done"`
+	}
+	l.call("GET", "/api/v1/jobs/"+a.JobID, nil, ada).want(t, 200, "job").decode(t, &job)
+	if job.Status != "succeeded" || job.ItemsDone != 5 {
+		t.Fatalf("job: %+v", job)
+	}
+	type page struct {
+		Results []struct {
+			ID, Text, Snippet string
+			Score             float64
+		}
+		NextCursor string `json:"next_cursor"`
+	}
+	var all []string
+	cursor := ""
+	for range 4 {
+		var p page
+		l.call("GET", "/api/v1/memory/query?q=NEEDLE&limit=2&cursor="+cursor, nil, ada).want(t, 200, "query").decode(t, &p)
+		for _, r := range p.Results {
+			all = append(all, r.Text)
+			if !strings.Contains(r.Snippet, "**") {
+				t.Errorf("snippet %q marks no match", r.Snippet)
+			}
+		}
+		if cursor = p.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if len(all) != 5 || !strings.HasPrefix(all[0], strings.Repeat("needle ", 4)) {
+		t.Fatalf("paged results %q: want all five, the most needles first", all)
+	}
+	var skills struct {
+		Skills []struct {
+			Name  string
+			Count int
+		}
+	}
+	l.call("GET", "/api/v1/memory/skills", nil, ada).want(t, 200, "skills").decode(t, &skills)
+	var projects struct {
+		Projects []struct {
+			Name  string
+			Items int
+		}
+	}
+	l.call("GET", "/api/v1/memory/projects", nil, ada).want(t, 200, "projects").decode(t, &projects)
+	if len(skills.Skills) != 1 || skills.Skills[0].Count != 5 || len(projects.Projects) != 1 || projects.Projects[0].Items != 5 {
+		t.Fatalf("skills %+v, projects %+v", skills, projects)
+	}
+	var first page
+	l.call("GET", "/api/v1/memory/query?q=needle&limit=1", nil, ada).want(t, 200, "query").decode(t, &first)
+	l.call("DELETE", "/api/v1/memory/items/"+first.Results[0].ID, nil, ada).want(t, 204, "delete")
+	l.call("DELETE", "/api/v1/memory/items/"+first.Results[0].ID, nil, ada).want(t, 404, "delete again")
+	l.call("GET", "/api/v1/jobs/00000000-0000-4000-8000-000000000000", nil, ada).want(t, 404, "no such job")
+	l.call("GET", "/api/v1/memory/query?q=", nil, ada).want(t, 422, "an empty query")
+	l.call("GET", "/api/v1/memory/query?q=needle&cursor=bm90LWEtY3Vyc29y", nil, ada).want(t, 422, "a cursor of no query")
+}
+
+// Each user's memory is their own: another user finds none of it, cannot
+// read or delete it, and its identical batch is a job of its own.
+func TestMemoryIsPrivate(t *testing.T) {
+	l, memory, ada, svc := memoryServerAuth(t)
+	body := json.RawMessage(`{"project":"p","items":[{"text":"secret"}]}`)
+	var a accepted
+	l.call("POST", "/api/v1/memory/ingest", body, ada).want(t, 202, "ingest").decode(t, &a)
+	if err := memory.Process(context.Background(), a.JobID); err != nil {
+		t.Fatal(err)
+	}
+	var found struct{ Results []struct{ ID string } }
+	l.call("GET", "/api/v1/memory/query?q=secret", nil, ada).want(t, 200, "ada's query").decode(t, &found)
+	if len(found.Results) != 1 {
+		t.Fatalf("ada finds %+v", found)
+	}
+	if _, err := svc.AddUser(context.Background(), "bob", "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	bob := l.login("bob", "correct horse battery").cookie(t)
+	var none struct{ Results []any }
+	l.call("GET", "/api/v1/memory/query?q=secret", nil, bob).want(t, 200, "bob's query").decode(t, &none)
+	if len(none.Results) != 0 {
+		t.Fatalf("bob finds ada's items: %+v", none)
+	}
+	l.call("GET", "/api/v1/jobs/"+a.JobID, nil, bob).want(t, 404, "bob reads ada's job")
+	l.call("DELETE", "/api/v1/memory/items/"+found.Results[0].ID, nil, bob).want(t, 404, "bob deletes ada's item")
+	var b accepted
+	l.call("POST", "/api/v1/memory/ingest", body, bob).want(t, 202, "bob's identical batch").decode(t, &b)
+	if b.Replayed || b.JobID == a.JobID {
+		t.Fatalf("bob's identical batch: %+v, want a job of its own", b)
+	}
+}
