@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/ratelimit"
 )
 
@@ -186,5 +188,54 @@ func TestUnknownBudgetStopsStartUp(t *testing.T) {
 	}
 	if _, err := parseConfig("brain", []string{"--budget", "notes"}, env(nil), io.Discard); err == nil || !strings.Contains(err.Error(), "budget") {
 		t.Fatalf("--budget without limits: err = %v", err)
+	}
+}
+
+// The MEM_RATE_LIMIT_* names set parts of the memory budgets, and the
+// spec shows what they set; BRAIN_BUDGETS wins over them; a bad one is
+// refused by name.
+func TestMemBudgetAliases(t *testing.T) {
+	entries := func(kv map[string]string) map[string]api.RateLimitEntry {
+		t.Helper()
+		c, err := parseConfig("brain", nil, env(kv), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := newServer(c, slog.New(slog.DiscardHandler), running{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec, _ := s.Spec()
+		var doc struct {
+			Paths map[string]map[string]struct {
+				XRateLimit []api.RateLimitEntry `json:"x-rate-limit"`
+			}
+		}
+		if err := json.Unmarshal(spec, &doc); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]api.RateLimitEntry{}
+		for _, item := range doc.Paths {
+			for _, op := range item {
+				for _, e := range op.XRateLimit {
+					if e.Plane == "apikey" {
+						out[e.Policy] = e
+					}
+				}
+			}
+		}
+		return out
+	}
+	got := entries(map[string]string{"MEM_RATE_LIMIT_INGEST": "200", "MEM_RATE_LIMIT_BURST": "20"})
+	if got["ingest"].Limit != 200 || got["ingest"].WindowS != 3600 || got["ingest-burst"].Limit != 20 || got["skills"].Limit != 20 ||
+		got["query"].Limit != 1000 || got["query-burst"].Limit != 20 {
+		t.Fatalf("with the aliases: %+v", got)
+	}
+	got = entries(map[string]string{"MEM_RATE_LIMIT_INGEST": "200", "BRAIN_BUDGETS": "ingest=7/h"})
+	if got["ingest"].Limit != 7 || got["ingest-burst"].Limit != 0 {
+		t.Fatalf("BRAIN_BUDGETS wins: %+v", got["ingest"])
+	}
+	if _, err := parseConfig("brain", nil, env(map[string]string{"MEM_RATE_LIMIT_QUERY": "lots"}), io.Discard); err == nil || !strings.Contains(err.Error(), "MEM_RATE_LIMIT_QUERY") {
+		t.Fatalf("a bad alias: %v", err)
 	}
 }
