@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"reflect"
 	"strings"
@@ -54,9 +55,10 @@ func (Tag) Schema(huma.Registry) *huma.Schema {
 	return &huma.Schema{Type: huma.TypeString, MinLength: ptr(1), MaxLength: ptr(64), Description: "1 to 64 bytes."}
 }
 
-// IngestInput is the raw body of POST /memory/ingest.
+// IngestInput is the raw body of POST /memory/ingest, and its type.
 type IngestInput struct {
-	RawBody []byte `contentType:"application/json"`
+	ContentType string `header:"Content-Type" maxLength:"256" doc:"application/json (the default)."`
+	RawBody     []byte `contentType:"application/json"`
 }
 
 // IngestOutput answers an accepted batch.
@@ -229,6 +231,9 @@ func addMemoryRoutes(api huma.API, cfg Config) {
 type memoryHandlers struct{ svc *ingest.Service }
 
 func (h *memoryHandlers) ingest(ctx context.Context, in *IngestInput) (*IngestOutput, error) {
+	if mt, _, _ := mime.ParseMediaType(in.ContentType); in.ContentType != "" && mt != "application/json" {
+		return nil, NewError(http.StatusUnsupportedMediaType, "send the batch as application/json")
+	}
 	a, err := h.svc.Ingest(ctx, auth.FromContext(ctx).User.ID, in.RawBody)
 	if err != nil {
 		return nil, ingestError(err)
@@ -324,7 +329,7 @@ func ingestError(err error) error {
 		for i, fe := range ve.Errors {
 			details[i] = FieldError{Location: fe.Location, Message: fe.Message}
 		}
-		return NewError(http.StatusUnprocessableEntity, "", details...)
+		return NewError(http.StatusUnprocessableEntity, "the request is not valid: see details.errors", details...)
 	case errors.Is(err, ingest.ErrKeyReused):
 		e := NewError(http.StatusUnprocessableEntity, "this ingest_id was used for a batch with other content; send this batch under a new ingest_id, or leave ingest_id out",
 			FieldError{Location: "body.ingest_id", Message: "names another batch"})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -106,6 +107,14 @@ func TestIngestRefusesBadBatches(t *testing.T) {
 			t.Errorf("%s: %d %.200s, want 422 at %s", tc.name, r.status, r.body, tc.where)
 		}
 	}
+	xml, _ := http.NewRequest("POST", l.url+"/api/v1/memory/ingest", strings.NewReader(`{"project":"p","items":[{"text":"x"}]}`))
+	xml.Header.Set("Content-Type", "application/xml")
+	xml.Header.Set("Cookie", strings.TrimPrefix(ada, "Cookie: "))
+	if res, err := l.client.Do(xml); err != nil || res.StatusCode != 415 {
+		t.Errorf("an XML content type: %v %v, want 415", res.StatusCode, err)
+	} else {
+		res.Body.Close()
+	}
 	huge := `{"project":"p","items":[{"text":"` + strings.Repeat("x", 8<<20) + `"}]}`
 	if r := l.call("POST", "/api/v1/memory/ingest", json.RawMessage(huge), ada); r.status != 413 {
 		t.Errorf("a body over 8 MiB: %d", r.status)
@@ -137,6 +146,9 @@ func TestMemoryQueryAndLists(t *testing.T) {
 	l.call("GET", "/api/v1/jobs/"+a.JobID, nil, ada).want(t, 200, "job").decode(t, &job)
 	if job.Status != "succeeded" || job.ItemsDone != 5 {
 		t.Fatalf("job: %+v", job)
+	}
+	if _, r := l.openStream("/api/v1/jobs/"+a.JobID+"/log", ada); r.status != 204 {
+		t.Fatalf("the log of an ended job: %d, want 204 (an EventSource then stops)", r.status)
 	}
 	type page struct {
 		Results []struct {

@@ -100,8 +100,10 @@ func (s *Server) addStreamRoutes(cfg Config) {
 		op: huma.Operation{
 			OperationID: "follow-job-log", Path: Prefix + "/jobs/{id}/log", Tags: tags,
 			Summary: "Follow a job",
-			Description: "One of your jobs until it ends: first its state now (job.progress, or its last event if it has ended), then each step, " +
-				"then job.succeeded or job.failed, after which the stream ends. Shares the cap of open streams with every stream endpoint.",
+			Description: "One of your jobs until it ends: first its state now (job.progress), then each step, then job.succeeded or job.failed, " +
+				"after which the stream ends. A job that has ended answers 204 (its result is at GET /api/v1/jobs/{id}), which stops a browser's EventSource from reconnecting. " +
+				"Shares the cap of open streams with every stream endpoint.",
+			Responses: map[string]*huma.Response{"204": {Description: "The job has ended: GET /api/v1/jobs/{id} has its result."}},
 			Parameters: []*huma.Param{{Name: "id", In: "path", Required: true, Description: "The job's id.",
 				Schema: &huma.Schema{Type: huma.TypeString, Pattern: uuidPattern, MaxLength: ptr(36)}}},
 			Errors: []int{http.StatusNotFound},
@@ -175,15 +177,12 @@ func (s *Server) serveJobLog(st *stream) {
 		WriteError(st.w, NewError(http.StatusServiceUnavailable, "brain's database does not answer right now; retry shortly"))
 		return
 	}
-	if st.start() != nil {
+	if job.Status.Final() {
+		// 204, not a stream: a browser's EventSource stops reconnecting.
+		st.w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	switch job.Status {
-	case ingest.StatusSucceeded:
-		_ = st.sendValue(jobSucceeded.name, ingest.JobSucceeded{JobID: job.ID, ItemsTotal: job.ItemsTotal})
-		return
-	case ingest.StatusFailed:
-		_ = st.sendValue(jobFailed.name, ingest.JobFailed{JobID: job.ID, ItemsDone: job.ItemsDone, Error: job.Error})
+	if st.start() != nil {
 		return
 	}
 	if st.sendValue(jobProgress.name, ingest.JobProgress{JobID: job.ID, ItemsDone: job.ItemsDone, ItemsTotal: job.ItemsTotal}) != nil {

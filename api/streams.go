@@ -126,10 +126,14 @@ func (s *Server) addStream(so streamOperation) {
 		Name: "Last-Event-ID", In: "header", Description: "The id of the last event received: the stream resumes after it. Browsers send it on reconnect.",
 		Schema: &huma.Schema{Type: huma.TypeString, MaxLength: ptr(41), Pattern: lastEventID.String()},
 	})
+	responses := op.Responses
 	op.Responses = map[string]*huma.Response{"200": {
 		Description: "The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat.",
 		Content:     map[string]*huma.MediaType{"text/event-stream": {Schema: s.eventSchema(append(slices.Clone(so.events), closingEvent))}},
 	}}
+	for status, r := range responses { // the stream's other answers, such as a 204
+		op.Responses[status] = r
+	}
 	s.API.OpenAPI().AddOperation(&op)
 	names := map[string]bool{closingEvent.name: true}
 	for _, e := range so.events {

@@ -262,3 +262,29 @@ func manyWords(n int) string {
 	}
 	return strings.Join(w, " ")
 }
+
+// A score is the item's own: another user's items, however many share the
+// words, do not move it (it would tell one user of another's words); and
+// words joined by punctuation are found on both databases alike.
+func TestQueryScoresAreEachUsersOwn(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		e.ingestAndProcess(t, "alice", "p", `{"text":"retry with backoff in key.go"}`, `{"text":"mail a@b.com about v1.2.3"}`)
+		before := e.query(t, "alice", ingest.Query{Q: "backoff"}).Results
+		var many []string
+		for range 50 {
+			many = append(many, `{"text":"backoff backoff backoff"}`)
+		}
+		e.ingestAndProcess(t, "bob", "p", many...)
+		after := e.query(t, "alice", ingest.Query{Q: "backoff"}).Results
+		if len(before) != 1 || len(after) != 1 || before[0].Score != after[0].Score {
+			t.Fatalf("alice's score before bob's items %v, after %v: want the same", before, after)
+		}
+		for _, q := range []string{"key.go", "a@b.com", "v1.2.3"} {
+			if rs := e.query(t, "alice", ingest.Query{Q: q}).Results; len(rs) != 1 {
+				t.Errorf("%q finds %d items, want 1", q, len(rs))
+			}
+		}
+	})
+}

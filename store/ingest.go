@@ -14,8 +14,7 @@ import (
 
 // IngestStore keeps idempotency keys, jobs and items, and searches the
 // items' text. It implements ingest.Store with the same SQL on both
-// dialects, except for the full-text search (see search_sqlite.go and
-// search_postgres.go).
+// dialects, except for the full-text search (search.go).
 type IngestStore struct {
 	db      *DB
 	enqueue func(ctx context.Context, tx *Tx, jobID string) error

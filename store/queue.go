@@ -170,15 +170,24 @@ func NewQueue(db *DB, work func(ctx context.Context, jobID string) error, opts Q
 	}
 
 	workers := river.NewWorkers()
-	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, job *river.Job[ingestArgs]) error {
-		err := work(ctx, job.Args.JobID)
-		if errors.Is(err, ErrPermanent) {
-			return river.JobCancel(err)
-		}
-		if err != nil && ctx.Err() == nil && job.Attempt >= job.MaxAttempts && opts.GiveUp != nil {
-			opts.GiveUp(context.WithoutCancel(ctx), job.Args.JobID, err)
-		}
-		return err
+	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, job *river.Job[ingestArgs]) (err error) {
+		defer func() {
+			if r := recover(); r != nil { // a bug in work: an error of this attempt, which River retries
+				err = fmt.Errorf("store: job %s panicked: %v", job.Args.JobID, r)
+				opts.Logger.Error("queue: a job panicked", "job", job.Args.JobID, "panic", r)
+			}
+			// The last attempt failed, on its own or by its timeout (not
+			// by Stop, which hands the job back): River will not try it
+			// again, so whatever tracks it must learn it failed.
+			stopped := ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded)
+			if err != nil && !errors.Is(err, ErrPermanent) && !stopped && job.Attempt >= job.MaxAttempts && opts.GiveUp != nil {
+				opts.GiveUp(context.WithoutCancel(ctx), job.Args.JobID, err)
+			}
+			if errors.Is(err, ErrPermanent) {
+				err = river.JobCancel(err)
+			}
+		}()
+		return work(ctx, job.Args.JobID)
 	}))
 	client, err := river.NewClient(db.riverDriver(), &river.Config{
 		Workers: workers,

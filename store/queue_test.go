@@ -381,3 +381,38 @@ func TestQueueStop(t *testing.T) {
 		}
 	})
 }
+
+// When a job's last attempt fails — by an error, a panic or its timeout —
+// GiveUp is told, so the job's own record can say it failed; an earlier
+// failed attempt, or one that succeeds, tells it nothing.
+func TestQueueGivesUp(t *testing.T) {
+	onEachDB(t, func(t *testing.T, db *store.DB) {
+		var mu sync.Mutex
+		gaveUp := map[string]string{}
+		q := startQueue(t, db, func(ctx context.Context, id string) error {
+			switch id {
+			case "panics":
+				panic("a bug")
+			case "slow":
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return errors.New("still failing")
+		}, store.QueueOptions{MaxAttempts: 1, JobTimeout: 200 * time.Millisecond, GiveUp: func(_ context.Context, id string, err error) {
+			mu.Lock()
+			gaveUp[id] = err.Error()
+			mu.Unlock()
+		}})
+		for _, id := range []string{"fails", "panics", "slow"} {
+			enqueue(t, db, q, id, true)
+		}
+		waitFor(t, "GiveUp for each job", func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(gaveUp) == 3
+		})
+		if !strings.Contains(gaveUp["panics"], "a bug") {
+			t.Errorf("the panic's GiveUp: %q", gaveUp["panics"])
+		}
+	})
+}

@@ -31,6 +31,10 @@ import (
 // snippetWords is about how many words a snippet has.
 const snippetWords = 16
 
+// headlineBytes bounds the text PostgreSQL's ts_headline reads for a
+// snippet (it parses all it is given): the start of a 64 KiB item.
+const headlineBytes = 8 << 10
+
 // Search returns a page of the user's items matching every term of q.
 func (s *IngestStore) Search(ctx context.Context, userID string, q ingest.Search) ([]ingest.Result, error) {
 	args := []any{nil, userID, q.Limit}
@@ -42,7 +46,10 @@ func (s *IngestStore) Search(ctx context.Context, userID string, q ingest.Search
 	var query string
 	if s.db.Dialect == Postgres {
 		args[0] = strings.Join(q.Terms, " ")
-		const score = "ts_rank(i.search, plainto_tsquery('simple', $1))::float8"
+		// Normalization 1: the rank divided by 1 + the log of the item's
+		// length, so a long item does not win by its length alone.
+		// ts_rank reads only the item itself.
+		const score = "ts_rank(i.search, plainto_tsquery('simple', $1), 1)::float8"
 		if q.After != (ingest.SearchCursor{}) {
 			args = append(args, q.After.Score, q.After.ID)
 			n := len(args)
@@ -53,7 +60,7 @@ func (s *IngestStore) Search(ctx context.Context, userID string, q ingest.Search
 			WHERE i.search @@ plainto_tsquery('simple', $1) AND i.user_id = $2` + where + `
 			ORDER BY score DESC, i.id LIMIT $3)
 		SELECT i.id, i.project, i.text,
-			ts_headline('simple', i.text, plainto_tsquery('simple', $1),
+			ts_headline('simple', left(i.text, ` + strconv.Itoa(headlineBytes) + `), plainto_tsquery('simple', $1),
 				'StartSel="` + ingest.SnippetOpen + `", StopSel="` + ingest.SnippetClose + `", MaxFragments=1, MaxWords=` + strconv.Itoa(snippetWords) + `, MinWords=` + strconv.Itoa(snippetWords/2) + `, FragmentDelimiter=" … "'),
 			i.kind, i.skill, i.tags, page.score, i.occurred_at
 		FROM page JOIN items i ON i.id = page.id ORDER BY page.score DESC, page.id`
@@ -69,9 +76,13 @@ func (s *IngestStore) Search(ctx context.Context, userID string, q ingest.Search
 			n := len(args)
 			after = " WHERE score < $" + strconv.Itoa(n-1) + " OR (score = $" + strconv.Itoa(n-1) + " AND id > $" + strconv.Itoa(n) + ")"
 		}
-		query = `WITH hits AS (
-			SELECT i.n, i.id, -bm25(items_fts) AS score FROM items_fts JOIN items i ON i.n = items_fts.rowid
+		// The score is the item's own: its matched words over its words
+		// (spaces + 1), never bm25, whose weights count every user's items
+		// and would let one user learn of another's words.
+		query = `WITH m AS (
+			SELECT i.n, i.id, highlight(items_fts, 0, char(1), '') AS h, i.text AS t FROM items_fts JOIN items i ON i.n = items_fts.rowid
 			WHERE items_fts MATCH $1 AND i.user_id = $2` + where + `),
+		hits AS (SELECT n, id, CAST(length(h) - length(replace(h, char(1), '')) AS REAL) / (1 + length(t) - length(replace(t, ' ', ''))) AS score FROM m),
 		page AS (SELECT n, id, score FROM hits` + after + ` ORDER BY score DESC, id LIMIT $3)
 		SELECT i.id, i.project, i.text,
 			snippet(items_fts, 0, '` + ingest.SnippetOpen + `', '` + ingest.SnippetClose + `', '…', ` + strconv.Itoa(snippetWords) + `),

@@ -35,8 +35,10 @@ CREATE INDEX ingest_keys_expires_at ON ingest_keys (expires_at);
 -- search is the text as the full-text index sees it. The 'simple'
 -- configuration lower-cases words and does nothing else: no stemming and
 -- no stop words, which are right for one language only ('english' would
--- stem a French note as if it were English). It is what SQLite's
--- unicode61 tokenizer does, so a query finds the same items on both.
+-- stem a French note as if it were English). Punctuation is made a space
+-- first: PostgreSQL's parser would keep key.go, a@b.com or 3.14 as one
+-- token, where SQLite's unicode61 tokenizer and the query's words split
+-- them, so a query finds the same items on both.
 CREATE TABLE items (
     id          TEXT PRIMARY KEY,
     user_id     TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
@@ -49,7 +51,7 @@ CREATE TABLE items (
     tags        TEXT NOT NULL DEFAULT '[]', -- a JSON array of strings
     occurred_at BIGINT NOT NULL,
     created_at  BIGINT NOT NULL,
-    search      tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED,
+    search      tsvector GENERATED ALWAYS AS (to_tsvector('simple', regexp_replace(text, '[[:punct:]]+', ' ', 'g'))) STORED,
     UNIQUE (job_id, seq)
 );
 CREATE INDEX items_user_project ON items (user_id, project, created_at);

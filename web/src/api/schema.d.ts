@@ -214,7 +214,7 @@ export interface paths {
         };
         /**
          * Follow a job
-         * @description One of your jobs until it ends: first its state now (job.progress, or its last event if it has ended), then each step, then job.succeeded or job.failed, after which the stream ends. Shares the cap of open streams with every stream endpoint.
+         * @description One of your jobs until it ends: first its state now (job.progress), then each step, then job.succeeded or job.failed, after which the stream ends. A job that has ended answers 204 (its result is at GET /api/v1/jobs/{id}), which stops a browser's EventSource from reconnecting. Shares the cap of open streams with every stream endpoint.
          */
         get: operations["follow-job-log"];
         put?: never;
@@ -1919,6 +1919,18 @@ export interface operations {
                     })[];
                 };
             };
+            /** @description The job has ended: GET /api/v1/jobs/{id} has its result. */
+            204: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description unauthenticated: Unauthorized. */
             401: {
                 headers: {
@@ -1982,7 +1994,10 @@ export interface operations {
     "ingest-memory": {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description application/json (the default). */
+                "Content-Type"?: string;
+            };
             path?: never;
             cookie?: never;
         };
