@@ -18,7 +18,8 @@ import (
 // TestMain makes the program under test refuse to listen on a default
 // port (BRAIN_ADDR's or BRAIN_METRICS_ADDR's): a test that left one would
 // fail while a brain runs on this machine, or break that brain. Tests
-// bind port 0; serveEnv sets it.
+// bind port 0; serveEnv sets it. With execMainEnv set, the binary is
+// brain, started by a test as a process of its own (see startProc).
 func TestMain(m *testing.M) {
 	d := defaultConfig()
 	defaults := map[string]bool{port(d.Addr): true, port(d.MetricsAddr): true}
@@ -27,6 +28,10 @@ func TestMain(m *testing.M) {
 			panic("a test listens on " + addr + ", a default port: give it serveEnv's BRAIN_ADDR and BRAIN_METRICS_ADDR (port 0)")
 		}
 		return net.Listen(network, addr)
+	}
+	if os.Getenv(execMainEnv) == "1" {
+		main()
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }

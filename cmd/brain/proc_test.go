@@ -1,0 +1,103 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// execMainEnv, set to 1 in a test binary's environment, makes TestMain run
+// main instead of the tests: the test binary is then brain itself, in a
+// process of its own, whose death (kill -9) the test survives. Re-running
+// the test binary needs no toolchain and no second link of brain, and a
+// binary built with -race runs the servers with the race detector too.
+const execMainEnv = "BRAIN_TEST_EXEC_MAIN"
+
+// proc is brain running in a process of its own, started by startProc.
+type proc struct {
+	tb   testing.TB
+	cmd  *exec.Cmd
+	base string // http://host:port
+	logs *logPipe
+	done chan struct{} // closed when the process has ended
+	err  error         // Wait's error, once done is closed
+}
+
+// startProc starts brain serve in a new process with kv (completed by
+// serveEnv) as its whole environment, and waits until it listens. It is
+// stopped with SIGTERM, if still running, when the test ends; it must
+// then exit cleanly, and must never have reported a data race.
+func startProc(tb testing.TB, kv map[string]string) *proc {
+	tb.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	kv = serveEnv(tb, kv)
+	p := &proc{tb: tb, cmd: exec.Command(exe), logs: newLogPipe(), done: make(chan struct{})}
+	p.cmd.Env = []string{execMainEnv + "=1"}
+	for k, v := range kv {
+		p.cmd.Env = append(p.cmd.Env, k+"="+v)
+	}
+	p.cmd.Stderr = p.logs.w
+	if err := p.cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		p.logs.w.Close()
+		close(p.done)
+	}()
+	tb.Cleanup(func() {
+		p.stop()
+		if strings.Contains(p.logs.String(), "WARNING: DATA RACE") {
+			tb.Errorf("brain (pid %d) reported a data race:\n%s", p.cmd.Process.Pid, p.logs)
+		}
+	})
+	select {
+	case addr := <-p.logs.addr:
+		p.base = "http://" + addr
+		return p
+	case <-p.done:
+		tb.Fatalf("brain exited before listening: %v\n%s", p.err, p.logs)
+	case <-time.After(20 * time.Second):
+		tb.Fatalf("brain did not listen within 20s:\n%s", p.logs)
+	}
+	return nil
+}
+
+// kill ends the process with SIGKILL, as a crash would: nothing of brain
+// runs after it, no shutdown, no flush.
+func (p *proc) kill() {
+	p.tb.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		p.tb.Fatal(err)
+	}
+	<-p.done
+}
+
+// stop asks the process to shut down (SIGTERM) and waits for it; it must
+// exit with status 0, unless it had been killed.
+func (p *proc) stop() {
+	p.tb.Helper()
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		if p.err != nil {
+			p.tb.Errorf("brain exited with %v after SIGTERM, want status 0:\n%s", p.err, p.logs)
+		}
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		p.tb.Errorf("brain did not exit within 30s of SIGTERM:\n%s", p.logs)
+	}
+}
