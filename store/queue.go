@@ -45,8 +45,9 @@ import (
 //     SQLite has no LISTEN/NOTIFY: riversqlite writes its notifications
 //     (a job inserted, a leader resigning) to a table, river_notification,
 //     which every Queue reads every 50 ms (a fixed interval in River), so
-//     a new job is picked up within about that, and PollInterval is only
-//     the fallback.
+//     a new job is usually picked up within about that. River skips the
+//     notification of a job inserted within 100 ms of the one before; such
+//     a job waits for the next poll (PollInterval, 1 s).
 
 // ErrPermanent marks an error of a job that can never succeed, however
 // often it is tried: a work function returns an error wrapping it

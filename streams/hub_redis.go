@@ -107,10 +107,13 @@ type RedisHub struct {
 // Bounds of the Redis hub's calls and of Run's retries.
 const (
 	callTimeout = time.Second
-	readBlock   = 2 * time.Second
-	readCount   = 512
-	firstRetry  = 100 * time.Millisecond
-	maxRetry    = 5 * time.Second
+	// readBlock is how long one read waits in Redis for new entries. It is
+	// short because a read already sent is not cut off by its context
+	// (rueidis waits for Redis's answer): Run's end waits for it.
+	readBlock  = 500 * time.Millisecond
+	readCount  = 512
+	firstRetry = 100 * time.Millisecond
+	maxRetry   = 5 * time.Second
 )
 
 // NewRedisHub returns a hub on client's Redis. prefix starts its key, so
@@ -249,8 +252,8 @@ func (h *RedisHub) read(ctx context.Context) error {
 	h.f.mu.Unlock()
 	// The read may wait readBlock in Redis; past that and a call's time it
 	// has failed (a connection that died without a word, which rueidis
-	// would otherwise keep retrying), and Run says so. ctx's end aborts it
-	// at once.
+	// would otherwise keep retrying), and Run says so. Once sent, the read
+	// is not aborted by ctx's end: Run returns after at most readBlock.
 	rctx, cancel := context.WithTimeout(ctx, readBlock+callTimeout)
 	defer cancel()
 	cmd := h.client.B().Xread().Count(readCount).Block(readBlock.Milliseconds()).Streams().Key(h.key).Id(from).Build()
