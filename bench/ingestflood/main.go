@@ -1,0 +1,446 @@
+// Command ingestflood measures how fast brain accepts memory batches
+// (POST /api/v1/memory/ingest): first ingests, each a new batch that the
+// server stores and enqueues, and replays, the same batches sent again,
+// which the server answers from the idempotency key without enqueuing
+// anything.
+//
+// It builds brain (or takes -bin) and starts it on a free loopback port,
+// on SQLite in a temporary data dir or, with -database-url, on a new
+// PostgreSQL database it creates on that server and drops at the end. It
+// logs in as admin, creates an API key and sends every request with it
+// (X-API-Key); the ingest and projects budgets and the session budget are
+// raised out of the way. Then -c clients each send distinct batches of
+// -items items, one request at a time, for -d: every 202 with replayed
+// false is a first ingest. Unless -drain=false it waits until the
+// server's workers have stored every accepted item (River workers in the
+// same process, which compete with the accept path for the CPU while
+// they run), so that the replays meet an idle queue. Then the same
+// clients send the same bodies again, in the same order, cycling, for
+// -d: every 202 with replayed true and the first job's id is a replay.
+// Anything else (another status, a transport error, a replay that names
+// another job or says replayed false) is an error, counted by kind.
+//
+//	cd bench && go run ./ingestflood -c 32 -d 10s
+//	cd bench && go run ./ingestflood -database-url 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
+//
+// It prints the date, the command, the settings, each phase's rate,
+// latency (p50, p99, max of the 202s), errors and CPU, and the ratio of
+// replays to first ingests a second against the target of 10. -pprof DIR
+// builds brain with net/http/pprof added (a file laid over cmd/brain with
+// go build -overlay; the tree is not touched) and writes a CPU profile of
+// the server during each phase to DIR.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the driver that creates and drops the PostgreSQL database
+)
+
+// targetRatio is the least ratio of replays to first ingests a second.
+const targetRatio = 10
+
+// adminPassword is the password of the admin user the server creates.
+const adminPassword = "ingestflood admin password"
+
+// settings are ingestflood's flags.
+type settings struct {
+	bin, databaseURL, pprofDir string
+	clients, items, textBytes  int
+	d, drainTimeout            time.Duration
+	drain, withID              bool
+	env                        envList
+}
+
+func main() {
+	var s settings
+	flag.StringVar(&s.bin, "bin", "", "the brain binary to start; empty builds ./cmd/brain of the repository around the working directory")
+	flag.StringVar(&s.databaseURL, "database-url", "", "empty for SQLite; a postgres:// URL of a server where ingestflood creates, and at the end drops, a database of its own")
+	flag.IntVar(&s.clients, "c", 32, "concurrent clients, each one request at a time")
+	flag.DurationVar(&s.d, "d", 10*time.Second, "how long each phase (first ingests, then replays) sends")
+	flag.IntVar(&s.items, "items", 10, "items per batch")
+	flag.IntVar(&s.textBytes, "text", 200, "bytes of text per item, about")
+	flag.BoolVar(&s.withID, "ingest-id", false, "send an ingest_id in each body; by default the server derives the key from the body")
+	flag.BoolVar(&s.drain, "drain", true, "between the phases, wait until the workers have stored every accepted item")
+	flag.DurationVar(&s.drainTimeout, "drain-timeout", 10*time.Minute, "how long to wait for the workers at most")
+	flag.StringVar(&s.pprofDir, "pprof", "", "build brain with net/http/pprof and write the server's CPU profile of each phase to this directory")
+	flag.Var(&s.env, "env", "KEY=VALUE added to the server's environment (repeatable): GOGC, GOMAXPROCS, another setting")
+	flag.Parse()
+	if s.clients < 1 || s.items < 1 || s.items > 1000 || s.textBytes < 1 || s.textBytes > 60000 || s.d <= 0 {
+		log.Fatal("ingestflood: -c must be at least 1, -items 1 to 1000, -text 1 to 60000, -d positive")
+	}
+	if s.pprofDir != "" && s.bin != "" {
+		log.Fatal("ingestflood: -pprof builds its own binary; leave -bin out")
+	}
+	if err := run(s); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(s settings) error {
+	dir, err := os.MkdirTemp("", "ingestflood")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	var pprofAddr string
+	if s.bin == "" {
+		if s.pprofDir != "" {
+			if err := os.MkdirAll(s.pprofDir, 0o755); err != nil {
+				return err
+			}
+			if pprofAddr, err = freeAddr(); err != nil {
+				return err
+			}
+		}
+		if s.bin, err = build(dir, s.pprofDir != ""); err != nil {
+			return err
+		}
+	}
+	env := []string{
+		"BRAIN_ADDR=127.0.0.1:0",
+		"BRAIN_DATA_DIR=" + filepath.Join(dir, "data"),
+		"BRAIN_ADMIN_PASSWORD=" + adminPassword,
+		"BRAIN_METRICS_ADDR=off",
+		"BRAIN_COOKIE_SECURE=false",
+		"BRAIN_RATE_LIMIT_SESSION=1000000/min,burst=100000",
+		"BRAIN_BUDGETS=ingest=1000000/h;100000/s projects=1000000/h;100000/s",
+	}
+	dialect, dbName := "sqlite", ""
+	if s.databaseURL != "" {
+		dialect = "postgres"
+		dbURL, name, drop, err := createDatabase(s.databaseURL)
+		if err != nil {
+			return err
+		}
+		defer drop()
+		env, dbName = append(env, "BRAIN_DATABASE_URL="+dbURL), name
+	}
+	if pprofAddr != "" {
+		env = append(env, pprofEnv+"="+pprofAddr)
+	}
+	env = append(env, s.env...)
+	srv, err := start(s.bin, dir, env)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+	key, err := apiKey(srv.addr)
+	if err != nil {
+		return err
+	}
+	l := newLoad(srv, key, dbName, s)
+	load0 := loadAvg()
+
+	first := l.firsts(s.d, pprofAddr, s.pprofDir)
+	accepted := first.ok * s.items
+	var drained time.Duration
+	var drainErr error
+	if s.drain {
+		drained, drainErr = l.waitStored(accepted, s.drainTimeout)
+	}
+	replay := l.replays(s.d, pprofAddr, s.pprofDir)
+	load1 := loadAvg()
+
+	ratio := 0.0
+	if first.rate() > 0 {
+		ratio = replay.rate() / first.rate()
+	}
+	fmt.Printf("\n== ingestflood %s\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Printf("command:  %s\n", command())
+	fmt.Printf("server:   %s, %s, with %s (its log in a file, deleted at exit)\n", srv.cmd.Path, dialect, strings.Join(redact(env[3:]), " "))
+	fmt.Printf("machine:  %d CPUs shared by client, server (accept path and River workers) and database; load average %s at start, %s at end\n",
+		numCPU(), load0, load1)
+	fmt.Printf("load:     %d clients, one request at a time each, API key; batches of %d items of about %d bytes of text (%d bytes of JSON on average); %s each phase; key %s\n",
+		s.clients, s.items, s.textBytes, l.meanBody(), s.d, map[bool]string{true: "an ingest_id in the body", false: "derived by the server"}[s.withID])
+	first.print("first")
+	drainNote := "not waited for (-drain=false)"
+	switch {
+	case s.drain && drainErr != nil:
+		drainNote = drainErr.Error()
+	case s.drain:
+		drainNote = fmt.Sprintf("all %d stored %s after the phase (%.0f items/s over phase and wait)", accepted, drained.Round(100*time.Millisecond),
+			float64(accepted)/(first.elapsed+drained).Seconds())
+	}
+	fmt.Printf("workers:  %d of %d accepted items stored by the end of the first phase; %s\n", l.storedAtFirstEnd, accepted, drainNote)
+	replay.print("replay")
+	fmt.Printf("target:   replays/s >= %d x first ingests/s: %.1f x (%.0f / %.0f): %s\n", targetRatio, ratio, replay.rate(), first.rate(), verdict(ratio >= targetRatio))
+	if first.errors() > 0 || replay.errors() > 0 {
+		fmt.Printf("warning:  %d errors; see the phases above and the server's log\n", first.errors()+replay.errors())
+	}
+	return nil
+}
+
+// envList is the -env flag's values.
+type envList []string
+
+func (e *envList) String() string { return strings.Join(*e, " ") }
+
+func (e *envList) Set(v string) error {
+	if !strings.Contains(v, "=") {
+		return errors.New("want KEY=VALUE")
+	}
+	*e = append(*e, v)
+	return nil
+}
+
+// redact hides the database URL's password, if any, in env.
+func redact(env []string) []string {
+	out := make([]string, len(env))
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "BRAIN_DATABASE_URL="); ok {
+			if u, err := url.Parse(v); err == nil {
+				kv = "BRAIN_DATABASE_URL=" + u.Redacted()
+			}
+		}
+		if strings.Contains(kv, " ") {
+			k, v, _ := strings.Cut(kv, "=")
+			kv = k + "=" + strconv.Quote(v)
+		}
+		out[i] = kv
+	}
+	return out
+}
+
+// pprofEnv names the address the -pprof build serves net/http/pprof on.
+const pprofEnv = "INGESTFLOOD_PPROF_ADDR"
+
+// pprofSource is laid over cmd/brain by a -pprof build.
+const pprofSource = `package main
+
+import (
+	"net/http"
+	_ "net/http/pprof"
+	"os"
+)
+
+func init() {
+	if addr := os.Getenv("` + pprofEnv + `"); addr != "" {
+		go func() { _ = http.ListenAndServe(addr, nil) }()
+	}
+}
+`
+
+// build builds cmd/brain of the repository that holds the working
+// directory into dir; withPprof lays a file over the package that serves
+// net/http/pprof (go build -overlay: the tree is not touched).
+func build(dir string, withPprof bool) (string, error) {
+	root, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(root, "cmd", "brain", "main.go")); err == nil {
+			break
+		}
+		parent := filepath.Dir(root)
+		if parent == root {
+			return "", errors.New("ingestflood: no cmd/brain above the working directory; run it inside the repository, or pass -bin")
+		}
+		root = parent
+	}
+	out := filepath.Join(dir, "brain")
+	args := []string{"build", "-o", out}
+	if withPprof {
+		src := filepath.Join(dir, "pprof.go")
+		if err := os.WriteFile(src, []byte(pprofSource), 0o644); err != nil {
+			return "", err
+		}
+		overlay, _ := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(root, "cmd", "brain", "zz_ingestflood_pprof.go"): src}})
+		ov := filepath.Join(dir, "overlay.json")
+		if err := os.WriteFile(ov, overlay, 0o644); err != nil {
+			return "", err
+		}
+		args = append(args, "-overlay", ov)
+	}
+	cmd := exec.Command("go", append(args, "./cmd/brain")...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("ingestflood: go build ./cmd/brain: %w", err)
+	}
+	return out, nil
+}
+
+// freeAddr returns a loopback address nothing listens on now.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// createDatabase creates a database of its own on the server of
+// adminURL, and returns its URL, its name and a function that drops it.
+func createDatabase(adminURL string) (dbURL, name string, drop func(), err error) {
+	u, err := url.Parse(adminURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", "", nil, fmt.Errorf("ingestflood: -database-url %q is not a postgres:// URL", adminURL)
+	}
+	admin, err := sql.Open("pgx", adminURL)
+	if err != nil {
+		return "", "", nil, err
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name = "ingestflood_" + hex.EncodeToString(b[:])
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		admin.Close()
+		return "", "", nil, fmt.Errorf("ingestflood: create database %s on %s: %w", name, u.Redacted(), err)
+	}
+	u.Path = "/" + name
+	drop = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			log.Printf("ingestflood: drop database %s: %v; drop it by hand", name, err)
+		}
+		admin.Close()
+	}
+	return u.String(), name, drop, nil
+}
+
+// A server is the brain child process.
+type server struct {
+	cmd  *exec.Cmd
+	addr string
+	once sync.Once
+	done chan struct{}
+}
+
+// start starts bin with env and its log in dir, and waits until it
+// listens.
+func start(bin, dir string, env []string) (*server, error) {
+	logPath := filepath.Join(dir, "brain.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logf.Close()
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logf, logf // the child writes its log itself: no copying in this process
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &server{cmd: cmd, done: make(chan struct{})}
+	var exitErr error
+	go func() { exitErr = cmd.Wait(); close(s.done) }()
+	re := regexp.MustCompile(`msg="brain listening" addr=(\S+)`)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(logPath)
+		if m := re.FindSubmatch(b); m != nil {
+			s.addr = string(m[1])
+			return s, nil
+		}
+		select {
+		case <-s.done:
+			return nil, fmt.Errorf("ingestflood: brain exited before listening (%v); its log:\n%s", exitErr, b)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	s.stop()
+	return nil, errors.New("ingestflood: brain did not listen within 60 s")
+}
+
+// stop kills the server and waits until it has exited, so that its
+// database connections are closed.
+func (s *server) stop() {
+	s.once.Do(func() {
+		_ = s.cmd.Process.Kill()
+		<-s.done
+	})
+}
+
+// apiKey logs in as admin and creates an API key with the session.
+func apiKey(addr string) (string, error) {
+	client := &http.Client{Timeout: 30 * time.Second}
+	res, err := client.Post("http://"+addr+"/api/v1/auth/login", "application/json",
+		strings.NewReader(`{"username":"admin","password":"`+adminPassword+`"}`))
+	if err != nil {
+		return "", err
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	var cookie string
+	for _, c := range res.Cookies() {
+		if c.Name == "brain_session" {
+			cookie = c.Name + "=" + c.Value
+		}
+	}
+	if cookie == "" {
+		return "", fmt.Errorf("ingestflood: login answered %s without a session cookie", res.Status)
+	}
+	req, _ := http.NewRequest("POST", "http://"+addr+"/api/v1/apikeys", strings.NewReader(`{"name":"ingestflood"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Cookie", cookie)
+	res, err = client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer res.Body.Close()
+	var created struct {
+		Key string `json:"key"`
+	}
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusCreated || json.Unmarshal(b, &created) != nil || created.Key == "" {
+		return "", fmt.Errorf("ingestflood: POST /api/v1/apikeys answered %s: %s", res.Status, b)
+	}
+	return created.Key, nil
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+// command is how ingestflood was run: under go run, as the go run
+// command.
+func command() string {
+	args := strings.Join(os.Args[1:], " ")
+	if strings.Contains(os.Args[0], "go-build") {
+		return strings.TrimSpace("cd bench && go run ./ingestflood " + args)
+	}
+	return strings.TrimSpace(os.Args[0] + " " + args)
+}
+
+func numCPU() int {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	return bytes.Count(b, []byte("\nprocessor")) + 1
+}
+
+// loadAvg is the one-minute load average, "?" where there is none.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}
