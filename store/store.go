@@ -108,6 +108,10 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite: %w", err)
 	}
+	// Connections are kept for reuse (database/sql keeps 2 by default):
+	// opening one costs a file open and the pragmas, which under load was
+	// a sixth of a replayed ingest's CPU (BENCHMARKS.md, Memory ingest).
+	sqldb.SetMaxIdleConns(32)
 	db := newDB(sqldb, SQLite)
 	// Switching a new file to WAL takes a lock that busy_timeout does not
 	// always wait for: when several processes open the same new database

@@ -56,4 +56,7 @@ CREATE TABLE items (
 );
 CREATE INDEX items_user_project ON items (user_id, project, created_at);
 CREATE INDEX items_user_skill ON items (user_id, skill);
-CREATE INDEX items_search ON items USING GIN (search);
+-- fastupdate off: new items go into the index itself, not a pending list
+-- that every query must also scan until a vacuum merges it (queries slowed
+-- with the table's size; BENCHMARKS.md, Memory ingest).
+CREATE INDEX items_search ON items USING GIN (search) WITH (fastupdate = off);
