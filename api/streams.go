@@ -259,7 +259,6 @@ type stream struct {
 	caller      *auth.Identity
 	lastEventID string
 	declared    map[string]bool // the event types the stream's operation declares
-	started     bool
 	// The connection, when the server records it (ConnContext), and what
 	// stalled needs: bytes written, and at the last heartbeat, bytes
 	// queued in the kernel and bytes written.
@@ -288,7 +287,6 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 func (st *stream) start() error {
 	st.setStreamHeaders()
 	st.w.WriteHeader(http.StatusOK)
-	st.started = true
 	_ = st.rc.SetReadDeadline(time.Time{})
 	st.extendDeadline()
 	n, err := st.w.Write([]byte("retry: " + strconv.FormatInt(streamRetry.Milliseconds(), 10) + "\n\n"))
