@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/brain-template/brain/bench/internal/loadtool"
 )
 
 // A load is the clients of one run and the batches the server accepted
@@ -76,7 +78,9 @@ func (p phase) print(name string) {
 	}
 	fmt.Printf("%-9s %d accepted in %s: %.0f/s; latency p50 %s p99 %s max %s; errors %d %v\n", name+":", p.ok, p.elapsed.Round(time.Millisecond),
 		p.rate(), ms(pct(p.lat, .5)), ms(pct(p.lat, .99)), ms(pct(p.lat, 1)), p.errors(), p.errs)
-	share := func(d time.Duration) float64 { return 100 * d.Seconds() / p.elapsed.Seconds() / float64(numCPU()) }
+	share := func(d time.Duration) float64 {
+		return 100 * d.Seconds() / p.elapsed.Seconds() / float64(loadtool.NumCPU())
+	}
 	fmt.Printf("          CPU a request: server %s, client %s", per(p.cpu.server), per(p.cpu.self))
 	if p.cpu.db > 0 {
 		fmt.Printf(", PostgreSQL backends %s", per(p.cpu.db))

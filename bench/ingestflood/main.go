@@ -32,7 +32,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -55,6 +54,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/brain-template/brain/bench/internal/loadtool"
 	_ "github.com/jackc/pgx/v5/stdlib" // the driver that creates and drops the PostgreSQL database
 )
 
@@ -70,7 +70,7 @@ type settings struct {
 	clients, items, textBytes  int
 	d, drainTimeout            time.Duration
 	drain, withID              bool
-	env                        envList
+	env                        loadtool.EnvList
 }
 
 func main() {
@@ -168,10 +168,10 @@ func run(s settings) error {
 		ratio = replay.rate() / first.rate()
 	}
 	fmt.Printf("\n== ingestflood %s\n", time.Now().UTC().Format(time.RFC3339))
-	fmt.Printf("command:  %s\n", command())
+	fmt.Printf("command:  %s\n", loadtool.Command("ingestflood"))
 	fmt.Printf("server:   %s, %s, with %s (its log in a file, deleted at exit)\n", srv.cmd.Path, dialect, strings.Join(redact(env[3:]), " "))
 	fmt.Printf("machine:  %d CPUs shared by client, server (accept path and River workers) and database; load average %s at start, %s at end\n",
-		numCPU(), load0, load1)
+		loadtool.NumCPU(), load0, load1)
 	fmt.Printf("load:     %d clients, one request at a time each, API key; batches of %d items of about %d bytes of text (%d bytes of JSON on average); %s each phase; key %s\n",
 		s.clients, s.items, s.textBytes, l.meanBody(), s.d, map[bool]string{true: "an ingest_id in the body", false: "derived by the server"}[s.withID])
 	first.print("first")
@@ -185,23 +185,10 @@ func run(s settings) error {
 	}
 	fmt.Printf("workers:  %d of %d accepted items stored by the end of the first phase; %s\n", l.storedAtFirstEnd, accepted, drainNote)
 	replay.print("replay")
-	fmt.Printf("target:   replays/s >= %d x first ingests/s: %.1f x (%.0f / %.0f): %s\n", targetRatio, ratio, replay.rate(), first.rate(), verdict(ratio >= targetRatio))
+	fmt.Printf("target:   replays/s >= %d x first ingests/s: %.1f x (%.0f / %.0f): %s\n", targetRatio, ratio, replay.rate(), first.rate(), loadtool.Verdict(ratio >= targetRatio))
 	if first.errors() > 0 || replay.errors() > 0 {
 		fmt.Printf("warning:  %d errors; see the phases above and the server's log\n", first.errors()+replay.errors())
 	}
-	return nil
-}
-
-// envList is the -env flag's values.
-type envList []string
-
-func (e *envList) String() string { return strings.Join(*e, " ") }
-
-func (e *envList) Set(v string) error {
-	if !strings.Contains(v, "=") {
-		return errors.New("want KEY=VALUE")
-	}
-	*e = append(*e, v)
 	return nil
 }
 
@@ -246,23 +233,12 @@ func init() {
 // directory into dir; withPprof lays a file over the package that serves
 // net/http/pprof (go build -overlay: the tree is not touched).
 func build(dir string, withPprof bool) (string, error) {
-	root, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(root, "cmd", "brain", "main.go")); err == nil {
-			break
-		}
-		parent := filepath.Dir(root)
-		if parent == root {
-			return "", errors.New("ingestflood: no cmd/brain above the working directory; run it inside the repository, or pass -bin")
-		}
-		root = parent
-	}
-	out := filepath.Join(dir, "brain")
-	args := []string{"build", "-o", out}
+	var flags []string
 	if withPprof {
+		root, err := loadtool.RepoRoot("ingestflood")
+		if err != nil {
+			return "", err
+		}
 		src := filepath.Join(dir, "pprof.go")
 		if err := os.WriteFile(src, []byte(pprofSource), 0o644); err != nil {
 			return "", err
@@ -272,14 +248,9 @@ func build(dir string, withPprof bool) (string, error) {
 		if err := os.WriteFile(ov, overlay, 0o644); err != nil {
 			return "", err
 		}
-		args = append(args, "-overlay", ov)
+		flags = append(flags, "-overlay", ov)
 	}
-	cmd := exec.Command("go", append(args, "./cmd/brain")...)
-	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("ingestflood: go build ./cmd/brain: %w", err)
-	}
-	return out, nil
+	return loadtool.Build("ingestflood", dir, flags...)
 }
 
 // freeAddr returns a loopback address nothing listens on now.
@@ -412,28 +383,6 @@ func apiKey(addr string) (string, error) {
 		return "", fmt.Errorf("ingestflood: POST /api/v1/apikeys answered %s: %s", res.Status, b)
 	}
 	return created.Key, nil
-}
-
-func verdict(ok bool) string {
-	if ok {
-		return "PASS"
-	}
-	return "FAIL"
-}
-
-// command is how ingestflood was run: under go run, as the go run
-// command.
-func command() string {
-	args := strings.Join(os.Args[1:], " ")
-	if strings.Contains(os.Args[0], "go-build") {
-		return strings.TrimSpace("cd bench && go run ./ingestflood " + args)
-	}
-	return strings.TrimSpace(os.Args[0] + " " + args)
-}
-
-func numCPU() int {
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	return bytes.Count(b, []byte("\nprocessor")) + 1
 }
 
 // loadAvg is the one-minute load average, "?" where there is none.

@@ -45,6 +45,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/brain-template/brain/bench/internal/loadtool"
 )
 
 // The targets streamload judges against.
@@ -66,7 +68,7 @@ func main() {
 	heartbeat := flag.String("heartbeat", "15s", "the server's BRAIN_STREAM_HEARTBEAT")
 	hold := flag.Duration("hold", 0, "keep the server and its streams this long after the summary, to profile the server")
 	cpuprofile := flag.String("cpuprofile", "", "write this process's CPU profile of the rounds to this file")
-	var extra envList
+	var extra loadtool.EnvList
 	flag.Var(&extra, "env", "KEY=VALUE added to the server's environment (repeatable): GODEBUG, GOGC, another setting")
 	flag.Parse()
 	if *n < 1 || *rounds < 1 || *rounds > 99 || *dialers < 1 {
@@ -82,7 +84,7 @@ func main() {
 		}
 		defer os.RemoveAll(dir)
 		if *bin == "" {
-			if *bin, err = build(dir); err != nil {
+			if *bin, err = loadtool.Build("streamload", dir); err != nil {
 				return err
 			}
 		}
@@ -105,19 +107,6 @@ func main() {
 	}
 }
 
-// envList is the -env flag's values.
-type envList []string
-
-func (e *envList) String() string { return strings.Join(*e, " ") }
-
-func (e *envList) Set(v string) error {
-	if !strings.Contains(v, "=") {
-		return errors.New("want KEY=VALUE")
-	}
-	*e = append(*e, v)
-	return nil
-}
-
 // raiseFileLimit raises the soft limit of open files to at least want,
 // within the hard limit. The server, a child, inherits it.
 func raiseFileLimit(want int) error {
@@ -133,32 +122,6 @@ func raiseFileLimit(want int) error {
 	}
 	l.Cur = l.Max
 	return syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
-}
-
-// build builds cmd/brain of the repository that holds the working
-// directory into dir.
-func build(dir string) (string, error) {
-	root, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(root, "cmd", "brain", "main.go")); err == nil {
-			break
-		}
-		parent := filepath.Dir(root)
-		if parent == root {
-			return "", errors.New("streamload: no cmd/brain above the working directory; run it inside the repository, or pass -bin")
-		}
-		root = parent
-	}
-	out := filepath.Join(dir, "brain")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/brain")
-	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("streamload: go build ./cmd/brain: %w", err)
-	}
-	return out, nil
 }
 
 // A server is the brain child process.
@@ -336,9 +299,9 @@ func run(srv *server, n, rounds int, every time.Duration, dialers int, settle ti
 	memOK, latOK := perStream <= targetKiBPerStream, worst < targetP99 && received
 
 	fmt.Printf("\n== streamload %s\n", time.Now().UTC().Format(time.RFC3339))
-	fmt.Printf("command:  %s\n", command())
+	fmt.Printf("command:  %s\n", loadtool.Command("streamload"))
 	fmt.Printf("server:   %s with %s (its log in a file, deleted at exit)\n", srv.cmd.Path, strings.Join(srv.env[3:], " "))
-	fmt.Printf("machine:  %d CPUs, client and server together\n", numCPU())
+	fmt.Printf("machine:  %d CPUs, client and server together\n", loadtool.NumCPU())
 	fmt.Printf("streams:  %d open as one session, all 200 in %s; ended by the server during the run: %d (stream.closing: %d)\n",
 		n, openTook.Round(time.Millisecond), l.ended.Load(), l.closed.Load())
 	fmt.Printf("server:   VmRSS before %s, after %s, after the rounds %s; VmHWM %s\n", mib(rssBefore), mib(rssAfter), mib(rssEnd), mib(srv.status("VmHWM")))
@@ -352,8 +315,8 @@ func run(srv *server, n, rounds int, every time.Duration, dialers int, settle ti
 	}
 	fmt.Printf("rounds:   pooled p50 %s  p99 %s  max %s; worst round's p99 %s\n", ms(pct(all, .5)), ms(pct(all, .99)), ms(pct(all, 1)), ms(worst))
 	fmt.Printf("target:   memory <= %d KiB/stream: %s (%.1f); delivery p99 < %s to all %d, every round: %s (%s)\n",
-		targetKiBPerStream, verdict(memOK), perStream, ms(targetP99), n, verdict(latOK), ms(worst))
-	fmt.Printf("result:   %s\n", verdict(memOK && latOK))
+		targetKiBPerStream, loadtool.Verdict(memOK), perStream, ms(targetP99), n, loadtool.Verdict(latOK), ms(worst))
+	fmt.Printf("result:   %s\n", loadtool.Verdict(memOK && latOK))
 	return nil
 }
 
@@ -397,23 +360,6 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/float
 
 func mib(kib int64) string { return fmt.Sprintf("%.1f MiB", float64(kib)/1024) }
 
-func verdict(ok bool) string {
-	if ok {
-		return "PASS"
-	}
-	return "FAIL"
-}
-
-// command is how streamload was run: under go run, as the go run
-// command.
-func command() string {
-	args := strings.Join(os.Args[1:], " ")
-	if strings.Contains(os.Args[0], "go-build") {
-		return strings.TrimSpace("cd bench && go run ./streamload " + args)
-	}
-	return strings.TrimSpace(os.Args[0] + " " + args)
-}
-
 // pct is the p-quantile of sorted s (nearest rank), 0 when s is empty.
 func pct(s []time.Duration, p float64) time.Duration {
 	if len(s) == 0 {
@@ -421,11 +367,6 @@ func pct(s []time.Duration, p float64) time.Duration {
 	}
 	i := int(p*float64(len(s))+0.999999) - 1
 	return s[min(max(i, 0), len(s)-1)]
-}
-
-func numCPU() int {
-	b, _ := os.ReadFile("/proc/cpuinfo")
-	return bytes.Count(b, []byte("\nprocessor")) + 1
 }
 
 // login logs in as admin and returns the session cookie.
