@@ -15,3 +15,14 @@ func DeclaredAccess(op *huma.Operation) (Access, bool) {
 	a, ok := op.Metadata[metaAccess].(Access)
 	return a, ok
 }
+
+// AddPanickingStream adds a stream at path whose serve panics, after the
+// stream started when started is true.
+func AddPanickingStream(s *Server, path string, started bool) {
+	s.addStream(streamOperation{op: huma.Operation{OperationID: "panic" + path, Path: path}, serve: func(st *stream) {
+		if started && st.start() != nil {
+			return
+		}
+		panic("a bug in a stream")
+	}})
+}

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"reflect"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -110,8 +112,9 @@ type streamPlane struct {
 	cfg     StreamConfig
 	svc     *auth.Service
 	now     func() time.Time
-	live    atomic.Int64  // streams open on this replica
-	closing chan struct{} // closed by Server.CloseStreams
+	live    atomic.Int64   // streams open on this replica
+	running sync.WaitGroup // streams not yet finished
+	closing chan struct{}  // closed by Server.CloseStreams
 	once    sync.Once
 }
 
@@ -144,14 +147,14 @@ func (s *Server) addStream(so streamOperation) {
 		if !ok {
 			return
 		}
-		defer st.finish()
 		if r.Method == http.MethodHead { // the headers a stream would start with, and no stream
+			defer st.finish()
 			st.setStreamHeaders()
 			w.WriteHeader(http.StatusOK)
 			return
 		}
 		st.declared = names
-		so.serve(st)
+		st.serve(so.serve)
 	})
 }
 
@@ -225,8 +228,14 @@ func (p *streamPlane) open(s *Server, op *huma.Operation, w http.ResponseWriter,
 		return nil, false
 	}
 	p.live.Add(1)
-	st := &stream{plane: p, slot: slot, w: w, rc: http.NewResponseController(w), r: r, caller: id, lastEventID: after}
-	st.conn, _ = r.Context().Value(connKey).(net.Conn)
+	p.running.Add(1)
+	// The stream's context is its own: it outlives the handler once the
+	// stream has its connection (start). Until then it ends with the
+	// request's.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	st := &stream{plane: p, slot: slot, w: w, rc: http.NewResponseController(w), r: r.WithContext(ctx), cancel: cancel,
+		caller: id, lastEventID: after, opened: p.now()}
+	st.unfollow = context.AfterFunc(r.Context(), cancel)
 	return st, true
 }
 
@@ -250,18 +259,40 @@ func (p *streamPlane) writeHeaders(h http.Header, capacity, live int, admitted b
 }
 
 // A stream is one open SSE response.
+//
+// On HTTP/1.x a stream that starts takes its connection over from
+// net/http (Hijack) and is served by a goroutine of its own, so the
+// handler returns and the connection's net/http goroutines and buffers
+// (some 20 KiB, see BENCHMARKS.md) are freed for as long as the stream
+// lives; the response's body then ends when the connection closes, which
+// HTTP/1.1 allows for a response with neither Content-Length nor
+// chunking, and stream.closing says why. Where the connection cannot be
+// taken (HTTP/2) the stream is written through the ResponseWriter.
 type stream struct {
-	plane       *streamPlane
-	slot        streams.Slot
-	w           http.ResponseWriter
-	rc          *http.ResponseController
+	plane *streamPlane
+	slot  streams.Slot
+	// The response, until start takes the connection, and its controller.
+	w  http.ResponseWriter
+	rc *http.ResponseController
+	// The request, with the stream's context: cancel ends it; unfollow
+	// stops it from ending with the request's, once the stream has its
+	// connection.
 	r           *http.Request
+	cancel      context.CancelFunc
+	unfollow    func() bool
 	caller      *auth.Identity
 	lastEventID string
 	declared    map[string]bool // the event types the stream's operation declares
-	// The connection, when the server records it (ConnContext), and what
-	// stalled needs: bytes written, and at the last heartbeat, bytes
-	// queued in the kernel and bytes written.
+	opened      time.Time
+	// handedOff is closed once the handler may return: the stream has
+	// its connection, or it has ended. panicked is a panic of serve
+	// before then, for the handler to raise.
+	handedOff chan struct{}
+	panicked  any
+	started   bool // its 200 is sent
+	// The connection once the stream took it, and what stalled needs:
+	// bytes written, and at the last heartbeat, bytes queued in the
+	// kernel and bytes written.
 	conn          net.Conn
 	written       int64
 	writtenAtBeat int64
@@ -269,45 +300,82 @@ type stream struct {
 	idleBeats     int
 }
 
-// connKey is the context key of the connection a request came on.
-var connKey = &contextKey{"conn"}
-
-// ConnContext is an http.Server ConnContext hook that lets the streams of
-// a request see its connection, to end a stream whose client stopped
-// taking data. Set it on the server that serves the API:
-//
-//	srv := &http.Server{Handler: s, ConnContext: api.ConnContext}
-func ConnContext(ctx context.Context, c net.Conn) context.Context {
-	return context.WithValue(ctx, connKey, c)
+// serve runs the operation's serve on a goroutine of its own, and
+// returns once the stream has taken its connection or has ended. A panic
+// before that is raised here, for the recovery middleware to answer.
+func (st *stream) serve(serve func(*stream)) {
+	st.handedOff = make(chan struct{})
+	go func() {
+		defer func() {
+			v := recover()
+			if v != nil && st.started {
+				logger(st.r.Context()).Error("stream: panic", "panic", v, "stack", string(debug.Stack()))
+			} else if v != nil {
+				st.panicked = v
+			}
+			st.finish()
+		}()
+		serve(st)
+	}()
+	<-st.handedOff
+	if st.panicked != nil {
+		panic(st.panicked)
+	}
 }
 
-// start sends the stream's headers and its retry hint. The request's
-// read deadline is lifted (the server's would cancel the stream's
-// context when it passed); the write deadline moves with each message.
+// start sends the stream's headers and its retry hint. Where it can, it
+// takes the connection over (see stream) and lets the handler return;
+// otherwise the request's read deadline is lifted (the server's would
+// cancel the stream's context when it passed) and the write deadline
+// moves with each heartbeat.
 func (st *stream) start() error {
+	st.started = true
 	st.setStreamHeaders()
+	retry := "retry: " + strconv.FormatInt(streamRetry.Milliseconds(), 10) + "\n\n"
+	if conn, _, err := st.rc.Hijack(); err == nil {
+		st.unfollow()
+		st.conn = conn
+		close(st.handedOff)
+		go st.watch()
+		st.extendDeadline()
+		var head bytes.Buffer
+		head.WriteString("HTTP/1.1 200 OK\r\n")
+		h := st.w.Header()
+		h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+		h.Set("Connection", "close")
+		_ = h.Write(&head)
+		head.WriteString("\r\n" + retry)
+		return st.write(head.Bytes())
+	}
 	st.w.WriteHeader(http.StatusOK)
 	_ = st.rc.SetReadDeadline(time.Time{})
 	st.extendDeadline()
-	n, err := st.w.Write([]byte("retry: " + strconv.FormatInt(streamRetry.Milliseconds(), 10) + "\n\n"))
-	st.written += int64(n)
-	if err != nil {
-		return err
+	return st.write([]byte(retry))
+}
+
+// watch ends the stream when its client closes the connection. Anything
+// the client sends is dropped.
+func (st *stream) watch() {
+	var b [64]byte
+	for {
+		if _, err := st.conn.Read(b[:]); err != nil {
+			st.cancel()
+			return
+		}
 	}
-	// The first flush sends the header, through net/http's deepest call
-	// path. Made on a goroutine that ends right after, its stack growth
-	// goes with it, instead of doubling the stack this stream's goroutine
-	// keeps for as long as the stream lives (see BENCHMARKS.md).
-	flushed := make(chan error, 1)
-	go func() { flushed <- st.rc.Flush() }()
-	return <-flushed
 }
 
 // extendDeadline gives the stream's writes two heartbeats from now, on
 // the kernel's clock (not an injected one). The heartbeat extends it
 // again, so a write always has at least a heartbeat.
-func (st *stream) extendDeadline() {
-	_ = st.rc.SetWriteDeadline(time.Now().Add(2 * st.plane.cfg.Heartbeat))
+func (st *stream) extendDeadline() { st.setWriteDeadline(time.Now().Add(2 * st.plane.cfg.Heartbeat)) }
+
+func (st *stream) setWriteDeadline(t time.Time) {
+	if st.conn != nil {
+		_ = st.conn.SetWriteDeadline(t)
+		return
+	}
+	_ = st.rc.SetWriteDeadline(t)
 }
 
 // setStreamHeaders sets the headers of a stream's response.
@@ -321,6 +389,11 @@ func (st *stream) setStreamHeaders() {
 // write sends msg and flushes it, by the write deadline (extendDeadline):
 // a write that waits past it fails and ends the stream.
 func (st *stream) write(msg []byte) error {
+	if st.conn != nil {
+		n, err := st.conn.Write(msg)
+		st.written += int64(n)
+		return err
+	}
 	n, err := st.w.Write(msg)
 	st.written += int64(n)
 	if err != nil {
@@ -367,7 +440,7 @@ func (st *stream) sendValue(event string, v any) error {
 // and renews the stream's slot.
 func (st *stream) beat() error {
 	if st.stalled() {
-		_ = st.rc.SetWriteDeadline(time.Now()) // nothing more will be taken: do not wait to finish the response
+		st.setWriteDeadline(time.Now()) // nothing more will be taken: do not wait to finish the response
 		return errStreamEnded
 	}
 	if !st.callerHolds() {
@@ -439,10 +512,21 @@ func (st *stream) close(reason string) {
 	_ = st.sendValue(closingEvent.name, ClosingEvent{Reason: reason})
 }
 
-// finish frees the stream's slot; the handler has returned.
+// finish ends the stream: it frees its slot, and closes the connection
+// it took, logging the stream's end (the access log saw the request end
+// when the handler returned). The handler may then return.
 func (st *stream) finish() {
+	st.cancel()
 	st.slot.Release()
 	st.plane.live.Add(-1)
+	if st.conn != nil {
+		_ = st.conn.Close()
+		logger(st.r.Context()).LogAttrs(context.Background(), slog.LevelInfo, "stream ended",
+			slog.String("path", st.r.URL.Path), slog.Int64("bytes", st.written), slog.Duration("duration", st.plane.now().Sub(st.opened)))
+	} else if st.handedOff != nil {
+		close(st.handedOff)
+	}
+	st.plane.running.Done()
 }
 
 // pump is the loop of a stream: each value from source goes to send
@@ -477,7 +561,18 @@ var heartbeat = []byte(":\n\n")
 // errStreamEnded is what a send returns to end its stream.
 var errStreamEnded = errors.New("api: the stream ended")
 
-// CloseStreams makes every open stream send stream.closing and end. Call
-// it when a shutdown starts (http.Server.RegisterOnShutdown): a stream
-// never ends by itself, so Shutdown would wait for them all.
-func (s *Server) CloseStreams() { s.streams.once.Do(func() { close(s.streams.closing) }) }
+// CloseStreams makes every open stream send stream.closing and end, and
+// waits until they have, or until ctx is done. Call it when a shutdown
+// starts, beside http.Server.Shutdown: a stream never ends by itself,
+// and one that took its connection is not the server's to wait for.
+func (s *Server) CloseStreams(ctx context.Context) error {
+	s.streams.once.Do(func() { close(s.streams.closing) })
+	done := make(chan struct{})
+	go func() { s.streams.running.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

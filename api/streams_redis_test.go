@@ -46,7 +46,7 @@ func newReplica(t *testing.T, svc *auth.Service, prefix string, lease time.Durat
 	limits.Session = ratelimit.Budget{Limit: 10_000, Window: time.Minute, Burst: 10_000}
 	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: limits, Streams: api.StreamConfig{Cap: cp, Hub: hub, Heartbeat: lease / 5}})
 	hs := httptest.NewServer(s)
-	t.Cleanup(func() { s.CloseStreams(); hs.Close() })
+	t.Cleanup(func() { s.CloseStreams(context.Background()); hs.Close() })
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	t.Cleanup(tr.CloseIdleConnections)
 	return &replica{live: &live{tb: t, url: hs.URL, client: &http.Client{Transport: tr}}, client: client, server: hs}

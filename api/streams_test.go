@@ -24,14 +24,15 @@ import (
 
 // streamServer serves the whole API over real HTTP with the stream plane
 // sc (a short heartbeat, so tests need not wait) and the user ada. srv
-// lets a test set the server's timeouts.
-func streamServer(tb testing.TB, sc api.StreamConfig, srv func(*http.Server)) (*api.Server, *live, *auth.Service) {
+// lets a test set the server's timeouts, or serve HTTP/2 over TLS
+// (EnableHTTP2).
+func streamServer(tb testing.TB, sc api.StreamConfig, srv func(*httptest.Server)) (*api.Server, *live, *auth.Service) {
 	tb.Helper()
 	return streamServerWith(tb, api.Config{Streams: sc}, srv)
 }
 
 // streamServerWith is streamServer with more of the configuration.
-func streamServerWith(tb testing.TB, cfg api.Config, srv func(*http.Server)) (*api.Server, *live, *auth.Service) {
+func streamServerWith(tb testing.TB, cfg api.Config, srv func(*httptest.Server)) (*api.Server, *live, *auth.Service) {
 	tb.Helper()
 	if cfg.Auth == nil {
 		cfg.Auth = MustAuth(tb)
@@ -46,13 +47,24 @@ func streamServerWith(tb testing.TB, cfg api.Config, srv func(*http.Server)) (*a
 	cfg.Limits = limits
 	s, _ := mustRawServer(tb, cfg)
 	hs := httptest.NewUnstartedServer(s)
-	hs.Config.ConnContext = api.ConnContext
 	if srv != nil {
-		srv(hs.Config)
+		srv(hs)
 	}
-	hs.Start()
-	tb.Cleanup(func() { s.CloseStreams(); hs.Close() })
 	tr := &http.Transport{MaxIdleConnsPerHost: 512}
+	if hs.EnableHTTP2 {
+		hs.StartTLS()
+		tr = hs.Client().Transport.(*http.Transport)
+	} else {
+		hs.Start()
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.CloseStreams(ctx); err != nil {
+			tb.Errorf("streams still open 10 s after CloseStreams: %v", err)
+		}
+		hs.Close()
+	})
 	tb.Cleanup(tr.CloseIdleConnections)
 	return s, &live{tb: tb, url: hs.URL, client: &http.Client{Transport: tr}}, svc
 }
@@ -150,14 +162,17 @@ func (s *sse) next(tb testing.TB) sseMessage {
 	return sseMessage{}
 }
 
-// nextEvent skips heartbeats to the next event.
+// nextEvent skips heartbeats to the next event, failing the test if
+// none comes within 5 s.
 func (s *sse) nextEvent(tb testing.TB) sseMessage {
 	tb.Helper()
-	for {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
 		if m := s.next(tb); !m.comment {
 			return m
 		}
 	}
+	tb.Fatal("only heartbeats for 5 s")
+	return sseMessage{}
 }
 
 // eventually retries f every 10 ms for up to d, failing the test with
@@ -249,6 +264,94 @@ func TestStreamAbruptCloseFreesSlot(t *testing.T) {
 		st, _ := l.openStream("/api/v1/events", ada)
 		return st != nil
 	})
+}
+
+// On HTTP/1.1 a stream's response is what the wire shows: a 200 with the
+// stream's headers and no framing of its body, which ends, after
+// stream.closing, when the server closes the connection.
+func TestStreamWireFormat(t *testing.T) {
+	s, l, _ := streamServer(t, api.StreamConfig{}, nil)
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(l.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /api/v1/events HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n", ada)
+	rd := bufio.NewReader(conn)
+	res, err := http.ReadResponse(rd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" || res.Header.Get("Date") == "" ||
+		res.Header.Get("X-Request-Id") == "" || res.Header.Get("RateLimit") != `"streams";r=15` || len(res.TransferEncoding) != 0 || !res.Close {
+		t.Fatalf("stream response: %d %v, transfer encoding %v, close %v", res.StatusCode, res.Header, res.TransferEncoding, res.Close)
+	}
+	first, err := rd.ReadString('\n')
+	if err != nil || first != "retry: 3000\n" {
+		t.Fatalf("first line %q, %v", first, err)
+	}
+	go s.CloseStreams(context.Background())
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	rest, err := io.ReadAll(rd)
+	if err != nil {
+		t.Fatalf("the stream did not end with the connection: %v (read %q)", err, rest)
+	}
+	if !strings.HasSuffix(string(rest), "event: stream.closing\ndata: {\"reason\":\"shutdown\"}\n\n") {
+		t.Fatalf("the stream ended with %q", rest)
+	}
+}
+
+// Where the connection cannot be taken over, as on HTTP/2, a stream is
+// served through the ResponseWriter: it starts, carries events, and a
+// client that leaves frees its slot.
+func TestStreamOverHTTP2(t *testing.T) {
+	_, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1)}, func(hs *httptest.Server) { hs.EnableHTTP2 = true })
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	st, r := l.openStream("/api/v1/events", ada)
+	if st == nil {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	if st.res.ProtoMajor != 2 {
+		t.Fatalf("served over %s, want HTTP/2", st.res.Proto)
+	}
+	l.call("POST", "/api/v1/apikeys", map[string]string{"name": "h2"}, ada).want(t, 201, "create key")
+	if m := st.nextEvent(t); m.event != "apikey.created" || m.id == "" {
+		t.Fatalf("event %+v, want apikey.created with an id", m)
+	}
+	if _, r := l.openStream("/api/v1/events", ada); r.status != 429 {
+		t.Fatalf("the slot is taken: %d", r.status)
+	}
+	st.close()
+	eventually(t, time.Second, "a stream the client left frees its slot", func() bool {
+		st, _ := l.openStream("/api/v1/events", ada)
+		return st != nil
+	})
+}
+
+// A stream that panics is a bug, not a crash: before it starts, the
+// client gets the 500 envelope; after, the stream ends. Either way its
+// slot is freed and the server keeps serving.
+func TestStreamPanic(t *testing.T) {
+	s, _ := mustRawServer(t, api.Config{Streams: api.StreamConfig{Cap: streams.NewMemoryCap(1)}})
+	api.AddPanickingStream(s, "/test/panic-early", false)
+	api.AddPanickingStream(s, "/test/panic-late", true)
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	l := &live{tb: t, url: hs.URL, client: hs.Client()}
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	for range 2 { // the second time, the slot is free again
+		if _, r := l.openStream("/test/panic-early", ada); r.status != 500 || !strings.Contains(r.body, `"code":"internal"`) {
+			t.Fatalf("a panic before the stream started: %d %s", r.status, r.body)
+		}
+		st, r := l.openStream("/test/panic-late", ada)
+		if st == nil {
+			t.Fatalf("a stream that panics once started: %d %s", r.status, r.body)
+		}
+		if _, err := io.ReadAll(st.rd); err != nil {
+			t.Fatalf("the stream did not end cleanly: %v", err)
+		}
+	}
 }
 
 // Events published while a client was away are replayed after its
@@ -343,7 +446,7 @@ func TestStreamShutdown(t *testing.T) {
 	ada := l.login("ada", "correct horse battery").cookie(t)
 	a, _ := l.openStream("/api/v1/events", ada)
 	b, _ := l.openStream("/api/v1/system/live", ada)
-	s.CloseStreams()
+	s.CloseStreams(context.Background())
 	for _, st := range []*sse{a, b} {
 		for {
 			m := st.nextEvent(t)
@@ -360,8 +463,8 @@ func TestStreamShutdown(t *testing.T) {
 // The server's read and write timeouts do not cut a healthy stream: it
 // moves its own deadlines, heartbeat by heartbeat.
 func TestStreamOutlivesServerTimeouts(t *testing.T) {
-	_, l, _ := streamServer(t, api.StreamConfig{Heartbeat: 50 * time.Millisecond}, func(hs *http.Server) {
-		hs.ReadTimeout, hs.WriteTimeout = 200*time.Millisecond, 200*time.Millisecond
+	_, l, _ := streamServer(t, api.StreamConfig{Heartbeat: 50 * time.Millisecond}, func(hs *httptest.Server) {
+		hs.Config.ReadTimeout, hs.Config.WriteTimeout = 200*time.Millisecond, 200*time.Millisecond
 	})
 	ada := l.login("ada", "correct horse battery").cookie(t)
 	st, r := l.openStream("/api/v1/system/live", ada)
@@ -488,7 +591,7 @@ func TestStreamEventsAreDeclared(t *testing.T) {
 	cutLog, _ := l.openStream("/api/v1/jobs/"+cut+"/log", ada)
 	saw(jobLog, cutLog.nextEvent(t))
 
-	s.CloseStreams()
+	s.CloseStreams(context.Background())
 	for _, st := range []struct {
 		path string
 		s    *sse

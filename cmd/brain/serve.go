@@ -263,7 +263,6 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	srv := &http.Server{
 		Handler:           handler,
-		ConnContext:       api.ConnContext, // lets a stream see that its client stopped taking data
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -271,7 +270,6 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	srv.RegisterOnShutdown(handler.CloseStreams) // a stream never ends by itself
 	ln, err := listen("tcp", cfg.Addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
 		return fmt.Errorf("%s is in use (another brain?); set BRAIN_ADDR to another host:port", cfg.Addr)
@@ -281,13 +279,15 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	addr := ln.Addr().String()
 	logger.Info("brain listening", "addr", addr, "docs", "http://"+addr+"/docs")
-	return serveUntilDone(ctx, srv, ln, cfg.ShutdownTimeout, logger)
+	return serveUntilDone(ctx, srv, ln, cfg.ShutdownTimeout, logger, handler.CloseStreams)
 }
 
 // serveUntilDone serves on ln until ctx is done. Then it stops accepting,
 // lets in-flight requests finish for up to drain, closes what is left, and
-// returns nil: a shutdown asked for by a signal is a clean exit.
-func serveUntilDone(ctx context.Context, srv *http.Server, ln net.Listener, drain time.Duration, logger *slog.Logger) error {
+// returns nil: a shutdown asked for by a signal is a clean exit. Beside
+// the drain, closeStreams (when not nil) ends the streams, which never end
+// by themselves, and the wait is for them too.
+func serveUntilDone(ctx context.Context, srv *http.Server, ln net.Listener, drain time.Duration, logger *slog.Logger, closeStreams func(context.Context) error) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -298,9 +298,20 @@ func serveUntilDone(ctx context.Context, srv *http.Server, ln net.Listener, drai
 	logger.Info("shutting down", "drain", drain)
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
+	streamsClosed := make(chan error, 1)
+	go func() {
+		if closeStreams == nil {
+			streamsClosed <- nil
+			return
+		}
+		streamsClosed <- closeStreams(sctx)
+	}()
 	if err := srv.Shutdown(sctx); err != nil {
 		logger.Warn("drain timed out; closing the remaining connections", "error", err)
 		srv.Close()
+	}
+	if err := <-streamsClosed; err != nil {
+		logger.Warn("streams still open after the drain; they end with the process", "error", err)
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve: %w", err)

@@ -22,7 +22,7 @@ func startServe(t *testing.T, h http.Handler, drain time.Duration) (string, cont
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- serveUntilDone(ctx, &http.Server{Handler: h}, ln, drain, slog.New(slog.DiscardHandler))
+		done <- serveUntilDone(ctx, &http.Server{Handler: h}, ln, drain, slog.New(slog.DiscardHandler), nil)
 	}()
 	return "http://" + ln.Addr().String(), cancel, done
 }
