@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -210,6 +211,10 @@ func TestIngestOnce(t *testing.T) {
 			if _, err := e.svc.Ingest(ctx, "alice", []byte(withID("two"))); !errors.Is(err, ingest.ErrKeyReused) {
 				t.Fatalf("other content under the key: err = %v, want ErrKeyReused", err)
 			}
+			var ve *ingest.ValidationError
+			if _, err := e.svc.Ingest(ctx, "alice", []byte(`{"ingest_id":"`+id+`","project":"brain","items":[]}`)); !errors.As(err, &ve) {
+				t.Fatalf("an invalid batch under the key: err = %v, want its *ValidationError first", err)
+			}
 			if r := e.ingest(t, "alice", withID("one")); r.JobID != a.JobID || !r.Replayed {
 				t.Fatalf("the same content under the key: %+v, want a replay", r)
 			}
@@ -279,6 +284,35 @@ func TestIngestOnce(t *testing.T) {
 			}
 		})
 	})
+}
+
+// A replay is answered from its key: no transaction, nothing written.
+func TestReplayWritesNothing(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		c := &countingStore{}
+		e := newEnv(t, db, func(s ingest.Store) ingest.Store { c.Store = s; return c })
+		first := e.ingest(t, "alice", body)
+		for range 3 {
+			if r := e.ingest(t, "alice", body); !r.Replayed || r.JobID != first.JobID {
+				t.Fatalf("again: %+v, want a replay of %s", r, first.JobID)
+			}
+		}
+		if n := c.accepts.Load(); n != 1 {
+			t.Fatalf("Accept called %d times, want once: a replay needs no transaction", n)
+		}
+	})
+}
+
+// countingStore counts the calls of Accept.
+type countingStore struct {
+	ingest.Store
+	accepts atomic.Int32
+}
+
+func (c *countingStore) Accept(ctx context.Context, a ingest.Acceptance) (ingest.Job, bool, error) {
+	c.accepts.Add(1)
+	return c.Store.Accept(ctx, a)
 }
 
 // TestIngestConcurrent: identical requests at once make one job, and

@@ -27,6 +27,11 @@ type Store interface {
 	// Concurrent calls with one key must behave as if they ran one after
 	// the other: one job, and every call returns it.
 	Accept(ctx context.Context, a Acceptance) (job Job, replayed bool, err error)
+	// Replay looks the user's key ingestID up as Accept would at now,
+	// without writing or waiting for a writer: the live entry's job and
+	// replayed true when the entry has fingerprint, ErrKeyReused when it
+	// has another, and replayed false when there is no live entry.
+	Replay(ctx context.Context, userID, ingestID, fingerprint string, now time.Time) (job Job, replayed bool, err error)
 
 	// Job returns the user's job id.
 	Job(ctx context.Context, userID, id string) (Job, error)

@@ -78,20 +78,15 @@ func ingestErr(err error) error {
 
 // Accept records the key of a, or finds it (see ingest.Store).
 //
-// A replay is read without a transaction or a lock: the live key, with
-// its job. Otherwise one transaction takes the key, creates the job and
-// enqueues it. The upsert that takes the key inserts a new key, replaces
-// an expired one, and leaves a live one as it is, and then returns no
-// row: that is a request that raced this one, and its key is read as a
-// replay's. On PostgreSQL a concurrent Accept of the same key waits at
+// One transaction takes the key, creates the job and enqueues it. The
+// upsert that takes the key inserts a new key, replaces an expired one,
+// and leaves a live one as it is, and then returns no row: the key is
+// read then, as a replay's (the service calls Replay first, so that is
+// mostly a request that raced this one). On PostgreSQL a concurrent Accept of the same key waits at
 // the upsert (the key's unique index) until this transaction ends, then
 // finds the key it committed; on SQLite, transactions that write run one
 // at a time.
 func (s *IngestStore) Accept(ctx context.Context, a ingest.Acceptance) (ingest.Job, bool, error) {
-	job, replayed, err := s.replay(ctx, s.db, a)
-	if replayed || err != nil {
-		return job, replayed, err
-	}
 	tx, done, err := s.begin(ctx)
 	if err != nil {
 		return ingest.Job{}, false, wrap("accept", err)
@@ -106,8 +101,8 @@ func (s *IngestStore) Accept(ctx context.Context, a ingest.Acceptance) (ingest.J
 		WHERE ingest_keys.expires_at <= excluded.created_at
 		RETURNING job_id`,
 		a.UserID, a.IngestID, a.Fingerprint, a.JobID, ms(a.CreatedAt), ms(a.ExpiresAt)).Scan(&jobID)
-	if errors.Is(err, sql.ErrNoRows) { // a live key, committed since the replay's look
-		job, replayed, err := s.replay(ctx, tx, a)
+	if errors.Is(err, sql.ErrNoRows) { // a live key
+		job, replayed, err := s.replay(ctx, tx, a.UserID, a.IngestID, a.Fingerprint, a.CreatedAt)
 		if !replayed && err == nil {
 			err = wrap("accept", errors.New("the key is live, but reads as absent"))
 		}
@@ -116,7 +111,7 @@ func (s *IngestStore) Accept(ctx context.Context, a ingest.Acceptance) (ingest.J
 	if err != nil {
 		return ingest.Job{}, false, wrap("accept: take the key", err)
 	}
-	job = ingest.Job{ID: a.JobID, UserID: a.UserID, IngestID: a.IngestID, Project: a.Project, Status: ingest.StatusQueued,
+	job := ingest.Job{ID: a.JobID, UserID: a.UserID, IngestID: a.IngestID, Project: a.Project, Status: ingest.StatusQueued,
 		ItemsTotal: a.ItemsTotal, CreatedAt: a.CreatedAt}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (id, user_id, ingest_id, project, status, items_total, batch, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
@@ -131,21 +126,25 @@ func (s *IngestStore) Accept(ctx context.Context, a ingest.Acceptance) (ingest.J
 	return job, false, wrap("accept: commit", tx.Commit())
 }
 
-// replay reads the live key of a, with its job: replayed when it has a's
-// fingerprint, ErrKeyReused when it has another; neither when there is
-// no live key.
+// Replay reads the user's live key, with its job (see ingest.Store),
+// without a transaction or a lock.
+func (s *IngestStore) Replay(ctx context.Context, userID, ingestID, fingerprint string, now time.Time) (ingest.Job, bool, error) {
+	return s.replay(ctx, s.db, userID, ingestID, fingerprint, now)
+}
+
+// replay is Replay through r, the pool or a transaction.
 func (s *IngestStore) replay(ctx context.Context, r interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *Row
-}, a ingest.Acceptance) (ingest.Job, bool, error) {
-	var fingerprint string
+}, userID, ingestID, fingerprint string, now time.Time) (ingest.Job, bool, error) {
+	var live string
 	job, err := scanJob(r.QueryRowContext(ctx, `SELECT `+jobCols+`, k.fingerprint FROM ingest_keys k JOIN jobs j ON j.id = k.job_id
-		WHERE k.user_id = $1 AND k.ingest_id = $2 AND k.expires_at > $3`, a.UserID, a.IngestID, ms(a.CreatedAt)), &fingerprint)
+		WHERE k.user_id = $1 AND k.ingest_id = $2 AND k.expires_at > $3`, userID, ingestID, ms(now)), &live)
 	switch {
 	case errors.Is(err, ingest.ErrNotFound):
 		return ingest.Job{}, false, nil
 	case err != nil:
 		return ingest.Job{}, false, wrap("accept: read the key", err)
-	case fingerprint != a.Fingerprint:
+	case live != fingerprint:
 		return ingest.Job{}, false, ingest.ErrKeyReused
 	}
 	return job, true, nil

@@ -65,6 +65,42 @@ func TestAcceptIsOneTransaction(t *testing.T) {
 	})
 }
 
+// TestReplay: a key is looked up as Accept would, without writing.
+func TestReplay(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mustUser(t, store.NewAuthStore(db), "u1", "ada")
+		mustUser(t, store.NewAuthStore(db), "u2", "bob")
+		s := store.NewIngestStore(db, nil)
+		a := acceptance("u1", "k1", "j1")
+		if _, replayed, err := s.Replay(ctx, "u1", "k1", a.Fingerprint, t0); err != nil || replayed {
+			t.Fatalf("Replay of a new key = %v, %v; want neither", replayed, err)
+		}
+		job, _, err := s.Accept(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			name              string
+			user, fingerprint string
+			at                time.Time
+			replayed          bool
+			err               error
+		}{
+			{"the same content", "u1", a.Fingerprint, t0.Add(time.Hour - time.Millisecond), true, nil},
+			{"other content", "u1", "f-other", t0, false, ingest.ErrKeyReused},
+			{"at its expiry", "u1", a.Fingerprint, t0.Add(time.Hour), false, nil},
+			{"another user", "u2", a.Fingerprint, t0, false, nil},
+		} {
+			got, replayed, err := s.Replay(ctx, c.user, "k1", c.fingerprint, c.at)
+			if replayed != c.replayed || !errors.Is(err, c.err) || (c.replayed && got != job) {
+				t.Errorf("%s: Replay = %+v, %v, %v; want replayed %v, err %v", c.name, got, replayed, err, c.replayed, c.err)
+			}
+		}
+	})
+}
+
 // TestStoreItemsOnce: the same items stored twice (new ids, as a second
 // run of a job makes) are stored once.
 func TestStoreItemsOnce(t *testing.T) {

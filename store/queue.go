@@ -76,7 +76,7 @@ func (ingestArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue:
 
 // QueueOptions configure a [Queue]. The zero value is the default of each.
 type QueueOptions struct {
-	// Workers is how many jobs one Queue works at once; 2 when zero.
+	// Workers is how many jobs one Queue works at once; 4 when zero.
 	// Replicas add up: two replicas work up to twice as many.
 	Workers int
 
@@ -149,7 +149,7 @@ func NewQueue(db *DB, work func(ctx context.Context, jobID string) error, opts Q
 		return nil, errors.New("store: NewQueue: work is nil: pass the function that works a job")
 	}
 	if opts.Workers <= 0 {
-		opts.Workers = 2
+		opts.Workers = 4
 	}
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 10
@@ -199,15 +199,21 @@ func NewQueue(db *DB, work func(ctx context.Context, jobID string) error, opts Q
 		JobTimeout:           opts.JobTimeout,
 		RescueStuckJobsAfter: opts.RescueAfter,
 		FetchPollInterval:    opts.PollInterval,
-		FetchCooldown:        min(river.FetchCooldownDefault, opts.PollInterval),
-		Logger:               opts.Logger,
-		TestOnly:             opts.testOnly,
+		// River fetches up to the free workers' worth of jobs at most once
+		// per cooldown (its default 100 ms): 4 workers and 100 ms would
+		// cap a replica at 40 jobs a second whatever the machine has.
+		FetchCooldown: min(fetchCooldown, opts.PollInterval),
+		Logger:        opts.Logger,
+		TestOnly:      opts.testOnly,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: NewQueue: %w", err)
 	}
 	return &Queue{client: client}, nil
 }
+
+// fetchCooldown is the least time between two fetches of jobs.
+const fetchCooldown = 20 * time.Millisecond
 
 // riverDriver is River's driver for db's dialect, on db's pool.
 func (db *DB) riverDriver() riverdriver.Driver[*sql.Tx] {

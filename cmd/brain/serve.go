@@ -88,7 +88,9 @@ func startIngest(bg context.Context, db *store.DB, cfg Config, hub streams.Hub, 
 		}
 		return err
 	}, store.QueueOptions{
-		Logger: logger,
+		Workers:    cfg.JobWorkers,
+		JobTimeout: cfg.JobTimeout,
+		Logger:     logger,
 		GiveUp: func(ctx context.Context, jobID string, err error) {
 			if ferr := svc.Fail(ctx, jobID, "gave up after repeated failures: "+err.Error()); ferr != nil {
 				logger.Warn("ingest: a job that failed for good could not be marked failed", "job", jobID, "error", ferr)
