@@ -1,6 +1,9 @@
 package api
 
-import "github.com/danielgtaylor/huma/v2"
+import (
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/go-chi/chi/v5"
+)
 
 // Renders reports how many times s has rendered the spec or the reference
 // page.
@@ -24,5 +27,21 @@ func AddPanickingStream(s *Server, path string, started bool) {
 			return
 		}
 		panic("a bug in a stream")
+	}})
+}
+
+// AddRouteParamStream adds a stream at path (with {id}) that,
+// once started, sends its id URL parameter as read from st.r each time a
+// value arrives on poke.
+func AddRouteParamStream(s *Server, path string, poke chan struct{}) {
+	s.addStream(streamOperation{op: huma.Operation{OperationID: "param" + path, Path: path}, events: []eventType{{name: "param", data: ""}}, serve: func(st *stream) {
+		if st.start() != nil {
+			return
+		}
+		for range poke {
+			if st.sendValue("param", chi.URLParam(st.r, "id")) != nil {
+				return
+			}
+		}
 	}})
 }

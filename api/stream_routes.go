@@ -242,7 +242,7 @@ func (l *liveSnapshots) snapshot(s *Server) LiveSnapshot {
 		return l.last
 	}
 	req, lim := s.traffic.requests.Load(), s.traffic.limited.Load()
-	snap := LiveSnapshot{At: now.UTC(), OpenStreams: s.streams.live.Load(), Goroutines: runtime.NumGoroutine(), HeapBytes: heapBytes()}
+	snap := LiveSnapshot{At: now.UTC(), OpenStreams: int64(s.streams.live()), Goroutines: runtime.NumGoroutine(), HeapBytes: heapBytes()}
 	if !l.last.At.IsZero() && elapsed > 0 {
 		snap.RequestsPerS = float64(req-l.requests) / elapsed.Seconds()
 		snap.LimitedPerS = float64(lim-l.lims) / elapsed.Seconds()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/brain-template/brain/auth"
@@ -23,6 +23,7 @@ import (
 	"github.com/brain-template/brain/streams"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
+	"github.com/go-chi/chi/v5"
 )
 
 // This file is the stream plane: Server-Sent Events endpoints, each a raw
@@ -112,10 +113,47 @@ type streamPlane struct {
 	cfg     StreamConfig
 	svc     *auth.Service
 	now     func() time.Time
-	live    atomic.Int64   // streams open on this replica
-	running sync.WaitGroup // streams not yet finished
-	closing chan struct{}  // closed by Server.CloseStreams
+	closing chan struct{} // closed by Server.CloseStreams
 	once    sync.Once
+	// n counts the streams admitted and not yet finished on this
+	// replica; ended, when not nil, is closed when it falls to 0.
+	mu    sync.Mutex
+	n     int
+	ended chan struct{}
+}
+
+// opened and finished count a stream in and out.
+func (p *streamPlane) opened() { p.mu.Lock(); p.n++; p.mu.Unlock() }
+
+func (p *streamPlane) finished() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n--; p.n == 0 && p.ended != nil {
+		close(p.ended)
+		p.ended = nil
+	}
+}
+
+// live is how many streams are open on this replica.
+func (p *streamPlane) live() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}
+
+// none returns a channel closed once no stream is open.
+func (p *streamPlane) none() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n == 0 {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	if p.ended == nil {
+		p.ended = make(chan struct{})
+	}
+	return p.ended
 }
 
 // addStream declares op's operation in the spec (its access is Caller;
@@ -227,12 +265,17 @@ func (p *streamPlane) open(s *Server, op *huma.Operation, w http.ResponseWriter,
 		WriteError(w, NewError(http.StatusUnprocessableEntity, "", FieldError{Location: "header.Last-Event-ID", Message: "not an event id of this API: <digits>-<digits>, as an event's id: field"}))
 		return nil, false
 	}
-	p.live.Add(1)
-	p.running.Add(1)
+	p.opened()
 	// The stream's context is its own: it outlives the handler once the
 	// stream has its connection (start). Until then it ends with the
 	// request's.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	if rc := chi.RouteContext(ctx); rc != nil { // chi reuses its own once the handler returns
+		own := chi.NewRouteContext()
+		own.URLParams.Keys, own.URLParams.Values = slices.Clone(rc.URLParams.Keys), slices.Clone(rc.URLParams.Values)
+		own.RoutePatterns = slices.Clone(rc.RoutePatterns)
+		ctx = context.WithValue(ctx, chi.RouteCtxKey, own)
+	}
 	st := &stream{plane: p, slot: slot, w: w, rc: http.NewResponseController(w), r: r.WithContext(ctx), cancel: cancel,
 		caller: id, lastEventID: after, opened: p.now()}
 	st.unfollow = context.AfterFunc(r.Context(), cancel)
@@ -311,7 +354,7 @@ func (st *stream) serve(serve func(*stream)) {
 			if v != nil && st.started {
 				logger(st.r.Context()).Error("stream: panic", "panic", v, "stack", string(debug.Stack()))
 			} else if v != nil {
-				st.panicked = v
+				st.panicked = streamPanic{v, debug.Stack()}
 			}
 			st.finish()
 		}()
@@ -321,6 +364,17 @@ func (st *stream) serve(serve func(*stream)) {
 	if st.panicked != nil {
 		panic(st.panicked)
 	}
+}
+
+// A streamPanic is a panic of a stream's goroutine, raised again on its
+// handler's with the stack where it happened.
+type streamPanic struct {
+	value any
+	stack []byte
+}
+
+func (p streamPanic) String() string {
+	return fmt.Sprintf("%v\n\nin the stream's goroutine:\n%s", p.value, p.stack)
 }
 
 // start sends the stream's headers and its retry hint. Where it can, it
@@ -333,11 +387,6 @@ func (st *stream) start() error {
 	st.setStreamHeaders()
 	retry := "retry: " + strconv.FormatInt(streamRetry.Milliseconds(), 10) + "\n\n"
 	if conn, _, err := st.rc.Hijack(); err == nil {
-		st.unfollow()
-		st.conn = conn
-		close(st.handedOff)
-		go st.watch()
-		st.extendDeadline()
 		var head bytes.Buffer
 		head.WriteString("HTTP/1.1 200 OK\r\n")
 		h := st.w.Header()
@@ -345,6 +394,11 @@ func (st *stream) start() error {
 		h.Set("Connection", "close")
 		_ = h.Write(&head)
 		head.WriteString("\r\n" + retry)
+		st.unfollow()
+		st.conn = conn
+		close(st.handedOff) // the handler may return: st.w is not used again
+		go st.watch()
+		st.extendDeadline()
 		return st.write(head.Bytes())
 	}
 	st.w.WriteHeader(http.StatusOK)
@@ -353,17 +407,25 @@ func (st *stream) start() error {
 	return st.write([]byte(retry))
 }
 
-// watch ends the stream when its client closes the connection. Anything
-// the client sends is dropped.
+// watch ends the stream when its client closes the connection, or sends
+// more than maxStreamInput bytes on it: HTTP/1.1 gives it no other
+// answer on that connection, so what it sends is dropped, and a client
+// that floods it is cut off rather than read without end.
 func (st *stream) watch() {
-	var b [64]byte
-	for {
-		if _, err := st.conn.Read(b[:]); err != nil {
-			st.cancel()
-			return
+	var b [512]byte
+	for read := 0; read <= maxStreamInput; {
+		n, err := st.conn.Read(b[:])
+		if err != nil {
+			break
 		}
+		read += n
 	}
+	st.cancel()
 }
+
+// maxStreamInput is what a stream's client may send after its request:
+// room for a pipelined request or two.
+const maxStreamInput = 16 << 10
 
 // extendDeadline gives the stream's writes two heartbeats from now, on
 // the kernel's clock (not an injected one). The heartbeat extends it
@@ -518,7 +580,6 @@ func (st *stream) close(reason string) {
 func (st *stream) finish() {
 	st.cancel()
 	st.slot.Release()
-	st.plane.live.Add(-1)
 	if st.conn != nil {
 		_ = st.conn.Close()
 		logger(st.r.Context()).LogAttrs(context.Background(), slog.LevelInfo, "stream ended",
@@ -526,7 +587,7 @@ func (st *stream) finish() {
 	} else if st.handedOff != nil {
 		close(st.handedOff)
 	}
-	st.plane.running.Done()
+	st.plane.finished()
 }
 
 // pump is the loop of a stream: each value from source goes to send
@@ -567,10 +628,8 @@ var errStreamEnded = errors.New("api: the stream ended")
 // and one that took its connection is not the server's to wait for.
 func (s *Server) CloseStreams(ctx context.Context) error {
 	s.streams.once.Do(func() { close(s.streams.closing) })
-	done := make(chan struct{})
-	go func() { s.streams.running.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-s.streams.none():
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

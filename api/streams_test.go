@@ -11,6 +11,8 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -351,6 +353,88 @@ func TestStreamPanic(t *testing.T) {
 		if _, err := io.ReadAll(st.rd); err != nil {
 			t.Fatalf("the stream did not end cleanly: %v", err)
 		}
+	}
+}
+
+// A client that keeps sending bytes after its request is not read
+// without bound: its stream ends, and the connection with it.
+func TestStreamFloodingClientIsCutOff(t *testing.T) {
+	_, l, _ := streamServer(t, api.StreamConfig{}, nil)
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(l.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /api/v1/events HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n", ada)
+	junk := make([]byte, 1<<16)
+	var sent int64
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		conn.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
+		n, _ := conn.Write(junk)
+		sent += int64(n)
+	}
+	t.Logf("the server took %d MB of junk after the request in 2 s", sent>>20)
+	if sent > 16<<20 {
+		t.Fatalf("the server read %d MB of junk after the request in 2 s: it reads whatever a client sends, 64 bytes a syscall", sent>>20)
+	}
+}
+
+// Streams may open and end while CloseStreams waits (requests read as
+// the shutdown starts; HEAD opens and ends one): the wait counts them
+// safely.
+func TestCloseStreamsWhileStreamsOpen(t *testing.T) {
+	s, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1000)}, nil)
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	k, v, _ := strings.Cut(ada, ": ")
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				req, _ := http.NewRequest("HEAD", l.url+"/api/v1/events", nil)
+				req.Header.Set(k, v)
+				if res, err := l.client.Do(req); err == nil {
+					res.Body.Close()
+				}
+			}
+		}()
+	}
+	end := time.Now().Add(time.Second)
+	for time.Now().Before(end) {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		_ = s.CloseStreams(ctx)
+		cancel()
+	}
+	stop.Store(true)
+	wg.Wait()
+}
+
+// A stream reads its own path parameters for as long as it lives, though
+// chi reuses its route context for other requests once the handler
+// returned.
+func TestStreamKeepsItsPathParameters(t *testing.T) {
+	s, _ := mustRawServer(t, api.Config{})
+	poke := make(chan struct{})
+	api.AddRouteParamStream(s, "/test/p/{id}", poke)
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	defer close(poke)
+	l := &live{tb: t, url: hs.URL, client: hs.Client()}
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	st, r := l.openStream("/test/p/mine", ada)
+	if st == nil {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	for i := range 50 { // other requests take chi's pooled contexts
+		l.call("GET", "/api/v1/jobs/00000000-0000-0000-0000-00000000000"+fmt.Sprint(i%10), nil, ada)
+	}
+	poke <- struct{}{}
+	if m := st.nextEvent(t); m.data != `"mine"` {
+		t.Fatalf("the stream's own path parameter now reads %s", m.data)
 	}
 }
 
