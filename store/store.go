@@ -40,6 +40,7 @@ var ErrNotFound = auth.ErrNotFound
 type DB struct {
 	bounded
 	sql     *sql.DB
+	stmts   *stmtCache // SQLite's prepared statements; nil on PostgreSQL
 	Dialect Dialect
 	// Timeout bounds each call: a statement, a ping, or a transaction from
 	// BeginTx to Commit. It must be positive. Open sets DefaultTimeout;
@@ -60,7 +61,12 @@ func newDB(sqldb *sql.DB, d Dialect) *DB {
 }
 
 // Close closes the database. Calls in flight end first.
-func (db *DB) Close() error { return db.sql.Close() }
+func (db *DB) Close() error {
+	if db.stmts != nil {
+		db.stmts.close()
+	}
+	return db.sql.Close()
+}
 
 // SQLitePath is where the embedded database lives in dataDir.
 func SQLitePath(dataDir string) string { return filepath.Join(dataDir, "brain.db") }
@@ -113,6 +119,8 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 	// a sixth of a replayed ingest's CPU (BENCHMARKS.md, Memory ingest).
 	sqldb.SetMaxIdleConns(32)
 	db := newDB(sqldb, SQLite)
+	db.stmts = &stmtCache{db: sqldb, stmts: map[string]*sql.Stmt{}}
+	db.bounded.run = db.stmts
 	// Switching a new file to WAL takes a lock that busy_timeout does not
 	// always wait for: when several processes open the same new database
 	// at once, the losers get SQLITE_BUSY. They try again for a while.
