@@ -114,6 +114,19 @@ func (l *live) openStream(path string, headers ...string) (*sse, reply) {
 	return s, r
 }
 
+// rawStream sends GET path with header over a connection of its own,
+// closed when the test ends, and returns the connection unread.
+func (l *live) rawStream(tb testing.TB, path, header string) net.Conn {
+	tb.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(l.url, "http://"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n", path, header)
+	return conn
+}
+
 // close ends the stream from the client's side.
 func (s *sse) close() { s.cancel(); s.res.Body.Close() }
 
@@ -248,11 +261,7 @@ func TestStreamCap(t *testing.T) {
 func TestStreamAbruptCloseFreesSlot(t *testing.T) {
 	_, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1)}, nil)
 	ada := l.login("ada", "correct horse battery").cookie(t)
-	conn, err := net.Dial("tcp", strings.TrimPrefix(l.url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(conn, "GET /api/v1/events HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n", ada)
+	conn := l.rawStream(t, "/api/v1/events", ada)
 	status, _ := bufio.NewReader(conn).ReadString('\n')
 	if !strings.Contains(status, "200") {
 		t.Fatalf("raw stream: %q", status)
@@ -274,12 +283,7 @@ func TestStreamAbruptCloseFreesSlot(t *testing.T) {
 func TestStreamWireFormat(t *testing.T) {
 	s, l, _ := streamServer(t, api.StreamConfig{}, nil)
 	ada := l.login("ada", "correct horse battery").cookie(t)
-	conn, err := net.Dial("tcp", strings.TrimPrefix(l.url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "GET /api/v1/events HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n", ada)
+	conn := l.rawStream(t, "/api/v1/events", ada)
 	rd := bufio.NewReader(conn)
 	res, err := http.ReadResponse(rd, nil)
 	if err != nil {
@@ -361,12 +365,7 @@ func TestStreamPanic(t *testing.T) {
 func TestStreamFloodingClientIsCutOff(t *testing.T) {
 	_, l, _ := streamServer(t, api.StreamConfig{}, nil)
 	ada := l.login("ada", "correct horse battery").cookie(t)
-	conn, err := net.Dial("tcp", strings.TrimPrefix(l.url, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "GET /api/v1/events HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n", ada)
+	conn := l.rawStream(t, "/api/v1/events", ada)
 	junk := make([]byte, 1<<16)
 	var sent int64
 	deadline := time.Now().Add(2 * time.Second)
