@@ -32,6 +32,7 @@ func newReplica(t *testing.T, svc *auth.Service, prefix string, lease time.Durat
 	t.Helper()
 	client := redistest.Client(t, redistest.Option(t))
 	cp := streams.NewRedisCap(client, prefix, api.DefaultStreamCap, lease, nil)
+	cp.Timeout = time.Second // Redis is up: a loaded machine must not look like an outage
 	cp.OnError = func(err error) {
 		if !failures.Load() {
 			t.Errorf("the cap failed in Redis: %v", err)

@@ -77,25 +77,32 @@ func (s *Service) stamp() time.Time { return s.cfg.Now().UTC().Truncate(time.Mil
 // not parsed again; and the key of bytes sent lately is remembered, not
 // computed again. A replay costs a fraction of a first ingest.
 func (s *Service) Ingest(ctx context.Context, userID string, raw []byte) (Accepted, error) {
-	ingestID, fingerprint, keyErr := s.keys.key(raw)
 	now := s.stamp()
-	if keyErr == nil {
-		job, replayed, err := s.store.Replay(ctx, userID, ingestID, fingerprint, now)
-		switch {
-		case replayed:
-			return accepted(job, true), nil
-		case err != nil && !errors.Is(err, ErrKeyReused):
-			return Accepted{}, unavailable(err)
+	var ingestID, fingerprint string
+	var keyErr, looked error      // looked: what the lookup found instead of a replay
+	if len(raw) <= MaxBodyBytes { // a larger body is Parse's to refuse
+		ingestID, fingerprint, keyErr = s.keys.key(raw)
+		if keyErr == nil {
+			job, replayed, err := s.store.Replay(ctx, userID, ingestID, fingerprint, now)
+			if replayed {
+				return accepted(job, true), nil
+			}
+			looked = err
 		}
 	}
 	// Parse says what is wrong with a body at each place, so its errors
-	// come first, before Key's or a reused key's.
+	// come first, before Key's, a reused key's or the store's.
 	b, err := Parse(raw)
 	if err != nil {
 		return Accepted{}, err
 	}
-	if keyErr != nil {
+	switch {
+	case keyErr != nil:
 		return Accepted{}, keyErr
+	case errors.Is(looked, ErrKeyReused): // answered without a write transaction
+		return Accepted{}, looked
+	case looked != nil:
+		return Accepted{}, unavailable(looked)
 	}
 	data, err := encodeBatch(b)
 	if err != nil {

@@ -81,8 +81,9 @@ func ingestErr(err error) error {
 // One transaction takes the key, creates the job and enqueues it. The
 // upsert that takes the key inserts a new key, replaces an expired one,
 // and leaves a live one as it is, and then returns no row: the key is
-// read then, as a replay's (the service calls Replay first, so that is
-// mostly a request that raced this one). On PostgreSQL a concurrent Accept of the same key waits at
+// read then, as a replay's. (The service calls Replay first and answers
+// a live key without Accept, so here that is a request that raced this
+// one.) On PostgreSQL a concurrent Accept of the same key waits at
 // the upsert (the key's unique index) until this transaction ends, then
 // finds the key it committed; on SQLite, transactions that write run one
 // at a time.

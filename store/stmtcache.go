@@ -6,8 +6,9 @@ import (
 	"sync"
 )
 
-// stmtCache runs a DB's statements through prepared statements, one per
-// query text, kept for the DB's life: database/sql prepares each on a
+// stmtCache runs a DB's statements (not a transaction's, which are
+// fewer) through prepared statements, one per query text, kept for the
+// DB's life: database/sql prepares each on a
 // connection the first time it runs there, and reuses it after. SQLite's
 // driver otherwise parses and plans a query anew at every call, a tenth
 // of a replayed ingest's CPU (BENCHMARKS.md). PostgreSQL's driver (pgx)

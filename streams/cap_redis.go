@@ -85,7 +85,7 @@ var ErrSlotLost = errors.New("streams: the stream's slot expired in Redis before
 // each replica then caps its own streams, so a caller may hold up to
 // replicas × max streams until Redis answers again. Streams that began
 // during an outage stay counted on their replica's fallback, not in
-// Redis, for their whole life. Each call to Redis gets 100 ms.
+// Redis, for their whole life. Each call to Redis gets Timeout.
 type RedisCap struct {
 	client   rueidis.Client
 	prefix   string
@@ -93,7 +93,12 @@ type RedisCap struct {
 	maxArg   string // max, as the script reads it
 	leaseArg string // the lease in ms, as the scripts read it
 	fallback *MemoryCap
-	timeout  time.Duration // redisTimeout; tests on a loaded machine lengthen it
+
+	// Timeout bounds each call to Redis, so a Redis that stalls delays a
+	// new stream by no more than this: 100 ms from NewRedisCap. A call
+	// that takes longer counts as Redis failing. Set it before the cap is
+	// used.
+	Timeout time.Duration
 
 	// OnError, when set, is called with each failure of Redis that the
 	// caller does not see: a Reserve the fallback served, a Release that
@@ -124,7 +129,7 @@ func NewRedisCap(client rueidis.Client, prefix string, max int, lease time.Durat
 		maxArg:   strconv.Itoa(max),
 		leaseArg: strconv.FormatInt(int64(ms), 10),
 		fallback: fallback,
-		timeout:  redisTimeout,
+		Timeout:  redisTimeout,
 	}
 }
 
@@ -141,7 +146,7 @@ func (r *RedisCap) Max() int { return r.max }
 // slot is released by no one, and holds its place until its lease ends.
 func (r *RedisCap) Reserve(ctx context.Context, key string) (s Slot, live int, ok bool, err error) {
 	lease := rand.Text()
-	cctx, cancel := context.WithTimeout(ctx, r.timeout)
+	cctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	n, err := reserveLua.Exec(cctx, r.client, []string{r.prefix + key}, []string{r.maxArg, r.leaseArg, lease}).AsInt64()
 	cancel()
 	switch {
@@ -161,7 +166,7 @@ func (r *RedisCap) Reserve(ctx context.Context, key string) (s Slot, live int, o
 // refresh extends s's lease. It returns Redis's error, or ErrSlotLost when
 // the lease had ended already.
 func (r *RedisCap) refresh(ctx context.Context, s Slot) error {
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
 	n, err := refreshLua.Exec(ctx, r.client, []string{r.prefix + s.key}, []string{r.leaseArg, s.lease}).AsInt64()
 	if err != nil {
@@ -177,7 +182,7 @@ func (r *RedisCap) refresh(ctx context.Context, s Slot) error {
 // no other stream has its member. When Redis fails the lease stays until
 // it expires, and OnError is told.
 func (r *RedisCap) release(s Slot) {
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), r.Timeout)
 	defer cancel()
 	err := r.client.Do(ctx, r.client.B().Zrem().Key(r.prefix+s.key).Member(s.lease).Build()).Error()
 	if err != nil {

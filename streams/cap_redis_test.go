@@ -21,7 +21,7 @@ func replicas(t *testing.T, n, max int, lease time.Duration) ([]*RedisCap, rueid
 	caps := make([]*RedisCap, n)
 	for i := range caps {
 		caps[i] = NewRedisCap(redistest.Client(t, redistest.Option(t)), prefix, max, lease, NewMemoryCap(max))
-		caps[i].timeout = time.Second // Redis is up: a loaded machine must not look like an outage
+		caps[i].Timeout = time.Second // Redis is up: a loaded machine must not look like an outage
 		caps[i].OnError = func(err error) { t.Errorf("OnError(%v) with Redis up", err) }
 	}
 	rc := redistest.Client(t, redistest.Option(t))
@@ -153,7 +153,7 @@ func proxied(t *testing.T, max int, fallback *MemoryCap) (*RedisCap, *testproxy.
 	client := redistest.Client(t, opt)
 	loadScripts(t, client)
 	c := NewRedisCap(client, redistest.Prefix(), max, time.Minute, fallback)
-	c.timeout = time.Second // while Redis is up; a test of the timeout sets it back
+	c.Timeout = time.Second // while Redis is up; a test of the timeout sets it back
 	// Cut before the client closes, which would wait on a stalled proxy.
 	t.Cleanup(p.Cut)
 	var mu sync.Mutex
@@ -235,7 +235,7 @@ func TestRedisCapStalledRedisTimesOut(t *testing.T) {
 		t.Fatalf("Reserve with Redis up took the fallback's slot: %v", errs())
 	}
 	p.Stall()
-	c.timeout = redisTimeout
+	c.Timeout = redisTimeout
 	start := time.Now()
 	s := mustReserve(t, c, "k", 1)
 	if took := time.Since(start); took > redisTimeout+200*time.Millisecond {

@@ -196,8 +196,15 @@ var settings = []setting{
 		c.IngestTTL = time.Duration(n) * time.Second
 		return nil
 	}},
-	{"job-workers", "BRAIN_JOB_WORKERS", "4", "ingest jobs this replica works at once", false, count(1, 256, func(c *Config) *int { return &c.JobWorkers })},
-	{"job-timeout", "BRAIN_JOB_TIMEOUT", "30s", "how long one attempt of an ingest job may run; a job a crash cut off is worked again 10 to 40 s after this much time", false, duration(time.Second, func(c *Config) *time.Duration { return &c.JobTimeout })},
+	{"job-workers", "BRAIN_JOB_WORKERS", "4", "ingest jobs this replica works at once (at most 16: each holds a database connection while it works)", false, count(1, 16, func(c *Config) *int { return &c.JobWorkers })},
+	{"job-timeout", "BRAIN_JOB_TIMEOUT", "30s", "how long one attempt of an ingest job may run, 1s to 1h; a job a crash cut off is worked again 10 to 50 s after this much time from its start", false, func(c *Config, v string) error {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d < time.Second || d > time.Hour {
+			return errors.New("want a duration from 1s to 1h, such as 30s")
+		}
+		c.JobTimeout = d
+		return nil
+	}},
 	{"stream-cap", "BRAIN_STREAM_CAP", "16", "open streams per session or API key, across every stream endpoint; one more answers 429", false, count(1, 100000, func(c *Config) *int { return &c.StreamCap })},
 	{"stream-heartbeat", "BRAIN_STREAM_HEARTBEAT", "15s", "how often an idle stream gets a comment line (and renews its slot)", false, duration(10*time.Millisecond, func(c *Config) *time.Duration { return &c.StreamHeartbeat })},
 	{"stream-retry-after", "BRAIN_STREAM_RETRY_AFTER", "5s", "the Retry-After of a stream refused by the cap", false, duration(time.Second, func(c *Config) *time.Duration { return &c.StreamRetryAfter })},
