@@ -271,9 +271,12 @@ func (p *streamPlane) open(s *Server, op *huma.Operation, w http.ResponseWriter,
 	// request's.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	if rc := chi.RouteContext(ctx); rc != nil { // chi reuses its own once the handler returns
-		own := chi.NewRouteContext()
-		own.URLParams.Keys, own.URLParams.Values = slices.Clone(rc.URLParams.Keys), slices.Clone(rc.URLParams.Values)
-		own.RoutePatterns = slices.Clone(rc.RoutePatterns)
+		var own *chi.Context // none for a stream without path parameters
+		if len(rc.URLParams.Keys) > 0 {
+			own = chi.NewRouteContext()
+			own.URLParams.Keys, own.URLParams.Values = slices.Clone(rc.URLParams.Keys), slices.Clone(rc.URLParams.Values)
+			own.RoutePatterns = slices.Clone(rc.RoutePatterns)
+		}
 		ctx = context.WithValue(ctx, chi.RouteCtxKey, own)
 	}
 	st := &stream{plane: p, slot: slot, w: w, rc: http.NewResponseController(w), r: r.WithContext(ctx), cancel: cancel,
@@ -412,7 +415,7 @@ func (st *stream) start() error {
 // answer on that connection, so what it sends is dropped, and a client
 // that floods it is cut off rather than read without end.
 func (st *stream) watch() {
-	var b [512]byte
+	var b [64]byte
 	for read := 0; read <= maxStreamInput; {
 		n, err := st.conn.Read(b[:])
 		if err != nil {
