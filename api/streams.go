@@ -122,10 +122,10 @@ type streamPlane struct {
 	ended chan struct{}
 }
 
-// opened and finished count a stream in and out.
-func (p *streamPlane) opened() { p.mu.Lock(); p.n++; p.mu.Unlock() }
+// enter and leave count a stream in and out.
+func (p *streamPlane) enter() { p.mu.Lock(); p.n++; p.mu.Unlock() }
 
-func (p *streamPlane) finished() {
+func (p *streamPlane) leave() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.n--; p.n == 0 && p.ended != nil {
@@ -265,7 +265,7 @@ func (p *streamPlane) open(s *Server, op *huma.Operation, w http.ResponseWriter,
 		WriteError(w, NewError(http.StatusUnprocessableEntity, "", FieldError{Location: "header.Last-Event-ID", Message: "not an event id of this API: <digits>-<digits>, as an event's id: field"}))
 		return nil, false
 	}
-	p.opened()
+	p.enter()
 	// The stream's context is its own: it outlives the handler once the
 	// stream has its connection (start). Until then it ends with the
 	// request's.
@@ -590,7 +590,7 @@ func (st *stream) finish() {
 	} else if st.handedOff != nil {
 		close(st.handedOff)
 	}
-	st.plane.finished()
+	st.plane.leave()
 }
 
 // pump is the loop of a stream: each value from source goes to send
