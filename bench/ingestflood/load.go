@@ -20,7 +20,7 @@ import (
 // A load is the clients of one run and the batches the server accepted
 // from each.
 type load struct {
-	srv     *server
+	srv     *loadtool.Server
 	key     string
 	dbName  string // the PostgreSQL database, "" on SQLite
 	clients int
@@ -34,7 +34,7 @@ type load struct {
 	storedAtFirstEnd int
 }
 
-func newLoad(srv *server, key, dbName string, s settings) *load {
+func newLoad(srv *loadtool.Server, key, dbName string, s settings) *load {
 	tr := &http.Transport{MaxIdleConnsPerHost: s.clients, MaxConnsPerHost: s.clients}
 	l := &load{srv: srv, key: key, dbName: dbName, clients: s.clients, http: &http.Client{Transport: tr, Timeout: 60 * time.Second},
 		sent: make([][][]byte, s.clients), jobs: make([][]string, s.clients)}
@@ -103,7 +103,7 @@ type answer struct {
 
 // post sends one body and returns the answer, or the kind of error.
 func (l *load) post(raw []byte) (answer, string) {
-	req, _ := http.NewRequest("POST", "http://"+l.srv.addr+"/api/v1/memory/ingest", bytes.NewReader(raw))
+	req, _ := http.NewRequest("POST", "http://"+l.srv.Addr+"/api/v1/memory/ingest", bytes.NewReader(raw))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-API-Key", l.key)
 	res, err := l.http.Do(req)
@@ -136,7 +136,7 @@ func (l *load) run(name string, d time.Duration, pprofAddr, pprofDir string, sen
 	}
 	var mu sync.Mutex
 	p := phase{errs: map[string]int{}}
-	cpu0 := readCPU(l.srv.cmd.Process.Pid, l.dbName)
+	cpu0 := readCPU(l.srv.Cmd.Process.Pid, l.dbName)
 	t0 := time.Now()
 	deadline := t0.Add(d)
 	var wg sync.WaitGroup
@@ -162,7 +162,7 @@ func (l *load) run(name string, d time.Duration, pprofAddr, pprofDir string, sen
 	}
 	wg.Wait()
 	p.elapsed = time.Since(t0)
-	cpu1 := readCPU(l.srv.cmd.Process.Pid, l.dbName)
+	cpu1 := readCPU(l.srv.Cmd.Process.Pid, l.dbName)
 	p.cpu = cpuReading{server: cpu1.server - cpu0.server, self: cpu1.self - cpu0.self, db: cpu1.db - cpu0.db,
 		busy: cpu1.busy - cpu0.busy, total: cpu1.total - cpu0.total}
 	p.ok = len(p.lat)
@@ -228,7 +228,7 @@ func (l *load) meanBody() int {
 // storedItems is how many items the server has stored, summed over the
 // projects (GET /api/v1/memory/projects).
 func (l *load) storedItems() (int, error) {
-	req, _ := http.NewRequest("GET", "http://"+l.srv.addr+"/api/v1/memory/projects", nil)
+	req, _ := http.NewRequest("GET", "http://"+l.srv.Addr+"/api/v1/memory/projects", nil)
 	req.Header.Set("X-API-Key", l.key)
 	res, err := l.http.Do(req)
 	if err != nil {

@@ -37,7 +37,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -46,12 +45,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/brain-template/brain/bench/internal/loadtool"
@@ -141,12 +137,12 @@ func run(s settings) error {
 		env = append(env, pprofEnv+"="+pprofAddr)
 	}
 	env = append(env, s.env...)
-	srv, err := start(s.bin, dir, env)
+	srv, err := loadtool.Start("ingestflood", s.bin, dir, env)
 	if err != nil {
 		return err
 	}
-	defer srv.stop()
-	key, err := apiKey(srv.addr)
+	defer srv.Stop()
+	key, err := apiKey(srv.Addr)
 	if err != nil {
 		return err
 	}
@@ -169,7 +165,7 @@ func run(s settings) error {
 	}
 	fmt.Printf("\n== ingestflood %s\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Printf("command:  %s\n", loadtool.Command("ingestflood"))
-	fmt.Printf("server:   %s, %s, with %s (its log in a file, deleted at exit)\n", srv.cmd.Path, dialect, strings.Join(redact(env[3:]), " "))
+	fmt.Printf("server:   %s, %s, with %s (its log in a file, deleted at exit)\n", srv.Cmd.Path, dialect, strings.Join(redact(env[3:]), " "))
 	fmt.Printf("machine:  %d CPUs shared by client, server (accept path and River workers) and database; load average %s at start, %s at end\n",
 		loadtool.NumCPU(), load0, load1)
 	fmt.Printf("load:     %d clients, one request at a time each, API key; batches of %d items of about %d bytes of text (%d bytes of JSON on average); %s each phase; key %s\n",
@@ -293,59 +289,6 @@ func createDatabase(adminURL string) (dbURL, name string, drop func(), err error
 		admin.Close()
 	}
 	return u.String(), name, drop, nil
-}
-
-// A server is the brain child process.
-type server struct {
-	cmd  *exec.Cmd
-	addr string
-	once sync.Once
-	done chan struct{}
-}
-
-// start starts bin with env and its log in dir, and waits until it
-// listens.
-func start(bin, dir string, env []string) (*server, error) {
-	logPath := filepath.Join(dir, "brain.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = logf, logf // the child writes its log itself: no copying in this process
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	s := &server{cmd: cmd, done: make(chan struct{})}
-	var exitErr error
-	go func() { exitErr = cmd.Wait(); close(s.done) }()
-	re := regexp.MustCompile(`msg="brain listening" addr=(\S+)`)
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		b, _ := os.ReadFile(logPath)
-		if m := re.FindSubmatch(b); m != nil {
-			s.addr = string(m[1])
-			return s, nil
-		}
-		select {
-		case <-s.done:
-			return nil, fmt.Errorf("ingestflood: brain exited before listening (%v); its log:\n%s", exitErr, b)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	s.stop()
-	return nil, errors.New("ingestflood: brain did not listen within 60 s")
-}
-
-// stop kills the server and waits until it has exited, so that its
-// database connections are closed.
-func (s *server) stop() {
-	s.once.Do(func() {
-		_ = s.cmd.Process.Kill()
-		<-s.done
-	})
 }
 
 // apiKey logs in as admin and creates an API key with the session.

@@ -34,9 +34,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -92,12 +90,12 @@ func main() {
 		if err != nil {
 			return err
 		}
-		defer srv.stop()
+		defer srv.Stop()
 		if err := run(srv, *n, *rounds, *every, *dialers, *settle, *cpuprofile); err != nil {
 			return err
 		}
 		if *hold > 0 {
-			fmt.Printf("holding the server (pid %d, %s) and its streams for %s\n", srv.cmd.Process.Pid, srv.addr, *hold)
+			fmt.Printf("holding the server (pid %d, %s) and its streams for %s\n", srv.Cmd.Process.Pid, srv.Addr, *hold)
 			time.Sleep(*hold)
 		}
 		return nil
@@ -124,24 +122,15 @@ func raiseFileLimit(want int) error {
 	return syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
 }
 
-// A server is the brain child process.
+// A server is the brain child process, and the settings it was given.
 type server struct {
-	cmd     *exec.Cmd
-	addr    string
-	logPath string
-	env     []string
-	once    sync.Once
+	*loadtool.Server
+	env []string
 }
 
 // start starts bin with its data and log in dir and waits until it
 // listens.
 func start(bin, dir string, cap int, heartbeat string, extra []string) (*server, error) {
-	logPath := filepath.Join(dir, "brain.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
 	env := []string{
 		"BRAIN_ADDR=127.0.0.1:0",
 		"BRAIN_DATA_DIR=" + filepath.Join(dir, "data"),
@@ -153,40 +142,16 @@ func start(bin, dir string, cap int, heartbeat string, extra []string) (*server,
 		"BRAIN_RATE_LIMIT_SESSION=6000/min,burst=1000",
 	}
 	env = append(env, extra...)
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = logf, logf // the child writes its log itself: no copying in this process
-	if err := cmd.Start(); err != nil {
+	srv, err := loadtool.Start("streamload", bin, dir, env)
+	if err != nil {
 		return nil, err
 	}
-	s := &server{cmd: cmd, logPath: logPath, env: env}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	re := regexp.MustCompile(`msg="brain listening" addr=(\S+)`)
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		b, _ := os.ReadFile(logPath)
-		if m := re.FindSubmatch(b); m != nil {
-			s.addr = string(m[1])
-			return s, nil
-		}
-		select {
-		case err := <-exited:
-			return nil, fmt.Errorf("streamload: brain exited before listening (%v); its log:\n%s", err, b)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	s.stop()
-	return nil, errors.New("streamload: brain did not listen within 60 s; see its log")
+	return &server{Server: srv, env: env}, nil
 }
-
-// stop kills the server: a graceful shutdown would close every stream and
-// log each.
-func (s *server) stop() { s.once.Do(func() { _ = s.cmd.Process.Kill() }) }
 
 // status reads a field of the server's /proc status, in KiB.
 func (s *server) status(field string) int64 {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.Cmd.Process.Pid))
 	for _, l := range strings.Split(string(b), "\n") {
 		if rest, ok := strings.CutPrefix(l, field+":"); ok {
 			v, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
@@ -198,7 +163,7 @@ func (s *server) status(field string) int64 {
 
 // cpu is the server's user and system CPU time so far.
 func (s *server) cpu() time.Duration {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.Cmd.Process.Pid))
 	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:])) // after the command name, which may hold spaces
 	if len(f) < 13 {
 		return 0
@@ -232,7 +197,7 @@ type load struct {
 
 func run(srv *server, n, rounds int, every time.Duration, dialers int, settle time.Duration, cpuprofile string) error {
 	client := &http.Client{Timeout: 30 * time.Second}
-	cookie, err := login(client, srv.addr)
+	cookie, err := login(client, srv.Addr)
 	if err != nil {
 		return err
 	}
@@ -256,7 +221,7 @@ func run(srv *server, n, rounds int, every time.Duration, dialers int, settle ti
 		return err
 	}
 	openTook := time.Since(t)
-	log.Printf("streamload: %d streams open in %s; server pid %d", n, openTook.Round(time.Millisecond), srv.cmd.Process.Pid)
+	log.Printf("streamload: %d streams open in %s; server pid %d", n, openTook.Round(time.Millisecond), srv.Cmd.Process.Pid)
 	time.Sleep(settle)
 	rssAfter := srv.status("VmRSS")
 	liveAfter, err := l.live(func(snapshot) bool { return true })
@@ -300,7 +265,7 @@ func run(srv *server, n, rounds int, every time.Duration, dialers int, settle ti
 
 	fmt.Printf("\n== streamload %s\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Printf("command:  %s\n", loadtool.Command("streamload"))
-	fmt.Printf("server:   %s with %s (its log in a file, deleted at exit)\n", srv.cmd.Path, strings.Join(srv.env[3:], " "))
+	fmt.Printf("server:   %s with %s (its log in a file, deleted at exit)\n", srv.Cmd.Path, strings.Join(srv.env[3:], " "))
 	fmt.Printf("machine:  %d CPUs, client and server together\n", loadtool.NumCPU())
 	fmt.Printf("streams:  %d open as one session, all 200 in %s; ended by the server during the run: %d (stream.closing: %d)\n",
 		n, openTook.Round(time.Millisecond), l.ended.Load(), l.closed.Load())
@@ -389,7 +354,7 @@ func login(client *http.Client, addr string) (string, error) {
 // createKey creates the API key of round r, which publishes its event,
 // and returns how long the POST took.
 func (l *load) createKey(client *http.Client, r int) (time.Duration, error) {
-	req, _ := http.NewRequest("POST", "http://"+l.srv.addr+"/api/v1/apikeys", strings.NewReader(`{"name":"`+keyName+strconv.Itoa(r)+`"}`))
+	req, _ := http.NewRequest("POST", "http://"+l.srv.Addr+"/api/v1/apikeys", strings.NewReader(`{"name":"`+keyName+strconv.Itoa(r)+`"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Cookie", l.cookie)
 	t := time.Now()
@@ -453,11 +418,11 @@ feed:
 // dial opens one stream of path and reads its response's header. rest is
 // what was read of its body.
 func (l *load) dial(path string) (net.Conn, []byte, error) {
-	c, err := net.Dial("tcp", l.srv.addr)
+	c, err := net.Dial("tcp", l.srv.Addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	req := "GET " + path + " HTTP/1.1\r\nHost: " + l.srv.addr + "\r\nCookie: " + l.cookie + "\r\nAccept: text/event-stream\r\n\r\n"
+	req := "GET " + path + " HTTP/1.1\r\nHost: " + l.srv.Addr + "\r\nCookie: " + l.cookie + "\r\nAccept: text/event-stream\r\n\r\n"
 	if _, err := io.WriteString(c, req); err != nil {
 		c.Close()
 		return nil, nil, err
@@ -581,7 +546,7 @@ func (l *load) collect() (snapshot, error) {
 					return
 				default:
 				}
-				res, err := c.Get("http://" + l.srv.addr + "/api/v1/health")
+				res, err := c.Get("http://" + l.srv.Addr + "/api/v1/health")
 				if err != nil {
 					return
 				}
