@@ -20,11 +20,34 @@ type Config struct {
 	// not block for long: Process calls it between its writes. Default:
 	// events go nowhere.
 	Publish func(ctx context.Context, userID, eventType string, data any)
+
+	// MaxItems is each user's quota of items ([QuotaItems]): stored, or
+	// in batches whose jobs are not final. Default DefaultMaxItems.
+	MaxItems int
+	// MaxQueuedJobs is each user's quota of jobs that are not final
+	// ([QuotaJobs]). Default DefaultMaxQueuedJobs.
+	MaxQueuedJobs int
+	// Yield, when set, is asked by Process after each chunk of a job,
+	// while items are left, whether the job should give its worker back
+	// ([ErrYield]): the queue says yes when a more urgent job waits for
+	// a worker, so that a large batch does not hold one for seconds while
+	// another user's job waits. Default: a job keeps its worker.
+	Yield func(ctx context.Context) bool
 }
 
-// DefaultTTL is the default Config.TTL: a client that retries a batch
-// retries it within a day, or not at all.
-const DefaultTTL = 24 * time.Hour
+// The defaults of Config.
+const (
+	// DefaultTTL: a client that retries a batch retries it within a day,
+	// or not at all.
+	DefaultTTL = 24 * time.Hour
+	// DefaultMaxItems: a hundred notes a day, every day, take 27 years
+	// to reach it; a memory that does is due for pruning, not more room.
+	DefaultMaxItems = 1_000_000
+	// DefaultMaxQueuedJobs: 1000 full batches, the whole of
+	// DefaultMaxItems, may wait at once; a client importing an archive
+	// meets it only if it sends far ahead of the workers.
+	DefaultMaxQueuedJobs = 1000
+)
 
 // Limits of the lists.
 const (
@@ -52,8 +75,17 @@ func NewService(store Store, cfg Config) *Service {
 	if cfg.Publish == nil {
 		cfg.Publish = func(context.Context, string, string, any) {}
 	}
+	if cfg.MaxItems <= 0 {
+		cfg.MaxItems = DefaultMaxItems
+	}
+	if cfg.MaxQueuedJobs <= 0 {
+		cfg.MaxQueuedJobs = DefaultMaxQueuedJobs
+	}
 	return &Service{store: store, cfg: cfg, keys: newKeyCache(keyCacheSize)}
 }
+
+// Config returns the service's configuration, defaults filled in.
+func (s *Service) Config() Config { return s.cfg }
 
 // stamp is now as stored: UTC, to the millisecond.
 func (s *Service) stamp() time.Time { return s.cfg.Now().UTC().Truncate(time.Millisecond) }
@@ -69,8 +101,12 @@ func (s *Service) stamp() time.Time { return s.cfg.Now().UTC().Truncate(time.Mil
 // content is ErrKeyReused. Keys are the user's own: another user's
 // identical batch is another job.
 //
+// A new batch takes its items and one job from the user's quotas
+// (Config.MaxItems, Config.MaxQueuedJobs); a replay takes nothing.
+//
 // Errors: a [*ValidationError] for a body that breaks the rules,
-// ErrKeyReused, or ErrUnavailable when the store failed.
+// ErrKeyReused, a [*QuotaError] when a quota is reached, or
+// ErrUnavailable when the store failed.
 //
 // A replay is answered from the key alone: content with a live key's
 // fingerprint is content that was checked and accepted before, so it is
@@ -112,6 +148,7 @@ func (s *Service) Ingest(ctx context.Context, userID string, raw []byte) (Accept
 		UserID: userID, IngestID: ingestID, Fingerprint: fingerprint, JobID: newUUID(),
 		Project: b.Project, ItemsTotal: len(b.Items), Batch: data,
 		CreatedAt: now, ExpiresAt: now.Add(s.cfg.TTL),
+		MaxItems: s.cfg.MaxItems, MaxJobs: s.cfg.MaxQueuedJobs,
 	})
 	if err != nil {
 		return Accepted{}, unavailable(err)
@@ -172,8 +209,9 @@ func pageLimit(limit int) (int, error) {
 	return limit, nil
 }
 
-// DeleteItem deletes the user's item id: it is found no more. Another
-// user's item, or none, is ErrNotFound.
+// DeleteItem deletes the user's item id: it is found no more, and it
+// frees room under the user's quota of items. Another user's item, or
+// none, is ErrNotFound.
 func (s *Service) DeleteItem(ctx context.Context, userID, id string) error {
 	if !isUUID(id) {
 		return ErrNotFound

@@ -239,6 +239,8 @@ export interface paths {
          * @description Accepts a batch of 1 to 1000 items for processing by a job; 202 means the batch is durably stored and its job enqueued.
          *
          *     Idempotency: the batch's key is its ingest_id, or, when absent, the SHA-256 (lowercase hex) of the RFC 8785 canonical JSON of the body exactly as sent. Keys are yours alone and last 24h0m0s from the first request: within that time the same batch sent again answers the first job, with replayed true and Idempotent-Replayed: true, and enqueues nothing; the same ingest_id with other content is a 422 with code idempotency-key-reused. The key and the job are written in one transaction: concurrent identical requests make one job, and each gets its id. A replay draws from the budget like any request.
+         *
+         *     Quotas: you may hold 1000000 items, stored or in batches whose jobs are not finished, and have 1000 jobs queued or running. A batch that would pass either is a 409 (code conflict) whose details name the quota (items or queued_jobs), its limit and what you hold; nothing is stored or enqueued. Deleting items frees room under the first, a job finishing under the second (a failed job also gives back the items it did not store). A replay takes nothing from either.
          */
         post: operations["ingest-memory"];
         delete?: never;
@@ -444,11 +446,16 @@ export interface components {
             errors?: components["schemas"]["FieldError"][];
             /**
              * Format: int64
-             * @description rate-limited: the budget's size (for login, the failures allowed before the back-off).
+             * @description rate-limited: the budget's size (for login, the failures allowed before the back-off). conflict with quota: the quota's size.
              */
             limit?: number;
             /** @description rate-limited: the budget's name, as in the RateLimit-Policy header. */
             policy?: string;
+            /**
+             * @description conflict: the per-user quota the request would pass: items (stored, or in jobs not finished) or queued_jobs (jobs queued or running).
+             * @enum {string}
+             */
+            quota?: "items" | "queued_jobs";
             /**
              * Format: int64
              * @description rate-limited: seconds until a request would be admitted; also the Retry-After header.
@@ -459,6 +466,11 @@ export interface components {
              * @enum {string}
              */
             scope?: "session" | "ip" | "apikey" | "stream" | "login";
+            /**
+             * Format: int64
+             * @description conflict with quota: how much of the quota the caller holds now.
+             */
+            used?: number;
             /**
              * Format: int64
              * @description rate-limited: the budget's window in seconds.
@@ -2062,6 +2074,20 @@ export interface operations {
             };
             /** @description request-timeout: the body did not arrive in time. */
             408: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict: the request clashes with what exists, such as a per-user cap that is full; the message says what to do. */
+            409: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
