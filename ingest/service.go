@@ -43,10 +43,11 @@ const (
 	// DefaultMaxItems: a hundred notes a day, every day, take 27 years
 	// to reach it; a memory that does is due for pruning, not more room.
 	DefaultMaxItems = 1_000_000
-	// DefaultMaxQueuedJobs: 1000 full batches, the whole of
-	// DefaultMaxItems, may wait at once; a client importing an archive
-	// meets it only if it sends far ahead of the workers.
-	DefaultMaxQueuedJobs = 1000
+	// DefaultMaxQueuedJobs: a client that sends batches one after the
+	// other never has more than a few waiting; one that floods from 32
+	// connections, as bench/ingestflood does, outruns the workers by about
+	// 200 small batches a second, and meets it after a minute or so.
+	DefaultMaxQueuedJobs = 10_000
 )
 
 // Limits of the lists.

@@ -23,8 +23,9 @@ import (
 // job back with the items it did not store, DeleteItem gives one item
 // back. Checking a quota is then one statement, whatever the user holds,
 // and exact under concurrency: on PostgreSQL the row's lock puts one
-// user's Accepts in line (for the rest of their transactions: the
-// enqueue and the commit), on SQLite writers are in line anyway.
+// user's Accepts in line from that statement, their last, to their
+// commit (other users' do not wait); on SQLite writers are in line
+// anyway.
 type IngestStore struct {
 	db      *DB
 	enqueue func(ctx context.Context, tx *Tx, jobID string, backlog int) error
@@ -90,8 +91,8 @@ func ingestErr(err error) error {
 
 // Accept records the key of a, or finds it (see ingest.Store).
 //
-// One transaction takes the key, creates the job, takes its share of the
-// quotas (reserve) and enqueues it. The
+// One transaction takes the key, creates the job, enqueues it and, last,
+// takes its share of the quotas (reserve). The
 // upsert that takes the key inserts a new key, replaces an expired one,
 // and leaves a live one as it is, and then returns no row: the key is
 // read then, as a replay's. (The service calls Replay first and answers
@@ -132,16 +133,24 @@ func (s *IngestStore) Accept(ctx context.Context, a ingest.Acceptance) (ingest.J
 		job.ID, job.UserID, job.IngestID, job.Project, string(job.Status), job.ItemsTotal, string(a.Batch), ms(job.CreatedAt)); err != nil {
 		return ingest.Job{}, false, wrap("accept: create the job", err)
 	}
-	// Last but the enqueue: on PostgreSQL the user's row stays locked from
-	// here to the commit.
-	backlog, err := reserve(ctx, tx, a)
-	if err != nil {
-		return ingest.Job{}, false, err
-	}
 	if s.enqueue != nil {
+		// The backlog sets the job's priority. Read without a lock, it may
+		// miss a concurrent Accept's job of the same user: two jobs then
+		// share a priority, which is no harm.
+		var backlog int
+		err := tx.QueryRowContext(ctx, "SELECT jobs FROM user_usage WHERE user_id = $1", a.UserID).Scan(&backlog)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return ingest.Job{}, false, wrap("accept: read the backlog", err)
+		}
 		if err := s.enqueue(ctx, tx, job.ID, backlog); err != nil {
 			return ingest.Job{}, false, wrap("accept: enqueue the job", err)
 		}
+	}
+	// Last: on PostgreSQL the user's row stays locked from here to the
+	// commit, so one user's Accepts wait for each other's commits (and
+	// only that).
+	if err := reserve(ctx, tx, a); err != nil {
+		return ingest.Job{}, false, err
 	}
 	return job, false, wrap("accept: commit", tx.Commit())
 }
@@ -153,13 +162,12 @@ const noQuota = math.MaxInt32
 // reserve takes a.ItemsTotal items and one job from a's user's usage row
 // in tx, creating the row if the user has none, unless that would take
 // them past a.MaxItems or a.MaxJobs: then it changes nothing and returns
-// a *ingest.QuotaError. backlog is how many of the user's jobs were not
-// final before this one.
+// a *ingest.QuotaError.
 //
 // One statement checks and takes: the upsert's insert is of a user who
 // holds nothing, and its update, of one who holds something, happens
 // only under both quotas; no row comes back otherwise.
-func reserve(ctx context.Context, tx *Tx, a ingest.Acceptance) (backlog int, err error) {
+func reserve(ctx context.Context, tx *Tx, a ingest.Acceptance) error {
 	maxItems, maxJobs := a.MaxItems, a.MaxJobs
 	if maxItems <= 0 {
 		maxItems = noQuota
@@ -168,25 +176,25 @@ func reserve(ctx context.Context, tx *Tx, a ingest.Acceptance) (backlog int, err
 		maxJobs = noQuota
 	}
 	var jobs int
-	err = tx.QueryRowContext(ctx, `INSERT INTO user_usage (user_id, items, jobs)
+	err := tx.QueryRowContext(ctx, `INSERT INTO user_usage (user_id, items, jobs)
 		SELECT CAST($1 AS TEXT), CAST($2 AS BIGINT), 1 WHERE CAST($2 AS BIGINT) <= CAST($3 AS BIGINT) AND CAST($4 AS INTEGER) >= 1
 		ON CONFLICT (user_id) DO UPDATE SET items = user_usage.items + excluded.items, jobs = user_usage.jobs + 1
 		WHERE user_usage.items + excluded.items <= CAST($3 AS BIGINT) AND user_usage.jobs < CAST($4 AS INTEGER)
 		RETURNING jobs`, a.UserID, a.ItemsTotal, maxItems, maxJobs).Scan(&jobs)
 	if err == nil {
-		return jobs - 1, nil
+		return nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
-		return 0, wrap("accept: take from the quotas", err)
+		return wrap("accept: take from the quotas", err)
 	}
 	var items int
 	if err := tx.QueryRowContext(ctx, "SELECT items, jobs FROM user_usage WHERE user_id = $1", a.UserID).Scan(&items, &jobs); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return 0, wrap("accept: read the quotas", err)
+		return wrap("accept: read the quotas", err)
 	}
 	if items+a.ItemsTotal > maxItems {
-		return 0, &ingest.QuotaError{Quota: ingest.QuotaItems, Limit: maxItems, Used: items, Asked: a.ItemsTotal}
+		return &ingest.QuotaError{Quota: ingest.QuotaItems, Limit: maxItems, Used: items, Asked: a.ItemsTotal}
 	}
-	return 0, &ingest.QuotaError{Quota: ingest.QuotaJobs, Limit: maxJobs, Used: jobs, Asked: 1}
+	return &ingest.QuotaError{Quota: ingest.QuotaJobs, Limit: maxJobs, Used: jobs, Asked: 1}
 }
 
 // release gives back to userID's usage row, in tx, one job (when job is

@@ -13,6 +13,8 @@
 // times, and follows each job (GET /api/v1/jobs/{id}, every 10 ms) until
 // it succeeds: B's latency is from the POST to the first answer that says
 // succeeded. Then, with -wait, it waits until every job of A's is final.
+// A post answered 503 is sent again 5 s later (up to 5 times), as a
+// client would, and counted.
 //
 //	cd bench && go run ./fairjobs -bin before=/tmp/brain-main -bin after=/tmp/brain-new -runs 3
 //	cd bench && go run ./fairjobs -bin ... -database-url 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
@@ -41,6 +43,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/brain-template/brain/bench/internal/loadtool"
@@ -108,6 +111,7 @@ type result struct {
 	aPosted    time.Duration   // from A's first post to the last 202
 	aDone      time.Duration   // from A's first post until all of A's jobs were final; 0 without -wait
 	aSucceeded int             // A's jobs that succeeded, with -wait
+	retries    int             // 503s retried, A's and B's
 }
 
 func run(s settings) error {
@@ -154,6 +158,9 @@ func run(s settings) error {
 			line := fmt.Sprintf("%-8s run %d: B %s; A: %d of %d jobs final at B's last; posted in %s", b.name, r+1, ms(res.b...), res.aFinal, s.batches, ms(res.aPosted))
 			if res.aDone > 0 {
 				line += fmt.Sprintf(", all final after %s (%d succeeded)", ms(res.aDone), res.aSucceeded)
+			}
+			if res.retries > 0 {
+				line += fmt.Sprintf("; %d posts answered 503 and were sent again", res.retries)
 			}
 			fmt.Println(line)
 			all = append(all, res.b...)
@@ -259,6 +266,7 @@ func measure(s settings, bin, dir string) (result, error) {
 	if err := <-bErrs; err != nil {
 		return res, err
 	}
+	res.retries = int(a.retries.Load() + b.retries.Load())
 	jobs, err := a.jobs()
 	if err != nil {
 		return res, err
@@ -325,6 +333,7 @@ func largeBatch(i, items, text int) []byte {
 type user struct {
 	c            *http.Client
 	addr, cookie string
+	retries      atomic.Int32 // 503s retried
 }
 
 func login(c *http.Client, addr, name, password string) (*user, error) {
@@ -360,9 +369,16 @@ func (u *user) do(method, path string, body []byte) (int, []byte, error) {
 	return res.StatusCode, b, err
 }
 
-// ingest posts a batch and returns its job's id.
+// ingest posts a batch and returns its job's id. A 503 (the database
+// too slow for BRAIN_STORE_TIMEOUT, on a loaded machine) is retried after
+// its Retry-After, up to 5 times, as a client should; retries counts them.
 func (u *user) ingest(body []byte) (string, error) {
 	status, b, err := u.do("POST", "/api/v1/memory/ingest", body)
+	for try := 0; err == nil && status == http.StatusServiceUnavailable && try < 5; try++ {
+		u.retries.Add(1)
+		time.Sleep(5 * time.Second)
+		status, b, err = u.do("POST", "/api/v1/memory/ingest", body)
+	}
 	if err != nil {
 		return "", err
 	}

@@ -240,7 +240,7 @@ export interface paths {
          *
          *     Idempotency: the batch's key is its ingest_id, or, when absent, the SHA-256 (lowercase hex) of the RFC 8785 canonical JSON of the body exactly as sent. Keys are yours alone and last 24h0m0s from the first request: within that time the same batch sent again answers the first job, with replayed true and Idempotent-Replayed: true, and enqueues nothing; the same ingest_id with other content is a 422 with code idempotency-key-reused. The key and the job are written in one transaction: concurrent identical requests make one job, and each gets its id. A replay draws from the budget like any request.
          *
-         *     Quotas: you may hold 1000000 items, stored or in batches whose jobs are not finished, and have 1000 jobs queued or running. A batch that would pass either is a 409 (code conflict) whose details name the quota (items or queued_jobs), its limit and what you hold; nothing is stored or enqueued. Deleting items frees room under the first, a job finishing under the second (a failed job also gives back the items it did not store). A replay takes nothing from either.
+         *     Quotas: you may hold 1000000 items, stored or in batches whose jobs are not finished, and have 10000 jobs queued or running. A batch that would pass either is a 409 (code conflict) whose details name the quota (items or queued_jobs), its limit and what you hold; nothing is stored or enqueued. Deleting items frees room under the first, a job finishing under the second (a failed job also gives back the items it did not store). A replay takes nothing from either.
          */
         post: operations["ingest-memory"];
         delete?: never;
