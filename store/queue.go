@@ -69,8 +69,9 @@ import (
 //   - Yielding. A job of 1000 large items takes seconds, and a worker
 //     busy with it is free for no one. So between two chunks of its
 //     items a job asks [Queue.Yield] whether another user's more urgent
-//     job (a smaller priority number) is available; if one is, the work
-//     returns an error
+//     job (a smaller priority number; among light users, one as urgent
+//     that has not started) is available; if one is, the work returns an
+//     error
 //     wrapping [ErrYield] and the Queue snoozes the job (River's
 //     JobSnooze(0), which does not count as an attempt): it is available
 //     again at once, scheduled now, behind the jobs of its priority that
@@ -291,17 +292,20 @@ type running struct {
 }
 
 // Yield reports whether the job that work is running with ctx should give
-// its worker back: another user's ingest job of a more urgent priority is
-// available, waiting for a worker. (Not the same user's: as a user's jobs
-// end, their backlog shrinks and their newer jobs may be more urgent than
-// their older ones, which must not take turns.) It is one read: River's
-// table by its fetching index (state, queue, priority), each job found
-// joined to brain's by its id. With a ctx that is not work's, for a job of
-// the most urgent priority, or when the read fails, it reports false: the
-// job keeps its worker.
+// its worker back: another user's ingest job is available, waiting for a
+// worker, and is more urgent (a smaller priority number), or, among light
+// users (priority 1 or 2), as urgent and not started yet. (Not the same
+// user's: as a user's jobs end, their backlog shrinks and their newer jobs
+// may be more urgent than their older ones, which must not take turns.
+// Ties yield only to a job not started, so two light users' jobs never
+// take turns either; and not among heavy users, whose large jobs would
+// take turns at every chunk.) It is one read: River's table by its
+// fetching index (state, queue, priority), each job found joined to
+// brain's by its id. With a ctx that is not work's, or when the read
+// fails, it reports false: the job keeps its worker.
 func (q *Queue) Yield(ctx context.Context) bool {
 	r, ok := ctx.Value(runningKey{}).(running)
-	if !ok || r.priority <= 1 {
+	if !ok {
 		return false
 	}
 	jobID := "r.args->>'job_id'"
@@ -310,7 +314,8 @@ func (q *Queue) Yield(ctx context.Context) bool {
 	}
 	var urgent int
 	err := q.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM river_job r JOIN jobs j ON j.id = `+jobID+`
-		WHERE r.state = 'available' AND r.queue = $1 AND r.priority < $2
+		WHERE r.state = 'available' AND r.queue = $1 AND r.priority <= $2
+		AND (r.priority < $2 OR (r.priority <= 2 AND j.status = 'queued'))
 		AND j.user_id <> (SELECT user_id FROM jobs WHERE id = $3) LIMIT 1) AS w`, queueName, r.priority, r.jobID).Scan(&urgent)
 	return err == nil && urgent > 0
 }

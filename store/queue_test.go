@@ -492,7 +492,7 @@ func TestQueueYields(t *testing.T) {
 			switch {
 			case id == "urgent":
 				if q.Yield(ctx) {
-					t.Error("Yield says yes to a job of priority 1")
+					t.Error("Yield says yes to the most urgent job")
 				}
 				return nil
 			case id == "own":
@@ -541,6 +541,64 @@ func TestQueueYields(t *testing.T) {
 		}
 		if q.Yield(context.Background()) {
 			t.Error("Yield outside a job says yes")
+		}
+	})
+}
+
+// Ties: a light user's job (priority 2) yields to another light user's
+// job of its priority that has not started, and a heavy user's (priority
+// 4) does not yield to another heavy user's.
+func TestQueueYieldsOnLightTies(t *testing.T) {
+	onEachDB(t, func(t *testing.T, db *store.DB) {
+		mustUser(t, store.NewAuthStore(db), "u1", "ada")
+		mustUser(t, store.NewAuthStore(db), "u2", "bob")
+		if _, err := db.ExecContext(context.Background(), `INSERT INTO jobs (id, user_id, ingest_id, project, status, items_total, created_at)
+			VALUES ('a2', 'u1', 'k1', 'p', 'queued', 1, 0), ('b2', 'u2', 'k2', 'p', 'queued', 1, 0),
+			('a4', 'u1', 'k3', 'p', 'queued', 1, 0), ('b4', 'u2', 'k4', 'p', 'queued', 1, 0)`); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var order []string
+		var q *store.Queue
+		started := make(chan string, 8)
+		proceed := make(chan bool)
+		q = startQueue(t, db, func(ctx context.Context, id string) error {
+			mu.Lock()
+			order = append(order, id)
+			first := strings.Count(strings.Join(order, " "), id) == 1
+			mu.Unlock()
+			if !first || (id != "a2" && id != "a4") {
+				return nil
+			}
+			started <- id
+			<-proceed // the other user's job is enqueued now
+			if q.Yield(ctx) {
+				return fmt.Errorf("%w", store.ErrYield)
+			}
+			return nil
+		}, store.QueueOptions{Workers: 1})
+		for _, c := range []struct {
+			mine, theirs string
+			backlog      int
+			want         string
+		}{
+			{"a2", "b2", 1, "a2 b2 a2"}, // yields
+			{"a4", "b4", 20, "a4 b4"},   // does not
+		} {
+			mu.Lock()
+			order = nil
+			mu.Unlock()
+			enqueueBehind(t, db, q, c.mine, c.backlog, true)
+			<-started
+			enqueueBehind(t, db, q, c.theirs, c.backlog, true)
+			proceed <- true
+			waitState(t, db, c.mine, "completed")
+			waitState(t, db, c.theirs, "completed")
+			mu.Lock()
+			if got := strings.Join(order, " "); got != c.want {
+				t.Errorf("%s beside %s: worked %s, want %s", c.mine, c.theirs, got, c.want)
+			}
+			mu.Unlock()
 		}
 	})
 }
