@@ -9,5 +9,7 @@
 // floods it with wrong-password logins and reports peak memory and
 // latency. streamload is a load test of the stream plane: it starts a
 // brain binary, opens thousands of event streams and reports the memory
-// each costs and how long one event takes to reach them all.
+// each costs and how long one event takes to reach them all. fairjobs
+// measures how long one user's small ingest job waits behind another
+// user's flood of large batches, before and after a change.
 package bench

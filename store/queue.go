@@ -71,24 +71,25 @@ import (
 //     items a job asks [Queue.Yield] whether another user's more urgent
 //     job (a smaller priority number; among light users, one as urgent
 //     that has not started) is available; if one is, the work returns an
-//     error
-//     wrapping [ErrYield] and the Queue snoozes the job (River's
+//     error wrapping [ErrYield] and the Queue snoozes the job (River's
 //     JobSnooze(0), which does not count as an attempt): it is available
 //     again at once, scheduled now, behind the jobs of its priority that
-//     waited, and its next run goes on where this one stopped. The urgent
-//     job gets the worker within a chunk's time: River fetches as soon as
-//     a worker frees when the last fetch found more jobs than free
-//     workers, whatever PollInterval. A job that nobody waits behind never
-//     yields, so a lone flood costs nothing more; each yield costs its job
-//     a second read of its batch.
+//     waited, and its next run goes on where this one stopped. The
+//     urgent job gets the worker within a chunk's time: River fetches as
+//     soon as a worker frees when the last fetch found more jobs than
+//     free workers, whatever PollInterval. A job that nobody waits behind
+//     never yields, so a lone flood costs nothing more; each yield costs
+//     its job a second read of its batch.
 //
 // A job waits as long as more urgent ones keep the workers busy: a heavy
 // user's jobs wait for the light users', which is the point, and two
 // heavy users' jobs of one priority go in the order they were sent. With
 // one user's 60 batches of 1000 items of 8 KiB queued, another user's
-// batch of one item is done within about a second on both databases
-// (BENCHMARKS.md, Fair jobs). An idle Queue finds a new job by its
-// notification on SQLite, and by its poll on PostgreSQL (PollInterval).
+// batch of one item is done in 1.5–2 s on SQLite (each of its writes
+// waits for a chunk of the flood's) and 0.05–0.25 s on PostgreSQL, where
+// it waited 31–151 s in one FIFO queue (BENCHMARKS.md, Fair jobs). An
+// idle Queue finds a new job by its notification on SQLite, and by its
+// poll on PostgreSQL (PollInterval).
 
 // ErrPermanent marks an error of a job that can never succeed, however
 // often it is tried: a work function returns an error wrapping it
