@@ -39,11 +39,24 @@ func TestConfigDefaults(t *testing.T) {
 		{"HashConcurrency", c.HashConcurrency, 0}, // auto: GOMAXPROCS
 		{"HashWait", c.HashWait, time.Second},
 		{"LogLevel", c.LogLevel, slog.LevelInfo},
+		{"BodyBytesInFlight", c.BodyBytesInFlight, int64(api.DefaultBodyBytesInFlight)},
+		{"BodyBytesPerUser", c.BodyBytesPerUser, int64(api.DefaultBodyBytesPerCaller)},
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {
 			t.Errorf("default %s = %v, want %v", ck.name, ck.got, ck.want)
 		}
+	}
+}
+
+// The bytes in flight take a number of bytes, or one with a unit.
+func TestConfigBodyBytes(t *testing.T) {
+	c, err := parseConfig("brain", []string{"--body-bytes-in-flight", "1GiB"}, env(map[string]string{"BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER": "9000000"}), io.Discard)
+	if err != nil || c.BodyBytesInFlight != 1<<30 || c.BodyBytesPerUser != 9000000 {
+		t.Fatalf("%d, %d, %v; want 1 GiB and 9000000", c.BodyBytesInFlight, c.BodyBytesPerUser, err)
+	}
+	if c, err := parseConfig("brain", nil, env(map[string]string{"BRAIN_BODY_BYTES_IN_FLIGHT": "8192KiB", "BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER": "8MiB"}), io.Discard); err != nil || c.BodyBytesInFlight != 8<<20 {
+		t.Fatalf("8192KiB: %d, %v", c.BodyBytesInFlight, err)
 	}
 }
 
@@ -99,6 +112,11 @@ func TestConfigErrors(t *testing.T) {
 		{"log_level", nil, map[string]string{"BRAIN_LOG_LEVEL": "loud"}, "BRAIN_LOG_LEVEL"},
 		{"hash_concurrency", nil, map[string]string{"BRAIN_HASH_CONCURRENCY": "0"}, "BRAIN_HASH_CONCURRENCY"},
 		{"hash_wait", nil, map[string]string{"BRAIN_HASH_WAIT": "0s"}, "BRAIN_HASH_WAIT"},
+		{"body_bytes", nil, map[string]string{"BRAIN_BODY_BYTES_IN_FLIGHT": "1MiB"}, "BRAIN_BODY_BYTES_IN_FLIGHT"},
+		{"body_bytes_unit", nil, map[string]string{"BRAIN_BODY_BYTES_IN_FLIGHT": "64MB"}, "BRAIN_BODY_BYTES_IN_FLIGHT"},
+		{"body_bytes_per_user", nil, map[string]string{"BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER": "-1"}, "BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER"},
+		{"body_bytes_per_user_over_all", nil, map[string]string{"BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER": "128MiB"}, "BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER"},
+		{"body_bytes_per_user_flag", []string{"--body-bytes-in-flight-per-user", "1GiB"}, nil, "--body-bytes-in-flight-per-user"},
 		{"stray_argument", []string{"extra"}, nil, "extra"},
 	}
 	for _, tc := range tests {
