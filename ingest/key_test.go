@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/gowebpki/jcs"
@@ -220,6 +221,48 @@ func FuzzKey(f *testing.F) {
 		checkKey(t, raw, false)
 		if _, err := Parse(raw); err == nil && !utf8.Valid(raw) {
 			t.Fatalf("Parse accepts a body that is not UTF-8: %q", raw)
+		}
+	})
+}
+
+// escapeAll writes s as a JSON string with every character escaped as
+// \uXXXX (a surrogate pair beyond U+FFFF), in upper or lower case hex.
+func escapeAll(s string, upper bool) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	format := "\\u%04x"
+	if upper {
+		format = "\\u%04X"
+	}
+	for _, r := range s {
+		if r > 0xffff {
+			hi, lo := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, format+format, hi, lo)
+			continue
+		}
+		fmt.Fprintf(&b, format, r)
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// FuzzKeyOfStrings builds valid batches around the strings the fuzzer
+// gives, written by encoding/json (which escapes <, >, & and U+2028) and
+// with every character escaped, and holds Key to jcs on them: the
+// canonical form's escapes are where canonicalizers differ.
+func FuzzKeyOfStrings(f *testing.F) {
+	f.Add("p", "hello", "go", "t", false)
+	f.Add("café", "a\"b\\c\n\t\x01\x1f\x7f<&> \u2028😀", "日本", "é", true)
+	f.Fuzz(func(t *testing.T, project, text, skill, tag string, upper bool) {
+		if !utf8.ValidString(project + text + skill + tag) {
+			return // encoding/json would write U+FFFD: another batch
+		}
+		q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+		for _, raw := range []string{
+			`{"project":` + q(project) + `,"items":[{"text":` + q(text) + `,"skill":` + q(skill) + `,"tags":[` + q(tag) + `]}]}`,
+			`{"items":[{"tags":[` + escapeAll(tag, upper) + `],"text":` + escapeAll(text, upper) + `,"skill":` + escapeAll(skill, upper) + `}],"project":` + escapeAll(project, !upper) + `}`,
+		} {
+			checkKey(t, []byte(raw), false)
 		}
 	})
 }
