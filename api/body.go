@@ -103,6 +103,9 @@ func unread(e *Error) *Error {
 // utf8Charset reports whether a Content-Type names no charset, or UTF-8.
 // One that does not parse is left to the operation, which refuses it.
 func utf8Charset(contentType string) bool {
+	if strings.IndexByte(contentType, ';') < 0 { // no parameters: the usual case
+		return true
+	}
 	_, params, err := mime.ParseMediaType(contentType)
 	cs, named := params["charset"]
 	return err != nil || !named || strings.EqualFold(cs, "utf-8")
