@@ -9,5 +9,8 @@
 // floods it with wrong-password logins and reports peak memory and
 // latency. streamload is a load test of the stream plane: it starts a
 // brain binary, opens thousands of event streams and reports the memory
-// each costs and how long one event takes to reach them all.
+// each costs and how long one event takes to reach them all. ingestflood
+// measures first ingests and replays a second; ingestcost, the CPU and
+// peak memory one ingest body of 8 MiB costs, costly to refuse or valid,
+// and many of them at once.
 package bench
