@@ -5,8 +5,10 @@ import (
 	"maps"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/brain-template/brain/auth"
 	"github.com/danielgtaylor/huma/v2"
@@ -143,7 +145,7 @@ func (b BodyBudget) withDefaults() BodyBudget {
 
 // RetryBody is the Retry-After of a body the bytes in flight have no room
 // for: bodies are read and answered in well under a second.
-const RetryBody = "1"
+const RetryBody = time.Second
 
 // bodiesInFlight counts the bytes of the bodies in flight.
 type bodiesInFlight struct {
@@ -201,7 +203,7 @@ func (b *bodiesInFlight) inFlight() int64 {
 // busyBodies is the 503 of a body there is no room for.
 func busyBodies(msg string) *Error {
 	e := unread(NewError(http.StatusServiceUnavailable, msg))
-	e.GetHeaders().Set("Retry-After", RetryBody)
+	e.GetHeaders().Set("Retry-After", strconv.Itoa(int(RetryBody/time.Second)))
 	return e
 }
 
@@ -225,8 +227,8 @@ func (b *bodiesInFlight) declare(_ *huma.OpenAPI, op *huma.Operation) {
 		op.Description += "\n\n"
 	}
 	op.Description += fmt.Sprintf("The body is at most %s, that many bytes included (413 past it). Large bodies in flight are bounded: %s from one caller, %s from all; "+
-		"a body past either is refused before it is read, with 503 and Retry-After: %s. Send it again then.",
-		bytesText(limit), bytesText(b.limits.PerCaller), bytesText(b.limits.InFlight), RetryBody)
+		"a body past either is refused before it is read, with 503 and Retry-After: %d. Send it again then.",
+		bytesText(limit), bytesText(b.limits.PerCaller), bytesText(b.limits.InFlight), int(RetryBody/time.Second))
 }
 
 // bytesText writes n bytes for a person: "8 MiB (8388608 bytes)".
