@@ -91,7 +91,9 @@ func (s *Server) addStreamRoutes(cfg Config) {
 			Summary: "Follow your events",
 			Description: "Your events as they happen, each with an id. On reconnect, send the last id received as Last-Event-ID (browsers do): " +
 				"the events after it that are still kept come first, or stream.gap says some are lost. " +
-				"Every stream endpoint shares your cap of open streams (x-rate-limit, plane stream): one more is refused with 429 before the stream starts.",
+				"Every stream endpoint shares the stream plane (x-rate-limit, plane stream): the open streams of your session or API key (streams), " +
+				"those of your user, counting all of its sessions and API keys (streams-per-user), and the streams your session or API key may open (stream-opens); " +
+				"past any of them a stream is refused with 429 before it starts.",
 		},
 		events: []eventType{apiKeyCreated, apiKeyDeleted, jobQueued, jobProgress, jobSucceeded, jobFailed, memoryIngested, gapEvent},
 		serve:  s.serveEvents,
@@ -102,7 +104,7 @@ func (s *Server) addStreamRoutes(cfg Config) {
 			Summary: "Follow a job",
 			Description: "One of your jobs until it ends: first its state now (job.progress), then each step, then job.succeeded or job.failed, " +
 				"after which the stream ends. A job that has ended answers 204 (its result is at GET /api/v1/jobs/{id}), which stops a browser's EventSource from reconnecting. " +
-				"Shares the cap of open streams with every stream endpoint.",
+				"Shares the stream plane's caps and open budget with every stream endpoint.",
 			Responses: map[string]*huma.Response{"204": {Description: "The job has ended: GET /api/v1/jobs/{id} has its result."}},
 			Parameters: []*huma.Param{{Name: "id", In: "path", Required: true, Description: "The job's id.",
 				Schema: &huma.Schema{Type: huma.TypeString, Pattern: uuidPattern, MaxLength: ptr(36)}}},
@@ -115,7 +117,7 @@ func (s *Server) addStreamRoutes(cfg Config) {
 		op: huma.Operation{
 			OperationID: "follow-system-live", Path: Prefix + "/system/live", Tags: tags,
 			Summary:     "Follow the server's state",
-			Description: "A snapshot of this replica every second: requests and refusals per second, open streams, goroutines, heap. Shares the cap of open streams with every stream endpoint.",
+			Description: "A snapshot of this replica every second: requests and refusals per second, open streams, goroutines, heap. Shares the stream plane's caps and open budget with every stream endpoint.",
 		},
 		events: []eventType{liveEvent},
 		serve:  s.serveLive,

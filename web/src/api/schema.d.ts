@@ -137,7 +137,7 @@ export interface paths {
         };
         /**
          * Follow your events
-         * @description Your events as they happen, each with an id. On reconnect, send the last id received as Last-Event-ID (browsers do): the events after it that are still kept come first, or stream.gap says some are lost. Every stream endpoint shares your cap of open streams (x-rate-limit, plane stream): one more is refused with 429 before the stream starts.
+         * @description Your events as they happen, each with an id. On reconnect, send the last id received as Last-Event-ID (browsers do): the events after it that are still kept come first, or stream.gap says some are lost. Every stream endpoint shares the stream plane (x-rate-limit, plane stream): the open streams of your session or API key (streams), those of your user, counting all of its sessions and API keys (streams-per-user), and the streams your session or API key may open (stream-opens); past any of them a stream is refused with 429 before it starts.
          */
         get: operations["follow-events"];
         put?: never;
@@ -214,7 +214,7 @@ export interface paths {
         };
         /**
          * Follow a job
-         * @description One of your jobs until it ends: first its state now (job.progress), then each step, then job.succeeded or job.failed, after which the stream ends. A job that has ended answers 204 (its result is at GET /api/v1/jobs/{id}), which stops a browser's EventSource from reconnecting. Shares the cap of open streams with every stream endpoint.
+         * @description One of your jobs until it ends: first its state now (job.progress), then each step, then job.succeeded or job.failed, after which the stream ends. A job that has ended answers 204 (its result is at GET /api/v1/jobs/{id}), which stops a browser's EventSource from reconnecting. Shares the stream plane's caps and open budget with every stream endpoint.
          */
         get: operations["follow-job-log"];
         put?: never;
@@ -353,7 +353,7 @@ export interface paths {
         };
         /**
          * Follow the server's state
-         * @description A snapshot of this replica every second: requests and refusals per second, open streams, goroutines, heap. Shares the cap of open streams with every stream endpoint.
+         * @description A snapshot of this replica every second: requests and refusals per second, open streams, goroutines, heap. Shares the stream plane's caps and open budget with every stream endpoint.
          */
         get: operations["follow-system-live"];
         put?: never;
@@ -752,7 +752,7 @@ export interface components {
             headers: {
                 /** @description Each budget that applies and what is left of it (draft-ietf-httpapi-ratelimit-headers-10): r = whole requests left, t = seconds until the budget is full again. Absent when the back-off refused (details.scope login). */
                 RateLimit?: string;
-                /** @description Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's cap, q = open streams and qu="concurrent-requests". Absent when the back-off refused (details.scope login). */
+                /** @description Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's caps, q = open streams and qu="concurrent-requests". Absent when the back-off refused (details.scope login). */
                 "RateLimit-Policy"?: string;
                 "Retry-After": components["headers"]["Retry-After"];
                 /** @description Legacy: the requests per window of the budget with the fewest requests left. Absent when the back-off refused (details.scope login). */
@@ -783,7 +783,7 @@ export interface components {
     headers: {
         /** @description Each budget that applies and what is left of it (draft-ietf-httpapi-ratelimit-headers-10): r = whole requests left, t = seconds until the budget is full again. */
         RateLimit: string;
-        /** @description Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's cap, q = open streams and qu="concurrent-requests". */
+        /** @description Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's caps, q = open streams and qu="concurrent-requests". */
         "RateLimit-Policy": string;
         /** @description Seconds until a request would be admitted (at least 1). */
         "Retry-After": number;
