@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/ratelimit/redistest"
 	"github.com/brain-template/brain/streams"
@@ -26,17 +28,36 @@ type replica struct {
 }
 
 // newReplica starts a replica whose stream slots last lease unless its
-// heartbeat renews them. A Redis failure of its cap fails the test, unless
-// the test expects them (it kills the replica).
+// heartbeat renews them, with a budget of opens no test meets. A Redis
+// failure of its caps fails the test, unless the test expects them (it
+// kills the replica).
 func newReplica(t *testing.T, svc *auth.Service, prefix string, lease time.Duration, failures *atomic.Bool) *replica {
 	t.Helper()
+	return newReplicaWith(t, svc, prefix, lease, failures, replicaOptions{userCap: api.DefaultStreamUserCap,
+		opens: ratelimit.Budget{Limit: 10_000, Window: time.Minute, Burst: 10_000}})
+}
+
+// replicaOptions are what a test of the stream plane's limits sets.
+type replicaOptions struct {
+	userCap int
+	opens   ratelimit.Budget
+	now     func() time.Time // the open budget's clock, in Redis (nil: Redis's)
+}
+
+// newReplicaWith is newReplica with a per-user cap and an open budget of
+// the test's, both in the Redis the cluster shares.
+func newReplicaWith(t *testing.T, svc *auth.Service, prefix string, lease time.Duration, failures *atomic.Bool, o replicaOptions) *replica {
+	t.Helper()
 	client := redistest.Client(t, redistest.Option(t))
-	cp := streams.NewRedisCap(client, prefix, api.DefaultStreamCap, lease, nil)
-	cp.Timeout = time.Second // Redis is up: a loaded machine must not look like an outage
-	cp.OnError = func(err error) {
-		if !failures.Load() {
-			t.Errorf("the cap failed in Redis: %v", err)
+	redisCap := func(max int) *streams.RedisCap {
+		cp := streams.NewRedisCap(client, prefix, max, lease, nil)
+		cp.Timeout = time.Second // Redis is up: a loaded machine must not look like an outage
+		cp.OnError = func(err error) {
+			if !failures.Load() {
+				t.Errorf("the cap failed in Redis: %v", err)
+			}
 		}
+		return cp
 	}
 	hub := streams.NewRedisHub(client, prefix, 1000, 64)
 	ctx, stop := context.WithCancel(context.Background())
@@ -45,7 +66,14 @@ func newReplica(t *testing.T, svc *auth.Service, prefix string, lease time.Durat
 	t.Cleanup(func() { stop(); <-done })
 	limits := api.DefaultLimits()
 	limits.Session = ratelimit.Budget{Limit: 10_000, Window: time.Minute, Burst: 10_000}
-	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: limits, Streams: api.StreamConfig{Cap: cp, Hub: hub, Heartbeat: lease / 5}})
+	limits.StreamOpens = o.opens
+	limits.Store = func(p ratelimit.Policy) ratelimit.Limiter {
+		r := ratelimit.NewRedis(client, prefix+"rl:", p)
+		r.Now = o.now
+		return r
+	}
+	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: limits,
+		Streams: api.StreamConfig{Cap: redisCap(api.DefaultStreamCap), UserCap: redisCap(o.userCap), Hub: hub, Heartbeat: lease / 5}})
 	hs := httptest.NewServer(s)
 	t.Cleanup(func() { s.CloseStreams(context.Background()); hs.Close() })
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
@@ -107,4 +135,52 @@ func TestStreamsAcrossReplicas(t *testing.T) {
 	if _, rep := b.openStream("/api/v1/events", ada); rep.status != 429 {
 		t.Fatalf("b's own 8 are still held, so the 17th is refused: got %d", rep.status)
 	}
+}
+
+// Two replicas sharing the real Redis share each caller's open budget
+// and each user's cap: the 21st open of a session is refused on either
+// (the true wait, 1 s, as the budget's clock says), and a user's streams
+// over both replicas and two keys stop at its cap, until one ends.
+func TestStreamLimitsAcrossReplicas(t *testing.T) {
+	svc := MustAuth(t)
+	prefix := redistest.Prefix()
+	clk := testclock.New(t0)
+	var never atomic.Bool
+	o := replicaOptions{userCap: 20, opens: api.DefaultLimits().StreamOpens, now: clk.Now}
+	a, b := newReplicaWith(t, svc, prefix, time.Minute, &never, o), newReplicaWith(t, svc, prefix, time.Minute, &never, o)
+	ada := a.login("ada", "correct horse battery").cookie(t)
+
+	for i := range 20 { // HEAD draws an open and holds no slot
+		if r := []*replica{a, b}[i%2].call("HEAD", "/api/v1/events", nil, ada); r.status != 200 {
+			t.Fatalf("open %d of the burst: %d", i+1, r.status)
+		}
+	}
+	for _, r := range []*replica{a, b} {
+		_, rep := r.openStream("/api/v1/events", ada)
+		refusedBy(t, rep, "stream-opens", 60, 60, 1)
+	}
+
+	keys := []string{"X-API-Key: " + mustKey(t, svc), "X-API-Key: " + mustKey(t, svc)}
+	var first *sse
+	for i := range 16 { // the first key's cap, over both replicas
+		st, rep := []*replica{a, b}[i%2].openStream("/api/v1/events", keys[0])
+		if st == nil {
+			t.Fatalf("key 1, stream %d: %d %s", i+1, rep.status, rep.body)
+		}
+		first = cmp.Or(first, st)
+	}
+	for i := range 4 {
+		if st, rep := []*replica{a, b}[i%2].openStream("/api/v1/events", keys[1]); st == nil {
+			t.Fatalf("key 2, stream %d: %d %s", i+1, rep.status, rep.body)
+		}
+	}
+	for _, r := range []*replica{a, b} { // 20: the user's cap
+		_, rep := r.openStream("/api/v1/events", keys[1])
+		refusedBy(t, rep, "streams-per-user", 20, 0, 5)
+	}
+	first.close() // on a
+	eventually(t, 2*time.Second, "a stream that ended on a frees its user's place on b", func() bool {
+		st, _ := b.openStream("/api/v1/events", keys[1])
+		return st != nil
+	})
 }
