@@ -26,10 +26,12 @@ type Slot struct {
 	owner slotOwner
 	key   string
 	lease string // the lease's member in Redis; "" in memory
-	// In memory, id numbers the reservation, so that a second Release of
+	// In memory (a MemoryCap's, or the count a RedisCap keeps in its
+	// fallback), id numbers the reservation, so that a second Release of
 	// the slot finds nothing to free rather than another stream's slot of
 	// the same key, and at is where it is kept (its shard and row), so
-	// Release goes straight there. Both are 0 in Redis.
+	// Release goes straight there. Both are 0 where nothing is counted in
+	// memory (a RedisCap without a fallback).
 	id uint64
 	at uint32
 }
