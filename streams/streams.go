@@ -59,6 +59,21 @@ func (s Slot) Refresh(ctx context.Context) error {
 	return s.owner.refresh(ctx, s)
 }
 
+// EventGap is the type of the events a hub adds itself to say that a
+// user's subscriptions may have missed events before it: a [RedisHub]
+// that could not publish some of a user's events writes one into the
+// user's stream once Redis answers again (so it reaches every replica,
+// and a subscriber resuming from before it replays it), and one whose
+// reading found events gone (trimmed, or lost with Redis's data) gives
+// one, without an ID, to every subscription it holds. Its Data is empty.
+// A subscriber should tell its client, which reloads what the lost events
+// would have changed.
+const EventGap = "stream.gap"
+
+// everyone is the To of an event for every user: a gap marker of a hub
+// that lost too many users' events to name them.
+const everyone = "*"
+
 // An Event is one message of a caller's event stream.
 type Event struct {
 	// ID is given by the hub: "<unix ms>-<seq>", the form Redis stream ids
