@@ -253,7 +253,7 @@ func (s *Server) eventSchema(events []eventType) *huma.Schema {
 			Properties: map[string]*huma.Schema{
 				"event": {Type: huma.TypeString, Enum: []any{e.name}, Description: "The event's name."},
 				"data":  reg.Schema(reflect.TypeOf(e.data), true, e.name),
-				"id":    {Type: huma.TypeString, Description: "The event's id, for Last-Event-ID. Control events (stream.*) have none."},
+				"id":    {Type: huma.TypeString, Description: "The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's)."},
 			},
 			Required: []string{"event", "data"},
 		})
@@ -272,7 +272,7 @@ var lastEventID = regexp.MustCompile(`^[0-9]{1,20}-[0-9]{1,20}$`)
 
 // ClosingEvent is the data of the stream.closing event, a stream's last.
 type ClosingEvent struct {
-	Reason string `json:"reason" enum:"shutdown,slow,unauthenticated,unavailable" doc:"shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unauthenticated: the stream's credentials no longer hold (logged out, key deleted, session expired); unavailable: the stream's slot was lost while its store failed (reconnect)."`
+	Reason string `json:"reason" enum:"shutdown,slow,unauthenticated,unavailable" doc:"shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unauthenticated: the stream's credentials no longer hold (logged out, key deleted, session expired); unavailable: a store the stream needs failed (its slot was lost in an outage and others took its place, or its job could not be read again after a gap): reconnect."`
 }
 
 // closingEvent ends every stream the server closes.
@@ -445,8 +445,10 @@ type stream struct {
 	caller      *auth.Identity
 	lastEventID string
 	// lastSent is the id of the last event sent, else lastEventID: where
-	// a gap starts (stream.gap's after).
+	// a gap starts (stream.gap's after). gapped says the last event sent
+	// was stream.gap.
 	lastSent string
+	gapped   bool
 	declared map[string]bool // the event types the stream's operation declares
 	opened   time.Time
 	// handedOff is closed once the handler may return: the stream has
@@ -607,6 +609,10 @@ func (st *stream) send(id, event string, data json.RawMessage) error {
 	}
 	msg = append(append(append(msg, "event: "...), event...), '\n')
 	msg = append(append(append(msg, "data: "...), data...), "\n\n"...)
+	if id != "" {
+		st.lastSent = id
+	}
+	st.gapped = event == gapEvent.name
 	return st.write(msg)
 }
 

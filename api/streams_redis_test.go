@@ -3,8 +3,10 @@ package api_test
 import (
 	"cmp"
 	"context"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/testclock"
+	"github.com/brain-template/brain/internal/testproxy"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/ratelimit/redistest"
 	"github.com/brain-template/brain/streams"
@@ -183,4 +186,121 @@ func TestStreamLimitsAcrossReplicas(t *testing.T) {
 		st, _ := b.openStream("/api/v1/events", keys[1])
 		return st != nil
 	})
+}
+
+// leases counts the streams Redis holds for the keys of the stream caps
+// under prefix whose key starts with kind ("s:" sessions, "k:" API keys,
+// "u:" users), by key.
+func leases(t *testing.T, c rueidis.Client, prefix, kind string) map[string]int64 {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := c.Do(ctx, c.B().Keys().Pattern(prefix+"streams:"+kind+"*").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, k := range keys {
+		n, err := c.Do(ctx, c.B().Zcard().Key(k).Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k] = n
+	}
+	return out
+}
+
+// A Redis cut, over real HTTP: a replica whose Redis is cut off never
+// lets a session past its 16 streams (its own count starts from the
+// streams it holds); events published during the cut are lost, and both
+// a live stream and one resuming from before the cut learn so with
+// stream.gap; once Redis is back, Redis counts exactly the streams open
+// (those that began in the cut get leases, the released ones go, those
+// whose leases expired take them back), for the session and for its
+// user, and the 17th is refused again on any replica.
+func TestStreamsThroughARedisCut(t *testing.T) {
+	svc := MustAuth(t)
+	prefix := redistest.Prefix()
+	const beat = 100 * time.Millisecond
+	opt := redistest.Option(t)
+	proxy := testproxy.New(t, opt.InitAddress[0])
+	opt.InitAddress = []string{proxy.Addr()}
+	opt.DisableRetry = true
+	client := redistest.Client(t, opt)
+	t.Cleanup(proxy.Cut) // before the client closes
+	redisCap := func(max int) *streams.RedisCap {
+		c := streams.NewRedisCap(client, prefix, max, 4*beat, streams.NewMemoryCap(max))
+		c.Timeout = time.Second
+		return c
+	}
+	hub := streams.NewRedisHub(client, prefix, 1000, 64)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = hub.Run(ctx) }()
+	t.Cleanup(func() { stop(); <-done })
+	_, a, _ := streamServerWith(t, api.Config{Auth: svc, Streams: api.StreamConfig{
+		Cap: redisCap(api.DefaultStreamCap), UserCap: redisCap(api.DefaultStreamUserCap), Hub: hub, Heartbeat: beat}}, nil)
+	var never atomic.Bool
+	b := newReplica(t, svc, prefix, 4*beat, &never) // Redis never fails it
+	rc := redistest.Client(t, redistest.Option(t))
+	ada := a.login("ada", "correct horse battery").cookie(t)
+
+	var open []*sse
+	for i := range api.DefaultStreamCap {
+		st, r := a.openStream("/api/v1/events", ada)
+		if st == nil {
+			t.Fatalf("stream %d: %d %s", i+1, r.status, r.body)
+		}
+		open = append(open, st)
+	}
+	live := open[0]
+	a.call("POST", "/api/v1/apikeys", map[string]string{"name": "before"}, ada).want(t, 201, "create a key")
+	before := live.nextEvent(t)
+	if before.event != "apikey.created" || before.id == "" {
+		t.Fatalf("before the cut: %+v", before)
+	}
+
+	proxy.Cut()
+	if _, r := a.openStream("/api/v1/events", ada); r.status != 429 {
+		t.Fatalf("the 17th during the cut: %d %s; want 429, the 16 in Redis counted", r.status, r.body)
+	}
+	open[1].close() // Redis hears of neither
+	open[2].close()
+	for i := range 2 {
+		var st *sse
+		eventually(t, 2*time.Second, "a closed stream frees its slot on this replica", func() bool {
+			st, _ = a.openStream("/api/v1/events", ada)
+			return st != nil
+		})
+		open[1+i] = st
+	}
+	if _, r := a.openStream("/api/v1/events", ada); r.status != 429 {
+		t.Fatalf("the 17th during the cut, after 2 closed and 2 opened: %d %s; want 429", r.status, r.body)
+	}
+	// Its event is lost; then the leases in Redis expire.
+	a.call("POST", "/api/v1/apikeys", map[string]string{"name": "lost"}, ada).want(t, 201, "create a key during the cut")
+	time.Sleep(4 * beat)
+
+	proxy.Restore()
+	gap := live.nextEvent(t)
+	if gap.event != "stream.gap" || gap.data != `{"after":"`+before.id+`"}` || gap.id == "" {
+		t.Fatalf("the live stream after the cut: %+v; want stream.gap after %s, with an id", gap, before.id)
+	}
+	eventually(t, 5*time.Second, "Redis counts the 16 streams open, for the session and for its user", func() bool {
+		s, u := leases(t, rc, prefix, "s:"), leases(t, rc, prefix, "u:")
+		return len(s) == 1 && len(u) == 1 && slices.Equal(slices.Collect(maps.Values(s)), []int64{16}) && slices.Equal(slices.Collect(maps.Values(u)), []int64{16})
+	})
+	for _, r := range []*replica{{live: a}, b} {
+		if _, rep := r.openStream("/api/v1/events", ada); rep.status != 429 {
+			t.Fatalf("the 17th after the cut: %d %s", rep.status, rep.body)
+		}
+	}
+	open[3].close()
+	var resumed *sse
+	eventually(t, 2*time.Second, "a closed stream frees its slot", func() bool {
+		resumed, _ = b.openStream("/api/v1/events", ada, "Last-Event-ID: "+before.id)
+		return resumed != nil
+	})
+	if m := resumed.nextEvent(t); m.event != "stream.gap" || m.id != gap.id {
+		t.Fatalf("a resume from before the cut: %+v; want the stream.gap %s", m, gap.id)
+	}
 }

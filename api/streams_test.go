@@ -789,3 +789,45 @@ func TestStreamChecksCallerFirst(t *testing.T) {
 		t.Fatalf("no credentials, a bad Last-Event-ID: %d %s", r.status, r.body)
 	}
 }
+
+// A gap marker of the hub (an outage cost some events) reaches the
+// streams as the client needs it: GET /api/v1/events sends stream.gap,
+// with the marker's id and the id of the last event it had, and a job's
+// log, whose steps were lost, sends the job as the database has it, here
+// its end.
+func TestStreamGapMarker(t *testing.T) {
+	hub := streams.NewMemoryHub(16, 16)
+	svc := MustAuth(t)
+	db, _ := dbOf.Load(svc)
+	lost := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{}) // its events go nowhere: an outage
+	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Ingest: lost, Streams: api.StreamConfig{Hub: hub}}, nil)
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	var a struct {
+		JobID string `json:"job_id"`
+	}
+	l.call("POST", "/api/v1/memory/ingest", map[string]any{"project": "p", "items": []map[string]string{{"text": "one"}}}, ada).
+		want(t, 202, "ingest").decode(t, &a)
+	events, _ := l.openStream("/api/v1/events", ada)
+	jobLog, _ := l.openStream("/api/v1/jobs/"+a.JobID+"/log", ada)
+	if m := jobLog.nextEvent(t); m.event != "job.progress" {
+		t.Fatalf("the job log starts with %+v", m)
+	}
+	l.call("POST", "/api/v1/apikeys", map[string]string{"name": "k"}, ada).want(t, 201, "create a key")
+	last := events.nextEvent(t)
+	if err := lost.Process(context.Background(), a.JobID); err != nil {
+		t.Fatal(err)
+	}
+	id, err := hub.Publish(context.Background(), streams.Event{Type: streams.EventGap, To: adaID(t, l, ada)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := events.nextEvent(t); m.event != "stream.gap" || m.id != id || m.data != `{"after":"`+last.id+`"}` {
+		t.Fatalf("events after the marker: %+v; want stream.gap %s after %s", m, id, last.id)
+	}
+	if m := jobLog.nextEvent(t); m.event != "job.succeeded" || !strings.Contains(m.data, a.JobID) {
+		t.Fatalf("the job log after the marker: %+v; want its end, job.succeeded, read from the database", m)
+	}
+	if _, err := io.ReadAll(jobLog.rd); err != nil {
+		t.Fatalf("the job log did not end with its job: %v", err)
+	}
+}

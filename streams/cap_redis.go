@@ -210,19 +210,27 @@ func (r *RedisCap) Reserve(ctx context.Context, key string) (s Slot, live int, o
 }
 
 // refresh keeps s counted in Redis (refreshScript). It returns Redis's
-// error, or ErrSlotLost when s's key had no place for it.
+// error, or ErrSlotLost when s's key had no place for it, even once the
+// leases whose Release failed were removed.
 func (r *RedisCap) refresh(ctx context.Context, s Slot) error {
-	cctx, cancel := context.WithTimeout(ctx, r.Timeout)
-	n, err := refreshLua.Exec(cctx, r.client, []string{r.prefix + s.key}, []string{r.maxArg, r.leaseArg, s.lease}).AsInt64()
-	cancel()
+	n, err := r.keep(ctx, s)
+	if err == nil && r.flush(ctx) && n == 0 {
+		n, err = r.keep(ctx, s) // the leases of streams that ended may have filled its key
+	}
 	if err != nil {
 		return fmt.Errorf("streams: redis: refreshing a stream's slot (the stream keeps it until its lease ends; refresh again at the next heartbeat): %w", err)
 	}
-	r.flush(ctx)
 	if n == 0 {
 		return ErrSlotLost
 	}
 	return nil
+}
+
+// keep runs refreshScript for s.
+func (r *RedisCap) keep(ctx context.Context, s Slot) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	return refreshLua.Exec(ctx, r.client, []string{r.prefix + s.key}, []string{r.maxArg, r.leaseArg, s.lease}).AsInt64()
 }
 
 // release removes s's lease, and its place in this replica's count.
@@ -259,13 +267,18 @@ func (r *RedisCap) remember(l lease) {
 
 // flush removes the leases whose Release failed, now that Redis has
 // answered a call: in one round trip, by one caller at a time. Those it
-// cannot remove are kept for the next.
-func (r *RedisCap) flush(ctx context.Context) {
+// cannot remove (the first call on a connection an outage broke may fail)
+// are kept for the next. It reports whether there were any, being
+// removed by this call or another.
+func (r *RedisCap) flush(ctx context.Context) bool {
 	r.mu.Lock()
 	n := len(r.unreleased)
 	r.mu.Unlock()
-	if n == 0 || !r.flushing.CompareAndSwap(false, true) {
-		return
+	if n == 0 {
+		return false
+	}
+	if !r.flushing.CompareAndSwap(false, true) {
+		return true
 	}
 	defer r.flushing.Store(false)
 	r.mu.Lock()
@@ -283,6 +296,7 @@ func (r *RedisCap) flush(ctx context.Context) {
 			r.remember(batch[i])
 		}
 	}
+	return true
 }
 
 func (r *RedisCap) onError(err error) {

@@ -96,7 +96,9 @@ var replay = rueidis.NewLuaScript(replayScript)
 //
 // Every Redis call but Run's blocking read is bounded by a timeout of a
 // second, or the caller's deadline if sooner. It needs Redis 6.2 or later
-// (exclusive ranges of stream ids).
+// (exclusive ranges of stream ids); from 7.0 (which brain needs), the
+// check after a failed read also sees entries trimmed from a stream that
+// was empty when it began reading.
 type RedisHub struct {
 	// OnError, when set, is told each failure of Run's reading, before Run
 	// retries. Run never gives up while its context lasts, so this is

@@ -387,7 +387,7 @@ export interface components {
         };
         ClosingEvent: {
             /**
-             * @description shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unauthenticated: the stream's credentials no longer hold (logged out, key deleted, session expired); unavailable: the stream's slot was lost while its store failed (reconnect).
+             * @description shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unauthenticated: the stream's credentials no longer hold (logged out, key deleted, session expired); unavailable: a store the stream needs failed (its slot was lost in an outage and others took its place, or its job could not be read again after a gap): reconnect.
              * @enum {string}
              */
             reason: "shutdown" | "slow" | "unauthenticated" | "unavailable";
@@ -478,7 +478,7 @@ export interface components {
             message: string;
         };
         GapEvent: {
-            /** @description The Last-Event-ID the client sent. */
+            /** @description The id of the last event the stream had before the gap: the last one it sent, else the Last-Event-ID the client sent; empty when it had none. */
             after: string;
         };
         HealthOutputBody: {
@@ -1542,7 +1542,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "apikey.created";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["DeletedEvent"];
@@ -1551,7 +1551,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "apikey.deleted";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["JobFailed"];
@@ -1560,7 +1560,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.failed";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["JobProgress"];
@@ -1569,7 +1569,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.progress";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["JobQueued"];
@@ -1578,7 +1578,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.queued";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["JobSucceeded"];
@@ -1587,7 +1587,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.succeeded";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["MemoryIngested"];
@@ -1596,7 +1596,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "memory.ingested";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["ClosingEvent"];
@@ -1605,7 +1605,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "stream.closing";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["GapEvent"];
@@ -1614,7 +1614,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "stream.gap";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     })[];
                 };
@@ -1887,7 +1887,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.failed";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["JobProgress"];
@@ -1896,7 +1896,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.progress";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["JobSucceeded"];
@@ -1905,7 +1905,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.succeeded";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["ClosingEvent"];
@@ -1914,7 +1914,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "stream.closing";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     })[];
                 };
@@ -2475,7 +2475,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "stream.closing";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["LiveSnapshot"];
@@ -2484,7 +2484,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "system.live";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     })[];
                 };
