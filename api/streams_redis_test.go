@@ -285,9 +285,14 @@ func TestStreamsThroughARedisCut(t *testing.T) {
 	if gap.event != "stream.gap" || gap.data != `{"after":"`+before.id+`"}` || gap.id == "" {
 		t.Fatalf("the live stream after the cut: %+v; want stream.gap after %s, with an id", gap, before.id)
 	}
-	eventually(t, 5*time.Second, "Redis counts the 16 streams open, for the session and for its user", func() bool {
-		s, u := leases(t, rc, prefix, "s:"), leases(t, rc, prefix, "u:")
-		return len(s) == 1 && len(u) == 1 && slices.Equal(slices.Collect(maps.Values(s)), []int64{16}) && slices.Equal(slices.Collect(maps.Values(u)), []int64{16})
+	var s, u map[string]int64
+	eventually(t, 10*time.Second, "Redis counts the 16 streams open, for the session and for its user", func() bool {
+		s, u = leases(t, rc, prefix, "s:"), leases(t, rc, prefix, "u:")
+		ok := len(s) == 1 && len(u) == 1 && slices.Equal(slices.Collect(maps.Values(s)), []int64{16}) && slices.Equal(slices.Collect(maps.Values(u)), []int64{16})
+		if !ok {
+			t.Logf("leases: session %v, user %v", s, u)
+		}
+		return ok
 	})
 	for _, r := range []*replica{{live: a}, b} {
 		if _, rep := r.openStream("/api/v1/events", ada); rep.status != 429 {
