@@ -39,6 +39,9 @@ func TestConfigDefaults(t *testing.T) {
 		{"HashConcurrency", c.HashConcurrency, 0}, // auto: GOMAXPROCS
 		{"HashWait", c.HashWait, time.Second},
 		{"LogLevel", c.LogLevel, slog.LevelInfo},
+		{"StreamCap", c.StreamCap, 16},
+		{"StreamUserCap", c.StreamUserCap, 64},
+		{"StreamOpens", c.StreamOpens, ratelimit.Budget{Limit: 60, Window: time.Minute, Burst: 20}},
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {
@@ -99,6 +102,11 @@ func TestConfigErrors(t *testing.T) {
 		{"log_level", nil, map[string]string{"BRAIN_LOG_LEVEL": "loud"}, "BRAIN_LOG_LEVEL"},
 		{"hash_concurrency", nil, map[string]string{"BRAIN_HASH_CONCURRENCY": "0"}, "BRAIN_HASH_CONCURRENCY"},
 		{"hash_wait", nil, map[string]string{"BRAIN_HASH_WAIT": "0s"}, "BRAIN_HASH_WAIT"},
+		{"stream_opens", nil, map[string]string{"BRAIN_STREAM_OPENS": "60/min,burst=0"}, "BRAIN_STREAM_OPENS"},
+		{"stream_user_cap", nil, map[string]string{"BRAIN_STREAM_USER_CAP": "0"}, "BRAIN_STREAM_USER_CAP"},
+		// A user's cap below one key's: the message names both settings.
+		{"stream_user_cap_below_cap", nil, map[string]string{"BRAIN_STREAM_USER_CAP": "8"}, "BRAIN_STREAM_USER_CAP=8: it must be at least BRAIN_STREAM_CAP (16)"},
+		{"stream_user_cap_below_cap_flags", []string{"--stream-cap", "100", "--stream-user-cap", "99"}, nil, "--stream-user-cap=99: it must be at least --stream-cap (100)"},
 		{"stray_argument", []string{"extra"}, nil, "extra"},
 	}
 	for _, tc := range tests {
