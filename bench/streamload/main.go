@@ -3,8 +3,9 @@
 // reach every stream.
 //
 // It builds brain (or takes -bin) and starts it on a free loopback port
-// with a temporary SQLite data dir, a per-caller stream cap above n,
-// metrics off, the default heartbeat (-heartbeat) and its log in a file.
+// with a temporary SQLite data dir, stream caps (per caller, per user) and
+// an open budget (its burst) above n, so that one session may open them
+// all at once, metrics off, the default heartbeat (-heartbeat) and its log in a file.
 // It logs in as admin, sends health checks until the server has collected
 // the login's garbage, and reads the server's RSS. Then it opens n streams
 // of GET /api/v1/events as that one session, each over its own TCP
@@ -138,6 +139,8 @@ func start(bin, dir string, cap int, heartbeat string, extra []string) (*server,
 		"BRAIN_METRICS_ADDR=off",
 		"BRAIN_COOKIE_SECURE=false",
 		"BRAIN_STREAM_CAP=" + strconv.Itoa(cap),
+		"BRAIN_STREAM_USER_CAP=" + strconv.Itoa(cap),
+		"BRAIN_STREAM_OPENS=" + strconv.Itoa(cap) + "/s,burst=" + strconv.Itoa(cap),
 		"BRAIN_STREAM_HEARTBEAT=" + heartbeat,
 		"BRAIN_RATE_LIMIT_SESSION=6000/min,burst=1000",
 	}

@@ -41,6 +41,9 @@ func TestConfigDefaults(t *testing.T) {
 		{"LogLevel", c.LogLevel, slog.LevelInfo},
 		{"BodyBytesInFlight", c.BodyBytesInFlight, int64(api.DefaultBodyBytesInFlight)},
 		{"BodyBytesPerUser", c.BodyBytesPerUser, int64(api.DefaultBodyBytesPerCaller)},
+		{"StreamCap", c.StreamCap, 16},
+		{"StreamUserCap", c.StreamUserCap, 64},
+		{"StreamOpens", c.StreamOpens, ratelimit.Budget{Limit: 60, Window: time.Minute, Burst: 20}},
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {
@@ -117,6 +120,11 @@ func TestConfigErrors(t *testing.T) {
 		{"body_bytes_per_user", nil, map[string]string{"BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER": "-1"}, "BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER"},
 		{"body_bytes_per_user_over_all", nil, map[string]string{"BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER": "128MiB"}, "BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER"},
 		{"body_bytes_per_user_flag", []string{"--body-bytes-in-flight-per-user", "1GiB"}, nil, "--body-bytes-in-flight-per-user"},
+		{"stream_opens", nil, map[string]string{"BRAIN_STREAM_OPENS": "60/min,burst=0"}, "BRAIN_STREAM_OPENS"},
+		{"stream_user_cap", nil, map[string]string{"BRAIN_STREAM_USER_CAP": "0"}, "BRAIN_STREAM_USER_CAP"},
+		// A user's cap below one key's: the message names both settings.
+		{"stream_user_cap_below_cap", nil, map[string]string{"BRAIN_STREAM_USER_CAP": "8"}, "BRAIN_STREAM_USER_CAP=8: it must be at least BRAIN_STREAM_CAP (16)"},
+		{"stream_user_cap_below_cap_flags", []string{"--stream-cap", "100", "--stream-user-cap", "99"}, nil, "--stream-user-cap=99: it must be at least --stream-cap (100)"},
 		{"stray_argument", []string{"extra"}, nil, "extra"},
 	}
 	for _, tc := range tests {
