@@ -53,6 +53,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -194,12 +195,7 @@ func (l *Limiter) own(nc net.Conn) *conn {
 // nc before closing it.
 func (l *Limiter) admit(nc net.Conn) (c *conn, victim *conn, refusal []byte) {
 	addr, key := peerAddr(nc)
-	exempt := !addr.IsValid()
-	for _, p := range l.cfg.Exempt {
-		if exempt = exempt || p.Contains(addr); exempt {
-			break
-		}
-	}
+	exempt := !addr.IsValid() || slices.ContainsFunc(l.cfg.Exempt, func(p netip.Prefix) bool { return p.Contains(addr) })
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var p *peer
@@ -336,22 +332,20 @@ func (ln *listener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		c, victim, refusal := ln.l.admit(nc)
+		if c == nil || victim != nil {
+			ln.l.warn() // first: when a client sees what happened, the warning has been decided
+		}
 		if victim != nil {
 			victim.Conn.Close() // its reader sees the close and calls Close: counted out already
-		}
-		if c == nil {
-			if len(refusal) > 0 {
-				_ = nc.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
-				_, _ = nc.Write(refusal)
-			}
-			nc.Close()
-		}
-		if c == nil || victim != nil {
-			ln.l.warn()
 		}
 		if c != nil {
 			return c, nil
 		}
+		if len(refusal) > 0 {
+			_ = nc.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
+			_, _ = nc.Write(refusal)
+		}
+		nc.Close()
 	}
 }
 
