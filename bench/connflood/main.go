@@ -17,7 +17,9 @@
 // its CPU per request. For -hold the connections stay open while, every
 // -every, a health check and a login from 127.0.0.1 are timed (or "no
 // answer within 5 s") and VmRSS read. At the end it counts the lines of
-// the server's log that say accept4: too many open files.
+// the server's log that say accept4: too many open files. Each login
+// probe also reports what it cost the server: CPU time and minor page
+// faults over the request.
 //
 //	git worktree add /tmp/main main && (cd /tmp/main && go build -o /tmp/brain-before ./cmd/brain)
 //	go build -o /tmp/brain-after ./cmd/brain
@@ -154,8 +156,8 @@ func measure(s settings, b binary, run int) error {
 		}
 	}
 	health, herr := probe(base, "/api/v1/health")
-	login, lerr := probe(base, "/api/v1/auth/login")
-	fmt.Printf("%s, run %d (%s): at rest health %s, login %s; VmRSS %.1f MiB\n", b.name, run, b.path, show(health, herr), show(login, lerr), mib(status(pid, "VmRSS")))
+	login, lcost, lerr := probeLogin(base, pid)
+	fmt.Printf("%s, run %d (%s): at rest health %s, login %s (%s); VmRSS %.1f MiB\n", b.name, run, b.path, show(health, herr), show(login, lerr), lcost, mib(status(pid, "VmRSS")))
 
 	cpu0, start := procCPU(pid), time.Now()
 	var answered, failed int
@@ -182,18 +184,18 @@ func measure(s settings, b binary, run int) error {
 	fmt.Printf("  flood:  %d connections in %.1f s: %d answered 200, %d failed or cut; server CPU %.1f s, %s a request answered\n",
 		s.conns, took.Seconds(), answered, failed, cpu.Seconds(), perRequest)
 
-	var healths, logins []string
+	var healths, logins, costs []string
 	var rss []float64
 	for end := time.Now().Add(s.hold); time.Now().Before(end); {
 		next := time.Now().Add(s.every)
 		h, herr := probe(base, "/api/v1/health")
-		l, lerr := probe(base, "/api/v1/auth/login")
-		healths, logins = append(healths, show(h, herr)), append(logins, show(l, lerr))
+		l, lcost, lerr := probeLogin(base, pid)
+		healths, logins, costs = append(healths, show(h, herr)), append(logins, show(l, lerr)), append(costs, lcost)
 		rss = append(rss, mib(status(pid, "VmRSS")))
 		time.Sleep(time.Until(next))
 	}
-	fmt.Printf("  hold:   health %s\n          login  %s\n          VmRSS %.1f to %.1f MiB, %d files open\n",
-		strings.Join(healths, ", "), strings.Join(logins, ", "), slices.Min(rss), slices.Max(rss), openFiles(pid))
+	fmt.Printf("  hold:   health %s\n          login  %s\n          (login: %s)\n          VmRSS %.1f to %.1f MiB, %d files open\n",
+		strings.Join(healths, ", "), strings.Join(logins, ", "), strings.Join(costs, "; "), slices.Min(rss), slices.Max(rss), openFiles(pid))
 	logText, _ := os.ReadFile(filepath.Join(dir, "brain.log"))
 	fmt.Printf("  log:    %d lines with accept4: too many open files", bytes.Count(logText, []byte("accept4: too many open files")))
 	if m := regexp.MustCompile(`msg="connection caps" (.*)`).FindSubmatch(logText); m != nil {
@@ -225,6 +227,15 @@ func probe(base, path string) (time.Duration, error) {
 		err = fmt.Errorf("status %d", res.StatusCode)
 	}
 	return time.Since(start), err
+}
+
+// probeLogin is probe of the login, with what it cost the server: its
+// CPU time and minor page faults over the request (the server does
+// little else meanwhile).
+func probeLogin(base string, pid int) (d time.Duration, cost string, err error) {
+	cpu0, faults0 := procCPU(pid), procFaults(pid)
+	d, err = probe(base, "/api/v1/auth/login")
+	return d, fmt.Sprintf("%d ms CPU, %d faults", (procCPU(pid) - cpu0).Milliseconds(), procFaults(pid)-faults0), err
 }
 
 // show is a probe's result for the report.
@@ -339,16 +350,32 @@ func loadavg() string {
 
 // procCPU is process pid's user and system CPU time so far.
 func procCPU(pid int) time.Duration {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:])) // after the command name, which may hold spaces
+	f := procStat(pid)
 	if len(f) < 13 {
 		return 0
 	}
 	u, _ := strconv.ParseInt(f[11], 10, 64)
 	k, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(u+k) * 10 * time.Millisecond // USER_HZ is 100 on Linux
+}
+
+// procFaults is how many minor page faults process pid has taken.
+func procFaults(pid int) int64 {
+	f := procStat(pid)
+	if len(f) < 8 {
+		return 0
+	}
+	n, _ := strconv.ParseInt(f[7], 10, 64)
+	return n
+}
+
+// procStat is the fields of /proc/pid/stat after the command name, which
+// may hold spaces: state first.
+func procStat(pid int) []string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
 }
