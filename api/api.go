@@ -10,6 +10,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -167,10 +168,13 @@ func New(cfg Config) *Server {
 	hc.Transformers = append(hc.Transformers, logCauses(outages))
 
 	cfg.Streams = cfg.Streams.withDefaults()
-	ps.streamCap = cfg.Streams.Cap.Max()
+	ps.streamCap, ps.streamUserCap = cfg.Streams.Cap.Max(), cfg.Streams.UserCap.Max()
+	if ps.streamUserCap < ps.streamCap {
+		ps.errs = append(ps.errs, fmt.Errorf("the streams of a user are capped at %d, fewer than the %d of each of its sessions and keys: the user's cap counts them all, so it must be at least theirs", ps.streamUserCap, ps.streamCap))
+	}
 	api := humachi.New(r, hc)
 	s := &Server{router: r, API: api, planes: ps, outages: outages, traffic: tr, ingest: cfg.Ingest,
-		streams: &streamPlane{cfg: cfg.Streams, svc: cfg.Auth, now: cfg.Now, closing: make(chan struct{})}}
+		streams: newStreamPlane(cfg.Streams, ps, cfg.Metrics, cfg.Auth, cfg.Now)}
 	s.requireCaller = requireCaller(api, cfg.Auth, ps, outages)
 	api.UseMiddleware(s.requireCaller)
 	ps.api = api

@@ -9,5 +9,8 @@
 // floods it with wrong-password logins and reports peak memory and
 // latency. streamload is a load test of the stream plane: it starts a
 // brain binary, opens thousands of event streams and reports the memory
-// each costs and how long one event takes to reach them all.
+// each costs and how long one event takes to reach them all. streamopens
+// measures a client that reopens a stream in a loop: the opens admitted,
+// the replays and job reads they cost, and the server's CPU, of two
+// binaries interleaved.
 package bench

@@ -3,9 +3,11 @@
 // reach every stream.
 //
 // It builds brain (or takes -bin) and starts it on a free loopback port
-// with a temporary SQLite data dir, a per-caller stream cap and a
-// per-address connection cap above n (BRAIN_MAX_CONNS_PER_IP: every
-// stream comes from 127.0.0.1), metrics off, the default heartbeat (-heartbeat) and its log in a file.
+// with a temporary SQLite data dir, stream caps (per caller, per user) and
+// an open budget (its burst) above n, so that one session may open them
+// all at once, a per-address connection cap above n (every stream comes
+// from 127.0.0.1), metrics off, the default heartbeat (-heartbeat) and
+// its log in a file.
 // It logs in as admin, sends health checks until the server has collected
 // the login's garbage, and reads the server's RSS. Then it opens n streams
 // of GET /api/v1/events as that one session, each over its own TCP
@@ -144,15 +146,18 @@ const connSlack = 64
 // start starts bin, for n streams, with its data and log in dir and
 // waits until it listens. Every stream and request comes from 127.0.0.1:
 // the address's connection cap (BRAIN_MAX_CONNS_PER_IP) is raised above
-// them, as is the session's stream cap.
+// them, as are the stream caps and the open budget.
 func start(bin, dir string, n int, heartbeat string, extra []string) (*server, error) {
+	streams := strconv.Itoa(n + 16)
 	env := []string{
 		"BRAIN_ADDR=127.0.0.1:0",
 		"BRAIN_DATA_DIR=" + filepath.Join(dir, "data"),
 		"BRAIN_ADMIN_PASSWORD=" + adminPassword,
 		"BRAIN_METRICS_ADDR=off",
 		"BRAIN_COOKIE_SECURE=false",
-		"BRAIN_STREAM_CAP=" + strconv.Itoa(n+16),
+		"BRAIN_STREAM_CAP=" + streams,
+		"BRAIN_STREAM_USER_CAP=" + streams,
+		"BRAIN_STREAM_OPENS=" + streams + "/s,burst=" + streams,
 		"BRAIN_MAX_CONNS_PER_IP=" + strconv.Itoa(n+connSlack),
 		"BRAIN_STREAM_HEARTBEAT=" + heartbeat,
 		"BRAIN_RATE_LIMIT_SESSION=6000/min,burst=1000",

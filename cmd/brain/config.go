@@ -58,6 +58,8 @@ type Config struct {
 	JobTimeout time.Duration
 
 	StreamCap        int
+	StreamUserCap    int
+	StreamOpens      ratelimit.Budget
 	StreamHeartbeat  time.Duration
 	StreamRetryAfter time.Duration
 
@@ -210,6 +212,8 @@ var settings = []setting{
 		return nil
 	}},
 	{"stream-cap", "BRAIN_STREAM_CAP", "16", "open streams per session or API key, across every stream endpoint; one more answers 429", false, count(1, 100000, func(c *Config) *int { return &c.StreamCap })},
+	{"stream-user-cap", "BRAIN_STREAM_USER_CAP", "64", "open streams per user, across all of its sessions and API keys and every stream endpoint, at least BRAIN_STREAM_CAP; one more answers 429", false, count(1, 100000, func(c *Config) *int { return &c.StreamUserCap })},
+	{"stream-opens", "BRAIN_STREAM_OPENS", "60/min,burst=20", "streams a session or API key may open, <n>/<s|min|h>[,burst=<b>]; one more answers 429", false, budget(func(c *Config) *ratelimit.Budget { return &c.StreamOpens })},
 	{"stream-heartbeat", "BRAIN_STREAM_HEARTBEAT", "15s", "how often an idle stream gets a comment line (and renews its slot)", false, duration(10*time.Millisecond, func(c *Config) *time.Duration { return &c.StreamHeartbeat })},
 	{"stream-retry-after", "BRAIN_STREAM_RETRY_AFTER", "5s", "the Retry-After of a stream refused by the cap", false, duration(time.Second, func(c *Config) *time.Duration { return &c.StreamRetryAfter })},
 	{"max-conns", "BRAIN_MAX_CONNS", "auto", "open connections at most: auto (what the descriptor limit, RLIMIT_NOFILE, allows beside brain's own files) or a number up to that", false, func(c *Config, v string) error {
@@ -307,6 +311,16 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 			}
 			return Config{}, fmt.Errorf("invalid %s=%q: %w", name, *values[i], err)
 		}
+	}
+	if c.StreamUserCap < c.StreamCap { // a user's cap counts the streams of all its sessions and keys
+		name, capName := "BRAIN_STREAM_USER_CAP", "BRAIN_STREAM_CAP"
+		if fromFlag["stream-user-cap"] {
+			name = "--stream-user-cap"
+		}
+		if fromFlag["stream-cap"] {
+			capName = "--stream-cap"
+		}
+		return Config{}, fmt.Errorf("invalid %s=%d: it must be at least %s (%d): a user's cap counts the streams of all its sessions and API keys, so it cannot be below what one of them may hold", name, c.StreamUserCap, capName, c.StreamCap)
 	}
 	return c, nil
 }

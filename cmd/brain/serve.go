@@ -146,17 +146,20 @@ const (
 // a cap and a hub every replica shares, whose hub must run (run) for
 // events from other replicas to arrive.
 func streamConfig(cfg Config, client rueidis.Client, logger *slog.Logger) (sc api.StreamConfig, run func(context.Context)) {
-	sc = api.StreamConfig{Cap: streams.NewMemoryCap(cfg.StreamCap), Hub: streams.NewMemoryHub(memoryKeep, streamBuffer),
-		Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter}
+	sc = api.StreamConfig{Cap: streams.NewMemoryCap(cfg.StreamCap), UserCap: streams.NewMemoryCap(cfg.StreamUserCap),
+		Hub: streams.NewMemoryHub(memoryKeep, streamBuffer), Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter}
 	if client == nil {
 		return sc, func(context.Context) {}
 	}
 	prefix := cfg.RedisPrefix + "st:"
-	rc := streams.NewRedisCap(client, prefix, cfg.StreamCap, streamLeaseBeats*cfg.StreamHeartbeat, streams.NewMemoryCap(cfg.StreamCap))
-	rc.OnError = func(err error) { logger.Warn("stream cap: Redis failed; counting on this replica", "error", err) }
+	redisCap := func(max int, what string) *streams.RedisCap {
+		c := streams.NewRedisCap(client, prefix, max, streamLeaseBeats*cfg.StreamHeartbeat, streams.NewMemoryCap(max))
+		c.OnError = func(err error) { logger.Warn(what+": Redis failed; counting on this replica", "error", err) }
+		return c
+	}
 	hub := streams.NewRedisHub(client, prefix, streamKeep, streamBuffer)
 	hub.OnError = func(err error) { logger.Warn("stream events: Redis failed; retrying", "error", err) }
-	sc.Cap, sc.Hub = rc, hub
+	sc.Cap, sc.UserCap, sc.Hub = redisCap(cfg.StreamCap, "stream cap"), redisCap(cfg.StreamUserCap, "stream cap per user"), hub
 	return sc, func(ctx context.Context) { _ = hub.Run(ctx) }
 }
 

@@ -137,7 +137,7 @@ export interface paths {
         };
         /**
          * Follow your events
-         * @description Your events as they happen, each with an id. On reconnect, send the last id received as Last-Event-ID (browsers do): the events after it that are still kept come first, or stream.gap says some are lost. Every stream endpoint shares your cap of open streams (x-rate-limit, plane stream): one more is refused with 429 before the stream starts.
+         * @description Your events as they happen, each with an id. On reconnect, send the last id received as Last-Event-ID (browsers do): the events after it that are still kept come first, or stream.gap says some are lost. Every stream endpoint shares the stream plane (x-rate-limit, plane stream): the open streams of your session or API key (streams), those of your user, counting all of its sessions and API keys (streams-per-user), and the streams your session or API key may open (stream-opens); past any of them a stream is refused with 429 before it starts.
          */
         get: operations["follow-events"];
         put?: never;
@@ -214,7 +214,7 @@ export interface paths {
         };
         /**
          * Follow a job
-         * @description One of your jobs until it ends: first its state now (job.progress), then each step, then job.succeeded or job.failed, after which the stream ends. A job that has ended answers 204 (its result is at GET /api/v1/jobs/{id}), which stops a browser's EventSource from reconnecting. Shares the cap of open streams with every stream endpoint.
+         * @description One of your jobs until it ends: first its state now (job.progress), then each step, then job.succeeded or job.failed, after which the stream ends. A job that has ended answers 204 (its result is at GET /api/v1/jobs/{id}), which stops a browser's EventSource from reconnecting. Shares the stream plane's caps and open budget with every stream endpoint.
          */
         get: operations["follow-job-log"];
         put?: never;
@@ -353,7 +353,7 @@ export interface paths {
         };
         /**
          * Follow the server's state
-         * @description A snapshot of this replica every second: requests and refusals per second, open streams, goroutines, heap. Shares the cap of open streams with every stream endpoint.
+         * @description A snapshot of this replica every second: requests and refusals per second, open streams, goroutines, heap. Shares the stream plane's caps and open budget with every stream endpoint.
          */
         get: operations["follow-system-live"];
         put?: never;
@@ -387,7 +387,7 @@ export interface components {
         };
         ClosingEvent: {
             /**
-             * @description shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unauthenticated: the stream's credentials no longer hold (logged out, key deleted, session expired); unavailable: the stream's slot was lost while its store failed (reconnect).
+             * @description shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unauthenticated: the stream's credentials no longer hold (logged out, key deleted, session expired); unavailable: a store the stream needs failed (its slot was lost in an outage and others took its place, or its job could not be read again after a gap): reconnect.
              * @enum {string}
              */
             reason: "shutdown" | "slow" | "unauthenticated" | "unavailable";
@@ -478,7 +478,7 @@ export interface components {
             message: string;
         };
         GapEvent: {
-            /** @description The Last-Event-ID the client sent. */
+            /** @description The id of the last event the stream had before the gap: the last one it sent, else the Last-Event-ID the client sent; empty when it had none. */
             after: string;
         };
         HealthOutputBody: {
@@ -752,7 +752,7 @@ export interface components {
             headers: {
                 /** @description Each budget that applies and what is left of it (draft-ietf-httpapi-ratelimit-headers-10): r = whole requests left, t = seconds until the budget is full again. Absent when the back-off refused (details.scope login). */
                 RateLimit?: string;
-                /** @description Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's cap, q = open streams and qu="concurrent-requests". Absent when the back-off refused (details.scope login). */
+                /** @description Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's caps, q = open streams and qu="concurrent-requests". Absent when the back-off refused (details.scope login). */
                 "RateLimit-Policy"?: string;
                 "Retry-After": components["headers"]["Retry-After"];
                 /** @description Legacy: the requests per window of the budget with the fewest requests left. Absent when the back-off refused (details.scope login). */
@@ -783,7 +783,7 @@ export interface components {
     headers: {
         /** @description Each budget that applies and what is left of it (draft-ietf-httpapi-ratelimit-headers-10): r = whole requests left, t = seconds until the budget is full again. */
         RateLimit: string;
-        /** @description Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's cap, q = open streams and qu="concurrent-requests". */
+        /** @description Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's caps, q = open streams and qu="concurrent-requests". */
         "RateLimit-Policy": string;
         /** @description Seconds until a request would be admitted (at least 1). */
         "Retry-After": number;
@@ -1542,7 +1542,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "apikey.created";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["DeletedEvent"];
@@ -1551,7 +1551,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "apikey.deleted";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["JobFailed"];
@@ -1560,7 +1560,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.failed";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["JobProgress"];
@@ -1569,7 +1569,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.progress";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["JobQueued"];
@@ -1578,7 +1578,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.queued";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["JobSucceeded"];
@@ -1587,7 +1587,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.succeeded";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["MemoryIngested"];
@@ -1596,7 +1596,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "memory.ingested";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["ClosingEvent"];
@@ -1605,7 +1605,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "stream.closing";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["GapEvent"];
@@ -1614,7 +1614,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "stream.gap";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     })[];
                 };
@@ -1887,7 +1887,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.failed";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["JobProgress"];
@@ -1896,7 +1896,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.progress";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["JobSucceeded"];
@@ -1905,7 +1905,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.succeeded";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["ClosingEvent"];
@@ -1914,7 +1914,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "stream.closing";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     })[];
                 };
@@ -2475,7 +2475,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "stream.closing";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["LiveSnapshot"];
@@ -2484,7 +2484,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "system.live";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     })[];
                 };
