@@ -18,6 +18,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/connlimit"
 	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
@@ -753,10 +754,26 @@ func TestStreamDataWithLineBreaks(t *testing.T) {
 
 // A client that stops taking data — its receive window full, or its host
 // gone — frees its slot within a few heartbeats, though the kernel still
-// buffers what the stream writes.
+// buffers what the stream writes. So it does when the connection is
+// connlimit's, which wraps the socket the kernel is asked about.
 func TestStreamStalledClientFreesSlot(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		srv  func(*httptest.Server)
+	}{
+		{"plain", nil},
+		{"connlimit", func(hs *httptest.Server) {
+			lim := connlimit.New(connlimit.Config{Max: 100, MaxPerIP: 100})
+			hs.Listener, hs.Config.ConnState = lim.Listener(hs.Listener), lim.ConnState
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testStreamStalledClientFreesSlot(t, tc.srv) })
+	}
+}
+
+func testStreamStalledClientFreesSlot(t *testing.T, srv func(*httptest.Server)) {
 	hub := streams.NewMemoryHub(16, 16)
-	_, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1), Hub: hub, Heartbeat: 50 * time.Millisecond}, nil)
+	_, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1), Hub: hub, Heartbeat: 50 * time.Millisecond}, srv)
 	ada := l.login("ada", "correct horse battery").cookie(t)
 	d := net.Dialer{Control: nil}
 	conn, err := d.Dial("tcp", strings.TrimPrefix(l.url, "http://"))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/connlimit"
 	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/ratelimit"
 )
@@ -67,6 +68,9 @@ type Config struct {
 	StreamOpens      ratelimit.Budget
 	StreamHeartbeat  time.Duration
 	StreamRetryAfter time.Duration
+
+	MaxConns      int // 0: auto, what the descriptor limit allows
+	MaxConnsPerIP int
 
 	ShutdownTimeout time.Duration
 	LogFormat       string
@@ -222,6 +226,24 @@ var settings = []setting{
 	{"stream-opens", "BRAIN_STREAM_OPENS", "60/min,burst=20", "streams a session or API key may open, <n>/<s|min|h>[,burst=<b>]; one more answers 429", false, budget(func(c *Config) *ratelimit.Budget { return &c.StreamOpens })},
 	{"stream-heartbeat", "BRAIN_STREAM_HEARTBEAT", "15s", "how often an idle stream gets a comment line (and renews its slot)", false, duration(10*time.Millisecond, func(c *Config) *time.Duration { return &c.StreamHeartbeat })},
 	{"stream-retry-after", "BRAIN_STREAM_RETRY_AFTER", "5s", "the Retry-After of a stream refused by the cap", false, duration(time.Second, func(c *Config) *time.Duration { return &c.StreamRetryAfter })},
+	{"max-conns", "BRAIN_MAX_CONNS", "auto", "open connections at most: auto (what the descriptor limit, RLIMIT_NOFILE, allows beside brain's own files) or a number up to that", false, func(c *Config, v string) error {
+		if v == "auto" {
+			c.MaxConns = 0
+			return nil
+		}
+		limit, known := connlimit.DescriptorLimit()
+		most := connlimit.Auto(limit)
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		switch {
+		case !known && (err != nil || n < 1 || n > 1<<20):
+			return errors.New("want auto or a whole number from 1 to 1048576")
+		case err != nil || n < 1 || n > most:
+			return fmt.Errorf("want auto or a whole number from 1 to %d: the descriptor limit (RLIMIT_NOFILE) is %d, of which brain keeps %d for its own files; raise the limit (ulimit -n) for more", most, limit, limit-most)
+		}
+		c.MaxConns = n
+		return nil
+	}},
+	{"max-conns-per-ip", "BRAIN_MAX_CONNS_PER_IP", "256", "open connections from one client address (an IPv6 /64) at most; BRAIN_TRUSTED_PROXIES are exempt", false, count(1, 1<<20, func(c *Config) *int { return &c.MaxConnsPerIP })},
 	{"shutdown-timeout", "BRAIN_SHUTDOWN_TIMEOUT", "15s", "how long a shutdown waits for in-flight requests", false, duration(0, func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
 	{"log-format", "BRAIN_LOG_FORMAT", "text", "text or json", false, func(c *Config, v string) error {
 		if v != "text" && v != "json" {

@@ -5,16 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/connlimit"
 	"github.com/brain-template/brain/ratelimit"
 )
 
@@ -38,6 +41,8 @@ func TestConfigDefaults(t *testing.T) {
 		{"ShutdownTimeout", c.ShutdownTimeout, 15 * time.Second},
 		{"HashConcurrency", c.HashConcurrency, 0}, // auto: GOMAXPROCS
 		{"HashWait", c.HashWait, time.Second},
+		{"MaxConns", c.MaxConns, 0}, // auto: what the descriptor limit allows
+		{"MaxConnsPerIP", c.MaxConnsPerIP, 256},
 		{"LogLevel", c.LogLevel, slog.LevelInfo},
 		{"BodyBytesInFlight", c.BodyBytesInFlight, int64(api.DefaultBodyBytesInFlight)},
 		{"BodyBytesPerUser", c.BodyBytesPerUser, int64(api.DefaultBodyBytesPerCaller)},
@@ -125,6 +130,8 @@ func TestConfigErrors(t *testing.T) {
 		// A user's cap below one key's: the message names both settings.
 		{"stream_user_cap_below_cap", nil, map[string]string{"BRAIN_STREAM_USER_CAP": "8"}, "BRAIN_STREAM_USER_CAP=8: it must be at least BRAIN_STREAM_CAP (16)"},
 		{"stream_user_cap_below_cap_flags", []string{"--stream-cap", "100", "--stream-user-cap", "99"}, nil, "--stream-user-cap=99: it must be at least --stream-cap (100)"},
+		{"max_conns", nil, map[string]string{"BRAIN_MAX_CONNS": "0"}, "BRAIN_MAX_CONNS"},
+		{"max_conns_per_ip", nil, map[string]string{"BRAIN_MAX_CONNS_PER_IP": "none"}, "BRAIN_MAX_CONNS_PER_IP"},
 		{"stray_argument", []string{"extra"}, nil, "extra"},
 	}
 	for _, tc := range tests {
@@ -134,6 +141,26 @@ func TestConfigErrors(t *testing.T) {
 				t.Fatalf("err = %v, want one naming %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// BRAIN_MAX_CONNS may not promise more connections than the descriptor
+// limit allows beside brain's own files: the message says what the
+// limit is, and what it allows.
+func TestMaxConnsWithinTheDescriptorLimit(t *testing.T) {
+	limit, known := connlimit.DescriptorLimit()
+	if !known {
+		t.Skip("no descriptor limit on this system")
+	}
+	most := connlimit.Auto(limit)
+	c, err := parseConfig("brain", nil, env(map[string]string{"BRAIN_MAX_CONNS": strconv.Itoa(most)}), io.Discard)
+	if err != nil || c.MaxConns != most {
+		t.Fatalf("BRAIN_MAX_CONNS=%d (all the limit %d allows): %v, MaxConns %d", most, limit, err, c.MaxConns)
+	}
+	_, err = parseConfig("brain", nil, env(map[string]string{"BRAIN_MAX_CONNS": strconv.Itoa(most + 1)}), io.Discard)
+	want := fmt.Sprintf("invalid BRAIN_MAX_CONNS=\"%d\": want auto or a whole number from 1 to %d: the descriptor limit (RLIMIT_NOFILE) is %d", most+1, most, limit)
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("BRAIN_MAX_CONNS=%d: %v, want %q...", most+1, err, want)
 	}
 }
 
