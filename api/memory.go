@@ -200,7 +200,8 @@ func addMemoryRoutes(api huma.API, cfg Config) {
 		Description: "Accepts a batch of 1 to 1000 items for processing by a job; 202 means the batch is durably stored and its job enqueued.\n\n" +
 			"Idempotency: the batch's key is its ingest_id, or, when absent, the SHA-256 (lowercase hex) of the RFC 8785 canonical JSON of the body exactly as sent. " +
 			fmt.Sprintf("Keys are yours alone and last %v from the first request: within that time the same batch sent again answers the first job, with replayed true and Idempotent-Replayed: true, and enqueues nothing; ", ttl) +
-			"the same ingest_id with other content is a 422 with code idempotency-key-reused. The key and the job are written in one transaction: concurrent identical requests make one job, and each gets its id. A replay draws from the budget like any request.",
+			"the same ingest_id with other content is a 422 with code idempotency-key-reused. The key and the job are written in one transaction: concurrent identical requests make one job, and each gets its id. A replay draws from the budget like any request.\n\n" +
+			"A 503 (or a connection lost before the answer) does not say that nothing was stored: the batch may have been committed and the answer lost. Send the same body again: if it was stored, the replay answers with its job.",
 	}, ingestBudget), h.ingest)
 	huma.Register(callers, huma.Operation{
 		OperationID: "list-jobs", Method: http.MethodGet, Path: Prefix + "/jobs", Summary: "List your jobs", Tags: tags,

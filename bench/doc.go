@@ -12,5 +12,7 @@
 // each costs and how long one event takes to reach them all. streamopens
 // measures a client that reopens a stream in a loop: the opens admitted,
 // the replays and job reads they cost, and the server's CPU, of two
-// binaries interleaved.
+// binaries interleaved. ingestflood measures first ingests and replays a
+// second; ingestcost, the CPU and peak memory one ingest body of 8 MiB
+// costs, costly to refuse or valid, and many of them at once.
 package bench

@@ -16,6 +16,7 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/connlimit"
+	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/ratelimit"
 )
 
@@ -56,6 +57,11 @@ type Config struct {
 	IngestTTL  time.Duration
 	JobWorkers int
 	JobTimeout time.Duration
+
+	// BodyBytesInFlight and BodyBytesPerUser bound the bytes of large
+	// request bodies held at once (api.BodyBudget).
+	BodyBytesInFlight int64
+	BodyBytesPerUser  int64
 
 	StreamCap        int
 	StreamUserCap    int
@@ -211,6 +217,10 @@ var settings = []setting{
 		c.JobTimeout = d
 		return nil
 	}},
+	{"body-bytes-in-flight", bodyBytesEnv, "64MiB", "bytes of large request bodies (an ingest's) held at once, all callers together; past it a body is refused before it is read, 503 with Retry-After: 1", false,
+		size(ingest.MaxBodyBytes, 64<<30, func(c *Config) *int64 { return &c.BodyBytesInFlight })},
+	{"body-bytes-in-flight-per-user", bodyBytesPerUserEnv, "16MiB", "bytes of large request bodies held at once for one user (or, on a public operation, one client address); at most " + bodyBytesEnv, false,
+		size(ingest.MaxBodyBytes, 64<<30, func(c *Config) *int64 { return &c.BodyBytesPerUser })},
 	{"stream-cap", "BRAIN_STREAM_CAP", "16", "open streams per session or API key, across every stream endpoint; one more answers 429", false, count(1, 100000, func(c *Config) *int { return &c.StreamCap })},
 	{"stream-user-cap", "BRAIN_STREAM_USER_CAP", "64", "open streams per user, across all of its sessions and API keys and every stream endpoint, at least BRAIN_STREAM_CAP; one more answers 429", false, count(1, 100000, func(c *Config) *int { return &c.StreamUserCap })},
 	{"stream-opens", "BRAIN_STREAM_OPENS", "60/min,burst=20", "streams a session or API key may open, <n>/<s|min|h>[,burst=<b>]; one more answers 429", false, budget(func(c *Config) *ratelimit.Budget { return &c.StreamOpens })},
@@ -312,6 +322,14 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 			return Config{}, fmt.Errorf("invalid %s=%q: %w", name, *values[i], err)
 		}
 	}
+	if c.BodyBytesPerUser > c.BodyBytesInFlight {
+		name := bodyBytesPerUserEnv
+		if fromFlag["body-bytes-in-flight-per-user"] {
+			name = "--body-bytes-in-flight-per-user"
+		}
+		return Config{}, fmt.Errorf("invalid %s: %d bytes is more than %s (%d): one user cannot hold more than everyone together",
+			name, c.BodyBytesPerUser, bodyBytesEnv, c.BodyBytesInFlight)
+	}
 	if c.StreamUserCap < c.StreamCap { // a user's cap counts the streams of all its sessions and keys
 		name, capName := "BRAIN_STREAM_USER_CAP", "BRAIN_STREAM_CAP"
 		if fromFlag["stream-user-cap"] {
@@ -324,6 +342,13 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 	}
 	return c, nil
 }
+
+// The settings of the bytes of bodies in flight, which parseConfig
+// checks together.
+const (
+	bodyBytesEnv        = "BRAIN_BODY_BYTES_IN_FLIGHT"
+	bodyBytesPerUserEnv = "BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER"
+)
 
 // budgetFlags collects repeated --budget name=limits flags.
 type budgetFlags map[string]string
@@ -443,6 +468,26 @@ func duration(least time.Duration, field func(*Config) *time.Duration) func(*Con
 			return fmt.Errorf("want a duration of at least %v, such as 15s, 30m or 24h", least)
 		}
 		*field(c) = d
+		return nil
+	}
+}
+
+// size reads a number of bytes, lo to hi: a whole number, or one with
+// the suffix KiB, MiB or GiB (64MiB).
+func size(lo, hi int64, field func(*Config) *int64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		v = strings.TrimSpace(v)
+		unit := int64(1)
+		for suffix, u := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+			if n, ok := strings.CutSuffix(v, suffix); ok {
+				v, unit = strings.TrimSpace(n), u
+			}
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < lo/unit || n > hi/unit || n*unit < lo {
+			return fmt.Errorf("want a number of bytes from %d (%d MiB) to %d (%d GiB), such as 64MiB", lo, lo>>20, hi, hi>>30)
+		}
+		*field(c) = n * unit
 		return nil
 	}
 }

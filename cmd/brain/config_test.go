@@ -44,6 +44,8 @@ func TestConfigDefaults(t *testing.T) {
 		{"MaxConns", c.MaxConns, 0}, // auto: what the descriptor limit allows
 		{"MaxConnsPerIP", c.MaxConnsPerIP, 256},
 		{"LogLevel", c.LogLevel, slog.LevelInfo},
+		{"BodyBytesInFlight", c.BodyBytesInFlight, int64(api.DefaultBodyBytesInFlight)},
+		{"BodyBytesPerUser", c.BodyBytesPerUser, int64(api.DefaultBodyBytesPerCaller)},
 		{"StreamCap", c.StreamCap, 16},
 		{"StreamUserCap", c.StreamUserCap, 64},
 		{"StreamOpens", c.StreamOpens, ratelimit.Budget{Limit: 60, Window: time.Minute, Burst: 20}},
@@ -52,6 +54,17 @@ func TestConfigDefaults(t *testing.T) {
 		if ck.got != ck.want {
 			t.Errorf("default %s = %v, want %v", ck.name, ck.got, ck.want)
 		}
+	}
+}
+
+// The bytes in flight take a number of bytes, or one with a unit.
+func TestConfigBodyBytes(t *testing.T) {
+	c, err := parseConfig("brain", []string{"--body-bytes-in-flight", "1GiB"}, env(map[string]string{"BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER": "9000000"}), io.Discard)
+	if err != nil || c.BodyBytesInFlight != 1<<30 || c.BodyBytesPerUser != 9000000 {
+		t.Fatalf("%d, %d, %v; want 1 GiB and 9000000", c.BodyBytesInFlight, c.BodyBytesPerUser, err)
+	}
+	if c, err := parseConfig("brain", nil, env(map[string]string{"BRAIN_BODY_BYTES_IN_FLIGHT": "8192KiB", "BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER": "8MiB"}), io.Discard); err != nil || c.BodyBytesInFlight != 8<<20 {
+		t.Fatalf("8192KiB: %d, %v", c.BodyBytesInFlight, err)
 	}
 }
 
@@ -107,6 +120,11 @@ func TestConfigErrors(t *testing.T) {
 		{"log_level", nil, map[string]string{"BRAIN_LOG_LEVEL": "loud"}, "BRAIN_LOG_LEVEL"},
 		{"hash_concurrency", nil, map[string]string{"BRAIN_HASH_CONCURRENCY": "0"}, "BRAIN_HASH_CONCURRENCY"},
 		{"hash_wait", nil, map[string]string{"BRAIN_HASH_WAIT": "0s"}, "BRAIN_HASH_WAIT"},
+		{"body_bytes", nil, map[string]string{"BRAIN_BODY_BYTES_IN_FLIGHT": "1MiB"}, "BRAIN_BODY_BYTES_IN_FLIGHT"},
+		{"body_bytes_unit", nil, map[string]string{"BRAIN_BODY_BYTES_IN_FLIGHT": "64MB"}, "BRAIN_BODY_BYTES_IN_FLIGHT"},
+		{"body_bytes_per_user", nil, map[string]string{"BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER": "-1"}, "BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER"},
+		{"body_bytes_per_user_over_all", nil, map[string]string{"BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER": "128MiB"}, "BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER"},
+		{"body_bytes_per_user_flag", []string{"--body-bytes-in-flight-per-user", "1GiB"}, nil, "--body-bytes-in-flight-per-user"},
 		{"stream_opens", nil, map[string]string{"BRAIN_STREAM_OPENS": "60/min,burst=0"}, "BRAIN_STREAM_OPENS"},
 		{"stream_user_cap", nil, map[string]string{"BRAIN_STREAM_USER_CAP": "0"}, "BRAIN_STREAM_USER_CAP"},
 		// A user's cap below one key's: the message names both settings.

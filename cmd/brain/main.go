@@ -168,6 +168,7 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		Streams:        streamsOf(cfg, r.streams),
 		Ingest:         r.ingest,
 		IngestTTL:      cfg.IngestTTL,
+		Bodies:         api.BodyBudget{InFlight: cfg.BodyBytesInFlight, PerCaller: cfg.BodyBytesPerUser},
 	})
 	if err := s.Err(); err != nil {
 		return nil, err

@@ -239,6 +239,10 @@ export interface paths {
          * @description Accepts a batch of 1 to 1000 items for processing by a job; 202 means the batch is durably stored and its job enqueued.
          *
          *     Idempotency: the batch's key is its ingest_id, or, when absent, the SHA-256 (lowercase hex) of the RFC 8785 canonical JSON of the body exactly as sent. Keys are yours alone and last 24h0m0s from the first request: within that time the same batch sent again answers the first job, with replayed true and Idempotent-Replayed: true, and enqueues nothing; the same ingest_id with other content is a 422 with code idempotency-key-reused. The key and the job are written in one transaction: concurrent identical requests make one job, and each gets its id. A replay draws from the budget like any request.
+         *
+         *     A 503 (or a connection lost before the answer) does not say that nothing was stored: the batch may have been committed and the answer lost. Send the same body again: if it was stored, the replay answers with its job.
+         *
+         *     The body is at most 8 MiB (8388608 bytes), that many bytes included (413 past it). Large bodies in flight are bounded: 16 MiB (16777216 bytes) from one caller, 64 MiB (67108864 bytes) from all; a body past either is refused before it is read, with 503 and Retry-After: 1. Send it again then.
          */
         post: operations["ingest-memory"];
         delete?: never;
@@ -767,7 +771,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description unavailable: not the client's fault. A store brain depends on (the database, or Redis for rate limits) does not answer or is too slow, or too many passwords are being checked at once. Retry after Retry-After seconds. On /ready, details.errors lists the checks that failed. */
+        /** @description unavailable: not the client's fault. A store brain depends on (the database, or Redis for rate limits) does not answer or is too slow, too many passwords are being checked at once, or (on an operation that says so) too many large bodies are in flight. Retry after Retry-After seconds. On /ready, details.errors lists the checks that failed. */
         Unavailable: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
