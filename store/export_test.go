@@ -7,3 +7,6 @@ func QuickStart(o QueueOptions) QueueOptions {
 	o.testOnly = true
 	return o
 }
+
+// QuietOutages is the handler River logs through, with a clock.
+var QuietOutages = quietOutages

@@ -179,11 +179,11 @@ var settings = []setting{
 		c.AdminPassword = v
 		return nil
 	}},
-	{"session-lifetime", "BRAIN_SESSION_LIFETIME", "168h", "a session's absolute lifetime", false, duration(time.Minute, func(c *Config) *time.Duration { return &c.SessionLifetime })},
-	{"session-idle-timeout", "BRAIN_SESSION_IDLE_TIMEOUT", "24h", "a session ends after this long without a request", false, duration(time.Minute, func(c *Config) *time.Duration { return &c.SessionIdleTimeout })},
+	{"session-lifetime", "BRAIN_SESSION_LIFETIME", "168h", "a session's absolute lifetime", false, duration(time.Minute, 366*24*time.Hour, func(c *Config) *time.Duration { return &c.SessionLifetime })},
+	{"session-idle-timeout", "BRAIN_SESSION_IDLE_TIMEOUT", "24h", "a session ends after this long without a request", false, duration(time.Minute, 366*24*time.Hour, func(c *Config) *time.Duration { return &c.SessionIdleTimeout })},
 	{"max-sessions", "BRAIN_MAX_SESSIONS", "20", "live sessions per user; a login beyond it ends the user's oldest session", false, count(1, 10000, func(c *Config) *int { return &c.MaxSessions })},
 	{"max-api-keys", "BRAIN_MAX_API_KEYS", "100", "API keys per user; creating one more answers 409", false, count(1, 100000, func(c *Config) *int { return &c.MaxAPIKeys })},
-	{"store-timeout", "BRAIN_STORE_TIMEOUT", "5s", "how long one database call (or transaction) may take before it fails", false, duration(10*time.Millisecond, func(c *Config) *time.Duration { return &c.StoreTimeout })},
+	{"store-timeout", "BRAIN_STORE_TIMEOUT", "5s", "how long one database call (or transaction) may take before it fails", false, duration(10*time.Millisecond, time.Minute, func(c *Config) *time.Duration { return &c.StoreTimeout })},
 	{"hash-concurrency", "BRAIN_HASH_CONCURRENCY", "auto", "password hashes run at once, each holding 19 MiB and a core: auto (one per core, GOMAXPROCS) or a number", false, func(c *Config, v string) error {
 		n, err := strconv.Atoi(v)
 		switch {
@@ -196,7 +196,7 @@ var settings = []setting{
 		}
 		return nil
 	}},
-	{"hash-wait", "BRAIN_HASH_WAIT", "1s", "how long a login waits for a free password-hashing slot before it answers 503", false, duration(time.Millisecond, func(c *Config) *time.Duration { return &c.HashWait })},
+	{"hash-wait", "BRAIN_HASH_WAIT", "1s", "how long a login waits for a free password-hashing slot before it answers 503", false, duration(time.Millisecond, time.Minute, func(c *Config) *time.Duration { return &c.HashWait })},
 	{"rate-limit-session", "BRAIN_RATE_LIMIT_SESSION", "120/min,burst=60", "per-session budget, <n>/<s|min|h>[,burst=<b>]", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitSession })},
 	{"rate-limit-ip", "BRAIN_RATE_LIMIT_IP", "30/min,burst=30", "per-client-IP budget of unauthenticated requests", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitIP })},
 	{"rate-limit-apikey", "BRAIN_RATE_LIMIT_APIKEY", "120/min,burst=60", "per-API-key budget of operations without their own", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitAPIKey })},
@@ -224,8 +224,8 @@ var settings = []setting{
 	{"stream-cap", "BRAIN_STREAM_CAP", "16", "open streams per session or API key, across every stream endpoint; one more answers 429", false, count(1, 100000, func(c *Config) *int { return &c.StreamCap })},
 	{"stream-user-cap", "BRAIN_STREAM_USER_CAP", "64", "open streams per user, across all of its sessions and API keys and every stream endpoint, at least BRAIN_STREAM_CAP; one more answers 429", false, count(1, 100000, func(c *Config) *int { return &c.StreamUserCap })},
 	{"stream-opens", "BRAIN_STREAM_OPENS", "60/min,burst=20", "streams a session or API key may open, <n>/<s|min|h>[,burst=<b>]; one more answers 429", false, budget(func(c *Config) *ratelimit.Budget { return &c.StreamOpens })},
-	{"stream-heartbeat", "BRAIN_STREAM_HEARTBEAT", "15s", "how often an idle stream gets a comment line (and renews its slot)", false, duration(10*time.Millisecond, func(c *Config) *time.Duration { return &c.StreamHeartbeat })},
-	{"stream-retry-after", "BRAIN_STREAM_RETRY_AFTER", "5s", "the Retry-After of a stream refused by the cap", false, duration(time.Second, func(c *Config) *time.Duration { return &c.StreamRetryAfter })},
+	{"stream-heartbeat", "BRAIN_STREAM_HEARTBEAT", "15s", "how often an idle stream gets a comment line (and renews its slot)", false, duration(10*time.Millisecond, 10*time.Minute, func(c *Config) *time.Duration { return &c.StreamHeartbeat })},
+	{"stream-retry-after", "BRAIN_STREAM_RETRY_AFTER", "5s", "the Retry-After of a stream refused by the cap", false, duration(time.Second, time.Hour, func(c *Config) *time.Duration { return &c.StreamRetryAfter })},
 	{"max-conns", "BRAIN_MAX_CONNS", "auto", "open connections at most: auto (what the descriptor limit, RLIMIT_NOFILE, allows beside brain's own files) or a number up to that", false, func(c *Config, v string) error {
 		if v == "auto" {
 			c.MaxConns = 0
@@ -244,7 +244,7 @@ var settings = []setting{
 		return nil
 	}},
 	{"max-conns-per-ip", "BRAIN_MAX_CONNS_PER_IP", "256", "open connections from one client address (an IPv6 /64) at most; BRAIN_TRUSTED_PROXIES are exempt", false, count(1, 1<<20, func(c *Config) *int { return &c.MaxConnsPerIP })},
-	{"shutdown-timeout", "BRAIN_SHUTDOWN_TIMEOUT", "15s", "how long a shutdown waits for in-flight requests", false, duration(0, func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
+	{"shutdown-timeout", "BRAIN_SHUTDOWN_TIMEOUT", "15s", "how long a shutdown waits for in-flight requests", false, duration(0, time.Hour, func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
 	{"log-format", "BRAIN_LOG_FORMAT", "text", "text or json", false, func(c *Config, v string) error {
 		if v != "text" && v != "json" {
 			return errors.New("want text or json")
@@ -461,11 +461,14 @@ func budget(field func(*Config) *ratelimit.Budget) func(*Config, string) error {
 	}
 }
 
-func duration(least time.Duration, field func(*Config) *time.Duration) func(*Config, string) error {
+// duration reads a duration from least to most: every duration setting
+// has both bounds, so none can overflow a deadline or promise a client
+// a wait of a century.
+func duration(least, most time.Duration, field func(*Config) *time.Duration) func(*Config, string) error {
 	return func(c *Config, v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < least {
-			return fmt.Errorf("want a duration of at least %v, such as 15s, 30m or 24h", least)
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d < least || d > most {
+			return fmt.Errorf("want a duration from %v to %v, such as 15s, 30m or 24h", least, most)
 		}
 		*field(c) = d
 		return nil

@@ -292,3 +292,27 @@ func TestMemBudgetAliases(t *testing.T) {
 		t.Fatalf("a bad alias: %v", err)
 	}
 }
+
+// Every setting is bounded: a duration of a century, or a count of a
+// billion, stops start-up with a message naming the setting. (Without
+// bounds, BRAIN_STREAM_HEARTBEAT=2000000h overflowed the streams' write
+// deadline, and BRAIN_STREAM_RETRY_AFTER=876000h promised a 100-year
+// Retry-After.)
+func TestEverySettingIsBounded(t *testing.T) {
+	for _, s := range settings {
+		var huge string
+		if _, err := time.ParseDuration(s.def); err == nil {
+			huge = "876000h"
+		} else if _, err := strconv.Atoi(s.def); err == nil {
+			huge = "1000000000"
+		} else {
+			continue
+		}
+		t.Run(s.env, func(t *testing.T) {
+			_, err := parseConfig("brain", nil, env(map[string]string{s.env: huge}), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), s.env) {
+				t.Fatalf("%s=%s: err = %v, want one naming the setting", s.env, huge, err)
+			}
+		})
+	}
+}
