@@ -1,8 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -290,12 +292,32 @@ func init() {
 // router fallbacks, middleware and raw stream handlers.
 func WriteError(w http.ResponseWriter, e *Error) {
 	h := w.Header()
+	setErrorHeaders(h, e)
+	h.Del("Content-Length")
+	w.WriteHeader(e.status)
+	_ = json.NewEncoder(w).Encode(e)
+}
+
+// setErrorHeaders sets on h the headers of e's response.
+func setErrorHeaders(h http.Header, e *Error) {
 	for k, v := range e.header {
 		h[k] = v
 	}
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Del("Content-Length")
-	w.WriteHeader(e.status)
-	_ = json.NewEncoder(w).Encode(e)
+}
+
+// ErrorResponse is e as a whole HTTP/1.1 response that closes its
+// connection, with the headers and body WriteError writes: the bytes to
+// write on a connection net/http never serves, such as one that
+// connlimit refuses before a request is read.
+func ErrorResponse(e *Error) []byte {
+	body, _ := json.Marshal(e)
+	body = append(body, '\n')
+	res := &http.Response{StatusCode: e.status, ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{},
+		ContentLength: int64(len(body)), Body: io.NopCloser(bytes.NewReader(body)), Close: true}
+	setErrorHeaders(res.Header, e)
+	var b bytes.Buffer
+	_ = res.Write(&b)
+	return b.Bytes()
 }

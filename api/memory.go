@@ -207,6 +207,7 @@ func addMemoryRoutes(api huma.API, cfg Config) {
 			"Idempotency: the batch's key is its ingest_id, or, when absent, the SHA-256 (lowercase hex) of the RFC 8785 canonical JSON of the body exactly as sent. " +
 			fmt.Sprintf("Keys are yours alone and last %v from the first request: within that time the same batch sent again answers the first job, with replayed true and Idempotent-Replayed: true, and enqueues nothing; ", ttl) +
 			"the same ingest_id with other content is a 422 with code idempotency-key-reused. The key and the job are written in one transaction: concurrent identical requests make one job, and each gets its id. A replay draws from the budget like any request.\n\n" +
+			"A 503 (or a connection lost before the answer) does not say that nothing was stored: the batch may have been committed and the answer lost. Send the same body again: if it was stored, the replay answers with its job.\n\n" +
 			fmt.Sprintf("Quotas: you may hold %d items, stored or in batches whose jobs are not finished, and have %d jobs queued or running. ", maxItems, maxJobs) +
 			"A batch that would pass either is a 409 (code conflict) whose details name the quota (items or queued_jobs), its limit and what you hold; nothing is stored or enqueued. " +
 			"Deleting items frees room under the first, a job finishing under the second (a failed job also gives back the items it did not store). A replay takes nothing from either.",

@@ -90,9 +90,10 @@ type Acceptance struct {
 	JobID       string // the id of the job to create, a new UUID
 	Project     string
 	ItemsTotal  int
-	// Batch is the batch, encoded by the service. The store keeps it as
-	// it is until the job is final, and gives it back to StartJob.
-	Batch     []byte
+	// Batch is the batch, encoded by the service (JSON). The store keeps
+	// it as it is until the job is final, and gives it back to StartJob.
+	// A string, so the driver is handed it without a copy.
+	Batch     string
 	CreatedAt time.Time // now, to the millisecond
 	ExpiresAt time.Time // when the key may name another batch
 	// MaxItems and MaxJobs are the user's quotas (see [QuotaItems] and

@@ -42,3 +42,6 @@ func (db *DB) MigrateBefore(ctx context.Context, name string) error {
 		}
 	}
 }
+
+// QuietOutages is the handler River logs through, with a clock.
+var QuietOutages = quietOutages

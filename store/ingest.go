@@ -130,7 +130,7 @@ func (s *IngestStore) Accept(ctx context.Context, a ingest.Acceptance) (ingest.J
 		ItemsTotal: a.ItemsTotal, CreatedAt: a.CreatedAt}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (id, user_id, ingest_id, project, status, items_total, batch, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		job.ID, job.UserID, job.IngestID, job.Project, string(job.Status), job.ItemsTotal, string(a.Batch), ms(job.CreatedAt)); err != nil {
+		job.ID, job.UserID, job.IngestID, job.Project, string(job.Status), job.ItemsTotal, a.Batch, ms(job.CreatedAt)); err != nil {
 		return ingest.Job{}, false, wrap("accept: create the job", err)
 	}
 	if s.enqueue != nil {

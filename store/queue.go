@@ -180,7 +180,10 @@ type QueueOptions struct {
 	// SQLite, a fallback (see above). 1 s when zero.
 	PollInterval time.Duration
 
-	// Logger receives River's logs; slog.Default() when nil.
+	// Logger receives River's logs; slog.Default() when nil. River's
+	// warnings and errors (while the database is down, several a second)
+	// come at WARN, each message once a minute, with how many times it
+	// came since (repeats).
 	Logger *slog.Logger
 
 	// testOnly turns off River's random delay of up to a second before
@@ -273,7 +276,7 @@ func NewQueue(db *DB, work func(ctx context.Context, jobID string) error, opts Q
 		// per cooldown (its default 100 ms): 4 workers and 100 ms would
 		// cap a replica at 40 jobs a second whatever the machine has.
 		FetchCooldown: min(fetchCooldown, opts.PollInterval),
-		Logger:        opts.Logger,
+		Logger:        slog.New(quietOutages(opts.Logger.Handler(), time.Minute, time.Now)),
 		TestOnly:      opts.testOnly,
 	})
 	if err != nil {
