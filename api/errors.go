@@ -41,9 +41,14 @@ type ErrorDetails struct {
 	// For rate-limited (429): which budget refused the request.
 	Scope       string `json:"scope,omitempty" enum:"session,ip,apikey,stream,login" doc:"rate-limited: the plane that refused the request."`
 	Policy      string `json:"policy,omitempty" maxLength:"64" doc:"rate-limited: the budget's name, as in the RateLimit-Policy header."`
-	Limit       int    `json:"limit,omitempty" doc:"rate-limited: the budget's size (for login, the failures allowed before the back-off)."`
+	Limit       int    `json:"limit,omitempty" doc:"rate-limited: the budget's size (for login, the failures allowed before the back-off). conflict with quota: the quota's size."`
 	WindowS     int    `json:"window_s,omitempty" doc:"rate-limited: the budget's window in seconds."`
 	RetryAfterS int    `json:"retry_after_s,omitempty" doc:"rate-limited: seconds until a request would be admitted; also the Retry-After header."`
+
+	// For conflict (409) from a per-user quota: which quota, and how much
+	// of it the caller holds.
+	Quota string `json:"quota,omitempty" enum:"items,queued_jobs" doc:"conflict: the per-user quota the request would pass: items (stored, or in jobs not finished) or queued_jobs (jobs queued or running)."`
+	Used  *int   `json:"used,omitempty" doc:"conflict with quota: how much of the quota the caller holds now."`
 }
 
 // FieldError locates one problem in a request.

@@ -14,5 +14,7 @@
 // the replays and job reads they cost, and the server's CPU, of two
 // binaries interleaved. ingestflood measures first ingests and replays a
 // second; ingestcost, the CPU and peak memory one ingest body of 8 MiB
-// costs, costly to refuse or valid, and many of them at once.
+// costs, costly to refuse or valid, and many of them at once. fairjobs
+// measures how long one user's small ingest job waits behind another
+// user's flood of large batches, before and after a change.
 package bench

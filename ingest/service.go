@@ -21,11 +21,35 @@ type Config struct {
 	// not block for long: Process calls it between its writes. Default:
 	// events go nowhere.
 	Publish func(ctx context.Context, userID, eventType string, data any)
+
+	// MaxItems is each user's quota of items ([QuotaItems]): stored, or
+	// in batches whose jobs are not final. Default DefaultMaxItems.
+	MaxItems int
+	// MaxQueuedJobs is each user's quota of jobs that are not final
+	// ([QuotaJobs]). Default DefaultMaxQueuedJobs.
+	MaxQueuedJobs int
+	// Yield, when set, is asked by Process after each chunk of a job,
+	// while items are left, whether the job should give its worker back
+	// ([ErrYield]): the queue says yes when a more urgent job waits for
+	// a worker, so that a large batch does not hold one for seconds while
+	// another user's job waits. Default: a job keeps its worker.
+	Yield func(ctx context.Context) bool
 }
 
-// DefaultTTL is the default Config.TTL: a client that retries a batch
-// retries it within a day, or not at all.
-const DefaultTTL = 24 * time.Hour
+// The defaults of Config.
+const (
+	// DefaultTTL: a client that retries a batch retries it within a day,
+	// or not at all.
+	DefaultTTL = 24 * time.Hour
+	// DefaultMaxItems: a hundred notes a day, every day, take 27 years
+	// to reach it; a memory that does is due for pruning, not more room.
+	DefaultMaxItems = 1_000_000
+	// DefaultMaxQueuedJobs: a client that sends batches one after the
+	// other never has more than a few waiting; one that floods from 32
+	// connections, as bench/ingestflood does, outruns the workers by about
+	// 200 small batches a second, and meets it after a minute or so.
+	DefaultMaxQueuedJobs = 10_000
+)
 
 // Limits of the lists.
 const (
@@ -53,8 +77,17 @@ func NewService(store Store, cfg Config) *Service {
 	if cfg.Publish == nil {
 		cfg.Publish = func(context.Context, string, string, any) {}
 	}
+	if cfg.MaxItems <= 0 {
+		cfg.MaxItems = DefaultMaxItems
+	}
+	if cfg.MaxQueuedJobs <= 0 {
+		cfg.MaxQueuedJobs = DefaultMaxQueuedJobs
+	}
 	return &Service{store: store, cfg: cfg, keys: newKeyCache(keyCacheSize)}
 }
+
+// Config returns the service's configuration, defaults filled in.
+func (s *Service) Config() Config { return s.cfg }
 
 // stamp is now as stored: UTC, to the millisecond.
 func (s *Service) stamp() time.Time { return s.cfg.Now().UTC().Truncate(time.Millisecond) }
@@ -70,9 +103,13 @@ func (s *Service) stamp() time.Time { return s.cfg.Now().UTC().Truncate(time.Mil
 // content is ErrKeyReused. Keys are the user's own: another user's
 // identical batch is another job.
 //
+// A new batch takes its items and one job from the user's quotas
+// (Config.MaxItems, Config.MaxQueuedJobs); a replay takes nothing.
+//
 // Errors: a [*ValidationError] for a body that breaks the rules,
-// ErrKeyReused, or ErrUnavailable when the store failed. The body's
-// errors come first: a body is parsed before its key is looked up.
+// ErrKeyReused, a [*QuotaError] when a quota is reached, or
+// ErrUnavailable when the store failed. The body's errors come first: a
+// body is parsed before its key is looked up.
 //
 // A replay is cheap: the keys of valid batches sent lately are
 // remembered by the SHA-256 of their bytes, so the same bytes again are
@@ -109,6 +146,7 @@ func (s *Service) Ingest(ctx context.Context, userID string, raw []byte) (Accept
 		UserID: userID, IngestID: k.ingestID, Fingerprint: k.fingerprint, JobID: newUUID(),
 		Project: b.Project, ItemsTotal: len(b.Items), Batch: encodeBatch(b),
 		CreatedAt: now, ExpiresAt: now.Add(s.cfg.TTL),
+		MaxItems: s.cfg.MaxItems, MaxJobs: s.cfg.MaxQueuedJobs,
 	})
 	if err != nil {
 		return Accepted{}, unavailable(err)
@@ -169,8 +207,9 @@ func pageLimit(limit int) (int, error) {
 	return limit, nil
 }
 
-// DeleteItem deletes the user's item id: it is found no more. Another
-// user's item, or none, is ErrNotFound.
+// DeleteItem deletes the user's item id: it is found no more, and it
+// frees room under the user's quota of items. Another user's item, or
+// none, is ErrNotFound.
 func (s *Service) DeleteItem(ctx context.Context, userID, id string) error {
 	if !isUUID(id) {
 		return ErrNotFound

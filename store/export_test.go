@@ -1,11 +1,46 @@
 package store
 
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
 // QuickStart is o with River's random delay before each maintenance task
 // turned off, so that a test's Queue rescues stuck jobs as soon as it
 // leads, not up to seconds later.
 func QuickStart(o QueueOptions) QueueOptions {
 	o.testOnly = true
 	return o
+}
+
+// MigrateBefore applies brain's migrations that come before the one
+// named name (NNNN_name.sql), and none of River's: a test of that
+// migration fills the tables as they were before it, then runs Migrate.
+func (db *DB) MigrateBefore(ctx context.Context, name string) error {
+	ms, err := loadMigrations(db.Dialect)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(ms, func(m migration) bool { return m.name == name })
+	if i < 0 {
+		return fmt.Errorf("no migration named %s", name)
+	}
+	conn, err := db.sql.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+		return err
+	}
+	for {
+		done, err := db.migrateOne(ctx, conn, ms[:i])
+		if done || err != nil {
+			return err
+		}
+	}
 }
 
 // QuietOutages is the handler River logs through, with a clock.

@@ -36,7 +36,7 @@ func TestAcceptIsOneTransaction(t *testing.T) {
 		mustUser(t, store.NewAuthStore(db), "u1", "ada")
 		fail := true
 		var enqueued []string
-		s := store.NewIngestStore(db, func(ctx context.Context, tx *store.Tx, jobID string) error {
+		s := store.NewIngestStore(db, func(ctx context.Context, tx *store.Tx, jobID string, _ int) error {
 			if fail {
 				return errors.New("queue: full")
 			}

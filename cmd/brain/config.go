@@ -54,9 +54,11 @@ type Config struct {
 	Budgets    map[string]string
 	budgetFrom map[string]string
 
-	IngestTTL  time.Duration
-	JobWorkers int
-	JobTimeout time.Duration
+	IngestTTL     time.Duration
+	MaxItems      int
+	MaxQueuedJobs int
+	JobWorkers    int
+	JobTimeout    time.Duration
 
 	// BodyBytesInFlight and BodyBytesPerUser bound the bytes of large
 	// request bodies held at once (api.BodyBudget).
@@ -208,6 +210,8 @@ var settings = []setting{
 		c.IngestTTL = time.Duration(n) * time.Second
 		return nil
 	}},
+	{"max-items", "BRAIN_MAX_ITEMS", "1000000", "memory items per user, stored or in jobs not finished; an ingest past it answers 409", false, count(1, 100_000_000, func(c *Config) *int { return &c.MaxItems })},
+	{"max-queued-jobs", "BRAIN_MAX_QUEUED_JOBS", "10000", "ingest jobs per user that are queued or running; an ingest past it answers 409", false, count(1, 1_000_000, func(c *Config) *int { return &c.MaxQueuedJobs })},
 	{"job-workers", "BRAIN_JOB_WORKERS", "4", "ingest jobs this replica works at once (at most 16: each holds a database connection while it works)", false, count(1, 16, func(c *Config) *int { return &c.JobWorkers })},
 	{"job-timeout", "BRAIN_JOB_TIMEOUT", "30s", "how long one attempt of an ingest job may run, 1s to 1h; a job a crash cut off is worked again 10 to 50 s after this much time from its start", false, func(c *Config, v string) error {
 		d, err := time.ParseDuration(strings.TrimSpace(v))

@@ -79,13 +79,17 @@ func rateLimitStore(cfg Config, client rueidis.Client, logger *slog.Logger, metr
 // cut off is worked again later).
 func startIngest(bg context.Context, db *store.DB, cfg Config, hub streams.Hub, logger *slog.Logger) (svc *ingest.Service, stop func(), err error) {
 	var queue *store.Queue
-	svc = ingest.NewService(store.NewIngestStore(db, func(ctx context.Context, tx *store.Tx, jobID string) error {
-		return queue.EnqueueTx(ctx, tx, jobID)
-	}), ingest.Config{TTL: cfg.IngestTTL, Publish: api.EventPublisher(hub)})
+	svc = ingest.NewService(store.NewIngestStore(db, func(ctx context.Context, tx *store.Tx, jobID string, backlog int) error {
+		return queue.EnqueueTx(ctx, tx, jobID, backlog)
+	}), ingest.Config{TTL: cfg.IngestTTL, Publish: api.EventPublisher(hub), MaxItems: cfg.MaxItems, MaxQueuedJobs: cfg.MaxQueuedJobs,
+		Yield: func(ctx context.Context) bool { return queue.Yield(ctx) }})
 	queue, err = store.NewQueue(db, func(ctx context.Context, jobID string) error {
 		err := svc.Process(ctx, jobID)
-		if errors.Is(err, ingest.ErrPermanent) {
+		switch {
+		case errors.Is(err, ingest.ErrPermanent):
 			return fmt.Errorf("%w: %w", store.ErrPermanent, err)
+		case errors.Is(err, ingest.ErrYield):
+			return fmt.Errorf("%w: %w", store.ErrYield, err)
 		}
 		return err
 	}, store.QueueOptions{

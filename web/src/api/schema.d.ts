@@ -242,6 +242,8 @@ export interface paths {
          *
          *     A 503 (or a connection lost before the answer) does not say that nothing was stored: the batch may have been committed and the answer lost. Send the same body again: if it was stored, the replay answers with its job.
          *
+         *     Quotas: you may hold 1000000 items, stored or in batches whose jobs are not finished, and have 10000 jobs queued or running. A batch that would pass either is a 409 (code conflict) whose details name the quota (items or queued_jobs), its limit and what you hold; nothing is stored or enqueued. Deleting items frees room under the first, a job finishing under the second (a failed job also gives back the items it did not store). A replay takes nothing from either.
+         *
          *     The body is at most 8 MiB (8388608 bytes), that many bytes included (413 past it). Large bodies in flight are bounded: 16 MiB (16777216 bytes) from one caller, 64 MiB (67108864 bytes) from all; a body past either is refused before it is read, with 503 and Retry-After: 1. Send it again then.
          */
         post: operations["ingest-memory"];
@@ -448,11 +450,16 @@ export interface components {
             errors?: components["schemas"]["FieldError"][];
             /**
              * Format: int64
-             * @description rate-limited: the budget's size (for login, the failures allowed before the back-off).
+             * @description rate-limited: the budget's size (for login, the failures allowed before the back-off). conflict with quota: the quota's size.
              */
             limit?: number;
             /** @description rate-limited: the budget's name, as in the RateLimit-Policy header. */
             policy?: string;
+            /**
+             * @description conflict: the per-user quota the request would pass: items (stored, or in jobs not finished) or queued_jobs (jobs queued or running).
+             * @enum {string}
+             */
+            quota?: "items" | "queued_jobs";
             /**
              * Format: int64
              * @description rate-limited: seconds until a request would be admitted; also the Retry-After header.
@@ -463,6 +470,11 @@ export interface components {
              * @enum {string}
              */
             scope?: "session" | "ip" | "apikey" | "stream" | "login";
+            /**
+             * Format: int64
+             * @description conflict with quota: how much of the quota the caller holds now.
+             */
+            used?: number;
             /**
              * Format: int64
              * @description rate-limited: the budget's window in seconds.
@@ -2066,6 +2078,20 @@ export interface operations {
             };
             /** @description request-timeout: the body did not arrive in time. */
             408: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict: the request clashes with what exists, such as a per-user cap that is full; the message says what to do. */
+            409: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
