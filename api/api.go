@@ -10,6 +10,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -83,6 +84,9 @@ type Config struct {
 	// description states: the one Ingest runs with (ingest.DefaultTTL
 	// when zero).
 	IngestTTL time.Duration
+	// Bodies bounds the bytes of large request bodies in flight; its zero
+	// value takes the defaults.
+	Bodies BodyBudget
 }
 
 func (c Config) now() time.Time { return c.Now() }
@@ -99,6 +103,7 @@ type Server struct {
 
 	renders atomic.Int32 // of the spec and the reference page, for tests
 	planes  *planes
+	bodies  *bodiesInFlight
 	outages *outageLog
 	streams *streamPlane
 	traffic *traffic
@@ -159,7 +164,8 @@ func New(cfg Config) *Server {
 		throttle = cfg.Auth.Throttle
 	}
 	ps := newPlanes(cfg.Limits, cfg.Metrics, cfg.Now, throttle)
-	hc.OnAddOperation = append(hc.OnAddOperation, declareSecurity, declareJSONBody, declareErrors, ps.declareRateLimits, rememberSchemas)
+	bodies := newBodiesInFlight(cfg.Bodies)
+	hc.OnAddOperation = append(hc.OnAddOperation, declareSecurity, declareJSONBody, declareErrors, limitBodies, bodies.declare, ps.declareRateLimits, rememberSchemas)
 	hc.Components.SecuritySchemes = securitySchemes
 	declareComponents(hc.Components)
 	declareUnavailable(hc.Components)
@@ -167,25 +173,29 @@ func New(cfg Config) *Server {
 	hc.Transformers = append(hc.Transformers, logCauses(outages))
 
 	cfg.Streams = cfg.Streams.withDefaults()
-	ps.streamCap = cfg.Streams.Cap.Max()
+	ps.streamCap, ps.streamUserCap = cfg.Streams.Cap.Max(), cfg.Streams.UserCap.Max()
+	if ps.streamUserCap < ps.streamCap {
+		ps.errs = append(ps.errs, fmt.Errorf("the streams of a user are capped at %d, fewer than the %d of each of its sessions and keys: the user's cap counts them all, so it must be at least theirs", ps.streamUserCap, ps.streamCap))
+	}
 	api := humachi.New(r, hc)
-	s := &Server{router: r, API: api, planes: ps, outages: outages, traffic: tr, ingest: cfg.Ingest,
-		streams: &streamPlane{cfg: cfg.Streams, svc: cfg.Auth, now: cfg.Now, closing: make(chan struct{})}}
+	s := &Server{router: r, API: api, planes: ps, outages: outages, traffic: tr, ingest: cfg.Ingest, bodies: bodies,
+		streams: newStreamPlane(cfg.Streams, ps, cfg.Metrics, cfg.Auth, cfg.Now)}
 	s.requireCaller = requireCaller(api, cfg.Auth, ps, outages)
-	api.UseMiddleware(s.requireCaller)
-	ps.api = api
+	api.UseMiddleware(checkBody(api), s.requireCaller)
+	ps.api, bodies.api = api, api
 	addRoutes(api, cfg)
 	s.addStreamRoutes(cfg)
 	s.serveDocuments(r)
 	return s
 }
 
-// Err reports the mistakes in the rate-limit configuration found while
-// the operations registered: a budget override that is not a budget, an
-// invalid budget, two operations declaring one budget differently. A
+// Err reports the mistakes in the configuration found while the
+// operations registered: a budget override that is not a budget, an
+// invalid budget, two operations declaring one budget differently, an
+// operation accepting bodies larger than the bytes in flight allow. A
 // server with any must not serve; nothing panics. It sees the operations
 // registered so far: call it after the last one.
-func (s *Server) Err() error { return errors.Join(s.planes.errs...) }
+func (s *Server) Err() error { return errors.Join(append(s.planes.errs, s.bodies.errs...)...) }
 
 // Budgets returns the names of the budgets the operations registered so
 // far declare (api.WithBudget), sorted.

@@ -1,8 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -39,9 +41,14 @@ type ErrorDetails struct {
 	// For rate-limited (429): which budget refused the request.
 	Scope       string `json:"scope,omitempty" enum:"session,ip,apikey,stream,login" doc:"rate-limited: the plane that refused the request."`
 	Policy      string `json:"policy,omitempty" maxLength:"64" doc:"rate-limited: the budget's name, as in the RateLimit-Policy header."`
-	Limit       int    `json:"limit,omitempty" doc:"rate-limited: the budget's size (for login, the failures allowed before the back-off)."`
+	Limit       int    `json:"limit,omitempty" doc:"rate-limited: the budget's size (for login, the failures allowed before the back-off). conflict with quota: the quota's size."`
 	WindowS     int    `json:"window_s,omitempty" doc:"rate-limited: the budget's window in seconds."`
 	RetryAfterS int    `json:"retry_after_s,omitempty" doc:"rate-limited: seconds until a request would be admitted; also the Retry-After header."`
+
+	// For conflict (409) from a per-user quota: which quota, and how much
+	// of it the caller holds.
+	Quota string `json:"quota,omitempty" enum:"items,queued_jobs" doc:"conflict: the per-user quota the request would pass: items (stored, or in jobs not finished) or queued_jobs (jobs queued or running)."`
+	Used  *int   `json:"used,omitempty" doc:"conflict with quota: how much of the quota the caller holds now."`
 }
 
 // FieldError locates one problem in a request.
@@ -285,12 +292,32 @@ func init() {
 // router fallbacks, middleware and raw stream handlers.
 func WriteError(w http.ResponseWriter, e *Error) {
 	h := w.Header()
+	setErrorHeaders(h, e)
+	h.Del("Content-Length")
+	w.WriteHeader(e.status)
+	_ = json.NewEncoder(w).Encode(e)
+}
+
+// setErrorHeaders sets on h the headers of e's response.
+func setErrorHeaders(h http.Header, e *Error) {
 	for k, v := range e.header {
 		h[k] = v
 	}
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Del("Content-Length")
-	w.WriteHeader(e.status)
-	_ = json.NewEncoder(w).Encode(e)
+}
+
+// ErrorResponse is e as a whole HTTP/1.1 response that closes its
+// connection, with the headers and body WriteError writes: the bytes to
+// write on a connection net/http never serves, such as one that
+// connlimit refuses before a request is read.
+func ErrorResponse(e *Error) []byte {
+	body, _ := json.Marshal(e)
+	body = append(body, '\n')
+	res := &http.Response{StatusCode: e.status, ProtoMajor: 1, ProtoMinor: 1, Header: http.Header{},
+		ContentLength: int64(len(body)), Body: io.NopCloser(bytes.NewReader(body)), Close: true}
+	setErrorHeaders(res.Header, e)
+	var b bytes.Buffer
+	_ = res.Write(&b)
+	return b.Bytes()
 }

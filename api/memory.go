@@ -192,15 +192,25 @@ func addMemoryRoutes(api huma.API, cfg Config) {
 	if cfg.IngestTTL > 0 {
 		ttl = cfg.IngestTTL
 	}
+	// The quotas the spec shows: the running ones, or the defaults when
+	// there is no service (brain openapi).
+	maxItems, maxJobs := ingest.DefaultMaxItems, ingest.DefaultMaxQueuedJobs
+	if cfg.Ingest != nil {
+		maxItems, maxJobs = cfg.Ingest.Config().MaxItems, cfg.Ingest.Config().MaxQueuedJobs
+	}
 	huma.Register(callers, WithBudget(huma.Operation{
 		OperationID: "ingest-memory", Method: http.MethodPost, Path: Prefix + "/memory/ingest", MaxBodyBytes: ingest.MaxBodyBytes,
 		SkipValidateBody: true, // ingest.Parse checks the body, byte for byte as sent
-		DefaultStatus:    http.StatusAccepted, Summary: "Ingest a batch of notes", Tags: tags, Errors: []int{http.StatusUnprocessableEntity},
+		DefaultStatus:    http.StatusAccepted, Summary: "Ingest a batch of notes", Tags: tags, Errors: []int{http.StatusConflict, http.StatusUnprocessableEntity},
 		Metadata: map[string]any{metaJSONBody: reflect.TypeOf(IngestRequest{})},
 		Description: "Accepts a batch of 1 to 1000 items for processing by a job; 202 means the batch is durably stored and its job enqueued.\n\n" +
 			"Idempotency: the batch's key is its ingest_id, or, when absent, the SHA-256 (lowercase hex) of the RFC 8785 canonical JSON of the body exactly as sent. " +
 			fmt.Sprintf("Keys are yours alone and last %v from the first request: within that time the same batch sent again answers the first job, with replayed true and Idempotent-Replayed: true, and enqueues nothing; ", ttl) +
-			"the same ingest_id with other content is a 422 with code idempotency-key-reused. The key and the job are written in one transaction: concurrent identical requests make one job, and each gets its id. A replay draws from the budget like any request.",
+			"the same ingest_id with other content is a 422 with code idempotency-key-reused. The key and the job are written in one transaction: concurrent identical requests make one job, and each gets its id. A replay draws from the budget like any request.\n\n" +
+			"A 503 (or a connection lost before the answer) does not say that nothing was stored: the batch may have been committed and the answer lost. Send the same body again: if it was stored, the replay answers with its job.\n\n" +
+			fmt.Sprintf("Quotas: you may hold %d items, stored or in batches whose jobs are not finished, and have %d jobs queued or running. ", maxItems, maxJobs) +
+			"A batch that would pass either is a 409 (code conflict) whose details name the quota (items or queued_jobs), its limit and what you hold; nothing is stored or enqueued. " +
+			"Deleting items frees room under the first, a job finishing under the second (a failed job also gives back the items it did not store). A replay takes nothing from either.",
 	}, ingestBudget), h.ingest)
 	huma.Register(callers, huma.Operation{
 		OperationID: "list-jobs", Method: http.MethodGet, Path: Prefix + "/jobs", Summary: "List your jobs", Tags: tags,
@@ -325,6 +335,7 @@ const codeKeyReused = "idempotency-key-reused"
 // nil.
 func ingestError(err error) error {
 	var ve *ingest.ValidationError
+	var qe *ingest.QuotaError
 	switch {
 	case err == nil:
 		return nil
@@ -339,12 +350,29 @@ func ingestError(err error) error {
 			FieldError{Location: "body.ingest_id", Message: "names another batch"})
 		e.Code = codeKeyReused
 		return e
+	case errors.As(err, &qe):
+		return quotaError(qe)
 	case errors.Is(err, ingest.ErrNotFound):
 		return NewError(http.StatusNotFound, "you have nothing with that id")
 	case errors.Is(err, ingest.ErrUnavailable):
 		return storeError(err)
 	}
 	return err
+}
+
+// quotaError is the 409 of an ingest past a quota: which quota, its
+// limit, what the caller holds, and what frees room.
+func quotaError(qe *ingest.QuotaError) *Error {
+	var msg string
+	if qe.Quota == ingest.QuotaJobs {
+		msg = fmt.Sprintf("you have %d jobs queued or running, the most allowed: wait for some to finish (GET %s/jobs), then send the batch again", qe.Used, Prefix)
+	} else {
+		msg = fmt.Sprintf("this batch's %d items would take you past your quota of %d items (you hold %d, stored or in jobs not finished): delete items you no longer need (DELETE %s/memory/items/{id}), or send fewer", qe.Asked, qe.Limit, qe.Used, Prefix)
+	}
+	e := NewError(http.StatusConflict, msg)
+	used := qe.Used
+	e.Details.Quota, e.Details.Limit, e.Details.Used = qe.Quota, qe.Limit, &used
+	return e
 }
 
 // metaJSONBody is the Operation.Metadata key of the type an operation

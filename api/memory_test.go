@@ -233,3 +233,102 @@ func TestMemoryIsPrivate(t *testing.T) {
 		t.Fatalf("bob's identical batch: %+v, want a job of its own", b)
 	}
 }
+
+// A batch past a quota is a 409 conflict that names the quota, its limit
+// and what the caller holds, and says what frees room; nothing is stored
+// or enqueued. A replay over the quota still answers 202. A job that
+// fails gives back the items it never stored, a job that ends its slot,
+// a deleted item itself. The ingest operation declares the 409.
+func TestIngestQuotas(t *testing.T) {
+	svc := MustAuth(t)
+	db, _ := dbOf.Load(svc)
+	hub := streams.NewMemoryHub(64, 64)
+	memory := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{Publish: api.EventPublisher(hub), MaxItems: 5, MaxQueuedJobs: 2})
+	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Ingest: memory, Streams: api.StreamConfig{Hub: hub}}, nil)
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	ctx := context.Background()
+
+	batch := func(project string, n int) json.RawMessage {
+		items := make([]string, n)
+		for i := range items {
+			items[i] = fmt.Sprintf(`{"text":"note %d of %s"}`, i, project)
+		}
+		return json.RawMessage(`{"project":"` + project + `","items":[` + strings.Join(items, ",") + `]}`)
+	}
+	ingestOK := func(body json.RawMessage, replayed bool) string {
+		t.Helper()
+		var a accepted
+		l.call("POST", "/api/v1/memory/ingest", body, ada).want(t, 202, "ingest").decode(t, &a)
+		if a.Replayed != replayed {
+			t.Fatalf("ingest answered %+v, want replayed %v", a, replayed)
+		}
+		return a.JobID
+	}
+	type quotaEnvelope struct {
+		Code    string         `json:"code"`
+		Message string         `json:"message"`
+		Details map[string]any `json:"details"`
+	}
+	refused := func(body json.RawMessage, quota string, limit, used int, says ...string) {
+		t.Helper()
+		r := l.call("POST", "/api/v1/memory/ingest", body, ada).want(t, 409, "ingest past the "+quota+" quota")
+		var env quotaEnvelope
+		r.decode(t, &env)
+		want := map[string]any{"quota": quota, "limit": float64(limit), "used": float64(used)}
+		if env.Code != "conflict" || fmt.Sprint(env.Details) != fmt.Sprint(want) || r.header.Get("Retry-After") != "" {
+			t.Fatalf("409: %s; want code conflict, details %v, no Retry-After", r.body, want)
+		}
+		for _, s := range says {
+			if !strings.Contains(env.Message, s) {
+				t.Errorf("409 message %q does not say %q", env.Message, s)
+			}
+		}
+	}
+	jobs := func() int {
+		t.Helper()
+		var page struct{ Jobs []any }
+		l.call("GET", "/api/v1/jobs", nil, ada).want(t, 200, "jobs").decode(t, &page)
+		return len(page.Jobs)
+	}
+
+	a := ingestOK(batch("a", 2), false) // 2 items, 1 job
+	refused(batch("b", 4), "items", 5, 2, "quota of 5 items", "you hold 2", "DELETE /api/v1/memory/items/{id}")
+	if n := jobs(); n != 1 {
+		t.Fatalf("%d jobs after a refusal, want 1", n)
+	}
+	ingestOK(batch("a", 2), true) // a replay takes nothing, even at the quota
+	c := ingestOK(batch("c", 1), false)
+	refused(batch("d", 1), "queued_jobs", 2, 2, "2 jobs queued or running", "wait for some to finish")
+
+	// Job a fails before storing its 2 items: they and its slot come back.
+	if err := memory.Fail(ctx, a, "gave up"); err != nil {
+		t.Fatal(err)
+	}
+	d := ingestOK(batch("d", 1), false)
+	for _, id := range []string{c, d} {
+		if err := memory.Process(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 2 items stored: 4 more do not fit, until one is deleted.
+	refused(batch("b", 4), "items", 5, 2)
+	var found struct{ Results []struct{ ID string } }
+	l.call("GET", "/api/v1/memory/query?q=note&project=c", nil, ada).want(t, 200, "query").decode(t, &found)
+	if len(found.Results) != 1 {
+		t.Fatalf("query found %+v", found)
+	}
+	l.call("DELETE", "/api/v1/memory/items/"+found.Results[0].ID, nil, ada).want(t, 204, "delete")
+	ingestOK(batch("b", 4), false)
+
+	var spec struct {
+		Paths map[string]map[string]struct {
+			Description string
+			Responses   map[string]any
+		}
+	}
+	l.call("GET", "/openapi.json", nil).want(t, 200, "spec").decode(t, &spec)
+	op := spec.Paths["/api/v1/memory/ingest"]["post"]
+	if op.Responses["409"] == nil || !strings.Contains(op.Description, "you may hold 5 items") || !strings.Contains(op.Description, "2 jobs queued or running") {
+		t.Errorf("the ingest operation does not declare the 409 and the running quotas: %q", op.Description)
+	}
+}

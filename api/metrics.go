@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 
+	"github.com/brain-template/brain/connlimit"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -107,4 +108,24 @@ func (m *Metrics) ObserveBreaker(b *ratelimit.Breaker) {
 		}
 		return 0
 	}))
+}
+
+// ObserveConns exports the connections l holds: open and idle now, and
+// since the start, the connections refused at each cap and the idle ones
+// closed to make room for new ones.
+func (m *Metrics) ObserveConns(l *connlimit.Limiter) {
+	gauge := func(name, help string, v func(connlimit.Stats) int) {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
+			func() float64 { return float64(v(l.Stats())) }))
+	}
+	counter := func(name, help string, labels prometheus.Labels, v func(connlimit.Stats) uint64) {
+		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels},
+			func() float64 { return float64(v(l.Stats())) }))
+	}
+	gauge("brain_connections_open", "HTTP connections open, streams' included.", func(s connlimit.Stats) int { return s.Open })
+	gauge("brain_connections_idle", "Open HTTP connections waiting for a request.", func(s connlimit.Stats) int { return s.Idle })
+	const refused = "New connections refused because every connection that could make room was busy, by the cap reached."
+	counter("brain_connections_refused_total", refused, prometheus.Labels{"cap": "max"}, func(s connlimit.Stats) uint64 { return s.RefusedMax })
+	counter("brain_connections_refused_total", refused, prometheus.Labels{"cap": "per_ip"}, func(s connlimit.Stats) uint64 { return s.RefusedPerIP })
+	counter("brain_connections_idle_closed_total", "Idle connections closed to make room for new ones.", nil, func(s connlimit.Stats) uint64 { return s.IdleClosed })
 }

@@ -22,6 +22,10 @@ type Limits struct {
 	Session ratelimit.Budget // per session, every operation
 	IP      ratelimit.Budget // per client IP, public operations
 	APIKey  ratelimit.Budget // per API key, operations without their own budget
+	// StreamOpens is the stream plane's open budget: the streams a session
+	// or API key may open, across every stream endpoint, whatever its cap
+	// of open streams leaves it.
+	StreamOpens ratelimit.Budget
 	// Override returns the limits that replace the defaults of the budget
 	// an operation declares by name (see [WithBudget]), and whether there
 	// are any; an error says the configured value is not a budget. Nil:
@@ -41,6 +45,11 @@ func DefaultLimits() Limits {
 		Session: ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60},
 		IP:      ratelimit.Budget{Limit: 30, Window: time.Minute, Burst: 30},
 		APIKey:  ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60},
+		// A client reconnecting after every network blip opens a stream a
+		// few times a minute; one that loops on opens is held to one a
+		// second, so that each open's work (a replay, a job read) stays
+		// small.
+		StreamOpens: ratelimit.Budget{Limit: 60, Window: time.Minute, Burst: 20},
 	}
 }
 
@@ -48,7 +57,7 @@ func DefaultLimits() Limits {
 // the other fields stay as they are.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
-	for _, b := range []struct{ v, def *ratelimit.Budget }{{&l.Session, &d.Session}, {&l.IP, &d.IP}, {&l.APIKey, &d.APIKey}} {
+	for _, b := range []struct{ v, def *ratelimit.Budget }{{&l.Session, &d.Session}, {&l.IP, &d.IP}, {&l.APIKey, &d.APIKey}, {&l.StreamOpens, &d.StreamOpens}} {
 		if *b.v == (ratelimit.Budget{}) {
 			*b.v = *b.def
 		}
@@ -110,7 +119,7 @@ func limitNames(name string, limits []ratelimit.Budget) []ratelimit.Limit {
 
 // A plane pairs a limiter with the plane it enforces.
 type plane struct {
-	name    string // session, apikey, ip
+	name    string // session, apikey, ip, stream
 	limiter ratelimit.Limiter
 	headers *ratelimit.Headers
 	count   planeCounters
@@ -142,8 +151,10 @@ type planes struct {
 	declared map[string]Budget // each budget as first declared
 	errs     []error           // configuration mistakes found while registering
 	failed   map[string]bool   // budgets whose mistake is in errs
-	// streamCap is the stream plane's cap, as x-rate-limit shows it.
-	streamCap int
+	// The stream plane's caps, as x-rate-limit shows them, and its open
+	// budget (streams.go).
+	streamCap, streamUserCap int
+	streamOpens              *plane
 }
 
 func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThrottle) *planes {
@@ -162,6 +173,7 @@ func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThro
 	ps.session = ps.newPlane("session", "session", ratelimit.Limit{Name: "session", Budget: l.Session})
 	ps.ip = ps.newPlane("ip", "ip", ratelimit.Limit{Name: "ip", Budget: l.IP})
 	ps.apikey = ps.newPlane("apikey", "apikey", ratelimit.Limit{Name: "apikey", Budget: l.APIKey})
+	ps.streamOpens = ps.newPlane("stream", streamOpensPolicy, ratelimit.Limit{Name: streamOpensPolicy, Budget: l.StreamOpens})
 	return ps
 }
 
@@ -180,7 +192,7 @@ func (ps *planes) newPlane(planeName, policy string, limits ...ratelimit.Limit) 
 // server reports it at start-up (Server.Err).
 func (ps *planes) budgetPlane(op *huma.Operation, b Budget) *plane {
 	if !budgetName.MatchString(b.Name) || reserved[b.Name] {
-		ps.errs = append(ps.errs, fmt.Errorf("operation %s: budget %q: a name is 1 to 32 of a-z, 0-9 and -, starting with a letter, and not session, ip, apikey, login or stream", op.OperationID, b.Name))
+		ps.errs = append(ps.errs, fmt.Errorf("operation %s: budget %q: a name is 1 to 32 of a-z, 0-9 and -, starting with a letter, and not session, ip, apikey, login, stream, %s, %s or %s", op.OperationID, b.Name, streamPolicy, streamUserPolicy, streamOpensPolicy))
 		return ps.apikey
 	}
 	if ps.failed[b.Name] {
@@ -227,7 +239,8 @@ var budgetName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 
 // reserved are the names of the planes' own policies, which no
 // operation's budget may take.
-var reserved = map[string]bool{"session": true, "ip": true, "apikey": true, "login": true, "stream": true}
+var reserved = map[string]bool{"session": true, "ip": true, "apikey": true, "login": true, "stream": true,
+	streamPolicy: true, streamUserPolicy: true, streamOpensPolicy: true}
 
 // planFor decides which planes apply to op.
 func (ps *planes) planFor(op *huma.Operation) *plan {
@@ -300,7 +313,7 @@ func declareComponents(c *huma.Components) {
 		c.Headers = map[string]*huma.Header{}
 	}
 	c.Headers["RateLimit"] = str(`Each budget that applies and what is left of it (draft-ietf-httpapi-ratelimit-headers-10): r = whole requests left, t = seconds until the budget is full again.`, `"session";r=57;t=12`)
-	c.Headers["RateLimit-Policy"] = str(`Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's cap, q = open streams and qu="concurrent-requests".`, `"session";q=120;w=60`)
+	c.Headers["RateLimit-Policy"] = str(`Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's caps, q = open streams and qu="concurrent-requests".`, `"session";q=120;w=60`)
 	c.Headers["X-RateLimit-Limit"] = num("Legacy: the requests per window of the budget with the fewest requests left.", 120)
 	c.Headers["X-RateLimit-Remaining"] = num("Legacy: whole requests left in that budget.", 57)
 	c.Headers["X-RateLimit-Reset"] = num("Legacy: when that budget is full again, in Unix epoch seconds.", 1796040012)
@@ -347,8 +360,10 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 		return
 	}
 	var entries []RateLimitEntry
-	if pl.stream {
-		entries = append(entries, RateLimitEntry{Plane: "stream", Policy: streamPolicy, Concurrent: ps.streamCap})
+	if pl.stream { // its caps, then its open budget: the order the door decides them in
+		entries = append(entries, RateLimitEntry{Plane: "stream", Policy: streamPolicy, Concurrent: ps.streamCap},
+			RateLimitEntry{Plane: "stream", Policy: streamUserPolicy, Concurrent: ps.streamUserCap})
+		entries = append(entries, entriesOf(ps.streamOpens)...)
 	} else {
 		op.Middlewares = append(op.Middlewares, ps.enforce(pl))
 	}

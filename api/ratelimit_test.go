@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
+	"github.com/brain-template/brain/streams"
 	"github.com/danielgtaylor/huma/v2"
 )
 
@@ -224,8 +226,10 @@ func TestSpecIsWhatIsEnforced(t *testing.T) {
 	rec := &recorder{}
 	l := api.DefaultLimits()
 	l.Store = rec.store(clk)
+	l.StreamOpens = ratelimit.Budget{Limit: 7, Window: time.Minute, Burst: 5} // not the defaults: the spec shows what is configured
 	svc := MustAuth(t)
-	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now})
+	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now,
+		Streams: api.StreamConfig{Cap: streams.NewMemoryCap(5), UserCap: streams.NewMemoryCap(9)}})
 	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-ingest", Method: http.MethodPost, Path: "/api/v1/test/ingest"}, api.Budget{Name: "trial", Default: "100/h; 10/s"}),
 		func(ctx context.Context, _ *struct{}) (*struct{}, error) { return nil, nil })
 	spec, _ := s.Spec()
@@ -266,20 +270,39 @@ func TestSpecIsWhatIsEnforced(t *testing.T) {
 				consulted := rec.take()
 				if stream && caller != "anonymous" {
 					// A stream draws from the stream plane only: it shows
-					// the cap it enforces, and the 429 it answers past it.
-					shows := slices.ContainsFunc(op.XRateLimit, func(e api.RateLimitEntry) bool {
-						return e.Plane == "stream" && e.Policy == "streams" && e.Concurrent == api.DefaultStreamCap
-					})
+					// the caps and the open budget it enforces, exactly
+					// as the headers of its response describe them, and
+					// the 429 it answers past them.
+					var policy, left []string
+					for _, e := range op.XRateLimit {
+						switch {
+						case e.Plane == "stream" && e.Concurrent > 0:
+							policy = append(policy, fmt.Sprintf(`"%s";q=%d;qu="concurrent-requests"`, e.Policy, e.Concurrent))
+							left = append(left, fmt.Sprintf(`"%s";r=%d`, e.Policy, e.Concurrent-1))
+						case e.Plane == "stream":
+							policy = append(policy, fmt.Sprintf(`"%s";q=%d;w=%d`, e.Policy, e.Limit, e.WindowS))
+							left = append(left, fmt.Sprintf(`"%s";r=%d;`, e.Policy, e.Burst-1)) // a new caller's first open
+						}
+					}
+					want := `"streams";q=5;qu="concurrent-requests", "streams-per-user";q=9;qu="concurrent-requests", "stream-opens";q=7;w=60`
 					// Admitted by the door (a path naming no job is then 404 or 422).
 					admitted := c.code == 200 || c.code == 404 || c.code == 422
-					if !admitted || !shows || c.hdr.Get("RateLimit-Policy") != `"streams";q=16;qu="concurrent-requests"` {
-						t.Errorf("%s %s as %s: %d %v; x-rate-limit %v (shows %v), want the stream plane's cap", method, path, caller, c.code, c.hdr, op.XRateLimit, shows)
+					if !admitted || strings.Join(policy, ", ") != want || c.hdr.Get("RateLimit-Policy") != want {
+						t.Errorf("%s %s as %s: %d %v; x-rate-limit %v, want the stream plane's caps and open budget, %s", method, path, caller, c.code, c.hdr, op.XRateLimit, want)
+					}
+					for _, l := range left {
+						if !strings.Contains(c.hdr.Get("RateLimit")+";", l) {
+							t.Errorf("%s %s as %s: RateLimit %q, want %s as x-rate-limit says", method, path, caller, c.hdr.Get("RateLimit"), l)
+						}
 					}
 					if _, ok := op.Responses["429"]; !ok {
 						t.Errorf("%s %s: a stream declares no 429", method, path)
 					}
 				}
 				plane := map[string]string{"anonymous": "ip", "session": "session", "apikey": "apikey"}[caller]
+				if stream && caller != "anonymous" {
+					plane = "stream"
+				}
 				var shown []string
 				for _, e := range op.XRateLimit {
 					if e.Plane == "ip" || e.Plane == plane {

@@ -43,7 +43,8 @@ func declareUnavailable(c *huma.Components) {
 	}
 	c.Responses["Unavailable"] = &huma.Response{
 		Description: "unavailable: not the client's fault. A store brain depends on (the database, or Redis for rate limits) does not answer or is too slow, " +
-			"or too many passwords are being checked at once. Retry after Retry-After seconds. On /ready, details.errors lists the checks that failed.",
+			"too many passwords are being checked at once, or (on an operation that says so) too many large bodies are in flight. " +
+			"Retry after Retry-After seconds. On /ready, details.errors lists the checks that failed.",
 		Headers: map[string]*huma.Header{"Retry-After": {Ref: refHeader + "Retry-After"}},
 		Content: map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Ref: errorSchemaRef}}},
 	}

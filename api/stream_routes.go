@@ -23,7 +23,7 @@ import (
 var (
 	apiKeyCreated = eventType{name: "apikey.created", data: APIKeyView{}, doc: "You created an API key (its secret is never sent again)."}
 	apiKeyDeleted = eventType{name: "apikey.deleted", data: DeletedEvent{}, doc: "You deleted an API key."}
-	gapEvent      = eventType{name: "stream.gap", data: GapEvent{}, doc: "The first event when Last-Event-ID is older than the oldest event kept, or not one this server knows (after a restart, say): some events after it may be lost. Reload what they would have changed."}
+	gapEvent      = eventType{name: "stream.gap", data: GapEvent{}, doc: "Some of your events after `after` may be lost: reload what they would have changed. It is the first event when Last-Event-ID is older than the oldest event kept, or not one this server knows (after a restart, say); and it comes live, or replayed, when an outage of the event store cost events (with an id when it marks a place in the events, so a resume after it does not repeat it)."}
 	liveEvent     = eventType{name: "system.live", data: LiveSnapshot{}, doc: "The server's state, every second."}
 )
 
@@ -66,10 +66,10 @@ type DeletedEvent struct {
 	ID string `json:"id" doc:"The id of what was deleted."`
 }
 
-// GapEvent says events were lost between a reconnect's Last-Event-ID and
-// the events that follow.
+// GapEvent says events may have been lost between the last event the
+// stream had and the events that follow.
 type GapEvent struct {
-	After string `json:"after" doc:"The Last-Event-ID the client sent."`
+	After string `json:"after" doc:"The id of the last event the stream had before the gap: the last one it sent, else the Last-Event-ID the client sent; empty when it had none."`
 }
 
 // LiveSnapshot is the data of a system.live event.
@@ -91,7 +91,9 @@ func (s *Server) addStreamRoutes(cfg Config) {
 			Summary: "Follow your events",
 			Description: "Your events as they happen, each with an id. On reconnect, send the last id received as Last-Event-ID (browsers do): " +
 				"the events after it that are still kept come first, or stream.gap says some are lost. " +
-				"Every stream endpoint shares your cap of open streams (x-rate-limit, plane stream): one more is refused with 429 before the stream starts.",
+				"Every stream endpoint shares the stream plane (x-rate-limit, plane stream): the open streams of your session or API key (streams), " +
+				"those of your user, counting all of its sessions and API keys (streams-per-user), and the streams your session or API key may open (stream-opens); " +
+				"past any of them a stream is refused with 429 before it starts.",
 		},
 		events: []eventType{apiKeyCreated, apiKeyDeleted, jobQueued, jobProgress, jobSucceeded, jobFailed, memoryIngested, gapEvent},
 		serve:  s.serveEvents,
@@ -102,7 +104,7 @@ func (s *Server) addStreamRoutes(cfg Config) {
 			Summary: "Follow a job",
 			Description: "One of your jobs until it ends: first its state now (job.progress), then each step, then job.succeeded or job.failed, " +
 				"after which the stream ends. A job that has ended answers 204 (its result is at GET /api/v1/jobs/{id}), which stops a browser's EventSource from reconnecting. " +
-				"Shares the cap of open streams with every stream endpoint.",
+				"Shares the stream plane's caps and open budget with every stream endpoint.",
 			Responses: map[string]*huma.Response{"204": {Description: "The job has ended: GET /api/v1/jobs/{id} has its result."}},
 			Parameters: []*huma.Param{{Name: "id", In: "path", Required: true, Description: "The job's id.",
 				Schema: &huma.Schema{Type: huma.TypeString, Pattern: uuidPattern, MaxLength: ptr(36)}}},
@@ -115,7 +117,7 @@ func (s *Server) addStreamRoutes(cfg Config) {
 		op: huma.Operation{
 			OperationID: "follow-system-live", Path: Prefix + "/system/live", Tags: tags,
 			Summary:     "Follow the server's state",
-			Description: "A snapshot of this replica every second: requests and refusals per second, open streams, goroutines, heap. Shares the cap of open streams with every stream endpoint.",
+			Description: "A snapshot of this replica every second: requests and refusals per second, open streams, goroutines, heap. Shares the stream plane's caps and open budget with every stream endpoint.",
 		},
 		events: []eventType{liveEvent},
 		serve:  s.serveLive,
@@ -135,11 +137,11 @@ func (s *Server) serveEvents(st *stream) {
 	if st.start() != nil {
 		return
 	}
-	if sub.Gap && st.sendValue(gapEvent.name, GapEvent{After: st.lastEventID}) != nil {
+	if sub.Gap && st.sendGap("") != nil {
 		return
 	}
-	for _, ev := range sub.Replay {
-		if st.send(ev.ID, ev.Type, ev.Data) != nil {
+	for i := range sub.Replay {
+		if st.sendEvent(&sub.Replay[i]) != nil {
 			return
 		}
 	}
@@ -148,8 +150,31 @@ func (s *Server) serveEvents(st *stream) {
 			st.close("slow")
 			return errStreamEnded
 		}
-		return st.send(ev.ID, ev.Type, ev.Data)
+		return st.sendEvent(ev)
 	})
+}
+
+// sendEvent sends one of the hub's events; its gap markers go out as
+// stream.gap.
+func (st *stream) sendEvent(ev *streams.Event) error {
+	if ev.Type == streams.EventGap {
+		return st.sendGap(ev.ID)
+	}
+	return st.send(ev.ID, ev.Type, ev.Data)
+}
+
+// sendGap tells the client that events after the last it has may be
+// lost: stream.gap, with id when the hub marked the gap in its events. A
+// gap right after another says nothing new, and is not sent.
+func (st *stream) sendGap(id string) error {
+	if st.gapped {
+		return nil
+	}
+	b, err := json.Marshal(GapEvent{After: st.lastSent})
+	if err != nil {
+		return err
+	}
+	return st.send(id, gapEvent.name, b)
 }
 
 // serveJobLog sends one job's progress until it ends.
@@ -193,6 +218,9 @@ func (s *Server) serveJobLog(st *stream) {
 			st.close("slow")
 			return errStreamEnded
 		}
+		if ev.Type == streams.EventGap { // its steps may be lost: the database has the job as it is
+			return s.sendJobState(st, user, id)
+		}
 		var about struct {
 			JobID string `json:"job_id"`
 		}
@@ -208,6 +236,28 @@ func (s *Server) serveJobLog(st *stream) {
 		}
 		return nil
 	})
+}
+
+// sendJobState sends the job as the database has it now, after a gap in
+// its log's events: the step the lost ones would have brought it to, or
+// its end, which ends the log. A job that cannot be read ends the log
+// (unavailable): the client reconnects.
+func (s *Server) sendJobState(st *stream, user, id string) error {
+	job, err := s.ingest.Job(st.r.Context(), user, id)
+	if err != nil {
+		s.outages.log(st.r.Context(), err)
+		st.close("unavailable")
+		return errStreamEnded
+	}
+	switch job.Status {
+	case ingest.StatusSucceeded:
+		_ = st.sendValue(jobSucceeded.name, ingest.JobSucceeded{JobID: job.ID, ItemsTotal: job.ItemsTotal})
+		return errStreamEnded
+	case ingest.StatusFailed:
+		_ = st.sendValue(jobFailed.name, ingest.JobFailed{JobID: job.ID, ItemsDone: job.ItemsDone, Error: job.Error})
+		return errStreamEnded
+	}
+	return st.sendValue(jobProgress.name, ingest.JobProgress{JobID: job.ID, ItemsDone: job.ItemsDone, ItemsTotal: job.ItemsTotal})
 }
 
 // jobID is the form of a job's id.

@@ -31,30 +31,40 @@ import (
 // return), declared like any operation and documented in the spec from
 // that declaration. Every stream passes one front door, open, before a
 // byte of its response: the caller is resolved as for any operation (401,
-// 403 and 503 alike), then one of the caller's stream slots is reserved or
-// the request is refused with the one 429 (scope stream), before any
-// stream header.
+// 403 and 503 alike), then one of the caller's stream slots is reserved,
+// one of its user's, and a token of the caller's open budget, or the
+// request is refused with the one 429 (scope stream), before any stream
+// header.
 
 // StreamConfig configures the stream endpoints. Zero fields take their
 // defaults.
 type StreamConfig struct {
-	// Cap bounds each caller's open streams, across every stream
-	// endpoint: default streams.NewMemoryCap(DefaultStreamCap).
+	// Cap bounds each caller's open streams (a session's, an API key's),
+	// across every stream endpoint: default
+	// streams.NewMemoryCap(DefaultStreamCap).
 	Cap streams.Cap
+	// UserCap bounds each user's open streams, across all of the user's
+	// sessions and API keys and every stream endpoint: default
+	// streams.NewMemoryCap(DefaultStreamUserCap). Its Max must be at least
+	// Cap's (Server.Err says so).
+	UserCap streams.Cap
 	// Hub carries the callers' events: default an in-memory hub.
 	Hub streams.Hub
 	// Heartbeat is how often an idle stream gets a comment line, which
 	// keeps proxies from closing it, finds dead clients, and renews the
 	// stream's slot: default 15 s.
 	Heartbeat time.Duration
-	// RetryAfter is the Retry-After of the stream plane's 429: its slots
-	// free when some stream ends, which no clock predicts. Default 5 s.
+	// RetryAfter is the Retry-After of a 429 of the stream plane's caps:
+	// their slots free when some stream ends, which no clock predicts.
+	// Default 5 s. (The open budget's is the time until it admits an
+	// open, as for any budget; it is Limits.StreamOpens.)
 	RetryAfter time.Duration
 }
 
 // The stream plane's defaults.
 const (
 	DefaultStreamCap        = 16
+	DefaultStreamUserCap    = 64
 	DefaultStreamHeartbeat  = 15 * time.Second
 	DefaultStreamRetryAfter = 5 * time.Second
 	// streamReplay and streamBuffer size the default in-memory hub: the
@@ -69,6 +79,9 @@ const (
 func (c StreamConfig) withDefaults() StreamConfig {
 	if c.Cap == nil {
 		c.Cap = streams.NewMemoryCap(DefaultStreamCap)
+	}
+	if c.UserCap == nil {
+		c.UserCap = streams.NewMemoryCap(DefaultStreamUserCap)
 	}
 	if c.Hub == nil {
 		c.Hub = streams.NewMemoryHub(streamReplay, streamBuffer)
@@ -86,9 +99,15 @@ func (c StreamConfig) withDefaults() StreamConfig {
 // plane only.
 const metaStream = "brain.stream"
 
-// streamPolicy is the stream plane's policy name, in the spec, the
-// headers and the 429.
-const streamPolicy = "streams"
+// The stream plane's policies, as the spec, the headers and the 429 name
+// them: the cap of each caller (a session or an API key), the cap of each
+// user (all of its sessions and keys), and the open budget of each
+// caller.
+const (
+	streamPolicy      = "streams"
+	streamUserPolicy  = "streams-per-user"
+	streamOpensPolicy = "stream-opens"
+)
 
 // An eventType is one kind of event a stream may send: its name (the SSE
 // event field) and a value of its data's type, for the spec's schema.
@@ -107,19 +126,44 @@ type streamOperation struct {
 	serve  func(st *stream)
 }
 
-// streamPlane is one server's stream endpoints: the cap, the hub, the
-// streams open on this replica, and the signal that closes them.
+// streamPlane is one server's stream endpoints: the caps, the open
+// budget, the hub, the streams open on this replica, and the signal that
+// closes them.
 type streamPlane struct {
 	cfg     StreamConfig
 	svc     *auth.Service
 	now     func() time.Time
 	closing chan struct{} // closed by Server.CloseStreams
 	once    sync.Once
+	// opens is the open budget's plane, nil when the limits are
+	// disabled; headers writes what the caps and the budget decided;
+	// keyCount and userCount count the caps' decisions for the metrics.
+	opens               *plane
+	headers             *ratelimit.CapHeaders
+	keyCount, userCount planeCounters
 	// n counts the streams admitted and not yet finished on this
 	// replica; ended, when not nil, is closed when it falls to 0.
 	mu    sync.Mutex
 	n     int
 	ended chan struct{}
+}
+
+// newStreamPlane is the stream plane of cfg, with its defaults, on the
+// planes ps (the open budget's, unless the limits are disabled) and the
+// metrics m.
+func newStreamPlane(cfg StreamConfig, ps *planes, m *Metrics, svc *auth.Service, now func() time.Time) *streamPlane {
+	p := &streamPlane{cfg: cfg, svc: svc, now: now, closing: make(chan struct{}),
+		keyCount: m.countersFor("stream", streamPolicy), userCount: m.countersFor("stream", streamUserPolicy)}
+	var opens *ratelimit.Policy
+	if !ps.limits.Disabled {
+		p.opens = ps.streamOpens
+		pol := p.opens.limiter.Policy()
+		opens = &pol
+	}
+	p.headers = ratelimit.NewCapHeaders(opens,
+		ratelimit.Concurrency{Name: streamPolicy, Capacity: cfg.Cap.Max()},
+		ratelimit.Concurrency{Name: streamUserPolicy, Capacity: cfg.UserCap.Max()})
+	return p
 }
 
 // enter and leave count a stream in and out.
@@ -209,7 +253,7 @@ func (s *Server) eventSchema(events []eventType) *huma.Schema {
 			Properties: map[string]*huma.Schema{
 				"event": {Type: huma.TypeString, Enum: []any{e.name}, Description: "The event's name."},
 				"data":  reg.Schema(reflect.TypeOf(e.data), true, e.name),
-				"id":    {Type: huma.TypeString, Description: "The event's id, for Last-Event-ID. Control events (stream.*) have none."},
+				"id":    {Type: huma.TypeString, Description: "The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's)."},
 			},
 			Required: []string{"event", "data"},
 		})
@@ -228,16 +272,16 @@ var lastEventID = regexp.MustCompile(`^[0-9]{1,20}-[0-9]{1,20}$`)
 
 // ClosingEvent is the data of the stream.closing event, a stream's last.
 type ClosingEvent struct {
-	Reason string `json:"reason" enum:"shutdown,slow,unauthenticated,unavailable" doc:"shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unauthenticated: the stream's credentials no longer hold (logged out, key deleted, session expired); unavailable: the stream's slot was lost while its store failed (reconnect)."`
+	Reason string `json:"reason" enum:"shutdown,slow,unauthenticated,unavailable" doc:"shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unauthenticated: the stream's credentials no longer hold (logged out, key deleted, session expired); unavailable: a store the stream needs failed (its slot was lost in an outage and others took its place, or its job could not be read again after a gap): reconnect."`
 }
 
 // closingEvent ends every stream the server closes.
 var closingEvent = eventType{name: "stream.closing", data: ClosingEvent{}, doc: "The stream's last event: the server closes it, for the reason given."}
 
 // open is the front door of every stream: it resolves the caller, then
-// reserves one of the caller's slots, and reports whether the stream may
-// start. When it may not, it has answered: 401, 403, 503, or 429 with
-// scope stream, before any stream header.
+// takes the stream's places (admit), and reports whether the stream may
+// start. When it may not, it has answered: 401, 403, 422, 503, or 429
+// with scope stream, before any stream header.
 func (p *streamPlane) open(s *Server, op *huma.Operation, w http.ResponseWriter, r *http.Request) (*stream, bool) {
 	var id *auth.Identity
 	hctx := humachi.NewContext(op, r, w)
@@ -245,23 +289,21 @@ func (p *streamPlane) open(s *Server, op *huma.Operation, w http.ResponseWriter,
 	if id == nil {
 		return nil, false // answered
 	}
-	slot, live, ok, err := p.cfg.Cap.Reserve(r.Context(), capKey(id))
-	capacity := p.cfg.Cap.Max()
-	p.writeHeaders(w.Header(), capacity, live, ok)
+	slot, userSlot, e := p.admit(r.Context(), w.Header(), id)
 	after := r.Header.Get("Last-Event-ID")
 	switch {
-	case err != nil && clientGone(r.Context()):
+	case e != nil && e.status == StatusClientClosedRequest:
 		w.WriteHeader(StatusClientClosedRequest) // nobody is left to answer; only the access log sees it
 		return nil, false
-	case err != nil:
-		s.outages.log(r.Context(), err)
-		WriteError(w, NewError(http.StatusServiceUnavailable, "brain cannot count your streams right now; retry shortly"))
-		return nil, false
-	case !ok:
-		WriteError(w, rateLimited("stream", streamPolicy, capacity, 0, p.cfg.RetryAfter))
+	case e != nil:
+		if e.status == http.StatusServiceUnavailable {
+			s.outages.log(r.Context(), e.cause)
+		}
+		WriteError(w, e)
 		return nil, false
 	case after != "" && !lastEventID.MatchString(after):
 		slot.Release()
+		userSlot.Release()
 		WriteError(w, NewError(http.StatusUnprocessableEntity, "", FieldError{Location: "header.Last-Event-ID", Message: "not an event id of this API: <digits>-<digits>, as an event's id: field"}))
 		return nil, false
 	}
@@ -279,13 +321,94 @@ func (p *streamPlane) open(s *Server, op *huma.Operation, w http.ResponseWriter,
 		}
 		ctx = context.WithValue(ctx, chi.RouteCtxKey, own)
 	}
-	st := &stream{plane: p, slot: slot, w: w, rc: http.NewResponseController(w), r: r.WithContext(ctx), cancel: cancel,
-		caller: id, lastEventID: after, opened: p.now()}
+	st := &stream{plane: p, slot: slot, userSlot: userSlot, w: w, rc: http.NewResponseController(w), r: r.WithContext(ctx), cancel: cancel,
+		caller: id, lastEventID: after, lastSent: after, opened: p.now()}
 	st.unfollow = context.AfterFunc(r.Context(), cancel)
 	return st, true
 }
 
-// capKey is the caller's key in the cap: its session, or its API key.
+// admit takes a stream's places in order: one of the caller's slots, one
+// of its user's, then a token of the caller's open budget. It writes the
+// plane's headers for what it decided. When one refuses, the places taken
+// before it are given back, so a refused open costs the caller nothing,
+// and it returns the refusal: 429 naming the refusing policy (Retry-After
+// RetryAfter for a cap, the time until the budget admits an open for the
+// budget), or 503 when a store fails.
+func (p *streamPlane) admit(ctx context.Context, h http.Header, id *auth.Identity) (slot, userSlot streams.Slot, e *Error) {
+	var buf [2]int
+	free := buf[:0] // of each cap decided
+	capacity, userCapacity := p.cfg.Cap.Max(), p.cfg.UserCap.Max()
+	failed := func(c planeCounters, msg string, err error) *Error {
+		if clientGone(ctx) { // not the store's failure: nobody is left to answer
+			return NewError(StatusClientClosedRequest, "")
+		}
+		inc(c.failed)
+		return unavailable(msg, err)
+	}
+	const cannotCount = "brain cannot count your streams right now; retry shortly"
+
+	slot, live, ok, err := p.cfg.Cap.Reserve(ctx, capKey(id))
+	if err != nil {
+		return streams.Slot{}, streams.Slot{}, failed(p.keyCount, cannotCount, err)
+	}
+	free = append(free, freeSlots(capacity, live, ok))
+	if !ok {
+		inc(p.keyCount.limited)
+		p.headers.Write(h, free, nil, p.now())
+		return streams.Slot{}, streams.Slot{}, rateLimited("stream", streamPolicy, capacity, 0, p.cfg.RetryAfter)
+	}
+	inc(p.keyCount.allowed)
+
+	userSlot, live, ok, err = p.cfg.UserCap.Reserve(ctx, userKey(id))
+	if err != nil {
+		slot.Release()
+		return streams.Slot{}, streams.Slot{}, failed(p.userCount, cannotCount, err)
+	}
+	free = append(free, freeSlots(userCapacity, live, ok))
+	if !ok {
+		slot.Release()
+		free[0]++ // what the refusal left: the caller's slot is back
+		inc(p.userCount.limited)
+		p.headers.Write(h, free, nil, p.now())
+		return streams.Slot{}, streams.Slot{}, rateLimited("stream", streamUserPolicy, userCapacity, 0, p.cfg.RetryAfter)
+	}
+	inc(p.userCount.allowed)
+
+	var d *ratelimit.Decision
+	if p.opens != nil {
+		dec, err := p.opens.limiter.Allow(ctx, capKey(id))
+		if err != nil {
+			slot.Release()
+			userSlot.Release()
+			return streams.Slot{}, streams.Slot{}, failed(p.opens.count, "brain cannot check its rate limits right now; retry shortly", err)
+		}
+		if !dec.Allowed {
+			slot.Release()
+			userSlot.Release()
+			free[0]++ // what the refusal left: both slots are back
+			free[1]++
+			inc(p.opens.count.limited)
+			p.headers.Write(h, free, &dec, p.now())
+			return streams.Slot{}, streams.Slot{}, refusal(p.opens, &dec)
+		}
+		inc(p.opens.count.allowed)
+		d = &dec
+	}
+	p.headers.Write(h, free, d, p.now())
+	return slot, userSlot, nil
+}
+
+// freeSlots is what a cap of capacity slots has free once it decided:
+// none when it refused.
+func freeSlots(capacity, live int, admitted bool) int {
+	if !admitted {
+		return 0
+	}
+	return min(max(capacity-live, 0), capacity)
+}
+
+// capKey is the caller's key in the cap and the open budget: its session,
+// or its API key.
 func capKey(id *auth.Identity) string {
 	if id.Method == auth.MethodSession {
 		return "s:" + id.SessionHash
@@ -293,16 +416,8 @@ func capKey(id *auth.Identity) string {
 	return "k:" + id.APIKeyID
 }
 
-// writeHeaders writes the stream plane's rate-limit headers: live of
-// capacity slots taken (this stream's included when admitted).
-func (p *streamPlane) writeHeaders(h http.Header, capacity, live int, admitted bool) {
-	left := capacity - live
-	if !admitted {
-		left = 0
-	}
-	left = min(max(left, 0), capacity)
-	ratelimit.WriteConcurrent(h, streamPolicy, capacity, left, p.now())
-}
+// userKey is the caller's user's key in the per-user cap.
+func userKey(id *auth.Identity) string { return "u:" + id.User.ID }
 
 // A stream is one open SSE response.
 //
@@ -316,7 +431,8 @@ func (p *streamPlane) writeHeaders(h http.Header, capacity, live int, admitted b
 // taken (HTTP/2) the stream is written through the ResponseWriter.
 type stream struct {
 	plane *streamPlane
-	slot  streams.Slot
+	// Its places in the caller's cap and in its user's.
+	slot, userSlot streams.Slot
 	// The response, until start takes the connection, and its controller.
 	w  http.ResponseWriter
 	rc *http.ResponseController
@@ -328,8 +444,13 @@ type stream struct {
 	unfollow    func() bool
 	caller      *auth.Identity
 	lastEventID string
-	declared    map[string]bool // the event types the stream's operation declares
-	opened      time.Time
+	// lastSent is the id of the last event sent, else lastEventID: where
+	// a gap starts (stream.gap's after). gapped says the last event sent
+	// was stream.gap.
+	lastSent string
+	gapped   bool
+	declared map[string]bool // the event types the stream's operation declares
+	opened   time.Time
 	// handedOff is closed once the handler may return: the stream has
 	// its connection, or it has ended. panicked is a panic of serve
 	// before then, for the handler to raise.
@@ -488,6 +609,10 @@ func (st *stream) send(id, event string, data json.RawMessage) error {
 	}
 	msg = append(append(append(msg, "event: "...), event...), '\n')
 	msg = append(append(append(msg, "data: "...), data...), "\n\n"...)
+	if id != "" {
+		st.lastSent = id
+	}
+	st.gapped = event == gapEvent.name
 	return st.write(msg)
 }
 
@@ -556,18 +681,20 @@ func (st *stream) callerHolds() bool {
 	return id != nil && capKey(id) == capKey(st.caller)
 }
 
-// renew extends the stream's slot. A slot whose lease was lost (its
-// store failed for longer than a lease) may have been taken by another
-// stream: this one ends, and its client reconnects. Any other failure is
-// logged; the lease outlives several heartbeats.
+// renew extends the stream's slots, the caller's and its user's. A slot
+// whose lease was lost while its store failed, and whose place another
+// stream took meanwhile, ends the stream: its client reconnects. Any
+// other failure is logged; a lease outlives several heartbeats.
 func (st *stream) renew() error {
-	err := st.slot.Refresh(st.r.Context())
-	if errors.Is(err, streams.ErrSlotLost) {
-		st.close("unavailable")
-		return err
-	}
-	if err != nil {
-		logger(st.r.Context()).Warn("stream: its slot was not renewed; retrying at the next heartbeat", "error", err)
+	for _, slot := range []streams.Slot{st.slot, st.userSlot} {
+		err := slot.Refresh(st.r.Context())
+		if errors.Is(err, streams.ErrSlotLost) {
+			st.close("unavailable")
+			return err
+		}
+		if err != nil {
+			logger(st.r.Context()).Warn("stream: its slot was not renewed; retrying at the next heartbeat", "error", err)
+		}
 	}
 	return nil
 }
@@ -583,6 +710,7 @@ func (st *stream) close(reason string) {
 func (st *stream) finish() {
 	st.cancel()
 	st.slot.Release()
+	st.userSlot.Release()
 	if st.conn != nil {
 		_ = st.conn.Close()
 		logger(st.r.Context()).LogAttrs(context.Background(), slog.LevelInfo, "stream ended",

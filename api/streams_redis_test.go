@@ -1,9 +1,12 @@
 package api_test
 
 import (
+	"cmp"
 	"context"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,6 +14,8 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/testclock"
+	"github.com/brain-template/brain/internal/testproxy"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/ratelimit/redistest"
 	"github.com/brain-template/brain/streams"
@@ -26,17 +31,36 @@ type replica struct {
 }
 
 // newReplica starts a replica whose stream slots last lease unless its
-// heartbeat renews them. A Redis failure of its cap fails the test, unless
-// the test expects them (it kills the replica).
+// heartbeat renews them, with a budget of opens no test meets. A Redis
+// failure of its caps fails the test, unless the test expects them (it
+// kills the replica).
 func newReplica(t *testing.T, svc *auth.Service, prefix string, lease time.Duration, failures *atomic.Bool) *replica {
 	t.Helper()
+	return newReplicaWith(t, svc, prefix, lease, failures, replicaOptions{userCap: api.DefaultStreamUserCap,
+		opens: ratelimit.Budget{Limit: 10_000, Window: time.Minute, Burst: 10_000}})
+}
+
+// replicaOptions are what a test of the stream plane's limits sets.
+type replicaOptions struct {
+	userCap int
+	opens   ratelimit.Budget
+	now     func() time.Time // the open budget's clock, in Redis (nil: Redis's)
+}
+
+// newReplicaWith is newReplica with a per-user cap and an open budget of
+// the test's, both in the Redis the cluster shares.
+func newReplicaWith(t *testing.T, svc *auth.Service, prefix string, lease time.Duration, failures *atomic.Bool, o replicaOptions) *replica {
+	t.Helper()
 	client := redistest.Client(t, redistest.Option(t))
-	cp := streams.NewRedisCap(client, prefix, api.DefaultStreamCap, lease, nil)
-	cp.Timeout = time.Second // Redis is up: a loaded machine must not look like an outage
-	cp.OnError = func(err error) {
-		if !failures.Load() {
-			t.Errorf("the cap failed in Redis: %v", err)
+	redisCap := func(max int) *streams.RedisCap {
+		cp := streams.NewRedisCap(client, prefix, max, lease, nil)
+		cp.Timeout = time.Second // Redis is up: a loaded machine must not look like an outage
+		cp.OnError = func(err error) {
+			if !failures.Load() {
+				t.Errorf("the cap failed in Redis: %v", err)
+			}
 		}
+		return cp
 	}
 	hub := streams.NewRedisHub(client, prefix, 1000, 64)
 	ctx, stop := context.WithCancel(context.Background())
@@ -45,7 +69,14 @@ func newReplica(t *testing.T, svc *auth.Service, prefix string, lease time.Durat
 	t.Cleanup(func() { stop(); <-done })
 	limits := api.DefaultLimits()
 	limits.Session = ratelimit.Budget{Limit: 10_000, Window: time.Minute, Burst: 10_000}
-	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: limits, Streams: api.StreamConfig{Cap: cp, Hub: hub, Heartbeat: lease / 5}})
+	limits.StreamOpens = o.opens
+	limits.Store = func(p ratelimit.Policy) ratelimit.Limiter {
+		r := ratelimit.NewRedis(client, prefix+"rl:", p)
+		r.Now = o.now
+		return r
+	}
+	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: limits,
+		Streams: api.StreamConfig{Cap: redisCap(api.DefaultStreamCap), UserCap: redisCap(o.userCap), Hub: hub, Heartbeat: lease / 5}})
 	hs := httptest.NewServer(s)
 	t.Cleanup(func() { s.CloseStreams(context.Background()); hs.Close() })
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
@@ -106,5 +137,175 @@ func TestStreamsAcrossReplicas(t *testing.T) {
 	})
 	if _, rep := b.openStream("/api/v1/events", ada); rep.status != 429 {
 		t.Fatalf("b's own 8 are still held, so the 17th is refused: got %d", rep.status)
+	}
+}
+
+// Two replicas sharing the real Redis share each caller's open budget
+// and each user's cap: the 21st open of a session is refused on either
+// (the true wait, 1 s, as the budget's clock says), and a user's streams
+// over both replicas and two keys stop at its cap, until one ends.
+func TestStreamLimitsAcrossReplicas(t *testing.T) {
+	svc := MustAuth(t)
+	prefix := redistest.Prefix()
+	clk := testclock.New(t0)
+	var never atomic.Bool
+	o := replicaOptions{userCap: 20, opens: api.DefaultLimits().StreamOpens, now: clk.Now}
+	a, b := newReplicaWith(t, svc, prefix, time.Minute, &never, o), newReplicaWith(t, svc, prefix, time.Minute, &never, o)
+	ada := a.login("ada", "correct horse battery").cookie(t)
+
+	for i := range 20 { // HEAD draws an open and holds no slot
+		if r := []*replica{a, b}[i%2].call("HEAD", "/api/v1/events", nil, ada); r.status != 200 {
+			t.Fatalf("open %d of the burst: %d", i+1, r.status)
+		}
+	}
+	for _, r := range []*replica{a, b} {
+		_, rep := r.openStream("/api/v1/events", ada)
+		refusedBy(t, rep, "stream-opens", 60, 60, 1)
+	}
+
+	keys := []string{"X-API-Key: " + mustKey(t, svc), "X-API-Key: " + mustKey(t, svc)}
+	var first *sse
+	for i := range 16 { // the first key's cap, over both replicas
+		st, rep := []*replica{a, b}[i%2].openStream("/api/v1/events", keys[0])
+		if st == nil {
+			t.Fatalf("key 1, stream %d: %d %s", i+1, rep.status, rep.body)
+		}
+		first = cmp.Or(first, st)
+	}
+	for i := range 4 {
+		if st, rep := []*replica{a, b}[i%2].openStream("/api/v1/events", keys[1]); st == nil {
+			t.Fatalf("key 2, stream %d: %d %s", i+1, rep.status, rep.body)
+		}
+	}
+	for _, r := range []*replica{a, b} { // 20: the user's cap
+		_, rep := r.openStream("/api/v1/events", keys[1])
+		refusedBy(t, rep, "streams-per-user", 20, 0, 5)
+	}
+	first.close() // on a
+	eventually(t, 2*time.Second, "a stream that ended on a frees its user's place on b", func() bool {
+		st, _ := b.openStream("/api/v1/events", keys[1])
+		return st != nil
+	})
+}
+
+// leases counts the streams Redis holds for the keys of the stream caps
+// under prefix whose key starts with kind ("s:" sessions, "k:" API keys,
+// "u:" users), by key.
+func leases(t *testing.T, c rueidis.Client, prefix, kind string) map[string]int64 {
+	t.Helper()
+	ctx := context.Background()
+	keys, err := c.Do(ctx, c.B().Keys().Pattern(prefix+"streams:"+kind+"*").Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, k := range keys {
+		n, err := c.Do(ctx, c.B().Zcard().Key(k).Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[k] = n
+	}
+	return out
+}
+
+// A Redis cut, over real HTTP: a replica whose Redis is cut off never
+// lets a session past its 16 streams (its own count starts from the
+// streams it holds); events published during the cut are lost, and both
+// a live stream and one resuming from before the cut learn so with
+// stream.gap; once Redis is back, Redis counts exactly the streams open
+// (those that began in the cut get leases, the released ones go, those
+// whose leases expired take them back), for the session and for its
+// user, and the 17th is refused again on any replica.
+func TestStreamsThroughARedisCut(t *testing.T) {
+	svc := MustAuth(t)
+	prefix := redistest.Prefix()
+	const beat = 100 * time.Millisecond
+	opt := redistest.Option(t)
+	proxy := testproxy.New(t, opt.InitAddress[0])
+	opt.InitAddress = []string{proxy.Addr()}
+	opt.DisableRetry = true
+	client := redistest.Client(t, opt)
+	t.Cleanup(proxy.Cut) // before the client closes
+	redisCap := func(max int) *streams.RedisCap {
+		c := streams.NewRedisCap(client, prefix, max, 4*beat, streams.NewMemoryCap(max))
+		c.Timeout = time.Second
+		return c
+	}
+	hub := streams.NewRedisHub(client, prefix, 1000, 64)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = hub.Run(ctx) }()
+	t.Cleanup(func() { stop(); <-done })
+	_, a, _ := streamServerWith(t, api.Config{Auth: svc, Streams: api.StreamConfig{
+		Cap: redisCap(api.DefaultStreamCap), UserCap: redisCap(api.DefaultStreamUserCap), Hub: hub, Heartbeat: beat}}, nil)
+	var never atomic.Bool
+	b := newReplica(t, svc, prefix, 4*beat, &never) // Redis never fails it
+	rc := redistest.Client(t, redistest.Option(t))
+	ada := a.login("ada", "correct horse battery").cookie(t)
+
+	var open []*sse
+	for i := range api.DefaultStreamCap {
+		st, r := a.openStream("/api/v1/events", ada)
+		if st == nil {
+			t.Fatalf("stream %d: %d %s", i+1, r.status, r.body)
+		}
+		open = append(open, st)
+	}
+	live := open[0]
+	a.call("POST", "/api/v1/apikeys", map[string]string{"name": "before"}, ada).want(t, 201, "create a key")
+	before := live.nextEvent(t)
+	if before.event != "apikey.created" || before.id == "" {
+		t.Fatalf("before the cut: %+v", before)
+	}
+
+	proxy.Cut()
+	if _, r := a.openStream("/api/v1/events", ada); r.status != 429 {
+		t.Fatalf("the 17th during the cut: %d %s; want 429, the 16 in Redis counted", r.status, r.body)
+	}
+	open[1].close() // Redis hears of neither
+	open[2].close()
+	for i := range 2 {
+		var st *sse
+		eventually(t, 2*time.Second, "a closed stream frees its slot on this replica", func() bool {
+			st, _ = a.openStream("/api/v1/events", ada)
+			return st != nil
+		})
+		open[1+i] = st
+	}
+	if _, r := a.openStream("/api/v1/events", ada); r.status != 429 {
+		t.Fatalf("the 17th during the cut, after 2 closed and 2 opened: %d %s; want 429", r.status, r.body)
+	}
+	// Its event is lost; then the leases in Redis expire.
+	a.call("POST", "/api/v1/apikeys", map[string]string{"name": "lost"}, ada).want(t, 201, "create a key during the cut")
+	time.Sleep(4 * beat)
+
+	proxy.Restore()
+	gap := live.nextEvent(t)
+	if gap.event != "stream.gap" || gap.data != `{"after":"`+before.id+`"}` || gap.id == "" {
+		t.Fatalf("the live stream after the cut: %+v; want stream.gap after %s, with an id", gap, before.id)
+	}
+	var s, u map[string]int64
+	eventually(t, 10*time.Second, "Redis counts the 16 streams open, for the session and for its user", func() bool {
+		s, u = leases(t, rc, prefix, "s:"), leases(t, rc, prefix, "u:")
+		ok := len(s) == 1 && len(u) == 1 && slices.Equal(slices.Collect(maps.Values(s)), []int64{16}) && slices.Equal(slices.Collect(maps.Values(u)), []int64{16})
+		if !ok {
+			t.Logf("leases: session %v, user %v", s, u)
+		}
+		return ok
+	})
+	for _, r := range []*replica{{live: a}, b} {
+		if _, rep := r.openStream("/api/v1/events", ada); rep.status != 429 {
+			t.Fatalf("the 17th after the cut: %d %s", rep.status, rep.body)
+		}
+	}
+	open[3].close()
+	var resumed *sse
+	eventually(t, 2*time.Second, "a closed stream frees its slot", func() bool {
+		resumed, _ = b.openStream("/api/v1/events", ada, "Last-Event-ID: "+before.id)
+		return resumed != nil
+	})
+	if m := resumed.nextEvent(t); m.event != "stream.gap" || m.id != gap.id {
+		t.Fatalf("a resume from before the cut: %+v; want the stream.gap %s", m, gap.id)
 	}
 }

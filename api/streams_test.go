@@ -18,6 +18,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/connlimit"
 	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
@@ -43,10 +44,12 @@ func streamServerWith(tb testing.TB, cfg api.Config, srv func(*httptest.Server))
 	if cfg.Streams.Heartbeat == 0 {
 		cfg.Streams.Heartbeat = 50 * time.Millisecond
 	}
-	limits := api.DefaultLimits()
-	limits.Session = ratelimit.Budget{Limit: 10_000, Window: time.Minute, Burst: 10_000}
-	limits.APIKey = limits.Session
-	cfg.Limits = limits
+	// Budgets no test of the streams meets, unless it sets its own.
+	for _, b := range []*ratelimit.Budget{&cfg.Limits.Session, &cfg.Limits.APIKey, &cfg.Limits.StreamOpens} {
+		if *b == (ratelimit.Budget{}) {
+			*b = ratelimit.Budget{Limit: 10_000, Window: time.Minute, Burst: 10_000}
+		}
+	}
 	s, _ := mustRawServer(tb, cfg)
 	hs := httptest.NewUnstartedServer(s)
 	if srv != nil {
@@ -217,7 +220,7 @@ func TestStreamCap(t *testing.T) {
 		if st == nil {
 			t.Fatalf("stream %d: %d %s", i+1, r.status, r.body)
 		}
-		if got, want := r.header.Get("RateLimit"), fmt.Sprintf(`"streams";r=%d`, 15-i); got != want {
+		if got, want := r.header.Get("RateLimit"), fmt.Sprintf(`"streams";r=%d, "streams-per-user";r=%d, "stream-opens";r=`, 15-i, 63-i); !strings.HasPrefix(got, want) {
 			t.Fatalf("stream %d: RateLimit %q, want %q", i+1, got, want)
 		}
 		if r.header.Get("Content-Type") != "text/event-stream" || r.header.Get("Cache-Control") != "no-cache" || r.header.Get("X-Accel-Buffering") != "no" {
@@ -234,7 +237,7 @@ func TestStreamCap(t *testing.T) {
 		env.Details.Policy != "streams" || env.Details.Limit != 16 || env.Details.RetryAfterS != 5 {
 		t.Fatalf("the 17th stream's envelope: %s", r.body)
 	}
-	if r.header.Get("Retry-After") != "5" || r.header.Get("RateLimit-Policy") != `"streams";q=16;qu="concurrent-requests"` ||
+	if r.header.Get("Retry-After") != "5" || r.header.Get("RateLimit-Policy") != `"streams";q=16;qu="concurrent-requests", "streams-per-user";q=64;qu="concurrent-requests", "stream-opens";q=10000;w=60` ||
 		r.header.Get("RateLimit") != `"streams";r=0` || r.header.Get("X-RateLimit-Remaining") != "0" ||
 		!strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
 		t.Fatalf("the 17th stream's headers: %v", r.header)
@@ -290,7 +293,7 @@ func TestStreamWireFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" || res.Header.Get("Date") == "" ||
-		res.Header.Get("X-Request-Id") == "" || res.Header.Get("RateLimit") != `"streams";r=15` || len(res.TransferEncoding) != 0 || !res.Close {
+		res.Header.Get("X-Request-Id") == "" || !strings.HasPrefix(res.Header.Get("RateLimit"), `"streams";r=15, `) || len(res.TransferEncoding) != 0 || !res.Close {
 		t.Fatalf("stream response: %d %v, transfer encoding %v, close %v", res.StatusCode, res.Header, res.TransferEncoding, res.Close)
 	}
 	first, err := rd.ReadString('\n')
@@ -751,10 +754,26 @@ func TestStreamDataWithLineBreaks(t *testing.T) {
 
 // A client that stops taking data — its receive window full, or its host
 // gone — frees its slot within a few heartbeats, though the kernel still
-// buffers what the stream writes.
+// buffers what the stream writes. So it does when the connection is
+// connlimit's, which wraps the socket the kernel is asked about.
 func TestStreamStalledClientFreesSlot(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		srv  func(*httptest.Server)
+	}{
+		{"plain", nil},
+		{"connlimit", func(hs *httptest.Server) {
+			lim := connlimit.New(connlimit.Config{Max: 100, MaxPerIP: 100})
+			hs.Listener, hs.Config.ConnState = lim.Listener(hs.Listener), lim.ConnState
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testStreamStalledClientFreesSlot(t, tc.srv) })
+	}
+}
+
+func testStreamStalledClientFreesSlot(t *testing.T, srv func(*httptest.Server)) {
 	hub := streams.NewMemoryHub(16, 16)
-	_, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1), Hub: hub, Heartbeat: 50 * time.Millisecond}, nil)
+	_, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1), Hub: hub, Heartbeat: 50 * time.Millisecond}, srv)
 	ada := l.login("ada", "correct horse battery").cookie(t)
 	d := net.Dialer{Control: nil}
 	conn, err := d.Dial("tcp", strings.TrimPrefix(l.url, "http://"))
@@ -785,5 +804,47 @@ func TestStreamChecksCallerFirst(t *testing.T) {
 	_, l, _ := streamServer(t, api.StreamConfig{}, nil)
 	if _, r := l.openStream("/api/v1/events", "Last-Event-ID: nonsense"); r.status != 401 {
 		t.Fatalf("no credentials, a bad Last-Event-ID: %d %s", r.status, r.body)
+	}
+}
+
+// A gap marker of the hub (an outage cost some events) reaches the
+// streams as the client needs it: GET /api/v1/events sends stream.gap,
+// with the marker's id and the id of the last event it had, and a job's
+// log, whose steps were lost, sends the job as the database has it, here
+// its end.
+func TestStreamGapMarker(t *testing.T) {
+	hub := streams.NewMemoryHub(16, 16)
+	svc := MustAuth(t)
+	db, _ := dbOf.Load(svc)
+	lost := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{}) // its events go nowhere: an outage
+	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Ingest: lost, Streams: api.StreamConfig{Hub: hub}}, nil)
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	var a struct {
+		JobID string `json:"job_id"`
+	}
+	l.call("POST", "/api/v1/memory/ingest", map[string]any{"project": "p", "items": []map[string]string{{"text": "one"}}}, ada).
+		want(t, 202, "ingest").decode(t, &a)
+	events, _ := l.openStream("/api/v1/events", ada)
+	jobLog, _ := l.openStream("/api/v1/jobs/"+a.JobID+"/log", ada)
+	if m := jobLog.nextEvent(t); m.event != "job.progress" {
+		t.Fatalf("the job log starts with %+v", m)
+	}
+	l.call("POST", "/api/v1/apikeys", map[string]string{"name": "k"}, ada).want(t, 201, "create a key")
+	last := events.nextEvent(t)
+	if err := lost.Process(context.Background(), a.JobID); err != nil {
+		t.Fatal(err)
+	}
+	id, err := hub.Publish(context.Background(), streams.Event{Type: streams.EventGap, To: adaID(t, l, ada)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := events.nextEvent(t); m.event != "stream.gap" || m.id != id || m.data != `{"after":"`+last.id+`"}` {
+		t.Fatalf("events after the marker: %+v; want stream.gap %s after %s", m, id, last.id)
+	}
+	if m := jobLog.nextEvent(t); m.event != "job.succeeded" || !strings.Contains(m.data, a.JobID) {
+		t.Fatalf("the job log after the marker: %+v; want its end, job.succeeded, read from the database", m)
+	}
+	if _, err := io.ReadAll(jobLog.rd); err != nil {
+		t.Fatalf("the job log did not end with its job: %v", err)
 	}
 }

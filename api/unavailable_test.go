@@ -1,8 +1,11 @@
 package api_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -168,5 +171,29 @@ func TestOutageLoggedOncePerCause(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "level=ERROR") {
 		t.Fatalf("an outage is not brain's error:\n%s", logs)
+	}
+}
+
+// ErrorResponse, the whole response written on a connection net/http
+// never serves, is what WriteError writes, and closes its connection.
+func TestErrorResponseIsWriteErrors(t *testing.T) {
+	busy := api.NewError(http.StatusServiceUnavailable, "too many connections")
+	busy.GetHeaders().Set("Retry-After", "1")
+	for _, e := range []*api.Error{busy, api.NewError(http.StatusBadRequest, "", api.FieldError{Location: "body", Message: "bad"})} {
+		rec := httptest.NewRecorder()
+		api.WriteError(rec, e)
+		res, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(api.ErrorResponse(e))), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		if res.StatusCode != rec.Code || !res.Close || string(body) != rec.Body.String() || res.ContentLength != int64(len(body)) {
+			t.Errorf("ErrorResponse: %d close=%v %q (length %d), want %d and Connection: close with %q", res.StatusCode, res.Close, body, res.ContentLength, rec.Code, rec.Body)
+		}
+		for k := range rec.Header() {
+			if got, want := res.Header.Get(k), rec.Header().Get(k); got != want {
+				t.Errorf("ErrorResponse's %s = %q, WriteError's %q", k, got, want)
+			}
+		}
 	}
 }

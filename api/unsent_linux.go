@@ -1,17 +1,22 @@
 package api
 
 import (
-	"crypto/tls"
 	"net"
 
 	"golang.org/x/sys/unix"
 )
 
 // unsentBytes is how many bytes written to c its peer has not yet
-// acknowledged (SIOCOUTQ), and whether the kernel could say.
+// acknowledged (SIOCOUTQ), and whether the kernel could say. c may wrap
+// the TCP connection (a *tls.Conn, connlimit's): what tells what it wraps
+// (NetConn) is looked through.
 func unsentBytes(c net.Conn) (int, bool) {
-	if tc, ok := c.(*tls.Conn); ok {
-		c = tc.NetConn()
+	for range 8 {
+		w, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		c = w.NetConn()
 	}
 	tcp, ok := c.(*net.TCPConn)
 	if !ok {

@@ -21,21 +21,58 @@ var (
 	// attempt cannot cure: the job has failed, and the queue should not
 	// retry it. Test for it with errors.Is.
 	ErrPermanent = errors.New("ingest: the job cannot be processed")
+	// ErrYield marks an error of [Service.Process] that is no failure: the
+	// job gives its worker back, with items left to store, because
+	// Config.Yield asked it to. The queue should work it again once the
+	// more urgent jobs have theirs; that run goes on where this one
+	// stopped.
+	ErrYield = errors.New("ingest: the job gave its worker back to a more urgent one")
 	// ErrUnavailable: not the caller's fault, and worth retrying shortly.
-	// It wraps every store error other than ErrNotFound and ErrKeyReused
-	// (the store is down or too slow). A caller that left
+	// It wraps every store error other than ErrNotFound, ErrKeyReused and
+	// a [*QuotaError] (the store is down or too slow). A caller that left
 	// (context.Canceled) is not marked.
 	ErrUnavailable = errors.New("ingest: unavailable")
 )
 
 // unavailable marks err, from a store or a context, with ErrUnavailable
-// unless it is the store's answer (ErrNotFound, ErrKeyReused), the
-// caller's leaving (context.Canceled), or marked already.
+// unless it is the store's answer (ErrNotFound, ErrKeyReused, a
+// *QuotaError), the caller's leaving (context.Canceled), or marked
+// already.
 func unavailable(err error) error {
-	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrKeyReused) || errors.Is(err, context.Canceled) || errors.Is(err, ErrUnavailable) {
+	var qe *QuotaError
+	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrKeyReused) || errors.As(err, &qe) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, ErrUnavailable) {
 		return err
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// The quotas of a user's ingestion ([QuotaError].Quota).
+const (
+	// QuotaItems caps the items a user holds: the items stored, and the
+	// items of their batches whose jobs are not final yet (counted when
+	// the batch is accepted, so that batches waiting in the queue cannot
+	// take the user past the cap).
+	QuotaItems = "items"
+	// QuotaJobs caps a user's jobs that are not final: queued or running.
+	QuotaJobs = "queued_jobs"
+)
+
+// A QuotaError refuses a batch that would take its user past a quota.
+// Nothing of the batch was stored or enqueued.
+type QuotaError struct {
+	Quota string // QuotaItems or QuotaJobs
+	Limit int    // the quota
+	Used  int    // what the user holds of it now
+	Asked int    // what the batch would take: its items, or one job
+}
+
+// Error says which quota and what frees room under it.
+func (e *QuotaError) Error() string {
+	if e.Quota == QuotaJobs {
+		return fmt.Sprintf("ingest: %d of your jobs are queued or running, the most allowed: wait for some to finish", e.Used)
+	}
+	return fmt.Sprintf("ingest: you hold %d items (stored, or in jobs not finished) of the %d allowed, and the batch has %d: delete items or send fewer", e.Used, e.Limit, e.Asked)
 }
 
 // Limits of a batch.

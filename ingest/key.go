@@ -3,18 +3,19 @@ package ingest
 import (
 	"crypto/sha256"
 	"encoding/hex"
-
-	"github.com/gowebpki/jcs"
+	"hash"
+	"io"
 )
 
 // Key returns the idempotency key of an ingest request's body, raw exactly
 // as received: the ingest_id it names and the fingerprint of its content.
+// A body that is not a valid batch has no key: Key returns [Parse]'s
+// error.
 //
 // Both are hashes of the body's canonical form (RFC 8785, JSON
 // Canonicalization Scheme): its members sorted, no insignificant white
-// space, numbers and strings written one way. Two bodies that mean the
-// same JSON have the same canonical form, however they were spaced,
-// ordered or escaped.
+// space, strings written one way. Two bodies that mean the same JSON have
+// the same canonical form, however they were spaced, ordered or escaped.
 //
 //   - The fingerprint is the SHA-256, in lowercase hex, of the canonical
 //     form of the body without its ingest_id member.
@@ -22,43 +23,172 @@ import (
 //     digits, when it has one; otherwise it is the SHA-256 of the
 //     canonical form of the whole body, which is then the fingerprint.
 //
-// Key checks only what the key needs: that raw is one JSON object with no
-// duplicate member names, in valid UTF-8, and that its ingest_id, if
-// any, is well-formed. Otherwise it returns a [*ValidationError]. The
-// rest of the body is [Parse]'s to check.
+// A client computes the same key with any RFC 8785 library (the tests
+// hold Key to github.com/gowebpki/jcs, byte for byte).
 func Key(raw []byte) (ingestID, fingerprint string, err error) {
-	canon, err := jcs.Transform(raw)
+	b, sent, err := parse(raw)
 	if err != nil {
-		return "", "", invalid("body", "is not valid JSON ("+err.Error()+")")
+		return "", "", err
 	}
-	if len(canon) == 0 || canon[0] != '{' {
-		return "", "", invalid("body", "must be a JSON object")
+	k := key(b, sent)
+	return k.ingestID, k.fingerprint, nil
+}
+
+// A batchKey is a batch's idempotency key.
+type batchKey struct{ ingestID, fingerprint string }
+
+// key is the key of batch b, which parse read with what each item sent.
+//
+// A valid batch holds only objects with known members, arrays and
+// strings (no numbers, no literals), and parse kept what a canonical form
+// needs: each string's value, and which optional members each item gave
+// (a given "tags": [] is in the form, an absent kind is not; occurred_at
+// as written). So its canonical form is written from the batch, members
+// sorted by name (the batch's items, project; an item's kind,
+// occurred_at, skill, tags, text: all ASCII, so UTF-16 order is byte
+// order), straight into the hash: no canonical copy is ever held.
+func key(b Batch, sent []sentItem) batchKey {
+	h := hashWriter{h: sha256.New()}
+	writeCanonical(&h, b, sent)
+	fp := hex.EncodeToString(h.sum())
+	if b.IngestID != "" {
+		return batchKey{ingestID: b.IngestID, fingerprint: fp}
 	}
-	value, rest, found := cutMember(canon, `"ingest_id"`)
-	if !found {
-		sum := sha256.Sum256(canon)
-		id := hex.EncodeToString(sum[:])
-		return id, id, nil
+	return batchKey{ingestID: fp, fingerprint: fp}
+}
+
+// writeCanonical writes the RFC 8785 canonical form of batch b, without
+// its ingest_id, to w (see key).
+func writeCanonical(w jsonWriter, b Batch, sent []sentItem) {
+	w.WriteString(`{"items":[`)
+	for i, it := range b.Items {
+		if i > 0 {
+			w.WriteByte(',')
+		}
+		w.WriteByte('{')
+		if sent[i].kind {
+			w.WriteString(`"kind":`)
+			writeString(w, it.Kind)
+			w.WriteByte(',')
+		}
+		if sent[i].occurredAt != "" {
+			w.WriteString(`"occurred_at":`)
+			writeString(w, sent[i].occurredAt)
+			w.WriteByte(',')
+		}
+		if it.Skill != "" { // a valid batch has no empty skill
+			w.WriteString(`"skill":`)
+			writeString(w, it.Skill)
+			w.WriteByte(',')
+		}
+		if sent[i].tags {
+			w.WriteString(`"tags":[`)
+			for j, t := range it.Tags {
+				if j > 0 {
+					w.WriteByte(',')
+				}
+				writeString(w, t)
+			}
+			w.WriteString("],")
+		}
+		w.WriteString(`"text":`)
+		writeString(w, it.Text)
+		w.WriteByte('}')
 	}
-	if !isIngestID(value) {
-		return "", "", invalid("body.ingest_id", ingestIDRule)
+	w.WriteString(`],"project":`)
+	writeString(w, b.Project)
+	w.WriteByte('}')
+}
+
+// A jsonWriter is where JSON is written: a strings.Builder, a hash, or a
+// counter of bytes.
+type jsonWriter interface {
+	io.StringWriter
+	io.ByteWriter
+}
+
+// writeString writes s, valid UTF-8, as a JSON string the way RFC 8785
+// writes strings: '"' and '\' escaped with a backslash, control
+// characters as \b, \t, \n, \f, \r or \u00xx (lowercase hex), every other
+// character as it is.
+func writeString(w jsonWriter, s string) {
+	w.WriteByte('"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		w.WriteString(s[start:i])
+		start = i + 1
+		switch c {
+		case '"', '\\':
+			w.WriteByte('\\')
+			w.WriteByte(c)
+		case '\b':
+			w.WriteString(`\b`)
+		case '\t':
+			w.WriteString(`\t`)
+		case '\n':
+			w.WriteString(`\n`)
+		case '\f':
+			w.WriteString(`\f`)
+		case '\r':
+			w.WriteString(`\r`)
+		default:
+			const hexDigits = "0123456789abcdef"
+			w.WriteString(`\u00`)
+			w.WriteByte(hexDigits[c>>4])
+			w.WriteByte(hexDigits[c&0xf])
+		}
 	}
-	sum := sha256.Sum256(rest)
-	return string(value[1 : len(value)-1]), hex.EncodeToString(sum[:]), nil
+	w.WriteString(s[start:])
+	w.WriteByte('"')
+}
+
+// A hashWriter feeds a hash through a buffer, so that the many small
+// writes of a canonical form cost one call of the hash per 4 KiB.
+type hashWriter struct {
+	h   hash.Hash
+	buf [4096]byte
+	n   int
+}
+
+func (w *hashWriter) WriteString(s string) (int, error) {
+	written := len(s)
+	for len(s) > 0 {
+		if w.n == len(w.buf) {
+			w.flush()
+		}
+		c := copy(w.buf[w.n:], s)
+		w.n += c
+		s = s[c:]
+	}
+	return written, nil
+}
+
+func (w *hashWriter) WriteByte(c byte) error {
+	if w.n == len(w.buf) {
+		w.flush()
+	}
+	w.buf[w.n] = c
+	w.n++
+	return nil
+}
+
+func (w *hashWriter) flush() {
+	w.h.Write(w.buf[:w.n])
+	w.n = 0
+}
+
+// sum is the hash of everything written.
+func (w *hashWriter) sum() []byte {
+	w.flush()
+	return w.h.Sum(nil)
 }
 
 // ingestIDRule is what a well-formed ingest_id is, as a message.
 const ingestIDRule = "must be 64 lowercase hex digits (a SHA-256); leave it out to have one derived from the body"
-
-// isIngestID reports whether v, a canonical JSON value, is a string of 64
-// lowercase hex digits. (A canonical string writes those digits as they
-// are, never escaped.)
-func isIngestID(v []byte) bool {
-	if len(v) != 66 || v[0] != '"' || v[65] != '"' {
-		return false
-	}
-	return isHex64(string(v[1:65]))
-}
 
 // isHex64 reports whether s is 64 lowercase hex digits.
 func isHex64(s string) bool {
@@ -71,77 +201,4 @@ func isHex64(s string) bool {
 		}
 	}
 	return true
-}
-
-// cutMember finds the member of the top-level object canon whose name,
-// quoted as canonical JSON writes it, is name. It returns the member's
-// value and canon without the member (and the comma that separated it),
-// which is the canonical form of the object without that member: members
-// of a canonical object are written independently of each other, in an
-// order that removing one does not change.
-//
-// canon must be canonical JSON of an object (what jcs.Transform returns).
-// Its strings escape only '"', '\\' and control characters, all with a
-// backslash, and it has no white space between tokens: a member's end is
-// found by counting brackets outside strings.
-func cutMember(canon []byte, name string) (value, rest []byte, found bool) {
-	i := 1 // after '{'
-	for i < len(canon) && canon[i] != '}' {
-		start := i
-		keyEnd := skipString(canon, i) + 1 // after the closing quote
-		valueStart := keyEnd + 1           // after ':'
-		end := skipValue(canon, valueStart)
-		if string(canon[start:keyEnd]) == name {
-			value = canon[valueStart:end]
-			switch {
-			case canon[end] == ',': // not the last member: drop its comma
-				end++
-			case start > 1: // the last of several: drop the comma before it
-				start--
-			}
-			rest = make([]byte, 0, len(canon)-(end-start))
-			rest = append(append(rest, canon[:start]...), canon[end:]...)
-			return value, rest, true
-		}
-		i = end
-		if canon[i] == ',' {
-			i++
-		}
-	}
-	return nil, canon, false
-}
-
-// skipString returns the index of the quote that closes the string whose
-// opening quote is at b[i].
-func skipString(b []byte, i int) int {
-	for i++; i < len(b) && b[i] != '"'; i++ {
-		if b[i] == '\\' {
-			i++ // the escaped byte cannot close the string
-		}
-	}
-	return i
-}
-
-// skipValue returns the index just past the canonical JSON value that
-// starts at b[i]: of the ',' or '}' that follows it in its object.
-func skipValue(b []byte, i int) int {
-	depth := 0
-	for ; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			i = skipString(b, i)
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				return i
-			}
-			depth--
-		case ',':
-			if depth == 0 {
-				return i
-			}
-		}
-	}
-	return i
 }

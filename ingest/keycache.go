@@ -5,11 +5,12 @@ import (
 	"sync"
 )
 
-// keyCache remembers the keys of bodies seen lately, by the SHA-256 of
-// their bytes: a client that retries sends the same bytes, and hashing
-// them costs a fraction of canonicalizing them (Key). It maps bytes to
-// what Key computes from them, which depends on nothing else, so an
-// entry is never stale, whoever sent it.
+// keyCache remembers the keys of valid batches sent lately, by the
+// SHA-256 of their bytes: a client that retries sends the same bytes, and
+// hashing them costs a fraction of parsing them. An entry maps bytes to
+// what Key computes from them, which depends on nothing else, so it is
+// never stale, whoever sent it; and only bytes that parsed as a valid
+// batch are put in, so a hit also says that the bytes are a valid batch.
 //
 // It holds at most 2 × size entries: when the current generation is
 // full it becomes the old one, and the old one is dropped. A body found
@@ -17,45 +18,42 @@ import (
 type keyCache struct {
 	size     int
 	mu       sync.Mutex
-	cur, old map[[sha256.Size]byte]cachedKey
+	cur, old map[[sha256.Size]byte]batchKey
 }
-
-type cachedKey struct{ ingestID, fingerprint string }
 
 // keyCacheSize is how many keys a generation of the Service's cache
 // holds: about 200 bytes each.
 const keyCacheSize = 4096
 
 func newKeyCache(size int) *keyCache {
-	return &keyCache{size: size, cur: make(map[[sha256.Size]byte]cachedKey)}
+	return &keyCache{size: size, cur: make(map[[sha256.Size]byte]batchKey)}
 }
 
-// key is Key(raw), from the cache when raw was seen lately.
-func (c *keyCache) key(raw []byte) (ingestID, fingerprint string, err error) {
-	sum := sha256.Sum256(raw)
+// get returns the key of the bytes whose SHA-256 is sum, if they were
+// put lately.
+func (c *keyCache) get(sum [sha256.Size]byte) (batchKey, bool) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	k, ok := c.cur[sum]
 	if !ok {
 		if k, ok = c.old[sum]; ok {
 			c.putLocked(sum, k)
 		}
 	}
-	c.mu.Unlock()
-	if ok {
-		return k.ingestID, k.fingerprint, nil
-	}
-	if ingestID, fingerprint, err = Key(raw); err != nil {
-		return "", "", err
-	}
-	c.mu.Lock()
-	c.putLocked(sum, cachedKey{ingestID, fingerprint})
-	c.mu.Unlock()
-	return ingestID, fingerprint, nil
+	return k, ok
 }
 
-func (c *keyCache) putLocked(sum [sha256.Size]byte, k cachedKey) {
+// put remembers k as the key of the bytes whose SHA-256 is sum, which
+// must have parsed as a valid batch.
+func (c *keyCache) put(sum [sha256.Size]byte, k batchKey) {
+	c.mu.Lock()
+	c.putLocked(sum, k)
+	c.mu.Unlock()
+}
+
+func (c *keyCache) putLocked(sum [sha256.Size]byte, k batchKey) {
 	if len(c.cur) >= c.size {
-		c.old, c.cur = c.cur, make(map[[sha256.Size]byte]cachedKey, c.size)
+		c.old, c.cur = c.cur, make(map[[sha256.Size]byte]batchKey, c.size)
 	}
 	c.cur[sum] = k
 }

@@ -8,10 +8,14 @@ import (
 
 // Process bounds on one transaction of StoreItems: a chunk of a batch is
 // at most chunkItems items and, past its first item, at most chunkBytes
-// of text. Each chunk is one job.progress event.
+// of text. Each chunk is one job.progress event. On SQLite every other
+// write, another user's ingest or job included, waits for the chunk being
+// written: 256 KiB of text and its full-text index keep that wait short
+// (1 MiB made another user's job take 2.6–3.5 s behind a flood, 256 KiB
+// 1.0–1.3 s; BENCHMARKS.md, Fair jobs).
 const (
 	chunkItems = 100
-	chunkBytes = 1 << 20
+	chunkBytes = 256 << 10
 )
 
 // Process is the queue's work on job id: it stores the job's items, where
@@ -23,10 +27,17 @@ const (
 // while another run goes on: it resumes after the items the job has done,
 // and stores no item twice. A job final already is left alone (nil).
 //
+// After each chunk, with items left, Process asks Config.Yield whether
+// to give the worker back; if so it returns an error wrapping ErrYield,
+// and the queue runs the job again later. So a batch of 1000 large items
+// holds a worker for a chunk at most while a more urgent job waits. Each
+// run stores at least one chunk.
+//
 // An error wrapping ErrPermanent means the job can never be processed:
 // it has been marked failed (job.failed published), and the queue must
-// not retry it. Any other error (the store failed) is worth retrying; a
-// queue that gives up on a job calls [Service.Fail].
+// not retry it. One wrapping ErrYield is no failure (above). Any other
+// error (the store failed) is worth retrying; a queue that gives up on a
+// job calls [Service.Fail].
 func (s *Service) Process(ctx context.Context, id string) error {
 	job, data, err := s.store.StartJob(ctx, id, s.stamp())
 	if errors.Is(err, ErrNotFound) {
@@ -68,6 +79,9 @@ func (s *Service) Process(ctx context.Context, id string) error {
 		}
 		s.cfg.Publish(ctx, job.UserID, EventJobProgress, JobProgress{JobID: job.ID, ItemsDone: end, ItemsTotal: job.ItemsTotal})
 		start = end
+		if start < len(items) && s.cfg.Yield != nil && s.cfg.Yield(ctx) {
+			return fmt.Errorf("%w: job %s has %d of %d items stored", ErrYield, job.ID, start, len(items))
+		}
 	}
 	job, finished, err := s.store.FinishJob(ctx, job.ID, StatusSucceeded, "", s.stamp())
 	if err != nil {

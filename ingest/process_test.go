@@ -225,3 +225,37 @@ func TestProcessFails(t *testing.T) {
 		})
 	})
 }
+
+// Process asks Config.Yield after each chunk that leaves items to store,
+// and when told to, returns ErrYield with its items so far stored and the
+// job still running; the next run goes on from there. Here the queue says
+// yes at the second question: the first run stores two chunks of 100, the
+// second the last 50, asking nothing.
+func TestProcessYields(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		asked := 0
+		svc := ingest.NewService(e.store, ingest.Config{Now: e.clock.Now, Yield: func(context.Context) bool {
+			asked++
+			return asked == 2
+		}})
+		a := e.ingest(t, "alice", batchOf("yields", 250))
+		err := svc.Process(context.Background(), a.JobID)
+		if !errors.Is(err, ingest.ErrYield) || errors.Is(err, ingest.ErrUnavailable) || errors.Is(err, ingest.ErrPermanent) {
+			t.Fatalf("the first run = %v, want ErrYield alone", err)
+		}
+		if j := e.job(t, "alice", a.JobID); j.Status != ingest.StatusRunning || j.ItemsDone != 200 {
+			t.Fatalf("after the first run: job %+v, want running with 200 done", j)
+		}
+		if err := svc.Process(context.Background(), a.JobID); err != nil {
+			t.Fatalf("the second run = %v", err)
+		}
+		if j := e.job(t, "alice", a.JobID); j.Status != ingest.StatusSucceeded || j.ItemsDone != 250 || asked != 2 {
+			t.Fatalf("after the second run: job %+v, Yield asked %d times; want succeeded, asked twice", j, asked)
+		}
+		if n := e.itemsIn(t, "alice", "yields"); n != 250 {
+			t.Fatalf("%d items stored, want 250", n)
+		}
+	})
+}

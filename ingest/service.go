@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"time"
@@ -20,11 +21,35 @@ type Config struct {
 	// not block for long: Process calls it between its writes. Default:
 	// events go nowhere.
 	Publish func(ctx context.Context, userID, eventType string, data any)
+
+	// MaxItems is each user's quota of items ([QuotaItems]): stored, or
+	// in batches whose jobs are not final. Default DefaultMaxItems.
+	MaxItems int
+	// MaxQueuedJobs is each user's quota of jobs that are not final
+	// ([QuotaJobs]). Default DefaultMaxQueuedJobs.
+	MaxQueuedJobs int
+	// Yield, when set, is asked by Process after each chunk of a job,
+	// while items are left, whether the job should give its worker back
+	// ([ErrYield]): the queue says yes when a more urgent job waits for
+	// a worker, so that a large batch does not hold one for seconds while
+	// another user's job waits. Default: a job keeps its worker.
+	Yield func(ctx context.Context) bool
 }
 
-// DefaultTTL is the default Config.TTL: a client that retries a batch
-// retries it within a day, or not at all.
-const DefaultTTL = 24 * time.Hour
+// The defaults of Config.
+const (
+	// DefaultTTL: a client that retries a batch retries it within a day,
+	// or not at all.
+	DefaultTTL = 24 * time.Hour
+	// DefaultMaxItems: a hundred notes a day, every day, take 27 years
+	// to reach it; a memory that does is due for pruning, not more room.
+	DefaultMaxItems = 1_000_000
+	// DefaultMaxQueuedJobs: a client that sends batches one after the
+	// other never has more than a few waiting; one that floods from 32
+	// connections, as bench/ingestflood does, outruns the workers by about
+	// 200 small batches a second, and meets it after a minute or so.
+	DefaultMaxQueuedJobs = 10_000
+)
 
 // Limits of the lists.
 const (
@@ -52,8 +77,17 @@ func NewService(store Store, cfg Config) *Service {
 	if cfg.Publish == nil {
 		cfg.Publish = func(context.Context, string, string, any) {}
 	}
+	if cfg.MaxItems <= 0 {
+		cfg.MaxItems = DefaultMaxItems
+	}
+	if cfg.MaxQueuedJobs <= 0 {
+		cfg.MaxQueuedJobs = DefaultMaxQueuedJobs
+	}
 	return &Service{store: store, cfg: cfg, keys: newKeyCache(keyCacheSize)}
 }
+
+// Config returns the service's configuration, defaults filled in.
+func (s *Service) Config() Config { return s.cfg }
 
 // stamp is now as stored: UTC, to the millisecond.
 func (s *Service) stamp() time.Time { return s.cfg.Now().UTC().Truncate(time.Millisecond) }
@@ -69,49 +103,50 @@ func (s *Service) stamp() time.Time { return s.cfg.Now().UTC().Truncate(time.Mil
 // content is ErrKeyReused. Keys are the user's own: another user's
 // identical batch is another job.
 //
-// Errors: a [*ValidationError] for a body that breaks the rules,
-// ErrKeyReused, or ErrUnavailable when the store failed.
+// A new batch takes its items and one job from the user's quotas
+// (Config.MaxItems, Config.MaxQueuedJobs); a replay takes nothing.
 //
-// A replay is answered from the key alone: content with a live key's
-// fingerprint is content that was checked and accepted before, so it is
-// not parsed again; and the key of bytes sent lately is remembered, not
-// computed again. A replay costs a fraction of a first ingest.
+// Errors: a [*ValidationError] for a body that breaks the rules,
+// ErrKeyReused, a [*QuotaError] when a quota is reached, or
+// ErrUnavailable when the store failed. The body's errors come first: a
+// body is parsed before its key is looked up.
+//
+// A replay is cheap: the keys of valid batches sent lately are
+// remembered by the SHA-256 of their bytes, so the same bytes again are
+// answered from the key and one read, without being parsed again.
 func (s *Service) Ingest(ctx context.Context, userID string, raw []byte) (Accepted, error) {
 	now := s.stamp()
-	var ingestID, fingerprint string
-	var keyErr, looked error      // looked: what the lookup found instead of a replay
-	if len(raw) <= MaxBodyBytes { // a larger body is Parse's to refuse
-		ingestID, fingerprint, keyErr = s.keys.key(raw)
-		if keyErr == nil {
-			job, replayed, err := s.store.Replay(ctx, userID, ingestID, fingerprint, now)
-			if replayed {
-				return accepted(job, true), nil
-			}
-			looked = err
+	sum := sha256.Sum256(raw)
+	k, cached := s.keys.get(sum)
+	var b Batch
+	if !cached {
+		var sent []sentItem
+		var err error
+		if b, sent, err = parse(raw); err != nil {
+			return Accepted{}, err
+		}
+		k = key(b, sent)
+		s.keys.put(sum, k)
+	}
+	job, replayed, err := s.store.Replay(ctx, userID, k.ingestID, k.fingerprint, now)
+	switch {
+	case replayed:
+		return accepted(job, true), nil
+	case errors.Is(err, ErrKeyReused): // answered without a write transaction
+		return Accepted{}, err
+	case err != nil:
+		return Accepted{}, unavailable(err)
+	}
+	if cached { // valid bytes, but not a live key of this user's: read them after all
+		if b, _, err = parse(raw); err != nil {
+			return Accepted{}, err
 		}
 	}
-	// Parse says what is wrong with a body at each place, so its errors
-	// come first, before Key's, a reused key's or the store's.
-	b, err := Parse(raw)
-	if err != nil {
-		return Accepted{}, err
-	}
-	switch {
-	case keyErr != nil:
-		return Accepted{}, keyErr
-	case errors.Is(looked, ErrKeyReused): // answered without a write transaction
-		return Accepted{}, looked
-	case looked != nil:
-		return Accepted{}, unavailable(looked)
-	}
-	data, err := encodeBatch(b)
-	if err != nil {
-		return Accepted{}, fmt.Errorf("ingest: encode the batch: %w", err)
-	}
-	job, replayed, err := s.store.Accept(ctx, Acceptance{
-		UserID: userID, IngestID: ingestID, Fingerprint: fingerprint, JobID: newUUID(),
-		Project: b.Project, ItemsTotal: len(b.Items), Batch: data,
+	job, replayed, err = s.store.Accept(ctx, Acceptance{
+		UserID: userID, IngestID: k.ingestID, Fingerprint: k.fingerprint, JobID: newUUID(),
+		Project: b.Project, ItemsTotal: len(b.Items), Batch: encodeBatch(b),
 		CreatedAt: now, ExpiresAt: now.Add(s.cfg.TTL),
+		MaxItems: s.cfg.MaxItems, MaxJobs: s.cfg.MaxQueuedJobs,
 	})
 	if err != nil {
 		return Accepted{}, unavailable(err)
@@ -172,8 +207,9 @@ func pageLimit(limit int) (int, error) {
 	return limit, nil
 }
 
-// DeleteItem deletes the user's item id: it is found no more. Another
-// user's item, or none, is ErrNotFound.
+// DeleteItem deletes the user's item id: it is found no more, and it
+// frees room under the user's quota of items. Another user's item, or
+// none, is ErrNotFound.
 func (s *Service) DeleteItem(ctx context.Context, userID, id string) error {
 	if !isUUID(id) {
 		return ErrNotFound

@@ -44,7 +44,7 @@ type queue struct {
 	errs []error
 }
 
-func (q *queue) enqueue(ctx context.Context, tx *store.Tx, jobID string) error {
+func (q *queue) enqueue(ctx context.Context, tx *store.Tx, jobID string, _ int) error {
 	var n int
 	err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM jobs WHERE id = $1", jobID).Scan(&n)
 	q.mu.Lock()
@@ -411,6 +411,74 @@ func TestJobsList(t *testing.T) {
 		}
 		if _, err := e.svc.Job(ctx, "alice", "not-a-uuid"); !errors.Is(err, ingest.ErrNotFound) {
 			t.Errorf("Job(not-a-uuid) = %v, want ErrNotFound", err)
+		}
+	})
+}
+
+// An ingest past a quota is a *QuotaError, not a store failure, and
+// leaves nothing; a replay still answers; a failed job gives back the
+// items it never stored, and a deleted item itself.
+func TestIngestQuotas(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		ctx := context.Background()
+		svc := ingest.NewService(e.store, ingest.Config{Now: e.clock.Now, MaxItems: 3, MaxQueuedJobs: 2})
+		if c := svc.Config(); c.MaxItems != 3 || c.MaxQueuedJobs != 2 || c.TTL != ingest.DefaultTTL {
+			t.Fatalf("Config() = %+v", c)
+		}
+		first, err := svc.Ingest(ctx, "alice", []byte(batchOf("q", 2)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		over := func(body string, want ingest.QuotaError) {
+			t.Helper()
+			_, err := svc.Ingest(ctx, "alice", []byte(body))
+			var qe *ingest.QuotaError
+			if !errors.As(err, &qe) || *qe != want || errors.Is(err, ingest.ErrUnavailable) {
+				t.Fatalf("Ingest = %v, want %+v", err, want)
+			}
+		}
+		over(batchOf("r", 2), ingest.QuotaError{Quota: ingest.QuotaItems, Limit: 3, Used: 2, Asked: 2})
+		if again, err := svc.Ingest(ctx, "alice", []byte(batchOf("q", 2))); err != nil || !again.Replayed || again.JobID != first.JobID {
+			t.Fatalf("the first batch again, at the quota = %+v, %v; want its replay", again, err)
+		}
+		if jobs := e.jobs(t, "alice"); len(jobs) != 1 {
+			t.Fatalf("%d jobs, want the first alone", len(jobs))
+		}
+		// The job fails before storing anything: its 2 items come back.
+		if err := svc.Fail(ctx, first.JobID, "gave up"); err != nil {
+			t.Fatal(err)
+		}
+		second, err := svc.Ingest(ctx, "alice", []byte(batchOf("r", 2)))
+		if err != nil {
+			t.Fatalf("after the failed job gave its items back: %v", err)
+		}
+		if err := svc.Process(ctx, second.JobID); err != nil {
+			t.Fatal(err)
+		}
+		// 2 stored: 2 more do not fit, until one is deleted.
+		over(batchOf("s", 2), ingest.QuotaError{Quota: ingest.QuotaItems, Limit: 3, Used: 2, Asked: 2})
+		res, err := svc.Query(ctx, "alice", ingest.Query{Q: "note", Project: "r"})
+		if err != nil || len(res.Results) != 2 {
+			t.Fatalf("Query = %+v, %v", res, err)
+		}
+		if err := svc.DeleteItem(ctx, "alice", res.Results[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Ingest(ctx, "alice", []byte(batchOf("s", 2))); err != nil {
+			t.Fatalf("after a delete: %v", err)
+		}
+		// Jobs: 2 may be queued; the third waits for one to finish.
+		if _, err := svc.Ingest(ctx, "bob", []byte(batchOf("b1", 1))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Ingest(ctx, "bob", []byte(batchOf("b2", 1))); err != nil {
+			t.Fatal(err)
+		}
+		var qe *ingest.QuotaError
+		if _, err := svc.Ingest(ctx, "bob", []byte(batchOf("b3", 1))); !errors.As(err, &qe) || *qe != (ingest.QuotaError{Quota: ingest.QuotaJobs, Limit: 2, Used: 2, Asked: 1}) {
+			t.Fatalf("bob's third job = %v, want the jobs quota", err)
 		}
 	})
 }

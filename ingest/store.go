@@ -17,15 +17,21 @@ type Store interface {
 	// durable when Accept returns, or none of it.
 	//
 	//   - The key (a.UserID, a.IngestID) is new, or its entry expired at
-	//     or before a.CreatedAt: Accept stores the entry (until
+	//     or before a.CreatedAt: Accept takes a.ItemsTotal items and one
+	//     job from the user's quotas, stores the entry (until
 	//     a.ExpiresAt), a job a.JobID in StatusQueued with a.Batch, and
 	//     enqueues the job; it returns the job and replayed false.
 	//   - The key's entry is live and has a.Fingerprint: Accept returns
-	//     that entry's job and replayed true, and changes nothing.
+	//     that entry's job and replayed true, and changes nothing (a
+	//     replay takes nothing from the quotas).
 	//   - The key's entry is live with another fingerprint: ErrKeyReused.
+	//   - The user holds a.MaxItems items already, counting a.ItemsTotal,
+	//     or a.MaxJobs jobs that are not final: a [*QuotaError], and
+	//     nothing changes.
 	//
 	// Concurrent calls with one key must behave as if they ran one after
-	// the other: one job, and every call returns it.
+	// the other: one job, and every call returns it. Concurrent calls of
+	// one user never take them past a quota together.
 	Accept(ctx context.Context, a Acceptance) (job Job, replayed bool, err error)
 	// Replay looks the user's key ingestID up as Accept would at now,
 	// without writing or waiting for a writer: the live entry's job and
@@ -52,8 +58,10 @@ type Store interface {
 	StoreItems(ctx context.Context, id string, items []StoredItem, done int) error
 	// FinishJob gives job id its final status (StatusSucceeded or
 	// StatusFailed), message as its Error, and FinishedAt now, and drops
-	// its batch. A job final already is left as it is; finished then
-	// says whether this call made it final.
+	// its batch; in the same transaction it gives the job back to its
+	// user's quota of jobs, and the items it did not store (ItemsTotal -
+	// ItemsDone) to their quota of items. A job final already is left as
+	// it is; finished then says whether this call made it final.
 	FinishJob(ctx context.Context, id string, status Status, message string, now time.Time) (job Job, finished bool, err error)
 
 	// Search returns up to s.Limit of the user's items that hold every
@@ -65,7 +73,8 @@ type Store interface {
 	// Items returns the user's items ids, whole (Score and Snippet left
 	// empty), in any order; an id that names none of them is left out.
 	Items(ctx context.Context, userID string, ids []string) ([]Result, error)
-	// DeleteItem deletes the user's item id, from the index too.
+	// DeleteItem deletes the user's item id, from the index too, and
+	// gives it back to the user's quota of items.
 	DeleteItem(ctx context.Context, userID, id string) error
 	// Skills counts the user's items by skill (items with none are not
 	// counted), most items first, then by name; at most limit skills.
@@ -87,11 +96,15 @@ type Acceptance struct {
 	JobID       string // the id of the job to create, a new UUID
 	Project     string
 	ItemsTotal  int
-	// Batch is the batch, encoded by the service. The store keeps it as
-	// it is until the job is final, and gives it back to StartJob.
-	Batch     []byte
+	// Batch is the batch, encoded by the service (JSON). The store keeps
+	// it as it is until the job is final, and gives it back to StartJob.
+	// A string, so the driver is handed it without a copy.
+	Batch     string
 	CreatedAt time.Time // now, to the millisecond
 	ExpiresAt time.Time // when the key may name another batch
+	// MaxItems and MaxJobs are the user's quotas (see [QuotaItems] and
+	// [QuotaJobs]); 0 is no quota.
+	MaxItems, MaxJobs int
 }
 
 // A StoredItem is an item as the store keeps it.

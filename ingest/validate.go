@@ -1,15 +1,11 @@
 package ingest
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 )
 
 // A FieldError locates one problem in a request.
@@ -73,248 +69,491 @@ func invalid(location, message string) *ValidationError {
 // occurred_at. A member may not be null (leave it out instead), nor may
 // the body or an item have a member not shown above: a misspelt name
 // would otherwise be dropped without a word. Member names are matched
-// exactly, case included. Every problem found, up to MaxFieldErrors, is
-// in the returned [*ValidationError].
+// exactly, case included, and none may be given twice. Every problem
+// found, up to MaxFieldErrors, is in the returned [*ValidationError], at
+// its place; no message repeats the body's text.
+//
+// Parse reads the body once, from its first byte, and keeps only what a
+// batch holds: what it costs grows with the body's bytes, never with its
+// shape. It stops at the first thing no batch can be, with what it found
+// so far: JSON it cannot read, a member no batch or item has, a member
+// given twice, a 1001st item or a 33rd tag, nesting deeper than a batch
+// ever goes. A string longer than its member allows is measured, not
+// kept.
 func Parse(raw []byte) (Batch, error) {
+	b, _, err := parse(raw)
+	return b, err
+}
+
+// A sentItem is what the key needs of an item beyond its [Item]: which
+// optional members the client gave, as given (Item fills in defaults).
+type sentItem struct {
+	kind, tags bool
+	occurredAt string // "" when not given
+}
+
+// parse is Parse, also returning, for a valid batch, what each item sent.
+func parse(raw []byte) (Batch, []sentItem, error) {
 	if len(raw) > MaxBodyBytes {
-		return Batch{}, invalid("body", fmt.Sprintf("is %d bytes, more than %d (8 MiB): split it into smaller batches", len(raw), MaxBodyBytes))
+		return Batch{}, nil, invalid("body", fmt.Sprintf("is %d bytes, more than %d (8 MiB): split it into smaller batches", len(raw), MaxBodyBytes))
 	}
-	if !utf8.Valid(raw) {
-		return Batch{}, invalid("body", "is not valid UTF-8")
+	p := parser{s: scanner{data: raw, maxDepth: maxDepth}}
+	b, sent := p.batch()
+	if p.s.failed != ok {
+		p.v.add("body", fmt.Sprintf("%s (at byte %d)", p.s.failed.message(), p.s.failedAt))
 	}
-	top, err := object(raw)
-	if err != nil {
-		return Batch{}, invalid("body", err.Error())
+	if err := p.v.err(); err != nil {
+		return Batch{}, nil, err
 	}
-	var b Batch
-	var v ValidationError
+	return b, sent, nil
+}
+
+// maxDepth is how deep a body may nest arrays and objects. A valid batch
+// nests four deep (the batch, its items, an item, its tags); the rest is
+// room to report a value of the wrong type at its place.
+const maxDepth = 16
+
+// The members of a batch and of an item, and the message that a member
+// is none of them: it names the place, never the member, whose name is
+// the client's text.
+var (
+	batchMembers   = []string{"ingest_id", "project", "items"}
+	itemMembers    = []string{"text", "kind", "skill", "tags", "occurred_at"}
+	notBatchMember = "has a member that is not one of " + strings.Join(batchMembers, ", ")
+	notItemMember  = "has a member that is not one of " + strings.Join(itemMembers, ", ")
+)
+
+// A place is where in a batch a problem is: the batch, one of its
+// members, an item, one of an item's members, or a tag. It becomes a
+// location ("body.items[3].tags[1]") only when a problem is recorded.
+type place struct {
+	item   int    // the item's index, -1 outside the items
+	member string // of the batch (item < 0) or of the item; "" for the object itself
+	tag    int    // the tag's index, -1 when not a tag
+}
+
+var body = place{item: -1, tag: -1}
+
+// at is the place of member m of the object at p.
+func (p place) at(m string) place { p.member = m; return p }
+
+func (p place) String() string {
+	var b strings.Builder
+	b.WriteString("body")
+	if p.item >= 0 {
+		b.WriteString(".items[" + strconv.Itoa(p.item) + "]")
+	}
+	if p.member != "" {
+		b.WriteString("." + p.member)
+	}
+	if p.tag >= 0 {
+		b.WriteString("[" + strconv.Itoa(p.tag) + "]")
+	}
+	return b.String()
+}
+
+// depth is how deep a value at p is nested: the batch is 1.
+func (p place) depth() int {
+	switch {
+	case p.tag >= 0:
+		return 5
+	case p.item >= 0 && p.member != "":
+		return 4
+	case p.item >= 0:
+		return 3
+	case p.member != "":
+		return 2
+	}
+	return 1
+}
+
+// A parser reads a batch from a scanner, recording its problems.
+type parser struct {
+	s      scanner
+	v      ValidationError
+	halted bool // at a problem after which nothing more is read
+}
+
+// add records a problem at p.
+func (p *parser) add(at place, message string) {
+	if len(p.v.Errors) < MaxFieldErrors {
+		p.v.add(at.String(), message)
+	}
+}
+
+// halt records a problem at p and stops the parse; it returns false.
+func (p *parser) halt(at place, message string) bool {
+	p.add(at, message)
+	p.halted = true
+	return false
+}
+
+// stopped reports whether the parse has stopped, at a problem or at JSON
+// it cannot read.
+func (p *parser) stopped() bool { return p.halted || p.s.failed != ok }
+
+func (p *parser) batch() (b Batch, sent []sentItem) {
+	s := &p.s
+	switch c := s.peek(); {
+	case c == '{':
+	case c == 0 && s.pos >= len(s.data):
+		p.halt(body, "is empty: send the batch as a JSON object")
+		return
+	case startsValue(c):
+		p.halt(body, "must be a JSON object")
+		return
+	default:
+		s.unexpected()
+		return
+	}
+	o := object{at: body, names: batchMembers, unknown: notBatchMember}
 	var hasProject, hasItems bool
-	for _, m := range top {
-		switch m.name {
-		case "ingest_id":
-			if s, ok := v.string("body.ingest_id", m.value); ok {
-				if !isHex64(s) {
-					v.add("body.ingest_id", ingestIDRule)
+	for m, more := p.member(&o); more; m, more = p.member(&o) {
+		at := body.at(batchMembers[m])
+		switch m {
+		case 0: // ingest_id
+			if id, n, isString := p.string(at, 64); isString {
+				if n != 64 || !isHex64(id) {
+					p.add(at, ingestIDRule)
 				}
-				b.IngestID = s
+				b.IngestID = id
 			}
-		case "project":
+		case 1: // project
 			hasProject = true
-			if s, ok := v.string("body.project", m.value); ok {
-				b.Project = s
-				v.label("body.project", s, MaxProjectBytes)
-			}
-		case "items":
+			b.Project = p.label(at, MaxProjectBytes)
+		case 2: // items
 			hasItems = true
-			b.Items = v.items(m.value)
-		default:
-			v.add("body", "has an unexpected member "+quoteName(m.name)+": a batch has ingest_id, project and items")
+			b.Items, sent = p.items()
 		}
 	}
+	if p.stopped() {
+		return b, sent
+	}
+	if s.peek(); s.pos < len(s.data) {
+		p.halt(body, "has more after its closing brace")
+		return b, sent
+	}
 	if !hasProject {
-		v.add("body.project", "is required: the project the items belong to")
+		p.add(body.at("project"), "is required: the project the items belong to")
 	}
 	if !hasItems {
-		v.add("body.items", fmt.Sprintf("is required: 1 to %d items", MaxItems))
+		p.add(body.at("items"), fmt.Sprintf("is required: 1 to %d items", MaxItems))
 	}
-	return b, v.err()
+	return b, sent
 }
 
 // items reads the items array.
-func (v *ValidationError) items(raw json.RawMessage) []Item {
-	var elems []json.RawMessage
-	if isNull(raw) || json.Unmarshal(raw, &elems) != nil {
-		v.add("body.items", "must be an array of items")
-		return nil
+func (p *parser) items() ([]Item, []sentItem) {
+	at := body.at("items")
+	if p.s.peek() != '[' {
+		p.mistyped(at, "must be an array of items")
+		return nil, nil
 	}
-	if len(elems) == 0 || len(elems) > MaxItems {
-		v.add("body.items", fmt.Sprintf("has %d items; a batch has 1 to %d: split larger ones", len(elems), MaxItems))
-		return nil
+	var items []Item
+	var sent []sentItem
+	var a array
+	for i := 0; p.element(&a); i++ {
+		if i == MaxItems {
+			p.halt(at, fmt.Sprintf("has more than %d items: split the batch into batches of 1 to %d", MaxItems, MaxItems))
+			return nil, nil
+		}
+		it, st := p.item(i)
+		items, sent = append(items, it), append(sent, st)
 	}
-	items := make([]Item, len(elems))
-	for i, e := range elems {
-		items[i] = v.item(fmt.Sprintf("body.items[%d]", i), e)
+	if !p.stopped() && len(items) == 0 {
+		p.add(at, fmt.Sprintf("has no items: a batch has 1 to %d", MaxItems))
 	}
-	return items
+	return items, sent
 }
 
-// item reads one item at loc.
-func (v *ValidationError) item(loc string, raw json.RawMessage) Item {
-	it := Item{Kind: DefaultKind, Tags: []string{}}
-	ms, err := object(raw)
-	if err != nil {
-		v.add(loc, err.Error())
-		return it
+// item reads item i.
+func (p *parser) item(i int) (Item, sentItem) {
+	it, sent := Item{Kind: DefaultKind, Tags: []string{}}, sentItem{}
+	at := place{item: i, tag: -1}
+	if p.s.peek() != '{' {
+		p.mistyped(at, "must be a JSON object")
+		return it, sent
 	}
+	o := object{at: at, names: itemMembers, unknown: notItemMember}
 	hasText := false
-	for _, m := range ms {
-		at := loc + "." + m.name
-		switch m.name {
-		case "text":
+	for m, more := p.member(&o); more; m, more = p.member(&o) {
+		mat := at.at(itemMembers[m])
+		switch m {
+		case 0: // text
 			hasText = true
-			if s, ok := v.string(at, m.value); ok {
-				it.Text = s
-				v.text(at, s)
-			}
-		case "kind":
-			if s, ok := v.string(at, m.value); ok {
-				it.Kind = s
-				v.label(at, s, MaxKindBytes)
-			}
-		case "skill":
-			if s, ok := v.string(at, m.value); ok {
-				it.Skill = s
-				v.label(at, s, MaxSkillBytes)
-			}
-		case "tags":
-			it.Tags = v.tags(at, m.value)
-		case "occurred_at":
-			if s, ok := v.string(at, m.value); ok {
-				t, err := time.Parse(time.RFC3339Nano, s)
-				if err != nil {
-					v.add(at, "must be an RFC 3339 date and time, such as 2026-01-02T15:04:05Z")
+			if s, n, isString := p.string(mat, MaxTextBytes); isString {
+				if msg := textProblem(s, n); msg != "" {
+					p.add(mat, msg)
 				}
-				it.OccurredAt = t.UTC().Truncate(time.Millisecond)
+				it.Text = s
 			}
-		default:
-			v.add(loc, "has an unexpected member "+quoteName(m.name)+": an item has text, kind, skill, tags and occurred_at")
+		case 1: // kind
+			sent.kind = true
+			it.Kind = p.label(mat, MaxKindBytes)
+		case 2: // skill
+			it.Skill = p.label(mat, MaxSkillBytes)
+		case 3: // tags
+			sent.tags = true
+			it.Tags = p.tags(i)
+		case 4: // occurred_at
+			if s, n, isString := p.string(mat, maxTimeBytes); isString {
+				t, err := time.Parse(time.RFC3339Nano, s)
+				if n > maxTimeBytes || err != nil {
+					p.add(mat, "must be an RFC 3339 date and time, such as 2026-01-02T15:04:05Z")
+				}
+				it.OccurredAt, sent.occurredAt = t.UTC().Truncate(time.Millisecond), s
+			}
 		}
 	}
-	if !hasText {
-		v.add(loc+".text", "is required: the note itself")
+	if !p.stopped() && !hasText {
+		p.add(at.at("text"), "is required: the note itself")
 	}
-	return it
+	return it, sent
 }
 
-// tags reads an item's tags at loc.
-func (v *ValidationError) tags(loc string, raw json.RawMessage) []string {
-	var elems []json.RawMessage
-	if isNull(raw) || json.Unmarshal(raw, &elems) != nil {
-		v.add(loc, "must be an array of strings")
+// maxTimeBytes bounds an occurred_at: an RFC 3339 time with nanoseconds
+// and an offset is 35 bytes.
+const maxTimeBytes = 64
+
+// tags reads the tags of item i.
+func (p *parser) tags(i int) []string {
+	at := place{item: i, member: "tags", tag: -1}
+	if p.s.peek() != '[' {
+		p.mistyped(at, "must be an array of strings")
 		return []string{}
 	}
-	if len(elems) > MaxTags {
-		v.add(loc, fmt.Sprintf("has %d tags; an item has at most %d", len(elems), MaxTags))
-		return []string{}
-	}
-	tags := make([]string, 0, len(elems))
-	for i, e := range elems {
-		at := fmt.Sprintf("%s[%d]", loc, i)
-		s, ok := v.string(at, e)
-		if !ok {
+	tags := []string{}
+	var from [MaxTags]int // where each of tags was in the array
+	var a array
+	for j := 0; p.element(&a); j++ {
+		if j == MaxTags {
+			p.halt(at, fmt.Sprintf("has more than %d tags: an item has at most %d", MaxTags, MaxTags))
+			return []string{}
+		}
+		tat := at
+		tat.tag = j
+		t, n, isString := p.string(tat, MaxTagBytes)
+		if !isString {
 			continue
 		}
-		if v.label(at, s, MaxTagBytes) {
-			for j, t := range tags {
-				if t == s {
-					v.add(at, fmt.Sprintf("repeats %s[%d]: give each tag once", loc, j))
-					ok = false
-					break
-				}
-			}
+		if msg := labelProblem(t, n, MaxTagBytes); msg != "" {
+			p.add(tat, msg)
+			continue
 		}
-		if ok {
-			tags = append(tags, s)
+		if k := indexOf(tags, t); k >= 0 {
+			earlier := at
+			earlier.tag = from[k]
+			p.add(tat, "repeats "+earlier.String()+": give each tag once")
+			continue
 		}
+		from[len(tags)] = j
+		tags = append(tags, t)
 	}
 	return tags
 }
 
-// string reads a JSON string at loc.
-func (v *ValidationError) string(loc string, raw json.RawMessage) (string, bool) {
-	var s string
-	if isNull(raw) || json.Unmarshal(raw, &s) != nil {
-		v.add(loc, "must be a string (leave the member out rather than send null)")
-		return "", false
+func indexOf(list []string, s string) int {
+	for i, t := range list {
+		if t == s {
+			return i
+		}
 	}
-	return s, true
+	return -1
 }
 
-// text checks an item's text.
-func (v *ValidationError) text(loc, s string) {
+// string reads the string at p, of at most max bytes: its value, its
+// length in bytes, and whether it is a string. A string longer than max
+// is measured, not kept (the value is then ""). A value of another kind
+// is recorded as a problem, and passed over.
+func (p *parser) string(at place, max int) (value string, n int, isString bool) {
+	if p.s.peek() != '"' {
+		p.mistyped(at, "must be a string (leave the member out rather than send null)")
+		return "", 0, false
+	}
+	raw, escaped, good := p.s.str()
+	if !good {
+		return "", 0, false
+	}
+	if n = valueLen(raw, escaped); n > max {
+		return "", n, true
+	}
+	if escaped {
+		return unescape(raw), n, true
+	}
+	return string(raw), n, true
+}
+
+// mistyped records that the value at p is not of the kind message says,
+// and passes over it; a value that is no JSON at all stops the parse.
+func (p *parser) mistyped(at place, message string) {
+	if !startsValue(p.s.peek()) {
+		p.s.unexpected()
+		return
+	}
+	p.add(at, message)
+	p.s.skip(at.depth())
+}
+
+// startsValue reports whether c can start a JSON value.
+func startsValue(c byte) bool { return c != 0 && strings.IndexByte(`{["-0123456789tfn`, c) >= 0 }
+
+// label reads a name at p (a project, kind, skill or tag) of at most max
+// bytes, and checks it (see labelProblem).
+func (p *parser) label(at place, max int) string {
+	s, n, isString := p.string(at, max)
+	if !isString {
+		return ""
+	}
+	if msg := labelProblem(s, n, max); msg != "" {
+		p.add(at, msg)
+	}
+	return s
+}
+
+// textProblem says what is wrong with an item's text s of n bytes ("" if
+// nothing); s is "" when it was too long to keep.
+func textProblem(s string, n int) string {
 	switch {
-	case len(s) > MaxTextBytes:
-		v.add(loc, fmt.Sprintf("is %d bytes, more than %d (64 KiB): split the note", len(s), MaxTextBytes))
+	case n > MaxTextBytes:
+		return fmt.Sprintf("is %d bytes, more than %d (64 KiB): split the note", n, MaxTextBytes)
 	case strings.TrimSpace(s) == "":
-		v.add(loc, "must not be empty")
+		return "must not be empty"
 	case strings.IndexByte(s, 0) >= 0:
-		v.add(loc, `must not contain U+0000 (the NUL character)`)
+		return `must not contain U+0000 (the NUL character)`
+	}
+	return ""
+}
+
+// labelProblem says what is wrong with a name s of n bytes (a project,
+// kind, skill or tag), "" if nothing: it has 1 to max bytes, no control
+// characters, no white space at either end.
+func labelProblem(s string, n, max int) string {
+	switch {
+	case n == 0:
+		return "must not be empty (leave the member out instead)"
+	case n > max:
+		return fmt.Sprintf("is %d bytes; the most is %d", n, max)
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return "must not contain control characters"
+	case strings.TrimSpace(s) != s:
+		return "must not start or end with white space"
+	}
+	return ""
+}
+
+// text records the problem of an item's text s at loc, if any.
+func (e *ValidationError) text(loc, s string) {
+	if msg := textProblem(s, len(s)); msg != "" {
+		e.add(loc, msg)
 	}
 }
 
-// label checks a name (a project, kind, skill or tag): 1 to max bytes, no
-// control characters, no white space at either end.
-func (v *ValidationError) label(loc, s string, max int) bool {
+// label records the problem of a name s at loc, if any (see
+// labelProblem), and reports whether it had none.
+func (e *ValidationError) label(loc, s string, max int) bool {
+	if msg := labelProblem(s, len(s), max); msg != "" {
+		e.add(loc, msg)
+		return false
+	}
+	return true
+}
+
+// An object is the state of reading one JSON object's members.
+type object struct {
+	at      place
+	names   []string // the members it may have, each at most once
+	unknown string   // the problem of a member not in names
+	seen    uint32   // the names read so far, a bit each
+	begun   bool
+}
+
+// member reads up to the value of the object's next member, whose name's
+// index in o.names it returns, with true. At the object's end it returns
+// false; so it does when the parse stops: at JSON it cannot read, at a
+// name not in o.names, or at a name given twice.
+func (p *parser) member(o *object) (int, bool) {
+	s := &p.s
+	if p.stopped() {
+		return -1, false
+	}
+	if !o.begun {
+		o.begun = true
+		s.pos++ // the '{' the caller saw
+		if s.peek() == '}' {
+			s.pos++
+			return -1, false
+		}
+	} else {
+		switch s.peek() {
+		case ',':
+			s.pos++
+		case '}':
+			s.pos++
+			return -1, false
+		default:
+			return -1, s.unexpected()
+		}
+	}
+	raw, escaped, good := s.str()
+	if !good {
+		return -1, false
+	}
+	m := lookup(o.names, raw, escaped)
 	switch {
-	case s == "":
-		v.add(loc, "must not be empty (leave the member out instead)")
-	case len(s) > max:
-		v.add(loc, fmt.Sprintf("is %d bytes; the most is %d", len(s), max))
-	case strings.IndexFunc(s, unicode.IsControl) >= 0:
-		v.add(loc, "must not contain control characters")
-	case strings.TrimSpace(s) != s:
-		v.add(loc, "must not start or end with white space")
-	default:
+	case m < 0:
+		return -1, p.halt(o.at, o.unknown)
+	case o.seen&(1<<m) != 0:
+		return -1, p.halt(o.at.at(o.names[m]), "is given twice: give each member once")
+	}
+	o.seen |= 1 << m
+	if !s.consume(':') {
+		return -1, false
+	}
+	return m, true
+}
+
+// lookup returns the index in names of the name written raw, or -1.
+func lookup(names []string, raw []byte, escaped bool) int {
+	if escaped {
+		if len(raw) > 6*len("occurred_at") { // too long to be any name, however escaped
+			return -1
+		}
+		return indexOf(names, unescape(raw))
+	}
+	for i, n := range names {
+		if string(raw) == n {
+			return i
+		}
+	}
+	return -1
+}
+
+// An array is the state of reading one JSON array's elements.
+type array struct{ begun bool }
+
+// element reads up to the array's next element, and reports whether
+// there is one: false at the array's end, or when the parse stopped.
+func (p *parser) element(a *array) bool {
+	s := &p.s
+	if p.stopped() {
+		return false
+	}
+	if !a.begun {
+		a.begun = true
+		s.pos++ // the '[' the caller saw
+		if s.peek() == ']' {
+			s.pos++
+			return false
+		}
 		return true
 	}
-	return false
-}
-
-// A member is one name and value of a JSON object.
-type member struct {
-	name  string
-	value json.RawMessage
-}
-
-// object splits raw, one JSON object, into its members in order. A
-// duplicate name is an error: which of the two would count is not
-// something to guess.
-func object(raw []byte) ([]member, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil {
-		return nil, errors.New("is not valid JSON")
-	} else if tok != json.Delim('{') {
-		return nil, errors.New("must be a JSON object")
+	switch s.peek() {
+	case ',':
+		s.pos++
+		return true
+	case ']':
+		s.pos++
+		return false
 	}
-	var ms []member
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, errors.New("is not valid JSON")
-		}
-		name, _ := tok.(string)
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			return nil, errors.New("is not valid JSON")
-		}
-		if seen[name] {
-			return nil, errors.New("has the member " + quoteName(name) + " twice")
-		}
-		seen[name] = true
-		ms = append(ms, member{name: name, value: value})
-	}
-	if _, err := dec.Token(); err != nil { // '}'
-		return nil, errors.New("is not valid JSON")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("has more after its closing brace")
-	}
-	return ms, nil
-}
-
-// isNull reports whether raw is JSON null.
-func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
-
-// quoteName quotes a member name for a message, cut to 64 bytes: it is
-// the client's text, not ours to repeat at length.
-func quoteName(name string) string {
-	if len(name) > 64 {
-		cut := 64
-		for cut > 0 && !utf8.RuneStart(name[cut]) {
-			cut--
-		}
-		return fmt.Sprintf("%q…", name[:cut])
-	}
-	return fmt.Sprintf("%q", name)
+	return s.unexpected()
 }

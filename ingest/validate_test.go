@@ -2,7 +2,9 @@ package ingest
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -34,26 +36,55 @@ func items(n int, text string) string {
 	return `{"project":"p","items":[` + strings.Join(its, ",") + `]}`
 }
 
+// tags is a JSON list of n distinct tags, without its brackets.
+func tags(n int) string {
+	ts := make([]string, n)
+	for i := range ts {
+		ts[i] = fmt.Sprintf(`"t%d"`, i)
+	}
+	return strings.Join(ts, ",")
+}
+
 func TestParseRefuses(t *testing.T) {
 	okItem := `{"text":"x"}`
 	for _, c := range []struct {
 		name, body string
 		want       []FieldError // in order; the messages are matched by their start
 	}{
-		{"empty items", `{"project":"p","items":[]}`, []FieldError{{"body.items", "has 0 items"}}},
-		{"1001 items", items(1001, "x"), []FieldError{{"body.items", "has 1001 items"}}},
+		{"empty items", `{"project":"p","items":[]}`, []FieldError{{"body.items", "has no items"}}},
+		{"1001 items", items(1001, "x"), []FieldError{{"body.items", "has more than 1000 items"}}},
 		{"text over 64 KiB", `{"project":"p","items":[` + okItem + `,{"text":"` + strings.Repeat("é", MaxTextBytes/2) + `!"}]}`,
 			[]FieldError{{"body.items[1].text", "is 65537 bytes"}}},
 		{"bad ingest_id", `{"ingest_id":"ABC","project":"p","items":[` + okItem + `]}`, []FieldError{{"body.ingest_id", "must be 64 lowercase hex"}}},
 		{"null ingest_id", `{"ingest_id":null,"project":"p","items":[` + okItem + `]}`, []FieldError{{"body.ingest_id", "must be a string"}}},
-		{"unknown member", `{"project":"p","items":[` + okItem + `],"extra":1}`, []FieldError{{"body", `has an unexpected member "extra"`}}},
-		{"unknown item member", `{"project":"p","items":[` + okItem + `,{"text":"x","Text":"y"}]}`, []FieldError{{"body.items[1]", `has an unexpected member "Text"`}}},
-		{"name of another case", `{"Project":"p","items":[` + okItem + `]}`,
-			[]FieldError{{"body", `has an unexpected member "Project"`}, {"body.project", "is required"}}},
+		{"unknown member", `{"project":"p","items":[` + okItem + `],"extra":1}`, []FieldError{{"body", "has a member that is not one of ingest_id, project, items"}}},
+		{"unknown item member", `{"project":"p","items":[` + okItem + `,{"text":"x","Text":"y"}]}`,
+			[]FieldError{{"body.items[1]", "has a member that is not one of text, kind, skill, tags, occurred_at"}}},
+		{"name of another case", `{"Project":"p","items":[` + okItem + `]}`, []FieldError{{"body", "has a member that is not one of"}}},
+		{"a name that is markup", `{"project":"p","items":[{"text":"x","<script>alert(1)</script>":1}]}`, []FieldError{{"body.items[0]", "has a member that is not one of"}}},
+		{"problems before an unknown member are kept", `{"project":"","items":[{"text":""},{"text":"x","junk":[1,2,3]},{"text":""}]}`,
+			[]FieldError{{"body.project", "must not be empty"}, {"body.items[0].text", "must not be empty"}, {"body.items[1]", "has a member that is not one of"}}},
 		{"missing all", `{}`, []FieldError{{"body.project", "is required"}, {"body.items", "is required"}}},
 		{"not an object", `"x"`, []FieldError{{"body", "must be a JSON object"}}},
-		{"not JSON", `{"project":`, []FieldError{{"body", "is not valid JSON"}}},
-		{"duplicate member", `{"project":"p","project":"q","items":[` + okItem + `]}`, []FieldError{{"body", `has the member "project" twice`}}},
+		{"not JSON", `{"project":`, []FieldError{{"body", "is not valid JSON: it ends too soon (at byte 11)"}}},
+		{"not JSON inside", `{"project":"p","items":[{"text":"x"} {"text":"y"}]}`, []FieldError{{"body", "is not valid JSON: a character that JSON does not allow there (at byte 37)"}}},
+		{"empty", ``, []FieldError{{"body", "is empty"}}},
+		{"trailing", `{"project":"p","items":[` + okItem + `]} {}`, []FieldError{{"body", "has more after its closing brace"}}},
+		{"duplicate member", `{"project":"p","project":"q","items":[` + okItem + `]}`, []FieldError{{"body.project", "is given twice"}}},
+		{"duplicate member, escaped", `{"project":"p","items":[{"text":"x","\u0074ext":"y"}]}`, []FieldError{{"body.items[0].text", "is given twice"}}},
+		{"lone surrogate", `{"project":"p","items":[{"text":"\ud800"}]}`, []FieldError{{"body", `holds a \u escape of half a UTF-16 surrogate pair`}}},
+		{"lone low surrogate", `{"project":"p","items":[{"text":"\udc00\ud800"}]}`, []FieldError{{"body", `holds a \u escape of half a UTF-16 surrogate pair`}}},
+		{"high surrogate then another escape", `{"project":"p","items":[{"text":"\ud800\u0041"}]}`, []FieldError{{"body", `holds a \u escape of half a UTF-16 surrogate pair`}}},
+		{"not UTF-8", "{\"project\":\"p\xff\",\"items\":[" + okItem + "]}", []FieldError{{"body", "is not valid UTF-8 (at byte 13)"}}},
+		{"a raw control character", "{\"project\":\"p\nq\",\"items\":[" + okItem + "]}", []FieldError{{"body", "is not valid JSON: a control character"}}},
+		{"a bad escape", `{"project":"p\x","items":[` + okItem + `]}`, []FieldError{{"body", "is not valid JSON: a malformed escape"}}},
+		{"deep nesting", `{"project":"p","items":[{"text":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}]}`,
+			[]FieldError{{"body.items[0].text", "must be a string"}, {"body", "nests arrays and objects deeper than a batch ever does"}}},
+		{"a wrong type is passed over", `{"project":{"a":[1,{"b":null}]},"items":[{"text":true,"tags":"a"}]}`,
+			[]FieldError{{"body.project", "must be a string"}, {"body.items[0].text", "must be a string"}, {"body.items[0].tags", "must be an array of strings"}}},
+		{"huge name", `{"project":"p","items":[` + okItem + `],"` + strings.Repeat("n", 1<<20) + `":1}`, []FieldError{{"body", "has a member that is not one of"}}},
+		{"huge project", `{"project":"` + strings.Repeat(`\u0070`, 1<<16) + `","items":[` + okItem + `]}`, []FieldError{{"body.project", "is 65536 bytes; the most is 128"}}},
+		{"occurred_at too long", `{"project":"p","items":[{"text":"x","occurred_at":"` + strings.Repeat("2", 100) + `"}]}`, []FieldError{{"body.items[0].occurred_at", "must be an RFC 3339"}}},
 		{"item not an object", `{"project":"p","items":[7]}`, []FieldError{{"body.items[0]", "must be a JSON object"}}},
 		{"many problems, each in place", `{"project":" p","items":[` + okItem + `,{"kind":"","tags":["a","a"],"occurred_at":"yesterday"},{"text":"   ","skill":null}]}`,
 			[]FieldError{
@@ -67,8 +98,10 @@ func TestParseRefuses(t *testing.T) {
 			}},
 		{"NUL in text", `{"project":"p","items":[{"text":"a\u0000b"}]}`, []FieldError{{"body.items[0].text", "must not contain U+0000"}}},
 		{"control character in a tag", `{"project":"p","items":[{"text":"x","tags":["a\tb"]}]}`, []FieldError{{"body.items[0].tags[0]", "must not contain control"}}},
-		{"33 tags", `{"project":"p","items":[{"text":"x","tags":[` + strings.TrimSuffix(strings.Repeat(`"t",`, 33), ",") + `]}]}`,
-			[]FieldError{{"body.items[0].tags", "has 33 tags"}}},
+		{"33 tags", `{"project":"p","items":[{"text":"x","tags":[` + tags(33) + `]}]}`,
+			[]FieldError{{"body.items[0].tags", "has more than 32 tags"}}},
+		{"repeated tag after a bad one", `{"project":"p","items":[{"text":"x","tags":["a","","b","a"]}]}`,
+			[]FieldError{{"body.items[0].tags[1]", "must not be empty"}, {"body.items[0].tags[3]", "repeats body.items[0].tags[0]"}}},
 		{"project too long", `{"project":"` + strings.Repeat("p", MaxProjectBytes+1) + `","items":[` + okItem + `]}`, []FieldError{{"body.project", "is 129 bytes"}}},
 		{"body over 8 MiB", items(MaxItems, strings.Repeat("x", MaxBodyBytes/MaxItems)), []FieldError{{"body", "is 8"}}},
 	} {
@@ -107,5 +140,47 @@ func TestValidationErrorIsCapped(t *testing.T) {
 	}
 	if len(ve.Errors) != MaxFieldErrors {
 		t.Fatalf("500 empty texts: %d errors, want %d", len(ve.Errors), MaxFieldErrors)
+	}
+}
+
+// TestParseCostIsBounded: what Parse allocates to refuse a body grows
+// with what a batch can hold, never with the body's shape. Each body is
+// about 8 MiB of JSON that encoding/json and an RFC 8785 tree would build
+// millions of values from (jcs.Transform took 3.5 s and 668 MB for the
+// first); Parse stops at the first thing no batch can be.
+func TestParseCostIsBounded(t *testing.T) {
+	const size = MaxBodyBytes - 64
+	fill := func(prefix, unit, suffix string) []byte {
+		n := (size - len(prefix) - len(suffix)) / len(unit)
+		return []byte(prefix + strings.TrimSuffix(strings.Repeat(unit, n), ",") + suffix)
+	}
+	valid := items(MaxItems, strings.Repeat("x", size/MaxItems-20))
+	for _, c := range []struct {
+		name string
+		body []byte
+		max  uint64 // bytes Parse may allocate
+	}{
+		{"tiny values in an unknown member", fill(`{"project":"p","items":[{"text":"x"}],"junk":[`, "0,", "]}"), 64 << 10},
+		{"tiny values as items", fill(`{"project":"p","items":[`, "0,", "]}"), 512 << 10},
+		{"empty objects as items", fill(`{"project":"p","items":[`, "{},", "]}"), 512 << 10},
+		{"tiny values as tags", fill(`{"project":"p","items":[{"text":"x","tags":[`, "0,", "]}]}"), 64 << 10},
+		{"deep nesting", fill(`{"project":"p","items":[{"text":`, "[", ""), 64 << 10},
+		{"a huge member name", fill(`{"project":"p","items":[{"text":"x"}],"`, "a", `":0}`), 64 << 10},
+		{"escapes in a text", fill(`{"project":"p","items":[{"text":"`, `\u00e9`, `"}]}`), 64 << 10},
+		{"a valid batch", []byte(valid), uint64(len(valid)) * 5 / 4}, // its strings, in size classes
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, err := Parse(c.body)
+			runtime.ReadMemStats(&after)
+			if got := after.TotalAlloc - before.TotalAlloc; got > c.max {
+				t.Errorf("Parse of %d bytes allocated %d bytes, want at most %d (%v)", len(c.body), got, c.max, err)
+			}
+			if (err == nil) != (c.name == "a valid batch") {
+				t.Errorf("Parse = %v", err)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -123,15 +124,103 @@ func ceilSeconds(d time.Duration) int64 {
 	return int64((d + time.Second - 1) / time.Second)
 }
 
-// WriteConcurrent sets the headers of a cap on concurrent requests (the
-// stream plane's): policy's capacity, with left of them free. Its
-// RateLimit-Policy says qu="concurrent-requests". X-RateLimit-Reset is
-// now: a slot frees when some request ends, which no clock predicts.
-func WriteConcurrent(hdr http.Header, policy string, capacity, left int, now time.Time) {
-	c, l := strconv.Itoa(capacity), strconv.Itoa(left)
-	hdr[keyRateLimitPolicy] = []string{`"` + policy + `";q=` + c + `;qu="concurrent-requests"`}
-	hdr[keyRateLimit] = []string{`"` + policy + `";r=` + l}
-	hdr[keyLimit] = []string{c}
-	hdr[keyRemaining] = []string{l}
-	hdr[keyReset] = []string{strconv.FormatInt(now.Unix(), 10)}
+// A Concurrency is a cap on requests in flight at once, such as the stream
+// plane's caps on open streams: its name, as the headers call it, and its
+// capacity.
+type Concurrency struct {
+	Name     string
+	Capacity int
+}
+
+// CapHeaders writes the rate-limit headers of responses that caps on
+// concurrent requests decide first and, once they all admit the request, a
+// policy's budgets: the stream plane's caps on open streams, then its open
+// budget. Each cap is one item: RateLimit-Policy says
+// qu="concurrent-requests" and RateLimit gives the free slots, without a
+// reset (a slot frees when some request ends, which no clock predicts).
+// Create it with [NewCapHeaders]; it is safe for concurrent use.
+type CapHeaders struct {
+	caps   []Concurrency
+	names  []string // `"streams";r=` per cap
+	limits [][]string
+	rate   *Headers // the policy's, or nil
+	policy []string // RateLimit-Policy: every cap's item, then the policy's
+}
+
+// NewCapHeaders precomputes the headers of caps, decided in that order,
+// then of policy p (nil for none).
+func NewCapHeaders(p *Policy, caps ...Concurrency) *CapHeaders {
+	c := &CapHeaders{caps: caps}
+	var items []string
+	for _, cp := range caps {
+		n := strconv.Itoa(cp.Capacity)
+		items = append(items, `"`+cp.Name+`";q=`+n+`;qu="concurrent-requests"`)
+		c.names = append(c.names, `"`+cp.Name+`";r=`)
+		c.limits = append(c.limits, []string{n})
+	}
+	if p != nil {
+		c.rate = NewHeaders(*p)
+		items = append(items, c.rate.policy[0])
+	}
+	c.policy = []string{strings.Join(items, ", ")}
+	return c
+}
+
+// Write sets the headers of a response at now. free holds the free slots
+// of the first len(free) caps, those that were decided (a cap that
+// refused has 0); d, when not nil, is the policy's decision, made once
+// every cap admitted. The legacy X-RateLimit-* describe the item with the
+// fewest requests left, the refusing one first; a cap's X-RateLimit-Reset
+// is now. Nothing decided (a store failed first), nothing is written.
+// Retry-After is the refusal's to set.
+func (c *CapHeaders) Write(hdr http.Header, free []int, d *Decision, now time.Time) {
+	if d != nil && d.N == 0 {
+		d = nil // the store is down and the policy open: no budget to show
+	}
+	if len(free) == 0 && d == nil {
+		return
+	}
+	var buf [256]byte
+	b := buf[:0]
+	legacy := -1 // the item X-RateLimit-* describe: a cap's index, or len(c.caps) for the policy's
+	left := 0
+	for i, n := range free {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, c.names[i]...)
+		b = strconv.AppendInt(b, int64(n), 10)
+		if legacy < 0 || n < left {
+			legacy, left = i, n
+		}
+	}
+	limit, reset := []string(nil), now.Unix()
+	if legacy >= 0 {
+		limit = c.limits[legacy]
+	}
+	if d != nil {
+		var rem [MaxLimits]int
+		for i := range int(d.N) {
+			rem[i] = d.Remaining(i)
+		}
+		t := d.tightest(&rem)
+		for i := range int(d.N) {
+			if len(b) > 0 {
+				b = append(b, ", "...)
+			}
+			b = append(b, c.rate.names[i]...)
+			b = strconv.AppendInt(b, int64(rem[i]), 10)
+			b = append(b, ";t="...)
+			b = strconv.AppendInt(b, ceilSeconds(d.Reset(i)), 10)
+		}
+		if !d.Allowed || legacy < 0 || rem[t] < left {
+			left, limit = rem[t], c.rate.limits[t]
+			reset = (d.at + int64(d.Reset(t)) + int64(time.Second) - 1) / int64(time.Second)
+		}
+	}
+	hdr[keyRateLimitPolicy] = c.policy
+	hdr[keyRateLimit] = []string{string(b)}
+	hdr[keyLimit] = limit
+	hdr[keyRemaining] = []string{strconv.Itoa(left)}
+	hdr[keyReset] = []string{strconv.FormatInt(reset, 10)}
 }

@@ -44,6 +44,57 @@ func TestHeaders(t *testing.T) {
 	}
 }
 
+// Caps on concurrent requests, then a policy: each decided item is
+// shown, the caps' with qu="concurrent-requests" and no reset, and the
+// legacy headers describe the item with the fewest left, a refusing one
+// first.
+func TestCapHeaders(t *testing.T) {
+	p := policy("stream-opens", lim("stream-opens", 60, time.Minute, 20))
+	m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
+	h := ratelimit.NewCapHeaders(&p, ratelimit.Concurrency{Name: "streams", Capacity: 16}, ratelimit.Concurrency{Name: "streams-per-user", Capacity: 64})
+	const policyHeader = `"streams";q=16;qu="concurrent-requests", "streams-per-user";q=64;qu="concurrent-requests", "stream-opens";q=60;w=60`
+	admitted := m.AllowAt("k", t0)
+	for range 19 {
+		m.AllowAt("k", t0)
+	}
+	refused := m.AllowAt("k", t0) // the burst of 20 is spent: the next token in 1 s
+	for range 14 {
+		m.AllowAt("few", t0)
+	}
+	few := m.AllowAt("few", t0) // 5 left
+	for _, tc := range []struct {
+		name                            string
+		free                            []int
+		d                               *ratelimit.Decision
+		rateLimit, limit, remain, reset string
+	}{
+		{"admitted", []int{15, 63}, &admitted, `"streams";r=15, "streams-per-user";r=63, "stream-opens";r=19;t=1`, "16", "15", "1796040000"},
+		{"the caller's cap refused", []int{0}, nil, `"streams";r=0`, "16", "0", "1796040000"},
+		{"the user's cap refused", []int{3, 0}, nil, `"streams";r=3, "streams-per-user";r=0`, "64", "0", "1796040000"},
+		{"the open budget refused", []int{15, 63}, &refused, `"streams";r=15, "streams-per-user";r=63, "stream-opens";r=0;t=20`, "60", "0", "1796040020"},
+		{"the open budget has fewest left", []int{15, 63}, &few, `"streams";r=15, "streams-per-user";r=63, "stream-opens";r=5;t=15`, "60", "5", "1796040015"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hdr := http.Header{}
+			h.Write(hdr, tc.free, tc.d, t0)
+			for k, v := range map[string]string{"RateLimit-Policy": policyHeader, "RateLimit": tc.rateLimit, "X-RateLimit-Limit": tc.limit,
+				"X-RateLimit-Remaining": tc.remain, "X-RateLimit-Reset": tc.reset} {
+				if got := hdr.Get(k); got != v {
+					t.Errorf("%s = %q, want %q", k, got, v)
+				}
+			}
+			if hdr.Get("Retry-After") != "" {
+				t.Error("Retry-After is the refusal's to set")
+			}
+		})
+	}
+	hdr := http.Header{}
+	h.Write(hdr, nil, nil, t0)
+	if len(hdr) != 0 {
+		t.Errorf("nothing decided, headers %v", hdr)
+	}
+}
+
 func TestRetryAfterSeconds(t *testing.T) {
 	for _, tc := range []struct {
 		in   time.Duration

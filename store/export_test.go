@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"slices"
 
 	"github.com/brain-template/brain/ingest"
 )
@@ -14,10 +16,24 @@ func QuickStart(o QueueOptions) QueueOptions {
 	return o
 }
 
-// MigrateTo brings db's schema up to version, and no further.
-func MigrateTo(ctx context.Context, db *DB, version int) (int, error) {
-	return db.migrate(ctx, version)
+// MigrateBefore applies brain's migrations that come before the one
+// named name (NNNN_name.sql), and none of River's: a test of that
+// migration fills the tables as they were before it, then runs Migrate.
+func (db *DB) MigrateBefore(ctx context.Context, name string) error {
+	ms, err := loadMigrations(db.Dialect)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(ms, func(m migration) bool { return m.name == name })
+	if i < 0 {
+		return fmt.Errorf("no migration named %s", name)
+	}
+	_, err = db.migrate(ctx, i)
+	return err
 }
 
 // IndexTerms are the index terms a search of userID's for s asks for.
 func IndexTerms(userID string, s ingest.Search) []string { return queryTerms(userID, s) }
+
+// QuietOutages is the handler River logs through, with a clock.
+var QuietOutages = quietOutages

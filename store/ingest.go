@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -15,19 +16,31 @@ import (
 // IngestStore keeps idempotency keys, jobs and items, and searches the
 // items' text. It implements ingest.Store with the same SQL on both
 // dialects, except for the full-text search (search.go).
+//
+// Each user's share of the quotas (ingest.QuotaItems, ingest.QuotaJobs)
+// is one row of user_usage, changed in the transactions that change what
+// it counts: Accept takes a batch's items and one job, FinishJob gives the
+// job back with the items it did not store, DeleteItem gives one item
+// back. Checking a quota is then one statement, whatever the user holds,
+// and exact under concurrency: on PostgreSQL the row's lock puts one
+// user's Accepts in line from that statement, their last, to their
+// commit (other users' do not wait); on SQLite writers are in line
+// anyway.
 type IngestStore struct {
 	db      *DB
-	enqueue func(ctx context.Context, tx *Tx, jobID string) error
+	enqueue func(ctx context.Context, tx *Tx, jobID string, backlog int) error
 	// gate holds this process's writers to SQLite in line, one at a
 	// time (see begin); nil on PostgreSQL.
 	gate chan struct{}
 }
 
 // NewIngestStore returns the ingest store of db. Accept calls enqueue in
-// its transaction (Queue.EnqueueTx), with the transaction and the new
-// job's id, so that the job is queued if and only if it is created; nil enqueues nothing (the
-// jobs are then processed only when something calls Process).
-func NewIngestStore(db *DB, enqueue func(ctx context.Context, tx *Tx, jobID string) error) *IngestStore {
+// its transaction (Queue.EnqueueTx), with the transaction, the new job's
+// id and its user's backlog (how many of their jobs were not final before
+// it), so that the job is queued if and only if it is created; nil
+// enqueues nothing (the jobs are then processed only when something calls
+// Process).
+func NewIngestStore(db *DB, enqueue func(ctx context.Context, tx *Tx, jobID string, backlog int) error) *IngestStore {
 	s := &IngestStore{db: db, enqueue: enqueue}
 	if db.Dialect == SQLite {
 		s.gate = make(chan struct{}, 1)
@@ -78,7 +91,8 @@ func ingestErr(err error) error {
 
 // Accept records the key of a, or finds it (see ingest.Store).
 //
-// One transaction takes the key, creates the job and enqueues it. The
+// One transaction takes the key, creates the job, enqueues it and, last,
+// takes its share of the quotas (reserve). The
 // upsert that takes the key inserts a new key, replaces an expired one,
 // and leaves a live one as it is, and then returns no row: the key is
 // read then, as a replay's. (The service calls Replay first and answers
@@ -116,15 +130,85 @@ func (s *IngestStore) Accept(ctx context.Context, a ingest.Acceptance) (ingest.J
 		ItemsTotal: a.ItemsTotal, CreatedAt: a.CreatedAt}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (id, user_id, ingest_id, project, status, items_total, batch, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		job.ID, job.UserID, job.IngestID, job.Project, string(job.Status), job.ItemsTotal, string(a.Batch), ms(job.CreatedAt)); err != nil {
+		job.ID, job.UserID, job.IngestID, job.Project, string(job.Status), job.ItemsTotal, a.Batch, ms(job.CreatedAt)); err != nil {
 		return ingest.Job{}, false, wrap("accept: create the job", err)
 	}
 	if s.enqueue != nil {
-		if err := s.enqueue(ctx, tx, job.ID); err != nil {
+		// The backlog sets the job's priority. Read without a lock, it may
+		// miss a concurrent Accept's job of the same user: two jobs then
+		// share a priority, which is no harm.
+		var backlog int
+		err := tx.QueryRowContext(ctx, "SELECT jobs FROM user_usage WHERE user_id = $1", a.UserID).Scan(&backlog)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return ingest.Job{}, false, wrap("accept: read the backlog", err)
+		}
+		if err := s.enqueue(ctx, tx, job.ID, backlog); err != nil {
 			return ingest.Job{}, false, wrap("accept: enqueue the job", err)
 		}
 	}
+	// Last: on PostgreSQL the user's row stays locked from here to the
+	// commit, so one user's Accepts wait for each other's commits (and
+	// only that).
+	if err := reserve(ctx, tx, a); err != nil {
+		return ingest.Job{}, false, err
+	}
 	return job, false, wrap("accept: commit", tx.Commit())
+}
+
+// noQuota stands for a quota of 0 (none): larger than anything counted,
+// and an INTEGER on both databases.
+const noQuota = math.MaxInt32
+
+// reserve takes a.ItemsTotal items and one job from a's user's usage row
+// in tx, creating the row if the user has none, unless that would take
+// them past a.MaxItems or a.MaxJobs: then it changes nothing and returns
+// a *ingest.QuotaError.
+//
+// One statement checks and takes: the upsert's insert is of a user who
+// holds nothing, and its update, of one who holds something, happens
+// only under both quotas; no row comes back otherwise.
+func reserve(ctx context.Context, tx *Tx, a ingest.Acceptance) error {
+	maxItems, maxJobs := a.MaxItems, a.MaxJobs
+	if maxItems <= 0 {
+		maxItems = noQuota
+	}
+	if maxJobs <= 0 {
+		maxJobs = noQuota
+	}
+	var jobs int
+	err := tx.QueryRowContext(ctx, `INSERT INTO user_usage (user_id, items, jobs)
+		SELECT CAST($1 AS TEXT), CAST($2 AS BIGINT), 1 WHERE CAST($2 AS BIGINT) <= CAST($3 AS BIGINT) AND CAST($4 AS INTEGER) >= 1
+		ON CONFLICT (user_id) DO UPDATE SET items = user_usage.items + excluded.items, jobs = user_usage.jobs + 1
+		WHERE user_usage.items + excluded.items <= CAST($3 AS BIGINT) AND user_usage.jobs < CAST($4 AS INTEGER)
+		RETURNING jobs`, a.UserID, a.ItemsTotal, maxItems, maxJobs).Scan(&jobs)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return wrap("accept: take from the quotas", err)
+	}
+	var items int
+	if err := tx.QueryRowContext(ctx, "SELECT items, jobs FROM user_usage WHERE user_id = $1", a.UserID).Scan(&items, &jobs); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return wrap("accept: read the quotas", err)
+	}
+	if items+a.ItemsTotal > maxItems {
+		return &ingest.QuotaError{Quota: ingest.QuotaItems, Limit: maxItems, Used: items, Asked: a.ItemsTotal}
+	}
+	return &ingest.QuotaError{Quota: ingest.QuotaJobs, Limit: maxJobs, Used: jobs, Asked: 1}
+}
+
+// release gives back to userID's usage row, in tx, one job (when job is
+// true) and items items. A count never goes below zero.
+func release(ctx context.Context, tx *Tx, userID string, job bool, items int) error {
+	jobs := 0
+	if job {
+		jobs = 1
+	}
+	_, err := tx.ExecContext(ctx, `UPDATE user_usage SET
+		items = CASE WHEN items > $2 THEN items - $2 ELSE 0 END,
+		jobs = CASE WHEN jobs > $3 THEN jobs - $3 ELSE 0 END
+		WHERE user_id = $1`, userID, items, jobs)
+	return err
 }
 
 // Replay reads the user's live key, with its job (see ingest.Store),
@@ -192,11 +276,19 @@ func (s *IngestStore) Jobs(ctx context.Context, userID string, after ingest.Curs
 }
 
 // StartJob moves job id from queued to running and returns it with its
-// batch (see ingest.Store).
+// batch (see ingest.Store). Only a queued job is written to, in line with
+// the other writers (begin): a job worked again, after it yielded its
+// worker or failed an attempt, is only read, so that its run does not
+// wait for SQLite's write lock.
 func (s *IngestStore) StartJob(ctx context.Context, id string, now time.Time) (ingest.Job, []byte, error) {
-	if _, err := s.db.ExecContext(ctx, "UPDATE jobs SET status = $1, started_at = $2 WHERE id = $3 AND status = $4",
-		string(ingest.StatusRunning), ms(now), id, string(ingest.StatusQueued)); err != nil {
-		return ingest.Job{}, nil, wrap("start job", err)
+	var status string
+	if err := s.db.QueryRowContext(ctx, "SELECT status FROM jobs WHERE id = $1", id).Scan(&status); err != nil {
+		return ingest.Job{}, nil, ingestErr(wrap("start job", notFound(err)))
+	}
+	if status == string(ingest.StatusQueued) {
+		if err := s.start(ctx, id, now); err != nil {
+			return ingest.Job{}, nil, wrap("start job", err)
+		}
 	}
 	var batch sql.NullString
 	j, err := scanJob(s.db.QueryRowContext(ctx, "SELECT "+jobCols+", j.batch FROM jobs j WHERE j.id = $1", id), &batch)
@@ -207,6 +299,21 @@ func (s *IngestStore) StartJob(ctx context.Context, id string, now time.Time) (i
 		return j, nil, nil
 	}
 	return j, []byte(batch.String), nil
+}
+
+// start moves job id from queued to running, if it is queued.
+func (s *IngestStore) start(ctx context.Context, id string, now time.Time) error {
+	tx, done, err := s.begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "UPDATE jobs SET status = $1, started_at = $2 WHERE id = $3 AND status = $4",
+		string(ingest.StatusRunning), ms(now), id, string(ingest.StatusQueued)); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // itemCols are the columns StoreItems inserts, in its order. On
@@ -314,25 +421,56 @@ func (s *IngestStore) insertItems(ctx context.Context, tx *Tx, items []ingest.St
 	return indexSQLite(ctx, tx, stored)
 }
 
-// FinishJob makes job id final, unless it is already (see ingest.Store).
+// FinishJob makes job id final, unless it is already, and gives back
+// to its user's quotas the job and the items it did not store, in one
+// transaction (see ingest.Store). On PostgreSQL the job's row is locked
+// from the update on, so a StoreItems of another run waits, and then finds
+// the job final: the items_done read here are the items stored.
 func (s *IngestStore) FinishJob(ctx context.Context, id string, status ingest.Status, message string, now time.Time) (ingest.Job, bool, error) {
-	res, err := s.db.ExecContext(ctx, "UPDATE jobs SET status = $1, error = $2, finished_at = $3, batch = NULL WHERE id = $4 AND status IN ($5, $6)",
-		string(status), message, ms(now), id, string(ingest.StatusQueued), string(ingest.StatusRunning))
+	tx, done, err := s.begin(ctx)
 	if err != nil {
 		return ingest.Job{}, false, wrap("finish job", err)
 	}
-	n, err := res.RowsAffected()
+	defer done()
+	defer tx.Rollback()
+	var userID string
+	var total, stored int
+	err = tx.QueryRowContext(ctx, `UPDATE jobs SET status = $1, error = $2, finished_at = $3, batch = NULL WHERE id = $4 AND status IN ($5, $6)
+		RETURNING user_id, items_total, items_done`,
+		string(status), message, ms(now), id, string(ingest.StatusQueued), string(ingest.StatusRunning)).Scan(&userID, &total, &stored)
+	finished := err == nil
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return ingest.Job{}, false, wrap("finish job", err)
+	}
+	if finished {
+		if err := release(ctx, tx, userID, true, max(total-stored, 0)); err != nil {
+			return ingest.Job{}, false, wrap("finish job: give back to the quotas", err)
+		}
+	}
+	j, err := scanJob(tx.QueryRowContext(ctx, "SELECT "+jobCols+" FROM jobs j WHERE j.id = $1", id))
 	if err != nil {
 		return ingest.Job{}, false, wrap("finish job", err)
 	}
-	j, err := scanJob(s.db.QueryRowContext(ctx, "SELECT "+jobCols+" FROM jobs j WHERE j.id = $1", id))
-	return j, n == 1, wrap("finish job", err)
+	return j, finished, wrap("finish job: commit", tx.Commit())
 }
 
-// DeleteItem deletes the user's item id; on SQLite a trigger takes it out
-// of the full-text index, on PostgreSQL the index is of the row itself.
+// DeleteItem deletes the user's item id and gives it back to their quota
+// of items, in one transaction; on SQLite a trigger takes it out of the
+// full-text index, on PostgreSQL the index is of the row itself.
 func (s *IngestStore) DeleteItem(ctx context.Context, userID, id string) error {
-	return ingestErr(affectedOne(s.db.ExecContext(ctx, "DELETE FROM items WHERE id = $1 AND user_id = $2", id, userID)))
+	tx, done, err := s.begin(ctx)
+	if err != nil {
+		return wrap("delete item", err)
+	}
+	defer done()
+	defer tx.Rollback()
+	if err := affectedOne(tx.ExecContext(ctx, "DELETE FROM items WHERE id = $1 AND user_id = $2", id, userID)); err != nil {
+		return ingestErr(wrap("delete item", err))
+	}
+	if err := release(ctx, tx, userID, false, 1); err != nil {
+		return wrap("delete item: give back to the quota", err)
+	}
+	return wrap("delete item: commit", tx.Commit())
 }
 
 // Skills counts the user's items by skill, most first.

@@ -15,7 +15,7 @@ import (
 
 func acceptance(user, key, jobID string) ingest.Acceptance {
 	return ingest.Acceptance{UserID: user, IngestID: key, Fingerprint: "f-" + key, JobID: jobID, Project: "p", ItemsTotal: 2,
-		Batch: []byte(`{"v":1}`), CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
+		Batch: `{"v":1}`, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)}
 }
 
 func count(t *testing.T, db *store.DB, query string, args ...any) int {
@@ -36,7 +36,7 @@ func TestAcceptIsOneTransaction(t *testing.T) {
 		mustUser(t, store.NewAuthStore(db), "u1", "ada")
 		fail := true
 		var enqueued []string
-		s := store.NewIngestStore(db, func(ctx context.Context, tx *store.Tx, jobID string) error {
+		s := store.NewIngestStore(db, func(ctx context.Context, tx *store.Tx, jobID string, _ int) error {
 			if fail {
 				return errors.New("queue: full")
 			}

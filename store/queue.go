@@ -49,12 +49,61 @@ import (
 //     notification of a job inserted within 100 ms of the one before; such
 //     a job waits for the next poll (PollInterval, 1 s).
 
+//
+// # Fair between users
+//
+// One user's flood of large batches must not hold another user's small
+// one back for more than a moment. River has no notion of users: it
+// fetches the available jobs of a queue by priority (1, the most urgent,
+// to 4), then by scheduled time, then by id, whenever a worker is free.
+// Two things make that fair enough:
+//
+//   - Priority by backlog. [Queue.EnqueueTx] gives a job a priority from
+//     how many jobs its user had that were not final yet (the backlog,
+//     which Accept reads from the user's usage row in the same
+//     transaction): none gives 1, 1 to 3 give 2, 4 to 15 give 3, more
+//     give 4 (see [Priority]). So the batch of a user who sends one now
+//     and then is fetched before the backlog of a user who sent sixty,
+//     whose own jobs keep their order. A priority is fixed when the job
+//     is enqueued.
+//   - Yielding. A job of 1000 large items takes seconds, and a worker
+//     busy with it is free for no one. So between two chunks of its
+//     items a job asks [Queue.Yield] whether another user's more urgent
+//     job (a smaller priority number; among light users, one as urgent
+//     that has not started) is available; if one is, the work returns an
+//     error wrapping [ErrYield] and the Queue snoozes the job (River's
+//     JobSnooze(0), which does not count as an attempt): it is available
+//     again at once, scheduled now, behind the jobs of its priority that
+//     waited, and its next run goes on where this one stopped. The
+//     urgent job gets the worker within a chunk's time: River fetches as
+//     soon as a worker frees when the last fetch found more jobs than
+//     free workers, whatever PollInterval. A job that nobody waits behind
+//     never yields, so a lone flood costs nothing more; each yield costs
+//     its job a second read of its batch.
+//
+// A job waits as long as more urgent ones keep the workers busy: a heavy
+// user's jobs wait for the light users', which is the point, and two
+// heavy users' jobs of one priority go in the order they were sent. With
+// one user's 60 batches of 1000 items of 8 KiB queued, another user's
+// batch of one item is done in 1.5–2 s on SQLite (each of its writes
+// waits for a chunk of the flood's) and 0.05–0.25 s on PostgreSQL, where
+// it waited 31–151 s in one FIFO queue (BENCHMARKS.md, Fair jobs). An
+// idle Queue finds a new job by its notification on SQLite, and by its
+// poll on PostgreSQL (PollInterval).
+
 // ErrPermanent marks an error of a job that can never succeed, however
 // often it is tried: a work function returns an error wrapping it
 // (fmt.Errorf("ingest %s: %w: no such job", id, ErrPermanent)) and the job
 // ends at once, in River's "cancelled" state, with that error's message,
 // instead of being retried.
 var ErrPermanent = errors.New("permanent failure")
+
+// ErrYield marks an error of a job that is no failure: the work function
+// hands the job back unfinished, to give its worker to a more urgent job
+// ([Queue.Yield]). The job is available again at once, behind the jobs of
+// its priority waiting now, and the attempt does not count (see "Fair
+// between users" above).
+var ErrYield = errors.New("the job yields its worker")
 
 // queueName is the River queue, and jobKind the job kind, of ingest jobs.
 const (
@@ -73,6 +122,21 @@ func (ingestArgs) Kind() string { return jobKind }
 // InsertOpts puts ingest jobs in their own queue, so their workers are
 // theirs alone.
 func (ingestArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: queueName} }
+
+// Priority is the River priority of a job whose user had backlog jobs
+// not final when it was enqueued: 1 (fetched first) for none, then 2, 3
+// and 4 as the backlog passes 1, 4 and 16 (see "Fair between users").
+func Priority(backlog int) int {
+	switch {
+	case backlog <= 0:
+		return 1
+	case backlog < 4:
+		return 2
+	case backlog < 16:
+		return 3
+	}
+	return 4
+}
 
 // QueueOptions configure a [Queue]. The zero value is the default of each.
 type QueueOptions struct {
@@ -116,7 +180,10 @@ type QueueOptions struct {
 	// SQLite, a fallback (see above). 1 s when zero.
 	PollInterval time.Duration
 
-	// Logger receives River's logs; slog.Default() when nil.
+	// Logger receives River's logs; slog.Default() when nil. River's
+	// warnings and errors (while the database is down, several a second)
+	// come at WARN, each message once a minute, with how many times it
+	// came since (repeats).
 	Logger *slog.Logger
 
 	// testOnly turns off River's random delay of up to a second before
@@ -133,6 +200,7 @@ type QueueOptions struct {
 // may have done part of its work before it failed. So work must be
 // idempotent.
 type Queue struct {
+	db     *DB
 	client *river.Client[*sql.Tx]
 }
 
@@ -140,8 +208,9 @@ type Queue struct {
 // called with the job's id and a context that ends after
 // QueueOptions.JobTimeout or when Stop gives up waiting. work's error
 // decides what happens next: nil completes the job; an error wrapping
-// [ErrPermanent] ends it at once; any other error (or a panic) is retried
-// after River's back-off, up to MaxAttempts.
+// [ErrPermanent] ends it at once; one wrapping [ErrYield] makes it
+// available again at once, without counting the attempt; any other error
+// (or a panic) is retried after River's back-off, up to MaxAttempts.
 //
 // The Queue does not work jobs until Start; it can enqueue before.
 func NewQueue(db *DB, work func(ctx context.Context, jobID string) error, opts QueueOptions) (*Queue, error) {
@@ -181,14 +250,18 @@ func NewQueue(db *DB, work func(ctx context.Context, jobID string) error, opts Q
 			// by Stop, which hands the job back): River will not try it
 			// again, so whatever tracks it must learn it failed.
 			stopped := ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded)
-			if err != nil && !errors.Is(err, ErrPermanent) && !stopped && job.Attempt >= job.MaxAttempts && opts.GiveUp != nil {
+			yielded := errors.Is(err, ErrYield)
+			if err != nil && !errors.Is(err, ErrPermanent) && !yielded && !stopped && job.Attempt >= job.MaxAttempts && opts.GiveUp != nil {
 				opts.GiveUp(context.WithoutCancel(ctx), job.Args.JobID, err)
 			}
-			if errors.Is(err, ErrPermanent) {
+			switch {
+			case errors.Is(err, ErrPermanent):
 				err = river.JobCancel(err)
+			case yielded:
+				err = river.JobSnooze(0)
 			}
 		}()
-		return work(ctx, job.Args.JobID)
+		return work(context.WithValue(ctx, runningKey{}, running{job.Args.JobID, job.Priority}), job.Args.JobID)
 	}))
 	client, err := river.NewClient(db.riverDriver(), &river.Config{
 		Workers: workers,
@@ -203,13 +276,52 @@ func NewQueue(db *DB, work func(ctx context.Context, jobID string) error, opts Q
 		// per cooldown (its default 100 ms): 4 workers and 100 ms would
 		// cap a replica at 40 jobs a second whatever the machine has.
 		FetchCooldown: min(fetchCooldown, opts.PollInterval),
-		Logger:        opts.Logger,
+		Logger:        slog.New(quietOutages(opts.Logger.Handler(), time.Minute, time.Now)),
 		TestOnly:      opts.testOnly,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: NewQueue: %w", err)
 	}
-	return &Queue{client: client}, nil
+	return &Queue{db: db, client: client}, nil
+}
+
+// runningKey is the context key of the job that work is running, a
+// running.
+type runningKey struct{}
+
+// running is a job as Yield needs it: brain's id and River's priority.
+type running struct {
+	jobID    string
+	priority int
+}
+
+// Yield reports whether the job that work is running with ctx should give
+// its worker back: another user's ingest job is available, waiting for a
+// worker, and is more urgent (a smaller priority number), or, among light
+// users (priority 1 or 2), as urgent and not started yet. (Not the same
+// user's: as a user's jobs end, their backlog shrinks and their newer jobs
+// may be more urgent than their older ones, which must not take turns.
+// Ties yield only to a job not started, so two light users' jobs never
+// take turns either; and not among heavy users, whose large jobs would
+// take turns at every chunk.) It is one read: River's table by its
+// fetching index (state, queue, priority), each job found joined to
+// brain's by its id. With a ctx that is not work's, or when the read
+// fails, it reports false: the job keeps its worker.
+func (q *Queue) Yield(ctx context.Context) bool {
+	r, ok := ctx.Value(runningKey{}).(running)
+	if !ok {
+		return false
+	}
+	jobID := "r.args->>'job_id'"
+	if q.db.Dialect == SQLite {
+		jobID = "json_extract(r.args, '$.job_id')"
+	}
+	var urgent int
+	err := q.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM river_job r JOIN jobs j ON j.id = `+jobID+`
+		WHERE r.state = 'available' AND r.queue = $1 AND r.priority <= $2
+		AND (r.priority < $2 OR (r.priority <= 2 AND j.status = 'queued'))
+		AND j.user_id <> (SELECT user_id FROM jobs WHERE id = $3) LIMIT 1) AS w`, queueName, r.priority, r.jobID).Scan(&urgent)
+	return err == nil && urgent > 0
 }
 
 // fetchCooldown is the least time between two fetches of jobs.
@@ -225,14 +337,17 @@ func (db *DB) riverDriver() riverdriver.Driver[*sql.Tx] {
 
 // EnqueueTx adds an ingest job for jobID in tx: it exists, and will be
 // worked, if and only if tx commits. jobID is the id brain gave the job
-// (its UUID); work receives it. The insert has tx's deadline.
-func (q *Queue) EnqueueTx(ctx context.Context, tx *Tx, jobID string) error {
+// (its UUID); work receives it. backlog is how many jobs of the same user
+// were not final before this one: it sets the job's priority (see
+// [Priority]). The insert has tx's deadline.
+func (q *Queue) EnqueueTx(ctx context.Context, tx *Tx, jobID string, backlog int) error {
 	if jobID == "" {
 		return errors.New("store: enqueue: the job id is empty: pass the id brain gave the job")
 	}
 	ctx, cancel := tx.bound(ctx)
 	defer cancel()
-	if _, err := q.client.InsertTx(ctx, tx.sqlTx(), ingestArgs{JobID: jobID}, nil); err != nil {
+	opts := &river.InsertOpts{Priority: Priority(backlog)} // the queue is ingestArgs'
+	if _, err := q.client.InsertTx(ctx, tx.sqlTx(), ingestArgs{JobID: jobID}, opts); err != nil {
 		return fmt.Errorf("store: enqueue job %s: %w", jobID, err)
 	}
 	return nil

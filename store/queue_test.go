@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -66,13 +67,19 @@ func startQueue(t *testing.T, db *store.DB, work func(context.Context, string) e
 // enqueue enqueues jobID in a transaction it commits, or rolls back.
 func enqueue(t *testing.T, db *store.DB, q *store.Queue, jobID string, commit bool) {
 	t.Helper()
+	enqueueBehind(t, db, q, jobID, 0, commit)
+}
+
+// enqueueBehind is enqueue for a job whose user has backlog jobs before it.
+func enqueueBehind(t *testing.T, db *store.DB, q *store.Queue, jobID string, backlog int, commit bool) {
+	t.Helper()
 	ctx := context.Background()
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	if err := q.EnqueueTx(ctx, tx, jobID); err != nil {
+	if err := q.EnqueueTx(ctx, tx, jobID, backlog); err != nil {
 		t.Fatal(err)
 	}
 	if commit {
@@ -196,7 +203,7 @@ func TestQueueWorksJobs(t *testing.T) {
 		if _, ok := jobOf(t, db, "rolled-back"); ok || c.get("rolled-back") != 0 {
 			t.Error("the job enqueued in a rolled-back transaction exists")
 		}
-		if err := q.EnqueueTx(ctx, nil, ""); err == nil {
+		if err := q.EnqueueTx(ctx, nil, "", 0); err == nil {
 			t.Error("EnqueueTx with an empty job id: no error")
 		}
 	})
@@ -413,6 +420,185 @@ func TestQueueGivesUp(t *testing.T) {
 		})
 		if !strings.Contains(gaveUp["panics"], "a bug") {
 			t.Errorf("the panic's GiveUp: %q", gaveUp["panics"])
+		}
+	})
+}
+
+// A job's priority follows its user's backlog, and the queue works the
+// most urgent first: with the one worker busy, a light user's job
+// enqueued after a heavy user's two is worked before them.
+func TestQueuePriorities(t *testing.T) {
+	onEachDB(t, func(t *testing.T, db *store.DB) {
+		for backlog, want := range []int{1, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 4} {
+			if got := store.Priority(backlog); got != want {
+				t.Errorf("Priority(%d) = %d, want %d", backlog, got, want)
+			}
+		}
+		var mu sync.Mutex
+		var order []string
+		gate := make(chan struct{})
+		q := startQueue(t, db, func(ctx context.Context, id string) error {
+			mu.Lock()
+			order = append(order, id)
+			mu.Unlock()
+			if id == "gate" {
+				<-gate
+			}
+			return nil
+		}, store.QueueOptions{Workers: 1})
+		enqueue(t, db, q, "gate", true)
+		waitState(t, db, "gate", "running")
+		enqueueBehind(t, db, q, "heavy-1", 20, true)
+		enqueueBehind(t, db, q, "heavy-2", 21, true)
+		enqueueBehind(t, db, q, "light", 0, true)
+		close(gate)
+		for _, id := range []string{"light", "heavy-1", "heavy-2"} {
+			waitState(t, db, id, "completed")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if got, want := strings.Join(order, " "), "gate light heavy-1 heavy-2"; got != want {
+			t.Errorf("worked %s, want %s", got, want)
+		}
+	})
+}
+
+// A job asks Yield between its chunks: no while it is alone, no when its
+// own user's more urgent job waits, yes once another user's is available;
+// it then returns ErrYield, the urgent jobs get the worker, and the job is
+// worked again. Its yield is not an attempt: with MaxAttempts 1 it still
+// completes, and GiveUp is never told. Yield is no for a job of priority
+// 1 and outside a job.
+func TestQueueYields(t *testing.T) {
+	onEachDB(t, func(t *testing.T, db *store.DB) {
+		// brain's side of the jobs: long and own are u1's, urgent u2's.
+		mustUser(t, store.NewAuthStore(db), "u1", "ada")
+		mustUser(t, store.NewAuthStore(db), "u2", "bob")
+		if _, err := db.ExecContext(context.Background(), `INSERT INTO jobs (id, user_id, ingest_id, project, status, items_total, created_at)
+			VALUES ('long', 'u1', 'k1', 'p', 'queued', 1, 0), ('own', 'u1', 'k2', 'p', 'queued', 1, 0), ('urgent', 'u2', 'k3', 'p', 'queued', 1, 0)`); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var order []string
+		var answers []bool // Yield's, in the long job's runs
+		var q *store.Queue
+		gaveUp := atomic.Bool{}
+		chunks := atomic.Int32{}
+		q = startQueue(t, db, func(ctx context.Context, id string) error {
+			mu.Lock()
+			order = append(order, id)
+			runs := strings.Count(strings.Join(order, " "), id)
+			mu.Unlock()
+			switch {
+			case id == "urgent":
+				if q.Yield(ctx) {
+					t.Error("Yield says yes to the most urgent job")
+				}
+				return nil
+			case id == "own":
+				return nil
+			case runs > 1: // the long job again: a few more chunks, then done
+				for range 3 {
+					if q.Yield(ctx) {
+						t.Error("Yield says yes with nothing waiting")
+					}
+				}
+				return nil
+			}
+			for range 1000 { // the long job's first run: chunks until told to yield
+				chunks.Add(1)
+				time.Sleep(10 * time.Millisecond)
+				yield := q.Yield(ctx)
+				mu.Lock()
+				answers = append(answers, yield)
+				mu.Unlock()
+				if yield {
+					return fmt.Errorf("job %s: a more urgent one waits: %w", id, store.ErrYield)
+				}
+			}
+			return errors.New("never told to yield")
+		}, store.QueueOptions{Workers: 1, MaxAttempts: 1, GiveUp: func(context.Context, string, error) { gaveUp.Store(true) }})
+		enqueueBehind(t, db, q, "long", 20, true)
+		waitFor(t, "the long job to work a few chunks", func() bool { return chunks.Load() >= 3 })
+		enqueueBehind(t, db, q, "own", 1, true)
+		at := chunks.Load()
+		waitFor(t, "the long job to work a few chunks more", func() bool { return chunks.Load() >= at+3 })
+		enqueue(t, db, q, "urgent", true)
+		for _, id := range []string{"urgent", "own"} {
+			waitState(t, db, id, "completed")
+		}
+		j := waitState(t, db, "long", "completed")
+		mu.Lock()
+		defer mu.Unlock()
+		if got, want := strings.Join(order, " "), "long urgent own long"; got != want {
+			t.Errorf("worked %s, want %s", got, want)
+		}
+		if len(answers) < 5 || slices.Contains(answers[:len(answers)-1], true) || !answers[len(answers)-1] {
+			t.Errorf("Yield answered %v: want no while the job was alone or its user's waited, then yes", answers)
+		}
+		if j.attempt != 1 || gaveUp.Load() {
+			t.Errorf("long: %+v, GiveUp told: %v; want completed at attempt 1, GiveUp never told", j, gaveUp.Load())
+		}
+		if q.Yield(context.Background()) {
+			t.Error("Yield outside a job says yes")
+		}
+	})
+}
+
+// Ties: a light user's job (priority 2) yields to another light user's
+// job of its priority that has not started, and a heavy user's (priority
+// 4) does not yield to another heavy user's.
+func TestQueueYieldsOnLightTies(t *testing.T) {
+	onEachDB(t, func(t *testing.T, db *store.DB) {
+		mustUser(t, store.NewAuthStore(db), "u1", "ada")
+		mustUser(t, store.NewAuthStore(db), "u2", "bob")
+		if _, err := db.ExecContext(context.Background(), `INSERT INTO jobs (id, user_id, ingest_id, project, status, items_total, created_at)
+			VALUES ('a2', 'u1', 'k1', 'p', 'queued', 1, 0), ('b2', 'u2', 'k2', 'p', 'queued', 1, 0),
+			('a4', 'u1', 'k3', 'p', 'queued', 1, 0), ('b4', 'u2', 'k4', 'p', 'queued', 1, 0)`); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var order []string
+		var q *store.Queue
+		started := make(chan string, 8)
+		proceed := make(chan bool)
+		q = startQueue(t, db, func(ctx context.Context, id string) error {
+			mu.Lock()
+			order = append(order, id)
+			first := strings.Count(strings.Join(order, " "), id) == 1
+			mu.Unlock()
+			if !first || (id != "a2" && id != "a4") {
+				return nil
+			}
+			started <- id
+			<-proceed // the other user's job is enqueued now
+			if q.Yield(ctx) {
+				return fmt.Errorf("%w", store.ErrYield)
+			}
+			return nil
+		}, store.QueueOptions{Workers: 1})
+		for _, c := range []struct {
+			mine, theirs string
+			backlog      int
+			want         string
+		}{
+			{"a2", "b2", 1, "a2 b2 a2"}, // yields
+			{"a4", "b4", 20, "a4 b4"},   // does not
+		} {
+			mu.Lock()
+			order = nil
+			mu.Unlock()
+			enqueueBehind(t, db, q, c.mine, c.backlog, true)
+			<-started
+			enqueueBehind(t, db, q, c.theirs, c.backlog, true)
+			proceed <- true
+			waitState(t, db, c.mine, "completed")
+			waitState(t, db, c.theirs, "completed")
+			mu.Lock()
+			if got := strings.Join(order, " "); got != c.want {
+				t.Errorf("%s beside %s: worked %s, want %s", c.mine, c.theirs, got, c.want)
+			}
+			mu.Unlock()
 		}
 	})
 }

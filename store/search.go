@@ -230,7 +230,7 @@ const reindexBatch = 500
 
 // reindexItems writes the index terms (and, on SQLite, the heads) of every
 // item stored before the index kept each user's words apart: the Go step
-// of migration 0003 (search).
+// of migration 0004 (search).
 func reindexItems(ctx context.Context, tx *sql.Tx, d Dialect) error {
 	for last := int64(0); ; {
 		rows, err := tx.QueryContext(ctx, "SELECT n, user_id, project, text FROM items WHERE n > $1 ORDER BY n LIMIT $2", last, reindexBatch)

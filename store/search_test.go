@@ -122,7 +122,7 @@ func TestMigrationReindexes(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			if _, err := store.MigrateTo(ctx, db, 2); err != nil {
+			if err := db.MigrateBefore(ctx, "search"); err != nil {
 				t.Fatal(err)
 			}
 			for _, u := range []string{"u1", "u2"} {
@@ -140,8 +140,8 @@ func TestMigrationReindexes(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if n, err := db.Migrate(ctx); err != nil || n != store.SchemaVersion(d)-2 {
-				t.Fatalf("Migrate = %d, %v", n, err)
+			if n, err := db.Migrate(ctx); err != nil || n < 1 {
+				t.Fatalf("Migrate = %d, %v; want the search migration applied", n, err)
 			}
 			s := store.NewIngestStore(db, nil)
 			if hits, err := s.Search(ctx, "u1", ingest.Search{Words: []string{"apple"}, Project: "p", Limit: 10}); err != nil || !slices.Equal(hitIDs(hits), []string{"i0"}) {

@@ -79,9 +79,9 @@ func TestRedisCapSharedByReplicas(t *testing.T) {
 		t.Fatal("bob's set outlived his last stream")
 	}
 
-	// The slots are Redis's: the fallbacks counted none of them.
-	if n := a.fallback.live("alice") + b.fallback.live("alice"); n != 0 {
-		t.Fatalf("the fallbacks count %d streams with Redis up, want 0", n)
+	// Each replica counts the streams it holds, whoever admitted them.
+	if na, nb := a.fallback.live("alice"), b.fallback.live("alice"); na != 1 || nb != 2 {
+		t.Fatalf("the replicas count %d and %d of alice's streams, want the 1 and 2 they hold", na, nb)
 	}
 }
 
@@ -106,14 +106,15 @@ func TestRedisCapLease(t *testing.T) {
 		mustRefuse(t, b, "kept", 1)
 	}
 	// dead was never refreshed: its set expired with its lease, and its
-	// place is free.
+	// place is free for another stream. Its own Refresh, late, finds the
+	// place taken.
 	if exists(t, rc, prefix+"streams:dead") {
 		t.Fatal("an unrefreshed slot's set outlived its lease")
 	}
-	if err := dead.Refresh(ctx); !errors.Is(err, ErrSlotLost) {
-		t.Fatalf("Refresh of an expired slot = %v, want ErrSlotLost", err)
-	}
 	mustReserve(t, b, "dead", 1)
+	if err := dead.Refresh(ctx); !errors.Is(err, ErrSlotLost) {
+		t.Fatalf("Refresh of an expired slot whose place was taken = %v, want ErrSlotLost", err)
+	}
 
 	kept.Release()
 	mustReserve(t, b, "kept", 1)
@@ -134,17 +135,49 @@ func TestRedisCapExpiredMemberDropped(t *testing.T) {
 	if err := late.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// early's member is still in the set, but its lease ended: it is not
-	// brought back.
+	mustReserve(t, b, "k", 2) // early's member is still in the set, but its lease ended: 1 live, then 2
 	if err := early.Refresh(ctx); !errors.Is(err, ErrSlotLost) {
-		t.Fatalf("Refresh of a slot whose lease ended = %v, want ErrSlotLost", err)
+		t.Fatalf("Refresh of a slot whose lease ended, its key full = %v, want ErrSlotLost", err)
 	}
-	mustReserve(t, b, "k", 2) // early dropped: 1 live, then 2
+}
+
+// A stream whose lease ended (its refreshes could not reach Redis for a
+// lease) but whose key has room is counted again at its next Refresh.
+func TestRedisCapExpiredLeaseTakenBack(t *testing.T) {
+	t.Parallel()
+	const lease = 300 * time.Millisecond
+	caps, rc, prefix := replicas(t, 1, 2, lease)
+	s := mustReserve(t, caps[0], "k", 1)
+	time.Sleep(lease + 100*time.Millisecond)
+	if exists(t, rc, prefix+"streams:k") {
+		t.Fatal("an unrefreshed slot's set outlived its lease")
+	}
+	if err := s.Refresh(context.Background()); err != nil {
+		t.Fatalf("Refresh of an expired slot whose key has room = %v, want nil", err)
+	}
+	if n := zcard(t, rc, prefix+"streams:k"); n != 1 {
+		t.Fatalf("the key's set holds %d leases, want the 1 taken back", n)
+	}
+}
+
+func zcard(t *testing.T, c rueidis.Client, key string) int64 {
+	t.Helper()
+	n, err := c.Do(context.Background(), c.B().Zcard().Key(key).Build()).AsInt64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // proxied returns a RedisCap whose Redis traffic goes through a proxy the
 // test breaks, with a fallback of its own and the errors it reported.
 func proxied(t *testing.T, max int, fallback *MemoryCap) (*RedisCap, *testproxy.Proxy, func() []error) {
+	t.Helper()
+	return proxiedAt(t, redistest.Prefix(), max, time.Minute, fallback)
+}
+
+// proxiedAt is proxied with a prefix and a lease of the test's.
+func proxiedAt(t *testing.T, prefix string, max int, lease time.Duration, fallback *MemoryCap) (*RedisCap, *testproxy.Proxy, func() []error) {
 	t.Helper()
 	opt := redistest.Option(t)
 	p := testproxy.New(t, opt.InitAddress[0])
@@ -152,7 +185,7 @@ func proxied(t *testing.T, max int, fallback *MemoryCap) (*RedisCap, *testproxy.
 	opt.DisableRetry = true
 	client := redistest.Client(t, opt)
 	loadScripts(t, client)
-	c := NewRedisCap(client, redistest.Prefix(), max, time.Minute, fallback)
+	c := NewRedisCap(client, prefix, max, lease, fallback)
 	c.Timeout = time.Second // while Redis is up; a test of the timeout sets it back
 	// Cut before the client closes, which would wait on a stalled proxy.
 	t.Cleanup(p.Cut)
@@ -174,22 +207,19 @@ func TestRedisCapFallsBackWhenRedisIsDown(t *testing.T) {
 	t.Parallel()
 	fallback := NewMemoryCap(2)
 	c, p, errs := proxied(t, 2, fallback)
+	rc := redistest.Client(t, redistest.Option(t))
 	ctx := context.Background()
 	inRedis := mustReserve(t, c, "k", 1)
-	if fallback.live("k") != 0 {
-		t.Fatal("the fallback counted a slot Redis gave")
+	if fallback.live("k") != 1 {
+		t.Fatal("the fallback does not count a slot Redis gave")
 	}
 
 	p.Cut()
-	s := mustReserve(t, c, "k", 1) // the fallback's count, not Redis's
+	s := mustReserve(t, c, "k", 2) // the replica's count: its stream in Redis, and this one
 	if len(errs()) == 0 {
 		t.Fatal("OnError was not called when Redis failed")
 	}
-	if s.owner != fallback || fallback.live("k") != 1 {
-		t.Fatalf("the slot taken during the outage is not the fallback's (owner %T, fallback live %d)", s.owner, fallback.live("k"))
-	}
-	mustReserve(t, c, "k", 2)
-	mustRefuse(t, c, "k", 2) // the fallback caps too
+	mustRefuse(t, c, "k", 2) // the stream already in Redis counts: the replica holds 2
 
 	// Refresh returns Redis's error; Release ignores it but reports it.
 	if err := inRedis.Refresh(ctx); err == nil || errors.Is(err, ErrSlotLost) {
@@ -200,49 +230,133 @@ func TestRedisCapFallsBackWhenRedisIsDown(t *testing.T) {
 	if len(errs()) != before+1 {
 		t.Fatal("a Release that could not reach Redis was not reported to OnError")
 	}
-	s.Release()
 	if fallback.live("k") != 1 {
-		t.Fatalf("fallback live after releasing its slot = %d, want 1", fallback.live("k"))
+		t.Fatalf("fallback live after releasing a slot = %d, want 1", fallback.live("k"))
 	}
 
-	// Back up: Reserve asks Redis again, where inRedis still holds its place.
+	// Back up: the stream admitted during the outage takes a lease at its
+	// refresh, and the release that failed is done.
 	p.Restore()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		s, live, ok, err := c.Reserve(ctx, "k")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.owner != fallback { // Redis answered
-			if !ok || live != 2 {
-				t.Fatalf("Reserve after Restore = live %d, ok %v; want 2 (inRedis's lease and this one)", live, ok)
-			}
-			break
-		}
-		s.Release()
+	eventually(t, 2*time.Second, "Redis counts the 1 stream open, at its heartbeats", func() bool {
+		return s.Refresh(ctx) == nil && zcard(t, rc, c.prefix+"k") == 1
+	})
+	mustReserve(t, c, "k", 2)
+}
+
+// eventually retries f every 20 ms for up to d, failing the test with
+// what if it never returns true.
+func eventually(t *testing.T, d time.Duration, what string, f func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !f(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatal("Reserve still falls back 2 s after Redis came back")
+			t.Fatalf("not within %v: %s", d, what)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// During a cut a key never holds more than max streams on a replica: its
+// count starts from the streams the replica holds in Redis. After the
+// cut the counts reconcile: the streams admitted during it take leases,
+// the leases of those that ended are removed, and Redis counts exactly
+// the streams open.
+func TestRedisCapOutageKeepsTheCap(t *testing.T) {
+	t.Parallel()
+	const max = 4
+	prefix := redistest.Prefix()
+	c, p, _ := proxiedAt(t, prefix, max, time.Minute, NewMemoryCap(max))
+	other := NewRedisCap(redistest.Client(t, redistest.Option(t)), prefix, max, time.Minute, NewMemoryCap(max)) // a replica Redis still answers
+	other.Timeout = time.Second
+	rc := redistest.Client(t, redistest.Option(t))
+	ctx := context.Background()
+	var open []Slot
+	for i := range max {
+		open = append(open, mustReserve(t, c, "k", i+1))
+	}
+
+	p.Cut()
+	mustRefuse(t, c, "k", max) // not 0 + 1: the 4 in Redis are this replica's
+	open[0].Release()          // Redis does not hear of these two
+	open[1].Release()
+	open = append(open[2:], mustReserve(t, c, "k", max-1), mustReserve(t, c, "k", max))
+	mustRefuse(t, c, "k", max)
+	if n := zcard(t, rc, prefix+"streams:k"); n != max {
+		t.Fatalf("during the cut Redis counts %d streams of k, want the %d it admitted", n, max)
+	}
+
+	p.Restore()
+	eventually(t, 2*time.Second, "Redis counts the streams open, at their heartbeats", func() bool {
+		ok := true
+		for i, s := range open {
+			err := s.Refresh(ctx)
+			if errors.Is(err, ErrSlotLost) {
+				t.Fatalf("stream %d lost its slot: its key had room", i+1)
+			}
+			ok = ok && err == nil
+		}
+		return ok && zcard(t, rc, prefix+"streams:k") == max
+	})
+	mustRefuse(t, other, "k", max)
+	open[0].Release()
+	mustReserve(t, other, "k", max)
+}
+
+// When a cut let each replica admit a key's streams on its own, the
+// cluster held more than max; once Redis is back, the streams that find
+// no place at their refresh are told to end (ErrSlotLost), and the key
+// is at its cap again.
+func TestRedisCapOutageOverCapReconciles(t *testing.T) {
+	t.Parallel()
+	const max = 3
+	prefix := redistest.Prefix()
+	c, p, _ := proxiedAt(t, prefix, max, time.Minute, NewMemoryCap(max))
+	other := NewRedisCap(redistest.Client(t, redistest.Option(t)), prefix, max, time.Minute, NewMemoryCap(max))
+	other.Timeout = time.Second
+	rc := redistest.Client(t, redistest.Option(t))
+	ctx := context.Background()
+	p.Cut()
+	var cut []Slot
+	for i := range max {
+		cut = append(cut, mustReserve(t, c, "k", i+1)) // this replica's own count
+	}
+	mustReserve(t, other, "k", 1) // Redis's: the other replica does not see the cut one's
+	p.Restore()
+	lost := 0
+	for _, s := range cut {
+		eventually(t, 2*time.Second, "a refresh reaches Redis again", func() bool {
+			err := s.Refresh(ctx)
+			if errors.Is(err, ErrSlotLost) {
+				lost++
+				s.Release() // the stream ends
+				return true
+			}
+			return err == nil
+		})
+	}
+	if lost != 1 {
+		t.Fatalf("%d of the streams admitted during the cut lost their slots, want 1: the key had room for 2", lost)
+	}
+	if n := zcard(t, rc, prefix+"streams:k"); n != max {
+		t.Fatalf("Redis counts %d streams of k, want %d", n, max)
+	}
+	mustRefuse(t, other, "k", max)
 }
 
 func TestRedisCapStalledRedisTimesOut(t *testing.T) {
 	t.Parallel()
 	fallback := NewMemoryCap(1)
 	c, p, errs := proxied(t, 1, fallback)
-	if s := mustReserve(t, c, "warm", 1); s.owner != c { // the connection is open before it stalls
-		t.Fatalf("Reserve with Redis up took the fallback's slot: %v", errs())
+	if mustReserve(t, c, "warm", 1); len(errs()) != 0 { // the connection is open before it stalls
+		t.Fatalf("Reserve with Redis up: %v", errs())
 	}
 	p.Stall()
 	c.Timeout = redisTimeout
 	start := time.Now()
-	s := mustReserve(t, c, "k", 1)
+	mustReserve(t, c, "k", 1)
 	if took := time.Since(start); took > redisTimeout+200*time.Millisecond {
 		t.Fatalf("Reserve against a stalled Redis took %v, want about %v", took, redisTimeout)
 	}
-	if s.owner != fallback || len(errs()) != 1 {
-		t.Fatalf("Reserve against a stalled Redis: owner %T, errors reported %v; want the fallback's slot and 1 error", s.owner, errs())
+	if fallback.live("k") != 1 || len(errs()) != 1 {
+		t.Fatalf("Reserve against a stalled Redis: the replica counts %d, errors reported %v; want 1 and 1 error", fallback.live("k"), errs())
 	}
 }
 

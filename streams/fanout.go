@@ -35,11 +35,23 @@ func (f *fanout) addLocked(user string, skip eventID) *Subscription {
 	return s
 }
 
-// deliverLocked sends ev, whose id is id, to the subscriptions of ev.To;
-// f.mu is held. A subscription whose buffer is full is removed and ended
-// with ErrSlow; the others are unaffected.
+// deliverLocked sends ev, whose id is id, to the subscriptions of ev.To,
+// or of every user when ev.To is everyone; f.mu is held. A subscription
+// whose buffer is full is removed and ended with ErrSlow; the others are
+// unaffected.
 func (f *fanout) deliverLocked(ev Event, id eventID) {
-	subs := f.subs[ev.To]
+	if ev.To != everyone {
+		f.deliverToLocked(ev.To, ev, id)
+		return
+	}
+	for user := range f.subs { // deliverToLocked may delete user's entry: allowed while ranging
+		f.deliverToLocked(user, ev, id)
+	}
+}
+
+// deliverToLocked sends ev to the subscriptions of user.
+func (f *fanout) deliverToLocked(user string, ev Event, id eventID) {
+	subs := f.subs[user]
 	if len(subs) == 0 {
 		return
 	}
@@ -54,7 +66,7 @@ func (f *fanout) deliverLocked(ev Event, id eventID) {
 		case s.events <- shared:
 			i++
 		default:
-			subs = f.dropLocked(ev.To, subs, i, ErrSlow)
+			subs = f.dropLocked(user, subs, i, ErrSlow)
 		}
 	}
 }

@@ -135,7 +135,7 @@ func (h *MemoryHub) replayLocked(user string, a eventID) []Event {
 	first := sort.Search(h.n, func(i int) bool { return at(i).id.compare(a) > 0 })
 	var out []Event
 	for i := first; i < h.n; i++ {
-		if k := at(i); k.ev.To == user {
+		if k := at(i); k.ev.To == user || k.ev.To == everyone {
 			out = append(out, k.ev)
 		}
 	}

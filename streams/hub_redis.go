@@ -1,10 +1,13 @@
 package streams
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,7 +26,8 @@ import (
 // and when there were more, that is a gap too.
 //
 // KEYS[1] the stream. ARGV[1] after, a valid id; ARGV[2] upto, or ” for
-// no replay; ARGV[3] the user; ARGV[4] the most events to return.
+// no replay; ARGV[3] the user (whose events are those to it, and the gap
+// markers to everyone, "*"); ARGV[4] the most events to return.
 //
 // Returns {gap, then id, type, data of each event, oldest first}.
 const replayScript = `
@@ -41,7 +45,7 @@ if ARGV[2] ~= '' then
         elseif f[i] == 'type' then typ = f[i + 1]
         elseif f[i] == 'data' then data = f[i + 1] end
       end
-      if to == ARGV[3] then
+      if to == ARGV[3] or to == '*' then
         out[n % limit + 1] = {e[1], typ, data} -- a ring of the newest limit
         n = n + 1
       end
@@ -81,9 +85,20 @@ var replay = rueidis.NewLuaScript(replayScript)
 // first entry (trimmed away, or the stream was lost), newer than its
 // newest (not an id of this stream), or not an id at all.
 //
+// When Redis fails, a subscriber never misses events without being told
+// ([EventGap]). A replica that could not publish some of a user's events
+// remembers the user (up to maxLost users; past that, every user) and,
+// once Redis answers, adds a gap marker for each to the stream, which
+// every replica delivers and a resume replays. And a Run whose reads
+// failed checks, once they work again, that the stream still holds every
+// entry after the last it delivered: if some were trimmed meanwhile, or
+// Redis lost its data, it gives every subscription of this replica a gap.
+//
 // Every Redis call but Run's blocking read is bounded by a timeout of a
 // second, or the caller's deadline if sooner. It needs Redis 6.2 or later
-// (exclusive ranges of stream ids).
+// (exclusive ranges of stream ids); from 7.0 (which brain needs), the
+// check after a failed read also sees entries trimmed from a stream that
+// was empty when it began reading.
 type RedisHub struct {
 	// OnError, when set, is told each failure of Run's reading, before Run
 	// retries. Run never gives up while its context lasts, so this is
@@ -102,7 +117,20 @@ type RedisHub struct {
 	startMu sync.Mutex // one start at a time
 
 	running atomic.Bool
+	// failed says Run's last read failed: the next checks what it may have
+	// lost. Only Run's goroutine uses it.
+	failed bool
+
+	// The users whose events a Publish lost, to be sent a gap marker once
+	// Redis answers; lostAll is every user, when they were too many.
+	lostMu  sync.Mutex
+	lost    map[string]struct{}
+	lostAll bool
 }
+
+// maxLost bounds the users a RedisHub remembers to send a gap marker;
+// past it, it sends one marker to every user instead.
+const maxLost = 10000
 
 // Bounds of the Redis hub's calls and of Run's retries.
 const (
@@ -143,9 +171,65 @@ func (h *RedisHub) Publish(ctx context.Context, ev Event) (string, error) {
 		FieldValue().FieldValue("type", ev.Type).FieldValue("to", ev.To).FieldValue("data", rueidis.BinaryString(ev.Data)).Build()
 	id, err := h.client.Do(ctx, cmd).ToString()
 	if err != nil {
-		return "", fmt.Errorf("streams: publish to redis: %w", err)
+		h.noteLost(ev.To)
+		return "", fmt.Errorf("streams: publish to redis (its user's streams are told of the gap once Redis answers): %w", err)
 	}
 	return id, nil
+}
+
+// noteLost remembers that an event of user may be lost.
+func (h *RedisHub) noteLost(user string) {
+	h.lostMu.Lock()
+	defer h.lostMu.Unlock()
+	switch {
+	case h.lostAll:
+	case user == everyone || len(h.lost) >= maxLost:
+		h.lostAll, h.lost = true, nil // one marker for everyone says it all
+	default:
+		if h.lost == nil {
+			h.lost = map[string]struct{}{}
+		}
+		h.lost[user] = struct{}{}
+	}
+}
+
+// markGaps adds a gap marker to the stream for each user whose events a
+// Publish lost, in one round trip. The users whose marker is not added
+// are kept for the next call.
+func (h *RedisHub) markGaps(ctx context.Context) error {
+	h.lostMu.Lock()
+	if !h.lostAll && len(h.lost) == 0 {
+		h.lostMu.Unlock()
+		return nil
+	}
+	users := make([]string, 0, len(h.lost)+1)
+	if h.lostAll {
+		users = append(users, everyone)
+	} else {
+		for u := range h.lost {
+			users = append(users, u)
+		}
+	}
+	h.lost, h.lostAll = nil, false
+	h.lostMu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	cmds := make(rueidis.Commands, len(users))
+	for i, u := range users {
+		cmds[i] = h.client.B().Xadd().Key(h.key).Maxlen().Almost().Threshold(strconv.Itoa(h.maxLen)).Id("*").
+			FieldValue().FieldValue("type", EventGap).FieldValue("to", u).Build()
+	}
+	var first error
+	for i, res := range h.client.DoMulti(ctx, cmds...) {
+		if err := res.Error(); err != nil {
+			h.noteLost(users[i])
+			first = cmp.Or(first, err)
+		}
+	}
+	if first != nil {
+		return fmt.Errorf("streams: add gap markers to redis stream %s: %w", h.key, first)
+	}
+	return nil
 }
 
 // Subscribe follows user's events on this replica. Until the hub knows
@@ -225,6 +309,7 @@ func (h *RedisHub) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			break
 		}
+		h.failed = true
 		if h.OnError != nil {
 			h.OnError(err)
 		}
@@ -240,6 +325,8 @@ func (h *RedisHub) Run(ctx context.Context) error {
 }
 
 // read waits up to readBlock for entries after seen, and delivers them.
+// After a failed read it first checks what the failure may have lost
+// (lostSince), and it adds the gap markers of lost publishes.
 func (h *RedisHub) read(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(ctx, callTimeout)
 	err := h.start(sctx)
@@ -248,8 +335,24 @@ func (h *RedisHub) read(ctx context.Context) error {
 		return err
 	}
 	h.f.mu.Lock()
-	from := h.seen.String()
+	seen := h.seen
 	h.f.mu.Unlock()
+	if h.failed {
+		lost, err := h.lostSince(ctx, seen)
+		if err != nil {
+			return err
+		}
+		if lost { // every subscription here may have missed some: tell each, now
+			h.f.mu.Lock()
+			h.f.deliverLocked(Event{Type: EventGap, To: everyone}, lastID)
+			h.f.mu.Unlock()
+		}
+		h.failed = false
+	}
+	if err := h.markGaps(ctx); err != nil {
+		return err
+	}
+	from := seen.String()
 	// The read may wait readBlock in Redis; past that and a call's time it
 	// has failed (a connection that died without a word, which rueidis
 	// would otherwise keep retrying), and Run says so. Once sent, the read
@@ -308,6 +411,42 @@ func (h *RedisHub) start(ctx context.Context) error {
 	}
 	h.f.mu.Unlock()
 	return nil
+}
+
+// lastID is an id after every other: an event given it is skipped by no
+// subscription.
+var lastID = eventID{math.MaxUint64, math.MaxUint64}
+
+// lostSince reports whether entries after seen may be gone from the
+// stream: it holds nothing at or before seen (trimmed past it; or seen is
+// 0-0 and some entry was trimmed), or it is missing, or its ids went back
+// (Redis lost its data). One round trip.
+func (h *RedisHub) lostSince(ctx context.Context, seen eventID) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	res := h.client.DoMulti(ctx,
+		h.client.B().XinfoStream().Key(h.key).Build(),
+		h.client.B().Xrange().Key(h.key).Start("-").End(seen.String()).Count(1).Build())
+	info, err := res[0].AsMap()
+	if err != nil && strings.Contains(err.Error(), "no such key") {
+		return seen != (eventID{}), nil
+	}
+	kept, err2 := res[1].AsXRange()
+	if err = cmp.Or(err, err2); err != nil {
+		return false, fmt.Errorf("streams: read redis stream %s: %w", h.key, err)
+	}
+	lastMsg, addedMsg, lengthMsg := info["last-generated-id"], info["entries-added"], info["length"]
+	lastStr, _ := lastMsg.ToString()
+	added, _ := addedMsg.AsInt64()
+	length, _ := lengthMsg.AsInt64()
+	last, _ := parseID(lastStr)
+	switch {
+	case last.compare(seen) < 0:
+		return true, nil
+	case seen == (eventID{}):
+		return added > length, nil
+	}
+	return len(kept) == 0, nil
 }
 
 // reaches reports whether the stream holds an entry at or after a: so a

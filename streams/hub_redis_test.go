@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brain-template/brain/internal/testproxy"
 	"github.com/brain-template/brain/ratelimit/redistest"
 	"github.com/brain-template/brain/streams"
 	"github.com/redis/rueidis"
@@ -347,5 +348,107 @@ func TestRedisHubWithoutRedis(t *testing.T) {
 		}
 	case <-time.After(time.Second):
 		t.Fatal("Run did not end with its context")
+	}
+}
+
+// proxiedHub returns a hub on its own client through a proxy the test
+// cuts, on the stream of prefix, with its Run loop going until the test
+// ends. Its failures are expected: Run reports them and retries.
+func proxiedHub(t *testing.T, prefix string, maxLen int) (*streams.RedisHub, *testproxy.Proxy) {
+	t.Helper()
+	opt := redistest.Option(t)
+	p := testproxy.New(t, opt.InitAddress[0])
+	opt.InitAddress = []string{p.Addr()}
+	opt.DisableRetry = true
+	h := streams.NewRedisHub(redistest.Client(t, opt), prefix, maxLen, 64)
+	t.Cleanup(p.Cut) // before the client closes, which would wait on a stalled proxy
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = h.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return h, p
+}
+
+// A publish lost in a cut leaves a gap marker in the user's stream once
+// Redis is back: every replica's live subscriptions of that user receive
+// it, with an id, and a subscriber resuming from before the cut replays
+// it. Other users get nothing.
+func TestRedisHubGapAfterLostPublish(t *testing.T) {
+	prefix := redistest.Prefix()
+	b := streams.NewRedisHub(redistest.Client(t, redistest.Option(t)), prefix, 1000, 64)
+	run(t, b)
+	a, p := proxiedHub(t, prefix, 1000)
+	onA, onB, bob := subscribe(t, a, "alice", ""), subscribe(t, b, "alice", ""), subscribe(t, b, "bob", "")
+	before := publish(t, a, "alice", "before")
+	for _, s := range []*streams.Subscription{onA, onB} {
+		receive(t, s, 1)
+	}
+
+	p.Cut()
+	if _, err := a.Publish(context.Background(), streams.Event{Type: "apikey.created", To: "alice"}); err == nil {
+		t.Fatal("Publish during a cut: no error")
+	}
+	p.Restore()
+	var marker string
+	for _, s := range []*streams.Subscription{onA, onB} {
+		ev := receive(t, s, 1)[0]
+		if ev.Type != streams.EventGap || ev.ID == "" || ev.To != "alice" {
+			t.Fatalf("after the cut: %+v, want alice's gap marker, with an id", ev)
+		}
+		marker = ev.ID
+	}
+	caughtUp(t, b)
+	r := subscribe(t, b, "alice", before)
+	if got := ids(r.Replay); !slices.Equal(got, []string{marker}) {
+		t.Fatalf("a resume from before the cut replays %v, want the gap marker %s", got, marker)
+	}
+	mine := publish(t, b, "bob", "bob's")
+	if ev := receive(t, bob, 1)[0]; ev.ID != mine {
+		t.Fatalf("bob got %+v, want his own event: alice's gap is not his", ev)
+	}
+}
+
+// A replica whose reads failed while the stream was trimmed past what it
+// had delivered gives each of its subscriptions a gap, without an id (it
+// is its own, not the stream's), once it reads again. One whose reads
+// failed but whose stream kept everything delivers what it missed, and
+// no gap.
+func TestRedisHubGapAfterEntriesTrimmedInACut(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		published int // to bob, by the other replica, during the cut
+		gap       bool
+	}{
+		{"kept", 3, false},
+		{"trimmed", 600, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prefix := redistest.Prefix()
+			const maxLen = 10 // trimmed in whole blocks of (by default) 100 entries
+			b := streams.NewRedisHub(redistest.Client(t, redistest.Option(t)), prefix, maxLen, 64)
+			run(t, b)
+			a, p := proxiedHub(t, prefix, maxLen)
+			alice := subscribe(t, a, "alice", "")
+			publish(t, b, "alice", "before")
+			receive(t, alice, 1)
+
+			p.Cut()
+			time.Sleep(100 * time.Millisecond) // a's Run fails a read
+			for i := range tc.published {
+				publish(t, b, "bob", fmt.Sprint(i))
+			}
+			p.Restore()
+			next := publish(t, b, "alice", "after")
+			ev := receive(t, alice, 1)[0]
+			if gap := ev.Type == streams.EventGap; gap != tc.gap || (gap && ev.ID != "") {
+				t.Fatalf("after the cut alice's subscription got %+v; want a gap without an id: %v", ev, tc.gap)
+			}
+			if tc.gap {
+				ev = receive(t, alice, 1)[0]
+			}
+			if ev.ID != next {
+				t.Fatalf("then %+v, want the event %s", ev, next)
+			}
+		})
 	}
 }

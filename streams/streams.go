@@ -26,10 +26,12 @@ type Slot struct {
 	owner slotOwner
 	key   string
 	lease string // the lease's member in Redis; "" in memory
-	// In memory, id numbers the reservation, so that a second Release of
+	// In memory (a MemoryCap's, or the count a RedisCap keeps in its
+	// fallback), id numbers the reservation, so that a second Release of
 	// the slot finds nothing to free rather than another stream's slot of
 	// the same key, and at is where it is kept (its shard and row), so
-	// Release goes straight there. Both are 0 in Redis.
+	// Release goes straight there. Both are 0 where nothing is counted in
+	// memory (a RedisCap without a fallback).
 	id uint64
 	at uint32
 }
@@ -56,6 +58,21 @@ func (s Slot) Refresh(ctx context.Context) error {
 	}
 	return s.owner.refresh(ctx, s)
 }
+
+// EventGap is the type of the events a hub adds itself to say that a
+// user's subscriptions may have missed events before it: a [RedisHub]
+// that could not publish some of a user's events writes one into the
+// user's stream once Redis answers again (so it reaches every replica,
+// and a subscriber resuming from before it replays it), and one whose
+// reading found events gone (trimmed, or lost with Redis's data) gives
+// one, without an ID, to every subscription it holds. Its Data is empty.
+// A subscriber should tell its client, which reloads what the lost events
+// would have changed.
+const EventGap = "stream.gap"
+
+// everyone is the To of an event for every user: a gap marker of a hub
+// that lost too many users' events to name them.
+const everyone = "*"
 
 // An Event is one message of a caller's event stream.
 type Event struct {

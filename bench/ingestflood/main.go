@@ -32,10 +32,6 @@
 package main
 
 import (
-	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -51,7 +47,6 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/bench/internal/loadtool"
-	_ "github.com/jackc/pgx/v5/stdlib" // the driver that creates and drops the PostgreSQL database
 )
 
 // targetRatio is the least ratio of replays to first ingests a second.
@@ -126,7 +121,7 @@ func run(s settings) error {
 	dialect, dbName := "sqlite", ""
 	if s.databaseURL != "" {
 		dialect = "postgres"
-		dbURL, name, drop, err := createDatabase(s.databaseURL)
+		dbURL, name, drop, err := loadtool.CreateDatabase("ingestflood", s.databaseURL)
 		if err != nil {
 			return err
 		}
@@ -257,38 +252,6 @@ func freeAddr() (string, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
-}
-
-// createDatabase creates a database of its own on the server of
-// adminURL, and returns its URL, its name and a function that drops it.
-func createDatabase(adminURL string) (dbURL, name string, drop func(), err error) {
-	u, err := url.Parse(adminURL)
-	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
-		return "", "", nil, fmt.Errorf("ingestflood: -database-url %q is not a postgres:// URL", adminURL)
-	}
-	admin, err := sql.Open("pgx", adminURL)
-	if err != nil {
-		return "", "", nil, err
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name = "ingestflood_" + hex.EncodeToString(b[:])
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
-		admin.Close()
-		return "", "", nil, fmt.Errorf("ingestflood: create database %s on %s: %w", name, u.Redacted(), err)
-	}
-	u.Path = "/" + name
-	drop = func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			log.Printf("ingestflood: drop database %s: %v; drop it by hand", name, err)
-		}
-		admin.Close()
-	}
-	return u.String(), name, drop, nil
 }
 
 // apiKey logs in as admin and creates an API key with the session.

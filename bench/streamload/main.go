@@ -3,8 +3,11 @@
 // reach every stream.
 //
 // It builds brain (or takes -bin) and starts it on a free loopback port
-// with a temporary SQLite data dir, a per-caller stream cap above n,
-// metrics off, the default heartbeat (-heartbeat) and its log in a file.
+// with a temporary SQLite data dir, stream caps (per caller, per user) and
+// an open budget (its burst) above n, so that one session may open them
+// all at once, a per-address connection cap above n (every stream comes
+// from 127.0.0.1), metrics off, the default heartbeat (-heartbeat) and
+// its log in a file.
 // It logs in as admin, sends health checks until the server has collected
 // the login's garbage, and reads the server's RSS. Then it opens n streams
 // of GET /api/v1/events as that one session, each over its own TCP
@@ -45,6 +48,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/bench/internal/loadtool"
+	"github.com/brain-template/brain/connlimit"
 )
 
 // The targets streamload judges against.
@@ -73,7 +77,14 @@ func main() {
 		log.Fatal("streamload: -n and -dialers must be at least 1, -rounds 1 to 99 (a user holds at most 100 API keys)")
 	}
 	err := func() error {
-		if err := raiseFileLimit(*n + 256); err != nil {
+		// The server inherits the limit and keeps part of it for its own
+		// files (BRAIN_MAX_CONNS=auto): what is left must hold the n
+		// streams and the requests beside them.
+		want := *n + 256
+		for connlimit.Auto(want) < *n+connSlack {
+			want += 256
+		}
+		if err := raiseFileLimit(*n, want); err != nil {
 			return err
 		}
 		dir, err := os.MkdirTemp("", "streamload")
@@ -86,7 +97,7 @@ func main() {
 				return err
 			}
 		}
-		srv, err := start(*bin, dir, *n+16, *heartbeat, extra)
+		srv, err := start(*bin, dir, *n, *heartbeat, extra)
 		if err != nil {
 			return err
 		}
@@ -106,8 +117,8 @@ func main() {
 }
 
 // raiseFileLimit raises the soft limit of open files to at least want,
-// within the hard limit. The server, a child, inherits it.
-func raiseFileLimit(want int) error {
+// within the hard limit, for n streams. The server, a child, inherits it.
+func raiseFileLimit(n, want int) error {
 	var l syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
 		return err
@@ -116,7 +127,7 @@ func raiseFileLimit(want int) error {
 		return nil
 	}
 	if l.Max < uint64(want) {
-		return fmt.Errorf("streamload: %d streams need %d open files, the hard limit is %d: lower -n or raise the limit (ulimit -Hn)", want-256, want, l.Max)
+		return fmt.Errorf("streamload: %d streams need %d open files, the hard limit is %d: lower -n or raise the limit (ulimit -Hn)", n, want, l.Max)
 	}
 	l.Cur = l.Max
 	return syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
@@ -128,16 +139,26 @@ type server struct {
 	env []string
 }
 
-// start starts bin with its data and log in dir and waits until it
-// listens.
-func start(bin, dir string, cap int, heartbeat string, extra []string) (*server, error) {
+// connSlack is what the server's caps allow beyond the n streams: the
+// login, the rounds' requests, the health checks.
+const connSlack = 64
+
+// start starts bin, for n streams, with its data and log in dir and
+// waits until it listens. Every stream and request comes from 127.0.0.1:
+// the address's connection cap (BRAIN_MAX_CONNS_PER_IP) is raised above
+// them, as are the stream caps and the open budget.
+func start(bin, dir string, n int, heartbeat string, extra []string) (*server, error) {
+	streams := strconv.Itoa(n + 16)
 	env := []string{
 		"BRAIN_ADDR=127.0.0.1:0",
 		"BRAIN_DATA_DIR=" + filepath.Join(dir, "data"),
 		"BRAIN_ADMIN_PASSWORD=" + adminPassword,
 		"BRAIN_METRICS_ADDR=off",
 		"BRAIN_COOKIE_SECURE=false",
-		"BRAIN_STREAM_CAP=" + strconv.Itoa(cap),
+		"BRAIN_STREAM_CAP=" + streams,
+		"BRAIN_STREAM_USER_CAP=" + streams,
+		"BRAIN_STREAM_OPENS=" + streams + "/s,burst=" + streams,
+		"BRAIN_MAX_CONNS_PER_IP=" + strconv.Itoa(n+connSlack),
 		"BRAIN_STREAM_HEARTBEAT=" + heartbeat,
 		"BRAIN_RATE_LIMIT_SESSION=6000/min,burst=1000",
 	}

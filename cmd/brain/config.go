@@ -15,6 +15,8 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/connlimit"
+	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/ratelimit"
 )
 
@@ -52,13 +54,25 @@ type Config struct {
 	Budgets    map[string]string
 	budgetFrom map[string]string
 
-	IngestTTL  time.Duration
-	JobWorkers int
-	JobTimeout time.Duration
+	IngestTTL     time.Duration
+	MaxItems      int
+	MaxQueuedJobs int
+	JobWorkers    int
+	JobTimeout    time.Duration
+
+	// BodyBytesInFlight and BodyBytesPerUser bound the bytes of large
+	// request bodies held at once (api.BodyBudget).
+	BodyBytesInFlight int64
+	BodyBytesPerUser  int64
 
 	StreamCap        int
+	StreamUserCap    int
+	StreamOpens      ratelimit.Budget
 	StreamHeartbeat  time.Duration
 	StreamRetryAfter time.Duration
+
+	MaxConns      int // 0: auto, what the descriptor limit allows
+	MaxConnsPerIP int
 
 	ShutdownTimeout time.Duration
 	LogFormat       string
@@ -167,11 +181,11 @@ var settings = []setting{
 		c.AdminPassword = v
 		return nil
 	}},
-	{"session-lifetime", "BRAIN_SESSION_LIFETIME", "168h", "a session's absolute lifetime", false, duration(time.Minute, func(c *Config) *time.Duration { return &c.SessionLifetime })},
-	{"session-idle-timeout", "BRAIN_SESSION_IDLE_TIMEOUT", "24h", "a session ends after this long without a request", false, duration(time.Minute, func(c *Config) *time.Duration { return &c.SessionIdleTimeout })},
+	{"session-lifetime", "BRAIN_SESSION_LIFETIME", "168h", "a session's absolute lifetime", false, duration(time.Minute, 366*24*time.Hour, func(c *Config) *time.Duration { return &c.SessionLifetime })},
+	{"session-idle-timeout", "BRAIN_SESSION_IDLE_TIMEOUT", "24h", "a session ends after this long without a request", false, duration(time.Minute, 366*24*time.Hour, func(c *Config) *time.Duration { return &c.SessionIdleTimeout })},
 	{"max-sessions", "BRAIN_MAX_SESSIONS", "20", "live sessions per user; a login beyond it ends the user's oldest session", false, count(1, 10000, func(c *Config) *int { return &c.MaxSessions })},
 	{"max-api-keys", "BRAIN_MAX_API_KEYS", "100", "API keys per user; creating one more answers 409", false, count(1, 100000, func(c *Config) *int { return &c.MaxAPIKeys })},
-	{"store-timeout", "BRAIN_STORE_TIMEOUT", "5s", "how long one database call (or transaction) may take before it fails", false, duration(10*time.Millisecond, func(c *Config) *time.Duration { return &c.StoreTimeout })},
+	{"store-timeout", "BRAIN_STORE_TIMEOUT", "5s", "how long one database call (or transaction) may take before it fails", false, duration(10*time.Millisecond, time.Minute, func(c *Config) *time.Duration { return &c.StoreTimeout })},
 	{"hash-concurrency", "BRAIN_HASH_CONCURRENCY", "auto", "password hashes run at once, each holding 19 MiB and a core: auto (one per core, GOMAXPROCS) or a number", false, func(c *Config, v string) error {
 		n, err := strconv.Atoi(v)
 		switch {
@@ -184,7 +198,7 @@ var settings = []setting{
 		}
 		return nil
 	}},
-	{"hash-wait", "BRAIN_HASH_WAIT", "1s", "how long a login waits for a free password-hashing slot before it answers 503", false, duration(time.Millisecond, func(c *Config) *time.Duration { return &c.HashWait })},
+	{"hash-wait", "BRAIN_HASH_WAIT", "1s", "how long a login waits for a free password-hashing slot before it answers 503", false, duration(time.Millisecond, time.Minute, func(c *Config) *time.Duration { return &c.HashWait })},
 	{"rate-limit-session", "BRAIN_RATE_LIMIT_SESSION", "120/min,burst=60", "per-session budget, <n>/<s|min|h>[,burst=<b>]", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitSession })},
 	{"rate-limit-ip", "BRAIN_RATE_LIMIT_IP", "30/min,burst=30", "per-client-IP budget of unauthenticated requests", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitIP })},
 	{"rate-limit-apikey", "BRAIN_RATE_LIMIT_APIKEY", "120/min,burst=60", "per-API-key budget of operations without their own", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitAPIKey })},
@@ -196,6 +210,8 @@ var settings = []setting{
 		c.IngestTTL = time.Duration(n) * time.Second
 		return nil
 	}},
+	{"max-items", "BRAIN_MAX_ITEMS", "1000000", "memory items per user, stored or in jobs not finished; an ingest past it answers 409", false, count(1, 100_000_000, func(c *Config) *int { return &c.MaxItems })},
+	{"max-queued-jobs", "BRAIN_MAX_QUEUED_JOBS", "10000", "ingest jobs per user that are queued or running; an ingest past it answers 409", false, count(1, 1_000_000, func(c *Config) *int { return &c.MaxQueuedJobs })},
 	{"job-workers", "BRAIN_JOB_WORKERS", "4", "ingest jobs this replica works at once (at most 16: each holds a database connection while it works)", false, count(1, 16, func(c *Config) *int { return &c.JobWorkers })},
 	{"job-timeout", "BRAIN_JOB_TIMEOUT", "30s", "how long one attempt of an ingest job may run, 1s to 1h; a job a crash cut off is worked again 10 to 50 s after this much time from its start", false, func(c *Config, v string) error {
 		d, err := time.ParseDuration(strings.TrimSpace(v))
@@ -205,10 +221,34 @@ var settings = []setting{
 		c.JobTimeout = d
 		return nil
 	}},
+	{"body-bytes-in-flight", bodyBytesEnv, "64MiB", "bytes of large request bodies (an ingest's) held at once, all callers together; past it a body is refused before it is read, 503 with Retry-After: 1", false,
+		size(ingest.MaxBodyBytes, 64<<30, func(c *Config) *int64 { return &c.BodyBytesInFlight })},
+	{"body-bytes-in-flight-per-user", bodyBytesPerUserEnv, "16MiB", "bytes of large request bodies held at once for one user (or, on a public operation, one client address); at most " + bodyBytesEnv, false,
+		size(ingest.MaxBodyBytes, 64<<30, func(c *Config) *int64 { return &c.BodyBytesPerUser })},
 	{"stream-cap", "BRAIN_STREAM_CAP", "16", "open streams per session or API key, across every stream endpoint; one more answers 429", false, count(1, 100000, func(c *Config) *int { return &c.StreamCap })},
-	{"stream-heartbeat", "BRAIN_STREAM_HEARTBEAT", "15s", "how often an idle stream gets a comment line (and renews its slot)", false, duration(10*time.Millisecond, func(c *Config) *time.Duration { return &c.StreamHeartbeat })},
-	{"stream-retry-after", "BRAIN_STREAM_RETRY_AFTER", "5s", "the Retry-After of a stream refused by the cap", false, duration(time.Second, func(c *Config) *time.Duration { return &c.StreamRetryAfter })},
-	{"shutdown-timeout", "BRAIN_SHUTDOWN_TIMEOUT", "15s", "how long a shutdown waits for in-flight requests", false, duration(0, func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
+	{"stream-user-cap", "BRAIN_STREAM_USER_CAP", "64", "open streams per user, across all of its sessions and API keys and every stream endpoint, at least BRAIN_STREAM_CAP; one more answers 429", false, count(1, 100000, func(c *Config) *int { return &c.StreamUserCap })},
+	{"stream-opens", "BRAIN_STREAM_OPENS", "60/min,burst=20", "streams a session or API key may open, <n>/<s|min|h>[,burst=<b>]; one more answers 429", false, budget(func(c *Config) *ratelimit.Budget { return &c.StreamOpens })},
+	{"stream-heartbeat", "BRAIN_STREAM_HEARTBEAT", "15s", "how often an idle stream gets a comment line (and renews its slot)", false, duration(10*time.Millisecond, 10*time.Minute, func(c *Config) *time.Duration { return &c.StreamHeartbeat })},
+	{"stream-retry-after", "BRAIN_STREAM_RETRY_AFTER", "5s", "the Retry-After of a stream refused by the cap", false, duration(time.Second, time.Hour, func(c *Config) *time.Duration { return &c.StreamRetryAfter })},
+	{"max-conns", "BRAIN_MAX_CONNS", "auto", "open connections at most: auto (what the descriptor limit, RLIMIT_NOFILE, allows beside brain's own files) or a number up to that", false, func(c *Config, v string) error {
+		if v == "auto" {
+			c.MaxConns = 0
+			return nil
+		}
+		limit, known := connlimit.DescriptorLimit()
+		most := connlimit.Auto(limit)
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		switch {
+		case !known && (err != nil || n < 1 || n > 1<<20):
+			return errors.New("want auto or a whole number from 1 to 1048576")
+		case err != nil || n < 1 || n > most:
+			return fmt.Errorf("want auto or a whole number from 1 to %d: the descriptor limit (RLIMIT_NOFILE) is %d, of which brain keeps %d for its own files; raise the limit (ulimit -n) for more", most, limit, limit-most)
+		}
+		c.MaxConns = n
+		return nil
+	}},
+	{"max-conns-per-ip", "BRAIN_MAX_CONNS_PER_IP", "256", "open connections from one client address (an IPv6 /64) at most; BRAIN_TRUSTED_PROXIES are exempt", false, count(1, 1<<20, func(c *Config) *int { return &c.MaxConnsPerIP })},
+	{"shutdown-timeout", "BRAIN_SHUTDOWN_TIMEOUT", "15s", "how long a shutdown waits for in-flight requests", false, duration(0, time.Hour, func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
 	{"log-format", "BRAIN_LOG_FORMAT", "text", "text or json", false, func(c *Config, v string) error {
 		if v != "text" && v != "json" {
 			return errors.New("want text or json")
@@ -286,8 +326,33 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 			return Config{}, fmt.Errorf("invalid %s=%q: %w", name, *values[i], err)
 		}
 	}
+	if c.BodyBytesPerUser > c.BodyBytesInFlight {
+		name := bodyBytesPerUserEnv
+		if fromFlag["body-bytes-in-flight-per-user"] {
+			name = "--body-bytes-in-flight-per-user"
+		}
+		return Config{}, fmt.Errorf("invalid %s: %d bytes is more than %s (%d): one user cannot hold more than everyone together",
+			name, c.BodyBytesPerUser, bodyBytesEnv, c.BodyBytesInFlight)
+	}
+	if c.StreamUserCap < c.StreamCap { // a user's cap counts the streams of all its sessions and keys
+		name, capName := "BRAIN_STREAM_USER_CAP", "BRAIN_STREAM_CAP"
+		if fromFlag["stream-user-cap"] {
+			name = "--stream-user-cap"
+		}
+		if fromFlag["stream-cap"] {
+			capName = "--stream-cap"
+		}
+		return Config{}, fmt.Errorf("invalid %s=%d: it must be at least %s (%d): a user's cap counts the streams of all its sessions and API keys, so it cannot be below what one of them may hold", name, c.StreamUserCap, capName, c.StreamCap)
+	}
 	return c, nil
 }
+
+// The settings of the bytes of bodies in flight, which parseConfig
+// checks together.
+const (
+	bodyBytesEnv        = "BRAIN_BODY_BYTES_IN_FLIGHT"
+	bodyBytesPerUserEnv = "BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER"
+)
 
 // budgetFlags collects repeated --budget name=limits flags.
 type budgetFlags map[string]string
@@ -400,13 +465,36 @@ func budget(field func(*Config) *ratelimit.Budget) func(*Config, string) error {
 	}
 }
 
-func duration(least time.Duration, field func(*Config) *time.Duration) func(*Config, string) error {
+// duration reads a duration from least to most: every duration setting
+// has both bounds, so none can overflow a deadline or promise a client
+// a wait of a century.
+func duration(least, most time.Duration, field func(*Config) *time.Duration) func(*Config, string) error {
 	return func(c *Config, v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < least {
-			return fmt.Errorf("want a duration of at least %v, such as 15s, 30m or 24h", least)
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d < least || d > most {
+			return fmt.Errorf("want a duration from %v to %v, such as 15s, 30m or 24h", least, most)
 		}
 		*field(c) = d
+		return nil
+	}
+}
+
+// size reads a number of bytes, lo to hi: a whole number, or one with
+// the suffix KiB, MiB or GiB (64MiB).
+func size(lo, hi int64, field func(*Config) *int64) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		v = strings.TrimSpace(v)
+		unit := int64(1)
+		for suffix, u := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+			if n, ok := strings.CutSuffix(v, suffix); ok {
+				v, unit = strings.TrimSpace(n), u
+			}
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < lo/unit || n > hi/unit || n*unit < lo {
+			return fmt.Errorf("want a number of bytes from %d (%d MiB) to %d (%d GiB), such as 64MiB", lo, lo>>20, hi, hi>>30)
+		}
+		*field(c) = n * unit
 		return nil
 	}
 }

@@ -5,16 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/connlimit"
 	"github.com/brain-template/brain/ratelimit"
 )
 
@@ -38,12 +41,30 @@ func TestConfigDefaults(t *testing.T) {
 		{"ShutdownTimeout", c.ShutdownTimeout, 15 * time.Second},
 		{"HashConcurrency", c.HashConcurrency, 0}, // auto: GOMAXPROCS
 		{"HashWait", c.HashWait, time.Second},
+		{"MaxConns", c.MaxConns, 0}, // auto: what the descriptor limit allows
+		{"MaxConnsPerIP", c.MaxConnsPerIP, 256},
 		{"LogLevel", c.LogLevel, slog.LevelInfo},
+		{"BodyBytesInFlight", c.BodyBytesInFlight, int64(api.DefaultBodyBytesInFlight)},
+		{"BodyBytesPerUser", c.BodyBytesPerUser, int64(api.DefaultBodyBytesPerCaller)},
+		{"StreamCap", c.StreamCap, 16},
+		{"StreamUserCap", c.StreamUserCap, 64},
+		{"StreamOpens", c.StreamOpens, ratelimit.Budget{Limit: 60, Window: time.Minute, Burst: 20}},
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {
 			t.Errorf("default %s = %v, want %v", ck.name, ck.got, ck.want)
 		}
+	}
+}
+
+// The bytes in flight take a number of bytes, or one with a unit.
+func TestConfigBodyBytes(t *testing.T) {
+	c, err := parseConfig("brain", []string{"--body-bytes-in-flight", "1GiB"}, env(map[string]string{"BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER": "9000000"}), io.Discard)
+	if err != nil || c.BodyBytesInFlight != 1<<30 || c.BodyBytesPerUser != 9000000 {
+		t.Fatalf("%d, %d, %v; want 1 GiB and 9000000", c.BodyBytesInFlight, c.BodyBytesPerUser, err)
+	}
+	if c, err := parseConfig("brain", nil, env(map[string]string{"BRAIN_BODY_BYTES_IN_FLIGHT": "8192KiB", "BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER": "8MiB"}), io.Discard); err != nil || c.BodyBytesInFlight != 8<<20 {
+		t.Fatalf("8192KiB: %d, %v", c.BodyBytesInFlight, err)
 	}
 }
 
@@ -99,6 +120,18 @@ func TestConfigErrors(t *testing.T) {
 		{"log_level", nil, map[string]string{"BRAIN_LOG_LEVEL": "loud"}, "BRAIN_LOG_LEVEL"},
 		{"hash_concurrency", nil, map[string]string{"BRAIN_HASH_CONCURRENCY": "0"}, "BRAIN_HASH_CONCURRENCY"},
 		{"hash_wait", nil, map[string]string{"BRAIN_HASH_WAIT": "0s"}, "BRAIN_HASH_WAIT"},
+		{"body_bytes", nil, map[string]string{"BRAIN_BODY_BYTES_IN_FLIGHT": "1MiB"}, "BRAIN_BODY_BYTES_IN_FLIGHT"},
+		{"body_bytes_unit", nil, map[string]string{"BRAIN_BODY_BYTES_IN_FLIGHT": "64MB"}, "BRAIN_BODY_BYTES_IN_FLIGHT"},
+		{"body_bytes_per_user", nil, map[string]string{"BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER": "-1"}, "BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER"},
+		{"body_bytes_per_user_over_all", nil, map[string]string{"BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER": "128MiB"}, "BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER"},
+		{"body_bytes_per_user_flag", []string{"--body-bytes-in-flight-per-user", "1GiB"}, nil, "--body-bytes-in-flight-per-user"},
+		{"stream_opens", nil, map[string]string{"BRAIN_STREAM_OPENS": "60/min,burst=0"}, "BRAIN_STREAM_OPENS"},
+		{"stream_user_cap", nil, map[string]string{"BRAIN_STREAM_USER_CAP": "0"}, "BRAIN_STREAM_USER_CAP"},
+		// A user's cap below one key's: the message names both settings.
+		{"stream_user_cap_below_cap", nil, map[string]string{"BRAIN_STREAM_USER_CAP": "8"}, "BRAIN_STREAM_USER_CAP=8: it must be at least BRAIN_STREAM_CAP (16)"},
+		{"stream_user_cap_below_cap_flags", []string{"--stream-cap", "100", "--stream-user-cap", "99"}, nil, "--stream-user-cap=99: it must be at least --stream-cap (100)"},
+		{"max_conns", nil, map[string]string{"BRAIN_MAX_CONNS": "0"}, "BRAIN_MAX_CONNS"},
+		{"max_conns_per_ip", nil, map[string]string{"BRAIN_MAX_CONNS_PER_IP": "none"}, "BRAIN_MAX_CONNS_PER_IP"},
 		{"stray_argument", []string{"extra"}, nil, "extra"},
 	}
 	for _, tc := range tests {
@@ -108,6 +141,26 @@ func TestConfigErrors(t *testing.T) {
 				t.Fatalf("err = %v, want one naming %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// BRAIN_MAX_CONNS may not promise more connections than the descriptor
+// limit allows beside brain's own files: the message says what the
+// limit is, and what it allows.
+func TestMaxConnsWithinTheDescriptorLimit(t *testing.T) {
+	limit, known := connlimit.DescriptorLimit()
+	if !known {
+		t.Skip("no descriptor limit on this system")
+	}
+	most := connlimit.Auto(limit)
+	c, err := parseConfig("brain", nil, env(map[string]string{"BRAIN_MAX_CONNS": strconv.Itoa(most)}), io.Discard)
+	if err != nil || c.MaxConns != most {
+		t.Fatalf("BRAIN_MAX_CONNS=%d (all the limit %d allows): %v, MaxConns %d", most, limit, err, c.MaxConns)
+	}
+	_, err = parseConfig("brain", nil, env(map[string]string{"BRAIN_MAX_CONNS": strconv.Itoa(most + 1)}), io.Discard)
+	want := fmt.Sprintf("invalid BRAIN_MAX_CONNS=\"%d\": want auto or a whole number from 1 to %d: the descriptor limit (RLIMIT_NOFILE) is %d", most+1, most, limit)
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("BRAIN_MAX_CONNS=%d: %v, want %q...", most+1, err, want)
 	}
 }
 
@@ -237,5 +290,29 @@ func TestMemBudgetAliases(t *testing.T) {
 	}
 	if _, err := parseConfig("brain", nil, env(map[string]string{"MEM_RATE_LIMIT_QUERY": "lots"}), io.Discard); err == nil || !strings.Contains(err.Error(), "MEM_RATE_LIMIT_QUERY") {
 		t.Fatalf("a bad alias: %v", err)
+	}
+}
+
+// Every setting is bounded: a duration of a century, or a count of a
+// billion, stops start-up with a message naming the setting. (Without
+// bounds, BRAIN_STREAM_HEARTBEAT=2000000h overflowed the streams' write
+// deadline, and BRAIN_STREAM_RETRY_AFTER=876000h promised a 100-year
+// Retry-After.)
+func TestEverySettingIsBounded(t *testing.T) {
+	for _, s := range settings {
+		var huge string
+		if _, err := time.ParseDuration(s.def); err == nil {
+			huge = "876000h"
+		} else if _, err := strconv.Atoi(s.def); err == nil {
+			huge = "1000000000"
+		} else {
+			continue
+		}
+		t.Run(s.env, func(t *testing.T) {
+			_, err := parseConfig("brain", nil, env(map[string]string{s.env: huge}), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), s.env) {
+				t.Fatalf("%s=%s: err = %v, want one naming the setting", s.env, huge, err)
+			}
+		})
 	}
 }

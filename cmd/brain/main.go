@@ -168,6 +168,7 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		Streams:        streamsOf(cfg, r.streams),
 		Ingest:         r.ingest,
 		IngestTTL:      cfg.IngestTTL,
+		Bodies:         api.BodyBudget{InFlight: cfg.BodyBytesInFlight, PerCaller: cfg.BodyBytesPerUser},
 	})
 	if err := s.Err(); err != nil {
 		return nil, err
@@ -183,10 +184,11 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 
 // streamsOf is the stream plane a serving brain runs (sc), or, when it
 // has none (brain openapi), the one cfg describes in memory: the spec
-// shows the configured cap either way.
+// shows the configured caps either way.
 func streamsOf(cfg Config, sc api.StreamConfig) api.StreamConfig {
 	if sc.Cap == nil {
-		sc = api.StreamConfig{Cap: streams.NewMemoryCap(cfg.StreamCap), Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter}
+		sc = api.StreamConfig{Cap: streams.NewMemoryCap(cfg.StreamCap), UserCap: streams.NewMemoryCap(cfg.StreamUserCap),
+			Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter}
 	}
 	return sc
 }
@@ -195,6 +197,7 @@ func streamsOf(cfg Config, sc api.StreamConfig) api.StreamConfig {
 func limits(cfg Config) api.Limits {
 	l := api.DefaultLimits()
 	l.Session, l.IP, l.APIKey = cfg.RateLimitSession, cfg.RateLimitIP, cfg.RateLimitAPIKey
+	l.StreamOpens = cfg.StreamOpens
 	l.Override = cfg.budgetOverride
 	return l
 }

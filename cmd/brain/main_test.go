@@ -19,7 +19,9 @@ import (
 // port (BRAIN_ADDR's or BRAIN_METRICS_ADDR's): a test that left one would
 // fail while a brain runs on this machine, or break that brain. Tests
 // bind port 0; serveEnv sets it. With execMainEnv set, the binary is
-// brain, started by a test as a process of its own (see startProc).
+// brain, started by a test as a process of its own (see startProc), with
+// the descriptor limit fileLimitEnv gives it, if any; with floodEnv, it
+// is a client that holds connections to one (see startFlood).
 func TestMain(m *testing.M) {
 	d := defaultConfig()
 	defaults := map[string]bool{port(d.Addr): true, port(d.MetricsAddr): true}
@@ -30,7 +32,12 @@ func TestMain(m *testing.M) {
 		return net.Listen(network, addr)
 	}
 	if os.Getenv(execMainEnv) == "1" {
+		applyFileLimit()
 		main()
+		os.Exit(0)
+	}
+	if spec := os.Getenv(floodEnv); spec != "" {
+		flood(spec)
 		os.Exit(0)
 	}
 	os.Exit(m.Run())

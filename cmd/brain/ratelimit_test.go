@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/ratelimit/redistest"
 )
 
@@ -77,7 +79,8 @@ func TestReplicasShareRedisBudget(t *testing.T) {
 
 // The served spec shows the running budgets; `brain openapi`, the defaults.
 func TestServedSpecShowsRunningBudgets(t *testing.T) {
-	base, _ := MustRunServer(t, map[string]string{"BRAIN_RATE_LIMIT_SESSION": "7/min,burst=3"})
+	base, _ := MustRunServer(t, map[string]string{"BRAIN_RATE_LIMIT_SESSION": "7/min,burst=3",
+		"BRAIN_STREAM_CAP": "3", "BRAIN_STREAM_USER_CAP": "5", "BRAIN_STREAM_OPENS": "9/h,burst=4"})
 	res, err := http.Get(base + "/openapi.json")
 	if err != nil {
 		t.Fatal(err)
@@ -85,22 +88,26 @@ func TestServedSpecShowsRunningBudgets(t *testing.T) {
 	served, _ := io.ReadAll(res.Body)
 	res.Body.Close()
 	committed, _ := os.ReadFile("../../openapi.json")
-	session := func(spec []byte) (limit, burst int) {
-		var doc struct {
-			Paths map[string]map[string]struct {
-				X []struct {
-					Plane        string
-					Limit, Burst int
-				} `json:"x-rate-limit"`
-			}
+	var doc struct {
+		Paths map[string]map[string]struct {
+			X []api.RateLimitEntry `json:"x-rate-limit"`
 		}
+	}
+	entries := func(spec []byte, path, plane string) []api.RateLimitEntry {
 		if err := json.Unmarshal(spec, &doc); err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range doc.Paths["/api/v1/auth/me"]["get"].X {
-			if e.Plane == "session" {
-				return e.Limit, e.Burst
+		var out []api.RateLimitEntry
+		for _, e := range doc.Paths[path]["get"].X {
+			if e.Plane == plane {
+				out = append(out, e)
 			}
+		}
+		return out
+	}
+	session := func(spec []byte) (limit, burst int) {
+		for _, e := range entries(spec, "/api/v1/auth/me", "session") {
+			return e.Limit, e.Burst
 		}
 		return 0, 0
 	}
@@ -109,5 +116,16 @@ func TestServedSpecShowsRunningBudgets(t *testing.T) {
 	}
 	if l, b := session(committed); l != 120 || b != 60 {
 		t.Fatalf("committed spec: session budget %d burst %d, want the defaults 120 and 60", l, b)
+	}
+	for _, tc := range []struct {
+		spec []byte
+		want string
+	}{
+		{served, "[{stream streams 0 0 0 3 0 0 [] } {stream streams-per-user 0 0 0 5 0 0 [] } {stream stream-opens 9 3600 4 0 0 0 [] }]"},
+		{committed, "[{stream streams 0 0 0 16 0 0 [] } {stream streams-per-user 0 0 0 64 0 0 [] } {stream stream-opens 60 60 20 0 0 0 [] }]"},
+	} {
+		if got := fmt.Sprint(entries(tc.spec, "/api/v1/events", "stream")); got != tc.want {
+			t.Errorf("the stream plane of GET /api/v1/events: %s, want %s", got, tc.want)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/connlimit"
 	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
@@ -78,13 +79,17 @@ func rateLimitStore(cfg Config, client rueidis.Client, logger *slog.Logger, metr
 // cut off is worked again later).
 func startIngest(bg context.Context, db *store.DB, cfg Config, hub streams.Hub, logger *slog.Logger) (svc *ingest.Service, stop func(), err error) {
 	var queue *store.Queue
-	svc = ingest.NewService(store.NewIngestStore(db, func(ctx context.Context, tx *store.Tx, jobID string) error {
-		return queue.EnqueueTx(ctx, tx, jobID)
-	}), ingest.Config{TTL: cfg.IngestTTL, Publish: api.EventPublisher(hub)})
+	svc = ingest.NewService(store.NewIngestStore(db, func(ctx context.Context, tx *store.Tx, jobID string, backlog int) error {
+		return queue.EnqueueTx(ctx, tx, jobID, backlog)
+	}), ingest.Config{TTL: cfg.IngestTTL, Publish: api.EventPublisher(hub), MaxItems: cfg.MaxItems, MaxQueuedJobs: cfg.MaxQueuedJobs,
+		Yield: func(ctx context.Context) bool { return queue.Yield(ctx) }})
 	queue, err = store.NewQueue(db, func(ctx context.Context, jobID string) error {
 		err := svc.Process(ctx, jobID)
-		if errors.Is(err, ingest.ErrPermanent) {
+		switch {
+		case errors.Is(err, ingest.ErrPermanent):
 			return fmt.Errorf("%w: %w", store.ErrPermanent, err)
+		case errors.Is(err, ingest.ErrYield):
+			return fmt.Errorf("%w: %w", store.ErrYield, err)
 		}
 		return err
 	}, store.QueueOptions{
@@ -145,17 +150,20 @@ const (
 // a cap and a hub every replica shares, whose hub must run (run) for
 // events from other replicas to arrive.
 func streamConfig(cfg Config, client rueidis.Client, logger *slog.Logger) (sc api.StreamConfig, run func(context.Context)) {
-	sc = api.StreamConfig{Cap: streams.NewMemoryCap(cfg.StreamCap), Hub: streams.NewMemoryHub(memoryKeep, streamBuffer),
-		Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter}
+	sc = api.StreamConfig{Cap: streams.NewMemoryCap(cfg.StreamCap), UserCap: streams.NewMemoryCap(cfg.StreamUserCap),
+		Hub: streams.NewMemoryHub(memoryKeep, streamBuffer), Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter}
 	if client == nil {
 		return sc, func(context.Context) {}
 	}
 	prefix := cfg.RedisPrefix + "st:"
-	rc := streams.NewRedisCap(client, prefix, cfg.StreamCap, streamLeaseBeats*cfg.StreamHeartbeat, streams.NewMemoryCap(cfg.StreamCap))
-	rc.OnError = func(err error) { logger.Warn("stream cap: Redis failed; counting on this replica", "error", err) }
+	redisCap := func(max int, what string) *streams.RedisCap {
+		c := streams.NewRedisCap(client, prefix, max, streamLeaseBeats*cfg.StreamHeartbeat, streams.NewMemoryCap(max))
+		c.OnError = func(err error) { logger.Warn(what+": Redis failed; counting on this replica", "error", err) }
+		return c
+	}
 	hub := streams.NewRedisHub(client, prefix, streamKeep, streamBuffer)
 	hub.OnError = func(err error) { logger.Warn("stream events: Redis failed; retrying", "error", err) }
-	sc.Cap, sc.Hub = rc, hub
+	sc.Cap, sc.UserCap, sc.Hub = redisCap(cfg.StreamCap, "stream cap"), redisCap(cfg.StreamUserCap, "stream cap per user"), hub
 	return sc, func(ctx context.Context) { _ = hub.Run(ctx) }
 }
 
@@ -193,11 +201,37 @@ const (
 	maxHeaderBytes    = 64 << 10
 )
 
+// maxConns is BRAIN_MAX_CONNS, or with auto what the descriptor limit
+// allows (connlimit.Auto); and that limit, 0 where the system has none.
+func maxConns(cfg Config) (n, limit int, err error) {
+	limit, _ = connlimit.DescriptorLimit()
+	if cfg.MaxConns > 0 {
+		return cfg.MaxConns, limit, nil
+	}
+	if n = connlimit.Auto(limit); n < 1 {
+		return 0, limit, fmt.Errorf("the descriptor limit (RLIMIT_NOFILE) is %d, and brain keeps %d for its own files: none is left for connections (BRAIN_MAX_CONNS=auto); raise it (ulimit -n)", limit, connlimit.Reserve(limit))
+	}
+	return n, limit, nil
+}
+
+// connRefusal is the answer of a connection the connection caps refuse
+// (every one open is busy): the API's 503 envelope, retried in a second,
+// when a request has likely ended.
+func connRefusal(msg string) []byte {
+	e := api.NewError(http.StatusServiceUnavailable, msg)
+	e.GetHeaders().Set("Retry-After", "1")
+	return api.ErrorResponse(e)
+}
+
 // serve runs the server until ctx is done, then shuts it down gracefully.
 func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
-	// The budget overrides are checked before anything is opened or
-	// created: a mistake there changes nothing.
+	// The budget overrides and the connection cap are checked before
+	// anything is opened or created: a mistake there changes nothing.
 	if _, err := newServer(cfg, slog.New(slog.DiscardHandler), running{}); err != nil {
+		return err
+	}
+	maxConns, fileLimit, err := maxConns(cfg)
+	if err != nil {
 		return err
 	}
 	db, applied, err := openStore(ctx, cfg)
@@ -279,9 +313,18 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen (BRAIN_ADDR): %w", err)
 	}
+	conns := connlimit.New(connlimit.Config{
+		Max: maxConns, MaxPerIP: cfg.MaxConnsPerIP, Exempt: cfg.TrustedProxies,
+		TooMany:       connRefusal("brain has too many connections open; retry in a second"),
+		TooManyFromIP: connRefusal("too many connections from your address; retry in a second"),
+		Logger:        logger,
+	})
+	metrics.ObserveConns(conns)
+	srv.ConnState = conns.ConnState
+	logger.Info("connection caps", "max_conns", maxConns, "max_conns_per_ip", cfg.MaxConnsPerIP, "descriptor_limit", fileLimit)
 	addr := ln.Addr().String()
 	logger.Info("brain listening", "addr", addr, "docs", "http://"+addr+"/docs")
-	return serveUntilDone(ctx, srv, ln, cfg.ShutdownTimeout, logger, handler.CloseStreams)
+	return serveUntilDone(ctx, srv, conns.Listener(ln), cfg.ShutdownTimeout, logger, handler.CloseStreams)
 }
 
 // serveUntilDone serves on ln until ctx is done. Then it stops accepting,

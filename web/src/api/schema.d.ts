@@ -137,7 +137,7 @@ export interface paths {
         };
         /**
          * Follow your events
-         * @description Your events as they happen, each with an id. On reconnect, send the last id received as Last-Event-ID (browsers do): the events after it that are still kept come first, or stream.gap says some are lost. Every stream endpoint shares your cap of open streams (x-rate-limit, plane stream): one more is refused with 429 before the stream starts.
+         * @description Your events as they happen, each with an id. On reconnect, send the last id received as Last-Event-ID (browsers do): the events after it that are still kept come first, or stream.gap says some are lost. Every stream endpoint shares the stream plane (x-rate-limit, plane stream): the open streams of your session or API key (streams), those of your user, counting all of its sessions and API keys (streams-per-user), and the streams your session or API key may open (stream-opens); past any of them a stream is refused with 429 before it starts.
          */
         get: operations["follow-events"];
         put?: never;
@@ -214,7 +214,7 @@ export interface paths {
         };
         /**
          * Follow a job
-         * @description One of your jobs until it ends: first its state now (job.progress), then each step, then job.succeeded or job.failed, after which the stream ends. A job that has ended answers 204 (its result is at GET /api/v1/jobs/{id}), which stops a browser's EventSource from reconnecting. Shares the cap of open streams with every stream endpoint.
+         * @description One of your jobs until it ends: first its state now (job.progress), then each step, then job.succeeded or job.failed, after which the stream ends. A job that has ended answers 204 (its result is at GET /api/v1/jobs/{id}), which stops a browser's EventSource from reconnecting. Shares the stream plane's caps and open budget with every stream endpoint.
          */
         get: operations["follow-job-log"];
         put?: never;
@@ -239,6 +239,12 @@ export interface paths {
          * @description Accepts a batch of 1 to 1000 items for processing by a job; 202 means the batch is durably stored and its job enqueued.
          *
          *     Idempotency: the batch's key is its ingest_id, or, when absent, the SHA-256 (lowercase hex) of the RFC 8785 canonical JSON of the body exactly as sent. Keys are yours alone and last 24h0m0s from the first request: within that time the same batch sent again answers the first job, with replayed true and Idempotent-Replayed: true, and enqueues nothing; the same ingest_id with other content is a 422 with code idempotency-key-reused. The key and the job are written in one transaction: concurrent identical requests make one job, and each gets its id. A replay draws from the budget like any request.
+         *
+         *     A 503 (or a connection lost before the answer) does not say that nothing was stored: the batch may have been committed and the answer lost. Send the same body again: if it was stored, the replay answers with its job.
+         *
+         *     Quotas: you may hold 1000000 items, stored or in batches whose jobs are not finished, and have 10000 jobs queued or running. A batch that would pass either is a 409 (code conflict) whose details name the quota (items or queued_jobs), its limit and what you hold; nothing is stored or enqueued. Deleting items frees room under the first, a job finishing under the second (a failed job also gives back the items it did not store). A replay takes nothing from either.
+         *
+         *     The body is at most 8 MiB (8388608 bytes), that many bytes included (413 past it). Large bodies in flight are bounded: 16 MiB (16777216 bytes) from one caller, 64 MiB (67108864 bytes) from all; a body past either is refused before it is read, with 503 and Retry-After: 1. Send it again then.
          */
         post: operations["ingest-memory"];
         delete?: never;
@@ -353,7 +359,7 @@ export interface paths {
         };
         /**
          * Follow the server's state
-         * @description A snapshot of this replica every second: requests and refusals per second, open streams, goroutines, heap. Shares the cap of open streams with every stream endpoint.
+         * @description A snapshot of this replica every second: requests and refusals per second, open streams, goroutines, heap. Shares the stream plane's caps and open budget with every stream endpoint.
          */
         get: operations["follow-system-live"];
         put?: never;
@@ -387,7 +393,7 @@ export interface components {
         };
         ClosingEvent: {
             /**
-             * @description shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unauthenticated: the stream's credentials no longer hold (logged out, key deleted, session expired); unavailable: the stream's slot was lost while its store failed (reconnect).
+             * @description shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unauthenticated: the stream's credentials no longer hold (logged out, key deleted, session expired); unavailable: a store the stream needs failed (its slot was lost in an outage and others took its place, or its job could not be read again after a gap): reconnect.
              * @enum {string}
              */
             reason: "shutdown" | "slow" | "unauthenticated" | "unavailable";
@@ -444,11 +450,16 @@ export interface components {
             errors?: components["schemas"]["FieldError"][];
             /**
              * Format: int64
-             * @description rate-limited: the budget's size (for login, the failures allowed before the back-off).
+             * @description rate-limited: the budget's size (for login, the failures allowed before the back-off). conflict with quota: the quota's size.
              */
             limit?: number;
             /** @description rate-limited: the budget's name, as in the RateLimit-Policy header. */
             policy?: string;
+            /**
+             * @description conflict: the per-user quota the request would pass: items (stored, or in jobs not finished) or queued_jobs (jobs queued or running).
+             * @enum {string}
+             */
+            quota?: "items" | "queued_jobs";
             /**
              * Format: int64
              * @description rate-limited: seconds until a request would be admitted; also the Retry-After header.
@@ -459,6 +470,11 @@ export interface components {
              * @enum {string}
              */
             scope?: "session" | "ip" | "apikey" | "stream" | "login";
+            /**
+             * Format: int64
+             * @description conflict with quota: how much of the quota the caller holds now.
+             */
+            used?: number;
             /**
              * Format: int64
              * @description rate-limited: the budget's window in seconds.
@@ -478,7 +494,7 @@ export interface components {
             message: string;
         };
         GapEvent: {
-            /** @description The Last-Event-ID the client sent. */
+            /** @description The id of the last event the stream had before the gap: the last one it sent, else the Last-Event-ID the client sent; empty when it had none. */
             after: string;
         };
         HealthOutputBody: {
@@ -752,7 +768,7 @@ export interface components {
             headers: {
                 /** @description Each budget that applies and what is left of it (draft-ietf-httpapi-ratelimit-headers-10): r = whole requests left, t = seconds until the budget is full again. Absent when the back-off refused (details.scope login). */
                 RateLimit?: string;
-                /** @description Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's cap, q = open streams and qu="concurrent-requests". Absent when the back-off refused (details.scope login). */
+                /** @description Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's caps, q = open streams and qu="concurrent-requests". Absent when the back-off refused (details.scope login). */
                 "RateLimit-Policy"?: string;
                 "Retry-After": components["headers"]["Retry-After"];
                 /** @description Legacy: the requests per window of the budget with the fewest requests left. Absent when the back-off refused (details.scope login). */
@@ -767,7 +783,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description unavailable: not the client's fault. A store brain depends on (the database, or Redis for rate limits) does not answer or is too slow, or too many passwords are being checked at once. Retry after Retry-After seconds. On /ready, details.errors lists the checks that failed. */
+        /** @description unavailable: not the client's fault. A store brain depends on (the database, or Redis for rate limits) does not answer or is too slow, too many passwords are being checked at once, or (on an operation that says so) too many large bodies are in flight. Retry after Retry-After seconds. On /ready, details.errors lists the checks that failed. */
         Unavailable: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
@@ -783,7 +799,7 @@ export interface components {
     headers: {
         /** @description Each budget that applies and what is left of it (draft-ietf-httpapi-ratelimit-headers-10): r = whole requests left, t = seconds until the budget is full again. */
         RateLimit: string;
-        /** @description Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's cap, q = open streams and qu="concurrent-requests". */
+        /** @description Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's caps, q = open streams and qu="concurrent-requests". */
         "RateLimit-Policy": string;
         /** @description Seconds until a request would be admitted (at least 1). */
         "Retry-After": number;
@@ -1542,7 +1558,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "apikey.created";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["DeletedEvent"];
@@ -1551,7 +1567,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "apikey.deleted";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["JobFailed"];
@@ -1560,7 +1576,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.failed";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["JobProgress"];
@@ -1569,7 +1585,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.progress";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["JobQueued"];
@@ -1578,7 +1594,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.queued";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["JobSucceeded"];
@@ -1587,7 +1603,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.succeeded";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["MemoryIngested"];
@@ -1596,7 +1612,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "memory.ingested";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["ClosingEvent"];
@@ -1605,7 +1621,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "stream.closing";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["GapEvent"];
@@ -1614,7 +1630,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "stream.gap";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     })[];
                 };
@@ -1887,7 +1903,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.failed";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["JobProgress"];
@@ -1896,7 +1912,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.progress";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["JobSucceeded"];
@@ -1905,7 +1921,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "job.succeeded";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["ClosingEvent"];
@@ -1914,7 +1930,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "stream.closing";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     })[];
                 };
@@ -2062,6 +2078,20 @@ export interface operations {
             };
             /** @description request-timeout: the body did not arrive in time. */
             408: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict: the request clashes with what exists, such as a per-user cap that is full; the message says what to do. */
+            409: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
@@ -2475,7 +2505,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "stream.closing";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     } | {
                         data: components["schemas"]["LiveSnapshot"];
@@ -2484,7 +2514,7 @@ export interface operations {
                          * @enum {string}
                          */
                         event: "system.live";
-                        /** @description The event's id, for Last-Event-ID. Control events (stream.*) have none. */
+                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
                         id?: string;
                     })[];
                 };

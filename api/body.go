@@ -1,0 +1,263 @@
+package api
+
+import (
+	"fmt"
+	"maps"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/brain-template/brain/auth"
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humachi"
+)
+
+// What every request body must be, the same for every operation that
+// reads one, from what the operation declares where it is registered:
+//
+//   - At most MaxBodyBytes long, that many bytes included (huma's default,
+//     1 MiB, when it declares none). A request that declares a longer
+//     Content-Length is refused 413 at once, before a byte is read; one
+//     that declares none (chunked) is refused 413 at the byte past the
+//     limit.
+//   - UTF-8: a Content-Type that names another charset is refused 415,
+//     rather than its text misread.
+//   - Room for it: an operation whose limit is over [LargeBody] (ingest's
+//     8 MiB, a fork's uploads) reserves the body's bytes, its declared
+//     Content-Length or else its limit, from the bytes in flight before
+//     the body is read, until the handler returns. Past the bound for the
+//     whole server or for the caller, the answer is 503 with Retry-After:
+//     1 (see [BodyBudget]): the bytes of bodies held at once, and the
+//     memory they take, are bounded whatever the clients send.
+
+// LargeBody is the body limit above which an operation's bodies draw from
+// the bytes in flight. Smaller bodies are not worth the count.
+const LargeBody = 64 << 10
+
+// metaBodyLimit is the Operation.Metadata key of the largest body an
+// operation accepts, as it declared it (huma's reader is given one more).
+const metaBodyLimit = "brain.bodyLimit"
+
+// limitBodies is an OnAddOperation hook for every operation that reads a
+// body: it records the operation's limit, and gives huma's reader a limit
+// one byte larger, since huma refuses a body whose length equals its
+// limit; MaxBodyBytes is then the largest body accepted, as documented.
+func limitBodies(_ *huma.OpenAPI, op *huma.Operation) {
+	if op.RequestBody == nil {
+		return
+	}
+	limit := op.MaxBodyBytes
+	if limit <= 0 { // huma's default, which it sets only for Body inputs
+		limit = 1 << 20
+	}
+	op.Metadata = maps.Clone(op.Metadata)
+	if op.Metadata == nil {
+		op.Metadata = map[string]any{}
+	}
+	op.Metadata[metaBodyLimit] = limit
+	op.MaxBodyBytes = limit + 1
+}
+
+// bodyLimit is the largest body op accepts; 0 when it reads none.
+func bodyLimit(op *huma.Operation) int64 {
+	n, _ := op.Metadata[metaBodyLimit].(int64)
+	return n
+}
+
+// checkBody is the huma middleware, run for every operation before its
+// caller is resolved, that refuses a body by what its request declares:
+// 413 for a Content-Length over the operation's limit, 415 for a charset
+// other than UTF-8. Neither reads a byte of the body.
+func checkBody(api huma.API) func(huma.Context, func(huma.Context)) {
+	return func(ctx huma.Context, next func(huma.Context)) {
+		limit := bodyLimit(ctx.Operation())
+		if limit == 0 {
+			next(ctx)
+			return
+		}
+		r, _ := humachi.Unwrap(ctx)
+		if r.ContentLength > limit {
+			writeHumaError(api, ctx, unread(NewError(http.StatusRequestEntityTooLarge,
+				fmt.Sprintf("the body is %d bytes; this operation accepts at most %d", r.ContentLength, limit))))
+			return
+		}
+		if !utf8Charset(r.Header.Get("Content-Type")) {
+			writeHumaError(api, ctx, unread(NewError(http.StatusUnsupportedMediaType, msgUnsupportedBody)))
+			return
+		}
+		next(ctx)
+	}
+}
+
+// unread marks e as the answer to a request whose body is left unread:
+// it closes the connection. Otherwise net/http would read the body, up to
+// 256 KiB of it, before answering (to keep the connection for the next
+// request), and a client that sent Expect: 100-continue would be asked
+// for the body it is being refused.
+func unread(e *Error) *Error {
+	e.GetHeaders().Set("Connection", "close")
+	return e
+}
+
+// utf8Charset reports whether a Content-Type names no charset, or UTF-8.
+// One that does not parse is left to the operation, which refuses it.
+func utf8Charset(contentType string) bool {
+	if strings.IndexByte(contentType, ';') < 0 { // no parameters: the usual case
+		return true
+	}
+	_, params, err := mime.ParseMediaType(contentType)
+	cs, named := params["charset"]
+	return err != nil || !named || strings.EqualFold(cs, "utf-8")
+}
+
+// BodyBudget bounds the bytes of request bodies in flight: what the
+// operations whose body limit is over [LargeBody] hold at once, read or
+// being read, for the whole server and for each caller. The zero value
+// takes the defaults.
+type BodyBudget struct {
+	// InFlight bounds the bytes of every caller's bodies together.
+	// Default 64 MiB: eight bodies of ingest's 8 MiB.
+	InFlight int64
+	// PerCaller bounds the bytes of one caller's bodies: a user's,
+	// whatever session or API key it calls with, or a client address's
+	// for a public operation. Default 16 MiB: two bodies of 8 MiB.
+	PerCaller int64
+}
+
+// The defaults of a BodyBudget.
+const (
+	DefaultBodyBytesInFlight  = 64 << 20
+	DefaultBodyBytesPerCaller = 16 << 20
+)
+
+func (b BodyBudget) withDefaults() BodyBudget {
+	if b.InFlight <= 0 {
+		b.InFlight = DefaultBodyBytesInFlight
+	}
+	if b.PerCaller <= 0 {
+		b.PerCaller = DefaultBodyBytesPerCaller
+	}
+	return b
+}
+
+// RetryBody is the Retry-After of a body the bytes in flight have no room
+// for: bodies are read and answered in well under a second.
+const RetryBody = time.Second
+
+// bodiesInFlight counts the bytes of the bodies in flight.
+type bodiesInFlight struct {
+	api    huma.API // set before the first operation is registered
+	limits BodyBudget
+	errs   []error // operations that accept more than a caller may send
+
+	mu       sync.Mutex
+	total    int64
+	byCaller map[string]int64 // only callers with bytes in flight
+}
+
+func newBodiesInFlight(b BodyBudget) *bodiesInFlight {
+	return &bodiesInFlight{limits: b.withDefaults(), byCaller: map[string]int64{}}
+}
+
+// reserve takes n bytes for caller, unless that would put the server or
+// the caller over its bound: then it takes nothing and returns the
+// refusal.
+func (b *bodiesInFlight) reserve(caller string, n int64) *Error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	mine := b.byCaller[caller]
+	switch {
+	case mine+n > b.limits.PerCaller:
+		return busyBodies(fmt.Sprintf("you have %d bytes of request bodies in flight, and this one would take you past %d; retry in a second, or send fewer large bodies at once",
+			mine, b.limits.PerCaller))
+	case b.total+n > b.limits.InFlight:
+		return busyBodies("brain is receiving as many large request bodies as it holds at once; retry in a second")
+	}
+	b.total += n
+	b.byCaller[caller] = mine + n
+	return nil
+}
+
+// release gives back n bytes caller reserved.
+func (b *bodiesInFlight) release(caller string, n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.total -= n
+	if left := b.byCaller[caller] - n; left > 0 {
+		b.byCaller[caller] = left
+	} else {
+		delete(b.byCaller, caller)
+	}
+}
+
+// inFlight is the bytes reserved now, for tests.
+func (b *bodiesInFlight) inFlight() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.total
+}
+
+// busyBodies is the 503 of a body there is no room for.
+func busyBodies(msg string) *Error {
+	e := unread(NewError(http.StatusServiceUnavailable, msg))
+	e.GetHeaders().Set("Retry-After", strconv.Itoa(int(RetryBody/time.Second)))
+	return e
+}
+
+// declare is an OnAddOperation hook: an operation whose body limit is
+// over LargeBody reserves its bodies (the middleware enforce returns),
+// and its description and 503 response say so. It runs after
+// limitBodies and before the rate limits' hook, so that a body refused
+// for room costs the caller no request of its budget.
+func (b *bodiesInFlight) declare(_ *huma.OpenAPI, op *huma.Operation) {
+	limit := bodyLimit(op)
+	if limit <= LargeBody {
+		return
+	}
+	if limit > b.limits.PerCaller || limit > b.limits.InFlight {
+		b.errs = append(b.errs, fmt.Errorf("operation %s accepts bodies of up to %d bytes, more than the bytes in flight allow (%d a caller, %d in all): raise those bounds",
+			op.OperationID, limit, b.limits.PerCaller, b.limits.InFlight))
+	}
+	op.Middlewares = append(op.Middlewares, b.enforce(limit))
+	op.Responses["503"] = &huma.Response{Ref: refUnavailable}
+	if op.Description != "" {
+		op.Description += "\n\n"
+	}
+	op.Description += fmt.Sprintf("The body is at most %s, that many bytes included (413 past it). Large bodies in flight are bounded: %s from one caller, %s from all; "+
+		"a body past either is refused before it is read, with 503 and Retry-After: %d. Send it again then.",
+		bytesText(limit), bytesText(b.limits.PerCaller), bytesText(b.limits.InFlight), int(RetryBody/time.Second))
+}
+
+// bytesText writes n bytes for a person: "8 MiB (8388608 bytes)".
+func bytesText(n int64) string {
+	if n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB (%d bytes)", n>>20, n)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// enforce returns the middleware that reserves the body of each request
+// to an operation accepting up to limit bytes, for as long as the rest of
+// the request runs.
+func (b *bodiesInFlight) enforce(limit int64) func(huma.Context, func(huma.Context)) {
+	return func(ctx huma.Context, next func(huma.Context)) {
+		r, _ := humachi.Unwrap(ctx)
+		n := r.ContentLength // checkBody refused one over the limit
+		if n < 0 {
+			n = limit // unknown until read: as much as it may be
+		}
+		caller := "ip:" + GetClientIP(r.Context())
+		if id := auth.FromContext(ctx.Context()); id != nil {
+			caller = "user:" + id.User.ID
+		}
+		if e := b.reserve(caller, n); e != nil {
+			writeHumaError(b.api, ctx, e)
+			return
+		}
+		defer b.release(caller, n)
+		next(ctx)
+	}
+}

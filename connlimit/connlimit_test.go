@@ -1,0 +1,493 @@
+package connlimit_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brain-template/brain/connlimit"
+	"github.com/brain-template/brain/internal/testclock"
+)
+
+// The refusals the tests' servers write: the shape brain's are (its api
+// package builds them; here they are written out to be read back).
+var (
+	tooMany       = refusal("the server has too many connections open; retry in a second")
+	tooManyFromIP = refusal("too many connections from your address; retry in a second")
+)
+
+func refusal(msg string) []byte {
+	body := `{"code":"unavailable","message":"` + msg + `","details":{}}` + "\n"
+	return []byte("HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: " + fmt.Sprint(len(body)) +
+		"\r\nContent-Type: application/json\r\nRetry-After: 1\r\nX-Content-Type-Options: nosniff\r\n\r\n" + body)
+}
+
+// A server is a real http.Server on 127.0.0.1, behind a Limiter.
+type server struct {
+	lim  *connlimit.Limiter
+	addr string
+	// release unblocks the requests to /block; blocked counts them in.
+	release chan struct{}
+	blocked chan struct{}
+	// hijacked receives the connections that /hijack takes over.
+	hijacked chan net.Conn
+}
+
+// startServer serves, under cfg's caps (and its refusals when it has
+// none), /ok (200 "ok"), /block (200 once release is closed) and
+// /hijack (takes the connection over) until the test ends.
+func startServer(t *testing.T, cfg connlimit.Config) *server {
+	t.Helper()
+	if cfg.TooMany == nil {
+		cfg.TooMany, cfg.TooManyFromIP = tooMany, tooManyFromIP
+	}
+	s := &server{lim: connlimit.New(cfg), release: make(chan struct{}), blocked: make(chan struct{}, 100), hijacked: make(chan net.Conn, 100)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	mux.HandleFunc("/block", func(w http.ResponseWriter, r *http.Request) {
+		s.blocked <- struct{}{}
+		<-s.release
+		io.WriteString(w, "ok")
+	})
+	mux.HandleFunc("/hijack", func(w http.ResponseWriter, r *http.Request) {
+		c, _, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		s.hijacked <- c
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.addr = ln.Addr().String()
+	srv := &http.Server{Handler: mux, ConnState: s.lim.ConnState, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(s.lim.Listener(ln)) }()
+	t.Cleanup(func() {
+		select {
+		case <-s.release:
+		default:
+			close(s.release)
+		}
+		srv.Close()
+		if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve returned %v, want ErrServerClosed", err)
+		}
+	})
+	return s
+}
+
+// A client is one TCP connection to the server from a loopback address of
+// its own choosing, such as 127.0.0.2.
+type client struct {
+	t    *testing.T
+	conn net.Conn
+	rd   *bufio.Reader
+}
+
+// dial connects to s from the loopback address from.
+func (s *server) dial(t *testing.T, from string) *client {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
+	c, err := d.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &client{t: t, conn: c, rd: bufio.NewReader(c)}
+}
+
+// get sends a request for path and keeps the connection open.
+func (c *client) send(path string) {
+	c.t.Helper()
+	if _, err := fmt.Fprintf(c.conn, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path); err != nil {
+		c.t.Fatalf("send %s: %v", path, err)
+	}
+}
+
+// response reads a response, with its body, within 5 s.
+func (c *client) response() (*http.Response, string, error) {
+	c.t.Helper()
+	c.conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	res, err := http.ReadResponse(c.rd, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	return res, string(body), err
+}
+
+// get sends a request for path and reads its answer, which must be 200:
+// the connection then idles, kept alive.
+func (c *client) get(path string) {
+	c.t.Helper()
+	c.send(path)
+	res, body, err := c.response()
+	if err != nil || res.StatusCode != 200 {
+		c.t.Fatalf("GET %s from %s: %v %q", path, c.conn.LocalAddr(), err, body)
+	}
+}
+
+// closedByServer says whether the server has closed the connection (a
+// read finds its end) rather than keeping it (a read waits).
+func (c *client) closedByServer() bool {
+	c.t.Helper()
+	c.conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	_, err := c.rd.ReadByte()
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return false
+	}
+	return true
+}
+
+// wantClosed and wantOpen check which connections the server closed.
+func wantClosed(t *testing.T, what string, cs ...*client) {
+	t.Helper()
+	for _, c := range cs {
+		if !c.closedByServer() {
+			t.Errorf("%s: the connection from %s is still open, want it closed", what, c.conn.LocalAddr())
+		}
+	}
+}
+
+func wantOpen(t *testing.T, what string, cs ...*client) {
+	t.Helper()
+	for _, c := range cs {
+		if c.closedByServer() {
+			t.Errorf("%s: the connection from %s was closed, want it kept", what, c.conn.LocalAddr())
+		}
+	}
+}
+
+// wantRefused reads the refusal c must get: the 503 envelope, then the
+// connection's end.
+func wantRefused(t *testing.T, c *client, msg string) {
+	t.Helper()
+	res, body, err := c.response()
+	if err != nil {
+		t.Fatalf("want a 503 refusal, got %v", err)
+	}
+	var env struct {
+		Code, Message string
+		Details       map[string]any
+	}
+	if err := json.Unmarshal([]byte(body), &env); err != nil || res.StatusCode != 503 || env.Code != "unavailable" ||
+		env.Message != msg || env.Details == nil || len(env.Details) != 0 {
+		t.Fatalf("refusal = %d %q (%v), want 503 with the envelope saying %q", res.StatusCode, body, err, msg)
+	}
+	for k, v := range map[string]string{"Retry-After": "1", "Connection": "close", "Content-Type": "application/json", "X-Content-Type-Options": "nosniff"} {
+		if got := res.Header.Get(k); got != v && !(k == "Connection" && res.Close) {
+			t.Errorf("refusal's %s = %q, want %q", k, got, v)
+		}
+	}
+	if !c.closedByServer() {
+		t.Error("the refused connection was left open")
+	}
+}
+
+// eventually waits up to 5 s for cond.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 5 s: want %s", what)
+		}
+	}
+}
+
+// waitIdle waits until s has n idle connections. A client has its
+// answer a moment before net/http says the connection is idle: the tests
+// that depend on which connection has been idle longest wait for it.
+func (s *server) waitIdle(t *testing.T, n int) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("%d idle connections", n), func() bool { return s.lim.Stats().Idle == n })
+}
+
+// wantStats waits until s's counts are want.
+func (s *server) wantStats(t *testing.T, want connlimit.Stats) {
+	t.Helper()
+	var got connlimit.Stats
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if got = s.lim.Stats(); got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats = %+v, want %+v", got, want)
+		}
+	}
+}
+
+// With Max open, a new connection closes the one idle the longest, of
+// any address: one that has sent nothing, or one kept alive after its
+// request; busy ones and newer idle ones stay.
+func TestMaxClosesTheOldestIdle(t *testing.T) {
+	s := startServer(t, connlimit.Config{Max: 4, MaxPerIP: 10})
+	quiet := s.dial(t, "127.0.0.2") // connected, sent nothing: idle from the start
+	kept := s.dial(t, "127.0.0.3")
+	kept.get("/ok") // kept alive: idle since its answer
+	s.waitIdle(t, 2)
+	busy := s.dial(t, "127.0.0.4")
+	busy.send("/block")
+	<-s.blocked
+	newer := s.dial(t, "127.0.0.5")
+	newer.get("/ok")
+	s.wantStats(t, connlimit.Stats{Open: 4, Idle: 3})
+
+	first := s.dial(t, "127.0.0.6")
+	first.get("/ok")
+	wantClosed(t, "the first connection over Max", quiet)
+	s.waitIdle(t, 3)
+	second := s.dial(t, "127.0.0.6")
+	second.get("/ok")
+	wantClosed(t, "the second connection over Max", kept)
+	wantOpen(t, "busy and newer idle connections", newer)
+	s.wantStats(t, connlimit.Stats{Open: 4, Idle: 3, IdleClosed: 2})
+
+	// A keep-alive request moves newer to the back of the line: the next
+	// to go is first, then second.
+	newer.get("/ok")
+	s.waitIdle(t, 3)
+	third := s.dial(t, "127.0.0.7")
+	third.get("/ok")
+	wantClosed(t, "the third connection over Max", first)
+	wantOpen(t, "the connections idle for less time", newer, second)
+	close(s.release)
+	if res, body, err := busy.response(); err != nil || res.StatusCode != 200 || body != "ok" {
+		t.Fatalf("the busy request: %v %q, want 200 ok", err, body)
+	}
+}
+
+// With its address at MaxPerIP, a new connection closes that address's
+// connection idle the longest, even when another address's has been
+// idle longer.
+func TestMaxPerIPClosesThatAddressesOldestIdle(t *testing.T) {
+	s := startServer(t, connlimit.Config{Max: 10, MaxPerIP: 2})
+	other := s.dial(t, "127.0.0.3")
+	other.get("/ok") // idle the longest of all
+	s.waitIdle(t, 1)
+	a1, a2 := s.dial(t, "127.0.0.2"), s.dial(t, "127.0.0.2")
+	a1.get("/ok")
+	s.waitIdle(t, 3)
+	a2.get("/ok")
+	s.waitIdle(t, 3)
+	a3 := s.dial(t, "127.0.0.2")
+	a3.get("/ok")
+	wantClosed(t, "the address's oldest idle", a1)
+	wantOpen(t, "another address's, and the address's newer", other, a2)
+	s.wantStats(t, connlimit.Stats{Open: 3, Idle: 3, IdleClosed: 1})
+}
+
+// When every connection is busy, a new one is refused with the 503
+// envelope and closed, and no request in progress is dropped: not one
+// being served, not one whose first bytes only have arrived.
+func TestBusyConnectionsAreNeverClosed(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		cfg           connlimit.Config
+		reading, from string // the addresses of the connection that has begun a request, and of the refused one
+		msg           string
+		refusals      connlimit.Stats
+	}{
+		{"Max", connlimit.Config{Max: 2, MaxPerIP: 10}, "127.0.0.3", "127.0.0.4", "the server has too many connections open; retry in a second", connlimit.Stats{RefusedMax: 1}},
+		{"MaxPerIP", connlimit.Config{Max: 10, MaxPerIP: 2}, "127.0.0.2", "127.0.0.2", "too many connections from your address; retry in a second", connlimit.Stats{RefusedPerIP: 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startServer(t, tc.cfg)
+			serving := s.dial(t, "127.0.0.2")
+			serving.send("/block")
+			<-s.blocked
+			// A request's first bytes make a connection busy, before
+			// net/http has a whole request (and says it is active).
+			reading := s.dial(t, tc.reading)
+			fmt.Fprint(reading.conn, "GET /ok HTT")
+			s.wantStats(t, connlimit.Stats{Open: 2})
+
+			refused := s.dial(t, tc.from)
+			refused.send("/ok")
+			time.Sleep(50 * time.Millisecond) // the refusal, and the close, come before the client reads
+			wantRefused(t, refused, tc.msg)
+			tc.refusals.Open = 2
+			s.wantStats(t, tc.refusals)
+
+			fmt.Fprint(reading.conn, "P/1.1\r\nHost: x\r\n\r\n")
+			if res, body, err := reading.response(); err != nil || res.StatusCode != 200 || body != "ok" {
+				t.Fatalf("the request that had begun: %v %q, want 200 ok", err, body)
+			}
+			close(s.release)
+			if res, body, err := serving.response(); err != nil || res.StatusCode != 200 || body != "ok" {
+				t.Fatalf("the request being served: %v %q, want 200 ok", err, body)
+			}
+			// Both idle now: a new connection is admitted by closing one.
+			s.waitIdle(t, 2)
+			s.dial(t, tc.from).get("/ok")
+		})
+	}
+}
+
+// A trusted proxy's address is held to Max only: it carries many
+// clients' requests.
+func TestExemptAddressesPassMaxPerIP(t *testing.T) {
+	s := startServer(t, connlimit.Config{Max: 10, MaxPerIP: 1, Exempt: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")}})
+	for range 3 {
+		s.dial(t, "127.0.0.2").send("/block")
+		<-s.blocked
+	}
+	s.dial(t, "127.0.0.3").send("/block")
+	<-s.blocked
+	wantRefused(t, s.dial(t, "127.0.0.3"), "too many connections from your address; retry in a second")
+	s.wantStats(t, connlimit.Stats{Open: 4, RefusedPerIP: 1})
+}
+
+// The counts go back to zero when the clients leave, and when the server
+// closes the connections.
+func TestCountsReturnToZero(t *testing.T) {
+	s := startServer(t, connlimit.Config{Max: 5, MaxPerIP: 2})
+	var cs []*client
+	for i := range 12 {
+		c := s.dial(t, fmt.Sprintf("127.0.0.%d", 2+i%3))
+		if i%2 == 0 {
+			c.get("/ok")
+		}
+		cs = append(cs, c)
+	}
+	s.wantStats(t, connlimit.Stats{Open: 5, Idle: 5, IdleClosed: 7})
+	for _, c := range cs {
+		c.conn.Close()
+	}
+	s.wantStats(t, connlimit.Stats{IdleClosed: 7})
+	// Connections that make room for others are counted out at once;
+	// their ends are not counted twice.
+	s.dial(t, "127.0.0.2").get("/ok")
+	s.wantStats(t, connlimit.Stats{Open: 1, Idle: 1, IdleClosed: 7})
+}
+
+// A hijacked connection counts until whoever took it closes it, and is
+// never idle: it is never closed to make room.
+func TestHijackedCountsUntilClosed(t *testing.T) {
+	s := startServer(t, connlimit.Config{Max: 1, MaxPerIP: 10})
+	c := s.dial(t, "127.0.0.2")
+	c.send("/hijack")
+	taken := <-s.hijacked
+	s.wantStats(t, connlimit.Stats{Open: 1})
+	wantRefused(t, s.dial(t, "127.0.0.3"), "the server has too many connections open; retry in a second")
+	if _, err := taken.Write([]byte("still here")); err != nil {
+		t.Fatalf("the hijacked connection: %v", err)
+	}
+	taken.Close()
+	s.wantStats(t, connlimit.Stats{RefusedMax: 1})
+	s.dial(t, "127.0.0.3").get("/ok")
+}
+
+// Many clients at once, connecting, asking and leaving, against small
+// caps: every answer is a 200 or a refusal, and once they have left
+// nothing is counted (run with -race).
+func TestConcurrentClients(t *testing.T) {
+	s := startServer(t, connlimit.Config{Max: 8, MaxPerIP: 3})
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 20 {
+				d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+g%5))}}
+				nc, err := d.Dial("tcp", s.addr)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				rd := bufio.NewReader(nc)
+				for range i % 3 {
+					fmt.Fprint(nc, "GET /ok HTTP/1.1\r\nHost: x\r\n\r\n")
+					res, err := http.ReadResponse(rd, nil)
+					if err != nil {
+						break // closed to make room, or refused before the request
+					}
+					io.Copy(io.Discard, res.Body)
+					if res.StatusCode != 200 && res.StatusCode != 503 {
+						t.Errorf("status %d", res.StatusCode)
+					}
+				}
+				nc.Close()
+			}
+		})
+	}
+	wg.Wait()
+	eventually(t, "nothing open", func() bool { st := s.lim.Stats(); return st.Open == 0 && st.Idle == 0 })
+}
+
+// A warning is logged when connections are refused or idle ones closed,
+// at most once a minute, with the counts since the last.
+func TestWarnsOnceAMinute(t *testing.T) {
+	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var logs syncBuffer
+	s := startServer(t, connlimit.Config{Max: 1, MaxPerIP: 10, Now: clock.Now, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	s.dial(t, "127.0.0.2").get("/ok")
+	s.waitIdle(t, 1)
+	s.dial(t, "127.0.0.3").get("/ok") // closes the first
+	s.waitIdle(t, 1)
+	busy := s.dial(t, "127.0.0.3")
+	busy.send("/block") // closes the second
+	<-s.blocked
+	wantRefused(t, s.dial(t, "127.0.0.4"), "the server has too many connections open; retry in a second")
+	if n := strings.Count(logs.String(), "connection caps reached"); n != 1 {
+		t.Fatalf("%d warnings within a minute, want 1:\n%s", n, logs.String())
+	}
+	clock.Advance(time.Minute)
+	wantRefused(t, s.dial(t, "127.0.0.4"), "the server has too many connections open; retry in a second")
+	eventually(t, "a second warning", func() bool { return strings.Count(logs.String(), "connection caps reached") == 2 })
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "refused_max=0 refused_per_ip=0 idle_closed=1") ||
+		!strings.Contains(lines[1], "refused_max=2 refused_per_ip=0 idle_closed=1") {
+		t.Fatalf("warnings:\n%s\nwant the first at the first event, the next a minute later with what happened since", logs.String())
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func TestMain(m *testing.M) {
+	// The tests dial from 127.0.0.2 and on: Linux routes all of
+	// 127.0.0.0/8 to the loopback interface, other systems may not.
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err == nil {
+		var c net.Conn
+		if c, err = d.Dial("tcp", ln.Addr().String()); err == nil {
+			c.Close()
+		}
+		ln.Close()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "connlimit: cannot dial from 127.0.0.2 (Linux routes 127.0.0.0/8 to loopback):", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
