@@ -134,7 +134,7 @@ type ResultView struct {
 	ID         string    `json:"id" format:"uuid"`
 	Project    string    `json:"project"`
 	Text       string    `json:"text"`
-	Snippet    string    `json:"snippet" doc:"The best passage, the matched words between ** marks (plain text, no markup)."`
+	Snippet    string    `json:"snippet" maxLength:"400" doc:"The passage around the first of the query's words in the item's first 2 KiB (from its start when they are further on), the query's words between ** marks, … where the text goes on: plain text, no markup, at most 400 bytes."`
 	Kind       string    `json:"kind"`
 	Skill      string    `json:"skill,omitempty"`
 	Tags       []string  `json:"tags" nullable:"false"`
@@ -222,7 +222,11 @@ func addMemoryRoutes(api huma.API, cfg Config) {
 	}, h.getJob)
 	huma.Register(callers, WithBudget(huma.Operation{
 		OperationID: "query-memory", Method: http.MethodGet, Path: Prefix + "/memory/query", Summary: "Find your items", Tags: tags,
-		Description: "Your items that hold every word of q, best first (more occurrences, relative to the item's length, rank higher), with a snippet, a page at a time.",
+		Description: "Your items that hold every word of q, best first, with a snippet, a page at a time. " +
+			"Words are runs of letters and digits, in any case and however their accents are written (Unicode NFKC). " +
+			fmt.Sprintf("Of the items that hold every word, the %d you stored most recently are ranked, each by its first %d KiB: ", ingest.RankedItems, ingest.HeadBytes>>10) +
+			"the greater the share of its words that are words of q, the higher. To reach older items, narrow the query: another word, or a project. " +
+			"A query's cost is bounded by that: it does not grow with how many of your items match, nor with anyone else's.",
 	}, queryBudget), h.query)
 	huma.Register(callers, huma.Operation{
 		OperationID: "delete-memory-item", Method: http.MethodDelete, Path: Prefix + "/memory/items/{id}", Summary: "Delete an item", Tags: tags,

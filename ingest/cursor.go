@@ -53,23 +53,41 @@ func encodeSearchCursor(r Result, hash string) string {
 }
 
 // decodeSearchCursor reads a cursor of the query hash; "" is the start.
-func decodeSearchCursor(s, hash string) (SearchCursor, error) {
+func decodeSearchCursor(s, hash string) (searchCursor, error) {
 	if s == "" {
-		return SearchCursor{}, nil
+		return searchCursor{}, nil
 	}
 	bad := invalid("query.cursor", "is not a cursor of this query: start again without it")
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	if err != nil {
-		return SearchCursor{}, bad
+		return searchCursor{}, bad
 	}
 	parts := strings.Split(string(b), ".")
 	if len(parts) != 3 || !isUUID(parts[1]) || parts[2] != hash {
-		return SearchCursor{}, bad
+		return searchCursor{}, bad
 	}
 	bits, err := strconv.ParseUint(parts[0], 16, 64)
 	score := math.Float64frombits(bits)
 	if err != nil || math.IsNaN(score) || math.IsInf(score, 0) {
-		return SearchCursor{}, bad
+		return searchCursor{}, bad
 	}
-	return SearchCursor{Score: score, ID: parts[1]}, nil
+	return searchCursor{Score: score, ID: parts[1]}, nil
+}
+
+// A searchCursor is a place in a query's results, ordered by Score
+// descending, then ID ascending: the score and id of the last result a
+// page showed. The zero searchCursor is the start.
+type searchCursor struct {
+	Score float64
+	ID    string
+}
+
+// passed reports whether a result of score and id is c or comes before
+// it in the results' order: a page after c starts with the first result
+// c has not passed. The zero searchCursor has passed none.
+func (c searchCursor) passed(score float64, id string) bool {
+	if c == (searchCursor{}) {
+		return false
+	}
+	return score > c.Score || score == c.Score && id <= c.ID
 }

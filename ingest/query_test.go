@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/store"
@@ -284,6 +285,123 @@ func TestQueryScoresAreEachUsersOwn(t *testing.T) {
 		for _, q := range []string{"key.go", "a@b.com", "v1.2.3"} {
 			if rs := e.query(t, "alice", ingest.Query{Q: q}).Results; len(rs) != 1 {
 				t.Errorf("%q finds %d items, want 1", q, len(rs))
+			}
+		}
+	})
+}
+
+func TestWords(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, in string
+		want     []string
+	}{
+		{"ascii", "Retry with BACKOFF, then give up.", []string{"retry", "with", "backoff", "then", "give", "up"}},
+		{"punctuation_separates", "key.go a@b.com v1.2.3 don't", []string{"key", "go", "a", "b", "com", "v1", "2", "3", "don", "t"}},
+		{"accents_one_way", "Café CAFE\u0301 café", []string{"café", "café", "café"}},
+		{"width_and_ligatures", "ＡＢＣ ﬁne", []string{"abc", "fine"}},
+		{"marks_stay_in_words", "नमस्ते दुनिया", []string{"नमस्ते", "दुनिया"}},
+		{"no_words", " ?! -- ", nil},
+		{"invalid_utf8_separates", "ab\xffcd", []string{"ab", "cd"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := ingest.Words(c.in); !slices.Equal(got, c.want) {
+				t.Fatalf("Words(%q) = %q, want %q", c.in, got, c.want)
+			}
+		})
+	}
+}
+
+// A word is found however its accents are spelt or its letters are cased,
+// on both databases alike: e + a combining acute accent is é.
+func TestQueryFindsWordsWrittenAnotherWay(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		e.ingestAndProcess(t, "alice", "p", `{"text":"un cafe\u0301 noir"}`, `{"text":"the ＡＢＣ of it"}`, `{"text":"Crème brûlée"}`)
+		for q, want := range map[string]string{
+			"café":               "un cafe\u0301 noir",
+			"CAFE\u0301":         "un cafe\u0301 noir",
+			"abc":                "the ＡＢＣ of it",
+			"CRÈME BRU\u0302LÉE": "Crème brûlée",
+		} {
+			if got := texts(e.query(t, "alice", ingest.Query{Q: q}).Results); !slices.Equal(got, []string{want}) {
+				t.Errorf("%q finds %q, want %q", q, got, want)
+			}
+		}
+	})
+}
+
+// A query ranks the newest RankedItems of the items that hold its words:
+// an older item, however well it would rank, is beyond them, and a
+// narrower query (a project) reaches it.
+func TestQueryRanksTheNewest(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		e.ingestAndProcess(t, "alice", "old", `{"text":"needle needle"}`)
+		newer := make([]string, ingest.RankedItems)
+		for i := range newer {
+			newer[i] = fmt.Sprintf(`{"text":"needle in hay %d"}`, i)
+		}
+		e.ingestAndProcess(t, "alice", "new", newer...)
+		var all []ingest.Result
+		for cursor := ""; ; {
+			rs := e.query(t, "alice", ingest.Query{Q: "needle", Limit: ingest.MaxLimit, Cursor: cursor})
+			all = append(all, rs.Results...)
+			if cursor = rs.Next; cursor == "" {
+				break
+			}
+		}
+		if len(all) != ingest.RankedItems || slices.Contains(texts(all), "needle needle") {
+			t.Fatalf("%d results, the old item among them: %v; want the %d newest only", len(all), slices.Contains(texts(all), "needle needle"), ingest.RankedItems)
+		}
+		if got := texts(e.query(t, "alice", ingest.Query{Q: "needle", Project: "old"}).Results); !slices.Equal(got, []string{"needle needle"}) {
+			t.Fatalf("needle in project old: %q", got)
+		}
+	})
+}
+
+// Snippets are bounded in bytes whatever the item, their marks closed,
+// their text valid UTF-8; a long item is ranked and quoted from its head,
+// and found by a word past it.
+func TestQuerySnippets(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		hugeWord := "needle " + strings.Repeat("é", ingest.MaxTextBytes/2-8) // then one word of 64 KiB
+		longText := "start " + strings.Repeat("filler text ", 1000) + "needle at the end"
+		punct := "needle" + strings.Repeat("!?", 100) + "after"
+		e.ingestAndProcess(t, "alice", "p",
+			fmt.Sprintf(`{"text":%q}`, hugeWord), fmt.Sprintf(`{"text":%q}`, longText), fmt.Sprintf(`{"text":%q}`, punct),
+			`{"text":"a short needle note"}`, `{"text":"one two three four five six seven eight nine ten eleven twelve needle thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty"}`)
+		rs := e.query(t, "alice", ingest.Query{Q: "needle"})
+		if len(rs.Results) != 5 {
+			t.Fatalf("needle finds %d items, want 5 (the long one by a word past its head)", len(rs.Results))
+		}
+		want := map[string]string{
+			"a short needle note": "a short **needle** note",
+			longText:              "start filler text filler text filler text filler text filler text filler text filler text filler…",
+			punct:                 "**needle** … after",
+		}
+		for _, r := range rs.Results {
+			s := r.Snippet
+			if len(s) > ingest.MaxSnippetBytes || !utf8.ValidString(s) || strings.Count(s, "**")%2 != 0 {
+				t.Errorf("snippet of %.20q: %d bytes, %q", r.Text, len(s), s)
+			}
+			if w, ok := want[r.Text]; ok && s != w {
+				t.Errorf("snippet of %.20q = %q, want %q", r.Text, s, w)
+			}
+			if strings.HasPrefix(r.Text, "one two") && s != "…nine ten eleven twelve **needle** thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty" {
+				t.Errorf("snippet around a match = %q", s)
+			}
+		}
+		if got := rs.Results[len(rs.Results)-1].Text; got != longText {
+			t.Errorf("the item whose match is past its head ranks %.20q last, want the long one", got)
+		}
+		for _, r := range rs.Results {
+			if r.Text == hugeWord && (!strings.HasPrefix(r.Snippet, "**needle** ééé") || !strings.HasSuffix(r.Snippet, "é…")) {
+				t.Errorf("the snippet of a word longer than a snippet: %.40q…%q", r.Snippet, r.Snippet[max(0, len(r.Snippet)-8):])
 			}
 		}
 	})

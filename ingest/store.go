@@ -64,9 +64,15 @@ type Store interface {
 	// it is; finished then says whether this call made it final.
 	FinishJob(ctx context.Context, id string, status Status, message string, now time.Time) (job Job, finished bool, err error)
 
-	// Search returns up to s.Limit of the user's items that contain every
-	// one of s.Terms, best first, after s.After (see [SearchCursor]).
-	Search(ctx context.Context, userID string, s Search) ([]Result, error)
+	// Search returns up to s.Limit of the user's items that hold every
+	// word of s.Words (in s.Project, when it is not ""), the most recently
+	// stored first, each with its head (see [Head]). Its cost grows with
+	// s.Limit, never with how many of the user's items match, nor with
+	// anything of another user's: the index keeps each user's words apart.
+	Search(ctx context.Context, userID string, s Search) ([]Hit, error)
+	// Items returns the user's items ids, whole (Score and Snippet left
+	// empty), in any order; an id that names none of them is left out.
+	Items(ctx context.Context, userID string, ids []string) ([]Result, error)
 	// DeleteItem deletes the user's item id, from the index too, and
 	// gives it back to the user's quota of items.
 	DeleteItem(ctx context.Context, userID, id string) error
@@ -123,19 +129,15 @@ type Cursor struct {
 
 // Search is what [Store.Search] looks for.
 type Search struct {
-	// Terms are words of letters and digits, as the user wrote them (each
-	// database folds case as its index does); an item matches when its
+	// Words are words as [Words] writes them; an item matches when its
 	// text has them all.
-	Terms   []string
+	Words   []string
 	Project string // "" for every project
-	After   SearchCursor
 	Limit   int
 }
 
-// A SearchCursor is a place in a query's results, ordered by Score
-// descending, then ID ascending: the score and id of the last result a
-// page showed. The zero SearchCursor is the start.
-type SearchCursor struct {
-	Score float64
-	ID    string
+// A Hit is an item [Store.Search] found: its id and its head.
+type Hit struct {
+	ID   string
+	Head string // Head(text)
 }

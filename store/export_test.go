@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/brain-template/brain/ingest"
 )
 
 // QuickStart is o with River's random delay before each maintenance task
@@ -26,22 +28,12 @@ func (db *DB) MigrateBefore(ctx context.Context, name string) error {
 	if i < 0 {
 		return fmt.Errorf("no migration named %s", name)
 	}
-	conn, err := db.sql.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
-		return err
-	}
-	for {
-		done, err := db.migrateOne(ctx, conn, ms[:i])
-		if done || err != nil {
-			return err
-		}
-	}
+	_, err = db.migrate(ctx, i)
+	return err
 }
+
+// IndexTerms are the index terms a search of userID's for s asks for.
+func IndexTerms(userID string, s ingest.Search) []string { return queryTerms(userID, s) }
 
 // QuietOutages is the handler River logs through, with a clock.
 var QuietOutages = quietOutages

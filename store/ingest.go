@@ -316,14 +316,17 @@ func (s *IngestStore) start(ctx context.Context, id string, now time.Time) error
 	return tx.Commit()
 }
 
-// itemCols are the columns StoreItems inserts, in its order.
+// itemCols are the columns StoreItems inserts, in its order. On
+// PostgreSQL one more, search, holds the item's index terms.
 const itemCols = "id, user_id, job_id, seq, project, text, kind, skill, tags, occurred_at, created_at"
 
 // StoreItems stores items of running job id and moves its ItemsDone to
 // done, in one transaction (see ingest.Store). It first updates the job,
 // which checks that it is running and, on PostgreSQL, locks its row until
 // the items are in: a FinishJob waits, so a job's ItemsDone always counts
-// the items it stored. All the items go in one INSERT.
+// the items it stored. All the items go in one INSERT, and into the
+// full-text index with them (search.go): on PostgreSQL in the same rows,
+// on SQLite in items_terms, for the rows the INSERT stored.
 func (s *IngestStore) StoreItems(ctx context.Context, id string, items []ingest.StoredItem, done int) error {
 	tx, end, err := s.begin(ctx)
 	if err != nil {
@@ -336,37 +339,86 @@ func (s *IngestStore) StoreItems(ctx context.Context, id string, items []ingest.
 		return ingestErr(wrap("store items", err))
 	}
 	if len(items) > 0 {
-		const n = 11 // len(itemCols)
-		var q strings.Builder
-		q.WriteString("INSERT INTO items (" + itemCols + ") VALUES ")
-		args := make([]any, 0, n*len(items))
-		for i, it := range items {
-			if i > 0 {
-				q.WriteString(", ")
-			}
-			q.WriteByte('(')
-			for c := range n {
-				if c > 0 {
-					q.WriteString(", ")
-				}
-				q.WriteString("$" + strconv.Itoa(i*n+c+1))
-			}
-			q.WriteByte(')')
-			if it.Tags == nil {
-				it.Tags = []string{}
-			}
-			tags, err := json.Marshal(it.Tags)
-			if err != nil {
-				return wrap("store items", err)
-			}
-			args = append(args, it.ID, it.UserID, it.JobID, it.Seq, it.Project, it.Text, it.Kind, it.Skill, string(tags), ms(it.OccurredAt), ms(it.CreatedAt))
-		}
-		q.WriteString(" ON CONFLICT (job_id, seq) DO NOTHING")
-		if _, err := tx.ExecContext(ctx, q.String(), args...); err != nil {
+		if err := s.insertItems(ctx, tx, items); err != nil {
 			return wrap("store items", err)
 		}
 	}
 	return wrap("store items", tx.Commit())
+}
+
+// insertItems inserts items, skipping those stored already, and indexes
+// the ones it stores.
+func (s *IngestStore) insertItems(ctx context.Context, tx *Tx, items []ingest.StoredItem) error {
+	pg := s.db.Dialect == Postgres
+	n := 11 // len(itemCols)
+	cols := itemCols
+	if pg {
+		n, cols = 12, itemCols+", search"
+	}
+	var q strings.Builder
+	q.WriteString("INSERT INTO items (" + cols + ") VALUES ")
+	args := make([]any, 0, n*len(items))
+	for i, it := range items {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteByte('(')
+		for c := range n {
+			if c > 0 {
+				q.WriteString(", ")
+			}
+			p := "$" + strconv.Itoa(i*n+c+1)
+			if c == 11 {
+				p = "array_to_tsvector(string_to_array(" + p + ", ' '))"
+			}
+			q.WriteString(p)
+		}
+		q.WriteByte(')')
+		if it.Tags == nil {
+			it.Tags = []string{}
+		}
+		tags, err := json.Marshal(it.Tags)
+		if err != nil {
+			return err
+		}
+		args = append(args, it.ID, it.UserID, it.JobID, it.Seq, it.Project, it.Text, it.Kind, it.Skill, string(tags), ms(it.OccurredAt), ms(it.CreatedAt))
+		if pg {
+			args = append(args, itemTerms(it.UserID, it.Project, it.Text))
+		}
+	}
+	q.WriteString(" ON CONFLICT (job_id, seq) DO NOTHING")
+	if pg {
+		_, err := tx.ExecContext(ctx, q.String(), args...)
+		return err
+	}
+	q.WriteString(" RETURNING n, seq")
+	rows, err := tx.QueryContext(ctx, q.String(), args...)
+	if err != nil {
+		return err
+	}
+	bySeq := make(map[int]*ingest.StoredItem, len(items))
+	for i := range items {
+		bySeq[items[i].Seq] = &items[i]
+	}
+	var stored []indexed
+	for rows.Next() {
+		var n int64
+		var seq int
+		if err := rows.Scan(&n, &seq); err != nil {
+			rows.Close()
+			return err
+		}
+		it := bySeq[seq]
+		stored = append(stored, indexed{n: n, userID: it.UserID, project: it.Project, text: it.Text})
+	}
+	err = rows.Err()
+	if cerr := rows.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return indexSQLite(ctx, tx, stored)
 }
 
 // FinishJob makes job id final, unless it is already, and gives back

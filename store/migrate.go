@@ -52,6 +52,13 @@ func loadMigrations(d Dialect) ([]migration, error) {
 	return out, nil
 }
 
+// steps are the Go parts of migrations, by name: each runs right after
+// its migration's SQL, in the same transaction, and writes what SQL alone
+// cannot (rows computed by brain's own code).
+var steps = map[string]func(ctx context.Context, tx *sql.Tx, d Dialect) error{
+	"search": reindexItems,
+}
+
 // SchemaVersion returns the newest migration the binary knows.
 func SchemaVersion(d Dialect) int {
 	ms, _ := loadMigrations(d)
@@ -81,9 +88,20 @@ const pgMigrateLock = 0x6272_6169_6e00 // "brain\x00"
 // as long as another one migrates. Only ctx ends it (brain's start-up
 // context, which a signal cancels).
 func (db *DB) Migrate(ctx context.Context) (applied int, err error) {
+	return db.migrate(ctx, -1)
+}
+
+// migrate is Migrate, up to version to only when to is not -1 (for the
+// tests of a migration, which need the schema before it); River's
+// migrations then wait for a full Migrate.
+func (db *DB) migrate(ctx context.Context, to int) (applied int, err error) {
 	ms, err := loadMigrations(db.Dialect)
 	if err != nil {
 		return 0, err
+	}
+	upTo := ms
+	if to >= 0 {
+		upTo = ms[:to]
 	}
 	conn, err := db.sql.Conn(ctx)
 	if err != nil {
@@ -101,9 +119,12 @@ func (db *DB) Migrate(ctx context.Context) (applied int, err error) {
 		return 0, fmt.Errorf("store: migrate: %w", err)
 	}
 	for {
-		done, err := db.migrateOne(ctx, conn, ms)
+		done, err := db.migrateOne(ctx, conn, upTo, len(ms))
 		if err != nil {
 			return applied, err
+		}
+		if done && to >= 0 {
+			return applied, nil
 		}
 		if done {
 			return applied, db.migrateQueue(ctx, conn)
@@ -112,9 +133,10 @@ func (db *DB) Migrate(ctx context.Context) (applied int, err error) {
 	}
 }
 
-// migrateOne applies the next missing migration, if any, in a transaction
-// that first re-reads the version under the write lock.
-func (db *DB) migrateOne(ctx context.Context, conn *sql.Conn, ms []migration) (done bool, err error) {
+// migrateOne applies the next missing migration of ms, if any, in a
+// transaction that first re-reads the version under the write lock. known
+// is how many migrations this binary has.
+func (db *DB) migrateOne(ctx context.Context, conn *sql.Conn, ms []migration, known int) (done bool, err error) {
 	tx, err := conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE on SQLite: the write lock
 	if err != nil {
 		return false, fmt.Errorf("store: migrate: %w", err)
@@ -124,15 +146,20 @@ func (db *DB) migrateOne(ctx context.Context, conn *sql.Conn, ms []migration) (d
 	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_migrations").Scan(&current); err != nil {
 		return false, fmt.Errorf("store: migrate: %w", err)
 	}
-	if current > len(ms) {
-		return false, &ErrSchemaTooNew{Database: current, Binary: len(ms)}
+	if current > known {
+		return false, &ErrSchemaTooNew{Database: current, Binary: known}
 	}
-	if current == len(ms) {
+	if current >= len(ms) {
 		return true, nil
 	}
 	m := ms[current]
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return false, fmt.Errorf("store: migration %d (%s): %w", m.version, m.name, err)
+	}
+	if step := steps[m.name]; step != nil {
+		if err := step(ctx, tx, db.Dialect); err != nil {
+			return false, fmt.Errorf("store: migration %d (%s): %w", m.version, m.name, err)
+		}
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
 		m.version, m.name, time.Now().UnixMilli()); err != nil {

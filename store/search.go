@@ -2,97 +2,168 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/base32"
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/brain-template/brain/ingest"
 )
 
-// The full-text search is where the dialects differ most; each has its
-// own query, of one shape. A CTE picks the page, best first: the user's
-// matching items, ranked, after the cursor, cut to the limit. Only then
-// are the page's rows read whole and their snippets made, so a word that
-// matches thousands of items costs one sort of ids and scores, not
-// thousands of snippets.
+// The full-text index. Its terms are each user's own: every word of an
+// item (ingest.Words) is kept as a term that begins with a key of the
+// item's user, and so is the item's project. A query's words become the
+// same terms, so the index lists, for each term, only the items of the
+// user who asks: what a query costs never depends on another user's
+// items, and no timing tells one user whether another's hold a word.
 //
-//   - SQLite: the items_fts index (FTS5), MATCH with each term quoted, so
-//     nothing in a term is query syntax; the score is -bm25() (bm25 is
-//     lower for better), which weighs a term by how rare it is in the
-//     whole index; snippet() marks the matched words in the best passage.
-//   - PostgreSQL: the GIN index of items.search, the 'simple'
-//     configuration, plainto_tsquery of the terms (all must match, none
-//     is syntax); the score is ts_rank(), which reads only the item
-//     itself; ts_headline() makes the snippet.
+// Both databases keep the same terms, and neither parses them: letters
+// and digits of ASCII only, joined by spaces.
 //
-// Both order by score, then id; a cursor is the (score, id) of the last
-// result shown, and the next page holds the results after it.
+//   - SQLite: items_terms, an FTS5 table that keeps no copy of the text
+//     (content=''), only which items hold each term (detail=none), its
+//     rowid the item's n. Long items' heads are in item_heads, so that a
+//     query reads 2 KiB of each, never its whole text.
+//   - PostgreSQL: items.search, a tsvector of the terms
+//     (array_to_tsvector: no parser, no positions), with a GIN index;
+//     substr reads only the start of a long text.
+//
+// A query asks for every term of its words (and its project's), the
+// newest items first (the highest n), at most ingest.RankedItems of them:
+// its cost grows with that number, never with how many items match.
 
-// snippetWords is about how many words a snippet has.
-const snippetWords = 16
+// userKeyLen is the length of a user's key in the index: 8 characters of
+// base32, 40 bits of the SHA-256 of the user's id. Two users whose keys
+// collide share terms in the index, which costs them time, not privacy:
+// Search still reads only the user's own rows.
+const userKeyLen = 8
 
-// headlineBytes bounds the text PostgreSQL's ts_headline reads for a
-// snippet (it parses all it is given): the start of a 64 KiB item.
-const headlineBytes = 8 << 10
+// indexBase32 writes terms: lower-case letters and digits only.
+var indexBase32 = base32.NewEncoding("0123456789abcdefghijklmnopqrstuv").WithPadding(base32.NoPadding)
 
-// Search returns a page of the user's items matching every term of q.
-func (s *IngestStore) Search(ctx context.Context, userID string, q ingest.Search) ([]ingest.Result, error) {
-	args := []any{nil, userID, q.Limit}
-	var where string
-	if q.Project != "" {
-		args = append(args, q.Project)
-		where += " AND i.project = $" + strconv.Itoa(len(args))
+// maxPlainWord is the longest word of ASCII letters and digits kept as
+// it is in a term; any other word is kept as a hash.
+const maxPlainWord = 32
+
+// userKey is userID's key in the index.
+func userKey(userID string) string {
+	sum := sha256.Sum256([]byte(userID))
+	return indexBase32.EncodeToString(sum[:5])[:userKeyLen]
+}
+
+// wordTerm is the term of word (as ingest.Words writes it) for the user
+// whose key is key: key, "w" and the word itself when it is ASCII letters
+// and digits, else key, "h" and a hash of the word.
+func wordTerm(key, word string) string {
+	if len(word) <= maxPlainWord && isPlain(word) {
+		return key + "w" + word
 	}
-	var query string
+	sum := sha256.Sum256([]byte(word))
+	return key + "h" + indexBase32.EncodeToString(sum[:10])
+}
+
+// projectTerm is the term of a project for the user whose key is key.
+func projectTerm(key, project string) string {
+	sum := sha256.Sum256([]byte(project))
+	return key + "p" + indexBase32.EncodeToString(sum[:10])
+}
+
+// isPlain reports whether w is lower-case ASCII letters and digits only.
+func isPlain(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if c := w[i]; (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// itemTerms are the index terms of an item: its project's, and one for
+// each of its words, each once, joined by spaces.
+func itemTerms(userID, project, text string) string {
+	key := userKey(userID)
+	seen := map[string]bool{}
+	var b strings.Builder
+	b.WriteString(projectTerm(key, project))
+	for _, w := range ingest.Words(text) {
+		if t := wordTerm(key, w); !seen[t] {
+			seen[t] = true
+			b.WriteByte(' ')
+			b.WriteString(t)
+		}
+	}
+	return b.String()
+}
+
+// queryTerms are the index terms s asks for, each once.
+func queryTerms(userID string, s ingest.Search) []string {
+	key := userKey(userID)
+	var terms []string
+	if s.Project != "" {
+		terms = append(terms, projectTerm(key, s.Project))
+	}
+	for _, w := range s.Words {
+		terms = append(terms, wordTerm(key, w))
+	}
+	return terms
+}
+
+// Search returns up to s.Limit of the user's items that hold every word
+// of s, the newest first, each with its head (see ingest.Store).
+func (s *IngestStore) Search(ctx context.Context, userID string, q ingest.Search) ([]ingest.Hit, error) {
+	if len(q.Words) == 0 {
+		return []ingest.Hit{}, nil
+	}
+	terms := queryTerms(userID, q)
+	var rows *Rows
+	var err error
 	if s.db.Dialect == Postgres {
-		args[0] = strings.Join(q.Terms, " ")
-		// Normalization 1: the rank divided by 1 + the log of the item's
-		// length, so a long item does not win by its length alone.
-		// ts_rank reads only the item itself.
-		const score = "ts_rank(i.search, plainto_tsquery('simple', $1), 1)::float8"
-		if q.After != (ingest.SearchCursor{}) {
-			args = append(args, q.After.Score, q.After.ID)
-			n := len(args)
-			where += " AND (" + score + " < $" + strconv.Itoa(n-1) + " OR (" + score + " = $" + strconv.Itoa(n-1) + " AND i.id > $" + strconv.Itoa(n) + "))"
-		}
-		query = `WITH page AS (
-			SELECT i.id, ` + score + ` AS score FROM items i
-			WHERE i.search @@ plainto_tsquery('simple', $1) AND i.user_id = $2` + where + `
-			ORDER BY score DESC, i.id LIMIT $3)
-		SELECT i.id, i.project, i.text,
-			ts_headline('simple', left(i.text, ` + strconv.Itoa(headlineBytes) + `), plainto_tsquery('simple', $1),
-				'StartSel="` + ingest.SnippetOpen + `", StopSel="` + ingest.SnippetClose + `", MaxFragments=1, MaxWords=` + strconv.Itoa(snippetWords) + `, MinWords=` + strconv.Itoa(snippetWords/2) + `, FragmentDelimiter=" … "'),
-			i.kind, i.skill, i.tags, page.score, i.occurred_at
-		FROM page JOIN items i ON i.id = page.id ORDER BY page.score DESC, page.id`
+		// tsquery syntax, each term quoted; terms have no quote to escape.
+		query := "'" + strings.Join(terms, "' & '") + "'"
+		rows, err = s.db.QueryContext(ctx, `SELECT id, substr(text, 1, $4) FROM items
+			WHERE user_id = $1 AND search @@ $2::tsquery ORDER BY n DESC LIMIT $3`, userID, query, q.Limit, ingest.HeadBytes)
 	} else {
-		quoted := make([]string, len(q.Terms))
-		for i, t := range q.Terms {
-			quoted[i] = `"` + strings.ReplaceAll(t, `"`, `""`) + `"`
-		}
-		args[0] = strings.Join(quoted, " ")
-		var after string
-		if q.After != (ingest.SearchCursor{}) {
-			args = append(args, q.After.Score, q.After.ID)
-			n := len(args)
-			after = " WHERE score < $" + strconv.Itoa(n-1) + " OR (score = $" + strconv.Itoa(n-1) + " AND id > $" + strconv.Itoa(n) + ")"
-		}
-		// The score is the item's own: its matched words over its words
-		// (spaces + 1), never bm25, whose weights count every user's items
-		// and would let one user learn of another's words.
-		query = `WITH m AS (
-			SELECT i.n, i.id, highlight(items_fts, 0, char(1), '') AS h, i.text AS t FROM items_fts JOIN items i ON i.n = items_fts.rowid
-			WHERE items_fts MATCH $1 AND i.user_id = $2` + where + `),
-		hits AS (SELECT n, id, CAST(length(h) - length(replace(h, char(1), '')) AS REAL) / (1 + length(t) - length(replace(t, ' ', ''))) AS score FROM m),
-		page AS (SELECT n, id, score FROM hits` + after + ` ORDER BY score DESC, id LIMIT $3)
-		SELECT i.id, i.project, i.text,
-			snippet(items_fts, 0, '` + ingest.SnippetOpen + `', '` + ingest.SnippetClose + `', '…', ` + strconv.Itoa(snippetWords) + `),
-			i.kind, i.skill, i.tags, page.score, i.occurred_at
-		FROM page JOIN items i ON i.n = page.n JOIN items_fts ON items_fts.rowid = page.n
-		WHERE items_fts MATCH $1 ORDER BY page.score DESC, page.id`
+		// FTS5 syntax: the terms quoted, all of them required.
+		query := `"` + strings.Join(terms, `" "`) + `"`
+		rows, err = s.db.QueryContext(ctx, `SELECT i.id, COALESCE(h.head, i.text)
+			FROM (SELECT rowid AS n FROM items_terms WHERE items_terms MATCH $2 ORDER BY rowid DESC LIMIT $3) m
+			JOIN items i ON i.n = m.n LEFT JOIN item_heads h ON h.n = m.n
+			WHERE i.user_id = $1 ORDER BY m.n DESC`, userID, query, q.Limit)
 	}
-	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, wrap("search", err)
+	}
+	defer rows.Close()
+	hits := []ingest.Hit{}
+	for rows.Next() {
+		var h ingest.Hit
+		if err := rows.Scan(&h.ID, &h.Head); err != nil {
+			return nil, wrap("search", err)
+		}
+		h.Head = ingest.Head(h.Head) // PostgreSQL's substr counts characters
+		hits = append(hits, h)
+	}
+	return hits, wrap("search", rows.Err())
+}
+
+// Items returns the user's items ids, whole (see ingest.Store).
+func (s *IngestStore) Items(ctx context.Context, userID string, ids []string) ([]ingest.Result, error) {
+	if len(ids) == 0 {
+		return []ingest.Result{}, nil
+	}
+	args := []any{userID}
+	marks := make([]string, len(ids))
+	for i, id := range ids {
+		args = append(args, id)
+		marks[i] = "$" + strconv.Itoa(i+2)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT id, project, text, kind, skill, tags, occurred_at FROM items
+		WHERE user_id = $1 AND id IN (`+strings.Join(marks, ", ")+`)`, args...)
+	if err != nil {
+		return nil, wrap("read items", err)
 	}
 	defer rows.Close()
 	results := []ingest.Result{}
@@ -100,15 +171,106 @@ func (s *IngestStore) Search(ctx context.Context, userID string, q ingest.Search
 		var r ingest.Result
 		var tags string
 		var occurred int64
-		if err := rows.Scan(&r.ID, &r.Project, &r.Text, &r.Snippet, &r.Kind, &r.Skill, &tags, &r.Score, &occurred); err != nil {
-			return nil, wrap("search", err)
+		if err := rows.Scan(&r.ID, &r.Project, &r.Text, &r.Kind, &r.Skill, &tags, &occurred); err != nil {
+			return nil, wrap("read items", err)
 		}
 		r.Tags = []string{}
 		if err := json.Unmarshal([]byte(tags), &r.Tags); err != nil {
-			return nil, wrap("search: the tags of item "+r.ID, err)
+			return nil, wrap("read items: the tags of item "+r.ID, err)
 		}
 		r.OccurredAt = fromMS(occurred)
 		results = append(results, r)
 	}
-	return results, wrap("search", rows.Err())
+	return results, wrap("read items", rows.Err())
+}
+
+// execer runs statements: a store transaction, or a migration's.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// indexSQLite adds items to SQLite's index: the terms of each, and the
+// head of each longer than its head. Each item is n, the row it was
+// stored as, and what it holds.
+func indexSQLite(ctx context.Context, tx execer, items []indexed) error {
+	if len(items) == 0 {
+		return nil
+	}
+	terms := make([]string, 0, len(items))
+	args := make([]any, 0, 2*len(items))
+	var heads []string
+	var headArgs []any
+	for _, it := range items {
+		terms = append(terms, "(?, ?)")
+		args = append(args, it.n, itemTerms(it.userID, it.project, it.text))
+		if head := ingest.Head(it.text); len(head) < len(it.text) {
+			heads = append(heads, "(?, ?)")
+			headArgs = append(headArgs, it.n, head)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO items_terms (rowid, terms) VALUES "+strings.Join(terms, ", "), args...); err != nil {
+		return fmt.Errorf("index items: %w", err)
+	}
+	if len(heads) > 0 {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO item_heads (n, head) VALUES "+strings.Join(heads, ", "), headArgs...); err != nil {
+			return fmt.Errorf("keep the heads of items: %w", err)
+		}
+	}
+	return nil
+}
+
+// indexed is an item as the index sees it.
+type indexed struct {
+	n                     int64
+	userID, project, text string
+}
+
+// reindexBatch is how many items reindexItems reads and writes at once.
+const reindexBatch = 500
+
+// reindexItems writes the index terms (and, on SQLite, the heads) of every
+// item stored before the index kept each user's words apart: the Go step
+// of migration 0004 (search).
+func reindexItems(ctx context.Context, tx *sql.Tx, d Dialect) error {
+	for last := int64(0); ; {
+		rows, err := tx.QueryContext(ctx, "SELECT n, user_id, project, text FROM items WHERE n > $1 ORDER BY n LIMIT $2", last, reindexBatch)
+		if err != nil {
+			return fmt.Errorf("reindex items: %w", err)
+		}
+		var batch []indexed
+		for rows.Next() {
+			var it indexed
+			if err := rows.Scan(&it.n, &it.userID, &it.project, &it.text); err != nil {
+				rows.Close()
+				return fmt.Errorf("reindex items: %w", err)
+			}
+			batch = append(batch, it)
+		}
+		err = rows.Err()
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("reindex items: %w", err)
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		if d == SQLite {
+			err = indexSQLite(ctx, tx, batch)
+		} else {
+			values := make([]string, len(batch))
+			args := make([]any, 0, 2*len(batch))
+			for i, it := range batch {
+				values[i] = fmt.Sprintf("($%d::bigint, $%d)", 2*i+1, 2*i+2)
+				args = append(args, it.n, itemTerms(it.userID, it.project, it.text))
+			}
+			_, err = tx.ExecContext(ctx, `UPDATE items SET search = array_to_tsvector(string_to_array(v.terms, ' '))
+				FROM (VALUES `+strings.Join(values, ", ")+`) AS v (n, terms) WHERE items.n = v.n`, args...)
+		}
+		if err != nil {
+			return fmt.Errorf("reindex items: %w", err)
+		}
+		last = batch[len(batch)-1].n
+	}
 }

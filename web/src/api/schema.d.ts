@@ -299,7 +299,7 @@ export interface paths {
         };
         /**
          * Find your items
-         * @description Your items that hold every word of q, best first (more occurrences, relative to the item's length, rank higher), with a snippet, a page at a time.
+         * @description Your items that hold every word of q, best first, with a snippet, a page at a time. Words are runs of letters and digits, in any case and however their accents are written (Unicode NFKC). Of the items that hold every word, the 1000 you stored most recently are ranked, each by its first 2 KiB: the greater the share of its words that are words of q, the higher. To reach older items, narrow the query: another word, or a project. A query's cost is bounded by that: it does not grow with how many of your items match, nor with anyone else's.
          */
         get: operations["query-memory"];
         put?: never;
@@ -725,7 +725,7 @@ export interface components {
              */
             score: number;
             skill?: string;
-            /** @description The best passage, the matched words between ** marks (plain text, no markup). */
+            /** @description The passage around the first of the query's words in the item's first 2 KiB (from its start when they are further on), the query's words between ** marks, … where the text goes on: plain text, no markup, at most 400 bytes. */
             snippet: string;
             tags: string[];
             text: string;
