@@ -226,7 +226,7 @@ func addMemoryRoutes(api huma.API, cfg Config) {
 			"Words are runs of letters and digits, in any case and however their accents are written (Unicode NFKC). " +
 			fmt.Sprintf("Of the items that hold every word, the %d you stored most recently are ranked, each by its first %d KiB: ", ingest.RankedItems, ingest.HeadBytes>>10) +
 			"the greater the share of its words that are words of q, the higher. To reach older items, narrow the query: another word, or a project. " +
-			"A query's cost is bounded by that: it does not grow with how many of your items match, nor with anyone else's.",
+			"A query's cost never grows with anyone else's items; for words most of your items hold, it does not grow with how many do.",
 	}, queryBudget), h.query)
 	huma.Register(callers, huma.Operation{
 		OperationID: "delete-memory-item", Method: http.MethodDelete, Path: Prefix + "/memory/items/{id}", Summary: "Delete an item", Tags: tags,

@@ -37,3 +37,11 @@ func IndexTerms(userID string, s ingest.Search) []string { return queryTerms(use
 
 // QuietOutages is the handler River logs through, with a clock.
 var QuietOutages = quietOutages
+
+// OneUserKey makes every user's key in the index the same until the test
+// ends, as if all their keys collided. The test must not be parallel.
+func OneUserKey(t interface{ Cleanup(func()) }) {
+	saved := userKey
+	userKey = func(string) string { return "samekeysamekey00" }
+	t.Cleanup(func() { userKey = saved })
+}

@@ -326,7 +326,8 @@ const itemCols = "id, user_id, job_id, seq, project, text, kind, skill, tags, oc
 // the items are in: a FinishJob waits, so a job's ItemsDone always counts
 // the items it stored. All the items go in one INSERT, and into the
 // full-text index with them (search.go): on PostgreSQL in the same rows,
-// on SQLite in items_terms, for the rows the INSERT stored.
+// on SQLite in items_terms, for the rows the INSERT stored; and the heads
+// of the long ones into item_heads.
 func (s *IngestStore) StoreItems(ctx context.Context, id string, items []ingest.StoredItem, done int) error {
 	tx, end, err := s.begin(ctx)
 	if err != nil {
@@ -347,7 +348,7 @@ func (s *IngestStore) StoreItems(ctx context.Context, id string, items []ingest.
 }
 
 // insertItems inserts items, skipping those stored already, and indexes
-// the ones it stores.
+// the ones it stores (search.go).
 func (s *IngestStore) insertItems(ctx context.Context, tx *Tx, items []ingest.StoredItem) error {
 	pg := s.db.Dialect == Postgres
 	n := 11 // len(itemCols)
@@ -386,12 +387,7 @@ func (s *IngestStore) insertItems(ctx context.Context, tx *Tx, items []ingest.St
 			args = append(args, itemTerms(it.UserID, it.Project, it.Text))
 		}
 	}
-	q.WriteString(" ON CONFLICT (job_id, seq) DO NOTHING")
-	if pg {
-		_, err := tx.ExecContext(ctx, q.String(), args...)
-		return err
-	}
-	q.WriteString(" RETURNING n, seq")
+	q.WriteString(" ON CONFLICT (job_id, seq) DO NOTHING RETURNING n, seq")
 	rows, err := tx.QueryContext(ctx, q.String(), args...)
 	if err != nil {
 		return err
@@ -409,7 +405,7 @@ func (s *IngestStore) insertItems(ctx context.Context, tx *Tx, items []ingest.St
 			return err
 		}
 		it := bySeq[seq]
-		stored = append(stored, indexed{n: n, userID: it.UserID, project: it.Project, text: it.Text})
+		stored = append(stored, indexed{n: n, id: it.ID, userID: it.UserID, project: it.Project, text: it.Text})
 	}
 	err = rows.Err()
 	if cerr := rows.Close(); err == nil {
@@ -418,7 +414,7 @@ func (s *IngestStore) insertItems(ctx context.Context, tx *Tx, items []ingest.St
 	if err != nil {
 		return err
 	}
-	return indexSQLite(ctx, tx, stored)
+	return index(ctx, tx, s.db.Dialect, stored)
 }
 
 // FinishJob makes job id final, unless it is already, and gives back
@@ -537,4 +533,27 @@ func (s *IngestStore) DeleteExpiredKeys(ctx context.Context, now time.Time) (int
 			return total, nil
 		}
 	}
+}
+
+// UnfinishedJobs returns the ids of up to limit jobs not final and created
+// before before, the oldest first (see ingest.Store), by the index of
+// unfinished jobs.
+func (s *IngestStore) UnfinishedJobs(ctx context.Context, before time.Time, limit int) ([]string, error) {
+	// The statuses written out: a partial index is used only for the
+	// predicate it was made with.
+	rows, err := s.db.QueryContext(ctx, `SELECT id FROM jobs WHERE status IN ('queued', 'running') AND created_at < $1 ORDER BY created_at LIMIT $2`,
+		ms(before), limit)
+	if err != nil {
+		return nil, wrap("unfinished jobs", err)
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, wrap("unfinished jobs", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, wrap("unfinished jobs", rows.Err())
 }

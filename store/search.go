@@ -25,21 +25,23 @@ import (
 //
 //   - SQLite: items_terms, an FTS5 table that keeps no copy of the text
 //     (content=''), only which items hold each term (detail=none), its
-//     rowid the item's n. Long items' heads are in item_heads, so that a
-//     query reads 2 KiB of each, never its whole text.
+//     rowid the item's n.
 //   - PostgreSQL: items.search, a tsvector of the terms
-//     (array_to_tsvector: no parser, no positions), with a GIN index;
-//     substr reads only the start of a long text.
+//     (array_to_tsvector: no parser, no positions), with a GIN index.
 //
-// A query asks for every term of its words (and its project's), the
-// newest items first (the highest n), at most ingest.RankedItems of them:
-// its cost grows with that number, never with how many items match.
+// On both, the head of each item longer than its head (ingest.Head) is in
+// item_heads, so that a query reads 2 KiB of a long item, never its whole
+// text. A query asks for every term of its words (and its project's), the
+// newest items first (the highest n), at most ingest.RankedItems of them
+// (see Search and searchPostgres for what that costs).
 
-// userKeyLen is the length of a user's key in the index: 8 characters of
-// base32, 40 bits of the SHA-256 of the user's id. Two users whose keys
-// collide share terms in the index, which costs them time, not privacy:
-// Search still reads only the user's own rows.
-const userKeyLen = 8
+// userKeyLen is the length of a user's key in the index: 16 characters
+// of base32, 80 bits of the SHA-256 of the user's id, so that among a
+// million users two share a key with a chance of about 4 in 10^13. Two
+// users who did would share their terms' entries, which would cost them
+// time, never results or privacy: Search keeps only the user's own rows,
+// before it counts them against its limit.
+const userKeyLen = 16
 
 // indexBase32 writes terms: lower-case letters and digits only.
 var indexBase32 = base32.NewEncoding("0123456789abcdefghijklmnopqrstuv").WithPadding(base32.NoPadding)
@@ -48,10 +50,11 @@ var indexBase32 = base32.NewEncoding("0123456789abcdefghijklmnopqrstuv").WithPad
 // it is in a term; any other word is kept as a hash.
 const maxPlainWord = 32
 
-// userKey is userID's key in the index.
-func userKey(userID string) string {
+// userKey is userID's key in the index. It is a variable for one test,
+// which makes every user's key the same.
+var userKey = func(userID string) string {
 	sum := sha256.Sum256([]byte(userID))
-	return indexBase32.EncodeToString(sum[:5])[:userKeyLen]
+	return indexBase32.EncodeToString(sum[:10])[:userKeyLen]
 }
 
 // wordTerm is the term of word (as ingest.Words writes it) for the user
@@ -118,24 +121,87 @@ func (s *IngestStore) Search(ctx context.Context, userID string, q ingest.Search
 		return []ingest.Hit{}, nil
 	}
 	terms := queryTerms(userID, q)
-	var rows *Rows
-	var err error
 	if s.db.Dialect == Postgres {
-		// tsquery syntax, each term quoted; terms have no quote to escape.
-		query := "'" + strings.Join(terms, "' & '") + "'"
-		rows, err = s.db.QueryContext(ctx, `SELECT id, substr(text, 1, $4) FROM items
-			WHERE user_id = $1 AND search @@ $2::tsquery ORDER BY n DESC LIMIT $3`, userID, query, q.Limit, ingest.HeadBytes)
-	} else {
-		// FTS5 syntax: the terms quoted, all of them required.
-		query := `"` + strings.Join(terms, `" "`) + `"`
-		rows, err = s.db.QueryContext(ctx, `SELECT i.id, COALESCE(h.head, i.text)
-			FROM (SELECT rowid AS n FROM items_terms WHERE items_terms MATCH $2 ORDER BY rowid DESC LIMIT $3) m
-			JOIN items i ON i.n = m.n LEFT JOIN item_heads h ON h.n = m.n
-			WHERE i.user_id = $1 ORDER BY m.n DESC`, userID, query, q.Limit)
+		return s.searchPostgres(ctx, userID, terms, q.Limit)
 	}
+	// FTS5 syntax: the terms quoted, all of them required. FTS5 reads the
+	// terms' entries from the newest down and stops at the limit; the
+	// user's id is checked before a row counts (see userKeyLen).
+	rows, err := s.db.QueryContext(ctx, `SELECT i.id, COALESCE(h.head, i.text)
+		FROM items_terms t JOIN items i ON i.n = t.rowid LEFT JOIN item_heads h ON h.id = i.id
+		WHERE items_terms MATCH $2 AND i.user_id = $1 ORDER BY t.rowid DESC LIMIT $3`,
+		userID, `"`+strings.Join(terms, `" "`)+`"`, q.Limit)
 	if err != nil {
 		return nil, wrap("search", err)
 	}
+	return scanHits(rows)
+}
+
+// searchPostgres is Search on PostgreSQL, in one of two ways, chosen here
+// rather than by the planner. The planner judges each term alone: terms
+// that many items hold apart and few together (or that only old items
+// hold) would have it walk all of the user's items, checking each.
+//
+//   - First, the user's newest limit items, each checked: when they
+//     hold limit matches, as they do for words most items hold, that is
+//     the answer, and all a query costs.
+//   - Else the GIN index's bitmap of the items that hold every term,
+//     newest first: it costs what those items are, few for rare words,
+//     none for words never together, and never the rest of the user's
+//     items. (Index scans and sequential scans are turned off for that
+//     statement, so that the planner cannot walk instead.)
+func (s *IngestStore) searchPostgres(ctx context.Context, userID string, terms []string, limit int) ([]ingest.Hit, error) {
+	query := "'" + strings.Join(terms, "' & '") + "'" // tsquery syntax; terms have no quote to escape
+	rows, err := s.db.QueryContext(ctx, `SELECT i.id, CASE WHEN i.search @@ $2::tsquery THEN `+pgHead+` END
+		FROM items i WHERE i.user_id = $1 ORDER BY i.n DESC LIMIT $3`, userID, query, limit)
+	if err != nil {
+		return nil, wrap("search", err)
+	}
+	hits, walked := []ingest.Hit{}, 0
+	for rows.Next() {
+		var h ingest.Hit
+		var head sql.NullString
+		if err := rows.Scan(&h.ID, &head); err != nil {
+			rows.Close()
+			return nil, wrap("search", err)
+		}
+		walked++
+		if head.Valid {
+			h.Head = head.String
+			hits = append(hits, h)
+		}
+	}
+	err = rows.Err()
+	if cerr := rows.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || len(hits) == limit || walked < limit {
+		return hits, wrap("search", err)
+	}
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, wrap("search", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off"); err != nil {
+		return nil, wrap("search", err)
+	}
+	rows, err = tx.QueryContext(ctx, `SELECT i.id, `+pgHead+`
+		FROM (SELECT n FROM items WHERE user_id = $1 AND search @@ $2::tsquery ORDER BY n DESC LIMIT $3) m
+		JOIN items i ON i.n = m.n AND i.user_id = $1 ORDER BY m.n DESC`, userID, query, limit)
+	if err != nil {
+		return nil, wrap("search", err)
+	}
+	return scanHits(rows)
+}
+
+// pgHead is an item's head in PostgreSQL's searches (items i): its row
+// in item_heads, read only for the items that match, or else its text,
+// which is then no longer than a head.
+const pgHead = "COALESCE((SELECT h.head FROM item_heads h WHERE h.id = i.id), i.text)"
+
+// scanHits reads rows of ids and heads, and closes them.
+func scanHits(rows *Rows) ([]ingest.Hit, error) {
 	defer rows.Close()
 	hits := []ingest.Hit{}
 	for rows.Next() {
@@ -143,7 +209,6 @@ func (s *IngestStore) Search(ctx context.Context, userID string, q ingest.Search
 		if err := rows.Scan(&h.ID, &h.Head); err != nil {
 			return nil, wrap("search", err)
 		}
-		h.Head = ingest.Head(h.Head) // PostgreSQL's substr counts characters
 		hits = append(hits, h)
 	}
 	return hits, wrap("search", rows.Err())
@@ -189,30 +254,34 @@ type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
-// indexSQLite adds items to SQLite's index: the terms of each, and the
-// head of each longer than its head. Each item is n, the row it was
-// stored as, and what it holds.
-func indexSQLite(ctx context.Context, tx execer, items []indexed) error {
+// index adds stored items to the index: on SQLite their terms (on
+// PostgreSQL they are in the items' own rows), and on both the head of
+// each longer than its head.
+func index(ctx context.Context, tx execer, d Dialect, items []indexed) error {
 	if len(items) == 0 {
 		return nil
 	}
-	terms := make([]string, 0, len(items))
-	args := make([]any, 0, 2*len(items))
-	var heads []string
-	var headArgs []any
-	for _, it := range items {
-		terms = append(terms, "(?, ?)")
-		args = append(args, it.n, itemTerms(it.userID, it.project, it.text))
-		if head := ingest.Head(it.text); len(head) < len(it.text) {
-			heads = append(heads, "(?, ?)")
-			headArgs = append(headArgs, it.n, head)
+	if d == SQLite {
+		rows := make([]string, len(items))
+		args := make([]any, 0, 2*len(items))
+		for i, it := range items {
+			rows[i] = "(?, ?)"
+			args = append(args, it.n, itemTerms(it.userID, it.project, it.text))
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO items_terms (rowid, terms) VALUES "+strings.Join(rows, ", "), args...); err != nil {
+			return fmt.Errorf("index items: %w", err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, "INSERT INTO items_terms (rowid, terms) VALUES "+strings.Join(terms, ", "), args...); err != nil {
-		return fmt.Errorf("index items: %w", err)
+	var heads []string
+	var args []any
+	for _, it := range items {
+		if head := ingest.Head(it.text); len(head) < len(it.text) {
+			heads = append(heads, fmt.Sprintf("($%d, $%d)", len(args)+1, len(args)+2))
+			args = append(args, it.id, head)
+		}
 	}
 	if len(heads) > 0 {
-		if _, err := tx.ExecContext(ctx, "INSERT INTO item_heads (n, head) VALUES "+strings.Join(heads, ", "), headArgs...); err != nil {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO item_heads (id, head) VALUES "+strings.Join(heads, ", "), args...); err != nil {
 			return fmt.Errorf("keep the heads of items: %w", err)
 		}
 	}
@@ -221,8 +290,8 @@ func indexSQLite(ctx context.Context, tx execer, items []indexed) error {
 
 // indexed is an item as the index sees it.
 type indexed struct {
-	n                     int64
-	userID, project, text string
+	n                         int64
+	id, userID, project, text string
 }
 
 // reindexBatch is how many items reindexItems reads and writes at once.
@@ -230,17 +299,32 @@ const reindexBatch = 500
 
 // reindexItems writes the index terms (and, on SQLite, the heads) of every
 // item stored before the index kept each user's words apart: the Go step
-// of migration 0004 (search).
+// of migration 0004 (search). On PostgreSQL it then builds the GIN index
+// of the terms, once.
 func reindexItems(ctx context.Context, tx *sql.Tx, d Dialect) error {
+	if err := writeTerms(ctx, tx, d); err != nil {
+		return err
+	}
+	if d == SQLite {
+		return nil
+	}
+	// fastupdate off: new items go into the index itself, not a pending
+	// list that every query must also scan until a vacuum merges it.
+	_, err := tx.ExecContext(ctx, "CREATE INDEX items_search ON items USING GIN (search) WITH (fastupdate = off)")
+	return err
+}
+
+// writeTerms writes the terms of every item, reindexBatch at a time.
+func writeTerms(ctx context.Context, tx *sql.Tx, d Dialect) error {
 	for last := int64(0); ; {
-		rows, err := tx.QueryContext(ctx, "SELECT n, user_id, project, text FROM items WHERE n > $1 ORDER BY n LIMIT $2", last, reindexBatch)
+		rows, err := tx.QueryContext(ctx, "SELECT n, id, user_id, project, text FROM items WHERE n > $1 ORDER BY n LIMIT $2", last, reindexBatch)
 		if err != nil {
 			return fmt.Errorf("reindex items: %w", err)
 		}
 		var batch []indexed
 		for rows.Next() {
 			var it indexed
-			if err := rows.Scan(&it.n, &it.userID, &it.project, &it.text); err != nil {
+			if err := rows.Scan(&it.n, &it.id, &it.userID, &it.project, &it.text); err != nil {
 				rows.Close()
 				return fmt.Errorf("reindex items: %w", err)
 			}
@@ -256,9 +340,10 @@ func reindexItems(ctx context.Context, tx *sql.Tx, d Dialect) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		if d == SQLite {
-			err = indexSQLite(ctx, tx, batch)
-		} else {
+		if err := index(ctx, tx, d, batch); err != nil {
+			return fmt.Errorf("reindex items: %w", err)
+		}
+		if d == Postgres {
 			values := make([]string, len(batch))
 			args := make([]any, 0, 2*len(batch))
 			for i, it := range batch {

@@ -103,6 +103,15 @@ func TestSearchKeepsUsersApart(t *testing.T) {
 		if hits, _ := s.Search(ctx, "u2", ingest.Search{Words: []string{"pie"}, Limit: 10}); len(hits) != 0 {
 			t.Fatalf("bob finds ada's pie: %v", hitIDs(hits))
 		}
+		if n := count(t, db, "SELECT COUNT(*) FROM item_heads"); n != 1 {
+			t.Fatalf("%d heads kept, want the long item's", n)
+		}
+		if err := s.DeleteItem(ctx, "u1", ada[2]); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(t, db, "SELECT COUNT(*) FROM item_heads"); n != 0 {
+			t.Fatalf("%d heads kept after the long item was deleted, want none", n)
+		}
 		items, err := s.Items(ctx, "u1", []string{ada[0], bob[0], "nope"})
 		if err != nil || len(items) != 1 || items[0].Text != "apple pie" || items[0].Project != "p" || items[0].Kind != "note" {
 			t.Fatalf("Items = %+v, %v; want ada's one item of those ids", items, err)
@@ -143,6 +152,11 @@ func TestMigrationReindexes(t *testing.T) {
 			if n, err := db.Migrate(ctx); err != nil || n < 1 {
 				t.Fatalf("Migrate = %d, %v; want the search migration applied", n, err)
 			}
+			if d == store.Postgres {
+				if n := count(t, db, "SELECT COUNT(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'items_search'"); n != 1 {
+					t.Fatalf("the GIN index of the terms: %d, want it built", n)
+				}
+			}
 			s := store.NewIngestStore(db, nil)
 			if hits, err := s.Search(ctx, "u1", ingest.Search{Words: []string{"apple"}, Project: "p", Limit: 10}); err != nil || !slices.Equal(hitIDs(hits), []string{"i0"}) {
 				t.Fatalf("after the migration ada's search = %v, %v; want her one apple", hitIDs(hits), err)
@@ -153,4 +167,55 @@ func TestMigrationReindexes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Were two users' keys in the index the same, a search would still find
+// only its user's items, and as many of them as it asks for: the other
+// user's newer items, though they hold the word, are not counted against
+// its limit.
+func TestSearchWithCollidingUserKeys(t *testing.T) {
+	store.OneUserKey(t)
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		auth := store.NewAuthStore(db)
+		mustUser(t, auth, "u1", "ada")
+		mustUser(t, auth, "u2", "bob")
+		s := store.NewIngestStore(db, nil)
+		ada := storeTexts(t, s, "u1", "j1", "p", "apple pie", "apple tart")
+		storeTexts(t, s, "u2", "j2", "p", "apple", "apple", "apple", "apple", "apple")
+		hits, err := s.Search(ctx, "u1", ingest.Search{Words: []string{"apple"}, Limit: 2})
+		if err != nil || !slices.Equal(hitIDs(hits), []string{ada[1], ada[0]}) {
+			t.Fatalf("ada's search with bob's key the same as hers = %v, %v; want her two items", hitIDs(hits), err)
+		}
+	})
+}
+
+// When the newest items hold fewer matches than the search asks for (the
+// words are in older items only, or never together), the search still
+// finds the newest of those there are: on PostgreSQL by the index's
+// bitmap, after the walk over the newest came up short.
+func TestSearchFindsOlderMatches(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mustUser(t, store.NewAuthStore(db), "u1", "ada")
+		s := store.NewIngestStore(db, nil)
+		old := storeTexts(t, s, "u1", "j1", "p", "apple one", "apple two", "apple three", "pear")
+		storeTexts(t, s, "u1", "j2", "p", "odd", "even", "odd", "even", "plum", "plum")
+		for _, c := range []struct {
+			words []string
+			limit int
+			want  []string
+		}{
+			{[]string{"apple"}, 2, []string{old[2], old[1]}}, // the newest 2 items hold none
+			{[]string{"apple"}, 10, []string{old[2], old[1], old[0]}},
+			{[]string{"odd", "even"}, 2, nil}, // each in two items, never together
+			{[]string{"pear"}, 1, []string{old[3]}},
+		} {
+			hits, err := s.Search(ctx, "u1", ingest.Search{Words: c.words, Limit: c.limit})
+			if err != nil || !slices.Equal(hitIDs(hits), c.want) {
+				t.Errorf("Search(%v, limit %d) = %v, %v; want %v", c.words, c.limit, hitIDs(hits), err, c.want)
+			}
+		}
+	})
 }

@@ -21,11 +21,11 @@ CREATE VIRTUAL TABLE items_terms USING fts5 (
 -- The head (the first 2 KiB) of each item whose text is longer: a query
 -- ranks by the head, and reading it here spares reading the whole text.
 CREATE TABLE item_heads (
-    n    INTEGER PRIMARY KEY,
+    id   TEXT PRIMARY KEY,
     head TEXT NOT NULL
-);
+) WITHOUT ROWID;
 
 CREATE TRIGGER items_index_delete AFTER DELETE ON items BEGIN
     DELETE FROM items_terms WHERE rowid = old.n;
-    DELETE FROM item_heads WHERE n = old.n;
+    DELETE FROM item_heads WHERE id = old.id;
 END;
