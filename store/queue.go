@@ -303,10 +303,14 @@ type running struct {
 // may be more urgent than their older ones, which must not take turns.
 // Ties yield only to a job not started, so two light users' jobs never
 // take turns either; and not among heavy users, whose large jobs would
-// take turns at every chunk.) It is one read: River's table by its
-// fetching index (state, queue, priority), each job found joined to
-// brain's by its id. With a ctx that is not work's, or when the read
-// fails, it reports false: the job keeps its worker.
+// take turns at every chunk.) It is one read, of at most two probes of
+// River's table by its fetching index (state, queue, priority), each job
+// found joined to brain's by its id: the jobs of a smaller priority
+// number, then, for a light user, those of the same one. Neither probe
+// reads the job's own priority level whole, where a heavy user's backlog
+// waits, so it costs the same however long that backlog is. With a ctx
+// that is not work's, or when the read fails, it reports false: the job
+// keeps its worker.
 func (q *Queue) Yield(ctx context.Context) bool {
 	r, ok := ctx.Value(runningKey{}).(running)
 	if !ok {
@@ -316,12 +320,13 @@ func (q *Queue) Yield(ctx context.Context) bool {
 	if q.db.Dialect == SQLite {
 		jobID = "json_extract(r.args, '$.job_id')"
 	}
-	var urgent int
-	err := q.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM river_job r JOIN jobs j ON j.id = `+jobID+`
-		WHERE r.state = 'available' AND r.queue = $1 AND r.priority <= $2
-		AND (r.priority < $2 OR (r.priority <= 2 AND j.status = 'queued'))
-		AND j.user_id <> (SELECT user_id FROM jobs WHERE id = $3) LIMIT 1) AS w`, queueName, r.priority, r.jobID).Scan(&urgent)
-	return err == nil && urgent > 0
+	waiting := `EXISTS (SELECT 1 FROM river_job r JOIN jobs j ON j.id = ` + jobID + `
+		WHERE r.state = 'available' AND r.queue = $1 AND %s AND j.user_id <> (SELECT user_id FROM jobs WHERE id = $3))`
+	var urgent bool
+	err := q.db.QueryRowContext(ctx, `SELECT `+fmt.Sprintf(waiting, "r.priority < $2")+
+		` OR ($2 <= 2 AND `+fmt.Sprintf(waiting, "r.priority = $2 AND j.status = 'queued'")+`)`,
+		queueName, r.priority, r.jobID).Scan(&urgent)
+	return err == nil && urgent
 }
 
 // fetchCooldown is the least time between two fetches of jobs.
