@@ -238,3 +238,36 @@ func (s *Service) Sweep(ctx context.Context) (int, error) {
 	n, err := s.store.DeleteExpiredKeys(ctx, s.stamp())
 	return n, unavailable(err)
 }
+
+// AbandonAfter is how long a job may stay unfinished before
+// [Service.FailAbandoned] fails it: far longer than its attempts and the
+// queue's back-off between them take (ten attempts span about four
+// hours), so a job this old and unfinished is one the queue has lost (it
+// gave up on it while its failure could not be recorded, say). Until it
+// is failed, it holds its share of its user's quotas.
+const AbandonAfter = 24 * time.Hour
+
+// abandonBatch is how many abandoned jobs one read of FailAbandoned finds.
+const abandonBatch = 100
+
+// FailAbandoned fails the jobs that have been unfinished for longer than
+// AbandonAfter, as Fail does (job.failed published, the quotas given
+// back), and returns how many. Run it now and then, beside Sweep.
+func (s *Service) FailAbandoned(ctx context.Context) (int, error) {
+	before, failed := s.stamp().Add(-AbandonAfter), 0
+	for {
+		ids, err := s.store.UnfinishedJobs(ctx, before, abandonBatch)
+		if err != nil {
+			return failed, unavailable(err)
+		}
+		for _, id := range ids {
+			if err := s.fail(ctx, id, fmt.Sprintf("abandoned: not finished within %v of being accepted", AbandonAfter)); err != nil && !errors.Is(err, ErrPermanent) {
+				return failed, err
+			}
+			failed++
+		}
+		if len(ids) < abandonBatch {
+			return failed, nil
+		}
+	}
+}

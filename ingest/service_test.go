@@ -482,3 +482,47 @@ func TestIngestQuotas(t *testing.T) {
 		}
 	})
 }
+
+// A job the queue lost (never finished, a day after it was accepted) is
+// failed by FailAbandoned, which gives its share of the quotas back; a
+// younger one is left to the queue.
+func TestFailAbandoned(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		ctx := context.Background()
+		svc := ingest.NewService(e.store, ingest.Config{Now: e.clock.Now, MaxQueuedJobs: 1, Publish: e.events.publish})
+		lost, err := svc.Ingest(ctx, "alice", []byte(batchOf("lost", 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, err := svc.FailAbandoned(ctx); err != nil || n != 0 {
+			t.Fatalf("FailAbandoned at once = %d, %v; want none", n, err)
+		}
+		e.clock.Advance(ingest.AbandonAfter - time.Minute)
+		if _, err := svc.Ingest(ctx, "alice", []byte(batchOf("next", 1))); err == nil {
+			t.Fatal("alice's second job passed her quota of one queued job")
+		}
+		e.clock.Advance(time.Minute + time.Millisecond)
+		young, err := svc.Ingest(ctx, "bob", []byte(batchOf("young", 1)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.events.take()
+		if n, err := svc.FailAbandoned(ctx); err != nil || n != 1 {
+			t.Fatalf("FailAbandoned a day later = %d, %v; want alice's job", n, err)
+		}
+		if j, err := e.store.Job(ctx, "alice", lost.JobID); err != nil || j.Status != ingest.StatusFailed || !strings.Contains(j.Error, "abandoned") {
+			t.Fatalf("alice's job = %+v, %v; want failed as abandoned", j, err)
+		}
+		if j, _ := e.store.Job(ctx, "bob", young.JobID); j.Status != ingest.StatusQueued {
+			t.Fatalf("bob's new job = %s, want still queued", j.Status)
+		}
+		if evs := e.events.take(); len(evs) != 1 || evs[0].typ != ingest.EventJobFailed || evs[0].user != "alice" {
+			t.Fatalf("events %+v, want alice's job.failed", evs)
+		}
+		if _, err := svc.Ingest(ctx, "alice", []byte(batchOf("next", 1))); err != nil {
+			t.Fatalf("alice's next job after hers was failed: %v", err)
+		}
+	})
+}

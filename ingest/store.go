@@ -86,6 +86,9 @@ type Store interface {
 	// DeleteExpiredKeys deletes the idempotency entries that expired at
 	// or before now, and returns how many. Their jobs and items stay.
 	DeleteExpiredKeys(ctx context.Context, now time.Time) (int, error)
+	// UnfinishedJobs returns the ids of up to limit jobs, any user's, that
+	// are not final and were created before before, the oldest first.
+	UnfinishedJobs(ctx context.Context, before time.Time, limit int) ([]string, error)
 }
 
 // An Acceptance is what [Store.Accept] records for one ingest request.

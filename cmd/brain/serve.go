@@ -74,8 +74,8 @@ func rateLimitStore(cfg Config, client rueidis.Client, logger *slog.Logger, metr
 
 // startIngest builds the ingest service on db and starts its job queue,
 // whose workers process the batches it accepts (in this replica and, on
-// PostgreSQL, in any other), and a sweep of expired idempotency keys every
-// hour. stop ends both, letting running jobs finish for up to 10 s (a job
+// PostgreSQL, in any other), and, every hour, a sweep of expired
+// idempotency keys and of jobs the queue lost (FailAbandoned). stop ends both, letting running jobs finish for up to 10 s (a job
 // cut off is worked again later).
 func startIngest(bg context.Context, db *store.DB, cfg Config, hub streams.Hub, logger *slog.Logger) (svc *ingest.Service, stop func(), err error) {
 	var queue *store.Queue
@@ -117,6 +117,11 @@ func startIngest(bg context.Context, db *store.DB, cfg Config, hub streams.Hub, 
 				logger.Warn("ingest: sweeping expired idempotency keys failed; retrying in an hour", "error", err)
 			} else if n > 0 {
 				logger.Info("ingest: swept expired idempotency keys", "keys", n)
+			}
+			if n, err := svc.FailAbandoned(sweepCtx); err != nil && sweepCtx.Err() == nil {
+				logger.Warn("ingest: failing abandoned jobs failed; retrying in an hour", "error", err)
+			} else if n > 0 {
+				logger.Warn("ingest: failed jobs the queue had lost, unfinished a day after they were accepted", "jobs", n)
 			}
 			select {
 			case <-t.C:

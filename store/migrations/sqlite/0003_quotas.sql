@@ -23,3 +23,8 @@ SELECT u.id,
        (SELECT COUNT(*) FROM jobs j WHERE j.user_id = u.id AND j.status IN ('queued', 'running'))
 FROM users u
 WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.user_id = u.id);
+
+-- The jobs not final yet, oldest first: the hourly sweep fails those that
+-- have been unfinished for far longer than any job takes (the queue lost
+-- them), giving their share of the quotas back.
+CREATE INDEX jobs_unfinished ON jobs (created_at) WHERE status IN ('queued', 'running');
