@@ -85,7 +85,7 @@ func checkBody(api huma.API) func(huma.Context, func(huma.Context)) {
 			return
 		}
 		if !utf8Charset(r.Header.Get("Content-Type")) {
-			writeHumaError(api, ctx, unread(NewError(http.StatusUnsupportedMediaType, msgUnsupportedBody)))
+			writeHumaError(api, ctx, unread(NewError(http.StatusUnsupportedMediaType, "the request body must be UTF-8: send charset=utf-8, or no charset")))
 			return
 		}
 		next(ctx)

@@ -26,7 +26,7 @@ var errorDescriptions = map[int]string{
 	http.StatusRequestTimeout:        "request-timeout: the body did not arrive in time.",
 	http.StatusConflict:              "conflict: the request clashes with what exists, such as a per-user cap that is full; the message says what to do.",
 	http.StatusRequestEntityTooLarge: "payload-too-large: the body is larger than this operation accepts.",
-	http.StatusUnsupportedMediaType:  "unsupported-media-type: the body is not application/json.",
+	http.StatusUnsupportedMediaType:  "unsupported-media-type: the body is not application/json, or its charset is not UTF-8.",
 	http.StatusUnprocessableEntity:   "unprocessable: a parameter or body member breaks the schema; details.errors says which and why.",
 	http.StatusInternalServerError:   "internal: the server failed; the X-Request-Id header identifies the failure in its log.",
 }

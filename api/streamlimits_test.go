@@ -120,6 +120,24 @@ func TestStreamCapRefusalTakesNoOpen(t *testing.T) {
 	}
 }
 
+// A malformed Last-Event-ID is refused (422) before the stream takes a
+// slot or an open: 30 of them leave the open budget whole.
+func TestBadLastEventIDTakesNoOpen(t *testing.T) {
+	clk := testclock.New(t0)
+	_, l, _ := streamServerWith(t, api.Config{Now: clk.Now, Limits: api.Limits{StreamOpens: api.DefaultLimits().StreamOpens, Store: clockedStore(clk)}}, nil)
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	for range 30 {
+		if _, r := l.openStream("/api/v1/events", ada, "Last-Event-ID: nonsense"); r.status != 422 {
+			t.Fatalf("a malformed Last-Event-ID: %d %s", r.status, r.body)
+		}
+	}
+	st, r := l.openStream("/api/v1/events", ada)
+	if st == nil || !strings.Contains(r.header.Get("RateLimit"), `"stream-opens";r=19;`) {
+		t.Fatalf("after 30 malformed ids: RateLimit %q; want 19 opens left of 20", r.header.Get("RateLimit"))
+	}
+	st.close()
+}
+
 // The per-user cap counts every stream of a user, whichever of its
 // sessions or keys opened it: across 5 keys the 65th stream is refused
 // (policy streams-per-user), and gives back the key's slot and takes no

@@ -289,8 +289,14 @@ func (p *streamPlane) open(s *Server, op *huma.Operation, w http.ResponseWriter,
 	if id == nil {
 		return nil, false // answered
 	}
-	slot, userSlot, e := p.admit(r.Context(), w.Header(), id)
+	// A malformed Last-Event-ID is refused before the stream takes a slot
+	// or an open: a refusal costs the caller nothing.
 	after := r.Header.Get("Last-Event-ID")
+	if after != "" && !lastEventID.MatchString(after) {
+		WriteError(w, NewError(http.StatusUnprocessableEntity, "", FieldError{Location: "header.Last-Event-ID", Message: "not an event id of this API: <digits>-<digits>, as an event's id: field"}))
+		return nil, false
+	}
+	slot, userSlot, e := p.admit(r.Context(), w.Header(), id)
 	switch {
 	case e != nil && e.status == StatusClientClosedRequest:
 		w.WriteHeader(StatusClientClosedRequest) // nobody is left to answer; only the access log sees it
@@ -300,11 +306,6 @@ func (p *streamPlane) open(s *Server, op *huma.Operation, w http.ResponseWriter,
 			s.outages.log(r.Context(), e.cause)
 		}
 		WriteError(w, e)
-		return nil, false
-	case after != "" && !lastEventID.MatchString(after):
-		slot.Release()
-		userSlot.Release()
-		WriteError(w, NewError(http.StatusUnprocessableEntity, "", FieldError{Location: "header.Last-Event-ID", Message: "not an event id of this API: <digits>-<digits>, as an event's id: field"}))
 		return nil, false
 	}
 	p.enter()

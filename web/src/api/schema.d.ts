@@ -299,7 +299,7 @@ export interface paths {
         };
         /**
          * Find your items
-         * @description Your items that hold every word of q, best first, with a snippet, a page at a time. Words are runs of letters and digits, in any case and however their accents are written (Unicode NFKC). Of the items that hold every word, the 1000 you stored most recently are ranked, each by its first 2 KiB: the greater the share of its words that are words of q, the higher. To reach older items, narrow the query: another word, or a project. A query's cost is bounded by that: it does not grow with how many of your items match, nor with anyone else's.
+         * @description Your items that hold every word of q, best first, with a snippet, a page at a time. Words are runs of letters and digits, in any case and however their accents are written (Unicode NFKC). Of the items that hold every word, the 1000 you stored most recently are ranked, each by its first 2 KiB: the greater the share of its words that are words of q, the higher. To reach older items, narrow the query: another word, or a project. A query's cost never grows with anyone else's items; for words most of your items hold, it does not grow with how many do.
          */
         get: operations["query-memory"];
         put?: never;
@@ -1004,7 +1004,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported-media-type: the body is not application/json. */
+            /** @description unsupported-media-type: the body is not application/json, or its charset is not UTF-8. */
             415: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -1228,7 +1228,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported-media-type: the body is not application/json. */
+            /** @description unsupported-media-type: the body is not application/json, or its charset is not UTF-8. */
             415: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -1482,7 +1482,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported-media-type: the body is not application/json. */
+            /** @description unsupported-media-type: the body is not application/json, or its charset is not UTF-8. */
             415: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -2118,7 +2118,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description unsupported-media-type: the body is not application/json. */
+            /** @description unsupported-media-type: the body is not application/json, or its charset is not UTF-8. */
             415: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
