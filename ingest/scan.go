@@ -406,12 +406,3 @@ func (s *scanner) end() bool {
 	}
 	return true
 }
-
-// validJSON reports whether data is one JSON value and nothing more, as
-// the scanner reads it, nested at most maxDepth deep; and why not. It
-// exists for the tests, which hold the scanner to encoding/json.
-func validJSON(data []byte, maxDepth int) (bool, failure) {
-	s := scanner{data: data, maxDepth: maxDepth}
-	good := s.skip(1) && s.end()
-	return good, s.failed
-}

@@ -87,3 +87,12 @@ func TestUnescape(t *testing.T) {
 		}
 	}
 }
+
+// validJSON reports whether data is one JSON value and nothing more, as
+// the scanner reads it, nested at most maxDepth deep; and why not. The tests
+// hold the scanner to encoding/json through it.
+func validJSON(data []byte, maxDepth int) (bool, failure) {
+	s := scanner{data: data, maxDepth: maxDepth}
+	good := s.skip(1) && s.end()
+	return good, s.failed
+}

@@ -16,6 +16,12 @@ import (
 // goes on at WARN, each message once per interval, with how many times
 // it came since its previous line (repeats). Records below WARN go on as
 // they are.
+//
+// A message is the key, whatever its error: within the minute, another
+// cause logged under the same message (a refused permission amid refused
+// connections) waits for the next line, which carries the latest record's
+// attributes; and the repeats since a message's last line are not logged
+// until the message comes again.
 type outageHandler struct {
 	next   slog.Handler
 	counts *outageCounts // shared by the handlers WithAttrs and WithGroup make

@@ -116,7 +116,7 @@ func main() {
 		os.Exit(2)
 	}
 	fmt.Printf("== connflood %s\ncommand:  %s\nmachine:  %d CPUs, client and server together; load %s\n",
-		time.Now().UTC().Format(time.RFC3339), loadtool.Command("connflood"), loadtool.NumCPU(), loadavg())
+		time.Now().UTC().Format(time.RFC3339), loadtool.Command("connflood"), loadtool.NumCPU(), loadtool.LoadAvg())
 	fmt.Printf("attack:   %d connections from %d addresses, each one GET /api/v1/health then idle; server RLIMIT_NOFILE %d; held %v, probed every %v\n\n",
 		s.conns, s.addrs, s.limit, s.hold, s.every)
 	for run := 1; run <= s.runs; run++ {
@@ -126,7 +126,7 @@ func main() {
 			}
 		}
 	}
-	fmt.Printf("machine load at the end: %s\n", loadavg())
+	fmt.Printf("machine load at the end: %s\n", loadtool.LoadAvg())
 }
 
 // measure runs the attack once against b and prints what it saw.
@@ -159,7 +159,7 @@ func measure(s settings, b binary, run int) error {
 	login, lcost, lerr := probeLogin(base, pid)
 	fmt.Printf("%s, run %d (%s): at rest health %s, login %s (%s); VmRSS %.1f MiB\n", b.name, run, b.path, show(health, herr), show(login, lerr), lcost, mib(status(pid, "VmRSS")))
 
-	cpu0, start := procCPU(pid), time.Now()
+	cpu0, start := loadtool.ProcCPU(pid), time.Now()
 	var answered, failed int
 	var floods []*exec.Cmd
 	defer func() {
@@ -176,7 +176,7 @@ func measure(s settings, b binary, run int) error {
 		floods = append(floods, f)
 		answered, failed = answered+a, failed+n
 	}
-	took, cpu := time.Since(start), procCPU(pid)-cpu0
+	took, cpu := time.Since(start), loadtool.ProcCPU(pid)-cpu0
 	perRequest := "-"
 	if answered > 0 {
 		perRequest = fmt.Sprintf("%.0f µs", float64(cpu.Microseconds())/float64(answered))
@@ -233,9 +233,9 @@ func probe(base, path string) (time.Duration, error) {
 // CPU time and minor page faults over the request (the server does
 // little else meanwhile).
 func probeLogin(base string, pid int) (d time.Duration, cost string, err error) {
-	cpu0, faults0 := procCPU(pid), procFaults(pid)
+	cpu0, faults0 := loadtool.ProcCPU(pid), procFaults(pid)
 	d, err = probe(base, "/api/v1/auth/login")
-	return d, fmt.Sprintf("%d ms CPU, %d faults", (procCPU(pid) - cpu0).Milliseconds(), procFaults(pid)-faults0), err
+	return d, fmt.Sprintf("%d ms CPU, %d faults", (loadtool.ProcCPU(pid) - cpu0).Milliseconds(), procFaults(pid)-faults0), err
 }
 
 // show is a probe's result for the report.
@@ -336,27 +336,6 @@ func mib(kib int64) float64 { return float64(kib) / 1024 }
 func openFiles(pid int) int {
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	return len(fds)
-}
-
-// loadavg is the machine's load averages over 1, 5 and 15 minutes.
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
-}
-
-// procCPU is process pid's user and system CPU time so far.
-func procCPU(pid int) time.Duration {
-	f := procStat(pid)
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	k, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+k) * 10 * time.Millisecond // USER_HZ is 100 on Linux
 }
 
 // procFaults is how many minor page faults process pid has taken.

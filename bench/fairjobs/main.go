@@ -131,7 +131,7 @@ func run(s settings) error {
 		}
 		s.bins.Set("this=" + bin)
 	}
-	load0 := loadAvg()
+	load0 := loadtool.LoadAvg()
 	results := make(map[string][]result)
 	for r := range s.runs {
 		for _, b := range s.bins {
@@ -149,7 +149,7 @@ func run(s settings) error {
 	}
 	fmt.Printf("\n== fairjobs %s\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Printf("command:  %s\n", loadtool.Command("fairjobs"))
-	fmt.Printf("machine:  %d CPUs shared by this tool, brain and the database; load average %s at start, %s at end\n", loadtool.NumCPU(), load0, loadAvg())
+	fmt.Printf("machine:  %d CPUs shared by this tool, brain and the database; load average %s at start, %s at end\n", loadtool.NumCPU(), load0, loadtool.LoadAvg())
 	fmt.Printf("load:     %s; A posts %d batches of %d items of about %d bytes, %d at a time; then B posts %d batches of 1 item, %s apart\n",
 		dialect, s.batches, s.items, s.text, s.clients, s.tries, s.every)
 	for _, b := range s.bins {
@@ -440,13 +440,4 @@ func ms(ds ...time.Duration) string {
 		s[i] = strconv.FormatInt(d.Milliseconds(), 10) + " ms"
 	}
 	return strings.Join(s, ", ")
-}
-
-// loadAvg is the one-minute load average, "?" where there is none.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
-		return f[0]
-	}
-	return "?"
 }

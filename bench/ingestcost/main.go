@@ -98,7 +98,7 @@ func run(binList string, rounds, size int, shapes []string, flood int, floodShap
 		}
 		bodies[s] = b
 	}
-	load0 := loadAvg()
+	load0 := loadtool.LoadAvg()
 	type key struct{ bin, shape string }
 	results := map[key][]measure{}
 	for r := range rounds {
@@ -129,7 +129,7 @@ func run(binList string, rounds, size int, shapes []string, flood int, floodShap
 	}
 	fmt.Printf("\n== ingestcost %s\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Printf("command:  %s\n", loadtool.Command("ingestcost"))
-	fmt.Printf("machine:  %d CPUs; load average %s at start, %s at end\n", loadtool.NumCPU(), load0, loadAvg())
+	fmt.Printf("machine:  %d CPUs; load average %s at start, %s at end\n", loadtool.NumCPU(), load0, loadtool.LoadAvg())
 	fmt.Printf("method:   a new brain (SQLite) for each measurement; one body after a warm-up; CPU from /proc/PID/stat, growth = VmHWM after - VmRSS before\n")
 	for _, bin := range bins {
 		fmt.Printf("\n%s\n", bin)
@@ -197,7 +197,7 @@ func one(dir, bin string, env []string, body []byte, n int) (measure, error) {
 	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
 		return measure{}, fmt.Errorf("reset the peak: %w", err)
 	}
-	cpu0 := procCPU(pid)
+	cpu0 := loadtool.ProcCPU(pid)
 	m.statuses = map[int]int{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -216,7 +216,7 @@ func one(dir, bin string, env []string, body []byte, n int) (measure, error) {
 		})
 	}
 	wg.Wait()
-	m.cpu = procCPU(pid) - cpu0
+	m.cpu = loadtool.ProcCPU(pid) - cpu0
 	m.peak = status(pid, "VmHWM")
 	m.growth = m.peak - m.before
 	return m, nil
@@ -308,22 +308,6 @@ func status(pid int, field string) int64 {
 	return 0
 }
 
-// procCPU is process pid's user and system CPU time so far.
-func procCPU(pid int) time.Duration {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	k, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+k) * 10 * time.Millisecond // USER_HZ is 100 on Linux
-}
-
 // statuses writes the statuses of ms, merged: "422 ×3". A client that
 // sends a large body without Expect: 100-continue may see its connection
 // closed before it reads a refusal that came early (503, 413): that is a
@@ -360,13 +344,4 @@ func span(ms []measure, f func(measure) float64, format string) string {
 		return a
 	}
 	return a + "–" + b
-}
-
-// loadAvg is the one-minute load average, "?" where there is none.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
-		return f[0]
-	}
-	return "?"
 }

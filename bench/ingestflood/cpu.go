@@ -2,13 +2,14 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/brain-template/brain/bench/internal/loadtool"
 )
 
 // A cpuReading is the CPU time spent so far by each party of a run.
@@ -21,7 +22,7 @@ type cpuReading struct {
 // PostgreSQL backends serving database dbName ("" for none), and of the
 // whole machine.
 func readCPU(serverPID int, dbName string) cpuReading {
-	r := cpuReading{server: procCPU(serverPID), self: selfCPU()}
+	r := cpuReading{server: loadtool.ProcCPU(serverPID), self: selfCPU()}
 	if dbName != "" {
 		r.db = backendsCPU(dbName)
 	}
@@ -40,22 +41,6 @@ func readCPU(serverPID int, dbName string) cpuReading {
 	return r
 }
 
-// procCPU is process pid's user and system CPU time so far.
-func procCPU(pid int) time.Duration {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[i+1:])) // after the command name, which may hold spaces
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	k, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+k) * 10 * time.Millisecond // USER_HZ is 100 on Linux
-}
-
 // backendsCPU is the CPU time of the PostgreSQL backends connected to
 // database dbName, found by their process titles ("postgres: ... user
 // dbName host(port) state"). A backend that exited is not counted: the
@@ -69,7 +54,7 @@ func backendsCPU(dbName string) time.Duration {
 			continue
 		}
 		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		sum += procCPU(pid)
+		sum += loadtool.ProcCPU(pid)
 	}
 	return sum
 }

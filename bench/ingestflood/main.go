@@ -142,7 +142,7 @@ func run(s settings) error {
 		return err
 	}
 	l := newLoad(srv, key, dbName, s)
-	load0 := loadAvg()
+	load0 := loadtool.LoadAvg()
 
 	first := l.firsts(s.d, pprofAddr, s.pprofDir)
 	accepted := first.ok * s.items
@@ -152,7 +152,7 @@ func run(s settings) error {
 		drained, drainErr = l.waitStored(accepted, s.drainTimeout)
 	}
 	replay := l.replays(s.d, pprofAddr, s.pprofDir)
-	load1 := loadAvg()
+	load1 := loadtool.LoadAvg()
 
 	ratio := 0.0
 	if first.rate() > 0 {
@@ -289,13 +289,4 @@ func apiKey(addr string) (string, error) {
 		return "", fmt.Errorf("ingestflood: POST /api/v1/apikeys answered %s: %s", res.Status, b)
 	}
 	return created.Key, nil
-}
-
-// loadAvg is the one-minute load average, "?" where there is none.
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
-		return f[0]
-	}
-	return "?"
 }

@@ -313,13 +313,17 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 	}
 	fromFlag := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { fromFlag[f.Name] = true })
+	// named is a setting as the user gave it: its flag, or its variable.
+	named := func(flagName, env string) string {
+		if fromFlag[flagName] {
+			return "--" + flagName
+		}
+		return env
+	}
 	c := Config{Budgets: budgets, budgetFrom: from}
 	for i, s := range settings {
 		if err := s.set(&c, *values[i]); err != nil {
-			name := s.env
-			if fromFlag[s.flag] {
-				name = "--" + s.flag
-			}
+			name := named(s.flag, s.env)
 			if s.secret {
 				return Config{}, fmt.Errorf("invalid %s: %w", name, err)
 			}
@@ -327,22 +331,12 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 		}
 	}
 	if c.BodyBytesPerUser > c.BodyBytesInFlight {
-		name := bodyBytesPerUserEnv
-		if fromFlag["body-bytes-in-flight-per-user"] {
-			name = "--body-bytes-in-flight-per-user"
-		}
 		return Config{}, fmt.Errorf("invalid %s: %d bytes is more than %s (%d): one user cannot hold more than everyone together",
-			name, c.BodyBytesPerUser, bodyBytesEnv, c.BodyBytesInFlight)
+			named("body-bytes-in-flight-per-user", bodyBytesPerUserEnv), c.BodyBytesPerUser, named("body-bytes-in-flight", bodyBytesEnv), c.BodyBytesInFlight)
 	}
 	if c.StreamUserCap < c.StreamCap { // a user's cap counts the streams of all its sessions and keys
-		name, capName := "BRAIN_STREAM_USER_CAP", "BRAIN_STREAM_CAP"
-		if fromFlag["stream-user-cap"] {
-			name = "--stream-user-cap"
-		}
-		if fromFlag["stream-cap"] {
-			capName = "--stream-cap"
-		}
-		return Config{}, fmt.Errorf("invalid %s=%d: it must be at least %s (%d): a user's cap counts the streams of all its sessions and API keys, so it cannot be below what one of them may hold", name, c.StreamUserCap, capName, c.StreamCap)
+		return Config{}, fmt.Errorf("invalid %s=%d: it must be at least %s (%d): a user's cap counts the streams of all its sessions and API keys, so it cannot be below what one of them may hold",
+			named("stream-user-cap", "BRAIN_STREAM_USER_CAP"), c.StreamUserCap, named("stream-cap", "BRAIN_STREAM_CAP"), c.StreamCap)
 	}
 	return c, nil
 }
