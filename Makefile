@@ -7,10 +7,10 @@ WEB_DEPS := web/node_modules/.package-lock.json
 run: ## run the server with its defaults (SQLite and in-memory state)
 	$(GO) run ./cmd/brain
 
-test: $(WEB_DEPS) ## every test: the benchmark module compiled, Go with -race (spec drift included), the connection flood without it, the TypeScript client check
+test: $(WEB_DEPS) ## every test: the benchmark module compiled, Go with -race (spec drift included), the connection flood and an ingest body's cost without it, the TypeScript client check
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 -run '^$$' ./... >/dev/null
 	$(GO) test -race ./...
-	$(GO) test -count=1 -run '^TestIdleConnectionFlood$$' ./cmd/brain
+	$(GO) test -count=1 -run '^(TestIdleConnectionFlood|TestIngestBodyCost)$$' ./cmd/brain
 	$(MAKE) --no-print-directory client-check
 
 openapi: ## regenerate openapi.json from the code (then run make client)

@@ -121,8 +121,12 @@ func measure(t *testing.T, pid int, send func()) cost {
 // each body built to be costly is refused (422, a short answer that
 // repeats none of it) for no more CPU than accepting a valid batch of
 // the same size, and the server's peak memory rises by less than four
-// times the body. Measured on brain in a process of its own.
+// times the body. Measured on brain in a process of its own, without the
+// race detector, whose shadow memory would be measured with it.
 func TestIngestBodyCost(t *testing.T) {
+	if raceEnabled {
+		t.Skip("measures brain's memory, which the race detector multiplies; make test runs it without -race")
+	}
 	p := startProc(t, memoryEnv(nil))
 	s := loginAdmin(t, p.base)
 	pid := p.cmd.Process.Pid
