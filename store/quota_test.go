@@ -202,6 +202,22 @@ func TestQuotaUnderConcurrency(t *testing.T) {
 	})
 }
 
+// openBefore opens a new database of dialect d, closed when the test
+// ends, with brain's migrations before the one named name applied.
+func openBefore(t *testing.T, d store.Dialect, name string) *store.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, storetest.URL(t, d), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if err := db.MigrateBefore(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 // TestQuotaMigration: the migration that adds the usage rows counts what
 // the tables hold: items stored, the items not yet stored of jobs not
 // final, and those jobs.
@@ -210,14 +226,7 @@ func TestQuotaMigration(t *testing.T) {
 	for _, d := range storetest.Dialects {
 		t.Run(string(d), func(t *testing.T) {
 			ctx := context.Background()
-			db, err := store.Open(ctx, storetest.URL(t, d), t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			if err := db.MigrateBefore(ctx, "quotas"); err != nil {
-				t.Fatal(err)
-			}
+			db := openBefore(t, d, "quotas")
 			exec := func(q string) {
 				t.Helper()
 				if _, err := db.ExecContext(ctx, q); err != nil {

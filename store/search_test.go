@@ -126,14 +126,7 @@ func TestMigrationReindexes(t *testing.T) {
 	for _, d := range storetest.Dialects {
 		t.Run(string(d), func(t *testing.T) {
 			ctx := context.Background()
-			db, err := store.Open(ctx, storetest.URL(t, d), t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
-			if err := db.MigrateBefore(ctx, "search"); err != nil {
-				t.Fatal(err)
-			}
+			db := openBefore(t, d, "search")
 			for _, u := range []string{"u1", "u2"} {
 				if _, err := db.ExecContext(ctx, `INSERT INTO users (id, username, password_hash, created_at) VALUES ($1, $1, 'x', 0)`, u); err != nil {
 					t.Fatal(err)

@@ -62,25 +62,9 @@ const probeTimeout = 5 * time.Second
 // connections (see flood).
 const floodFlag = "flood"
 
-// A binary is one -bin: a name for the report, and its path.
-type binary struct{ name, path string }
-
-type binList []binary
-
-func (b *binList) String() string { return fmt.Sprint(*b) }
-
-func (b *binList) Set(v string) error {
-	name, path, ok := strings.Cut(v, "=")
-	if !ok || name == "" || path == "" {
-		return errors.New("want name=path, such as before=/tmp/brain-before")
-	}
-	*b = append(*b, binary{name, path})
-	return nil
-}
-
 // settings are connflood's flags.
 type settings struct {
-	bins         binList
+	bins         loadtool.Binaries
 	runs, limit  int
 	conns, addrs int
 	hold, every  time.Duration
@@ -130,7 +114,7 @@ func main() {
 }
 
 // measure runs the attack once against b and prints what it saw.
-func measure(s settings, b binary, run int) error {
+func measure(s settings, b loadtool.Binary, run int) error {
 	dir, err := os.MkdirTemp("", "connflood")
 	if err != nil {
 		return err
@@ -138,7 +122,7 @@ func measure(s settings, b binary, run int) error {
 	defer os.RemoveAll(dir)
 	// sh sets the limit, then becomes brain: the pid stays the server's.
 	script := filepath.Join(dir, "brain.sh")
-	if err := os.WriteFile(script, fmt.Appendf(nil, "#!/bin/sh\nulimit -n %d || exit 1\nexec %q\n", s.limit, b.path), 0o700); err != nil {
+	if err := os.WriteFile(script, fmt.Appendf(nil, "#!/bin/sh\nulimit -n %d || exit 1\nexec %q\n", s.limit, b.Path), 0o700); err != nil {
 		return err
 	}
 	env := append([]string{"BRAIN_ADDR=127.0.0.1:0", "BRAIN_DATA_DIR=" + filepath.Join(dir, "data"), "BRAIN_METRICS_ADDR=off",
@@ -152,12 +136,12 @@ func measure(s settings, b binary, run int) error {
 	base := "http://" + srv.Addr
 	for range 3 {
 		if _, err := probe(base, "/api/v1/auth/login"); err != nil {
-			return fmt.Errorf("connflood: %s: login at rest: %w", b.name, err)
+			return fmt.Errorf("connflood: %s: login at rest: %w", b.Name, err)
 		}
 	}
 	health, herr := probe(base, "/api/v1/health")
 	login, lcost, lerr := probeLogin(base, pid)
-	fmt.Printf("%s, run %d (%s): at rest health %s, login %s (%s); VmRSS %.1f MiB\n", b.name, run, b.path, show(health, herr), show(login, lerr), lcost, mib(status(pid, "VmRSS")))
+	fmt.Printf("%s, run %d (%s): at rest health %s, login %s (%s); VmRSS %.1f MiB\n", b.Name, run, b.Path, show(health, herr), show(login, lerr), lcost, mib(status(pid, "VmRSS")))
 
 	cpu0, start := loadtool.ProcCPU(pid), time.Now()
 	var answered, failed int

@@ -30,7 +30,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -57,27 +56,13 @@ const (
 
 // settings are fairjobs' flags.
 type settings struct {
-	bins                 binList
+	bins                 loadtool.Binaries
 	databaseURL          string
 	runs, batches, items int
 	text, clients, tries int
 	every, target        time.Duration
 	wait, keep           bool
 	env                  loadtool.EnvList
-}
-
-// binList is the repeatable -bin NAME=PATH flag.
-type binList []struct{ name, path string }
-
-func (b *binList) String() string { return fmt.Sprint(*b) }
-
-func (b *binList) Set(v string) error {
-	name, path, ok := strings.Cut(v, "=")
-	if !ok || name == "" || path == "" {
-		return errors.New("want NAME=PATH")
-	}
-	*b = append(*b, struct{ name, path string }{name, path})
-	return nil
 }
 
 func main() {
@@ -135,12 +120,12 @@ func run(s settings) error {
 	results := make(map[string][]result)
 	for r := range s.runs {
 		for _, b := range s.bins {
-			res, err := measure(s, b.path, filepath.Join(dir, fmt.Sprintf("%s-%d", b.name, r)))
+			res, err := measure(s, b.Path, filepath.Join(dir, fmt.Sprintf("%s-%d", b.Name, r)))
 			if err != nil {
-				return fmt.Errorf("run %d of %s: %w", r+1, b.name, err)
+				return fmt.Errorf("run %d of %s: %w", r+1, b.Name, err)
 			}
-			results[b.name] = append(results[b.name], res)
-			fmt.Fprintf(os.Stderr, "fairjobs: run %d of %s: B %v; %d of A's %d jobs final then\n", r+1, b.name, ms(res.b...), res.aFinal, s.batches)
+			results[b.Name] = append(results[b.Name], res)
+			fmt.Fprintf(os.Stderr, "fairjobs: run %d of %s: B %v; %d of A's %d jobs final then\n", r+1, b.Name, ms(res.b...), res.aFinal, s.batches)
 		}
 	}
 	dialect := "sqlite"
@@ -154,8 +139,8 @@ func run(s settings) error {
 		dialect, s.batches, s.items, s.text, s.clients, s.tries, s.every)
 	for _, b := range s.bins {
 		var all []time.Duration
-		for r, res := range results[b.name] {
-			line := fmt.Sprintf("%-8s run %d: B %s; A: %d of %d jobs final at B's last; posted in %s", b.name, r+1, ms(res.b...), res.aFinal, s.batches, ms(res.aPosted))
+		for r, res := range results[b.Name] {
+			line := fmt.Sprintf("%-8s run %d: B %s; A: %d of %d jobs final at B's last; posted in %s", b.Name, r+1, ms(res.b...), res.aFinal, s.batches, ms(res.aPosted))
 			if res.aDone > 0 {
 				line += fmt.Sprintf(", all final after %s (%d succeeded)", ms(res.aDone), res.aSucceeded)
 			}
@@ -167,7 +152,7 @@ func run(s settings) error {
 		}
 		slices.Sort(all)
 		ok := all[len(all)-1] <= s.target
-		fmt.Printf("%-8s B over %d tries: p50 %s, max %s; target every B job within %s: %s\n", b.name, len(all), ms(all[(len(all)-1)/2]), ms(all[len(all)-1]), s.target, loadtool.Verdict(ok))
+		fmt.Printf("%-8s B over %d tries: p50 %s, max %s; target every B job within %s: %s\n", b.Name, len(all), ms(all[(len(all)-1)/2]), ms(all[len(all)-1]), s.target, loadtool.Verdict(ok))
 	}
 	return nil
 }

@@ -27,6 +27,26 @@ func (e *EnvList) Set(v string) error {
 	return nil
 }
 
+// A Binary is one brain binary to measure: a name for the report, and
+// its path.
+type Binary struct{ Name, Path string }
+
+// Binaries is a repeatable -bin NAME=PATH flag.
+type Binaries []Binary
+
+// String lists the binaries.
+func (b *Binaries) String() string { return fmt.Sprint(*b) }
+
+// Set adds one NAME=PATH.
+func (b *Binaries) Set(v string) error {
+	name, path, ok := strings.Cut(v, "=")
+	if !ok || name == "" || path == "" {
+		return errors.New("want NAME=PATH, such as before=/tmp/brain-before")
+	}
+	*b = append(*b, Binary{name, path})
+	return nil
+}
+
 // RepoRoot is the repository that holds the working directory: the
 // nearest directory above it with cmd/brain.
 func RepoRoot(tool string) (string, error) {
