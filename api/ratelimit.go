@@ -365,7 +365,8 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 			RateLimitEntry{Plane: "stream", Policy: streamUserPolicy, Concurrent: ps.streamUserCap})
 		entries = append(entries, entriesOf(ps.streamOpens)...)
 	} else {
-		op.Middlewares = append(op.Middlewares, ps.enforce(pl))
+		key, _ := op.Metadata[metaRateKey].(func(*http.Request) string) // Protect's
+		op.Middlewares = append(op.Middlewares, ps.enforce(pl, key))
 	}
 	for _, p := range []*plane{pl.ip, pl.session, pl.apikey} {
 		if p != nil {
@@ -412,10 +413,12 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 }
 
 // enforce returns the huma middleware that applies plan pl to one
-// operation: it picks the plane for the caller and charges it. Operation
-// middleware runs after the API's (requireCaller), so a caller's 403
-// costs no budget, and a 401 was charged to the ip plane there.
-func (ps *planes) enforce(pl *plan) func(huma.Context, func(huma.Context)) {
+// operation: it picks the plane for the caller and charges it, under the
+// key the plane keeps for the caller, or the one rateKey gives when not
+// nil and not "". Operation middleware runs after the API's
+// (requireCaller), so a caller's 403 costs no budget, and a 401 was
+// charged to the ip plane there.
+func (ps *planes) enforce(pl *plan, rateKey func(*http.Request) string) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
 		var p *plane
 		var key string
@@ -429,6 +432,12 @@ func (ps *planes) enforce(pl *plan) func(huma.Context, func(huma.Context)) {
 		default:
 			next(ctx)
 			return
+		}
+		if rateKey != nil {
+			r, _ := humachi.Unwrap(ctx)
+			if k := rateKey(r); k != "" {
+				key = k
+			}
 		}
 		if pl.deferred {
 			c := &deferredCharge{humaContext: ctx, ps: ps, p: p, key: key}
