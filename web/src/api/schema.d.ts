@@ -214,7 +214,7 @@ export interface paths {
         };
         /**
          * Follow a job
-         * @description One of your jobs until it ends: first its state now (job.progress), then each step, then job.succeeded or job.failed, after which the stream ends. A job that has ended answers 204 (its result is at GET /api/v1/jobs/{id}), which stops a browser's EventSource from reconnecting. Shares the stream plane's caps and open budget with every stream endpoint.
+         * @description One of your jobs until it ends: first its state now (job.progress), then each step, then job.succeeded or job.failed, after which the stream ends. Every event has an id: on reconnect, send the last id received as Last-Event-ID and the log goes on from there, exactly once, the job's end included when it ended meanwhile (where its steps were lost, the job's state now stands for them). A job that has ended answers 204 when there is nothing left to send (no Last-Event-ID, or the client has the end): its result is at GET /api/v1/jobs/{id}, and a browser's EventSource stops reconnecting. Shares the stream plane's caps and open budget with every stream endpoint.
          */
         get: operations["follow-job-log"];
         put?: never;
