@@ -160,7 +160,7 @@ func newStreamPlane(cfg StreamConfig, ps *planes, m *Metrics, svc *auth.Service,
 		pol := p.opens.limiter.Policy()
 		opens = &pol
 	}
-	p.headers = ratelimit.NewCapHeaders(opens,
+	p.headers = ratelimit.NewCapHeaders(opens, cfg.RetryAfter,
 		ratelimit.Concurrency{Name: streamPolicy, Capacity: cfg.Cap.Max()},
 		ratelimit.Concurrency{Name: streamUserPolicy, Capacity: cfg.UserCap.Max()})
 	return p

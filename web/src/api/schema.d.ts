@@ -771,11 +771,11 @@ export interface components {
                 /** @description Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's caps, q = open streams and qu="concurrent-requests". Absent when the back-off refused (details.scope login). */
                 "RateLimit-Policy"?: string;
                 "Retry-After": components["headers"]["Retry-After"];
-                /** @description Legacy: the requests per window of the budget with the fewest requests left. Absent when the back-off refused (details.scope login). */
+                /** @description Legacy: the requests per window of the budget with the fewest requests left (on a stream, of its open budget; of a cap only when the cap refused it, before the budget was asked). Absent when the back-off refused (details.scope login). */
                 "X-RateLimit-Limit"?: number;
                 /** @description Legacy: whole requests left in that budget. Absent when the back-off refused (details.scope login). */
                 "X-RateLimit-Remaining"?: number;
-                /** @description Legacy: when that budget is full again, in Unix epoch seconds. Absent when the back-off refused (details.scope login). */
+                /** @description Legacy: when that budget is full again, in Unix epoch seconds (for a cap that refused a stream, when its Retry-After ends: a cap has no clock). Absent when the back-off refused (details.scope login). */
                 "X-RateLimit-Reset"?: number;
                 [name: string]: unknown;
             };
@@ -803,11 +803,11 @@ export interface components {
         "RateLimit-Policy": string;
         /** @description Seconds until a request would be admitted (at least 1). */
         "Retry-After": number;
-        /** @description Legacy: the requests per window of the budget with the fewest requests left. */
+        /** @description Legacy: the requests per window of the budget with the fewest requests left (on a stream, of its open budget; of a cap only when the cap refused it, before the budget was asked). */
         "X-RateLimit-Limit": number;
         /** @description Legacy: whole requests left in that budget. */
         "X-RateLimit-Remaining": number;
-        /** @description Legacy: when that budget is full again, in Unix epoch seconds. */
+        /** @description Legacy: when that budget is full again, in Unix epoch seconds (for a cap that refused a stream, when its Retry-After ends: a cap has no clock). */
         "X-RateLimit-Reset": number;
     };
     pathItems: never;
