@@ -79,6 +79,7 @@ type LiveSnapshot struct {
 	RequestsPerS float64   `json:"requests_per_s" doc:"Requests this replica answered per second, over the last second."`
 	LimitedPerS  float64   `json:"limited_per_s" doc:"Of those, refused with 429, per second."`
 	OpenStreams  int64     `json:"open_streams" doc:"Streams open on this replica, this one included."`
+	JobsQueued   int64     `json:"jobs_queued" doc:"Jobs of every user waiting for a worker, on every replica (the database's count, read at most once a second; the last count read while the database does not answer)."`
 	Goroutines   int       `json:"goroutines"`
 	HeapBytes    uint64    `json:"heap_bytes" doc:"Bytes of live and not yet collected heap objects."`
 }
@@ -116,12 +117,18 @@ func (s *Server) addStreamRoutes(cfg Config) {
 		events: []eventType{jobProgress, jobSucceeded, jobFailed},
 		serve:  s.serveJobLog,
 	})
+	who := "Any caller (a session or an API key) may follow it: it shows the server's load, not any user's data (BRAIN_LIVE_ACCESS=admin restricts it to the user admin)."
+	if cfg.LiveAccess == Admin {
+		who = "Only the user admin may follow it (BRAIN_LIVE_ACCESS=admin); any other caller gets 403."
+	}
 	s.addStream(streamOperation{
 		op: huma.Operation{
 			OperationID: "follow-system-live", Path: Prefix + "/system/live", Tags: tags,
-			Summary:     "Follow the server's state",
-			Description: "A snapshot of this replica every second: requests and refusals per second, open streams, goroutines, heap. Shares the stream plane's caps and open budget with every stream endpoint.",
+			Summary: "Follow the server's state",
+			Description: "A snapshot of this replica every second: requests and refusals per second, open streams, jobs queued, goroutines, heap. " + who +
+				" Shares the stream plane's caps and open budget with every stream endpoint.",
 		},
+		access: cfg.LiveAccess,
 		events: []eventType{liveEvent},
 		serve:  s.serveLive,
 	})
@@ -360,7 +367,17 @@ func (l *liveSnapshots) snapshot(s *Server) LiveSnapshot {
 		return l.last
 	}
 	req, lim := s.traffic.requests.Load(), s.traffic.limited.Load()
-	snap := LiveSnapshot{At: now.UTC(), OpenStreams: int64(s.streams.live()), Goroutines: runtime.NumGoroutine(), HeapBytes: heapBytes()}
+	snap := LiveSnapshot{At: now.UTC(), OpenStreams: int64(s.streams.live()), JobsQueued: l.last.JobsQueued, Goroutines: runtime.NumGoroutine(), HeapBytes: heapBytes()}
+	if s.db != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		jobs, err := s.db.JobCounts(ctx)
+		cancel()
+		if err != nil {
+			s.outages.log(ctx, err)
+		} else {
+			snap.JobsQueued = jobs.Queued
+		}
+	}
 	if !l.last.At.IsZero() && elapsed > 0 {
 		snap.RequestsPerS = float64(req-l.requests) / elapsed.Seconds()
 		snap.LimitedPerS = float64(lim-l.lims) / elapsed.Seconds()

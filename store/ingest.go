@@ -576,3 +576,20 @@ func (s *IngestStore) UnfinishedJobs(ctx context.Context, before time.Time, limi
 	}
 	return ids, wrap("unfinished jobs", rows.Err())
 }
+
+// JobCounts are every user's jobs by status: the load of the job queue.
+type JobCounts struct {
+	Queued, Running, Failed int64
+}
+
+// JobCounts counts every user's jobs that are queued, running and failed,
+// in one read. Queued and running are read from the index of unfinished
+// jobs; failed reads the failed jobs' rows.
+func (db *DB) JobCounts(ctx context.Context) (JobCounts, error) {
+	var c JobCounts
+	err := db.QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM jobs WHERE status IN ('queued', 'running') AND status = 'queued'),
+		(SELECT COUNT(*) FROM jobs WHERE status IN ('queued', 'running') AND status = 'running'),
+		(SELECT COUNT(*) FROM jobs WHERE status = 'failed')`).Scan(&c.Queued, &c.Running, &c.Failed)
+	return c, wrap("count jobs", err)
+}

@@ -286,3 +286,30 @@ func TestSweep(t *testing.T) {
 		}
 	})
 }
+
+// TestJobCounts counts every user's jobs by status.
+func TestJobCounts(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mustUser(t, store.NewAuthStore(db), "u1", "ada")
+		mustUser(t, store.NewAuthStore(db), "u2", "bob")
+		s := store.NewIngestStore(db, nil)
+		for i, u := range []string{"u1", "u1", "u2", "u2", "u2"} {
+			if _, _, err := s.Accept(ctx, acceptance(u, fmt.Sprint("k", i), fmt.Sprint("j", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.StartJob(ctx, "j0", t0)
+		s.StartJob(ctx, "j1", t0)
+		if _, _, err := s.FinishJob(ctx, "j1", ingest.StatusFailed, "a test", t0); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.FinishJob(ctx, "j2", ingest.StatusSucceeded, "", t0); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := db.JobCounts(ctx); err != nil || c != (store.JobCounts{Queued: 2, Running: 1, Failed: 1}) {
+			t.Fatalf("JobCounts = %+v, %v; want 2 queued, 1 running, 1 failed", c, err)
+		}
+	})
+}

@@ -359,7 +359,7 @@ export interface paths {
         };
         /**
          * Follow the server's state
-         * @description A snapshot of this replica every second: requests and refusals per second, open streams, goroutines, heap. Shares the stream plane's caps and open budget with every stream endpoint.
+         * @description A snapshot of this replica every second: requests and refusals per second, open streams, jobs queued, goroutines, heap. Any caller (a session or an API key) may follow it: it shows the server's load, not any user's data (BRAIN_LIVE_ACCESS=admin restricts it to the user admin). Shares the stream plane's caps and open budget with every stream endpoint.
          */
         get: operations["follow-system-live"];
         put?: never;
@@ -630,6 +630,11 @@ export interface components {
              * @description Bytes of live and not yet collected heap objects.
              */
             heap_bytes: number;
+            /**
+             * Format: int64
+             * @description Jobs of every user waiting for a worker, on every replica (the database's count, read at most once a second; the last count read while the database does not answer).
+             */
+            jobs_queued: number;
             /**
              * Format: double
              * @description Of those, refused with 429, per second.
