@@ -127,9 +127,10 @@ func New(cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	tr := &traffic{}
+	tr := newTraffic(cfg.Metrics)
 	r := chi.NewRouter()
-	r.Use(RequestID, NoSniff, accessLog(cfg.Logger, cfg.Now, tr.observe), Recoverer, MarkBodyErrors, ClientIP(cfg.TrustedProxies), CORS(cfg.CORSOrigins),
+	r.Use(RequestID, NoSniff, accessLog(cfg.Logger, cfg.Now, tr.observe), Recoverer, MarkBodyErrors, ClientIP(cfg.TrustedProxies), noteClientIP,
+		withRefusals(newRefusals(cfg.Metrics, cfg.Now)), CORS(cfg.CORSOrigins),
 		middleware.GetHead) // HEAD wherever GET is, as HTTP asks
 	r.Use(CSRF(cfg.CORSOrigins))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
@@ -190,6 +191,7 @@ func New(cfg Config) *Server {
 	ps.api, bodies.api = api, api
 	addRoutes(api, cfg)
 	s.addStreamRoutes(cfg)
+	cfg.Metrics.observeServer(s)
 	s.serveDocuments(r)
 	return s
 }

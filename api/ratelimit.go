@@ -500,7 +500,9 @@ func (ps *planes) admit(ctx huma.Context, p *plane, key string) *Error {
 		if p == ps.ip {
 			ps.refused.add(key, d.Time().Add(d.RetryAfter), d.Time())
 		}
-		return refusal(p, &d)
+		e := refusal(p, &d)
+		observeRefusal(ctx.Context(), e, nil)
+		return e
 	}
 	inc(p.count.allowed)
 	return nil

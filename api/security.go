@@ -112,6 +112,7 @@ func requireCaller(api huma.API, svc *auth.Service, ps *planes, outages *outageL
 			writeHumaError(api, ctx, NewError(http.StatusForbidden, "this operation is for the user "+AdminUsername+" only"))
 			return
 		}
+		noteUser(ctx.Context(), id.User.ID)
 		next(huma.WithContext(ctx, auth.NewContext(ctx.Context(), id)))
 	}
 }

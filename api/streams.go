@@ -299,6 +299,7 @@ func (p *streamPlane) open(s *Server, op *huma.Operation, w http.ResponseWriter,
 		return nil, false
 	}
 	slot, userSlot, e := p.admit(r.Context(), w.Header(), id)
+	observeRefusal(r.Context(), e, id)
 	switch {
 	case e != nil && e.status == StatusClientClosedRequest:
 		w.WriteHeader(StatusClientClosedRequest) // nobody is left to answer; only the access log sees it
