@@ -24,7 +24,13 @@ const (
 	Caller Access = "caller"
 	// Session: a logged-in session only; an API key gets 403.
 	Session Access = "session"
+	// Admin: the user admin only (the one brain creates on its first
+	// start), by session or API key; any other caller gets 403.
+	Admin Access = "admin"
 )
+
+// AdminUsername is the user [Admin] operations admit.
+const AdminUsername = "admin"
 
 // metaAccess is the Operation.Metadata key that holds an operation's Access.
 const metaAccess = "brain.access"

@@ -87,6 +87,10 @@ type Config struct {
 	// Bodies bounds the bytes of large request bodies in flight; its zero
 	// value takes the defaults.
 	Bodies BodyBudget
+	// LiveAccess is who may follow GET /api/v1/system/live, which shows
+	// this replica's load: Caller (the default when empty: every session
+	// and API key) or Admin (the user admin only).
+	LiveAccess Access
 }
 
 func (c Config) now() time.Time { return c.Now() }
@@ -109,6 +113,7 @@ type Server struct {
 	traffic *traffic
 	live    liveSnapshots
 	ingest  *ingest.Service
+	db      *store.DB // for the live snapshot's count of queued jobs; nil for none
 	// requireCaller is the middleware that resolves callers: huma runs it
 	// for every operation, and the stream door for every stream.
 	requireCaller func(huma.Context, func(huma.Context))
@@ -122,9 +127,10 @@ func New(cfg Config) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	tr := &traffic{}
+	tr := newTraffic(cfg.Metrics)
 	r := chi.NewRouter()
-	r.Use(RequestID, NoSniff, accessLog(cfg.Logger, cfg.Now, tr.observe), Recoverer, MarkBodyErrors, ClientIP(cfg.TrustedProxies), CORS(cfg.CORSOrigins),
+	r.Use(RequestID, NoSniff, accessLog(cfg.Logger, cfg.Now, tr.observe), Recoverer, MarkBodyErrors, ClientIP(cfg.TrustedProxies), noteClientIP,
+		withRefusals(newRefusals(cfg.Metrics, cfg.Now)), CORS(cfg.CORSOrigins),
 		middleware.GetHead) // HEAD wherever GET is, as HTTP asks
 	r.Use(CSRF(cfg.CORSOrigins))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
@@ -178,13 +184,14 @@ func New(cfg Config) *Server {
 		ps.errs = append(ps.errs, fmt.Errorf("the streams of a user are capped at %d, fewer than the %d of each of its sessions and keys: the user's cap counts them all, so it must be at least theirs", ps.streamUserCap, ps.streamCap))
 	}
 	api := humachi.New(r, hc)
-	s := &Server{router: r, API: api, planes: ps, outages: outages, traffic: tr, ingest: cfg.Ingest, bodies: bodies,
+	s := &Server{router: r, API: api, planes: ps, outages: outages, traffic: tr, ingest: cfg.Ingest, bodies: bodies, db: cfg.DB,
 		streams: newStreamPlane(cfg.Streams, ps, cfg.Metrics, cfg.Auth, cfg.Now)}
 	s.requireCaller = requireCaller(api, cfg.Auth, ps, outages)
 	api.UseMiddleware(checkBody(api), s.requireCaller)
 	ps.api, bodies.api = api, api
 	addRoutes(api, cfg)
 	s.addStreamRoutes(cfg)
+	cfg.Metrics.observeServer(s)
 	s.serveDocuments(r)
 	return s
 }

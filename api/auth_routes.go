@@ -204,7 +204,7 @@ func (h *authHandlers) login(ctx context.Context, in *LoginInput) (*LoginOutput,
 	}
 	token, se, u, err := h.svc.Login(ctx, in.Body.Username, in.Body.Password, ip)
 	if err != nil {
-		return nil, authError(err)
+		return nil, authError(ctx, err)
 	}
 	out := &LoginOutput{SetCookie: sessionCookie(token, se.ExpiresAt, h.cfg.CookieSecure, h.cfg.now()), CacheControl: noStore}
 	out.Body.User, out.Body.ExpiresAt = userView(u), se.ExpiresAt
@@ -218,7 +218,7 @@ type LogoutOutput struct {
 
 func (h *authHandlers) logout(ctx context.Context, _ *struct{}) (*LogoutOutput, error) {
 	if err := h.svc.Logout(ctx, auth.FromContext(ctx)); err != nil {
-		return nil, authError(err)
+		return nil, authError(ctx, err)
 	}
 	return &LogoutOutput{SetCookie: sessionCookie("", time.Time{}, h.cfg.CookieSecure, h.cfg.now())}, nil
 }
@@ -242,7 +242,7 @@ func (h *authHandlers) changePassword(ctx context.Context, in *PasswordInput) (*
 		if errors.Is(err, auth.ErrInvalidCredentials) {
 			return nil, NewError(http.StatusForbidden, "the current password is wrong")
 		}
-		return nil, authError(err)
+		return nil, authError(ctx, err)
 	}
 	return nil, nil
 }
@@ -256,7 +256,7 @@ func (h *authHandlers) createAPIKey(ctx context.Context, in *CreateAPIKeyInput) 
 		return nil, NewError(http.StatusConflict, fmt.Sprintf("you have %d API keys, the most allowed: delete one before creating another", h.maxKeys))
 	}
 	if err != nil {
-		return nil, authError(err)
+		return nil, authError(ctx, err)
 	}
 	out := &CreateAPIKeyOutput{CacheControl: noStore}
 	out.Body.APIKeyView, out.Body.Key = apiKeyView(k), secret
@@ -271,7 +271,7 @@ func (h *authHandlers) listAPIKeys(ctx context.Context, in *ListAPIKeysInput) (*
 	}
 	keys, next, err := h.svc.ListAPIKeys(ctx, auth.FromContext(ctx).User.ID, after, in.Limit)
 	if err != nil {
-		return nil, authError(err)
+		return nil, authError(ctx, err)
 	}
 	out := &ListAPIKeysOutput{}
 	out.Body.Keys = make([]APIKeyView, len(keys))
@@ -288,7 +288,7 @@ func (h *authHandlers) deleteAPIKey(ctx context.Context, in *DeleteAPIKeyInput) 
 		if errors.Is(err, auth.ErrNotFound) {
 			return nil, NewError(http.StatusNotFound, "you have no API key with that id")
 		}
-		return nil, authError(err)
+		return nil, authError(ctx, err)
 	}
 	publishEvent(ctx, h.hub, apiKeyDeleted, user, DeletedEvent{ID: in.ID})
 	return nil, nil
@@ -319,7 +319,7 @@ func displayable(name string) bool {
 func admitPasswordAttempt(ctx context.Context, svc *auth.Service, username, ip string, now time.Time) error {
 	if err := svc.Throttle.Check(username, ip, now); err != nil {
 		SkipCharge(ctx)
-		return authError(err)
+		return authError(ctx, err)
 	}
 	return ChargeNow(ctx)
 }
@@ -327,7 +327,7 @@ func admitPasswordAttempt(ctx context.Context, svc *auth.Service, username, ip s
 // authError maps the auth package's errors to envelopes: what is not the
 // client's fault (auth.ErrUnavailable) is 503, its cause kept for the log;
 // anything else unknown stays an internal error.
-func authError(err error) error {
+func authError(ctx context.Context, err error) error {
 	if errors.Is(err, auth.ErrBusy) {
 		return unavailable("brain is busy checking other passwords; retry shortly", err)
 	}
@@ -337,7 +337,9 @@ func authError(err error) error {
 	var te *auth.ThrottledError
 	switch {
 	case errors.As(err, &te):
-		return rateLimited("login", "login", te.Failures, 0, te.RetryAfter)
+		e := rateLimited("login", "login", te.Failures, 0, te.RetryAfter)
+		observeRefusal(ctx, e, nil)
+		return e
 	case errors.Is(err, auth.ErrInvalidCredentials):
 		return NewError(http.StatusUnauthorized, "wrong username or password")
 	case errors.Is(err, auth.ErrUnauthenticated):

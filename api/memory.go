@@ -186,7 +186,7 @@ type ProjectView struct {
 // addMemoryRoutes registers the memory operations: each declares its
 // access and budget here.
 func addMemoryRoutes(api huma.API, cfg Config) {
-	h := &memoryHandlers{svc: cfg.Ingest}
+	h := &memoryHandlers{svc: cfg.Ingest, metrics: cfg.Metrics}
 	callers, tags := WithAccess(api, Caller), []string{"Memory"}
 	ttl := ingest.DefaultTTL
 	if cfg.IngestTTL > 0 {
@@ -242,7 +242,10 @@ func addMemoryRoutes(api huma.API, cfg Config) {
 	}, projectsBudget), h.projects)
 }
 
-type memoryHandlers struct{ svc *ingest.Service }
+type memoryHandlers struct {
+	svc     *ingest.Service
+	metrics *Metrics // counts the replays; nil for none
+}
 
 func (h *memoryHandlers) ingest(ctx context.Context, in *IngestInput) (*IngestOutput, error) {
 	if mt, _, _ := mime.ParseMediaType(in.ContentType); in.ContentType != "" && mt != "application/json" {
@@ -255,6 +258,7 @@ func (h *memoryHandlers) ingest(ctx context.Context, in *IngestInput) (*IngestOu
 	out := &IngestOutput{Location: Prefix + "/jobs/" + a.JobID}
 	out.Body.JobID, out.Body.IngestID, out.Body.Status, out.Body.Replayed = a.JobID, a.IngestID, string(a.Status), a.Replayed
 	if a.Replayed {
+		h.metrics.replayed()
 		out.Replayed = "true"
 	}
 	return out, nil

@@ -314,9 +314,9 @@ func declareComponents(c *huma.Components) {
 	}
 	c.Headers["RateLimit"] = str(`Each budget that applies and what is left of it (draft-ietf-httpapi-ratelimit-headers-10): r = whole requests left, t = seconds until the budget is full again.`, `"session";r=57;t=12`)
 	c.Headers["RateLimit-Policy"] = str(`Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's caps, q = open streams and qu="concurrent-requests".`, `"session";q=120;w=60`)
-	c.Headers["X-RateLimit-Limit"] = num("Legacy: the requests per window of the budget with the fewest requests left.", 120)
+	c.Headers["X-RateLimit-Limit"] = num("Legacy: the requests per window of the budget with the fewest requests left (on a stream, of its open budget; of a cap only when the cap refused it, before the budget was asked).", 120)
 	c.Headers["X-RateLimit-Remaining"] = num("Legacy: whole requests left in that budget.", 57)
-	c.Headers["X-RateLimit-Reset"] = num("Legacy: when that budget is full again, in Unix epoch seconds.", 1796040012)
+	c.Headers["X-RateLimit-Reset"] = num("Legacy: when that budget is full again, in Unix epoch seconds (for a cap that refused a stream, when its Retry-After ends: a cap has no clock).", 1796040012)
 	c.Headers["Retry-After"] = &huma.Header{Description: "Seconds until a request would be admitted (at least 1).", Required: true,
 		Schema: &huma.Schema{Type: "integer", Minimum: ptr(1.0), Examples: []any{3}}}
 	if c.Responses == nil {
@@ -509,7 +509,9 @@ func (ps *planes) admit(ctx huma.Context, p *plane, key string) *Error {
 		if p == ps.ip {
 			ps.refused.add(key, d.Time().Add(d.RetryAfter), d.Time())
 		}
-		return refusal(p, &d)
+		e := refusal(p, &d)
+		observeRefusal(ctx.Context(), e, nil)
+		return e
 	}
 	inc(p.count.allowed)
 	return nil

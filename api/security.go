@@ -34,6 +34,9 @@ func declareSecurity(_ *huma.OpenAPI, op *huma.Operation) {
 	case Session:
 		op.Security = []map[string][]string{{schemeSession: {}}}
 		op.Errors = append(op.Errors, http.StatusUnauthorized, http.StatusForbidden, http.StatusServiceUnavailable)
+	case Admin:
+		op.Security = []map[string][]string{{schemeSession: {}}, {schemeBearer: {}}, {schemeAPIKey: {}}}
+		op.Errors = append(op.Errors, http.StatusUnauthorized, http.StatusForbidden, http.StatusServiceUnavailable)
 	default:
 		op.Security = []map[string][]string{{schemeSession: {}}, {schemeBearer: {}}, {schemeAPIKey: {}}}
 		op.Errors = append(op.Errors, http.StatusUnauthorized, http.StatusServiceUnavailable)
@@ -48,7 +51,8 @@ func declareSecurity(_ *huma.OpenAPI, op *huma.Operation) {
 // documents: 503 when the store cannot say who it is; 401 without a
 // caller, charged to the ip plane (ps.failedAuth), which answers 429
 // instead once the address has spent its budget; 403 for an API key on a
-// session-only operation, charged to the key's budget (ps.refusedKey). The caller then goes in the context
+// session-only operation, charged to the key's budget (ps.refusedKey), and
+// for any user but admin on an Admin operation. The caller then goes in the context
 // (auth.FromContext) for the planes and the handler. The cause of a 503
 // goes to outages, once per cause.
 //
@@ -104,6 +108,11 @@ func requireCaller(api huma.API, svc *auth.Service, ps *planes, outages *outageL
 			}
 			return
 		}
+		if access == Admin && id.User.Username != AdminUsername {
+			writeHumaError(api, ctx, NewError(http.StatusForbidden, "this operation is for the user "+AdminUsername+" only"))
+			return
+		}
+		noteUser(ctx.Context(), id.User.ID)
 		next(huma.WithContext(ctx, auth.NewContext(ctx.Context(), id)))
 	}
 }

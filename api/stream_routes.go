@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,7 +31,7 @@ var (
 // The job events, on GET /api/v1/events and on each job's log.
 var (
 	jobQueued      = eventType{name: ingest.EventJobQueued, data: ingest.JobQueued{}, doc: "A batch you sent was accepted: its job is queued."}
-	jobProgress    = eventType{name: ingest.EventJobProgress, data: ingest.JobProgress{}, doc: "A job stored more of its items. On a job's log, the first event gives its state when the stream started."}
+	jobProgress    = eventType{name: ingest.EventJobProgress, data: ingest.JobProgress{}, doc: "A job stored more of its items. On a job's log opened without Last-Event-ID, the first event gives its state when the stream started, with an id to resume from like any other."}
 	jobSucceeded   = eventType{name: ingest.EventJobSucceeded, data: ingest.JobSucceeded{}, doc: "A job stored all of its items. On a job's log, the last event."}
 	jobFailed      = eventType{name: ingest.EventJobFailed, data: ingest.JobFailed{}, doc: "A job ended without storing all of its items. On a job's log, the last event."}
 	memoryIngested = eventType{name: ingest.EventMemoryIngested, data: ingest.MemoryIngested{}, doc: "A project has new items to find."}
@@ -78,6 +79,7 @@ type LiveSnapshot struct {
 	RequestsPerS float64   `json:"requests_per_s" doc:"Requests this replica answered per second, over the last second."`
 	LimitedPerS  float64   `json:"limited_per_s" doc:"Of those, refused with 429, per second."`
 	OpenStreams  int64     `json:"open_streams" doc:"Streams open on this replica, this one included."`
+	JobsQueued   int64     `json:"jobs_queued" doc:"Jobs of every user waiting for a worker, on every replica (the database's count, read at most once a second; the last count read while the database does not answer)."`
 	Goroutines   int       `json:"goroutines"`
 	HeapBytes    uint64    `json:"heap_bytes" doc:"Bytes of live and not yet collected heap objects."`
 }
@@ -103,7 +105,9 @@ func (s *Server) addStreamRoutes(cfg Config) {
 			OperationID: "follow-job-log", Path: Prefix + "/jobs/{id}/log", Tags: tags,
 			Summary: "Follow a job",
 			Description: "One of your jobs until it ends: first its state now (job.progress), then each step, then job.succeeded or job.failed, " +
-				"after which the stream ends. A job that has ended answers 204 (its result is at GET /api/v1/jobs/{id}), which stops a browser's EventSource from reconnecting. " +
+				"after which the stream ends. Every event has an id: on reconnect, send the last id received as Last-Event-ID and the log goes on from there, exactly once, " +
+				"the job's end included when it ended meanwhile (where its steps were lost, the job's state now stands for them). " +
+				"A job that has ended answers 204 when there is nothing left to send (no Last-Event-ID, or the client has the end): its result is at GET /api/v1/jobs/{id}, and a browser's EventSource stops reconnecting. " +
 				"Shares the stream plane's caps and open budget with every stream endpoint.",
 			Responses: map[string]*huma.Response{"204": {Description: "The job has ended: GET /api/v1/jobs/{id} has its result."}},
 			Parameters: []*huma.Param{{Name: "id", In: "path", Required: true, Description: "The job's id.",
@@ -113,12 +117,18 @@ func (s *Server) addStreamRoutes(cfg Config) {
 		events: []eventType{jobProgress, jobSucceeded, jobFailed},
 		serve:  s.serveJobLog,
 	})
+	who := "Any caller (a session or an API key) may follow it: it shows the server's load, not any user's data (BRAIN_LIVE_ACCESS=admin restricts it to the user admin)."
+	if cfg.LiveAccess == Admin {
+		who = "Only the user admin may follow it (BRAIN_LIVE_ACCESS=admin); any other caller gets 403."
+	}
 	s.addStream(streamOperation{
 		op: huma.Operation{
 			OperationID: "follow-system-live", Path: Prefix + "/system/live", Tags: tags,
-			Summary:     "Follow the server's state",
-			Description: "A snapshot of this replica every second: requests and refusals per second, open streams, goroutines, heap. Shares the stream plane's caps and open budget with every stream endpoint.",
+			Summary: "Follow the server's state",
+			Description: "A snapshot of this replica every second: requests and refusals per second, open streams, jobs queued, goroutines, heap. " + who +
+				" Shares the stream plane's caps and open budget with every stream endpoint.",
 		},
+		access: cfg.LiveAccess,
 		events: []eventType{liveEvent},
 		serve:  s.serveLive,
 	})
@@ -178,6 +188,16 @@ func (st *stream) sendGap(id string) error {
 }
 
 // serveJobLog sends one job's progress until it ends.
+//
+// Every event of the log has an id, so a client resuming with
+// Last-Event-ID gets exactly what it lacks: the job's steps the hub kept
+// after that id, ending with the job's end when the job has ended since
+// (then the log ends), and the live steps that follow. The first event of
+// a log opened without one is the job's state as the database has it,
+// whose id is the hub's place when the log subscribed (streams'
+// Subscription.At): a resume from it replays what followed. Where the hub
+// lost some of the job's steps (a gap), the database's state stands for
+// them, with the same kind of id.
 func (s *Server) serveJobLog(st *stream) {
 	id, user := chi.URLParam(st.r, "id"), st.caller.User.ID
 	if !jobID.MatchString(id) {
@@ -185,7 +205,7 @@ func (s *Server) serveJobLog(st *stream) {
 		return
 	}
 	// Subscribed first, then the job read: no step falls between the two.
-	sub, err := s.streams.cfg.Hub.Subscribe(st.r.Context(), user, "")
+	sub, err := s.streams.cfg.Hub.Subscribe(st.r.Context(), user, st.lastEventID)
 	if err != nil {
 		s.outages.log(st.r.Context(), err)
 		WriteError(st.w, NewError(http.StatusServiceUnavailable, "brain cannot follow events right now; retry shortly"))
@@ -202,16 +222,26 @@ func (s *Server) serveJobLog(st *stream) {
 		WriteError(st.w, NewError(http.StatusServiceUnavailable, "brain's database does not answer right now; retry shortly"))
 		return
 	}
-	if job.Status.Final() {
-		// 204, not a stream: a browser's EventSource stops reconnecting.
+	resumed := st.lastEventID != ""
+	steps, gap := jobSteps(sub, id)
+	if job.Status.Final() && !gap && len(steps) == 0 {
+		// The client has the job's end, or never followed it: 204, not a
+		// stream, so a browser's EventSource stops reconnecting.
 		st.w.WriteHeader(http.StatusNoContent)
 		return
 	}
 	if st.start() != nil {
 		return
 	}
-	if st.sendValue(jobProgress.name, ingest.JobProgress{JobID: job.ID, ItemsDone: job.ItemsDone, ItemsTotal: job.ItemsTotal}) != nil {
-		return
+	if !resumed || gap { // the database's state, for a new log or for the steps lost
+		if s.sendJobState(st, job, sub.At) != nil {
+			return
+		}
+	}
+	for i := range steps {
+		if err := st.sendEvent(&steps[i]); err != nil || steps[i].Type != jobProgress.name {
+			return // the job's end ends its log
+		}
 	}
 	pump(st, sub.Events(), func(ev *streams.Event, ok bool) error {
 		if !ok {
@@ -219,13 +249,9 @@ func (s *Server) serveJobLog(st *stream) {
 			return errStreamEnded
 		}
 		if ev.Type == streams.EventGap { // its steps may be lost: the database has the job as it is
-			return s.sendJobState(st, user, id)
+			return s.readJobState(st, user, id, cmp.Or(ev.ID, st.lastSent))
 		}
-		var about struct {
-			JobID string `json:"job_id"`
-		}
-		if ev.Type != jobProgress.name && ev.Type != jobSucceeded.name && ev.Type != jobFailed.name ||
-			json.Unmarshal(ev.Data, &about) != nil || about.JobID != id {
+		if !isJobStep(ev, id) {
 			return nil // another job's, or not a step
 		}
 		if err := st.send(ev.ID, ev.Type, ev.Data); err != nil {
@@ -238,26 +264,75 @@ func (s *Server) serveJobLog(st *stream) {
 	})
 }
 
-// sendJobState sends the job as the database has it now, after a gap in
-// its log's events: the step the lost ones would have brought it to, or
-// its end, which ends the log. A job that cannot be read ends the log
-// (unavailable): the client reconnects.
-func (s *Server) sendJobState(st *stream, user, id string) error {
+// jobSteps returns the steps of job id that sub replays, up to the job's
+// end, and whether some may be lost: the hub says so, or replays a gap
+// marker.
+func jobSteps(sub *streams.Subscription, id string) (steps []streams.Event, gap bool) {
+	if sub.Gap {
+		return nil, true
+	}
+	for _, ev := range sub.Replay {
+		if ev.Type == streams.EventGap {
+			return nil, true
+		}
+		if isJobStep(&ev, id) {
+			steps = append(steps, ev)
+			if ev.Type != jobProgress.name {
+				break
+			}
+		}
+	}
+	return steps, false
+}
+
+// isJobStep reports whether ev is a step of job id's log.
+func isJobStep(ev *streams.Event, id string) bool {
+	if ev.Type != jobProgress.name && ev.Type != jobSucceeded.name && ev.Type != jobFailed.name {
+		return false
+	}
+	var about struct {
+		JobID string `json:"job_id"`
+	}
+	return json.Unmarshal(ev.Data, &about) == nil && about.JobID == id
+}
+
+// readJobState reads the job again, after a gap in its log's events, and
+// sends it (sendJobState) with the id at. A job that cannot be read ends
+// the log (unavailable): the client reconnects.
+func (s *Server) readJobState(st *stream, user, id, at string) error {
 	job, err := s.ingest.Job(st.r.Context(), user, id)
 	if err != nil {
 		s.outages.log(st.r.Context(), err)
 		st.close("unavailable")
 		return errStreamEnded
 	}
+	return s.sendJobState(st, job, at)
+}
+
+// sendJobState sends job as the database has it, with the id at, the
+// hub's place that state reflects: the step the events up to at brought
+// it to, or its end, which ends the log (errStreamEnded).
+func (s *Server) sendJobState(st *stream, job ingest.Job, at string) error {
+	var (
+		name string
+		v    any
+	)
 	switch job.Status {
 	case ingest.StatusSucceeded:
-		_ = st.sendValue(jobSucceeded.name, ingest.JobSucceeded{JobID: job.ID, ItemsTotal: job.ItemsTotal})
-		return errStreamEnded
+		name, v = jobSucceeded.name, ingest.JobSucceeded{JobID: job.ID, ItemsTotal: job.ItemsTotal}
 	case ingest.StatusFailed:
-		_ = st.sendValue(jobFailed.name, ingest.JobFailed{JobID: job.ID, ItemsDone: job.ItemsDone, Error: job.Error})
+		name, v = jobFailed.name, ingest.JobFailed{JobID: job.ID, ItemsDone: job.ItemsDone, Error: job.Error}
+	default:
+		name, v = jobProgress.name, ingest.JobProgress{JobID: job.ID, ItemsDone: job.ItemsDone, ItemsTotal: job.ItemsTotal}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := st.send(at, name, b); err != nil || name != jobProgress.name {
 		return errStreamEnded
 	}
-	return st.sendValue(jobProgress.name, ingest.JobProgress{JobID: job.ID, ItemsDone: job.ItemsDone, ItemsTotal: job.ItemsTotal})
+	return nil
 }
 
 // jobID is the form of a job's id.
@@ -292,7 +367,17 @@ func (l *liveSnapshots) snapshot(s *Server) LiveSnapshot {
 		return l.last
 	}
 	req, lim := s.traffic.requests.Load(), s.traffic.limited.Load()
-	snap := LiveSnapshot{At: now.UTC(), OpenStreams: int64(s.streams.live()), Goroutines: runtime.NumGoroutine(), HeapBytes: heapBytes()}
+	snap := LiveSnapshot{At: now.UTC(), OpenStreams: int64(s.streams.live()), JobsQueued: l.last.JobsQueued, Goroutines: runtime.NumGoroutine(), HeapBytes: heapBytes()}
+	if s.db != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		jobs, err := s.db.JobCounts(ctx)
+		cancel()
+		if err != nil {
+			s.outages.log(ctx, err)
+		} else {
+			snap.JobsQueued = jobs.Queued
+		}
+	}
 	if !l.last.At.IsZero() && elapsed > 0 {
 		snap.RequestsPerS = float64(req-l.requests) / elapsed.Seconds()
 		snap.LimitedPerS = float64(lim-l.lims) / elapsed.Seconds()

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -122,6 +123,7 @@ type eventType struct {
 // may send, and serve, which writes events until the stream ends.
 type streamOperation struct {
 	op     huma.Operation
+	access Access // Caller when empty
 	events []eventType
 	serve  func(st *stream)
 }
@@ -160,7 +162,7 @@ func newStreamPlane(cfg StreamConfig, ps *planes, m *Metrics, svc *auth.Service,
 		pol := p.opens.limiter.Policy()
 		opens = &pol
 	}
-	p.headers = ratelimit.NewCapHeaders(opens,
+	p.headers = ratelimit.NewCapHeaders(opens, cfg.RetryAfter,
 		ratelimit.Concurrency{Name: streamPolicy, Capacity: cfg.Cap.Max()},
 		ratelimit.Concurrency{Name: streamUserPolicy, Capacity: cfg.UserCap.Max()})
 	return p
@@ -200,13 +202,13 @@ func (p *streamPlane) none() <-chan struct{} {
 	return p.ended
 }
 
-// addStream declares op's operation in the spec (its access is Caller;
-// the hooks add its security, errors and x-rate-limit as for any
-// operation) and mounts its handler on the router.
+// addStream declares op's operation in the spec (its access is Caller,
+// or so.access; the hooks add its security, errors and x-rate-limit as for
+// any operation) and mounts its handler on the router.
 func (s *Server) addStream(so streamOperation) {
 	op := so.op
 	op.Method = http.MethodGet
-	op.Metadata = map[string]any{metaAccess: Caller, metaStream: true}
+	op.Metadata = map[string]any{metaAccess: cmp.Or(so.access, Caller), metaStream: true}
 	op.Parameters = append(op.Parameters, &huma.Param{
 		Name: "Last-Event-ID", In: "header", Description: "The id of the last event received: the stream resumes after it. Browsers send it on reconnect.",
 		Schema: &huma.Schema{Type: huma.TypeString, MaxLength: ptr(41), Pattern: lastEventID.String()},
@@ -297,6 +299,7 @@ func (p *streamPlane) open(s *Server, op *huma.Operation, w http.ResponseWriter,
 		return nil, false
 	}
 	slot, userSlot, e := p.admit(r.Context(), w.Header(), id)
+	observeRefusal(r.Context(), e, id)
 	switch {
 	case e != nil && e.status == StatusClientClosedRequest:
 		w.WriteHeader(StatusClientClosedRequest) // nobody is left to answer; only the access log sees it

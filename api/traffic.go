@@ -2,21 +2,46 @@ package api
 
 import (
 	"net/http"
+	"strconv"
 	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // traffic counts the requests the server answers, and those it refuses
-// with 429, for the live snapshot (GET /api/v1/system/live). The access
-// log reports each response to it.
+// with 429, for the live snapshot (GET /api/v1/system/live); and, with
+// metrics, each request's duration by route and status
+// (brain_http_request_duration_seconds). The access log reports each
+// response to it.
 type traffic struct {
-	requests atomic.Uint64
-	limited  atomic.Uint64
+	requests  atomic.Uint64
+	limited   atomic.Uint64
+	durations *prometheus.HistogramVec // nil without metrics
+}
+
+// newTraffic returns the traffic counters, registering the histogram on m
+// when it is not nil.
+func newTraffic(m *Metrics) *traffic {
+	t := &traffic{}
+	if m != nil {
+		t.durations = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "brain_http_request_duration_seconds",
+			Help:    "Requests by route pattern (never the raw path) and status, and how long each took to answer; a stream's, until it took its connection.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"route", "status"})
+		m.reg.MustRegister(t.durations)
+	}
+	return t
 }
 
 // observe counts one response.
-func (t *traffic) observe(status int) {
+func (t *traffic) observe(route string, status int, took time.Duration) {
 	t.requests.Add(1)
 	if status == http.StatusTooManyRequests {
 		t.limited.Add(1)
+	}
+	if t.durations != nil {
+		t.durations.WithLabelValues(route, strconv.Itoa(status)).Observe(took.Seconds())
 	}
 }

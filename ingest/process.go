@@ -70,7 +70,7 @@ func (s *Service) Process(ctx context.Context, id string) error {
 			}
 			chunk = append(chunk, StoredItem{ID: newUUID(), UserID: job.UserID, JobID: job.ID, Seq: seq, Project: job.Project, Item: it, CreatedAt: job.CreatedAt})
 		}
-		err := s.store.StoreItems(ctx, job.ID, chunk, end)
+		finished, err := s.store.StoreItems(ctx, job.ID, chunk, end, s.stamp())
 		if errors.Is(err, ErrNotFound) { // another run finished it, or it is gone
 			return nil
 		}
@@ -78,20 +78,31 @@ func (s *Service) Process(ctx context.Context, id string) error {
 			return unavailable(err)
 		}
 		s.cfg.Publish(ctx, job.UserID, EventJobProgress, JobProgress{JobID: job.ID, ItemsDone: end, ItemsTotal: job.ItemsTotal})
+		if finished { // the last chunk made the job succeeded, in its transaction
+			s.publishSucceeded(ctx, job)
+			return nil
+		}
 		start = end
 		if start < len(items) && s.cfg.Yield != nil && s.cfg.Yield(ctx) {
 			return fmt.Errorf("%w: job %s has %d of %d items stored", ErrYield, job.ID, start, len(items))
 		}
 	}
+	// Every item was stored already, by a run that ended before the job
+	// did: only the end is left.
 	job, finished, err := s.store.FinishJob(ctx, job.ID, StatusSucceeded, "", s.stamp())
 	if err != nil {
 		return unavailable(err)
 	}
 	if finished {
-		s.cfg.Publish(ctx, job.UserID, EventJobSucceeded, JobSucceeded{JobID: job.ID, ItemsTotal: job.ItemsTotal})
-		s.cfg.Publish(ctx, job.UserID, EventMemoryIngested, MemoryIngested{JobID: job.ID, Project: job.Project, Items: job.ItemsTotal})
+		s.publishSucceeded(ctx, job)
 	}
 	return nil
+}
+
+// publishSucceeded publishes the end of job, which stored all its items.
+func (s *Service) publishSucceeded(ctx context.Context, job Job) {
+	s.cfg.Publish(ctx, job.UserID, EventJobSucceeded, JobSucceeded{JobID: job.ID, ItemsTotal: job.ItemsTotal})
+	s.cfg.Publish(ctx, job.UserID, EventMemoryIngested, MemoryIngested{JobID: job.ID, Project: job.Project, Items: job.ItemsTotal})
 }
 
 // Fail marks job id failed with reason, unless it is final already, and

@@ -92,15 +92,15 @@ type failingStore struct {
 	batch         []byte // StartJob returns it instead of the stored batch, if set
 }
 
-func (f *failingStore) StoreItems(ctx context.Context, id string, items []ingest.StoredItem, done int) error {
+func (f *failingStore) StoreItems(ctx context.Context, id string, items []ingest.StoredItem, done int, now time.Time) (bool, error) {
 	f.calls++
 	if f.before != nil {
 		f.before()
 	}
 	if f.calls == f.failAt {
-		return errors.New("store: connection reset")
+		return false, errors.New("store: connection reset")
 	}
-	return f.Store.StoreItems(ctx, id, items, done)
+	return f.Store.StoreItems(ctx, id, items, done, now)
 }
 
 func (f *failingStore) StartJob(ctx context.Context, id string, now time.Time) (ingest.Job, []byte, error) {
@@ -258,4 +258,46 @@ func TestProcessYields(t *testing.T) {
 			t.Fatalf("%d items stored, want 250", n)
 		}
 	})
+}
+
+// TestJobNeverRunningWithEveryItemStored reads the job as a client may
+// (GET /api/v1/jobs/{id}) after each of Process's writes: once every item
+// is stored, it has succeeded. Before, the last chunk and the job's end
+// were two transactions, and a read between them found the job running
+// with items_done equal to items_total.
+func TestJobNeverRunningWithEveryItemStored(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		var seen []ingest.Job
+		peek := &peekingStore{}
+		e := newEnv(t, db, func(s ingest.Store) ingest.Store { peek.Store = s; return peek })
+		a := e.ingest(t, "alice", batchOf("big", 150))
+		peek.after = func(id string) { seen = append(seen, e.job(t, "alice", id)) }
+		e.process(t, a.JobID)
+		if len(seen) != 2 {
+			t.Fatalf("%d reads, want one after each of two chunks", len(seen))
+		}
+		for _, j := range seen {
+			if j.ItemsDone == j.ItemsTotal && j.Status != ingest.StatusSucceeded {
+				t.Fatalf("read after a chunk: %s with %d of %d items done; want succeeded once all are", j.Status, j.ItemsDone, j.ItemsTotal)
+			}
+		}
+		if seen[0].Status != ingest.StatusRunning || seen[1].Status != ingest.StatusSucceeded {
+			t.Fatalf("reads: %+v", seen)
+		}
+	})
+}
+
+// peekingStore calls after once each StoreItems has returned.
+type peekingStore struct {
+	ingest.Store
+	after func(id string)
+}
+
+func (p *peekingStore) StoreItems(ctx context.Context, id string, items []ingest.StoredItem, done int, now time.Time) (bool, error) {
+	finished, err := p.Store.StoreItems(ctx, id, items, done, now)
+	if p.after != nil {
+		p.after(id)
+	}
+	return finished, err
 }

@@ -55,7 +55,11 @@ type Store interface {
 	// item whose (job, Seq) is stored already is skipped: storing the
 	// same items again stores nothing twice. ErrNotFound when there is no
 	// running job id (it is final, or gone): then nothing is stored.
-	StoreItems(ctx context.Context, id string, items []StoredItem, done int) error
+	// When done reaches the job's ItemsTotal, the same transaction makes
+	// the job succeeded (FinishedAt now) and gives it back to its user's
+	// quota of jobs, as FinishJob does, and finished is true: a job is
+	// never read running with every item stored.
+	StoreItems(ctx context.Context, id string, items []StoredItem, done int, now time.Time) (finished bool, err error)
 	// FinishJob gives job id its final status (StatusSucceeded or
 	// StatusFailed), message as its Error, and FinishedAt now, and drops
 	// its batch; in the same transaction it gives the job back to its

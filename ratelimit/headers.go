@@ -138,19 +138,24 @@ type Concurrency struct {
 // budget. Each cap is one item: RateLimit-Policy says
 // qu="concurrent-requests" and RateLimit gives the free slots, without a
 // reset (a slot frees when some request ends, which no clock predicts).
-// Create it with [NewCapHeaders]; it is safe for concurrent use.
+// The legacy X-RateLimit-* describe a budget, whose reset is a time: the
+// policy's, whenever it was decided. Create it with [NewCapHeaders]; it is
+// safe for concurrent use.
 type CapHeaders struct {
-	caps   []Concurrency
-	names  []string // `"streams";r=` per cap
-	limits [][]string
-	rate   *Headers // the policy's, or nil
-	policy []string // RateLimit-Policy: every cap's item, then the policy's
+	caps       []Concurrency
+	names      []string // `"streams";r=` per cap
+	limits     [][]string
+	rate       *Headers // the policy's, or nil
+	policy     []string // RateLimit-Policy: every cap's item, then the policy's
+	retryAfter time.Duration
 }
 
 // NewCapHeaders precomputes the headers of caps, decided in that order,
-// then of policy p (nil for none).
-func NewCapHeaders(p *Policy, caps ...Concurrency) *CapHeaders {
-	c := &CapHeaders{caps: caps}
+// then of policy p (nil for none). retryAfter is the Retry-After of a
+// cap's refusal: the legacy X-RateLimit-Reset of a response no budget
+// decided is when it ends.
+func NewCapHeaders(p *Policy, retryAfter time.Duration, caps ...Concurrency) *CapHeaders {
+	c := &CapHeaders{caps: caps, retryAfter: retryAfter}
 	var items []string
 	for _, cp := range caps {
 		n := strconv.Itoa(cp.Capacity)
@@ -169,10 +174,12 @@ func NewCapHeaders(p *Policy, caps ...Concurrency) *CapHeaders {
 // Write sets the headers of a response at now. free holds the free slots
 // of the first len(free) caps, those that were decided (a cap that
 // refused has 0); d, when not nil, is the policy's decision, made once
-// every cap admitted. The legacy X-RateLimit-* describe the item with the
-// fewest requests left, the refusing one first; a cap's X-RateLimit-Reset
-// is now. Nothing decided (a store failed first), nothing is written.
-// Retry-After is the refusal's to set.
+// every cap admitted. The legacy X-RateLimit-* describe the policy's
+// budget with the fewest requests left whenever the policy was decided;
+// otherwise (a cap refused, or there is no policy) the cap with the
+// fewest slots free, the refusing one, whose X-RateLimit-Reset is when
+// the refusal's Retry-After ends. Nothing decided (a store failed first),
+// nothing is written. Retry-After is the refusal's to set.
 func (c *CapHeaders) Write(hdr http.Header, free []int, d *Decision, now time.Time) {
 	if d != nil && d.N == 0 {
 		d = nil // the store is down and the policy open: no budget to show
@@ -194,7 +201,8 @@ func (c *CapHeaders) Write(hdr http.Header, free []int, d *Decision, now time.Ti
 			legacy, left = i, n
 		}
 	}
-	limit, reset := []string(nil), now.Unix()
+	limit := []string(nil)
+	reset := (now.UnixNano() + RetryAfterSeconds(c.retryAfter)*int64(time.Second) + int64(time.Second) - 1) / int64(time.Second)
 	if legacy >= 0 {
 		limit = c.limits[legacy]
 	}
@@ -213,10 +221,8 @@ func (c *CapHeaders) Write(hdr http.Header, free []int, d *Decision, now time.Ti
 			b = append(b, ";t="...)
 			b = strconv.AppendInt(b, ceilSeconds(d.Reset(i)), 10)
 		}
-		if !d.Allowed || legacy < 0 || rem[t] < left {
-			left, limit = rem[t], c.rate.limits[t]
-			reset = (d.at + int64(d.Reset(t)) + int64(time.Second) - 1) / int64(time.Second)
-		}
+		left, limit = rem[t], c.rate.limits[t]
+		reset = (d.at + int64(d.Reset(t)) + int64(time.Second) - 1) / int64(time.Second)
 	}
 	hdr[keyRateLimitPolicy] = c.policy
 	hdr[keyRateLimit] = []string{string(b)}

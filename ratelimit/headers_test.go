@@ -46,12 +46,13 @@ func TestHeaders(t *testing.T) {
 
 // Caps on concurrent requests, then a policy: each decided item is
 // shown, the caps' with qu="concurrent-requests" and no reset, and the
-// legacy headers describe the item with the fewest left, a refusing one
-// first.
+// legacy headers describe the policy's budget whenever it was decided (its
+// reset is a time; a cap's is not), else the refusing cap, whose reset is
+// when its Retry-After ends.
 func TestCapHeaders(t *testing.T) {
 	p := policy("stream-opens", lim("stream-opens", 60, time.Minute, 20))
 	m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
-	h := ratelimit.NewCapHeaders(&p, ratelimit.Concurrency{Name: "streams", Capacity: 16}, ratelimit.Concurrency{Name: "streams-per-user", Capacity: 64})
+	h := ratelimit.NewCapHeaders(&p, 5*time.Second, ratelimit.Concurrency{Name: "streams", Capacity: 16}, ratelimit.Concurrency{Name: "streams-per-user", Capacity: 64})
 	const policyHeader = `"streams";q=16;qu="concurrent-requests", "streams-per-user";q=64;qu="concurrent-requests", "stream-opens";q=60;w=60`
 	admitted := m.AllowAt("k", t0)
 	for range 19 {
@@ -68,9 +69,10 @@ func TestCapHeaders(t *testing.T) {
 		d                               *ratelimit.Decision
 		rateLimit, limit, remain, reset string
 	}{
-		{"admitted", []int{15, 63}, &admitted, `"streams";r=15, "streams-per-user";r=63, "stream-opens";r=19;t=1`, "16", "15", "1796040000"},
-		{"the caller's cap refused", []int{0}, nil, `"streams";r=0`, "16", "0", "1796040000"},
-		{"the user's cap refused", []int{3, 0}, nil, `"streams";r=3, "streams-per-user";r=0`, "64", "0", "1796040000"},
+		{"admitted", []int{15, 63}, &admitted, `"streams";r=15, "streams-per-user";r=63, "stream-opens";r=19;t=1`, "60", "19", "1796040001"},
+		{"admitted with few slots free", []int{2, 63}, &admitted, `"streams";r=2, "streams-per-user";r=63, "stream-opens";r=19;t=1`, "60", "19", "1796040001"},
+		{"the caller's cap refused", []int{0}, nil, `"streams";r=0`, "16", "0", "1796040005"},
+		{"the user's cap refused", []int{3, 0}, nil, `"streams";r=3, "streams-per-user";r=0`, "64", "0", "1796040005"},
 		{"the open budget refused", []int{15, 63}, &refused, `"streams";r=15, "streams-per-user";r=63, "stream-opens";r=0;t=20`, "60", "0", "1796040020"},
 		{"the open budget has fewest left", []int{15, 63}, &few, `"streams";r=15, "streams-per-user";r=63, "stream-opens";r=5;t=15`, "60", "5", "1796040015"},
 	} {

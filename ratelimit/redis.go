@@ -191,6 +191,10 @@ func NewRedis(client rueidis.Client, prefix string, p Policy) *Redis {
 	for i := range p.Limits {
 		us := max((r.g.interval[i]+999)/1000, 1) // rounded up: never a faster rate than configured
 		r.interval[i], r.tolerance[i] = us, us*int64(p.Limits[i].Burst)
+		// A decision's whole tokens left come from the script's µs, not
+		// from memory's ns: with an interval that is no whole number of µs
+		// (3/s), the ns would read one token less after the rounding.
+		r.g.interval[i], r.g.tolerance[i] = us*1000, r.tolerance[i]*1000
 		newTTL = max(newTTL, (us+999)/1000+1) // rounded up, plus 1, as the script does
 	}
 	r.args = append(r.args, "0", strconv.FormatInt(newTTL, 10))

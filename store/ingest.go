@@ -327,24 +327,43 @@ const itemCols = "id, user_id, job_id, seq, project, text, kind, skill, tags, oc
 // the items it stored. All the items go in one INSERT, and into the
 // full-text index with them (search.go): on PostgreSQL in the same rows,
 // on SQLite in items_terms, for the rows the INSERT stored; and the heads
-// of the long ones into item_heads.
-func (s *IngestStore) StoreItems(ctx context.Context, id string, items []ingest.StoredItem, done int) error {
+// of the long ones into item_heads. When the job's ItemsDone reaches its
+// ItemsTotal, the same transaction makes it succeeded and gives it back
+// to its user's quota of jobs, as FinishJob does: no reader ever sees a
+// running job with every item stored.
+func (s *IngestStore) StoreItems(ctx context.Context, id string, items []ingest.StoredItem, done int, now time.Time) (bool, error) {
 	tx, end, err := s.begin(ctx)
 	if err != nil {
-		return wrap("store items", err)
+		return false, wrap("store items", err)
 	}
 	defer end()
 	defer tx.Rollback()
-	if err := affectedOne(tx.ExecContext(ctx, "UPDATE jobs SET items_done = CASE WHEN items_done < $1 THEN $1 ELSE items_done END WHERE id = $2 AND status = $3",
-		done, id, string(ingest.StatusRunning))); err != nil {
-		return ingestErr(wrap("store items", err))
+	var userID string
+	var total, stored int
+	err = tx.QueryRowContext(ctx, `UPDATE jobs SET items_done = CASE WHEN items_done < $1 THEN $1 ELSE items_done END WHERE id = $2 AND status = $3
+		RETURNING user_id, items_total, items_done`, done, id, string(ingest.StatusRunning)).Scan(&userID, &total, &stored)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, ingest.ErrNotFound
+	}
+	if err != nil {
+		return false, wrap("store items", err)
 	}
 	if len(items) > 0 {
 		if err := s.insertItems(ctx, tx, items); err != nil {
-			return wrap("store items", err)
+			return false, wrap("store items", err)
 		}
 	}
-	return wrap("store items", tx.Commit())
+	finished := stored >= total
+	if finished {
+		if _, err := tx.ExecContext(ctx, "UPDATE jobs SET status = $1, error = '', finished_at = $2, batch = NULL WHERE id = $3",
+			string(ingest.StatusSucceeded), ms(now), id); err != nil {
+			return false, wrap("store items: finish the job", err)
+		}
+		if err := release(ctx, tx, userID, true, 0); err != nil {
+			return false, wrap("store items: give back to the quotas", err)
+		}
+	}
+	return finished, wrap("store items", tx.Commit())
 }
 
 // insertItems inserts items, skipping those stored already, and indexes
@@ -556,4 +575,21 @@ func (s *IngestStore) UnfinishedJobs(ctx context.Context, before time.Time, limi
 		ids = append(ids, id)
 	}
 	return ids, wrap("unfinished jobs", rows.Err())
+}
+
+// JobCounts are every user's jobs by status: the load of the job queue.
+type JobCounts struct {
+	Queued, Running, Failed int64
+}
+
+// JobCounts counts every user's jobs that are queued, running and failed,
+// in one read. Queued and running are read from the index of unfinished
+// jobs; failed reads the failed jobs' rows.
+func (db *DB) JobCounts(ctx context.Context) (JobCounts, error) {
+	var c JobCounts
+	err := db.QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM jobs WHERE status IN ('queued', 'running') AND status = 'queued'),
+		(SELECT COUNT(*) FROM jobs WHERE status IN ('queued', 'running') AND status = 'running'),
+		(SELECT COUNT(*) FROM jobs WHERE status = 'failed')`).Scan(&c.Queued, &c.Running, &c.Failed)
+	return c, wrap("count jobs", err)
 }

@@ -118,39 +118,88 @@ func TestStoreItemsOnce(t *testing.T) {
 				{ID: prefix + "-1", UserID: "u1", JobID: "j1", Seq: 1, Project: "p", Item: ingest.Item{Text: "beta", Kind: "note", OccurredAt: t0}, CreatedAt: t0},
 			}
 		}
-		if err := s.StoreItems(ctx, "j1", items("a"), 2); !errors.Is(err, ingest.ErrNotFound) {
+		if _, err := s.StoreItems(ctx, "j1", items("a"), 2, t0); !errors.Is(err, ingest.ErrNotFound) {
 			t.Fatalf("StoreItems on a queued job = %v, want ErrNotFound", err)
 		}
 		if _, _, err := s.StartJob(ctx, "j1", t0); err != nil {
 			t.Fatal(err)
 		}
-		for _, prefix := range []string{"a", "b"} {
-			if err := s.StoreItems(ctx, "j1", items(prefix), 2); err != nil {
-				t.Fatal(err)
+		for _, prefix := range []string{"a", "b"} { // the first of two items, twice
+			if finished, err := s.StoreItems(ctx, "j1", items(prefix)[:1], 1, t0); err != nil || finished {
+				t.Fatalf("StoreItems(1 of 2) = %v, %v", finished, err)
 			}
 		}
-		if n := count(t, db, "SELECT COUNT(*) FROM items"); n != 2 {
-			t.Fatalf("%d items after storing the same two twice", n)
+		if n := count(t, db, "SELECT COUNT(*) FROM items"); n != 1 {
+			t.Fatalf("%d items after storing the same one twice", n)
 		}
-		if err := s.StoreItems(ctx, "j1", nil, 1); err != nil { // an older count does not move ItemsDone back
+		if _, err := s.StoreItems(ctx, "j1", nil, 0, t0); err != nil { // an older count does not move ItemsDone back
 			t.Fatal(err)
 		}
-		if j, _ := s.Job(ctx, "u1", "j1"); j.ItemsDone != 2 {
-			t.Fatalf("ItemsDone = %d, want 2", j.ItemsDone)
+		if j, _ := s.Job(ctx, "u1", "j1"); j.ItemsDone != 1 {
+			t.Fatalf("ItemsDone = %d, want 1", j.ItemsDone)
+		}
+		if finished, err := s.StoreItems(ctx, "j1", items("c"), 2, t0); err != nil || !finished {
+			t.Fatalf("StoreItems(the rest) = %v, %v", finished, err)
+		}
+		if n := count(t, db, "SELECT COUNT(*) FROM items"); n != 2 {
+			t.Fatalf("%d items after storing the first again with the second", n)
 		}
 		rs, err := s.Search(ctx, "u1", ingest.Search{Words: []string{"alpha"}, Limit: 10})
 		if err != nil || len(rs) != 1 || rs[0].ID != "a-0" {
 			t.Fatalf("Search(alpha) = %+v, %v; want the first stored", rs, err)
 		}
-		j, finished, err := s.FinishJob(ctx, "j1", ingest.StatusSucceeded, "", t0.Add(time.Second))
-		if err != nil || !finished || j.Status != ingest.StatusSucceeded || !j.FinishedAt.Equal(t0.Add(time.Second)) {
-			t.Fatalf("FinishJob = %+v, %v, %v", j, finished, err)
+		if _, err := s.StoreItems(ctx, "j1", items("d"), 2, t0); !errors.Is(err, ingest.ErrNotFound) {
+			t.Fatalf("StoreItems on a final job = %v, want ErrNotFound", err)
 		}
 		if _, batch, err := s.StartJob(ctx, "j1", t0); err != nil || batch != nil {
 			t.Fatalf("a final job's batch = %q, %v; want it dropped", batch, err)
 		}
 		if _, finished, _ := s.FinishJob(ctx, "j1", ingest.StatusFailed, "late", t0); finished {
 			t.Fatal("FinishJob made a final job final again")
+		}
+	})
+}
+
+// TestStoringTheLastItemsEndsTheJob: the transaction that stores a job's
+// last items makes it succeeded and frees its slot in the user's quota,
+// so no reader ever finds it running with every item stored (GET
+// /api/v1/jobs/{id} said running, items_done == items_total, until the
+// worker's next transaction). A job with items left stays running, and
+// FinishJob still ends one whose items were stored by an earlier run.
+func TestStoringTheLastItemsEndsTheJob(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mustUser(t, store.NewAuthStore(db), "u1", "ada")
+		s := store.NewIngestStore(db, nil)
+		if _, _, err := s.Accept(ctx, acceptance("u1", "k1", "j1")); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.StartJob(ctx, "j1", t0); err != nil {
+			t.Fatal(err)
+		}
+		item := func(seq int) []ingest.StoredItem {
+			return []ingest.StoredItem{{ID: fmt.Sprint("i", seq), UserID: "u1", JobID: "j1", Seq: seq, Project: "p", Item: ingest.Item{Text: "note", Kind: "note"}, CreatedAt: t0}}
+		}
+		if finished, err := s.StoreItems(ctx, "j1", item(0), 1, t0); err != nil || finished {
+			t.Fatalf("StoreItems(1 of 2) = %v, %v", finished, err)
+		}
+		if j, _ := s.Job(ctx, "u1", "j1"); j.Status != ingest.StatusRunning || j.ItemsDone != 1 {
+			t.Fatalf("with an item left: %+v, want running", j)
+		}
+		end := t0.Add(time.Minute)
+		if finished, err := s.StoreItems(ctx, "j1", item(1), 2, end); err != nil || !finished {
+			t.Fatalf("StoreItems(the last) = %v, %v; want finished", finished, err)
+		}
+		j, err := s.Job(ctx, "u1", "j1")
+		if err != nil || j.Status != ingest.StatusSucceeded || j.ItemsDone != 2 || !j.FinishedAt.Equal(end) || j.Error != "" {
+			t.Fatalf("once its last item is stored the job is %+v, %v; want succeeded at %v", j, err, end)
+		}
+		if items, jobs := usage(t, db, "u1"); items != 2 || jobs != 0 {
+			t.Fatalf("usage = %d items, %d jobs; want 2 items and the job's slot free", items, jobs)
+		}
+		if _, finished, _ := s.FinishJob(ctx, "j1", ingest.StatusSucceeded, "", end); finished {
+			t.Fatal("FinishJob ended the job again")
 		}
 	})
 }
@@ -170,10 +219,10 @@ func TestIndexFollowsDeletes(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.StartJob(ctx, "j-"+u, t0)
-			if err := s.StoreItems(ctx, "j-"+u, []ingest.StoredItem{
+			if _, err := s.StoreItems(ctx, "j-"+u, []ingest.StoredItem{
 				{ID: u + "-0", UserID: u, JobID: "j-" + u, Seq: 0, Project: "p", Item: ingest.Item{Text: "shared word", Kind: "note"}, CreatedAt: t0},
 				{ID: u + "-1", UserID: u, JobID: "j-" + u, Seq: 1, Project: "p", Item: ingest.Item{Text: "shared other", Kind: "note"}, CreatedAt: t0},
-			}, 2); err != nil {
+			}, 2, t0); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -234,6 +283,33 @@ func TestSweep(t *testing.T) {
 		}
 		if n := count(t, db, "SELECT COUNT(*) FROM jobs"); n != expired+live {
 			t.Fatalf("%d jobs left, want all %d", n, expired+live)
+		}
+	})
+}
+
+// TestJobCounts counts every user's jobs by status.
+func TestJobCounts(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		mustUser(t, store.NewAuthStore(db), "u1", "ada")
+		mustUser(t, store.NewAuthStore(db), "u2", "bob")
+		s := store.NewIngestStore(db, nil)
+		for i, u := range []string{"u1", "u1", "u2", "u2", "u2"} {
+			if _, _, err := s.Accept(ctx, acceptance(u, fmt.Sprint("k", i), fmt.Sprint("j", i))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s.StartJob(ctx, "j0", t0)
+		s.StartJob(ctx, "j1", t0)
+		if _, _, err := s.FinishJob(ctx, "j1", ingest.StatusFailed, "a test", t0); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := s.FinishJob(ctx, "j2", ingest.StatusSucceeded, "", t0); err != nil {
+			t.Fatal(err)
+		}
+		if c, err := db.JobCounts(ctx); err != nil || c != (store.JobCounts{Queued: 2, Running: 1, Failed: 1}) {
+			t.Fatalf("JobCounts = %+v, %v; want 2 queued, 1 running, 1 failed", c, err)
 		}
 	})
 }

@@ -3,8 +3,9 @@ package store
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
+
+	"github.com/brain-template/brain/internal/logsample"
 )
 
 // outageHandler is the slog.Handler River logs through. River logs an
@@ -24,33 +25,17 @@ import (
 // until the message comes again.
 type outageHandler struct {
 	next   slog.Handler
-	counts *outageCounts // shared by the handlers WithAttrs and WithGroup make
-}
-
-// outageCounts is when each message was last passed on, and how many
-// times it came since.
-type outageCounts struct {
-	every time.Duration
-	now   func() time.Time
-
-	mu       sync.Mutex
-	messages map[string]*outageCount
-}
-
-type outageCount struct {
-	logged  time.Time
-	repeats int
+	counts *logsample.Counts // shared by the handlers WithAttrs and WithGroup make
 }
 
 // maxOutageMessages bounds the messages remembered: River's are a few
-// dozen constant strings; past the bound a message is passed on without
-// being remembered.
+// dozen constant strings.
 const maxOutageMessages = 100
 
 // quietOutages returns next as River should log through it: at WARN or
 // above, each message at WARN once per every (see outageHandler).
 func quietOutages(next slog.Handler, every time.Duration, now func() time.Time) slog.Handler {
-	return &outageHandler{next: next, counts: &outageCounts{every: every, now: now, messages: map[string]*outageCount{}}}
+	return &outageHandler{next: next, counts: logsample.New(every, now, maxOutageMessages)}
 }
 
 // Enabled reports whether next takes records of level l, at WARN for
@@ -64,7 +49,7 @@ func (h *outageHandler) Handle(ctx context.Context, r slog.Record) error {
 	if r.Level < slog.LevelWarn {
 		return h.next.Handle(ctx, r)
 	}
-	repeats, ok := h.counts.take(r.Message)
+	_, repeats, ok := h.counts.Take(r.Message)
 	if !ok {
 		return nil
 	}
@@ -72,28 +57,6 @@ func (h *outageHandler) Handle(ctx context.Context, r slog.Record) error {
 	r.Attrs(func(a slog.Attr) bool { out.AddAttrs(a); return true })
 	out.AddAttrs(slog.Int("repeats", repeats))
 	return h.next.Handle(ctx, out)
-}
-
-// take reports whether message is due to be logged, and how many times
-// it came since it last was.
-func (c *outageCounts) take(message string) (repeats int, due bool) {
-	now := c.now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	m := c.messages[message]
-	if m != nil && now.Sub(m.logged) < c.every {
-		m.repeats++
-		return 0, false
-	}
-	if m == nil {
-		if len(c.messages) >= maxOutageMessages {
-			return 0, true
-		}
-		m = &outageCount{}
-		c.messages[message] = m
-	}
-	repeats, m.logged, m.repeats = m.repeats, now, 0
-	return repeats, true
 }
 
 // WithAttrs returns a handler with attrs that shares h's counts.

@@ -43,8 +43,11 @@ func storeAll(t *testing.T, s *store.IngestStore, user, id string, n int, status
 		items[i] = ingest.StoredItem{ID: fmt.Sprintf("%s-%d", id, i), UserID: user, JobID: id, Seq: i, Project: "p",
 			Item: ingest.Item{Text: "note", Kind: "note"}, CreatedAt: t0}
 	}
-	if err := s.StoreItems(ctx, id, items, n); err != nil {
-		t.Fatal(err)
+	if finished, err := s.StoreItems(ctx, id, items, n, t0); err != nil || finished != (status == ingest.StatusSucceeded) {
+		t.Fatalf("StoreItems(%s) = %v, %v", id, finished, err)
+	}
+	if status == ingest.StatusSucceeded {
+		return // storing the last items ended it
 	}
 	if _, finished, err := s.FinishJob(ctx, id, status, "", t0); err != nil || !finished {
 		t.Fatalf("FinishJob(%s) = %v, %v", id, finished, err)

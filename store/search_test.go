@@ -33,7 +33,7 @@ func storeTexts(t *testing.T, s *store.IngestStore, user, jobID, project string,
 		items = append(items, ingest.StoredItem{ID: id, UserID: user, JobID: jobID, Seq: i, Project: project,
 			Item: ingest.Item{Text: text, Kind: "note"}, CreatedAt: t0})
 	}
-	if err := s.StoreItems(ctx, jobID, items, len(items)); err != nil {
+	if _, err := s.StoreItems(ctx, jobID, items, len(items), t0); err != nil {
 		t.Fatal(err)
 	}
 	return ids

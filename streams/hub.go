@@ -77,6 +77,7 @@ func (h *MemoryHub) Subscribe(_ context.Context, user, after string) (*Subscript
 	h.f.mu.Lock()
 	defer h.f.mu.Unlock()
 	s := h.f.addLocked(user, eventID{})
+	s.At = h.last.String()
 	if after == "" {
 		return s, nil
 	}

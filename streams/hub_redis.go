@@ -255,7 +255,7 @@ func (h *RedisHub) Subscribe(ctx context.Context, user, after string) (*Subscrip
 		h.f.mu.Lock()
 		defer h.f.mu.Unlock()
 		s := h.f.addLocked(user, eventID{})
-		s.Gap = after != ""
+		s.Gap, s.At = after != "", h.seen.String()
 		return s, nil
 	}
 	h.f.mu.Lock()
@@ -270,16 +270,17 @@ func (h *RedisHub) Subscribe(ctx context.Context, user, after string) (*Subscrip
 			h.f.mu.Lock()
 			defer h.f.mu.Unlock()
 			s := h.f.addLocked(user, eventID{})
-			s.Gap = true
+			s.Gap, s.At = true, h.seen.String()
 			return s, nil
 		}
 	}
 	h.f.mu.Lock()
 	s := h.f.addLocked(user, a)
-	upto := ""
+	upto, at := "", a
 	if h.seen.compare(a) > 0 {
-		upto = h.seen.String()
+		upto, at = h.seen.String(), h.seen
 	}
+	s.At = at.String()
 	h.f.mu.Unlock()
 	gap, events, err := h.replay(ctx, user, after, upto)
 	if err != nil {

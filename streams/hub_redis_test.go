@@ -452,3 +452,25 @@ func TestRedisHubGapAfterEntriesTrimmedInACut(t *testing.T) {
 		})
 	}
 }
+
+// At is where Run had read when a subscription began: a resume from it,
+// on any replica, replays exactly the events that came live.
+func TestRedisHubSubscriptionAt(t *testing.T) {
+	hubs := replicas(t, 2, 1000, 16)
+	a, b := hubs[0], hubs[1]
+	publish(t, a, "alice", "a")
+	caughtUp(t, a)
+	s := subscribe(t, a, "alice", "")
+	later := publish(t, a, "alice", "b")
+	if ev := receive(t, s, 1)[0]; ev.ID != later || streams.CompareIDs(s.At, later) >= 0 {
+		t.Fatalf("live %s after At %s; want %s, after At", ev.ID, s.At, later)
+	}
+	caughtUp(t, b)
+	r := subscribe(t, b, "alice", s.At)
+	if got := ids(r.Replay); !slices.Equal(got, []string{later}) || r.Gap {
+		t.Fatalf("resumed from At %s: replay %v gap %v, want [%s]", s.At, got, r.Gap, later)
+	}
+	if streams.CompareIDs(r.At, later) < 0 {
+		t.Fatalf("the resumed subscription's At %s is before what it replayed (%s)", r.At, later)
+	}
+}

@@ -397,3 +397,25 @@ func BenchmarkMemoryHubPublish(b *testing.B) {
 		})
 	}
 }
+
+// At is the hub's place when a subscription began: the newest event then,
+// so a resume from it replays exactly the events that came live.
+func TestMemoryHubSubscriptionAt(t *testing.T) {
+	h, clk := newMemoryHub(100, 16)
+	if s := subscribe(t, h, "alice", ""); s.At != "0-0" {
+		t.Fatalf("At of an empty hub = %q, want 0-0", s.At)
+	}
+	publish(t, h, "alice", "a")
+	clk.Advance(time.Millisecond)
+	newest := publish(t, h, "bob", "b")
+	s := subscribe(t, h, "alice", "")
+	if s.At != newest {
+		t.Fatalf("At = %q, want the newest event %s", s.At, newest)
+	}
+	clk.Advance(time.Millisecond)
+	later := publish(t, h, "alice", "c")
+	r := subscribe(t, h, "alice", s.At)
+	if got := ids(r.Replay); !slices.Equal(got, []string{later}) || r.Gap || r.At != later {
+		t.Fatalf("resumed from At: replay %v gap %v at %s, want [%s], no gap, at %s", got, r.Gap, r.At, later, later)
+	}
+}

@@ -115,6 +115,13 @@ type Subscription struct {
 	// Gap says that events after Subscribe's after are no longer kept:
 	// the subscriber missed some.
 	Gap bool
+	// At is the hub's place when the subscription began: every event that
+	// arrives on Events comes after it, and Replay and the subscriber's
+	// after hold what came before (back to after). A state read once
+	// Subscribe returns reflects every event up to At, so At is the id to
+	// give it: a resume from At replays exactly what followed. It is "0-0"
+	// when the hub had no event yet.
+	At string
 
 	user   string
 	skip   eventID       // events up to this id are not sent: the subscriber has them (Replay, or its after)

@@ -43,6 +43,7 @@ type Config struct {
 	HashWait           time.Duration
 
 	RateLimitOnStoreError ratelimit.OnStoreError
+	LiveAccess            api.Access // who may follow /api/v1/system/live
 	MetricsAddr           string
 
 	RateLimitSession ratelimit.Budget
@@ -249,6 +250,17 @@ var settings = []setting{
 	}},
 	{"max-conns-per-ip", "BRAIN_MAX_CONNS_PER_IP", "256", "open connections from one client address (an IPv6 /64) at most; BRAIN_TRUSTED_PROXIES are exempt", false, count(1, 1<<20, func(c *Config) *int { return &c.MaxConnsPerIP })},
 	{"shutdown-timeout", "BRAIN_SHUTDOWN_TIMEOUT", "15s", "how long a shutdown waits for in-flight requests", false, duration(0, time.Hour, func(c *Config) *time.Duration { return &c.ShutdownTimeout })},
+	{"live-access", "BRAIN_LIVE_ACCESS", "all", "who may follow /api/v1/system/live (this replica's load): all (every session and API key) or admin (the user admin only)", false, func(c *Config, v string) error {
+		switch v {
+		case "all":
+			c.LiveAccess = api.Caller
+		case "admin":
+			c.LiveAccess = api.Admin
+		default:
+			return errors.New("want all or admin")
+		}
+		return nil
+	}},
 	{"log-format", "BRAIN_LOG_FORMAT", "text", "text or json", false, func(c *Config, v string) error {
 		if v != "text" && v != "json" {
 			return errors.New("want text or json")

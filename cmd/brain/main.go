@@ -169,6 +169,7 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		Ingest:         r.ingest,
 		IngestTTL:      cfg.IngestTTL,
 		Bodies:         api.BodyBudget{InFlight: cfg.BodyBytesInFlight, PerCaller: cfg.BodyBytesPerUser},
+		LiveAccess:     cfg.LiveAccess,
 	})
 	if err := s.Err(); err != nil {
 		return nil, err

@@ -214,7 +214,7 @@ export interface paths {
         };
         /**
          * Follow a job
-         * @description One of your jobs until it ends: first its state now (job.progress), then each step, then job.succeeded or job.failed, after which the stream ends. A job that has ended answers 204 (its result is at GET /api/v1/jobs/{id}), which stops a browser's EventSource from reconnecting. Shares the stream plane's caps and open budget with every stream endpoint.
+         * @description One of your jobs until it ends: first its state now (job.progress), then each step, then job.succeeded or job.failed, after which the stream ends. Every event has an id: on reconnect, send the last id received as Last-Event-ID and the log goes on from there, exactly once, the job's end included when it ended meanwhile (where its steps were lost, the job's state now stands for them). A job that has ended answers 204 when there is nothing left to send (no Last-Event-ID, or the client has the end): its result is at GET /api/v1/jobs/{id}, and a browser's EventSource stops reconnecting. Shares the stream plane's caps and open budget with every stream endpoint.
          */
         get: operations["follow-job-log"];
         put?: never;
@@ -359,7 +359,7 @@ export interface paths {
         };
         /**
          * Follow the server's state
-         * @description A snapshot of this replica every second: requests and refusals per second, open streams, goroutines, heap. Shares the stream plane's caps and open budget with every stream endpoint.
+         * @description A snapshot of this replica every second: requests and refusals per second, open streams, jobs queued, goroutines, heap. Any caller (a session or an API key) may follow it: it shows the server's load, not any user's data (BRAIN_LIVE_ACCESS=admin restricts it to the user admin). Shares the stream plane's caps and open budget with every stream endpoint.
          */
         get: operations["follow-system-live"];
         put?: never;
@@ -631,6 +631,11 @@ export interface components {
              */
             heap_bytes: number;
             /**
+             * Format: int64
+             * @description Jobs of every user waiting for a worker, on every replica (the database's count, read at most once a second; the last count read while the database does not answer).
+             */
+            jobs_queued: number;
+            /**
              * Format: double
              * @description Of those, refused with 429, per second.
              */
@@ -771,11 +776,11 @@ export interface components {
                 /** @description Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's caps, q = open streams and qu="concurrent-requests". Absent when the back-off refused (details.scope login). */
                 "RateLimit-Policy"?: string;
                 "Retry-After": components["headers"]["Retry-After"];
-                /** @description Legacy: the requests per window of the budget with the fewest requests left. Absent when the back-off refused (details.scope login). */
+                /** @description Legacy: the requests per window of the budget with the fewest requests left (on a stream, of its open budget; of a cap only when the cap refused it, before the budget was asked). Absent when the back-off refused (details.scope login). */
                 "X-RateLimit-Limit"?: number;
                 /** @description Legacy: whole requests left in that budget. Absent when the back-off refused (details.scope login). */
                 "X-RateLimit-Remaining"?: number;
-                /** @description Legacy: when that budget is full again, in Unix epoch seconds. Absent when the back-off refused (details.scope login). */
+                /** @description Legacy: when that budget is full again, in Unix epoch seconds (for a cap that refused a stream, when its Retry-After ends: a cap has no clock). Absent when the back-off refused (details.scope login). */
                 "X-RateLimit-Reset"?: number;
                 [name: string]: unknown;
             };
@@ -803,11 +808,11 @@ export interface components {
         "RateLimit-Policy": string;
         /** @description Seconds until a request would be admitted (at least 1). */
         "Retry-After": number;
-        /** @description Legacy: the requests per window of the budget with the fewest requests left. */
+        /** @description Legacy: the requests per window of the budget with the fewest requests left (on a stream, of its open budget; of a cap only when the cap refused it, before the budget was asked). */
         "X-RateLimit-Limit": number;
         /** @description Legacy: whole requests left in that budget. */
         "X-RateLimit-Remaining": number;
-        /** @description Legacy: when that budget is full again, in Unix epoch seconds. */
+        /** @description Legacy: when that budget is full again, in Unix epoch seconds (for a cap that refused a stream, when its Retry-After ends: a cap has no clock). */
         "X-RateLimit-Reset": number;
     };
     pathItems: never;

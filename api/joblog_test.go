@@ -1,0 +1,105 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/store"
+	"github.com/brain-template/brain/streams"
+)
+
+// A job's log resumes exactly once, the job's end included, whenever the
+// client comes back: every event it sends has an id (the first state's
+// too), a resume from any of them after the job ended gets the rest and
+// the end, a resume from the end gets 204, and one whose steps the hub
+// no longer keeps gets the job's end as the database has it.
+func TestJobLogResumesAfterItsEnd(t *testing.T) {
+	hub := streams.NewMemoryHub(1024, 64)
+	svc := MustAuth(t)
+	db, _ := dbOf.Load(svc)
+	memory := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{Publish: api.EventPublisher(hub)})
+	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Ingest: memory, Streams: api.StreamConfig{Hub: hub}}, nil)
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	items := make([]map[string]string, 250) // three chunks: three steps, then the end
+	for i := range items {
+		items[i] = map[string]string{"text": fmt.Sprint("note ", i)}
+	}
+	var a struct {
+		JobID string `json:"job_id"`
+	}
+	l.call("POST", "/api/v1/memory/ingest", map[string]any{"project": "p", "items": items}, ada).want(t, 202, "ingest").decode(t, &a)
+	logPath := "/api/v1/jobs/" + a.JobID + "/log"
+
+	// readToEnd reads a log's events until its connection closes, each
+	// with an id.
+	readToEnd := func(s *sse) []sseMessage {
+		t.Helper()
+		var got []sseMessage
+		for {
+			m := s.nextEvent(t)
+			if m.id == "" {
+				t.Fatalf("an event without an id: %+v", m)
+			}
+			got = append(got, m)
+			if m.event != "job.progress" {
+				break
+			}
+		}
+		if rest, err := io.ReadAll(s.rd); err != nil || len(rest) != 0 {
+			t.Fatalf("after the job's end the log sent %q (%v); want its end", rest, err)
+		}
+		return got
+	}
+
+	follow, _ := l.openStream(logPath, ada)
+	first := follow.nextEvent(t)
+	if first.event != "job.progress" || first.id == "" {
+		t.Fatalf("the log's first event is %+v; want the job's state, with an id", first)
+	}
+	l.call("POST", "/api/v1/memory/ingest", map[string]any{"project": "p", "items": []map[string]string{{"text": "another job"}}}, ada).
+		want(t, 202, "another job's events interleave")
+	if err := memory.Process(context.Background(), a.JobID); err != nil {
+		t.Fatal(err)
+	}
+	whole := append([]sseMessage{first}, readToEnd(follow)...)
+	if len(whole) != 5 || whole[4].event != "job.succeeded" {
+		t.Fatalf("the log = %+v; want its state, three steps and job.succeeded", whole)
+	}
+
+	for i := range len(whole) - 1 {
+		s, r := l.openStream(logPath, ada, "Last-Event-ID: "+whole[i].id)
+		if s == nil {
+			t.Fatalf("resume after event %d (%s) of an ended job: %d %s; want the rest of its log", i, whole[i].event, r.status, r.body)
+		}
+		got := readToEnd(s)
+		if len(got) != len(whole)-1-i {
+			t.Fatalf("resume after event %d: %+v; want %+v", i, got, whole[i+1:])
+		}
+		for j, m := range got {
+			if w := whole[i+1+j]; m != w {
+				t.Fatalf("resume after event %d: event %d is %+v; want %+v", i, j, m, w)
+			}
+		}
+	}
+	if _, r := l.openStream(logPath, ada, "Last-Event-ID: "+whole[4].id); r.status != http.StatusNoContent {
+		t.Fatalf("resume after the job's end: %d %s; want 204, nothing more", r.status, r.body)
+	}
+	if _, r := l.openStream(logPath, ada); r.status != http.StatusNoContent {
+		t.Fatalf("an ended job's log without Last-Event-ID: %d %s; want 204", r.status, r.body)
+	}
+
+	// An id older than every event the hub keeps: the steps may be lost,
+	// so the job as the database has it, its end, stands for them.
+	s, r := l.openStream(logPath, ada, "Last-Event-ID: 1-0")
+	if s == nil {
+		t.Fatalf("resume from before what the hub keeps: %d %s; want the job's end", r.status, r.body)
+	}
+	if got := readToEnd(s); len(got) != 1 || got[0].event != "job.succeeded" {
+		t.Fatalf("resume from before what the hub keeps: %+v; want job.succeeded", got)
+	}
+}

@@ -1,0 +1,84 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/logsample"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// refusals observes every 429 the API gives, whatever refused it (a
+// plane's budget, a stream cap, the login back-off): it counts it by plane
+// and policy (brain_ratelimit_refusals_total) and logs it, at most once a
+// minute per plane, policy and client (its address for the ip and login
+// planes, at WARN; its user for the caller planes, at INFO), with how
+// many refusals of that client it did not log since its last line.
+type refusals struct {
+	sample *logsample.Counts
+	count  *prometheus.CounterVec // nil without metrics
+}
+
+// maxRefusalKeys bounds the clients the refusal log remembers; past it,
+// the others share one line a minute (logsample.Overflow).
+const maxRefusalKeys = 10_000
+
+func newRefusals(m *Metrics, now func() time.Time) *refusals {
+	r := &refusals{sample: logsample.New(time.Minute, now, maxRefusalKeys)}
+	if m != nil {
+		r.count = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "brain_ratelimit_refusals_total",
+			Help: "Requests refused with 429, by plane and policy: every budget, the stream caps and the login back-off.",
+		}, []string{"plane", "policy"})
+		m.reg.MustRegister(r.count)
+	}
+	return r
+}
+
+var refusalsKey = &contextKey{"refusals"}
+
+// withRefusals is a middleware that makes r the observer of the
+// request's refusals (observeRefusal).
+func withRefusals(r *refusals) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			next.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), refusalsKey, r)))
+		})
+	}
+}
+
+// observeRefusal reports refusal e (a 429 of rateLimited) of the request
+// of ctx, whose caller is id (nil: the one in ctx, if any).
+func observeRefusal(ctx context.Context, e *Error, id *auth.Identity) {
+	r, _ := ctx.Value(refusalsKey).(*refusals)
+	if r == nil || e == nil || e.status != http.StatusTooManyRequests {
+		return
+	}
+	plane, policy := e.Details.Scope, e.Details.Policy
+	if r.count != nil {
+		r.count.WithLabelValues(plane, policy).Inc()
+	}
+	if id == nil {
+		id = auth.FromContext(ctx)
+	}
+	level, who := slog.LevelWarn, slog.String("ip", GetClientIP(ctx))
+	if (plane != "ip" && plane != "login") && id != nil {
+		level, who = slog.LevelInfo, slog.String("user", id.User.ID)
+	}
+	l := logger(ctx)
+	if !l.Enabled(ctx, level) {
+		return
+	}
+	key, suppressed, due := r.sample.Take(plane + "\x00" + policy + "\x00" + who.Value.String())
+	if !due {
+		return
+	}
+	if key == logsample.Overflow {
+		who = slog.String(who.Key, "(one of many)")
+	}
+	l.LogAttrs(ctx, level, "rate limited", slog.String("plane", plane), slog.String("policy", policy), who,
+		slog.Int("retry_after_s", e.Details.RetryAfterS), slog.Int("suppressed", suppressed))
+}

@@ -1,0 +1,81 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/store"
+)
+
+// liveResponses returns the statuses the spec declares for the live
+// stream.
+func liveResponses(t *testing.T, s *api.Server) map[string]json.RawMessage {
+	t.Helper()
+	spec, err := s.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(spec, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Paths["/api/v1/system/live"]["get"].Responses
+}
+
+// The live snapshot counts every user's queued jobs; any caller may
+// follow it by default, and with LiveAccess Admin only the user admin,
+// the others getting 403, as the spec says in each case.
+func TestSystemLive(t *testing.T) {
+	svc := MustAuth(t)
+	if _, err := svc.AddUser(context.Background(), api.AdminUsername, "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	db, _ := dbOf.Load(svc)
+	memory := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{}) // no worker: jobs stay queued
+
+	t.Run("all", func(t *testing.T) {
+		s, l, _ := streamServerWith(t, api.Config{Auth: svc, Ingest: memory}, nil)
+		ada := l.login("ada", "correct horse battery").cookie(t)
+		for _, text := range []string{"one", "two", "three"} {
+			l.call("POST", "/api/v1/memory/ingest", map[string]any{"project": "p", "items": []map[string]string{{"text": text}}}, ada).want(t, 202, "ingest")
+		}
+		st, r := l.openStream("/api/v1/system/live", ada)
+		if st == nil {
+			t.Fatalf("ada follows the live stream: %d %s", r.status, r.body)
+		}
+		var snap api.LiveSnapshot
+		if m := st.nextEvent(t); m.event != "system.live" || json.Unmarshal([]byte(m.data), &snap) != nil || snap.JobsQueued != 3 {
+			t.Fatalf("the snapshot: %+v; want 3 jobs queued", m)
+		}
+		if _, ok := liveResponses(t, s)["403"]; ok {
+			t.Fatal("the spec declares a 403 on the live stream, which any caller may follow")
+		}
+	})
+	t.Run("admin", func(t *testing.T) {
+		s, l, _ := streamServerWith(t, api.Config{Auth: svc, Ingest: memory, LiveAccess: api.Admin}, nil)
+		ada := l.login("ada", "correct horse battery").cookie(t)
+		_, r := l.openStream("/api/v1/system/live", ada)
+		var env struct{ Code string }
+		if r.status != http.StatusForbidden || json.Unmarshal([]byte(r.body), &env) != nil || env.Code != "forbidden" {
+			t.Fatalf("ada, not admin: %d %s; want 403 forbidden", r.status, r.body)
+		}
+		admin := l.login(api.AdminUsername, "correct horse battery").cookie(t)
+		if st, r := l.openStream("/api/v1/system/live", admin); st == nil {
+			t.Fatalf("admin: %d %s", r.status, r.body)
+		}
+		if st, r := l.openStream("/api/v1/events", ada); st == nil {
+			t.Fatalf("ada's other streams: %d %s", r.status, r.body)
+		}
+		if _, ok := liveResponses(t, s)["403"]; !ok {
+			t.Fatal("the spec does not declare the 403 of a caller who is not admin")
+		}
+	})
+}
