@@ -344,6 +344,9 @@ func ingestError(err error) error {
 		for i, fe := range ve.Errors {
 			details[i] = FieldError{Location: fe.Location, Message: fe.Message}
 		}
+		if ve.Malformed { // not JSON: 400, as huma answers for every other operation
+			return NewError(http.StatusBadRequest, msgMalformedBody, details...)
+		}
 		return NewError(http.StatusUnprocessableEntity, "the request is not valid: see details.errors", details...)
 	case errors.Is(err, ingest.ErrKeyReused):
 		e := NewError(http.StatusUnprocessableEntity, "this ingest_id was used for a batch with other content; send this batch under a new ingest_id, or leave ingest_id out",

@@ -43,6 +43,17 @@ const (
 	failDepth
 )
 
+// syntax reports whether f makes the bytes no JSON text at all (RFC
+// 8259), rather than JSON no batch can be: a lone surrogate escape and
+// deep nesting are JSON.
+func (f failure) syntax() bool {
+	switch f {
+	case failEnd, failChar, failControl, failUTF8, failEscape:
+		return true
+	}
+	return false
+}
+
 // message is the failure as the client reads it: a fixed phrase that
 // never quotes the body.
 func (f failure) message() string {

@@ -18,9 +18,15 @@ type FieldError struct {
 }
 
 // A ValidationError lists what is wrong with a request, each problem at
-// its place. Callers answer it with 422 and the list.
+// its place. Callers answer it with 422 and the list, or with 400 when it
+// is Malformed.
 type ValidationError struct {
 	Errors []FieldError // at least one, at most MaxFieldErrors
+	// Malformed says the body is not JSON at all (RFC 8259: empty, cut
+	// short, a character out of place, not UTF-8, more after the value),
+	// rather than JSON that breaks a batch's rules; Errors then holds
+	// that one problem, at "body".
+	Malformed bool
 }
 
 // MaxFieldErrors bounds a [ValidationError]'s list: a batch of a thousand
@@ -99,6 +105,14 @@ func parse(raw []byte) (Batch, []sentItem, error) {
 	}
 	p := parser{s: scanner{data: raw, maxDepth: maxDepth}}
 	b, sent := p.batch()
+	if p.s.failed.syntax() || p.notJSON != "" {
+		// Not JSON: what was found before it is moot.
+		msg := p.notJSON
+		if msg == "" {
+			msg = fmt.Sprintf("%s (at byte %d)", p.s.failed.message(), p.s.failedAt)
+		}
+		return Batch{}, nil, &ValidationError{Errors: []FieldError{{Location: "body", Message: msg}}, Malformed: true}
+	}
 	if p.s.failed != ok {
 		p.v.add("body", fmt.Sprintf("%s (at byte %d)", p.s.failed.message(), p.s.failedAt))
 	}
@@ -172,6 +186,9 @@ type parser struct {
 	s      scanner
 	v      ValidationError
 	halted bool // at a problem after which nothing more is read
+	// notJSON is why the body is not JSON, where the scanner did not
+	// find it (an empty body, more after the batch); "" when it is.
+	notJSON string
 }
 
 // add records a problem at p.
@@ -197,7 +214,7 @@ func (p *parser) batch() (b Batch, sent []sentItem) {
 	switch c := s.peek(); {
 	case c == '{':
 	case c == 0 && s.pos >= len(s.data):
-		p.halt(body, "is empty: send the batch as a JSON object")
+		p.notJSON, p.halted = "is empty: send the batch as a JSON object", true
 		return
 	case startsValue(c):
 		p.halt(body, "must be a JSON object")
@@ -230,7 +247,7 @@ func (p *parser) batch() (b Batch, sent []sentItem) {
 		return b, sent
 	}
 	if s.peek(); s.pos < len(s.data) {
-		p.halt(body, "has more after its closing brace")
+		p.notJSON, p.halted = "has more after its closing brace", true
 		return b, sent
 	}
 	if !hasProject {

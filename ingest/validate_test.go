@@ -119,6 +119,15 @@ func TestParseRefuses(t *testing.T) {
 					t.Errorf("error %d = %+v, want %s: %s...", i, g, w.Location, w.Message)
 				}
 			}
+			// Bytes that are no JSON text at all are Malformed (a 400);
+			// JSON that no batch can be is not (a 422).
+			notJSON := false
+			for _, m := range []string{"is not valid JSON", "is not valid UTF-8", "is empty", "has more after"} {
+				notJSON = notJSON || strings.HasPrefix(c.want[0].Message, m)
+			}
+			if ve.Malformed != notJSON {
+				t.Errorf("Malformed = %v, want %v", ve.Malformed, notJSON)
+			}
 		})
 	}
 }
