@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/brain-template/brain/api"
 )
 
 // specDoc is the served spec, read as generic JSON, for the walks of the
@@ -89,4 +93,107 @@ func TestSpecEveryBodyRefusesNonJSONWith400(t *testing.T) {
 	if n < 4 {
 		t.Fatalf("only %d operations read a JSON body", n)
 	}
+}
+
+// mustSpec is the spec of the default server, as generic JSON.
+func mustSpec(tb testing.TB) specDoc {
+	tb.Helper()
+	raw, err := api.New(api.Config{}).Spec()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var d specDoc
+	if err := json.Unmarshal(raw, &d.raw); err != nil {
+		tb.Fatal(err)
+	}
+	d.paths = map[string]map[string]any{}
+	for p, item := range d.raw["paths"].(map[string]any) {
+		d.paths[p] = item.(map[string]any)
+	}
+	return d
+}
+
+// What a linter of OpenAPI documents (Spectral's oas ruleset) asks of the
+// whole document and of every operation: a server to call, a contact,
+// tags declared with a description, a description of each operation, and
+// no header parameter OpenAPI ignores.
+func TestSpecDocumentsEveryOperation(t *testing.T) {
+	spec := mustSpec(t)
+	servers, _ := spec.raw["servers"].([]any)
+	if len(servers) == 0 || servers[0].(map[string]any)["url"] == "" {
+		t.Errorf("servers = %v, want a server URL", spec.raw["servers"])
+	}
+	if c, _ := spec.raw["info"].(map[string]any)["contact"].(map[string]any); len(c) == 0 {
+		t.Errorf("info.contact is missing")
+	}
+	declared := map[string]bool{}
+	tags, _ := spec.raw["tags"].([]any)
+	for _, tag := range tags {
+		tag := tag.(map[string]any)
+		name, _ := tag["name"].(string)
+		declared[name] = true
+		if d, _ := tag["description"].(string); d == "" {
+			t.Errorf("tag %q has no description", name)
+		}
+	}
+	spec.operations(func(method, path string, op map[string]any) {
+		where := method + " " + path
+		if d, _ := op["description"].(string); d == "" {
+			t.Errorf("%s has no description", where)
+		}
+		if s, _ := op["summary"].(string); s == "" {
+			t.Errorf("%s has no summary", where)
+		}
+		opTags, _ := op["tags"].([]any)
+		if len(opTags) == 0 {
+			t.Errorf("%s has no tag", where)
+		}
+		for _, tag := range opTags {
+			if !declared[tag.(string)] {
+				t.Errorf("%s: its tag %q is not among the spec's tags (declare it with tagged)", where, tag)
+			}
+		}
+		params, _ := op["parameters"].([]any)
+		for _, p := range params {
+			p := p.(map[string]any)
+			if name, _ := p["name"].(string); p["in"] == "header" && slices.Contains([]string{"accept", "content-type", "authorization"}, strings.ToLower(name)) {
+				t.Errorf("%s declares the header parameter %s, which OpenAPI ignores", where, name)
+			}
+		}
+	})
+}
+
+// The envelope's code is an enum a client can switch on exhaustively:
+// every code the server sends, for every status it maps and every error
+// status an operation declares, is in it, and nothing else.
+func TestSpecErrorCodeIsTheEnumOfEveryCode(t *testing.T) {
+	spec := mustSpec(t)
+	code := spec.raw["components"].(map[string]any)["schemas"].(map[string]any)["Error"].(map[string]any)["properties"].(map[string]any)["code"].(map[string]any)
+	enum := map[string]bool{}
+	list, _ := code["enum"].([]any)
+	for _, c := range list {
+		enum[c.(string)] = true
+	}
+	if len(enum) != len(api.Codes()) {
+		t.Errorf("the enum has %d codes, Codes %d", len(enum), len(api.Codes()))
+	}
+	for status, c := range api.StatusCodes() {
+		if status != api.StatusClientClosedRequest && !enum[c] {
+			t.Errorf("status %d's code %q is not in the enum", status, c)
+		}
+	}
+	if !enum["idempotency-key-reused"] {
+		t.Errorf("idempotency-key-reused, which ingest sends, is not in the enum")
+	}
+	spec.operations(func(method, path string, op map[string]any) {
+		for status := range op["responses"].(map[string]any) {
+			n, err := strconv.Atoi(status)
+			if err != nil || n < 400 {
+				continue
+			}
+			if c := api.CodeForStatus(n); !enum[c] {
+				t.Errorf("%s %s declares %d, whose code %q is not in the enum", method, path, n, c)
+			}
+		}
+	})
 }

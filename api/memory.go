@@ -57,8 +57,17 @@ func (Tag) Schema(huma.Registry) *huma.Schema {
 
 // IngestInput is the raw body of POST /memory/ingest, and its type.
 type IngestInput struct {
-	ContentType string `header:"Content-Type" maxLength:"256" doc:"application/json (the default)."`
-	RawBody     []byte `contentType:"application/json"`
+	RawBody []byte `contentType:"application/json"`
+	// contentType is the request's Content-Type, read by Resolve: the
+	// request body's media type says it in the spec, which ignores a
+	// Content-Type header parameter.
+	contentType string
+}
+
+// Resolve reads the request's Content-Type.
+func (in *IngestInput) Resolve(ctx huma.Context) []error {
+	in.contentType = ctx.Header("Content-Type")
+	return nil
 }
 
 // IngestOutput answers an accepted batch.
@@ -187,7 +196,7 @@ type ProjectView struct {
 // access and budget here.
 func addMemoryRoutes(api huma.API, cfg Config) {
 	h := &memoryHandlers{svc: cfg.Ingest}
-	callers, tags := WithAccess(api, Caller), []string{"Memory"}
+	callers, tags := WithAccess(api, Caller), tagged(api, "Memory", "Your notes: ingest them in batches, follow the jobs that store them, query and delete them.")
 	ttl := ingest.DefaultTTL
 	if cfg.IngestTTL > 0 {
 		ttl = cfg.IngestTTL
@@ -218,6 +227,8 @@ func addMemoryRoutes(api huma.API, cfg Config) {
 	}, h.listJobs)
 	huma.Register(callers, huma.Operation{
 		OperationID: "get-job", Method: http.MethodGet, Path: Prefix + "/jobs/{id}", Summary: "Get a job", Tags: tags,
+		Description: "One of your jobs as it is now: its status, how many of its items it has stored, and, once it has ended, when and (if it failed) why. " +
+			"Its log (GET /api/v1/jobs/{id}/log) follows it live. 404 when you have no job with that id.",
 		Errors: []int{http.StatusNotFound},
 	}, h.getJob)
 	huma.Register(callers, WithBudget(huma.Operation{
@@ -230,6 +241,8 @@ func addMemoryRoutes(api huma.API, cfg Config) {
 	}, queryBudget), h.query)
 	huma.Register(callers, huma.Operation{
 		OperationID: "delete-memory-item", Method: http.MethodDelete, Path: Prefix + "/memory/items/{id}", Summary: "Delete an item", Tags: tags,
+		Description: "Deletes one of your items, by the id a query returned: no query finds it again, and it no longer counts against your items quota. " +
+			"404 when you have no item with that id (deleted already, or never yours).",
 		DefaultStatus: http.StatusNoContent, Errors: []int{http.StatusNotFound},
 	}, h.deleteItem)
 	huma.Register(callers, WithBudget(huma.Operation{
@@ -245,7 +258,7 @@ func addMemoryRoutes(api huma.API, cfg Config) {
 type memoryHandlers struct{ svc *ingest.Service }
 
 func (h *memoryHandlers) ingest(ctx context.Context, in *IngestInput) (*IngestOutput, error) {
-	if mt, _, _ := mime.ParseMediaType(in.ContentType); in.ContentType != "" && mt != "application/json" {
+	if mt, _, _ := mime.ParseMediaType(in.contentType); in.contentType != "" && mt != "application/json" {
 		return nil, NewError(http.StatusUnsupportedMediaType, "send the batch as application/json")
 	}
 	a, err := h.svc.Ingest(ctx, auth.FromContext(ctx).User.ID, in.RawBody)
@@ -326,10 +339,6 @@ func (h *memoryHandlers) projects(ctx context.Context, _ *struct{}) (*ProjectsOu
 	}
 	return out, nil
 }
-
-// codeKeyReused is the envelope code of an ingest_id reused with other
-// content.
-const codeKeyReused = "idempotency-key-reused"
 
 // ingestError maps the ingest service's errors to envelopes; nil stays
 // nil.

@@ -195,7 +195,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a job */
+        /**
+         * Get a job
+         * @description One of your jobs as it is now: its status, how many of its items it has stored, and, once it has ended, when and (if it failed) why. Its log (GET /api/v1/jobs/{id}/log) follows it live. 404 when you have no job with that id.
+         */
         get: operations["get-job"];
         put?: never;
         post?: never;
@@ -263,7 +266,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete an item */
+        /**
+         * Delete an item
+         * @description Deletes one of your items, by the id a query returned: no query finds it again, and it no longer counts against your items quota. 404 when you have no item with that id (deleted already, or never yours).
+         */
         delete: operations["delete-memory-item"];
         options?: never;
         head?: never;
@@ -433,10 +439,11 @@ export interface components {
         };
         Error: {
             /**
-             * @description Stable, kebab-case error code derived from the HTTP status; switch on this, not on the message.
+             * @description Stable, kebab-case error code derived from the HTTP status (idempotency-key-reused is a 422 of its own); switch on this, not on the message. The enum lists every code brain sends.
              * @example invalid-request
+             * @enum {string}
              */
-            code: string;
+            code: "conflict" | "forbidden" | "idempotency-key-reused" | "internal" | "invalid-request" | "method-not-allowed" | "not-acceptable" | "not-found" | "payload-too-large" | "rate-limited" | "request-timeout" | "unauthenticated" | "unavailable" | "unprocessable" | "unsupported-media-type";
             /** @description Structured details; which members appear depends on the code. */
             details: components["schemas"]["ErrorDetails"];
             /**
@@ -2010,10 +2017,7 @@ export interface operations {
     "ingest-memory": {
         parameters: {
             query?: never;
-            header?: {
-                /** @description application/json (the default). */
-                "Content-Type"?: string;
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
