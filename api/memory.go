@@ -31,28 +31,56 @@ var MemoryBudgets = []Budget{ingestBudget, queryBudget, projectsBudget, skillsBu
 
 // IngestRequest is the body of POST /memory/ingest as the spec shows it.
 // The handler reads the body itself, byte for byte (ingest.Parse): the
-// ingest_id may be derived from those bytes.
+// ingest_id may be derived from those bytes. Its rules are ingest's (the
+// bounds and patterns in ingest.go), which TransformSchema writes into
+// the spec: what the schema admits, ingest.Parse accepts.
 type IngestRequest struct {
 	IngestID string       `json:"ingest_id,omitempty" pattern:"^[0-9a-f]{64}$" maxLength:"64" doc:"The batch's idempotency key: 64 lowercase hex digits. Leave it out to have it derived: the SHA-256 of the RFC 8785 canonical JSON of the body as sent."`
-	Project  string       `json:"project" minLength:"1" maxLength:"128" doc:"The project the items belong to (at most 128 bytes)."`
-	Items    []IngestItem `json:"items" minItems:"1" maxItems:"1000" doc:"1 to 1000 items."`
+	Project  string       `json:"project" doc:"The project the items belong to: no control characters, no white space at either end."`
+	Items    []IngestItem `json:"items" nullable:"false" doc:"The items."`
+}
+
+// TransformSchema states ingest's rules of a batch.
+func (IngestRequest) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	label(s.Properties["project"], ingest.MaxProjectChars)
+	items := s.Properties["items"]
+	items.MinItems, items.MaxItems = ptr(1), ptr(ingest.MaxItems)
+	return s
 }
 
 // IngestItem is one item of a batch.
 type IngestItem struct {
-	Text       string     `json:"text" minLength:"1" maxLength:"65536" doc:"The note: not blank, at most 64 KiB of UTF-8."`
-	Kind       string     `json:"kind,omitempty" maxLength:"64" doc:"What kind of note; note when left out."`
-	Skill      string     `json:"skill,omitempty" maxLength:"128" doc:"The skill it is about, if any."`
-	Tags       []Tag      `json:"tags,omitempty" maxItems:"32" doc:"At most 32 tags, each given once."`
+	Text       string     `json:"text" doc:"The note: not blank (not only white space), no U+0000."`
+	Kind       string     `json:"kind,omitempty" doc:"What kind of note; note when left out."`
+	Skill      string     `json:"skill,omitempty" doc:"The skill it is about, if any."`
+	Tags       []Tag      `json:"tags,omitempty" nullable:"false" doc:"Its tags, each given once."`
 	OccurredAt *time.Time `json:"occurred_at,omitempty" doc:"When what it records happened; when the batch was accepted if left out."`
+}
+
+// TransformSchema states ingest's rules of an item.
+func (IngestItem) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	text := s.Properties["text"]
+	text.MinLength, text.MaxLength, text.Pattern = ptr(1), ptr(ingest.MaxTextChars), ingest.TextPattern
+	label(s.Properties["kind"], ingest.MaxKindChars)
+	label(s.Properties["skill"], ingest.MaxSkillChars)
+	tags := s.Properties["tags"]
+	tags.MaxItems, tags.UniqueItems = ptr(ingest.MaxTags), true
+	return s
 }
 
 // Tag is one tag of an item.
 type Tag string
 
-// Schema makes a tag's bounds part of the spec.
+// Schema states ingest's rules of a tag.
 func (Tag) Schema(huma.Registry) *huma.Schema {
-	return &huma.Schema{Type: huma.TypeString, MinLength: ptr(1), MaxLength: ptr(64), Description: "1 to 64 bytes."}
+	return label(&huma.Schema{Type: huma.TypeString, Description: "No control characters, no white space at either end."}, ingest.MaxTagChars)
+}
+
+// label states on s ingest's rules of a name (a project, kind, skill or
+// tag) of at most max characters, and returns s.
+func label(s *huma.Schema, max int) *huma.Schema {
+	s.MinLength, s.MaxLength, s.Pattern = ptr(1), ptr(max), ingest.LabelPattern
+	return s
 }
 
 // IngestInput is the raw body of POST /memory/ingest, and its type.
@@ -132,7 +160,7 @@ type ListJobsOutput struct {
 
 // QueryInput asks for the caller's items that hold some words.
 type QueryInput struct {
-	Q       string `query:"q" required:"true" minLength:"1" maxLength:"1024" doc:"The words to find, all of them, in any case. Nothing in it is syntax."`
+	Q       string `query:"q" required:"true" minLength:"1" maxLength:"1024" doc:"The words to find, all of them, in any case: at most 1024 characters, of which at most 32 words (runs of letters and digits), and at least one. Nothing in it is syntax."`
 	Project string `query:"project" maxLength:"128" doc:"Only this project's items."`
 	Limit   int    `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"At most this many results."`
 	Cursor  string `query:"cursor" maxLength:"512" pattern:"^[A-Za-z0-9_-]*$" doc:"The next_cursor of the previous page of the same query."`

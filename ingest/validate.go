@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // A FieldError locates one problem in a request.
@@ -237,7 +238,7 @@ func (p *parser) batch() (b Batch, sent []sentItem) {
 			}
 		case 1: // project
 			hasProject = true
-			b.Project = p.label(at, MaxProjectBytes)
+			b.Project = p.label(at, MaxProjectChars)
 		case 2: // items
 			hasItems = true
 			b.Items, sent = p.items()
@@ -298,7 +299,7 @@ func (p *parser) item(i int) (Item, sentItem) {
 		switch m {
 		case 0: // text
 			hasText = true
-			if s, n, isString := p.string(mat, MaxTextBytes); isString {
+			if s, n, isString := p.string(mat, MaxTextChars); isString {
 				if msg := textProblem(s, n); msg != "" {
 					p.add(mat, msg)
 				}
@@ -306,9 +307,9 @@ func (p *parser) item(i int) (Item, sentItem) {
 			}
 		case 1: // kind
 			sent.kind = true
-			it.Kind = p.label(mat, MaxKindBytes)
+			it.Kind = p.label(mat, MaxKindChars)
 		case 2: // skill
-			it.Skill = p.label(mat, MaxSkillBytes)
+			it.Skill = p.label(mat, MaxSkillChars)
 		case 3: // tags
 			sent.tags = true
 			it.Tags = p.tags(i)
@@ -349,11 +350,11 @@ func (p *parser) tags(i int) []string {
 		}
 		tat := at
 		tat.tag = j
-		t, n, isString := p.string(tat, MaxTagBytes)
+		t, n, isString := p.string(tat, MaxTagChars)
 		if !isString {
 			continue
 		}
-		if msg := labelProblem(t, n, MaxTagBytes); msg != "" {
+		if msg := labelProblem(t, n, MaxTagChars); msg != "" {
 			p.add(tat, msg)
 			continue
 		}
@@ -378,8 +379,8 @@ func indexOf(list []string, s string) int {
 	return -1
 }
 
-// string reads the string at p, of at most max bytes: its value, its
-// length in bytes, and whether it is a string. A string longer than max
+// string reads the string at p, of at most max characters: its value,
+// its length in characters, and whether it is a string. A string longer than max
 // is measured, not kept (the value is then ""). A value of another kind
 // is recorded as a problem, and passed over.
 func (p *parser) string(at place, max int) (value string, n int, isString bool) {
@@ -391,7 +392,7 @@ func (p *parser) string(at place, max int) (value string, n int, isString bool) 
 	if !good {
 		return "", 0, false
 	}
-	if n = valueLen(raw, escaped); n > max {
+	if n = valueChars(raw, escaped); n > max {
 		return "", n, true
 	}
 	if escaped {
@@ -415,7 +416,7 @@ func (p *parser) mistyped(at place, message string) {
 func startsValue(c byte) bool { return c != 0 && strings.IndexByte(`{["-0123456789tfn`, c) >= 0 }
 
 // label reads a name at p (a project, kind, skill or tag) of at most max
-// bytes, and checks it (see labelProblem).
+// characters, and checks it (see labelProblem).
 func (p *parser) label(at place, max int) string {
 	s, n, isString := p.string(at, max)
 	if !isString {
@@ -427,12 +428,13 @@ func (p *parser) label(at place, max int) string {
 	return s
 }
 
-// textProblem says what is wrong with an item's text s of n bytes ("" if
-// nothing); s is "" when it was too long to keep.
+// textProblem says what is wrong with an item's text s of n characters
+// ("" if nothing); s is "" when it was too long to keep. What it allows
+// is what TextPattern matches, up to MaxTextChars.
 func textProblem(s string, n int) string {
 	switch {
-	case n > MaxTextBytes:
-		return fmt.Sprintf("is %d bytes, more than %d (64 KiB): split the note", n, MaxTextBytes)
+	case n > MaxTextChars:
+		return fmt.Sprintf("is %d characters, more than %d: split the note", n, MaxTextChars)
 	case strings.TrimSpace(s) == "":
 		return "must not be empty"
 	case strings.IndexByte(s, 0) >= 0:
@@ -441,15 +443,16 @@ func textProblem(s string, n int) string {
 	return ""
 }
 
-// labelProblem says what is wrong with a name s of n bytes (a project,
-// kind, skill or tag), "" if nothing: it has 1 to max bytes, no control
-// characters, no white space at either end.
+// labelProblem says what is wrong with a name s of n characters (a
+// project, kind, skill or tag), "" if nothing: it has 1 to max
+// characters, no control characters, no white space at either end. What
+// it allows is what LabelPattern matches, up to max.
 func labelProblem(s string, n, max int) string {
 	switch {
 	case n == 0:
 		return "must not be empty (leave the member out instead)"
 	case n > max:
-		return fmt.Sprintf("is %d bytes; the most is %d", n, max)
+		return fmt.Sprintf("is %d characters; the most is %d", n, max)
 	case strings.IndexFunc(s, unicode.IsControl) >= 0:
 		return "must not contain control characters"
 	case strings.TrimSpace(s) != s:
@@ -460,7 +463,7 @@ func labelProblem(s string, n, max int) string {
 
 // text records the problem of an item's text s at loc, if any.
 func (e *ValidationError) text(loc, s string) {
-	if msg := textProblem(s, len(s)); msg != "" {
+	if msg := textProblem(s, utf8.RuneCountInString(s)); msg != "" {
 		e.add(loc, msg)
 	}
 }
@@ -468,7 +471,7 @@ func (e *ValidationError) text(loc, s string) {
 // label records the problem of a name s at loc, if any (see
 // labelProblem), and reports whether it had none.
 func (e *ValidationError) label(loc, s string, max int) bool {
-	if msg := labelProblem(s, len(s), max); msg != "" {
+	if msg := labelProblem(s, utf8.RuneCountInString(s), max); msg != "" {
 		e.add(loc, msg)
 		return false
 	}

@@ -526,9 +526,9 @@ export interface components {
             occurred_at?: string;
             /** @description The skill it is about, if any. */
             skill?: string;
-            /** @description At most 32 tags, each given once. */
-            tags?: string[] | null;
-            /** @description The note: not blank, at most 64 KiB of UTF-8. */
+            /** @description Its tags, each given once. */
+            tags?: string[];
+            /** @description The note: not blank (not only white space), no U+0000. */
             text: string;
         };
         IngestOutputBody: {
@@ -547,9 +547,9 @@ export interface components {
         IngestRequest: {
             /** @description The batch's idempotency key: 64 lowercase hex digits. Leave it out to have it derived: the SHA-256 of the RFC 8785 canonical JSON of the body as sent. */
             ingest_id?: string;
-            /** @description 1 to 1000 items. */
-            items: components["schemas"]["IngestItem"][] | null;
-            /** @description The project the items belong to (at most 128 bytes). */
+            /** @description The items. */
+            items: components["schemas"]["IngestItem"][];
+            /** @description The project the items belong to: no control characters, no white space at either end. */
             project: string;
         };
         JobFailed: {
@@ -2319,7 +2319,7 @@ export interface operations {
     "query-memory": {
         parameters: {
             query: {
-                /** @description The words to find, all of them, in any case. Nothing in it is syntax. */
+                /** @description The words to find, all of them, in any case: at most 1024 characters, of which at most 32 words (runs of letters and digits), and at least one. Nothing in it is syntax. */
                 q: string;
                 /** @description Only this project's items. */
                 project?: string;
