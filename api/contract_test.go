@@ -197,3 +197,69 @@ func TestSpecErrorCodeIsTheEnumOfEveryCode(t *testing.T) {
 		}
 	})
 }
+
+// Every stream's 200 is text/event-stream whose schema is a string (a
+// validating proxy checks the event text against it: an array made it
+// answer 500), and whose x-events names a component: one of its events,
+// each with event, data, id and the retry field that is sent. Every
+// stream path declares the HEAD it serves.
+func TestSpecStreamsAreText(t *testing.T) {
+	spec := mustSpec(t)
+	schemas := spec.raw["components"].(map[string]any)["schemas"].(map[string]any)
+	n := 0
+	spec.operations(func(method, path string, op map[string]any) {
+		for status, r := range op["responses"].(map[string]any) {
+			content, _ := r.(map[string]any)["content"].(map[string]any)
+			mt, ok := content["text/event-stream"].(map[string]any)
+			if !ok {
+				continue
+			}
+			n++
+			where := method + " " + path + " " + status
+			if s, _ := mt["schema"].(map[string]any); s["type"] != "string" {
+				t.Errorf("%s: the text/event-stream schema is %v, want a string", where, s)
+			}
+			xe, _ := mt["x-events"].(map[string]any)
+			ref, _ := xe["$ref"].(string)
+			events, _ := schemas[strings.TrimPrefix(ref, "#/components/schemas/")].(map[string]any)
+			oneOf, _ := events["oneOf"].([]any)
+			if len(oneOf) == 0 {
+				t.Errorf("%s: x-events %q is no oneOf of events", where, ref)
+			}
+			for _, e := range oneOf {
+				props := e.(map[string]any)["properties"].(map[string]any)
+				for _, member := range []string{"event", "data", "id", "retry"} {
+					if props[member] == nil {
+						t.Errorf("%s: an event of %s has no %s", where, ref, member)
+					}
+				}
+			}
+			if method == "GET" && spec.paths[path]["head"] == nil {
+				t.Errorf("%s: the stream serves HEAD, which the spec does not declare", where)
+			}
+		}
+	})
+	if n < 3 {
+		t.Fatalf("%d stream responses", n)
+	}
+}
+
+// HEAD on a stream answers what GET would start with, headers only: the
+// same status (a job's log: 404 for no such job, 204 for one ended), and
+// no stream.
+func TestStreamHeadIsGetWithoutTheStream(t *testing.T) {
+	l, memory, ada := memoryServer(t)
+	var a accepted
+	l.call("POST", "/api/v1/memory/ingest", json.RawMessage(`{"project":"p","items":[{"text":"x"}]}`), ada).want(t, 202, "ingest").decode(t, &a)
+	r := l.call("HEAD", "/api/v1/jobs/"+a.JobID+"/log", nil, ada).want(t, http.StatusOK, "HEAD on a queued job's log")
+	if r.header.Get("Content-Type") != "text/event-stream" || r.body != "" {
+		t.Fatalf("HEAD: %v %q", r.header, r.body)
+	}
+	l.call("HEAD", "/api/v1/jobs/00000000-0000-4000-8000-000000000000/log", nil, ada).want(t, http.StatusNotFound, "HEAD on no job's log")
+	if err := memory.Process(context.Background(), a.JobID); err != nil {
+		t.Fatal(err)
+	}
+	l.call("HEAD", "/api/v1/jobs/"+a.JobID+"/log", nil, ada).want(t, http.StatusNoContent, "HEAD on an ended job's log")
+	l.call("HEAD", "/api/v1/events", nil, ada).want(t, http.StatusOK, "HEAD on the events")
+	l.call("HEAD", "/api/v1/events", nil).want(t, http.StatusUnauthorized, "HEAD on the events without credentials")
+}

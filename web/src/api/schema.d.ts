@@ -144,7 +144,11 @@ export interface paths {
         post?: never;
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * Check: Follow your events
+         * @description The answer GET would start with, headers only, and no stream: the same checks, refusals and statuses, and it draws an open from the stream-opens budget as a GET does. A client may ask it to learn whether a stream would start, without holding one.
+         */
+        head: operations["head-follow-events"];
         patch?: never;
         trace?: never;
     };
@@ -224,7 +228,11 @@ export interface paths {
         post?: never;
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * Check: Follow a job
+         * @description The answer GET would start with, headers only, and no stream: the same checks, refusals and statuses, and it draws an open from the stream-opens budget as a GET does. A client may ask it to learn whether a stream would start, without holding one.
+         */
+        head: operations["head-follow-job-log"];
         patch?: never;
         trace?: never;
     };
@@ -372,7 +380,11 @@ export interface paths {
         post?: never;
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * Check: Follow the server's state
+         * @description The answer GET would start with, headers only, and no stream: the same checks, refusals and statuses, and it draws an open from the stream-opens budget as a GET does. A client may ask it to learn whether a stream would start, without holding one.
+         */
+        head: operations["head-follow-system-live"];
         patch?: never;
         trace?: never;
     };
@@ -499,6 +511,186 @@ export interface components {
              * @example expected length <= 65536
              */
             message: string;
+        };
+        /**
+         * Server-Sent Events of follow-events
+         * @description One message of the stream, as UTF-8 text in the SSE format: one of these events.
+         */
+        FollowEventsEvent: {
+            data: components["schemas"]["APIKeyView"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "apikey.created";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["DeletedEvent"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "apikey.deleted";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["JobFailed"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "job.failed";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["JobProgress"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "job.progress";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["JobQueued"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "job.queued";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["JobSucceeded"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "job.succeeded";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["MemoryIngested"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "memory.ingested";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["ClosingEvent"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "stream.closing";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["GapEvent"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "stream.gap";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        };
+        /**
+         * Server-Sent Events of follow-job-log
+         * @description One message of the stream, as UTF-8 text in the SSE format: one of these events.
+         */
+        FollowJobLogEvent: {
+            data: components["schemas"]["JobFailed"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "job.failed";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["JobProgress"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "job.progress";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["JobSucceeded"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "job.succeeded";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["ClosingEvent"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "stream.closing";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        };
+        /**
+         * Server-Sent Events of follow-system-live
+         * @description One message of the stream, as UTF-8 text in the SSE format: one of these events.
+         */
+        FollowSystemLiveEvent: {
+            data: components["schemas"]["ClosingEvent"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "stream.closing";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["LiveSnapshot"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "system.live";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
         };
         GapEvent: {
             /** @description The id of the last event the stream had before the gap: the last one it sent, else the Last-Event-ID the client sent; empty when it had none. */
@@ -1547,7 +1739,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. */
+            /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. The schema is text, which is what a validator reads; x-events names the schema of each message, and the generated client types it (README, Streams). */
             200: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -1558,89 +1750,78 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": ({
-                        data: components["schemas"]["APIKeyView"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "apikey.created";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["DeletedEvent"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "apikey.deleted";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["JobFailed"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "job.failed";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["JobProgress"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "job.progress";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["JobQueued"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "job.queued";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["JobSucceeded"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "job.succeeded";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["MemoryIngested"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "memory.ingested";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["ClosingEvent"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "stream.closing";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["GapEvent"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "stream.gap";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    })[];
+                    "text/event-stream": string;
                 };
+            };
+            /** @description unauthenticated: Unauthorized. */
+            401: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unprocessable: a parameter or body member breaks the schema; details.errors says which and why. */
+            422: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description internal: the server failed; the X-Request-Id header identifies the failure in its log. */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    "head-follow-events": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received: the stream resumes after it. Browsers send it on reconnect. */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A GET would start the stream now. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description unauthenticated: Unauthorized. */
             401: {
@@ -1892,7 +2073,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. */
+            /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. The schema is text, which is what a validator reads; x-events names the schema of each message, and the generated client types it (README, Streams). */
             200: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -1903,44 +2084,107 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": ({
-                        data: components["schemas"]["JobFailed"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "job.failed";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["JobProgress"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "job.progress";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["JobSucceeded"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "job.succeeded";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["ClosingEvent"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "stream.closing";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    })[];
+                    "text/event-stream": string;
                 };
+            };
+            /** @description The job has ended: GET /api/v1/jobs/{id} has its result. */
+            204: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description unauthenticated: Unauthorized. */
+            401: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not-found: Not Found. */
+            404: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unprocessable: a parameter or body member breaks the schema; details.errors says which and why. */
+            422: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description internal: the server failed; the X-Request-Id header identifies the failure in its log. */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    "head-follow-job-log": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received: the stream resumes after it. Browsers send it on reconnect. */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                /** @description The job's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A GET would start the stream now. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The job has ended: GET /api/v1/jobs/{id} has its result. */
             204: {
@@ -2491,7 +2735,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. */
+            /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. The schema is text, which is what a validator reads; x-events names the schema of each message, and the generated client types it (README, Streams). */
             200: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -2502,26 +2746,78 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": ({
-                        data: components["schemas"]["ClosingEvent"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "stream.closing";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["LiveSnapshot"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "system.live";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    })[];
+                    "text/event-stream": string;
                 };
+            };
+            /** @description unauthenticated: Unauthorized. */
+            401: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unprocessable: a parameter or body member breaks the schema; details.errors says which and why. */
+            422: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description internal: the server failed; the X-Request-Id header identifies the failure in its log. */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    "head-follow-system-live": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received: the stream resumes after it. Browsers send it on reconnect. */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A GET would start the stream now. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description unauthenticated: Unauthorized. */
             401: {
