@@ -163,6 +163,8 @@ func New(cfg Config) *Server {
 	hc.OpenAPIPath = ""
 	hc.DocsPath = ""
 	hc.Info.Description = description
+	hc.Info.Contact = contact
+	hc.Servers = servers
 	hc.Formats = escapedNames(hc.Formats)
 	cfg.Limits = cfg.Limits.withDefaults()
 	throttle := auth.NewLoginThrottle() // what documenting without a service shows

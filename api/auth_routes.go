@@ -125,7 +125,7 @@ type DeleteAPIKeyInput struct {
 
 func addAuthRoutes(api huma.API, cfg Config) {
 	h := &authHandlers{svc: cfg.Auth, cfg: cfg, maxKeys: auth.DefaultMaxAPIKeys, hub: cfg.Streams.Hub}
-	tags := []string{"Auth"}
+	tags := tagged(api, "Auth", "Log in and out, see who you are, change your password, and manage your API keys.")
 	public, callers, sessions := WithAccess(api, Public), WithAccess(api, Caller), WithAccess(api, Session)
 	// The caps the spec shows: the running ones, or the defaults when
 	// there is no service (brain openapi).

@@ -28,7 +28,7 @@ type Error struct {
 	cause  error       // what the log gets for a 5xx; never serialized
 	header http.Header // sent with the envelope: Retry-After on a 503
 
-	Code    string       `json:"code" pattern:"^[a-z]+(-[a-z]+)*$" maxLength:"64" example:"invalid-request" doc:"Stable, kebab-case error code derived from the HTTP status; switch on this, not on the message."`
+	Code    string       `json:"code" pattern:"^[a-z]+(-[a-z]+)*$" maxLength:"64" example:"invalid-request" doc:"Stable, kebab-case error code derived from the HTTP status (idempotency-key-reused is a 422 of its own); switch on this, not on the message. The enum lists every code brain sends."`
 	Message string       `json:"message" maxLength:"1024" example:"the request body is not valid JSON" doc:"Plain-English explanation for a person."`
 	Details ErrorDetails `json:"details" doc:"Structured details; which members appear depends on the code."`
 }
@@ -59,6 +59,18 @@ type FieldError struct {
 
 // Error implements error.
 func (e *Error) Error() string { return e.Message }
+
+// TransformSchema makes the envelope's code an enum of [Codes], so a
+// generated client can switch on it exhaustively.
+func (*Error) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	if c := s.Properties["code"]; c != nil {
+		c.Enum = nil
+		for _, code := range Codes() {
+			c.Enum = append(c.Enum, code)
+		}
+	}
+	return s
+}
 
 // GetStatus implements huma.StatusError.
 func (e *Error) GetStatus() int { return e.status }
@@ -129,6 +141,28 @@ var codes = map[int]string{
 	http.StatusInternalServerError:   "internal",
 	http.StatusServiceUnavailable:    "unavailable",
 	StatusClientClosedRequest:        "client-closed-request", // never reaches a client: only the access log sees it
+}
+
+// codeKeyReused is the envelope code of an ingest_id reused with other
+// content: a 422 that is not a schema's.
+const codeKeyReused = "idempotency-key-reused"
+
+// otherCodes are the codes an envelope may carry in place of its status's.
+var otherCodes = []string{codeKeyReused}
+
+// Codes returns every code an envelope sent to a client may carry, sorted:
+// those of the statuses in codes (but the 499 no client sees) and
+// otherCodes. The spec's enum of Error.code is this list.
+func Codes() []string {
+	var out []string
+	for status, c := range codes {
+		if status != StatusClientClosedRequest {
+			out = append(out, c)
+		}
+	}
+	out = append(out, otherCodes...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // CodeForStatus returns the envelope code for an HTTP status.

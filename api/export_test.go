@@ -52,3 +52,6 @@ func BodyBytesInFlight(s *Server) int64 { return s.bodies.inFlight() }
 // BodyLimit is the largest body op accepts, as it declared it; 0 when it
 // reads none.
 func BodyLimit(op *huma.Operation) int64 { return bodyLimit(op) }
+
+// StatusCodes maps each status the API names to its envelope code.
+func StatusCodes() map[int]string { return codes }

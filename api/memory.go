@@ -31,34 +31,71 @@ var MemoryBudgets = []Budget{ingestBudget, queryBudget, projectsBudget, skillsBu
 
 // IngestRequest is the body of POST /memory/ingest as the spec shows it.
 // The handler reads the body itself, byte for byte (ingest.Parse): the
-// ingest_id may be derived from those bytes.
+// ingest_id may be derived from those bytes. Its rules are ingest's (the
+// bounds and patterns in ingest.go), which TransformSchema writes into
+// the spec: what the schema admits, ingest.Parse accepts.
 type IngestRequest struct {
 	IngestID string       `json:"ingest_id,omitempty" pattern:"^[0-9a-f]{64}$" maxLength:"64" doc:"The batch's idempotency key: 64 lowercase hex digits. Leave it out to have it derived: the SHA-256 of the RFC 8785 canonical JSON of the body as sent."`
-	Project  string       `json:"project" minLength:"1" maxLength:"128" doc:"The project the items belong to (at most 128 bytes)."`
-	Items    []IngestItem `json:"items" minItems:"1" maxItems:"1000" doc:"1 to 1000 items."`
+	Project  string       `json:"project" doc:"The project the items belong to: no control characters, no white space at either end."`
+	Items    []IngestItem `json:"items" nullable:"false" doc:"The items."`
+}
+
+// TransformSchema states ingest's rules of a batch.
+func (IngestRequest) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	label(s.Properties["project"], ingest.MaxProjectChars)
+	items := s.Properties["items"]
+	items.MinItems, items.MaxItems = ptr(1), ptr(ingest.MaxItems)
+	return s
 }
 
 // IngestItem is one item of a batch.
 type IngestItem struct {
-	Text       string     `json:"text" minLength:"1" maxLength:"65536" doc:"The note: not blank, at most 64 KiB of UTF-8."`
-	Kind       string     `json:"kind,omitempty" maxLength:"64" doc:"What kind of note; note when left out."`
-	Skill      string     `json:"skill,omitempty" maxLength:"128" doc:"The skill it is about, if any."`
-	Tags       []Tag      `json:"tags,omitempty" maxItems:"32" doc:"At most 32 tags, each given once."`
+	Text       string     `json:"text" doc:"The note: not blank (not only white space), no U+0000."`
+	Kind       string     `json:"kind,omitempty" doc:"What kind of note; note when left out."`
+	Skill      string     `json:"skill,omitempty" doc:"The skill it is about, if any."`
+	Tags       []Tag      `json:"tags,omitempty" nullable:"false" doc:"Its tags, each given once."`
 	OccurredAt *time.Time `json:"occurred_at,omitempty" doc:"When what it records happened; when the batch was accepted if left out."`
+}
+
+// TransformSchema states ingest's rules of an item.
+func (IngestItem) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	text := s.Properties["text"]
+	text.MinLength, text.MaxLength, text.Pattern = ptr(1), ptr(ingest.MaxTextChars), ingest.TextPattern
+	label(s.Properties["kind"], ingest.MaxKindChars)
+	label(s.Properties["skill"], ingest.MaxSkillChars)
+	tags := s.Properties["tags"]
+	tags.MaxItems, tags.UniqueItems = ptr(ingest.MaxTags), true
+	return s
 }
 
 // Tag is one tag of an item.
 type Tag string
 
-// Schema makes a tag's bounds part of the spec.
+// Schema states ingest's rules of a tag.
 func (Tag) Schema(huma.Registry) *huma.Schema {
-	return &huma.Schema{Type: huma.TypeString, MinLength: ptr(1), MaxLength: ptr(64), Description: "1 to 64 bytes."}
+	return label(&huma.Schema{Type: huma.TypeString, Description: "No control characters, no white space at either end."}, ingest.MaxTagChars)
+}
+
+// label states on s ingest's rules of a name (a project, kind, skill or
+// tag) of at most max characters, and returns s.
+func label(s *huma.Schema, max int) *huma.Schema {
+	s.MinLength, s.MaxLength, s.Pattern = ptr(1), ptr(max), ingest.LabelPattern
+	return s
 }
 
 // IngestInput is the raw body of POST /memory/ingest, and its type.
 type IngestInput struct {
-	ContentType string `header:"Content-Type" maxLength:"256" doc:"application/json (the default)."`
-	RawBody     []byte `contentType:"application/json"`
+	RawBody []byte `contentType:"application/json"`
+	// contentType is the request's Content-Type, read by Resolve: the
+	// request body's media type says it in the spec, which ignores a
+	// Content-Type header parameter.
+	contentType string
+}
+
+// Resolve reads the request's Content-Type.
+func (in *IngestInput) Resolve(ctx huma.Context) []error {
+	in.contentType = ctx.Header("Content-Type")
+	return nil
 }
 
 // IngestOutput answers an accepted batch.
@@ -123,7 +160,7 @@ type ListJobsOutput struct {
 
 // QueryInput asks for the caller's items that hold some words.
 type QueryInput struct {
-	Q       string `query:"q" required:"true" minLength:"1" maxLength:"1024" doc:"The words to find, all of them, in any case. Nothing in it is syntax."`
+	Q       string `query:"q" required:"true" minLength:"1" maxLength:"1024" doc:"The words to find, all of them, in any case: at most 1024 characters, of which at most 32 words (runs of letters and digits), and at least one. Nothing in it is syntax."`
 	Project string `query:"project" maxLength:"128" doc:"Only this project's items."`
 	Limit   int    `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"At most this many results."`
 	Cursor  string `query:"cursor" maxLength:"512" pattern:"^[A-Za-z0-9_-]*$" doc:"The next_cursor of the previous page of the same query."`
@@ -187,7 +224,7 @@ type ProjectView struct {
 // access and budget here.
 func addMemoryRoutes(api huma.API, cfg Config) {
 	h := &memoryHandlers{svc: cfg.Ingest, metrics: cfg.Metrics}
-	callers, tags := WithAccess(api, Caller), []string{"Memory"}
+	callers, tags := WithAccess(api, Caller), tagged(api, "Memory", "Your notes: ingest them in batches, follow the jobs that store them, query and delete them.")
 	ttl := ingest.DefaultTTL
 	if cfg.IngestTTL > 0 {
 		ttl = cfg.IngestTTL
@@ -218,6 +255,8 @@ func addMemoryRoutes(api huma.API, cfg Config) {
 	}, h.listJobs)
 	huma.Register(callers, huma.Operation{
 		OperationID: "get-job", Method: http.MethodGet, Path: Prefix + "/jobs/{id}", Summary: "Get a job", Tags: tags,
+		Description: "One of your jobs as it is now: its status, how many of its items it has stored, and, once it has ended, when and (if it failed) why. " +
+			"Its log (GET /api/v1/jobs/{id}/log) follows it live. 404 when you have no job with that id.",
 		Errors: []int{http.StatusNotFound},
 	}, h.getJob)
 	huma.Register(callers, WithBudget(huma.Operation{
@@ -230,6 +269,8 @@ func addMemoryRoutes(api huma.API, cfg Config) {
 	}, queryBudget), h.query)
 	huma.Register(callers, huma.Operation{
 		OperationID: "delete-memory-item", Method: http.MethodDelete, Path: Prefix + "/memory/items/{id}", Summary: "Delete an item", Tags: tags,
+		Description: "Deletes one of your items, by the id a query returned: no query finds it again, and it no longer counts against your items quota. " +
+			"404 when you have no item with that id (deleted already, or never yours).",
 		DefaultStatus: http.StatusNoContent, Errors: []int{http.StatusNotFound},
 	}, h.deleteItem)
 	huma.Register(callers, WithBudget(huma.Operation{
@@ -248,7 +289,7 @@ type memoryHandlers struct {
 }
 
 func (h *memoryHandlers) ingest(ctx context.Context, in *IngestInput) (*IngestOutput, error) {
-	if mt, _, _ := mime.ParseMediaType(in.ContentType); in.ContentType != "" && mt != "application/json" {
+	if mt, _, _ := mime.ParseMediaType(in.contentType); in.contentType != "" && mt != "application/json" {
 		return nil, NewError(http.StatusUnsupportedMediaType, "send the batch as application/json")
 	}
 	a, err := h.svc.Ingest(ctx, auth.FromContext(ctx).User.ID, in.RawBody)
@@ -331,10 +372,6 @@ func (h *memoryHandlers) projects(ctx context.Context, _ *struct{}) (*ProjectsOu
 	return out, nil
 }
 
-// codeKeyReused is the envelope code of an ingest_id reused with other
-// content.
-const codeKeyReused = "idempotency-key-reused"
-
 // ingestError maps the ingest service's errors to envelopes; nil stays
 // nil.
 func ingestError(err error) error {
@@ -347,6 +384,9 @@ func ingestError(err error) error {
 		details := make([]FieldError, len(ve.Errors))
 		for i, fe := range ve.Errors {
 			details[i] = FieldError{Location: fe.Location, Message: fe.Message}
+		}
+		if ve.Malformed { // not JSON: 400, as huma answers for every other operation
+			return NewError(http.StatusBadRequest, msgMalformedBody, details...)
 		}
 		return NewError(http.StatusUnprocessableEntity, "the request is not valid: see details.errors", details...)
 	case errors.Is(err, ingest.ErrKeyReused):

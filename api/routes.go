@@ -12,13 +12,14 @@ import (
 // lists the API's surface.
 func addRoutes(api huma.API, cfg Config) {
 	probes := WithAccess(api, Probe)
+	tags := tagged(api, "Operations", "Probes for whoever runs the service: is it alive, and can it serve.")
 	huma.Register(probes, huma.Operation{
 		OperationID: "get-health",
 		Method:      http.MethodGet,
 		Path:        Prefix + "/health",
 		Summary:     "Liveness probe",
 		Description: "Answers 200 while the process serves HTTP. Never rate limited.",
-		Tags:        []string{"Operations"},
+		Tags:        tags,
 	}, handleHealth(cfg.BuildVersion))
 
 	huma.Register(probes, huma.Operation{
@@ -27,7 +28,7 @@ func addRoutes(api huma.API, cfg Config) {
 		Path:        Prefix + "/ready",
 		Summary:     "Readiness probe",
 		Description: "Answers 200 only when every store brain depends on answers, else 503 with the failing checks in details.errors. Never rate limited.",
-		Tags:        []string{"Operations"},
+		Tags:        tags,
 		Errors:      []int{http.StatusServiceUnavailable},
 	}, handleReady(cfg.Ready))
 

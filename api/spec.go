@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,30 @@ import (
 // errorSchemaRef points at the envelope's schema. huma registers the schema
 // under this name because [Error] is the type huma.NewError returns.
 const errorSchemaRef = "#/components/schemas/Error"
+
+// tagged declares the tag name in the spec's global tags, with its
+// description, once, and returns the Tags of an operation that has it:
+//
+//	tags := tagged(api, "Bookmarks", "URLs you keep.")
+//	huma.Register(api, huma.Operation{..., Tags: tags}, handler)
+//
+// A test refuses an operation whose tag is not declared this way.
+func tagged(api huma.API, name, description string) []string {
+	oapi := api.OpenAPI()
+	if !slices.ContainsFunc(oapi.Tags, func(t *huma.Tag) bool { return t.Name == name }) {
+		oapi.Tags = append(oapi.Tags, &huma.Tag{Name: name, Description: description})
+	}
+	return []string{name}
+}
+
+// servers is the spec's one server: relative, the host that serves the
+// document, so the committed spec holds no host name and a client that
+// fetched it knows where the operations are.
+var servers = []*huma.Server{{URL: "/", Description: "The server this document was read from."}}
+
+// contact is the spec's info.contact. A fork writes its own: who runs the
+// service, and a URL or an email address to reach them.
+var contact = &huma.Contact{Name: Title + " maintainers"}
 
 // errorDescriptions say when each generic error status happens; operations
 // that raise other statuses declare them with huma.Operation.Errors.

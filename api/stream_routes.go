@@ -86,7 +86,7 @@ type LiveSnapshot struct {
 
 // addStreamRoutes registers every stream endpoint.
 func (s *Server) addStreamRoutes(cfg Config) {
-	tags := []string{"Streams"}
+	tags := tagged(s.API, "Streams", "Server-Sent Events: your events, a job's progress, the server's state, live.")
 	s.addStream(streamOperation{
 		op: huma.Operation{
 			OperationID: "follow-events", Path: Prefix + "/events", Tags: tags,

@@ -214,14 +214,25 @@ func (s *Server) addStream(so streamOperation) {
 		Schema: &huma.Schema{Type: huma.TypeString, MaxLength: ptr(41), Pattern: lastEventID.String()},
 	})
 	responses := op.Responses
+	head := op // HEAD, as HTTP has it wherever GET is: declared, since it passes the stream's door
 	op.Responses = map[string]*huma.Response{"200": {
-		Description: "The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat.",
-		Content:     map[string]*huma.MediaType{"text/event-stream": {Schema: s.eventSchema(append(slices.Clone(so.events), closingEvent))}},
+		Description: "The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. " +
+			"The schema is text, which is what a validator reads; x-events names the schema of each message, and the generated client types it (README, Streams).",
+		Content: map[string]*huma.MediaType{"text/event-stream": {
+			Schema:     &huma.Schema{Type: huma.TypeString, Description: "Server-Sent Events, as UTF-8 text; each message is one of x-events."},
+			Extensions: map[string]any{"x-events": map[string]any{"$ref": s.eventSchema(op.OperationID, append(slices.Clone(so.events), closingEvent))}},
+		}},
 	}}
+	head.Method, head.OperationID, head.Summary = http.MethodHead, "head-"+op.OperationID, "Check: "+op.Summary
+	head.Description = "The answer GET would start with, headers only, and no stream: the same checks, refusals and statuses, and it draws an open from the stream-opens budget as a GET does. " +
+		"A client may ask it to learn whether a stream would start, without holding one."
+	head.Responses = map[string]*huma.Response{"200": {Description: "A GET would start the stream now."}}
 	for status, r := range responses { // the stream's other answers, such as a 204
 		op.Responses[status] = r
+		head.Responses[status] = r
 	}
 	s.API.OpenAPI().AddOperation(&op)
+	s.API.OpenAPI().AddOperation(&head)
 	names := map[string]bool{closingEvent.name: true}
 	for _, e := range so.events {
 		names[e.name] = true
@@ -231,22 +242,19 @@ func (s *Server) addStream(so streamOperation) {
 		if !ok {
 			return
 		}
-		if r.Method == http.MethodHead { // the headers a stream would start with, and no stream
-			defer st.finish()
-			st.setStreamHeaders()
-			w.WriteHeader(http.StatusOK)
-			return
-		}
+		st.head = r.Method == http.MethodHead
 		st.declared = names
 		st.serve(so.serve)
 	})
 }
 
-// eventSchema is the schema of a stream's messages: one of its event
-// types, each an object with the event's name, its data and its id, as
-// generated clients type SSE. (The retry hint, sent once first, is no
-// event.)
-func (s *Server) eventSchema(events []eventType) *huma.Schema {
+// eventSchema declares, in the spec's components, the schema of the
+// messages of the stream operationID: one of its event types, each an
+// object with the event's name, its data, its id and the retry field, as
+// huma's sse package and generated clients type SSE. It returns the
+// schema's reference. The text/event-stream response itself is a string
+// (what a validating proxy reads); its x-events points here.
+func (s *Server) eventSchema(operationID string, events []eventType) string {
 	reg := s.API.OpenAPI().Components.Schemas
 	var one []*huma.Schema
 	for _, e := range events {
@@ -256,17 +264,29 @@ func (s *Server) eventSchema(events []eventType) *huma.Schema {
 				"event": {Type: huma.TypeString, Enum: []any{e.name}, Description: "The event's name."},
 				"data":  reg.Schema(reflect.TypeOf(e.data), true, e.name),
 				"id":    {Type: huma.TypeString, Description: "The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's)."},
+				"retry": {Type: huma.TypeInteger, Minimum: ptr(0.0), Maximum: ptr(float64(time.Hour / time.Millisecond)), Description: "The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: " + strconv.FormatInt(streamRetry.Milliseconds(), 10) + "): a message without data, which EventSource takes as the delay and dispatches no event for."},
 			},
 			Required: []string{"event", "data"},
 		})
 	}
 	slices.SortFunc(one, func(a, b *huma.Schema) int { return strings.Compare(a.Title, b.Title) })
-	return &huma.Schema{
-		Title:       "Server-Sent Events",
-		Description: "Each item is one possible message, sent as UTF-8 text in the SSE format.",
-		Type:        huma.TypeArray,
-		Items:       &huma.Schema{OneOf: one},
+	name := streamSchemaName(operationID)
+	reg.Map()[name] = &huma.Schema{
+		Title:       "Server-Sent Events of " + operationID,
+		Description: "One message of the stream, as UTF-8 text in the SSE format: one of these events.",
+		OneOf:       one,
 	}
+	return "#/components/schemas/" + name
+}
+
+// streamSchemaName is the component name of a stream's messages:
+// follow-job-log's is FollowJobLogEvent.
+func streamSchemaName(operationID string) string {
+	var b strings.Builder
+	for _, w := range strings.FieldsFunc(operationID, func(r rune) bool { return r == '-' || r == '/' || r == '{' || r == '}' }) {
+		b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+	}
+	return b.String() + "Event"
 }
 
 // lastEventID is what a Last-Event-ID may be: an id this API gave.
@@ -461,6 +481,7 @@ type stream struct {
 	handedOff chan struct{}
 	panicked  any
 	started   bool // its 200 is sent
+	head      bool // a HEAD: start sends the 200's headers, and ends the stream
 	// The connection once the stream took it, and what stalled needs:
 	// bytes written, and at the last heartbeat, bytes queued in the
 	// kernel and bytes written.
@@ -513,6 +534,10 @@ func (p streamPanic) String() string {
 func (st *stream) start() error {
 	st.started = true
 	st.setStreamHeaders()
+	if st.head {
+		st.w.WriteHeader(http.StatusOK)
+		return errStreamEnded
+	}
 	retry := "retry: " + strconv.FormatInt(streamRetry.Milliseconds(), 10) + "\n\n"
 	if conn, _, err := st.rc.Hijack(); err == nil {
 		var head bytes.Buffer

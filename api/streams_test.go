@@ -577,22 +577,24 @@ func declaredEvents(tb testing.TB, s *api.Server) map[string][]string {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	type events struct {
+		OneOf []struct {
+			Properties struct {
+				Event struct{ Enum []string }
+			}
+		}
+	}
 	var doc struct {
 		Paths map[string]map[string]struct {
 			Responses map[string]struct {
 				Content map[string]struct {
-					Schema struct {
-						Items struct {
-							OneOf []struct {
-								Properties struct {
-									Event struct{ Enum []string }
-								}
-							}
-						}
-					}
+					Events struct {
+						Ref string `json:"$ref"`
+					} `json:"x-events"`
 				}
 			}
 		}
+		Components struct{ Schemas map[string]events }
 	}
 	if err := json.Unmarshal(spec, &doc); err != nil {
 		tb.Fatal(err)
@@ -600,7 +602,7 @@ func declaredEvents(tb testing.TB, s *api.Server) map[string][]string {
 	out := map[string][]string{}
 	for path, item := range doc.Paths {
 		if c, ok := item["get"].Responses["200"].Content["text/event-stream"]; ok {
-			for _, one := range c.Schema.Items.OneOf {
+			for _, one := range doc.Components.Schemas[strings.TrimPrefix(c.Events.Ref, "#/components/schemas/")].OneOf {
 				out[path] = append(out[path], one.Properties.Event.Enum...)
 			}
 		}

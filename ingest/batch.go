@@ -104,15 +104,15 @@ func decodeBatch(data []byte, j Job) ([]Item, error) {
 	for i, si := range sb.Items {
 		loc := fmt.Sprintf("items[%d]", i)
 		v.text(loc+".text", si.Text)
-		v.label(loc+".kind", si.Kind, MaxKindBytes)
+		v.label(loc+".kind", si.Kind, MaxKindChars)
 		if si.Skill != "" {
-			v.label(loc+".skill", si.Skill, MaxSkillBytes)
+			v.label(loc+".skill", si.Skill, MaxSkillChars)
 		}
 		if len(si.Tags) > MaxTags {
 			v.add(loc+".tags", "has too many tags")
 		}
 		for _, t := range si.Tags {
-			v.label(loc+".tags", t, MaxTagBytes)
+			v.label(loc+".tags", t, MaxTagChars)
 		}
 		items[i] = Item{Text: si.Text, Kind: si.Kind, Skill: si.Skill, Tags: si.Tags}
 		if items[i].Tags == nil {

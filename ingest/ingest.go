@@ -75,16 +75,38 @@ func (e *QuotaError) Error() string {
 	return fmt.Sprintf("ingest: you hold %d items (stored, or in jobs not finished) of the %d allowed, and the batch has %d: delete items or send fewer", e.Used, e.Limit, e.Asked)
 }
 
-// Limits of a batch.
+// Limits of a batch. A string's length is counted in characters (Unicode
+// code points), as JSON Schema's minLength and maxLength count it, so
+// what the spec states is what a client's validator checks: 65,536 "é"
+// are a text of 65,536 characters (131,072 bytes). The body's bound is in
+// bytes, and bounds what the server holds whatever the characters.
 const (
 	MaxBodyBytes    = 8 << 20  // a whole request body
 	MaxItems        = 1000     // items in one batch
-	MaxTextBytes    = 64 << 10 // one item's text, in bytes of UTF-8
-	MaxProjectBytes = 128
-	MaxKindBytes    = 64
-	MaxSkillBytes   = 128
+	MaxTextChars    = 64 << 10 // one item's text
+	MaxProjectChars = 128
+	MaxKindChars    = 64
+	MaxSkillChars   = 128
 	MaxTags         = 32 // tags of one item
-	MaxTagBytes     = 64
+	MaxTagChars     = 64
+)
+
+// The rules of a batch's strings beyond their length, as the ECMA-262
+// regular expressions the spec states (JSON Schema's pattern) and Go's
+// regexp reads alike. The checks (textProblem, labelProblem) are code, to
+// name what is wrong; a test holds each pattern to its check on every
+// character that matters.
+//
+// white is the white space strings.TrimSpace trims (Unicode's White_Space):
+// written as the characters themselves, since the two dialects escape
+// those above U+00FF differently.
+const (
+	white = "\\t\\n\\v\\f\\r \\x85\\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+	// TextPattern is an item's text: not only white space, and no U+0000.
+	TextPattern = "^[" + white + "]*[^\\x00" + white + "][^\\x00]*$"
+	// LabelPattern is a project, kind, skill or tag: no control
+	// character, no white space at either end.
+	LabelPattern = "^[^\\x00-\\x1f\\x7f-\\x9f" + white + "](?:[^\\x00-\\x1f\\x7f-\\x9f]*[^\\x00-\\x1f\\x7f-\\x9f" + white + "])?$"
 )
 
 // DefaultKind is the kind of an item that names none.

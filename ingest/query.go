@@ -12,7 +12,7 @@ import (
 
 // Query bounds.
 const (
-	MaxQueryBytes = 1024 // a query's text
+	MaxQueryChars = 1024 // a query's text, in characters (as the spec's maxLength counts)
 	MaxTerms      = 32   // words in a query
 )
 
@@ -65,24 +65,25 @@ type Query struct {
 // of the query, the query's words between SnippetOpen and SnippetClose,
 // at most MaxSnippetBytes bytes.
 //
-// A query with no word, more than MaxTerms words or MaxQueryBytes bytes,
+// A query with no word, more than MaxTerms words or MaxQueryChars characters,
 // a bad limit or a cursor of another query is a [*ValidationError].
 func (s *Service) Query(ctx context.Context, userID string, q Query) (Results, error) {
 	var v ValidationError
 	var terms []string
-	if len(q.Q) <= MaxQueryBytes {
+	n := utf8.RuneCountInString(q.Q)
+	if n <= MaxQueryChars {
 		terms = queryTerms(q.Q)
 	}
 	switch {
-	case len(q.Q) > MaxQueryBytes:
-		v.add("query.q", fmt.Sprintf("is %d bytes; the most is %d", len(q.Q), MaxQueryBytes))
+	case n > MaxQueryChars:
+		v.add("query.q", fmt.Sprintf("is %d characters; the most is %d", n, MaxQueryChars))
 	case len(terms) == 0:
 		v.add("query.q", "must have a word to find (letters or digits)")
 	case len(terms) > MaxTerms:
 		v.add("query.q", fmt.Sprintf("has %d words; the most is %d", len(terms), MaxTerms))
 	}
 	if q.Project != "" {
-		v.label("query.project", q.Project, MaxProjectBytes)
+		v.label("query.project", q.Project, MaxProjectChars)
 	}
 	limit, err := pageLimit(q.Limit)
 	if err != nil {

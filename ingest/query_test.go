@@ -240,7 +240,7 @@ func TestQueryPages(t *testing.T) {
 			"limit 101":             {ingest.Query{Q: "common", Limit: 101}, "query.limit"},
 			"limit -1":              {ingest.Query{Q: "common", Limit: -1}, "query.limit"},
 			"no words":              {ingest.Query{Q: " ?! "}, "query.q"},
-			"too long":              {ingest.Query{Q: strings.Repeat("a", ingest.MaxQueryBytes+1)}, "query.q"},
+			"too long":              {ingest.Query{Q: strings.Repeat("a", ingest.MaxQueryChars+1)}, "query.q"},
 			"too many words":        {ingest.Query{Q: manyWords(ingest.MaxTerms + 1)}, "query.q"},
 			"cursor of another q":   {ingest.Query{Q: "filler", Cursor: next}, "query.cursor"},
 			"cursor of another p":   {ingest.Query{Q: "common", Project: "q", Cursor: next}, "query.cursor"},
@@ -369,7 +369,7 @@ func TestQuerySnippets(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, db *store.DB) {
 		e := newEnv(t, db)
-		hugeWord := "needle " + strings.Repeat("é", ingest.MaxTextBytes/2-8) // then one word of 64 KiB
+		hugeWord := "needle " + strings.Repeat("é", ingest.MaxTextChars/2-8) // then one word of 64 KiB
 		longText := "start " + strings.Repeat("filler text ", 1000) + "needle at the end"
 		punct := "needle" + strings.Repeat("!?", 100) + "after"
 		e.ingestAndProcess(t, "alice", "p",

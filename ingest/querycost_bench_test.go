@@ -103,7 +103,7 @@ func seedLong(b testing.TB, e *env, user string, n int) {
 	seedBatches(b, e, user, n, 100, func(int) string {
 		var t strings.Builder
 		t.WriteString("common")
-		for t.Len() < ingest.MaxTextBytes-8 {
+		for t.Len() < ingest.MaxTextChars-8 {
 			fmt.Fprint(&t, " w", rng.IntN(2000))
 		}
 		return t.String()

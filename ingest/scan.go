@@ -43,6 +43,17 @@ const (
 	failDepth
 )
 
+// syntax reports whether f makes the bytes no JSON text at all (RFC
+// 8259), rather than JSON no batch can be: a lone surrogate escape and
+// deep nesting are JSON.
+func (f failure) syntax() bool {
+	switch f {
+	case failEnd, failChar, failControl, failUTF8, failEscape:
+		return true
+	}
+	return false
+}
+
 // message is the failure as the client reads it: a fixed phrase that
 // never quotes the body.
 func (f failure) message() string {
@@ -259,28 +270,28 @@ func unescape(raw []byte) string {
 	return b.String()
 }
 
-// valueLen is the length in bytes of the value of a string str read as
+// valueChars is the length in characters (Unicode code points, as JSON
+// Schema's maxLength counts them) of the value of a string str read as
 // raw, computed without building it.
-func valueLen(raw []byte, escaped bool) int {
+func valueChars(raw []byte, escaped bool) int {
 	if !escaped {
-		return len(raw)
+		return utf8.RuneCount(raw)
 	}
 	n := 0
-	for i := 0; i < len(raw); {
-		if raw[i] != '\\' {
-			n, i = n+1, i+1
-			continue
+	for i := 0; i < len(raw); n++ {
+		switch {
+		case raw[i] != '\\':
+			_, size := utf8.DecodeRune(raw[i:])
+			i += size
+		case raw[i+1] != 'u':
+			i += 2
+		default:
+			r, _ := hex4(raw[i+2:])
+			i += 6
+			if utf16.IsSurrogate(r) { // str checked that a pair follows
+				i += 6
+			}
 		}
-		if raw[i+1] != 'u' {
-			n, i = n+1, i+2
-			continue
-		}
-		r, _ := hex4(raw[i+2:])
-		if utf16.IsSurrogate(r) {
-			n, i = n+4, i+12
-			continue
-		}
-		n, i = n+utf8.RuneLen(r), i+6
 	}
 	return n
 }

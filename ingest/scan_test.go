@@ -68,7 +68,7 @@ func TestScannerRefuses(t *testing.T) {
 	}
 }
 
-// unescape and valueLen agree with encoding/json on every string the
+// unescape and valueChars agree with encoding/json on every string the
 // scanner accepts.
 func TestUnescape(t *testing.T) {
 	for _, s := range []string{`"plain"`, `"a\"b\\c\/d\b\f\n\r\t"`, `"\u0000\u001f\u007F\u00e9\u20AC\ud83d\ude00"`, `"é😀` + "\x7f" + `"`} {
@@ -82,8 +82,8 @@ func TestUnescape(t *testing.T) {
 		if escaped {
 			got = unescape(raw)
 		}
-		if got != want || valueLen(raw, escaped) != len(want) {
-			t.Errorf("%s: unescape %q, valueLen %d; want %q, %d", s, got, valueLen(raw, escaped), want, len(want))
+		if n := utf8.RuneCountInString(want); got != want || valueChars(raw, escaped) != n {
+			t.Errorf("%s: unescape %q, valueChars %d; want %q, %d", s, got, valueChars(raw, escaped), want, n)
 		}
 	}
 }

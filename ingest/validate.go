@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 )
 
 // A FieldError locates one problem in a request.
@@ -18,9 +19,15 @@ type FieldError struct {
 }
 
 // A ValidationError lists what is wrong with a request, each problem at
-// its place. Callers answer it with 422 and the list.
+// its place. Callers answer it with 422 and the list, or with 400 when it
+// is Malformed.
 type ValidationError struct {
 	Errors []FieldError // at least one, at most MaxFieldErrors
+	// Malformed says the body is not JSON at all (RFC 8259: empty, cut
+	// short, a character out of place, not UTF-8, more after the value),
+	// rather than JSON that breaks a batch's rules; Errors then holds
+	// that one problem, at "body".
+	Malformed bool
 }
 
 // MaxFieldErrors bounds a [ValidationError]'s list: a batch of a thousand
@@ -99,6 +106,14 @@ func parse(raw []byte) (Batch, []sentItem, error) {
 	}
 	p := parser{s: scanner{data: raw, maxDepth: maxDepth}}
 	b, sent := p.batch()
+	if p.s.failed.syntax() || p.notJSON != "" {
+		// Not JSON: what was found before it is moot.
+		msg := p.notJSON
+		if msg == "" {
+			msg = fmt.Sprintf("%s (at byte %d)", p.s.failed.message(), p.s.failedAt)
+		}
+		return Batch{}, nil, &ValidationError{Errors: []FieldError{{Location: "body", Message: msg}}, Malformed: true}
+	}
 	if p.s.failed != ok {
 		p.v.add("body", fmt.Sprintf("%s (at byte %d)", p.s.failed.message(), p.s.failedAt))
 	}
@@ -172,6 +187,9 @@ type parser struct {
 	s      scanner
 	v      ValidationError
 	halted bool // at a problem after which nothing more is read
+	// notJSON is why the body is not JSON, where the scanner did not
+	// find it (an empty body, more after the batch); "" when it is.
+	notJSON string
 }
 
 // add records a problem at p.
@@ -197,7 +215,7 @@ func (p *parser) batch() (b Batch, sent []sentItem) {
 	switch c := s.peek(); {
 	case c == '{':
 	case c == 0 && s.pos >= len(s.data):
-		p.halt(body, "is empty: send the batch as a JSON object")
+		p.notJSON, p.halted = "is empty: send the batch as a JSON object", true
 		return
 	case startsValue(c):
 		p.halt(body, "must be a JSON object")
@@ -220,7 +238,7 @@ func (p *parser) batch() (b Batch, sent []sentItem) {
 			}
 		case 1: // project
 			hasProject = true
-			b.Project = p.label(at, MaxProjectBytes)
+			b.Project = p.label(at, MaxProjectChars)
 		case 2: // items
 			hasItems = true
 			b.Items, sent = p.items()
@@ -230,7 +248,7 @@ func (p *parser) batch() (b Batch, sent []sentItem) {
 		return b, sent
 	}
 	if s.peek(); s.pos < len(s.data) {
-		p.halt(body, "has more after its closing brace")
+		p.notJSON, p.halted = "has more after its closing brace", true
 		return b, sent
 	}
 	if !hasProject {
@@ -281,7 +299,7 @@ func (p *parser) item(i int) (Item, sentItem) {
 		switch m {
 		case 0: // text
 			hasText = true
-			if s, n, isString := p.string(mat, MaxTextBytes); isString {
+			if s, n, isString := p.string(mat, MaxTextChars); isString {
 				if msg := textProblem(s, n); msg != "" {
 					p.add(mat, msg)
 				}
@@ -289,9 +307,9 @@ func (p *parser) item(i int) (Item, sentItem) {
 			}
 		case 1: // kind
 			sent.kind = true
-			it.Kind = p.label(mat, MaxKindBytes)
+			it.Kind = p.label(mat, MaxKindChars)
 		case 2: // skill
-			it.Skill = p.label(mat, MaxSkillBytes)
+			it.Skill = p.label(mat, MaxSkillChars)
 		case 3: // tags
 			sent.tags = true
 			it.Tags = p.tags(i)
@@ -332,11 +350,11 @@ func (p *parser) tags(i int) []string {
 		}
 		tat := at
 		tat.tag = j
-		t, n, isString := p.string(tat, MaxTagBytes)
+		t, n, isString := p.string(tat, MaxTagChars)
 		if !isString {
 			continue
 		}
-		if msg := labelProblem(t, n, MaxTagBytes); msg != "" {
+		if msg := labelProblem(t, n, MaxTagChars); msg != "" {
 			p.add(tat, msg)
 			continue
 		}
@@ -361,8 +379,8 @@ func indexOf(list []string, s string) int {
 	return -1
 }
 
-// string reads the string at p, of at most max bytes: its value, its
-// length in bytes, and whether it is a string. A string longer than max
+// string reads the string at p, of at most max characters: its value,
+// its length in characters, and whether it is a string. A string longer than max
 // is measured, not kept (the value is then ""). A value of another kind
 // is recorded as a problem, and passed over.
 func (p *parser) string(at place, max int) (value string, n int, isString bool) {
@@ -374,7 +392,7 @@ func (p *parser) string(at place, max int) (value string, n int, isString bool) 
 	if !good {
 		return "", 0, false
 	}
-	if n = valueLen(raw, escaped); n > max {
+	if n = valueChars(raw, escaped); n > max {
 		return "", n, true
 	}
 	if escaped {
@@ -398,7 +416,7 @@ func (p *parser) mistyped(at place, message string) {
 func startsValue(c byte) bool { return c != 0 && strings.IndexByte(`{["-0123456789tfn`, c) >= 0 }
 
 // label reads a name at p (a project, kind, skill or tag) of at most max
-// bytes, and checks it (see labelProblem).
+// characters, and checks it (see labelProblem).
 func (p *parser) label(at place, max int) string {
 	s, n, isString := p.string(at, max)
 	if !isString {
@@ -410,12 +428,13 @@ func (p *parser) label(at place, max int) string {
 	return s
 }
 
-// textProblem says what is wrong with an item's text s of n bytes ("" if
-// nothing); s is "" when it was too long to keep.
+// textProblem says what is wrong with an item's text s of n characters
+// ("" if nothing); s is "" when it was too long to keep. What it allows
+// is what TextPattern matches, up to MaxTextChars.
 func textProblem(s string, n int) string {
 	switch {
-	case n > MaxTextBytes:
-		return fmt.Sprintf("is %d bytes, more than %d (64 KiB): split the note", n, MaxTextBytes)
+	case n > MaxTextChars:
+		return fmt.Sprintf("is %d characters, more than %d: split the note", n, MaxTextChars)
 	case strings.TrimSpace(s) == "":
 		return "must not be empty"
 	case strings.IndexByte(s, 0) >= 0:
@@ -424,15 +443,16 @@ func textProblem(s string, n int) string {
 	return ""
 }
 
-// labelProblem says what is wrong with a name s of n bytes (a project,
-// kind, skill or tag), "" if nothing: it has 1 to max bytes, no control
-// characters, no white space at either end.
+// labelProblem says what is wrong with a name s of n characters (a
+// project, kind, skill or tag), "" if nothing: it has 1 to max
+// characters, no control characters, no white space at either end. What
+// it allows is what LabelPattern matches, up to max.
 func labelProblem(s string, n, max int) string {
 	switch {
 	case n == 0:
 		return "must not be empty (leave the member out instead)"
 	case n > max:
-		return fmt.Sprintf("is %d bytes; the most is %d", n, max)
+		return fmt.Sprintf("is %d characters; the most is %d", n, max)
 	case strings.IndexFunc(s, unicode.IsControl) >= 0:
 		return "must not contain control characters"
 	case strings.TrimSpace(s) != s:
@@ -443,7 +463,7 @@ func labelProblem(s string, n, max int) string {
 
 // text records the problem of an item's text s at loc, if any.
 func (e *ValidationError) text(loc, s string) {
-	if msg := textProblem(s, len(s)); msg != "" {
+	if msg := textProblem(s, utf8.RuneCountInString(s)); msg != "" {
 		e.add(loc, msg)
 	}
 }
@@ -451,7 +471,7 @@ func (e *ValidationError) text(loc, s string) {
 // label records the problem of a name s at loc, if any (see
 // labelProblem), and reports whether it had none.
 func (e *ValidationError) label(loc, s string, max int) bool {
-	if msg := labelProblem(s, len(s), max); msg != "" {
+	if msg := labelProblem(s, utf8.RuneCountInString(s), max); msg != "" {
 		e.add(loc, msg)
 		return false
 	}

@@ -53,8 +53,10 @@ func TestParseRefuses(t *testing.T) {
 	}{
 		{"empty items", `{"project":"p","items":[]}`, []FieldError{{"body.items", "has no items"}}},
 		{"1001 items", items(1001, "x"), []FieldError{{"body.items", "has more than 1000 items"}}},
-		{"text over 64 KiB", `{"project":"p","items":[` + okItem + `,{"text":"` + strings.Repeat("é", MaxTextBytes/2) + `!"}]}`,
-			[]FieldError{{"body.items[1].text", "is 65537 bytes"}}},
+		{"text over 65536 characters", `{"project":"p","items":[` + okItem + `,{"text":"` + strings.Repeat("é", MaxTextChars) + `!"}]}`,
+			[]FieldError{{"body.items[1].text", "is 65537 characters"}}},
+		{"text over 65536 characters, escaped", `{"project":"p","items":[{"text":"` + strings.Repeat(`\ud83d\ude00`, MaxTextChars) + `!"}]}`,
+			[]FieldError{{"body.items[0].text", "is 65537 characters"}}},
 		{"bad ingest_id", `{"ingest_id":"ABC","project":"p","items":[` + okItem + `]}`, []FieldError{{"body.ingest_id", "must be 64 lowercase hex"}}},
 		{"null ingest_id", `{"ingest_id":null,"project":"p","items":[` + okItem + `]}`, []FieldError{{"body.ingest_id", "must be a string"}}},
 		{"unknown member", `{"project":"p","items":[` + okItem + `],"extra":1}`, []FieldError{{"body", "has a member that is not one of ingest_id, project, items"}}},
@@ -83,7 +85,7 @@ func TestParseRefuses(t *testing.T) {
 		{"a wrong type is passed over", `{"project":{"a":[1,{"b":null}]},"items":[{"text":true,"tags":"a"}]}`,
 			[]FieldError{{"body.project", "must be a string"}, {"body.items[0].text", "must be a string"}, {"body.items[0].tags", "must be an array of strings"}}},
 		{"huge name", `{"project":"p","items":[` + okItem + `],"` + strings.Repeat("n", 1<<20) + `":1}`, []FieldError{{"body", "has a member that is not one of"}}},
-		{"huge project", `{"project":"` + strings.Repeat(`\u0070`, 1<<16) + `","items":[` + okItem + `]}`, []FieldError{{"body.project", "is 65536 bytes; the most is 128"}}},
+		{"huge project", `{"project":"` + strings.Repeat(`\u0070`, 1<<16) + `","items":[` + okItem + `]}`, []FieldError{{"body.project", "is 65536 characters; the most is 128"}}},
 		{"occurred_at too long", `{"project":"p","items":[{"text":"x","occurred_at":"` + strings.Repeat("2", 100) + `"}]}`, []FieldError{{"body.items[0].occurred_at", "must be an RFC 3339"}}},
 		{"item not an object", `{"project":"p","items":[7]}`, []FieldError{{"body.items[0]", "must be a JSON object"}}},
 		{"many problems, each in place", `{"project":" p","items":[` + okItem + `,{"kind":"","tags":["a","a"],"occurred_at":"yesterday"},{"text":"   ","skill":null}]}`,
@@ -102,7 +104,7 @@ func TestParseRefuses(t *testing.T) {
 			[]FieldError{{"body.items[0].tags", "has more than 32 tags"}}},
 		{"repeated tag after a bad one", `{"project":"p","items":[{"text":"x","tags":["a","","b","a"]}]}`,
 			[]FieldError{{"body.items[0].tags[1]", "must not be empty"}, {"body.items[0].tags[3]", "repeats body.items[0].tags[0]"}}},
-		{"project too long", `{"project":"` + strings.Repeat("p", MaxProjectBytes+1) + `","items":[` + okItem + `]}`, []FieldError{{"body.project", "is 129 bytes"}}},
+		{"project too long", `{"project":"` + strings.Repeat("p", MaxProjectChars+1) + `","items":[` + okItem + `]}`, []FieldError{{"body.project", "is 129 characters"}}},
 		{"body over 8 MiB", items(MaxItems, strings.Repeat("x", MaxBodyBytes/MaxItems)), []FieldError{{"body", "is 8"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -119,16 +121,33 @@ func TestParseRefuses(t *testing.T) {
 					t.Errorf("error %d = %+v, want %s: %s...", i, g, w.Location, w.Message)
 				}
 			}
+			// Bytes that are no JSON text at all are Malformed (a 400);
+			// JSON that no batch can be is not (a 422).
+			notJSON := false
+			for _, m := range []string{"is not valid JSON", "is not valid UTF-8", "is empty", "has more after"} {
+				notJSON = notJSON || strings.HasPrefix(c.want[0].Message, m)
+			}
+			if ve.Malformed != notJSON {
+				t.Errorf("Malformed = %v, want %v", ve.Malformed, notJSON)
+			}
 		})
 	}
 }
 
 func TestParseLimitsAreInclusive(t *testing.T) {
-	body := `{"project":"` + strings.Repeat("p", MaxProjectBytes) + `","items":[{"text":"` + strings.Repeat("x", MaxTextBytes) + `"}` +
+	body := `{"project":"` + strings.Repeat("p", MaxProjectChars) + `","items":[{"text":"` + strings.Repeat("x", MaxTextChars) + `"}` +
 		strings.Repeat(`,{"text":"y"}`, MaxItems-1) + `]}`
 	b, err := Parse([]byte(body))
 	if err != nil || len(b.Items) != MaxItems {
 		t.Fatalf("a batch at every limit: %d items, %v", len(b.Items), err)
+	}
+	// Lengths are characters, as the spec's maxLength counts them: two
+	// bytes each here, four in a tag.
+	wide := `{"project":"` + strings.Repeat("é", MaxProjectChars) + `","items":[{"text":"` + strings.Repeat("é", MaxTextChars) +
+		`","kind":"` + strings.Repeat("é", MaxKindChars) + `","skill":"` + strings.Repeat("é", MaxSkillChars) +
+		`","tags":["` + strings.Repeat("😀", MaxTagChars) + `"]}]}`
+	if _, err := Parse([]byte(wide)); err != nil {
+		t.Fatalf("a batch at every limit, in characters of more than a byte: %v", err)
 	}
 }
 

@@ -144,7 +144,11 @@ export interface paths {
         post?: never;
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * Check: Follow your events
+         * @description The answer GET would start with, headers only, and no stream: the same checks, refusals and statuses, and it draws an open from the stream-opens budget as a GET does. A client may ask it to learn whether a stream would start, without holding one.
+         */
+        head: operations["head-follow-events"];
         patch?: never;
         trace?: never;
     };
@@ -195,7 +199,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a job */
+        /**
+         * Get a job
+         * @description One of your jobs as it is now: its status, how many of its items it has stored, and, once it has ended, when and (if it failed) why. Its log (GET /api/v1/jobs/{id}/log) follows it live. 404 when you have no job with that id.
+         */
         get: operations["get-job"];
         put?: never;
         post?: never;
@@ -221,7 +228,11 @@ export interface paths {
         post?: never;
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * Check: Follow a job
+         * @description The answer GET would start with, headers only, and no stream: the same checks, refusals and statuses, and it draws an open from the stream-opens budget as a GET does. A client may ask it to learn whether a stream would start, without holding one.
+         */
+        head: operations["head-follow-job-log"];
         patch?: never;
         trace?: never;
     };
@@ -263,7 +274,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Delete an item */
+        /**
+         * Delete an item
+         * @description Deletes one of your items, by the id a query returned: no query finds it again, and it no longer counts against your items quota. 404 when you have no item with that id (deleted already, or never yours).
+         */
         delete: operations["delete-memory-item"];
         options?: never;
         head?: never;
@@ -366,7 +380,11 @@ export interface paths {
         post?: never;
         delete?: never;
         options?: never;
-        head?: never;
+        /**
+         * Check: Follow the server's state
+         * @description The answer GET would start with, headers only, and no stream: the same checks, refusals and statuses, and it draws an open from the stream-opens budget as a GET does. A client may ask it to learn whether a stream would start, without holding one.
+         */
+        head: operations["head-follow-system-live"];
         patch?: never;
         trace?: never;
     };
@@ -433,10 +451,11 @@ export interface components {
         };
         Error: {
             /**
-             * @description Stable, kebab-case error code derived from the HTTP status; switch on this, not on the message.
+             * @description Stable, kebab-case error code derived from the HTTP status (idempotency-key-reused is a 422 of its own); switch on this, not on the message. The enum lists every code brain sends.
              * @example invalid-request
+             * @enum {string}
              */
-            code: string;
+            code: "conflict" | "forbidden" | "idempotency-key-reused" | "internal" | "invalid-request" | "method-not-allowed" | "not-acceptable" | "not-found" | "payload-too-large" | "rate-limited" | "request-timeout" | "unauthenticated" | "unavailable" | "unprocessable" | "unsupported-media-type";
             /** @description Structured details; which members appear depends on the code. */
             details: components["schemas"]["ErrorDetails"];
             /**
@@ -493,6 +512,186 @@ export interface components {
              */
             message: string;
         };
+        /**
+         * Server-Sent Events of follow-events
+         * @description One message of the stream, as UTF-8 text in the SSE format: one of these events.
+         */
+        FollowEventsEvent: {
+            data: components["schemas"]["APIKeyView"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "apikey.created";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["DeletedEvent"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "apikey.deleted";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["JobFailed"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "job.failed";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["JobProgress"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "job.progress";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["JobQueued"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "job.queued";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["JobSucceeded"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "job.succeeded";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["MemoryIngested"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "memory.ingested";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["ClosingEvent"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "stream.closing";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["GapEvent"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "stream.gap";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        };
+        /**
+         * Server-Sent Events of follow-job-log
+         * @description One message of the stream, as UTF-8 text in the SSE format: one of these events.
+         */
+        FollowJobLogEvent: {
+            data: components["schemas"]["JobFailed"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "job.failed";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["JobProgress"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "job.progress";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["JobSucceeded"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "job.succeeded";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["ClosingEvent"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "stream.closing";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        };
+        /**
+         * Server-Sent Events of follow-system-live
+         * @description One message of the stream, as UTF-8 text in the SSE format: one of these events.
+         */
+        FollowSystemLiveEvent: {
+            data: components["schemas"]["ClosingEvent"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "stream.closing";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        } | {
+            data: components["schemas"]["LiveSnapshot"];
+            /**
+             * @description The event's name.
+             * @enum {string}
+             */
+            event: "system.live";
+            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            id?: string;
+            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            retry?: number;
+        };
         GapEvent: {
             /** @description The id of the last event the stream had before the gap: the last one it sent, else the Last-Event-ID the client sent; empty when it had none. */
             after: string;
@@ -519,9 +718,9 @@ export interface components {
             occurred_at?: string;
             /** @description The skill it is about, if any. */
             skill?: string;
-            /** @description At most 32 tags, each given once. */
-            tags?: string[] | null;
-            /** @description The note: not blank, at most 64 KiB of UTF-8. */
+            /** @description Its tags, each given once. */
+            tags?: string[];
+            /** @description The note: not blank (not only white space), no U+0000. */
             text: string;
         };
         IngestOutputBody: {
@@ -540,9 +739,9 @@ export interface components {
         IngestRequest: {
             /** @description The batch's idempotency key: 64 lowercase hex digits. Leave it out to have it derived: the SHA-256 of the RFC 8785 canonical JSON of the body as sent. */
             ingest_id?: string;
-            /** @description 1 to 1000 items. */
-            items: components["schemas"]["IngestItem"][] | null;
-            /** @description The project the items belong to (at most 128 bytes). */
+            /** @description The items. */
+            items: components["schemas"]["IngestItem"][];
+            /** @description The project the items belong to: no control characters, no white space at either end. */
             project: string;
         };
         JobFailed: {
@@ -1545,7 +1744,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. */
+            /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. The schema is text, which is what a validator reads; x-events names the schema of each message, and the generated client types it (README, Streams). */
             200: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -1556,89 +1755,78 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": ({
-                        data: components["schemas"]["APIKeyView"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "apikey.created";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["DeletedEvent"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "apikey.deleted";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["JobFailed"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "job.failed";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["JobProgress"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "job.progress";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["JobQueued"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "job.queued";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["JobSucceeded"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "job.succeeded";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["MemoryIngested"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "memory.ingested";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["ClosingEvent"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "stream.closing";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["GapEvent"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "stream.gap";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    })[];
+                    "text/event-stream": string;
                 };
+            };
+            /** @description unauthenticated: Unauthorized. */
+            401: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unprocessable: a parameter or body member breaks the schema; details.errors says which and why. */
+            422: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description internal: the server failed; the X-Request-Id header identifies the failure in its log. */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    "head-follow-events": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received: the stream resumes after it. Browsers send it on reconnect. */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A GET would start the stream now. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description unauthenticated: Unauthorized. */
             401: {
@@ -1890,7 +2078,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. */
+            /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. The schema is text, which is what a validator reads; x-events names the schema of each message, and the generated client types it (README, Streams). */
             200: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -1901,44 +2089,107 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": ({
-                        data: components["schemas"]["JobFailed"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "job.failed";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["JobProgress"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "job.progress";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["JobSucceeded"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "job.succeeded";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["ClosingEvent"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "stream.closing";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    })[];
+                    "text/event-stream": string;
                 };
+            };
+            /** @description The job has ended: GET /api/v1/jobs/{id} has its result. */
+            204: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description unauthenticated: Unauthorized. */
+            401: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not-found: Not Found. */
+            404: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unprocessable: a parameter or body member breaks the schema; details.errors says which and why. */
+            422: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description internal: the server failed; the X-Request-Id header identifies the failure in its log. */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    "head-follow-job-log": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received: the stream resumes after it. Browsers send it on reconnect. */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                /** @description The job's id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A GET would start the stream now. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The job has ended: GET /api/v1/jobs/{id} has its result. */
             204: {
@@ -2015,10 +2266,7 @@ export interface operations {
     "ingest-memory": {
         parameters: {
             query?: never;
-            header?: {
-                /** @description application/json (the default). */
-                "Content-Type"?: string;
-            };
+            header?: never;
             path?: never;
             cookie?: never;
         };
@@ -2320,7 +2568,7 @@ export interface operations {
     "query-memory": {
         parameters: {
             query: {
-                /** @description The words to find, all of them, in any case. Nothing in it is syntax. */
+                /** @description The words to find, all of them, in any case: at most 1024 characters, of which at most 32 words (runs of letters and digits), and at least one. Nothing in it is syntax. */
                 q: string;
                 /** @description Only this project's items. */
                 project?: string;
@@ -2492,7 +2740,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. */
+            /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. The schema is text, which is what a validator reads; x-events names the schema of each message, and the generated client types it (README, Streams). */
             200: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -2503,26 +2751,78 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/event-stream": ({
-                        data: components["schemas"]["ClosingEvent"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "stream.closing";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    } | {
-                        data: components["schemas"]["LiveSnapshot"];
-                        /**
-                         * @description The event's name.
-                         * @enum {string}
-                         */
-                        event: "system.live";
-                        /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
-                        id?: string;
-                    })[];
+                    "text/event-stream": string;
                 };
+            };
+            /** @description unauthenticated: Unauthorized. */
+            401: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unprocessable: a parameter or body member breaks the schema; details.errors says which and why. */
+            422: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            /** @description internal: the server failed; the X-Request-Id header identifies the failure in its log. */
+            500: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    "head-follow-system-live": {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The id of the last event received: the stream resumes after it. Browsers send it on reconnect. */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A GET would start the stream now. */
+            200: {
+                headers: {
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description unauthenticated: Unauthorized. */
             401: {
