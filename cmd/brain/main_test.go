@@ -280,6 +280,18 @@ func TestServeExplainsABusyMetricsPort(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
+	// It stopped before creating the database and its admin, whose
+	// random password would have been shown to a run that failed: the
+	// corrected start is a first start.
+	if entries, _ := os.ReadDir(kv["BRAIN_DATA_DIR"]); len(entries) != 0 {
+		t.Fatalf("the failed start left %d file(s) in the data dir, want none", len(entries))
+	}
+	kv["BRAIN_METRICS_ADDR"] = "127.0.0.1:0"
+	_, logs, stop := runServer(t, kv)
+	stop()
+	if !strings.Contains(logs.String(), "created user admin with a random password") {
+		t.Fatalf("the corrected start did not create the admin:\n%s", logs)
+	}
 }
 
 // A shutdown closes every stream with stream.closing, so it does not wait
