@@ -1,5 +1,5 @@
 # brain's tasks. `make test` is the one command that runs every test.
-.PHONY: run test openapi client client-check api-check bench lint rename
+.PHONY: run test openapi client client-check api-check bench bench-smoke lint rename
 
 GO ?= go
 WEB_DEPS := web/node_modules/.package-lock.json
@@ -7,11 +7,12 @@ WEB_DEPS := web/node_modules/.package-lock.json
 run: ## run the server with its defaults (SQLite and in-memory state)
 	$(GO) run ./cmd/brain
 
-test: $(WEB_DEPS) ## every test: the benchmark module compiled, Go with -race (spec drift included), the connection flood and an ingest body's cost without it, the TypeScript client check
+test: $(WEB_DEPS) ## every test: the benchmark module compiled, Go with -race (spec drift included), the connection flood and an ingest body's cost without it, the TypeScript client check, every benchmark once
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 -run '^$$' ./... >/dev/null
 	$(GO) test -race ./...
 	$(GO) test -count=1 -run '^(TestIdleConnectionFlood|TestIngestBodyCost)$$' ./cmd/brain
 	$(MAKE) --no-print-directory client-check
+	$(MAKE) --no-print-directory bench-smoke
 
 openapi: ## regenerate openapi.json from the code (then run make client)
 	$(GO) run ./cmd/brain openapi > openapi.json.tmp
@@ -33,6 +34,11 @@ api-check: ## fail on changes to openapi.json that break clients (see cmd/apiche
 bench: ## brain's benchmarks, and those beside their peers in bench/ (needs Redis for the Redis ones); figures go to BENCHMARKS.md
 	BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} $(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
 	cd bench && BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} $(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
+
+bench-smoke: ## every benchmark of both modules run once (-benchtime 1x, -short: small data sets), so none rots; make test runs it
+	BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} $(GO) test -count=1 -short -run '^$$' -bench . -benchtime 1x ./... >/dev/null
+	cd bench && BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} $(GO) test -count=1 -short -run '^$$' -bench . -benchtime 1x ./... >/dev/null
+	@echo "bench smoke: every benchmark ran once"
 
 lint: ## gofmt, go vet and staticcheck (pinned)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

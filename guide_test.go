@@ -2,11 +2,13 @@ package brain_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -50,6 +52,46 @@ func guideBlocks(tb testing.TB, title string) []guideBlock {
 		out = append(out, g)
 	}
 	return out
+}
+
+// migrationFile is a numbered migration: its directory, number and name.
+var migrationFile = regexp.MustCompile(`^(store/migrations/[a-z]+)/([0-9]{4})_([a-z0-9_]+\.sql)$`)
+
+// planGuide fits the guide's blocks to the repository at dir, as a fork
+// has it. applied names a file the guide creates that dir has already:
+// the fork followed the guide, and those files are its own now. Else the
+// blocks come back with each migration numbered after the highest the
+// fork has in its directory, when the guide's number is taken.
+func planGuide(tb testing.TB, dir string, blocks []guideBlock) (applied string, out []guideBlock) {
+	tb.Helper()
+	for _, g := range blocks {
+		if g.file == "" || g.in != "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, g.file)); err == nil {
+			return g.file, nil
+		}
+	}
+	for _, g := range blocks {
+		if m := migrationFile.FindStringSubmatch(g.file); m != nil {
+			entries, err := os.ReadDir(filepath.Join(dir, m[1]))
+			if err != nil {
+				tb.Fatal(err)
+			}
+			n, _ := strconv.Atoi(m[2])
+			highest := 0
+			for _, e := range entries {
+				if v, err := strconv.Atoi(strings.SplitN(e.Name(), "_", 2)[0]); err == nil {
+					highest = max(highest, v)
+				}
+			}
+			if n <= highest {
+				g.file = fmt.Sprintf("%s/%04d_%s", m[1], highest+1, m[3])
+			}
+		}
+		out = append(out, g)
+	}
+	return "", out
 }
 
 // apply carries out block g in the repository at dir.
@@ -101,7 +143,9 @@ func (g guideBlock) apply(tb testing.TB, dir string) {
 // runs the tests of the packages it touched. The new operations must be
 // in the spec with their own budget in x-rate-limit, the files changed
 // must be exactly those the guide names and the generated ones, and the
-// typed client must compile.
+// typed client must compile. In a fork it stays green: a tree that has
+// followed the guide is not given it twice, and the guide's migrations
+// come after the fork's own (planGuide).
 func TestAddOperationGuide(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and tests a copy of the repository")
@@ -109,6 +153,10 @@ func TestAddOperationGuide(t *testing.T) {
 	blocks := guideBlocks(t, "Add an operation")
 	if len(blocks) == 0 {
 		t.Fatal("the guide has no code blocks")
+	}
+	applied, blocks := planGuide(t, ".", blocks)
+	if applied != "" {
+		t.Skipf("this tree has followed the guide already (it has %s): what the guide added is the fork's own, tested by its own tests", applied)
 	}
 	nodeModules, err := filepath.Abs("web/node_modules")
 	if err != nil {
@@ -218,4 +266,75 @@ func snapshot(tb testing.TB, dir string) map[string]string {
 		tb.Fatal(err)
 	}
 	return out
+}
+
+// A fork that numbered its own migration as the guide's next one gets the
+// guide's migrations after its own; the template's are left as they are.
+func TestGuideMigrationsAfterTheFork(t *testing.T) {
+	blocks := guideBlocks(t, "Add an operation")
+	migrations := func(blocks []guideBlock) (files []string) {
+		for _, g := range blocks {
+			if migrationFile.MatchString(g.file) {
+				files = append(files, g.file)
+			}
+		}
+		return files
+	}
+	guide := migrations(blocks)
+	if len(guide) == 0 {
+		t.Fatal("the guide adds no migration")
+	}
+	dir := copyRepo(t, func(f string) bool { return strings.HasPrefix(f, "store/migrations/") })
+	if _, got := planGuide(t, dir, blocks); !slices.Equal(migrations(got), guide) {
+		t.Fatalf("in the template the guide's migrations are %v, want them as written, %v", migrations(got), guide)
+	}
+	var want []string
+	for _, f := range guide {
+		m := migrationFile.FindStringSubmatch(f)
+		n, _ := strconv.Atoi(m[2])
+		fork := fmt.Sprintf("%s/%04d_notes.sql", m[1], n) // the fork's own, in the guide's slot
+		if err := os.WriteFile(filepath.Join(dir, fork), []byte("CREATE TABLE notes (id TEXT PRIMARY KEY);\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, fmt.Sprintf("%s/%04d_%s", m[1], n+1, m[3]))
+	}
+	if _, got := planGuide(t, dir, blocks); !slices.Equal(migrations(got), want) {
+		t.Fatalf("after the fork's own migrations the guide's are %v, want %v", migrations(got), want)
+	}
+}
+
+// A fork that followed the guide commits what it added, and the guide's
+// test, run in that fork, passes: it sees the guide applied and does not
+// add the same files again.
+func TestAddOperationGuideInAFork(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go test in a copy of the repository")
+	}
+	dir := copyRepo(t, func(string) bool { return true })
+	// The guide's test in the fork goes as far as it would there: it finds
+	// the client's packages installed.
+	if nodeModules, err := filepath.Abs("web/node_modules"); err == nil {
+		if _, err := os.Stat(nodeModules); err == nil {
+			if err := os.Symlink(nodeModules, filepath.Join(dir, "web", "node_modules")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, g := range guideBlocks(t, "Add an operation") {
+		if g.file != "" { // the files; the spec and the client are regenerated by make, which this test needs not
+			g.apply(t, dir)
+		}
+	}
+	runIn(t, dir, "git", "init", "-q")
+	// .gitignore's /web/node_modules/ matches a directory, not the link.
+	if err := os.WriteFile(filepath.Join(dir, ".git", "info", "exclude"), []byte("/web/node_modules\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"add", "-A"}, {"-c", "user.name=fork", "-c", "user.email=fork@example.com", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "bookmarks, as the README shows"}} {
+		runIn(t, dir, "git", args...)
+	}
+	out := runIn(t, dir, "go", "test", "-count=1", "-v", "-run", "^TestAddOperationGuide$", ".")
+	if !strings.Contains(out, "--- SKIP: TestAddOperationGuide") || !strings.Contains(out, "followed the guide already") {
+		t.Fatalf("the guide's test in a fork that followed it:\n%s\nwant it to see the guide applied", out)
+	}
 }

@@ -19,9 +19,15 @@ import (
 // most; the seeding is not timed.
 //
 //	go test -run '^$' -bench BenchmarkQuery ./ingest/
+//
+// With -short (make bench-smoke), 100 and 1,000 items.
 func BenchmarkQuery(b *testing.B) {
+	sizes := []int{1_000, 100_000}
+	if testing.Short() {
+		sizes = []int{100, 1_000}
+	}
 	for _, d := range storetest.Dialects {
-		for _, n := range []int{1_000, 100_000} {
+		for _, n := range sizes {
 			b.Run(fmt.Sprintf("%s/items=%d", d, n), func(b *testing.B) {
 				db := storetest.Open(b, d)
 				e := newEnv(b, db)

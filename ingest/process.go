@@ -68,7 +68,7 @@ func (s *Service) Process(ctx context.Context, id string) error {
 			if it.OccurredAt.IsZero() {
 				it.OccurredAt = job.CreatedAt
 			}
-			chunk = append(chunk, StoredItem{ID: newUUID(), UserID: job.UserID, JobID: job.ID, Seq: seq, Project: job.Project, Item: it, CreatedAt: job.CreatedAt})
+			chunk = append(chunk, StoredItem{ID: newItemID(), UserID: job.UserID, JobID: job.ID, Seq: seq, Project: job.Project, Item: it, CreatedAt: job.CreatedAt})
 		}
 		finished, err := s.store.StoreItems(ctx, job.ID, chunk, end, s.stamp())
 		if errors.Is(err, ErrNotFound) { // another run finished it, or it is gone

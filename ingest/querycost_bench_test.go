@@ -25,16 +25,23 @@ import (
 // fewer than 100 runs) in milliseconds:
 //
 //	go test -run '^$' -bench BenchmarkQueryCost -benchtime 100x ./ingest/
+//
+// With -short (make bench-smoke), the data sets are 2,000 and 20 items:
+// the same code, seeded in seconds.
 func BenchmarkQueryCost(b *testing.B) {
+	nWords, nLong := 100_000, 2000
+	if testing.Short() {
+		nWords, nLong = 2000, 20
+	}
 	for _, d := range storetest.Dialects {
 		// Each data set is seeded once, on the first benchmark that needs
 		// it (a -bench pattern that matches none seeds none).
-		words := lazyEnv(b, d, func(e *env, user string) { seedWords(b, e, user, 100_000) })
-		long := lazyEnv(b, d, func(e *env, user string) { seedLong(b, e, user, 2000) })
+		words := lazyEnv(b, d, func(e *env, user string) { seedWords(b, e, user, nWords) })
+		long := lazyEnv(b, d, func(e *env, user string) { seedLong(b, e, user, nLong) })
 		for _, q := range []string{"common", "needle", "w17", "vintage", "odd even"} {
-			b.Run(fmt.Sprintf("%s/items=100000/q=%s", d, strings.ReplaceAll(q, " ", "+")), func(b *testing.B) { timeQuery(b, words(), q) })
+			b.Run(fmt.Sprintf("%s/items=%d/q=%s", d, nWords, strings.ReplaceAll(q, " ", "+")), func(b *testing.B) { timeQuery(b, words(), q) })
 		}
-		b.Run(fmt.Sprintf("%s/items=2000x64KiB/q=common", d), func(b *testing.B) { timeQuery(b, long(), "common") })
+		b.Run(fmt.Sprintf("%s/items=%dx64KiB/q=common", d, nLong), func(b *testing.B) { timeQuery(b, long(), "common") })
 	}
 }
 

@@ -143,7 +143,7 @@ func (s *Service) Ingest(ctx context.Context, userID string, raw []byte) (Accept
 		}
 	}
 	job, replayed, err = s.store.Accept(ctx, Acceptance{
-		UserID: userID, IngestID: k.ingestID, Fingerprint: k.fingerprint, JobID: newUUID(),
+		UserID: userID, IngestID: k.ingestID, Fingerprint: k.fingerprint, JobID: newJobID(),
 		Project: b.Project, ItemsTotal: len(b.Items), Batch: encodeBatch(b),
 		CreatedAt: now, ExpiresAt: now.Add(s.cfg.TTL),
 		MaxItems: s.cfg.MaxItems, MaxJobs: s.cfg.MaxQueuedJobs,

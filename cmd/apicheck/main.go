@@ -1,12 +1,18 @@
-// Command apicheck is the breaking-change gate (make api-check): it compares
-// openapi.json with the same file at a base revision and fails when a change
-// would break an existing client.
+// Command apicheck is the breaking-change gate (make api-check): it walks
+// the commits since a base revision along first parents and fails when
+// any one of them changed openapi.json in a way that breaks an existing
+// client; then it checks the work tree's file against HEAD's the same way.
+// A break is caught in the commit that made it, whatever came after.
 //
-// The base is, in order: -base or API_BASE when given; on a branch other
-// than main, its merge-base with main; on main (or a detached HEAD), the
-// newest v* tag reachable from HEAD, else the first parent. A base without
-// the spec file passes with a note. Deliberate breaks are listed in the
-// ignore file, one line each with a reason (see apicheck.ParseIgnore).
+// The base is, in order: -base or API_BASE when given (CI passes the
+// previous head of a push, or a pull request's target; the walk starts at
+// its merge-base with HEAD); on a branch other than main, its merge-base
+// with main; on main (or a detached HEAD), the newest v* tag reachable
+// from HEAD; else the root, at most 200 commits back (-max-walk). A commit whose
+// parent has no spec file breaks nothing. Deliberate breaks are listed in
+// the ignore file, one line each with a reason (see apicheck.ParseIgnore):
+// a commit's break is accepted by the file as that commit has it, or as
+// the work tree has it.
 package main
 
 import (
@@ -24,6 +30,10 @@ import (
 	"github.com/brain-template/brain/apicheck"
 )
 
+// maxWalk bounds the walk when there is no other base (-max-walk): the
+// last maxWalk commits on the first-parent line.
+const maxWalk = 200
+
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "api-check:", err)
@@ -37,7 +47,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	dir := fs.String("C", ".", "run in this directory (inside the git work tree)")
 	specPath := fs.String("spec", "openapi.json", "the revised spec, a file in the work tree")
 	ignorePath := fs.String("ignore", "openapi-breaking.ignore", "accepted breaks, one per line with a reason; a missing file accepts none")
-	base := fs.String("base", getenv("API_BASE"), "git revision to compare with (default: see the command doc; env API_BASE)")
+	base := fs.String("base", getenv("API_BASE"), "git revision to walk from (default: see the command doc; env API_BASE)")
+	limit := fs.Int("max-walk", maxWalk, "with no base, walk at most this many commits back from HEAD")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -50,90 +61,166 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	ignore, err := readIgnore(filepath.Join(*dir, *ignorePath))
+	b, err := os.ReadFile(filepath.Join(*dir, *ignorePath))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	worktreeIgnore, err := parseIgnore(b, *ignorePath)
+	if err != nil {
+		return err
+	}
+	rel, err := topPath(g, *specPath)
+	if err != nil {
+		return err
+	}
+	ignoreRel, err := topPath(g, *ignorePath)
 	if err != nil {
 		return err
 	}
 
-	baseRev, why, err := resolveBase(g, *base)
+	commits, why, err := walk(g, *base, rel, *limit)
 	if err != nil {
 		return err
 	}
-	if baseRev == "" {
-		fmt.Fprintf(stdout, "api-check: no base to compare with (%s): nothing can break; passing\n", why)
-		return nil
-	}
-	rel, err := g("ls-files", "--full-name", "--error-unmatch", "--", *specPath)
-	if err != nil {
-		// An untracked spec still has a path relative to the top.
-		prefix, perr := g("rev-parse", "--show-prefix")
-		if perr != nil {
-			return perr
+	fmt.Fprintf(stdout, "api-check: %s, as each commit since %s changed it (%d), then in the work tree\n", rel, why, len(commits))
+
+	var all []apicheck.Finding // every finding, to tell which ignore lines matched none
+	failed := 0
+	check := func(what string, base, revised []byte, ignore *apicheck.IgnoreList) error {
+		findings, err := apicheck.Check(base, revised)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		rel = filepath.ToSlash(filepath.Join(prefix, *specPath))
-	}
-	baseSpec, err := g("show", baseRev+":"+rel)
-	if err != nil {
-		fmt.Fprintf(stdout, "api-check: base %s (%s) has no %s: nothing to break; passing\n", baseRev, why, rel)
+		all = append(all, findings...)
+		breaking, accepted, _ := ignore.Filter(findings)
+		breaking, acceptedNow, _ := worktreeIgnore.Filter(breaking)
+		accepted = append(accepted, acceptedNow...)
+		if len(breaking) == 0 && len(accepted) == 0 {
+			return nil
+		}
+		fmt.Fprintf(stdout, "  %s:\n", what)
+		for _, f := range accepted {
+			fmt.Fprintf(stdout, "    accepted by %s: %s\n", *ignorePath, f)
+		}
+		for _, f := range breaking {
+			fmt.Fprintf(stdout, "    error %s\n", f)
+		}
+		failed += len(breaking)
 		return nil
 	}
-	findings, err := apicheck.Check([]byte(baseSpec), rev)
-	if err != nil {
-		return err
+	for _, c := range commits {
+		parent, err := g("show", c+"^1:"+rel)
+		if err != nil {
+			continue // the parent has no spec (or no parent): nothing to break
+		}
+		spec, err := g("show", c+":"+rel)
+		if err != nil || spec == parent {
+			continue
+		}
+		ib, _ := g("show", c+":"+ignoreRel) // a commit without the file accepts nothing
+		ignore, err := parseIgnore([]byte(ib), c[:12]+":"+ignoreRel)
+		if err != nil {
+			return err
+		}
+		subject, _ := g("log", "-1", "--format=%s", c)
+		if r := []rune(subject); len(r) > 72 {
+			subject = string(r[:71]) + "…"
+		}
+		if err := check(fmt.Sprintf("commit %s (%s)", c[:12], subject), []byte(parent), []byte(spec), ignore); err != nil {
+			return err
+		}
 	}
-	breaking, accepted, unused := ignore.Filter(findings)
-	fmt.Fprintf(stdout, "api-check: %s against %s (%s)\n", rel, baseRev, why)
-	for _, f := range accepted {
-		fmt.Fprintf(stdout, "  accepted by %s: %s\n", *ignorePath, f)
+	if head, err := g("show", "HEAD:"+rel); err == nil && head != strings.TrimSpace(string(rev)) {
+		if err := check("the work tree against HEAD", []byte(head), rev, nil); err != nil {
+			return err
+		}
 	}
+	_, _, unused := worktreeIgnore.Filter(all)
 	for _, u := range unused {
-		fmt.Fprintf(stdout, "  note: %s %s matches no change; remove it\n", *ignorePath, u)
+		fmt.Fprintf(stdout, "  note: %s %s matches no change since %s; remove it\n", *ignorePath, u, why)
 	}
-	if len(breaking) == 0 {
-		fmt.Fprintf(stdout, "api-check: no breaking changes (%d accepted)\n", len(accepted))
-		return nil
+	if failed > 0 {
+		return fmt.Errorf("%d breaking change(s) since %s; if deliberate, add each to %s with a reason", failed, why, *ignorePath)
 	}
-	for _, f := range breaking {
-		fmt.Fprintf(stdout, "  error %s\n", f)
-	}
-	return fmt.Errorf("%d breaking change(s) against %s; if deliberate, add each to %s with a reason", len(breaking), baseRev, *ignorePath)
+	fmt.Fprintf(stdout, "api-check: no breaking changes\n")
+	return nil
 }
 
-func readIgnore(path string) (*apicheck.IgnoreList, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
+func parseIgnore(b []byte, name string) (*apicheck.IgnoreList, error) {
+	if b == nil {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	return apicheck.ParseIgnore(bytes.NewReader(b), path)
+	return apicheck.ParseIgnore(bytes.NewReader(b), name)
 }
 
-// resolveBase picks the revision to compare with and says why. An empty
-// revision means there is none (a repository's first commit).
-func resolveBase(g gitFunc, explicit string) (rev, why string, err error) {
+// topPath is path (relative to the work directory) relative to the top of
+// the work tree, as git show REV:PATH wants it.
+func topPath(g gitFunc, path string) (string, error) {
+	prefix, err := g("rev-parse", "--show-prefix")
+	if err != nil {
+		return "", err
+	}
+	return filepath.ToSlash(filepath.Clean(filepath.Join(prefix, path))), nil
+}
+
+// zeroRev is the revision GitHub gives as the previous head of a push
+// that created the branch: there is none.
+const zeroRev = "0000000000000000000000000000000000000000"
+
+// walk returns the commits to check, oldest first: those along first
+// parents from the base (excluded) to HEAD that changed path; and says
+// what the base is.
+func walk(g gitFunc, explicit, path string, limit int) (commits []string, why string, err error) {
+	if _, err := g("rev-parse", "--verify", "--quiet", "HEAD^{commit}"); err != nil {
+		return nil, "no commit", nil // a repository with no commit yet: only the work tree
+	}
+	since, why, err := resolveBase(g, explicit, limit)
+	if err != nil {
+		return nil, "", err
+	}
+	if since == "" { // the root, or the commit maxWalk back when there are more
+		since, _ = g("rev-list", "--first-parent", "--max-count=1", fmt.Sprintf("--skip=%d", limit), "HEAD")
+	}
+	revs := "HEAD"
+	if since != "" {
+		revs = since + "..HEAD"
+	}
+	// Only the commits that changed the spec against their first parent.
+	out, err := g("rev-list", "--first-parent", "--reverse", revs, "--", path)
+	if err != nil {
+		return nil, "", err
+	}
+	return strings.Fields(out), why, nil
+}
+
+// resolveBase picks the revision to walk from and says what it is. An
+// empty revision means the root, at most limit commits back.
+func resolveBase(g gitFunc, explicit string, limit int) (rev, why string, err error) {
+	if explicit == zeroRev {
+		explicit = "" // a new branch: no previous head
+	}
 	if explicit != "" {
 		if _, err := g("rev-parse", "--verify", "--quiet", explicit+"^{commit}"); err != nil {
 			return "", "", fmt.Errorf("API_BASE %q is not a commit here", explicit)
 		}
-		return explicit, "API_BASE", nil
+		mb, err := g("merge-base", explicit, "HEAD")
+		if err != nil {
+			return "", "", fmt.Errorf("API_BASE %q shares no history with HEAD", explicit)
+		}
+		return mb, explicit + " (API_BASE)", nil
 	}
 	branch, _ := g("symbolic-ref", "--quiet", "--short", "HEAD")
 	if branch != "" && branch != "main" {
 		for _, main := range []string{"main", "origin/main"} {
 			if mb, err := g("merge-base", "HEAD", main); err == nil {
-				return mb, "merge-base of " + branch + " with " + main, nil
+				return mb, "the merge-base of " + branch + " with " + main, nil
 			}
 		}
 	}
 	if tag, err := g("describe", "--tags", "--abbrev=0", "--match", "v*", "HEAD"); err == nil {
-		return tag, "newest v* tag", nil
+		return tag, tag + " (newest v* tag)", nil
 	}
-	if _, err := g("rev-parse", "--verify", "--quiet", "HEAD^1"); err == nil {
-		return "HEAD^1", "first parent", nil
-	}
-	return "", "HEAD has no parent", nil
+	return "", fmt.Sprintf("the root (no v* tag; at most the last %d commits)", limit), nil
 }
 
 type gitFunc func(args ...string) (string, error)

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -54,6 +56,10 @@ type Config struct {
 	// --budget name=limits flags. budgetFrom says where each came from.
 	Budgets    map[string]string
 	budgetFrom map[string]string
+	// strays are the variables set that look like budget settings but
+	// are none (budgetFamilies): newServer, which knows the budgets the
+	// operations declare, refuses them.
+	strays []string
 
 	IngestTTL     time.Duration
 	MaxItems      int
@@ -332,7 +338,7 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 		}
 		return env
 	}
-	c := Config{Budgets: budgets, budgetFrom: from}
+	c := Config{Budgets: budgets, budgetFrom: from, strays: strayBudgetSettings(getenv)}
 	for i, s := range settings {
 		if err := s.set(&c, *values[i]); err != nil {
 			name := named(s.flag, s.env)
@@ -382,8 +388,7 @@ func (b budgetFlags) Set(v string) error {
 // four (skills has only that one). A budget BRAIN_BUDGETS names already
 // is left as it says; --budget, read later, wins over both.
 func memBudgets(getenv func(string) string, budgets, from map[string]string) error {
-	const burstEnv = "MEM_RATE_LIMIT_BURST"
-	burst, err := memCount(getenv, burstEnv)
+	burst, err := memCount(getenv, memBurstEnv)
 	if err != nil {
 		return err
 	}
@@ -391,14 +396,16 @@ func memBudgets(getenv func(string) string, budgets, from map[string]string) err
 		if _, set := budgets[b.Name]; set {
 			continue
 		}
-		hourlyEnv := "MEM_RATE_LIMIT_" + strings.ToUpper(b.Name)
-		hourly, err := memCount(getenv, hourlyEnv)
-		if err != nil {
-			return err
-		}
 		limits, err := ratelimit.ParseBudgets(b.Default)
 		if err != nil {
 			return err
+		}
+		hourlyEnv, hourly := "", 0
+		if slices.ContainsFunc(limits, func(l ratelimit.Budget) bool { return l.Window == time.Hour }) {
+			hourlyEnv = memHourlyEnv(b.Name)
+			if hourly, err = memCount(getenv, hourlyEnv); err != nil {
+				return err
+			}
 		}
 		var parts []string
 		var src []string
@@ -409,7 +416,7 @@ func memBudgets(getenv func(string) string, budgets, from map[string]string) err
 				src = append(src, hourlyEnv)
 			case l.Window == time.Second && burst > 0:
 				l = ratelimit.Budget{Limit: burst, Window: time.Second, Burst: burst}
-				src = append(src, burstEnv)
+				src = append(src, memBurstEnv)
 			}
 			parts = append(parts, l.String())
 		}
@@ -418,6 +425,60 @@ func memBudgets(getenv func(string) string, budgets, from map[string]string) err
 		}
 	}
 	return nil
+}
+
+// memBurstEnv sets the per-second limit of every memory budget.
+const memBurstEnv = "MEM_RATE_LIMIT_BURST"
+
+// memHourlyEnv is the setting of the hourly limit of the memory budget
+// name: set only for a budget that has one (skills has none).
+func memHourlyEnv(name string) string { return "MEM_RATE_LIMIT_" + strings.ToUpper(name) }
+
+// budgetFamilies are the prefixes of the variables that set budgets: a
+// variable set under one of them that is no setting is a typo, which
+// stops start-up rather than change nothing.
+var budgetFamilies = []string{"BRAIN_RATE_LIMIT_", "MEM_RATE_LIMIT_", "BRAIN_BUDGET", "BRAIN_STREAM_OPEN"}
+
+// environ lists the variables of the environment, as os.Environ does:
+// how parseConfig finds a misspelt budget setting, which getenv cannot
+// name. The values are still read through getenv.
+var environ = os.Environ
+
+// budgetSettings are the variables of budgetFamilies that are settings.
+func budgetSettings() []string {
+	var known []string
+	for _, s := range settings {
+		if inBudgetFamily(s.env) {
+			known = append(known, s.env)
+		}
+	}
+	known = append(known, budgetsEnv, memBurstEnv)
+	for _, b := range api.MemoryBudgets {
+		if limits, err := ratelimit.ParseBudgets(b.Default); err == nil && slices.ContainsFunc(limits, func(l ratelimit.Budget) bool { return l.Window == time.Hour }) {
+			known = append(known, memHourlyEnv(b.Name))
+		}
+	}
+	slices.Sort(known)
+	return known
+}
+
+func inBudgetFamily(env string) bool {
+	return slices.ContainsFunc(budgetFamilies, func(p string) bool { return strings.HasPrefix(env, p) })
+}
+
+// strayBudgetSettings returns the variables set (with getenv) under a
+// budget family that are no setting, sorted.
+func strayBudgetSettings(getenv func(string) string) []string {
+	known := budgetSettings()
+	var strays []string
+	for _, kv := range environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if inBudgetFamily(name) && getenv(name) != "" && !slices.Contains(known, name) && !slices.Contains(strays, name) {
+			strays = append(strays, name)
+		}
+	}
+	slices.Sort(strays)
+	return strays
 }
 
 // memCount reads a MEM_RATE_LIMIT_* setting: 0 when unset.

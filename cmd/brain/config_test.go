@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -314,5 +316,57 @@ func TestEverySettingIsBounded(t *testing.T) {
 				t.Fatalf("%s=%s: err = %v, want one naming the setting", s.env, huge, err)
 			}
 		})
+	}
+}
+
+// A variable that looks like a budget setting but is none, a typo or a
+// guess, stops the binary before it creates anything, naming the variable
+// and the settings and budgets it could mean; the real ones start it.
+func TestStrayBudgetSettingStopsStartUp(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	brain := func(kv map[string]string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a brain that starts is killed
+		defer cancel()
+		cmd := exec.CommandContext(ctx, exe)
+		cmd.Env = []string{execMainEnv + "=1"}
+		for k, v := range kv {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	for _, tc := range []struct{ name, value, want string }{
+		{"BRAIN_RATE_LIMIT_NOSUCHBUDGET", "1/s", "BRAIN_RATE_LIMIT_APIKEY, BRAIN_RATE_LIMIT_IP, BRAIN_RATE_LIMIT_SESSION"},
+		{"MEM_RATE_LIMIT_SKILLS", "5", "MEM_RATE_LIMIT_BURST, MEM_RATE_LIMIT_INGEST, MEM_RATE_LIMIT_PROJECTS, MEM_RATE_LIMIT_QUERY"},
+		{"MEM_RATE_LIMIT_QUERIES", "5", "MEM_RATE_LIMIT_QUERY"},
+		{"BRAIN_BUDGET", "ingest=5/h", "BRAIN_BUDGETS"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			out, err := brain(map[string]string{tc.name: tc.value, "BRAIN_DATA_DIR": dir, "BRAIN_ADDR": "127.0.0.1:0", "BRAIN_METRICS_ADDR": "off"})
+			if err == nil || !strings.Contains(out, "invalid "+tc.name+": no such setting") || !strings.Contains(out, tc.want) || !strings.Contains(out, "skills") {
+				t.Fatalf("brain with %s=%s: %v\n%s\nwant a refusal naming it, %s and the declared budgets", tc.name, tc.value, err, out, tc.want)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Fatalf("brain created %d file(s) before refusing %s", len(entries), tc.name)
+			}
+		})
+	}
+	// The settings of the family pass: brain goes on to bind its port,
+	// taken here so that it stops there.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	kv := map[string]string{"BRAIN_RATE_LIMIT_SESSION": "10/s", "BRAIN_RATE_LIMIT_IP": "10/s", "BRAIN_RATE_LIMIT_APIKEY": "10/s",
+		"MEM_RATE_LIMIT_INGEST": "5", "MEM_RATE_LIMIT_QUERY": "5", "MEM_RATE_LIMIT_PROJECTS": "5", "MEM_RATE_LIMIT_BURST": "2",
+		"BRAIN_BUDGETS": "skills=3/s", "BRAIN_STREAM_OPENS": "5/min",
+		"BRAIN_DATA_DIR": t.TempDir(), "BRAIN_ADDR": taken.Addr().String(), "BRAIN_METRICS_ADDR": "off"}
+	if out, _ := brain(kv); !strings.Contains(out, taken.Addr().String()+" is in use") {
+		t.Fatalf("brain with every budget setting:\n%s\nwant it past the settings, stopped by the port in use", out)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/brain-template/brain/api"
@@ -179,6 +180,10 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		if !slices.Contains(declared, name) {
 			return nil, fmt.Errorf("invalid %s: no operation declares a budget named %q (declared: %v)", cfg.budgetFrom[name], name, declared)
 		}
+	}
+	if len(cfg.strays) > 0 {
+		return nil, fmt.Errorf("invalid %s: no such setting; the budget settings are %s, and an operation's budget is set by its name with %s=name=limits or --budget name=limits (declared: %v)",
+			strings.Join(cfg.strays, " and "), strings.Join(budgetSettings(), ", "), budgetsEnv, declared)
 	}
 	return s, nil
 }

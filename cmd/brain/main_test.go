@@ -134,13 +134,15 @@ type logPipe struct {
 	lines []string
 	addr  chan string
 	w     *io.PipeWriter
+	read  chan struct{} // closed when every line written is in lines
 }
 
 func newLogPipe() *logPipe {
 	r, w := io.Pipe()
-	p := &logPipe{addr: make(chan string, 1), w: w}
+	p := &logPipe{addr: make(chan string, 1), w: w, read: make(chan struct{})}
 	re := regexp.MustCompile(`msg="brain listening" addr=(\S+)`)
 	go func() {
+		defer close(p.read)
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
 			p.mu.Lock()
@@ -152,6 +154,13 @@ func newLogPipe() *logPipe {
 		}
 	}()
 	return p
+}
+
+// close ends the log once its writer is done, and returns when every
+// line is in: what a failed start-up wrote is then all there to show.
+func (p *logPipe) close() {
+	p.w.Close()
+	<-p.read
 }
 
 func (p *logPipe) String() string {
@@ -176,16 +185,21 @@ func runServer(tb testing.TB, kv map[string]string) (string, *logPipe, func()) {
 	kv = serveEnv(tb, kv)
 	logs := newLogPipe()
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, env(kv), nil, io.Discard, logs.w) }()
+	var runErr error
+	done := make(chan struct{}) // closed when run has returned runErr
+	go func() {
+		runErr = run(ctx, nil, env(kv), nil, io.Discard, logs.w)
+		logs.close()
+		close(done)
+	}()
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
 			cancel()
 			select {
-			case err := <-done:
-				if err != nil {
-					tb.Errorf("run returned %v after shutdown, want nil", err)
+			case <-done:
+				if runErr != nil {
+					tb.Errorf("run returned %v after shutdown, want nil", runErr)
 				}
 			case <-time.After(20 * time.Second):
 				tb.Error("run did not return after its context was cancelled")
@@ -196,8 +210,9 @@ func runServer(tb testing.TB, kv map[string]string) (string, *logPipe, func()) {
 	select {
 	case addr := <-logs.addr:
 		return "http://" + addr, logs, stop
-	case err := <-done:
-		tb.Fatalf("run returned before listening: %v\n%s", err, logs)
+	case <-done:
+		once.Do(func() {}) // reported here: stop has nothing to add
+		tb.Fatalf("run returned before listening: %v\n%s", runErr, logs)
 	case <-time.After(10 * time.Second):
 		tb.Fatalf("the server did not start within 10s:\n%s", logs)
 	}
@@ -264,6 +279,18 @@ func TestServeExplainsABusyMetricsPort(t *testing.T) {
 	want := "metrics: " + taken.Addr().String() + " is in use (another brain?); set BRAIN_METRICS_ADDR to another host:port, or off"
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %q", err, want)
+	}
+	// It stopped before creating the database and its admin, whose
+	// random password would have been shown to a run that failed: the
+	// corrected start is a first start.
+	if entries, _ := os.ReadDir(kv["BRAIN_DATA_DIR"]); len(entries) != 0 {
+		t.Fatalf("the failed start left %d file(s) in the data dir, want none", len(entries))
+	}
+	kv["BRAIN_METRICS_ADDR"] = "127.0.0.1:0"
+	_, logs, stop := runServer(t, kv)
+	stop()
+	if !strings.Contains(logs.String(), "created user admin with a random password") {
+		t.Fatalf("the corrected start did not create the admin:\n%s", logs)
 	}
 }
 

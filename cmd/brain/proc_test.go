@@ -49,7 +49,7 @@ func startProc(tb testing.TB, kv map[string]string) *proc {
 	}
 	go func() {
 		p.err = p.cmd.Wait()
-		p.logs.w.Close()
+		p.logs.close()
 		close(p.done)
 	}()
 	tb.Cleanup(func() {

@@ -177,21 +177,41 @@ func streamConfig(cfg Config, client rueidis.Client, logger *slog.Logger) (sc ap
 // running beside it.
 var listen = net.Listen
 
-// serveMetrics serves /metrics on a listener of its own until stop.
-func serveMetrics(addr string, m *api.Metrics, logger *slog.Logger) (stop func(), err error) {
-	ln, err := listen("tcp", addr)
-	if errors.Is(err, syscall.EADDRINUSE) { // a second brain on one machine, most likely
-		return nil, fmt.Errorf("metrics: %s is in use (another brain?); set BRAIN_METRICS_ADDR to another host:port, or off", addr)
+// listeners binds BRAIN_ADDR and, unless it is off, BRAIN_METRICS_ADDR
+// (metrics is then nil). serve binds both before it opens or creates
+// anything: a port in use changes nothing on disk.
+func listeners(cfg Config) (main, metrics net.Listener, err error) {
+	main, err = listen("tcp", cfg.Addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, nil, fmt.Errorf("%s is in use (another brain?); set BRAIN_ADDR to another host:port", cfg.Addr)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("metrics: listen (BRAIN_METRICS_ADDR): %w", err)
+		return nil, nil, fmt.Errorf("listen (BRAIN_ADDR): %w", err)
 	}
+	if cfg.MetricsAddr == "off" {
+		return main, nil, nil
+	}
+	metrics, err = listen("tcp", cfg.MetricsAddr)
+	if err != nil {
+		main.Close()
+	}
+	if errors.Is(err, syscall.EADDRINUSE) { // a second brain on one machine, most likely
+		return nil, nil, fmt.Errorf("metrics: %s is in use (another brain?); set BRAIN_METRICS_ADDR to another host:port, or off", cfg.MetricsAddr)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("metrics: listen (BRAIN_METRICS_ADDR): %w", err)
+	}
+	return main, metrics, nil
+}
+
+// serveMetrics serves /metrics on ln until stop.
+func serveMetrics(ln net.Listener, m *api.Metrics, logger *slog.Logger) (stop func()) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout}
 	go srv.Serve(ln)
 	logger.Info("metrics listening", "addr", ln.Addr().String())
-	return func() { srv.Close() }, nil
+	return func() { srv.Close() }
 }
 
 // Server timeouts. A slow client cannot hold a connection by trickling
@@ -230,14 +250,23 @@ func connRefusal(msg string) []byte {
 
 // serve runs the server until ctx is done, then shuts it down gracefully.
 func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
-	// The budget overrides and the connection cap are checked before
-	// anything is opened or created: a mistake there changes nothing.
+	// The budget overrides and the connection cap are checked, and the
+	// ports bound, before anything is opened or created: a mistake there
+	// changes nothing.
 	if _, err := newServer(cfg, slog.New(slog.DiscardHandler), running{}); err != nil {
 		return err
 	}
 	maxConns, fileLimit, err := maxConns(cfg)
 	if err != nil {
 		return err
+	}
+	ln, metricsLn, err := listeners(cfg)
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // on an early return; serving closes it itself
+	if metricsLn != nil {
+		defer metricsLn.Close()
 	}
 	db, applied, err := openStore(ctx, cfg)
 	if err != nil {
@@ -290,12 +319,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return err
 	}
 	defer stopQueue() // before the hub and the database: it finishes or hands back the jobs it works
-	if cfg.MetricsAddr != "off" {
-		stop, err := serveMetrics(cfg.MetricsAddr, metrics, logger)
-		if err != nil {
-			return err
-		}
-		defer stop()
+	if metricsLn != nil {
+		defer serveMetrics(metricsLn, metrics, logger)()
 	}
 
 	handler, err := newServer(cfg, logger, running{db: db, auth: svc, limiters: limiterStore, metrics: metrics, ready: ready, streams: streamCfg, ingest: memory})
@@ -310,13 +335,6 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-	ln, err := listen("tcp", cfg.Addr)
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("%s is in use (another brain?); set BRAIN_ADDR to another host:port", cfg.Addr)
-	}
-	if err != nil {
-		return fmt.Errorf("listen (BRAIN_ADDR): %w", err)
 	}
 	conns := connlimit.New(connlimit.Config{
 		Max: maxConns, MaxPerIP: cfg.MaxConnsPerIP, Exempt: cfg.TrustedProxies,
