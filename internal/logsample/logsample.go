@@ -20,8 +20,9 @@ type Counts struct {
 	now   func() time.Time
 	max   int
 
-	mu   sync.Mutex
-	keys map[string]*count
+	mu    sync.Mutex
+	keys  map[string]*count
+	swept time.Time // when forget last dropped keys
 }
 
 type count struct {
@@ -31,8 +32,10 @@ type count struct {
 
 // New returns counts that let each key through once every interval, on
 // now's clock, remembering at most max keys. When max keys are
-// remembered, those whose interval has passed are forgotten; if none
-// has, a new key is counted as [Overflow].
+// remembered, a new key forgets every key whose interval has passed (the
+// times such a key came since its last line are then told on the next
+// line of [Overflow]), at most once an interval; if none has passed, the
+// new key is counted as Overflow.
 func New(every time.Duration, now func() time.Time, max int) *Counts {
 	if now == nil {
 		now = time.Now
@@ -48,13 +51,9 @@ func (c *Counts) Take(key string) (counted string, repeats int, due bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	m := c.keys[key]
-	if m == nil && len(c.keys) >= c.max {
-		for k, v := range c.keys {
-			if now.Sub(v.logged) >= c.every && v.repeats == 0 {
-				delete(c.keys, k)
-			}
-		}
-		if len(c.keys) >= c.max {
+	if m == nil && c.full() {
+		c.forget(now)
+		if c.full() {
 			key = Overflow
 			m = c.keys[key]
 		}
@@ -69,4 +68,39 @@ func (c *Counts) Take(key string) (counted string, repeats int, due bool) {
 	}
 	repeats, m.logged, m.repeats = m.repeats, now, 0
 	return key, repeats, true
+}
+
+// full reports whether max keys are remembered, Overflow aside.
+func (c *Counts) full() bool {
+	n := len(c.keys)
+	if _, ok := c.keys[Overflow]; ok {
+		n--
+	}
+	return n >= c.max
+}
+
+// forget drops the keys whose interval has passed, their untold repeats
+// going to Overflow's count, unless it did so less than an interval ago:
+// a flood of new keys into full counts costs one sweep an interval, not
+// one a key.
+func (c *Counts) forget(now time.Time) {
+	if now.Sub(c.swept) < c.every {
+		return
+	}
+	c.swept = now
+	untold := 0
+	for k, v := range c.keys {
+		if k != Overflow && now.Sub(v.logged) >= c.every {
+			untold += v.repeats
+			delete(c.keys, k)
+		}
+	}
+	if untold > 0 {
+		o := c.keys[Overflow]
+		if o == nil {
+			o = &count{logged: now.Add(-c.every)} // due at once
+			c.keys[Overflow] = o
+		}
+		o.repeats += untold
+	}
 }
