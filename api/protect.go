@@ -36,8 +36,13 @@ const metaRateKey = "brain.rate-key"
 // key, when not nil, is what a request is counted by within the plane
 // its caller draws from, in place of the session, the API key or the
 // client IP: a webhook receiver of Public access might count each
-// sender, named by a header it then verifies, on the ip plane's budget.
-// A request for which key returns "" keeps the usual key.
+// sender on the ip plane's budget. Its keys are apart from the plane's
+// own (no key it returns is a client IP's bucket). The request is charged
+// before the handler runs, so a key must be one a client cannot choose at
+// will, or each client picks a fresh budget: take it from what is checked
+// before the limiter (a caller's account, a client certificate's
+// subject), never from a header the handler verifies later. A request
+// for which key returns "" keeps the usual key.
 func Protect(api huma.API, op huma.Operation, key func(*http.Request) string) func(http.Handler) http.Handler {
 	if op.Responses == nil {
 		op.Responses = map[string]*huma.Response{}

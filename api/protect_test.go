@@ -28,6 +28,9 @@ func protectedServer(t *testing.T) (*api.Server, *live, string, string) {
 	s.Router().With(api.Protect(api.WithAccess(s.API, api.Caller), download, nil)).Get("/api/v1/exports/{id}", ok)
 	hook := huma.Operation{OperationID: "receive-webhook", Method: http.MethodPost, Path: "/api/v1/webhooks/payments",
 		Responses: map[string]*huma.Response{"200": {Description: "Received."}}}
+	// The sender, as a proxy in front of brain that checked its client
+	// certificate names it (a header a client sets itself would let it
+	// pick a fresh budget each time: see Protect).
 	sender := func(r *http.Request) string { return r.Header.Get("X-Sender") }
 	s.Router().With(api.Protect(api.WithAccess(s.API, api.Public), hook, sender)).Post("/api/v1/webhooks/payments", ok)
 	if err := s.Err(); err != nil {
@@ -87,6 +90,9 @@ func TestProtectedRouteKeyFunction(t *testing.T) {
 		t.Fatalf("bank-a's third webhook: %d %s, want 429 of the ip plane", r.status, r.body)
 	}
 	post("bank-b").want(t, 200, "bank-b's webhook")
+	// A sender named like the client's address has a bucket of its own.
+	post("127.0.0.1").want(t, 200, "a sender named 127.0.0.1")
+	post("127.0.0.1").want(t, 200, "a sender named 127.0.0.1, again")
 	post("").want(t, 200, "a webhook without a sender")
 	post("").want(t, 200, "a second without a sender")
 	if r := post(""); r.status != 429 {

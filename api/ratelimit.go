@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/brain-template/brain/auth"
@@ -280,8 +281,9 @@ type RateLimitEntry struct {
 	// AppliesTo narrows the callers a budget applies to: "unauthenticated"
 	// for the ip budget of an operation that needs a caller, which every
 	// request whose credentials fail (or that sends none) draws from;
-	// "forbidden" for the apikey budget of an operation that needs a
-	// session, which an API-key request (answered 403) draws from.
+	// "forbidden" for the budgets a caller refused with 403 draws from:
+	// an API key's on an operation that needs a session, a session's or
+	// an API key's on an Admin stream.
 	AppliesTo string `json:"applies_to,omitempty"`
 }
 
@@ -379,8 +381,15 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 			entries = append(entries, e)
 		}
 	}
-	if pl.ip == nil && pl.apikey == nil && !pl.stream { // session-only: an API key's 403s draw from its budget
-		for _, e := range entriesOf(ps.apikey) {
+	var forbidden []*plane // the planes a caller's 403 draws from (refusedCaller)
+	switch {
+	case pl.ip == nil && pl.apikey == nil && !pl.stream: // session-only: an API key's 403s draw from its budget
+		forbidden = []*plane{ps.apikey}
+	case pl.stream && accessOf(op) == Admin: // a stream's other planes are its own
+		forbidden = []*plane{ps.session, ps.apikey}
+	}
+	for _, p := range forbidden {
+		for _, e := range entriesOf(p) {
 			e.AppliesTo = "forbidden"
 			entries = append(entries, e)
 		}
@@ -436,7 +445,7 @@ func (ps *planes) enforce(pl *plan, rateKey func(*http.Request) string) func(hum
 		if rateKey != nil {
 			r, _ := humachi.Unwrap(ctx)
 			if k := rateKey(r); k != "" {
-				key = k
+				key = protectedKeyPrefix + k // never a client IP's, a session's or a key's bucket
 			}
 		}
 		if pl.deferred {
@@ -462,15 +471,19 @@ func (ps *planes) failedAuth(ctx huma.Context, ip string) (answered bool) {
 	return ps.charge(ctx, ps.ip, ip)
 }
 
-// refusedKey charges an API-key request to an operation that needs a
-// session (answered 403) to the key's default budget, so a key looping on
-// a refusal is throttled like any other caller. It reports whether it
-// answered the request (429, or 503).
-func (ps *planes) refusedKey(ctx huma.Context, id *auth.Identity) (answered bool) {
+// refusedCaller charges a caller refused with 403 (an API key on an
+// operation that needs a session, any user but admin on an Admin one) to
+// the budget it draws from elsewhere: its session's, or its key's
+// default budget; so a caller looping on a refusal is throttled like any
+// other. It reports whether it answered the request (429, or 503).
+func (ps *planes) refusedCaller(ctx huma.Context, id *auth.Identity) (answered bool) {
 	if ps.limits.Disabled {
 		return false
 	}
-	return ps.charge(ctx, ps.apikey, id.APIKeyID)
+	if id.Method == auth.MethodAPIKey {
+		return ps.charge(ctx, ps.apikey, id.APIKeyID)
+	}
+	return ps.charge(ctx, ps.session, id.SessionHash)
 }
 
 // refusing reports whether the ip plane refused ip and its budget would
@@ -506,7 +519,7 @@ func (ps *planes) admit(ctx huma.Context, p *plane, key string) *Error {
 	}
 	if !d.Allowed {
 		inc(p.count.limited)
-		if p == ps.ip {
+		if p == ps.ip && !strings.HasPrefix(key, protectedKeyPrefix) { // an address, whose lookups requireCaller then spares
 			ps.refused.add(key, d.Time().Add(d.RetryAfter), d.Time())
 		}
 		e := refusal(p, &d)
@@ -516,6 +529,10 @@ func (ps *planes) admit(ctx huma.Context, p *plane, key string) *Error {
 	inc(p.count.allowed)
 	return nil
 }
+
+// protectedKeyPrefix starts the keys Protect's key functions give, within
+// their planes: no client can name another's bucket through one.
+const protectedKeyPrefix = "protect:"
 
 // refusal is the 429 envelope for decision d of plane p.
 func refusal(p *plane, d *ratelimit.Decision) *Error {

@@ -51,7 +51,7 @@ func declareSecurity(_ *huma.OpenAPI, op *huma.Operation) {
 // documents: 503 when the store cannot say who it is; 401 without a
 // caller, charged to the ip plane (ps.failedAuth), which answers 429
 // instead once the address has spent its budget; 403 for an API key on a
-// session-only operation, charged to the key's budget (ps.refusedKey), and
+// session-only operation, charged to the key's budget (ps.refusedCaller), and
 // for any user but admin on an Admin operation. The caller then goes in the context
 // (auth.FromContext) for the planes and the handler. The cause of a 503
 // goes to outages, once per cause.
@@ -103,13 +103,15 @@ func requireCaller(api huma.API, svc *auth.Service, ps *planes, outages *outageL
 			return
 		}
 		if access == Session && id.Method != auth.MethodSession {
-			if !ps.refusedKey(ctx, id) { // the key's own budget pays for its 403s
+			if !ps.refusedCaller(ctx, id) { // the key's own budget pays for its 403s
 				writeHumaError(api, ctx, NewError(http.StatusForbidden, "this operation needs a logged-in session; an API key cannot call it"))
 			}
 			return
 		}
 		if access == Admin && id.User.Username != AdminUsername {
-			writeHumaError(api, ctx, NewError(http.StatusForbidden, "this operation is for the user "+AdminUsername+" only"))
+			if !ps.refusedCaller(ctx, id) { // the caller's budget pays for its 403s
+				writeHumaError(api, ctx, NewError(http.StatusForbidden, "this operation is for the user "+AdminUsername+" only"))
+			}
 			return
 		}
 		noteUser(ctx.Context(), id.User.ID)

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 )
 
@@ -76,6 +79,37 @@ func TestSystemLive(t *testing.T) {
 		}
 		if _, ok := liveResponses(t, s)["403"]; !ok {
 			t.Fatal("the spec does not declare the 403 of a caller who is not admin")
+		}
+	})
+	// A caller looping on the 403 draws from its session's budget, as
+	// the spec's x-rate-limit says, and is answered 429 once it is spent.
+	t.Run("a 403 is charged", func(t *testing.T) {
+		three := ratelimit.Budget{Limit: 3, Window: time.Minute, Burst: 3}
+		s, l, _ := streamServerWith(t, api.Config{Auth: svc, Ingest: memory, LiveAccess: api.Admin, Limits: api.Limits{Session: three}}, nil)
+		ada := l.login("ada", "correct horse battery").cookie(t)
+		for i := range 3 {
+			if _, r := l.openStream("/api/v1/system/live", ada); r.status != http.StatusForbidden {
+				t.Fatalf("ada's open %d: %d %s, want 403", i+1, r.status, r.body)
+			}
+		}
+		_, r := l.openStream("/api/v1/system/live", ada)
+		var env struct{ Details struct{ Scope string } }
+		if r.status != http.StatusTooManyRequests || json.Unmarshal([]byte(r.body), &env) != nil || env.Details.Scope != "session" {
+			t.Fatalf("ada's fourth open: %d %s, want 429 of the session plane", r.status, r.body)
+		}
+		var doc struct {
+			Paths map[string]map[string]struct {
+				XRateLimit []api.RateLimitEntry `json:"x-rate-limit"`
+			}
+		}
+		spec, _ := s.Spec()
+		if err := json.Unmarshal(spec, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(doc.Paths["/api/v1/system/live"]["get"].XRateLimit, func(e api.RateLimitEntry) bool {
+			return e.Plane == "session" && e.AppliesTo == "forbidden"
+		}) {
+			t.Fatalf("the live stream's x-rate-limit %+v: want the session budget its 403s draw from", doc.Paths["/api/v1/system/live"]["get"].XRateLimit)
 		}
 	})
 }

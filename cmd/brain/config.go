@@ -437,7 +437,7 @@ func memHourlyEnv(name string) string { return "MEM_RATE_LIMIT_" + strings.ToUpp
 // budgetFamilies are the prefixes of the variables that set budgets: a
 // variable set under one of them that is no setting is a typo, which
 // stops start-up rather than change nothing.
-var budgetFamilies = []string{"BRAIN_RATE_LIMIT_", "MEM_RATE_LIMIT_", "BRAIN_BUDGET", "BRAIN_STREAM_OPEN"}
+var budgetFamilies = []string{"BRAIN_RATE_LIMIT", "BRAIN_RATELIMIT_", "MEM_RATE_LIMIT", "MEM_RATELIMIT", "BRAIN_BUDGET", "BRAIN_STREAM_OPEN"}
 
 // environ lists the variables of the environment, as os.Environ does:
 // how parseConfig finds a misspelt budget setting, which getenv cannot

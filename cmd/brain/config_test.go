@@ -343,6 +343,9 @@ func TestStrayBudgetSettingStopsStartUp(t *testing.T) {
 		{"MEM_RATE_LIMIT_SKILLS", "5", "MEM_RATE_LIMIT_BURST, MEM_RATE_LIMIT_INGEST, MEM_RATE_LIMIT_PROJECTS, MEM_RATE_LIMIT_QUERY"},
 		{"MEM_RATE_LIMIT_QUERIES", "5", "MEM_RATE_LIMIT_QUERY"},
 		{"BRAIN_BUDGET", "ingest=5/h", "BRAIN_BUDGETS"},
+		{"BRAIN_RATELIMIT_SESSION", "10/s", "BRAIN_RATELIMIT_ON_STORE_ERROR"}, // the other spelling brain uses
+		{"BRAIN_RATE_LIMITS_IP", "10/s", "BRAIN_RATE_LIMIT_IP"},
+		{"MEM_RATELIMIT_QUERY", "5", "MEM_RATE_LIMIT_QUERY"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -364,7 +367,7 @@ func TestStrayBudgetSettingStopsStartUp(t *testing.T) {
 	defer taken.Close()
 	kv := map[string]string{"BRAIN_RATE_LIMIT_SESSION": "10/s", "BRAIN_RATE_LIMIT_IP": "10/s", "BRAIN_RATE_LIMIT_APIKEY": "10/s",
 		"MEM_RATE_LIMIT_INGEST": "5", "MEM_RATE_LIMIT_QUERY": "5", "MEM_RATE_LIMIT_PROJECTS": "5", "MEM_RATE_LIMIT_BURST": "2",
-		"BRAIN_BUDGETS": "skills=3/s", "BRAIN_STREAM_OPENS": "5/min",
+		"BRAIN_BUDGETS": "skills=3/s", "BRAIN_STREAM_OPENS": "5/min", "BRAIN_RATELIMIT_ON_STORE_ERROR": "open",
 		"BRAIN_DATA_DIR": t.TempDir(), "BRAIN_ADDR": taken.Addr().String(), "BRAIN_METRICS_ADDR": "off"}
 	if out, _ := brain(kv); !strings.Contains(out, taken.Addr().String()+" is in use") {
 		t.Fatalf("brain with every budget setting:\n%s\nwant it past the settings, stopped by the port in use", out)
