@@ -197,7 +197,10 @@ func (st *stream) sendGap(id string) error {
 // whose id is the hub's place when the log subscribed (streams'
 // Subscription.At): a resume from it replays what followed. Where the hub
 // lost some of the job's steps (a gap), the database's state stands for
-// them, with the same kind of id.
+// them, with the same kind of id; so does it for the job's end when the
+// database has it and the hub does not (the process that ended the job
+// stopped before publishing it, or the publish was lost), and the log
+// ends.
 func (s *Server) serveJobLog(st *stream) {
 	id, user := chi.URLParam(st.r, "id"), st.caller.User.ID
 	if !jobID.MatchString(id) {
@@ -242,6 +245,10 @@ func (s *Server) serveJobLog(st *stream) {
 		if err := st.sendEvent(&steps[i]); err != nil || steps[i].Type != jobProgress.name {
 			return // the job's end ends its log
 		}
+	}
+	if job.Status.Final() { // ended, but its end is not among its steps: the database's end
+		_ = s.sendJobState(st, job, sub.At)
+		return
 	}
 	pump(st, sub.Events(), func(ev *streams.Event, ok bool) error {
 		if !ok {
