@@ -358,33 +358,42 @@ func (s *Server) serveLive(st *stream) {
 }
 
 // liveSnapshots computes the snapshot at most once a second, whatever the
-// number of streams that send it.
+// number of streams that send it. The count of queued jobs is read outside
+// its lock, by one stream at a time: while it is read, and when it cannot
+// be, the streams go on with the last count.
 type liveSnapshots struct {
 	mu             sync.Mutex
 	last           LiveSnapshot
 	requests, lims uint64
+	counting       bool // a stream is reading the count of queued jobs
 }
 
 func (l *liveSnapshots) snapshot(s *Server) LiveSnapshot {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := s.streams.now()
-	elapsed := now.Sub(l.last.At)
-	if elapsed < 900*time.Millisecond {
+	if s.streams.now().Sub(l.last.At) < 900*time.Millisecond || l.counting {
+		defer l.mu.Unlock()
 		return l.last
 	}
-	req, lim := s.traffic.requests.Load(), s.traffic.limited.Load()
-	snap := LiveSnapshot{At: now.UTC(), OpenStreams: int64(s.streams.live()), JobsQueued: l.last.JobsQueued, Goroutines: runtime.NumGoroutine(), HeapBytes: heapBytes()}
+	l.counting = true
+	queued := l.last.JobsQueued
+	l.mu.Unlock()
 	if s.db != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		jobs, err := s.db.JobCounts(ctx)
+		n, err := s.db.QueuedJobs(ctx)
 		cancel()
 		if err != nil {
 			s.outages.log(ctx, err)
 		} else {
-			snap.JobsQueued = jobs.Queued
+			queued = n
 		}
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.counting = false
+	now := s.streams.now()
+	elapsed := now.Sub(l.last.At)
+	req, lim := s.traffic.requests.Load(), s.traffic.limited.Load()
+	snap := LiveSnapshot{At: now.UTC(), OpenStreams: int64(s.streams.live()), JobsQueued: queued, Goroutines: runtime.NumGoroutine(), HeapBytes: heapBytes()}
 	if !l.last.At.IsZero() && elapsed > 0 {
 		snap.RequestsPerS = float64(req-l.requests) / elapsed.Seconds()
 		snap.LimitedPerS = float64(lim-l.lims) / elapsed.Seconds()
