@@ -55,3 +55,6 @@ func BodyLimit(op *huma.Operation) int64 { return bodyLimit(op) }
 
 // StatusCodes maps each status the API names to its envelope code.
 func StatusCodes() map[int]string { return codes }
+
+// LiveSnapshotOf is the snapshot a live stream of s sends now.
+func LiveSnapshotOf(s *Server) LiveSnapshot { return s.live.snapshot(s) }

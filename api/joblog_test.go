@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/ingest"
@@ -101,5 +103,90 @@ func TestJobLogResumesAfterItsEnd(t *testing.T) {
 	}
 	if got := readToEnd(s); len(got) != 1 || got[0].event != "job.succeeded" {
 		t.Fatalf("resume from before what the hub keeps: %+v; want job.succeeded", got)
+	}
+}
+
+// A job whose end the database has but the hub never got (the process
+// died between the two, or the publish was lost): a resume from the
+// middle of its log gets the steps the hub kept, then the end as the
+// database has it, and the log ends; a resume from that end is told the
+// log is over (204), so a client does not come back for it forever.
+func TestJobLogResumeEndsWhenTheEndWasNotPublished(t *testing.T) {
+	hub := streams.NewMemoryHub(1024, 64)
+	svc := MustAuth(t)
+	db, _ := dbOf.Load(svc)
+	publish := api.EventPublisher(hub)
+	lost := func(ctx context.Context, user, name string, data any) { // every end is lost
+		if name != ingest.EventJobSucceeded && name != ingest.EventMemoryIngested {
+			publish(ctx, user, name, data)
+		}
+	}
+	memory := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{Publish: lost})
+	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Ingest: memory, Streams: api.StreamConfig{Hub: hub}}, nil)
+	ada := l.login("ada", "correct horse battery").cookie(t)
+	items := make([]map[string]string, 250) // three chunks: three steps, then the end
+	for i := range items {
+		items[i] = map[string]string{"text": fmt.Sprint("note ", i)}
+	}
+	var a struct {
+		JobID string `json:"job_id"`
+	}
+	l.call("POST", "/api/v1/memory/ingest", map[string]any{"project": "p", "items": items}, ada).want(t, 202, "ingest").decode(t, &a)
+	logPath := "/api/v1/jobs/" + a.JobID + "/log"
+
+	follow, _ := l.openStream(logPath, ada)
+	defer follow.close()
+	follow.nextEvent(t) // the job's state
+	if err := memory.Process(context.Background(), a.JobID); err != nil {
+		t.Fatal(err)
+	}
+	var steps []sseMessage
+	for range 3 {
+		steps = append(steps, follow.nextEvent(t))
+	}
+
+	// ended reads the stream's events to its end, failing the test when
+	// it has not ended within 5 s.
+	ended := func(s *sse) []sseMessage {
+		t.Helper()
+		done := make(chan []sseMessage, 1)
+		go func() {
+			var got []sseMessage
+			rest, _ := io.ReadAll(s.rd)
+			for _, block := range strings.Split(string(rest), "\n\n") {
+				var m sseMessage
+				for _, line := range strings.Split(block, "\n") {
+					if v, ok := strings.CutPrefix(line, "id: "); ok {
+						m.id = v
+					} else if v, ok := strings.CutPrefix(line, "event: "); ok {
+						m.event = v
+					}
+				}
+				if m.event != "" {
+					got = append(got, m)
+				}
+			}
+			done <- got
+		}()
+		select {
+		case got := <-done:
+			return got
+		case <-time.After(5 * time.Second):
+			s.close()
+			t.Fatal("the log did not end within 5 s after the job's end")
+			return nil
+		}
+	}
+
+	s, r := l.openStream(logPath, ada, "Last-Event-ID: "+steps[0].id)
+	if s == nil {
+		t.Fatalf("resume from the first step: %d %s; want the rest of the log", r.status, r.body)
+	}
+	got := ended(s)
+	if len(got) != 3 || got[0].id != steps[1].id || got[1].id != steps[2].id || got[2].event != "job.succeeded" || got[2].id == "" {
+		t.Fatalf("resume from the first step: %+v; want the two steps after it, then job.succeeded with an id", got)
+	}
+	if _, r := l.openStream(logPath, ada, "Last-Event-ID: "+got[2].id); r.status != http.StatusNoContent {
+		t.Fatalf("resume from the end the database gave: %d %s; want 204", r.status, r.body)
 	}
 }

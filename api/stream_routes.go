@@ -197,7 +197,10 @@ func (st *stream) sendGap(id string) error {
 // whose id is the hub's place when the log subscribed (streams'
 // Subscription.At): a resume from it replays what followed. Where the hub
 // lost some of the job's steps (a gap), the database's state stands for
-// them, with the same kind of id.
+// them, with the same kind of id; so does it for the job's end when the
+// database has it and the hub does not (the process that ended the job
+// stopped before publishing it, or the publish was lost), and the log
+// ends.
 func (s *Server) serveJobLog(st *stream) {
 	id, user := chi.URLParam(st.r, "id"), st.caller.User.ID
 	if !jobID.MatchString(id) {
@@ -242,6 +245,10 @@ func (s *Server) serveJobLog(st *stream) {
 		if err := st.sendEvent(&steps[i]); err != nil || steps[i].Type != jobProgress.name {
 			return // the job's end ends its log
 		}
+	}
+	if job.Status.Final() { // ended, but its end is not among its steps: the database's end
+		_ = s.sendJobState(st, job, sub.At)
+		return
 	}
 	pump(st, sub.Events(), func(ev *streams.Event, ok bool) error {
 		if !ok {
@@ -351,33 +358,42 @@ func (s *Server) serveLive(st *stream) {
 }
 
 // liveSnapshots computes the snapshot at most once a second, whatever the
-// number of streams that send it.
+// number of streams that send it. The count of queued jobs is read outside
+// its lock, by one stream at a time: while it is read, and when it cannot
+// be, the streams go on with the last count.
 type liveSnapshots struct {
 	mu             sync.Mutex
 	last           LiveSnapshot
 	requests, lims uint64
+	counting       bool // a stream is reading the count of queued jobs
 }
 
 func (l *liveSnapshots) snapshot(s *Server) LiveSnapshot {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := s.streams.now()
-	elapsed := now.Sub(l.last.At)
-	if elapsed < 900*time.Millisecond {
+	if s.streams.now().Sub(l.last.At) < 900*time.Millisecond || l.counting {
+		defer l.mu.Unlock()
 		return l.last
 	}
-	req, lim := s.traffic.requests.Load(), s.traffic.limited.Load()
-	snap := LiveSnapshot{At: now.UTC(), OpenStreams: int64(s.streams.live()), JobsQueued: l.last.JobsQueued, Goroutines: runtime.NumGoroutine(), HeapBytes: heapBytes()}
+	l.counting = true
+	queued := l.last.JobsQueued
+	l.mu.Unlock()
 	if s.db != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		jobs, err := s.db.JobCounts(ctx)
+		n, err := s.db.QueuedJobs(ctx)
 		cancel()
 		if err != nil {
 			s.outages.log(ctx, err)
 		} else {
-			snap.JobsQueued = jobs.Queued
+			queued = n
 		}
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.counting = false
+	now := s.streams.now()
+	elapsed := now.Sub(l.last.At)
+	req, lim := s.traffic.requests.Load(), s.traffic.limited.Load()
+	snap := LiveSnapshot{At: now.UTC(), OpenStreams: int64(s.streams.live()), JobsQueued: queued, Goroutines: runtime.NumGoroutine(), HeapBytes: heapBytes()}
 	if !l.last.At.IsZero() && elapsed > 0 {
 		snap.RequestsPerS = float64(req-l.requests) / elapsed.Seconds()
 		snap.LimitedPerS = float64(lim-l.lims) / elapsed.Seconds()

@@ -45,3 +45,6 @@ func OneUserKey(t interface{ Cleanup(func()) }) {
 	userKey = func(string) string { return "samekeysamekey00" }
 	t.Cleanup(func() { userKey = saved })
 }
+
+// JobCountQueries are the queries of QueuedJobs and JobCounts.
+var JobCountQueries = []string{queuedJobsSQL, jobCountsSQL}

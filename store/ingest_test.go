@@ -311,5 +311,59 @@ func TestJobCounts(t *testing.T) {
 		if c, err := db.JobCounts(ctx); err != nil || c != (store.JobCounts{Queued: 2, Running: 1, Failed: 1}) {
 			t.Fatalf("JobCounts = %+v, %v; want 2 queued, 1 running, 1 failed", c, err)
 		}
+		if n, err := db.QueuedJobs(ctx); err != nil || n != 2 {
+			t.Fatalf("QueuedJobs = %d, %v; want 2", n, err)
+		}
+	})
+}
+
+// The counts of jobs read partial indexes, never the table: jobs are
+// never deleted, and /metrics and the live snapshot count them often.
+// (PostgreSQL is told to avoid a table scan where it can, since on a
+// table this small it would rightly choose one.)
+func TestJobCountsReadIndexes(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		explain := "EXPLAIN QUERY PLAN "
+		if db.Dialect == store.Postgres {
+			explain = "EXPLAIN "
+			if _, err := tx.ExecContext(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, q := range store.JobCountQueries {
+			rows, err := tx.QueryContext(ctx, explain+q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cols, _ := rows.Columns()
+			var plan []string
+			for rows.Next() {
+				v := make([]any, len(cols))
+				for j := range v {
+					v[j] = new(any)
+				}
+				if err := rows.Scan(v...); err != nil {
+					t.Fatal(err)
+				}
+				plan = append(plan, fmt.Sprint(*v[len(v)-1].(*any)))
+			}
+			rows.Close()
+			text := strings.Join(plan, "\n")
+			for _, index := range []string{"jobs_unfinished", "jobs_failed"}[:i+1] {
+				if !strings.Contains(text, index) {
+					t.Errorf("query %d does not read %s:\n%s", i, index, text)
+				}
+			}
+			if strings.Contains(text, "Seq Scan") || strings.Contains(text, "SCAN jobs\n") || strings.HasSuffix(text, "SCAN jobs") {
+				t.Errorf("query %d reads the whole table:\n%s", i, text)
+			}
+		}
 	})
 }
