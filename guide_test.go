@@ -58,19 +58,38 @@ func guideBlocks(tb testing.TB, title string) []guideBlock {
 var migrationFile = regexp.MustCompile(`^(store/migrations/[a-z]+)/([0-9]{4})_([a-z0-9_]+\.sql)$`)
 
 // planGuide fits the guide's blocks to the repository at dir, as a fork
-// has it. applied names a file the guide creates that dir has already:
-// the fork followed the guide, and those files are its own now. Else the
-// blocks come back with each migration numbered after the highest the
-// fork has in its directory, when the guide's number is taken.
-func planGuide(tb testing.TB, dir string, blocks []guideBlock) (applied string, out []guideBlock) {
+// has it. applied is true when dir has every file the guide creates (a
+// migration by its name, whatever its number): the fork followed the
+// guide, and those files are its own now. When it has some of them but
+// not all, the guide can be neither applied nor taken as applied, and err
+// names them and says what to do. Else the blocks come back with each
+// migration numbered after the highest the fork has in its directory,
+// when the guide's number is taken.
+func planGuide(tb testing.TB, dir string, blocks []guideBlock) (applied bool, out []guideBlock, err error) {
 	tb.Helper()
+	var have, missing []string
 	for _, g := range blocks {
 		if g.file == "" || g.in != "" {
 			continue
 		}
-		if _, err := os.Stat(filepath.Join(dir, g.file)); err == nil {
-			return g.file, nil
+		pattern := filepath.Join(dir, g.file)
+		if m := migrationFile.FindStringSubmatch(g.file); m != nil {
+			pattern = filepath.Join(dir, m[1], "[0-9][0-9][0-9][0-9]_"+m[3])
 		}
+		if found, _ := filepath.Glob(pattern); len(found) > 0 {
+			have = append(have, g.file)
+		} else {
+			missing = append(missing, g.file)
+		}
+	}
+	switch {
+	case len(missing) == 0:
+		return true, nil, nil
+	case len(have) > 0:
+		return false, nil, fmt.Errorf("this tree has %s of the files the README's \"Add an operation\" creates, but not %s: "+
+			"it is neither the template (the test would add the guide's files over these) nor a tree that followed the guide (the test would skip). "+
+			"If these files are your own, rename them; if you followed the guide and then renamed or removed some of its files, give them all back the guide's names, or rename them all",
+			strings.Join(have, ", "), strings.Join(missing, ", "))
 	}
 	for _, g := range blocks {
 		if m := migrationFile.FindStringSubmatch(g.file); m != nil {
@@ -91,7 +110,7 @@ func planGuide(tb testing.TB, dir string, blocks []guideBlock) (applied string, 
 		}
 		out = append(out, g)
 	}
-	return "", out
+	return false, out, nil
 }
 
 // apply carries out block g in the repository at dir.
@@ -145,7 +164,8 @@ func (g guideBlock) apply(tb testing.TB, dir string) {
 // must be exactly those the guide names and the generated ones, and the
 // typed client must compile. In a fork it stays green: a tree that has
 // followed the guide is not given it twice, and the guide's migrations
-// come after the fork's own (planGuide).
+// come after the fork's own (planGuide); the copy, committed, is such a
+// fork (InAFork).
 func TestAddOperationGuide(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and tests a copy of the repository")
@@ -154,9 +174,12 @@ func TestAddOperationGuide(t *testing.T) {
 	if len(blocks) == 0 {
 		t.Fatal("the guide has no code blocks")
 	}
-	applied, blocks := planGuide(t, ".", blocks)
-	if applied != "" {
-		t.Skipf("this tree has followed the guide already (it has %s): what the guide added is the fork's own, tested by its own tests", applied)
+	applied, blocks, err := planGuide(t, ".", blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if applied {
+		t.Skip("this tree has followed the guide already (it has every file the guide creates): what the guide added is the fork's own, tested by its own tests")
 	}
 	nodeModules, err := filepath.Abs("web/node_modules")
 	if err != nil {
@@ -246,6 +269,25 @@ func TestAddOperationGuide(t *testing.T) {
 	if added == 0 {
 		t.Errorf("the spec has no new operation after the guide; it has %v", slices.Sorted(maps.Keys(now)))
 	}
+
+	// The copy is now a fork that followed the guide, and its tests of
+	// what the guide added passed above. It commits what it added; the
+	// guide's test, run there, sees the guide applied and does not add the
+	// same files again.
+	t.Run("InAFork", func(t *testing.T) {
+		runIn(t, dir, "git", "init", "-q")
+		// .gitignore's /web/node_modules/ matches a directory, not the link.
+		if err := os.WriteFile(filepath.Join(dir, ".git", "info", "exclude"), []byte("/web/node_modules\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"add", "-A"}, {"-c", "user.name=fork", "-c", "user.email=fork@example.com", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "bookmarks, as the README shows"}} {
+			runIn(t, dir, "git", args...)
+		}
+		out := runIn(t, dir, "go", "test", "-count=1", "-v", "-run", "^TestAddOperationGuide$", ".")
+		if !strings.Contains(out, "--- SKIP: TestAddOperationGuide") || !strings.Contains(out, "followed the guide already") {
+			t.Fatalf("the guide's test in a fork that followed it:\n%s\nwant it to see the guide applied", out)
+		}
+	})
 }
 
 // snapshot maps each regular file under dir (not through symlinks) to its
@@ -285,7 +327,7 @@ func TestGuideMigrationsAfterTheFork(t *testing.T) {
 		t.Fatal("the guide adds no migration")
 	}
 	dir := copyRepo(t, func(f string) bool { return strings.HasPrefix(f, "store/migrations/") })
-	if _, got := planGuide(t, dir, blocks); !slices.Equal(migrations(got), guide) {
+	if _, got, _ := planGuide(t, dir, blocks); !slices.Equal(migrations(got), guide) {
 		t.Fatalf("in the template the guide's migrations are %v, want them as written, %v", migrations(got), guide)
 	}
 	var want []string
@@ -298,43 +340,55 @@ func TestGuideMigrationsAfterTheFork(t *testing.T) {
 		}
 		want = append(want, fmt.Sprintf("%s/%04d_%s", m[1], n+1, m[3]))
 	}
-	if _, got := planGuide(t, dir, blocks); !slices.Equal(migrations(got), want) {
+	if _, got, _ := planGuide(t, dir, blocks); !slices.Equal(migrations(got), want) {
 		t.Fatalf("after the fork's own migrations the guide's are %v, want %v", migrations(got), want)
 	}
 }
 
-// A fork that followed the guide commits what it added, and the guide's
-// test, run in that fork, passes: it sees the guide applied and does not
-// add the same files again.
-func TestAddOperationGuideInAFork(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go test in a copy of the repository")
-	}
-	dir := copyRepo(t, func(string) bool { return true })
-	// The guide's test in the fork goes as far as it would there: it finds
-	// the client's packages installed.
-	if nodeModules, err := filepath.Abs("web/node_modules"); err == nil {
-		if _, err := os.Stat(nodeModules); err == nil {
-			if err := os.Symlink(nodeModules, filepath.Join(dir, "web", "node_modules")); err != nil {
-				t.Fatal(err)
-			}
+// The guide's test skips only in a tree that has every file the guide
+// creates, and fails, saying what to do, in one that has some: a fork
+// with a file of one of those names of its own once never ran the test.
+func TestGuidePlanInAFork(t *testing.T) {
+	blocks := guideBlocks(t, "Add an operation")
+	var created []string
+	for _, g := range blocks {
+		if g.file != "" && g.in == "" {
+			created = append(created, g.file)
 		}
 	}
-	for _, g := range guideBlocks(t, "Add an operation") {
-		if g.file != "" { // the files; the spec and the client are regenerated by make, which this test needs not
-			g.apply(t, dir)
+	if len(created) < 2 {
+		t.Fatalf("the guide creates %v; this test wants two files or more", created)
+	}
+	dir := copyRepo(t, func(f string) bool { return strings.HasPrefix(f, "store/migrations/") })
+	if applied, out, err := planGuide(t, dir, blocks); applied || err != nil || len(out) != len(blocks) {
+		t.Fatalf("in the template: applied %v, %d blocks, err %v; want the guide's %d blocks", applied, len(out), err, len(blocks))
+	}
+	write := func(f string) {
+		if m := migrationFile.FindStringSubmatch(f); m != nil {
+			// The fork had a migration of its own in the guide's slot.
+			n, _ := strconv.Atoi(m[2])
+			f = fmt.Sprintf("%s/%04d_%s", m[1], n+1, m[3])
+		}
+		path := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte("// the fork's own\n"), 0o644); err != nil {
+			t.Fatal(err)
 		}
 	}
-	runIn(t, dir, "git", "init", "-q")
-	// .gitignore's /web/node_modules/ matches a directory, not the link.
-	if err := os.WriteFile(filepath.Join(dir, ".git", "info", "exclude"), []byte("/web/node_modules\n"), 0o644); err != nil {
-		t.Fatal(err)
+	// A file of one of the guide's names, of the fork's own.
+	one := created[len(created)-1]
+	write(one)
+	applied, _, err := planGuide(t, dir, blocks)
+	if applied || err == nil || !strings.Contains(err.Error(), "has "+one+" of the files") || !strings.Contains(err.Error(), created[0]) || !strings.Contains(err.Error(), "rename") {
+		t.Fatalf("with %s only: applied %v, err %v; want an error naming it and what is missing, and saying what to do", one, applied, err)
 	}
-	for _, args := range [][]string{{"add", "-A"}, {"-c", "user.name=fork", "-c", "user.email=fork@example.com", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "bookmarks, as the README shows"}} {
-		runIn(t, dir, "git", args...)
+	// Every file, the migrations numbered after the fork's own: applied.
+	for _, f := range created {
+		write(f)
 	}
-	out := runIn(t, dir, "go", "test", "-count=1", "-v", "-run", "^TestAddOperationGuide$", ".")
-	if !strings.Contains(out, "--- SKIP: TestAddOperationGuide") || !strings.Contains(out, "followed the guide already") {
-		t.Fatalf("the guide's test in a fork that followed it:\n%s\nwant it to see the guide applied", out)
+	if applied, _, err := planGuide(t, dir, blocks); !applied || err != nil {
+		t.Fatalf("with every file the guide creates: applied %v, err %v; want the guide taken as applied", applied, err)
 	}
 }

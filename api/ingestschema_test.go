@@ -186,9 +186,39 @@ func (g *ingestProbes) walk(s map[string]any, loc string, with func(v any) any) 
 		}
 		g.walk(s["items"].(map[string]any), loc+"[0]", func(v any) any { return with([]any{v}) })
 	case "string":
-		if s["format"] == "date-time" { // its format's rules, not a length's
-			add("a date-time", "2026-01-02T15:04:05.123+02:00", true, loc, "")
-			add("not a date-time", "yesterday", false, loc, "RFC 3339")
+		if s["format"] == "date-time" { // RFC 3339's rules (section 5.6), and a length's
+			for _, v := range []string{
+				"2026-01-02T15:04:05.123+02:00",
+				"2024-01-01t00:00:00z",      // T and Z may be lowercase
+				"2024-01-01T00:00:00z",      //
+				"2016-12-31T23:59:60Z",      // a leap second
+				"2016-12-31T18:59:60-05:00", // the same, at an offset
+				"2016-12-31T23:59:60.5Z",    //
+				"2024-01-01T00:00:00+00:00", // offsets
+				"2024-01-01T00:00:00-00:00", //
+				"2024-01-01T00:00:00+23:59", //
+				"2024-01-01T00:00:00-12:30", //
+				"2024-02-29T00:00:00Z",      //
+			} {
+				add(fmt.Sprintf("date-time %q", v), v, true, loc, "")
+			}
+			for _, v := range []string{"yesterday", "2024-01-01", "2024-01-01 00:00:00Z", "2024-01-01T00:00:00", "2023-02-29T00:00:00Z", "2024-01-01T24:00:00Z", "2024-01-01T00:00:00.Z", "2024-01-01T00:00:61Z"} {
+				add(fmt.Sprintf("date-time %q", v), v, false, loc, "RFC 3339")
+			}
+			// Fractions of a second of any length, up to the schema's
+			// maxLength; with none, a long one is admitted.
+			long := func(n int) string { // a date-time of n characters
+				return "2024-01-01T00:00:00." + strings.Repeat("1", n-len("2024-01-01T00:00:00.Z")) + "Z"
+			}
+			for _, n := range []int{22, 30, 31} { // 1, 9 and 10 digits
+				add(fmt.Sprintf("date-time of %d characters", n), long(n), true, loc, "")
+			}
+			if max := intOf(s, "maxLength"); max >= 0 {
+				add("date-time of maxLength", long(max), true, loc, "")
+				add("date-time of maxLength+1", long(max+1), false, loc, strconv.Itoa(max))
+			} else {
+				add("date-time of 73 characters", long(73), true, loc, "")
+			}
 			return
 		}
 		lengths := map[string]int{"empty": 0}

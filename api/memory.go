@@ -54,7 +54,7 @@ type IngestItem struct {
 	Kind       string     `json:"kind,omitempty" doc:"What kind of note; note when left out."`
 	Skill      string     `json:"skill,omitempty" doc:"The skill it is about, if any."`
 	Tags       []Tag      `json:"tags,omitempty" nullable:"false" doc:"Its tags, each given once."`
-	OccurredAt *time.Time `json:"occurred_at,omitempty" doc:"When what it records happened; when the batch was accepted if left out."`
+	OccurredAt *time.Time `json:"occurred_at,omitempty" doc:"When what it records happened, to the millisecond; when the batch was accepted if left out. An RFC 3339 date and time: T and Z in either case; a leap second (:60) is taken as the last instant of the second before it (23:59:59.999)."`
 }
 
 // TransformSchema states ingest's rules of an item.
@@ -65,6 +65,7 @@ func (IngestItem) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema 
 	label(s.Properties["skill"], ingest.MaxSkillChars)
 	tags := s.Properties["tags"]
 	tags.MaxItems, tags.UniqueItems = ptr(ingest.MaxTags), true
+	s.Properties["occurred_at"].MaxLength = ptr(ingest.MaxOccurredAtChars)
 	return s
 }
 

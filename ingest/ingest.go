@@ -89,6 +89,10 @@ const (
 	MaxSkillChars   = 128
 	MaxTags         = 32 // tags of one item
 	MaxTagChars     = 64
+	// MaxOccurredAtChars bounds an item's occurred_at: RFC 3339 sets no
+	// bound on a fraction of a second; one of nanoseconds with an offset
+	// is 35 characters.
+	MaxOccurredAtChars = 64
 )
 
 // The rules of a batch's strings beyond their length, as the ECMA-262

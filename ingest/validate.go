@@ -314,9 +314,12 @@ func (p *parser) item(i int) (Item, sentItem) {
 			sent.tags = true
 			it.Tags = p.tags(i)
 		case 4: // occurred_at
-			if s, n, isString := p.string(mat, maxTimeBytes); isString {
-				t, err := time.Parse(time.RFC3339Nano, s)
-				if n > maxTimeBytes || err != nil {
+			if s, n, isString := p.string(mat, MaxOccurredAtChars); isString {
+				t, ok := parseTime(s)
+				switch {
+				case n > MaxOccurredAtChars:
+					p.add(mat, fmt.Sprintf("is %d characters; the most is %d (an RFC 3339 date and time)", n, MaxOccurredAtChars))
+				case !ok:
 					p.add(mat, "must be an RFC 3339 date and time, such as 2026-01-02T15:04:05Z")
 				}
 				it.OccurredAt, sent.occurredAt = t.UTC().Truncate(time.Millisecond), s
@@ -329,9 +332,33 @@ func (p *parser) item(i int) (Item, sentItem) {
 	return it, sent
 }
 
-// maxTimeBytes bounds an occurred_at: an RFC 3339 time with nanoseconds
-// and an offset is 35 bytes.
-const maxTimeBytes = 64
+// parseTime reads an RFC 3339 date and time (section 5.6): its T and Z
+// in either case, and a leap second (:60) taken as the last nanosecond of
+// the second before it, 23:59:59.999999999 (Go's time has no leap
+// seconds).
+func parseTime(s string) (time.Time, bool) {
+	s = strings.Map(func(r rune) rune {
+		switch r {
+		case 't':
+			return 'T'
+		case 'z':
+			return 'Z'
+		}
+		return r
+	}, s)
+	leap := len(s) > 19 && s[10] == 'T' && s[16] == ':' && s[17:19] == "60"
+	if leap {
+		s = s[:17] + "59" + s[19:]
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, false
+	}
+	if leap {
+		t = t.Truncate(time.Second).Add(time.Second - time.Nanosecond)
+	}
+	return t, true
+}
 
 // tags reads the tags of item i.
 func (p *parser) tags(i int) []string {

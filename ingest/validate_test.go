@@ -27,6 +27,31 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// occurred_at is read as RFC 3339 has it: T and Z in either case, and a
+// leap second as the last millisecond of the second before it.
+func TestParseOccurredAt(t *testing.T) {
+	for in, want := range map[string]time.Time{
+		"2024-01-01t02:03:04.5z":                       time.Date(2024, 1, 1, 2, 3, 4, 500e6, time.UTC),
+		"2016-12-31T23:59:60Z":                         time.Date(2016, 12, 31, 23, 59, 59, 999e6, time.UTC),
+		"2016-12-31t18:59:60.25-05:00":                 time.Date(2016, 12, 31, 23, 59, 59, 999e6, time.UTC),
+		"2024-01-01T00:00:00.123456789123456789+01:00": time.Date(2023, 12, 31, 23, 0, 0, 123e6, time.UTC),
+	} {
+		b, err := Parse([]byte(`{"project":"p","items":[{"text":"x","occurred_at":"` + in + `"}]}`))
+		if err != nil {
+			t.Errorf("%s: %v", in, err)
+			continue
+		}
+		if got := b.Items[0].OccurredAt; !got.Equal(want) {
+			t.Errorf("%s: %v, want %v", in, got, want)
+		}
+	}
+	for _, in := range []string{"2016-12-31T23:59:61Z", "2016-12-31T23:60:00Z", "2016-12-31x23:59:59Z", "2016-12-31T23:59:59", "2016-12-31T23:59:60y"} {
+		if _, err := Parse([]byte(`{"project":"p","items":[{"text":"x","occurred_at":"` + in + `"}]}`)); err == nil {
+			t.Errorf("%s: accepted", in)
+		}
+	}
+}
+
 // items returns a body of n items whose text is text.
 func items(n int, text string) string {
 	its := make([]string, n)
@@ -86,7 +111,7 @@ func TestParseRefuses(t *testing.T) {
 			[]FieldError{{"body.project", "must be a string"}, {"body.items[0].text", "must be a string"}, {"body.items[0].tags", "must be an array of strings"}}},
 		{"huge name", `{"project":"p","items":[` + okItem + `],"` + strings.Repeat("n", 1<<20) + `":1}`, []FieldError{{"body", "has a member that is not one of"}}},
 		{"huge project", `{"project":"` + strings.Repeat(`\u0070`, 1<<16) + `","items":[` + okItem + `]}`, []FieldError{{"body.project", "is 65536 characters; the most is 128"}}},
-		{"occurred_at too long", `{"project":"p","items":[{"text":"x","occurred_at":"` + strings.Repeat("2", 100) + `"}]}`, []FieldError{{"body.items[0].occurred_at", "must be an RFC 3339"}}},
+		{"occurred_at too long", `{"project":"p","items":[{"text":"x","occurred_at":"` + strings.Repeat("2", 100) + `"}]}`, []FieldError{{"body.items[0].occurred_at", "is 100 characters; the most is 64"}}},
 		{"item not an object", `{"project":"p","items":[7]}`, []FieldError{{"body.items[0]", "must be a JSON object"}}},
 		{"many problems, each in place", `{"project":" p","items":[` + okItem + `,{"kind":"","tags":["a","a"],"occurred_at":"yesterday"},{"text":"   ","skill":null}]}`,
 			[]FieldError{

@@ -8,8 +8,11 @@
 // previous head of a push, or a pull request's target; the walk starts at
 // its merge-base with HEAD); on a branch other than main, its merge-base
 // with main; on main (or a detached HEAD), the newest v* tag reachable
-// from HEAD; else the root, at most 200 commits back (-max-walk). A commit whose
-// parent has no spec file breaks nothing. Deliberate breaks are listed in
+// from HEAD; else the root, at most 200 commits back (-max-walk). A commit
+// is compared with the spec its parent has, or, when the parent has none,
+// with the spec as the nearest earlier first-parent commit had it: a spec
+// removed and brought back is checked against what it was. Only the first
+// spec of a history breaks nothing. Deliberate breaks are listed in
 // the ignore file, one line each with a reason (see apicheck.ParseIgnore):
 // a commit's break is accepted by the file as that commit has it, or as
 // the work tree has it.
@@ -109,13 +112,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return nil
 	}
 	for _, c := range commits {
-		parent, err := g("show", c+"^1:"+rel)
-		if err != nil {
-			continue // the parent has no spec (or no parent): nothing to break
-		}
 		spec, err := g("show", c+":"+rel)
-		if err != nil || spec == parent {
-			continue
+		if err != nil {
+			continue // the commit removed the spec: the next one that has it is compared with the last before
+		}
+		parent, from, ok := lastSpec(g, c+"^1", rel)
+		if !ok || spec == parent {
+			continue // no earlier spec (or no parent): nothing to break
 		}
 		ib, _ := g("show", c+":"+ignoreRel) // a commit without the file accepts nothing
 		ignore, err := parseIgnore([]byte(ib), c[:12]+":"+ignoreRel)
@@ -126,12 +129,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if r := []rune(subject); len(r) > 72 {
 			subject = string(r[:71]) + "…"
 		}
-		if err := check(fmt.Sprintf("commit %s (%s)", c[:12], subject), []byte(parent), []byte(spec), ignore); err != nil {
+		what := fmt.Sprintf("commit %s (%s)", c[:12], subject)
+		if from != c+"^1" {
+			what += " against " + from[:12] + ", the spec's last commit before it was removed"
+		}
+		if err := check(what, []byte(parent), []byte(spec), ignore); err != nil {
 			return err
 		}
 	}
-	if head, err := g("show", "HEAD:"+rel); err == nil && head != strings.TrimSpace(string(rev)) {
-		if err := check("the work tree against HEAD", []byte(head), rev, nil); err != nil {
+	if head, from, ok := lastSpec(g, "HEAD", rel); ok && head != strings.TrimSpace(string(rev)) {
+		what := "the work tree against HEAD"
+		if from != "HEAD" {
+			what = "the work tree against " + from[:12] + ", the spec's last commit before HEAD removed it"
+		}
+		if err := check(what, []byte(head), rev, nil); err != nil {
 			return err
 		}
 	}
@@ -161,6 +172,28 @@ func topPath(g gitFunc, path string) (string, error) {
 		return "", err
 	}
 	return filepath.ToSlash(filepath.Clean(filepath.Join(prefix, path))), nil
+}
+
+// lastSpec is the spec at path as rev has it, or, when rev has none, as
+// the nearest commit before it along first parents that has one: a spec
+// removed and brought back is compared with what it was before. from is
+// rev, or that commit; ok is false when there is no such spec (or no rev).
+func lastSpec(g gitFunc, rev, path string) (spec, from string, ok bool) {
+	if spec, err := g("show", rev+":"+path); err == nil {
+		return spec, rev, true
+	}
+	// The commits that changed the spec, newest first: the spec after the
+	// newest one that has it is the spec rev's history last had.
+	out, err := g("rev-list", "--first-parent", rev, "--", path)
+	if err != nil {
+		return "", "", false
+	}
+	for _, c := range strings.Fields(out) {
+		if spec, err := g("show", c+":"+path); err == nil {
+			return spec, c, true
+		}
+	}
+	return "", "", false
 }
 
 // zeroRev is the revision GitHub gives as the previous head of a push

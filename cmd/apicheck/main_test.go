@@ -121,6 +121,47 @@ func TestGate(t *testing.T) {
 			t.Fatalf("out %q, err %v; want the buried removal of /b to fail the gate, naming its commit", out, err)
 		}
 	})
+	// A commit that removes the spec breaks nothing by itself (there is
+	// nothing to compare); the commit that brings it back is compared with
+	// the spec as it was before the removal, not skipped as one whose
+	// parent has none.
+	t.Run("BreakAcrossRemoval", func(t *testing.T) {
+		r := newRepo(t)
+		r.write("openapi.json", spec("/a", "/b"))
+		r.commit("two")
+		r.git("rm", "-q", "openapi.json")
+		r.commit("remove the spec")
+		r.write("openapi.json", spec("/a"))
+		r.commit("the spec back, without /b")
+		r.commit("later")
+		out, err := r.check(nil)
+		if err == nil || !strings.Contains(out, "(the spec back, without /b)") || !strings.Contains(out, "GET /b") {
+			t.Fatalf("out %q, err %v; want the spec's return without /b to fail the gate", out, err)
+		}
+		// The same in the work tree: HEAD has no spec, the work tree's is
+		// compared with the last one committed.
+		r = newRepo(t)
+		r.write("openapi.json", spec("/a", "/b"))
+		r.commit("two")
+		r.git("rm", "-q", "openapi.json")
+		r.commit("remove the spec")
+		r.write("openapi.json", spec("/a"))
+		out, err = r.check(nil)
+		if err == nil || !strings.Contains(out, "the work tree against") || !strings.Contains(out, "GET /b") {
+			t.Fatalf("out %q, err %v; want the work tree's spec without /b to fail the gate", out, err)
+		}
+		// Brought back as it was, or grown: nothing broken.
+		r = newRepo(t)
+		r.write("openapi.json", spec("/a", "/b"))
+		r.commit("two")
+		r.git("rm", "-q", "openapi.json")
+		r.commit("remove the spec")
+		r.write("openapi.json", spec("/a", "/b", "/c"))
+		r.commit("the spec back, with /c")
+		if out, err := r.check(nil); err != nil {
+			t.Fatalf("out %q, err %v; want a pass", out, err)
+		}
+	})
 	t.Run("BreakInWorkTree", func(t *testing.T) {
 		r := newRepo(t)
 		r.write("openapi.json", spec("/a", "/b"))

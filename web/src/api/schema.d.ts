@@ -713,7 +713,7 @@ export interface components {
             kind?: string;
             /**
              * Format: date-time
-             * @description When what it records happened; when the batch was accepted if left out.
+             * @description When what it records happened, to the millisecond; when the batch was accepted if left out. An RFC 3339 date and time: T and Z in either case; a leap second (:60) is taken as the last instant of the second before it (23:59:59.999).
              */
             occurred_at?: string;
             /** @description The skill it is about, if any. */
