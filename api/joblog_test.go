@@ -19,6 +19,21 @@ import (
 // client comes back: every event it sends has an id (the first state's
 // too), a resume from any of them after the job ended gets the rest and
 // the end, a resume from the end gets 204, and one whose steps the hub
+// ingestThreeChunks sends a batch whose job stores it in three chunks
+// (three steps, then the end) and returns the job's id.
+func ingestThreeChunks(t *testing.T, l *live, cookie string) string {
+	t.Helper()
+	items := make([]map[string]string, 250)
+	for i := range items {
+		items[i] = map[string]string{"text": fmt.Sprint("note ", i)}
+	}
+	var a struct {
+		JobID string `json:"job_id"`
+	}
+	l.call("POST", "/api/v1/memory/ingest", map[string]any{"project": "p", "items": items}, cookie).want(t, 202, "ingest").decode(t, &a)
+	return a.JobID
+}
+
 // no longer keeps gets the job's end as the database has it.
 func TestJobLogResumesAfterItsEnd(t *testing.T) {
 	hub := streams.NewMemoryHub(1024, 64)
@@ -27,15 +42,8 @@ func TestJobLogResumesAfterItsEnd(t *testing.T) {
 	memory := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{Publish: api.EventPublisher(hub)})
 	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Ingest: memory, Streams: api.StreamConfig{Hub: hub}}, nil)
 	ada := l.login("ada", "correct horse battery").cookie(t)
-	items := make([]map[string]string, 250) // three chunks: three steps, then the end
-	for i := range items {
-		items[i] = map[string]string{"text": fmt.Sprint("note ", i)}
-	}
-	var a struct {
-		JobID string `json:"job_id"`
-	}
-	l.call("POST", "/api/v1/memory/ingest", map[string]any{"project": "p", "items": items}, ada).want(t, 202, "ingest").decode(t, &a)
-	logPath := "/api/v1/jobs/" + a.JobID + "/log"
+	jobID := ingestThreeChunks(t, l, ada)
+	logPath := "/api/v1/jobs/" + jobID + "/log"
 
 	// readToEnd reads a log's events until its connection closes, each
 	// with an id.
@@ -65,7 +73,7 @@ func TestJobLogResumesAfterItsEnd(t *testing.T) {
 	}
 	l.call("POST", "/api/v1/memory/ingest", map[string]any{"project": "p", "items": []map[string]string{{"text": "another job"}}}, ada).
 		want(t, 202, "another job's events interleave")
-	if err := memory.Process(context.Background(), a.JobID); err != nil {
+	if err := memory.Process(context.Background(), jobID); err != nil {
 		t.Fatal(err)
 	}
 	whole := append([]sseMessage{first}, readToEnd(follow)...)
@@ -124,20 +132,13 @@ func TestJobLogResumeEndsWhenTheEndWasNotPublished(t *testing.T) {
 	memory := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{Publish: lost})
 	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Ingest: memory, Streams: api.StreamConfig{Hub: hub}}, nil)
 	ada := l.login("ada", "correct horse battery").cookie(t)
-	items := make([]map[string]string, 250) // three chunks: three steps, then the end
-	for i := range items {
-		items[i] = map[string]string{"text": fmt.Sprint("note ", i)}
-	}
-	var a struct {
-		JobID string `json:"job_id"`
-	}
-	l.call("POST", "/api/v1/memory/ingest", map[string]any{"project": "p", "items": items}, ada).want(t, 202, "ingest").decode(t, &a)
-	logPath := "/api/v1/jobs/" + a.JobID + "/log"
+	jobID := ingestThreeChunks(t, l, ada)
+	logPath := "/api/v1/jobs/" + jobID + "/log"
 
 	follow, _ := l.openStream(logPath, ada)
 	defer follow.close()
 	follow.nextEvent(t) // the job's state
-	if err := memory.Process(context.Background(), a.JobID); err != nil {
+	if err := memory.Process(context.Background(), jobID); err != nil {
 		t.Fatal(err)
 	}
 	var steps []sseMessage
