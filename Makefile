@@ -18,12 +18,13 @@ openapi: ## regenerate openapi.json from the code (then run make client)
 	$(GO) run ./cmd/brain openapi > openapi.json.tmp
 	mv openapi.json.tmp openapi.json
 
-client: $(WEB_DEPS) ## regenerate web/src/api/schema.d.ts from openapi.json
+client: $(WEB_DEPS) ## regenerate web/src/api/schema.d.ts and budgets.ts from openapi.json
 	cd web && npm run --silent generate
 
-client-check: $(WEB_DEPS) ## fail when schema.d.ts is stale or the typed client does not compile
-	@cd web && npm run --silent check || { echo "web/src/api/schema.d.ts is stale or the client does not compile: run make client"; exit 1; }
-	@echo "client check: schema.d.ts is current and the typed client compiles"
+client-check: $(WEB_DEPS) ## fail when schema.d.ts or budgets.ts is stale, the typed client does not compile or its tests fail
+	@cd web && npm run --silent check || { echo "web/src/api/schema.d.ts or budgets.ts is stale, or the client does not compile: run make client"; exit 1; }
+	@cd web && npm run --silent test
+	@echo "client check: schema.d.ts and budgets.ts are current, the typed client compiles and its tests pass"
 
 $(WEB_DEPS): web/package.json web/package-lock.json
 	cd web && npm ci --no-audit --no-fund

@@ -203,7 +203,7 @@ func TestAddOperationGuide(t *testing.T) {
 	}
 
 	// The files changed are those the guide names, and the generated ones.
-	want := []string{"openapi.json", "web/src/api/schema.d.ts"}
+	want := []string{"openapi.json", "web/src/api/schema.d.ts", "web/src/api/budgets.ts"}
 	for _, g := range blocks {
 		if g.file != "" {
 			want = append(want, g.file)

@@ -1,0 +1,180 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { operations } from "./budgets";
+import { createBrainClient, LocalRateLimitError } from "./client";
+import { budgetsFor, operationOf, parseRateLimit, streamCap } from "./pacer";
+
+const T0 = 1_000_000;
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: T0 });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+// The session budget of list-jobs, as the spec declares it.
+const session = budgetsFor(operations["list-jobs"], "session");
+
+function recorder(headers: () => Record<string, string> = () => ({})) {
+  const at: number[] = [];
+  const fetch = async (_req: Request) => {
+    at.push(Date.now() - T0);
+    return new Response("{}", { status: 200, headers: { "Content-Type": "application/json", ...headers() } });
+  };
+  return { at, fetch };
+}
+
+// fakeServer refuses like brain does: one token bucket of the given size
+// and rate, 429 with Retry-After once it is empty, RateLimit on each reply.
+function fakeServer(policy: string, limit: number, windowS: number, burst: number) {
+  let tokens = burst;
+  let last = Date.now();
+  const seen = { ok: 0, limited: 0, lastAt: 0 };
+  const fetch = async (_req: Request) => {
+    const now = Date.now();
+    seen.lastAt = now;
+    tokens = Math.min(burst, tokens + ((now - last) * limit) / (windowS * 1000));
+    last = now;
+    if (tokens < 1) {
+      seen.limited++;
+      const ra = Math.ceil(((1 - tokens) * windowS) / limit);
+      return new Response('{"code":"rate-limited","message":"busy","details":{}}', {
+        status: 429,
+        headers: { "Retry-After": String(ra), RateLimit: `"${policy}";r=0;t=${ra}` },
+      });
+    }
+    tokens -= 1;
+    seen.ok++;
+    return new Response("{}", { status: 200, headers: { RateLimit: `"${policy}";r=${Math.floor(tokens)};t=1` } });
+  };
+  return { seen, fetch };
+}
+
+describe("budgets from the spec", () => {
+  it("gives each operation the budgets of the caller's plane", () => {
+    expect(session).toEqual([{ plane: "session", policy: "session", limit: 120, window_s: 60, burst: 60 }]);
+    expect(budgetsFor(operations["ingest-memory"], "apikey").map((b) => b.policy)).toEqual(["ingest", "ingest-burst"]);
+    // API keys may not manage keys: that entry is not a budget of theirs.
+    expect(budgetsFor(operations["list-api-keys"], "apikey")).toEqual([]);
+    // Login draws from the ip plane whoever calls it.
+    expect(budgetsFor(operations["login"], "session").map((b) => b.policy)).toEqual(["ip"]);
+    expect(streamCap()).toBe(16);
+  });
+
+  it("finds the operation a request calls", () => {
+    expect(operationOf("GET", "http://h/api/v1/jobs/j_1")).toBe("get-job");
+    expect(operationOf("GET", "http://h/prefix/api/v1/jobs")).toBe("list-jobs");
+    expect(operationOf("POST", "http://h/api/v1/memory/ingest")).toBe("ingest-memory");
+    expect(operationOf("GET", "http://h/api/v1/nope")).toBeUndefined();
+  });
+
+  it("reads a RateLimit header", () => {
+    expect(parseRateLimit('"session";r=57;t=12, "ingest-burst";r=0;t=1')).toEqual([
+      { policy: "session", r: 57, t: 12 },
+      { policy: "ingest-burst", r: 0, t: 1 },
+    ]);
+  });
+});
+
+describe("pacing", () => {
+  it("sends the burst at once, then one request per refill interval", async () => {
+    const b = session[0]!;
+    const api = recorder();
+    const c = createBrainClient({ baseUrl: "http://h", fetch: api.fetch });
+    const all = Array.from({ length: b.burst + 2 }, () => c.GET("/api/v1/jobs"));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(api.at).toHaveLength(b.burst);
+    const interval = (b.window_s * 1000) / b.limit; // 500 ms
+    await vi.advanceTimersByTimeAsync(interval - 1);
+    expect(api.at).toHaveLength(b.burst);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(api.at).toHaveLength(b.burst + 1);
+    await vi.advanceTimersByTimeAsync(interval);
+    await Promise.all(all);
+    expect(api.at.slice(b.burst)).toEqual([interval, 2 * interval]);
+  });
+
+  it("paces an API key by its own plane's budgets", async () => {
+    const api = recorder();
+    const c = createBrainClient({ baseUrl: "http://h", apiKey: "brk_x", fetch: api.fetch });
+    const body = { project: "p", items: [{ text: "n" }] };
+    const all = Array.from({ length: 11 }, () => c.POST("/api/v1/memory/ingest", { body }));
+    await vi.advanceTimersByTimeAsync(99);
+    expect(api.at).toHaveLength(10); // ingest-burst: 10/s, burst 10
+    await vi.advanceTimersByTimeAsync(1);
+    await Promise.all(all);
+    expect(api.at[10]).toBe(100);
+    expect(c.pacer.tokens("session")).toBeUndefined();
+  });
+
+  it("takes the remaining quota the RateLimit header reports", async () => {
+    let header = '"session";r=0;t=30';
+    const api = recorder(() => ({ RateLimit: header }));
+    const c = createBrainClient({ baseUrl: "http://h", fetch: api.fetch });
+    await c.GET("/api/v1/jobs");
+    expect(c.pacer.tokens("session")).toBe(0); // the spec's 59 corrected down
+    const next = c.GET("/api/v1/jobs");
+    await vi.advanceTimersByTimeAsync(499);
+    expect(api.at).toHaveLength(1);
+    header = '"session";r=40;t=10';
+    await vi.advanceTimersByTimeAsync(1);
+    await next;
+    expect(api.at).toEqual([0, 500]);
+    expect(c.pacer.tokens("session")).toBe(40); // and up again
+  });
+
+  it("fails fast with the rate-limited envelope when asked to", async () => {
+    const api = recorder(() => ({ RateLimit: '"session";r=0;t=30' }));
+    const c = createBrainClient({ baseUrl: "http://h", fetch: api.fetch, pacing: "fail-fast" });
+    await c.GET("/api/v1/jobs");
+    const err = await c.GET("/api/v1/jobs").catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(LocalRateLimitError);
+    const env = (err as LocalRateLimitError).envelope;
+    expect(env.code).toBe("rate-limited");
+    expect(env.details).toEqual({ scope: "session", policy: "session", limit: 120, window_s: 60, retry_after_s: 1 });
+    expect(api.at).toHaveLength(1);
+  });
+
+  it("keeps a client under a server's budget: no 429, in the time the budget allows", async () => {
+    const b = session[0]!;
+    const n = b.burst + 40;
+    const paced = fakeServer("session", b.limit, b.window_s, b.burst);
+    const c = createBrainClient({ baseUrl: "http://h", fetch: paced.fetch, retry: { maxAttempts: 1 } });
+    const all = Promise.all(Array.from({ length: n }, () => c.GET("/api/v1/jobs")));
+    await vi.advanceTimersByTimeAsync(60_000);
+    await all;
+    expect(paced.seen).toMatchObject({ ok: n, limited: 0 });
+    // The budget allows the burst at once and then limit per window_s.
+    const allowed = ((n - b.burst) * b.window_s * 1000) / b.limit;
+    const took = paced.seen.lastAt - T0;
+    expect(took).toBeGreaterThanOrEqual(allowed);
+    expect(took).toBeLessThanOrEqual(allowed * 1.2);
+
+    // The same load unpaced gets refusals.
+    const unpaced = fakeServer("session", b.limit, b.window_s, b.burst);
+    const u = createBrainClient({ baseUrl: "http://h", fetch: unpaced.fetch, pacing: "off", retry: { maxAttempts: 1 } });
+    await Promise.all(Array.from({ length: n }, () => u.GET("/api/v1/jobs")));
+    expect(unpaced.seen.limited).toBe(n - b.burst);
+  });
+});
+
+describe("stream slots", () => {
+  it("refuses a 17th stream locally and admits one again after a release", () => {
+    const c = createBrainClient({ baseUrl: "http://h", fetch: recorder().fetch });
+    const releases = Array.from({ length: 16 }, () => c.acquireStream());
+    expect(c.pacer.openStreams()).toBe(16);
+    let err: unknown;
+    try {
+      c.acquireStream();
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(LocalRateLimitError);
+    expect((err as LocalRateLimitError).envelope.details).toMatchObject({ scope: "stream", policy: "streams", limit: 16 });
+    releases[0]!();
+    releases[0]!(); // a second release frees nothing more
+    expect(c.pacer.openStreams()).toBe(15);
+    c.acquireStream();
+    expect(() => c.acquireStream()).toThrow(LocalRateLimitError);
+  });
+});

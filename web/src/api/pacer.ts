@@ -1,0 +1,260 @@
+// The client's pacer: a local token bucket per budget the spec declares,
+// seeded from budgets.ts (generated from openapi.json's x-rate-limit) and
+// corrected by each response's RateLimit header, so a request that the server
+// would refuse waits here instead. The stream plane is a count of open
+// streams, not a bucket.
+import type { components } from "./schema";
+import { operations, type Budget, type Operation, type OperationId, type RateBudget } from "./budgets";
+
+export type ApiError = components["schemas"]["Error"];
+
+/** The plane a client's requests draw from: a session cookie or an API key. */
+export type CallerPlane = "session" | "apikey";
+
+/** What the pacer does with a request the budgets would refuse. */
+export type PacingMode = "delay" | "fail-fast" | "off";
+
+/**
+ * LocalRateLimitError is thrown instead of sending a request when pacing is
+ * "fail-fast" (or a stream slot is refused): envelope is the rate-limited
+ * envelope the server would have answered with.
+ */
+export class LocalRateLimitError extends Error {
+  readonly envelope: ApiError;
+  constructor(envelope: ApiError) {
+    super(envelope.message);
+    this.name = "LocalRateLimitError";
+    this.envelope = envelope;
+  }
+}
+
+function isRate(b: Budget): b is RateBudget {
+  return "limit" in b;
+}
+
+/**
+ * budgetsFor lists the rate budgets a caller on plane draws from for op:
+ * those of its own plane and the ip plane's unconditional ones (login's). An
+ * entry with applies_to ("unauthenticated", "forbidden") describes another
+ * caller and is left out.
+ */
+export function budgetsFor(op: Operation, plane: CallerPlane): RateBudget[] {
+  return op.budgets.filter(isRate).filter((b) => b.applies_to === undefined && (b.plane === plane || b.plane === "ip"));
+}
+
+/** streamCap is the fewest streams one caller may hold open, from the spec. */
+export function streamCap(): number {
+  let cap = Infinity;
+  for (const op of Object.values(operations) as Operation[]) {
+    for (const b of op.budgets) if ("concurrent" in b && b.applies_to === undefined) cap = Math.min(cap, b.concurrent);
+  }
+  return cap;
+}
+
+interface Bucket {
+  budget: RateBudget;
+  tokens: number;
+  at: number; // ms: when tokens was last brought up to date
+  inflight: number; // requests sent from this bucket and not answered yet
+}
+
+/** A parsed item of a RateLimit header: `"session";r=57;t=12`. */
+export interface RateLimitItem {
+  policy: string;
+  r: number;
+  t?: number;
+}
+
+/** parseRateLimit reads a RateLimit header; items it cannot read are skipped. */
+export function parseRateLimit(header: string | null): RateLimitItem[] {
+  if (!header) return [];
+  const out: RateLimitItem[] = [];
+  for (const raw of header.split(",")) {
+    const [name, ...params] = raw.trim().split(";");
+    const policy = name?.trim().replace(/^"(.*)"$/, "$1");
+    if (!policy) continue;
+    let r: number | undefined;
+    let t: number | undefined;
+    for (const p of params) {
+      const [k, v] = p.trim().split("=");
+      const n = Number(v);
+      if (!Number.isFinite(n) || n < 0) continue;
+      if (k === "r") r = n;
+      if (k === "t") t = n;
+    }
+    if (r !== undefined) out.push(t === undefined ? { policy, r } : { policy, r, t });
+  }
+  return out;
+}
+
+export interface PacerOptions {
+  plane: CallerPlane;
+  mode?: PacingMode;
+  now?: () => number;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
+/** sleep waits ms, or rejects with the signal's reason when it aborts first. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** A Ticket is what acquire took; hand it to settle with the response. */
+export interface Ticket {
+  readonly buckets: readonly Bucket[];
+}
+
+export class Pacer {
+  readonly plane: CallerPlane;
+  readonly mode: PacingMode;
+  private readonly now: () => number;
+  private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  private readonly buckets = new Map<string, Bucket>();
+  private readonly cap = streamCap();
+  private open = 0;
+
+  constructor(o: PacerOptions) {
+    this.plane = o.plane;
+    this.mode = o.mode ?? "delay";
+    this.now = o.now ?? Date.now;
+    this.sleep = o.sleep ?? sleep;
+  }
+
+  private bucket(b: RateBudget): Bucket {
+    let k = this.buckets.get(b.policy);
+    if (!k) {
+      k = { budget: b, tokens: b.burst, at: this.now(), inflight: 0 };
+      this.buckets.set(b.policy, k);
+    }
+    return k;
+  }
+
+  // refill brings a bucket's tokens up to now: limit per window_s, at most burst.
+  private refill(k: Bucket, now: number): void {
+    const rate = k.budget.limit / (k.budget.window_s * 1000);
+    k.tokens = Math.min(k.budget.burst, k.tokens + (now - k.at) * rate);
+    k.at = now;
+  }
+
+  /** tokens says how many requests the named budget admits now, as this client sees it. */
+  tokens(policy: string): number | undefined {
+    const k = this.buckets.get(policy);
+    if (!k) return undefined;
+    this.refill(k, this.now());
+    return k.tokens;
+  }
+
+  /**
+   * acquire takes a token from each budget op draws from, waiting until all
+   * have one (mode "delay") or throwing LocalRateLimitError (mode
+   * "fail-fast").
+   */
+  async acquire(id: OperationId | undefined, signal?: AbortSignal): Promise<Ticket> {
+    if (this.mode === "off" || id === undefined) return { buckets: [] };
+    const ks = budgetsFor(operations[id], this.plane).map((b) => this.bucket(b));
+    for (;;) {
+      const now = this.now();
+      let wait = 0;
+      let short: Bucket | undefined;
+      for (const k of ks) {
+        this.refill(k, now);
+        if (k.tokens >= 1) continue;
+        const ms = Math.ceil(((1 - k.tokens) * k.budget.window_s * 1000) / k.budget.limit);
+        if (ms > wait) {
+          wait = ms;
+          short = k;
+        }
+      }
+      if (!short) {
+        for (const k of ks) {
+          k.tokens -= 1;
+          k.inflight++;
+        }
+        return { buckets: ks };
+      }
+      if (this.mode === "fail-fast") {
+        const b = short.budget;
+        throw new LocalRateLimitError({
+          code: "rate-limited",
+          message: "brain is busy — please retry in a moment.",
+          details: {
+            scope: b.plane,
+            policy: b.policy,
+            limit: b.limit,
+            window_s: b.window_s,
+            retry_after_s: Math.max(1, Math.ceil(wait / 1000)),
+          },
+        });
+      }
+      await this.sleep(wait, signal);
+    }
+  }
+
+  /**
+   * settle ends a request: its buckets take the remaining quota the
+   * response's RateLimit header reports (less what is still in flight), so
+   * the local view follows the server's. Pass no response when the request
+   * failed without one.
+   */
+  settle(t: Ticket, res?: Response): void {
+    for (const k of t.buckets) k.inflight--;
+    if (!res || this.mode === "off") return;
+    const now = this.now();
+    for (const it of parseRateLimit(res.headers.get("RateLimit"))) {
+      const k = this.buckets.get(it.policy);
+      if (!k) continue;
+      k.tokens = Math.min(k.budget.burst, Math.max(0, it.r - k.inflight));
+      k.at = now;
+    }
+  }
+
+  /**
+   * acquireStream takes one of the caller's stream slots (the spec's cap, 16
+   * by default) and returns its release; with every slot held it throws
+   * LocalRateLimitError, the refusal the server would send.
+   */
+  acquireStream(): () => void {
+    if (this.open >= this.cap) {
+      throw new LocalRateLimitError({
+        code: "rate-limited",
+        message: "brain is busy — please retry in a moment.",
+        details: { scope: "stream", policy: "streams", limit: this.cap },
+      });
+    }
+    this.open++;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.open--;
+    };
+  }
+
+  /** openStreams says how many stream slots are held. */
+  openStreams(): number {
+    return this.open;
+  }
+}
+
+const matchers = (Object.entries(operations) as [OperationId, Operation][]).map(([id, op]) => ({
+  id,
+  method: op.method,
+  re: new RegExp(`${op.path.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[^}]+\}/g, "[^/]+")}$`),
+}));
+
+/** operationOf names the spec's operation a request calls, if any. */
+export function operationOf(method: string, url: string): OperationId | undefined {
+  const path = new URL(url, "http://localhost").pathname;
+  return matchers.find((m) => m.method === method.toUpperCase() && m.re.test(path))?.id;
+}

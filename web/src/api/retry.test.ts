@@ -1,0 +1,133 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { createBrainClient, type BrainClientOptions } from "./client";
+
+interface Sent {
+  method: string;
+  path: string;
+  body: string;
+  at: number;
+}
+
+// fakeAPI answers each request with the next of replies (the last repeats)
+// and records what was sent and when.
+function fakeAPI(...replies: (() => Response)[]) {
+  const sent: Sent[] = [];
+  const fetch = async (req: Request): Promise<Response> => {
+    sent.push({ method: req.method, path: new URL(req.url).pathname, body: await req.text(), at: Date.now() });
+    const r = replies[Math.min(sent.length - 1, replies.length - 1)]!;
+    return r();
+  };
+  return { sent, fetch };
+}
+
+const limited = (retryAfter?: string, status = 429) => () =>
+  new Response(
+    JSON.stringify({
+      code: "rate-limited",
+      message: "brain is busy — please retry in a moment.",
+      details: { scope: "session", policy: "session", limit: 120, window_s: 60, retry_after_s: Number(retryAfter ?? 1) },
+    }),
+    { status, headers: { "Content-Type": "application/json", ...(retryAfter ? { "Retry-After": retryAfter } : {}) } },
+  );
+const ok = () => new Response(JSON.stringify({ items: [], next_cursor: "" }), { status: 200, headers: { "Content-Type": "application/json" } });
+
+function client(fetch: BrainClientOptions["fetch"], retry: BrainClientOptions["retry"] = {}) {
+  return createBrainClient({ baseUrl: "http://brain.test", fetch, pacing: "off", retry });
+}
+
+beforeEach(() => {
+  vi.useFakeTimers({ now: 1_000_000 });
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe("retry of 429 and 503", () => {
+  it("waits Retry-After, no less, before sending a GET again", async () => {
+    const api = fakeAPI(limited("3"), ok);
+    const p = client(api.fetch, { random: () => 0 }).GET("/api/v1/jobs");
+    await vi.advanceTimersByTimeAsync(2999);
+    expect(api.sent).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    const { data, error } = await p;
+    expect(error).toBeUndefined();
+    expect(data).toBeDefined();
+    expect(api.sent.map((s) => s.at - 1_000_000)).toEqual([0, 3000]);
+  });
+
+  it("adds jitter bounded by a fifth of the wait, and at most 5 s", async () => {
+    const api = fakeAPI(limited("3"), limited("100"), ok);
+    const p = client(api.fetch, { random: () => 0.999999, maxWaitMs: 1_000_000 }).GET("/api/v1/jobs");
+    await vi.advanceTimersByTimeAsync(3599);
+    expect(api.sent).toHaveLength(2); // 3 s + up to 0.6 s
+    await vi.advanceTimersByTimeAsync(100_000 + 4998);
+    expect(api.sent).toHaveLength(2); // 100 s + up to 5 s, not 20 s
+    await vi.advanceTimersByTimeAsync(2);
+    expect(api.sent).toHaveLength(3);
+    expect((await p).error).toBeUndefined();
+  });
+
+  it("gives up after maxAttempts and hands the rate-limited envelope to the caller", async () => {
+    const api = fakeAPI(limited("1"));
+    const p = client(api.fetch, { maxAttempts: 3, random: () => 0 }).GET("/api/v1/jobs");
+    await vi.advanceTimersByTimeAsync(60_000);
+    const { data, error, response } = await p;
+    expect(api.sent).toHaveLength(3);
+    expect(data).toBeUndefined();
+    expect(response.status).toBe(429);
+    expect(error?.code).toBe("rate-limited");
+    expect(error?.details.policy).toBe("session");
+    expect(error?.details.scope).toBe("session");
+    expect(error?.details.retry_after_s).toBe(1);
+  });
+
+  it("stops before the total wait would pass maxWaitMs", async () => {
+    const api = fakeAPI(limited("10"));
+    const p = client(api.fetch, { maxAttempts: 100, maxWaitMs: 25_000, random: () => 0 }).GET("/api/v1/jobs");
+    await vi.advanceTimersByTimeAsync(120_000);
+    const { error } = await p;
+    expect(api.sent.map((s) => s.at - 1_000_000)).toEqual([0, 10_000, 20_000]);
+    expect(error?.code).toBe("rate-limited");
+  });
+
+  it("never sends another POST or a DELETE twice", async () => {
+    const api = fakeAPI(limited("1"));
+    const c = client(api.fetch, { random: () => 0 });
+    const post = c.POST("/api/v1/apikeys", { body: { name: "ci" } });
+    const del = c.DELETE("/api/v1/memory/items/{id}", { params: { path: { id: "it_1" } } });
+    const logout = c.POST("/api/v1/auth/logout");
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect((await post).error?.code).toBe("rate-limited");
+    expect((await del).error?.code).toBe("rate-limited");
+    expect((await logout).response.status).toBe(429);
+    expect(api.sent.map((s) => `${s.method} ${s.path}`).sort()).toEqual([
+      "DELETE /api/v1/memory/items/it_1",
+      "POST /api/v1/apikeys",
+      "POST /api/v1/auth/logout",
+    ]);
+  });
+
+  it("sends an ingest POST again with the same body", async () => {
+    const api = fakeAPI(limited("2"), () => new Response(JSON.stringify({ job_id: "j" }), { status: 202, headers: { "Content-Type": "application/json" } }));
+    const body = { project: "p", items: [{ text: "a note" }] };
+    const p = client(api.fetch, { random: () => 0 }).POST("/api/v1/memory/ingest", { body });
+    await vi.advanceTimersByTimeAsync(2000);
+    await p;
+    expect(api.sent).toHaveLength(2);
+    expect(api.sent[1]!.body).toBe(api.sent[0]!.body);
+    expect(JSON.parse(api.sent[1]!.body)).toEqual(body);
+  });
+
+  it("treats 503 with Retry-After like 429, and returns 503 without it", async () => {
+    const api = fakeAPI(limited("2", 503), ok);
+    const p = client(api.fetch, { random: () => 0 }).GET("/api/v1/jobs");
+    await vi.advanceTimersByTimeAsync(2000);
+    expect((await p).error).toBeUndefined();
+    expect(api.sent).toHaveLength(2);
+
+    const bare = fakeAPI(limited(undefined, 503), ok);
+    const q = await client(bare.fetch).GET("/api/v1/jobs");
+    expect(q.response.status).toBe(503);
+    expect(bare.sent).toHaveLength(1);
+  });
+});
