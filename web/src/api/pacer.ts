@@ -21,7 +21,9 @@ export type PacingMode = "delay" | "fail-fast" | "off";
  */
 export class LocalRateLimitError extends Error {
   readonly envelope: ApiError;
-  constructor(envelope: ApiError) {
+  /** details are the refused budget's, as the server's 429 would give them. */
+  constructor(details: ApiError["details"]) {
+    const envelope: ApiError = { code: "rate-limited", message: "brain is busy — please retry in a moment.", details };
     super(envelope.message);
     this.name = "LocalRateLimitError";
     this.envelope = envelope;
@@ -186,15 +188,11 @@ export class Pacer {
       if (this.mode === "fail-fast") {
         const b = short.budget;
         throw new LocalRateLimitError({
-          code: "rate-limited",
-          message: "brain is busy — please retry in a moment.",
-          details: {
-            scope: b.plane,
-            policy: b.policy,
-            limit: b.limit,
-            window_s: b.window_s,
-            retry_after_s: Math.max(1, Math.ceil(wait / 1000)),
-          },
+          scope: b.plane,
+          policy: b.policy,
+          limit: b.limit,
+          window_s: b.window_s,
+          retry_after_s: Math.max(1, Math.ceil(wait / 1000)),
         });
       }
       await this.sleep(wait, signal);
@@ -226,11 +224,7 @@ export class Pacer {
    */
   acquireStream(): () => void {
     if (this.open >= this.cap) {
-      throw new LocalRateLimitError({
-        code: "rate-limited",
-        message: "brain is busy — please retry in a moment.",
-        details: { scope: "stream", policy: "streams", limit: this.cap },
-      });
+      throw new LocalRateLimitError({ scope: "stream", policy: "streams", limit: this.cap });
     }
     this.open++;
     let done = false;

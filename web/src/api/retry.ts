@@ -4,7 +4,7 @@
 // Only GET, HEAD and the ingest POST (idempotent by its body) are retried;
 // when it gives up, the last response (the rate-limited envelope) goes back
 // to openapi-fetch, which hands it to the caller as a typed error.
-import { operationOf, sleep as defaultSleep, type Pacer } from "./pacer";
+import { operationOf, parseRateLimit, sleep as defaultSleep, type Pacer } from "./pacer";
 import type { OperationId } from "./budgets";
 
 export interface RetryOptions {
@@ -40,9 +40,10 @@ export function retryAfterMs(res: Response, now: number): number | undefined {
     if (!Number.isNaN(d)) return Math.max(0, d - now);
   }
   if (res.status !== 429) return undefined;
-  const rl = res.headers.get("RateLimit") ?? "";
   let t: number | undefined;
-  for (const m of rl.matchAll(/r=0;t=(\d+)/g)) t = Math.max(t ?? 0, Number(m[1]));
+  for (const it of parseRateLimit(res.headers.get("RateLimit"))) {
+    if (it.r === 0 && it.t !== undefined) t = Math.max(t ?? 0, it.t);
+  }
   return (t ?? 1) * 1000;
 }
 
