@@ -1,11 +1,14 @@
 # brain's tasks. `make test` is the one command that runs every test.
-.PHONY: run test openapi client client-check api-check bench bench-smoke lint rename
+.PHONY: run web test openapi client client-check api-check bench bench-smoke lint rename
 
 GO ?= go
 WEB_DEPS := web/node_modules/.package-lock.json
 
-run: ## run the server with its defaults (SQLite and in-memory state)
+run: web ## build the dashboard and the /docs UI, then run the server with its defaults (SQLite and in-memory state): the dashboard at /, the API reference at /docs
 	$(GO) run ./cmd/brain
+
+web: $(WEB_DEPS) ## build the dashboard and the /docs UI into web/dist/, which the next go build (or go run) embeds
+	cd web && npm run --silent build
 
 test: $(WEB_DEPS) ## every test: the benchmark module compiled, Go with -race (spec drift included), the connection flood and an ingest body's cost without it, the TypeScript client check, every benchmark once
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 -run '^$$' ./... >/dev/null
