@@ -1,0 +1,23 @@
+// useBrain: one brain for a test file's tests (started before them, stopped
+// after), whose log is printed when one of them fails.
+import { afterAll, beforeAll, beforeEach, onTestFailed } from "vitest";
+import { startBrain, type Brain, type StartOptions } from "./brain";
+
+export function useBrain(env: Record<string, string> = {}, o: StartOptions = {}): () => Brain {
+  let brain: Brain | undefined;
+  beforeAll(async () => {
+    brain = await startBrain(env, o);
+  });
+  afterAll(async () => {
+    await brain?.stop();
+  });
+  beforeEach(() => {
+    onTestFailed(() => {
+      if (brain) console.error(`--- brain's log (${brain.url}) ---\n${brain.logs()}`);
+    });
+  });
+  return () => {
+    if (!brain) throw new Error("brain has not started");
+    return brain;
+  };
+}
