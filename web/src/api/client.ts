@@ -26,6 +26,12 @@ export interface BrainClientOptions {
   pacing?: PacingMode;
   /** Retries of 429 and 503 with Retry-After. */
   retry?: RetryOptions;
+  /**
+   * The most streams this client opens at once: 2 in a browser by default
+   * (a browser has 6 HTTP/1.1 connections per origin for all its tabs),
+   * else the spec's cap (16). A stream past it waits for a slot.
+   */
+  maxStreams?: number;
   /** The clock the pacer reads, in ms (Date.now by default). */
   now?: () => number;
 }
@@ -50,6 +56,11 @@ export type BrainClient = Client<paths> & {
    * the unsubscribe. A stream's refusals are reported by the stream itself.
    */
   onBusy(listener: (busy: Busy | null) => void): () => void;
+  /**
+   * stream sends a stream's GET, paced like every call but never retried:
+   * openStream waits out refusals itself. Use openStream (streams.ts).
+   */
+  stream(path: string, init: { headers: Record<string, string>; signal: AbortSignal }): Promise<Response>;
   /** rateLimits lists what the server last reported of each budget (RateLimit, RateLimit-Policy). */
   rateLimits(): RateLimitReport[];
   /** onRateLimits calls listener with rateLimits() after each response that reports them. */
@@ -83,7 +94,10 @@ function busyState() {
 }
 
 export function createBrainClient(o: BrainClientOptions = {}): BrainClient {
-  const pacer = new Pacer({ plane: o.apiKey ? "apikey" : "session", mode: o.pacing, now: o.now });
+  const inBrowser = typeof document !== "undefined";
+  const pacer = new Pacer({ plane: o.apiKey ? "apikey" : "session", mode: o.pacing, now: o.now, maxStreams: o.maxStreams ?? (inBrowser ? 2 : undefined) });
+  const baseUrl = o.baseUrl ?? "";
+  const credentials = o.credentials ?? (o.apiKey ? "omit" : "same-origin");
   const base = o.fetch ?? ((input: Request, init?: RequestInit) => globalThis.fetch(input, init));
   const busy = busyState();
   const onWait = (w: Wait) => {
@@ -95,14 +109,20 @@ export function createBrainClient(o: BrainClientOptions = {}): BrainClient {
     };
   };
   const client = createClient<paths>({
-    baseUrl: o.baseUrl ?? "",
-    credentials: o.credentials ?? (o.apiKey ? "omit" : "same-origin"),
+    baseUrl,
+    credentials,
     headers: o.apiKey ? { "X-API-Key": o.apiKey } : undefined,
     fetch: pacedFetch(base, pacer, { ...o.retry, onWait }),
   });
+  const streamFetch = pacedFetch(base, pacer, { maxAttempts: 1 });
   return Object.assign(client, {
     pacer,
     acquireStream: () => pacer.acquireStream(),
+    stream: (path: string, init: { headers: Record<string, string>; signal: AbortSignal }) => {
+      const headers = new Headers(init.headers);
+      if (o.apiKey) headers.set("X-API-Key", o.apiKey);
+      return streamFetch(new Request(baseUrl + path, { headers, credentials, signal: init.signal }));
+    },
     onBusy: busy.subscribe,
     rateLimits: () => pacer.reports(),
     onRateLimits: (l: (r: RateLimitReport[]) => void) => pacer.onReports(l),

@@ -36,12 +36,13 @@ function isRate(b: Budget): b is RateBudget {
 
 /**
  * budgetsFor lists the rate budgets a caller on plane draws from for op:
- * those of its own plane and the ip plane's unconditional ones (login's). An
+ * those of its own plane, the ip plane's unconditional ones (login's) and
+ * the stream plane's open budget (a stream's connects and reconnects). An
  * entry with applies_to ("unauthenticated", "forbidden") describes another
  * caller and is left out.
  */
 export function budgetsFor(op: Operation, plane: CallerPlane): RateBudget[] {
-  return op.budgets.filter(isRate).filter((b) => b.applies_to === undefined && (b.plane === plane || b.plane === "ip"));
+  return op.budgets.filter(isRate).filter((b) => b.applies_to === undefined && (b.plane === plane || b.plane === "ip" || b.plane === "stream"));
 }
 
 /** streamCap is the fewest streams one caller may hold open, from the spec. */
@@ -125,6 +126,8 @@ export interface PacerOptions {
   mode?: PacingMode;
   now?: () => number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** The most streams this client holds open at once; the spec's cap when larger or unset. */
+  maxStreams?: number;
 }
 
 /** sleep waits ms, or rejects with the signal's reason when it aborts first. */
@@ -154,7 +157,7 @@ export class Pacer {
   private readonly now: () => number;
   private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   private readonly buckets = new Map<string, Bucket>();
-  private readonly cap = streamCap();
+  private readonly cap: number;
   private open = 0;
 
   constructor(o: PacerOptions) {
@@ -162,6 +165,7 @@ export class Pacer {
     this.mode = o.mode ?? "delay";
     this.now = o.now ?? Date.now;
     this.sleep = o.sleep ?? sleep;
+    this.cap = Math.min(streamCap(), o.maxStreams ?? Infinity);
   }
 
   private bucket(b: RateBudget): Bucket {
