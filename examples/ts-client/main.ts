@@ -1,8 +1,9 @@
 // A Node.js program using brain's TypeScript client (web/src/api, imported,
-// not copied): it ingests a small batch with an API key, waits for its job,
-// then queries a word of the batch and prints the top hit.
+// not copied): it ingests a small batch with an API key, follows its job's
+// log until it has succeeded, then queries a word of the batch and prints the top hit.
 // Run from web/: BRAIN_URL=... BRAIN_API_KEY=brk_... npx tsx ../examples/ts-client/main.ts
-import { createBrainClient, type ApiError } from "../../web/src/api/client";
+import { createBrainClient, progress, type ApiError, type JobLogEvent } from "../../web/src/api/client";
+import { openStream } from "../../web/src/api/streams";
 
 const url = process.env.BRAIN_URL;
 const apiKey = process.env.BRAIN_API_KEY;
@@ -33,16 +34,34 @@ async function main() {
   const jobId = ingested.data.job_id;
   console.log(`ingested: job ${jobId}${ingested.data.replayed ? " (a replay of the same batch)" : ""}`);
 
-  // Wait for the job to end.
-  for (;;) {
+  // Follow the job's log until it has succeeded. A small batch may be done
+  // before the log opens: the log then answers 204 (closed, no end seen), and
+  // the job's state says how it ended.
+  const end = await new Promise<JobLogEvent | undefined>((resolve, reject) => {
+    let last: JobLogEvent | undefined;
+    const log = openStream(brain, "/api/v1/jobs/{id}/log", {
+      id: jobId,
+      onEvent: (ev) => {
+        if (ev.event === "job.progress") console.log(`job: ${progress(ev)}`);
+        if (ev.event === "job.succeeded" || ev.event === "job.failed") last = ev;
+      },
+      onStatus: (s) => {
+        if (s.state === "closed") resolve(last);
+        if (s.state === "failed") {
+          log.close();
+          reject(new Error(`job log: ${s.error.code}: ${s.error.message}`));
+        }
+      },
+    });
+  });
+  if (end?.event === "job.failed") throw new Error(`job ${jobId} failed: ${end.data.error}`);
+  if (end?.event === "job.succeeded") {
+    console.log(`job succeeded: ${end.data.items_total} items stored`);
+  } else {
     const job = await brain.GET("/api/v1/jobs/{id}", { params: { path: { id: jobId } } });
     if (job.error) fail("job", job.error);
-    if (job.data.status === "failed") throw new Error(`job ${jobId} failed: ${job.data.error}`);
-    if (job.data.status === "succeeded") {
-      console.log(`job succeeded: ${job.data.items_done} of ${job.data.items_total} items stored`);
-      break;
-    }
-    await new Promise((r) => setTimeout(r, 200));
+    if (job.data.status !== "succeeded") throw new Error(`job ${jobId} ${job.data.status}: ${job.data.error ?? ""}`);
+    console.log(`job succeeded: ${job.data.items_done} items stored`);
   }
 
   const q = "budgets";
