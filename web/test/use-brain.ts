@@ -1,6 +1,6 @@
 // useBrain: one brain for a test file's tests (started before them, stopped
-// after), whose log is printed when one of them fails.
-import { afterAll, beforeAll, beforeEach, onTestFailed } from "vitest";
+// after, and expected to exit 0), whose log is printed when one of them fails.
+import { afterAll, beforeAll, beforeEach, expect, onTestFailed } from "vitest";
 import { startBrain, type Brain, type StartOptions } from "./brain";
 
 export function useBrain(env: Record<string, string> = {}, o: StartOptions = {}): () => Brain {
@@ -9,7 +9,8 @@ export function useBrain(env: Record<string, string> = {}, o: StartOptions = {})
     brain = await startBrain(env, o);
   });
   afterAll(async () => {
-    await brain?.stop();
+    // SIGTERM drains and exits 0: anything else (a crash, a hang) fails the file.
+    if (brain) expect(await brain.stop(), `brain's log:\n${brain.logs()}`).toBe(0);
   });
   beforeEach(() => {
     onTestFailed(() => {
