@@ -7,6 +7,7 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { expect } from "vitest";
 import { repoRoot } from "./brain";
 
 /** Where Chromium is: $CHROMIUM, else Debian's package's path. */
@@ -93,4 +94,19 @@ export async function shot(page: Page, name: string): Promise<string> {
   const path = join(artefacts, `${name}.png`);
   await page.screenshot({ path, fullPage: true });
   return path;
+}
+
+// A response the test provokes or expects (the session check before login)
+// is logged by Chromium as a failed resource: those are not the page's errors.
+export function unexpected(errors: string[], statuses: number[] = []): string[] {
+  return errors.filter((e) => !statuses.some((s) => e.includes(`the server responded with a status of ${s}`)));
+}
+
+/** logIn logs in as admin through the login page. */
+export async function logIn(page: Page, url: string, password: string): Promise<void> {
+  await page.goto(url + "/");
+  await page.getByTestId("login-username").fill("admin");
+  await page.getByTestId("login-password").fill(password);
+  await page.getByTestId("login-submit").click();
+  await expect.poll(() => page.getByTestId("whoami").textContent(), { timeout: 10_000 }).toBe("admin");
 }

@@ -1,10 +1,13 @@
-// vitest globalSetup of the server tests: builds brain once per run (unless
-// $BRAIN_BIN names a binary) and provides its path to every test file.
+// vitest globalSetup of the server tests: builds the dashboard (npm run
+// build, so the binary embeds it for the browser tests) and then brain, once
+// per run, unless $BRAIN_BIN names a binary; provides its path to every test
+// file.
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
-import { buildBrain } from "./brain";
+import { execFileSync } from "node:child_process";
+import { buildBrain, repoRoot } from "./brain";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -17,6 +20,7 @@ export default async function setup(project: TestProject) {
     project.provide("brainBin", process.env.BRAIN_BIN);
     return;
   }
+  execFileSync("npm", ["run", "--silent", "build"], { cwd: join(repoRoot, "web"), stdio: ["ignore", "ignore", "inherit"] });
   const dir = await mkdtemp(join(tmpdir(), "brain-bin-"));
   project.provide("brainBin", await buildBrain(dir));
   return () => rm(dir, { recursive: true, force: true });

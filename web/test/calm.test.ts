@@ -1,0 +1,80 @@
+// The dashboard under refusal, in headless Chromium against a real brain: a
+// 429 is a calm "busy — retrying in N s" banner and the request completes by
+// itself; a stream refused because the session holds 16 already shows the
+// same calm state, then recovers once one of them closes.
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { haveChromium, launch, logIn, shot, unexpected, watch, type Browsing, type Watched } from "./chromium";
+import { useBrain } from "./use-brain";
+
+const run = haveChromium();
+
+describe.runIf(run)("the dashboard when brain refuses", () => {
+  // A session budget of 3 at once, one more every 3 s; a refused stream is
+  // told to come back after 2 s.
+  const brain = useBrain({ BRAIN_RATE_LIMIT_SESSION: "20/min,burst=3", BRAIN_STREAM_RETRY_AFTER: "2s" });
+  let b: Browsing;
+  let w: Watched;
+  beforeAll(async () => {
+    b = await launch();
+    w = await watch(b.context, brain().url);
+  });
+  afterAll(async () => {
+    await b?.close();
+  });
+
+  it("says brain is busy, counts down, and completes the request by itself", async () => {
+    const { page } = w;
+    await logIn(page, brain().url, brain().adminPassword);
+    // Unpaced, so the page itself sends past the budget and meets 429s.
+    await page.goto(brain().url + "/?pacing=off#/query");
+    await page.getByTestId("query-input").waitFor();
+    const seen: number[] = [];
+    page.on("response", (r) => seen.push(r.status()));
+    for (const q of ["alpha", "beta", "gamma", "delta", "epsilon"]) {
+      await page.getByTestId("query-input").fill(q);
+      await page.getByTestId("query-submit").click();
+    }
+    const banner = page.getByTestId("busy-banner");
+    await banner.waitFor({ timeout: 10_000 });
+    expect(await banner.textContent()).toMatch(/brain is busy — retrying in \d+ s/);
+    await shot(page, "10-busy-banner");
+    await banner.waitFor({ state: "detached", timeout: 30_000 });
+    await page.getByTestId("query-empty").or(page.getByTestId("query-results")).first().waitFor({ timeout: 10_000 });
+    expect(seen).toContain(429);
+    expect(await page.getByRole("alert").count()).toBe(0);
+  });
+
+  it("shows a stream refused by the cap calmly, then opens it once a slot frees", async () => {
+    const { page } = w;
+    const cookie = (await b.context.cookies(brain().url)).find((c) => c.name === "brain_session");
+    expect(cookie).toBeDefined();
+    // Sixteen streams of the page's own session, held from Node.js.
+    const held: AbortController[] = [];
+    for (let i = 0; i < 16; i++) {
+      const ac = new AbortController();
+      const res = await fetch(brain().url + "/api/v1/events", {
+        headers: { Cookie: `brain_session=${cookie!.value}`, Accept: "text/event-stream" },
+        signal: ac.signal,
+      });
+      expect(res.status, `stream ${i + 1}`).toBe(200);
+      held.push(ac);
+    }
+    try {
+      await page.goto(brain().url + "/#/");
+      const live = page.getByTestId("live-status");
+      await expect.poll(() => live.getAttribute("data-state"), { timeout: 10_000 }).toBe("busy");
+      expect(await live.textContent()).toMatch(/retrying in \d+ s/);
+      await shot(page, "11-stream-refused");
+      held.pop()!.abort();
+      await expect.poll(() => live.getAttribute("data-state"), { timeout: 15_000 }).toBe("open");
+      await shot(page, "12-stream-recovered");
+    } finally {
+      for (const ac of held) ac.abort();
+    }
+  });
+
+  it("logged no error but the refusals it provoked", () => {
+    expect(w.offOrigin).toEqual([]);
+    expect(unexpected(w.errors, [401, 429])).toEqual([]);
+  });
+});
