@@ -4,13 +4,14 @@
 // and retry.ts).
 import createClient, { type Client } from "openapi-fetch";
 import type { components, paths } from "./schema";
-import { Pacer, type PacingMode } from "./pacer";
-import { pacedFetch, type RetryOptions } from "./retry";
+import type { OperationId } from "./budgets";
+import { Pacer, type PacingMode, type RateLimitReport } from "./pacer";
+import { pacedFetch, type RetryOptions, type Wait } from "./retry";
 
 export type ApiError = components["schemas"]["Error"];
 export { LocalRateLimitError } from "./pacer";
-export type { PacingMode } from "./pacer";
-export type { RetryOptions } from "./retry";
+export type { PacingMode, RateLimitReport } from "./pacer";
+export type { RetryOptions, Wait } from "./retry";
 
 export interface BrainClientOptions {
   /** Where the API is: "" (the page's origin) by default, else e.g. "https://brain.example.com". */
@@ -25,8 +26,23 @@ export interface BrainClientOptions {
   pacing?: PacingMode;
   /** Retries of 429 and 503 with Retry-After. */
   retry?: RetryOptions;
+  /**
+   * The most streams this client opens at once: 2 in a browser by default
+   * (a browser has 6 HTTP/1.1 connections per origin for all its tabs),
+   * else the spec's cap (16). A stream past it waits for a slot.
+   */
+  maxStreams?: number;
   /** The clock the pacer reads, in ms (Date.now by default). */
   now?: () => number;
+}
+
+/** What the client is waiting out: a 429 or 503 it will retry by itself at `until` (ms since the epoch). */
+export interface Busy {
+  until: number;
+  status: number;
+  scope?: string;
+  policy?: string;
+  operation?: OperationId;
 }
 
 export type BrainClient = Client<paths> & {
@@ -34,18 +50,83 @@ export type BrainClient = Client<paths> & {
   readonly pacer: Pacer;
   /** Takes a stream slot and returns its release; throws LocalRateLimitError when all are held. */
   acquireStream(): () => void;
+  /**
+   * onBusy calls listener with the latest wait while any request of this
+   * client waits out a refusal, and with null once none does; it returns
+   * the unsubscribe. A stream's refusals are reported by the stream itself.
+   */
+  onBusy(listener: (busy: Busy | null) => void): () => void;
+  /**
+   * stream sends a stream's GET, paced like every call but never retried:
+   * openStream waits out refusals itself. Use openStream (streams.ts).
+   */
+  stream(path: string, init: { headers: Record<string, string>; signal: AbortSignal }): Promise<Response>;
+  /** rateLimits lists what the server last reported of each budget (RateLimit, RateLimit-Policy). */
+  rateLimits(): RateLimitReport[];
+  /** onRateLimits calls listener with rateLimits() after each response that reports them. */
+  onRateLimits(listener: (r: RateLimitReport[]) => void): () => void;
 };
 
+// busyState keeps the waits in progress and tells listeners the latest.
+function busyState() {
+  const waits = new Set<Busy>();
+  const listeners = new Set<(b: Busy | null) => void>();
+  const tell = () => {
+    let latest: Busy | null = null;
+    for (const w of waits) if (!latest || w.until > latest.until) latest = w;
+    for (const l of listeners) l(latest);
+  };
+  return {
+    onWait(w: Wait): () => void {
+      const b: Busy = { until: w.until, status: w.status, scope: w.error?.details?.scope, policy: w.error?.details?.policy, operation: w.operation };
+      waits.add(b);
+      tell();
+      return () => {
+        waits.delete(b);
+        tell();
+      };
+    },
+    subscribe(l: (b: Busy | null) => void): () => void {
+      listeners.add(l);
+      return () => listeners.delete(l);
+    },
+  };
+}
+
 export function createBrainClient(o: BrainClientOptions = {}): BrainClient {
-  const pacer = new Pacer({ plane: o.apiKey ? "apikey" : "session", mode: o.pacing, now: o.now });
+  const inBrowser = typeof document !== "undefined";
+  const pacer = new Pacer({ plane: o.apiKey ? "apikey" : "session", mode: o.pacing, now: o.now, maxStreams: o.maxStreams ?? (inBrowser ? 2 : undefined) });
+  const baseUrl = o.baseUrl ?? "";
+  const credentials = o.credentials ?? (o.apiKey ? "omit" : "same-origin");
   const base = o.fetch ?? ((input: Request, init?: RequestInit) => globalThis.fetch(input, init));
+  const busy = busyState();
+  const onWait = (w: Wait) => {
+    const done = busy.onWait(w);
+    const theirs = o.retry?.onWait?.(w);
+    return () => {
+      done();
+      theirs?.();
+    };
+  };
   const client = createClient<paths>({
-    baseUrl: o.baseUrl ?? "",
-    credentials: o.credentials ?? (o.apiKey ? "omit" : "same-origin"),
+    baseUrl,
+    credentials,
     headers: o.apiKey ? { "X-API-Key": o.apiKey } : undefined,
-    fetch: pacedFetch(base, pacer, o.retry),
+    fetch: pacedFetch(base, pacer, { ...o.retry, onWait }),
   });
-  return Object.assign(client, { pacer, acquireStream: () => pacer.acquireStream() });
+  const streamFetch = pacedFetch(base, pacer, { maxAttempts: 1 });
+  return Object.assign(client, {
+    pacer,
+    acquireStream: () => pacer.acquireStream(),
+    stream: (path: string, init: { headers: Record<string, string>; signal: AbortSignal }) => {
+      const headers = new Headers(init.headers);
+      if (o.apiKey) headers.set("X-API-Key", o.apiKey);
+      return streamFetch(new Request(baseUrl + path, { headers, credentials, signal: init.signal }));
+    },
+    onBusy: busy.subscribe,
+    rateLimits: () => pacer.reports(),
+    onRateLimits: (l: (r: RateLimitReport[]) => void) => pacer.onReports(l),
+  });
 }
 
 export function newClient(baseUrl = "") {

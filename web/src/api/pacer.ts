@@ -36,12 +36,13 @@ function isRate(b: Budget): b is RateBudget {
 
 /**
  * budgetsFor lists the rate budgets a caller on plane draws from for op:
- * those of its own plane and the ip plane's unconditional ones (login's). An
+ * those of its own plane, the ip plane's unconditional ones (login's) and
+ * the stream plane's open budget (a stream's connects and reconnects). An
  * entry with applies_to ("unauthenticated", "forbidden") describes another
  * caller and is left out.
  */
 export function budgetsFor(op: Operation, plane: CallerPlane): RateBudget[] {
-  return op.budgets.filter(isRate).filter((b) => b.applies_to === undefined && (b.plane === plane || b.plane === "ip"));
+  return op.budgets.filter(isRate).filter((b) => b.applies_to === undefined && (b.plane === plane || b.plane === "ip" || b.plane === "stream"));
 }
 
 /** streamCap is the fewest streams one caller may hold open, from the spec. */
@@ -69,22 +70,53 @@ export interface RateLimitItem {
 
 /** parseRateLimit reads a RateLimit header; items it cannot read are skipped. */
 export function parseRateLimit(header: string | null): RateLimitItem[] {
-  if (!header) return [];
   const out: RateLimitItem[] = [];
+  for (const { policy, params } of parseItems(header)) {
+    const r = params.get("r");
+    const t = params.get("t");
+    if (r !== undefined) out.push(t === undefined ? { policy, r } : { policy, r, t });
+  }
+  return out;
+}
+
+/** What the server last said of one budget, from RateLimit and RateLimit-Policy. */
+export interface RateLimitReport {
+  policy: string;
+  /** From RateLimit-Policy: q, requests per window (open streams for a cap). */
+  limit?: number;
+  /** From RateLimit-Policy: w, the window in seconds. */
+  window_s?: number;
+  /** From RateLimit: r, what is left now. */
+  remaining: number;
+  /** From RateLimit: t, seconds until the bucket is full again. */
+  reset_s?: number;
+  /** When it was reported, in ms. */
+  at: number;
+}
+
+/** parseRateLimitPolicy reads a RateLimit-Policy header: policy → {q, w}. */
+export function parseRateLimitPolicy(header: string | null): Map<string, { q?: number; w?: number }> {
+  const out = new Map<string, { q?: number; w?: number }>();
+  for (const it of parseItems(header)) out.set(it.policy, { q: it.params.get("q"), w: it.params.get("w") });
+  return out;
+}
+
+// parseItems reads a structured-field list of `"name";k=n;k=n` items, the
+// shape of both headers; parameters that are not numbers are skipped.
+function parseItems(header: string | null): { policy: string; params: Map<string, number> }[] {
+  if (!header) return [];
+  const out: { policy: string; params: Map<string, number> }[] = [];
   for (const raw of header.split(",")) {
     const [name, ...params] = raw.trim().split(";");
     const policy = name?.trim().replace(/^"(.*)"$/, "$1");
     if (!policy) continue;
-    let r: number | undefined;
-    let t: number | undefined;
+    const m = new Map<string, number>();
     for (const p of params) {
       const [k, v] = p.trim().split("=");
       const n = Number(v);
-      if (!Number.isFinite(n) || n < 0) continue;
-      if (k === "r") r = n;
-      if (k === "t") t = n;
+      if (k && Number.isFinite(n) && n >= 0) m.set(k.trim(), n);
     }
-    if (r !== undefined) out.push(t === undefined ? { policy, r } : { policy, r, t });
+    out.push({ policy, params: m });
   }
   return out;
 }
@@ -94,6 +126,8 @@ export interface PacerOptions {
   mode?: PacingMode;
   now?: () => number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** The most streams this client holds open at once; the spec's cap when larger or unset. */
+  maxStreams?: number;
 }
 
 /** sleep waits ms, or rejects with the signal's reason when it aborts first. */
@@ -123,7 +157,7 @@ export class Pacer {
   private readonly now: () => number;
   private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   private readonly buckets = new Map<string, Bucket>();
-  private readonly cap = streamCap();
+  private readonly cap: number;
   private open = 0;
 
   constructor(o: PacerOptions) {
@@ -131,6 +165,7 @@ export class Pacer {
     this.mode = o.mode ?? "delay";
     this.now = o.now ?? Date.now;
     this.sleep = o.sleep ?? sleep;
+    this.cap = Math.min(streamCap(), o.maxStreams ?? Infinity);
   }
 
   private bucket(b: RateBudget): Bucket {
@@ -207,14 +242,45 @@ export class Pacer {
    */
   settle(t: Ticket, res?: Response): void {
     for (const k of t.buckets) k.inflight--;
-    if (!res || this.mode === "off") return;
+    if (!res) return;
     const now = this.now();
-    for (const it of parseRateLimit(res.headers.get("RateLimit"))) {
+    const items = parseRateLimit(res.headers.get("RateLimit"));
+    this.report(items, parseRateLimitPolicy(res.headers.get("RateLimit-Policy")), now);
+    if (this.mode === "off") return;
+    for (const it of items) {
       const k = this.buckets.get(it.policy);
       if (!k) continue;
       k.tokens = Math.min(k.budget.burst, Math.max(0, it.r - k.inflight));
       k.at = now;
     }
+  }
+
+  private readonly reported = new Map<string, RateLimitReport>();
+  private readonly listeners = new Set<(r: RateLimitReport[]) => void>();
+
+  private report(items: RateLimitItem[], policies: Map<string, { q?: number; w?: number }>, now: number): void {
+    if (items.length === 0) return;
+    for (const it of items) {
+      const p = policies.get(it.policy);
+      const r: RateLimitReport = { policy: it.policy, remaining: it.r, at: now };
+      if (it.t !== undefined) r.reset_s = it.t;
+      if (p?.q !== undefined) r.limit = p.q;
+      if (p?.w !== undefined) r.window_s = p.w;
+      this.reported.set(it.policy, r);
+    }
+    const all = this.reports();
+    for (const l of this.listeners) l(all);
+  }
+
+  /** reports lists what the server last said of each budget, by policy name. */
+  reports(): RateLimitReport[] {
+    return [...this.reported.values()].sort((a, b) => a.policy.localeCompare(b.policy));
+  }
+
+  /** onReports calls listener with every report after each response that carries RateLimit; it returns the unsubscribe. */
+  onReports(listener: (r: RateLimitReport[]) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   /**

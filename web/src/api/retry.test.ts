@@ -131,3 +131,45 @@ describe("retry of 429 and 503", () => {
     expect(bare.sent).toHaveLength(1);
   });
 });
+
+describe("what the client tells the page", () => {
+  it("onBusy reports a wait with its envelope's scope and policy, then null once the request went again", async () => {
+    const api = fakeAPI(limited("2"), ok);
+    const c = client(api.fetch, { random: () => 0 });
+    const seen: (string | null)[] = [];
+    c.onBusy((b) => seen.push(b ? `${b.status} ${b.scope}/${b.policy} until +${b.until - 1_000_000}` : null));
+    const p = c.GET("/api/v1/jobs");
+    await vi.advanceTimersByTimeAsync(1999);
+    expect(seen).toEqual(["429 session/session until +2000"]);
+    await vi.advanceTimersByTimeAsync(1);
+    await p;
+    expect(seen).toEqual(["429 session/session until +2000", null]);
+  });
+
+  it("onBusy is not told of a refusal it will not retry", async () => {
+    const api = fakeAPI(limited("2"));
+    const c = client(api.fetch, { random: () => 0 });
+    const seen: unknown[] = [];
+    c.onBusy((b) => seen.push(b));
+    const { error } = await c.POST("/api/v1/apikeys", { body: { name: "k" } });
+    expect(error?.code).toBe("rate-limited");
+    expect(seen).toEqual([]);
+  });
+
+  it("rateLimits keeps what each policy last reported, with RateLimit-Policy's quota and window", async () => {
+    const api = fakeAPI(
+      () => new Response("{}", { status: 200, headers: { RateLimit: '"session";r=57;t=12', "RateLimit-Policy": '"session";q=120;w=60' } }),
+      () => new Response("{}", { status: 200, headers: { RateLimit: '"session";r=56;t=13, "ingest-burst";r=9;t=1', "RateLimit-Policy": '"session";q=120;w=60, "ingest-burst";q=10;w=1' } }),
+    );
+    const c = client(api.fetch);
+    const told: number[] = [];
+    c.onRateLimits((r) => told.push(r.length));
+    await c.GET("/api/v1/jobs");
+    await c.GET("/api/v1/jobs");
+    expect(told).toEqual([1, 2]);
+    expect(c.rateLimits()).toEqual([
+      { policy: "ingest-burst", remaining: 9, reset_s: 1, limit: 10, window_s: 1, at: 1_000_000 },
+      { policy: "session", remaining: 56, reset_s: 13, limit: 120, window_s: 60, at: 1_000_000 },
+    ]);
+  });
+});

@@ -4,7 +4,7 @@
 // Only GET, HEAD and the ingest POST (idempotent by its body) are retried;
 // when it gives up, the last response (the rate-limited envelope) goes back
 // to openapi-fetch, which hands it to the caller as a typed error.
-import { operationOf, parseRateLimit, sleep as defaultSleep, type Pacer } from "./pacer";
+import { operationOf, parseRateLimit, sleep as defaultSleep, type ApiError, type Pacer } from "./pacer";
 import type { OperationId } from "./budgets";
 
 export interface RetryOptions {
@@ -14,8 +14,23 @@ export interface RetryOptions {
   maxWaitMs?: number;
   /** Jitter added to each wait: up to this fraction of it (default 0.2), at most 5 s. */
   jitter?: number;
+  /**
+   * onWait is told of each wait for a refused request before it starts, and
+   * calls the function it returns once the wait is over (or cut short).
+   */
+  onWait?: (w: Wait) => (() => void) | void;
   random?: () => number;
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
+/** A wait for a refused request: the 429 or 503 and when it will be sent again. */
+export interface Wait {
+  /** When the request goes again, in ms since the epoch. */
+  until: number;
+  status: number;
+  operation?: OperationId;
+  /** The refusal's envelope, when its body was one. */
+  error?: ApiError;
 }
 
 /** POSTs that are safe to send again: ingest deduplicates by its body. */
@@ -79,8 +94,25 @@ export function pacedFetch(base: (input: Request, init?: RequestInit) => Promise
       const delay = after + Math.min(5000, after * jitter) * random();
       if (waited + delay > maxWaitMs) return res;
       waited += delay;
+      const error = o.onWait ? await envelopeOf(res) : undefined;
       await res.body?.cancel();
-      await wait(delay, req.signal);
+      const done = o.onWait?.({ until: Date.now() + delay, status: res.status, operation: id, error });
+      try {
+        await wait(delay, req.signal);
+      } finally {
+        done?.();
+      }
     }
   };
+}
+
+// envelopeOf reads a refusal's error envelope from a copy of its body, if it is one.
+async function envelopeOf(res: Response): Promise<ApiError | undefined> {
+  try {
+    const v: unknown = await res.clone().json();
+    if (v && typeof v === "object" && "code" in v && "message" in v) return v as ApiError;
+  } catch {
+    // not JSON: the wait is told without it
+  }
+  return undefined;
 }

@@ -1,0 +1,233 @@
+// The client's streams: Server-Sent Events read over fetch, so a refusal's
+// status and Retry-After are seen (a native EventSource sees neither), typed
+// by the spec's x-events. A stream takes one of the client's stream slots
+// while it is open, waits out a 429 or 503 as long as the server says, and
+// reconnects after a drop with Last-Event-ID, so nothing is missed.
+//
+// The SSE text is parsed by @microsoft/fetch-event-source's parser; its
+// fetchEventSource wrapper is not used because it reaches for window and
+// document (so it cannot run in Node.js) and cannot hold a stream slot.
+import { getBytes, getLines, getMessages, type EventSourceMessage } from "@microsoft/fetch-event-source/lib/esm/parse.js";
+import type { BrainClient } from "./client";
+import { LocalRateLimitError, sleep, type ApiError } from "./pacer";
+import { retryAfterMs } from "./retry";
+import type { components } from "./schema";
+
+type Schemas = components["schemas"];
+
+/** The stream endpoints, and the events each sends. */
+export interface StreamEvents {
+  "/api/v1/events": Schemas["FollowEventsEvent"];
+  "/api/v1/jobs/{id}/log": Schemas["FollowJobLogEvent"];
+  "/api/v1/system/live": Schemas["FollowSystemLiveEvent"];
+}
+export type StreamPath = keyof StreamEvents;
+export type StreamEvent<P extends StreamPath> = StreamEvents[P];
+
+/** Where a stream is. busy and reconnecting end by themselves at `until` (ms since the epoch). */
+export type StreamStatus =
+  | { state: "connecting" }
+  | { state: "open" }
+  | { state: "busy"; until: number; error?: ApiError }
+  | { state: "reconnecting"; until: number }
+  | { state: "closed" }
+  | { state: "failed"; error: ApiError };
+
+export interface StreamOptions<P extends StreamPath> {
+  /** The {id} of /api/v1/jobs/{id}/log. */
+  id?: string;
+  /** Resume after this event. */
+  lastEventId?: string;
+  onEvent: (ev: StreamEvent<P>) => void;
+  onStatus?: (s: StreamStatus) => void;
+}
+
+export interface StreamHandle {
+  /** close ends the stream and frees its slot; no event or status follows. */
+  close(): void;
+  /** The id of the last event received: where a reconnect resumes. */
+  readonly lastEventId: string | undefined;
+}
+
+/** The longest a reconnect waits after repeated drops, in ms. */
+const maxBackoffMs = 30_000;
+
+// Events after which a job's log has nothing more to say.
+const final = new Set(["job.succeeded", "job.failed"]);
+
+/**
+ * openStream follows a stream until close: it connects, delivers each
+ * event, and after a refusal or a drop tries again by itself, saying so
+ * through onStatus. It ends for good on a job log's last event, a 204 (the
+ * log had ended) or a refusal that waiting will not change (401, 404, ...).
+ */
+export function openStream<P extends StreamPath>(client: BrainClient, path: P, o: StreamOptions<P>): StreamHandle {
+  const stop = new AbortController();
+  let lastEventId = o.lastEventId;
+  const status = (s: StreamStatus) => {
+    if (stop.signal.aborted) return;
+    o.onStatus?.(s);
+  };
+  const url = path.replace("{id}", encodeURIComponent(o.id ?? ""));
+
+  const run = async () => {
+    let retryMs = 1000; // until the stream's retry: field says otherwise
+    let drops = 0;
+    const pause = async (s: StreamStatus & { until: number }) => {
+      status(s);
+      await sleep(Math.max(0, s.until - Date.now()), stop.signal);
+    };
+    while (!stop.signal.aborted) {
+      status({ state: "connecting" });
+      let release: (() => void) | undefined;
+      try {
+        release = client.acquireStream();
+      } catch (e) {
+        if (!(e instanceof LocalRateLimitError)) throw e;
+        await pause({ state: "busy", until: Date.now() + 1000, error: e.envelope });
+        continue;
+      }
+      let ended = false;
+      try {
+        const headers: Record<string, string> = { Accept: "text/event-stream" };
+        if (lastEventId) headers["Last-Event-ID"] = lastEventId;
+        const res = await client.stream(url, { headers, signal: stop.signal });
+        if (res.status === 204) {
+          status({ state: "closed" });
+          return;
+        }
+        if (res.status !== 200 || !res.body) {
+          const error = await envelope(res);
+          const after = res.status === 429 || res.status === 503 ? retryAfterMs(res, Date.now()) : undefined;
+          if (after === undefined) {
+            status({ state: "failed", error });
+            return;
+          }
+          release();
+          release = undefined;
+          await pause({ state: "busy", until: Date.now() + after + Math.min(5000, after * 0.2) * Math.random(), error });
+          continue;
+        }
+        status({ state: "open" });
+        drops = 0;
+        await getBytes(
+          res.body,
+          getLines(
+            getMessages(
+              (id) => (lastEventId = id || undefined),
+              (r) => (retryMs = r),
+              (m) => {
+                const ev = parse<P>(m);
+                if (!ev || stop.signal.aborted) return;
+                if (final.has(ev.event)) ended = true;
+                o.onEvent(ev);
+              },
+            ),
+          ),
+        );
+      } catch (e) {
+        if (stop.signal.aborted) return;
+        // A drop: the connection failed or broke; try again below.
+        void e;
+      } finally {
+        release?.();
+      }
+      if (stop.signal.aborted) return;
+      if (ended) {
+        status({ state: "closed" });
+        return;
+      }
+      const backoff = Math.min(maxBackoffMs, retryMs * 2 ** Math.min(drops, 5));
+      drops++;
+      await pause({ state: "reconnecting", until: Date.now() + backoff + backoff * 0.2 * Math.random() });
+    }
+  };
+  // Begin after returning, so the first status reaches a caller that is
+  // still wiring itself up.
+  Promise.resolve().then(run).catch((e: unknown) => {
+    if (stop.signal.aborted) return;
+    status({ state: "failed", error: { code: "internal", message: e instanceof Error ? e.message : String(e), details: {} } });
+  });
+
+  return {
+    close() {
+      stop.abort();
+    },
+    get lastEventId() {
+      return lastEventId;
+    },
+  };
+}
+
+// parse turns one SSE message into a typed event; a message without data
+// (the first, which only sets retry:) is none.
+function parse<P extends StreamPath>(m: EventSourceMessage): StreamEvent<P> | undefined {
+  if (m.data === "" || m.event === "") return undefined;
+  let data: unknown;
+  try {
+    data = JSON.parse(m.data);
+  } catch {
+    return undefined;
+  }
+  const ev = { event: m.event, data } as StreamEvent<P>;
+  if (m.id) ev.id = m.id;
+  return ev;
+}
+
+// envelope reads a refusal's error envelope, or makes one from its status.
+async function envelope(res: Response): Promise<ApiError> {
+  try {
+    const v: unknown = await res.json();
+    if (v && typeof v === "object" && "code" in v && "message" in v) return v as ApiError;
+  } catch {
+    // not JSON
+  }
+  return { code: res.status === 404 ? "not-found" : "unavailable", message: `the stream answered ${res.status}`, details: {} };
+}
+
+interface Shared {
+  handle: StreamHandle;
+  listeners: Set<{ onEvent: (ev: StreamEvent<"/api/v1/events">) => void; onStatus?: (s: StreamStatus) => void }>;
+  last?: StreamStatus;
+}
+
+const shared = new WeakMap<BrainClient, Shared>();
+
+/**
+ * subscribeEvents shares one /api/v1/events stream among every subscriber
+ * of a client (in a browser, a tab), so views that each want the caller's
+ * events hold one stream slot and one connection between them. The stream
+ * opens with the first subscriber and closes after the last unsubscribes.
+ */
+export function subscribeEvents(
+  client: BrainClient,
+  onEvent: (ev: StreamEvent<"/api/v1/events">) => void,
+  onStatus?: (s: StreamStatus) => void,
+): () => void {
+  const me = { onEvent, onStatus };
+  let s = shared.get(client);
+  if (!s) {
+    const listeners: Shared["listeners"] = new Set();
+    const made: Shared = {
+      listeners,
+      handle: openStream(client, "/api/v1/events", {
+        onEvent: (ev) => listeners.forEach((l) => l.onEvent(ev)),
+        onStatus: (st) => {
+          made.last = st;
+          listeners.forEach((l) => l.onStatus?.(st));
+        },
+      }),
+    };
+    s = made;
+    shared.set(client, s);
+  } else if (s.last) {
+    onStatus?.(s.last);
+  }
+  s.listeners.add(me);
+  const mine = s;
+  return () => {
+    if (!mine.listeners.delete(me) || mine.listeners.size > 0) return;
+    mine.handle.close();
+    if (shared.get(client) === mine) shared.delete(client);
+  };
+}
