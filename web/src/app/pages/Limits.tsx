@@ -55,7 +55,7 @@ export function Limits() {
 
 function Row({ d, r, now }: { d?: DeclaredBudget; r: RateLimitReport | undefined; now: number }) {
   const policy = d?.budget.policy ?? r?.policy ?? "";
-  const resetIn = r ? Math.max(0, r.reset_s - (now - r.at) / 1000) : undefined;
+  const resetIn = r?.reset_s !== undefined ? Math.max(0, r.reset_s - (now - r.at) / 1000) : undefined;
   return (
     <tr data-testid={`limit-${policy}`}>
       <th scope="row">{policy}</th>
