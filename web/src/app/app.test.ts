@@ -6,6 +6,7 @@ import { notesToItems, parseBatchFile, parseTags } from "./notes";
 import { splitSnippet } from "./snippet";
 import { appendSnapshot, emptyColumns, type LiveSnapshot } from "./liveSeries";
 import { declaredBudgets, describeBudget } from "./budgets";
+import { href, parseHash } from "./router";
 
 describe("countdown", () => {
   it("rounds what is left up to whole seconds, never below 0", () => {
@@ -114,6 +115,8 @@ describe("declared budgets", () => {
     const ingest = d.find((x) => x.budget.policy === "ingest");
     expect(ingest?.operations).toEqual(["ingest-memory"]);
     expect(d.find((x) => x.budget.policy === "session")?.operations).toContain("list-jobs");
+    expect(d[0]?.budget.plane).toBe("session");
+    expect(d.at(-1)?.budget.plane).toBe("login");
   });
   it("describes each kind of budget", () => {
     expect(describeBudget({ plane: "apikey", policy: "ingest", limit: 100, window_s: 3600, burst: 100 })).toBe("100 per h, burst 100");
@@ -121,5 +124,22 @@ describe("declared budgets", () => {
     expect(describeBudget({ plane: "login", policy: "login", failures: 5, ip_failures: 20, backoff_s: [1, 900] })).toBe(
       "back-off after 5 failures (20 per IP), 1 s to 15 min",
     );
+  });
+});
+
+describe("router", () => {
+  it("reads each page from the hash, and back", () => {
+    expect(parseHash("")).toEqual({ page: "overview" });
+    expect(parseHash("#/")).toEqual({ page: "overview" });
+    expect(parseHash("#/keys")).toEqual({ page: "keys" });
+    expect(parseHash("#/jobs/")).toEqual({ page: "jobs" });
+    expect(parseHash("#/jobs/a%2Fb")).toEqual({ page: "job", id: "a/b" });
+    expect(href({ page: "job", id: "a/b" })).toBe("#/jobs/a%2Fb");
+    expect(href({ page: "overview" })).toBe("#/");
+  });
+  it("says not-found for what is no page", () => {
+    expect(parseHash("#/nope")).toEqual({ page: "not-found" });
+    expect(parseHash("#/keys/1")).toEqual({ page: "not-found" });
+    expect(parseHash("#/jobs/1/log")).toEqual({ page: "not-found" });
   });
 });

@@ -8,7 +8,10 @@ export interface DeclaredBudget {
   operations: OperationId[];
 }
 
-/** declaredBudgets lists each policy once, ordered by plane then policy. */
+// The planes in the order a signed-in person meets them.
+const planeOrder: readonly Budget["plane"][] = ["session", "stream", "apikey", "ip", "login"];
+
+/** declaredBudgets lists each policy once, ordered by plane (session first) then policy. */
 export function declaredBudgets(): DeclaredBudget[] {
   const byPolicy = new Map<string, DeclaredBudget>();
   for (const [id, op] of Object.entries(operations) as [OperationId, (typeof operations)[OperationId]][]) {
@@ -19,7 +22,8 @@ export function declaredBudgets(): DeclaredBudget[] {
       } else byPolicy.set(b.policy, { budget: b, operations: [id] });
     }
   }
-  return [...byPolicy.values()].sort((a, b) => a.budget.plane.localeCompare(b.budget.plane) || a.budget.policy.localeCompare(b.budget.policy));
+  const rank = (d: DeclaredBudget) => planeOrder.indexOf(d.budget.plane);
+  return [...byPolicy.values()].sort((a, b) => rank(a) - rank(b) || a.budget.policy.localeCompare(b.budget.policy));
 }
 
 /** describeBudget says what a budget allows, in a few words. */

@@ -71,7 +71,7 @@ export function JobProgress({ jobId, known }: { jobId: string; known?: JobStatus
   let text: string;
   switch (status) {
     case "succeeded":
-      text = `succeeded: ${total ?? done} items stored`;
+      text = total !== undefined ? `succeeded: ${total} items stored` : "succeeded";
       break;
     case "failed":
       text = `failed: ${error ?? "no reason given"} (${done} items stored)`;
