@@ -1,8 +1,7 @@
 // The dashboard: the query client, the session check (GET /api/v1/auth/me;
 // unauthenticated shows the login page) and the page the hash names.
-import { useState } from "react";
 import { QueryClientProvider } from "@tanstack/react-query";
-import { $api, createQueryClient } from "./api";
+import { $api, queryClient } from "./api";
 import { asApiError } from "./errors";
 import { ErrorNotice } from "./ErrorNotice";
 import { Layout } from "./Layout";
@@ -17,9 +16,8 @@ import { Keys } from "./pages/Keys";
 import { Limits } from "./pages/Limits";
 
 export function App() {
-  const [qc] = useState(createQueryClient);
   return (
-    <QueryClientProvider client={qc}>
+    <QueryClientProvider client={queryClient}>
       <Session />
     </QueryClientProvider>
   );

@@ -3,6 +3,7 @@
 import createQueryHooks from "openapi-react-query";
 import { QueryCache, QueryClient } from "@tanstack/react-query";
 import { createBrainClient } from "../api/client";
+import type { StreamStatus } from "../api/streams";
 import { asApiError } from "./errors";
 
 export const client = createBrainClient();
@@ -31,4 +32,15 @@ export function createQueryClient(): QueryClient {
     },
   });
   return qc;
+}
+
+export const queryClient = createQueryClient();
+
+/**
+ * checkSession is a stream's onStatus companion: a stream refused as
+ * unauthenticated means the session ended, so check it again (which shows
+ * the login page).
+ */
+export function checkSession(s: StreamStatus): void {
+  if (s.state === "failed" && s.error.code === "unauthenticated") void queryClient.invalidateQueries({ queryKey: meKey });
 }

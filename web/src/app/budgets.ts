@@ -33,7 +33,7 @@ export function describeBudget(b: Budget): string {
   return `back-off after ${b.failures} failures (${b.ip_failures} per IP), ${b.backoff_s[0]} s to ${windowText(b.backoff_s[1])}`;
 }
 
-function windowText(s: number): string {
+export function windowText(s: number): string {
   if (s === 1) return "s";
   if (s === 60) return "min";
   if (s === 3600) return "h";

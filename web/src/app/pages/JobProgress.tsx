@@ -7,7 +7,7 @@ import { useEffect, useRef, useState } from "react";
 import { useQueryClient } from "@tanstack/react-query";
 import type { components } from "../../api/schema";
 import { openStream, type StreamStatus } from "../../api/streams";
-import { $api, client } from "../api";
+import { $api, checkSession, client } from "../api";
 import { ErrorNotice } from "../ErrorNotice";
 import { StreamNotice } from "../StreamNotice";
 
@@ -50,6 +50,7 @@ export function JobProgress({ jobId, known }: { jobId: string; known?: JobStatus
       },
       onStatus: (s) => {
         setStream(s);
+        checkSession(s);
         // The log is over: the job's own record has its final state.
         if (s.state === "closed") void refetch.current();
       },

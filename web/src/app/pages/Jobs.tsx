@@ -3,7 +3,7 @@
 import { useEffect } from "react";
 import { useQueryClient } from "@tanstack/react-query";
 import { subscribeEvents } from "../../api/streams";
-import { $api, client } from "../api";
+import { $api, checkSession, client } from "../api";
 import { ErrorNotice } from "../ErrorNotice";
 import { Pager, useCursorPages } from "../Pager";
 import { href } from "../router";
@@ -18,7 +18,7 @@ export function Jobs() {
       subscribeEvents(client, (ev) => {
         if (ev.event === "job.queued" || ev.event === "job.succeeded" || ev.event === "job.failed" || ev.event === "stream.gap")
           void qc.invalidateQueries({ queryKey: ["get", "/api/v1/jobs"] });
-      }),
+      }, checkSession),
     [qc],
   );
 

@@ -6,7 +6,7 @@ import { useEffect, useState, type FormEvent } from "react";
 import { useQueryClient } from "@tanstack/react-query";
 import type { components } from "../../api/schema";
 import { subscribeEvents, type StreamStatus } from "../../api/streams";
-import { $api, client } from "../api";
+import { $api, checkSession, client } from "../api";
 import { copyText } from "../clipboard";
 import { ErrorNotice } from "../ErrorNotice";
 import { Pager, useCursorPages } from "../Pager";
@@ -30,7 +30,10 @@ export function Keys() {
         (ev) => {
           if (ev.event === "apikey.created" || ev.event === "apikey.deleted" || ev.event === "stream.gap") void qc.invalidateQueries({ queryKey: keysKey });
         },
-        setEvents,
+        (s) => {
+          setEvents(s);
+          checkSession(s);
+        },
       ),
     [qc],
   );

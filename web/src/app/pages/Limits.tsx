@@ -5,7 +5,7 @@
 import { useEffect, useState } from "react";
 import type { RateLimitReport } from "../../api/client";
 import { client } from "../api";
-import { declaredBudgets, describeBudget, type DeclaredBudget } from "../budgets";
+import { declaredBudgets, describeBudget, windowText, type DeclaredBudget } from "../budgets";
 import { formatWait } from "../countdown";
 import { useNow } from "../useNow";
 
@@ -61,7 +61,8 @@ function Row({ d, r, now }: { d?: DeclaredBudget; r: RateLimitReport | undefined
       <th scope="row">{policy}</th>
       <td data-label="Plane">{d?.budget.plane ?? "—"}</td>
       <td data-label="Declared" title={d ? `used by ${d.operations.join(", ")}` : undefined}>
-        {d ? describeBudget(d.budget) : r?.limit !== undefined ? `${r.limit} per ${r.window_s ?? "?"} s (not in the spec)` : "not in the spec"}
+        {d ? describeBudget(d.budget) : "not in the spec"}
+        {r && differs(d, r) && <span className="muted small"> (brain reports {reportedText(r)})</span>}
       </td>
       <td data-label="Remaining" data-testid={`limit-${policy}-remaining`}>
         {r ? r.remaining : "—"}
@@ -70,4 +71,19 @@ function Row({ d, r, now }: { d?: DeclaredBudget; r: RateLimitReport | undefined
       <td data-label="Reported">{r ? `${formatWait((now - r.at) / 1000)} ago` : "not yet"}</td>
     </tr>
   );
+}
+
+// differs says whether the running server's policy (RateLimit-Policy) is
+// not what the spec declares: its settings were changed from the defaults.
+function differs(d: DeclaredBudget | undefined, r: RateLimitReport): boolean {
+  if (r.limit === undefined) return false;
+  if (!d) return true;
+  const b = d.budget;
+  if ("limit" in b) return b.limit !== r.limit || (r.window_s !== undefined && b.window_s !== r.window_s);
+  if ("concurrent" in b) return b.concurrent !== r.limit;
+  return false;
+}
+
+function reportedText(r: RateLimitReport): string {
+  return r.window_s !== undefined ? `${r.limit} per ${windowText(r.window_s)}` : `${r.limit}`;
 }

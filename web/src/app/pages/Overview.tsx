@@ -3,7 +3,7 @@
 // current numbers beside.
 import { useEffect, useState } from "react";
 import { openStream, type StreamStatus } from "../../api/streams";
-import { client } from "../api";
+import { checkSession, client } from "../api";
 import { appendSnapshot, emptyColumns, type LiveColumns, type LiveSnapshot } from "../liveSeries";
 import { StreamNotice } from "../StreamNotice";
 import { LiveChart } from "./LiveChart";
@@ -23,7 +23,10 @@ export function Overview() {
         setLatest(ev.data);
         setColumns((c) => appendSnapshot(c, ev.data));
       },
-      onStatus: setStatus,
+      onStatus: (s) => {
+        setStatus(s);
+        checkSession(s);
+      },
     });
     return () => handle.close();
   }, []);
