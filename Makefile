@@ -1,17 +1,21 @@
 # brain's tasks. `make test` is the one command that runs every test.
-.PHONY: run test openapi client client-check api-check bench bench-smoke lint rename
+.PHONY: run web test openapi client client-check client-server-check api-check bench bench-smoke lint rename
 
 GO ?= go
 WEB_DEPS := web/node_modules/.package-lock.json
 
-run: ## run the server with its defaults (SQLite and in-memory state)
+run: web ## build the dashboard and the /docs UI, then run the server with its defaults (SQLite and in-memory state): the dashboard at /, the API reference at /docs
 	$(GO) run ./cmd/brain
 
-test: $(WEB_DEPS) ## every test: the benchmark module compiled, Go with -race (spec drift included), the connection flood and an ingest body's cost without it, the TypeScript client check, every benchmark once
+web: $(WEB_DEPS) ## build the dashboard and the /docs UI into web/dist/, which the next go build (or go run) embeds
+	cd web && npm run --silent build
+
+test: $(WEB_DEPS) ## every test: the benchmark module compiled, Go with -race (spec drift included), the connection flood and an ingest body's cost without it, the TypeScript client check and its tests against a real server, every benchmark once
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 -run '^$$' ./... >/dev/null
 	$(GO) test -race ./...
 	$(GO) test -count=1 -run '^(TestIdleConnectionFlood|TestIngestBodyCost)$$' ./cmd/brain
 	$(MAKE) --no-print-directory client-check
+	$(MAKE) --no-print-directory client-server-check
 	$(MAKE) --no-print-directory bench-smoke
 
 openapi: ## regenerate openapi.json from the code (then run make client)
@@ -25,6 +29,9 @@ client-check: $(WEB_DEPS) ## fail when schema.d.ts or budgets.ts is stale, the t
 	@cd web && npm run --silent check || { echo "web/src/api/schema.d.ts or budgets.ts is stale, or the client does not compile: run make client"; exit 1; }
 	@cd web && npm run --silent test
 	@echo "client check: schema.d.ts and budgets.ts are current, the typed client compiles and its tests pass"
+
+client-server-check: $(WEB_DEPS) ## the TypeScript client against a real brain (built once with go build): pacing without 429s, and examples/ts-client run end to end
+	cd web && npm run --silent test:server
 
 $(WEB_DEPS): web/package.json web/package-lock.json
 	cd web && npm ci --no-audit --no-fund

@@ -125,8 +125,11 @@ func TestForkRenameBuilds(t *testing.T) {
 		t.Skip("make is not installed")
 	}
 	mod := modulePath(t)
-	// The client is not Go; nothing in it names the module.
-	dst := copyRepo(t, func(f string) bool { return !strings.HasPrefix(f, "web/") })
+	// The client and the dashboard are not Go; nothing in them names the
+	// module. Package web is: its Go files and the dist/ it embeds.
+	dst := copyRepo(t, func(f string) bool {
+		return !strings.HasPrefix(f, "web/") || (strings.HasSuffix(f, ".go") && !strings.Contains(f[len("web/"):], "/")) || strings.HasPrefix(f, "web/dist/")
+	})
 	const fork = "example.com/acme/memory"
 	runIn(t, dst, "make", "rename", "MODULE="+fork)
 	if got := runIn(t, dst, "go", "list", "-m"); got != fork {

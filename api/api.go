@@ -91,6 +91,16 @@ type Config struct {
 	// this replica's load: Caller (the default when empty: every session
 	// and API key) or Admin (the user admin only).
 	LiveAccess Access
+
+	// Static, when set, answers the GET and HEAD requests no route
+	// matches, outside /api/ and /docs/: the dashboard's files (package
+	// web, which cmd/brain gives here). No rate plane applies to them.
+	// Nil: those requests get the 404 envelope like any other.
+	Static http.Handler
+	// Docs, when set, serves /docs and every path under /docs/: the
+	// interactive reference (package web). Nil: /docs is the page this
+	// package renders from the spec, with no script.
+	Docs http.Handler
 }
 
 func (c Config) now() time.Time { return c.Now() }
@@ -134,6 +144,13 @@ func New(cfg Config) *Server {
 		middleware.GetHead) // HEAD wherever GET is, as HTTP asks
 	r.Use(CSRF(cfg.CORSOrigins))
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		if cfg.Static != nil && isStatic(r) {
+			if rc := chi.RouteContext(r.Context()); rc != nil {
+				rc.RoutePatterns = append(rc.RoutePatterns, "/*") // the access log's route
+			}
+			cfg.Static.ServeHTTP(w, r)
+			return
+		}
 		WriteError(w, NewError(http.StatusNotFound, "no route matches this path"))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
@@ -194,7 +211,7 @@ func New(cfg Config) *Server {
 	addRoutes(api, cfg)
 	s.addStreamRoutes(cfg)
 	cfg.Metrics.observeServer(s)
-	s.serveDocuments(r)
+	s.serveDocuments(r, cfg.Docs)
 	return s
 }
 

@@ -180,9 +180,10 @@ func (d *document) serve(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(d.body))
 }
 
-// serveDocuments routes the spec (JSON and YAML) and the reference page.
-// The page is built from the served JSON, so the two never disagree.
-func (s *Server) serveDocuments(r chi.Router) {
+// serveDocuments routes the spec (JSON and YAML) and the reference: ui at
+// /docs and under /docs/ when it is not nil, else the page rendered here,
+// built from the served JSON, so the two never disagree.
+func (s *Server) serveDocuments(r chi.Router, ui http.Handler) {
 	specJSON := &document{contentType: "application/json", render: s.Spec, renders: &s.renders}
 	specYAML := &document{contentType: "application/yaml", render: s.API.OpenAPI().YAML, renders: &s.renders}
 	docs := &document{contentType: "text/html; charset=utf-8", renders: &s.renders, render: func() ([]byte, error) {
@@ -194,6 +195,11 @@ func (s *Server) serveDocuments(r chi.Router) {
 	}}
 	r.Get("/openapi.json", specJSON.serve)
 	r.Get("/openapi.yaml", specYAML.serve)
+	if ui != nil {
+		r.Get("/docs", ui.ServeHTTP)
+		r.Get("/docs/*", ui.ServeHTTP)
+		return
+	}
 	r.Get("/docs", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
 		docs.serve(w, r)

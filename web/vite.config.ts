@@ -13,5 +13,5 @@ export default defineConfig({
   server: {
     proxy: Object.fromEntries(["/api", "/openapi.json", "/openapi.yaml", "/docs"].map((p) => [p, { target: brain, ws: false }])),
   },
-  test: { include: ["src/**/*.test.ts", "src/**/*.test.tsx"] },
+  test: { include: ["src/**/*.test.ts", "src/**/*.test.tsx", "scripts/**/*.test.js"] },
 });

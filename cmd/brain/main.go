@@ -155,6 +155,10 @@ type running struct {
 func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) {
 	l := limits(cfg)
 	l.Store = r.limiters
+	site, err := dashboard()
+	if err != nil {
+		return nil, err
+	}
 	s := api.New(api.Config{
 		Logger:         logger,
 		BuildVersion:   buildVersion(),
@@ -171,6 +175,8 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		IngestTTL:      cfg.IngestTTL,
 		Bodies:         api.BodyBudget{InFlight: cfg.BodyBytesInFlight, PerCaller: cfg.BodyBytesPerUser},
 		LiveAccess:     cfg.LiveAccess,
+		Static:         site,
+		Docs:           site.Docs(), // nil when not built: the page the api package renders
 	})
 	if err := s.Err(); err != nil {
 		return nil, err

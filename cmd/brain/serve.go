@@ -346,7 +346,10 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	srv.ConnState = conns.ConnState
 	logger.Info("connection caps", "max_conns", maxConns, "max_conns_per_ip", cfg.MaxConnsPerIP, "descriptor_limit", fileLimit)
 	addr := ln.Addr().String()
-	logger.Info("brain listening", "addr", addr, "docs", "http://"+addr+"/docs")
+	logger.Info("brain listening", "addr", addr, "docs", "http://"+addr+"/docs", "dashboard", "http://"+addr+"/")
+	if site, _ := dashboard(); site != nil && !site.Built() {
+		logger.Info("the dashboard is not built: / says so; make web builds it (make run builds it and runs the server)")
+	}
 	return serveUntilDone(ctx, srv, conns.Listener(ln), cfg.ShutdownTimeout, logger, handler.CloseStreams)
 }
 

@@ -1,0 +1,41 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+)
+
+// The page a server built without the dashboard answers with: what to run
+// to build it, and where the API and its reference are meanwhile.
+
+const notBuiltPage = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Dashboard not built</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:42rem;margin:3rem auto;padding:0 1rem;color:#1d2330}code{background:#f0f2f6;padding:1px 4px;border-radius:3px}</style>
+</head><body>
+<h1>The dashboard is not built</h1>
+<p>This server was built without the dashboard: <code>web/dist</code> had no <code>index.html</code>.
+Build it with <code>make web</code>, then start the server again (<code>go run ./cmd/brain</code> embeds it);
+or run <code>make run</code>, which does both. Building needs Node.js 20 and npm.</p>
+<p>The API works meanwhile: its reference is at <a href="/docs">/docs</a>, its spec at
+<a href="/openapi.json">/openapi.json</a>, and <a href="/api/v1/health">/api/v1/health</a> answers while the server runs.</p>
+</body></html>
+`
+
+// notBuilt writes the page: 200 at the root, 404 elsewhere (there is no
+// app to route other paths).
+func notBuilt(w http.ResponseWriter, r *http.Request, root bool) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(notBuiltPage)))
+	h.Set("Cache-Control", cacheRevalidate)
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	status := http.StatusNotFound
+	if root {
+		status = http.StatusOK
+	}
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write([]byte(notBuiltPage))
+	}
+}

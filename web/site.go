@@ -1,0 +1,235 @@
+package web
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"mime"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The dashboard's and the docs UI's files as the server sends them: the
+// cache rule of each kind of file, a precompressed .gz sibling when the
+// client takes gzip, the single-page app's fallback to index.html.
+
+// Cache-Control of each kind of file. Vite names the files under assets/
+// by a hash of their bytes, so a name never changes meaning: a year,
+// never revalidated. Every other file (index.html, the SPA fallback, the
+// docs UI's files) is kept but revalidated on each use, by its ETag, so a
+// deploy is seen at once.
+const (
+	cacheImmutable  = "public, max-age=31536000, immutable"
+	cacheRevalidate = "no-cache"
+)
+
+// CSP is the Content-Security-Policy of every file served: scripts, styles,
+// fonts and requests from this origin only, with no inline script. Inline
+// styles are allowed, as React's style props and Swagger UI set them;
+// images may be data: URIs, as the docs UI's stylesheet has them.
+const CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; " +
+	"font-src 'self' data:; connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// Site serves the files of one build. It is the dashboard's handler; Docs
+// is the docs UI's. Create it with [New].
+type Site struct {
+	files map[string]*file // every regular file, by name, read once
+}
+
+// file is one file, ready to send.
+type file struct {
+	body, gz     []byte // gz: its .gz sibling, nil without one
+	etag, gzETag string
+	contentType  string
+	cache        string
+}
+
+// New reads every file of fsys (a build: dist/, or an fstest.MapFS in
+// tests) into memory. Names with an element starting with a dot
+// (.gitkeep) are never served, and a name.gz beside name is name's gzip
+// encoding, not a file of its own.
+func New(fsys fs.FS) (*Site, error) {
+	s := &Site{files: map[string]*file{}}
+	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() || hidden(name) {
+			return nil
+		}
+		body, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return err
+		}
+		ct := mime.TypeByExtension(path.Ext(name))
+		if ct == "" {
+			ct = "application/octet-stream"
+		}
+		cache := cacheRevalidate
+		if strings.HasPrefix(name, "assets/") {
+			cache = cacheImmutable
+		}
+		s.files[name] = &file{body: body, etag: etagOf(body, ""), contentType: ct, cache: cache}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("web: read the build: %w", err)
+	}
+	for name, f := range s.files {
+		if orig, ok := strings.CutSuffix(name, ".gz"); ok && s.files[orig] != nil {
+			s.files[orig].gz, s.files[orig].gzETag = f.body, etagOf(s.files[orig].body, "-gz")
+			delete(s.files, name)
+		}
+	}
+	return s, nil
+}
+
+// Built reports whether the build has the dashboard (index.html).
+func (s *Site) Built() bool { return s.files["index.html"] != nil }
+
+// ServeHTTP serves the dashboard: a file of the build by its path, else
+// index.html (the app routes its own paths), with the page saying how to
+// build the dashboard when it is not built. A path under /assets/ that is
+// not a file is a 404, never index.html kept for a year; so are paths
+// under /api/ and /docs/ (not the dashboard's) and paths that are not a
+// clean name: "..", empty or dot-led elements.
+func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !getOrHead(w, r) {
+		return
+	}
+	name, ok := nameOf(r.URL.Path)
+	switch {
+	case !ok || name == "api" || strings.HasPrefix(name, "api/") || name == "docs" || strings.HasPrefix(name, "docs/"):
+		http.NotFound(w, r)
+	case s.files[name] != nil:
+		s.files[name].serve(w, r)
+	case name == "assets" || strings.HasPrefix(name, "assets/"):
+		http.NotFound(w, r)
+	case s.Built():
+		s.files["index.html"].serve(w, r)
+	default:
+		notBuilt(w, r, name == "" || name == "index.html")
+	}
+}
+
+// Docs returns the handler of /docs and the paths under /docs/: the docs
+// UI's files, docs/index.html at /docs and /docs/. It is nil when the
+// build has no docs UI.
+func (s *Site) Docs() http.Handler {
+	if s.files["docs/index.html"] == nil {
+		return nil
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !getOrHead(w, r) {
+			return
+		}
+		name, ok := nameOf(r.URL.Path)
+		if name == "docs" {
+			name = "docs/index.html"
+		}
+		if f := s.files[name]; ok && strings.HasPrefix(name, "docs/") && f != nil {
+			f.serve(w, r)
+			return
+		}
+		http.NotFound(w, r)
+	})
+}
+
+// serve writes f, gzipped when it has a .gz sibling and the client takes
+// gzip, with its cache rule and ETag; http.ServeContent answers
+// If-None-Match (304) and HEAD. Range is ignored, as for the spec: many
+// small ranges would cost a multipart answer larger than the file.
+func (f *file) serve(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Type", f.contentType)
+	h.Set("Cache-Control", f.cache)
+	h.Set("Content-Security-Policy", CSP)
+	body, etag := f.body, f.etag
+	if f.gz != nil {
+		h.Add("Vary", "Accept-Encoding")
+		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+			body, etag = f.gz, f.gzETag
+			h.Set("Content-Encoding", "gzip")
+		}
+	}
+	h.Set("ETag", etag)
+	if r.Header.Get("Range") != "" {
+		r = r.Clone(r.Context())
+		r.Header.Del("Range")
+	}
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+}
+
+// getOrHead answers 405 to any other method and reports whether r is a
+// GET or a HEAD.
+func getOrHead(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	w.Header().Set("Allow", "GET, HEAD")
+	http.Error(w, "405 method not allowed", http.StatusMethodNotAllowed)
+	return false
+}
+
+// nameOf is the file name of a URL path ("/assets/a.js" → "assets/a.js",
+// "/" → ""), and false for a path that is not a clean name: "..", ".",
+// empty or dot-led elements, backslashes.
+func nameOf(urlPath string) (string, bool) {
+	name, ok := strings.CutPrefix(urlPath, "/")
+	if !ok {
+		return "", false
+	}
+	name = strings.TrimSuffix(name, "/")
+	if name == "" {
+		return "", true
+	}
+	if !fs.ValidPath(name) || strings.Contains(name, `\`) || hidden(name) {
+		return "", false
+	}
+	return name, true
+}
+
+// hidden reports whether an element of name starts with a dot.
+func hidden(name string) bool {
+	for _, e := range strings.Split(name, "/") {
+		if strings.HasPrefix(e, ".") && e != "." {
+			return true
+		}
+	}
+	return false
+}
+
+// etagOf is a strong ETag of body, suffix telling encodings apart.
+func etagOf(body []byte, suffix string) string {
+	sum := sha256.Sum256(body)
+	return `"` + hex.EncodeToString(sum[:16]) + suffix + `"`
+}
+
+// acceptsGzip reports whether an Accept-Encoding header takes gzip: it
+// names gzip or *, with a q-value that is not 0.
+func acceptsGzip(header string) bool {
+	for _, part := range strings.Split(header, ",") {
+		coding, params, _ := strings.Cut(part, ";")
+		coding = strings.ToLower(strings.TrimSpace(coding))
+		if coding != "gzip" && coding != "*" {
+			continue
+		}
+		q := 1.0
+		for _, p := range strings.Split(params, ";") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(p), "q="); ok {
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					q = f
+				}
+			}
+		}
+		if q > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,96 @@
+// Headless Chromium for the browser tests: Debian's /usr/bin/chromium driven
+// by playwright-core (which never downloads a browser). Each page records
+// its console errors and every request that leaves the server's origin, and
+// screenshots go to web/test-results/, the tests' artefacts.
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { repoRoot } from "./brain";
+
+/** Where Chromium is: $CHROMIUM, else Debian's package's path. */
+export const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
+
+/**
+ * haveChromium says whether the browser tests can run. Under CI=true a
+ * missing Chromium is a failure, never a skip: it throws.
+ */
+export function haveChromium(): boolean {
+  if (existsSync(chromiumPath)) return true;
+  if (process.env.CI === "true") {
+    throw new Error(`no Chromium at ${chromiumPath}: apt-get install chromium (CI=true never skips the browser tests)`);
+  }
+  console.warn(`browser tests skipped: no Chromium at ${chromiumPath} (apt-get install chromium)`);
+  return false;
+}
+
+/** Where screenshots go. */
+export const artefacts = resolve(repoRoot, "web/test-results");
+
+// As root in a container Chromium needs --no-sandbox; the background
+// networking flags stop it calling Google's hosts, which a closed network
+// refuses.
+const flags = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+
+export interface Browsing {
+  browser: Browser;
+  context: BrowserContext;
+  close(): Promise<void>;
+}
+
+/** launch starts Chromium with a fresh profile and one context on origin's server. */
+export async function launch(viewport = { width: 1280, height: 800 }): Promise<Browsing> {
+  const profile = await mkdtemp(join(tmpdir(), "brain-chromium-"));
+  const browser = await chromium.launch({ executablePath: chromiumPath, args: [...flags, `--user-data-dir=${profile}`] });
+  const context = await browser.newContext({ viewport });
+  return {
+    browser,
+    context,
+    async close() {
+      await browser.close();
+      await rm(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Watched {
+  page: Page;
+  /** console errors and page errors, in order. */
+  errors: string[];
+  /** requests to any other origin than the server's. */
+  offOrigin: string[];
+}
+
+/** watch opens a page that records console errors and requests that leave origin. */
+export async function watch(context: BrowserContext, origin: string): Promise<Watched> {
+  const page = await context.newPage();
+  const w: Watched = { page, errors: [], offOrigin: [] };
+  page.on("console", (m) => {
+    if (m.type() === "error") w.errors.push(m.text());
+  });
+  page.on("pageerror", (e) => w.errors.push(e.message));
+  page.on("request", (r) => {
+    const u = r.url();
+    if (u.startsWith("data:") || u.startsWith("blob:")) return;
+    if (new URL(u).origin !== origin) w.offOrigin.push(u);
+  });
+  return w;
+}
+
+/** shot saves a screenshot of page as web/test-results/<name>.png and returns its path. */
+export async function shot(page: Page, name: string): Promise<string> {
+  await mkdir(artefacts, { recursive: true });
+  const path = join(artefacts, `${name}.png`);
+  await page.screenshot({ path, fullPage: true });
+  return path;
+}
