@@ -2,6 +2,7 @@
 // unauthenticated shows the login page) and the page the hash names.
 import { QueryClientProvider } from "@tanstack/react-query";
 import { $api, queryClient } from "./api";
+import { BusyBanner } from "./BusyBanner";
 import { asApiError } from "./errors";
 import { ErrorNotice } from "./ErrorNotice";
 import { Layout } from "./Layout";
@@ -26,25 +27,39 @@ export function App() {
 function Session() {
   const route = parseHash(useHash());
   const me = $api.useQuery("get", "/api/v1/auth/me", {}, { staleTime: Infinity });
+  // Before the session is known (the check itself may be waiting out a
+  // 429), the busy banner stands above the page too.
   if (me.isPending) {
     return (
-      <main className="login">
-        <p role="status">Checking your session…</p>
-      </main>
+      <>
+        <BusyBanner />
+        <main className="login">
+          <p role="status">Checking your session…</p>
+        </main>
+      </>
     );
   }
   if (me.isError) {
-    if (asApiError(me.error)?.code === "unauthenticated") return <Login />;
+    if (asApiError(me.error)?.code === "unauthenticated")
+      return (
+        <>
+          <BusyBanner />
+          <Login />
+        </>
+      );
     return (
-      <main className="login">
-        <div className="card stack">
-          <h1>brain</h1>
-          <ErrorNotice error={me.error} />
-          <button type="button" onClick={() => void me.refetch()}>
-            Try again
-          </button>
-        </div>
-      </main>
+      <>
+        <BusyBanner />
+        <main className="login">
+          <div className="card stack">
+            <h1>brain</h1>
+            <ErrorNotice error={me.error} />
+            <button type="button" onClick={() => void me.refetch()}>
+              Try again
+            </button>
+          </div>
+        </main>
+      </>
     );
   }
   return (
