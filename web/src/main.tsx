@@ -1,10 +1,8 @@
 // The dashboard's entry: renders the app into #root.
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
-
-function App() {
-  return <h1>brain</h1>;
-}
+import { App } from "./app/App";
+import "./app/app.css";
 
 createRoot(document.getElementById("root")!).render(
   <StrictMode>
