@@ -6,7 +6,7 @@ import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { expect } from "vitest";
 import { repoRoot } from "./brain";
 
@@ -44,21 +44,18 @@ const flags = [
 ];
 
 export interface Browsing {
-  browser: Browser;
   context: BrowserContext;
   close(): Promise<void>;
 }
 
-/** launch starts Chromium with a fresh profile and one context on origin's server. */
+/** launch starts Chromium with a fresh profile of its own, and returns its one context. */
 export async function launch(viewport = { width: 1280, height: 800 }): Promise<Browsing> {
   const profile = await mkdtemp(join(tmpdir(), "brain-chromium-"));
-  const browser = await chromium.launch({ executablePath: chromiumPath, args: [...flags, `--user-data-dir=${profile}`] });
-  const context = await browser.newContext({ viewport });
+  const context = await chromium.launchPersistentContext(profile, { executablePath: chromiumPath, args: flags, viewport, headless: true });
   return {
-    browser,
     context,
     async close() {
-      await browser.close();
+      await context.close();
       await rm(profile, { recursive: true, force: true });
     },
   };

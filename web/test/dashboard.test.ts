@@ -29,6 +29,8 @@ describe.runIf(run)("the dashboard, as a new user", () => {
     await logIn(page, brain().url, brain().adminPassword);
     await expect.poll(() => page.getByTestId("live-status").getAttribute("data-state"), { timeout: 10_000 }).toBe("open");
     await page.locator('[data-testid="live-chart"] canvas').first().waitFor({ timeout: 10_000 });
+    await page.getByTestId("live-requests").waitFor({ timeout: 10_000 });
+    await page.waitForTimeout(3000); // a few snapshots (one a second) for the picture
     await shot(page, "02-overview");
   });
 
@@ -100,7 +102,7 @@ describe.runIf(run)("the dashboard, as a new user", () => {
     await expect.poll(() => op.textContent()).toMatch(/120 per minute, burst 60, per session/);
     await op.getByRole("button", { name: "Try it out" }).click();
     await op.getByRole("button", { name: "Execute" }).click();
-    const status = op.locator(".live-responses-table .response-col_status").first();
+    const status = op.locator(".live-responses-table tr.response .response-col_status").first();
     await expect.poll(() => status.textContent(), { timeout: 10_000 }).toMatch(/200/);
     await expect.poll(() => op.locator(".live-responses-table .microlight").first().textContent()).toMatch(/"session"/);
     await shot(page, "09-docs-try-it");

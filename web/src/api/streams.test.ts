@@ -82,6 +82,7 @@ describe("openStream", () => {
     expect(states(seen)).toEqual(["connecting", "open"]);
     expect(h.lastEventId).toBe("7");
     h.close();
+    expect(c.pacer.openStreams()).toBe(0); // at once, not once the fetch has unwound
     await vi.advanceTimersByTimeAsync(0);
     expect(api.conns[0]!.aborted).toBe(true);
     expect(c.pacer.openStreams()).toBe(0);

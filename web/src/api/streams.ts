@@ -63,6 +63,9 @@ const final = new Set(["job.succeeded", "job.failed"]);
  */
 export function openStream<P extends StreamPath>(client: BrainClient, path: P, o: StreamOptions<P>): StreamHandle {
   const stop = new AbortController();
+  // The slot held now, freed at once by close (not when the aborted fetch
+  // has unwound), so a view that replaces a stream finds its slot free.
+  let held: (() => void) | undefined;
   let lastEventId = o.lastEventId;
   const status = (s: StreamStatus) => {
     if (stop.signal.aborted) return;
@@ -81,7 +84,7 @@ export function openStream<P extends StreamPath>(client: BrainClient, path: P, o
       status({ state: "connecting" });
       let release: (() => void) | undefined;
       try {
-        release = client.acquireStream();
+        release = held = client.acquireStream();
       } catch (e) {
         if (!(e instanceof LocalRateLimitError)) throw e;
         await pause({ state: "busy", until: Date.now() + 1000, error: e.envelope });
@@ -152,6 +155,7 @@ export function openStream<P extends StreamPath>(client: BrainClient, path: P, o
   return {
     close() {
       stop.abort();
+      held?.();
     },
     get lastEventId() {
       return lastEventId;

@@ -6,7 +6,10 @@ import { createBrainClient } from "../api/client";
 import type { StreamStatus } from "../api/streams";
 import { asApiError } from "./errors";
 
-export const client = createBrainClient();
+// ?pacing=off (or fail-fast) in the page's address sends without waiting
+// for the budgets, to see how the page meets the server's 429s.
+const pacing = new URLSearchParams(globalThis.location?.search).get("pacing");
+export const client = createBrainClient({ pacing: pacing === "off" || pacing === "fail-fast" ? pacing : "delay" });
 export const $api = createQueryHooks(client);
 
 /** The session check's query key (GET /api/v1/auth/me without parameters). */
