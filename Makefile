@@ -10,7 +10,7 @@ run: web ## build the dashboard and the /docs UI, then run the server with its d
 web: $(WEB_DEPS) ## build the dashboard and the /docs UI into web/dist/, which the next go build (or go run) embeds
 	cd web && npm run --silent build
 
-test: $(WEB_DEPS) ## every test: the benchmark module compiled, Go with -race (spec drift included), the connection flood and an ingest body's cost without it, the TypeScript client check and its tests against a real server, every benchmark once
+test: $(WEB_DEPS) ## every test: the benchmark module compiled, Go with -race (spec drift included), the connection flood and an ingest body's cost without it, the TypeScript client check, its tests against a real server and the dashboard's in Chromium, every benchmark once
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 -run '^$$' ./... >/dev/null
 	$(GO) test -race ./...
 	$(GO) test -count=1 -run '^(TestIdleConnectionFlood|TestIngestBodyCost)$$' ./cmd/brain
@@ -30,7 +30,7 @@ client-check: $(WEB_DEPS) ## fail when schema.d.ts or budgets.ts is stale, the t
 	@cd web && npm run --silent test
 	@echo "client check: schema.d.ts and budgets.ts are current, the typed client compiles and its tests pass"
 
-client-server-check: $(WEB_DEPS) ## the TypeScript client against a real brain (built once with go build): pacing without 429s, and examples/ts-client run end to end
+client-server-check: $(WEB_DEPS) ## the TypeScript client against a real brain (the dashboard built, then brain with it embedded): pacing without 429s, examples/ts-client end to end, the dashboard and /docs in Chromium
 	cd web && npm run --silent test:server
 
 $(WEB_DEPS): web/package.json web/package-lock.json
