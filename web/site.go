@@ -96,7 +96,8 @@ func (s *Site) Built() bool { return s.files["index.html"] != nil }
 // index.html (the app routes its own paths), with the page saying how to
 // build the dashboard when it is not built. A path under /assets/ that is
 // not a file is a 404, never index.html kept for a year; so are paths
-// under /api/ and /docs/ (not the dashboard's) and paths that are not a
+// under /api/ and /docs/ (not the dashboard's), names with a dot in their
+// last element (files, not the app's routes) and paths that are not a
 // clean name: "..", empty or dot-led elements.
 func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !getOrHead(w, r) {
@@ -108,7 +109,10 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 	case s.files[name] != nil:
 		s.files[name].serve(w, r)
-	case name == "assets" || strings.HasPrefix(name, "assets/"):
+	case name == "assets" || strings.HasPrefix(name, "assets/") || (name != "" && strings.Contains(path.Base(name), ".")):
+		// A missing asset, or a name that looks like a file (favicon.ico,
+		// robots.txt, openapi.yml): a 404 says so, where index.html would
+		// answer a typo with the dashboard.
 		http.NotFound(w, r)
 	case s.Built():
 		s.files["index.html"].serve(w, r)
@@ -210,9 +214,11 @@ func etagOf(body []byte, suffix string) string {
 	return `"` + hex.EncodeToString(sum[:16]) + suffix + `"`
 }
 
-// acceptsGzip reports whether an Accept-Encoding header takes gzip: it
-// names gzip or *, with a q-value that is not 0.
+// acceptsGzip reports whether an Accept-Encoding header takes gzip: gzip
+// with a q-value that is not 0, or, when gzip is not named, * with one. A
+// named gzip wins over *, as RFC 9110 says ("gzip;q=0, *" refuses it).
 func acceptsGzip(header string) bool {
+	star := false
 	for _, part := range strings.Split(header, ",") {
 		coding, params, _ := strings.Cut(part, ";")
 		coding = strings.ToLower(strings.TrimSpace(coding))
@@ -227,9 +233,10 @@ func acceptsGzip(header string) bool {
 				}
 			}
 		}
-		if q > 0 {
-			return true
+		if coding == "gzip" {
+			return q > 0
 		}
+		star = q > 0
 	}
-	return false
+	return star
 }

@@ -105,7 +105,7 @@ func TestSPAFallbackNeverStandsInForAFile(t *testing.T) {
 	s := mustSite(t, build(t))
 	// An asset of an older build is gone: index.html there would be kept
 	// for a year, and run as a script.
-	for _, p := range []string{"/assets/index-old.js", "/assets/", "/assets", "/assets/index-abc123.js.gz", "/api/v1/nope", "/api", "/docs/x"} {
+	for _, p := range []string{"/assets/index-old.js", "/assets/", "/assets", "/assets/index-abc123.js.gz", "/api/v1/nope", "/api", "/docs/x", "/favicon.ico", "/robots.txt", "/openapi.yml", "/jobs/report.csv"} {
 		if w := get(s, "GET", p); w.Code != 404 || strings.Contains(w.Body.String(), "root") {
 			t.Errorf("GET %s = %d %q, want a 404", p, w.Code, w.Body)
 		}
@@ -148,7 +148,7 @@ func TestGzipSibling(t *testing.T) {
 	for _, c := range []struct {
 		accept string
 		gzip   bool
-	}{{"gzip, deflate, br", true}, {"br;q=1.0, gzip;q=0.5", true}, {"*", true}, {"gzip;q=0", false}, {"", false}, {"identity", false}} {
+	}{{"gzip, deflate, br", true}, {"br;q=1.0, gzip;q=0.5", true}, {"*", true}, {"gzip;q=0", false}, {"gzip;q=0, *", false}, {"*, gzip;q=0", false}, {"*;q=0", false}, {"", false}, {"identity", false}} {
 		w := get(s, "GET", "/assets/index-abc123.js", "Accept-Encoding", c.accept)
 		body := w.Body.String()
 		if c.gzip {

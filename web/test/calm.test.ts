@@ -49,7 +49,9 @@ describe.runIf(run)("the dashboard when brain refuses", () => {
     const cookie = (await b.context.cookies(brain().url)).find((c) => c.name === "brain_session");
     expect(cookie).toBeDefined();
     // Sixteen streams of the page's own session, held from Node.js.
-    const held: AbortController[] = [];
+    // Each response is kept: a body nothing refers to may be collected,
+    // and its connection closed with it.
+    const held: { ac: AbortController; res: Response }[] = [];
     for (let i = 0; i < 16; i++) {
       const ac = new AbortController();
       const res = await fetch(brain().url + "/api/v1/events", {
@@ -57,7 +59,7 @@ describe.runIf(run)("the dashboard when brain refuses", () => {
         signal: ac.signal,
       });
       expect(res.status, `stream ${i + 1}`).toBe(200);
-      held.push(ac);
+      held.push({ ac, res });
     }
     try {
       await page.goto(brain().url + "/#/");
@@ -65,11 +67,11 @@ describe.runIf(run)("the dashboard when brain refuses", () => {
       await expect.poll(() => live.getAttribute("data-state"), { timeout: 10_000 }).toBe("busy");
       expect(await live.textContent()).toMatch(/retrying in \d+ s/);
       await shot(page, "11-stream-refused");
-      held.pop()!.abort();
+      held.pop()!.ac.abort();
       await expect.poll(() => live.getAttribute("data-state"), { timeout: 15_000 }).toBe("open");
       await shot(page, "12-stream-recovered");
     } finally {
-      for (const ac of held) ac.abort();
+      for (const h of held) h.ac.abort();
     }
   });
 

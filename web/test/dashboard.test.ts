@@ -40,7 +40,13 @@ describe.runIf(run)("the dashboard, as a new user", () => {
     await page.getByTestId("ingest-project").fill("e2e");
     await page.getByTestId("ingest-notes").fill("Pelicans skim the harbour at dawn.\nHerons wait in the reeds.");
     await page.getByTestId("ingest-submit").click();
-    await expect.poll(() => page.getByTestId("job-status").getAttribute("data-status"), { timeout: 20_000 }).toBe("succeeded");
+    try {
+      await expect.poll(() => page.getByTestId("job-status").getAttribute("data-status"), { timeout: 20_000 }).toBe("succeeded");
+    } catch (e) {
+      await shot(page, "03-ingest-failed");
+      const said = await page.getByTestId("job-progress").textContent();
+      throw new Error(`the job's progress says ${JSON.stringify(said)}`, { cause: e });
+    }
     await shot(page, "03-ingest");
   });
 

@@ -245,3 +245,10 @@ export const operations = {
 } as const satisfies Record<string, Operation>;
 
 export type OperationId = keyof typeof operations;
+
+/** Every stream endpoint (text/event-stream), with the events it sends (its x-events). */
+export interface StreamEvents {
+  "/api/v1/events": components["schemas"]["FollowEventsEvent"];
+  "/api/v1/jobs/{id}/log": components["schemas"]["FollowJobLogEvent"];
+  "/api/v1/system/live": components["schemas"]["FollowSystemLiveEvent"];
+}

@@ -56,6 +56,8 @@ export type BrainClient = Client<paths> & {
    * the unsubscribe. A stream's refusals are reported by the stream itself.
    */
   onBusy(listener: (busy: Busy | null) => void): () => void;
+  /** Where the API is, as given ("" for the page's origin). */
+  readonly baseUrl: string;
   /**
    * stream sends a stream's GET, paced like every call but never retried:
    * openStream waits out refusals itself. Use openStream (streams.ts).
@@ -117,11 +119,15 @@ export function createBrainClient(o: BrainClientOptions = {}): BrainClient {
   const streamFetch = pacedFetch(base, pacer, { maxAttempts: 1 });
   return Object.assign(client, {
     pacer,
+    baseUrl,
     acquireStream: () => pacer.acquireStream(),
     stream: (path: string, init: { headers: Record<string, string>; signal: AbortSignal }) => {
       const headers = new Headers(init.headers);
       if (o.apiKey) headers.set("X-API-Key", o.apiKey);
-      return streamFetch(new Request(baseUrl + path, { headers, credentials, signal: init.signal }));
+      // The signal goes in init too: fetch then follows it directly, where a
+      // Request's signal follows it through the Request, which may be
+      // collected once sent (so a close would not reach the connection).
+      return streamFetch(new Request(baseUrl + path, { headers, credentials, signal: init.signal }), { signal: init.signal });
     },
     onBusy: busy.subscribe,
     rateLimits: () => pacer.reports(),

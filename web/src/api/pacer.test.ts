@@ -45,7 +45,10 @@ function fakeServer(policy: string, limit: number, windowS: number, burst: numbe
     }
     tokens -= 1;
     seen.ok++;
-    return new Response("{}", { status: 200, headers: { RateLimit: `"${policy}";r=${Math.floor(tokens)};t=1` } });
+    return new Response("{}", {
+      status: 200,
+      headers: { RateLimit: `"${policy}";r=${Math.floor(tokens)};t=1`, "RateLimit-Policy": `"${policy}";q=${limit};w=${windowS}` },
+    });
   };
   return { seen, fetch };
 }
@@ -155,6 +158,31 @@ describe("pacing", () => {
     const u = createBrainClient({ baseUrl: "http://h", fetch: unpaced.fetch, pacing: "off", retry: { maxAttempts: 1 } });
     await Promise.all(Array.from({ length: n }, () => u.GET("/api/v1/jobs")));
     expect(unpaced.seen.limited).toBe(n - b.burst);
+  });
+});
+
+describe("a server whose budget is not the spec's", () => {
+  it("takes its rate from RateLimit-Policy and its burst from what it reports left: no 429, even after idle", async () => {
+    // The spec says 120 per minute, burst 60; this server 20 per minute, burst 3.
+    const server = fakeServer("session", 20, 60, 3);
+    const c = createBrainClient({ baseUrl: "http://h", fetch: server.fetch, retry: { maxAttempts: 1 } });
+    const first = c.GET("/api/v1/jobs"); // one alone: nothing is known of the server before its answer
+    await vi.advanceTimersByTimeAsync(0);
+    await first;
+    const rest = Promise.all(Array.from({ length: 9 }, () => c.GET("/api/v1/jobs")));
+    await vi.advanceTimersByTimeAsync(60_000);
+    await rest;
+    expect(server.seen).toMatchObject({ ok: 10, limited: 0 });
+    // Burst 3, then one each 3 s: the 10th goes 21 s after the first.
+    expect(server.seen.lastAt - T0).toBeGreaterThanOrEqual(21_000);
+    expect(server.seen.lastAt - T0).toBeLessThanOrEqual(21_000 * 1.2);
+
+    // Back from an hour idle, the client sends the server's burst, not the spec's.
+    await vi.advanceTimersByTimeAsync(3_600_000);
+    const again = Promise.all(Array.from({ length: 6 }, () => c.GET("/api/v1/jobs")));
+    await vi.advanceTimersByTimeAsync(60_000);
+    await again;
+    expect(server.seen).toMatchObject({ ok: 16, limited: 0 });
   });
 });
 

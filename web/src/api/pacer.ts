@@ -55,10 +55,12 @@ export function streamCap(): number {
 }
 
 interface Bucket {
-  budget: RateBudget;
+  readonly spec: RateBudget; // as budgets.ts declares it
+  budget: RateBudget; // as the server's last response stated it (see adopt)
   tokens: number;
   at: number; // ms: when tokens was last brought up to date
   inflight: number; // requests sent from this bucket and not answered yet
+  seen: number; // the most the server has said was left, plus one
 }
 
 /** A parsed item of a RateLimit header: `"session";r=57;t=12`. */
@@ -171,7 +173,7 @@ export class Pacer {
   private bucket(b: RateBudget): Bucket {
     let k = this.buckets.get(b.policy);
     if (!k) {
-      k = { budget: b, tokens: b.burst, at: this.now(), inflight: 0 };
+      k = { spec: b, budget: b, tokens: b.burst, at: this.now(), inflight: 0, seen: 0 };
       this.buckets.set(b.policy, k);
     }
     return k;
@@ -245,11 +247,14 @@ export class Pacer {
     if (!res) return;
     const now = this.now();
     const items = parseRateLimit(res.headers.get("RateLimit"));
-    this.report(items, parseRateLimitPolicy(res.headers.get("RateLimit-Policy")), now);
+    const policies = parseRateLimitPolicy(res.headers.get("RateLimit-Policy"));
+    this.report(items, policies, now);
     if (this.mode === "off") return;
     for (const it of items) {
       const k = this.buckets.get(it.policy);
       if (!k) continue;
+      k.seen = Math.max(k.seen, it.r + 1);
+      adopt(k, policies.get(it.policy));
       k.tokens = Math.min(k.budget.burst, Math.max(0, it.r - k.inflight));
       k.at = now;
     }
@@ -305,6 +310,21 @@ export class Pacer {
   openStreams(): number {
     return this.open;
   }
+}
+
+/**
+ * adopt sets a bucket to what the server states: the rate of its
+ * RateLimit-Policy (a server may be configured with other budgets than the
+ * spec's) and, since no header states a burst, at most the most it has said
+ * was left plus one, so that a client back from idle does not send a burst
+ * the server would refuse. Until a response says otherwise, the spec's
+ * budget stands.
+ */
+function adopt(k: Bucket, p: { q?: number; w?: number } | undefined): void {
+  const limit = p?.q !== undefined && p.q >= 1 ? p.q : k.spec.limit;
+  const window_s = p?.w !== undefined && p.w >= 1 ? p.w : k.spec.window_s;
+  const cap = limit === k.spec.limit && window_s === k.spec.window_s ? k.spec.burst : limit;
+  k.budget = { ...k.spec, limit, window_s, burst: Math.max(1, Math.min(cap, k.seen)) };
 }
 
 const matchers = (Object.entries(operations) as [OperationId, Operation][]).map(([id, op]) => ({

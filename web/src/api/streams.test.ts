@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createBrainClient } from "./client";
+import { createBrainClient, type BrainClientOptions } from "./client";
 import { openStream, subscribeEvents, type StreamStatus } from "./streams";
 
 // A connection the test writes SSE text to, and ends or breaks.
@@ -16,8 +16,9 @@ interface Conn {
 function fakeStreams(...replies: (Response | "open")[]) {
   const conns: Conn[] = [];
   const reqs: Request[] = [];
-  const fetch = async (req: Request): Promise<Response> => {
+  const fetch = async (req: Request, init?: RequestInit): Promise<Response> => {
     reqs.push(req);
+    const signal = init?.signal ?? req.signal;
     const r = replies[Math.min(reqs.length - 1, replies.length - 1)]!;
     if (r !== "open") return r.clone();
     let ctl!: ReadableStreamDefaultController<Uint8Array>;
@@ -30,10 +31,10 @@ function fakeStreams(...replies: (Response | "open")[]) {
       end: () => ctl.close(),
       fail: () => ctl.error(new TypeError("network error")),
     };
-    req.signal.addEventListener("abort", () => {
+    signal.addEventListener("abort", () => {
       conn.aborted = true;
       try {
-        ctl.error(req.signal.reason);
+        ctl.error(signal.reason);
       } catch {
         // already ended
       }
@@ -50,8 +51,8 @@ const refused = (status: number, retryAfter?: string) =>
     headers: { "Content-Type": "application/json", ...(retryAfter ? { "Retry-After": retryAfter } : {}) },
   });
 
-function client(fetch: (r: Request) => Promise<Response>, maxStreams?: number) {
-  return createBrainClient({ baseUrl: "http://brain.test", fetch, pacing: "off", maxStreams });
+function client(fetch: (r: Request, init?: RequestInit) => Promise<Response>, maxStreams?: number, o: Partial<BrainClientOptions> = {}) {
+  return createBrainClient({ baseUrl: "http://brain.test", fetch, pacing: "off", maxStreams, ...o });
 }
 
 const states = (seen: StreamStatus[]) => seen.map((s) => s.state);
@@ -106,10 +107,10 @@ describe("openStream", () => {
     await vi.advanceTimersByTimeAsync(1);
     expect(api.reqs).toHaveLength(2);
     expect(api.reqs[1]!.headers.get("Last-Event-ID")).toBe("41");
-    // A second drop in a row waits twice as long.
+    // A second drop in a row, with no event between, waits twice as long.
     api.conns[1]!.end();
     await vi.advanceTimersByTimeAsync(0);
-    expect(seen.at(-1)).toEqual({ state: "reconnecting", until: 1_003_000 + 3000 });
+    expect(seen.at(-1)).toEqual({ state: "reconnecting", until: 1_003_000 + 6000 });
   });
 
   it("waits out a refused open as long as Retry-After says, with its slot free, then opens", async () => {
@@ -173,7 +174,89 @@ describe("openStream", () => {
   });
 });
 
+describe("openStream, when the server or the network misbehaves", () => {
+  it("does not end /events on a job.succeeded, which only ends a job's log", async () => {
+    const api = fakeStreams("open");
+    const seen: StreamStatus[] = [];
+    openStream(client(api.fetch), "/api/v1/events", { onEvent: () => {}, onStatus: (s) => seen.push(s) });
+    await vi.advanceTimersByTimeAsync(0);
+    api.conns[0]!.write('id: 3\nevent: job.succeeded\ndata: {"items_total":1}\n\n');
+    api.conns[0]!.end();
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(states(seen)).not.toContain("closed");
+    expect(api.reqs).toHaveLength(2);
+  });
+
+  it("resumes after the last event delivered, not after an id whose event was cut off", async () => {
+    const api = fakeStreams("open");
+    const got: string[] = [];
+    const h = openStream(client(api.fetch), "/api/v1/events", { onEvent: (ev) => got.push(ev.id ?? "") });
+    await vi.advanceTimersByTimeAsync(0);
+    api.conns[0]!.write('id: 5\nevent: apikey.deleted\ndata: {"id":"a"}\n\nid: 6\nevent: apikey.deleted\ndata: {"id":"b"}\n');
+    await vi.advanceTimersByTimeAsync(0);
+    api.conns[0]!.fail();
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(got).toEqual(["5"]);
+    expect(h.lastEventId).toBe("5");
+    expect(api.reqs[1]!.headers.get("Last-Event-ID")).toBe("5");
+  });
+
+  it("waits at least a second whatever retry: or Retry-After say, and longer after each drop without an event", async () => {
+    const api = fakeStreams("open");
+    const seen: StreamStatus[] = [];
+    openStream(client(api.fetch), "/api/v1/events", { onEvent: () => {}, onStatus: (s) => seen.push(s) });
+    await vi.advanceTimersByTimeAsync(0);
+    api.conns[0]!.write("retry: 0\n\n");
+    api.conns[0]!.end();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(seen.at(-1)).toEqual({ state: "reconnecting", until: 1_001_000 });
+    await vi.advanceTimersByTimeAsync(1000);
+    api.conns[1]!.end(); // accepted, then closed at once: a second drop in a row
+    await vi.advanceTimersByTimeAsync(0);
+    expect(seen.at(-1)).toEqual({ state: "reconnecting", until: 1_001_000 + 2000 });
+
+    const zero = fakeStreams(refused(429, "0"), "open");
+    const seenZero: StreamStatus[] = [];
+    openStream(client(zero.fetch), "/api/v1/events", { onEvent: () => {}, onStatus: (s) => seenZero.push(s) });
+    await vi.advanceTimersByTimeAsync(999);
+    expect(zero.reqs).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(zero.reqs).toHaveLength(2);
+  });
+
+  it("is busy, not reconnecting, when pacing fail-fast finds the open budget spent", async () => {
+    const api = fakeStreams("open");
+    const c = client(api.fetch, undefined, { pacing: "fail-fast" });
+    const last: StreamStatus[] = [];
+    for (let i = 0; i < 21; i++) openStream(c, "/api/v1/system/live", { onEvent: () => {}, onStatus: (s) => i === 20 && last.push(s) });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(api.reqs).toHaveLength(16); // the cap; the others wait for a slot
+    expect(last.at(-1)?.state).toBe("busy");
+  });
+
+  it("fails at once, without a request, for an address no request can be made for", async () => {
+    const api = fakeStreams("open");
+    const seen: StreamStatus[] = [];
+    openStream(client(api.fetch, undefined, { baseUrl: "" }), "/api/v1/events", { onEvent: () => {}, onStatus: (s) => seen.push(s) });
+    await vi.advanceTimersByTimeAsync(5000);
+    expect(api.reqs).toHaveLength(0);
+    expect(seen).toMatchObject([{ state: "failed", error: { code: "invalid-request" } }]);
+  });
+});
+
 describe("subscribeEvents", () => {
+  it("opens a new stream for the next subscriber once the shared one has failed for good", async () => {
+    const api = fakeStreams(refused(404), "open");
+    const c = client(api.fetch);
+    const seen: string[] = [];
+    subscribeEvents(c, () => {}, (s) => seen.push(s.state));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(seen.at(-1)).toBe("failed");
+    subscribeEvents(c, () => {});
+    await vi.advanceTimersByTimeAsync(0);
+    expect(api.reqs).toHaveLength(2);
+  });
+
   it("shares one /events stream among a client's subscribers and closes it after the last leaves", async () => {
     const api = fakeStreams("open");
     const c = client(api.fetch);

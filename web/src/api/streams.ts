@@ -11,16 +11,9 @@ import { getBytes, getLines, getMessages, type EventSourceMessage } from "@micro
 import type { BrainClient } from "./client";
 import { LocalRateLimitError, sleep, type ApiError } from "./pacer";
 import { retryAfterMs } from "./retry";
-import type { components } from "./schema";
+import type { StreamEvents } from "./budgets";
 
-type Schemas = components["schemas"];
-
-/** The stream endpoints, and the events each sends. */
-export interface StreamEvents {
-  "/api/v1/events": Schemas["FollowEventsEvent"];
-  "/api/v1/jobs/{id}/log": Schemas["FollowJobLogEvent"];
-  "/api/v1/system/live": Schemas["FollowSystemLiveEvent"];
-}
+export type { StreamEvents };
 export type StreamPath = keyof StreamEvents;
 export type StreamEvent<P extends StreamPath> = StreamEvents[P];
 
@@ -52,8 +45,15 @@ export interface StreamHandle {
 /** The longest a reconnect waits after repeated drops, in ms. */
 const maxBackoffMs = 30_000;
 
-// Events after which a job's log has nothing more to say.
-const final = new Set(["job.succeeded", "job.failed"]);
+/** The shortest wait before trying again, whatever a server or proxy says, in ms. */
+const minWaitMs = 1000;
+
+// The events after which a stream has nothing more to say: a job's log ends
+// with the job. Other streams (/events, which also carries job.succeeded)
+// go on.
+const finalEvents: Partial<Record<StreamPath, ReadonlySet<string>>> = {
+  "/api/v1/jobs/{id}/log": new Set(["job.succeeded", "job.failed"]),
+};
 
 /**
  * openStream follows a stream until close: it connects, delivers each
@@ -72,6 +72,7 @@ export function openStream<P extends StreamPath>(client: BrainClient, path: P, o
     o.onStatus?.(s);
   };
   const url = path.replace("{id}", encodeURIComponent(o.id ?? ""));
+  const final = finalEvents[path];
 
   const run = async () => {
     let retryMs = 1000; // until the stream's retry: field says otherwise
@@ -80,6 +81,13 @@ export function openStream<P extends StreamPath>(client: BrainClient, path: P, o
       status(s);
       await sleep(Math.max(0, s.until - Date.now()), stop.signal);
     };
+    // An address no request can be made for is a mistake, not a drop.
+    try {
+      new Request(client.baseUrl + url, { method: "GET" });
+    } catch (e) {
+      status({ state: "failed", error: { code: "invalid-request", message: e instanceof Error ? e.message : String(e), details: {} } });
+      return;
+    }
     while (!stop.signal.aborted) {
       status({ state: "connecting" });
       let release: (() => void) | undefined;
@@ -108,30 +116,43 @@ export function openStream<P extends StreamPath>(client: BrainClient, path: P, o
           }
           release();
           release = undefined;
-          await pause({ state: "busy", until: Date.now() + after + Math.min(5000, after * 0.2) * Math.random(), error });
+          const wait = Math.max(minWaitMs, after);
+          await pause({ state: "busy", until: Date.now() + wait + Math.min(5000, wait * 0.2) * Math.random(), error });
           continue;
         }
         status({ state: "open" });
-        drops = 0;
         await getBytes(
           res.body,
           getLines(
             getMessages(
-              (id) => (lastEventId = id || undefined),
+              () => {}, // the id is taken with its message, once delivered
               (r) => (retryMs = r),
               (m) => {
                 const ev = parse<P>(m);
                 if (!ev || stop.signal.aborted) return;
-                if (final.has(ev.event)) ended = true;
-                o.onEvent(ev);
+                if (final?.has(ev.event)) ended = true;
+                try {
+                  o.onEvent(ev);
+                } finally {
+                  // A resume starts after the last event delivered, never
+                  // after one whose text was cut off by a drop.
+                  if (m.id) lastEventId = m.id;
+                  drops = 0;
+                }
               },
             ),
           ),
         );
       } catch (e) {
         if (stop.signal.aborted) return;
-        // A drop: the connection failed or broke; try again below.
-        void e;
+        if (e instanceof LocalRateLimitError) {
+          // pacing "fail-fast": the stream plane's open budget is spent here.
+          release?.();
+          release = undefined;
+          await pause({ state: "busy", until: Date.now() + Math.max(minWaitMs, (e.envelope.details.retry_after_s ?? 1) * 1000), error: e.envelope });
+          continue;
+        }
+        // Otherwise a drop: the connection failed or broke; try again below.
       } finally {
         release?.();
       }
@@ -140,7 +161,8 @@ export function openStream<P extends StreamPath>(client: BrainClient, path: P, o
         status({ state: "closed" });
         return;
       }
-      const backoff = Math.min(maxBackoffMs, retryMs * 2 ** Math.min(drops, 5));
+      // Drops in a row without an event between them wait longer each time.
+      const backoff = Math.min(maxBackoffMs, Math.max(minWaitMs, retryMs) * 2 ** Math.min(drops, 5));
       drops++;
       await pause({ state: "reconnecting", until: Date.now() + backoff + backoff * 0.2 * Math.random() });
     }
@@ -218,6 +240,8 @@ export function subscribeEvents(
         onEvent: (ev) => listeners.forEach((l) => l.onEvent(ev)),
         onStatus: (st) => {
           made.last = st;
+          // Ended for good (a 401, say): the next subscriber opens anew.
+          if ((st.state === "closed" || st.state === "failed") && shared.get(client) === made) shared.delete(client);
           listeners.forEach((l) => l.onStatus?.(st));
         },
       }),

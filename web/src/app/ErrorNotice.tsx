@@ -1,9 +1,16 @@
 // A failed call, for a person: the envelope's message and, for a 422 or
-// 400, each problem's location and message. Plain colours, never alarm.
+// 400, each problem's location and message. Plain colours, never alarm. A
+// refusal that waiting cures (429, 503: a call the client does not retry,
+// such as creating a key, or one whose wait passed the retry cap) is a calm
+// status with a countdown, not an alert.
+import { useState } from "react";
 import { asApiError, errorMessage } from "./errors";
+import { formatWait, secondsLeft } from "./countdown";
+import { useNow } from "./useNow";
 
 export function ErrorNotice({ error, testId = "error" }: { error: unknown; testId?: string }) {
   const api = asApiError(error);
+  if (api?.code === "rate-limited" || api?.code === "unavailable") return <BusyNotice retryAfterS={api.details.retry_after_s} testId={testId} />;
   const problems = api?.details.errors ?? [];
   return (
     <div className="notice" role="alert" data-testid={testId}>
@@ -18,5 +25,15 @@ export function ErrorNotice({ error, testId = "error" }: { error: unknown; testI
         </ul>
       )}
     </div>
+  );
+}
+
+function BusyNotice({ retryAfterS, testId }: { retryAfterS?: number; testId: string }) {
+  const [until] = useState(() => Date.now() + 1000 * Math.max(1, retryAfterS ?? 1));
+  const left = secondsLeft(until, useNow(Date.now() < until));
+  return (
+    <p className="calm" role="status" data-testid={testId} data-busy="">
+      {left > 0 ? `brain is busy — try again in ${formatWait(left)}` : "brain is ready again — try again now"}
+    </p>
   );
 }

@@ -43,7 +43,13 @@ export function Ingest() {
     ev.preventDefault();
     const f = file.current?.files?.[0];
     if (!f) return refuse("choose a JSON file");
-    const parsed = parseBatchFile(await f.text(), project);
+    let text: string;
+    try {
+      text = await f.text();
+    } catch (e) {
+      return refuse(`the file could not be read: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    const parsed = parseBatchFile(text, project);
     if (!parsed.ok) return refuse(parsed.message);
     send(parsed.body);
   }

@@ -24,7 +24,15 @@ const terminal = (s: JobStatus | undefined) => s === "succeeded" || s === "faile
 
 export function JobProgress({ jobId, known }: { jobId: string; known?: JobStatus }) {
   const qc = useQueryClient();
-  const job = $api.useQuery("get", "/api/v1/jobs/{id}", { params: { path: { id: jobId } } });
+  // Once the log has closed, the job's record is what tells its end: asked
+  // again each second until it says so (the record can lag the log).
+  const logClosed = useRef(false);
+  const job = $api.useQuery(
+    "get",
+    "/api/v1/jobs/{id}",
+    { params: { path: { id: jobId } } },
+    { refetchInterval: (q) => (logClosed.current && !terminal(q.state.data?.status) ? 1000 : false) },
+  );
   const [seen, setSeen] = useState<Seen | null>(null);
   const [stream, setStream] = useState<StreamStatus>({ state: "connecting" });
   const over = terminal(seen?.status) || terminal(job.data?.status) || terminal(known);
@@ -52,7 +60,10 @@ export function JobProgress({ jobId, known }: { jobId: string; known?: JobStatus
         setStream(s);
         checkSession(s);
         // The log is over: the job's own record has its final state.
-        if (s.state === "closed") void refetch.current();
+        if (s.state === "closed") {
+          logClosed.current = true;
+          void refetch.current();
+        }
       },
     });
     return () => handle.close();
