@@ -20,7 +20,12 @@ export default async function setup(project: TestProject) {
     project.provide("brainBin", process.env.BRAIN_BIN);
     return;
   }
-  execFileSync("npm", ["run", "--silent", "build"], { cwd: join(repoRoot, "web"), stdio: ["ignore", "ignore", "inherit"] });
+  // NODE_ENV is vitest's "test" here: the build must be the one users get.
+  execFileSync("npm", ["run", "--silent", "build"], {
+    cwd: join(repoRoot, "web"),
+    env: { ...process.env, NODE_ENV: "production" },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
   const dir = await mkdtemp(join(tmpdir(), "brain-bin-"));
   project.provide("brainBin", await buildBrain(dir));
   return () => rm(dir, { recursive: true, force: true });
