@@ -2,8 +2,8 @@
 // 429 is a calm "busy — retrying in N s" banner and the request completes by
 // itself; a stream refused because the session holds 16 already shows the
 // same calm state, then recovers once one of them closes.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { haveChromium, launch, logIn, shot, unexpected, watch, type Browsing, type Watched } from "./chromium";
+import { describe, expect, it } from "vitest";
+import { haveChromium, logIn, shot, unexpected, useBrowser } from "./chromium";
 import { useBrain } from "./use-brain";
 
 const run = haveChromium();
@@ -12,18 +12,10 @@ describe.runIf(run)("the dashboard when brain refuses", () => {
   // A session budget of 3 at once, one more every 3 s; a refused stream is
   // told to come back after 2 s.
   const brain = useBrain({ BRAIN_RATE_LIMIT_SESSION: "20/min,burst=3", BRAIN_STREAM_RETRY_AFTER: "2s" });
-  let b: Browsing;
-  let w: Watched;
-  beforeAll(async () => {
-    b = await launch();
-    w = await watch(b.context, brain().url);
-  });
-  afterAll(async () => {
-    await b?.close();
-  });
+  const browser = useBrowser(() => brain().url);
 
   it("says brain is busy, counts down, and completes the request by itself", async () => {
-    const { page } = w;
+    const { page } = browser.w();
     await logIn(page, brain().url, brain().adminPassword);
     // Unpaced, so the page itself sends past the budget and meets 429s.
     await page.goto(brain().url + "/?pacing=off#/query");
@@ -45,8 +37,8 @@ describe.runIf(run)("the dashboard when brain refuses", () => {
   });
 
   it("shows a stream refused by the cap calmly, then opens it once a slot frees", async () => {
-    const { page } = w;
-    const cookie = (await b.context.cookies(brain().url)).find((c) => c.name === "brain_session");
+    const { page } = browser.w();
+    const cookie = (await browser.b().context.cookies(brain().url)).find((c) => c.name === "brain_session");
     expect(cookie).toBeDefined();
     // Sixteen streams of the page's own session, held from Node.js.
     // Each response is kept: a body nothing refers to may be collected,
@@ -76,7 +68,7 @@ describe.runIf(run)("the dashboard when brain refuses", () => {
   });
 
   it("logged no error but the refusals it provoked", () => {
-    expect(w.offOrigin).toEqual([]);
-    expect(unexpected(w.errors, [401, 429])).toEqual([]);
+    expect(browser.w().offOrigin).toEqual([]);
+    expect(unexpected(browser.w().errors, [401, 429])).toEqual([]);
   });
 });

@@ -7,7 +7,7 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { repoRoot } from "./brain";
 
 /** Where Chromium is: $CHROMIUM, else Debian's package's path. */
@@ -106,4 +106,28 @@ export async function logIn(page: Page, url: string, password: string): Promise<
   await page.getByTestId("login-password").fill(password);
   await page.getByTestId("login-submit").click();
   await expect.poll(() => page.getByTestId("whoami").textContent(), { timeout: 10_000 }).toBe("admin");
+}
+
+/**
+ * useBrowser launches Chromium before a file's tests and closes it after;
+ * the page it returns watches origin's requests and console (see watch).
+ */
+export function useBrowser(origin: () => string): { b: () => Browsing; w: () => Watched } {
+  let b: Browsing | undefined;
+  let w: Watched | undefined;
+  beforeAll(async () => {
+    b = await launch();
+    w = await watch(b.context, origin());
+  });
+  afterAll(async () => {
+    await b?.close();
+  });
+  return {
+    b: () => b ?? fail("the browser has not started"),
+    w: () => w ?? fail("the browser has not started"),
+  };
+}
+
+function fail(msg: string): never {
+  throw new Error(msg);
 }

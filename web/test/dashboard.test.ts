@@ -3,26 +3,18 @@
 // notes, make and delete an API key, read the limits, try GET /auth/me in
 // /docs), at a desktop's width and at 360 px, with no console error and no
 // request leaving the origin. Screenshots go to web/test-results/.
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { haveChromium, launch, logIn, shot, unexpected, watch, type Browsing, type Watched } from "./chromium";
+import { describe, expect, it } from "vitest";
+import { haveChromium, logIn, shot, unexpected, useBrowser } from "./chromium";
 import { useBrain } from "./use-brain";
 
 const run = haveChromium();
 
 describe.runIf(run)("the dashboard, as a new user", () => {
   const brain = useBrain();
-  let b: Browsing;
-  let w: Watched;
-  beforeAll(async () => {
-    b = await launch();
-    w = await watch(b.context, brain().url);
-  });
-  afterAll(async () => {
-    await b?.close();
-  });
+  const browser = useBrowser(() => brain().url);
 
   it("logs in and shows the live chart of /system/live", async () => {
-    const { page } = w;
+    const { page } = browser.w();
     await page.goto(brain().url + "/");
     await page.getByTestId("login-username").waitFor();
     await shot(page, "01-login");
@@ -35,7 +27,7 @@ describe.runIf(run)("the dashboard, as a new user", () => {
   });
 
   it("ingests notes and follows the job to succeeded, live", async () => {
-    const { page } = w;
+    const { page } = browser.w();
     await page.getByTestId("nav-ingest").click();
     await page.getByTestId("ingest-project").fill("e2e");
     await page.getByTestId("ingest-notes").fill("Pelicans skim the harbour at dawn.\nHerons wait in the reeds.");
@@ -51,7 +43,7 @@ describe.runIf(run)("the dashboard, as a new user", () => {
   });
 
   it("finds the notes by query, and lists the job", async () => {
-    const { page } = w;
+    const { page } = browser.w();
     await page.getByTestId("nav-query").click();
     await page.getByTestId("query-input").fill("pelicans");
     await page.getByTestId("query-submit").click();
@@ -62,7 +54,7 @@ describe.runIf(run)("the dashboard, as a new user", () => {
   });
 
   it("creates an API key, shows it once, and deletes it", async () => {
-    const { page } = w;
+    const { page } = browser.w();
     await page.getByTestId("nav-keys").click();
     await page.getByTestId("key-name").fill("e2e-key");
     await page.getByTestId("key-create").click();
@@ -77,7 +69,7 @@ describe.runIf(run)("the dashboard, as a new user", () => {
   });
 
   it("shows each budget the responses reported beside what the spec declares", async () => {
-    const { page } = w;
+    const { page } = browser.w();
     await page.getByTestId("nav-limits").click();
     await page.getByTestId("rate-limits").waitFor();
     await expect.poll(() => page.getByTestId("limit-session-remaining").textContent(), { timeout: 10_000 }).toMatch(/\d/);
@@ -85,7 +77,7 @@ describe.runIf(run)("the dashboard, as a new user", () => {
   });
 
   it("fits 360 px without scrolling sideways", async () => {
-    const { page } = w;
+    const { page } = browser.w();
     await page.setViewportSize({ width: 360, height: 740 });
     for (const nav of ["nav-overview", "nav-ingest", "nav-keys", "nav-limits"]) {
       await page.getByTestId(nav).click();
@@ -100,7 +92,7 @@ describe.runIf(run)("the dashboard, as a new user", () => {
   });
 
   it("runs try-it on GET /api/v1/auth/me in /docs with the session, and shows its limits in words", async () => {
-    const { page } = w;
+    const { page } = browser.w();
     await page.goto(brain().url + "/docs");
     const op = page.locator("#operations-Auth-get-me");
     await op.waitFor({ timeout: 15_000 });
@@ -115,8 +107,8 @@ describe.runIf(run)("the dashboard, as a new user", () => {
   });
 
   it("sent nothing to another origin and logged no error", () => {
-    expect(w.offOrigin).toEqual([]);
+    expect(browser.w().offOrigin).toEqual([]);
     // The session check before logging in answers 401.
-    expect(unexpected(w.errors, [401])).toEqual([]);
+    expect(unexpected(browser.w().errors, [401])).toEqual([]);
   });
 });

@@ -8,43 +8,24 @@ import { expect, test } from "vitest";
 import { createBrainClient } from "../src/api/client";
 import { useBrain } from "./use-brain";
 import { login, withCookie } from "./session";
+import { counting, run } from "./load";
 
 const brain = useBrain({ BRAIN_RATE_LIMIT_SESSION: "240/min,burst=5" });
 const rate = 4; // per second
 const burst = 5;
 
 async function session(pacing: "delay" | "off") {
-  const n = { sent: 0, refused: 0 };
   const cookie = await login(brain().url, brain().adminPassword);
-  const fetch = withCookie(cookie, async (input, init) => {
-    n.sent++;
-    const res = await globalThis.fetch(input, init);
-    if (res.status === 429) n.refused++;
-    return res;
-  });
-  const c = createBrainClient({ baseUrl: brain().url, fetch, pacing, retry: { maxAttempts: 1 } });
+  const { n, fetch } = counting();
+  const c = createBrainClient({ baseUrl: brain().url, fetch: withCookie(cookie, fetch), pacing, retry: { maxAttempts: 1 } });
   return { n, call: async () => (await c.GET("/api/v1/auth/me")).response.status };
-}
-
-async function send(total: number, workers: number, call: () => Promise<number>) {
-  let next = 0;
-  const start = performance.now();
-  await Promise.all(
-    Array.from({ length: workers }, async () => {
-      while (next < total) {
-        next++;
-        await call();
-      }
-    }),
-  );
-  return (performance.now() - start) / 1000;
 }
 
 test("paced: the server's budget, learnt from its answers, draws no 429", async () => {
   const { n, call } = await session("delay");
   const total = 25;
   // One request first: before an answer the client knows only the spec.
-  const seconds = (await send(1, 1, call)) + (await send(total - 1, 4, call));
+  const seconds = (await run(1, 1, call)).seconds + (await run(total - 1, 4, call)).seconds;
   const expected = (total - burst) / rate;
   console.log(`configured paced: n=${total} 429s=${n.refused} elapsed=${seconds.toFixed(2)}s expected=${expected.toFixed(2)}s`);
   expect(n.refused).toBe(0);
@@ -54,7 +35,7 @@ test("paced: the server's budget, learnt from its answers, draws no 429", async 
 
 test("unpaced: the same requests draw 429s", async () => {
   const { n, call } = await session("off");
-  await send(25, 4, call);
+  await run(25, 4, call);
   console.log(`configured unpaced: n=25 429s=${n.refused}`);
   expect(n.refused).toBeGreaterThan(0);
 });

@@ -10,38 +10,11 @@ import { createBrainClient, type BrainClient } from "../src/api/client";
 import { operations, type OperationId, type RateBudget } from "../src/api/budgets";
 import { useBrain } from "./use-brain";
 import { createApiKey, login, withCookie } from "./session";
+import { counting, run } from "./load";
 
 type Fetch = (input: Request, init?: RequestInit) => Promise<Response>;
 
 const brain = useBrain();
-
-/** counting wraps fetch, counting what reaches the server and its 429s. */
-function counting(next: Fetch = (i, o) => globalThis.fetch(i, o)) {
-  const n = { sent: 0, refused: 0 };
-  const fetch: Fetch = async (input, init) => {
-    n.sent++;
-    const res = await next(input, init);
-    if (res.status === 429) n.refused++;
-    return res;
-  };
-  return { n, fetch };
-}
-
-/** run makes n calls, `workers` at a time, and returns the seconds they took and their statuses. */
-async function run(n: number, workers: number, call: () => Promise<number>) {
-  const statuses: number[] = [];
-  let next = 0;
-  const start = performance.now();
-  await Promise.all(
-    Array.from({ length: workers }, async () => {
-      while (next < n) {
-        next++;
-        statuses.push(await call());
-      }
-    }),
-  );
-  return { seconds: (performance.now() - start) / 1000, statuses };
-}
 
 function budget(op: OperationId, policy: string): RateBudget {
   const b = operations[op].budgets.find((b) => b.policy === policy);
