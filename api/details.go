@@ -42,23 +42,34 @@ func schemaLocation(op *huma.Operation, loc string) string {
 	if end < 0 {
 		end = len(loc)
 	}
-	part := loc[:end]
-	switch part {
+	switch part := loc[:end]; part {
 	case "body":
+		return bodyLocation(op, loc, end)
 	case "path", "query", "header", "cookie":
-		if op != nil {
-			for _, p := range op.Parameters {
-				if p.In == part && hasSegment(loc[end:], "."+p.Name) {
-					return part + "." + p.Name
-				}
+		return paramLocation(op, part, loc[end:])
+	}
+	return ""
+}
+
+// paramLocation returns part followed by the parameter of op in part that
+// rest names, or part alone when op declares none.
+func paramLocation(op *huma.Operation, part, rest string) string {
+	if op != nil {
+		for _, p := range op.Parameters {
+			if p.In == part && hasSegment(rest, "."+p.Name) {
+				return part + "." + p.Name
 			}
 		}
-		return part
-	default:
-		return ""
 	}
+	return part
+}
+
+// bodyLocation returns the longest prefix of loc, whose first end bytes
+// are "body", that follows the properties and array items op's request
+// body declares.
+func bodyLocation(op *huma.Operation, loc string, end int) string {
 	if op == nil || op.RequestBody == nil {
-		return part
+		return loc[:end]
 	}
 	reg, _ := op.Metadata[metaSchemas].(huma.Registry)
 	var s *huma.Schema
@@ -70,30 +81,38 @@ func schemaLocation(op *huma.Operation, loc string) string {
 			s = reg.SchemaFromRef(s.Ref)
 			continue
 		}
-		rest := loc[end:]
-		if rest == "" {
-			break
-		}
-		if n := arrayIndex(rest); n > 0 && s.Items != nil {
-			end, s = end+n, s.Items
-			continue
-		}
-		if rest[0] != '.' {
-			break
-		}
-		// A declared name holds no '.' or '[' (TestSpecPropertyNames),
-		// and those of the client's names are escaped (escapedNames).
-		name := rest[1:]
-		if i := strings.IndexAny(name, ".["); i >= 0 {
-			name = name[:i]
-		}
-		next := s.Properties[name]
+		n, next := declaredStep(s, loc[end:])
 		if next == nil {
 			break
 		}
-		end, s = end+1+len(name), next
+		end, s = end+n, next
 	}
 	return loc[:end]
+}
+
+// declaredStep returns the length of the segment rest starts with (an
+// array index or a property) and the schema it leads to within s; next is
+// nil when rest is empty or its first segment is not one s declares.
+func declaredStep(s *huma.Schema, rest string) (n int, next *huma.Schema) {
+	if rest == "" {
+		return 0, nil
+	}
+	if n := arrayIndex(rest); n > 0 && s.Items != nil {
+		return n, s.Items
+	}
+	if rest[0] != '.' {
+		return 0, nil
+	}
+	// A declared name holds no '.' or '[' (TestSpecPropertyNames),
+	// and those of the client's names are escaped (escapedNames).
+	name := rest[1:]
+	if i := strings.IndexAny(name, ".["); i >= 0 {
+		name = name[:i]
+	}
+	if next = s.Properties[name]; next == nil {
+		return 0, nil
+	}
+	return 1 + len(name), next
 }
 
 // hasSegment reports whether rest starts with seg followed by the end or

@@ -216,20 +216,7 @@ func fromHuma(ctx huma.Context, status int, msg string, errs ...error) *Error {
 		return &Error{}
 	}
 	if status >= 500 {
-		for _, err := range errs {
-			if e := bodyReadError(err); e != nil {
-				return e
-			}
-		}
-		if ctx != nil && clientGone(ctx.Context()) {
-			return NewError(StatusClientClosedRequest, "")
-		}
-		// The message and causes (huma's "unexpected error occurred", a
-		// handler's wrapped error) go to the log through logCauses; the
-		// client gets the status's default message only.
-		e := NewError(status, "")
-		e.cause = errors.Join(append([]error{errors.New(msg)}, errs...)...)
-		return e
+		return internalFromHuma(ctx, status, msg, errs)
 	}
 	if status == http.StatusUnsupportedMediaType {
 		// huma's one detail quotes the Content-Type header.
@@ -239,6 +226,40 @@ func fromHuma(ctx huma.Context, status int, msg string, errs ...error) *Error {
 	if ctx != nil {
 		op = ctx.Operation()
 	}
+	details := validationDetails(op, status, errs)
+	switch {
+	case status == http.StatusBadRequest && slices.ContainsFunc(details, func(fe FieldError) bool { return fe.Message == msgMalformedBody }):
+		msg = msgMalformedBody
+	case msg == "validation failed":
+		msg = "the request is not valid: see details.errors"
+	}
+	return NewError(status, clip(msg, 1024), details...)
+}
+
+// internalFromHuma builds the envelope for a 5xx huma raises: the client's
+// mistake when the request body failed to read, 499 when the client left,
+// and otherwise the status alone, with msg and errs as its cause.
+func internalFromHuma(ctx huma.Context, status int, msg string, errs []error) *Error {
+	for _, err := range errs {
+		if e := bodyReadError(err); e != nil {
+			return e
+		}
+	}
+	if ctx != nil && clientGone(ctx.Context()) {
+		return NewError(StatusClientClosedRequest, "")
+	}
+	// The message and causes (huma's "unexpected error occurred", a
+	// handler's wrapped error) go to the log through logCauses; the
+	// client gets the status's default message only.
+	e := NewError(status, "")
+	e.cause = errors.Join(append([]error{errors.New(msg)}, errs...)...)
+	return e
+}
+
+// validationDetails returns the distinct details of errs, each cut to what
+// op's schema defines, at most maxDetails of them from the first
+// maxExamined errors.
+func validationDetails(op *huma.Operation, status int, errs []error) []FieldError {
 	var details []FieldError
 	seen := map[FieldError]bool{}
 	templates := validationMessages()
@@ -265,13 +286,7 @@ func fromHuma(ctx huma.Context, status int, msg string, errs ...error) *Error {
 			details = append(details, fe)
 		}
 	}
-	switch {
-	case status == http.StatusBadRequest && slices.ContainsFunc(details, func(fe FieldError) bool { return fe.Message == msgMalformedBody }):
-		msg = msgMalformedBody
-	case msg == "validation failed":
-		msg = "the request is not valid: see details.errors"
-	}
-	return NewError(status, clip(msg, 1024), details...)
+	return details
 }
 
 // maxDetails bounds details.errors, as the schema says; maxExamined bounds

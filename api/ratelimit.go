@@ -361,14 +361,25 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 	if pl == nil {
 		return
 	}
+	if !pl.stream { // a stream's door enforces its plan
+		key, _ := op.Metadata[metaRateKey].(func(*http.Request) string) // Protect's
+		op.Middlewares = append(op.Middlewares, ps.enforce(pl, key))
+	}
+	if op.Extensions == nil {
+		op.Extensions = map[string]any{}
+	}
+	op.Extensions["x-rate-limit"] = ps.rateLimitEntries(op, pl)
+	declareRateLimitResponses(op, pl)
+}
+
+// rateLimitEntries lists, in the x-rate-limit extension's order, every
+// budget and cap that can refuse a request to op under plan pl.
+func (ps *planes) rateLimitEntries(op *huma.Operation, pl *plan) []RateLimitEntry {
 	var entries []RateLimitEntry
 	if pl.stream { // its caps, then its open budget: the order the door decides them in
 		entries = append(entries, RateLimitEntry{Plane: "stream", Policy: streamPolicy, Concurrent: ps.streamCap},
 			RateLimitEntry{Plane: "stream", Policy: streamUserPolicy, Concurrent: ps.streamUserCap})
 		entries = append(entries, entriesOf(ps.streamOpens)...)
-	} else {
-		key, _ := op.Metadata[metaRateKey].(func(*http.Request) string) // Protect's
-		op.Middlewares = append(op.Middlewares, ps.enforce(pl, key))
 	}
 	for _, p := range []*plane{pl.ip, pl.session, pl.apikey} {
 		if p != nil {
@@ -376,33 +387,44 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 		}
 	}
 	if pl.ip == nil { // an operation that needs a caller: its 401s draw from the ip plane
-		for _, e := range entriesOf(ps.ip) {
-			e.AppliesTo = "unauthenticated"
-			entries = append(entries, e)
-		}
+		entries = appendApplying(entries, "unauthenticated", ps.ip)
 	}
-	var forbidden []*plane // the planes a caller's 403 draws from (refusedCaller)
-	switch {
-	case pl.ip == nil && pl.apikey == nil && !pl.stream: // session-only: an API key's 403s draw from its budget
-		forbidden = []*plane{ps.apikey}
-	case pl.stream && accessOf(op) == Admin: // a stream's other planes are its own
-		forbidden = []*plane{ps.session, ps.apikey}
-	}
-	for _, p := range forbidden {
-		for _, e := range entriesOf(p) {
-			e.AppliesTo = "forbidden"
-			entries = append(entries, e)
-		}
-	}
+	entries = appendApplying(entries, "forbidden", ps.forbiddenPlanes(op, pl)...)
 	if pl.deferred { // the back-off the server runs, as it is configured
 		th := ps.login
 		entries = append(entries, RateLimitEntry{Plane: "login", Policy: "login", Failures: th.UserFailures, IPFailures: th.IPFailures,
 			BackoffS: []int{int(th.BaseDelay / time.Second), int(th.MaxDelay / time.Second)}})
 	}
-	if op.Extensions == nil {
-		op.Extensions = map[string]any{}
+	return entries
+}
+
+// forbiddenPlanes returns the planes a caller's 403 to op draws from
+// (refusedCaller).
+func (ps *planes) forbiddenPlanes(op *huma.Operation, pl *plan) []*plane {
+	switch {
+	case pl.ip == nil && pl.apikey == nil && !pl.stream: // session-only: an API key's 403s draw from its budget
+		return []*plane{ps.apikey}
+	case pl.stream && accessOf(op) == Admin: // a stream's other planes are its own
+		return []*plane{ps.session, ps.apikey}
 	}
-	op.Extensions["x-rate-limit"] = entries
+	return nil
+}
+
+// appendApplying appends the entries of the planes ps, each marked as
+// applying only to the refusals named appliesTo.
+func appendApplying(entries []RateLimitEntry, appliesTo string, ps ...*plane) []RateLimitEntry {
+	for _, p := range ps {
+		for _, e := range entriesOf(p) {
+			e.AppliesTo = appliesTo
+			entries = append(entries, e)
+		}
+	}
+	return entries
+}
+
+// declareRateLimitResponses gives op its 429 and 503 responses, and the
+// rate-limit headers on every response of its own the limiter sees.
+func declareRateLimitResponses(op *huma.Operation, pl *plan) {
 	op.Responses["429"] = &huma.Response{Ref: refRateLimited}
 	if pl.deferred {
 		op.Responses["429"] = &huma.Response{Ref: refRateLimitedOrBackedOff}

@@ -60,63 +60,95 @@ func declareSecurity(_ *huma.OpenAPI, op *huma.Operation) {
 // would admit again: its credentials are checked against the caches only,
 // so a flood of made-up keys or cookies never reaches the database.
 func requireCaller(api huma.API, svc *auth.Service, ps *planes, outages *outageLog) func(huma.Context, func(huma.Context)) {
+	g := &callerGate{api: api, svc: svc, ps: ps, outages: outages}
 	return func(ctx huma.Context, next func(huma.Context)) {
-		op := ctx.Operation()
-		access := accessOf(op)
+		access := accessOf(ctx.Operation())
 		if access == Probe || access == Public {
 			next(ctx)
 			return
 		}
-		r, _ := humachi.Unwrap(ctx)
-		ip := GetClientIP(r.Context())
-		lookup := r.Context()
-		if ps.refusing(ip) {
-			lookup = auth.WithoutLookup(lookup)
-		}
-		id, err := resolveCaller(lookup, svc, r)
-		charged := false
-		if errors.Is(err, auth.ErrNotCached) {
-			// Charge first; only if the address's budget admits again
-			// are its credentials worth a lookup.
-			if ps.failedAuth(ctx, ip) {
-				return
-			}
-			charged = true
-			id, err = resolveCaller(r.Context(), svc, r)
-		}
-		if err != nil && !errors.Is(err, auth.ErrUnauthenticated) {
-			if clientGone(r.Context()) {
-				// The client left during the lookup: not an outage. Only
-				// the access log records it.
-				_, w := humachi.Unwrap(ctx)
-				w.WriteHeader(StatusClientClosedRequest)
-				return
-			}
-			outages.log(r.Context(), err)
-			writeHumaError(api, ctx, NewError(http.StatusServiceUnavailable, "brain cannot check credentials right now; retry shortly"))
-			return
-		}
-		if id == nil {
-			if charged || !ps.failedAuth(ctx, ip) {
-				writeHumaError(api, ctx, NewError(http.StatusUnauthorized, "log in, or send an API key as Authorization: Bearer or X-API-Key"))
-			}
-			return
-		}
-		if access == Session && id.Method != auth.MethodSession {
-			if !ps.refusedCaller(ctx, id) { // the key's own budget pays for its 403s
-				writeHumaError(api, ctx, NewError(http.StatusForbidden, "this operation needs a logged-in session; an API key cannot call it"))
-			}
-			return
-		}
-		if access == Admin && id.User.Username != AdminUsername {
-			if !ps.refusedCaller(ctx, id) { // the caller's budget pays for its 403s
-				writeHumaError(api, ctx, NewError(http.StatusForbidden, "this operation is for the user "+AdminUsername+" only"))
-			}
+		id, ok := g.caller(ctx)
+		if !ok || g.forbidden(ctx, access, id) {
 			return
 		}
 		noteUser(ctx.Context(), id.User.ID)
 		next(huma.WithContext(ctx, auth.NewContext(ctx.Context(), id)))
 	}
+}
+
+// callerGate holds what requireCaller's steps need.
+type callerGate struct {
+	api     huma.API
+	svc     *auth.Service
+	ps      *planes
+	outages *outageLog
+}
+
+// caller resolves the caller of ctx's request. When there is none it
+// answers the request (503 or 499, 401, or the ip plane's 429) and
+// returns ok false.
+func (g *callerGate) caller(ctx huma.Context) (id *auth.Identity, ok bool) {
+	r, _ := humachi.Unwrap(ctx)
+	ip := GetClientIP(r.Context())
+	lookup := r.Context()
+	if g.ps.refusing(ip) {
+		lookup = auth.WithoutLookup(lookup)
+	}
+	id, err := resolveCaller(lookup, g.svc, r)
+	charged := false
+	if errors.Is(err, auth.ErrNotCached) {
+		// Charge first; only if the address's budget admits again
+		// are its credentials worth a lookup.
+		if g.ps.failedAuth(ctx, ip) {
+			return nil, false
+		}
+		charged = true
+		id, err = resolveCaller(r.Context(), g.svc, r)
+	}
+	if err != nil && !errors.Is(err, auth.ErrUnauthenticated) {
+		g.unavailable(ctx, r, err)
+		return nil, false
+	}
+	if id == nil {
+		if charged || !g.ps.failedAuth(ctx, ip) {
+			writeHumaError(g.api, ctx, NewError(http.StatusUnauthorized, "log in, or send an API key as Authorization: Bearer or X-API-Key"))
+		}
+		return nil, false
+	}
+	return id, true
+}
+
+// unavailable answers a request whose caller the store could not
+// resolve: 503, with err logged to outages, or 499 when the client left.
+func (g *callerGate) unavailable(ctx huma.Context, r *http.Request, err error) {
+	if clientGone(r.Context()) {
+		// The client left during the lookup: not an outage. Only
+		// the access log records it.
+		_, w := humachi.Unwrap(ctx)
+		w.WriteHeader(StatusClientClosedRequest)
+		return
+	}
+	g.outages.log(r.Context(), err)
+	writeHumaError(g.api, ctx, NewError(http.StatusServiceUnavailable, "brain cannot check credentials right now; retry shortly"))
+}
+
+// forbidden answers 403 (or the caller's budget's 429) and returns true
+// when access does not admit id: an API key on a session-only operation,
+// or any user but admin on an Admin one.
+func (g *callerGate) forbidden(ctx huma.Context, access Access, id *auth.Identity) bool {
+	if access == Session && id.Method != auth.MethodSession {
+		if !g.ps.refusedCaller(ctx, id) { // the key's own budget pays for its 403s
+			writeHumaError(g.api, ctx, NewError(http.StatusForbidden, "this operation needs a logged-in session; an API key cannot call it"))
+		}
+		return true
+	}
+	if access == Admin && id.User.Username != AdminUsername {
+		if !g.ps.refusedCaller(ctx, id) { // the caller's budget pays for its 403s
+			writeHumaError(g.api, ctx, NewError(http.StatusForbidden, "this operation is for the user "+AdminUsername+" only"))
+		}
+		return true
+	}
+	return false
 }
 
 // writeHumaError writes e, with its headers, from inside a huma middleware.

@@ -45,115 +45,173 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("apicheck", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dir := fs.String("C", ".", "run in this directory (inside the git work tree)")
-	specPath := fs.String("spec", "openapi.json", "the revised spec, a file in the work tree")
-	ignorePath := fs.String("ignore", "openapi-breaking.ignore", "accepted breaks, one per line with a reason; a missing file accepts none")
-	base := fs.String("base", getenv("API_BASE"), "git revision to walk from (default: see the command doc; env API_BASE)")
-	limit := fs.Int("max-walk", maxWalk, "with no base, walk at most this many commits back from HEAD")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return err
-	}
-	g := gitIn(ctx, *dir)
-
-	rev, err := os.ReadFile(filepath.Join(*dir, *specPath))
-	if err != nil {
-		return err
-	}
-	b, err := os.ReadFile(filepath.Join(*dir, *ignorePath))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	worktreeIgnore, err := parseIgnore(b, *ignorePath)
-	if err != nil {
-		return err
-	}
-	rel, err := topPath(g, *specPath)
-	if err != nil {
-		return err
-	}
-	ignoreRel, err := topPath(g, *ignorePath)
-	if err != nil {
-		return err
-	}
-
-	commits, why, err := walk(g, *base, rel, *limit)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "api-check: %s, as each commit since %s changed it (%d), then in the work tree\n", rel, why, len(commits))
-
-	var all []apicheck.Finding // every finding, to tell which ignore lines matched none
-	failed := 0
-	check := func(what string, base, revised []byte, ignore *apicheck.IgnoreList) error {
-		findings, err := apicheck.Check(base, revised)
-		if err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		all = append(all, findings...)
-		breaking, accepted, _ := ignore.Filter(findings)
-		breaking, acceptedNow, _ := worktreeIgnore.Filter(breaking)
-		accepted = append(accepted, acceptedNow...)
-		if len(breaking) == 0 && len(accepted) == 0 {
-			return nil
-		}
-		fmt.Fprintf(stdout, "  %s:\n", what)
-		for _, f := range accepted {
-			fmt.Fprintf(stdout, "    accepted by %s: %s\n", *ignorePath, f)
-		}
-		for _, f := range breaking {
-			fmt.Fprintf(stdout, "    error %s\n", f)
-		}
-		failed += len(breaking)
+	o, err := parseArgs(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
-	for _, c := range commits {
-		spec, err := g("show", c+":"+rel)
-		if err != nil {
-			continue // the commit removed the spec: the next one that has it is compared with the last before
-		}
-		parent, from, ok := lastSpec(g, c+"^1", rel)
-		if !ok || spec == parent {
-			continue // no earlier spec (or no parent): nothing to break
-		}
-		ib, _ := g("show", c+":"+ignoreRel) // a commit without the file accepts nothing
-		ignore, err := parseIgnore([]byte(ib), c[:12]+":"+ignoreRel)
-		if err != nil {
-			return err
-		}
-		subject, _ := g("log", "-1", "--format=%s", c)
-		if r := []rune(subject); len(r) > 72 {
-			subject = string(r[:71]) + "…"
-		}
-		what := fmt.Sprintf("commit %s (%s)", c[:12], subject)
-		if from != c+"^1" {
-			what += " against " + from[:12] + ", the spec's last commit before it was removed"
-		}
-		if err := check(what, []byte(parent), []byte(spec), ignore); err != nil {
+	if err != nil {
+		return err
+	}
+	g := gitIn(ctx, o.dir)
+	in, err := readInputs(g, o)
+	if err != nil {
+		return err
+	}
+	commits, why, err := walk(g, o.base, in.rel, o.limit)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "api-check: %s, as each commit since %s changed it (%d), then in the work tree\n", in.rel, why, len(commits))
+	c := &checker{out: stdout, ignorePath: o.ignorePath, worktreeIgnore: in.ignore}
+	for _, commit := range commits {
+		if err := c.checkCommit(g, commit, in.rel, in.ignoreRel); err != nil {
 			return err
 		}
 	}
-	if head, from, ok := lastSpec(g, "HEAD", rel); ok && head != strings.TrimSpace(string(rev)) {
-		what := "the work tree against HEAD"
-		if from != "HEAD" {
-			what = "the work tree against " + from[:12] + ", the spec's last commit before HEAD removed it"
-		}
-		if err := check(what, []byte(head), rev, nil); err != nil {
-			return err
-		}
+	if err := c.checkWorktree(g, in.rel, in.spec); err != nil {
+		return err
 	}
-	_, _, unused := worktreeIgnore.Filter(all)
+	return c.verdict(why)
+}
+
+// options are the command's flags.
+type options struct {
+	dir, specPath, ignorePath, base string
+	limit                           int
+}
+
+// parseArgs reads the flags; it returns flag.ErrHelp when -h asked for
+// the usage, which it has written to stderr.
+func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("apicheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.StringVar(&o.dir, "C", ".", "run in this directory (inside the git work tree)")
+	fs.StringVar(&o.specPath, "spec", "openapi.json", "the revised spec, a file in the work tree")
+	fs.StringVar(&o.ignorePath, "ignore", "openapi-breaking.ignore", "accepted breaks, one per line with a reason; a missing file accepts none")
+	fs.StringVar(&o.base, "base", getenv("API_BASE"), "git revision to walk from (default: see the command doc; env API_BASE)")
+	fs.IntVar(&o.limit, "max-walk", maxWalk, "with no base, walk at most this many commits back from HEAD")
+	return o, fs.Parse(args)
+}
+
+// inputs are what the work tree holds: its spec and ignore list, and
+// their paths from the top of the work tree.
+type inputs struct {
+	spec           []byte
+	ignore         *apicheck.IgnoreList
+	rel, ignoreRel string
+}
+
+func readInputs(g gitFunc, o options) (inputs, error) {
+	var in inputs
+	var err error
+	if in.spec, err = os.ReadFile(filepath.Join(o.dir, o.specPath)); err != nil {
+		return inputs{}, err
+	}
+	b, err := os.ReadFile(filepath.Join(o.dir, o.ignorePath))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return inputs{}, err
+	}
+	if in.ignore, err = parseIgnore(b, o.ignorePath); err != nil {
+		return inputs{}, err
+	}
+	if in.rel, err = topPath(g, o.specPath); err != nil {
+		return inputs{}, err
+	}
+	if in.ignoreRel, err = topPath(g, o.ignorePath); err != nil {
+		return inputs{}, err
+	}
+	return in, nil
+}
+
+// A checker compares specs and reports what breaks, counting the breaks
+// no ignore list accepts.
+type checker struct {
+	out            io.Writer
+	ignorePath     string
+	worktreeIgnore *apicheck.IgnoreList
+	all            []apicheck.Finding // every finding, to tell which ignore lines matched none
+	failed         int
+}
+
+// check compares base with revised, described as what; a break is
+// accepted by ignore or by the work tree's ignore list.
+func (c *checker) check(what string, base, revised []byte, ignore *apicheck.IgnoreList) error {
+	findings, err := apicheck.Check(base, revised)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	c.all = append(c.all, findings...)
+	breaking, accepted, _ := ignore.Filter(findings)
+	breaking, acceptedNow, _ := c.worktreeIgnore.Filter(breaking)
+	accepted = append(accepted, acceptedNow...)
+	if len(breaking) == 0 && len(accepted) == 0 {
+		return nil
+	}
+	fmt.Fprintf(c.out, "  %s:\n", what)
+	for _, f := range accepted {
+		fmt.Fprintf(c.out, "    accepted by %s: %s\n", c.ignorePath, f)
+	}
+	for _, f := range breaking {
+		fmt.Fprintf(c.out, "    error %s\n", f)
+	}
+	c.failed += len(breaking)
+	return nil
+}
+
+// checkCommit checks the spec at rel as commit changed it, against its
+// parent's (or the last one before, when the parent has none), with the
+// ignore list at ignoreRel as the commit has it.
+func (c *checker) checkCommit(g gitFunc, commit, rel, ignoreRel string) error {
+	spec, err := g("show", commit+":"+rel)
+	if err != nil {
+		return nil // the commit removed the spec: the next one that has it is compared with the last before
+	}
+	parent, from, ok := lastSpec(g, commit+"^1", rel)
+	if !ok || spec == parent {
+		return nil // no earlier spec (or no parent): nothing to break
+	}
+	ib, _ := g("show", commit+":"+ignoreRel) // a commit without the file accepts nothing
+	ignore, err := parseIgnore([]byte(ib), commit[:12]+":"+ignoreRel)
+	if err != nil {
+		return err
+	}
+	subject, _ := g("log", "-1", "--format=%s", commit)
+	if r := []rune(subject); len(r) > 72 {
+		subject = string(r[:71]) + "…"
+	}
+	what := fmt.Sprintf("commit %s (%s)", commit[:12], subject)
+	if from != commit+"^1" {
+		what += " against " + from[:12] + ", the spec's last commit before it was removed"
+	}
+	return c.check(what, []byte(parent), []byte(spec), ignore)
+}
+
+// checkWorktree checks the work tree's spec against HEAD's (or the last
+// one before, when HEAD has none).
+func (c *checker) checkWorktree(g gitFunc, rel string, rev []byte) error {
+	head, from, ok := lastSpec(g, "HEAD", rel)
+	if !ok || head == strings.TrimSpace(string(rev)) {
+		return nil
+	}
+	what := "the work tree against HEAD"
+	if from != "HEAD" {
+		what = "the work tree against " + from[:12] + ", the spec's last commit before HEAD removed it"
+	}
+	return c.check(what, []byte(head), rev, nil)
+}
+
+// verdict notes the work tree's ignore lines that matched nothing since
+// the base (why), and fails when any break was not accepted.
+func (c *checker) verdict(why string) error {
+	_, _, unused := c.worktreeIgnore.Filter(c.all)
 	for _, u := range unused {
-		fmt.Fprintf(stdout, "  note: %s %s matches no change since %s; remove it\n", *ignorePath, u, why)
+		fmt.Fprintf(c.out, "  note: %s %s matches no change since %s; remove it\n", c.ignorePath, u, why)
 	}
-	if failed > 0 {
-		return fmt.Errorf("%d breaking change(s) since %s; if deliberate, add each to %s with a reason", failed, why, *ignorePath)
+	if c.failed > 0 {
+		return fmt.Errorf("%d breaking change(s) since %s; if deliberate, add each to %s with a reason", c.failed, why, c.ignorePath)
 	}
-	fmt.Fprintf(stdout, "api-check: no breaking changes\n")
+	fmt.Fprintf(c.out, "api-check: no breaking changes\n")
 	return nil
 }
 

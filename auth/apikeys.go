@@ -1,0 +1,90 @@
+// API keys: creating, listing and deleting a user's keys, and resolving a
+// request's key to its user (AuthenticateKey).
+
+package auth
+
+import (
+	"context"
+	"time"
+)
+
+// AuthenticateKey resolves an API key, with the same cache as sessions.
+// Its last-use time is recorded in memory and written by [Service.Flush].
+func (s *Service) AuthenticateKey(ctx context.Context, key string) (*Identity, error) {
+	if !looksLikeKey(key) {
+		return nil, ErrUnauthenticated
+	}
+	now := s.cfg.Now()
+	hash := hashSecret(key)
+	// A lookup a revocation raced (raced) is used once and not cached.
+	c, _, err := lookupCached(ctx, s, credentialLookup[*cachedKey]{
+		cache: s.keys,
+		load: func(*cachedKey) (*cachedKey, error) {
+			k, u, err := s.store.APIKeyByHash(ctx, hash)
+			if err != nil {
+				return nil, err
+			}
+			return &cachedKey{key: k, user: u, fetched: now}, nil
+		},
+	}, hash, now)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.used[c.key.ID] = now.UTC().Truncate(time.Millisecond) // as stored, and as every time the API shows
+	s.mu.Unlock()
+	return &Identity{User: c.user, Method: MethodAPIKey, APIKeyID: c.key.ID}, nil
+}
+
+// CreateAPIKey makes a key for the user and returns it with its secret,
+// which is shown once and never stored. A user with MaxAPIKeys keys
+// already gets ErrTooMany.
+func (s *Service) CreateAPIKey(ctx context.Context, userID, name string) (APIKey, string, error) {
+	secret := newAPIKey()
+	k := APIKey{ID: newID(), UserID: userID, Name: name, Prefix: secret[:len(KeyPrefix)+8], KeyHash: hashSecret(secret), CreatedAt: s.stamp()}
+	if err := s.store.CreateAPIKey(ctx, k, s.cfg.MaxAPIKeys); err != nil {
+		return APIKey{}, "", unavailable(err)
+	}
+	return k, secret, nil
+}
+
+// ListAPIKeys returns a page of the user's keys: up to limit (at least 1)
+// after the cursor, newest first, with last-use times this replica has not
+// written yet. next is where the next page starts; it is zero on the last
+// page.
+func (s *Service) ListAPIKeys(ctx context.Context, userID string, after Cursor, limit int) (keys []APIKey, next Cursor, err error) {
+	limit = max(limit, 1)
+	keys, err = s.store.ListAPIKeys(ctx, userID, after, limit+1) // one more tells whether a next page exists
+	if err != nil {
+		return nil, Cursor{}, unavailable(err)
+	}
+	if len(keys) > limit {
+		keys = keys[:limit]
+		next = Cursor{CreatedAt: keys[limit-1].CreatedAt, ID: keys[limit-1].ID}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range keys {
+		if t, ok := s.used[keys[i].ID]; ok && t.After(keys[i].LastUsedAt) {
+			keys[i].LastUsedAt = t
+		}
+	}
+	return keys, next, nil
+}
+
+// DeleteAPIKey revokes one of the user's keys: at once on this replica,
+// within CacheTTL on others. ErrNotFound unless the user owns it.
+func (s *Service) DeleteAPIKey(ctx context.Context, userID, id string) error {
+	if err := s.store.DeleteAPIKey(ctx, userID, id); err != nil {
+		return unavailable(err)
+	}
+	s.revoke(func() {
+		for h, c := range s.keys {
+			if c.key.ID == id {
+				delete(s.keys, h)
+			}
+		}
+		delete(s.used, id)
+	})
+	return nil
+}

@@ -1,0 +1,171 @@
+// Sessions: a login opens one (Login), a request's token resolves to one
+// (Authenticate), and a logout ends it (Logout).
+
+package auth
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Login checks a password and opens a session. It returns the session's
+// token (for the cookie), the session and its user. Unknown users and
+// wrong passwords return the same ErrInvalidCredentials after the same
+// work; a throttled attempt returns a *ThrottledError. When the password
+// could not be checked (ErrUnavailable: the store failed, or ErrBusy) the
+// attempt is no failure: the throttle takes it back. When the user has
+// MaxSessions already, the oldest ones end: at once on this replica,
+// within CacheTTL on others.
+func (s *Service) Login(ctx context.Context, username, password, clientIP string) (string, Session, User, error) {
+	now := s.cfg.Now()
+	username = NormalizeUsername(username)
+	attempt, err := s.Throttle.Begin(username, clientIP, now)
+	if err != nil {
+		return "", Session{}, User{}, err
+	}
+	var u User
+	err = ErrNotFound
+	if usernameRE.MatchString(username) { // one that cannot exist is simply unknown
+		u, err = s.store.UserByUsername(ctx, username)
+	}
+	hash := u.PasswordHash
+	if errors.Is(err, ErrNotFound) {
+		hash = s.dummy
+	} else if err != nil {
+		s.Throttle.Abandon(attempt)
+		return "", Session{}, User{}, unavailable(err)
+	}
+	var ok bool
+	var verr error
+	if herr := s.hashes.run(ctx, s.cfg.HashWait, func() { ok, verr = VerifyPassword(password, hash) }); herr != nil {
+		s.Throttle.Abandon(attempt)
+		return "", Session{}, User{}, unavailable(herr)
+	}
+	if err != nil || !ok || verr != nil {
+		s.Throttle.Fail(attempt)
+		return "", Session{}, User{}, ErrInvalidCredentials
+	}
+	s.Throttle.Succeed(attempt)
+	token := newToken()
+	at := now.UTC().Truncate(time.Millisecond)
+	se := Session{TokenHash: hashSecret(token), UserID: u.ID, CreatedAt: at, ExpiresAt: at.Add(s.cfg.SessionLifetime), LastSeenAt: at}
+	evicted, err := s.store.CreateSession(ctx, se, s.cfg.MaxSessions)
+	if err != nil {
+		return "", Session{}, User{}, unavailable(err)
+	}
+	s.mu.Lock()
+	if len(evicted) > 0 {
+		s.gen++ // a lookup that read one of them before the delete must not cache it
+		for _, h := range evicted {
+			delete(s.sessions, h)
+			delete(s.seen, h)
+		}
+	}
+	if len(s.sessions) >= maxCached {
+		s.sweepLocked(now)
+	}
+	// The new session is known here: its first request needs no lookup.
+	s.sessions[se.TokenHash] = &cachedSession{session: se, user: u, fetched: now, written: at}
+	s.mu.Unlock()
+	return token, se, u, nil
+}
+
+// Authenticate resolves a session token. Within CacheTTL of its last
+// lookup it costs no database round trip. Every request counts as activity
+// for the idle timeout at once on this replica; the database's last-seen
+// time, which other replicas read, is queued for writing at most once per
+// TouchInterval and written by Flush (see Run), never by the request: a
+// database that does not answer cannot hold a request that needs no
+// lookup.
+func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, error) {
+	if !looksLikeToken(token) {
+		return nil, ErrUnauthenticated
+	}
+	now := s.cfg.Now()
+	hash := hashSecret(token)
+	c, raced, err := lookupCached(ctx, s, credentialLookup[*cachedSession]{
+		cache: s.sessions,
+		load:  func(stale *cachedSession) (*cachedSession, error) { return s.loadSession(ctx, hash, stale, now) },
+		gone:  func() { s.evictSession(hash) },
+	}, hash, now)
+	if err != nil {
+		return nil, err
+	}
+	if raced {
+		return s.authenticateUncached(ctx, hash, now)
+	}
+	s.mu.Lock()
+	se, u := c.session, c.user
+	if !s.alive(se, now) {
+		s.mu.Unlock()
+		s.evictSession(hash)
+		return nil, ErrUnauthenticated
+	}
+	c.session.LastSeenAt = now
+	if now.Sub(c.written) >= s.cfg.TouchInterval {
+		c.written = now
+		s.seen[hash] = now.UTC().Truncate(time.Millisecond)
+	}
+	s.mu.Unlock()
+	return &Identity{User: u, Method: MethodSession, SessionHash: hash, ExpiresAt: se.ExpiresAt}, nil
+}
+
+// loadSession reads the session of hash from the store for the cache. The
+// activity this replica saw on the stale entry but has not written yet is
+// kept.
+func (s *Service) loadSession(ctx context.Context, hash string, stale *cachedSession, now time.Time) (*cachedSession, error) {
+	se, u, err := s.store.SessionByTokenHash(ctx, hash)
+	if err != nil {
+		return nil, err
+	}
+	fresh := &cachedSession{session: se, user: u, fetched: now, written: se.LastSeenAt}
+	if stale != nil {
+		s.mu.Lock()
+		if stale.session.LastSeenAt.After(se.LastSeenAt) {
+			fresh.session.LastSeenAt, fresh.written = stale.session.LastSeenAt, stale.written // activity not yet written
+		}
+		s.mu.Unlock()
+	}
+	return fresh, nil
+}
+
+// authenticateUncached reads a session that a revocation raced, without
+// caching it.
+func (s *Service) authenticateUncached(ctx context.Context, hash string, now time.Time) (*Identity, error) {
+	se, u, err := s.store.SessionByTokenHash(ctx, hash)
+	if errors.Is(err, ErrNotFound) {
+		return nil, ErrUnauthenticated
+	}
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	if !s.alive(se, now) {
+		return nil, ErrUnauthenticated
+	}
+	return &Identity{User: u, Method: MethodSession, SessionHash: hash, ExpiresAt: se.ExpiresAt}, nil
+}
+
+// alive reports whether se has neither reached its end of life nor idled
+// out at now.
+func (s *Service) alive(se Session, now time.Time) bool {
+	return now.Before(se.ExpiresAt) && now.Sub(se.LastSeenAt) < s.cfg.IdleTimeout
+}
+
+// Logout ends the caller's session at once on this replica (other replicas
+// within CacheTTL).
+func (s *Service) Logout(ctx context.Context, id *Identity) error {
+	if id == nil || id.Method != MethodSession {
+		return ErrUnauthenticated
+	}
+	err := s.store.DeleteSession(ctx, id.SessionHash)
+	s.revoke(func() { delete(s.sessions, id.SessionHash) })
+	return unavailable(err)
+}
+
+func (s *Service) evictSession(hash string) {
+	s.mu.Lock()
+	delete(s.sessions, hash)
+	delete(s.seen, hash)
+	s.mu.Unlock()
+}

@@ -1,0 +1,108 @@
+// Users and their passwords: the username and password rules, creating a
+// user (and the first admin), and a user changing their own password.
+
+package auth
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Password bounds.
+const (
+	MinPasswordLen = 12
+	MaxPasswordLen = 1024
+)
+
+var usernameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+
+// NormalizeUsername lower-cases and trims a username.
+func NormalizeUsername(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// passwordChangeTimeout bounds the write of a password change, which runs
+// on even when the caller leaves, so that it happens whole or not at all.
+const passwordChangeTimeout = 10 * time.Second
+
+// AddUser creates a user. The username is normalized first.
+func (s *Service) AddUser(ctx context.Context, username, password string) (User, error) {
+	username = NormalizeUsername(username)
+	if !usernameRE.MatchString(username) {
+		return User{}, ErrInvalidUsername
+	}
+	if n := len([]rune(password)); n < MinPasswordLen || n > MaxPasswordLen {
+		return User{}, ErrWeakPassword
+	}
+	u := User{ID: newID(), Username: username, CreatedAt: s.stamp()}
+	if err := s.hashes.run(ctx, -1, func() { u.PasswordHash = HashPassword(password, s.cfg.Argon2) }); err != nil {
+		return User{}, err
+	}
+	if err := s.store.CreateUser(ctx, u); err != nil {
+		return User{}, unavailable(err)
+	}
+	return u, nil
+}
+
+// EnsureAdmin creates the user admin when there are no users: with
+// password, or with a random one it returns (to be shown once).
+func (s *Service) EnsureAdmin(ctx context.Context, password string) (created bool, generated string, err error) {
+	n, err := s.store.CountUsers(ctx)
+	if err != nil || n > 0 {
+		return false, "", unavailable(err)
+	}
+	if password == "" {
+		password = newToken()[:24]
+		generated = password
+	}
+	if _, err := s.AddUser(ctx, "admin", password); err != nil {
+		if errors.Is(err, ErrConflict) { // another replica won the race
+			return false, "", nil
+		}
+		return false, "", err
+	}
+	return true, generated, nil
+}
+
+// ChangePassword checks current, then sets next and ends every other
+// session of the user in one write: both happen or neither, even when the
+// caller leaves half-way. A wrong current password counts as a failed
+// login; one that could not be checked (ErrUnavailable) does not.
+func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, current, next string) error {
+	if n := len([]rune(next)); n < MinPasswordLen || n > MaxPasswordLen {
+		return ErrWeakPassword
+	}
+	attempt, err := s.Throttle.Begin(id.User.Username, clientIP, s.cfg.Now())
+	if err != nil {
+		return err
+	}
+	u, err := s.store.UserByID(ctx, id.User.ID)
+	if err != nil {
+		s.Throttle.Abandon(attempt)
+		return unavailable(err)
+	}
+	var ok bool
+	var hash string
+	err = s.hashes.run(ctx, s.cfg.HashWait, func() { // one slot for both hashes
+		if ok, _ = VerifyPassword(current, u.PasswordHash); ok {
+			hash = HashPassword(next, s.cfg.Argon2)
+		}
+	})
+	if err != nil {
+		s.Throttle.Abandon(attempt)
+		return unavailable(err)
+	}
+	if !ok {
+		s.Throttle.Fail(attempt)
+		return ErrInvalidCredentials
+	}
+	s.Throttle.Succeed(attempt)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), passwordChangeTimeout)
+	defer cancel()
+	if err := s.store.SetPasswordAndEndSessions(wctx, u.ID, hash, id.SessionHash); err != nil {
+		return unavailable(err)
+	}
+	s.revoke(func() { s.forgetSessionsLocked(u.ID, id.SessionHash) })
+	return nil
+}
