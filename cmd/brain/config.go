@@ -19,6 +19,7 @@ import (
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/connlimit"
 	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/ingest/memoryapi"
 	"github.com/brain-template/brain/ratelimit"
 )
 
@@ -392,7 +393,7 @@ func memBudgets(getenv func(string) string, budgets, from map[string]string) err
 	if err != nil {
 		return err
 	}
-	for _, b := range api.MemoryBudgets {
+	for _, b := range memoryapi.Budgets {
 		if _, set := budgets[b.Name]; set {
 			continue
 		}
@@ -453,7 +454,7 @@ func budgetSettings() []string {
 		}
 	}
 	known = append(known, budgetsEnv, memBurstEnv)
-	for _, b := range api.MemoryBudgets {
+	for _, b := range memoryapi.Budgets {
 		if limits, err := ratelimit.ParseBudgets(b.Default); err == nil && slices.ContainsFunc(limits, func(l ratelimit.Budget) bool { return l.Window == time.Hour }) {
 			known = append(known, memHourlyEnv(b.Name))
 		}

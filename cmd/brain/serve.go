@@ -13,6 +13,7 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/connlimit"
 	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/ingest/memoryapi"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
@@ -81,7 +82,7 @@ func startIngest(bg context.Context, db *store.DB, cfg Config, hub streams.Hub, 
 	var queue *store.Queue
 	svc = ingest.NewService(store.NewIngestStore(db, func(ctx context.Context, tx *store.Tx, jobID string, backlog int) error {
 		return queue.EnqueueTx(ctx, tx, jobID, backlog)
-	}), ingest.Config{TTL: cfg.IngestTTL, Publish: api.EventPublisher(hub), MaxItems: cfg.MaxItems, MaxQueuedJobs: cfg.MaxQueuedJobs,
+	}), ingest.Config{TTL: cfg.IngestTTL, Publish: memoryapi.Publisher(hub), MaxItems: cfg.MaxItems, MaxQueuedJobs: cfg.MaxQueuedJobs,
 		Yield: func(ctx context.Context) bool { return queue.Yield(ctx) }})
 	queue, err = store.NewQueue(db, func(ctx context.Context, jobID string) error {
 		err := svc.Process(ctx, jobID)
