@@ -199,7 +199,7 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 // states cfg's window and quotas in the spec.
 func memoryService(cfg Config, svc *ingest.Service) *ingest.Service {
 	if svc == nil {
-		svc = ingest.NewService(nil, ingest.Config{TTL: cfg.IngestTTL})
+		svc = ingest.NewService(nil, ingest.Config{TTL: cfg.Memory.TTL})
 	}
 	return svc
 }
