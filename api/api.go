@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/auth"
-	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/store"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
@@ -77,13 +76,9 @@ type Config struct {
 	// Streams configures the stream endpoints; its zero value serves them
 	// in memory, with the default cap.
 	Streams StreamConfig
-	// Ingest serves the memory operations. Nil only for documenting the
-	// API.
-	Ingest *ingest.Service
-	// IngestTTL is the idempotency window the ingest operation's
-	// description states: the one Ingest runs with (ingest.DefaultTTL
-	// when zero).
-	IngestTTL time.Duration
+	// Features add their operations, streams and events, in order, after
+	// the platform's operations (see [Feature]).
+	Features []Feature
 	// Bodies bounds the bytes of large request bodies in flight; its zero
 	// value takes the defaults.
 	Bodies BodyBudget
@@ -122,8 +117,11 @@ type Server struct {
 	streams *streamPlane
 	traffic *traffic
 	live    liveSnapshots
-	ingest  *ingest.Service
-	db      *store.DB // for the live snapshot's count of queued jobs; nil for none
+	// userEvents are the events a user's GET /api/v1/events may carry:
+	// the platform's, then those the features declare.
+	userEvents []EventType
+	metrics    *Metrics
+	db         *store.DB // for the live snapshot's count of queued jobs; nil for none
 	// requireCaller is the middleware that resolves callers: huma runs it
 	// for every operation, and the stream door for every stream.
 	requireCaller func(huma.Context, func(huma.Context))
@@ -203,12 +201,16 @@ func New(cfg Config) *Server {
 		ps.errs = append(ps.errs, fmt.Errorf("the streams of a user are capped at %d, fewer than the %d of each of its sessions and keys: the user's cap counts them all, so it must be at least theirs", ps.streamUserCap, ps.streamCap))
 	}
 	api := humachi.New(r, hc)
-	s := &Server{router: r, API: api, planes: ps, outages: outages, traffic: tr, ingest: cfg.Ingest, bodies: bodies, db: cfg.DB,
+	s := &Server{router: r, API: api, planes: ps, outages: outages, traffic: tr, bodies: bodies, db: cfg.DB,
 		streams: newStreamPlane(cfg.Streams, ps, cfg.Metrics, cfg.Auth, cfg.Now)}
 	s.requireCaller = requireCaller(api, cfg.Auth, ps, outages)
 	api.UseMiddleware(checkBody(api), s.requireCaller)
 	ps.api, bodies.api = api, api
+	s.userEvents, s.metrics = []EventType{apiKeyCreated, apiKeyDeleted}, cfg.Metrics
 	addRoutes(api, cfg)
+	for _, f := range cfg.Features {
+		f(s)
+	}
 	s.addStreamRoutes(cfg)
 	cfg.Metrics.observeServer(s)
 	s.serveDocuments(r, cfg.Docs)

@@ -16,6 +16,7 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/ingest/memoryapi"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/store/storetest"
 	"github.com/brain-template/brain/streams"
@@ -130,8 +131,8 @@ func mustRawServer(tb testing.TB, cfg api.Config) (*api.Server, *syncBuffer) {
 	if cfg.Streams.Hub == nil {
 		cfg.Streams.Hub = streams.NewMemoryHub(1024, 64)
 	}
-	if cfg.Ingest == nil && cfg.DB != nil { // its jobs stay queued: no queue works them here
-		cfg.Ingest = ingest.NewService(store.NewIngestStore(cfg.DB, nil), ingest.Config{Publish: api.EventPublisher(cfg.Streams.Hub)})
+	if cfg.Features == nil && cfg.DB != nil { // the memory example; its jobs stay queued: no queue works them here
+		cfg.Features = []api.Feature{memoryapi.Feature(ingest.NewService(store.NewIngestStore(cfg.DB, nil), ingest.Config{Publish: memoryapi.Publisher(cfg.Streams.Hub)}))}
 	}
 	s := api.New(cfg)
 	huma.Register(s.API, huma.Operation{
@@ -492,4 +493,11 @@ func TestDocsWorkOffline(t *testing.T) {
 			t.Errorf("/docs contains %q: it must not load anything from elsewhere", banned)
 		}
 	}
+}
+
+// documented are the features the committed spec documents: the memory
+// example, on a service without a store (its operations are declared,
+// never served).
+func documented() []api.Feature {
+	return []api.Feature{memoryapi.Feature(ingest.NewService(nil, ingest.Config{}))}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/ingest/memoryapi"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
 	"github.com/danielgtaylor/huma/v2"
@@ -27,8 +28,8 @@ func bodyServer(t *testing.T, bodies api.BodyBudget) (*api.Server, *live, *auth.
 	svc := MustAuth(t)
 	db, _ := dbOf.Load(svc)
 	hub := streams.NewMemoryHub(64, 64)
-	memory := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{Publish: api.EventPublisher(hub)})
-	s, l, _ := streamServerWith(t, api.Config{Auth: svc, Ingest: memory, Streams: api.StreamConfig{Hub: hub}, Bodies: bodies}, nil)
+	memory := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{Publish: memoryapi.Publisher(hub)})
+	s, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{memoryapi.Feature(memory)}, Streams: api.StreamConfig{Hub: hub}, Bodies: bodies}, nil)
 	return s, l, svc, l.login("ada", "correct horse battery").cookie(t)
 }
 

@@ -98,7 +98,7 @@ func TestSpecEveryBodyRefusesNonJSONWith400(t *testing.T) {
 // mustSpec is the spec of the default server, as generic JSON.
 func mustSpec(tb testing.TB) specDoc {
 	tb.Helper()
-	raw, err := api.New(api.Config{}).Spec()
+	raw, err := api.New(api.Config{Features: documented()}).Spec()
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -22,8 +22,8 @@ func DeclaredAccess(op *huma.Operation) (Access, bool) {
 // AddPanickingStream adds a stream at path whose serve panics, after the
 // stream started when started is true.
 func AddPanickingStream(s *Server, path string, started bool) {
-	s.addStream(streamOperation{op: huma.Operation{OperationID: "panic" + path, Path: path}, serve: func(st *stream) {
-		if started && st.start() != nil {
+	s.addStream(StreamOperation{Operation: huma.Operation{OperationID: "panic" + path, Path: path}, Serve: func(st *Stream) {
+		if started && st.Start() != nil {
 			return
 		}
 		panic("a bug in a stream")
@@ -34,12 +34,12 @@ func AddPanickingStream(s *Server, path string, started bool) {
 // once started, sends its id URL parameter as read from st.r each time a
 // value arrives on poke.
 func AddRouteParamStream(s *Server, path string, poke chan struct{}) {
-	s.addStream(streamOperation{op: huma.Operation{OperationID: "param" + path, Path: path}, events: []eventType{{name: "param", data: ""}}, serve: func(st *stream) {
-		if st.start() != nil {
+	s.addStream(StreamOperation{Operation: huma.Operation{OperationID: "param" + path, Path: path}, Events: []EventType{{Name: "param", Data: ""}}, Serve: func(st *Stream) {
+		if st.Start() != nil {
 			return
 		}
 		for range poke {
-			if st.sendValue("param", chi.URLParam(st.r, "id")) != nil {
+			if st.st.sendValue("param", chi.URLParam(st.Request(), "id")) != nil {
 				return
 			}
 		}

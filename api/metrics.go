@@ -18,14 +18,23 @@ import (
 type Metrics struct {
 	reg       *prometheus.Registry
 	decisions *prometheus.CounterVec
-	replays   prometheus.Counter
 }
 
-// replayed counts an idempotent replay.
-func (m *Metrics) replayed() {
-	if m != nil {
-		m.replays.Inc()
+// Counter returns a feature's counter, registered with m on the first
+// call and the same counter on the next ones (each server built on m asks
+// for it again). On a nil m it is a counter nobody scrapes.
+func (m *Metrics) Counter(opts prometheus.CounterOpts) prometheus.Counter {
+	c := prometheus.NewCounter(opts)
+	if m == nil {
+		return c
 	}
+	if err := m.reg.Register(c); err != nil {
+		if are, ok := err.(prometheus.AlreadyRegisteredError); ok {
+			return are.ExistingCollector.(prometheus.Counter)
+		}
+		panic(err)
+	}
+	return c
 }
 
 // observeServer exports what s holds, read at each scrape: its open
@@ -68,11 +77,6 @@ func (c *jobsCollector) Collect(ch chan<- prometheus.Metric) {
 // NewMetrics returns a registry with the Go and process collectors.
 func NewMetrics() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
-	m.replays = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "brain_ingest_replays_total",
-		Help: "Ingests answered from an earlier acceptance of the same batch (Idempotent-Replayed: true).",
-	})
-	m.reg.MustRegister(m.replays)
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "brain_ratelimit_decisions_total",

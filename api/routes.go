@@ -33,7 +33,6 @@ func addRoutes(api huma.API, cfg Config) {
 	}, handleReady(cfg.Ready))
 
 	addAuthRoutes(api, cfg)
-	addMemoryRoutes(api, cfg)
 }
 
 // HealthOutput is the body of GET /api/v1/health.

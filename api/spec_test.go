@@ -13,7 +13,7 @@ import (
 // request can carry (parameters and body members, through $refs) has
 // explicit bounds in the spec, so the limits are part of the contract.
 func TestSpecBoundsEveryInput(t *testing.T) {
-	s := api.New(api.Config{})
+	s := api.New(api.Config{Features: documented()})
 	raw, err := s.Spec()
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestSpecBoundsEveryInput(t *testing.T) {
 
 // The snippet's bound in the spec is the one the service keeps.
 func TestSpecBoundsSnippets(t *testing.T) {
-	raw, err := api.New(api.Config{}).Spec()
+	raw, err := api.New(api.Config{Features: documented()}).Spec()
 	if err != nil {
 		t.Fatal(err)
 	}

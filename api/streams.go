@@ -110,22 +110,25 @@ const (
 	streamOpensPolicy = "stream-opens"
 )
 
-// An eventType is one kind of event a stream may send: its name (the SSE
-// event field) and a value of its data's type, for the spec's schema.
-type eventType struct {
-	name string
-	data any
-	doc  string
+// An EventType is one kind of event a stream may send: its name (the SSE
+// event field), a value of its data's type (for the spec's schema, and to
+// check what is published), and what it means, for the spec.
+type EventType struct {
+	Name string
+	Data any
+	Doc  string
 }
 
-// A streamOperation is a stream endpoint: its operation (id, path,
-// summary, description, tags) as the spec shows it, every event type it
-// may send, and serve, which writes events until the stream ends.
-type streamOperation struct {
-	op     huma.Operation
-	access Access // Caller when empty
-	events []eventType
-	serve  func(st *stream)
+// A StreamOperation is a stream endpoint: its operation (id, path,
+// summary, description, tags, parameters, other responses) as the spec
+// shows it, who may open it, every event type it may send, and Serve,
+// which writes events until the stream ends. Declare it with
+// [Server.AddStream].
+type StreamOperation struct {
+	Operation huma.Operation
+	Access    Access // Caller when empty
+	Events    []EventType
+	Serve     func(st *Stream)
 }
 
 // streamPlane is one server's stream endpoints: the caps, the open
@@ -205,10 +208,10 @@ func (p *streamPlane) none() <-chan struct{} {
 // addStream declares op's operation in the spec (its access is Caller,
 // or so.access; the hooks add its security, errors and x-rate-limit as for
 // any operation) and mounts its handler on the router.
-func (s *Server) addStream(so streamOperation) {
-	op := so.op
+func (s *Server) addStream(so StreamOperation) {
+	op := so.Operation
 	op.Method = http.MethodGet
-	op.Metadata = map[string]any{metaAccess: cmp.Or(so.access, Caller), metaStream: true}
+	op.Metadata = map[string]any{metaAccess: cmp.Or(so.Access, Caller), metaStream: true}
 	op.Parameters = append(op.Parameters, &huma.Param{
 		Name: "Last-Event-ID", In: "header", Description: "The id of the last event received: the stream resumes after it. Browsers send it on reconnect.",
 		Schema: &huma.Schema{Type: huma.TypeString, MaxLength: ptr(41), Pattern: lastEventID.String()},
@@ -220,7 +223,7 @@ func (s *Server) addStream(so streamOperation) {
 			"The schema is text, which is what a validator reads; x-events names the schema of each message, and the generated client types it (README, Streams).",
 		Content: map[string]*huma.MediaType{"text/event-stream": {
 			Schema:     &huma.Schema{Type: huma.TypeString, Description: "Server-Sent Events, as UTF-8 text; each message is one of x-events."},
-			Extensions: map[string]any{"x-events": map[string]any{"$ref": s.eventSchema(op.OperationID, append(slices.Clone(so.events), closingEvent))}},
+			Extensions: map[string]any{"x-events": map[string]any{"$ref": s.eventSchema(op.OperationID, append(slices.Clone(so.Events), closingEvent))}},
 		}},
 	}}
 	head.Method, head.OperationID, head.Summary = http.MethodHead, "head-"+op.OperationID, "Check: "+op.Summary
@@ -233,9 +236,9 @@ func (s *Server) addStream(so streamOperation) {
 	}
 	s.API.OpenAPI().AddOperation(&op)
 	s.API.OpenAPI().AddOperation(&head)
-	names := map[string]bool{closingEvent.name: true}
-	for _, e := range so.events {
-		names[e.name] = true
+	names := map[string]bool{closingEvent.Name: true}
+	for _, e := range so.Events {
+		names[e.Name] = true
 	}
 	s.router.Get(op.Path, func(w http.ResponseWriter, r *http.Request) {
 		st, ok := s.streams.open(s, &op, w, r)
@@ -244,7 +247,7 @@ func (s *Server) addStream(so streamOperation) {
 		}
 		st.head = r.Method == http.MethodHead
 		st.declared = names
-		st.serve(so.serve)
+		st.serve(func(st *stream) { so.Serve(&Stream{st: st, srv: s}) })
 	})
 }
 
@@ -254,15 +257,15 @@ func (s *Server) addStream(so streamOperation) {
 // huma's sse package and generated clients type SSE. It returns the
 // schema's reference. The text/event-stream response itself is a string
 // (what a validating proxy reads); its x-events points here.
-func (s *Server) eventSchema(operationID string, events []eventType) string {
+func (s *Server) eventSchema(operationID string, events []EventType) string {
 	reg := s.API.OpenAPI().Components.Schemas
 	var one []*huma.Schema
 	for _, e := range events {
 		one = append(one, &huma.Schema{
-			Title: "Event " + e.name, Type: huma.TypeObject, Description: e.doc,
+			Title: "Event " + e.Name, Type: huma.TypeObject, Description: e.Doc,
 			Properties: map[string]*huma.Schema{
-				"event": {Type: huma.TypeString, Enum: []any{e.name}, Description: "The event's name."},
-				"data":  reg.Schema(reflect.TypeOf(e.data), true, e.name),
+				"event": {Type: huma.TypeString, Enum: []any{e.Name}, Description: "The event's name."},
+				"data":  reg.Schema(reflect.TypeOf(e.Data), true, e.Name),
 				"id":    {Type: huma.TypeString, Description: "The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's)."},
 				"retry": {Type: huma.TypeInteger, Minimum: ptr(0.0), Maximum: ptr(float64(time.Hour / time.Millisecond)), Description: "The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: " + strconv.FormatInt(streamRetry.Milliseconds(), 10) + "): a message without data, which EventSource takes as the delay and dispatches no event for."},
 			},
@@ -298,7 +301,7 @@ type ClosingEvent struct {
 }
 
 // closingEvent ends every stream the server closes.
-var closingEvent = eventType{name: "stream.closing", data: ClosingEvent{}, doc: "The stream's last event: the server closes it, for the reason given."}
+var closingEvent = EventType{Name: "stream.closing", Data: ClosingEvent{}, Doc: "The stream's last event: the server closes it, for the reason given."}
 
 // open is the front door of every stream: it resolves the caller, then
 // takes the stream's places (admit), and reports whether the stream may
@@ -641,7 +644,7 @@ func (st *stream) send(id, event string, data json.RawMessage) error {
 	if id != "" {
 		st.lastSent = id
 	}
-	st.gapped = event == gapEvent.name
+	st.gapped = event == gapEvent.Name
 	return st.write(msg)
 }
 
@@ -730,7 +733,7 @@ func (st *stream) renew() error {
 
 // close sends the stream's last event.
 func (st *stream) close(reason string) {
-	_ = st.sendValue(closingEvent.name, ClosingEvent{Reason: reason})
+	_ = st.sendValue(closingEvent.Name, ClosingEvent{Reason: reason})
 }
 
 // finish ends the stream: it frees its slot, and closes the connection

@@ -205,7 +205,7 @@ func TestErrorsNeverEchoRequest(t *testing.T) {
 // name holds '%', '.' or '[': a location could not name it, and the
 // validator's copy of a body escapes those characters in names.
 func TestSpecPropertyNames(t *testing.T) {
-	s := api.New(api.Config{})
+	s := api.New(api.Config{Features: documented()})
 	for name, sch := range s.API.OpenAPI().Components.Schemas.Map() {
 		for p := range sch.Properties {
 			if strings.ContainsAny(p, "%.[") {

@@ -19,6 +19,7 @@ import (
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/connlimit"
 	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/ingest/memoryapi"
 	"github.com/brain-template/brain/ratelimit"
 )
 
@@ -61,11 +62,8 @@ type Config struct {
 	// operations declare, refuses them.
 	strays []string
 
-	IngestTTL     time.Duration
-	MaxItems      int
-	MaxQueuedJobs int
-	JobWorkers    int
-	JobTimeout    time.Duration
+	// Memory are the memory example's settings.
+	Memory memoryapi.Settings
 
 	// BodyBytesInFlight and BodyBytesPerUser bound the bytes of large
 	// request bodies held at once (api.BodyBudget).
@@ -214,18 +212,18 @@ var settings = []setting{
 		if err != nil || n < 60 || n > 90*86400 {
 			return errors.New("want a whole number of seconds from 60 to 7776000 (90 days)")
 		}
-		c.IngestTTL = time.Duration(n) * time.Second
+		c.Memory.TTL = time.Duration(n) * time.Second
 		return nil
 	}},
-	{"max-items", "BRAIN_MAX_ITEMS", "1000000", "memory items per user, stored or in jobs not finished; an ingest past it answers 409", false, count(1, 100_000_000, func(c *Config) *int { return &c.MaxItems })},
-	{"max-queued-jobs", "BRAIN_MAX_QUEUED_JOBS", "10000", "ingest jobs per user that are queued or running; an ingest past it answers 409", false, count(1, 1_000_000, func(c *Config) *int { return &c.MaxQueuedJobs })},
-	{"job-workers", "BRAIN_JOB_WORKERS", "4", "ingest jobs this replica works at once (at most 16: each holds a database connection while it works)", false, count(1, 16, func(c *Config) *int { return &c.JobWorkers })},
+	{"max-items", "BRAIN_MAX_ITEMS", "1000000", "memory items per user, stored or in jobs not finished; an ingest past it answers 409", false, count(1, 100_000_000, func(c *Config) *int { return &c.Memory.MaxItems })},
+	{"max-queued-jobs", "BRAIN_MAX_QUEUED_JOBS", "10000", "ingest jobs per user that are queued or running; an ingest past it answers 409", false, count(1, 1_000_000, func(c *Config) *int { return &c.Memory.MaxQueuedJobs })},
+	{"job-workers", "BRAIN_JOB_WORKERS", "4", "ingest jobs this replica works at once (at most 16: each holds a database connection while it works)", false, count(1, 16, func(c *Config) *int { return &c.Memory.Workers })},
 	{"job-timeout", "BRAIN_JOB_TIMEOUT", "30s", "how long one attempt of an ingest job may run, 1s to 1h; a job a crash cut off is worked again 10 to 50 s after this much time from its start", false, func(c *Config, v string) error {
 		d, err := time.ParseDuration(strings.TrimSpace(v))
 		if err != nil || d < time.Second || d > time.Hour {
 			return errors.New("want a duration from 1s to 1h, such as 30s")
 		}
-		c.JobTimeout = d
+		c.Memory.JobTimeout = d
 		return nil
 	}},
 	{"body-bytes-in-flight", bodyBytesEnv, "64MiB", "bytes of large request bodies (an ingest's) held at once, all callers together; past it a body is refused before it is read, 503 with Retry-After: 1", false,
@@ -392,7 +390,7 @@ func memBudgets(getenv func(string) string, budgets, from map[string]string) err
 	if err != nil {
 		return err
 	}
-	for _, b := range api.MemoryBudgets {
+	for _, b := range memoryapi.Budgets {
 		if _, set := budgets[b.Name]; set {
 			continue
 		}
@@ -453,7 +451,7 @@ func budgetSettings() []string {
 		}
 	}
 	known = append(known, budgetsEnv, memBurstEnv)
-	for _, b := range api.MemoryBudgets {
+	for _, b := range memoryapi.Budgets {
 		if limits, err := ratelimit.ParseBudgets(b.Default); err == nil && slices.ContainsFunc(limits, func(l ratelimit.Budget) bool { return l.Window == time.Hour }) {
 			known = append(known, memHourlyEnv(b.Name))
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/ingest/memoryapi"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
@@ -171,8 +172,7 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		Limits:         l,
 		Metrics:        r.metrics,
 		Streams:        streamsOf(cfg, r.streams),
-		Ingest:         r.ingest,
-		IngestTTL:      cfg.IngestTTL,
+		Features:       []api.Feature{memoryapi.Feature(memoryService(cfg, r.ingest))},
 		Bodies:         api.BodyBudget{InFlight: cfg.BodyBytesInFlight, PerCaller: cfg.BodyBytesPerUser},
 		LiveAccess:     cfg.LiveAccess,
 		Static:         site,
@@ -192,6 +192,16 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 			strings.Join(cfg.strays, " and "), strings.Join(budgetSettings(), ", "), budgetsEnv, declared)
 	}
 	return s, nil
+}
+
+// memoryService is the memory example's service a serving brain runs
+// (svc), or, when it has none (brain openapi), one without a store that
+// states cfg's window and quotas in the spec.
+func memoryService(cfg Config, svc *ingest.Service) *ingest.Service {
+	if svc == nil {
+		svc = ingest.NewService(nil, ingest.Config{TTL: cfg.Memory.TTL})
+	}
+	return svc
 }
 
 // streamsOf is the stream plane a serving brain runs (sc), or, when it

@@ -12,7 +12,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/connlimit"
-	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/ingest/memoryapi"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
@@ -69,76 +69,6 @@ func rateLimitStore(cfg Config, client rueidis.Client, logger *slog.Logger, metr
 	logger.Info("rate limits shared in Redis", "on_store_error", cfg.RateLimitOnStoreError)
 	return func(p ratelimit.Policy) ratelimit.Limiter {
 		return ratelimit.NewResilient(ratelimit.NewRedis(client, cfg.RedisPrefix+"rl:", p), memory(p), cfg.RateLimitOnStoreError, breaker)
-	}, nil
-}
-
-// startIngest builds the ingest service on db and starts its job queue,
-// whose workers process the batches it accepts (in this replica and, on
-// PostgreSQL, in any other), and, every hour, a sweep of expired
-// idempotency keys and of jobs the queue lost (FailAbandoned). stop ends both, letting running jobs finish for up to 10 s (a job
-// cut off is worked again later).
-func startIngest(bg context.Context, db *store.DB, cfg Config, hub streams.Hub, logger *slog.Logger) (svc *ingest.Service, stop func(), err error) {
-	var queue *store.Queue
-	svc = ingest.NewService(store.NewIngestStore(db, func(ctx context.Context, tx *store.Tx, jobID string, backlog int) error {
-		return queue.EnqueueTx(ctx, tx, jobID, backlog)
-	}), ingest.Config{TTL: cfg.IngestTTL, Publish: api.EventPublisher(hub), MaxItems: cfg.MaxItems, MaxQueuedJobs: cfg.MaxQueuedJobs,
-		Yield: func(ctx context.Context) bool { return queue.Yield(ctx) }})
-	queue, err = store.NewQueue(db, func(ctx context.Context, jobID string) error {
-		err := svc.Process(ctx, jobID)
-		switch {
-		case errors.Is(err, ingest.ErrPermanent):
-			return fmt.Errorf("%w: %w", store.ErrPermanent, err)
-		case errors.Is(err, ingest.ErrYield):
-			return fmt.Errorf("%w: %w", store.ErrYield, err)
-		}
-		return err
-	}, store.QueueOptions{
-		Workers:    cfg.JobWorkers,
-		JobTimeout: cfg.JobTimeout,
-		Logger:     logger,
-		GiveUp: func(ctx context.Context, jobID string, err error) {
-			if ferr := svc.Fail(ctx, jobID, "gave up after repeated failures: "+err.Error()); ferr != nil {
-				logger.Warn("ingest: a job that failed for good could not be marked failed", "job", jobID, "error", ferr)
-			}
-		},
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("the job queue: %w", err)
-	}
-	if err := queue.Start(bg); err != nil {
-		return nil, nil, fmt.Errorf("the job queue: %w", err)
-	}
-	sweepCtx, stopSweep := context.WithCancel(bg)
-	swept := make(chan struct{})
-	go func() {
-		defer close(swept)
-		for t := time.NewTicker(time.Hour); ; {
-			if n, err := svc.Sweep(sweepCtx); err != nil && sweepCtx.Err() == nil {
-				logger.Warn("ingest: sweeping expired idempotency keys failed; retrying in an hour", "error", err)
-			} else if n > 0 {
-				logger.Info("ingest: swept expired idempotency keys", "keys", n)
-			}
-			if n, err := svc.FailAbandoned(sweepCtx); err != nil && sweepCtx.Err() == nil {
-				logger.Warn("ingest: failing abandoned jobs failed; retrying in an hour", "error", err)
-			} else if n > 0 {
-				logger.Warn("ingest: failed jobs the queue had lost, unfinished a day after they were accepted", "jobs", n)
-			}
-			select {
-			case <-t.C:
-			case <-sweepCtx.Done():
-				t.Stop()
-				return
-			}
-		}
-	}()
-	return svc, func() {
-		stopSweep()
-		<-swept
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := queue.Stop(ctx); err != nil {
-			logger.Warn("ingest: the job queue stopped with jobs unfinished; they will be worked again", "error", err)
-		}
 	}, nil
 }
 
@@ -314,7 +244,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); runHub(bg) }()
 	defer func() { stopBG(); <-hubDone }()
-	memory, stopQueue, err := startIngest(bg, db, cfg, streamCfg.Hub, logger)
+	memory, stopQueue, err := memoryapi.Start(bg, db, cfg.Memory, streamCfg.Hub, logger)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,8 @@
-package api
+// Package memoryapi is the memory example's HTTP surface: its operations
+// (ingest, jobs, query, items, skills, projects), the job log's stream and
+// the job events, registered on the platform's server by [Feature] with
+// package api's exported names only.
+package memoryapi
 
 import (
 	"context"
@@ -6,28 +10,28 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
-	"reflect"
-	"strings"
 	"time"
 
+	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ingest"
 	"github.com/danielgtaylor/huma/v2"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // The budgets of the memory operations: what one API key may spend on
 // each (configuration replaces them by name, or through the MEM_*
 // settings). Sessions keep their session budget.
 var (
-	ingestBudget   = Budget{Name: "ingest", Default: "100/h; 10/s"}
-	queryBudget    = Budget{Name: "query", Default: "1000/h; 10/s"}
-	projectsBudget = Budget{Name: "projects", Default: "100/h; 10/s"}
-	skillsBudget   = Budget{Name: "skills", Default: "10/s"}
+	ingestBudget   = api.Budget{Name: "ingest", Default: "100/h; 10/s"}
+	queryBudget    = api.Budget{Name: "query", Default: "1000/h; 10/s"}
+	projectsBudget = api.Budget{Name: "projects", Default: "100/h; 10/s"}
+	skillsBudget   = api.Budget{Name: "skills", Default: "10/s"}
 )
 
-// MemoryBudgets are the names and defaults of the memory operations'
-// budgets, for the settings that override them.
-var MemoryBudgets = []Budget{ingestBudget, queryBudget, projectsBudget, skillsBudget}
+// Budgets are the names and defaults of the memory operations' budgets,
+// for the settings that override them.
+var Budgets = []api.Budget{ingestBudget, queryBudget, projectsBudget, skillsBudget}
 
 // IngestRequest is the body of POST /memory/ingest as the spec shows it.
 // The handler reads the body itself, byte for byte (ingest.Parse): the
@@ -221,26 +225,32 @@ type ProjectView struct {
 	LastIngestAt time.Time `json:"last_ingest_at"`
 }
 
-// addMemoryRoutes registers the memory operations: each declares its
-// access and budget here.
-func addMemoryRoutes(api huma.API, cfg Config) {
-	h := &memoryHandlers{svc: cfg.Ingest, metrics: cfg.Metrics}
-	callers, tags := WithAccess(api, Caller), tagged(api, "Memory", "Your notes: ingest them in batches, follow the jobs that store them, query and delete them.")
-	ttl := ingest.DefaultTTL
-	if cfg.IngestTTL > 0 {
-		ttl = cfg.IngestTTL
+// Feature registers the memory operations on a server, each with its
+// access and budget, then the job log's stream and the job events: the one
+// line of wiring (api.Config.Features). svc serves them; for documenting
+// the API only (brain openapi), a service without a store states the
+// configured window and quotas.
+func Feature(svc *ingest.Service) api.Feature {
+	return func(s *api.Server) {
+		addRoutes(s, svc)
+		s.DeclareEvents(jobQueued, jobProgress, jobSucceeded, jobFailed, memoryIngested)
+		addJobLog(s, svc)
 	}
-	// The quotas the spec shows: the running ones, or the defaults when
-	// there is no service (brain openapi).
-	maxItems, maxJobs := ingest.DefaultMaxItems, ingest.DefaultMaxQueuedJobs
-	if cfg.Ingest != nil {
-		maxItems, maxJobs = cfg.Ingest.Config().MaxItems, cfg.Ingest.Config().MaxQueuedJobs
-	}
-	huma.Register(callers, WithBudget(huma.Operation{
-		OperationID: "ingest-memory", Method: http.MethodPost, Path: Prefix + "/memory/ingest", MaxBodyBytes: ingest.MaxBodyBytes,
+}
+
+// addRoutes registers the memory operations: each declares its access and
+// budget here.
+func addRoutes(s *api.Server, svc *ingest.Service) {
+	h := &memoryHandlers{svc: svc, replays: s.Metrics().Counter(prometheus.CounterOpts{
+		Name: "brain_ingest_replays_total",
+		Help: "Ingests answered from an earlier acceptance of the same batch (Idempotent-Replayed: true).",
+	})}
+	callers, tags := api.WithAccess(s.API, api.Caller), api.Tag(s.API, "Memory", "Your notes: ingest them in batches, follow the jobs that store them, query and delete them.")
+	ttl, maxItems, maxJobs := svc.Config().TTL, svc.Config().MaxItems, svc.Config().MaxQueuedJobs
+	huma.Register(callers, api.WithBudget(api.WithJSONBody(huma.Operation{
+		OperationID: "ingest-memory", Method: http.MethodPost, Path: api.Prefix + "/memory/ingest", MaxBodyBytes: ingest.MaxBodyBytes,
 		SkipValidateBody: true, // ingest.Parse checks the body, byte for byte as sent
 		DefaultStatus:    http.StatusAccepted, Summary: "Ingest a batch of notes", Tags: tags, Errors: []int{http.StatusConflict, http.StatusUnprocessableEntity},
-		Metadata: map[string]any{metaJSONBody: reflect.TypeOf(IngestRequest{})},
 		Description: "Accepts a batch of 1 to 1000 items for processing by a job; 202 means the batch is durably stored and its job enqueued.\n\n" +
 			"Idempotency: the batch's key is its ingest_id, or, when absent, the SHA-256 (lowercase hex) of the RFC 8785 canonical JSON of the body exactly as sent. " +
 			fmt.Sprintf("Keys are yours alone and last %v from the first request: within that time the same batch sent again answers the first job, with replayed true and Idempotent-Replayed: true, and enqueues nothing; ", ttl) +
@@ -249,19 +259,19 @@ func addMemoryRoutes(api huma.API, cfg Config) {
 			fmt.Sprintf("Quotas: you may hold %d items, stored or in batches whose jobs are not finished, and have %d jobs queued or running. ", maxItems, maxJobs) +
 			"A batch that would pass either is a 409 (code conflict) whose details name the quota (items or queued_jobs), its limit and what you hold; nothing is stored or enqueued. " +
 			"Deleting items frees room under the first, a job finishing under the second (a failed job also gives back the items it did not store). A replay takes nothing from either.",
-	}, ingestBudget), h.ingest)
+	}, IngestRequest{}), ingestBudget), h.ingest)
 	huma.Register(callers, huma.Operation{
-		OperationID: "list-jobs", Method: http.MethodGet, Path: Prefix + "/jobs", Summary: "List your jobs", Tags: tags,
+		OperationID: "list-jobs", Method: http.MethodGet, Path: api.Prefix + "/jobs", Summary: "List your jobs", Tags: tags,
 		Description: "Your jobs, newest first, a page at a time.",
 	}, h.listJobs)
 	huma.Register(callers, huma.Operation{
-		OperationID: "get-job", Method: http.MethodGet, Path: Prefix + "/jobs/{id}", Summary: "Get a job", Tags: tags,
+		OperationID: "get-job", Method: http.MethodGet, Path: api.Prefix + "/jobs/{id}", Summary: "Get a job", Tags: tags,
 		Description: "One of your jobs as it is now: its status, how many of its items it has stored, and, once it has ended, when and (if it failed) why. " +
 			"Its log (GET /api/v1/jobs/{id}/log) follows it live. 404 when you have no job with that id.",
 		Errors: []int{http.StatusNotFound},
 	}, h.getJob)
-	huma.Register(callers, WithBudget(huma.Operation{
-		OperationID: "query-memory", Method: http.MethodGet, Path: Prefix + "/memory/query", Summary: "Find your items", Tags: tags,
+	huma.Register(callers, api.WithBudget(huma.Operation{
+		OperationID: "query-memory", Method: http.MethodGet, Path: api.Prefix + "/memory/query", Summary: "Find your items", Tags: tags,
 		Description: "Your items that hold every word of q, best first, with a snippet, a page at a time. " +
 			"Words are runs of letters and digits, in any case and however their accents are written (Unicode NFKC). " +
 			fmt.Sprintf("Of the items that hold every word, the %d you stored most recently are ranked, each by its first %d KiB: ", ingest.RankedItems, ingest.HeadBytes>>10) +
@@ -269,38 +279,38 @@ func addMemoryRoutes(api huma.API, cfg Config) {
 			"A query's cost never grows with anyone else's items; for words most of your items hold, it does not grow with how many do.",
 	}, queryBudget), h.query)
 	huma.Register(callers, huma.Operation{
-		OperationID: "delete-memory-item", Method: http.MethodDelete, Path: Prefix + "/memory/items/{id}", Summary: "Delete an item", Tags: tags,
+		OperationID: "delete-memory-item", Method: http.MethodDelete, Path: api.Prefix + "/memory/items/{id}", Summary: "Delete an item", Tags: tags,
 		Description: "Deletes one of your items, by the id a query returned: no query finds it again, and it no longer counts against your items quota. " +
 			"404 when you have no item with that id (deleted already, or never yours).",
 		DefaultStatus: http.StatusNoContent, Errors: []int{http.StatusNotFound},
 	}, h.deleteItem)
-	huma.Register(callers, WithBudget(huma.Operation{
-		OperationID: "list-skills", Method: http.MethodGet, Path: Prefix + "/memory/skills", Summary: "List your skills", Tags: tags,
+	huma.Register(callers, api.WithBudget(huma.Operation{
+		OperationID: "list-skills", Method: http.MethodGet, Path: api.Prefix + "/memory/skills", Summary: "List your skills", Tags: tags,
 		Description: "The skills your items name, and how many items name each (at most 1000, the most named first).",
 	}, skillsBudget), h.skills)
-	huma.Register(callers, WithBudget(huma.Operation{
-		OperationID: "list-projects", Method: http.MethodGet, Path: Prefix + "/memory/projects", Summary: "List your projects", Tags: tags,
+	huma.Register(callers, api.WithBudget(huma.Operation{
+		OperationID: "list-projects", Method: http.MethodGet, Path: api.Prefix + "/memory/projects", Summary: "List your projects", Tags: tags,
 		Description: "Your projects, how many items each has, and when it last received some (at most 1000).",
 	}, projectsBudget), h.projects)
 }
 
 type memoryHandlers struct {
 	svc     *ingest.Service
-	metrics *Metrics // counts the replays; nil for none
+	replays prometheus.Counter // the idempotent replays answered
 }
 
 func (h *memoryHandlers) ingest(ctx context.Context, in *IngestInput) (*IngestOutput, error) {
 	if mt, _, _ := mime.ParseMediaType(in.contentType); in.contentType != "" && mt != "application/json" {
-		return nil, NewError(http.StatusUnsupportedMediaType, "send the batch as application/json")
+		return nil, api.NewError(http.StatusUnsupportedMediaType, "send the batch as application/json")
 	}
 	a, err := h.svc.Ingest(ctx, auth.FromContext(ctx).User.ID, in.RawBody)
 	if err != nil {
 		return nil, ingestError(err)
 	}
-	out := &IngestOutput{Location: Prefix + "/jobs/" + a.JobID}
+	out := &IngestOutput{Location: api.Prefix + "/jobs/" + a.JobID}
 	out.Body.JobID, out.Body.IngestID, out.Body.Status, out.Body.Replayed = a.JobID, a.IngestID, string(a.Status), a.Replayed
 	if a.Replayed {
-		h.metrics.replayed()
+		h.replays.Inc()
 		out.Replayed = "true"
 	}
 	return out, nil
@@ -382,55 +392,42 @@ func ingestError(err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &ve):
-		details := make([]FieldError, len(ve.Errors))
+		details := make([]api.FieldError, len(ve.Errors))
 		for i, fe := range ve.Errors {
-			details[i] = FieldError{Location: fe.Location, Message: fe.Message}
+			details[i] = api.FieldError{Location: fe.Location, Message: fe.Message}
 		}
 		if ve.Malformed { // not JSON: 400, as huma answers for every other operation
-			return NewError(http.StatusBadRequest, msgMalformedBody, details...)
+			return api.MalformedBody(details...)
 		}
-		return NewError(http.StatusUnprocessableEntity, "the request is not valid: see details.errors", details...)
+		return api.NewError(http.StatusUnprocessableEntity, "the request is not valid: see details.errors", details...)
 	case errors.Is(err, ingest.ErrKeyReused):
-		e := NewError(http.StatusUnprocessableEntity, "this ingest_id was used for a batch with other content; send this batch under a new ingest_id, or leave ingest_id out",
-			FieldError{Location: "body.ingest_id", Message: "names another batch"})
-		e.Code = codeKeyReused
+		e := api.NewError(http.StatusUnprocessableEntity, "this ingest_id was used for a batch with other content; send this batch under a new ingest_id, or leave ingest_id out",
+			api.FieldError{Location: "body.ingest_id", Message: "names another batch"})
+		e.Code = api.CodeKeyReused
 		return e
 	case errors.As(err, &qe):
 		return quotaError(qe)
 	case errors.Is(err, ingest.ErrNotFound):
-		return NewError(http.StatusNotFound, "you have nothing with that id")
+		return api.NewError(http.StatusNotFound, "you have nothing with that id")
 	case errors.Is(err, ingest.ErrUnavailable):
-		return storeError(err)
+		return api.StoreError(err)
 	}
 	return err
 }
 
 // quotaError is the 409 of an ingest past a quota: which quota, its
 // limit, what the caller holds, and what frees room.
-func quotaError(qe *ingest.QuotaError) *Error {
+func quotaError(qe *ingest.QuotaError) *api.Error {
 	var msg string
 	if qe.Quota == ingest.QuotaJobs {
-		msg = fmt.Sprintf("you have %d jobs queued or running, the most allowed: wait for some to finish (GET %s/jobs), then send the batch again", qe.Used, Prefix)
+		msg = fmt.Sprintf("you have %d jobs queued or running, the most allowed: wait for some to finish (GET %s/jobs), then send the batch again", qe.Used, api.Prefix)
 	} else {
-		msg = fmt.Sprintf("this batch's %d items would take you past your quota of %d items (you hold %d, stored or in jobs not finished): delete items you no longer need (DELETE %s/memory/items/{id}), or send fewer", qe.Asked, qe.Limit, qe.Used, Prefix)
+		msg = fmt.Sprintf("this batch's %d items would take you past your quota of %d items (you hold %d, stored or in jobs not finished): delete items you no longer need (DELETE %s/memory/items/{id}), or send fewer", qe.Asked, qe.Limit, qe.Used, api.Prefix)
 	}
-	e := NewError(http.StatusConflict, msg)
+	e := api.NewError(http.StatusConflict, msg)
 	used := qe.Used
 	e.Details.Quota, e.Details.Limit, e.Details.Used = qe.Quota, qe.Limit, &used
 	return e
 }
 
-// metaJSONBody is the Operation.Metadata key of the type an operation
-// that reads its body itself (RawBody) documents as its JSON body.
-const metaJSONBody = "brain.jsonBody"
-
-// declareJSONBody is an OnAddOperation hook: an operation that reads its
-// body raw documents the JSON its handler parses, not bytes.
-func declareJSONBody(oapi *huma.OpenAPI, op *huma.Operation) {
-	t, ok := op.Metadata[metaJSONBody].(reflect.Type)
-	if !ok || op.RequestBody == nil {
-		return
-	}
-	op.RequestBody.Required = true
-	op.RequestBody.Content = map[string]*huma.MediaType{"application/json": {Schema: oapi.Components.Schemas.Schema(t, true, strings.TrimSuffix(t.Name(), "Request"))}}
-}
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,197 @@
+// This file serves a job's log: GET /api/v1/jobs/{id}/log, a stream of
+// one job's progress until it ends.
+package memoryapi
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"regexp"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/streams"
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/go-chi/chi/v5"
+)
+
+// addJobLog declares the job log's stream on s.
+func addJobLog(s *api.Server, svc *ingest.Service) {
+	l := &jobLog{svc: svc}
+	s.AddStream(api.StreamOperation{
+		Operation: huma.Operation{
+			OperationID: "follow-job-log", Path: api.Prefix + "/jobs/{id}/log",
+			Summary: "Follow a job",
+			Description: "One of your jobs until it ends: first its state now (job.progress), then each step, then job.succeeded or job.failed, " +
+				"after which the stream ends. Every event has an id: on reconnect, send the last id received as Last-Event-ID and the log goes on from there, exactly once, " +
+				"the job's end included when it ended meanwhile (where its steps were lost, the job's state now stands for them). " +
+				"A job that has ended answers 204 when there is nothing left to send (no Last-Event-ID, or the client has the end): its result is at GET /api/v1/jobs/{id}, and a browser's EventSource stops reconnecting. " +
+				"Shares the stream plane's caps and open budget with every stream endpoint.",
+			Responses: map[string]*huma.Response{"204": {Description: "The job has ended: GET /api/v1/jobs/{id} has its result."}},
+			Parameters: []*huma.Param{{Name: "id", In: "path", Required: true, Description: "The job's id.",
+				Schema: &huma.Schema{Type: huma.TypeString, Pattern: uuidPattern, MaxLength: ptr(36)}}},
+			Errors: []int{http.StatusNotFound},
+		},
+		Events: []api.EventType{jobProgress, jobSucceeded, jobFailed},
+		Serve:  l.serve,
+	})
+}
+
+// jobLog serves job logs from the ingest service.
+type jobLog struct{ svc *ingest.Service }
+
+// serve sends one job's progress until it ends.
+//
+// Every event of the log has an id, so a client resuming with
+// Last-Event-ID gets exactly what it lacks: the job's steps the hub kept
+// after that id, ending with the job's end when the job has ended since
+// (then the log ends), and the live steps that follow. The first event of
+// a log opened without one is the job's state as the database has it,
+// whose id is the hub's place when the log subscribed (streams'
+// Subscription.At): a resume from it replays what followed. Where the hub
+// lost some of the job's steps (a gap), the database's state stands for
+// them, with the same kind of id; so does it for the job's end when the
+// database has it and the hub does not (the process that ended the job
+// stopped before publishing it, or the publish was lost), and the log
+// ends.
+func (l *jobLog) serve(st *api.Stream) {
+	r := st.Request()
+	id, user := chi.URLParam(r, "id"), st.Caller().User.ID
+	if !jobID.MatchString(id) {
+		st.Refuse(api.NewError(http.StatusUnprocessableEntity, "", api.FieldError{Location: "path.id", Message: "not a job id: a UUID, as the ingest answered"}))
+		return
+	}
+	// Subscribed first, then the job read: no step falls between the two.
+	sub, ok := st.Subscribe()
+	if !ok {
+		return
+	}
+	defer sub.Close()
+	job, err := l.svc.Job(r.Context(), user, id)
+	switch {
+	case errors.Is(err, ingest.ErrNotFound):
+		st.Refuse(api.NewError(http.StatusNotFound, "you have no job with that id"))
+		return
+	case err != nil:
+		st.Unavailable(err)
+		return
+	}
+	resumed := st.LastEventID() != ""
+	steps, gap := jobSteps(sub, id)
+	if job.Status.Final() && !gap && len(steps) == 0 {
+		// The client has the job's end, or never followed it: 204, not a
+		// stream, so a browser's EventSource stops reconnecting.
+		st.NoContent()
+		return
+	}
+	if st.Start() != nil {
+		return
+	}
+	if !resumed || gap { // the database's state, for a new log or for the steps lost
+		if sendJobState(st, job, sub.At) != nil {
+			return
+		}
+	}
+	for i := range steps {
+		if err := st.SendEvent(&steps[i]); err != nil || steps[i].Type != jobProgress.Name {
+			return // the job's end ends its log
+		}
+	}
+	if job.Status.Final() { // ended, but its end is not among its steps: the database's end
+		_ = sendJobState(st, job, sub.At)
+		return
+	}
+	api.Pump(st, sub.Events(), func(ev *streams.Event, ok bool) error {
+		if !ok {
+			st.CloseSlow()
+			return api.ErrStreamEnded
+		}
+		if ev.Type == streams.EventGap { // its steps may be lost: the database has the job as it is
+			return l.readJobState(st, user, id, cmp.Or(ev.ID, st.LastSent()))
+		}
+		if !isJobStep(ev, id) {
+			return nil // another job's, or not a step
+		}
+		if err := st.Send(ev.ID, ev.Type, ev.Data); err != nil {
+			return err
+		}
+		if ev.Type != jobProgress.Name {
+			return api.ErrStreamEnded // the job has ended, and its log with it
+		}
+		return nil
+	})
+}
+
+// jobSteps returns the steps of job id that sub replays, up to the job's
+// end, and whether some may be lost: the hub says so, or replays a gap
+// marker.
+func jobSteps(sub *streams.Subscription, id string) (steps []streams.Event, gap bool) {
+	if sub.Gap {
+		return nil, true
+	}
+	for _, ev := range sub.Replay {
+		if ev.Type == streams.EventGap {
+			return nil, true
+		}
+		if isJobStep(&ev, id) {
+			steps = append(steps, ev)
+			if ev.Type != jobProgress.Name {
+				break
+			}
+		}
+	}
+	return steps, false
+}
+
+// isJobStep reports whether ev is a step of job id's log.
+func isJobStep(ev *streams.Event, id string) bool {
+	if ev.Type != jobProgress.Name && ev.Type != jobSucceeded.Name && ev.Type != jobFailed.Name {
+		return false
+	}
+	var about struct {
+		JobID string `json:"job_id"`
+	}
+	return json.Unmarshal(ev.Data, &about) == nil && about.JobID == id
+}
+
+// readJobState reads the job again, after a gap in its log's events, and
+// sends it (sendJobState) with the id at. A job that cannot be read ends
+// the log (unavailable): the client reconnects.
+func (l *jobLog) readJobState(st *api.Stream, user, id, at string) error {
+	job, err := l.svc.Job(st.Request().Context(), user, id)
+	if err != nil {
+		st.Unavailable(err)
+		return api.ErrStreamEnded
+	}
+	return sendJobState(st, job, at)
+}
+
+// sendJobState sends job as the database has it, with the id at, the
+// hub's place that state reflects: the step the events up to at brought
+// it to, or its end, which ends the log (api.ErrStreamEnded).
+func sendJobState(st *api.Stream, job ingest.Job, at string) error {
+	var (
+		name string
+		v    any
+	)
+	switch job.Status {
+	case ingest.StatusSucceeded:
+		name, v = jobSucceeded.Name, ingest.JobSucceeded{JobID: job.ID, ItemsTotal: job.ItemsTotal}
+	case ingest.StatusFailed:
+		name, v = jobFailed.Name, ingest.JobFailed{JobID: job.ID, ItemsDone: job.ItemsDone, Error: job.Error}
+	default:
+		name, v = jobProgress.Name, ingest.JobProgress{JobID: job.ID, ItemsDone: job.ItemsDone, ItemsTotal: job.ItemsTotal}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if err := st.Send(at, name, b); err != nil || name != jobProgress.Name {
+		return api.ErrStreamEnded
+	}
+	return nil
+}
+
+// jobID is the form of a job's id.
+var jobID = regexp.MustCompile(uuidPattern)

@@ -1,0 +1,97 @@
+// This file runs the memory example beside the server: its service, the
+// job queue's workers that process the batches it accepts, and the hourly
+// sweep.
+package memoryapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/store"
+	"github.com/brain-template/brain/streams"
+)
+
+// Settings are the memory example's settings (cmd/brain reads them from
+// MEM_IDEMPOTENCY_TTL_SECS, BRAIN_MAX_ITEMS, BRAIN_MAX_QUEUED_JOBS,
+// BRAIN_JOB_WORKERS and BRAIN_JOB_TIMEOUT). Zero fields take the defaults.
+type Settings struct {
+	TTL           time.Duration // ingest.Config.TTL
+	MaxItems      int           // ingest.Config.MaxItems
+	MaxQueuedJobs int           // ingest.Config.MaxQueuedJobs
+	Workers       int           // store.QueueOptions.Workers
+	JobTimeout    time.Duration // store.QueueOptions.JobTimeout
+}
+
+// Start builds the ingest service on db and starts its job queue,
+// whose workers process the batches it accepts (in this replica and, on
+// PostgreSQL, in any other), and, every hour, a sweep of expired
+// idempotency keys and of jobs the queue lost (FailAbandoned). stop ends both, letting running jobs finish for up to 10 s (a job
+// cut off is worked again later).
+func Start(bg context.Context, db *store.DB, cfg Settings, hub streams.Hub, logger *slog.Logger) (svc *ingest.Service, stop func(), err error) {
+	var queue *store.Queue
+	svc = ingest.NewService(store.NewIngestStore(db, func(ctx context.Context, tx *store.Tx, jobID string, backlog int) error {
+		return queue.EnqueueTx(ctx, tx, jobID, backlog)
+	}), ingest.Config{TTL: cfg.TTL, Publish: Publisher(hub), MaxItems: cfg.MaxItems, MaxQueuedJobs: cfg.MaxQueuedJobs,
+		Yield: func(ctx context.Context) bool { return queue.Yield(ctx) }})
+	queue, err = store.NewQueue(db, func(ctx context.Context, jobID string) error {
+		err := svc.Process(ctx, jobID)
+		switch {
+		case errors.Is(err, ingest.ErrPermanent):
+			return fmt.Errorf("%w: %w", store.ErrPermanent, err)
+		case errors.Is(err, ingest.ErrYield):
+			return fmt.Errorf("%w: %w", store.ErrYield, err)
+		}
+		return err
+	}, store.QueueOptions{
+		Workers:    cfg.Workers,
+		JobTimeout: cfg.JobTimeout,
+		Logger:     logger,
+		GiveUp: func(ctx context.Context, jobID string, err error) {
+			if ferr := svc.Fail(ctx, jobID, "gave up after repeated failures: "+err.Error()); ferr != nil {
+				logger.Warn("ingest: a job that failed for good could not be marked failed", "job", jobID, "error", ferr)
+			}
+		},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("the job queue: %w", err)
+	}
+	if err := queue.Start(bg); err != nil {
+		return nil, nil, fmt.Errorf("the job queue: %w", err)
+	}
+	sweepCtx, stopSweep := context.WithCancel(bg)
+	swept := make(chan struct{})
+	go func() {
+		defer close(swept)
+		for t := time.NewTicker(time.Hour); ; {
+			if n, err := svc.Sweep(sweepCtx); err != nil && sweepCtx.Err() == nil {
+				logger.Warn("ingest: sweeping expired idempotency keys failed; retrying in an hour", "error", err)
+			} else if n > 0 {
+				logger.Info("ingest: swept expired idempotency keys", "keys", n)
+			}
+			if n, err := svc.FailAbandoned(sweepCtx); err != nil && sweepCtx.Err() == nil {
+				logger.Warn("ingest: failing abandoned jobs failed; retrying in an hour", "error", err)
+			} else if n > 0 {
+				logger.Warn("ingest: failed jobs the queue had lost, unfinished a day after they were accepted", "jobs", n)
+			}
+			select {
+			case <-t.C:
+			case <-sweepCtx.Done():
+				t.Stop()
+				return
+			}
+		}
+	}()
+	return svc, func() {
+		stopSweep()
+		<-swept
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := queue.Stop(ctx); err != nil {
+			logger.Warn("ingest: the job queue stopped with jobs unfinished; they will be worked again", "error", err)
+		}
+	}, nil
+}
