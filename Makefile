@@ -59,7 +59,7 @@ rename: ## make rename MODULE=example.com/you/svc: give a fork its own module pa
 	@set -e; old=$$($(GO) list -m); \
 	$(GO) mod edit -module "$(MODULE)"; \
 	(cd bench && $(GO) mod edit -module "$(MODULE)/bench" -droprequire "$$old" -require "$(MODULE)@v0.0.0" -dropreplace "$$old" -replace "$(MODULE)=../"); \
-	for f in $$(grep -rlF --include='*.go' --include=README.md "\"$$old" .); do \
+	for f in $$(grep -rlF --include='*.go' --include='*.md' "\"$$old" .); do \
 		sed -i.bak -e "s#\"$$old\"#\"$(MODULE)\"#g" -e "s#\"$$old/#\"$(MODULE)/#g" "$$f"; rm "$$f.bak"; \
 	done; \
 	$(GO) build ./...; (cd bench && $(GO) vet ./...); \

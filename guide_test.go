@@ -13,7 +13,11 @@ import (
 	"testing"
 )
 
-// A guideBlock is a fenced code block of a README section. Its info
+// guidePath is the guide a fork follows to add an operation: every fenced
+// code block in it is a step, which TestAddOperationGuide applies.
+const guidePath = "docs/add-a-feature.md"
+
+// A guideBlock is a fenced code block of the guide. Its info
 // string says what to do with it: "go file=PATH" creates PATH with the
 // block; "go file=PATH in=FUNC" adds the block's lines at the end of the
 // body of FUNC in PATH; "sh" runs each line in the repository.
@@ -23,20 +27,15 @@ type guideBlock struct {
 
 var fence = regexp.MustCompile("(?ms)^```([a-z]+)([^\n]*)\n(.*?)^```$")
 
-// guideBlocks returns the code blocks of the README section titled title.
-func guideBlocks(tb testing.TB, title string) []guideBlock {
+// guideBlocks returns the code blocks of the guide, in order.
+func guideBlocks(tb testing.TB) []guideBlock {
 	tb.Helper()
-	b, err := os.ReadFile("README.md")
+	b, err := os.ReadFile(guidePath)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	_, sec, ok := strings.Cut(string(b), "\n## "+title+"\n")
-	if !ok {
-		tb.Fatalf("README.md has no section %q", title)
-	}
-	sec, _, _ = strings.Cut(sec, "\n## ")
 	var out []guideBlock
-	for _, m := range fence.FindAllStringSubmatch(sec, -1) {
+	for _, m := range fence.FindAllStringSubmatch(string(b), -1) {
 		g := guideBlock{lang: m[1], text: m[3]}
 		for _, attr := range strings.Fields(m[2]) {
 			k, v, _ := strings.Cut(attr, "=")
@@ -46,7 +45,7 @@ func guideBlocks(tb testing.TB, title string) []guideBlock {
 			case "in":
 				g.in = v
 			default:
-				tb.Fatalf("README %q: a block's info string has %q; want file= and in=", title, attr)
+				tb.Fatalf("%s: a block's info string has %q; want file= and in=", guidePath, attr)
 			}
 		}
 		out = append(out, g)
@@ -86,7 +85,7 @@ func planGuide(tb testing.TB, dir string, blocks []guideBlock) (applied bool, ou
 	case len(missing) == 0:
 		return true, nil, nil
 	case len(have) > 0:
-		return false, nil, fmt.Errorf("this tree has %s of the files the README's \"Add an operation\" creates, but not %s: "+
+		return false, nil, fmt.Errorf("this tree has %s of the files the guide ("+guidePath+") creates, but not %s: "+
 			"it is neither the template (the test would add the guide's files over these) nor a tree that followed the guide (the test would skip). "+
 			"If these files are your own, rename them; if you followed the guide and then renamed or removed some of its files, give them all back the guide's names, or rename them all",
 			strings.Join(have, ", "), strings.Join(missing, ", "))
@@ -156,9 +155,9 @@ func (g guideBlock) apply(tb testing.TB, dir string) {
 	}
 }
 
-// TestAddOperationGuide follows the README's "Add an operation" as a fork
-// would, in a copy of the repository: it applies the section's code
-// blocks, regenerates the spec and the client as the section says, and
+// TestAddOperationGuide follows the guide (docs/add-a-feature.md) as a fork
+// would, in a copy of the repository: it applies the guide's code
+// blocks, regenerates the spec and the client as the guide says, and
 // runs the tests of the packages it touched. The new operations must be
 // in the spec with their own budget in x-rate-limit, the files changed
 // must be exactly those the guide names and the generated ones, and the
@@ -170,7 +169,7 @@ func TestAddOperationGuide(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and tests a copy of the repository")
 	}
-	blocks := guideBlocks(t, "Add an operation")
+	blocks := guideBlocks(t)
 	if len(blocks) == 0 {
 		t.Fatal("the guide has no code blocks")
 	}
@@ -280,7 +279,7 @@ func TestAddOperationGuide(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, ".git", "info", "exclude"), []byte("/web/node_modules\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		for _, args := range [][]string{{"add", "-A"}, {"-c", "user.name=fork", "-c", "user.email=fork@example.com", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "bookmarks, as the README shows"}} {
+		for _, args := range [][]string{{"add", "-A"}, {"-c", "user.name=fork", "-c", "user.email=fork@example.com", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "bookmarks, as the guide shows"}} {
 			runIn(t, dir, "git", args...)
 		}
 		out := runIn(t, dir, "go", "test", "-count=1", "-v", "-run", "^TestAddOperationGuide$", ".")
@@ -313,7 +312,7 @@ func snapshot(tb testing.TB, dir string) map[string]string {
 // A fork that numbered its own migration as the guide's next one gets the
 // guide's migrations after its own; the template's are left as they are.
 func TestGuideMigrationsAfterTheFork(t *testing.T) {
-	blocks := guideBlocks(t, "Add an operation")
+	blocks := guideBlocks(t)
 	migrations := func(blocks []guideBlock) (files []string) {
 		for _, g := range blocks {
 			if migrationFile.MatchString(g.file) {
@@ -349,7 +348,7 @@ func TestGuideMigrationsAfterTheFork(t *testing.T) {
 // creates, and fails, saying what to do, in one that has some: a fork
 // with a file of one of those names of its own once never ran the test.
 func TestGuidePlanInAFork(t *testing.T) {
-	blocks := guideBlocks(t, "Add an operation")
+	blocks := guideBlocks(t)
 	var created []string
 	for _, g := range blocks {
 		if g.file != "" && g.in == "" {

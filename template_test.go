@@ -63,7 +63,8 @@ func importLines(tb testing.TB, path string) map[int]bool {
 // TestModulePathOnlyInGoModAndImports keeps a fork's rename to one step:
 // the module path may appear in go.mod's module line, in the benchmark
 // module's go.mod (which `make rename` edits too) and in Go import lines,
-// those of the README's code blocks included, nowhere else.
+// those of the Markdown files' Go code blocks (the guide's, in docs/)
+// included, nowhere else.
 func TestModulePathOnlyInGoModAndImports(t *testing.T) {
 	mod := modulePath(t)
 	for _, f := range repoFiles(t) {
@@ -75,8 +76,8 @@ func TestModulePathOnlyInGoModAndImports(t *testing.T) {
 		switch {
 		case strings.HasSuffix(f, ".go"):
 			imports = importLines(t, f)
-		case f == "README.md":
-			imports = readmeImportLines(t, f, mod)
+		case strings.HasSuffix(f, ".md"):
+			imports = markdownImportLines(t, f, mod)
 		}
 		sc := bufio.NewScanner(strings.NewReader(string(b)))
 		sc.Buffer(nil, 1<<20)
@@ -90,10 +91,10 @@ func TestModulePathOnlyInGoModAndImports(t *testing.T) {
 	}
 }
 
-// readmeImportLines returns the line numbers of the import specs of mod's
+// markdownImportLines returns the line numbers of the import specs of mod's
 // packages in the Go code blocks of a Markdown file: a tab, an optional
 // name, and the quoted path.
-func readmeImportLines(tb testing.TB, path, mod string) map[int]bool {
+func markdownImportLines(tb testing.TB, path, mod string) map[int]bool {
 	tb.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -135,7 +136,7 @@ func TestForkRenameBuilds(t *testing.T) {
 	if got := runIn(t, dst, "go", "list", "-m"); got != fork {
 		t.Fatalf("after make rename the module is %q, want %q", got, fork)
 	}
-	if out := runIn(t, dst, "grep", "-rlF", "--include=*.go", "--include=go.mod", "--include=README.md", mod, "."); out != "" {
+	if out := runIn(t, dst, "grep", "-rlF", "--include=*.go", "--include=go.mod", "--include=*.md", mod, "."); out != "" {
 		t.Fatalf("the old module path survives the rename in:\n%s", out)
 	}
 	runIn(t, dst, "go", "build", "./...")
