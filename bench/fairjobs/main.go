@@ -128,6 +128,13 @@ func run(s settings) error {
 			fmt.Fprintf(os.Stderr, "fairjobs: run %d of %s: B %v; %d of A's %d jobs final then\n", r+1, b.Name, ms(res.b...), res.aFinal, s.batches)
 		}
 	}
+	report(s, results, load0)
+	return nil
+}
+
+// report prints the header, a line a run and binary, and each binary's
+// verdict over every try of every run.
+func report(s settings, results map[string][]result, load0 string) {
 	dialect := "sqlite"
 	if s.databaseURL != "" {
 		dialect = "postgres"
@@ -154,13 +161,50 @@ func run(s settings) error {
 		ok := all[len(all)-1] <= s.target
 		fmt.Printf("%-8s B over %d tries: p50 %s, max %s; target every B job within %s: %s\n", b.Name, len(all), ms(all[(len(all)-1)/2]), ms(all[len(all)-1]), s.target, loadtool.Verdict(ok))
 	}
-	return nil
 }
 
 // measure is one run of bin: a fresh server and database, A's flood, B's
-// tries.
+// tries, then (with -wait) A's jobs until all are final.
 func measure(s settings, bin, dir string) (result, error) {
 	var res result
+	env, drop, err := serverEnv(s, dir)
+	if err != nil {
+		return res, err
+	}
+	defer drop()
+	srv, err := startServer(bin, dir, env)
+	if err != nil {
+		return res, err
+	}
+	defer srv.Stop()
+	a, b, err := loginBoth(s, srv.Addr)
+	if err != nil {
+		return res, err
+	}
+	t0 := time.Now()
+	if err := floodA(s, a); err != nil {
+		return res, err
+	}
+	res.aPosted = time.Since(t0)
+	if res.b, err = triesB(s, b); err != nil {
+		return res, err
+	}
+	res.retries = int(a.retries.Load() + b.retries.Load())
+	jobs, err := a.jobs()
+	if err != nil {
+		return res, err
+	}
+	res.aFinal, _ = countFinal(jobs)
+	if !s.wait {
+		return res, nil
+	}
+	res.aDone, res.aSucceeded, err = waitAllFinal(s, a, t0)
+	return res, err
+}
+
+// serverEnv is the environment of one run's server, with (given
+// -database-url) a database of its own, and the function that drops it.
+func serverEnv(s settings, dir string) ([]string, func(), error) {
 	env := []string{
 		"BRAIN_ADDR=127.0.0.1:0",
 		"BRAIN_DATA_DIR=" + filepath.Join(dir, "data"),
@@ -169,40 +213,52 @@ func measure(s settings, bin, dir string) (result, error) {
 		"BRAIN_COOKIE_SECURE=false",
 		"BRAIN_RATE_LIMIT_SESSION=1000000/min,burst=100000",
 	}
+	drop := func() {}
 	if s.databaseURL != "" {
-		dbURL, _, drop, err := loadtool.CreateDatabase("fairjobs", s.databaseURL)
+		dbURL, _, d, err := loadtool.CreateDatabase("fairjobs", s.databaseURL)
 		if err != nil {
-			return res, err
+			return nil, nil, err
 		}
-		defer drop()
+		drop = d
 		env = append(env, "BRAIN_DATABASE_URL="+dbURL)
 	}
-	env = append(env, s.env...)
+	return append(env, s.env...), drop, nil
+}
+
+// startServer starts bin in dir with env, then adds user B with `brain
+// user add`.
+func startServer(bin, dir string, env []string) (*loadtool.Server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return res, err
+		return nil, err
 	}
 	srv, err := loadtool.Start("fairjobs", bin, dir, env)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	defer srv.Stop()
 	add := exec.Command(bin, "user", "add", "--username", "b")
 	add.Env, add.Stdin = append(os.Environ(), env...), strings.NewReader(bPassword+"\n")
 	if out, err := add.CombinedOutput(); err != nil {
-		return res, fmt.Errorf("brain user add: %v: %s", err, out)
+		srv.Stop()
+		return nil, fmt.Errorf("brain user add: %v: %s", err, out)
 	}
-	c := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: s.clients + s.tries}}
-	a, err := login(c, srv.Addr, "admin", adminPassword)
-	if err != nil {
-		return res, err
-	}
-	b, err := login(c, srv.Addr, "b", bPassword)
-	if err != nil {
-		return res, err
-	}
+	return srv, nil
+}
 
-	// A's flood, -clients at a time.
-	t0 := time.Now()
+// loginBoth logs in as A and as B, on one HTTP client.
+func loginBoth(s settings, addr string) (a, b *user, err error) {
+	c := &http.Client{Timeout: 2 * time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: s.clients + s.tries}}
+	if a, err = login(c, addr, "admin", adminPassword); err != nil {
+		return nil, nil, err
+	}
+	if b, err = login(c, addr, "b", bPassword); err != nil {
+		return nil, nil, err
+	}
+	return a, b, nil
+}
+
+// floodA posts A's -batches batches, -clients at a time, and returns the
+// first error.
+func floodA(s settings, a *user) error {
 	next := make(chan int)
 	go func() {
 		for i := range s.batches {
@@ -224,14 +280,16 @@ func measure(s settings, bin, dir string) (result, error) {
 	}
 	wg.Wait()
 	close(errs)
-	if err := <-errs; err != nil {
-		return res, err
-	}
-	res.aPosted = time.Since(t0)
+	return <-errs
+}
 
-	// B's tries, each followed on its own.
-	res.b = make([]time.Duration, s.tries)
-	bErrs := make(chan error, s.tries)
+// triesB posts B's -tries batches of one item, -every apart, follows each
+// job on its own until it succeeds, and returns B's latencies in the
+// order posted.
+func triesB(s settings, b *user) ([]time.Duration, error) {
+	lat := make([]time.Duration, s.tries)
+	var wg sync.WaitGroup
+	errs := make(chan error, s.tries)
 	for i := range s.tries {
 		time.Sleep(s.every * time.Duration(min(i, 1)))
 		wg.Go(func() {
@@ -240,50 +298,49 @@ func measure(s settings, bin, dir string) (result, error) {
 			if err == nil {
 				err = b.waitJob(id, 3*time.Minute)
 			}
-			res.b[i] = time.Since(start)
+			lat[i] = time.Since(start)
 			if err != nil {
-				bErrs <- fmt.Errorf("user B's try %d: %w", i, err)
+				errs <- fmt.Errorf("user B's try %d: %w", i, err)
 			}
 		})
 	}
 	wg.Wait()
-	close(bErrs)
-	if err := <-bErrs; err != nil {
-		return res, err
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, err
 	}
-	res.retries = int(a.retries.Load() + b.retries.Load())
-	jobs, err := a.jobs()
-	if err != nil {
-		return res, err
-	}
+	return lat, nil
+}
+
+// countFinal counts the jobs that are final (succeeded or failed), and
+// those that succeeded.
+func countFinal(jobs []job) (final, succeeded int) {
 	for _, j := range jobs {
 		if j.Status == "succeeded" || j.Status == "failed" {
-			res.aFinal++
+			final++
+		}
+		if j.Status == "succeeded" {
+			succeeded++
 		}
 	}
-	if !s.wait {
-		return res, nil
-	}
+	return final, succeeded
+}
+
+// waitAllFinal polls A's jobs every 200 ms, up to 15 minutes, until all
+// -batches are final, and returns the time since t0 and how many
+// succeeded.
+func waitAllFinal(s settings, a *user, t0 time.Time) (time.Duration, int, error) {
 	for deadline := time.Now().Add(15 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		jobs, err := a.jobs()
 		if err != nil {
-			return res, err
+			return 0, 0, err
 		}
-		final, succeeded := 0, 0
-		for _, j := range jobs {
-			if j.Status == "succeeded" || j.Status == "failed" {
-				final++
-			}
-			if j.Status == "succeeded" {
-				succeeded++
-			}
-		}
+		final, succeeded := countFinal(jobs)
 		if final == s.batches {
-			res.aDone, res.aSucceeded = time.Since(t0), succeeded
-			return res, nil
+			return time.Since(t0), succeeded, nil
 		}
 		if time.Now().After(deadline) {
-			return res, fmt.Errorf("only %d of A's %d jobs final after 15 minutes", final, s.batches)
+			return 0, 0, fmt.Errorf("only %d of A's %d jobs final after 15 minutes", final, s.batches)
 		}
 	}
 }

@@ -49,6 +49,16 @@ import (
 // adminPassword is the password of the admin user the server creates.
 const adminPassword = "ingestcost admin password"
 
+// settings are ingestcost's flags.
+type settings struct {
+	binList                string
+	rounds, size           int
+	shapes                 []string
+	flood                  int
+	floodShape, floodLimit string
+	env                    []string
+}
+
 func main() {
 	bins := flag.String("bin", "", "comma-separated brain binaries to measure in turn; empty builds ./cmd/brain of the repository around the working directory")
 	rounds := flag.Int("rounds", 3, "measurements of each binary and shape")
@@ -60,82 +70,143 @@ func main() {
 	var env loadtool.EnvList
 	flag.Var(&env, "env", "KEY=VALUE added to the server's environment (repeatable)")
 	flag.Parse()
-	if err := run(*bins, *rounds, *size, strings.Split(*shapes, ","), *flood, *floodShape, *floodLimit, env); err != nil {
+	s := settings{
+		binList: *bins, rounds: *rounds, size: *size, shapes: strings.Split(*shapes, ","),
+		flood: *flood, floodShape: *floodShape, floodLimit: *floodLimit, env: env,
+	}
+	if err := run(s); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(binList string, rounds, size int, shapes []string, flood int, floodShape, floodLimit string, env []string) error {
+// A binShape keys the one-body measurements: a binary and a shape.
+type binShape struct{ bin, shape string }
+
+// run builds the bodies, measures every shape of every binary -rounds
+// times (the binaries in turn each round), then each binary's flood, and
+// reports.
+func run(s settings) error {
 	dir, err := os.MkdirTemp("", "ingestcost")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bins := strings.Split(binList, ",")
-	if binList == "" {
-		bin, err := loadtool.Build("ingestcost", dir)
-		if err != nil {
-			return err
-		}
-		bins = []string{bin}
+	bins, err := binaries(s.binList, dir)
+	if err != nil {
+		return err
 	}
-	floods := make([]int, len(bins))
-	for i := range floods {
-		floods[i] = flood
-	}
-	if floodLimit != "" {
-		for i, f := range strings.Split(floodLimit, ",") {
-			if n, err := strconv.Atoi(f); err == nil && i < len(bins) {
-				floods[i] = n
-			}
-		}
-	}
-	bodies := map[string][]byte{}
-	for _, s := range append(slices.Clone(shapes), floodShape) {
-		b, err := shape(s, size)
-		if err != nil {
-			return err
-		}
-		bodies[s] = b
+	floods := floodSizes(s, len(bins))
+	bodies, err := buildBodies(s)
+	if err != nil {
+		return err
 	}
 	load0 := loadtool.LoadAvg()
-	type key struct{ bin, shape string }
-	results := map[key][]measure{}
-	for r := range rounds {
-		for _, bin := range bins {
-			for _, s := range shapes {
-				m, err := one(dir, bin, env, bodies[s], 1)
-				if err != nil {
-					return fmt.Errorf("%s, %s, round %d: %w", bin, s, r+1, err)
-				}
-				results[key{bin, s}] = append(results[key{bin, s}], m)
+	results, err := measureShapes(s, dir, bins, bodies)
+	if err != nil {
+		return err
+	}
+	floodResults, err := measureFloods(s, dir, bins, floods, bodies[s.floodShape])
+	if err != nil {
+		return err
+	}
+	report(s, bins, bodies, results, floods, floodResults, load0)
+	return nil
+}
+
+// binaries are the binaries of -bin or, without it, ./cmd/brain built in
+// dir.
+func binaries(binList, dir string) ([]string, error) {
+	if binList != "" {
+		return strings.Split(binList, ","), nil
+	}
+	bin, err := loadtool.Build("ingestcost", dir)
+	if err != nil {
+		return nil, err
+	}
+	return []string{bin}, nil
+}
+
+// floodSizes are the bodies in flight for each of n binaries: -flood, or
+// its entry of -flood-limit where that is a number.
+func floodSizes(s settings, n int) []int {
+	floods := make([]int, n)
+	for i := range floods {
+		floods[i] = s.flood
+	}
+	if s.floodLimit != "" {
+		for i, f := range strings.Split(s.floodLimit, ",") {
+			if v, err := strconv.Atoi(f); err == nil && i < len(floods) {
+				floods[i] = v
 			}
 		}
 	}
+	return floods
+}
+
+// buildBodies builds a body of each of -shapes and of -flood-shape.
+func buildBodies(s settings) (map[string][]byte, error) {
+	bodies := map[string][]byte{}
+	for _, name := range append(slices.Clone(s.shapes), s.floodShape) {
+		b, err := shape(name, s.size)
+		if err != nil {
+			return nil, err
+		}
+		bodies[name] = b
+	}
+	return bodies, nil
+}
+
+// measureShapes measures one body of each shape on each binary, -rounds
+// times, the binaries in turn each round.
+func measureShapes(s settings, dir string, bins []string, bodies map[string][]byte) (map[binShape][]measure, error) {
+	results := map[binShape][]measure{}
+	for r := range s.rounds {
+		for _, bin := range bins {
+			for _, sh := range s.shapes {
+				m, err := one(dir, bin, s.env, bodies[sh], 1)
+				if err != nil {
+					return nil, fmt.Errorf("%s, %s, round %d: %w", bin, sh, r+1, err)
+				}
+				results[binShape{bin, sh}] = append(results[binShape{bin, sh}], m)
+			}
+		}
+	}
+	return results, nil
+}
+
+// measureFloods measures each binary's flood (floods[i] copies of body at
+// once), up to twice; none where floods[i] is 0.
+func measureFloods(s settings, dir string, bins []string, floods []int, body []byte) ([][]measure, error) {
 	var floodResults [][]measure
 	for i, bin := range bins {
 		var ms []measure
-		for range min(rounds, 2) {
+		for range min(s.rounds, 2) {
 			if floods[i] <= 0 {
 				break
 			}
-			m, err := one(dir, bin, env, bodies[floodShape], floods[i])
+			m, err := one(dir, bin, s.env, body, floods[i])
 			if err != nil {
-				return fmt.Errorf("%s, flood: %w", bin, err)
+				return nil, fmt.Errorf("%s, flood: %w", bin, err)
 			}
 			ms = append(ms, m)
 		}
 		floodResults = append(floodResults, ms)
 	}
+	return floodResults, nil
+}
+
+// report prints the header, a line per binary and shape, and a line per
+// binary's flood.
+func report(s settings, bins []string, bodies map[string][]byte, results map[binShape][]measure, floods []int, floodResults [][]measure, load0 string) {
 	fmt.Printf("\n== ingestcost %s\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Printf("command:  %s\n", loadtool.Command("ingestcost"))
 	fmt.Printf("machine:  %d CPUs; load average %s at start, %s at end\n", loadtool.NumCPU(), load0, loadtool.LoadAvg())
 	fmt.Printf("method:   a new brain (SQLite) for each measurement; one body after a warm-up; CPU from /proc/PID/stat, growth = VmHWM after - VmRSS before\n")
 	for _, bin := range bins {
 		fmt.Printf("\n%s\n", bin)
-		for _, s := range shapes {
-			ms := results[key{bin, s}]
-			fmt.Printf("  %-8s %7d bytes: %s; CPU %s s; peak growth %s MB; answer %s bytes\n", s, len(bodies[s]), statuses(ms),
+		for _, sh := range s.shapes {
+			ms := results[binShape{bin, sh}]
+			fmt.Printf("  %-8s %7d bytes: %s; CPU %s s; peak growth %s MB; answer %s bytes\n", sh, len(bodies[sh]), statuses(ms),
 				span(ms, func(m measure) float64 { return m.cpu.Seconds() }, "%.2f"),
 				span(ms, func(m measure) float64 { return float64(m.growth) / 1e6 }, "%.0f"),
 				span(ms, func(m measure) float64 { return float64(m.answer) }, "%.0f"))
@@ -146,12 +217,11 @@ func run(binList string, rounds, size int, shapes []string, flood int, floodShap
 		if len(ms) == 0 {
 			continue
 		}
-		fmt.Printf("\nflood: %s, %d %s bodies at once from one session: %s; peak RSS %s MB (before %s MB); CPU %s s\n", bin, floods[i], floodShape, statuses(ms),
+		fmt.Printf("\nflood: %s, %d %s bodies at once from one session: %s; peak RSS %s MB (before %s MB); CPU %s s\n", bin, floods[i], s.floodShape, statuses(ms),
 			span(ms, func(m measure) float64 { return float64(m.peak) / 1e6 }, "%.0f"),
 			span(ms, func(m measure) float64 { return float64(m.before) / 1e6 }, "%.0f"),
 			span(ms, func(m measure) float64 { return m.cpu.Seconds() }, "%.2f"))
 	}
-	return nil
 }
 
 // A measure is what one measurement read.

@@ -89,6 +89,8 @@ func main() {
 	}
 }
 
+// run starts the server, measures the first ingests, the wait for the
+// workers and the replays, and reports.
 func run(s settings) error {
 	dir, err := os.MkdirTemp("", "ingestflood")
 	if err != nil {
@@ -96,42 +98,14 @@ func run(s settings) error {
 	}
 	defer os.RemoveAll(dir)
 	var pprofAddr string
-	if s.bin == "" {
-		if s.pprofDir != "" {
-			if err := os.MkdirAll(s.pprofDir, 0o755); err != nil {
-				return err
-			}
-			if pprofAddr, err = freeAddr(); err != nil {
-				return err
-			}
-		}
-		if s.bin, err = build(dir, s.pprofDir != ""); err != nil {
-			return err
-		}
+	if s.bin, pprofAddr, err = binary(s, dir); err != nil {
+		return err
 	}
-	env := []string{
-		"BRAIN_ADDR=127.0.0.1:0",
-		"BRAIN_DATA_DIR=" + filepath.Join(dir, "data"),
-		"BRAIN_ADMIN_PASSWORD=" + adminPassword,
-		"BRAIN_METRICS_ADDR=off",
-		"BRAIN_COOKIE_SECURE=false",
-		"BRAIN_RATE_LIMIT_SESSION=1000000/min,burst=100000",
-		"BRAIN_BUDGETS=ingest=1000000/h;100000/s projects=1000000/h;100000/s",
+	env, dbName, drop, err := serverEnv(s, dir, pprofAddr)
+	if err != nil {
+		return err
 	}
-	dialect, dbName := "sqlite", ""
-	if s.databaseURL != "" {
-		dialect = "postgres"
-		dbURL, name, drop, err := loadtool.CreateDatabase("ingestflood", s.databaseURL)
-		if err != nil {
-			return err
-		}
-		defer drop()
-		env, dbName = append(env, "BRAIN_DATABASE_URL="+dbURL), name
-	}
-	if pprofAddr != "" {
-		env = append(env, pprofEnv+"="+pprofAddr)
-	}
-	env = append(env, s.env...)
+	defer drop()
 	srv, err := loadtool.Start("ingestflood", s.bin, dir, env)
 	if err != nil {
 		return err
@@ -142,45 +116,119 @@ func run(s settings) error {
 		return err
 	}
 	l := newLoad(srv, key, dbName, s)
-	load0 := loadtool.LoadAvg()
+	o := measure(s, l, pprofAddr)
+	report(s, srv, env, l, o)
+	return nil
+}
 
-	first := l.firsts(s.d, pprofAddr, s.pprofDir)
-	accepted := first.ok * s.items
-	var drained time.Duration
-	var drainErr error
-	if s.drain {
-		drained, drainErr = l.waitStored(accepted, s.drainTimeout)
+// binary is -bin or, without it, ./cmd/brain built in dir; with -pprof,
+// built to serve net/http/pprof on pprofAddr, a free address.
+func binary(s settings, dir string) (bin, pprofAddr string, err error) {
+	if s.bin != "" {
+		return s.bin, "", nil
 	}
-	replay := l.replays(s.d, pprofAddr, s.pprofDir)
-	load1 := loadtool.LoadAvg()
+	if s.pprofDir != "" {
+		if err := os.MkdirAll(s.pprofDir, 0o755); err != nil {
+			return "", "", err
+		}
+		if pprofAddr, err = freeAddr(); err != nil {
+			return "", "", err
+		}
+	}
+	if bin, err = build(dir, s.pprofDir != ""); err != nil {
+		return "", "", err
+	}
+	return bin, pprofAddr, nil
+}
 
+// serverEnv is the server's environment, with (given -database-url) a
+// database of its own, its name, and the function that drops it.
+func serverEnv(s settings, dir, pprofAddr string) (env []string, dbName string, drop func(), err error) {
+	env = []string{
+		"BRAIN_ADDR=127.0.0.1:0",
+		"BRAIN_DATA_DIR=" + filepath.Join(dir, "data"),
+		"BRAIN_ADMIN_PASSWORD=" + adminPassword,
+		"BRAIN_METRICS_ADDR=off",
+		"BRAIN_COOKIE_SECURE=false",
+		"BRAIN_RATE_LIMIT_SESSION=1000000/min,burst=100000",
+		"BRAIN_BUDGETS=ingest=1000000/h;100000/s projects=1000000/h;100000/s",
+	}
+	drop = func() {}
+	if s.databaseURL != "" {
+		var dbURL string
+		if dbURL, dbName, drop, err = loadtool.CreateDatabase("ingestflood", s.databaseURL); err != nil {
+			return nil, "", nil, err
+		}
+		env = append(env, "BRAIN_DATABASE_URL="+dbURL)
+	}
+	if pprofAddr != "" {
+		env = append(env, pprofEnv+"="+pprofAddr)
+	}
+	return append(env, s.env...), dbName, drop, nil
+}
+
+// An outcome is what one run measured: the two phases, the wait for the
+// workers between them, and the machine's load around them.
+type outcome struct {
+	first, replay phase
+	accepted      int // items accepted in the first phase
+	drained       time.Duration
+	drainErr      error
+	load0, load1  string
+}
+
+// measure runs the first ingests, waits (with -drain) until the workers
+// have stored every accepted item, then runs the replays.
+func measure(s settings, l *load, pprofAddr string) outcome {
+	var o outcome
+	o.load0 = loadtool.LoadAvg()
+	o.first = l.firsts(s.d, pprofAddr, s.pprofDir)
+	o.accepted = o.first.ok * s.items
+	if s.drain {
+		o.drained, o.drainErr = l.waitStored(o.accepted, s.drainTimeout)
+	}
+	o.replay = l.replays(s.d, pprofAddr, s.pprofDir)
+	o.load1 = loadtool.LoadAvg()
+	return o
+}
+
+// report prints the header, each phase, the workers' wait and the
+// verdict.
+func report(s settings, srv *loadtool.Server, env []string, l *load, o outcome) {
+	dialect := "sqlite"
+	if s.databaseURL != "" {
+		dialect = "postgres"
+	}
 	ratio := 0.0
-	if first.rate() > 0 {
-		ratio = replay.rate() / first.rate()
+	if o.first.rate() > 0 {
+		ratio = o.replay.rate() / o.first.rate()
 	}
 	fmt.Printf("\n== ingestflood %s\n", time.Now().UTC().Format(time.RFC3339))
 	fmt.Printf("command:  %s\n", loadtool.Command("ingestflood"))
 	fmt.Printf("server:   %s, %s, with %s (its log in a file, deleted at exit)\n", srv.Cmd.Path, dialect, strings.Join(redact(env[3:]), " "))
 	fmt.Printf("machine:  %d CPUs shared by client, server (accept path and River workers) and database; load average %s at start, %s at end\n",
-		loadtool.NumCPU(), load0, load1)
+		loadtool.NumCPU(), o.load0, o.load1)
 	fmt.Printf("load:     %d clients, one request at a time each, API key; batches of %d items of about %d bytes of text (%d bytes of JSON on average); %s each phase; key %s\n",
 		s.clients, s.items, s.textBytes, l.meanBody(), s.d, map[bool]string{true: "an ingest_id in the body", false: "derived by the server"}[s.withID])
-	first.print("first")
-	drainNote := "not waited for (-drain=false)"
+	o.first.print("first")
+	fmt.Printf("workers:  %d of %d accepted items stored by the end of the first phase; %s\n", l.storedAtFirstEnd, o.accepted, drainNote(s, o))
+	o.replay.print("replay")
+	fmt.Printf("target:   replays/s >= %d x first ingests/s: %.1f x (%.0f / %.0f): %s\n", targetRatio, ratio, o.replay.rate(), o.first.rate(), loadtool.Verdict(ratio >= targetRatio))
+	if o.first.errors() > 0 || o.replay.errors() > 0 {
+		fmt.Printf("warning:  %d errors; see the phases above and the server's log\n", o.first.errors()+o.replay.errors())
+	}
+}
+
+// drainNote says how the wait for the workers went.
+func drainNote(s settings, o outcome) string {
 	switch {
-	case s.drain && drainErr != nil:
-		drainNote = drainErr.Error()
-	case s.drain:
-		drainNote = fmt.Sprintf("all %d stored %s after the phase (%.0f items/s over phase and wait)", accepted, drained.Round(100*time.Millisecond),
-			float64(accepted)/(first.elapsed+drained).Seconds())
+	case !s.drain:
+		return "not waited for (-drain=false)"
+	case o.drainErr != nil:
+		return o.drainErr.Error()
 	}
-	fmt.Printf("workers:  %d of %d accepted items stored by the end of the first phase; %s\n", l.storedAtFirstEnd, accepted, drainNote)
-	replay.print("replay")
-	fmt.Printf("target:   replays/s >= %d x first ingests/s: %.1f x (%.0f / %.0f): %s\n", targetRatio, ratio, replay.rate(), first.rate(), loadtool.Verdict(ratio >= targetRatio))
-	if first.errors() > 0 || replay.errors() > 0 {
-		fmt.Printf("warning:  %d errors; see the phases above and the server's log\n", first.errors()+replay.errors())
-	}
-	return nil
+	return fmt.Sprintf("all %d stored %s after the phase (%.0f items/s over phase and wait)", o.accepted, o.drained.Round(100*time.Millisecond),
+		float64(o.accepted)/(o.first.elapsed+o.drained).Seconds())
 }
 
 // redact hides the database URL's password, if any, in env.

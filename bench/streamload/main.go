@@ -216,67 +216,118 @@ type load struct {
 	stop   atomic.Bool  // the measurement is over: ends are expected
 }
 
+// run warms the server up and reads its memory, opens the n streams and
+// reads it again, publishes one event a round, and reports.
 func run(srv *server, n, rounds int, every time.Duration, dialers int, settle time.Duration, cpuprofile string) error {
 	client := &http.Client{Timeout: 30 * time.Second}
 	cookie, err := login(client, srv.Addr)
 	if err != nil {
 		return err
 	}
+	l := newLoad(srv, cookie, n, rounds)
+	var m measurement
+	if m.liveBefore, m.rssBefore, err = l.warmUp(client, settle); err != nil {
+		return err
+	}
+	if m.openTook, m.rssAfter, m.liveAfter, err = l.openAll(dialers, settle); err != nil {
+		return err
+	}
+	if m.rounds, err = l.runRounds(client, rounds, every, cpuprofile); err != nil {
+		return err
+	}
+	m.rssEnd = srv.status("VmRSS")
+	report(l, m)
+	return nil
+}
+
+// newLoad is the load of n streams of the session cookie, for rounds
+// events.
+func newLoad(srv *server, cookie string, n, rounds int) *load {
 	l := &load{srv: srv, cookie: cookie, n: n, base: time.Now(), arrive: make([]atomic.Int64, rounds*n), got: make([]atomic.Int32, rounds+1)}
 	for range rounds + 1 {
 		l.done = append(l.done, make(chan struct{}))
 	}
-	// Warm-up: the key path (round 0, no stream open) and the stream path.
+	return l
+}
+
+// A measurement is what one run read: the server's memory before and
+// after the streams opened and after the rounds, and each round.
+type measurement struct {
+	openTook                    time.Duration // until every stream had its 200
+	rssBefore, rssAfter, rssEnd int64         // VmRSS, KiB
+	liveBefore, liveAfter       snapshot
+	rounds                      []round
+}
+
+// warmUp runs the key path (round 0, no stream open) and the stream path,
+// has the server collect the warm-up's garbage, waits settle, and reads
+// the server's heap and RSS.
+func (l *load) warmUp(client *http.Client, settle time.Duration) (snapshot, int64, error) {
 	if _, err := l.createKey(client, 0); err != nil {
-		return err
+		return snapshot{}, 0, err
 	}
-	liveBefore, err := l.collect()
+	live, err := l.collect()
 	if err != nil {
-		return err
+		return snapshot{}, 0, err
 	}
 	time.Sleep(settle) // the scavenger returns freed memory to the system
-	rssBefore := srv.status("VmRSS")
+	return live, l.srv.status("VmRSS"), nil
+}
 
+// openAll opens the n streams, waits settle, and reads the server's RSS
+// and heap; it returns how long the opening took.
+func (l *load) openAll(dialers int, settle time.Duration) (time.Duration, int64, snapshot, error) {
 	t := time.Now()
 	if err := l.open(dialers); err != nil {
-		return err
+		return 0, 0, snapshot{}, err
 	}
-	openTook := time.Since(t)
-	log.Printf("streamload: %d streams open in %s; server pid %d", n, openTook.Round(time.Millisecond), srv.Cmd.Process.Pid)
+	took := time.Since(t)
+	log.Printf("streamload: %d streams open in %s; server pid %d", l.n, took.Round(time.Millisecond), l.srv.Cmd.Process.Pid)
 	time.Sleep(settle)
-	rssAfter := srv.status("VmRSS")
-	liveAfter, err := l.live(func(snapshot) bool { return true })
+	rss := l.srv.status("VmRSS")
+	live, err := l.live(func(snapshot) bool { return true })
 	if err != nil {
-		return err
+		return 0, 0, snapshot{}, err
 	}
+	return took, rss, live, nil
+}
 
+// runRounds publishes one event a round, every apart, with this
+// process's CPU profiled to cpuprofile (if not ""), and marks the
+// measurement over.
+func (l *load) runRounds(client *http.Client, rounds int, every time.Duration, cpuprofile string) ([]round, error) {
 	var res []round
 	if cpuprofile != "" {
 		f, err := os.Create(cpuprofile)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer f.Close()
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for r := 1; r <= rounds; r++ {
 		time.Sleep(every)
 		rd, err := l.round(client, r)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		res = append(res, rd)
 	}
 	l.stop.Store(true)
 	pprof.StopCPUProfile()
-	rssEnd := srv.status("VmRSS")
+	return res, nil
+}
 
-	perStream := float64(rssAfter-rssBefore) / float64(n)
+// report prints the run: the streams, the server's memory, each round,
+// the rounds pooled, and the verdicts against the targets.
+func report(l *load, m measurement) {
+	srv, n := l.srv, l.n
+	perStream := float64(m.rssAfter-m.rssBefore) / float64(n)
 	var all []time.Duration
 	worst, received := time.Duration(0), true
-	for _, r := range res {
+	for _, r := range m.rounds {
 		all = append(all, r.lat...)
 		worst = max(worst, r.pct(.99))
 		received = received && len(r.lat) == n
@@ -289,13 +340,13 @@ func run(srv *server, n, rounds int, every time.Duration, dialers int, settle ti
 	fmt.Printf("server:   %s with %s (its log in a file, deleted at exit)\n", srv.Cmd.Path, strings.Join(srv.env[3:], " "))
 	fmt.Printf("machine:  %d CPUs, client and server together\n", loadtool.NumCPU())
 	fmt.Printf("streams:  %d open as one session, all 200 in %s; ended by the server during the run: %d (stream.closing: %d)\n",
-		n, openTook.Round(time.Millisecond), l.ended.Load(), l.closed.Load())
-	fmt.Printf("server:   VmRSS before %s, after %s, after the rounds %s; VmHWM %s\n", mib(rssBefore), mib(rssAfter), mib(rssEnd), mib(srv.status("VmHWM")))
+		n, m.openTook.Round(time.Millisecond), l.ended.Load(), l.closed.Load())
+	fmt.Printf("server:   VmRSS before %s, after %s, after the rounds %s; VmHWM %s\n", mib(m.rssBefore), mib(m.rssAfter), mib(m.rssEnd), mib(srv.status("VmHWM")))
 	fmt.Printf("          heap objects %s -> %s, goroutines %d -> %d (system.live)\n",
-		mib(int64(liveBefore.HeapBytes>>10)), mib(int64(liveAfter.HeapBytes>>10)), liveBefore.Goroutines, liveAfter.Goroutines)
+		mib(int64(m.liveBefore.HeapBytes>>10)), mib(int64(m.liveAfter.HeapBytes>>10)), m.liveBefore.Goroutines, m.liveAfter.Goroutines)
 	fmt.Printf("memory:   %.1f KiB per stream (RSS delta / n); heap %.1f KiB, goroutines %.2f per stream\n", perStream,
-		float64(int64(liveAfter.HeapBytes)-int64(liveBefore.HeapBytes))/1024/float64(n), float64(liveAfter.Goroutines-liveBefore.Goroutines)/float64(n))
-	for i, r := range res {
+		float64(int64(m.liveAfter.HeapBytes)-int64(m.liveBefore.HeapBytes))/1024/float64(n), float64(m.liveAfter.Goroutines-m.liveBefore.Goroutines)/float64(n))
+	for i, r := range m.rounds {
 		fmt.Printf("round %d:  received %d/%d  p50 %s  p99 %s  max %s  (POST answered in %s; CPU server %s, client %s)\n",
 			i+1, len(r.lat), n, ms(r.pct(.5)), ms(r.pct(.99)), ms(r.pct(1)), ms(r.post), ms(r.srvCPU), ms(r.selfCPU))
 	}
@@ -303,7 +354,6 @@ func run(srv *server, n, rounds int, every time.Duration, dialers int, settle ti
 	fmt.Printf("target:   memory <= %d KiB/stream: %s (%.1f); delivery p99 < %s to all %d, every round: %s (%s)\n",
 		targetKiBPerStream, loadtool.Verdict(memOK), perStream, ms(targetP99), n, loadtool.Verdict(latOK), ms(worst))
 	fmt.Printf("result:   %s\n", loadtool.Verdict(memOK && latOK))
-	return nil
 }
 
 // A round is one event's delivery: when it reached each stream, how long

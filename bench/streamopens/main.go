@@ -60,61 +60,93 @@ const (
 	jobLogPath = "/api/v1/jobs/{id}/log"
 )
 
+// settings are streamopens' flags.
+type settings struct {
+	bins              loadtool.EnvList
+	d                 time.Duration
+	c, events, rounds int
+	paths             []string
+}
+
 func main() {
-	var bins loadtool.EnvList
-	flag.Var(&bins, "bin", "name=path of a brain binary to measure (repeatable); none builds ./cmd/brain of the repository around the working directory, as \"this\"")
-	d := flag.Duration("d", 10*time.Second, "how long each run opens streams")
-	c := flag.Int("c", 8, "clients opening streams at once, one request at a time each (the cap is 16 a key)")
-	events := flag.Int("events", 1000, "events given to admin before the runs (an API key created, then deleted, is two)")
-	rounds := flag.Int("rounds", 2, "runs of each binary and path, interleaved")
+	s := parseFlags()
+	dir, err := os.MkdirTemp("", "streamopens")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if len(s.bins) == 0 {
+		bin, err := loadtool.Build("streamopens", dir)
+		if err != nil {
+			log.Fatal(err)
+		}
+		s.bins = append(s.bins, "this="+bin)
+	}
+	fmt.Printf("== streamopens %s\n", time.Now().UTC().Format(time.RFC3339))
+	fmt.Printf("command:  %s\n", loadtool.Command("streamopens"))
+	fmt.Printf("machine:  %d CPUs, client and server together; load average %s at the start\n", loadtool.NumCPU(), loadtool.LoadAvg())
+	fmt.Printf("%-8s %-22s %5s %11s %11s %12s %8s %9s %12s  %s\n", "binary", "path", "round", "admitted/s", "refused/s", "replayed/s", "CPU s/s", "CPU/open", "CPU/admitted", "refusals")
+	for r := 1; r <= s.rounds; r++ {
+		if err := round(s, dir, r); err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Printf("machine:  load average %s at the end\n", loadtool.LoadAvg())
+}
+
+// parseFlags reads and checks the flags; it exits on a bad one.
+func parseFlags() settings {
+	var s settings
+	flag.Var(&s.bins, "bin", "name=path of a brain binary to measure (repeatable); none builds ./cmd/brain of the repository around the working directory, as \"this\"")
+	flag.DurationVar(&s.d, "d", 10*time.Second, "how long each run opens streams")
+	flag.IntVar(&s.c, "c", 8, "clients opening streams at once, one request at a time each (the cap is 16 a key)")
+	flag.IntVar(&s.events, "events", 1000, "events given to admin before the runs (an API key created, then deleted, is two)")
+	flag.IntVar(&s.rounds, "rounds", 2, "runs of each binary and path, interleaved")
 	paths := flag.String("paths", "events,joblog", "what to open: events, joblog, or both")
 	flag.Parse()
-	if *c < 1 || *c > 16 || *rounds < 1 || *events < 2 || *d <= 0 {
+	if s.c < 1 || s.c > 16 || s.rounds < 1 || s.events < 2 || s.d <= 0 {
 		log.Fatal("streamopens: -c 1 to 16, -rounds and -d positive, -events at least 2")
 	}
+	var err error
+	if s.paths, err = parsePaths(*paths); err != nil {
+		log.Fatal(err)
+	}
+	return s
+}
+
+// parsePaths turns -paths into the paths to open.
+func parsePaths(list string) ([]string, error) {
 	var which []string
-	for _, p := range strings.Split(*paths, ",") {
+	for _, p := range strings.Split(list, ",") {
 		switch strings.TrimSpace(p) {
 		case "events":
 			which = append(which, eventsPath)
 		case "joblog":
 			which = append(which, jobLogPath)
 		default:
-			log.Fatalf("streamopens: -paths: %q is neither events nor joblog", p)
+			return nil, fmt.Errorf("streamopens: -paths: %q is neither events nor joblog", p)
 		}
 	}
-	dir, err := os.MkdirTemp("", "streamopens")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if len(bins) == 0 {
-		bin, err := loadtool.Build("streamopens", dir)
-		if err != nil {
-			log.Fatal(err)
-		}
-		bins = append(bins, "this="+bin)
-	}
-	fmt.Printf("== streamopens %s\n", time.Now().UTC().Format(time.RFC3339))
-	fmt.Printf("command:  %s\n", loadtool.Command("streamopens"))
-	fmt.Printf("machine:  %d CPUs, client and server together; load average %s at the start\n", loadtool.NumCPU(), loadtool.LoadAvg())
-	fmt.Printf("%-8s %-22s %5s %11s %11s %12s %8s %9s %12s  %s\n", "binary", "path", "round", "admitted/s", "refused/s", "replayed/s", "CPU s/s", "CPU/open", "CPU/admitted", "refusals")
-	for r := 1; r <= *rounds; r++ {
-		for _, path := range which {
-			for _, b := range bins {
-				name, bin, _ := strings.Cut(b, "=")
-				res, err := measure(bin, filepath.Join(dir, fmt.Sprint(name, r, filepath.Base(path))), path, *c, *events, *d)
-				if err != nil {
-					log.Fatalf("streamopens: %s: %v", name, err)
-				}
-				fmt.Printf("%-8s %-22s %5d %11.1f %11.1f %9.1f KB %8.2f %6.0f µs %9.2f ms  %s\n", name, path, r,
-					res.per(res.admitted), res.per(res.refused), res.per(res.bytes)/1000, res.cpu.Seconds()/res.took.Seconds(),
-					float64(res.cpu)/float64(time.Microsecond)/float64(max(res.admitted+res.refused, 1)),
-					float64(res.cpu)/float64(time.Millisecond)/float64(max(res.admitted, 1)), res.policies())
+	return which, nil
+}
+
+// round is round r: a run of each binary on each path, printed as it
+// ends.
+func round(s settings, dir string, r int) error {
+	for _, path := range s.paths {
+		for _, b := range s.bins {
+			name, bin, _ := strings.Cut(b, "=")
+			res, err := measure(bin, filepath.Join(dir, fmt.Sprint(name, r, filepath.Base(path))), path, s.c, s.events, s.d)
+			if err != nil {
+				return fmt.Errorf("streamopens: %s: %v", name, err)
 			}
+			fmt.Printf("%-8s %-22s %5d %11.1f %11.1f %9.1f KB %8.2f %6.0f µs %9.2f ms  %s\n", name, path, r,
+				res.per(res.admitted), res.per(res.refused), res.per(res.bytes)/1000, res.cpu.Seconds()/res.took.Seconds(),
+				float64(res.cpu)/float64(time.Microsecond)/float64(max(res.admitted+res.refused, 1)),
+				float64(res.cpu)/float64(time.Millisecond)/float64(max(res.admitted, 1)), res.policies())
 		}
 	}
-	fmt.Printf("machine:  load average %s at the end\n", loadtool.LoadAvg())
+	return nil
 }
 
 // A result is one run's counts.
@@ -138,10 +170,26 @@ func (r *result) policies() string {
 // measure starts bin with its data in dir, prepares admin's events and
 // job, and opens path as fast as c clients can for d.
 func measure(bin, dir, path string, c, events int, d time.Duration) (*result, error) {
+	srv, err := startServer(bin, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Stop()
+	cl := &client{base: "http://" + srv.Addr, http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}}
+	key, job, last, err := cl.prepare(events)
+	if err != nil {
+		return nil, err
+	}
+	target := strings.ReplaceAll(path, "{id}", job)
+	return openLoop(cl, srv.Cmd.Process.Pid, target, key, last, c, d)
+}
+
+// startServer starts bin with its data in dir.
+func startServer(bin, dir string) (*loadtool.Server, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	srv, err := loadtool.Start("streamopens", bin, dir, []string{
+	return loadtool.Start("streamopens", bin, dir, []string{
 		"BRAIN_ADDR=127.0.0.1:0",
 		"BRAIN_DATA_DIR=" + filepath.Join(dir, "data"),
 		"BRAIN_ADMIN_PASSWORD=" + adminPassword,
@@ -149,42 +197,44 @@ func measure(bin, dir, path string, c, events int, d time.Duration) (*result, er
 		"BRAIN_COOKIE_SECURE=false",
 		"BRAIN_RATE_LIMIT_SESSION=100000/min,burst=100000",
 	})
-	if err != nil {
-		return nil, err
+}
+
+// prepare logs in as admin, creates the API key the clients use, gives
+// admin events (API keys created and deleted) and one ended job, and
+// returns the key, the job's id and the id of the newest event kept.
+func (c *client) prepare(events int) (key, job, last string, err error) {
+	if err := c.login(); err != nil {
+		return "", "", "", err
 	}
-	defer srv.Stop()
-	base := "http://" + srv.Addr
-	cl := &client{base: base, http: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 32}}}
-	if err := cl.login(); err != nil {
-		return nil, err
-	}
-	key, err := cl.newKey("streamopens")
-	if err != nil {
-		return nil, err
+	if key, err = c.newKey("streamopens"); err != nil {
+		return "", "", "", err
 	}
 	for i := range events / 2 {
-		id, err := cl.newKey(fmt.Sprint("e", i))
+		id, err := c.newKey(fmt.Sprint("e", i))
 		if err != nil {
-			return nil, err
+			return "", "", "", err
 		}
-		if err := cl.do("DELETE", "/api/v1/apikeys/"+id, nil, "", http.StatusNoContent, nil); err != nil {
-			return nil, err
+		if err := c.do("DELETE", "/api/v1/apikeys/"+id, nil, "", http.StatusNoContent, nil); err != nil {
+			return "", "", "", err
 		}
 	}
-	job, err := cl.ingest(key)
-	if err != nil {
-		return nil, err
+	if job, err = c.ingest(key); err != nil {
+		return "", "", "", err
 	}
-	last, err := cl.lastEvent()
-	if err != nil {
-		return nil, err
+	if last, err = c.lastEvent(); err != nil {
+		return "", "", "", err
 	}
-	target := strings.ReplaceAll(path, "{id}", job)
+	return key, job, last, nil
+}
 
+// openLoop has c clients open target with key, one request at a time
+// each, until d has passed, and counts the answers and the CPU of the
+// server (process pid). The first error or unexpected status ends it.
+func openLoop(cl *client, pid int, target, key, last string, c int, d time.Duration) (*result, error) {
 	res := &result{byPolicy: map[string]int64{}}
 	var mu sync.Mutex
 	var failed atomic.Value
-	cpu0, start := loadtool.ProcCPU(srv.Cmd.Process.Pid), time.Now()
+	cpu0, start := loadtool.ProcCPU(pid), time.Now()
 	end := start.Add(d)
 	var wg sync.WaitGroup
 	for range c {
@@ -192,17 +242,8 @@ func measure(bin, dir, path string, c, events int, d time.Duration) (*result, er
 			for time.Now().Before(end) {
 				status, n, policy, err := cl.open(target, key, last)
 				mu.Lock()
-				switch {
-				case err != nil:
+				if err := res.count(target, status, n, policy, err); err != nil {
 					failed.Store(err)
-				case status == http.StatusOK || status == http.StatusNoContent:
-					res.admitted++
-					res.bytes += n
-				case status == http.StatusTooManyRequests:
-					res.refused++
-					res.byPolicy[policy]++
-				default:
-					failed.Store(fmt.Errorf("GET %s answered %d", target, status))
 				}
 				mu.Unlock()
 				if failed.Load() != nil {
@@ -212,11 +253,30 @@ func measure(bin, dir, path string, c, events int, d time.Duration) (*result, er
 		})
 	}
 	wg.Wait()
-	res.took, res.cpu = time.Since(start), loadtool.ProcCPU(srv.Cmd.Process.Pid)-cpu0
+	res.took, res.cpu = time.Since(start), loadtool.ProcCPU(pid)-cpu0
 	if err, _ := failed.Load().(error); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// count adds one open's answer to r: admitted (200, or 204 for an ended
+// job's log) or refused (429). It returns the open's error, or one for
+// any other status.
+func (r *result) count(target string, status int, n int64, policy string, err error) error {
+	switch {
+	case err != nil:
+		return err
+	case status == http.StatusOK || status == http.StatusNoContent:
+		r.admitted++
+		r.bytes += n
+	case status == http.StatusTooManyRequests:
+		r.refused++
+		r.byPolicy[policy]++
+	default:
+		return fmt.Errorf("GET %s answered %d", target, status)
+	}
+	return nil
 }
 
 // A client calls one server, as admin's session (after login) or with an
