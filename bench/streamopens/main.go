@@ -233,7 +233,7 @@ func (c *client) prepare(events int) (key, job, last string, err error) {
 func openLoop(cl *client, pid int, target, key, last string, c int, d time.Duration) (*result, error) {
 	res := &result{byPolicy: map[string]int64{}}
 	var mu sync.Mutex
-	var failed atomic.Value
+	var failed atomic.Pointer[error] // the first failure; a Value would panic on a second of another type
 	cpu0, start := loadtool.ProcCPU(pid), time.Now()
 	end := start.Add(d)
 	var wg sync.WaitGroup
@@ -243,7 +243,7 @@ func openLoop(cl *client, pid int, target, key, last string, c int, d time.Durat
 				status, n, policy, err := cl.open(target, key, last)
 				mu.Lock()
 				if err := res.count(target, status, n, policy, err); err != nil {
-					failed.Store(err)
+					failed.CompareAndSwap(nil, &err)
 				}
 				mu.Unlock()
 				if failed.Load() != nil {
@@ -254,8 +254,8 @@ func openLoop(cl *client, pid int, target, key, last string, c int, d time.Durat
 	}
 	wg.Wait()
 	res.took, res.cpu = time.Since(start), loadtool.ProcCPU(pid)-cpu0
-	if err, _ := failed.Load().(error); err != nil {
-		return nil, err
+	if p := failed.Load(); p != nil {
+		return nil, *p
 	}
 	return res, nil
 }
