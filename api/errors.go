@@ -123,7 +123,7 @@ func storeError(err error) error {
 }
 
 // codes maps the statuses the API uses to their envelope codes (the
-// README's Errors section lists them). Statuses not listed get a
+// docs/errors.md lists them). Statuses not listed get a
 // kebab-case form of their status text.
 var codes = map[int]string{
 	http.StatusBadRequest:            "invalid-request",

@@ -220,7 +220,7 @@ func (s *Server) addStream(so StreamOperation) {
 	head := op // HEAD, as HTTP has it wherever GET is: declared, since it passes the stream's door
 	op.Responses = map[string]*huma.Response{"200": {
 		Description: "The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. " +
-			"The schema is text, which is what a validator reads; x-events names the schema of each message, and the generated client types it (README, Streams).",
+			"The schema is text, which is what a validator reads; x-events names the schema of each message, and the generated client types it (docs/streams.md).",
 		Content: map[string]*huma.MediaType{"text/event-stream": {
 			Schema:     &huma.Schema{Type: huma.TypeString, Description: "Server-Sent Events, as UTF-8 text; each message is one of x-events."},
 			Extensions: map[string]any{"x-events": map[string]any{"$ref": s.eventSchema(op.OperationID, append(slices.Clone(so.Events), closingEvent))}},

@@ -6,7 +6,7 @@ import (
 )
 
 // A LoginThrottle slows password guessing with a back-off, not a token
-// bucket (the README, Rate limiting). After UserFailures consecutive failures
+// bucket (docs/rate-limiting.md, docs/auth.md). After UserFailures consecutive failures
 // for a username, or IPFailures for a client IP, each further attempt must
 // wait: BaseDelay, doubling with each failure, capped at MaxDelay. A
 // success resets the username's count; an IP's count resets after IPReset

@@ -108,7 +108,7 @@ func TestKeyRefuses(t *testing.T) {
 	}
 }
 
-// jcsKey is the key as a client computes it, with the README's snippet:
+// jcsKey is the key as a client computes it, with docs/memory.md's snippet:
 // the SHA-256 of jcs.Transform of the body (with and without ingest_id).
 func jcsKey(tb testing.TB, raw []byte) (ingestID, fingerprint string) {
 	tb.Helper()

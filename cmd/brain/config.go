@@ -24,7 +24,7 @@ import (
 )
 
 // Config is every setting of the server. Each is a flag and an environment
-// variable (the README's Configuration table); a flag wins over the variable, and the
+// variable (the table in docs/configuration.md); a flag wins over the variable, and the
 // variable over the default. Defaults need nothing installed.
 type Config struct {
 	Addr           string

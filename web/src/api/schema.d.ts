@@ -1744,7 +1744,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. The schema is text, which is what a validator reads; x-events names the schema of each message, and the generated client types it (README, Streams). */
+            /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. The schema is text, which is what a validator reads; x-events names the schema of each message, and the generated client types it (docs/streams.md). */
             200: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -2078,7 +2078,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. The schema is text, which is what a validator reads; x-events names the schema of each message, and the generated client types it (README, Streams). */
+            /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. The schema is text, which is what a validator reads; x-events names the schema of each message, and the generated client types it (docs/streams.md). */
             200: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
@@ -2740,7 +2740,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. The schema is text, which is what a validator reads; x-events names the schema of each message, and the generated client types it (README, Streams). */
+            /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. The schema is text, which is what a validator reads; x-events names the schema of each message, and the generated client types it (docs/streams.md). */
             200: {
                 headers: {
                     RateLimit: components["headers"]["RateLimit"];
