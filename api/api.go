@@ -25,7 +25,6 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 )
 
 // Title and Version name the API in its OpenAPI document. Version is the
@@ -137,10 +136,7 @@ func New(cfg Config) *Server {
 	}
 	tr := newTraffic(cfg.Metrics)
 	r := chi.NewRouter()
-	r.Use(RequestID, NoSniff, accessLog(cfg.Logger, cfg.Now, tr.observe), Recoverer, MarkBodyErrors, ClientIP(cfg.TrustedProxies), noteClientIP,
-		withRefusals(newRefusals(cfg.Metrics, cfg.Now)), CORS(cfg.CORSOrigins),
-		middleware.GetHead) // HEAD wherever GET is, as HTTP asks
-	r.Use(CSRF(cfg.CORSOrigins))
+	r.Use(chain(cfg, tr)...)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		if cfg.Static != nil && isStatic(r) {
 			if rc := chi.RouteContext(r.Context()); rc != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/streams"
 	"github.com/danielgtaylor/huma/v2"
@@ -198,7 +199,7 @@ type authHandlers struct {
 }
 
 func (h *authHandlers) login(ctx context.Context, in *LoginInput) (*LoginOutput, error) {
-	ip := GetClientIP(ctx)
+	ip := middleware.GetClientIP(ctx)
 	if err := admitPasswordAttempt(ctx, h.svc, auth.NormalizeUsername(in.Body.Username), ip, h.cfg.now()); err != nil {
 		return nil, err
 	}
@@ -234,7 +235,7 @@ func (h *authHandlers) me(ctx context.Context, _ *struct{}) (*MeOutput, error) {
 }
 
 func (h *authHandlers) changePassword(ctx context.Context, in *PasswordInput) (*struct{}, error) {
-	id, ip := auth.FromContext(ctx), GetClientIP(ctx)
+	id, ip := auth.FromContext(ctx), middleware.GetClientIP(ctx)
 	if err := admitPasswordAttempt(ctx, h.svc, id.User.Username, ip, h.cfg.now()); err != nil {
 		return nil, err
 	}

@@ -35,30 +35,3 @@ func apiKeyFrom(r *http.Request) string {
 	}
 	return r.Header.Get("X-API-Key")
 }
-
-// CSRF is a middleware that refuses (403) an unsafe request when a browser
-// says it is cross-origin (Sec-Fetch-Site, else Origin against Host), unless
-// the origin is one of the trusted CORS origins — for requests that carry
-// the session cookie, and for anonymous ones, so a hostile page cannot log
-// a victim in to its own account either. Requests that send an API key are
-// not affected: a browser never attaches a key on its own. Requests without
-// those headers (curl, servers) pass.
-func CSRF(trustedOrigins []string) func(http.Handler) http.Handler {
-	cop := http.NewCrossOriginProtection()
-	for _, o := range trustedOrigins {
-		if err := cop.AddTrustedOrigin(o); err != nil {
-			panic("api: CSRF: " + err.Error())
-		}
-	}
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if apiKeyFrom(r) == "" {
-				if err := cop.Check(r); err != nil {
-					WriteError(w, NewError(http.StatusForbidden, "cross-site request refused: a cookie-authenticated change must come from brain's own pages or a trusted origin"))
-					return
-				}
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
-}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/auth"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
@@ -249,7 +250,7 @@ func (b *bodiesInFlight) enforce(limit int64) func(huma.Context, func(huma.Conte
 		if n < 0 {
 			n = limit // unknown until read: as much as it may be
 		}
-		caller := "ip:" + GetClientIP(r.Context())
+		caller := "ip:" + middleware.GetClientIP(r.Context())
 		if id := auth.FromContext(ctx.Context()); id != nil {
 			caller = "user:" + id.User.ID
 		}

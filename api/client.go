@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+
+	"github.com/brain-template/brain/api/middleware"
 )
 
 // A request can fail for reasons that are the client's, not the server's:
@@ -25,51 +27,16 @@ func clientGone(ctx context.Context) bool {
 	return errors.Is(ctx.Err(), context.Canceled)
 }
 
-// readError marks an error that came out of reading the request body, so
-// it can be told apart from an error of the same type that a handler got
-// from a store (an io.ErrUnexpectedEOF from a database connection is the
-// server's problem; from the request body it is the client's).
-type readError struct{ err error }
-
-// Error is the read error's text.
-func (e *readError) Error() string { return e.err.Error() }
-
-// Unwrap returns the read error.
-func (e *readError) Unwrap() error { return e.err }
-
-type markedBody struct{ io.ReadCloser }
-
-// Read reads the body, marking its errors as the client's.
-func (b markedBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil && err != io.EOF {
-		err = &readError{err}
-	}
-	return n, err
-}
-
-// MarkBodyErrors is a middleware that marks every error from reading the
-// request body as the client's (see [bodyReadError]). huma turns a body
-// read error it does not recognize into a 500; with the mark, the error
-// envelope answers 400, 408, 413 or 499 instead.
-func MarkBodyErrors(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = markedBody{r.Body}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 // bodyReadError returns the envelope for err when err came from reading
-// the request body (a truncated body, broken chunked framing, a reset
-// connection), or nil when it did not. net/http's framing errors have no
-// exported type; being read from the body is what makes them the client's.
-// Whether the client is still there cannot be told (net/http cancels the
-// request's context on any read error, and a client that only closed its
-// sending side still reads the answer), so the answer is always sent.
+// the request body, as middleware.MarkBodyErrors marks it (a truncated
+// body, broken chunked framing, a reset connection), or nil when it did
+// not. net/http's framing errors have no exported type; being read from
+// the body is what makes them the client's. Whether the client is still
+// there cannot be told (net/http cancels the request's context on any
+// read error, and a client that only closed its sending side still reads
+// the answer), so the answer is always sent.
 func bodyReadError(err error) *Error {
-	var re *readError
+	var re *middleware.ReadError
 	if !errors.As(err, &re) {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/danielgtaylor/huma/v2"
 )
@@ -34,7 +35,7 @@ func ipServer(tb testing.TB, trusted ...string) http.Handler {
 	huma.Register(s.API, huma.Operation{OperationID: "test-ip", Method: http.MethodGet, Path: "/api/v1/test/ip"},
 		func(ctx context.Context, _ *struct{}) (*out, error) {
 			o := &out{}
-			o.Body.IP = api.GetClientIP(ctx)
+			o.Body.IP = middleware.GetClientIP(ctx)
 			return o, nil
 		})
 	return withKey(tb, s, svc)

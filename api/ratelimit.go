@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/danielgtaylor/huma/v2"
@@ -455,7 +456,7 @@ func (ps *planes) enforce(pl *plan, rateKey func(*http.Request) string) func(hum
 		var key string
 		switch id := auth.FromContext(ctx.Context()); {
 		case pl.ip != nil:
-			p, key = pl.ip, GetClientIP(ctx.Context())
+			p, key = pl.ip, middleware.GetClientIP(ctx.Context())
 		case id != nil && id.Method == auth.MethodAPIKey && pl.apikey != nil:
 			p, key = pl.apikey, id.APIKeyID
 		case id != nil && id.Method == auth.MethodSession:

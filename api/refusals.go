@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/logsample"
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,14 +39,15 @@ func newRefusals(m *Metrics, now func() time.Time) *refusals {
 	return r
 }
 
-var refusalsKey = &contextKey{"refusals"}
+// refusalsKey is the request-context key of the refusals observer.
+type refusalsKey struct{}
 
 // withRefusals is a middleware that makes r the observer of the
 // request's refusals (observeRefusal).
 func withRefusals(r *refusals) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			next.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), refusalsKey, r)))
+			next.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), refusalsKey{}, r)))
 		})
 	}
 }
@@ -53,7 +55,7 @@ func withRefusals(r *refusals) func(http.Handler) http.Handler {
 // observeRefusal reports refusal e (a 429 of rateLimited) of the request
 // of ctx, whose caller is id (nil: the one in ctx, if any).
 func observeRefusal(ctx context.Context, e *Error, id *auth.Identity) {
-	r, _ := ctx.Value(refusalsKey).(*refusals)
+	r, _ := ctx.Value(refusalsKey{}).(*refusals)
 	if r == nil || e == nil || e.status != http.StatusTooManyRequests {
 		return
 	}
@@ -64,7 +66,7 @@ func observeRefusal(ctx context.Context, e *Error, id *auth.Identity) {
 	if id == nil {
 		id = auth.FromContext(ctx)
 	}
-	level, who := slog.LevelWarn, slog.String("ip", GetClientIP(ctx))
+	level, who := slog.LevelWarn, slog.String("ip", middleware.GetClientIP(ctx))
 	if (plane != "ip" && plane != "login") && id != nil {
 		level, who = slog.LevelInfo, slog.String("user", id.User.ID)
 	}

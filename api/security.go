@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/auth"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
@@ -71,7 +72,7 @@ func requireCaller(api huma.API, svc *auth.Service, ps *planes, outages *outageL
 		if !ok || g.forbidden(ctx, access, id) {
 			return
 		}
-		noteUser(ctx.Context(), id.User.ID)
+		middleware.NoteUser(ctx.Context(), id.User.ID)
 		next(huma.WithContext(ctx, auth.NewContext(ctx.Context(), id)))
 	}
 }
@@ -89,7 +90,7 @@ type callerGate struct {
 // returns ok false.
 func (g *callerGate) caller(ctx huma.Context) (id *auth.Identity, ok bool) {
 	r, _ := humachi.Unwrap(ctx)
-	ip := GetClientIP(r.Context())
+	ip := middleware.GetClientIP(r.Context())
 	lookup := r.Context()
 	if g.ps.refusing(ip) {
 		lookup = auth.WithoutLookup(lookup)

@@ -1,4 +1,5 @@
-package api
+// This file gives every request an id (X-Request-Id).
+package middleware
 
 import (
 	"context"
@@ -6,11 +7,6 @@ import (
 	"encoding/hex"
 	"net/http"
 )
-
-type contextKey struct{ name string }
-
-// String names the key in a debugger or a log.
-func (k *contextKey) String() string { return "api context value " + k.name }
 
 var requestIDKey = &contextKey{"request-id"}
 

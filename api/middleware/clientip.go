@@ -1,4 +1,5 @@
-package api
+// This file finds the client's address, behind trusted proxies or not.
+package middleware
 
 import (
 	"context"
@@ -7,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/go-chi/chi/v5/middleware"
+	chimw "github.com/go-chi/chi/v5/middleware"
 )
 
 // ClientIP returns a middleware that stores the client's address for
@@ -23,16 +24,16 @@ import (
 // X-Forwarded-For at all, or none that parses, is the peer itself.
 func ClientIP(trusted []netip.Prefix) func(http.Handler) http.Handler {
 	if len(trusted) == 0 {
-		return middleware.ClientIPFromRemoteAddr
+		return chimw.ClientIPFromRemoteAddr
 	}
 	cidrs := make([]string, len(trusted))
 	for i, p := range trusted {
 		cidrs[i] = p.String()
 	}
-	fromXFF := middleware.ClientIPFromXFF(cidrs...)
+	fromXFF := chimw.ClientIPFromXFF(cidrs...)
 	return func(next http.Handler) http.Handler {
 		fallback := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !middleware.GetClientIPAddr(r.Context()).IsValid() {
+			if !chimw.GetClientIPAddr(r.Context()).IsValid() {
 				if a := forwardedFallback(r, trusted); a.IsValid() {
 					r = r.WithContext(context.WithValue(r.Context(), clientIPKey, a))
 				}
@@ -81,9 +82,9 @@ func forwardedFallback(r *http.Request, trusted []netip.Prefix) netip.Addr {
 
 // GetClientIP returns the address [ClientIP] stored: what the per-IP
 // limits and the login throttle key on. It is "" only when even the peer
-// address did not parse.
+// address did not parse, or outside [ClientIP].
 func GetClientIP(ctx context.Context) string {
-	if a := middleware.GetClientIPAddr(ctx); a.IsValid() {
+	if a := chimw.GetClientIPAddr(ctx); a.IsValid() {
 		return a.String()
 	}
 	if a, ok := ctx.Value(clientIPKey).(netip.Addr); ok {

@@ -1,4 +1,5 @@
-package api
+// This file forbids browsers to guess a response's type.
+package middleware
 
 import "net/http"
 

@@ -1,4 +1,5 @@
-package api
+// This file lets the configured origins call the API from a browser.
+package middleware
 
 import (
 	"net/http"
@@ -10,8 +11,8 @@ import (
 // exposedHeaders are the response headers browser clients may read.
 var exposedHeaders = append([]string{ratelimit.HeaderRetryAfter, "X-Request-Id", "Location", "Idempotent-Replayed"}, ratelimit.HeaderNames...)
 
-// CORS is a middleware that lets the listed origins (and only those) call
-// the API from a browser, with credentials, and read the rate-limit
+// CORS returns a middleware that lets the listed origins (and only those)
+// call the API from a browser, with credentials, and read the rate-limit
 // headers. Preflights are answered here. With no origins it is a no-op:
 // only same-origin pages can call.
 func CORS(origins []string) func(http.Handler) http.Handler {

@@ -1,0 +1,73 @@
+// This file writes one log line per request, and gives handlers the
+// request's logger.
+package middleware
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	chimw "github.com/go-chi/chi/v5/middleware"
+)
+
+var loggerKey = &contextKey{"logger"}
+
+// Logger returns the request-scoped logger stored by [AccessLog], which
+// carries the request id, or slog.Default outside a request.
+func Logger(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(loggerKey).(*slog.Logger); ok {
+		return l
+	}
+	return slog.Default()
+}
+
+// AccessLog returns a middleware that writes one log line per request,
+// after it is served: request id, method, route pattern (not the raw
+// path, so ids in paths do not explode log cardinality), status, bytes and
+// duration, and, once the middleware and handlers inside have noted them
+// ([NoteClientIP], [NoteUser]), the client's address and the user's id (""
+// when there is none). It also stores a logger carrying the request id in
+// the context ([Logger]), for handlers and error paths. observe, when not
+// nil, is told each response's route, status and duration as it is
+// logged. Mount it after [RequestID].
+func AccessLog(base *slog.Logger, now func() time.Time, observe func(route string, status int, took time.Duration)) func(http.Handler) http.Handler {
+	if base == nil {
+		panic("middleware: AccessLog needs a logger")
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := now()
+			l := base.With(slog.String("request_id", GetRequestID(r.Context())))
+			ww := chimw.NewWrapResponseWriter(w, r.ProtoMajor)
+			note := &accessNote{}
+			r = r.WithContext(context.WithValue(context.WithValue(r.Context(), loggerKey, l), noteKey, note))
+			defer func() {
+				route := "-"
+				if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+					route = rc.RoutePattern()
+				}
+				status := ww.Status()
+				if status == 0 {
+					status = http.StatusOK // nothing written: net/http sends 200
+				}
+				took := now().Sub(start)
+				if observe != nil {
+					observe(route, status, took)
+				}
+				ip, user := note.read()
+				l.LogAttrs(r.Context(), slog.LevelInfo, "request",
+					slog.String("method", r.Method),
+					slog.String("route", route),
+					slog.Int("status", status),
+					slog.Int("bytes", ww.BytesWritten()),
+					slog.Duration("duration", took),
+					slog.String("ip", ip),
+					slog.String("user", user),
+				)
+			}()
+			next.ServeHTTP(ww, r)
+		})
+	}
+}
