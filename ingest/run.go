@@ -21,7 +21,7 @@ type Settings struct {
 	TTL           time.Duration // Config.TTL
 	MaxItems      int           // Config.MaxItems
 	MaxQueuedJobs int           // Config.MaxQueuedJobs
-	Workers       int           // store.QueueOptions.Workers
+	Workers       int           // store.Worker.Workers
 	JobTimeout    time.Duration // store.QueueOptions.JobTimeout
 }
 
@@ -31,12 +31,16 @@ type Settings struct {
 // idempotency keys and of jobs the queue lost (FailAbandoned). stop ends both, letting running jobs finish for up to 10 s (a job
 // cut off is worked again later).
 func Start(bg context.Context, db *store.DB, cfg Settings, hub streams.Hub, logger *slog.Logger) (svc *Service, stop func(), err error) {
-	var queue *store.Queue
+	queue, err := store.NewQueue(db, store.QueueOptions{JobTimeout: cfg.JobTimeout, Logger: logger})
+	if err != nil {
+		return nil, nil, fmt.Errorf("the job queue: %w", err)
+	}
+	var jobs *jobQueue
 	svc = NewService(NewSQLStore(db, func(ctx context.Context, tx *store.Tx, jobID string, backlog int) error {
-		return queue.EnqueueTx(ctx, tx, jobID, backlog)
+		return jobs.enqueueTx(ctx, tx, jobID, backlog)
 	}), Config{TTL: cfg.TTL, Publish: Publisher(hub), MaxItems: cfg.MaxItems, MaxQueuedJobs: cfg.MaxQueuedJobs,
-		Yield: func(ctx context.Context) bool { return queue.Yield(ctx) }})
-	queue, err = store.NewQueue(db, func(ctx context.Context, jobID string) error {
+		Yield: func(ctx context.Context) bool { return jobs.yield(ctx) }})
+	jobs, err = newJobQueue(db, queue, cfg.Workers, func(ctx context.Context, jobID string) error {
 		err := svc.Process(ctx, jobID)
 		switch {
 		case errors.Is(err, ErrPermanent):
@@ -45,15 +49,10 @@ func Start(bg context.Context, db *store.DB, cfg Settings, hub streams.Hub, logg
 			return fmt.Errorf("%w: %w", store.ErrYield, err)
 		}
 		return err
-	}, store.QueueOptions{
-		Workers:    cfg.Workers,
-		JobTimeout: cfg.JobTimeout,
-		Logger:     logger,
-		GiveUp: func(ctx context.Context, jobID string, err error) {
-			if ferr := svc.Fail(ctx, jobID, "gave up after repeated failures: "+err.Error()); ferr != nil {
-				logger.Warn("ingest: a job that failed for good could not be marked failed", "job", jobID, "error", ferr)
-			}
-		},
+	}, func(ctx context.Context, jobID string, err error) {
+		if ferr := svc.Fail(ctx, jobID, "gave up after repeated failures: "+err.Error()); ferr != nil {
+			logger.Warn("ingest: a job that failed for good could not be marked failed", "job", jobID, "error", ferr)
+		}
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("the job queue: %w", err)
