@@ -52,7 +52,6 @@ import (
 //     notification of a job inserted within 100 ms of the one before; such
 //     a job waits for the next poll (PollInterval, 1 s).
 
-
 // ErrPermanent marks an error of a job that can never succeed, however
 // often it is tried: a work function returns an error wrapping it
 // (fmt.Errorf("job %s: %w: no such record", id, ErrPermanent)) and the job
