@@ -58,8 +58,9 @@ type Config struct {
 	// Auth resolves callers. Nil only for documenting the API (brain
 	// openapi): every operation but the public ones then answers 401.
 	Auth *auth.Service
-	// DB is the database, migrated; the operations' stores are built on
-	// it. Nil only for documenting the API.
+	// DB is the database, migrated, that the features' stores are built
+	// on (api itself reads nothing from it). Nil only for documenting the
+	// API.
 	DB *store.DB
 	// TrustedProxies are the peers whose X-Forwarded-For is believed.
 	TrustedProxies []netip.Prefix
@@ -120,7 +121,9 @@ type Server struct {
 	// the platform's, then those the features declare.
 	userEvents []EventType
 	metrics    *Metrics
-	db         *store.DB // for the live snapshot's count of queued jobs; nil for none
+	// queuedJobs counts the jobs waiting for a worker, for the live
+	// snapshot (CountQueuedJobs); nil: none.
+	queuedJobs func(ctx context.Context) (int64, error)
 	// requireCaller is the middleware that resolves callers: huma runs it
 	// for every operation, and the stream door for every stream.
 	requireCaller func(huma.Context, func(huma.Context))
@@ -197,7 +200,7 @@ func New(cfg Config) *Server {
 		ps.errs = append(ps.errs, fmt.Errorf("the streams of a user are capped at %d, fewer than the %d of each of its sessions and keys: the user's cap counts them all, so it must be at least theirs", ps.streamUserCap, ps.streamCap))
 	}
 	api := humachi.New(r, hc)
-	s := &Server{router: r, API: api, planes: ps, outages: outages, traffic: tr, bodies: bodies, db: cfg.DB,
+	s := &Server{router: r, API: api, planes: ps, outages: outages, traffic: tr, bodies: bodies,
 		streams: newStreamPlane(cfg.Streams, ps, cfg.Metrics, cfg.Auth, cfg.Now)}
 	s.requireCaller = requireCaller(api, cfg.Auth, ps, outages)
 	api.UseMiddleware(checkBody(api), s.requireCaller)

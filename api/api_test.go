@@ -16,7 +16,6 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ingest"
-	"github.com/brain-template/brain/ingest/memoryapi"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/store/storetest"
 	"github.com/brain-template/brain/streams"
@@ -132,7 +131,7 @@ func mustRawServer(tb testing.TB, cfg api.Config) (*api.Server, *syncBuffer) {
 		cfg.Streams.Hub = streams.NewMemoryHub(1024, 64)
 	}
 	if cfg.Features == nil && cfg.DB != nil { // the memory example; its jobs stay queued: no queue works them here
-		cfg.Features = []api.Feature{memoryapi.Feature(ingest.NewService(store.NewIngestStore(cfg.DB, nil), ingest.Config{Publish: memoryapi.Publisher(cfg.Streams.Hub)}))}
+		cfg.Features = []api.Feature{ingest.Feature(ingest.NewService(ingest.NewSQLStore(cfg.DB, nil), ingest.Config{Publish: ingest.Publisher(cfg.Streams.Hub)}))}
 	}
 	s := api.New(cfg)
 	huma.Register(s.API, huma.Operation{
@@ -499,5 +498,5 @@ func TestDocsWorkOffline(t *testing.T) {
 // example, on a service without a store (its operations are declared,
 // never served).
 func documented() []api.Feature {
-	return []api.Feature{memoryapi.Feature(ingest.NewService(nil, ingest.Config{}))}
+	return []api.Feature{ingest.Feature(ingest.NewService(nil, ingest.Config{}))}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ingest"
-	"github.com/brain-template/brain/ingest/memoryapi"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
 	"github.com/danielgtaylor/huma/v2"
@@ -28,8 +27,8 @@ func bodyServer(t *testing.T, bodies api.BodyBudget) (*api.Server, *live, *auth.
 	svc := MustAuth(t)
 	db, _ := dbOf.Load(svc)
 	hub := streams.NewMemoryHub(64, 64)
-	memory := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{Publish: memoryapi.Publisher(hub)})
-	s, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{memoryapi.Feature(memory)}, Streams: api.StreamConfig{Hub: hub}, Bodies: bodies}, nil)
+	memory := ingest.NewService(ingest.NewSQLStore(db.(*store.DB), nil), ingest.Config{Publish: ingest.Publisher(hub)})
+	s, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}, Streams: api.StreamConfig{Hub: hub}, Bodies: bodies}, nil)
 	return s, l, svc, l.login("ada", "correct horse battery").cookie(t)
 }
 

@@ -49,3 +49,11 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 // Logger is the logger of ctx: a request's, with its id, else the
 // server's default.
 func Logger(ctx context.Context) *slog.Logger { return logger(ctx) }
+
+// CountQueuedJobs makes count the source of the live snapshot's
+// jobs_queued (GET /api/v1/system/live): the jobs of every user waiting
+// for a worker, read at most once a second, with a deadline of a second;
+// a count that fails keeps the last. Without it the count is 0.
+func (s *Server) CountQueuedJobs(count func(ctx context.Context) (int64, error)) {
+	s.queuedJobs = count
+}

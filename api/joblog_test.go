@@ -11,7 +11,6 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/ingest"
-	"github.com/brain-template/brain/ingest/memoryapi"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
 )
@@ -40,8 +39,8 @@ func TestJobLogResumesAfterItsEnd(t *testing.T) {
 	hub := streams.NewMemoryHub(1024, 64)
 	svc := MustAuth(t)
 	db, _ := dbOf.Load(svc)
-	memory := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{Publish: memoryapi.Publisher(hub)})
-	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{memoryapi.Feature(memory)}, Streams: api.StreamConfig{Hub: hub}}, nil)
+	memory := ingest.NewService(ingest.NewSQLStore(db.(*store.DB), nil), ingest.Config{Publish: ingest.Publisher(hub)})
+	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}, Streams: api.StreamConfig{Hub: hub}}, nil)
 	ada := l.login("ada", "correct horse battery").cookie(t)
 	jobID := ingestThreeChunks(t, l, ada)
 	logPath := "/api/v1/jobs/" + jobID + "/log"
@@ -124,14 +123,14 @@ func TestJobLogResumeEndsWhenTheEndWasNotPublished(t *testing.T) {
 	hub := streams.NewMemoryHub(1024, 64)
 	svc := MustAuth(t)
 	db, _ := dbOf.Load(svc)
-	publish := memoryapi.Publisher(hub)
+	publish := ingest.Publisher(hub)
 	lost := func(ctx context.Context, user, name string, data any) { // every end is lost
 		if name != ingest.EventJobSucceeded && name != ingest.EventMemoryIngested {
 			publish(ctx, user, name, data)
 		}
 	}
-	memory := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{Publish: lost})
-	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{memoryapi.Feature(memory)}, Streams: api.StreamConfig{Hub: hub}}, nil)
+	memory := ingest.NewService(ingest.NewSQLStore(db.(*store.DB), nil), ingest.Config{Publish: lost})
+	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}, Streams: api.StreamConfig{Hub: hub}}, nil)
 	ada := l.login("ada", "correct horse battery").cookie(t)
 	jobID := ingestThreeChunks(t, l, ada)
 	logPath := "/api/v1/jobs/" + jobID + "/log"

@@ -11,7 +11,6 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ingest"
-	"github.com/brain-template/brain/ingest/memoryapi"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
 )
@@ -30,8 +29,8 @@ func memoryServerAuth(t *testing.T) (*live, *ingest.Service, string, *auth.Servi
 	svc := MustAuth(t)
 	db, _ := dbOf.Load(svc)
 	hub := streams.NewMemoryHub(64, 64)
-	memory := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{Publish: memoryapi.Publisher(hub)})
-	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{memoryapi.Feature(memory)}, Streams: api.StreamConfig{Hub: hub}}, nil)
+	memory := ingest.NewService(ingest.NewSQLStore(db.(*store.DB), nil), ingest.Config{Publish: ingest.Publisher(hub)})
+	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}, Streams: api.StreamConfig{Hub: hub}}, nil)
 	return l, memory, l.login("ada", "correct horse battery").cookie(t), svc
 }
 
@@ -243,8 +242,8 @@ func TestIngestQuotas(t *testing.T) {
 	svc := MustAuth(t)
 	db, _ := dbOf.Load(svc)
 	hub := streams.NewMemoryHub(64, 64)
-	memory := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{Publish: memoryapi.Publisher(hub), MaxItems: 5, MaxQueuedJobs: 2})
-	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{memoryapi.Feature(memory)}, Streams: api.StreamConfig{Hub: hub}}, nil)
+	memory := ingest.NewService(ingest.NewSQLStore(db.(*store.DB), nil), ingest.Config{Publish: ingest.Publisher(hub), MaxItems: 5, MaxQueuedJobs: 2})
+	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}, Streams: api.StreamConfig{Hub: hub}}, nil)
 	ada := l.login("ada", "correct horse battery").cookie(t)
 	ctx := context.Background()
 

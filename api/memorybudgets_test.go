@@ -10,7 +10,6 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/ingest"
-	"github.com/brain-template/brain/ingest/memoryapi"
 	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
@@ -27,14 +26,14 @@ func budgetServer(t *testing.T) (l *live, clk *fakeClock, cookie string, keys [2
 	svc := MustAuth(t)
 	db, _ := dbOf.Load(svc)
 	hub := streams.NewMemoryHub(64, 64)
-	memory := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{Now: clk.Now, Publish: memoryapi.Publisher(hub)})
+	memory := ingest.NewService(ingest.NewSQLStore(db.(*store.DB), nil), ingest.Config{Now: clk.Now, Publish: ingest.Publisher(hub)})
 	limits := api.DefaultLimits()
 	limits.Store = func(p ratelimit.Policy) ratelimit.Limiter {
 		m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
 		m.Now = clk.Now
 		return m
 	}
-	_, l, _ = streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{memoryapi.Feature(memory)}, Limits: limits, Now: clk.Now, Streams: api.StreamConfig{Hub: hub}}, nil)
+	_, l, _ = streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}, Limits: limits, Now: clk.Now, Streams: api.StreamConfig{Hub: hub}}, nil)
 	c, k0 := loginAndKey(t, svc)
 	_, k1 := loginAndKey(t, svc)
 	return l, clk, "Cookie: " + c, [2]string{"X-API-Key: " + k0, "X-API-Key: " + k1}

@@ -1,9 +1,7 @@
 package api
 
 import (
-	"context"
 	"net/http"
-	"time"
 
 	"github.com/brain-template/brain/connlimit"
 	"github.com/brain-template/brain/ratelimit"
@@ -38,8 +36,7 @@ func (m *Metrics) Counter(opts prometheus.CounterOpts) prometheus.Counter {
 }
 
 // observeServer exports what s holds, read at each scrape: its open
-// streams, and the job queue's jobs by status (one read of the database
-// per scrape).
+// streams.
 func (m *Metrics) observeServer(s *Server) {
 	if m == nil {
 		return
@@ -47,31 +44,6 @@ func (m *Metrics) observeServer(s *Server) {
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "brain_streams_open", Help: "Streams open on this replica.",
 	}, func() float64 { return float64(s.streams.live()) }))
-	if s.db != nil {
-		m.reg.MustRegister(&jobsCollector{s: s})
-	}
-}
-
-// jobsCollector reports every user's jobs by status, counted in the
-// database when scraped: brain_jobs{status="queued"|"running"|"failed"}.
-type jobsCollector struct{ s *Server }
-
-var jobsDesc = prometheus.NewDesc("brain_jobs", "Jobs of every user by status (queued, running, failed), counted in the database at each scrape.", []string{"status"}, nil)
-
-func (c *jobsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- jobsDesc }
-
-func (c *jobsCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	n, err := c.s.db.JobCounts(ctx)
-	if err != nil {
-		c.s.outages.log(ctx, err)
-		ch <- prometheus.NewInvalidMetric(jobsDesc, err)
-		return
-	}
-	for status, v := range map[string]int64{"queued": n.Queued, "running": n.Running, "failed": n.Failed} {
-		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(v), status)
-	}
 }
 
 // NewMetrics returns a registry with the Go and process collectors.

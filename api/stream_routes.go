@@ -161,9 +161,9 @@ func (l *liveSnapshots) snapshot(s *Server) LiveSnapshot {
 	l.counting = true
 	queued := l.last.JobsQueued
 	l.mu.Unlock()
-	if s.db != nil {
+	if s.queuedJobs != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		n, err := s.db.QueuedJobs(ctx)
+		n, err := s.queuedJobs(ctx)
 		cancel()
 		if err != nil {
 			s.outages.log(ctx, err)

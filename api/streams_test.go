@@ -20,7 +20,6 @@ import (
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/connlimit"
 	"github.com/brain-template/brain/ingest"
-	"github.com/brain-template/brain/ingest/memoryapi"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
@@ -618,8 +617,8 @@ func TestStreamEventsAreDeclared(t *testing.T) {
 	hub := streams.NewMemoryHub(1, 64)
 	svc := MustAuth(t)
 	db, _ := dbOf.Load(svc)
-	memory := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{Publish: memoryapi.Publisher(hub)})
-	s, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{memoryapi.Feature(memory)}, Streams: api.StreamConfig{Hub: hub}}, nil)
+	memory := ingest.NewService(ingest.NewSQLStore(db.(*store.DB), nil), ingest.Config{Publish: ingest.Publisher(hub)})
+	s, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}, Streams: api.StreamConfig{Hub: hub}}, nil)
 	declared := declaredEvents(t, s)
 	if len(declared) < 2 {
 		t.Fatalf("the spec declares streams %v", declared)
@@ -819,8 +818,8 @@ func TestStreamGapMarker(t *testing.T) {
 	hub := streams.NewMemoryHub(16, 16)
 	svc := MustAuth(t)
 	db, _ := dbOf.Load(svc)
-	lost := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{}) // its events go nowhere: an outage
-	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{memoryapi.Feature(lost)}, Streams: api.StreamConfig{Hub: hub}}, nil)
+	lost := ingest.NewService(ingest.NewSQLStore(db.(*store.DB), nil), ingest.Config{}) // its events go nowhere: an outage
+	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(lost)}, Streams: api.StreamConfig{Hub: hub}}, nil)
 	ada := l.login("ada", "correct horse battery").cookie(t)
 	var a struct {
 		JobID string `json:"job_id"`

@@ -11,7 +11,6 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ingest"
-	"github.com/brain-template/brain/ingest/memoryapi"
 	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
@@ -45,10 +44,10 @@ func TestSystemLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	db, _ := dbOf.Load(svc)
-	memory := ingest.NewService(store.NewIngestStore(db.(*store.DB), nil), ingest.Config{}) // no worker: jobs stay queued
+	memory := ingest.NewService(ingest.NewSQLStore(db.(*store.DB), nil), ingest.Config{}) // no worker: jobs stay queued
 
 	t.Run("all", func(t *testing.T) {
-		s, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{memoryapi.Feature(memory)}}, nil)
+		s, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}}, nil)
 		ada := l.login("ada", "correct horse battery").cookie(t)
 		for _, text := range []string{"one", "two", "three"} {
 			l.call("POST", "/api/v1/memory/ingest", map[string]any{"project": "p", "items": []map[string]string{{"text": text}}}, ada).want(t, 202, "ingest")
@@ -66,7 +65,7 @@ func TestSystemLive(t *testing.T) {
 		}
 	})
 	t.Run("admin", func(t *testing.T) {
-		s, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{memoryapi.Feature(memory)}, LiveAccess: api.Admin}, nil)
+		s, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}, LiveAccess: api.Admin}, nil)
 		ada := l.login("ada", "correct horse battery").cookie(t)
 		_, r := l.openStream("/api/v1/system/live", ada)
 		var env struct{ Code string }
@@ -88,7 +87,7 @@ func TestSystemLive(t *testing.T) {
 	// the spec's x-rate-limit says, and is answered 429 once it is spent.
 	t.Run("a 403 is charged", func(t *testing.T) {
 		three := ratelimit.Budget{Limit: 3, Window: time.Minute, Burst: 3}
-		s, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{memoryapi.Feature(memory)}, LiveAccess: api.Admin, Limits: api.Limits{Session: three}}, nil)
+		s, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}, LiveAccess: api.Admin, Limits: api.Limits{Session: three}}, nil)
 		ada := l.login("ada", "correct horse battery").cookie(t)
 		for i := range 3 {
 			if _, r := l.openStream("/api/v1/system/live", ada); r.status != http.StatusForbidden {

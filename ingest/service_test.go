@@ -114,7 +114,7 @@ const ttl = time.Hour
 func newEnv(t testing.TB, db *store.DB, wrap ...func(ingest.Store) ingest.Store) *env {
 	t.Helper()
 	e := &env{db: db, queue: &queue{}, clock: &clock{now: t0}, events: &events{}}
-	var st ingest.Store = store.NewIngestStore(db, e.queue.enqueue)
+	var st ingest.Store = ingest.NewSQLStore(db, e.queue.enqueue)
 	for _, w := range wrap {
 		st = w(st)
 	}

@@ -20,11 +20,11 @@ var _ auth.Store = (*AuthStore)(nil)
 // CreateUser adds u; ErrConflict when the username is taken.
 func (s *AuthStore) CreateUser(ctx context.Context, u auth.User) error {
 	_, err := s.db.ExecContext(ctx, "INSERT INTO users (id, username, password_hash, created_at) VALUES ($1, $2, $3, $4)",
-		u.ID, u.Username, u.PasswordHash, ms(u.CreatedAt))
-	if isUnique(err) {
+		u.ID, u.Username, u.PasswordHash, Millis(u.CreatedAt))
+	if IsUnique(err) {
 		return auth.ErrConflict
 	}
-	return wrap("create user", err)
+	return Wrap("create user", err)
 }
 
 const userCols = "u.id, u.username, u.password_hash, u.created_at"
@@ -33,8 +33,8 @@ func scanUser(sc interface{ Scan(...any) error }, extra ...any) (auth.User, erro
 	var u auth.User
 	var created int64
 	err := sc.Scan(append([]any{&u.ID, &u.Username, &u.PasswordHash, &created}, extra...)...)
-	u.CreatedAt = fromMS(created)
-	return u, notFound(err)
+	u.CreatedAt = FromMillis(created)
+	return u, NotFound(err)
 }
 
 // UserByID returns the user with id, or ErrNotFound.
@@ -51,7 +51,7 @@ func (s *AuthStore) UserByUsername(ctx context.Context, username string) (auth.U
 func (s *AuthStore) CountUsers(ctx context.Context) (int, error) {
 	var n int
 	err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM users").Scan(&n)
-	return n, wrap("count users", err)
+	return n, Wrap("count users", err)
 }
 
 // SetPasswordAndEndSessions sets the user's password hash and deletes all
@@ -59,16 +59,16 @@ func (s *AuthStore) CountUsers(ctx context.Context) (int, error) {
 func (s *AuthStore) SetPasswordAndEndSessions(ctx context.Context, userID, hash, keepTokenHash string) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return wrap("set password", err)
+		return Wrap("set password", err)
 	}
 	defer tx.Rollback()
-	if err := affectedOne(tx.ExecContext(ctx, "UPDATE users SET password_hash = $1 WHERE id = $2", hash, userID)); err != nil {
-		return wrap("set password", err)
+	if err := AffectedOne(tx.ExecContext(ctx, "UPDATE users SET password_hash = $1 WHERE id = $2", hash, userID)); err != nil {
+		return Wrap("set password", err)
 	}
 	if _, err := tx.ExecContext(ctx, "DELETE FROM sessions WHERE user_id = $1 AND token_hash <> $2", userID, keepTokenHash); err != nil {
-		return wrap("end sessions", err)
+		return Wrap("end sessions", err)
 	}
-	return wrap("set password", tx.Commit())
+	return Wrap("set password", tx.Commit())
 }
 
 // lockUser serializes the capped inserts of one user within tx. On
@@ -82,7 +82,7 @@ func (s *AuthStore) lockUser(ctx context.Context, tx *Tx, userID string) error {
 		q += " FOR NO KEY UPDATE"
 	}
 	var id string
-	return notFound(tx.QueryRowContext(ctx, q, userID).Scan(&id))
+	return NotFound(tx.QueryRowContext(ctx, q, userID).Scan(&id))
 }
 
 // CreateSession inserts se and, in the same transaction, deletes the
@@ -91,39 +91,39 @@ func (s *AuthStore) lockUser(ctx context.Context, tx *Tx, userID string) error {
 func (s *AuthStore) CreateSession(ctx context.Context, se auth.Session, max int) ([]string, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, wrap("create session", err)
+		return nil, Wrap("create session", err)
 	}
 	defer tx.Rollback()
 	if err := s.lockUser(ctx, tx, se.UserID); err != nil {
-		return nil, wrap("create session", err)
+		return nil, Wrap("create session", err)
 	}
 	rows, err := tx.QueryContext(ctx, `DELETE FROM sessions WHERE user_id = $1 AND token_hash NOT IN (
 		SELECT token_hash FROM sessions WHERE user_id = $1 ORDER BY created_at DESC, token_hash DESC LIMIT $2)
 		RETURNING token_hash`, se.UserID, max-1)
 	if err != nil {
-		return nil, wrap("create session", err)
+		return nil, Wrap("create session", err)
 	}
 	defer rows.Close()
 	var evicted []string
 	for rows.Next() {
 		var h string
 		if err := rows.Scan(&h); err != nil {
-			return nil, wrap("create session", err)
+			return nil, Wrap("create session", err)
 		}
 		evicted = append(evicted, h)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, wrap("create session", err)
+		return nil, Wrap("create session", err)
 	}
 	_, err = tx.ExecContext(ctx, "INSERT INTO sessions (token_hash, user_id, created_at, expires_at, last_seen_at) VALUES ($1, $2, $3, $4, $5)",
-		se.TokenHash, se.UserID, ms(se.CreatedAt), ms(se.ExpiresAt), ms(se.LastSeenAt))
-	if isUnique(err) {
+		se.TokenHash, se.UserID, Millis(se.CreatedAt), Millis(se.ExpiresAt), Millis(se.LastSeenAt))
+	if IsUnique(err) {
 		return nil, auth.ErrConflict
 	}
 	if err != nil {
-		return nil, wrap("create session", err)
+		return nil, Wrap("create session", err)
 	}
-	return evicted, wrap("create session", tx.Commit())
+	return evicted, Wrap("create session", tx.Commit())
 }
 
 // SessionByTokenHash returns the session with tokenHash and its user, or
@@ -133,7 +133,7 @@ func (s *AuthStore) SessionByTokenHash(ctx context.Context, tokenHash string) (a
 	var created, expires, seen int64
 	u, err := scanUser(s.db.QueryRowContext(ctx, "SELECT "+userCols+", s.user_id, s.created_at, s.expires_at, s.last_seen_at FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.token_hash = $1", tokenHash),
 		&se.UserID, &created, &expires, &seen)
-	se.CreatedAt, se.ExpiresAt, se.LastSeenAt = fromMS(created), fromMS(expires), fromMS(seen)
+	se.CreatedAt, se.ExpiresAt, se.LastSeenAt = FromMillis(created), FromMillis(expires), FromMillis(seen)
 	return se, u, err
 }
 
@@ -146,15 +146,15 @@ func (s *AuthStore) TouchSessions(ctx context.Context, seen map[string]time.Time
 // DeleteSession deletes the session with tokenHash, if any.
 func (s *AuthStore) DeleteSession(ctx context.Context, tokenHash string) error {
 	_, err := s.db.ExecContext(ctx, "DELETE FROM sessions WHERE token_hash = $1", tokenHash)
-	return wrap("delete session", err)
+	return Wrap("delete session", err)
 }
 
 // DeleteExpiredSessions deletes the sessions past their end of life or idle
 // for idle at now, and returns how many.
 func (s *AuthStore) DeleteExpiredSessions(ctx context.Context, now time.Time, idle time.Duration) (int, error) {
-	res, err := s.db.ExecContext(ctx, "DELETE FROM sessions WHERE expires_at <= $1 OR last_seen_at <= $2", ms(now), ms(now.Add(-idle)))
+	res, err := s.db.ExecContext(ctx, "DELETE FROM sessions WHERE expires_at <= $1 OR last_seen_at <= $2", Millis(now), Millis(now.Add(-idle)))
 	if err != nil {
-		return 0, wrap("delete expired sessions", err)
+		return 0, Wrap("delete expired sessions", err)
 	}
 	n, err := res.RowsAffected()
 	return int(n), err
@@ -165,28 +165,28 @@ func (s *AuthStore) DeleteExpiredSessions(ctx context.Context, now time.Time, id
 func (s *AuthStore) CreateAPIKey(ctx context.Context, k auth.APIKey, max int) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return wrap("create api key", err)
+		return Wrap("create api key", err)
 	}
 	defer tx.Rollback()
 	if err := s.lockUser(ctx, tx, k.UserID); err != nil {
-		return wrap("create api key", err)
+		return Wrap("create api key", err)
 	}
 	var n int
 	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM api_keys WHERE user_id = $1", k.UserID).Scan(&n); err != nil {
-		return wrap("create api key", err)
+		return Wrap("create api key", err)
 	}
 	if n >= max {
 		return auth.ErrTooMany
 	}
 	_, err = tx.ExecContext(ctx, "INSERT INTO api_keys (id, user_id, name, prefix, key_hash, created_at, last_used_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-		k.ID, k.UserID, k.Name, k.Prefix, k.KeyHash, ms(k.CreatedAt), ms(k.LastUsedAt))
-	if isUnique(err) {
+		k.ID, k.UserID, k.Name, k.Prefix, k.KeyHash, Millis(k.CreatedAt), Millis(k.LastUsedAt))
+	if IsUnique(err) {
 		return auth.ErrConflict
 	}
 	if err != nil {
-		return wrap("create api key", err)
+		return Wrap("create api key", err)
 	}
-	return wrap("create api key", tx.Commit())
+	return Wrap("create api key", tx.Commit())
 }
 
 const keyCols = "k.id, k.user_id, k.name, k.prefix, k.key_hash, k.created_at, k.last_used_at"
@@ -195,8 +195,8 @@ func scanKey(sc interface{ Scan(...any) error }, extra ...any) (auth.APIKey, err
 	var k auth.APIKey
 	var created, used int64
 	err := sc.Scan(append([]any{&k.ID, &k.UserID, &k.Name, &k.Prefix, &k.KeyHash, &created, &used}, extra...)...)
-	k.CreatedAt, k.LastUsedAt = fromMS(created), fromMS(used)
-	return k, notFound(err)
+	k.CreatedAt, k.LastUsedAt = FromMillis(created), FromMillis(used)
+	return k, NotFound(err)
 }
 
 // APIKeyByHash returns the key with keyHash and its user, or ErrNotFound.
@@ -205,7 +205,7 @@ func (s *AuthStore) APIKeyByHash(ctx context.Context, keyHash string) (auth.APIK
 	var created int64
 	k, err := scanKey(s.db.QueryRowContext(ctx, "SELECT "+keyCols+", "+userCols+" FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = $1", keyHash),
 		&u.ID, &u.Username, &u.PasswordHash, &created)
-	u.CreatedAt = fromMS(created)
+	u.CreatedAt = FromMillis(created)
 	return k, u, err
 }
 
@@ -214,11 +214,11 @@ func (s *AuthStore) ListAPIKeys(ctx context.Context, userID string, after auth.C
 	q, args := "SELECT "+keyCols+" FROM api_keys k WHERE k.user_id = $1", []any{userID, limit}
 	if after != (auth.Cursor{}) { // the keys after it in the order below
 		q += " AND (k.created_at < $3 OR (k.created_at = $3 AND k.id > $4))"
-		args = append(args, ms(after.CreatedAt), after.ID)
+		args = append(args, Millis(after.CreatedAt), after.ID)
 	}
 	rows, err := s.db.QueryContext(ctx, q+" ORDER BY k.created_at DESC, k.id LIMIT $2", args...)
 	if err != nil {
-		return nil, wrap("list api keys", err)
+		return nil, Wrap("list api keys", err)
 	}
 	defer rows.Close()
 	keys := []auth.APIKey{}
@@ -229,13 +229,13 @@ func (s *AuthStore) ListAPIKeys(ctx context.Context, userID string, after auth.C
 		}
 		keys = append(keys, k)
 	}
-	return keys, wrap("list api keys", rows.Err())
+	return keys, Wrap("list api keys", rows.Err())
 }
 
 // DeleteAPIKey deletes the user's key id; ErrNotFound unless the user owns
 // it.
 func (s *AuthStore) DeleteAPIKey(ctx context.Context, userID, id string) error {
-	return affectedOne(s.db.ExecContext(ctx, "DELETE FROM api_keys WHERE id = $1 AND user_id = $2", id, userID))
+	return AffectedOne(s.db.ExecContext(ctx, "DELETE FROM api_keys WHERE id = $1 AND user_id = $2", id, userID))
 }
 
 // TouchAPIKeys moves keys' last-used times forward (never back), by key id.
@@ -259,7 +259,7 @@ func (s *AuthStore) touch(ctx context.Context, what, update string, times map[st
 	}
 	for batch := range slices.Chunk(keys, touchBatch) {
 		if err := s.touchBatch(ctx, update, batch, times); err != nil {
-			return wrap(what, err)
+			return Wrap(what, err)
 		}
 	}
 	return nil
@@ -272,7 +272,7 @@ func (s *AuthStore) touchBatch(ctx context.Context, update string, keys []string
 	}
 	defer tx.Rollback()
 	for _, key := range keys {
-		if _, err := tx.ExecContext(ctx, update, ms(times[key]), key); err != nil {
+		if _, err := tx.ExecContext(ctx, update, Millis(times[key]), key); err != nil {
 			return err
 		}
 	}

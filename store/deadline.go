@@ -77,13 +77,16 @@ func (r *Row) Scan(dest ...any) error {
 	return r.row.Scan(dest...)
 }
 
-func (db *DB) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+// WithTimeout is ctx bounded by db.Timeout: for a wait that must count
+// against the same deadline as the call or transaction it precedes (a
+// feature's own lock before BeginTx, say).
+func (db *DB) WithTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, db.Timeout)
 }
 
 // PingContext checks that the database answers.
 func (db *DB) PingContext(ctx context.Context) error {
-	ctx, cancel := db.withTimeout(ctx)
+	ctx, cancel := db.WithTimeout(ctx)
 	defer cancel()
 	return db.sql.PingContext(ctx)
 }
@@ -101,7 +104,7 @@ type Tx struct {
 // BeginTx starts a transaction (on SQLite, BEGIN IMMEDIATE: it holds the
 // write lock until it ends).
 func (db *DB) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) {
-	ctx, cancel := db.withTimeout(ctx)
+	ctx, cancel := db.WithTimeout(ctx)
 	tx, err := db.sql.BeginTx(ctx, opts)
 	if err != nil {
 		cancel()

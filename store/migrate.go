@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -54,9 +56,32 @@ func loadMigrations(d Dialect) ([]migration, error) {
 
 // steps are the Go parts of migrations, by name: each runs right after
 // its migration's SQL, in the same transaction, and writes what SQL alone
-// cannot (rows computed by brain's own code).
-var steps = map[string]func(ctx context.Context, tx *sql.Tx, d Dialect) error{
-	"search": reindexItems,
+// cannot (rows computed by a feature's own code). Features add theirs
+// with [MigrationStep].
+var (
+	stepsMu sync.Mutex
+	steps   = map[string]func(ctx context.Context, tx *sql.Tx, d Dialect) error{}
+)
+
+// MigrationStep registers the Go part of the migration named name
+// (NNNN_name.sql): Migrate runs step right after that migration's SQL, in
+// the same transaction, to write what SQL alone cannot. Call it from the
+// feature's init, so that every Migrate of a binary that holds the feature
+// runs it. A name registered twice panics.
+func MigrationStep(name string, step func(ctx context.Context, tx *sql.Tx, d Dialect) error) {
+	stepsMu.Lock()
+	defer stepsMu.Unlock()
+	if steps[name] != nil {
+		panic("store: MigrationStep: two steps for migration " + name)
+	}
+	steps[name] = step
+}
+
+// stepOf is the registered step of the migration named name, or nil.
+func stepOf(name string) func(ctx context.Context, tx *sql.Tx, d Dialect) error {
+	stepsMu.Lock()
+	defer stepsMu.Unlock()
+	return steps[name]
 }
 
 // SchemaVersion returns the newest migration the binary knows.
@@ -89,6 +114,23 @@ const pgMigrateLock = 0x6272_6169_6e00 // "brain\x00"
 // context, which a signal cancels).
 func (db *DB) Migrate(ctx context.Context) (applied int, err error) {
 	return db.migrate(ctx, -1)
+}
+
+// MigrateBefore applies the migrations that come before the one named
+// name (NNNN_name.sql), and none of River's: for the test of a
+// migration, which fills the tables as they were before it, then runs
+// Migrate.
+func (db *DB) MigrateBefore(ctx context.Context, name string) error {
+	ms, err := loadMigrations(db.Dialect)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(ms, func(m migration) bool { return m.name == name })
+	if i < 0 {
+		return fmt.Errorf("store: no migration named %s", name)
+	}
+	_, err = db.migrate(ctx, i)
+	return err
 }
 
 // migrate is Migrate, up to version to only when to is not -1 (for the
@@ -156,7 +198,7 @@ func (db *DB) migrateOne(ctx context.Context, conn *sql.Conn, ms []migration, kn
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return false, fmt.Errorf("store: migration %d (%s): %w", m.version, m.name, err)
 	}
-	if step := steps[m.name]; step != nil {
+	if step := stepOf(m.name); step != nil {
 		if err := step(ctx, tx, db.Dialect); err != nil {
 			return false, fmt.Errorf("store: migration %d (%s): %w", m.version, m.name, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -17,7 +18,9 @@ import (
 // This file is brain's job queue: River (github.com/riverqueue/river), in
 // the same database as everything else, so that a job is enqueued in the
 // transaction that creates what it will work on, and exists if and only if
-// that transaction commits.
+// that transaction commits. The queue knows no job kind: a feature
+// registers its own JobArgs and worker ([AddWorker]) and enqueues in its
+// own transactions ([Queue.EnqueueTx]).
 //
 // River reaches the database through the *sql.DB under [DB], not through
 // DB's deadlines: it bounds its own calls (its maintenance queries, its
@@ -49,105 +52,22 @@ import (
 //     notification of a job inserted within 100 ms of the one before; such
 //     a job waits for the next poll (PollInterval, 1 s).
 
-//
-// # Fair between users
-//
-// One user's flood of large batches must not hold another user's small
-// one back for more than a moment. River has no notion of users: it
-// fetches the available jobs of a queue by priority (1, the most urgent,
-// to 4), then by scheduled time, then by id, whenever a worker is free.
-// Two things make that fair enough:
-//
-//   - Priority by backlog. [Queue.EnqueueTx] gives a job a priority from
-//     how many jobs its user had that were not final yet (the backlog,
-//     which Accept reads from the user's usage row in the same
-//     transaction): none gives 1, 1 to 3 give 2, 4 to 15 give 3, more
-//     give 4 (see [Priority]). So the batch of a user who sends one now
-//     and then is fetched before the backlog of a user who sent sixty,
-//     whose own jobs keep their order. A priority is fixed when the job
-//     is enqueued.
-//   - Yielding. A job of 1000 large items takes seconds, and a worker
-//     busy with it is free for no one. So between two chunks of its
-//     items a job asks [Queue.Yield] whether another user's more urgent
-//     job (a smaller priority number; among light users, one as urgent
-//     that has not started) is available; if one is, the work returns an
-//     error wrapping [ErrYield] and the Queue snoozes the job (River's
-//     JobSnooze(0), which does not count as an attempt): it is available
-//     again at once, scheduled now, behind the jobs of its priority that
-//     waited, and its next run goes on where this one stopped. The
-//     urgent job gets the worker within a chunk's time: River fetches as
-//     soon as a worker frees when the last fetch found more jobs than
-//     free workers, whatever PollInterval. A job that nobody waits behind
-//     never yields, so a lone flood costs nothing more; each yield costs
-//     its job a second read of its batch.
-//
-// A job waits as long as more urgent ones keep the workers busy: a heavy
-// user's jobs wait for the light users', which is the point, and two
-// heavy users' jobs of one priority go in the order they were sent. With
-// one user's 60 batches of 1000 items of 8 KiB queued, another user's
-// batch of one item is done in 1.5–2 s on SQLite (each of its writes
-// waits for a chunk of the flood's) and 0.05–0.25 s on PostgreSQL, where
-// it waited 31–151 s in one FIFO queue (BENCHMARKS.md, Fair jobs). An
-// idle Queue finds a new job by its notification on SQLite, and by its
-// poll on PostgreSQL (PollInterval).
-
 // ErrPermanent marks an error of a job that can never succeed, however
 // often it is tried: a work function returns an error wrapping it
-// (fmt.Errorf("ingest %s: %w: no such job", id, ErrPermanent)) and the job
+// (fmt.Errorf("job %s: %w: no such record", id, ErrPermanent)) and the job
 // ends at once, in River's "cancelled" state, with that error's message,
 // instead of being retried.
 var ErrPermanent = errors.New("permanent failure")
 
 // ErrYield marks an error of a job that is no failure: the work function
 // hands the job back unfinished, to give its worker to a more urgent job
-// ([Queue.Yield]). The job is available again at once, behind the jobs of
-// its priority waiting now, and the attempt does not count (see "Fair
-// between users" above).
+// (a feature's own test, such as the memory example's yield). The job is
+// available again at once, behind the jobs of its priority waiting now,
+// and the attempt does not count.
 var ErrYield = errors.New("the job yields its worker")
-
-// queueName is the River queue, and jobKind the job kind, of ingest jobs.
-const (
-	queueName = "ingest"
-	jobKind   = "ingest"
-)
-
-// ingestArgs are an ingest job's arguments: the id brain gave the job.
-type ingestArgs struct {
-	JobID string `json:"job_id"`
-}
-
-// Kind names the job kind to River.
-func (ingestArgs) Kind() string { return jobKind }
-
-// InsertOpts puts ingest jobs in their own queue, so their workers are
-// theirs alone.
-func (ingestArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: queueName} }
-
-// Priority is the River priority of a job whose user had backlog jobs
-// not final when it was enqueued: 1 (fetched first) for none, then 2, 3
-// and 4 as the backlog passes 1, 4 and 16 (see "Fair between users").
-func Priority(backlog int) int {
-	switch {
-	case backlog <= 0:
-		return 1
-	case backlog < 4:
-		return 2
-	case backlog < 16:
-		return 3
-	}
-	return 4
-}
 
 // QueueOptions configure a [Queue]. The zero value is the default of each.
 type QueueOptions struct {
-	// Workers is how many jobs one Queue works at once; 4 when zero.
-	// Replicas add up: two replicas work up to twice as many.
-	Workers int
-
-	// GiveUp, when set, is told of a job whose last attempt failed: River
-	// will not try it again, so whatever tracks the job must learn that
-	// it has failed.
-	GiveUp func(ctx context.Context, jobID string, err error)
 	// MaxAttempts is how many times a job is tried before River gives up on
 	// it (its state becomes "discarded"); 10 when zero. Between attempts,
 	// River waits attempt⁴ seconds (1 s, 16 s, 81 s, 4 min...), so ten
@@ -191,35 +111,28 @@ type QueueOptions struct {
 	testOnly bool
 }
 
-// Queue is brain's job queue on a [DB]: it enqueues ingest jobs in brain's
-// transactions and, once started, works them by calling its work function
-// with each job's id. Every replica runs one; they share the jobs.
+// Queue is brain's job queue on a [DB]: it enqueues the features' jobs in
+// their transactions ([Queue.EnqueueTx]) and, once started, works each
+// with the worker its kind's feature added ([AddWorker]). Every replica
+// runs one; they share the jobs.
 //
 // A job is worked at least once: a replica that dies while working one
 // leaves it to be rescued (see QueueOptions.RescueAfter), and an attempt
 // may have done part of its work before it failed. So work must be
 // idempotent.
 type Queue struct {
-	db     *DB
-	client *river.Client[*sql.Tx]
+	db   *DB
+	opts QueueOptions
+
+	mu      sync.Mutex
+	workers *river.Workers
+	queues  map[string]river.QueueConfig
+	client  *river.Client[*sql.Tx] // built on first use; no worker is added after
 }
 
-// NewQueue returns a Queue on db whose jobs are worked by work, which is
-// called with the job's id and a context that ends after
-// QueueOptions.JobTimeout or when Stop gives up waiting. work's error
-// decides what happens next: nil completes the job; an error wrapping
-// [ErrPermanent] ends it at once; one wrapping [ErrYield] makes it
-// available again at once, without counting the attempt; any other error
-// (or a panic) is retried after River's back-off, up to MaxAttempts.
-//
-// The Queue does not work jobs until Start; it can enqueue before.
-func NewQueue(db *DB, work func(ctx context.Context, jobID string) error, opts QueueOptions) (*Queue, error) {
-	if work == nil {
-		return nil, errors.New("store: NewQueue: work is nil: pass the function that works a job")
-	}
-	if opts.Workers <= 0 {
-		opts.Workers = 4
-	}
+// NewQueue returns a Queue on db with no workers: add each job kind's
+// with [AddWorker] before the Queue's first use (EnqueueTx or Start).
+func NewQueue(db *DB, opts QueueOptions) (*Queue, error) {
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 10
 	}
@@ -238,21 +151,65 @@ func NewQueue(db *DB, work func(ctx context.Context, jobID string) error, opts Q
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	return &Queue{db: db, opts: opts, workers: river.NewWorkers(), queues: map[string]river.QueueConfig{}}, nil
+}
 
-	workers := river.NewWorkers()
-	river.AddWorker(workers, river.WorkFunc(func(ctx context.Context, job *river.Job[ingestArgs]) (err error) {
+// A Worker works the jobs of one kind, T (River's JobArgs: its Kind names
+// the kind, and its InsertOpts, if it has them, the queue and priority of
+// each job).
+type Worker[T river.JobArgs] struct {
+	// Queue is the River queue the kind's jobs are in, which T's
+	// InsertOpts must name too: a queue of its own gives the kind
+	// workers of its own. river.QueueDefault when empty.
+	Queue string
+	// Workers is how many jobs of Queue one Queue works at once; 4 when
+	// zero. Replicas add up: two replicas work up to twice as many.
+	Workers int
+	// Work works one job, with a context that ends after
+	// QueueOptions.JobTimeout or when Stop gives up waiting. Its error
+	// decides what happens next: nil completes the job; an error
+	// wrapping [ErrPermanent] ends it at once; one wrapping [ErrYield]
+	// makes it available again at once, without counting the attempt;
+	// any other error (or a panic) is retried after River's back-off, up
+	// to QueueOptions.MaxAttempts.
+	Work func(ctx context.Context, job *river.Job[T]) error
+	// GiveUp, when set, is told of a job whose last attempt failed: River
+	// will not try it again, so whatever tracks the job must learn that
+	// it has failed.
+	GiveUp func(ctx context.Context, job *river.Job[T], err error)
+}
+
+// AddWorker adds w, the worker of job kind T, to q. Call it before q's
+// first use; a kind added twice, or after, is an error.
+func AddWorker[T river.JobArgs](q *Queue, w Worker[T]) error {
+	if w.Work == nil {
+		return errors.New("store: AddWorker: Work is nil: pass the function that works a job")
+	}
+	if w.Queue == "" {
+		w.Queue = river.QueueDefault
+	}
+	if w.Workers <= 0 {
+		w.Workers = 4
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.client != nil {
+		return errors.New("store: AddWorker: the queue is in use: add every worker before the first EnqueueTx or Start")
+	}
+	logger := q.opts.Logger
+	err := river.AddWorkerSafely(q.workers, river.WorkFunc(func(ctx context.Context, job *river.Job[T]) (err error) {
 		defer func() {
 			if r := recover(); r != nil { // a bug in work: an error of this attempt, which River retries
-				err = fmt.Errorf("store: job %s panicked: %v", job.Args.JobID, r)
-				opts.Logger.Error("queue: a job panicked", "job", job.Args.JobID, "panic", r)
+				err = fmt.Errorf("store: job %d (%s) panicked: %v", job.ID, job.Kind, r)
+				logger.Error("queue: a job panicked", "job", job.ID, "kind", job.Kind, "panic", r)
 			}
 			// The last attempt failed, on its own or by its timeout (not
 			// by Stop, which hands the job back): River will not try it
 			// again, so whatever tracks it must learn it failed.
 			stopped := ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded)
 			yielded := errors.Is(err, ErrYield)
-			if err != nil && !errors.Is(err, ErrPermanent) && !yielded && !stopped && job.Attempt >= job.MaxAttempts && opts.GiveUp != nil {
-				opts.GiveUp(context.WithoutCancel(ctx), job.Args.JobID, err)
+			if err != nil && !errors.Is(err, ErrPermanent) && !yielded && !stopped && job.Attempt >= job.MaxAttempts && w.GiveUp != nil {
+				w.GiveUp(context.WithoutCancel(ctx), job, err)
 			}
 			switch {
 			case errors.Is(err, ErrPermanent):
@@ -261,72 +218,46 @@ func NewQueue(db *DB, work func(ctx context.Context, jobID string) error, opts Q
 				err = river.JobSnooze(0)
 			}
 		}()
-		return work(context.WithValue(ctx, runningKey{}, running{job.Args.JobID, job.Priority}), job.Args.JobID)
+		return w.Work(ctx, job)
 	}))
-	client, err := river.NewClient(db.riverDriver(), &river.Config{
-		Workers: workers,
-		Queues: map[string]river.QueueConfig{
-			queueName: {MaxWorkers: opts.Workers},
-		},
-		MaxAttempts:          opts.MaxAttempts,
-		JobTimeout:           opts.JobTimeout,
-		RescueStuckJobsAfter: opts.RescueAfter,
-		FetchPollInterval:    opts.PollInterval,
+	if err != nil {
+		return fmt.Errorf("store: AddWorker: %w", err)
+	}
+	c := q.queues[w.Queue]
+	c.MaxWorkers += w.Workers
+	q.queues[w.Queue] = c
+	return nil
+}
+
+// riverClient is q's River client, built on first use with the workers
+// added so far.
+func (q *Queue) riverClient() (*river.Client[*sql.Tx], error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.client != nil {
+		return q.client, nil
+	}
+	cfg := &river.Config{
+		MaxAttempts:          q.opts.MaxAttempts,
+		JobTimeout:           q.opts.JobTimeout,
+		RescueStuckJobsAfter: q.opts.RescueAfter,
+		FetchPollInterval:    q.opts.PollInterval,
 		// River fetches up to the free workers' worth of jobs at most once
 		// per cooldown (its default 100 ms): 4 workers and 100 ms would
 		// cap a replica at 40 jobs a second whatever the machine has.
-		FetchCooldown: min(fetchCooldown, opts.PollInterval),
-		Logger:        slog.New(quietOutages(opts.Logger.Handler(), time.Minute, time.Now)),
-		TestOnly:      opts.testOnly,
-	})
+		FetchCooldown: min(fetchCooldown, q.opts.PollInterval),
+		Logger:        slog.New(quietOutages(q.opts.Logger.Handler(), time.Minute, time.Now)),
+		TestOnly:      q.opts.testOnly,
+	}
+	if len(q.queues) > 0 { // else a client that only inserts
+		cfg.Workers, cfg.Queues = q.workers, q.queues
+	}
+	client, err := river.NewClient(q.db.riverDriver(), cfg)
 	if err != nil {
-		return nil, fmt.Errorf("store: NewQueue: %w", err)
+		return nil, fmt.Errorf("store: the job queue: %w", err)
 	}
-	return &Queue{db: db, client: client}, nil
-}
-
-// runningKey is the context key of the job that work is running, a
-// running.
-type runningKey struct{}
-
-// running is a job as Yield needs it: brain's id and River's priority.
-type running struct {
-	jobID    string
-	priority int
-}
-
-// Yield reports whether the job that work is running with ctx should give
-// its worker back: another user's ingest job is available, waiting for a
-// worker, and is more urgent (a smaller priority number), or, among light
-// users (priority 1 or 2), as urgent and not started yet. (Not the same
-// user's: as a user's jobs end, their backlog shrinks and their newer jobs
-// may be more urgent than their older ones, which must not take turns.
-// Ties yield only to a job not started, so two light users' jobs never
-// take turns either; and not among heavy users, whose large jobs would
-// take turns at every chunk.) It is one read, of at most two probes of
-// River's table by its fetching index (state, queue, priority), each job
-// found joined to brain's by its id: the jobs of a smaller priority
-// number, then, for a light user, those of the same one. Neither probe
-// reads the job's own priority level whole, where a heavy user's backlog
-// waits, so it costs the same however long that backlog is. With a ctx
-// that is not work's, or when the read fails, it reports false: the job
-// keeps its worker.
-func (q *Queue) Yield(ctx context.Context) bool {
-	r, ok := ctx.Value(runningKey{}).(running)
-	if !ok {
-		return false
-	}
-	jobID := "r.args->>'job_id'"
-	if q.db.Dialect == SQLite {
-		jobID = "json_extract(r.args, '$.job_id')"
-	}
-	waiting := `EXISTS (SELECT 1 FROM river_job r JOIN jobs j ON j.id = ` + jobID + `
-		WHERE r.state = 'available' AND r.queue = $1 AND %s AND j.user_id <> (SELECT user_id FROM jobs WHERE id = $3))`
-	var urgent bool
-	err := q.db.QueryRowContext(ctx, `SELECT `+fmt.Sprintf(waiting, "r.priority < $2")+
-		` OR ($2 <= 2 AND `+fmt.Sprintf(waiting, "r.priority = $2 AND j.status = 'queued'")+`)`,
-		queueName, r.priority, r.jobID).Scan(&urgent)
-	return err == nil && urgent
+	q.client = client
+	return client, nil
 }
 
 // fetchCooldown is the least time between two fetches of jobs.
@@ -340,20 +271,18 @@ func (db *DB) riverDriver() riverdriver.Driver[*sql.Tx] {
 	return riverdatabasesql.New(db.sql)
 }
 
-// EnqueueTx adds an ingest job for jobID in tx: it exists, and will be
-// worked, if and only if tx commits. jobID is the id brain gave the job
-// (its UUID); work receives it. backlog is how many jobs of the same user
-// were not final before this one: it sets the job's priority (see
-// [Priority]). The insert has tx's deadline.
-func (q *Queue) EnqueueTx(ctx context.Context, tx *Tx, jobID string, backlog int) error {
-	if jobID == "" {
-		return errors.New("store: enqueue: the job id is empty: pass the id brain gave the job")
+// EnqueueTx adds a job of args' kind in tx: it exists, and will be
+// worked, if and only if tx commits. opts, when not nil, override args'
+// InsertOpts (a priority, say). The insert has tx's deadline.
+func (q *Queue) EnqueueTx(ctx context.Context, tx *Tx, args river.JobArgs, opts *river.InsertOpts) error {
+	client, err := q.riverClient()
+	if err != nil {
+		return err
 	}
 	ctx, cancel := tx.bound(ctx)
 	defer cancel()
-	opts := &river.InsertOpts{Priority: Priority(backlog)} // the queue is ingestArgs'
-	if _, err := q.client.InsertTx(ctx, tx.sqlTx(), ingestArgs{JobID: jobID}, opts); err != nil {
-		return fmt.Errorf("store: enqueue job %s: %w", jobID, err)
+	if _, err := client.InsertTx(ctx, tx.sqlTx(), args, opts); err != nil {
+		return fmt.Errorf("store: enqueue a job of kind %s: %w", args.Kind(), err)
 	}
 	return nil
 }
@@ -362,7 +291,14 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *Tx, jobID string, backlog int
 // reach work's context, but its end does not stop the Queue: only Stop
 // does, so that a shutdown lets running jobs finish.
 func (q *Queue) Start(ctx context.Context) error {
-	if err := q.client.Start(context.WithoutCancel(ctx)); err != nil {
+	client, err := q.riverClient()
+	if err != nil {
+		return err
+	}
+	if len(q.queues) == 0 { // no worker: nothing to work (q.queues is fixed once the client is built)
+		return nil
+	}
+	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("store: start the job queue: %w", err)
 	}
 	return nil
@@ -380,6 +316,12 @@ const stopGrace = 5 * time.Second
 // and the attempt does not count; a job whose work ignores its context is
 // left running and rescued later (see QueueOptions.RescueAfter).
 func (q *Queue) Stop(ctx context.Context) error {
+	q.mu.Lock()
+	started := q.client != nil && len(q.queues) > 0
+	q.mu.Unlock()
+	if !started {
+		return nil
+	}
 	err := q.client.Stop(ctx)
 	if err == nil || ctx.Err() == nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,16 +14,52 @@ import (
 
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/store/storetest"
+	"github.com/riverqueue/river"
 )
 
-// quick is o for a test: a short poll, no random delay before River's
-// maintenance, River's warnings and errors in the test's log.
-func quick(t *testing.T, o store.QueueOptions) store.QueueOptions {
+// testArgs are the arguments of the tests' job kind: a job id.
+type testArgs struct {
+	JobID string `json:"job_id"`
+}
+
+func (testArgs) Kind() string { return "test" }
+
+// unknownArgs are a kind no test adds a worker for.
+type unknownArgs struct{}
+
+func (unknownArgs) Kind() string { return "unknown" }
+
+// qopts are a test queue's options and its one worker's.
+type qopts struct {
+	Workers, MaxAttempts                  int
+	JobTimeout, RescueAfter, PollInterval time.Duration
+	GiveUp                                func(ctx context.Context, jobID string, err error)
+}
+
+// quick is o for a test: a short poll.
+func quick(t *testing.T, o qopts) qopts {
 	if o.PollInterval == 0 {
 		o.PollInterval = 50 * time.Millisecond
 	}
-	o.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
-	return store.QuickStart(o)
+	return o
+}
+
+// newQueue is a Queue on db with one worker, of testArgs, that calls work
+// with the job's id: no random delay before River's maintenance, River's
+// warnings and errors in the test's log.
+func newQueue(t *testing.T, db *store.DB, work func(context.Context, string) error, o qopts) (*store.Queue, error) {
+	q, err := store.NewQueue(db, store.QuickStart(store.QueueOptions{
+		MaxAttempts: o.MaxAttempts, JobTimeout: o.JobTimeout, RescueAfter: o.RescueAfter, PollInterval: o.PollInterval,
+		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}))
+	if err != nil {
+		return nil, err
+	}
+	w := store.Worker[testArgs]{Workers: o.Workers, Work: func(ctx context.Context, job *river.Job[testArgs]) error { return work(ctx, job.Args.JobID) }}
+	if o.GiveUp != nil {
+		w.GiveUp = func(ctx context.Context, job *river.Job[testArgs], err error) { o.GiveUp(ctx, job.Args.JobID, err) }
+	}
+	return q, store.AddWorker(q, w)
 }
 
 // eachDialect runs f on each dialect, in parallel with the other tests
@@ -45,9 +80,9 @@ func onEachDB(t *testing.T, f func(t *testing.T, db *store.DB)) {
 }
 
 // startQueue starts a Queue on db, stopped when the test ends.
-func startQueue(t *testing.T, db *store.DB, work func(context.Context, string) error, o store.QueueOptions) *store.Queue {
+func startQueue(t *testing.T, db *store.DB, work func(context.Context, string) error, o qopts) *store.Queue {
 	t.Helper()
-	q, err := store.NewQueue(db, work, quick(t, o))
+	q, err := newQueue(t, db, work, quick(t, o))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,11 +102,11 @@ func startQueue(t *testing.T, db *store.DB, work func(context.Context, string) e
 // enqueue enqueues jobID in a transaction it commits, or rolls back.
 func enqueue(t *testing.T, db *store.DB, q *store.Queue, jobID string, commit bool) {
 	t.Helper()
-	enqueueBehind(t, db, q, jobID, 0, commit)
+	enqueueAt(t, db, q, jobID, 1, commit)
 }
 
-// enqueueBehind is enqueue for a job whose user has backlog jobs before it.
-func enqueueBehind(t *testing.T, db *store.DB, q *store.Queue, jobID string, backlog int, commit bool) {
+// enqueueAt is enqueue with River's priority.
+func enqueueAt(t *testing.T, db *store.DB, q *store.Queue, jobID string, priority int, commit bool) {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := db.BeginTx(ctx, nil)
@@ -79,7 +114,7 @@ func enqueueBehind(t *testing.T, db *store.DB, q *store.Queue, jobID string, bac
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	if err := q.EnqueueTx(ctx, tx, jobID, backlog); err != nil {
+	if err := q.EnqueueTx(ctx, tx, testArgs{JobID: jobID}, &river.InsertOpts{Priority: priority}); err != nil {
 		t.Fatal(err)
 	}
 	if commit {
@@ -184,7 +219,7 @@ func TestQueueWorksJobs(t *testing.T) {
 				return fmt.Errorf("batch %s is not valid JSON: %w", id, store.ErrPermanent)
 			}
 			return nil
-		}, store.QueueOptions{MaxAttempts: 5})
+		}, qopts{MaxAttempts: 5})
 		enqueue(t, db, q, "rolled-back", false)
 		enqueue(t, db, q, "committed", true)
 		enqueue(t, db, q, "flaky", true)
@@ -203,8 +238,14 @@ func TestQueueWorksJobs(t *testing.T) {
 		if _, ok := jobOf(t, db, "rolled-back"); ok || c.get("rolled-back") != 0 {
 			t.Error("the job enqueued in a rolled-back transaction exists")
 		}
-		if err := q.EnqueueTx(ctx, nil, "", 0); err == nil {
-			t.Error("EnqueueTx with an empty job id: no error")
+		// A kind no worker was added for is refused: nothing would work it.
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if err := q.EnqueueTx(ctx, tx, unknownArgs{}, nil); err == nil {
+			t.Error("EnqueueTx of a kind without a worker: no error")
 		}
 	})
 }
@@ -256,7 +297,7 @@ func TestQueueReplicasShareJobs(t *testing.T) {
 				case <-ctx.Done():
 					return ctx.Err()
 				}
-			}, store.QueueOptions{Workers: 2}))
+			}, qopts{Workers: 2}))
 		}
 		for i := range jobs {
 			enqueue(t, dbs[0], qs[0], fmt.Sprint("job-", i), true)
@@ -287,7 +328,7 @@ func TestQueueReplicasShareJobs(t *testing.T) {
 func TestQueueRescuesAbandonedJobs(t *testing.T) {
 	onEachDB(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		dead, err := store.NewQueue(db, func(context.Context, string) error { return nil }, quick(t, store.QueueOptions{}))
+		dead, err := newQueue(t, db, func(context.Context, string) error { return nil }, quick(t, qopts{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,8 +346,8 @@ func TestQueueRescuesAbandonedJobs(t *testing.T) {
 			c.add(id)
 			return nil
 		}
-		opts := quick(t, store.QueueOptions{JobTimeout: 500 * time.Millisecond, RescueAfter: time.Second})
-		rescuer, err := store.NewQueue(db, work, opts)
+		opts := quick(t, qopts{JobTimeout: 500 * time.Millisecond, RescueAfter: time.Second})
+		rescuer, err := newQueue(t, db, work, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -335,7 +376,7 @@ func TestQueueStop(t *testing.T) {
 		started := make(chan string, 2)
 		release := make(chan struct{})
 		var cancelled atomic.Bool
-		q, err := store.NewQueue(db, func(ctx context.Context, id string) error {
+		q, err := newQueue(t, db, func(ctx context.Context, id string) error {
 			started <- id
 			select {
 			case <-release:
@@ -344,7 +385,7 @@ func TestQueueStop(t *testing.T) {
 				cancelled.Store(true)
 				return fmt.Errorf("ingest %s: %w", id, ctx.Err())
 			}
-		}, quick(t, store.QueueOptions{}))
+		}, quick(t, qopts{}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -405,7 +446,7 @@ func TestQueueGivesUp(t *testing.T) {
 				return ctx.Err()
 			}
 			return errors.New("still failing")
-		}, store.QueueOptions{MaxAttempts: 1, JobTimeout: 200 * time.Millisecond, GiveUp: func(_ context.Context, id string, err error) {
+		}, qopts{MaxAttempts: 1, JobTimeout: 200 * time.Millisecond, GiveUp: func(_ context.Context, id string, err error) {
 			mu.Lock()
 			gaveUp[id] = err.Error()
 			mu.Unlock()
@@ -424,16 +465,10 @@ func TestQueueGivesUp(t *testing.T) {
 	})
 }
 
-// A job's priority follows its user's backlog, and the queue works the
-// most urgent first: with the one worker busy, a light user's job
-// enqueued after a heavy user's two is worked before them.
+// The queue works the most urgent first: with the one worker busy, a job
+// of priority 1 enqueued after two of priority 4 is worked before them.
 func TestQueuePriorities(t *testing.T) {
 	onEachDB(t, func(t *testing.T, db *store.DB) {
-		for backlog, want := range []int{1, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 4} {
-			if got := store.Priority(backlog); got != want {
-				t.Errorf("Priority(%d) = %d, want %d", backlog, got, want)
-			}
-		}
 		var mu sync.Mutex
 		var order []string
 		gate := make(chan struct{})
@@ -445,12 +480,12 @@ func TestQueuePriorities(t *testing.T) {
 				<-gate
 			}
 			return nil
-		}, store.QueueOptions{Workers: 1})
+		}, qopts{Workers: 1})
 		enqueue(t, db, q, "gate", true)
 		waitState(t, db, "gate", "running")
-		enqueueBehind(t, db, q, "heavy-1", 20, true)
-		enqueueBehind(t, db, q, "heavy-2", 21, true)
-		enqueueBehind(t, db, q, "light", 0, true)
+		enqueueAt(t, db, q, "heavy-1", 4, true)
+		enqueueAt(t, db, q, "heavy-2", 4, true)
+		enqueueAt(t, db, q, "light", 1, true)
 		close(gate)
 		for _, id := range []string{"light", "heavy-1", "heavy-2"} {
 			waitState(t, db, id, "completed")
@@ -463,142 +498,66 @@ func TestQueuePriorities(t *testing.T) {
 	})
 }
 
-// A job asks Yield between its chunks: no while it is alone, no when its
-// own user's more urgent job waits, yes once another user's is available;
-// it then returns ErrYield, the urgent jobs get the worker, and the job is
-// worked again. Its yield is not an attempt: with MaxAttempts 1 it still
-// completes, and GiveUp is never told. Yield is no for a job of priority
-// 1 and outside a job.
-func TestQueueYields(t *testing.T) {
-	onEachDB(t, func(t *testing.T, db *store.DB) {
-		// brain's side of the jobs: long and own are u1's, urgent u2's.
-		mustUser(t, store.NewAuthStore(db), "u1", "ada")
-		mustUser(t, store.NewAuthStore(db), "u2", "bob")
-		if _, err := db.ExecContext(context.Background(), `INSERT INTO jobs (id, user_id, ingest_id, project, status, items_total, created_at)
-			VALUES ('long', 'u1', 'k1', 'p', 'queued', 1, 0), ('own', 'u1', 'k2', 'p', 'queued', 1, 0), ('urgent', 'u2', 'k3', 'p', 'queued', 1, 0)`); err != nil {
-			t.Fatal(err)
-		}
-		var mu sync.Mutex
-		var order []string
-		var answers []bool // Yield's, in the long job's runs
-		var q *store.Queue
-		gaveUp := atomic.Bool{}
-		chunks := atomic.Int32{}
-		q = startQueue(t, db, func(ctx context.Context, id string) error {
-			mu.Lock()
-			order = append(order, id)
-			runs := strings.Count(strings.Join(order, " "), id)
-			mu.Unlock()
-			switch {
-			case id == "urgent":
-				if q.Yield(ctx) {
-					t.Error("Yield says yes to the most urgent job")
-				}
-				return nil
-			case id == "own":
-				return nil
-			case runs > 1: // the long job again: a few more chunks, then done
-				for range 3 {
-					if q.Yield(ctx) {
-						t.Error("Yield says yes with nothing waiting")
-					}
-				}
-				return nil
-			}
-			for range 1000 { // the long job's first run: chunks until told to yield
-				chunks.Add(1)
-				time.Sleep(10 * time.Millisecond)
-				yield := q.Yield(ctx)
-				mu.Lock()
-				answers = append(answers, yield)
-				mu.Unlock()
-				if yield {
-					return fmt.Errorf("job %s: a more urgent one waits: %w", id, store.ErrYield)
-				}
-			}
-			return errors.New("never told to yield")
-		}, store.QueueOptions{Workers: 1, MaxAttempts: 1, GiveUp: func(context.Context, string, error) { gaveUp.Store(true) }})
-		enqueueBehind(t, db, q, "long", 20, true)
-		waitFor(t, "the long job to work a few chunks", func() bool { return chunks.Load() >= 3 })
-		enqueueBehind(t, db, q, "own", 1, true)
-		at := chunks.Load()
-		waitFor(t, "the long job to work a few chunks more", func() bool { return chunks.Load() >= at+3 })
-		enqueue(t, db, q, "urgent", true)
-		for _, id := range []string{"urgent", "own"} {
-			waitState(t, db, id, "completed")
-		}
-		j := waitState(t, db, "long", "completed")
-		mu.Lock()
-		defer mu.Unlock()
-		if got, want := strings.Join(order, " "), "long urgent own long"; got != want {
-			t.Errorf("worked %s, want %s", got, want)
-		}
-		if len(answers) < 5 || slices.Contains(answers[:len(answers)-1], true) || !answers[len(answers)-1] {
-			t.Errorf("Yield answered %v: want no while the job was alone or its user's waited, then yes", answers)
-		}
-		if j.attempt != 1 || gaveUp.Load() {
-			t.Errorf("long: %+v, GiveUp told: %v; want completed at attempt 1, GiveUp never told", j, gaveUp.Load())
-		}
-		if q.Yield(context.Background()) {
-			t.Error("Yield outside a job says yes")
-		}
-	})
+// otherArgs are a second job kind, in a queue of its own.
+type otherArgs struct {
+	N int `json:"n"`
 }
 
-// Ties: a light user's job (priority 2) yields to another light user's
-// job of its priority that has not started, and a heavy user's (priority
-// 4) does not yield to another heavy user's.
-func TestQueueYieldsOnLightTies(t *testing.T) {
+func (otherArgs) Kind() string                 { return "other" }
+func (otherArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: "other"} }
+
+// Two kinds on one Queue, each added by its own AddWorker: each job goes
+// to its kind's worker; a kind added twice, or after the first use, is
+// an error.
+func TestQueueTwoKinds(t *testing.T) {
 	onEachDB(t, func(t *testing.T, db *store.DB) {
-		mustUser(t, store.NewAuthStore(db), "u1", "ada")
-		mustUser(t, store.NewAuthStore(db), "u2", "bob")
-		if _, err := db.ExecContext(context.Background(), `INSERT INTO jobs (id, user_id, ingest_id, project, status, items_total, created_at)
-			VALUES ('a2', 'u1', 'k1', 'p', 'queued', 1, 0), ('b2', 'u2', 'k2', 'p', 'queued', 1, 0),
-			('a4', 'u1', 'k3', 'p', 'queued', 1, 0), ('b4', 'u2', 'k4', 'p', 'queued', 1, 0)`); err != nil {
+		got := make(chan string, 2)
+		q, err := newQueue(t, db, func(_ context.Context, id string) error { got <- "test " + id; return nil }, quick(t, qopts{}))
+		if err != nil {
 			t.Fatal(err)
 		}
-		var mu sync.Mutex
-		var order []string
-		var q *store.Queue
-		started := make(chan string, 8)
-		proceed := make(chan bool)
-		q = startQueue(t, db, func(ctx context.Context, id string) error {
-			mu.Lock()
-			order = append(order, id)
-			first := strings.Count(strings.Join(order, " "), id) == 1
-			mu.Unlock()
-			if !first || (id != "a2" && id != "a4") {
-				return nil
-			}
-			started <- id
-			<-proceed // the other user's job is enqueued now
-			if q.Yield(ctx) {
-				return fmt.Errorf("%w", store.ErrYield)
-			}
+		if err := store.AddWorker(q, store.Worker[otherArgs]{Queue: "other", Work: func(_ context.Context, job *river.Job[otherArgs]) error {
+			got <- fmt.Sprint("other ", job.Args.N)
 			return nil
-		}, store.QueueOptions{Workers: 1})
-		for _, c := range []struct {
-			mine, theirs string
-			backlog      int
-			want         string
-		}{
-			{"a2", "b2", 1, "a2 b2 a2"}, // yields
-			{"a4", "b4", 20, "a4 b4"},   // does not
-		} {
-			mu.Lock()
-			order = nil
-			mu.Unlock()
-			enqueueBehind(t, db, q, c.mine, c.backlog, true)
-			<-started
-			enqueueBehind(t, db, q, c.theirs, c.backlog, true)
-			proceed <- true
-			waitState(t, db, c.mine, "completed")
-			waitState(t, db, c.theirs, "completed")
-			mu.Lock()
-			if got := strings.Join(order, " "); got != c.want {
-				t.Errorf("%s beside %s: worked %s, want %s", c.mine, c.theirs, got, c.want)
+		}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.AddWorker(q, store.Worker[otherArgs]{Queue: "other", Work: func(context.Context, *river.Job[otherArgs]) error { return nil }}); err == nil {
+			t.Error("a kind added twice: no error")
+		}
+		if err := q.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { q.Stop(context.Background()) })
+		if err := store.AddWorker(q, store.Worker[unknownArgs]{Work: func(context.Context, *river.Job[unknownArgs]) error { return nil }}); err == nil {
+			t.Error("a worker added after Start: no error")
+		}
+		ctx := context.Background()
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if err := q.EnqueueTx(ctx, tx, testArgs{JobID: "a"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.EnqueueTx(ctx, tx, otherArgs{N: 7}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for range 2 {
+			select {
+			case s := <-got:
+				seen[s] = true
+			case <-time.After(10 * time.Second):
+				t.Fatalf("worked %v, want both jobs", seen)
 			}
-			mu.Unlock()
+		}
+		if !seen["test a"] || !seen["other 7"] {
+			t.Errorf("worked %v, want test a and other 7", seen)
 		}
 	})
 }

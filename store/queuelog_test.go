@@ -14,6 +14,7 @@ import (
 	"github.com/brain-template/brain/internal/testproxy"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/store/storetest"
+	"github.com/riverqueue/river"
 )
 
 // River's errors and warnings are logged at WARN, each message once a
@@ -86,11 +87,14 @@ func TestQueueOutageLogsNoErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs lockedBuffer
-	q, err := store.NewQueue(db, func(context.Context, string) error { return nil }, store.QuickStart(store.QueueOptions{
+	q, err := store.NewQueue(db, store.QuickStart(store.QueueOptions{
 		PollInterval: 20 * time.Millisecond,
 		Logger:       slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.AddWorker(q, store.Worker[testArgs]{Work: func(context.Context, *river.Job[testArgs]) error { return nil }}); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.Start(context.Background()); err != nil {

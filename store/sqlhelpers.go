@@ -11,28 +11,28 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// The helpers every store of this package shares: how times are kept, and
-// what a statement's error means on either dialect.
+// The helpers every store shares, this package's and a feature's: how
+// times are kept, and what a statement's error means on either dialect.
 
-// ms is t as the databases keep times: Unix milliseconds, 0 for the
+// Millis is t as the databases keep times: Unix milliseconds, 0 for the
 // zero time.
-func ms(t time.Time) int64 {
+func Millis(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
 	}
 	return t.UnixMilli()
 }
 
-// fromMS is the time ms kept, in UTC.
-func fromMS(v int64) time.Time {
+// FromMillis is the time Millis kept, in UTC.
+func FromMillis(v int64) time.Time {
 	if v == 0 {
 		return time.Time{}
 	}
 	return time.UnixMilli(v).UTC()
 }
 
-// isUnique reports a unique-constraint violation on either dialect.
-func isUnique(err error) bool {
+// IsUnique reports a unique-constraint violation on either dialect.
+func IsUnique(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		return pgErr.Code == "23505"
@@ -44,18 +44,18 @@ func isUnique(err error) bool {
 	return false
 }
 
-// notFound is err, or ErrNotFound for sql.ErrNoRows: what a Scan of
+// NotFound is err, or ErrNotFound for sql.ErrNoRows: what a Scan of
 // one row returns when there is none.
-func notFound(err error) error {
+func NotFound(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
 	}
 	return err
 }
 
-// affectedOne is err, or ErrNotFound when the statement changed no row:
+// AffectedOne is err, or ErrNotFound when the statement changed no row:
 // a DELETE or UPDATE of one row by its key.
-func affectedOne(res sql.Result, err error) error {
+func AffectedOne(res sql.Result, err error) error {
 	if err != nil {
 		return err
 	}
@@ -69,8 +69,8 @@ func affectedOne(res sql.Result, err error) error {
 	return nil
 }
 
-// wrap says what failed: "store: <what>: <err>"; nil stays nil.
-func wrap(what string, err error) error {
+// Wrap says what failed: "store: <what>: <err>"; nil stays nil.
+func Wrap(what string, err error) error {
 	if err == nil {
 		return nil
 	}

@@ -56,7 +56,7 @@ const DefaultTimeout = 5 * time.Second
 // newDB wraps sqldb with the default timeout.
 func newDB(sqldb *sql.DB, d Dialect) *DB {
 	db := &DB{sql: sqldb, Dialect: d, Timeout: DefaultTimeout}
-	db.bounded = bounded{run: sqldb, bound: db.withTimeout}
+	db.bounded = bounded{run: sqldb, bound: db.WithTimeout}
 	return db
 }
 

@@ -19,7 +19,6 @@ import (
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/connlimit"
 	"github.com/brain-template/brain/ingest"
-	"github.com/brain-template/brain/ingest/memoryapi"
 	"github.com/brain-template/brain/ratelimit"
 )
 
@@ -63,7 +62,7 @@ type Config struct {
 	strays []string
 
 	// Memory are the memory example's settings.
-	Memory memoryapi.Settings
+	Memory ingest.Settings
 
 	// BodyBytesInFlight and BodyBytesPerUser bound the bytes of large
 	// request bodies held at once (api.BodyBudget).
@@ -390,7 +389,7 @@ func memBudgets(getenv func(string) string, budgets, from map[string]string) err
 	if err != nil {
 		return err
 	}
-	for _, b := range memoryapi.Budgets {
+	for _, b := range ingest.Budgets {
 		if _, set := budgets[b.Name]; set {
 			continue
 		}
@@ -451,7 +450,7 @@ func budgetSettings() []string {
 		}
 	}
 	known = append(known, budgetsEnv, memBurstEnv)
-	for _, b := range memoryapi.Budgets {
+	for _, b := range ingest.Budgets {
 		if limits, err := ratelimit.ParseBudgets(b.Default); err == nil && slices.ContainsFunc(limits, func(l ratelimit.Budget) bool { return l.Window == time.Hour }) {
 			known = append(known, memHourlyEnv(b.Name))
 		}

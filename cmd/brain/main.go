@@ -28,7 +28,6 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ingest"
-	"github.com/brain-template/brain/ingest/memoryapi"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
@@ -172,7 +171,7 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		Limits:         l,
 		Metrics:        r.metrics,
 		Streams:        streamsOf(cfg, r.streams),
-		Features:       []api.Feature{memoryapi.Feature(memoryService(cfg, r.ingest))},
+		Features:       []api.Feature{ingest.Feature(memoryService(cfg, r.ingest))},
 		Bodies:         api.BodyBudget{InFlight: cfg.BodyBytesInFlight, PerCaller: cfg.BodyBytesPerUser},
 		LiveAccess:     cfg.LiveAccess,
 		Static:         site,

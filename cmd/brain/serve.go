@@ -12,7 +12,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/connlimit"
-	"github.com/brain-template/brain/ingest/memoryapi"
+	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
@@ -244,7 +244,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); runHub(bg) }()
 	defer func() { stopBG(); <-hubDone }()
-	memory, stopQueue, err := memoryapi.Start(bg, db, cfg.Memory, streamCfg.Hub, logger)
+	memory, stopQueue, err := ingest.Start(bg, db, cfg.Memory, streamCfg.Hub, logger)
 	if err != nil {
 		return err
 	}

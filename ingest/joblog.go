@@ -1,6 +1,6 @@
 // This file serves a job's log: GET /api/v1/jobs/{id}/log, a stream of
 // one job's progress until it ends.
-package memoryapi
+package ingest
 
 import (
 	"cmp"
@@ -10,14 +10,13 @@ import (
 	"regexp"
 
 	"github.com/brain-template/brain/api"
-	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/streams"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/go-chi/chi/v5"
 )
 
 // addJobLog declares the job log's stream on s.
-func addJobLog(s *api.Server, svc *ingest.Service) {
+func addJobLog(s *api.Server, svc *Service) {
 	l := &jobLog{svc: svc}
 	s.AddStream(api.StreamOperation{
 		Operation: huma.Operation{
@@ -39,7 +38,7 @@ func addJobLog(s *api.Server, svc *ingest.Service) {
 }
 
 // jobLog serves job logs from the ingest service.
-type jobLog struct{ svc *ingest.Service }
+type jobLog struct{ svc *Service }
 
 // serve sends one job's progress until it ends.
 //
@@ -70,7 +69,7 @@ func (l *jobLog) serve(st *api.Stream) {
 	defer sub.Close()
 	job, err := l.svc.Job(r.Context(), user, id)
 	switch {
-	case errors.Is(err, ingest.ErrNotFound):
+	case errors.Is(err, ErrNotFound):
 		st.Refuse(api.NewError(http.StatusNotFound, "you have no job with that id"))
 		return
 	case err != nil:
@@ -170,18 +169,18 @@ func (l *jobLog) readJobState(st *api.Stream, user, id, at string) error {
 // sendJobState sends job as the database has it, with the id at, the
 // hub's place that state reflects: the step the events up to at brought
 // it to, or its end, which ends the log (api.ErrStreamEnded).
-func sendJobState(st *api.Stream, job ingest.Job, at string) error {
+func sendJobState(st *api.Stream, job Job, at string) error {
 	var (
 		name string
 		v    any
 	)
 	switch job.Status {
-	case ingest.StatusSucceeded:
-		name, v = jobSucceeded.Name, ingest.JobSucceeded{JobID: job.ID, ItemsTotal: job.ItemsTotal}
-	case ingest.StatusFailed:
-		name, v = jobFailed.Name, ingest.JobFailed{JobID: job.ID, ItemsDone: job.ItemsDone, Error: job.Error}
+	case StatusSucceeded:
+		name, v = jobSucceeded.Name, JobSucceeded{JobID: job.ID, ItemsTotal: job.ItemsTotal}
+	case StatusFailed:
+		name, v = jobFailed.Name, JobFailed{JobID: job.ID, ItemsDone: job.ItemsDone, Error: job.Error}
 	default:
-		name, v = jobProgress.Name, ingest.JobProgress{JobID: job.ID, ItemsDone: job.ItemsDone, ItemsTotal: job.ItemsTotal}
+		name, v = jobProgress.Name, JobProgress{JobID: job.ID, ItemsDone: job.ItemsDone, ItemsTotal: job.ItemsTotal}
 	}
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -1,4 +1,4 @@
-package store
+package ingest
 
 import (
 	"context"
@@ -10,11 +10,11 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/store"
 )
 
 // The full-text index. Its terms are each user's own: every word of an
-// item (ingest.Words) is kept as a term that begins with a key of the
+// item (Words) is kept as a term that begins with a key of the
 // item's user, and so is the item's project. A query's words become the
 // same terms, so the index lists, for each term, only the items of the
 // user who asks: what a query costs never depends on another user's
@@ -29,10 +29,10 @@ import (
 //   - PostgreSQL: items.search, a tsvector of the terms
 //     (array_to_tsvector: no parser, no positions), with a GIN index.
 //
-// On both, the head of each item longer than its head (ingest.Head) is in
+// On both, the head of each item longer than its head (Head) is in
 // item_heads, so that a query reads 2 KiB of a long item, never its whole
 // text. A query asks for every term of its words (and its project's), the
-// newest items first (the highest n), at most ingest.RankedItems of them
+// newest items first (the highest n), at most RankedItems of them
 // (see Search and searchPostgres for what that costs).
 
 // userKeyLen is the length of a user's key in the index: 16 characters
@@ -57,7 +57,7 @@ var userKey = func(userID string) string {
 	return indexBase32.EncodeToString(sum[:10])[:userKeyLen]
 }
 
-// wordTerm is the term of word (as ingest.Words writes it) for the user
+// wordTerm is the term of word (as Words writes it) for the user
 // whose key is key: key, "w" and the word itself when it is ASCII letters
 // and digits, else key, "h" and a hash of the word.
 func wordTerm(key, word string) string {
@@ -91,7 +91,7 @@ func itemTerms(userID, project, text string) string {
 	seen := map[string]bool{}
 	var b strings.Builder
 	b.WriteString(projectTerm(key, project))
-	for _, w := range ingest.Words(text) {
+	for _, w := range Words(text) {
 		if t := wordTerm(key, w); !seen[t] {
 			seen[t] = true
 			b.WriteByte(' ')
@@ -101,8 +101,8 @@ func itemTerms(userID, project, text string) string {
 	return b.String()
 }
 
-// queryTerms are the index terms s asks for, each once.
-func queryTerms(userID string, s ingest.Search) []string {
+// indexQueryTerms are the index terms s asks for, each once.
+func indexQueryTerms(userID string, s Search) []string {
 	key := userKey(userID)
 	var terms []string
 	if s.Project != "" {
@@ -115,13 +115,13 @@ func queryTerms(userID string, s ingest.Search) []string {
 }
 
 // Search returns up to s.Limit of the user's items that hold every word
-// of s, the newest first, each with its head (see ingest.Store).
-func (s *IngestStore) Search(ctx context.Context, userID string, q ingest.Search) ([]ingest.Hit, error) {
+// of s, the newest first, each with its head (see Store).
+func (s *SQLStore) Search(ctx context.Context, userID string, q Search) ([]Hit, error) {
 	if len(q.Words) == 0 {
-		return []ingest.Hit{}, nil
+		return []Hit{}, nil
 	}
-	terms := queryTerms(userID, q)
-	if s.db.Dialect == Postgres {
+	terms := indexQueryTerms(userID, q)
+	if s.db.Dialect == store.Postgres {
 		return s.searchPostgres(ctx, userID, terms, q.Limit)
 	}
 	// FTS5 syntax: the terms quoted, all of them required. FTS5 reads the
@@ -132,7 +132,7 @@ func (s *IngestStore) Search(ctx context.Context, userID string, q ingest.Search
 		WHERE items_terms MATCH $2 AND i.user_id = $1 ORDER BY t.rowid DESC LIMIT $3`,
 		userID, `"`+strings.Join(terms, `" "`)+`"`, q.Limit)
 	if err != nil {
-		return nil, wrap("search", err)
+		return nil, store.Wrap("search", err)
 	}
 	return scanHits(rows)
 }
@@ -150,20 +150,20 @@ func (s *IngestStore) Search(ctx context.Context, userID string, q ingest.Search
 //     none for words never together, and never the rest of the user's
 //     items. (Index scans and sequential scans are turned off for that
 //     statement, so that the planner cannot walk instead.)
-func (s *IngestStore) searchPostgres(ctx context.Context, userID string, terms []string, limit int) ([]ingest.Hit, error) {
+func (s *SQLStore) searchPostgres(ctx context.Context, userID string, terms []string, limit int) ([]Hit, error) {
 	query := "'" + strings.Join(terms, "' & '") + "'" // tsquery syntax; terms have no quote to escape
 	rows, err := s.db.QueryContext(ctx, `SELECT i.id, CASE WHEN i.search @@ $2::tsquery THEN `+pgHead+` END
 		FROM items i WHERE i.user_id = $1 ORDER BY i.n DESC LIMIT $3`, userID, query, limit)
 	if err != nil {
-		return nil, wrap("search", err)
+		return nil, store.Wrap("search", err)
 	}
-	hits, walked := []ingest.Hit{}, 0
+	hits, walked := []Hit{}, 0
 	for rows.Next() {
-		var h ingest.Hit
+		var h Hit
 		var head sql.NullString
 		if err := rows.Scan(&h.ID, &head); err != nil {
 			rows.Close()
-			return nil, wrap("search", err)
+			return nil, store.Wrap("search", err)
 		}
 		walked++
 		if head.Valid {
@@ -176,21 +176,21 @@ func (s *IngestStore) searchPostgres(ctx context.Context, userID string, terms [
 		err = cerr
 	}
 	if err != nil || len(hits) == limit || walked < limit {
-		return hits, wrap("search", err)
+		return hits, store.Wrap("search", err)
 	}
 	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return nil, wrap("search", err)
+		return nil, store.Wrap("search", err)
 	}
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, "SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off"); err != nil {
-		return nil, wrap("search", err)
+		return nil, store.Wrap("search", err)
 	}
 	rows, err = tx.QueryContext(ctx, `SELECT i.id, `+pgHead+`
 		FROM (SELECT n FROM items WHERE user_id = $1 AND search @@ $2::tsquery ORDER BY n DESC LIMIT $3) m
 		JOIN items i ON i.n = m.n AND i.user_id = $1 ORDER BY m.n DESC`, userID, query, limit)
 	if err != nil {
-		return nil, wrap("search", err)
+		return nil, store.Wrap("search", err)
 	}
 	return scanHits(rows)
 }
@@ -201,23 +201,23 @@ func (s *IngestStore) searchPostgres(ctx context.Context, userID string, terms [
 const pgHead = "COALESCE((SELECT h.head FROM item_heads h WHERE h.id = i.id), i.text)"
 
 // scanHits reads rows of ids and heads, and closes them.
-func scanHits(rows *Rows) ([]ingest.Hit, error) {
+func scanHits(rows *store.Rows) ([]Hit, error) {
 	defer rows.Close()
-	hits := []ingest.Hit{}
+	hits := []Hit{}
 	for rows.Next() {
-		var h ingest.Hit
+		var h Hit
 		if err := rows.Scan(&h.ID, &h.Head); err != nil {
-			return nil, wrap("search", err)
+			return nil, store.Wrap("search", err)
 		}
 		hits = append(hits, h)
 	}
-	return hits, wrap("search", rows.Err())
+	return hits, store.Wrap("search", rows.Err())
 }
 
-// Items returns the user's items ids, whole (see ingest.Store).
-func (s *IngestStore) Items(ctx context.Context, userID string, ids []string) ([]ingest.Result, error) {
+// Items returns the user's items ids, whole (see Store).
+func (s *SQLStore) Items(ctx context.Context, userID string, ids []string) ([]Result, error) {
 	if len(ids) == 0 {
-		return []ingest.Result{}, nil
+		return []Result{}, nil
 	}
 	args := []any{userID}
 	marks := make([]string, len(ids))
@@ -228,25 +228,25 @@ func (s *IngestStore) Items(ctx context.Context, userID string, ids []string) ([
 	rows, err := s.db.QueryContext(ctx, `SELECT id, project, text, kind, skill, tags, occurred_at FROM items
 		WHERE user_id = $1 AND id IN (`+strings.Join(marks, ", ")+`)`, args...)
 	if err != nil {
-		return nil, wrap("read items", err)
+		return nil, store.Wrap("read items", err)
 	}
 	defer rows.Close()
-	results := []ingest.Result{}
+	results := []Result{}
 	for rows.Next() {
-		var r ingest.Result
+		var r Result
 		var tags string
 		var occurred int64
 		if err := rows.Scan(&r.ID, &r.Project, &r.Text, &r.Kind, &r.Skill, &tags, &occurred); err != nil {
-			return nil, wrap("read items", err)
+			return nil, store.Wrap("read items", err)
 		}
 		r.Tags = []string{}
 		if err := json.Unmarshal([]byte(tags), &r.Tags); err != nil {
-			return nil, wrap("read items: the tags of item "+r.ID, err)
+			return nil, store.Wrap("read items: the tags of item "+r.ID, err)
 		}
-		r.OccurredAt = fromMS(occurred)
+		r.OccurredAt = store.FromMillis(occurred)
 		results = append(results, r)
 	}
-	return results, wrap("read items", rows.Err())
+	return results, store.Wrap("read items", rows.Err())
 }
 
 // execer runs statements: a store transaction, or a migration's.
@@ -257,11 +257,11 @@ type execer interface {
 // index adds stored items to the index: on SQLite their terms (on
 // PostgreSQL they are in the items' own rows), and on both the head of
 // each longer than its head.
-func index(ctx context.Context, tx execer, d Dialect, items []indexed) error {
+func index(ctx context.Context, tx execer, d store.Dialect, items []indexed) error {
 	if len(items) == 0 {
 		return nil
 	}
-	if d == SQLite {
+	if d == store.SQLite {
 		rows := make([]string, len(items))
 		args := make([]any, 0, 2*len(items))
 		for i, it := range items {
@@ -275,7 +275,7 @@ func index(ctx context.Context, tx execer, d Dialect, items []indexed) error {
 	var heads []string
 	var args []any
 	for _, it := range items {
-		if head := ingest.Head(it.text); len(head) < len(it.text) {
+		if head := Head(it.text); len(head) < len(it.text) {
 			heads = append(heads, fmt.Sprintf("($%d, $%d)", len(args)+1, len(args)+2))
 			args = append(args, it.id, head)
 		}
@@ -301,11 +301,11 @@ const reindexBatch = 500
 // item stored before the index kept each user's words apart: the Go step
 // of migration 0004 (search). On PostgreSQL it then builds the GIN index
 // of the terms, once.
-func reindexItems(ctx context.Context, tx *sql.Tx, d Dialect) error {
+func reindexItems(ctx context.Context, tx *sql.Tx, d store.Dialect) error {
 	if err := writeTerms(ctx, tx, d); err != nil {
 		return err
 	}
-	if d == SQLite {
+	if d == store.SQLite {
 		return nil
 	}
 	// fastupdate off: new items go into the index itself, not a pending
@@ -315,7 +315,7 @@ func reindexItems(ctx context.Context, tx *sql.Tx, d Dialect) error {
 }
 
 // writeTerms writes the terms of every item, reindexBatch at a time.
-func writeTerms(ctx context.Context, tx *sql.Tx, d Dialect) error {
+func writeTerms(ctx context.Context, tx *sql.Tx, d store.Dialect) error {
 	for last := int64(0); ; {
 		rows, err := tx.QueryContext(ctx, "SELECT n, id, user_id, project, text FROM items WHERE n > $1 ORDER BY n LIMIT $2", last, reindexBatch)
 		if err != nil {
@@ -343,7 +343,7 @@ func writeTerms(ctx context.Context, tx *sql.Tx, d Dialect) error {
 		if err := index(ctx, tx, d, batch); err != nil {
 			return fmt.Errorf("reindex items: %w", err)
 		}
-		if d == Postgres {
+		if d == store.Postgres {
 			values := make([]string, len(batch))
 			args := make([]any, 0, 2*len(batch))
 			for i, it := range batch {
@@ -359,3 +359,7 @@ func writeTerms(ctx context.Context, tx *sql.Tx, d Dialect) error {
 		last = batch[len(batch)-1].n
 	}
 }
+
+// The Go step of migration 0004 (search): the index terms of the items
+// stored before it.
+func init() { store.MigrationStep("search", reindexItems) }

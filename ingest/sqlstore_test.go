@@ -1,4 +1,4 @@
-package store_test
+package ingest_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/store/storetest"
@@ -36,7 +37,7 @@ func TestAcceptIsOneTransaction(t *testing.T) {
 		mustUser(t, store.NewAuthStore(db), "u1", "ada")
 		fail := true
 		var enqueued []string
-		s := store.NewIngestStore(db, func(ctx context.Context, tx *store.Tx, jobID string, _ int) error {
+		s := ingest.NewSQLStore(db, func(ctx context.Context, tx *store.Tx, jobID string, _ int) error {
 			if fail {
 				return errors.New("queue: full")
 			}
@@ -59,7 +60,7 @@ func TestAcceptIsOneTransaction(t *testing.T) {
 			t.Fatalf("Job = %+v, %v; want %+v", got, err, job)
 		}
 		// A nil enqueue enqueues nothing, and the rest still happens.
-		if _, replayed, err := store.NewIngestStore(db, nil).Accept(ctx, acceptance("u1", "k2", "j3")); err != nil || replayed {
+		if _, replayed, err := ingest.NewSQLStore(db, nil).Accept(ctx, acceptance("u1", "k2", "j3")); err != nil || replayed {
 			t.Fatalf("Accept with no queue = %v, %v", replayed, err)
 		}
 	})
@@ -72,7 +73,7 @@ func TestReplay(t *testing.T) {
 		ctx := context.Background()
 		mustUser(t, store.NewAuthStore(db), "u1", "ada")
 		mustUser(t, store.NewAuthStore(db), "u2", "bob")
-		s := store.NewIngestStore(db, nil)
+		s := ingest.NewSQLStore(db, nil)
 		a := acceptance("u1", "k1", "j1")
 		if _, replayed, err := s.Replay(ctx, "u1", "k1", a.Fingerprint, t0); err != nil || replayed {
 			t.Fatalf("Replay of a new key = %v, %v; want neither", replayed, err)
@@ -108,7 +109,7 @@ func TestStoreItemsOnce(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		mustUser(t, store.NewAuthStore(db), "u1", "ada")
-		s := store.NewIngestStore(db, nil)
+		s := ingest.NewSQLStore(db, nil)
 		if _, _, err := s.Accept(ctx, acceptance("u1", "k1", "j1")); err != nil {
 			t.Fatal(err)
 		}
@@ -171,7 +172,7 @@ func TestStoringTheLastItemsEndsTheJob(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		mustUser(t, store.NewAuthStore(db), "u1", "ada")
-		s := store.NewIngestStore(db, nil)
+		s := ingest.NewSQLStore(db, nil)
 		if _, _, err := s.Accept(ctx, acceptance("u1", "k1", "j1")); err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +214,7 @@ func TestIndexFollowsDeletes(t *testing.T) {
 		auth := store.NewAuthStore(db)
 		mustUser(t, auth, "u1", "ada")
 		mustUser(t, auth, "u2", "bob")
-		s := store.NewIngestStore(db, nil)
+		s := ingest.NewSQLStore(db, nil)
 		for _, u := range []string{"u1", "u2"} {
 			if _, _, err := s.Accept(ctx, acceptance(u, "k", "j-"+u)); err != nil {
 				t.Fatal(err)
@@ -274,7 +275,7 @@ func TestSweep(t *testing.T) {
 		if _, err := db.ExecContext(ctx, "INSERT INTO ingest_keys (user_id, ingest_id, fingerprint, job_id, created_at, expires_at) VALUES "+strings.Join(keys, ", ")); err != nil {
 			t.Fatal(err)
 		}
-		s := store.NewIngestStore(db, nil)
+		s := ingest.NewSQLStore(db, nil)
 		if n, err := s.DeleteExpiredKeys(ctx, t0); err != nil || n != expired {
 			t.Fatalf("DeleteExpiredKeys = %d, %v; want %d", n, err, expired)
 		}
@@ -294,7 +295,7 @@ func TestJobCounts(t *testing.T) {
 		ctx := context.Background()
 		mustUser(t, store.NewAuthStore(db), "u1", "ada")
 		mustUser(t, store.NewAuthStore(db), "u2", "bob")
-		s := store.NewIngestStore(db, nil)
+		s := ingest.NewSQLStore(db, nil)
 		for i, u := range []string{"u1", "u1", "u2", "u2", "u2"} {
 			if _, _, err := s.Accept(ctx, acceptance(u, fmt.Sprint("k", i), fmt.Sprint("j", i))); err != nil {
 				t.Fatal(err)
@@ -308,10 +309,10 @@ func TestJobCounts(t *testing.T) {
 		if _, _, err := s.FinishJob(ctx, "j2", ingest.StatusSucceeded, "", t0); err != nil {
 			t.Fatal(err)
 		}
-		if c, err := db.JobCounts(ctx); err != nil || c != (store.JobCounts{Queued: 2, Running: 1, Failed: 1}) {
+		if c, err := s.JobCounts(ctx); err != nil || c != (ingest.JobCounts{Queued: 2, Running: 1, Failed: 1}) {
 			t.Fatalf("JobCounts = %+v, %v; want 2 queued, 1 running, 1 failed", c, err)
 		}
-		if n, err := db.QueuedJobs(ctx); err != nil || n != 2 {
+		if n, err := s.QueuedJobs(ctx); err != nil || n != 2 {
 			t.Fatalf("QueuedJobs = %d, %v; want 2", n, err)
 		}
 	})
@@ -337,7 +338,7 @@ func TestJobCountsReadIndexes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for i, q := range store.JobCountQueries {
+		for i, q := range ingest.JobCountQueries {
 			rows, err := tx.QueryContext(ctx, explain+q)
 			if err != nil {
 				t.Fatal(err)
@@ -366,4 +367,14 @@ func TestJobCountsReadIndexes(t *testing.T) {
 			}
 		}
 	})
+}
+
+// mustUser creates the user id, named name.
+func mustUser(tb testing.TB, s auth.Store, id, name string) auth.User {
+	tb.Helper()
+	u := auth.User{ID: id, Username: name, PasswordHash: "$argon2id$x", CreatedAt: t0}
+	if err := s.CreateUser(context.Background(), u); err != nil {
+		tb.Fatal(err)
+	}
+	return u
 }

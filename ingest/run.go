@@ -1,7 +1,7 @@
 // This file runs the memory example beside the server: its service, the
 // job queue's workers that process the batches it accepts, and the hourly
 // sweep.
-package memoryapi
+package ingest
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
 )
@@ -19,10 +18,10 @@ import (
 // MEM_IDEMPOTENCY_TTL_SECS, BRAIN_MAX_ITEMS, BRAIN_MAX_QUEUED_JOBS,
 // BRAIN_JOB_WORKERS and BRAIN_JOB_TIMEOUT). Zero fields take the defaults.
 type Settings struct {
-	TTL           time.Duration // ingest.Config.TTL
-	MaxItems      int           // ingest.Config.MaxItems
-	MaxQueuedJobs int           // ingest.Config.MaxQueuedJobs
-	Workers       int           // store.QueueOptions.Workers
+	TTL           time.Duration // Config.TTL
+	MaxItems      int           // Config.MaxItems
+	MaxQueuedJobs int           // Config.MaxQueuedJobs
+	Workers       int           // store.Worker.Workers
 	JobTimeout    time.Duration // store.QueueOptions.JobTimeout
 }
 
@@ -31,30 +30,29 @@ type Settings struct {
 // PostgreSQL, in any other), and, every hour, a sweep of expired
 // idempotency keys and of jobs the queue lost (FailAbandoned). stop ends both, letting running jobs finish for up to 10 s (a job
 // cut off is worked again later).
-func Start(bg context.Context, db *store.DB, cfg Settings, hub streams.Hub, logger *slog.Logger) (svc *ingest.Service, stop func(), err error) {
-	var queue *store.Queue
-	svc = ingest.NewService(store.NewIngestStore(db, func(ctx context.Context, tx *store.Tx, jobID string, backlog int) error {
-		return queue.EnqueueTx(ctx, tx, jobID, backlog)
-	}), ingest.Config{TTL: cfg.TTL, Publish: Publisher(hub), MaxItems: cfg.MaxItems, MaxQueuedJobs: cfg.MaxQueuedJobs,
-		Yield: func(ctx context.Context) bool { return queue.Yield(ctx) }})
-	queue, err = store.NewQueue(db, func(ctx context.Context, jobID string) error {
+func Start(bg context.Context, db *store.DB, cfg Settings, hub streams.Hub, logger *slog.Logger) (svc *Service, stop func(), err error) {
+	queue, err := store.NewQueue(db, store.QueueOptions{JobTimeout: cfg.JobTimeout, Logger: logger})
+	if err != nil {
+		return nil, nil, fmt.Errorf("the job queue: %w", err)
+	}
+	var jobs *jobQueue
+	svc = NewService(NewSQLStore(db, func(ctx context.Context, tx *store.Tx, jobID string, backlog int) error {
+		return jobs.enqueueTx(ctx, tx, jobID, backlog)
+	}), Config{TTL: cfg.TTL, Publish: Publisher(hub), MaxItems: cfg.MaxItems, MaxQueuedJobs: cfg.MaxQueuedJobs,
+		Yield: func(ctx context.Context) bool { return jobs.yield(ctx) }})
+	jobs, err = newJobQueue(db, queue, cfg.Workers, func(ctx context.Context, jobID string) error {
 		err := svc.Process(ctx, jobID)
 		switch {
-		case errors.Is(err, ingest.ErrPermanent):
+		case errors.Is(err, ErrPermanent):
 			return fmt.Errorf("%w: %w", store.ErrPermanent, err)
-		case errors.Is(err, ingest.ErrYield):
+		case errors.Is(err, ErrYield):
 			return fmt.Errorf("%w: %w", store.ErrYield, err)
 		}
 		return err
-	}, store.QueueOptions{
-		Workers:    cfg.Workers,
-		JobTimeout: cfg.JobTimeout,
-		Logger:     logger,
-		GiveUp: func(ctx context.Context, jobID string, err error) {
-			if ferr := svc.Fail(ctx, jobID, "gave up after repeated failures: "+err.Error()); ferr != nil {
-				logger.Warn("ingest: a job that failed for good could not be marked failed", "job", jobID, "error", ferr)
-			}
-		},
+	}, func(ctx context.Context, jobID string, err error) {
+		if ferr := svc.Fail(ctx, jobID, "gave up after repeated failures: "+err.Error()); ferr != nil {
+			logger.Warn("ingest: a job that failed for good could not be marked failed", "job", jobID, "error", ferr)
+		}
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("the job queue: %w", err)

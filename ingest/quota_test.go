@@ -1,4 +1,4 @@
-package store_test
+package ingest_test
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func batch(user, key string, n, maxItems, maxJobs int) ingest.Acceptance {
 
 // storeAll runs job id as a worker would: every one of its n items
 // stored, then final with status.
-func storeAll(t *testing.T, s *store.IngestStore, user, id string, n int, status ingest.Status) {
+func storeAll(t *testing.T, s *ingest.SQLStore, user, id string, n int, status ingest.Status) {
 	t.Helper()
 	ctx := context.Background()
 	if _, _, err := s.StartJob(ctx, id, t0); err != nil {
@@ -66,7 +66,7 @@ func TestQuotas(t *testing.T) {
 		mustUser(t, store.NewAuthStore(db), "u1", "ada")
 		mustUser(t, store.NewAuthStore(db), "u2", "bob")
 		var backlogs []int
-		s := store.NewIngestStore(db, func(_ context.Context, _ *store.Tx, _ string, backlog int) error {
+		s := ingest.NewSQLStore(db, func(_ context.Context, _ *store.Tx, _ string, backlog int) error {
 			backlogs = append(backlogs, backlog)
 			return nil
 		})
@@ -174,7 +174,7 @@ func TestQuotaUnderConcurrency(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		mustUser(t, store.NewAuthStore(db), "u1", "ada")
-		s := store.NewIngestStore(db, nil)
+		s := ingest.NewSQLStore(db, nil)
 		const n, maxItems, each = 24, 10, 3 // room for 3 batches of 3
 		var wg sync.WaitGroup
 		errs := make(chan error, n)
@@ -256,7 +256,7 @@ func TestQuotaMigration(t *testing.T) {
 				t.Fatalf("u2 holds %d items and %d jobs, want 1 and 0", items, jobs)
 			}
 			// u3 has no row, and holds nothing: its first batch makes one.
-			s := store.NewIngestStore(db, nil)
+			s := ingest.NewSQLStore(db, nil)
 			if _, _, err := s.Accept(ctx, batch("u3", "k", 2, 2, 1)); err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package store_test
+package ingest_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 // storeTexts stores one job of user's in project, one item per text, and
 // returns the items' ids in the order stored.
-func storeTexts(t *testing.T, s *store.IngestStore, user, jobID, project string, texts ...string) []string {
+func storeTexts(t *testing.T, s *ingest.SQLStore, user, jobID, project string, texts ...string) []string {
 	t.Helper()
 	ctx := context.Background()
 	a := acceptance(user, "key-"+jobID, jobID)
@@ -59,7 +59,7 @@ func TestSearchKeepsUsersApart(t *testing.T) {
 		auth := store.NewAuthStore(db)
 		mustUser(t, auth, "u1", "ada")
 		mustUser(t, auth, "u2", "bob")
-		s := store.NewIngestStore(db, nil)
+		s := ingest.NewSQLStore(db, nil)
 		long := "apple " + strings.Repeat("é", ingest.HeadBytes) // 2-byte characters: the head's cut falls inside one
 		ada := storeTexts(t, s, "u1", "j1", "p", "apple pie", "an apple a day", long)
 		adaOther := storeTexts(t, s, "u1", "j2", "q", "apple tree")
@@ -83,7 +83,7 @@ func TestSearchKeepsUsersApart(t *testing.T) {
 
 		// The index itself, read without the user's id: the entries of
 		// ada's terms are her items', and none of bob's.
-		terms := store.IndexTerms("u1", search)
+		terms := ingest.IndexTerms("u1", search)
 		var inIndex int
 		if db.Dialect == store.SQLite {
 			inIndex = count(t, db, `SELECT COUNT(*) FROM items_terms WHERE items_terms MATCH $1`, `"`+strings.Join(terms, `" "`)+`"`)
@@ -150,7 +150,7 @@ func TestMigrationReindexes(t *testing.T) {
 					t.Fatalf("the GIN index of the terms: %d, want it built", n)
 				}
 			}
-			s := store.NewIngestStore(db, nil)
+			s := ingest.NewSQLStore(db, nil)
 			if hits, err := s.Search(ctx, "u1", ingest.Search{Words: []string{"apple"}, Project: "p", Limit: 10}); err != nil || !slices.Equal(hitIDs(hits), []string{"i0"}) {
 				t.Fatalf("after the migration ada's search = %v, %v; want her one apple", hitIDs(hits), err)
 			}
@@ -167,13 +167,13 @@ func TestMigrationReindexes(t *testing.T) {
 // user's newer items, though they hold the word, are not counted against
 // its limit.
 func TestSearchWithCollidingUserKeys(t *testing.T) {
-	store.OneUserKey(t)
+	ingest.OneUserKey(t)
 	storetest.Run(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		auth := store.NewAuthStore(db)
 		mustUser(t, auth, "u1", "ada")
 		mustUser(t, auth, "u2", "bob")
-		s := store.NewIngestStore(db, nil)
+		s := ingest.NewSQLStore(db, nil)
 		ada := storeTexts(t, s, "u1", "j1", "p", "apple pie", "apple tart")
 		storeTexts(t, s, "u2", "j2", "p", "apple", "apple", "apple", "apple", "apple")
 		hits, err := s.Search(ctx, "u1", ingest.Search{Words: []string{"apple"}, Limit: 2})
@@ -192,7 +192,7 @@ func TestSearchFindsOlderMatches(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		mustUser(t, store.NewAuthStore(db), "u1", "ada")
-		s := store.NewIngestStore(db, nil)
+		s := ingest.NewSQLStore(db, nil)
 		old := storeTexts(t, s, "u1", "j1", "p", "apple one", "apple two", "apple three", "pear")
 		storeTexts(t, s, "u1", "j2", "p", "odd", "even", "odd", "even", "plum", "plum")
 		for _, c := range []struct {

@@ -1,4 +1,4 @@
-package store
+package ingest
 
 import (
 	"context"
@@ -10,14 +10,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/store"
 )
 
-// IngestStore keeps idempotency keys, jobs and items, and searches the
-// items' text. It implements ingest.Store with the same SQL on both
+// SQLStore keeps idempotency keys, jobs and items, and searches the
+// items' text. It implements Store with the same SQL on both
 // dialects, except for the full-text search (search.go).
 //
-// Each user's share of the quotas (ingest.QuotaItems, ingest.QuotaJobs)
+// Each user's share of the quotas (QuotaItems, QuotaJobs)
 // is one row of user_usage, changed in the transactions that change what
 // it counts: Accept takes a batch's items and one job, FinishJob gives the
 // job back with the items it did not store, DeleteItem gives one item
@@ -26,23 +26,23 @@ import (
 // user's Accepts in line from that statement, their last, to their
 // commit (other users' do not wait); on SQLite writers are in line
 // anyway.
-type IngestStore struct {
-	db      *DB
-	enqueue func(ctx context.Context, tx *Tx, jobID string, backlog int) error
+type SQLStore struct {
+	db      *store.DB
+	enqueue func(ctx context.Context, tx *store.Tx, jobID string, backlog int) error
 	// gate holds this process's writers to SQLite in line, one at a
 	// time (see begin); nil on PostgreSQL.
 	gate chan struct{}
 }
 
-// NewIngestStore returns the ingest store of db. Accept calls enqueue in
+// NewSQLStore returns the ingest store of db. Accept calls enqueue in
 // its transaction (Queue.EnqueueTx), with the transaction, the new job's
 // id and its user's backlog (how many of their jobs were not final before
 // it), so that the job is queued if and only if it is created; nil
 // enqueues nothing (the jobs are then processed only when something calls
 // Process).
-func NewIngestStore(db *DB, enqueue func(ctx context.Context, tx *Tx, jobID string, backlog int) error) *IngestStore {
-	s := &IngestStore{db: db, enqueue: enqueue}
-	if db.Dialect == SQLite {
+func NewSQLStore(db *store.DB, enqueue func(ctx context.Context, tx *store.Tx, jobID string, backlog int) error) *SQLStore {
+	s := &SQLStore{db: db, enqueue: enqueue}
+	if db.Dialect == store.SQLite {
 		s.gate = make(chan struct{}, 1)
 	}
 	return s
@@ -59,12 +59,12 @@ func NewIngestStore(db *DB, enqueue func(ctx context.Context, tx *Tx, jobID stri
 // served), each holding the gate from BEGIN to COMMIT, and the lock is
 // handed on at once. The wait counts against DB.Timeout, like the
 // transaction. Writers of other stores or processes still poll.
-func (s *IngestStore) begin(ctx context.Context) (tx *Tx, done func(), err error) {
+func (s *SQLStore) begin(ctx context.Context) (tx *store.Tx, done func(), err error) {
 	if s.gate == nil {
 		tx, err := s.db.BeginTx(ctx, nil)
 		return tx, func() {}, err
 	}
-	ctx, cancel := s.db.withTimeout(ctx)
+	ctx, cancel := s.db.WithTimeout(ctx)
 	select {
 	case s.gate <- struct{}{}:
 	case <-ctx.Done():
@@ -79,17 +79,17 @@ func (s *IngestStore) begin(ctx context.Context) (tx *Tx, done func(), err error
 	return tx, func() { <-s.gate; cancel() }, nil
 }
 
-var _ ingest.Store = (*IngestStore)(nil)
+var _ Store = (*SQLStore)(nil)
 
-// ingestErr is err with this package's ErrNotFound made ingest's.
+// ingestErr is err with this package's store.ErrNotFound made ingest's.
 func ingestErr(err error) error {
-	if errors.Is(err, ErrNotFound) {
-		return ingest.ErrNotFound
+	if errors.Is(err, store.ErrNotFound) {
+		return ErrNotFound
 	}
 	return err
 }
 
-// Accept records the key of a, or finds it (see ingest.Store).
+// Accept records the key of a, or finds it (see Store).
 //
 // One transaction takes the key, creates the job, enqueues it and, last,
 // takes its share of the quotas (reserve). The
@@ -101,10 +101,10 @@ func ingestErr(err error) error {
 // the upsert (the key's unique index) until this transaction ends, then
 // finds the key it committed; on SQLite, transactions that write run one
 // at a time.
-func (s *IngestStore) Accept(ctx context.Context, a ingest.Acceptance) (ingest.Job, bool, error) {
+func (s *SQLStore) Accept(ctx context.Context, a Acceptance) (Job, bool, error) {
 	tx, done, err := s.begin(ctx)
 	if err != nil {
-		return ingest.Job{}, false, wrap("accept", err)
+		return Job{}, false, store.Wrap("accept", err)
 	}
 	defer done()
 	defer tx.Rollback()
@@ -115,23 +115,23 @@ func (s *IngestStore) Accept(ctx context.Context, a ingest.Acceptance) (ingest.J
 			created_at = excluded.created_at, expires_at = excluded.expires_at
 		WHERE ingest_keys.expires_at <= excluded.created_at
 		RETURNING job_id`,
-		a.UserID, a.IngestID, a.Fingerprint, a.JobID, ms(a.CreatedAt), ms(a.ExpiresAt)).Scan(&jobID)
+		a.UserID, a.IngestID, a.Fingerprint, a.JobID, store.Millis(a.CreatedAt), store.Millis(a.ExpiresAt)).Scan(&jobID)
 	if errors.Is(err, sql.ErrNoRows) { // a live key
 		job, replayed, err := s.replay(ctx, tx, a.UserID, a.IngestID, a.Fingerprint, a.CreatedAt)
 		if !replayed && err == nil {
-			err = wrap("accept", errors.New("the key is live, but reads as absent"))
+			err = store.Wrap("accept", errors.New("the key is live, but reads as absent"))
 		}
 		return job, replayed, err
 	}
 	if err != nil {
-		return ingest.Job{}, false, wrap("accept: take the key", err)
+		return Job{}, false, store.Wrap("accept: take the key", err)
 	}
-	job := ingest.Job{ID: a.JobID, UserID: a.UserID, IngestID: a.IngestID, Project: a.Project, Status: ingest.StatusQueued,
+	job := Job{ID: a.JobID, UserID: a.UserID, IngestID: a.IngestID, Project: a.Project, Status: StatusQueued,
 		ItemsTotal: a.ItemsTotal, CreatedAt: a.CreatedAt}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO jobs (id, user_id, ingest_id, project, status, items_total, batch, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		job.ID, job.UserID, job.IngestID, job.Project, string(job.Status), job.ItemsTotal, a.Batch, ms(job.CreatedAt)); err != nil {
-		return ingest.Job{}, false, wrap("accept: create the job", err)
+		job.ID, job.UserID, job.IngestID, job.Project, string(job.Status), job.ItemsTotal, a.Batch, store.Millis(job.CreatedAt)); err != nil {
+		return Job{}, false, store.Wrap("accept: create the job", err)
 	}
 	if s.enqueue != nil {
 		// The backlog sets the job's priority. Read without a lock, it may
@@ -140,19 +140,19 @@ func (s *IngestStore) Accept(ctx context.Context, a ingest.Acceptance) (ingest.J
 		var backlog int
 		err := tx.QueryRowContext(ctx, "SELECT jobs FROM user_usage WHERE user_id = $1", a.UserID).Scan(&backlog)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return ingest.Job{}, false, wrap("accept: read the backlog", err)
+			return Job{}, false, store.Wrap("accept: read the backlog", err)
 		}
 		if err := s.enqueue(ctx, tx, job.ID, backlog); err != nil {
-			return ingest.Job{}, false, wrap("accept: enqueue the job", err)
+			return Job{}, false, store.Wrap("accept: enqueue the job", err)
 		}
 	}
 	// Last: on PostgreSQL the user's row stays locked from here to the
 	// commit, so one user's Accepts wait for each other's commits (and
 	// only that).
 	if err := reserve(ctx, tx, a); err != nil {
-		return ingest.Job{}, false, err
+		return Job{}, false, err
 	}
-	return job, false, wrap("accept: commit", tx.Commit())
+	return job, false, store.Wrap("accept: commit", tx.Commit())
 }
 
 // noQuota stands for a quota of 0 (none): larger than anything counted,
@@ -162,12 +162,12 @@ const noQuota = math.MaxInt32
 // reserve takes a.ItemsTotal items and one job from a's user's usage row
 // in tx, creating the row if the user has none, unless that would take
 // them past a.MaxItems or a.MaxJobs: then it changes nothing and returns
-// a *ingest.QuotaError.
+// a *QuotaError.
 //
 // One statement checks and takes: the upsert's insert is of a user who
 // holds nothing, and its update, of one who holds something, happens
 // only under both quotas; no row comes back otherwise.
-func reserve(ctx context.Context, tx *Tx, a ingest.Acceptance) error {
+func reserve(ctx context.Context, tx *store.Tx, a Acceptance) error {
 	maxItems, maxJobs := a.MaxItems, a.MaxJobs
 	if maxItems <= 0 {
 		maxItems = noQuota
@@ -185,21 +185,21 @@ func reserve(ctx context.Context, tx *Tx, a ingest.Acceptance) error {
 		return nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
-		return wrap("accept: take from the quotas", err)
+		return store.Wrap("accept: take from the quotas", err)
 	}
 	var items int
 	if err := tx.QueryRowContext(ctx, "SELECT items, jobs FROM user_usage WHERE user_id = $1", a.UserID).Scan(&items, &jobs); err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return wrap("accept: read the quotas", err)
+		return store.Wrap("accept: read the quotas", err)
 	}
 	if items+a.ItemsTotal > maxItems {
-		return &ingest.QuotaError{Quota: ingest.QuotaItems, Limit: maxItems, Used: items, Asked: a.ItemsTotal}
+		return &QuotaError{Quota: QuotaItems, Limit: maxItems, Used: items, Asked: a.ItemsTotal}
 	}
-	return &ingest.QuotaError{Quota: ingest.QuotaJobs, Limit: maxJobs, Used: jobs, Asked: 1}
+	return &QuotaError{Quota: QuotaJobs, Limit: maxJobs, Used: jobs, Asked: 1}
 }
 
 // release gives back to userID's usage row, in tx, one job (when job is
 // true) and items items. A count never goes below zero.
-func release(ctx context.Context, tx *Tx, userID string, job bool, items int) error {
+func release(ctx context.Context, tx *store.Tx, userID string, job bool, items int) error {
 	jobs := 0
 	if job {
 		jobs = 1
@@ -211,89 +211,89 @@ func release(ctx context.Context, tx *Tx, userID string, job bool, items int) er
 	return err
 }
 
-// Replay reads the user's live key, with its job (see ingest.Store),
+// Replay reads the user's live key, with its job (see Store),
 // without a transaction or a lock.
-func (s *IngestStore) Replay(ctx context.Context, userID, ingestID, fingerprint string, now time.Time) (ingest.Job, bool, error) {
+func (s *SQLStore) Replay(ctx context.Context, userID, ingestID, fingerprint string, now time.Time) (Job, bool, error) {
 	return s.replay(ctx, s.db, userID, ingestID, fingerprint, now)
 }
 
 // replay is Replay through r, the pool or a transaction.
-func (s *IngestStore) replay(ctx context.Context, r interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *Row
-}, userID, ingestID, fingerprint string, now time.Time) (ingest.Job, bool, error) {
+func (s *SQLStore) replay(ctx context.Context, r interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *store.Row
+}, userID, ingestID, fingerprint string, now time.Time) (Job, bool, error) {
 	var live string
 	job, err := scanJob(r.QueryRowContext(ctx, `SELECT `+jobCols+`, k.fingerprint FROM ingest_keys k JOIN jobs j ON j.id = k.job_id
-		WHERE k.user_id = $1 AND k.ingest_id = $2 AND k.expires_at > $3`, userID, ingestID, ms(now)), &live)
+		WHERE k.user_id = $1 AND k.ingest_id = $2 AND k.expires_at > $3`, userID, ingestID, store.Millis(now)), &live)
 	switch {
-	case errors.Is(err, ingest.ErrNotFound):
-		return ingest.Job{}, false, nil
+	case errors.Is(err, ErrNotFound):
+		return Job{}, false, nil
 	case err != nil:
-		return ingest.Job{}, false, wrap("accept: read the key", err)
+		return Job{}, false, store.Wrap("accept: read the key", err)
 	case live != fingerprint:
-		return ingest.Job{}, false, ingest.ErrKeyReused
+		return Job{}, false, ErrKeyReused
 	}
 	return job, true, nil
 }
 
 const jobCols = "j.id, j.user_id, j.ingest_id, j.project, j.status, j.items_total, j.items_done, j.error, j.created_at, j.started_at, j.finished_at"
 
-func scanJob(sc interface{ Scan(...any) error }, extra ...any) (ingest.Job, error) {
-	var j ingest.Job
+func scanJob(sc interface{ Scan(...any) error }, extra ...any) (Job, error) {
+	var j Job
 	var status string
 	var created, started, finished int64
 	err := sc.Scan(append([]any{&j.ID, &j.UserID, &j.IngestID, &j.Project, &status, &j.ItemsTotal, &j.ItemsDone, &j.Error, &created, &started, &finished}, extra...)...)
-	j.Status = ingest.Status(status)
-	j.CreatedAt, j.StartedAt, j.FinishedAt = fromMS(created), fromMS(started), fromMS(finished)
-	return j, ingestErr(notFound(err))
+	j.Status = Status(status)
+	j.CreatedAt, j.StartedAt, j.FinishedAt = store.FromMillis(created), store.FromMillis(started), store.FromMillis(finished)
+	return j, ingestErr(store.NotFound(err))
 }
 
-// Job returns the user's job id, or ingest.ErrNotFound.
-func (s *IngestStore) Job(ctx context.Context, userID, id string) (ingest.Job, error) {
+// Job returns the user's job id, or ErrNotFound.
+func (s *SQLStore) Job(ctx context.Context, userID, id string) (Job, error) {
 	return scanJob(s.db.QueryRowContext(ctx, "SELECT "+jobCols+" FROM jobs j WHERE j.id = $1 AND j.user_id = $2", id, userID))
 }
 
 // Jobs returns a page of the user's jobs, newest first.
-func (s *IngestStore) Jobs(ctx context.Context, userID string, after ingest.Cursor, limit int) ([]ingest.Job, error) {
+func (s *SQLStore) Jobs(ctx context.Context, userID string, after Cursor, limit int) ([]Job, error) {
 	q, args := "SELECT "+jobCols+" FROM jobs j WHERE j.user_id = $1", []any{userID, limit}
-	if after != (ingest.Cursor{}) { // the jobs after it in the order below
+	if after != (Cursor{}) { // the jobs after it in the order below
 		q += " AND (j.created_at < $3 OR (j.created_at = $3 AND j.id > $4))"
-		args = append(args, ms(after.CreatedAt), after.ID)
+		args = append(args, store.Millis(after.CreatedAt), after.ID)
 	}
 	rows, err := s.db.QueryContext(ctx, q+" ORDER BY j.created_at DESC, j.id LIMIT $2", args...)
 	if err != nil {
-		return nil, wrap("list jobs", err)
+		return nil, store.Wrap("list jobs", err)
 	}
 	defer rows.Close()
-	jobs := []ingest.Job{}
+	jobs := []Job{}
 	for rows.Next() {
 		j, err := scanJob(rows)
 		if err != nil {
-			return nil, wrap("list jobs", err)
+			return nil, store.Wrap("list jobs", err)
 		}
 		jobs = append(jobs, j)
 	}
-	return jobs, wrap("list jobs", rows.Err())
+	return jobs, store.Wrap("list jobs", rows.Err())
 }
 
 // StartJob moves job id from queued to running and returns it with its
-// batch (see ingest.Store). Only a queued job is written to, in line with
+// batch (see Store). Only a queued job is written to, in line with
 // the other writers (begin): a job worked again, after it yielded its
 // worker or failed an attempt, is only read, so that its run does not
 // wait for SQLite's write lock.
-func (s *IngestStore) StartJob(ctx context.Context, id string, now time.Time) (ingest.Job, []byte, error) {
+func (s *SQLStore) StartJob(ctx context.Context, id string, now time.Time) (Job, []byte, error) {
 	var status string
 	if err := s.db.QueryRowContext(ctx, "SELECT status FROM jobs WHERE id = $1", id).Scan(&status); err != nil {
-		return ingest.Job{}, nil, ingestErr(wrap("start job", notFound(err)))
+		return Job{}, nil, ingestErr(store.Wrap("start job", store.NotFound(err)))
 	}
-	if status == string(ingest.StatusQueued) {
+	if status == string(StatusQueued) {
 		if err := s.start(ctx, id, now); err != nil {
-			return ingest.Job{}, nil, wrap("start job", err)
+			return Job{}, nil, store.Wrap("start job", err)
 		}
 	}
 	var batch sql.NullString
 	j, err := scanJob(s.db.QueryRowContext(ctx, "SELECT "+jobCols+", j.batch FROM jobs j WHERE j.id = $1", id), &batch)
 	if err != nil {
-		return ingest.Job{}, nil, wrap("start job", err)
+		return Job{}, nil, store.Wrap("start job", err)
 	}
 	if !batch.Valid {
 		return j, nil, nil
@@ -302,7 +302,7 @@ func (s *IngestStore) StartJob(ctx context.Context, id string, now time.Time) (i
 }
 
 // start moves job id from queued to running, if it is queued.
-func (s *IngestStore) start(ctx context.Context, id string, now time.Time) error {
+func (s *SQLStore) start(ctx context.Context, id string, now time.Time) error {
 	tx, done, err := s.begin(ctx)
 	if err != nil {
 		return err
@@ -310,7 +310,7 @@ func (s *IngestStore) start(ctx context.Context, id string, now time.Time) error
 	defer done()
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, "UPDATE jobs SET status = $1, started_at = $2 WHERE id = $3 AND status = $4",
-		string(ingest.StatusRunning), ms(now), id, string(ingest.StatusQueued)); err != nil {
+		string(StatusRunning), store.Millis(now), id, string(StatusQueued)); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -321,7 +321,7 @@ func (s *IngestStore) start(ctx context.Context, id string, now time.Time) error
 const itemCols = "id, user_id, job_id, seq, project, text, kind, skill, tags, occurred_at, created_at"
 
 // StoreItems stores items of running job id and moves its ItemsDone to
-// done, in one transaction (see ingest.Store). It first updates the job,
+// done, in one transaction (see Store). It first updates the job,
 // which checks that it is running and, on PostgreSQL, locks its row until
 // the items are in: a FinishJob waits, so a job's ItemsDone always counts
 // the items it stored. All the items go in one INSERT, and into the
@@ -331,45 +331,45 @@ const itemCols = "id, user_id, job_id, seq, project, text, kind, skill, tags, oc
 // ItemsTotal, the same transaction makes it succeeded and gives it back
 // to its user's quota of jobs, as FinishJob does: no reader ever sees a
 // running job with every item stored.
-func (s *IngestStore) StoreItems(ctx context.Context, id string, items []ingest.StoredItem, done int, now time.Time) (bool, error) {
+func (s *SQLStore) StoreItems(ctx context.Context, id string, items []StoredItem, done int, now time.Time) (bool, error) {
 	tx, end, err := s.begin(ctx)
 	if err != nil {
-		return false, wrap("store items", err)
+		return false, store.Wrap("store items", err)
 	}
 	defer end()
 	defer tx.Rollback()
 	var userID string
 	var total, stored int
 	err = tx.QueryRowContext(ctx, `UPDATE jobs SET items_done = CASE WHEN items_done < $1 THEN $1 ELSE items_done END WHERE id = $2 AND status = $3
-		RETURNING user_id, items_total, items_done`, done, id, string(ingest.StatusRunning)).Scan(&userID, &total, &stored)
+		RETURNING user_id, items_total, items_done`, done, id, string(StatusRunning)).Scan(&userID, &total, &stored)
 	if errors.Is(err, sql.ErrNoRows) {
-		return false, ingest.ErrNotFound
+		return false, ErrNotFound
 	}
 	if err != nil {
-		return false, wrap("store items", err)
+		return false, store.Wrap("store items", err)
 	}
 	if len(items) > 0 {
 		if err := s.insertItems(ctx, tx, items); err != nil {
-			return false, wrap("store items", err)
+			return false, store.Wrap("store items", err)
 		}
 	}
 	finished := stored >= total
 	if finished {
 		if _, err := tx.ExecContext(ctx, "UPDATE jobs SET status = $1, error = '', finished_at = $2, batch = NULL WHERE id = $3",
-			string(ingest.StatusSucceeded), ms(now), id); err != nil {
-			return false, wrap("store items: finish the job", err)
+			string(StatusSucceeded), store.Millis(now), id); err != nil {
+			return false, store.Wrap("store items: finish the job", err)
 		}
 		if err := release(ctx, tx, userID, true, 0); err != nil {
-			return false, wrap("store items: give back to the quotas", err)
+			return false, store.Wrap("store items: give back to the quotas", err)
 		}
 	}
-	return finished, wrap("store items", tx.Commit())
+	return finished, store.Wrap("store items", tx.Commit())
 }
 
 // insertItems inserts items, skipping those stored already, and indexes
 // the ones it stores (search.go).
-func (s *IngestStore) insertItems(ctx context.Context, tx *Tx, items []ingest.StoredItem) error {
-	pg := s.db.Dialect == Postgres
+func (s *SQLStore) insertItems(ctx context.Context, tx *store.Tx, items []StoredItem) error {
+	pg := s.db.Dialect == store.Postgres
 	n := 11 // len(itemCols)
 	cols := itemCols
 	if pg {
@@ -401,7 +401,7 @@ func (s *IngestStore) insertItems(ctx context.Context, tx *Tx, items []ingest.St
 		if err != nil {
 			return err
 		}
-		args = append(args, it.ID, it.UserID, it.JobID, it.Seq, it.Project, it.Text, it.Kind, it.Skill, string(tags), ms(it.OccurredAt), ms(it.CreatedAt))
+		args = append(args, it.ID, it.UserID, it.JobID, it.Seq, it.Project, it.Text, it.Kind, it.Skill, string(tags), store.Millis(it.OccurredAt), store.Millis(it.CreatedAt))
 		if pg {
 			args = append(args, itemTerms(it.UserID, it.Project, it.Text))
 		}
@@ -411,7 +411,7 @@ func (s *IngestStore) insertItems(ctx context.Context, tx *Tx, items []ingest.St
 	if err != nil {
 		return err
 	}
-	bySeq := make(map[int]*ingest.StoredItem, len(items))
+	bySeq := make(map[int]*StoredItem, len(items))
 	for i := range items {
 		bySeq[items[i].Seq] = &items[i]
 	}
@@ -438,13 +438,13 @@ func (s *IngestStore) insertItems(ctx context.Context, tx *Tx, items []ingest.St
 
 // FinishJob makes job id final, unless it is already, and gives back
 // to its user's quotas the job and the items it did not store, in one
-// transaction (see ingest.Store). On PostgreSQL the job's row is locked
+// transaction (see Store). On PostgreSQL the job's row is locked
 // from the update on, so a StoreItems of another run waits, and then finds
 // the job final: the items_done read here are the items stored.
-func (s *IngestStore) FinishJob(ctx context.Context, id string, status ingest.Status, message string, now time.Time) (ingest.Job, bool, error) {
+func (s *SQLStore) FinishJob(ctx context.Context, id string, status Status, message string, now time.Time) (Job, bool, error) {
 	tx, done, err := s.begin(ctx)
 	if err != nil {
-		return ingest.Job{}, false, wrap("finish job", err)
+		return Job{}, false, store.Wrap("finish job", err)
 	}
 	defer done()
 	defer tx.Rollback()
@@ -452,81 +452,81 @@ func (s *IngestStore) FinishJob(ctx context.Context, id string, status ingest.St
 	var total, stored int
 	err = tx.QueryRowContext(ctx, `UPDATE jobs SET status = $1, error = $2, finished_at = $3, batch = NULL WHERE id = $4 AND status IN ($5, $6)
 		RETURNING user_id, items_total, items_done`,
-		string(status), message, ms(now), id, string(ingest.StatusQueued), string(ingest.StatusRunning)).Scan(&userID, &total, &stored)
+		string(status), message, store.Millis(now), id, string(StatusQueued), string(StatusRunning)).Scan(&userID, &total, &stored)
 	finished := err == nil
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return ingest.Job{}, false, wrap("finish job", err)
+		return Job{}, false, store.Wrap("finish job", err)
 	}
 	if finished {
 		if err := release(ctx, tx, userID, true, max(total-stored, 0)); err != nil {
-			return ingest.Job{}, false, wrap("finish job: give back to the quotas", err)
+			return Job{}, false, store.Wrap("finish job: give back to the quotas", err)
 		}
 	}
 	j, err := scanJob(tx.QueryRowContext(ctx, "SELECT "+jobCols+" FROM jobs j WHERE j.id = $1", id))
 	if err != nil {
-		return ingest.Job{}, false, wrap("finish job", err)
+		return Job{}, false, store.Wrap("finish job", err)
 	}
-	return j, finished, wrap("finish job: commit", tx.Commit())
+	return j, finished, store.Wrap("finish job: commit", tx.Commit())
 }
 
 // DeleteItem deletes the user's item id and gives it back to their quota
 // of items, in one transaction; on SQLite a trigger takes it out of the
 // full-text index, on PostgreSQL the index is of the row itself.
-func (s *IngestStore) DeleteItem(ctx context.Context, userID, id string) error {
+func (s *SQLStore) DeleteItem(ctx context.Context, userID, id string) error {
 	tx, done, err := s.begin(ctx)
 	if err != nil {
-		return wrap("delete item", err)
+		return store.Wrap("delete item", err)
 	}
 	defer done()
 	defer tx.Rollback()
-	if err := affectedOne(tx.ExecContext(ctx, "DELETE FROM items WHERE id = $1 AND user_id = $2", id, userID)); err != nil {
-		return ingestErr(wrap("delete item", err))
+	if err := store.AffectedOne(tx.ExecContext(ctx, "DELETE FROM items WHERE id = $1 AND user_id = $2", id, userID)); err != nil {
+		return ingestErr(store.Wrap("delete item", err))
 	}
 	if err := release(ctx, tx, userID, false, 1); err != nil {
-		return wrap("delete item: give back to the quota", err)
+		return store.Wrap("delete item: give back to the quota", err)
 	}
-	return wrap("delete item: commit", tx.Commit())
+	return store.Wrap("delete item: commit", tx.Commit())
 }
 
 // Skills counts the user's items by skill, most first.
-func (s *IngestStore) Skills(ctx context.Context, userID string, limit int) ([]ingest.Skill, error) {
+func (s *SQLStore) Skills(ctx context.Context, userID string, limit int) ([]Skill, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT skill, COUNT(*) FROM items WHERE user_id = $1 AND skill <> ''
 		GROUP BY skill ORDER BY COUNT(*) DESC, skill LIMIT $2`, userID, limit)
 	if err != nil {
-		return nil, wrap("list skills", err)
+		return nil, store.Wrap("list skills", err)
 	}
 	defer rows.Close()
-	skills := []ingest.Skill{}
+	skills := []Skill{}
 	for rows.Next() {
-		var sk ingest.Skill
+		var sk Skill
 		if err := rows.Scan(&sk.Name, &sk.Count); err != nil {
-			return nil, wrap("list skills", err)
+			return nil, store.Wrap("list skills", err)
 		}
 		skills = append(skills, sk)
 	}
-	return skills, wrap("list skills", rows.Err())
+	return skills, store.Wrap("list skills", rows.Err())
 }
 
 // Projects counts the user's items by project, the most recently
 // ingested into first.
-func (s *IngestStore) Projects(ctx context.Context, userID string, limit int) ([]ingest.Project, error) {
+func (s *SQLStore) Projects(ctx context.Context, userID string, limit int) ([]Project, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT project, COUNT(*), MAX(created_at) FROM items WHERE user_id = $1
 		GROUP BY project ORDER BY MAX(created_at) DESC, project LIMIT $2`, userID, limit)
 	if err != nil {
-		return nil, wrap("list projects", err)
+		return nil, store.Wrap("list projects", err)
 	}
 	defer rows.Close()
-	projects := []ingest.Project{}
+	projects := []Project{}
 	for rows.Next() {
-		var p ingest.Project
+		var p Project
 		var last int64
 		if err := rows.Scan(&p.Name, &p.Items, &last); err != nil {
-			return nil, wrap("list projects", err)
+			return nil, store.Wrap("list projects", err)
 		}
-		p.LastIngestAt = fromMS(last)
+		p.LastIngestAt = store.FromMillis(last)
 		projects = append(projects, p)
 	}
-	return projects, wrap("list projects", rows.Err())
+	return projects, store.Wrap("list projects", rows.Err())
 }
 
 // sweepBatch bounds the keys one statement of DeleteExpiredKeys deletes,
@@ -535,17 +535,17 @@ func (s *IngestStore) Projects(ctx context.Context, userID string, limit int) ([
 const sweepBatch = 1000
 
 // DeleteExpiredKeys deletes the keys expired at now, sweepBatch at a time.
-func (s *IngestStore) DeleteExpiredKeys(ctx context.Context, now time.Time) (int, error) {
+func (s *SQLStore) DeleteExpiredKeys(ctx context.Context, now time.Time) (int, error) {
 	total := 0
 	for {
 		res, err := s.db.ExecContext(ctx, `DELETE FROM ingest_keys WHERE (user_id, ingest_id) IN (
-			SELECT user_id, ingest_id FROM ingest_keys WHERE expires_at <= $1 LIMIT $2)`, ms(now), sweepBatch)
+			SELECT user_id, ingest_id FROM ingest_keys WHERE expires_at <= $1 LIMIT $2)`, store.Millis(now), sweepBatch)
 		if err != nil {
-			return total, wrap("delete expired keys", err)
+			return total, store.Wrap("delete expired keys", err)
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
-			return total, wrap("delete expired keys", err)
+			return total, store.Wrap("delete expired keys", err)
 		}
 		total += int(n)
 		if n < sweepBatch {
@@ -555,26 +555,26 @@ func (s *IngestStore) DeleteExpiredKeys(ctx context.Context, now time.Time) (int
 }
 
 // UnfinishedJobs returns the ids of up to limit jobs not final and created
-// before before, the oldest first (see ingest.Store), by the index of
+// before before, the oldest first (see Store), by the index of
 // unfinished jobs.
-func (s *IngestStore) UnfinishedJobs(ctx context.Context, before time.Time, limit int) ([]string, error) {
+func (s *SQLStore) UnfinishedJobs(ctx context.Context, before time.Time, limit int) ([]string, error) {
 	// The statuses written out: a partial index is used only for the
 	// predicate it was made with.
 	rows, err := s.db.QueryContext(ctx, `SELECT id FROM jobs WHERE status IN ('queued', 'running') AND created_at < $1 ORDER BY created_at LIMIT $2`,
-		ms(before), limit)
+		store.Millis(before), limit)
 	if err != nil {
-		return nil, wrap("unfinished jobs", err)
+		return nil, store.Wrap("unfinished jobs", err)
 	}
 	defer rows.Close()
 	var ids []string
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
-			return nil, wrap("unfinished jobs", err)
+			return nil, store.Wrap("unfinished jobs", err)
 		}
 		ids = append(ids, id)
 	}
-	return ids, wrap("unfinished jobs", rows.Err())
+	return ids, store.Wrap("unfinished jobs", rows.Err())
 }
 
 // JobCounts are every user's jobs by status: the load of the job queue.
@@ -597,16 +597,16 @@ const (
 // in one read of two partial indexes: that of the unfinished jobs, and
 // that of the failed ones (jobs are never deleted, so no count reads the
 // table itself).
-func (db *DB) JobCounts(ctx context.Context) (JobCounts, error) {
+func (s *SQLStore) JobCounts(ctx context.Context) (JobCounts, error) {
 	var c JobCounts
-	err := db.QueryRowContext(ctx, jobCountsSQL).Scan(&c.Queued, &c.Running, &c.Failed)
-	return c, wrap("count jobs", err)
+	err := s.db.QueryRowContext(ctx, jobCountsSQL).Scan(&c.Queued, &c.Running, &c.Failed)
+	return c, store.Wrap("count jobs", err)
 }
 
 // QueuedJobs counts every user's queued jobs, from the index of the
 // unfinished jobs alone.
-func (db *DB) QueuedJobs(ctx context.Context) (int64, error) {
+func (s *SQLStore) QueuedJobs(ctx context.Context) (int64, error) {
 	var n int64
-	err := db.QueryRowContext(ctx, queuedJobsSQL).Scan(&n)
-	return n, wrap("count queued jobs", err)
+	err := s.db.QueryRowContext(ctx, queuedJobsSQL).Scan(&n)
+	return n, store.Wrap("count queued jobs", err)
 }

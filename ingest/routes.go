@@ -1,8 +1,8 @@
-// Package memoryapi is the memory example's HTTP surface: its operations
-// (ingest, jobs, query, items, skills, projects), the job log's stream and
-// the job events, registered on the platform's server by [Feature] with
-// package api's exported names only.
-package memoryapi
+// This file is the memory example's HTTP surface: its operations (ingest,
+// jobs, query, items, skills, projects), the job log's stream and the job
+// events, registered on the platform's server by [Feature] with package
+// api's exported names only.
+package ingest
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
-	"github.com/brain-template/brain/ingest"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -34,10 +33,10 @@ var (
 var Budgets = []api.Budget{ingestBudget, queryBudget, projectsBudget, skillsBudget}
 
 // IngestRequest is the body of POST /memory/ingest as the spec shows it.
-// The handler reads the body itself, byte for byte (ingest.Parse): the
+// The handler reads the body itself, byte for byte (Parse): the
 // ingest_id may be derived from those bytes. Its rules are ingest's (the
-// bounds and patterns in ingest.go), which TransformSchema writes into
-// the spec: what the schema admits, ingest.Parse accepts.
+// bounds and patterns in go), which TransformSchema writes into
+// the spec: what the schema admits, Parse accepts.
 type IngestRequest struct {
 	IngestID string       `json:"ingest_id,omitempty" pattern:"^[0-9a-f]{64}$" maxLength:"64" doc:"The batch's idempotency key: 64 lowercase hex digits. Leave it out to have it derived: the SHA-256 of the RFC 8785 canonical JSON of the body as sent."`
 	Project  string       `json:"project" doc:"The project the items belong to: no control characters, no white space at either end."`
@@ -46,9 +45,9 @@ type IngestRequest struct {
 
 // TransformSchema states ingest's rules of a batch.
 func (IngestRequest) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
-	label(s.Properties["project"], ingest.MaxProjectChars)
+	label(s.Properties["project"], MaxProjectChars)
 	items := s.Properties["items"]
-	items.MinItems, items.MaxItems = ptr(1), ptr(ingest.MaxItems)
+	items.MinItems, items.MaxItems = ptr(1), ptr(MaxItems)
 	return s
 }
 
@@ -64,12 +63,12 @@ type IngestItem struct {
 // TransformSchema states ingest's rules of an item.
 func (IngestItem) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
 	text := s.Properties["text"]
-	text.MinLength, text.MaxLength, text.Pattern = ptr(1), ptr(ingest.MaxTextChars), ingest.TextPattern
-	label(s.Properties["kind"], ingest.MaxKindChars)
-	label(s.Properties["skill"], ingest.MaxSkillChars)
+	text.MinLength, text.MaxLength, text.Pattern = ptr(1), ptr(MaxTextChars), TextPattern
+	label(s.Properties["kind"], MaxKindChars)
+	label(s.Properties["skill"], MaxSkillChars)
 	tags := s.Properties["tags"]
-	tags.MaxItems, tags.UniqueItems = ptr(ingest.MaxTags), true
-	s.Properties["occurred_at"].MaxLength = ptr(ingest.MaxOccurredAtChars)
+	tags.MaxItems, tags.UniqueItems = ptr(MaxTags), true
+	s.Properties["occurred_at"].MaxLength = ptr(MaxOccurredAtChars)
 	return s
 }
 
@@ -78,13 +77,13 @@ type Tag string
 
 // Schema states ingest's rules of a tag.
 func (Tag) Schema(huma.Registry) *huma.Schema {
-	return label(&huma.Schema{Type: huma.TypeString, Description: "No control characters, no white space at either end."}, ingest.MaxTagChars)
+	return label(&huma.Schema{Type: huma.TypeString, Description: "No control characters, no white space at either end."}, MaxTagChars)
 }
 
 // label states on s ingest's rules of a name (a project, kind, skill or
 // tag) of at most max characters, and returns s.
 func label(s *huma.Schema, max int) *huma.Schema {
-	s.MinLength, s.MaxLength, s.Pattern = ptr(1), ptr(max), ingest.LabelPattern
+	s.MinLength, s.MaxLength, s.Pattern = ptr(1), ptr(max), LabelPattern
 	return s
 }
 
@@ -128,7 +127,7 @@ type JobView struct {
 	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 
-func jobView(j ingest.Job) JobView {
+func jobView(j Job) JobView {
 	v := JobView{JobID: j.ID, IngestID: j.IngestID, Project: j.Project, Status: string(j.Status), ItemsTotal: j.ItemsTotal,
 		ItemsDone: j.ItemsDone, Error: j.Error, CreatedAt: j.CreatedAt}
 	if !j.FinishedAt.IsZero() {
@@ -230,17 +229,18 @@ type ProjectView struct {
 // line of wiring (api.Config.Features). svc serves them; for documenting
 // the API only (brain openapi), a service without a store states the
 // configured window and quotas.
-func Feature(svc *ingest.Service) api.Feature {
+func Feature(svc *Service) api.Feature {
 	return func(s *api.Server) {
 		addRoutes(s, svc)
 		s.DeclareEvents(jobQueued, jobProgress, jobSucceeded, jobFailed, memoryIngested)
 		addJobLog(s, svc)
+		observeJobs(s, svc)
 	}
 }
 
 // addRoutes registers the memory operations: each declares its access and
 // budget here.
-func addRoutes(s *api.Server, svc *ingest.Service) {
+func addRoutes(s *api.Server, svc *Service) {
 	h := &memoryHandlers{svc: svc, replays: s.Metrics().Counter(prometheus.CounterOpts{
 		Name: "brain_ingest_replays_total",
 		Help: "Ingests answered from an earlier acceptance of the same batch (Idempotent-Replayed: true).",
@@ -248,8 +248,8 @@ func addRoutes(s *api.Server, svc *ingest.Service) {
 	callers, tags := api.WithAccess(s.API, api.Caller), api.Tag(s.API, "Memory", "Your notes: ingest them in batches, follow the jobs that store them, query and delete them.")
 	ttl, maxItems, maxJobs := svc.Config().TTL, svc.Config().MaxItems, svc.Config().MaxQueuedJobs
 	huma.Register(callers, api.WithBudget(api.WithJSONBody(huma.Operation{
-		OperationID: "ingest-memory", Method: http.MethodPost, Path: api.Prefix + "/memory/ingest", MaxBodyBytes: ingest.MaxBodyBytes,
-		SkipValidateBody: true, // ingest.Parse checks the body, byte for byte as sent
+		OperationID: "ingest-memory", Method: http.MethodPost, Path: api.Prefix + "/memory/ingest", MaxBodyBytes: MaxBodyBytes,
+		SkipValidateBody: true, // Parse checks the body, byte for byte as sent
 		DefaultStatus:    http.StatusAccepted, Summary: "Ingest a batch of notes", Tags: tags, Errors: []int{http.StatusConflict, http.StatusUnprocessableEntity},
 		Description: "Accepts a batch of 1 to 1000 items for processing by a job; 202 means the batch is durably stored and its job enqueued.\n\n" +
 			"Idempotency: the batch's key is its ingest_id, or, when absent, the SHA-256 (lowercase hex) of the RFC 8785 canonical JSON of the body exactly as sent. " +
@@ -274,7 +274,7 @@ func addRoutes(s *api.Server, svc *ingest.Service) {
 		OperationID: "query-memory", Method: http.MethodGet, Path: api.Prefix + "/memory/query", Summary: "Find your items", Tags: tags,
 		Description: "Your items that hold every word of q, best first, with a snippet, a page at a time. " +
 			"Words are runs of letters and digits, in any case and however their accents are written (Unicode NFKC). " +
-			fmt.Sprintf("Of the items that hold every word, the %d you stored most recently are ranked, each by its first %d KiB: ", ingest.RankedItems, ingest.HeadBytes>>10) +
+			fmt.Sprintf("Of the items that hold every word, the %d you stored most recently are ranked, each by its first %d KiB: ", RankedItems, HeadBytes>>10) +
 			"the greater the share of its words that are words of q, the higher. To reach older items, narrow the query: another word, or a project. " +
 			"A query's cost never grows with anyone else's items; for words most of your items hold, it does not grow with how many do.",
 	}, queryBudget), h.query)
@@ -295,7 +295,7 @@ func addRoutes(s *api.Server, svc *ingest.Service) {
 }
 
 type memoryHandlers struct {
-	svc     *ingest.Service
+	svc     *Service
 	replays prometheus.Counter // the idempotent replays answered
 }
 
@@ -339,7 +339,7 @@ func (h *memoryHandlers) getJob(ctx context.Context, in *JobInput) (*JobOutput, 
 }
 
 func (h *memoryHandlers) query(ctx context.Context, in *QueryInput) (*QueryOutput, error) {
-	res, err := h.svc.Query(ctx, auth.FromContext(ctx).User.ID, ingest.Query{Q: in.Q, Project: in.Project, Limit: in.Limit, Cursor: in.Cursor})
+	res, err := h.svc.Query(ctx, auth.FromContext(ctx).User.ID, Query{Q: in.Q, Project: in.Project, Limit: in.Limit, Cursor: in.Cursor})
 	if err != nil {
 		return nil, ingestError(err)
 	}
@@ -386,8 +386,8 @@ func (h *memoryHandlers) projects(ctx context.Context, _ *struct{}) (*ProjectsOu
 // ingestError maps the ingest service's errors to envelopes; nil stays
 // nil.
 func ingestError(err error) error {
-	var ve *ingest.ValidationError
-	var qe *ingest.QuotaError
+	var ve *ValidationError
+	var qe *QuotaError
 	switch {
 	case err == nil:
 		return nil
@@ -400,16 +400,16 @@ func ingestError(err error) error {
 			return api.MalformedBody(details...)
 		}
 		return api.NewError(http.StatusUnprocessableEntity, "the request is not valid: see details.errors", details...)
-	case errors.Is(err, ingest.ErrKeyReused):
+	case errors.Is(err, ErrKeyReused):
 		e := api.NewError(http.StatusUnprocessableEntity, "this ingest_id was used for a batch with other content; send this batch under a new ingest_id, or leave ingest_id out",
 			api.FieldError{Location: "body.ingest_id", Message: "names another batch"})
 		e.Code = api.CodeKeyReused
 		return e
 	case errors.As(err, &qe):
 		return quotaError(qe)
-	case errors.Is(err, ingest.ErrNotFound):
+	case errors.Is(err, ErrNotFound):
 		return api.NewError(http.StatusNotFound, "you have nothing with that id")
-	case errors.Is(err, ingest.ErrUnavailable):
+	case errors.Is(err, ErrUnavailable):
 		return api.StoreError(err)
 	}
 	return err
@@ -417,9 +417,9 @@ func ingestError(err error) error {
 
 // quotaError is the 409 of an ingest past a quota: which quota, its
 // limit, what the caller holds, and what frees room.
-func quotaError(qe *ingest.QuotaError) *api.Error {
+func quotaError(qe *QuotaError) *api.Error {
 	var msg string
-	if qe.Quota == ingest.QuotaJobs {
+	if qe.Quota == QuotaJobs {
 		msg = fmt.Sprintf("you have %d jobs queued or running, the most allowed: wait for some to finish (GET %s/jobs), then send the batch again", qe.Used, api.Prefix)
 	} else {
 		msg = fmt.Sprintf("this batch's %d items would take you past your quota of %d items (you hold %d, stored or in jobs not finished): delete items you no longer need (DELETE %s/memory/items/{id}), or send fewer", qe.Asked, qe.Limit, qe.Used, api.Prefix)

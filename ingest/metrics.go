@@ -1,0 +1,52 @@
+// This file counts the jobs of every user for the platform: the
+// brain_jobs gauge of /metrics and the live snapshot's jobs_queued.
+package ingest
+
+import (
+	"context"
+	"time"
+
+	"github.com/brain-template/brain/api"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// jobCounter is a store that counts every user's jobs: a [SQLStore].
+type jobCounter interface {
+	JobCounts(ctx context.Context) (JobCounts, error)
+	QueuedJobs(ctx context.Context) (int64, error)
+}
+
+// observeJobs makes the jobs of svc's store, when it counts them, the
+// live snapshot's jobs_queued and /metrics' brain_jobs (one read of the
+// database per scrape).
+func observeJobs(s *api.Server, svc *Service) {
+	c, ok := svc.store.(jobCounter)
+	if !ok {
+		return
+	}
+	s.CountQueuedJobs(c.QueuedJobs)
+	if m := s.Metrics(); m != nil {
+		m.Registry().MustRegister(jobsCollector{c})
+	}
+}
+
+// jobsCollector reports every user's jobs by status, counted in the
+// database when scraped: brain_jobs{status="queued"|"running"|"failed"}.
+type jobsCollector struct{ c jobCounter }
+
+var jobsDesc = prometheus.NewDesc("brain_jobs", "Jobs of every user by status (queued, running, failed), counted in the database at each scrape.", []string{"status"}, nil)
+
+func (jobsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- jobsDesc }
+
+func (j jobsCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	n, err := j.c.JobCounts(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(jobsDesc, err)
+		return
+	}
+	for status, v := range map[string]int64{"queued": n.Queued, "running": n.Running, "failed": n.Failed} {
+		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(v), status)
+	}
+}
