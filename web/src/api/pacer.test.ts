@@ -186,6 +186,26 @@ describe("a server whose budget is not the spec's", () => {
   });
 });
 
+describe("answers out of order", () => {
+  it("an older request's answer never raises what a newer one reported", async () => {
+    // Two requests in flight; the server counted 5 left after the first and
+    // 4 after the second, but the second's answer arrives first.
+    const gates: ((r: Response) => void)[] = [];
+    const fetch = (_req: Request) => new Promise<Response>((resolve) => gates.push(resolve));
+    const c = createBrainClient({ baseUrl: "http://h", fetch, retry: { maxAttempts: 1 } });
+    const a = c.GET("/api/v1/jobs");
+    const b = c.GET("/api/v1/jobs");
+    await vi.advanceTimersByTimeAsync(0);
+    expect(gates).toHaveLength(2);
+    const answer = (r: number) => new Response("{}", { status: 200, headers: { RateLimit: `"session";r=${r};t=1` } });
+    gates[1]!(answer(4));
+    await b;
+    gates[0]!(answer(5));
+    await a;
+    expect(c.pacer.tokens("session")).toBeLessThanOrEqual(4); // 5 would let a request through that the server refuses
+  });
+});
+
 describe("stream slots", () => {
   it("refuses a 17th stream locally and admits one again after a release", () => {
     const c = createBrainClient({ baseUrl: "http://h", fetch: recorder().fetch });

@@ -61,6 +61,8 @@ interface Bucket {
   at: number; // ms: when tokens was last brought up to date
   inflight: number; // requests sent from this bucket and not answered yet
   seen: number; // the most the server has said was left, plus one
+  sent: number; // requests sent from this bucket
+  applied: number; // the newest request (by sent) whose answer set tokens
 }
 
 /** A parsed item of a RateLimit header: `"session";r=57;t=12`. */
@@ -151,6 +153,8 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 /** A Ticket is what acquire took; hand it to settle with the response. */
 export interface Ticket {
   readonly buckets: readonly Bucket[];
+  /** Of each bucket, the number of this request among those it sent. */
+  readonly seqs: readonly number[];
 }
 
 export class Pacer {
@@ -173,7 +177,7 @@ export class Pacer {
   private bucket(b: RateBudget): Bucket {
     let k = this.buckets.get(b.policy);
     if (!k) {
-      k = { spec: b, budget: b, tokens: b.burst, at: this.now(), inflight: 0, seen: 0 };
+      k = { spec: b, budget: b, tokens: b.burst, at: this.now(), inflight: 0, seen: 0, sent: 0, applied: 0 };
       this.buckets.set(b.policy, k);
     }
     return k;
@@ -200,7 +204,7 @@ export class Pacer {
    * "fail-fast").
    */
   async acquire(id: OperationId | undefined, signal?: AbortSignal): Promise<Ticket> {
-    if (this.mode === "off" || id === undefined) return { buckets: [] };
+    if (this.mode === "off" || id === undefined) return { buckets: [], seqs: [] };
     const ks = budgetsFor(operations[id], this.plane).map((b) => this.bucket(b));
     for (;;) {
       const now = this.now();
@@ -220,7 +224,7 @@ export class Pacer {
           k.tokens -= 1;
           k.inflight++;
         }
-        return { buckets: ks };
+        return { buckets: ks, seqs: ks.map((k) => ++k.sent) };
       }
       if (this.mode === "fail-fast") {
         const b = short.budget;
@@ -255,8 +259,17 @@ export class Pacer {
       if (!k) continue;
       k.seen = Math.max(k.seen, it.r + 1);
       adopt(k, policies.get(it.policy));
-      k.tokens = Math.min(k.budget.burst, Math.max(0, it.r - k.inflight));
-      k.at = now;
+      this.refill(k, now);
+      const left = Math.max(0, it.r - k.inflight);
+      // Answers can arrive out of order: one to an older request reports
+      // an older count, which may only lower the estimate, never raise it.
+      const seq = t.seqs[t.buckets.indexOf(k)] ?? 0;
+      if (seq >= k.applied) {
+        k.applied = seq;
+        k.tokens = Math.min(k.budget.burst, left);
+      } else {
+        k.tokens = Math.min(k.tokens, left);
+      }
     }
   }
 
