@@ -301,19 +301,19 @@ func TestMemBudgetAliases(t *testing.T) {
 // deadline, and BRAIN_STREAM_RETRY_AFTER=876000h promised a 100-year
 // Retry-After.)
 func TestEverySettingIsBounded(t *testing.T) {
-	for _, s := range settings {
+	for _, s := range allSettings(&Config{}) {
 		var huge string
-		if _, err := time.ParseDuration(s.def); err == nil {
+		if _, err := time.ParseDuration(s.Default); err == nil {
 			huge = "876000h"
-		} else if _, err := strconv.Atoi(s.def); err == nil {
+		} else if _, err := strconv.Atoi(s.Default); err == nil {
 			huge = "1000000000"
 		} else {
 			continue
 		}
-		t.Run(s.env, func(t *testing.T) {
-			_, err := parseConfig("brain", nil, env(map[string]string{s.env: huge}), io.Discard)
-			if err == nil || !strings.Contains(err.Error(), s.env) {
-				t.Fatalf("%s=%s: err = %v, want one naming the setting", s.env, huge, err)
+		t.Run(s.Env, func(t *testing.T) {
+			_, err := parseConfig("brain", nil, env(map[string]string{s.Env: huge}), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), s.Env) {
+				t.Fatalf("%s=%s: err = %v, want one naming the setting", s.Env, huge, err)
 			}
 		})
 	}
