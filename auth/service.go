@@ -11,8 +11,8 @@ import (
 
 // Config tunes a [Service]. Zero fields take the defaults.
 type Config struct {
-	SessionLifetime time.Duration // absolute; default 7 days
-	IdleTimeout     time.Duration // default 24 h
+	SessionLifetime time.Duration // absolute; default DefaultSessionLifetime
+	IdleTimeout     time.Duration // default DefaultIdleTimeout
 	// CacheTTL is how long a replica trusts a session or key it looked up
 	// before it asks the database again: how long a session revoked on
 	// another replica may still be accepted here. Default 10 s.
@@ -27,7 +27,7 @@ type Config struct {
 	// core, so more would only share the cores and multiply the memory.
 	HashConcurrency int
 	// HashWait is how long a login or password change waits for a hashing
-	// slot before it gives up with ErrBusy. Default 1 s. Creating a user
+	// slot before it gives up with ErrBusy. Default DefaultHashWait. Creating a user
 	// waits as long as its context allows.
 	HashWait time.Duration
 	Now      func() time.Time
@@ -50,6 +50,15 @@ const (
 	// DefaultMaxAPIKeys: one key per program or machine, with room to
 	// spare; a list of them is one page of GET /apikeys.
 	DefaultMaxAPIKeys = 100
+)
+
+// The default lifetimes of a session, and a login's wait for a hashing
+// slot.
+const (
+	DefaultSessionLifetime = 7 * 24 * time.Hour
+	DefaultIdleTimeout     = 24 * time.Hour
+	// DefaultHashWait: a login that waits longer is better told to retry.
+	DefaultHashWait = time.Second
 )
 
 // Service is authentication: logins, sessions, API keys. It is safe for
@@ -79,10 +88,10 @@ type Service struct {
 // NewService returns a Service over store.
 func NewService(store Store, cfg Config) *Service {
 	if cfg.SessionLifetime == 0 {
-		cfg.SessionLifetime = 7 * 24 * time.Hour
+		cfg.SessionLifetime = DefaultSessionLifetime
 	}
 	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = 24 * time.Hour
+		cfg.IdleTimeout = DefaultIdleTimeout
 	}
 	if cfg.CacheTTL == 0 {
 		cfg.CacheTTL = 10 * time.Second
@@ -106,7 +115,7 @@ func NewService(store Store, cfg Config) *Service {
 		cfg.HashConcurrency = runtime.GOMAXPROCS(0)
 	}
 	if cfg.HashWait <= 0 {
-		cfg.HashWait = time.Second
+		cfg.HashWait = DefaultHashWait
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

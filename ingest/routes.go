@@ -28,9 +28,9 @@ var (
 	skillsBudget   = api.Budget{Name: "skills", Default: "10/s"}
 )
 
-// Budgets are the names and defaults of the memory operations' budgets,
-// for the settings that override them.
-var Budgets = []api.Budget{ingestBudget, queryBudget, projectsBudget, skillsBudget}
+// budgets are the memory operations' budgets, for the MEM_RATE_LIMIT_*
+// settings that override parts of them (settings.go).
+var budgets = []api.Budget{ingestBudget, queryBudget, projectsBudget, skillsBudget}
 
 // IngestRequest is the body of POST /memory/ingest as the spec shows it.
 // The handler reads the body itself, byte for byte (Parse): the

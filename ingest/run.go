@@ -14,9 +14,10 @@ import (
 	"github.com/brain-template/brain/streams"
 )
 
-// Settings are the memory example's settings (cmd/brain reads them from
-// MEM_IDEMPOTENCY_TTL_SECS, BRAIN_MAX_ITEMS, BRAIN_MAX_QUEUED_JOBS,
-// BRAIN_JOB_WORKERS and BRAIN_JOB_TIMEOUT). Zero fields take the defaults.
+// Settings are the memory example's settings, which [SettingsTable]
+// declares (MEM_IDEMPOTENCY_TTL_SECS, BRAIN_MAX_ITEMS,
+// BRAIN_MAX_QUEUED_JOBS, BRAIN_JOB_WORKERS and BRAIN_JOB_TIMEOUT). Zero
+// fields take the defaults.
 type Settings struct {
 	TTL           time.Duration // Config.TTL
 	MaxItems      int           // Config.MaxItems

@@ -66,6 +66,12 @@ var ErrPermanent = errors.New("permanent failure")
 // and the attempt does not count.
 var ErrYield = errors.New("the job yields its worker")
 
+// The defaults of a queue's attempt and of a worker.
+const (
+	DefaultJobTimeout = 30 * time.Second
+	DefaultWorkers    = 4
+)
+
 // QueueOptions configure a [Queue]. The zero value is the default of each.
 type QueueOptions struct {
 	// MaxAttempts is how many times a job is tried before River gives up on
@@ -75,7 +81,7 @@ type QueueOptions struct {
 	MaxAttempts int
 
 	// JobTimeout bounds one attempt: work's context ends then, and the
-	// attempt counts as failed. 30 s when zero.
+	// attempt counts as failed. DefaultJobTimeout when zero.
 	JobTimeout time.Duration
 
 	// RescueAfter is how long a job may stay "running" before River
@@ -137,7 +143,7 @@ func NewQueue(db *DB, opts QueueOptions) (*Queue, error) {
 		opts.MaxAttempts = 10
 	}
 	if opts.JobTimeout <= 0 {
-		opts.JobTimeout = 30 * time.Second
+		opts.JobTimeout = DefaultJobTimeout
 	}
 	if opts.RescueAfter <= 0 {
 		opts.RescueAfter = opts.JobTimeout + 10*time.Second
@@ -162,8 +168,9 @@ type Worker[T river.JobArgs] struct {
 	// InsertOpts must name too: a queue of its own gives the kind
 	// workers of its own. river.QueueDefault when empty.
 	Queue string
-	// Workers is how many jobs of Queue one Queue works at once; 4 when
-	// zero. Replicas add up: two replicas work up to twice as many.
+	// Workers is how many jobs of Queue one Queue works at once;
+	// DefaultWorkers when zero. Replicas add up: two replicas work up to
+	// twice as many.
 	Workers int
 	// Work works one job, with a context that ends after
 	// QueueOptions.JobTimeout or when Stop gives up waiting. Its error
@@ -189,7 +196,7 @@ func AddWorker[T river.JobArgs](q *Queue, w Worker[T]) error {
 		w.Queue = river.QueueDefault
 	}
 	if w.Workers <= 0 {
-		w.Workers = 4
+		w.Workers = DefaultWorkers
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()

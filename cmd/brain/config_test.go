@@ -19,12 +19,18 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/connlimit"
+	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/ratelimit"
+	"github.com/brain-template/brain/store"
 )
 
+// The defaults are the package constants the code uses: each setting's
+// default string is made from its constant, and reads back as it.
 func TestConfigDefaults(t *testing.T) {
 	c := defaultConfig()
+	limits := api.DefaultLimits()
 	checks := []struct {
 		name      string
 		got, want any
@@ -34,28 +40,38 @@ func TestConfigDefaults(t *testing.T) {
 		{"DatabaseURL", c.DatabaseURL, ""},
 		{"RedisURL", c.RedisURL, ""},
 		{"CookieSecure", c.CookieSecure, true},
-		{"RateLimitSession", c.RateLimitSession, ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60}},
-		{"RateLimitIP", c.RateLimitIP, ratelimit.Budget{Limit: 30, Window: time.Minute, Burst: 30}},
-		{"RateLimitAPIKey", c.RateLimitAPIKey, ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60}},
-		{"MaxSessions", c.MaxSessions, 20},
-		{"MaxAPIKeys", c.MaxAPIKeys, 100},
-		{"StoreTimeout", c.StoreTimeout, 5 * time.Second},
+		{"RateLimitOnStoreError", c.RateLimitOnStoreError, ratelimit.Local},
+		{"RateLimitSession", c.RateLimitSession, limits.Session},
+		{"RateLimitIP", c.RateLimitIP, limits.IP},
+		{"RateLimitAPIKey", c.RateLimitAPIKey, limits.APIKey},
+		{"SessionLifetime", c.SessionLifetime, auth.DefaultSessionLifetime},
+		{"SessionIdleTimeout", c.SessionIdleTimeout, auth.DefaultIdleTimeout},
+		{"MaxSessions", c.MaxSessions, auth.DefaultMaxSessions},
+		{"MaxAPIKeys", c.MaxAPIKeys, auth.DefaultMaxAPIKeys},
+		{"StoreTimeout", c.StoreTimeout, store.DefaultTimeout},
 		{"ShutdownTimeout", c.ShutdownTimeout, 15 * time.Second},
 		{"HashConcurrency", c.HashConcurrency, 0}, // auto: GOMAXPROCS
-		{"HashWait", c.HashWait, time.Second},
+		{"HashWait", c.HashWait, auth.DefaultHashWait},
 		{"MaxConns", c.MaxConns, 0}, // auto: what the descriptor limit allows
 		{"MaxConnsPerIP", c.MaxConnsPerIP, 256},
 		{"LogLevel", c.LogLevel, slog.LevelInfo},
 		{"BodyBytesInFlight", c.BodyBytesInFlight, int64(api.DefaultBodyBytesInFlight)},
 		{"BodyBytesPerUser", c.BodyBytesPerUser, int64(api.DefaultBodyBytesPerCaller)},
-		{"StreamCap", c.StreamCap, 16},
-		{"StreamUserCap", c.StreamUserCap, 64},
-		{"StreamOpens", c.StreamOpens, ratelimit.Budget{Limit: 60, Window: time.Minute, Burst: 20}},
+		{"StreamCap", c.StreamCap, api.DefaultStreamCap},
+		{"StreamUserCap", c.StreamUserCap, api.DefaultStreamUserCap},
+		{"StreamOpens", c.StreamOpens, limits.StreamOpens},
+		{"StreamHeartbeat", c.StreamHeartbeat, api.DefaultStreamHeartbeat},
+		{"StreamRetryAfter", c.StreamRetryAfter, api.DefaultStreamRetryAfter},
+		{"Memory", c.Memory, ingest.Settings{TTL: ingest.DefaultTTL, MaxItems: ingest.DefaultMaxItems, MaxQueuedJobs: ingest.DefaultMaxQueuedJobs,
+			Workers: store.DefaultWorkers, JobTimeout: store.DefaultJobTimeout}},
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {
 			t.Errorf("default %s = %v, want %v", ck.name, ck.got, ck.want)
 		}
+	}
+	if len(c.Budgets) != 0 {
+		t.Errorf("default budget overrides = %v, want none", c.Budgets)
 	}
 }
 
@@ -130,7 +146,7 @@ func TestConfigErrors(t *testing.T) {
 		{"stream_opens", nil, map[string]string{"BRAIN_STREAM_OPENS": "60/min,burst=0"}, "BRAIN_STREAM_OPENS"},
 		{"stream_user_cap", nil, map[string]string{"BRAIN_STREAM_USER_CAP": "0"}, "BRAIN_STREAM_USER_CAP"},
 		// A user's cap below one key's: the message names both settings.
-		{"stream_user_cap_below_cap", nil, map[string]string{"BRAIN_STREAM_USER_CAP": "8"}, "BRAIN_STREAM_USER_CAP=8: it must be at least BRAIN_STREAM_CAP (16)"},
+		{"stream_user_cap_below_cap", nil, map[string]string{"BRAIN_STREAM_USER_CAP": "8"}, "BRAIN_STREAM_USER_CAP=8: it must be at least BRAIN_STREAM_CAP (" + strconv.Itoa(api.DefaultStreamCap) + ")"},
 		{"stream_user_cap_below_cap_flags", []string{"--stream-cap", "100", "--stream-user-cap", "99"}, nil, "--stream-user-cap=99: it must be at least --stream-cap (100)"},
 		{"max_conns", nil, map[string]string{"BRAIN_MAX_CONNS": "0"}, "BRAIN_MAX_CONNS"},
 		{"max_conns_per_ip", nil, map[string]string{"BRAIN_MAX_CONNS_PER_IP": "none"}, "BRAIN_MAX_CONNS_PER_IP"},
@@ -301,19 +317,19 @@ func TestMemBudgetAliases(t *testing.T) {
 // deadline, and BRAIN_STREAM_RETRY_AFTER=876000h promised a 100-year
 // Retry-After.)
 func TestEverySettingIsBounded(t *testing.T) {
-	for _, s := range settings {
+	for _, s := range allSettings(&Config{}) {
 		var huge string
-		if _, err := time.ParseDuration(s.def); err == nil {
+		if _, err := time.ParseDuration(s.Default); err == nil {
 			huge = "876000h"
-		} else if _, err := strconv.Atoi(s.def); err == nil {
+		} else if _, err := strconv.Atoi(s.Default); err == nil {
 			huge = "1000000000"
 		} else {
 			continue
 		}
-		t.Run(s.env, func(t *testing.T) {
-			_, err := parseConfig("brain", nil, env(map[string]string{s.env: huge}), io.Discard)
-			if err == nil || !strings.Contains(err.Error(), s.env) {
-				t.Fatalf("%s=%s: err = %v, want one naming the setting", s.env, huge, err)
+		t.Run(s.Env, func(t *testing.T) {
+			_, err := parseConfig("brain", nil, env(map[string]string{s.Env: huge}), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), s.Env) {
+				t.Fatalf("%s=%s: err = %v, want one naming the setting", s.Env, huge, err)
 			}
 		})
 	}

@@ -1,6 +1,7 @@
 // The configuration page (docs/configuration.md) against the settings
-// table: every setting documented once, with the variable, flag and
-// default the code has, and nothing documented that brain does not read.
+// tables, the platform's and the features': every setting documented
+// once, with the variable, flag and default the code has, and nothing
+// documented that brain does not read.
 package main
 
 import (
@@ -111,27 +112,28 @@ func readConfigDoc(t *testing.T) map[string]docSetting {
 
 func TestConfigurationDocMatchesSettings(t *testing.T) {
 	doc := readConfigDoc(t)
-	const fix = "fix the row in " + configDoc + "'s table (the code, cmd/brain/config.go's settings, is what brain reads)"
+	const fix = "fix the row in " + configDoc + "'s table (the code, the settings tables of cmd/brain/settings.go and of the features, is what brain reads)"
 
-	// The settings table: variable, flag and default.
+	// The settings tables, the platform's and the features': variable,
+	// flag and default.
 	inCode := map[string]bool{}
-	for _, s := range settings {
-		inCode[s.env] = true
-		d, ok := doc[s.env]
+	for _, s := range allSettings(&Config{}) {
+		inCode[s.Env] = true
+		d, ok := doc[s.Env]
 		if !ok {
-			def := "`" + s.def + "`"
-			if s.def == "" {
+			def := "`" + s.Default + "`"
+			if s.Default == "" {
 				def = "empty"
 			}
-			t.Errorf("%s has no row for %s, a setting of cmd/brain/config.go: add | `%s` | `--%s` | %s | %s | to its table", configDoc, s.env, s.env, s.flag, def, s.usage)
+			t.Errorf("%s has no row for %s, a setting of the settings tables: add | `%s` | `--%s` | %s | %s | to its table", configDoc, s.Env, s.Env, s.Flag, def, s.Usage)
 			continue
 		}
-		if d.flag != s.flag {
-			t.Errorf("%s:%d: %s's flag is --%s; the settings table says --%s: %s", configDoc, d.line, s.env, d.flag, s.flag, fix)
+		if d.flag != s.Flag {
+			t.Errorf("%s:%d: %s's flag is --%s; the settings table says --%s: %s", configDoc, d.line, s.Env, d.flag, s.Flag, fix)
 		}
-		if !d.literalDef || d.def != s.def {
-			want := "`" + s.def + "`"
-			if s.def == "" {
+		if !d.literalDef || d.def != s.Default {
+			want := "`" + s.Default + "`"
+			if s.Default == "" {
 				want = "empty"
 			}
 			got := "`" + d.def + "`"
@@ -140,13 +142,13 @@ func TestConfigurationDocMatchesSettings(t *testing.T) {
 			} else if d.def == "" {
 				got = "empty"
 			}
-			t.Errorf("%s:%d: %s's default is %s; the settings table says %s: %s", configDoc, d.line, s.env, got, want, fix)
+			t.Errorf("%s:%d: %s's default is %s; the settings table says %s: %s", configDoc, d.line, s.Env, got, want, fix)
 		}
 		if d.variablesInRow != 1 {
-			t.Errorf("%s:%d: %s shares its row with other variables; a setting of the settings table has a row of its own", configDoc, d.line, s.env)
+			t.Errorf("%s:%d: %s shares its row with other variables; a setting of the settings table has a row of its own", configDoc, d.line, s.Env)
 		}
 		if d.meaningBlank {
-			t.Errorf("%s:%d: %s has no meaning: say what it sets, as its usage does (%q)", configDoc, d.line, s.env, s.usage)
+			t.Errorf("%s:%d: %s has no meaning: say what it sets, as its usage does (%q)", configDoc, d.line, s.Env, s.Usage)
 		}
 	}
 
@@ -160,7 +162,7 @@ func TestConfigurationDocMatchesSettings(t *testing.T) {
 		d, ok := doc[env]
 		switch {
 		case !ok:
-			t.Errorf("%s has no row for %s, a budget setting brain reads (cmd/brain/config.go, budgetSettings): add it to its table", configDoc, env)
+			t.Errorf("%s has no row for %s, a budget setting brain reads (budgetSettings: BRAIN_BUDGETS and the features' budget aliases): add it to its table", configDoc, env)
 		case d.literalDef:
 			t.Errorf("%s:%d: %s has no default value of its own (it overrides the budgets operations declare); say so in words, as the other budget settings do", configDoc, d.line, env)
 		case d.meaningBlank:
@@ -171,7 +173,7 @@ func TestConfigurationDocMatchesSettings(t *testing.T) {
 	// Nothing documented that brain does not read.
 	for env, d := range doc {
 		if !inCode[env] {
-			t.Errorf("%s:%d: %s is no setting of cmd/brain/config.go (neither in settings nor a budget setting): remove its row, or add the setting", configDoc, d.line, env)
+			t.Errorf("%s:%d: %s is no setting of brain's (neither in a settings table nor a budget setting): remove its row, or add the setting", configDoc, d.line, env)
 		}
 	}
 

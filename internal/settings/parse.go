@@ -1,0 +1,70 @@
+// The parsers rows share: each returns a Setting.Set that reads text into
+// a field, within bounds, with an error saying what is wanted.
+package settings
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/brain-template/brain/ratelimit"
+)
+
+// Int reads a whole number from lo to hi into dst.
+func Int(lo, hi int, dst *int) func(string) error {
+	return func(v string) error {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < lo || n > hi {
+			return fmt.Errorf("want a whole number from %d to %d", lo, hi)
+		}
+		*dst = n
+		return nil
+	}
+}
+
+// Duration reads a duration from least to most into dst: every duration
+// setting has both bounds, so none can overflow a deadline or promise a
+// client a wait of a century.
+func Duration(least, most time.Duration, dst *time.Duration) func(string) error {
+	return func(v string) error {
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d < least || d > most {
+			return fmt.Errorf("want a duration from %v to %v, such as 15s, 30m or 24h", least, most)
+		}
+		*dst = d
+		return nil
+	}
+}
+
+// Size reads a number of bytes, lo to hi, into dst: a whole number, or
+// one with the suffix KiB, MiB or GiB (64MiB).
+func Size(lo, hi int64, dst *int64) func(string) error {
+	return func(v string) error {
+		v = strings.TrimSpace(v)
+		unit := int64(1)
+		for suffix, u := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
+			if n, ok := strings.CutSuffix(v, suffix); ok {
+				v, unit = strings.TrimSpace(n), u
+			}
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < lo/unit || n > hi/unit || n*unit < lo {
+			return fmt.Errorf("want a number of bytes from %d (%d MiB) to %d (%d GiB), such as 64MiB", lo, lo>>20, hi, hi>>30)
+		}
+		*dst = n * unit
+		return nil
+	}
+}
+
+// Budget reads one rate, <n>/<s|min|h>[,burst=<b>], into dst.
+func Budget(dst *ratelimit.Budget) func(string) error {
+	return func(v string) error {
+		b, err := ratelimit.ParseBudget(v)
+		if err != nil {
+			return err
+		}
+		*dst = b
+		return nil
+	}
+}
