@@ -193,9 +193,9 @@ func TestBodyCharsetMustBeUTF8(t *testing.T) {
 func waitInFlight(t *testing.T, s *api.Server, want int64) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for api.BodyBytesInFlight(s) != want {
+	for s.BodyBytesInFlight() != want {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d bytes of bodies in flight, want %d", api.BodyBytesInFlight(s), want)
+			t.Fatalf("%d bytes of bodies in flight, want %d", s.BodyBytesInFlight(), want)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
