@@ -18,7 +18,7 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/connlimit"
-	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
 	"github.com/brain-template/brain/ratelimit"
 )
 
@@ -62,7 +62,7 @@ type Config struct {
 	strays []string
 
 	// Memory are the memory example's settings.
-	Memory ingest.Settings
+	Memory ingest.Settings // the memory example: delete with ingest/
 
 	// BodyBytesInFlight and BodyBytesPerUser bound the bytes of large
 	// request bodies held at once (api.BodyBudget).
@@ -206,6 +206,7 @@ var settings = []setting{
 	{"rate-limit-session", "BRAIN_RATE_LIMIT_SESSION", "120/min,burst=60", "per-session budget, <n>/<s|min|h>[,burst=<b>]", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitSession })},
 	{"rate-limit-ip", "BRAIN_RATE_LIMIT_IP", "30/min,burst=30", "per-client-IP budget of unauthenticated requests", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitIP })},
 	{"rate-limit-apikey", "BRAIN_RATE_LIMIT_APIKEY", "120/min,burst=60", "per-API-key budget of operations without their own", false, budget(func(c *Config) *ratelimit.Budget { return &c.RateLimitAPIKey })},
+	// the memory example: delete with ingest/
 	{"idempotency-ttl", "MEM_IDEMPOTENCY_TTL_SECS", "86400", "seconds an ingest's idempotency key names its batch, from the first request", false, func(c *Config, v string) error {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 60 || n > 90*86400 {
@@ -214,9 +215,13 @@ var settings = []setting{
 		c.Memory.TTL = time.Duration(n) * time.Second
 		return nil
 	}},
+	// the memory example: delete with ingest/
 	{"max-items", "BRAIN_MAX_ITEMS", "1000000", "memory items per user, stored or in jobs not finished; an ingest past it answers 409", false, count(1, 100_000_000, func(c *Config) *int { return &c.Memory.MaxItems })},
+	// the memory example: delete with ingest/
 	{"max-queued-jobs", "BRAIN_MAX_QUEUED_JOBS", "10000", "ingest jobs per user that are queued or running; an ingest past it answers 409", false, count(1, 1_000_000, func(c *Config) *int { return &c.Memory.MaxQueuedJobs })},
+	// the memory example: delete with ingest/
 	{"job-workers", "BRAIN_JOB_WORKERS", "4", "ingest jobs this replica works at once (at most 16: each holds a database connection while it works)", false, count(1, 16, func(c *Config) *int { return &c.Memory.Workers })},
+	// the memory example: delete with ingest/
 	{"job-timeout", "BRAIN_JOB_TIMEOUT", "30s", "how long one attempt of an ingest job may run, 1s to 1h; a job a crash cut off is worked again 10 to 50 s after this much time from its start", false, func(c *Config, v string) error {
 		d, err := time.ParseDuration(strings.TrimSpace(v))
 		if err != nil || d < time.Second || d > time.Hour {
@@ -226,9 +231,9 @@ var settings = []setting{
 		return nil
 	}},
 	{"body-bytes-in-flight", bodyBytesEnv, "64MiB", "bytes of large request bodies (an ingest's) held at once, all callers together; past it a body is refused before it is read, 503 with Retry-After: 1", false,
-		size(ingest.MaxBodyBytes, 64<<30, func(c *Config) *int64 { return &c.BodyBytesInFlight })},
+		size(leastBodyBytes, 64<<30, func(c *Config) *int64 { return &c.BodyBytesInFlight })},
 	{"body-bytes-in-flight-per-user", bodyBytesPerUserEnv, "16MiB", "bytes of large request bodies held at once for one user (or, on a public operation, one client address); at most " + bodyBytesEnv, false,
-		size(ingest.MaxBodyBytes, 64<<30, func(c *Config) *int64 { return &c.BodyBytesPerUser })},
+		size(leastBodyBytes, 64<<30, func(c *Config) *int64 { return &c.BodyBytesPerUser })},
 	{"stream-cap", "BRAIN_STREAM_CAP", "16", "open streams per session or API key, across every stream endpoint; one more answers 429", false, count(1, 100000, func(c *Config) *int { return &c.StreamCap })},
 	{"stream-user-cap", "BRAIN_STREAM_USER_CAP", "64", "open streams per user, across all of its sessions and API keys and every stream endpoint, at least BRAIN_STREAM_CAP; one more answers 429", false, count(1, 100000, func(c *Config) *int { return &c.StreamUserCap })},
 	{"stream-opens", "BRAIN_STREAM_OPENS", "60/min,burst=20", "streams a session or API key may open, <n>/<s|min|h>[,burst=<b>]; one more answers 429", false, budget(func(c *Config) *ratelimit.Budget { return &c.StreamOpens })},
@@ -312,7 +317,7 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 	for name := range budgets {
 		from[name] = budgetsEnv
 	}
-	if err := memBudgets(getenv, budgets, from); err != nil {
+	if err := memBudgets(getenv, budgets, from); err != nil { // the memory example: delete with ingest/
 		return Config{}, err
 	}
 	flags := budgetFlags{}
@@ -384,7 +389,7 @@ func (b budgetFlags) Set(v string) error {
 // their hourly limit, MEM_RATE_LIMIT_BURST the per-second limit of all
 // four (skills has only that one). A budget BRAIN_BUDGETS names already
 // is left as it says; --budget, read later, wins over both.
-func memBudgets(getenv func(string) string, budgets, from map[string]string) error {
+func memBudgets(getenv func(string) string, budgets, from map[string]string) error { // the memory example: delete with ingest/
 	burst, err := memCount(getenv, memBurstEnv)
 	if err != nil {
 		return err
@@ -425,11 +430,11 @@ func memBudgets(getenv func(string) string, budgets, from map[string]string) err
 }
 
 // memBurstEnv sets the per-second limit of every memory budget.
-const memBurstEnv = "MEM_RATE_LIMIT_BURST"
+const memBurstEnv = "MEM_RATE_LIMIT_BURST" // the memory example: delete with ingest/
 
 // memHourlyEnv is the setting of the hourly limit of the memory budget
 // name: set only for a budget that has one (skills has none).
-func memHourlyEnv(name string) string { return "MEM_RATE_LIMIT_" + strings.ToUpper(name) }
+func memHourlyEnv(name string) string { return "MEM_RATE_LIMIT_" + strings.ToUpper(name) } // the memory example: delete with ingest/
 
 // budgetFamilies are the prefixes of the variables that set budgets: a
 // variable set under one of them that is no setting is a typo, which
@@ -449,8 +454,9 @@ func budgetSettings() []string {
 			known = append(known, s.env)
 		}
 	}
-	known = append(known, budgetsEnv, memBurstEnv)
-	for _, b := range ingest.Budgets {
+	known = append(known, budgetsEnv)
+	known = append(known, memBurstEnv) // the memory example: delete with ingest/
+	for _, b := range ingest.Budgets { // the memory example: delete with ingest/
 		if limits, err := ratelimit.ParseBudgets(b.Default); err == nil && slices.ContainsFunc(limits, func(l ratelimit.Budget) bool { return l.Window == time.Hour }) {
 			known = append(known, memHourlyEnv(b.Name))
 		}
@@ -479,7 +485,7 @@ func strayBudgetSettings(getenv func(string) string) []string {
 }
 
 // memCount reads a MEM_RATE_LIMIT_* setting: 0 when unset.
-func memCount(getenv func(string) string, env string) (int, error) {
+func memCount(getenv func(string) string, env string) (int, error) { // the memory example: delete with ingest/
 	v := getenv(env)
 	if v == "" {
 		return 0, nil
@@ -490,6 +496,11 @@ func memCount(getenv func(string) string, env string) (int, error) {
 	}
 	return n, nil
 }
+
+// leastBodyBytes is the least the body budgets accept: the largest body
+// an operation reads (the memory example's batch, ingest.MaxBodyBytes).
+// api.New refuses an operation that reads more than the budgets allow.
+const leastBodyBytes = 8 << 20
 
 // budgetsEnv holds budget overrides, space-separated name=limits.
 const budgetsEnv = "BRAIN_BUDGETS"
