@@ -15,7 +15,6 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
-	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/store/storetest"
 	"github.com/brain-template/brain/streams"
@@ -129,9 +128,6 @@ func mustRawServer(tb testing.TB, cfg api.Config) (*api.Server, *syncBuffer) {
 	}
 	if cfg.Streams.Hub == nil {
 		cfg.Streams.Hub = streams.NewMemoryHub(1024, 64)
-	}
-	if cfg.Features == nil && cfg.DB != nil { // the memory example; its jobs stay queued: no queue works them here
-		cfg.Features = []api.Feature{ingest.Feature(ingest.NewService(ingest.NewSQLStore(cfg.DB, nil), ingest.Config{Publish: ingest.Publisher(cfg.Streams.Hub)}))}
 	}
 	s := api.New(cfg)
 	huma.Register(s.API, huma.Operation{
@@ -494,9 +490,6 @@ func TestDocsWorkOffline(t *testing.T) {
 	}
 }
 
-// documented are the features the committed spec documents: the memory
-// example, on a service without a store (its operations are declared,
-// never served).
-func documented() []api.Feature {
-	return []api.Feature{ingest.Feature(ingest.NewService(nil, ingest.Config{}))}
-}
+// documented are the features the spec tests add to the platform: none;
+// each feature's tests check its own operations.
+func documented() []api.Feature { return nil }

@@ -194,6 +194,11 @@ func (b *bodiesInFlight) release(caller string, n int64) {
 	}
 }
 
+// BodyBytesInFlight is the bytes of request bodies s holds reserved now,
+// all callers together: what a test of a feature with large bodies waits
+// on.
+func (s *Server) BodyBytesInFlight() int64 { return s.bodies.inFlight() }
+
 // inFlight is the bytes reserved now, for tests.
 func (b *bodiesInFlight) inFlight() int64 {
 	b.mu.Lock()

@@ -46,9 +46,6 @@ func AddRouteParamStream(s *Server, path string, poke chan struct{}) {
 	}})
 }
 
-// BodyBytesInFlight is the bytes of request bodies s holds reserved now.
-func BodyBytesInFlight(s *Server) int64 { return s.bodies.inFlight() }
-
 // BodyLimit is the largest body op accepts, as it declared it; 0 when it
 // reads none.
 func BodyLimit(op *huma.Operation) int64 { return bodyLimit(op) }

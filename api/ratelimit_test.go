@@ -49,7 +49,7 @@ func limitedServer(t *testing.T) (*api.Server, *fakeClock, string, string) {
 	clk := testclock.New(t0)
 	svc := MustAuth(t)
 	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: small(clk), Now: clk.Now})
-	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-ingest", Method: http.MethodPost, Path: "/api/v1/test/ingest"}, api.Budget{Name: "trial", Default: "5/h; 2/s"}),
+	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-budgeted", Method: http.MethodPost, Path: "/api/v1/test/budgeted"}, api.Budget{Name: "trial", Default: "5/h; 2/s"}),
 		func(ctx context.Context, _ *struct{}) (*struct{}, error) { return nil, nil })
 	cookie, key := loginAndKey(t, svc)
 	return s, clk, cookie, key
@@ -109,8 +109,8 @@ func TestPlanes(t *testing.T) {
 		{"session", "GET", "/api/v1/auth/me", true, false, 3, "session", "session", 3, 60, 20, `"session";q=3;w=60`},
 		{"apikey_default", "GET", "/api/v1/auth/me", false, true, 2, "apikey", "apikey", 2, 60, 30, `"apikey";q=2;w=60`},
 		{"ip_on_login", "POST", "/api/v1/auth/login", false, false, 2, "ip", "ip", 2, 60, 30, `"ip";q=2;w=60`},
-		{"apikey_operation_budget", "POST", "/api/v1/test/ingest", false, true, 2, "apikey", "trial-burst", 2, 1, 1, `"trial";q=5;w=3600, "trial-burst";q=2;w=1`},
-		{"session_on_budgeted_operation", "POST", "/api/v1/test/ingest", true, false, 3, "session", "session", 3, 60, 20, `"session";q=3;w=60`},
+		{"apikey_operation_budget", "POST", "/api/v1/test/budgeted", false, true, 2, "apikey", "trial-burst", 2, 1, 1, `"trial";q=5;w=3600, "trial-burst";q=2;w=1`},
+		{"session_on_budgeted_operation", "POST", "/api/v1/test/budgeted", true, false, 3, "session", "session", 3, 60, 20, `"session";q=3;w=60`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,7 +151,7 @@ func TestOperationBudgetCombinesHourlyAndPerSecond(t *testing.T) {
 	admitted := 0
 	for range 10 { // 5 seconds, 2 requests a second: the hourly 5 runs out
 		for range 2 {
-			if send(t, s, "POST", "/api/v1/test/ingest", "", key).code != 429 {
+			if send(t, s, "POST", "/api/v1/test/budgeted", "", key).code != 429 {
 				admitted++
 			}
 		}
@@ -160,7 +160,7 @@ func TestOperationBudgetCombinesHourlyAndPerSecond(t *testing.T) {
 	if admitted != 5 {
 		t.Fatalf("%d admitted, want the hourly budget of 5", admitted)
 	}
-	c := send(t, s, "POST", "/api/v1/test/ingest", "", key)
+	c := send(t, s, "POST", "/api/v1/test/budgeted", "", key)
 	if c.code != 429 || c.env.Details.Policy != "trial" || c.env.Details.WindowS != 3600 {
 		t.Fatalf("after the hourly budget: %d %+v", c.code, c.env)
 	}
@@ -236,7 +236,7 @@ func TestSpecIsWhatIsEnforced(t *testing.T) {
 	svc := MustAuth(t)
 	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now,
 		Streams: api.StreamConfig{Cap: streams.NewMemoryCap(5), UserCap: streams.NewMemoryCap(9)}})
-	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-ingest", Method: http.MethodPost, Path: "/api/v1/test/ingest"}, api.Budget{Name: "trial", Default: "100/h; 10/s"}),
+	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-budgeted", Method: http.MethodPost, Path: "/api/v1/test/budgeted"}, api.Budget{Name: "trial", Default: "100/h; 10/s"}),
 		func(ctx context.Context, _ *struct{}) (*struct{}, error) { return nil, nil })
 	spec, _ := s.Spec()
 	var doc struct {
@@ -340,8 +340,8 @@ func TestSpecIsWhatIsEnforced(t *testing.T) {
 	}
 }
 
-// containsPrefix: a policy "ingest" is shown as the entries "ingest" and
-// "ingest-burst".
+// containsPrefix: a policy "notes" is shown as the entries "notes" and
+// "notes-burst".
 func containsPrefix(shown []string, policy string) bool {
 	for _, s := range shown {
 		if s == policy || strings.TrimSuffix(s, "-burst") == policy {

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/brain-template/brain/api"
-	"github.com/brain-template/brain/ingest"
 )
 
 // TestSpecBoundsEveryInput checks that every string, array and number a
@@ -82,28 +81,5 @@ func TestSpecBoundsEveryInput(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// The snippet's bound in the spec is the one the service keeps.
-func TestSpecBoundsSnippets(t *testing.T) {
-	raw, err := api.New(api.Config{Features: documented()}).Spec()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Components struct {
-			Schemas map[string]struct {
-				Properties map[string]struct {
-					MaxLength int `json:"maxLength"`
-				}
-			}
-		}
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatal(err)
-	}
-	if got := doc.Components.Schemas["ResultView"].Properties["snippet"].MaxLength; got != ingest.MaxSnippetBytes {
-		t.Fatalf("ResultView.snippet's maxLength is %d, the service's bound %d", got, ingest.MaxSnippetBytes)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,9 +18,7 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/connlimit"
-	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/ratelimit"
-	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
 )
 
@@ -610,97 +607,6 @@ func declaredEvents(tb testing.TB, s *api.Server) map[string][]string {
 	return out
 }
 
-// Every event a stream sends is one its operation declares in the spec,
-// and every declared event is sent by some path through the server: the
-// spec and the streams cannot drift apart.
-func TestStreamEventsAreDeclared(t *testing.T) {
-	hub := streams.NewMemoryHub(1, 64)
-	svc := MustAuth(t)
-	db, _ := dbOf.Load(svc)
-	memory := ingest.NewService(ingest.NewSQLStore(db.(*store.DB), nil), ingest.Config{Publish: ingest.Publisher(hub)})
-	s, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}, Streams: api.StreamConfig{Hub: hub}}, nil)
-	declared := declaredEvents(t, s)
-	if len(declared) < 2 {
-		t.Fatalf("the spec declares streams %v", declared)
-	}
-	ada := l.login("ada", "correct horse battery").cookie(t)
-	seen := map[string]map[string]bool{}
-	saw := func(path string, m sseMessage) sseMessage {
-		if seen[path] == nil {
-			seen[path] = map[string]bool{}
-		}
-		seen[path][m.event] = true
-		return m
-	}
-	const events, live = "/api/v1/events", "/api/v1/system/live"
-	ev, _ := l.openStream(events, ada)
-	lv, _ := l.openStream(live, ada)
-	var k struct{ ID string }
-	l.call("POST", "/api/v1/apikeys", map[string]string{"name": "one"}, ada).want(t, 201, "create").decode(t, &k)
-	first := saw(events, ev.nextEvent(t))
-	l.call("DELETE", "/api/v1/apikeys/"+k.ID, nil, ada).want(t, 204, "delete")
-	saw(events, ev.nextEvent(t))
-	saw(live, lv.nextEvent(t))
-	l.call("POST", "/api/v1/apikeys", map[string]string{"name": "two"}, ada).want(t, 201, "create")
-	gap, _ := l.openStream(events, ada, "Last-Event-ID: "+first.id) // the hub keeps 1: the deletion is gone
-	saw(events, gap.nextEvent(t))
-	saw(events, gap.nextEvent(t)) // the creation the hub kept
-
-	// A job's life: queued, its log's first state, its steps, its end; and
-	// a job that fails.
-	const jobLog = "/api/v1/jobs/{id}/log"
-	ingestOne := func(text string) string {
-		var a struct {
-			JobID string `json:"job_id"`
-		}
-		l.call("POST", "/api/v1/memory/ingest", map[string]any{"project": "p", "items": []map[string]string{{"text": text}}}, ada).
-			want(t, 202, "ingest").decode(t, &a)
-		saw(events, gap.nextEvent(t)) // job.queued
-		return a.JobID
-	}
-	ok, bad, cut := ingestOne("one"), ingestOne("two"), ingestOne("three")
-	okLog, _ := l.openStream("/api/v1/jobs/"+ok+"/log", ada)
-	saw(jobLog, okLog.nextEvent(t)) // its state: job.progress
-	if err := memory.Process(context.Background(), ok); err != nil {
-		t.Fatal(err)
-	}
-	for m := saw(jobLog, okLog.nextEvent(t)); m.event != "job.succeeded"; m = saw(jobLog, okLog.nextEvent(t)) {
-	}
-	for m := saw(events, gap.nextEvent(t)); m.event != "memory.ingested"; m = saw(events, gap.nextEvent(t)) {
-	}
-	badLog, _ := l.openStream("/api/v1/jobs/"+bad+"/log", ada)
-	saw(jobLog, badLog.nextEvent(t))
-	if err := memory.Fail(context.Background(), bad, "a test"); err != nil {
-		t.Fatal(err)
-	}
-	for m := saw(jobLog, badLog.nextEvent(t)); m.event != "job.failed"; m = saw(jobLog, badLog.nextEvent(t)) {
-	}
-	saw(events, gap.nextEvent(t)) // job.failed
-	cutLog, _ := l.openStream("/api/v1/jobs/"+cut+"/log", ada)
-	saw(jobLog, cutLog.nextEvent(t))
-
-	s.CloseStreams(context.Background())
-	for _, st := range []struct {
-		path string
-		s    *sse
-	}{{events, ev}, {live, lv}, {jobLog, cutLog}} {
-		for m := saw(st.path, st.s.nextEvent(t)); m.event != "stream.closing"; m = saw(st.path, st.s.nextEvent(t)) {
-		}
-	}
-	for path, names := range declared {
-		for name := range seen[path] {
-			if !slices.Contains(names, name) {
-				t.Errorf("%s sent %s, which its spec does not declare (%v)", path, name, names)
-			}
-		}
-		for _, name := range names {
-			if !seen[path][name] {
-				t.Errorf("%s declares %s, which no path of this test made it send", path, name)
-			}
-		}
-	}
-}
-
 // HEAD answers the headers a stream would start with, and holds no slot.
 func TestStreamHead(t *testing.T) {
 	_, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1)}, nil)
@@ -806,47 +712,5 @@ func TestStreamChecksCallerFirst(t *testing.T) {
 	_, l, _ := streamServer(t, api.StreamConfig{}, nil)
 	if _, r := l.openStream("/api/v1/events", "Last-Event-ID: nonsense"); r.status != 401 {
 		t.Fatalf("no credentials, a bad Last-Event-ID: %d %s", r.status, r.body)
-	}
-}
-
-// A gap marker of the hub (an outage cost some events) reaches the
-// streams as the client needs it: GET /api/v1/events sends stream.gap,
-// with the marker's id and the id of the last event it had, and a job's
-// log, whose steps were lost, sends the job as the database has it, here
-// its end.
-func TestStreamGapMarker(t *testing.T) {
-	hub := streams.NewMemoryHub(16, 16)
-	svc := MustAuth(t)
-	db, _ := dbOf.Load(svc)
-	lost := ingest.NewService(ingest.NewSQLStore(db.(*store.DB), nil), ingest.Config{}) // its events go nowhere: an outage
-	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(lost)}, Streams: api.StreamConfig{Hub: hub}}, nil)
-	ada := l.login("ada", "correct horse battery").cookie(t)
-	var a struct {
-		JobID string `json:"job_id"`
-	}
-	l.call("POST", "/api/v1/memory/ingest", map[string]any{"project": "p", "items": []map[string]string{{"text": "one"}}}, ada).
-		want(t, 202, "ingest").decode(t, &a)
-	events, _ := l.openStream("/api/v1/events", ada)
-	jobLog, _ := l.openStream("/api/v1/jobs/"+a.JobID+"/log", ada)
-	if m := jobLog.nextEvent(t); m.event != "job.progress" {
-		t.Fatalf("the job log starts with %+v", m)
-	}
-	l.call("POST", "/api/v1/apikeys", map[string]string{"name": "k"}, ada).want(t, 201, "create a key")
-	last := events.nextEvent(t)
-	if err := lost.Process(context.Background(), a.JobID); err != nil {
-		t.Fatal(err)
-	}
-	id, err := hub.Publish(context.Background(), streams.Event{Type: streams.EventGap, To: adaID(t, l, ada)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := events.nextEvent(t); m.event != "stream.gap" || m.id != id || m.data != `{"after":"`+last.id+`"}` {
-		t.Fatalf("events after the marker: %+v; want stream.gap %s after %s", m, id, last.id)
-	}
-	if m := jobLog.nextEvent(t); m.event != "job.succeeded" || !strings.Contains(m.data, a.JobID) {
-		t.Fatalf("the job log after the marker: %+v; want its end, job.succeeded, read from the database", m)
-	}
-	if _, err := io.ReadAll(jobLog.rd); err != nil {
-		t.Fatalf("the job log did not end with its job: %v", err)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
-	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
 	"github.com/brain-template/brain/internal/settings"
 	"github.com/brain-template/brain/ratelimit"
 )
@@ -58,7 +58,7 @@ type Config struct {
 	strays []string
 
 	// Memory are the memory example's settings.
-	Memory ingest.Settings
+	Memory ingest.Settings // the memory example: delete with ingest/
 
 	// BodyBytesInFlight and BodyBytesPerUser bound the bytes of large
 	// request bodies held at once (api.BodyBudget).

@@ -27,7 +27,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
-	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
@@ -145,7 +145,7 @@ type running struct {
 	metrics  *api.Metrics
 	ready    []api.Check
 	streams  api.StreamConfig
-	ingest   *ingest.Service
+	ingest   *ingest.Service // the memory example: delete with ingest/
 }
 
 // newServer builds the API for cfg. `brain openapi` and `brain serve` both
@@ -171,7 +171,7 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		Limits:         l,
 		Metrics:        r.metrics,
 		Streams:        streamsOf(cfg, r.streams),
-		Features:       []api.Feature{ingest.Feature(memoryService(cfg, r.ingest))},
+		Features:       []api.Feature{ingest.Feature(memoryService(cfg, r.ingest))}, // the memory example: delete with ingest/
 		Bodies:         api.BodyBudget{InFlight: cfg.BodyBytesInFlight, PerCaller: cfg.BodyBytesPerUser},
 		LiveAccess:     cfg.LiveAccess,
 		Static:         site,
@@ -196,7 +196,7 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 // memoryService is the memory example's service a serving brain runs
 // (svc), or, when it has none (brain openapi), one without a store that
 // states cfg's window and quotas in the spec.
-func memoryService(cfg Config, svc *ingest.Service) *ingest.Service {
+func memoryService(cfg Config, svc *ingest.Service) *ingest.Service { // the memory example: delete with ingest/
 	if svc == nil {
 		svc = ingest.NewService(nil, ingest.Config{TTL: cfg.Memory.TTL})
 	}

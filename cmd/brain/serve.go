@@ -12,7 +12,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/connlimit"
-	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
@@ -244,16 +244,21 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); runHub(bg) }()
 	defer func() { stopBG(); <-hubDone }()
-	memory, stopQueue, err := ingest.Start(bg, db, cfg.Memory, streamCfg.Hub, logger)
+	run := running{db: db, auth: svc, limiters: limiterStore, metrics: metrics, ready: ready, streams: streamCfg}
+	// The job queue stops before the hub and the database: it finishes or
+	// hands back the jobs it works.
+	memory, stopQueue, err := ingest.Start(bg, db, cfg.Memory, streamCfg.Hub, logger) // the memory example: delete with ingest/
+	// the memory example: delete with ingest/
 	if err != nil {
 		return err
 	}
-	defer stopQueue() // before the hub and the database: it finishes or hands back the jobs it works
+	defer stopQueue()   // the memory example: delete with ingest/
+	run.ingest = memory // the memory example: delete with ingest/
 	if metricsLn != nil {
 		defer serveMetrics(metricsLn, metrics, logger)()
 	}
 
-	handler, err := newServer(cfg, logger, running{db: db, auth: svc, limiters: limiterStore, metrics: metrics, ready: ready, streams: streamCfg, ingest: memory})
+	handler, err := newServer(cfg, logger, run)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/connlimit"
-	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
 	"github.com/brain-template/brain/internal/settings"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
@@ -27,7 +27,7 @@ import (
 func tables(c *Config) []settings.Table {
 	return []settings.Table{
 		{Rows: platformSettings(c)},
-		ingest.SettingsTable(&c.Memory),
+		ingest.SettingsTable(&c.Memory), // the memory example: delete with ingest/
 	}
 }
 
@@ -165,9 +165,9 @@ func platformSettings(c *Config) []settings.Setting {
 		{Flag: "rate-limit-apikey", Env: "BRAIN_RATE_LIMIT_APIKEY", Default: limits.APIKey.String(), Usage: "per-API-key budget of operations without their own",
 			Set: settings.Budget(&c.RateLimitAPIKey)},
 		{Flag: "body-bytes-in-flight", Env: bodyBytesEnv, Default: settings.FormatSize(api.DefaultBodyBytesInFlight), Usage: "bytes of large request bodies (an ingest's) held at once, all callers together; past it a body is refused before it is read, 503 with Retry-After: 1",
-			Set: settings.Size(ingest.MaxBodyBytes, 64<<30, &c.BodyBytesInFlight)},
+			Set: settings.Size(leastBodyBytes, 64<<30, &c.BodyBytesInFlight)},
 		{Flag: "body-bytes-in-flight-per-user", Env: bodyBytesPerUserEnv, Default: settings.FormatSize(api.DefaultBodyBytesPerCaller), Usage: "bytes of large request bodies held at once for one user (or, on a public operation, one client address); at most " + bodyBytesEnv,
-			Set: settings.Size(ingest.MaxBodyBytes, 64<<30, &c.BodyBytesPerUser)},
+			Set: settings.Size(leastBodyBytes, 64<<30, &c.BodyBytesPerUser)},
 		{Flag: "stream-cap", Env: "BRAIN_STREAM_CAP", Default: strconv.Itoa(api.DefaultStreamCap), Usage: "open streams per session or API key, across every stream endpoint; one more answers 429",
 			Set: settings.Int(1, 100000, &c.StreamCap)},
 		{Flag: "stream-user-cap", Env: "BRAIN_STREAM_USER_CAP", Default: strconv.Itoa(api.DefaultStreamUserCap), Usage: "open streams per user, across all of its sessions and API keys and every stream endpoint, at least BRAIN_STREAM_CAP; one more answers 429",
@@ -264,3 +264,8 @@ func splitList(v string) []string {
 	}
 	return out
 }
+
+// leastBodyBytes is the least the body budgets accept: the largest body
+// an operation reads (the memory example's batch, ingest.MaxBodyBytes).
+// api.New refuses an operation that reads more than the budgets allow.
+const leastBodyBytes = 8 << 20

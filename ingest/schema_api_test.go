@@ -1,4 +1,4 @@
-package api_test
+package ingest_test
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/ingest"
 )
 
@@ -292,23 +293,23 @@ func TestSpecIngestSchemaIsWhatIsAccepted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := exchange(context.Background(), l.client, "POST", l.url+"/api/v1/memory/ingest", bytes.NewReader(b), ada)
+		r, err := apitest.Exchange(context.Background(), l.Client, "POST", l.URL+"/api/v1/memory/ingest", bytes.NewReader(b), ada)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if p.admitted {
-			if r.status != http.StatusAccepted {
-				t.Errorf("%s: the schema admits it; %d %.300s", p.name, r.status, r.body)
+			if r.Status != http.StatusAccepted {
+				t.Errorf("%s: the schema admits it; %d %.300s", p.name, r.Status, r.Body)
 			}
 			continue
 		}
 		var env envelope
-		_ = json.Unmarshal([]byte(r.body), &env)
+		_ = json.Unmarshal([]byte(r.Body), &env)
 		named := slices.ContainsFunc(env.Details.Errors, func(e struct{ Location, Message string }) bool {
 			return strings.HasPrefix(e.Location, p.where) && strings.Contains(e.Message, p.rule)
 		})
-		if r.status != http.StatusUnprocessableEntity || !named {
-			t.Errorf("%s: the schema refuses it; %d %.300s, want 422 at %s saying %q", p.name, r.status, r.body, p.where, p.rule)
+		if r.Status != http.StatusUnprocessableEntity || !named {
+			t.Errorf("%s: the schema refuses it; %d %.300s, want 422 at %s saying %q", p.name, r.Status, r.Body, p.where, p.rule)
 		}
 	}
 	t.Logf("%d probes, %d admitted", len(g.probes), admitted)
@@ -333,6 +334,46 @@ func TestSpecQueryBoundIsCharacters(t *testing.T) {
 		status int
 	}{{max, http.StatusOK}, {max + 1, http.StatusUnprocessableEntity}} {
 		q := url.QueryEscape(strings.Repeat("é", tc.n))
-		l.call("GET", "/api/v1/memory/query?q="+q, nil, ada).want(t, tc.status, fmt.Sprintf("q of %d characters é", tc.n))
+		l.Call("GET", "/api/v1/memory/query?q="+q, nil, ada).Want(t, tc.status, fmt.Sprintf("q of %d characters é", tc.n))
 	}
+}
+
+// mustServedSpec reads /openapi.json from l.
+func mustServedSpec(tb testing.TB, l *live) specDoc {
+	tb.Helper()
+	r := l.Call("GET", "/openapi.json", nil).Want(tb, http.StatusOK, "the spec")
+	var d specDoc
+	r.Decode(tb, &d.raw)
+	d.paths = map[string]map[string]any{}
+	for p, item := range d.raw["paths"].(map[string]any) {
+		d.paths[p] = item.(map[string]any)
+	}
+	return d
+}
+
+// specDoc is the served spec, read as generic JSON, for the walks of the
+// contract as a client reads it.
+type specDoc struct {
+	raw   map[string]any
+	paths map[string]map[string]any
+}
+
+// operations calls f for every operation of the spec.
+func (d specDoc) operations(f func(method, path string, op map[string]any)) {
+	for path, item := range d.paths {
+		for method, op := range item {
+			if o, ok := op.(map[string]any); ok && method != "parameters" {
+				f(strings.ToUpper(method), path, o)
+			}
+		}
+	}
+}
+
+// schema resolves a $ref to a component schema.
+func (d specDoc) schema(s map[string]any) map[string]any {
+	if ref, ok := s["$ref"].(string); ok {
+		name := strings.TrimPrefix(ref, "#/components/schemas/")
+		return d.raw["components"].(map[string]any)["schemas"].(map[string]any)[name].(map[string]any)
+	}
+	return s
 }

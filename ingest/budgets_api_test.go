@@ -1,4 +1,4 @@
-package api_test
+package ingest_test
 
 import (
 	"fmt"
@@ -9,10 +9,9 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/ingest"
-	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
-	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
 )
 
@@ -22,18 +21,18 @@ import (
 // session cookie (as a header) and two API keys of hers.
 func budgetServer(t *testing.T) (l *live, clk *fakeClock, cookie string, keys [2]string) {
 	t.Helper()
-	clk = testclock.New(t0)
-	svc := MustAuth(t)
-	db, _ := dbOf.Load(svc)
+	clk = apitest.NewClock(t0)
+	db := apitest.OpenDB(t)
+	svc := apitest.NewAuth(t, db)
 	hub := streams.NewMemoryHub(64, 64)
-	memory := ingest.NewService(ingest.NewSQLStore(db.(*store.DB), nil), ingest.Config{Now: clk.Now, Publish: ingest.Publisher(hub)})
+	memory := ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{Now: clk.Now, Publish: ingest.Publisher(hub)})
 	limits := api.DefaultLimits()
 	limits.Store = func(p ratelimit.Policy) ratelimit.Limiter {
 		m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
 		m.Now = clk.Now
 		return m
 	}
-	_, l, _ = streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}, Limits: limits, Now: clk.Now, Streams: api.StreamConfig{Hub: hub}}, nil)
+	l = apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(memory)}, Limits: limits, Now: clk.Now, Streams: api.StreamConfig{Hub: hub}})
 	c, k0 := loginAndKey(t, svc)
 	_, k1 := loginAndKey(t, svc)
 	return l, clk, "Cookie: " + c, [2]string{"X-API-Key: " + k0, "X-API-Key: " + k1}
@@ -49,10 +48,10 @@ func note(i int) map[string]any {
 // returns the Retry-After.
 func wantRefused(t *testing.T, r reply, policy, what string) time.Duration {
 	t.Helper()
-	env := r.env429(t)
-	after, err := strconv.Atoi(r.header.Get("Retry-After"))
-	if r.status != http.StatusTooManyRequests || env.Details.Policy != policy || err != nil || after < 1 || env.Details.RetryAfterS != after {
-		t.Fatalf("%s: %d Retry-After=%q %s; want 429 of policy %s", what, r.status, r.header.Get("Retry-After"), r.body, policy)
+	env := r.Refusal(t)
+	after, err := strconv.Atoi(r.Header.Get("Retry-After"))
+	if r.Status != http.StatusTooManyRequests || env.Details.Policy != policy || err != nil || after < 1 || env.Details.RetryAfterS != after {
+		t.Fatalf("%s: %d Retry-After=%q %s; want 429 of policy %s", what, r.Status, r.Header.Get("Retry-After"), r.Body, policy)
 	}
 	return time.Duration(after) * time.Second
 }
@@ -63,11 +62,11 @@ func wantRefused(t *testing.T, r reply, policy, what string) time.Duration {
 func TestEleventhQueryInASecond(t *testing.T) {
 	l, clk, _, keys := budgetServer(t)
 	for i := range 10 {
-		l.call("GET", "/api/v1/memory/query?q=note", nil, keys[0]).want(t, 200, fmt.Sprintf("query %d", i+1))
+		l.Call("GET", "/api/v1/memory/query?q=note", nil, keys[0]).Want(t, 200, fmt.Sprintf("query %d", i+1))
 	}
-	after := wantRefused(t, l.call("GET", "/api/v1/memory/query?q=note", nil, keys[0]), "query-burst", "the 11th query in a second")
+	after := wantRefused(t, l.Call("GET", "/api/v1/memory/query?q=note", nil, keys[0]), "query-burst", "the 11th query in a second")
 	clk.Advance(after)
-	l.call("GET", "/api/v1/memory/query?q=note", nil, keys[0]).want(t, 200, "a query after Retry-After")
+	l.Call("GET", "/api/v1/memory/query?q=note", nil, keys[0]).Want(t, 200, "a query after Retry-After")
 }
 
 // An API key ingests 100 batches within an hour (ten a second, as fast
@@ -82,21 +81,21 @@ func TestHundredIngestsAnHour(t *testing.T) {
 		t.Helper()
 		for range count {
 			n++
-			l.call("POST", "/api/v1/memory/ingest", note(n), keys[0]).want(t, 202, fmt.Sprintf("%s: ingest %d", what, n))
+			l.Call("POST", "/api/v1/memory/ingest", note(n), keys[0]).Want(t, 202, fmt.Sprintf("%s: ingest %d", what, n))
 			clk.Advance(100 * time.Millisecond)
 		}
 	}
 	ingestN(100, "the first hour")
-	after := wantRefused(t, l.call("POST", "/api/v1/memory/ingest", note(n+1), keys[0]), "ingest", "the 101st ingest in an hour")
+	after := wantRefused(t, l.Call("POST", "/api/v1/memory/ingest", note(n+1), keys[0]), "ingest", "the 101st ingest in an hour")
 	if after < 20*time.Second || after > 36*time.Second {
 		t.Fatalf("Retry-After %v, want the time to refill one token of 100/h less the ten seconds passed", after)
 	}
-	l.call("GET", "/api/v1/memory/query?q=note", nil, keys[0]).want(t, 200, "a query of the key whose ingest budget is spent")
-	l.call("POST", "/api/v1/memory/ingest", note(n+1), keys[1]).want(t, 202, "an ingest of another key")
+	l.Call("GET", "/api/v1/memory/query?q=note", nil, keys[0]).Want(t, 200, "a query of the key whose ingest budget is spent")
+	l.Call("POST", "/api/v1/memory/ingest", note(n+1), keys[1]).Want(t, 202, "an ingest of another key")
 
 	clk.Advance(after)
 	ingestN(1, "after Retry-After")
-	wantRefused(t, l.call("POST", "/api/v1/memory/ingest", note(n+1), keys[0]), "ingest", "a second ingest after Retry-After")
+	wantRefused(t, l.Call("POST", "/api/v1/memory/ingest", note(n+1), keys[0]), "ingest", "a second ingest after Retry-After")
 	clk.Advance(time.Hour)
 	ingestN(100, "an hour later")
 }
@@ -107,23 +106,23 @@ func TestHundredIngestsAnHour(t *testing.T) {
 func TestCallersAreIsolated(t *testing.T) {
 	l, _, cookie, keys := budgetServer(t)
 	for range 10 {
-		l.call("GET", "/api/v1/memory/query?q=note", nil, keys[0]).want(t, 200, "key 1's query")
+		l.Call("GET", "/api/v1/memory/query?q=note", nil, keys[0]).Want(t, 200, "key 1's query")
 	}
-	wantRefused(t, l.call("GET", "/api/v1/memory/query?q=note", nil, keys[0]), "query-burst", "key 1's 11th query")
+	wantRefused(t, l.Call("GET", "/api/v1/memory/query?q=note", nil, keys[0]), "query-burst", "key 1's 11th query")
 	for i := range 10 {
-		l.call("GET", "/api/v1/memory/query?q=note", nil, keys[1]).want(t, 200, fmt.Sprintf("key 2's query %d", i+1))
+		l.Call("GET", "/api/v1/memory/query?q=note", nil, keys[1]).Want(t, 200, fmt.Sprintf("key 2's query %d", i+1))
 	}
 
 	burst := api.DefaultLimits().Session.Burst
 	for i := range burst {
-		l.call("GET", "/api/v1/memory/skills", nil, cookie).want(t, 200, fmt.Sprintf("session 1's request %d", i+1))
+		l.Call("GET", "/api/v1/memory/skills", nil, cookie).Want(t, 200, fmt.Sprintf("session 1's request %d", i+1))
 	}
-	r := l.call("GET", "/api/v1/memory/skills", nil, cookie)
-	if env := r.env429(t); r.status != 429 || env.Details.Scope != "session" {
-		t.Fatalf("session 1's request %d: %d %s, want 429 of the session plane", burst+1, r.status, r.body)
+	r := l.Call("GET", "/api/v1/memory/skills", nil, cookie)
+	if env := r.Refusal(t); r.Status != 429 || env.Details.Scope != "session" {
+		t.Fatalf("session 1's request %d: %d %s, want 429 of the session plane", burst+1, r.Status, r.Body)
 	}
-	other := l.login("ada", "correct horse battery").cookie(t)
-	l.call("GET", "/api/v1/memory/skills", nil, other).want(t, 200, "another session's request")
+	other := l.Login("ada", "correct horse battery").Cookie(t)
+	l.Call("GET", "/api/v1/memory/skills", nil, other).Want(t, 200, "another session's request")
 }
 
 // An ingest_id names its batch for 24 hours: within them the same
@@ -132,14 +131,14 @@ func TestIngestIDAfter25Hours(t *testing.T) {
 	l, clk, _, keys := budgetServer(t)
 	body := map[string]any{"ingest_id": strings.Repeat("5e", 32), "project": "p", "items": []map[string]string{{"text": "x"}}}
 	var first, again, later accepted
-	l.call("POST", "/api/v1/memory/ingest", body, keys[0]).want(t, 202, "first").decode(t, &first)
+	l.Call("POST", "/api/v1/memory/ingest", body, keys[0]).Want(t, 202, "first").Decode(t, &first)
 	clk.Advance(23 * time.Hour)
-	l.call("POST", "/api/v1/memory/ingest", body, keys[0]).want(t, 202, "after 23 h").decode(t, &again)
+	l.Call("POST", "/api/v1/memory/ingest", body, keys[0]).Want(t, 202, "after 23 h").Decode(t, &again)
 	if !again.Replayed || again.JobID != first.JobID {
 		t.Fatalf("after 23 h: %+v, want the first job %s, replayed", again, first.JobID)
 	}
 	clk.Advance(2 * time.Hour)
-	l.call("POST", "/api/v1/memory/ingest", body, keys[0]).want(t, 202, "after 25 h").decode(t, &later)
+	l.Call("POST", "/api/v1/memory/ingest", body, keys[0]).Want(t, 202, "after 25 h").Decode(t, &later)
 	if later.Replayed || later.JobID == first.JobID || later.IngestID != first.IngestID {
 		t.Fatalf("after 25 h: %+v, want a new job for ingest_id %s", later, first.IngestID)
 	}

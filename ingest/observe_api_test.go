@@ -1,4 +1,4 @@
-package api_test
+package ingest_test
 
 import (
 	"io"
@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
-	"github.com/brain-template/brain/internal/testclock"
+	"github.com/brain-template/brain/api/apitest"
+	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/ratelimit"
+	"github.com/brain-template/brain/streams"
 )
 
 // Every refusal is counted by plane and policy and logged, at most once
@@ -24,22 +26,25 @@ import (
 // the jobs by status and the idempotent replays; the access log names
 // the client's address and its user.
 func TestRefusalsAndMetrics(t *testing.T) {
-	clk := testclock.New(t0)
+	clk := apitest.NewClock(t0)
 	m := api.NewMetrics()
 	tight := ratelimit.Budget{Limit: 2, Window: time.Minute, Burst: 2}
-	logs := &syncBuffer{}
-	_, l, svc := streamServerWith(t, api.Config{Now: clk.Now, Metrics: m, Logger: slog.New(slog.NewTextHandler(logs, nil)),
-		Limits: api.Limits{IP: tight, Session: tight}}, nil)
+	logs := &apitest.Logs{}
+	db, hub := apitest.OpenDB(t), streams.NewMemoryHub(1024, 64)
+	memory := ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{Publish: ingest.Publisher(hub)}) // no worker: jobs stay queued
+	l := apitest.Start(t, api.Config{DB: db, Features: []api.Feature{ingest.Feature(memory)}, Streams: api.StreamConfig{Hub: hub},
+		Now: clk.Now, Metrics: m, Logger: slog.New(slog.NewTextHandler(logs, nil)), Limits: api.Limits{IP: tight, Session: tight}})
+	svc := l.Auth
 	scrape := httptest.NewServer(m.Handler())
 	t.Cleanup(scrape.Close)
 
-	ada := l.login("ada", "correct horse battery").cookie(t) // one of the address's 2
-	key := "X-API-Key: " + mustKey(t, svc)
-	l.call("GET", "/api/v1/auth/me", nil, key).want(t, 200, "a key this replica has seen: its own budget, whatever the address's")
+	ada := l.Login("ada", "correct horse battery").Cookie(t) // one of the address's 2
+	key := "X-API-Key: " + apitest.APIKey(t, svc)
+	l.Call("GET", "/api/v1/auth/me", nil, key).Want(t, 200, "a key this replica has seen: its own budget, whatever the address's")
 
 	// The ip plane: 30 requests without credentials, 1 admitted (401).
 	for range 30 {
-		l.call("GET", "/api/v1/apikeys", nil)
+		l.Call("GET", "/api/v1/apikeys", nil)
 	}
 	ipLines := func() []string {
 		return grep(logs.String(), `level=WARN msg="rate limited" .*plane=ip policy=ip ip=127.0.0.1 `)
@@ -50,7 +55,7 @@ func TestRefusalsAndMetrics(t *testing.T) {
 
 	// A session: its budget of 2, then 10 refusals.
 	for range 12 {
-		l.call("GET", "/api/v1/auth/me", nil, ada)
+		l.Call("GET", "/api/v1/auth/me", nil, ada)
 	}
 	userLines := func() []string {
 		return grep(logs.String(), `level=INFO msg="rate limited" .*plane=session policy=session user=\S+ `)
@@ -61,7 +66,7 @@ func TestRefusalsAndMetrics(t *testing.T) {
 
 	// A minute on: the next refusal is logged, with the ones left out.
 	clk.Advance(time.Minute)
-	l.call("GET", "/api/v1/apikeys", nil)
+	l.Call("GET", "/api/v1/apikeys", nil)
 	if got := ipLines(); len(got) != 2 || !strings.Contains(got[1], "suppressed=28") {
 		t.Fatalf("a minute on: %q; want a second line counting the 28 left out", got)
 	}
@@ -72,12 +77,12 @@ func TestRefusalsAndMetrics(t *testing.T) {
 	}
 
 	// A stream open, a job queued and replayed, for the gauges.
-	if st, r := l.openStream("/api/v1/events", key); st == nil {
-		t.Fatalf("stream: %d %s", r.status, r.body)
+	if st, r := l.OpenStream("/api/v1/events", key); st == nil {
+		t.Fatalf("stream: %d %s", r.Status, r.Body)
 	}
 	batch := map[string]any{"project": "p", "items": []map[string]string{{"text": "one"}}}
-	l.call("POST", "/api/v1/memory/ingest", batch, key).want(t, 202, "ingest")
-	l.call("POST", "/api/v1/memory/ingest", batch, key).want(t, 202, "replay")
+	l.Call("POST", "/api/v1/memory/ingest", batch, key).Want(t, 202, "ingest")
+	l.Call("POST", "/api/v1/memory/ingest", batch, key).Want(t, 202, "replay")
 
 	res, err := http.Get(scrape.URL)
 	if err != nil {

@@ -1,4 +1,4 @@
-package api_test
+package ingest_test
 
 import (
 	"context"
@@ -9,30 +9,10 @@ import (
 	"testing"
 
 	"github.com/brain-template/brain/api"
-	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/ingest"
-	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
 )
-
-// memoryServer serves the whole API over real HTTP with an ingest service
-// whose jobs the test processes itself (memory.Process), and returns ada's
-// session cookie.
-func memoryServer(t *testing.T) (*live, *ingest.Service, string) {
-	l, memory, ada, _ := memoryServerAuth(t)
-	return l, memory, ada
-}
-
-// memoryServerAuth is memoryServer that also returns the auth service.
-func memoryServerAuth(t *testing.T) (*live, *ingest.Service, string, *auth.Service) {
-	t.Helper()
-	svc := MustAuth(t)
-	db, _ := dbOf.Load(svc)
-	hub := streams.NewMemoryHub(64, 64)
-	memory := ingest.NewService(ingest.NewSQLStore(db.(*store.DB), nil), ingest.Config{Publish: ingest.Publisher(hub)})
-	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}, Streams: api.StreamConfig{Hub: hub}}, nil)
-	return l, memory, l.login("ada", "correct horse battery").cookie(t), svc
-}
 
 type accepted struct {
 	JobID    string `json:"job_id"`
@@ -47,38 +27,38 @@ type accepted struct {
 func TestIngestIsIdempotent(t *testing.T) {
 	l, _, ada := memoryServer(t)
 	body := `{"project":"brain","items":[{"text":"retry with backoff","skill":"go","tags":["net"]}]}`
-	first := l.call("POST", "/api/v1/memory/ingest", json.RawMessage(body), ada).want(t, 202, "first")
+	first := l.Call("POST", "/api/v1/memory/ingest", json.RawMessage(body), ada).Want(t, 202, "first")
 	var a accepted
-	first.decode(t, &a)
-	if a.Replayed || a.Status != "queued" || len(a.IngestID) != 64 || first.header.Get("Location") != "/api/v1/jobs/"+a.JobID ||
-		first.header.Get("Idempotent-Replayed") != "" {
-		t.Fatalf("first: %+v %v", a, first.header)
+	first.Decode(t, &a)
+	if a.Replayed || a.Status != "queued" || len(a.IngestID) != 64 || first.Header.Get("Location") != "/api/v1/jobs/"+a.JobID ||
+		first.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("first: %+v %v", a, first.Header)
 	}
-	again := l.call("POST", "/api/v1/memory/ingest", json.RawMessage(body), ada).want(t, 202, "replay")
+	again := l.Call("POST", "/api/v1/memory/ingest", json.RawMessage(body), ada).Want(t, 202, "replay")
 	var b accepted
-	again.decode(t, &b)
-	if !b.Replayed || b.JobID != a.JobID || again.header.Get("Idempotent-Replayed") != "true" {
-		t.Fatalf("replay: %+v %v", b, again.header)
+	again.Decode(t, &b)
+	if !b.Replayed || b.JobID != a.JobID || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay: %+v %v", b, again.Header)
 	}
 	// The same content, spelt differently (member order, spacing, escapes):
 	// the same canonical form, the same key.
 	respelt := `{ "items": [ {"tags":["net"], "skill":"go", "text":"retry with \u0062ackoff"} ], "project": "brain" }`
 	var c accepted
-	l.call("POST", "/api/v1/memory/ingest", json.RawMessage(respelt), ada).want(t, 202, "respelt").decode(t, &c)
+	l.Call("POST", "/api/v1/memory/ingest", json.RawMessage(respelt), ada).Want(t, 202, "respelt").Decode(t, &c)
 	if c.JobID != a.JobID || !c.Replayed {
 		t.Fatalf("the same batch respelt: %+v, want job %s replayed", c, a.JobID)
 	}
 	reused := fmt.Sprintf(`{"ingest_id":%q,"project":"brain","items":[{"text":"something else"}]}`, a.IngestID)
-	r := l.call("POST", "/api/v1/memory/ingest", json.RawMessage(reused), ada).want(t, 422, "a reused key")
-	if r.code() != "idempotency-key-reused" {
-		t.Fatalf("a reused key: %s", r.body)
+	r := l.Call("POST", "/api/v1/memory/ingest", json.RawMessage(reused), ada).Want(t, 422, "a reused key")
+	if r.Code() != "idempotency-key-reused" {
+		t.Fatalf("a reused key: %s", r.Body)
 	}
 	var jobs struct {
 		Jobs []struct {
 			JobID string `json:"job_id"`
 		}
 	}
-	l.call("GET", "/api/v1/jobs", nil, ada).want(t, 200, "jobs").decode(t, &jobs)
+	l.Call("GET", "/api/v1/jobs", nil, ada).Want(t, 200, "jobs").Decode(t, &jobs)
 	if len(jobs.Jobs) != 1 || jobs.Jobs[0].JobID != a.JobID {
 		t.Fatalf("jobs: %+v, want the one", jobs)
 	}
@@ -96,30 +76,30 @@ func TestIngestRefusesBadBatches(t *testing.T) {
 		{"unknown member", `{"project":"p","items":[{"text":"x","colour":"red"}]}`, "body.items[0]"},
 		{"null", `{"project":null,"items":[{"text":"x"}]}`, "body.project"},
 	} {
-		r, err := exchange(context.Background(), l.client, "POST", l.url+"/api/v1/memory/ingest", strings.NewReader(tc.body), ada)
+		r, err := apitest.Exchange(context.Background(), l.Client, "POST", l.URL+"/api/v1/memory/ingest", strings.NewReader(tc.body), ada)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var env envelope
-		_ = json.Unmarshal([]byte(r.body), &env)
-		if r.status != 422 || len(env.Details.Errors) == 0 || env.Details.Errors[0].Location != tc.where {
-			t.Errorf("%s: %d %.200s, want 422 at %s", tc.name, r.status, r.body, tc.where)
+		_ = json.Unmarshal([]byte(r.Body), &env)
+		if r.Status != 422 || len(env.Details.Errors) == 0 || env.Details.Errors[0].Location != tc.where {
+			t.Errorf("%s: %d %.200s, want 422 at %s", tc.name, r.Status, r.Body, tc.where)
 		}
 	}
-	xml, _ := http.NewRequest("POST", l.url+"/api/v1/memory/ingest", strings.NewReader(`{"project":"p","items":[{"text":"x"}]}`))
+	xml, _ := http.NewRequest("POST", l.URL+"/api/v1/memory/ingest", strings.NewReader(`{"project":"p","items":[{"text":"x"}]}`))
 	xml.Header.Set("Content-Type", "application/xml")
 	xml.Header.Set("Cookie", strings.TrimPrefix(ada, "Cookie: "))
-	if res, err := l.client.Do(xml); err != nil || res.StatusCode != 415 {
+	if res, err := l.Client.Do(xml); err != nil || res.StatusCode != 415 {
 		t.Errorf("an XML content type: %v %v, want 415", res.StatusCode, err)
 	} else {
 		res.Body.Close()
 	}
 	huge := `{"project":"p","items":[{"text":"` + strings.Repeat("x", 8<<20) + `"}]}`
-	if r := l.call("POST", "/api/v1/memory/ingest", json.RawMessage(huge), ada); r.status != 413 {
-		t.Errorf("a body over 8 MiB: %d", r.status)
+	if r := l.Call("POST", "/api/v1/memory/ingest", json.RawMessage(huge), ada); r.Status != 413 {
+		t.Errorf("a body over 8 MiB: %d", r.Status)
 	}
 	var jobs struct{ Jobs []any }
-	l.call("GET", "/api/v1/jobs", nil, ada).want(t, 200, "jobs").decode(t, &jobs)
+	l.Call("GET", "/api/v1/jobs", nil, ada).Want(t, 200, "jobs").Decode(t, &jobs)
 	if len(jobs.Jobs) != 0 {
 		t.Fatalf("bad batches made jobs: %+v", jobs)
 	}
@@ -134,7 +114,7 @@ func TestMemoryQueryAndLists(t *testing.T) {
 		items = append(items, fmt.Sprintf(`{"text":"%s needle %d","skill":"go"}`, strings.Repeat("needle ", i), i))
 	}
 	var a accepted
-	l.call("POST", "/api/v1/memory/ingest", json.RawMessage(`{"project":"p","items":[`+strings.Join(items, ",")+`]}`), ada).want(t, 202, "ingest").decode(t, &a)
+	l.Call("POST", "/api/v1/memory/ingest", json.RawMessage(`{"project":"p","items":[`+strings.Join(items, ",")+`]}`), ada).Want(t, 202, "ingest").Decode(t, &a)
 	if err := memory.Process(context.Background(), a.JobID); err != nil {
 		t.Fatal(err)
 	}
@@ -142,12 +122,12 @@ func TestMemoryQueryAndLists(t *testing.T) {
 		Status    string `json:"status"`
 		ItemsDone int    `json:"items_done"`
 	}
-	l.call("GET", "/api/v1/jobs/"+a.JobID, nil, ada).want(t, 200, "job").decode(t, &job)
+	l.Call("GET", "/api/v1/jobs/"+a.JobID, nil, ada).Want(t, 200, "job").Decode(t, &job)
 	if job.Status != "succeeded" || job.ItemsDone != 5 {
 		t.Fatalf("job: %+v", job)
 	}
-	if _, r := l.openStream("/api/v1/jobs/"+a.JobID+"/log", ada); r.status != 204 {
-		t.Fatalf("the log of an ended job: %d, want 204 (an EventSource then stops)", r.status)
+	if _, r := l.OpenStream("/api/v1/jobs/"+a.JobID+"/log", ada); r.Status != 204 {
+		t.Fatalf("the log of an ended job: %d, want 204 (an EventSource then stops)", r.Status)
 	}
 	type page struct {
 		Results []struct {
@@ -160,7 +140,7 @@ func TestMemoryQueryAndLists(t *testing.T) {
 	cursor := ""
 	for range 4 {
 		var p page
-		l.call("GET", "/api/v1/memory/query?q=NEEDLE&limit=2&cursor="+cursor, nil, ada).want(t, 200, "query").decode(t, &p)
+		l.Call("GET", "/api/v1/memory/query?q=NEEDLE&limit=2&cursor="+cursor, nil, ada).Want(t, 200, "query").Decode(t, &p)
 		for _, r := range p.Results {
 			all = append(all, r.Text)
 			if !strings.Contains(r.Snippet, "**") {
@@ -180,24 +160,24 @@ func TestMemoryQueryAndLists(t *testing.T) {
 			Count int
 		}
 	}
-	l.call("GET", "/api/v1/memory/skills", nil, ada).want(t, 200, "skills").decode(t, &skills)
+	l.Call("GET", "/api/v1/memory/skills", nil, ada).Want(t, 200, "skills").Decode(t, &skills)
 	var projects struct {
 		Projects []struct {
 			Name  string
 			Items int
 		}
 	}
-	l.call("GET", "/api/v1/memory/projects", nil, ada).want(t, 200, "projects").decode(t, &projects)
+	l.Call("GET", "/api/v1/memory/projects", nil, ada).Want(t, 200, "projects").Decode(t, &projects)
 	if len(skills.Skills) != 1 || skills.Skills[0].Count != 5 || len(projects.Projects) != 1 || projects.Projects[0].Items != 5 {
 		t.Fatalf("skills %+v, projects %+v", skills, projects)
 	}
 	var first page
-	l.call("GET", "/api/v1/memory/query?q=needle&limit=1", nil, ada).want(t, 200, "query").decode(t, &first)
-	l.call("DELETE", "/api/v1/memory/items/"+first.Results[0].ID, nil, ada).want(t, 204, "delete")
-	l.call("DELETE", "/api/v1/memory/items/"+first.Results[0].ID, nil, ada).want(t, 404, "delete again")
-	l.call("GET", "/api/v1/jobs/00000000-0000-4000-8000-000000000000", nil, ada).want(t, 404, "no such job")
-	l.call("GET", "/api/v1/memory/query?q=", nil, ada).want(t, 422, "an empty query")
-	l.call("GET", "/api/v1/memory/query?q=needle&cursor=bm90LWEtY3Vyc29y", nil, ada).want(t, 422, "a cursor of no query")
+	l.Call("GET", "/api/v1/memory/query?q=needle&limit=1", nil, ada).Want(t, 200, "query").Decode(t, &first)
+	l.Call("DELETE", "/api/v1/memory/items/"+first.Results[0].ID, nil, ada).Want(t, 204, "delete")
+	l.Call("DELETE", "/api/v1/memory/items/"+first.Results[0].ID, nil, ada).Want(t, 404, "delete again")
+	l.Call("GET", "/api/v1/jobs/00000000-0000-4000-8000-000000000000", nil, ada).Want(t, 404, "no such job")
+	l.Call("GET", "/api/v1/memory/query?q=", nil, ada).Want(t, 422, "an empty query")
+	l.Call("GET", "/api/v1/memory/query?q=needle&cursor=bm90LWEtY3Vyc29y", nil, ada).Want(t, 422, "a cursor of no query")
 }
 
 // Each user's memory is their own: another user finds none of it, cannot
@@ -206,28 +186,28 @@ func TestMemoryIsPrivate(t *testing.T) {
 	l, memory, ada, svc := memoryServerAuth(t)
 	body := json.RawMessage(`{"project":"p","items":[{"text":"secret"}]}`)
 	var a accepted
-	l.call("POST", "/api/v1/memory/ingest", body, ada).want(t, 202, "ingest").decode(t, &a)
+	l.Call("POST", "/api/v1/memory/ingest", body, ada).Want(t, 202, "ingest").Decode(t, &a)
 	if err := memory.Process(context.Background(), a.JobID); err != nil {
 		t.Fatal(err)
 	}
 	var found struct{ Results []struct{ ID string } }
-	l.call("GET", "/api/v1/memory/query?q=secret", nil, ada).want(t, 200, "ada's query").decode(t, &found)
+	l.Call("GET", "/api/v1/memory/query?q=secret", nil, ada).Want(t, 200, "ada's query").Decode(t, &found)
 	if len(found.Results) != 1 {
 		t.Fatalf("ada finds %+v", found)
 	}
 	if _, err := svc.AddUser(context.Background(), "bob", "correct horse battery"); err != nil {
 		t.Fatal(err)
 	}
-	bob := l.login("bob", "correct horse battery").cookie(t)
+	bob := l.Login("bob", "correct horse battery").Cookie(t)
 	var none struct{ Results []any }
-	l.call("GET", "/api/v1/memory/query?q=secret", nil, bob).want(t, 200, "bob's query").decode(t, &none)
+	l.Call("GET", "/api/v1/memory/query?q=secret", nil, bob).Want(t, 200, "bob's query").Decode(t, &none)
 	if len(none.Results) != 0 {
 		t.Fatalf("bob finds ada's items: %+v", none)
 	}
-	l.call("GET", "/api/v1/jobs/"+a.JobID, nil, bob).want(t, 404, "bob reads ada's job")
-	l.call("DELETE", "/api/v1/memory/items/"+found.Results[0].ID, nil, bob).want(t, 404, "bob deletes ada's item")
+	l.Call("GET", "/api/v1/jobs/"+a.JobID, nil, bob).Want(t, 404, "bob reads ada's job")
+	l.Call("DELETE", "/api/v1/memory/items/"+found.Results[0].ID, nil, bob).Want(t, 404, "bob deletes ada's item")
 	var b accepted
-	l.call("POST", "/api/v1/memory/ingest", body, bob).want(t, 202, "bob's identical batch").decode(t, &b)
+	l.Call("POST", "/api/v1/memory/ingest", body, bob).Want(t, 202, "bob's identical batch").Decode(t, &b)
 	if b.Replayed || b.JobID == a.JobID {
 		t.Fatalf("bob's identical batch: %+v, want a job of its own", b)
 	}
@@ -238,13 +218,13 @@ func TestMemoryIsPrivate(t *testing.T) {
 // or enqueued. A replay over the quota still answers 202. A job that
 // fails gives back the items it never stored, a job that ends its slot,
 // a deleted item itself. The ingest operation declares the 409.
-func TestIngestQuotas(t *testing.T) {
-	svc := MustAuth(t)
-	db, _ := dbOf.Load(svc)
+func TestIngestQuotasOverHTTP(t *testing.T) {
+	db := apitest.OpenDB(t)
+	svc := apitest.NewAuth(t, db)
 	hub := streams.NewMemoryHub(64, 64)
-	memory := ingest.NewService(ingest.NewSQLStore(db.(*store.DB), nil), ingest.Config{Publish: ingest.Publisher(hub), MaxItems: 5, MaxQueuedJobs: 2})
-	_, l, _ := streamServerWith(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}, Streams: api.StreamConfig{Hub: hub}}, nil)
-	ada := l.login("ada", "correct horse battery").cookie(t)
+	memory := ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{Publish: ingest.Publisher(hub), MaxItems: 5, MaxQueuedJobs: 2})
+	l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(memory)}, Streams: api.StreamConfig{Hub: hub}})
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
 	ctx := context.Background()
 
 	batch := func(project string, n int) json.RawMessage {
@@ -257,7 +237,7 @@ func TestIngestQuotas(t *testing.T) {
 	ingestOK := func(body json.RawMessage, replayed bool) string {
 		t.Helper()
 		var a accepted
-		l.call("POST", "/api/v1/memory/ingest", body, ada).want(t, 202, "ingest").decode(t, &a)
+		l.Call("POST", "/api/v1/memory/ingest", body, ada).Want(t, 202, "ingest").Decode(t, &a)
 		if a.Replayed != replayed {
 			t.Fatalf("ingest answered %+v, want replayed %v", a, replayed)
 		}
@@ -270,12 +250,12 @@ func TestIngestQuotas(t *testing.T) {
 	}
 	refused := func(body json.RawMessage, quota string, limit, used int, says ...string) {
 		t.Helper()
-		r := l.call("POST", "/api/v1/memory/ingest", body, ada).want(t, 409, "ingest past the "+quota+" quota")
+		r := l.Call("POST", "/api/v1/memory/ingest", body, ada).Want(t, 409, "ingest past the "+quota+" quota")
 		var env quotaEnvelope
-		r.decode(t, &env)
+		r.Decode(t, &env)
 		want := map[string]any{"quota": quota, "limit": float64(limit), "used": float64(used)}
-		if env.Code != "conflict" || fmt.Sprint(env.Details) != fmt.Sprint(want) || r.header.Get("Retry-After") != "" {
-			t.Fatalf("409: %s; want code conflict, details %v, no Retry-After", r.body, want)
+		if env.Code != "conflict" || fmt.Sprint(env.Details) != fmt.Sprint(want) || r.Header.Get("Retry-After") != "" {
+			t.Fatalf("409: %s; want code conflict, details %v, no Retry-After", r.Body, want)
 		}
 		for _, s := range says {
 			if !strings.Contains(env.Message, s) {
@@ -286,7 +266,7 @@ func TestIngestQuotas(t *testing.T) {
 	jobs := func() int {
 		t.Helper()
 		var page struct{ Jobs []any }
-		l.call("GET", "/api/v1/jobs", nil, ada).want(t, 200, "jobs").decode(t, &page)
+		l.Call("GET", "/api/v1/jobs", nil, ada).Want(t, 200, "jobs").Decode(t, &page)
 		return len(page.Jobs)
 	}
 
@@ -312,11 +292,11 @@ func TestIngestQuotas(t *testing.T) {
 	// 2 items stored: 4 more do not fit, until one is deleted.
 	refused(batch("b", 4), "items", 5, 2)
 	var found struct{ Results []struct{ ID string } }
-	l.call("GET", "/api/v1/memory/query?q=note&project=c", nil, ada).want(t, 200, "query").decode(t, &found)
+	l.Call("GET", "/api/v1/memory/query?q=note&project=c", nil, ada).Want(t, 200, "query").Decode(t, &found)
 	if len(found.Results) != 1 {
 		t.Fatalf("query found %+v", found)
 	}
-	l.call("DELETE", "/api/v1/memory/items/"+found.Results[0].ID, nil, ada).want(t, 204, "delete")
+	l.Call("DELETE", "/api/v1/memory/items/"+found.Results[0].ID, nil, ada).Want(t, 204, "delete")
 	ingestOK(batch("b", 4), false)
 
 	var spec struct {
@@ -325,7 +305,7 @@ func TestIngestQuotas(t *testing.T) {
 			Responses   map[string]any
 		}
 	}
-	l.call("GET", "/openapi.json", nil).want(t, 200, "spec").decode(t, &spec)
+	l.Call("GET", "/openapi.json", nil).Want(t, 200, "spec").Decode(t, &spec)
 	op := spec.Paths["/api/v1/memory/ingest"]["post"]
 	if op.Responses["409"] == nil || !strings.Contains(op.Description, "you may hold 5 items") || !strings.Contains(op.Description, "2 jobs queued or running") {
 		t.Errorf("the ingest operation does not declare the 409 and the running quotas: %q", op.Description)

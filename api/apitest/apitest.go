@@ -1,0 +1,190 @@
+// Package apitest is the harness a feature's tests use: a whole server
+// with the feature on a real port, a database in a temp dir and the user
+// ada; JSON calls and their replies read in full; sessions, API keys,
+// streams read event by event, and a clock that moves when told.
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/testclock"
+	"github.com/brain-template/brain/ratelimit"
+	"github.com/brain-template/brain/store"
+	"github.com/brain-template/brain/store/storetest"
+	"github.com/brain-template/brain/streams"
+)
+
+// User and Password are the user every [NewAuth] service has.
+const (
+	User     = "ada"
+	Password = "correct horse battery"
+)
+
+// Argon2 keeps password hashing fast in tests.
+var Argon2 = auth.Argon2Params{Memory: 64, Time: 1, Threads: 1, KeyLen: 32, SaltLen: 16}
+
+// A Clock is a time that moves only when told ([Clock.Advance]); give
+// its Now to api.Config.Now, a limiter's Now or a feature's.
+type Clock = testclock.Clock
+
+// NewClock returns a clock reading start.
+func NewClock(start time.Time) *Clock { return testclock.New(start) }
+
+// OpenDB returns an empty, migrated SQLite database in a temp dir,
+// closed when the test ends.
+func OpenDB(tb testing.TB) *store.DB {
+	tb.Helper()
+	return storetest.Open(tb, store.SQLite)
+}
+
+// NewAuth returns an auth service on db with the user [User].
+func NewAuth(tb testing.TB, db *store.DB) *auth.Service {
+	tb.Helper()
+	svc := auth.NewService(store.NewAuthStore(db), auth.Config{Argon2: Argon2})
+	if _, err := svc.AddUser(context.Background(), User, Password); err != nil {
+		tb.Fatal(err)
+	}
+	return svc
+}
+
+// APIKey returns a new API key of [User]'s on svc.
+func APIKey(tb testing.TB, svc *auth.Service) string {
+	tb.Helper()
+	ctx := context.Background()
+	_, _, u, err := svc.Login(ctx, User, Password, "test")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, key, err := svc.CreateAPIKey(ctx, u.ID, "test")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return key
+}
+
+// A Server is an api.Server served on a real port until the test ends,
+// with the client that calls it.
+type Server struct {
+	*api.Server
+	// URL is the server's base URL, such as http://127.0.0.1:41234.
+	URL string
+	// Client calls the server; every call times out after 60 s.
+	Client *http.Client
+	// Auth and DB are the server's, as [Start] completed them.
+	Auth *auth.Service
+	DB   *store.DB
+	// Logs is what the server logged, when Config.Logger was nil.
+	Logs *Logs
+	tb   testing.TB
+}
+
+// Start serves cfg on a port of its own until the test ends, completing
+// cfg: a database ([OpenDB]) when DB is nil, an auth service on it with
+// ada ([NewAuth]) when Auth is nil, a logger into [Server.Logs], an
+// in-memory hub, a 50 ms stream heartbeat, and budgets no test meets in
+// place of the session, API-key and stream-open budgets left zero.
+// Streams are closed before the server. srv, when not nil, sees the
+// unstarted server first (to set its timeouts, say).
+func Start(tb testing.TB, cfg api.Config, srv ...func(*httptest.Server)) *Server {
+	tb.Helper()
+	if cfg.DB == nil {
+		cfg.DB = OpenDB(tb)
+	}
+	if cfg.Auth == nil {
+		cfg.Auth = NewAuth(tb, cfg.DB)
+	}
+	logs := &Logs{}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	}
+	if cfg.Streams.Hub == nil {
+		cfg.Streams.Hub = streams.NewMemoryHub(1024, 64)
+	}
+	if cfg.Streams.Heartbeat == 0 {
+		cfg.Streams.Heartbeat = 50 * time.Millisecond
+	}
+	for _, b := range []*ratelimit.Budget{&cfg.Limits.Session, &cfg.Limits.APIKey, &cfg.Limits.StreamOpens} {
+		if *b == (ratelimit.Budget{}) {
+			*b = ratelimit.Budget{Limit: 10_000, Window: time.Minute, Burst: 10_000}
+		}
+	}
+	s := api.New(cfg)
+	if err := s.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	hs := httptest.NewUnstartedServer(s)
+	for _, f := range srv {
+		f(hs)
+	}
+	tr := &http.Transport{MaxIdleConnsPerHost: 512}
+	if hs.EnableHTTP2 {
+		hs.StartTLS()
+		tr = hs.Client().Transport.(*http.Transport)
+	} else {
+		hs.Start()
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.CloseStreams(ctx); err != nil {
+			tb.Errorf("streams still open 10 s after CloseStreams: %v", err)
+		}
+		hs.Close()
+	})
+	tb.Cleanup(tr.CloseIdleConnections)
+	return &Server{Server: s, URL: hs.URL, Client: &http.Client{Transport: tr, Timeout: 60 * time.Second},
+		Auth: cfg.Auth, DB: cfg.DB, Logs: logs, tb: tb}
+}
+
+// Session logs [User] in and returns the "Cookie: ..." header of the
+// session.
+func (s *Server) Session() string {
+	s.tb.Helper()
+	return s.Login(User, Password).Cookie(s.tb)
+}
+
+// Key returns the "X-API-Key: ..." header of a new API key of [User]'s.
+func (s *Server) Key() string {
+	s.tb.Helper()
+	return "X-API-Key: " + APIKey(s.tb, s.Auth)
+}
+
+// Logs is a log sink safe for the server's goroutines.
+type Logs struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (l *Logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String is everything written so far.
+func (l *Logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Eventually retries f every 10 ms for up to d, failing the test with
+// what if it never returns true.
+func Eventually(tb testing.TB, d time.Duration, what string, f func() bool) {
+	tb.Helper()
+	for deadline := time.Now().Add(d); !f(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			tb.Fatalf("not within %v: %s", d, what)
+		}
+	}
+}

@@ -1,0 +1,142 @@
+// This file is the client side of the harness: JSON calls to a [Server]
+// and their replies, read in full, with the envelope.
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A Reply is a response read in full, and how long it took.
+type Reply struct {
+	Status int
+	Header http.Header
+	Body   string
+	Took   time.Duration
+}
+
+// Envelope is the error body every refusal has.
+type Envelope struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Details struct {
+		Errors []struct{ Location, Message string } `json:"errors"`
+	} `json:"details"`
+}
+
+// Refusal is the envelope of a 429, with its details.
+type Refusal struct {
+	Code    string `json:"code"`
+	Details struct {
+		Scope       string `json:"scope"`
+		Policy      string `json:"policy"`
+		Limit       int    `json:"limit"`
+		WindowS     int    `json:"window_s"`
+		RetryAfterS int    `json:"retry_after_s"`
+	} `json:"details"`
+}
+
+// Call sends method path with body as JSON (none when nil) and headers as
+// "Name: value"; a transport error fails the test.
+func (s *Server) Call(method, path string, body any, headers ...string) Reply {
+	s.tb.Helper()
+	r, err := s.CallContext(context.Background(), method, path, body, headers...)
+	if err != nil {
+		s.tb.Fatalf("%s %s: %v", method, path, err)
+	}
+	return r
+}
+
+// CallContext is Call under ctx, returning the transport's error.
+func (s *Server) CallContext(ctx context.Context, method, path string, body any, headers ...string) (Reply, error) {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	return Exchange(ctx, s.Client, method, s.URL+path, rd, headers...)
+}
+
+// Login logs user in, with headers as "Name: value".
+func (s *Server) Login(user, password string, headers ...string) Reply {
+	s.tb.Helper()
+	return s.Call("POST", "/api/v1/auth/login", map[string]string{"username": user, "password": password}, headers...)
+}
+
+// Exchange sends one request (a body is sent as JSON) with headers as
+// "Name: value" and reads the whole reply.
+func Exchange(ctx context.Context, client *http.Client, method, url string, body io.Reader, headers ...string) (Reply, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		return Reply{}, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for _, h := range headers {
+		if k, v, ok := strings.Cut(h, ": "); ok {
+			req.Header.Add(k, v)
+		}
+	}
+	start := time.Now()
+	res, err := client.Do(req)
+	if err != nil {
+		return Reply{Took: time.Since(start)}, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return Reply{Status: res.StatusCode, Header: res.Header, Body: string(b), Took: time.Since(start)}, err
+}
+
+// Code is the envelope's code, "" when the body is no envelope.
+func (r Reply) Code() string {
+	var env struct{ Code, Message string }
+	if json.Unmarshal([]byte(r.Body), &env) != nil || env.Message == "" {
+		return ""
+	}
+	return env.Code
+}
+
+// Decode reads the body into v, failing the test when it is not JSON.
+func (r Reply) Decode(tb testing.TB, v any) {
+	tb.Helper()
+	if err := json.Unmarshal([]byte(r.Body), v); err != nil {
+		tb.Fatalf("body is not JSON: %v: %s", err, r.Body)
+	}
+}
+
+// Refusal is the body read as a 429's envelope.
+func (r Reply) Refusal(tb testing.TB) Refusal {
+	tb.Helper()
+	var env Refusal
+	r.Decode(tb, &env)
+	return env
+}
+
+// Want fails the test unless r has status; it returns r.
+func (r Reply) Want(tb testing.TB, status int, what string) Reply {
+	tb.Helper()
+	if r.Status != status {
+		tb.Fatalf("%s: %d %s, want %d", what, r.Status, r.Body, status)
+	}
+	return r
+}
+
+// Cookie is the "Cookie: brain_session=..." header a 200 login set.
+func (r Reply) Cookie(tb testing.TB) string {
+	tb.Helper()
+	for _, sc := range r.Header.Values("Set-Cookie") {
+		if v, ok := strings.CutPrefix(sc, "brain_session="); ok {
+			v, _, _ = strings.Cut(v, ";")
+			return "Cookie: brain_session=" + v
+		}
+	}
+	tb.Fatalf("no session cookie in %d %s", r.Status, r.Body)
+	return ""
+}

@@ -1,0 +1,122 @@
+// This file reads a stream of a [Server] (text/event-stream) message by
+// message.
+package apitest
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A Stream is one open stream, read message by message.
+type Stream struct {
+	res    *http.Response
+	rd     *bufio.Reader
+	cancel context.CancelFunc
+}
+
+// A Message is one message of a stream; a heartbeat is a comment.
+type Message struct {
+	ID, Event, Data string
+	Comment         bool
+}
+
+// OpenStream opens path with headers as "Name: value". A stream that
+// started (200) is closed when the test ends; any other reply is read in
+// full and returned, with a nil Stream.
+func (s *Server) OpenStream(path string, headers ...string) (*Stream, Reply) {
+	s.tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", s.URL+path, nil)
+	for _, h := range headers {
+		if k, v, ok := strings.Cut(h, ": "); ok {
+			req.Header.Add(k, v)
+		}
+	}
+	res, err := s.Client.Do(req)
+	if err != nil {
+		cancel()
+		s.tb.Fatalf("GET %s: %v", path, err)
+	}
+	r := Reply{Status: res.StatusCode, Header: res.Header}
+	if res.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		cancel()
+		r.Body = string(b)
+		return nil, r
+	}
+	st := &Stream{res: res, rd: bufio.NewReader(res.Body), cancel: cancel}
+	s.tb.Cleanup(st.Close)
+	return st, r
+}
+
+// Close ends the stream from the client's side.
+func (s *Stream) Close() { s.cancel(); s.res.Body.Close() }
+
+// Rest reads what is left of the stream until it ends.
+func (s *Stream) Rest() ([]byte, error) { return io.ReadAll(s.rd) }
+
+// Next reads the next message (a retry-only message is skipped), failing
+// the test after 5 s.
+func (s *Stream) Next(tb testing.TB) Message {
+	tb.Helper()
+	type result struct {
+		m   Message
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var m Message
+		for {
+			line, err := s.rd.ReadString('\n')
+			if err != nil {
+				done <- result{err: err}
+				return
+			}
+			line = strings.TrimSuffix(line, "\n")
+			switch {
+			case line == "":
+				if m.Comment || m.Event != "" || m.Data != "" {
+					done <- result{m: m}
+					return
+				}
+			case strings.HasPrefix(line, ":"):
+				m.Comment = true
+			case strings.HasPrefix(line, "id: "):
+				m.ID = line[4:]
+			case strings.HasPrefix(line, "event: "):
+				m.Event = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				m.Data = line[6:]
+			}
+		}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			tb.Fatalf("stream ended: %v", r.err)
+		}
+		return r.m
+	case <-time.After(5 * time.Second):
+		tb.Fatal("no message within 5 s")
+	}
+	return Message{}
+}
+
+// NextEvent skips heartbeats to the next event, failing the test if none
+// comes within 5 s.
+func (s *Stream) NextEvent(tb testing.TB) Message {
+	tb.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		if m := s.Next(tb); !m.Comment {
+			return m
+		}
+	}
+	tb.Fatal("only heartbeats for 5 s")
+	return Message{}
+}

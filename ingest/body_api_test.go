@@ -1,0 +1,212 @@
+// The memory example's large bodies: the bytes in flight bound them,
+// its batch may be exactly MaxBodyBytes, and its refusals name no member.
+package ingest_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
+	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/streams"
+)
+
+// validBatch is a valid batch of exactly n bytes: 1000 items whose texts
+// fill it.
+func validBatch(n int) []byte {
+	const prefix, suffix, item = `{"project":"p","items":[`, `]}`, `{"text":""}`
+	room := n - len(prefix) - len(suffix) - ingest.MaxItems*len(item) - (ingest.MaxItems - 1)
+	var b strings.Builder
+	b.WriteString(prefix)
+	for i := range ingest.MaxItems {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		size := room / ingest.MaxItems
+		if i == 0 {
+			size += room % ingest.MaxItems
+		}
+		b.WriteString(`{"text":"` + strings.Repeat("x", size) + `"}`)
+	}
+	b.WriteString(suffix)
+	return []byte(b.String())
+}
+
+// The bytes of large bodies in flight are bounded, per user and for the
+// whole server: a body past either bound is refused before it is read,
+// 503 with Retry-After: 1; a body's bytes are held from before it is read
+// until its request ends, also when the client hangs up in the middle.
+func TestBodiesInFlightAreBounded(t *testing.T) {
+	const mib = 1 << 20
+	s, l, svc, ada := bodyServer(t, api.BodyBudget{InFlight: 24 * mib, PerCaller: 16 * mib})
+	if _, err := svc.AddUser(context.Background(), "bob", "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	bob := l.Login("bob", "correct horse battery").Cookie(t)
+	small := []byte(`{"project":"p","items":[{"text":"a small batch"}]}`)
+	// started sends the head and the first bytes of a batch of 8 MiB, and
+	// stops there: its request holds its bytes while it waits for the rest.
+	started := func(cookie string, chunked bool) net.Conn {
+		h := "Content-Length: " + strconv.Itoa(ingest.MaxBodyBytes)
+		first := []byte(`{"project":"p","items":[`)
+		if chunked {
+			h = "Transfer-Encoding: chunked"
+			first = fmt.Appendf(nil, "%x\r\n%s\r\n", len(first), first)
+		}
+		conn, _ := openRequest(t, l, "/api/v1/memory/ingest", []string{h, cookie}, first)
+		return conn
+	}
+	busy := func(r reply, what, says string) {
+		t.Helper()
+		if r.Status != http.StatusServiceUnavailable || r.Code() != "unavailable" || r.Header.Get("Retry-After") != "1" || !strings.Contains(r.Body, says) || !strings.Contains(r.Body, "retry") {
+			t.Fatalf("%s: %d Retry-After=%q %s; want 503 with Retry-After: 1 saying %q", what, r.Status, r.Header.Get("Retry-After"), r.Body, says)
+		}
+	}
+
+	a1, a2 := started(ada, false), started(ada, true) // a chunked body holds as much as it may be
+	waitInFlight(t, s, 16*mib)
+	busy(post(t, l, "/api/v1/memory/ingest", "application/json", small, false, ada), "ada's third body", "you have 16777216 bytes")
+	b1 := started(bob, false)
+	waitInFlight(t, s, 24*mib)
+	busy(post(t, l, "/api/v1/memory/ingest", "application/json", small, false, bob), "bob's second body, past the server's bound", "as many large request bodies")
+	post(t, l, "/api/v1/auth/login", "application/json", []byte(`{"username":"bob","password":"correct horse battery"}`), false).
+		Want(t, http.StatusOK, "a small body, which draws from no bound")
+
+	a1.Close() // ada hangs up in the middle of her body: its bytes are free again
+	waitInFlight(t, s, 16*mib)
+	post(t, l, "/api/v1/memory/ingest", "application/json", small, false, ada).Want(t, http.StatusAccepted, "ada's body once one of hers ended")
+	a2.Close()
+	b1.Close()
+	waitInFlight(t, s, 0)
+}
+
+// No refusal of a batch repeats a member name the client chose: the 422
+// names the place (the batch, or the item) and the members it may have.
+func TestIngestErrorsNameNoMember(t *testing.T) {
+	_, l, _, ada := bodyServer(t, api.BodyBudget{})
+	name := `<script>alert(1)</script>`
+	for _, c := range []struct{ body, where, says string }{
+		{`{"project":"p","items":[{"text":"x"}],"` + name + `":1}`, "body", "is not one of ingest_id, project, items"},
+		{`{"project":"p","items":[{"text":"x","` + name + `":1}]}`, "body.items[0]", "is not one of text, kind, skill, tags, occurred_at"},
+		{`{"project":"p","items":[{"text":"x","` + strings.Repeat("y", 20000) + `":1}]}`, "body.items[0]", "is not one of"},
+		{`{"project":"p","project":"p","items":[{"text":"x"}]}`, "body.project", "is given twice"},
+		{`{"project":"p","items":[{"text":"x","\u0074ext":"y"}]}`, "body.items[0].text", "is given twice"},
+	} {
+		r := post(t, l, "/api/v1/memory/ingest", "application/json", []byte(c.body), false, ada)
+		var env envelope
+		r.Decode(t, &env)
+		if r.Status != http.StatusUnprocessableEntity || len(env.Details.Errors) != 1 || env.Details.Errors[0].Location != c.where ||
+			!strings.Contains(env.Details.Errors[0].Message, c.says) {
+			t.Errorf("%.60s: %d %s; want 422 at %s: %s", c.body, r.Status, r.Body, c.where, c.says)
+		}
+		if strings.Contains(r.Body, "script") || strings.Contains(r.Body, "yyy") || len(r.Body) > 1024 {
+			t.Errorf("%.60s: the answer repeats the body: %s", c.body, r.Body)
+		}
+	}
+}
+
+// The spec says what the server enforces: the ingest operation declares
+// its 503 and the bound in its description; an operation with a small
+// body limit draws from no bound, and says nothing of it.
+func TestSpecDeclaresBodiesInFlight(t *testing.T) {
+	s, _, _, _ := bodyServer(t, api.BodyBudget{InFlight: 40 << 20, PerCaller: 10 << 20})
+	paths := s.API.OpenAPI().Paths
+	ingestOp, login := paths["/api/v1/memory/ingest"].Post, paths["/api/v1/auth/login"].Post
+	if ingestOp.Responses["503"] == nil || !strings.Contains(ingestOp.Description, "10 MiB (10485760 bytes) from one caller, 40 MiB (41943040 bytes) from all") ||
+		!strings.Contains(ingestOp.Description, "at most 8 MiB (8388608 bytes), that many bytes included") {
+		t.Fatalf("ingest: 503 %v, description %q", ingestOp.Responses["503"], ingestOp.Description)
+	}
+	if strings.Contains(login.Description, "in flight") {
+		t.Fatalf("login: %q", login.Description)
+	}
+}
+
+// bodyServer serves the whole API, memory included, with bodies as the
+// bytes-in-flight bounds, and returns ada's session cookie.
+func bodyServer(t *testing.T, bodies api.BodyBudget) (*api.Server, *live, *auth.Service, string) {
+	t.Helper()
+	db := apitest.OpenDB(t)
+	svc := apitest.NewAuth(t, db)
+	hub := streams.NewMemoryHub(64, 64)
+	memory := ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{Publish: ingest.Publisher(hub)})
+	l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(memory)}, Streams: api.StreamConfig{Hub: hub}, Bodies: bodies})
+	s := l.Server
+	return s, l, svc, l.Login("ada", "correct horse battery").Cookie(t)
+}
+
+// post sends body to path with ada's cookie and the Content-Type given;
+// chunked sends it without a Content-Length.
+func post(t *testing.T, l *live, path, contentType string, body []byte, chunked bool, headers ...string) reply {
+	t.Helper()
+	var rd io.Reader = strings.NewReader(string(body))
+	if chunked {
+		rd = io.MultiReader(rd) // of unknown length: sent chunked
+	}
+	req, _ := http.NewRequest("POST", l.URL+path, rd)
+	req.Header.Set("Content-Type", contentType)
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ": ")
+		req.Header.Add(k, v)
+	}
+	res, err := l.Client.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return reply{Status: res.StatusCode, Header: res.Header, Body: string(b)}
+}
+
+// openRequest opens a connection to l and sends the head of a POST to path
+// with headers, and then body; it returns the connection, whose reader
+// reads the answer.
+func openRequest(t *testing.T, l *live, path string, headers []string, body []byte) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(l.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	head := "POST " + path + " HTTP/1.1\r\nHost: brain\r\nContent-Type: application/json\r\n" + strings.Join(headers, "\r\n") + "\r\n\r\n"
+	if _, err := conn.Write(append([]byte(head), body...)); err != nil {
+		t.Fatal(err)
+	}
+	return conn, bufio.NewReader(conn)
+}
+
+// waitInFlight waits until s holds want bytes of bodies in flight.
+func waitInFlight(t *testing.T, s *api.Server, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.BodyBytesInFlight() != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes of bodies in flight, want %d", s.BodyBytesInFlight(), want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// The ingest operation's MaxBodyBytes is the largest batch it accepts,
+// that many bytes included (api's TestBodyLimitIsInclusive checks every
+// operation's limit with bodies of spaces).
+func TestBatchOfExactlyMaxBodyBytes(t *testing.T) {
+	_, l, _, ada := bodyServer(t, api.BodyBudget{})
+	batch := validBatch(ingest.MaxBodyBytes)
+	if len(batch) != ingest.MaxBodyBytes {
+		t.Fatalf("the batch is %d bytes", len(batch))
+	}
+	post(t, l, "/api/v1/memory/ingest", "application/json", batch, false, ada).Want(t, http.StatusAccepted, "a valid batch of exactly 8 MiB")
+	if r := post(t, l, "/api/v1/memory/ingest", "application/json", append(batch, '\n'), false, ada); r.Status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("the same batch and a newline: %d, want 413", r.Status)
+	}
+}

@@ -1,0 +1,174 @@
+// This file proves the fork path "remove the example" (docs/fork.md): in
+// a copy of the repository, delete the memory example and its wiring, and
+// the rest builds, vets and documents no memory operation.
+package brain_test
+
+import (
+	"bytes"
+	"go/scanner"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// exampleMarker ends each line of the example's wiring outside ingest/;
+// on a line of its own, it marks the line after it.
+const exampleMarker = "// the memory example: delete with ingest/"
+
+// exampleDirs and exampleFiles are the rest of the example outside its
+// wiring: its package, its load tool, and cmd/brain's tests that run it.
+var (
+	exampleDirs  = []string{"ingest", "bench/ingestflood"}
+	exampleFiles = []string{
+		"cmd/brain/ingest_body_test.go",
+		"cmd/brain/ingest_crash_test.go",
+		"cmd/brain/ingest_e2e_test.go",
+		"cmd/brain/ingest_replicas_test.go",
+		"cmd/brain/quotas_test.go",
+		"cmd/brain/sse_test.go", // follow, a stream reader only those tests use
+	}
+)
+
+func TestRemoveTheExample(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and vets a copy of the repository")
+	}
+	start := time.Now()
+	dir := copyRepo(t, func(f string) bool {
+		return !strings.HasPrefix(f, "web/") || !strings.Contains(f[len("web/"):], "/") || strings.HasPrefix(f, "web/dist/")
+	})
+	for _, d := range exampleDirs {
+		if err := os.RemoveAll(filepath.Join(dir, d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range exampleFiles {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil {
+			t.Fatalf("%v: the list of the example's files is out of date", err)
+		}
+	}
+	marked := 0
+	matches, _ := filepath.Glob(filepath.Join(dir, "cmd", "brain", "*.go"))
+	for _, f := range matches {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, n := withoutMarked(t, f, src)
+		marked += n
+		if err := os.WriteFile(f, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if marked == 0 {
+		t.Fatalf("no line of cmd/brain carries %q", exampleMarker)
+	}
+	if out := runIn(t, dir, "grep", "-rlF", "--include=*.go", `"`+modulePath(t)+`/ingest`, "."); out != "" {
+		t.Fatalf("after the removal, still importing the example:\n%s", out)
+	}
+	runIn(t, dir, "go", "build", "./...")
+	runIn(t, dir, "go", "vet", "./...")
+	spec := runIn(t, dir, "go", "run", "./cmd/brain", "openapi")
+	var paths []string
+	for _, line := range strings.Split(spec, "\n") {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(line), `"/api/`); ok && strings.HasSuffix(line, "{") {
+			paths = append(paths, "/api/"+p)
+		}
+	}
+	if len(paths) == 0 {
+		t.Fatal("the spec of the copy lists no path")
+	}
+	for _, p := range paths {
+		if strings.Contains(p, "/memory") || strings.Contains(p, "/jobs") {
+			t.Errorf("the spec without the example still has %s", p)
+		}
+	}
+	t.Logf("removed %d marked lines; build, vet and spec in %v", marked, time.Since(start).Round(time.Second))
+}
+
+// withoutMarked returns src without its marked lines: a line that ends in
+// exampleMarker, or follows the marker on a line of its own, goes, with
+// the lines up to the close of each bracket it opens and the comment lines
+// just above it. n counts the marked lines.
+func withoutMarked(tb testing.TB, name string, src []byte) (out []byte, n int) {
+	tb.Helper()
+	fset := token.NewFileSet()
+	file := fset.AddFile(name, -1, len(src))
+	var s scanner.Scanner
+	s.Init(file, src, func(pos token.Position, msg string) { tb.Fatalf("%s: %s", pos, msg) }, scanner.ScanComments)
+	type tok struct {
+		line int
+		tok  token.Token
+		lit  string
+	}
+	var toks []tok
+	for {
+		pos, t, lit := s.Scan()
+		if t == token.EOF {
+			break
+		}
+		if t == token.SEMICOLON && lit == "\n" {
+			continue
+		}
+		toks = append(toks, tok{file.Line(pos), t, lit})
+	}
+	onlyComments := map[int]bool{} // lines whose every token is a comment
+	code := map[int]bool{}
+	for _, t := range toks {
+		if t.tok == token.COMMENT {
+			if !code[t.line] {
+				onlyComments[t.line] = true
+			}
+		} else {
+			code[t.line] = true
+			delete(onlyComments, t.line)
+		}
+	}
+	drop := map[int]bool{}
+	for i, t := range toks {
+		if t.tok != token.COMMENT || t.lit != exampleMarker {
+			continue
+		}
+		n++
+		line := t.line
+		if onlyComments[line] { // the marker on a line of its own: the next line
+			drop[line] = true
+			line = 0
+			for _, u := range toks[i+1:] {
+				if u.tok != token.COMMENT {
+					line = u.line
+					break
+				}
+			}
+		}
+		first, last, depth := line, line, 0
+		for _, u := range toks {
+			if u.line < line || (u.line > last && depth == 0) {
+				continue
+			}
+			switch u.tok {
+			case token.LBRACE, token.LPAREN, token.LBRACK:
+				depth++
+			case token.RBRACE, token.RPAREN, token.RBRACK:
+				depth--
+			}
+			last = u.line
+		}
+		for first > 1 && onlyComments[first-1] {
+			first--
+		}
+		for l := first; l <= last; l++ {
+			drop[l] = true
+		}
+	}
+	lines := bytes.SplitAfter(src, []byte("\n"))
+	for i, l := range lines {
+		if !drop[i+1] {
+			out = append(out, l...)
+		}
+	}
+	return out, n
+}
