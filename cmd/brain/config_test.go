@@ -21,7 +21,7 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/connlimit"
-	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 )
@@ -62,7 +62,7 @@ func TestConfigDefaults(t *testing.T) {
 		{"StreamOpens", c.StreamOpens, limits.StreamOpens},
 		{"StreamHeartbeat", c.StreamHeartbeat, api.DefaultStreamHeartbeat},
 		{"StreamRetryAfter", c.StreamRetryAfter, api.DefaultStreamRetryAfter},
-		{"Memory", c.Memory, ingest.Settings{TTL: ingest.DefaultTTL, MaxItems: ingest.DefaultMaxItems, MaxQueuedJobs: ingest.DefaultMaxQueuedJobs,
+		{"Memory", c.Memory, ingest.Settings{TTL: ingest.DefaultTTL, MaxItems: ingest.DefaultMaxItems, MaxQueuedJobs: ingest.DefaultMaxQueuedJobs, // the memory example: delete with ingest/
 			Workers: store.DefaultWorkers, JobTimeout: store.DefaultJobTimeout}},
 	}
 	for _, ck := range checks {
