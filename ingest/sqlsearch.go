@@ -359,7 +359,3 @@ func writeTerms(ctx context.Context, tx *sql.Tx, d store.Dialect) error {
 		last = batch[len(batch)-1].n
 	}
 }
-
-// The Go step of migration 0004 (search): the index terms of the items
-// stored before it.
-func init() { store.MigrationStep("search", reindexItems) }
