@@ -28,7 +28,7 @@ func proxiedPostgres(tb testing.TB) (*store.DB, *testproxy.Proxy) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(context.Background()); err != nil {
+	if _, err := db.Migrate(context.Background(), storetest.Features()...); err != nil {
 		tb.Fatal(err)
 	}
 	return db, p

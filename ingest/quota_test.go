@@ -206,7 +206,8 @@ func TestQuotaUnderConcurrency(t *testing.T) {
 }
 
 // openBefore opens a new database of dialect d, closed when the test
-// ends, with brain's migrations before the one named name applied.
+// ends, with the platform's migrations and the example's before the one
+// named name applied.
 func openBefore(t *testing.T, d store.Dialect, name string) *store.DB {
 	t.Helper()
 	ctx := context.Background()
@@ -215,7 +216,7 @@ func openBefore(t *testing.T, d store.Dialect, name string) *store.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if err := db.MigrateBefore(ctx, name); err != nil {
+	if err := db.MigrateBefore(ctx, "ingest", name, ingest.Migrations); err != nil {
 		t.Fatal(err)
 	}
 	return db
@@ -246,7 +247,7 @@ func TestQuotaMigration(t *testing.T) {
 				('i1', 'u1', 'j1', 0, 'p', 't', 'note', 0, 0), ('i2', 'u1', 'j1', 1, 'p', 't', 'note', 0, 0),
 				('i3', 'u1', 'j1', 2, 'p', 't', 'note', 0, 0), ('i4', 'u1', 'j2', 0, 'p', 't', 'note', 0, 0),
 				('i5', 'u1', 'j2', 1, 'p', 't', 'note', 0, 0), ('i6', 'u2', 'j4', 0, 'p', 't', 'note', 0, 0)`)
-			if _, err := db.Migrate(ctx); err != nil {
+			if _, err := db.Migrate(ctx, ingest.Migrations); err != nil {
 				t.Fatal(err)
 			}
 			if items, jobs := usage(t, db, "u1"); items != 3+5+4 || jobs != 2 {

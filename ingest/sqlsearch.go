@@ -299,8 +299,8 @@ const reindexBatch = 500
 
 // reindexItems writes the index terms (and, on SQLite, the heads) of every
 // item stored before the index kept each user's words apart: the Go step
-// of migration 0004 (search). On PostgreSQL it then builds the GIN index
-// of the terms, once.
+// of migration 0003_search of the ingest set (see migrations.go). On
+// PostgreSQL it then builds the GIN index of the terms, once.
 func reindexItems(ctx context.Context, tx *sql.Tx, d store.Dialect) error {
 	if err := writeTerms(ctx, tx, d); err != nil {
 		return err
@@ -359,7 +359,3 @@ func writeTerms(ctx context.Context, tx *sql.Tx, d store.Dialect) error {
 		last = batch[len(batch)-1].n
 	}
 }
-
-// The Go step of migration 0004 (search): the index terms of the items
-// stored before it.
-func init() { store.MigrationStep("search", reindexItems) }

@@ -142,7 +142,7 @@ func TestMigrationReindexes(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if n, err := db.Migrate(ctx); err != nil || n < 1 {
+			if n, err := db.Migrate(ctx, ingest.Migrations); err != nil || n < 1 {
 				t.Fatalf("Migrate = %d, %v; want the search migration applied", n, err)
 			}
 			if d == store.Postgres {

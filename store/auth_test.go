@@ -250,7 +250,7 @@ func TestMigrate(t *testing.T) {
 			for n := range applied {
 				total += n
 			}
-			if want := store.SchemaVersion(d); total != want {
+			if want := store.PlatformMigrations(d); total != want {
 				t.Fatalf("replicas applied %d migrations in all, want each of the %d once", total, want)
 			}
 
@@ -263,11 +263,11 @@ func TestMigrate(t *testing.T) {
 				t.Fatalf("Migrate on an up-to-date schema = %d, %v; want 0, nil", n, err)
 			}
 			// A newer brain migrated this database: refuse to start.
-			if _, err := db.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (999, 'future', 0)"); err != nil {
+			if _, err := db.ExecContext(ctx, "INSERT INTO schema_migrations (set_name, version, name, applied_at) VALUES ('platform', 999, 'future', 0)"); err != nil {
 				t.Fatal(err)
 			}
 			var tooNew *store.ErrSchemaTooNew
-			if _, err := db.Migrate(ctx); !errors.As(err, &tooNew) || tooNew.Database != 999 {
+			if _, err := db.Migrate(ctx); !errors.As(err, &tooNew) || tooNew.Set != "platform" || tooNew.Database != 999 {
 				t.Fatalf("Migrate on a newer schema = %v, want ErrSchemaTooNew at 999", err)
 			}
 		})

@@ -1,5 +1,7 @@
 package store
 
+import "context"
+
 // QuickStart is o with River's random delay before each maintenance task
 // turned off, so that a test's Queue rescues stuck jobs as soon as it
 // leads, not up to seconds later.
@@ -10,3 +12,23 @@ func QuickStart(o QueueOptions) QueueOptions {
 
 // QuietOutages is the handler River logs through, with a clock.
 var QuietOutages = quietOutages
+
+// PlatformMigrations is how many migrations the platform's set has (a
+// fork adds its own to it).
+func PlatformMigrations(d Dialect) int {
+	s, err := platform.load(d)
+	if err != nil {
+		panic(err)
+	}
+	return len(s.ms)
+}
+
+// MigrateAuth applies the platform's first migration, 0001_auth, alone.
+func (db *DB) MigrateAuth(ctx context.Context) error {
+	s, err := platform.load(db.Dialect)
+	if err != nil {
+		return err
+	}
+	_, err = db.migrate(ctx, []loadedSet{{name: PlatformSet, ms: s.ms[:1]}}, false)
+	return err
+}

@@ -203,7 +203,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return err
 	}
 	defer db.Close()
-	logger.Info("database ready", "dialect", db.Dialect, "database", databaseName(cfg), "schema", store.SchemaVersion(db.Dialect), "migrations_applied", applied)
+	logger.Info("database ready", "dialect", db.Dialect, "database", databaseName(cfg), "schema", store.SchemaVersions(db.Dialect, features...), "migrations_applied", applied)
 	svc := newAuth(db, cfg)
 	created, generated, err := svc.EnsureAdmin(ctx, cfg.AdminPassword)
 	switch {

@@ -9,8 +9,15 @@ import (
 	"strings"
 
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
 	"github.com/brain-template/brain/store"
 )
+
+// features are the migration sets of brain's features, applied after the
+// platform's in this order.
+var features = []store.Migrations{
+	ingest.Migrations, // the memory example: delete with ingest/
+}
 
 // openStore opens the configured database and migrates it.
 func openStore(ctx context.Context, cfg Config) (*store.DB, int, error) {
@@ -19,7 +26,7 @@ func openStore(ctx context.Context, cfg Config) (*store.DB, int, error) {
 		return nil, 0, err
 	}
 	db.Timeout = cfg.StoreTimeout
-	applied, err := db.Migrate(ctx)
+	applied, err := db.Migrate(ctx, features...)
 	if err != nil {
 		db.Close()
 		return nil, 0, err
@@ -69,6 +76,6 @@ func migrate(ctx context.Context, cfg Config, stdout io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	fmt.Fprintf(stdout, "%s %s: schema at version %d (%d migration(s) applied now)\n", db.Dialect, databaseName(cfg), store.SchemaVersion(db.Dialect), applied)
+	fmt.Fprintf(stdout, "%s %s: schema at versions %s (%d migration(s) applied now)\n", db.Dialect, databaseName(cfg), store.SchemaVersions(db.Dialect, features...), applied)
 	return nil
 }

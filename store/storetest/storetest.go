@@ -1,7 +1,9 @@
 // Package storetest opens real, empty, migrated databases for tests: a
 // SQLite file in a temp dir, and a fresh schema on the PostgreSQL server
 // named by BRAIN_TEST_DATABASE_URL. Without that variable the PostgreSQL
-// tests skip, except under CI=true, where they fail.
+// tests skip, except under CI=true, where they fail. A database holds the
+// platform's tables, and those of the features a test binary names with
+// [Use].
 package storetest
 
 import (
@@ -11,6 +13,8 @@ import (
 	"encoding/hex"
 	"net/url"
 	"os"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/brain-template/brain/internal/testproxy"
@@ -20,6 +24,33 @@ import (
 // Dialects are the databases every store test runs on.
 var Dialects = []store.Dialect{store.SQLite, store.Postgres}
 
+var (
+	featuresMu sync.Mutex
+	features   []store.Migrations
+)
+
+// Use adds feature migration sets to every database this package opens
+// from now on in this test binary, after the platform's, in the order
+// added: a feature's tests call it from an init, as
+// storetest.Use(ingest.Migrations). A set added twice is added once.
+func Use(sets ...store.Migrations) {
+	featuresMu.Lock()
+	defer featuresMu.Unlock()
+	for _, s := range sets {
+		if !slices.ContainsFunc(features, func(f store.Migrations) bool { return f.Name == s.Name }) {
+			features = append(features, s)
+		}
+	}
+}
+
+// Features returns the migration sets added by [Use], for a test that
+// opens and migrates a database itself.
+func Features() []store.Migrations {
+	featuresMu.Lock()
+	defer featuresMu.Unlock()
+	return slices.Clone(features)
+}
+
 // Run runs f once per dialect, as subtests named after it.
 func Run(t *testing.T, f func(t *testing.T, db *store.DB)) {
 	for _, d := range Dialects {
@@ -27,7 +58,8 @@ func Run(t *testing.T, f func(t *testing.T, db *store.DB)) {
 	}
 }
 
-// Open returns a migrated, empty database of dialect d, closed (and, on
+// Open returns an empty database of dialect d migrated with the
+// platform's set and those added by [Use], closed (and, on
 // PostgreSQL, dropped) when the test ends.
 func Open(tb testing.TB, d store.Dialect) *store.DB {
 	tb.Helper()
@@ -41,7 +73,7 @@ func open(tb testing.TB, dsn, dataDir string) *store.DB {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { db.Close() })
-	if _, err := db.Migrate(context.Background()); err != nil {
+	if _, err := db.Migrate(context.Background(), Features()...); err != nil {
 		tb.Fatal(err)
 	}
 	return db
