@@ -8,22 +8,24 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 )
 
-// guidePath is the guide a fork follows to add an operation: every fenced
+// guidePath is the guide a fork follows to add a feature: every fenced
 // code block in it is a step, which TestAddOperationGuide applies.
 const guidePath = "docs/add-a-feature.md"
 
-// A guideBlock is a fenced code block of the guide. Its info
-// string says what to do with it: "go file=PATH" creates PATH with the
-// block; "go file=PATH in=FUNC" adds the block's lines at the end of the
-// body of FUNC in PATH; "sh" runs each line in the repository.
+// A guideBlock is a fenced code block of the guide. Its info string says
+// what to do with it: "go file=PATH" (or any language but diff and sh)
+// creates PATH with the block; "diff file=PATH" edits PATH (applyDiff);
+// "sh" runs each line in the repository.
 type guideBlock struct {
-	lang, file, in, text string
+	lang, file, text string
 }
+
+// creates says whether g creates its file (rather than edit it or run).
+func (g guideBlock) creates() bool { return g.file != "" && g.lang != "diff" }
 
 var fence = regexp.MustCompile("(?ms)^```([a-z]+)([^\n]*)\n(.*?)^```$")
 
@@ -39,43 +41,29 @@ func guideBlocks(tb testing.TB) []guideBlock {
 		g := guideBlock{lang: m[1], text: m[3]}
 		for _, attr := range strings.Fields(m[2]) {
 			k, v, _ := strings.Cut(attr, "=")
-			switch k {
-			case "file":
-				g.file = v
-			case "in":
-				g.in = v
-			default:
-				tb.Fatalf("%s: a block's info string has %q; want file= and in=", guidePath, attr)
+			if k != "file" {
+				tb.Fatalf("%s: a block's info string has %q; want file=", guidePath, attr)
 			}
+			g.file = v
 		}
 		out = append(out, g)
 	}
 	return out
 }
 
-// migrationFile is a numbered migration: its directory, number and name.
-var migrationFile = regexp.MustCompile(`^(store/migrations/[a-z]+)/([0-9]{4})_([a-z0-9_]+\.sql)$`)
-
-// planGuide fits the guide's blocks to the repository at dir, as a fork
-// has it. applied is true when dir has every file the guide creates (a
-// migration by its name, whatever its number): the fork followed the
-// guide, and those files are its own now. When it has some of them but
-// not all, the guide can be neither applied nor taken as applied, and err
-// names them and says what to do. Else the blocks come back with each
-// migration numbered after the highest the fork has in its directory,
-// when the guide's number is taken.
-func planGuide(tb testing.TB, dir string, blocks []guideBlock) (applied bool, out []guideBlock, err error) {
+// planGuide says whether the repository at dir, as a fork has it, has
+// followed the guide: applied is true when dir has every file the guide
+// creates, which are the fork's own now. When it has some of them but not
+// all, the guide can be neither applied nor taken as applied, and err
+// names them and says what to do.
+func planGuide(tb testing.TB, dir string, blocks []guideBlock) (applied bool, err error) {
 	tb.Helper()
 	var have, missing []string
 	for _, g := range blocks {
-		if g.file == "" || g.in != "" {
+		if !g.creates() {
 			continue
 		}
-		pattern := filepath.Join(dir, g.file)
-		if m := migrationFile.FindStringSubmatch(g.file); m != nil {
-			pattern = filepath.Join(dir, m[1], "[0-9][0-9][0-9][0-9]_"+m[3])
-		}
-		if found, _ := filepath.Glob(pattern); len(found) > 0 {
+		if _, err := os.Stat(filepath.Join(dir, g.file)); err == nil {
 			have = append(have, g.file)
 		} else {
 			missing = append(missing, g.file)
@@ -83,41 +71,34 @@ func planGuide(tb testing.TB, dir string, blocks []guideBlock) (applied bool, ou
 	}
 	switch {
 	case len(missing) == 0:
-		return true, nil, nil
+		return true, nil
 	case len(have) > 0:
-		return false, nil, fmt.Errorf("this tree has %s of the files the guide ("+guidePath+") creates, but not %s: "+
+		return false, fmt.Errorf("this tree has %s of the files the guide ("+guidePath+") creates, but not %s: "+
 			"it is neither the template (the test would add the guide's files over these) nor a tree that followed the guide (the test would skip). "+
 			"If these files are your own, rename them; if you followed the guide and then renamed or removed some of its files, give them all back the guide's names, or rename them all",
 			strings.Join(have, ", "), strings.Join(missing, ", "))
 	}
-	for _, g := range blocks {
-		if m := migrationFile.FindStringSubmatch(g.file); m != nil {
-			entries, err := os.ReadDir(filepath.Join(dir, m[1]))
-			if err != nil {
-				tb.Fatal(err)
-			}
-			n, _ := strconv.Atoi(m[2])
-			highest := 0
-			for _, e := range entries {
-				if v, err := strconv.Atoi(strings.SplitN(e.Name(), "_", 2)[0]); err == nil {
-					highest = max(highest, v)
-				}
-			}
-			if n <= highest {
-				g.file = fmt.Sprintf("%s/%04d_%s", m[1], highest+1, m[3])
-			}
-		}
-		out = append(out, g)
-	}
-	return false, out, nil
+	return false, nil
 }
 
 // apply carries out block g in the repository at dir.
 func (g guideBlock) apply(tb testing.TB, dir string) {
 	tb.Helper()
+	path := filepath.Join(dir, g.file)
 	switch {
-	case g.file != "" && g.in == "":
-		path := filepath.Join(dir, g.file)
+	case g.lang == "diff":
+		b, err := os.ReadFile(path)
+		if err != nil {
+			tb.Fatalf("the guide edits %s: %v", g.file, err)
+		}
+		out, err := applyDiff(string(b), g.text)
+		if err != nil {
+			tb.Fatalf("the guide edits %s: %v", g.file, err)
+		}
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	case g.file != "":
 		if _, err := os.Stat(path); err == nil {
 			tb.Fatalf("the guide creates %s, which exists already", g.file)
 		}
@@ -125,22 +106,6 @@ func (g guideBlock) apply(tb testing.TB, dir string) {
 			tb.Fatal(err)
 		}
 		if err := os.WriteFile(path, []byte(g.text), 0o644); err != nil {
-			tb.Fatal(err)
-		}
-	case g.file != "":
-		path := filepath.Join(dir, g.file)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			tb.Fatalf("the guide adds to %s: %v", g.file, err)
-		}
-		src := string(b)
-		start := strings.Index(src, "\nfunc "+g.in+"(")
-		end := strings.Index(src[max(start, 0):], "\n}\n")
-		if start < 0 || end < 0 {
-			tb.Fatalf("the guide adds to func %s in %s, which has none", g.in, g.file)
-		}
-		at := start + end + 1 // the closing brace
-		if err := os.WriteFile(path, []byte(src[:at]+g.text+src[at:]), 0o644); err != nil {
 			tb.Fatal(err)
 		}
 	case g.lang == "sh":
@@ -151,8 +116,51 @@ func (g guideBlock) apply(tb testing.TB, dir string) {
 			runIn(tb, dir, "sh", "-c", line)
 		}
 	default:
-		tb.Fatalf("a %s block with no file=: the guide's blocks are files to write or sh to run", g.lang)
+		tb.Fatalf("a %s block with no file=: the guide's blocks are files to write or edit, or sh to run", g.lang)
 	}
+}
+
+// applyDiff edits src as diff says: hunks, each begun by a line "@@"
+// (with a label after it, if any), of lines " context", "-removed" and
+// "+added", without line numbers. Each hunk's context and removed lines,
+// in order, must occur exactly once in src; they become its context and
+// added lines.
+func applyDiff(src, diff string) (string, error) {
+	var hunks [][2][]string // old, new lines
+	for _, line := range strings.Split(strings.TrimSuffix(diff, "\n"), "\n") {
+		if strings.HasPrefix(line, "@@") || len(hunks) == 0 {
+			hunks = append(hunks, [2][]string{})
+			if strings.HasPrefix(line, "@@") {
+				continue
+			}
+		}
+		h := &hunks[len(hunks)-1]
+		if line == "" {
+			line = " " // an empty context line, its space trimmed
+		}
+		switch body := line[1:]; line[0] {
+		case ' ':
+			h[0], h[1] = append(h[0], body), append(h[1], body)
+		case '-':
+			h[0] = append(h[0], body)
+		case '+':
+			h[1] = append(h[1], body)
+		default:
+			return "", fmt.Errorf("the diff's line %q is not context, removed or added (' ', '-' or '+')", line)
+		}
+	}
+	for _, h := range hunks {
+		old, repl := strings.Join(h[0], "\n")+"\n", strings.Join(h[1], "\n")+"\n"
+		if len(h[0]) == 0 {
+			return "", fmt.Errorf("a hunk adds %q with no context to place it", repl)
+		}
+		if n := strings.Count("\n"+src, "\n"+old); n != 1 {
+			return "", fmt.Errorf("the lines\n%s occur %d times, not once", old, n)
+		}
+		at := strings.Index("\n"+src, "\n"+old)
+		src = src[:at] + repl + src[at+len(old):]
+	}
+	return src, nil
 }
 
 // TestAddOperationGuide follows the guide (docs/add-a-feature.md) as a fork
@@ -162,9 +170,10 @@ func (g guideBlock) apply(tb testing.TB, dir string) {
 // in the spec with their own budget in x-rate-limit, the files changed
 // must be exactly those the guide names and the generated ones, and the
 // typed client must compile. In a fork it stays green: a tree that has
-// followed the guide is not given it twice, and the guide's migrations
-// come after the fork's own (planGuide); the copy, committed, is such a
-// fork (InAFork).
+// followed the guide is not given it twice (planGuide); the copy,
+// committed, is such a fork (InAFork). The feature's migrations are a set
+// of its own, numbered from 1, so a fork's own migrations never collide
+// with them.
 func TestAddOperationGuide(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and tests a copy of the repository")
@@ -173,7 +182,7 @@ func TestAddOperationGuide(t *testing.T) {
 	if len(blocks) == 0 {
 		t.Fatal("the guide has no code blocks")
 	}
-	applied, blocks, err := planGuide(t, ".", blocks)
+	applied, err := planGuide(t, ".", blocks)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +234,15 @@ func TestAddOperationGuide(t *testing.T) {
 		t.Errorf("the guide's Go is not gofmt'd:\n%s", out)
 	}
 	runIn(t, dir, "go", "vet", "./...")
-	runIn(t, dir, "go", "test", "-count=1", "./api/...", "./store/...", "./cmd/...")
+	// The tests of the packages the guide wrote or edited.
+	var pkgs []string
+	for _, g := range blocks {
+		if strings.HasSuffix(g.file, ".go") {
+			pkgs = append(pkgs, "./"+filepath.ToSlash(filepath.Dir(g.file)))
+		}
+	}
+	slices.Sort(pkgs)
+	runIn(t, dir, "go", append([]string{"test", "-count=1"}, slices.Compact(pkgs)...)...)
 	runIn(t, dir, "make", "--no-print-directory", "client-check")
 
 	// The new operations are in the spec, each with a budget of its own.
@@ -309,41 +326,6 @@ func snapshot(tb testing.TB, dir string) map[string]string {
 	return out
 }
 
-// A fork that numbered its own migration as the guide's next one gets the
-// guide's migrations after its own; the template's are left as they are.
-func TestGuideMigrationsAfterTheFork(t *testing.T) {
-	blocks := guideBlocks(t)
-	migrations := func(blocks []guideBlock) (files []string) {
-		for _, g := range blocks {
-			if migrationFile.MatchString(g.file) {
-				files = append(files, g.file)
-			}
-		}
-		return files
-	}
-	guide := migrations(blocks)
-	if len(guide) == 0 {
-		t.Fatal("the guide adds no migration")
-	}
-	dir := copyRepo(t, func(f string) bool { return strings.HasPrefix(f, "store/migrations/") })
-	if _, got, _ := planGuide(t, dir, blocks); !slices.Equal(migrations(got), guide) {
-		t.Fatalf("in the template the guide's migrations are %v, want them as written, %v", migrations(got), guide)
-	}
-	var want []string
-	for _, f := range guide {
-		m := migrationFile.FindStringSubmatch(f)
-		n, _ := strconv.Atoi(m[2])
-		fork := fmt.Sprintf("%s/%04d_notes.sql", m[1], n) // the fork's own, in the guide's slot
-		if err := os.WriteFile(filepath.Join(dir, fork), []byte("CREATE TABLE notes (id TEXT PRIMARY KEY);\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		want = append(want, fmt.Sprintf("%s/%04d_%s", m[1], n+1, m[3]))
-	}
-	if _, got, _ := planGuide(t, dir, blocks); !slices.Equal(migrations(got), want) {
-		t.Fatalf("after the fork's own migrations the guide's are %v, want %v", migrations(got), want)
-	}
-}
-
 // The guide's test skips only in a tree that has every file the guide
 // creates, and fails, saying what to do, in one that has some: a fork
 // with a file of one of those names of its own once never ran the test.
@@ -351,23 +333,18 @@ func TestGuidePlanInAFork(t *testing.T) {
 	blocks := guideBlocks(t)
 	var created []string
 	for _, g := range blocks {
-		if g.file != "" && g.in == "" {
+		if g.creates() {
 			created = append(created, g.file)
 		}
 	}
 	if len(created) < 2 {
 		t.Fatalf("the guide creates %v; this test wants two files or more", created)
 	}
-	dir := copyRepo(t, func(f string) bool { return strings.HasPrefix(f, "store/migrations/") })
-	if applied, out, err := planGuide(t, dir, blocks); applied || err != nil || len(out) != len(blocks) {
-		t.Fatalf("in the template: applied %v, %d blocks, err %v; want the guide's %d blocks", applied, len(out), err, len(blocks))
+	dir := t.TempDir()
+	if applied, err := planGuide(t, dir, blocks); applied || err != nil {
+		t.Fatalf("in a tree with none of the guide's files: applied %v, err %v; want the guide to apply", applied, err)
 	}
 	write := func(f string) {
-		if m := migrationFile.FindStringSubmatch(f); m != nil {
-			// The fork had a migration of its own in the guide's slot.
-			n, _ := strconv.Atoi(m[2])
-			f = fmt.Sprintf("%s/%04d_%s", m[1], n+1, m[3])
-		}
 		path := filepath.Join(dir, f)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
@@ -379,15 +356,62 @@ func TestGuidePlanInAFork(t *testing.T) {
 	// A file of one of the guide's names, of the fork's own.
 	one := created[len(created)-1]
 	write(one)
-	applied, _, err := planGuide(t, dir, blocks)
+	applied, err := planGuide(t, dir, blocks)
 	if applied || err == nil || !strings.Contains(err.Error(), "has "+one+" of the files") || !strings.Contains(err.Error(), created[0]) || !strings.Contains(err.Error(), "rename") {
 		t.Fatalf("with %s only: applied %v, err %v; want an error naming it and what is missing, and saying what to do", one, applied, err)
 	}
-	// Every file, the migrations numbered after the fork's own: applied.
 	for _, f := range created {
 		write(f)
 	}
-	if applied, _, err := planGuide(t, dir, blocks); !applied || err != nil {
+	if applied, err := planGuide(t, dir, blocks); !applied || err != nil {
 		t.Fatalf("with every file the guide creates: applied %v, err %v; want the guide taken as applied", applied, err)
+	}
+}
+
+// The guide's edits fit this tree: each of its diffs finds its lines, once
+// (a quick check of what TestAddOperationGuide does at length). A tree
+// that followed the guide has made the edits its own.
+func TestGuideEditsApply(t *testing.T) {
+	blocks := guideBlocks(t)
+	if applied, err := planGuide(t, ".", blocks); applied || err != nil {
+		t.Skipf("the guide is applied already (%v), or cannot be (%v)", applied, err)
+	}
+	edits := 0
+	for _, g := range blocks {
+		if g.lang != "diff" {
+			continue
+		}
+		edits++
+		b, err := os.ReadFile(g.file)
+		if err != nil {
+			t.Fatalf("the guide edits %s: %v", g.file, err)
+		}
+		if _, err := applyDiff(string(b), g.text); err != nil {
+			t.Errorf("the guide edits %s: %v", g.file, err)
+		}
+	}
+	if edits == 0 {
+		t.Fatal("the guide wires its feature in with no edit")
+	}
+}
+
+// applyDiff places each hunk by its lines alone, whole lines, and refuses
+// lines it cannot place once.
+func TestGuideApplyDiff(t *testing.T) {
+	src := "package p\n\nvar xs = []int{\n\t1,\n}\n\nvar ys = []int{\n\t1,\n}\n"
+	got, err := applyDiff(src, "@@ xs\n var xs = []int{\n+\t2,\n@@ ys\n var ys = []int{\n-\t1,\n+\t3,\n")
+	if want := "package p\n\nvar xs = []int{\n\t2,\n\t1,\n}\n\nvar ys = []int{\n\t3,\n}\n"; err != nil || got != want {
+		t.Fatalf("applyDiff = %q, %v; want %q", got, err, want)
+	}
+	for _, bad := range []string{
+		" \t1,\n+\t2,\n",            // twice in src
+		" var zs = []int{\n+\t2,\n", // not in src
+		" xs = []int{\n+\t2,\n",     // not a whole line
+		"+\t2,\n",                   // nowhere to put it
+		"*\t2,\n",                   // not a diff line
+	} {
+		if out, err := applyDiff(src, bad); err == nil {
+			t.Errorf("applyDiff(%q) = %q, want an error", bad, out)
+		}
 	}
 }

@@ -92,8 +92,9 @@ func TestModulePathOnlyInGoModAndImports(t *testing.T) {
 }
 
 // markdownImportLines returns the line numbers of the import specs of mod's
-// packages in the Go code blocks of a Markdown file: a tab, an optional
-// name, and the quoted path.
+// packages in the Go code blocks of a Markdown file (a tab, an optional
+// name, and the quoted path), and in its diff blocks (the same, after the
+// diff's ' ', '+' or '-').
 func markdownImportLines(tb testing.TB, path, mod string) map[int]bool {
 	tb.Helper()
 	b, err := os.ReadFile(path)
@@ -102,14 +103,16 @@ func markdownImportLines(tb testing.TB, path, mod string) map[int]bool {
 	}
 	spec := regexp.MustCompile(`^\t(\w+ )?"` + regexp.QuoteMeta(mod) + `(/[\w/.-]+)?"$`)
 	lines := map[int]bool{}
-	inGo := false
+	inGo, inDiff := false, false
 	for n, line := range strings.Split(string(b), "\n") {
 		switch {
 		case strings.HasPrefix(line, "```go"):
 			inGo = true
+		case strings.HasPrefix(line, "```diff"):
+			inDiff = true
 		case strings.HasPrefix(line, "```"):
-			inGo = false
-		case inGo && spec.MatchString(line):
+			inGo, inDiff = false, false
+		case inGo && spec.MatchString(line), inDiff && line != "" && strings.ContainsRune(" +-", rune(line[0])) && spec.MatchString(line[1:]):
 			lines[n+1] = true
 		}
 	}

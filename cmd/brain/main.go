@@ -171,11 +171,13 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		Limits:         l,
 		Metrics:        r.metrics,
 		Streams:        streamsOf(cfg, r.streams),
-		Features:       []api.Feature{ingest.Feature(memoryService(cfg, r.ingest))}, // the memory example: delete with ingest/
 		Bodies:         api.BodyBudget{InFlight: cfg.BodyBytesInFlight, PerCaller: cfg.BodyBytesPerUser},
 		LiveAccess:     cfg.LiveAccess,
 		Static:         site,
 		Docs:           site.Docs(), // nil when not built: the page the api package renders
+		Features: []api.Feature{ // each feature's operations, a line each
+			ingest.Feature(memoryService(cfg, r.ingest)), // the memory example: delete with ingest/
+		},
 	})
 	if err := s.Err(); err != nil {
 		return nil, err
