@@ -245,6 +245,18 @@ func TestAddOperationGuide(t *testing.T) {
 	runIn(t, dir, "go", append([]string{"test", "-count=1"}, slices.Compact(pkgs)...)...)
 	runIn(t, dir, "make", "--no-print-directory", "client-check")
 
+	// The binary migrates one set more than the template's: the feature's
+	// tables are wired in, not only its tests'.
+	sets := func(dir string) []string {
+		out := runIn(t, dir, "go", "run", "./cmd/brain", "migrate", "--data-dir", t.TempDir())
+		_, versions, _ := strings.Cut(out, "schema at versions ")
+		versions, _, _ = strings.Cut(versions, " (")
+		return strings.Split(versions, ", ")
+	}
+	if old, now := sets("."), sets(dir); len(now) != len(old)+1 || slices.ContainsFunc(old, func(s string) bool { return !slices.Contains(now, s) }) {
+		t.Errorf("brain migrate applies the sets %v after the guide, %v before; want the guide's set added", now, old)
+	}
+
 	// The new operations are in the spec, each with a budget of its own.
 	ops := func(spec string) map[string][]struct{ Plane, Policy string } {
 		b, err := os.ReadFile(spec)
