@@ -2,17 +2,20 @@ package auth
 
 import (
 	"context"
-	"errors"
 	"time"
+
+	"github.com/brain-template/brain/internal/fault"
 )
 
-// Errors a [Store] returns. Any other error from a store means it failed
-// (down, too slow); the [Service] passes it on marked [ErrUnavailable].
+// Errors a [Store] returns: the kinds of package fault themselves, which
+// every store returns and api maps to statuses. Any other error from a
+// store means it failed (down, too slow); the [Service] passes it on
+// marked [ErrUnavailable].
 var (
-	ErrNotFound = errors.New("auth: not found")
-	ErrConflict = errors.New("auth: already exists")
+	ErrNotFound = fault.NotFound
+	ErrConflict = fault.Conflict // a username or key hash taken
 	// ErrTooMany: the user has as many as the cap allows (of API keys).
-	ErrTooMany = errors.New("auth: the user has reached the cap")
+	ErrTooMany = fault.TooMany
 )
 
 // A User is someone who can log in. Each user's data is private to them.
