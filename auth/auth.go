@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/internal/fault"
+	"github.com/brain-template/brain/internal/page"
 )
 
 // Errors a [Store] returns: the kinds of package fault themselves, which
@@ -50,11 +51,8 @@ type APIKey struct {
 // A Cursor is a place in a list ordered newest first (created_at
 // descending, then id ascending): the created time and id of the last item
 // a page showed. The next page starts after it. The zero Cursor is the
-// start of the list.
-type Cursor struct {
-	CreatedAt time.Time
-	ID        string
-}
+// start of the list. It is [page.Cursor], every list's.
+type Cursor = page.Cursor
 
 // Store keeps users, sessions and API keys. Package store implements it on
 // SQLite and PostgreSQL; one test suite (storetest) holds both to it.

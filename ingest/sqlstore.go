@@ -246,12 +246,8 @@ func (s *SQLStore) Job(ctx context.Context, userID, id string) (Job, error) {
 
 // Jobs returns a page of the user's jobs, newest first.
 func (s *SQLStore) Jobs(ctx context.Context, userID string, after Cursor, limit int) ([]Job, error) {
-	q, args := "SELECT "+jobCols+" FROM jobs j WHERE j.user_id = $1", []any{userID, limit}
-	if after != (Cursor{}) { // the jobs after it in the order below
-		q += " AND (j.created_at < $3 OR (j.created_at = $3 AND j.id > $4))"
-		args = append(args, store.Millis(after.CreatedAt), after.ID)
-	}
-	rows, err := s.db.QueryContext(ctx, q+" ORDER BY j.created_at DESC, j.id LIMIT $2", args...)
+	cond, args := store.PageAfter("j", after, []any{userID, limit}) // the jobs after it in the order below
+	rows, err := s.db.QueryContext(ctx, "SELECT "+jobCols+" FROM jobs j WHERE j.user_id = $1"+cond+" ORDER BY j.created_at DESC, j.id LIMIT $2", args...)
 	if err != nil {
 		return nil, store.Wrap("list jobs", err)
 	}
