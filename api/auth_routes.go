@@ -11,6 +11,7 @@ import (
 
 	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/fault"
 	"github.com/brain-template/brain/streams"
 	"github.com/danielgtaylor/huma/v2"
 )
@@ -205,7 +206,7 @@ func (h *authHandlers) login(ctx context.Context, in *LoginInput) (*LoginOutput,
 	}
 	token, se, u, err := h.svc.Login(ctx, in.Body.Username, in.Body.Password, ip)
 	if err != nil {
-		return nil, authError(ctx, err)
+		return nil, authError(ctx, err, nil)
 	}
 	out := &LoginOutput{SetCookie: sessionCookie(token, se.ExpiresAt, h.cfg.CookieSecure, h.cfg.now()), CacheControl: noStore}
 	out.Body.User, out.Body.ExpiresAt = userView(u), se.ExpiresAt
@@ -219,7 +220,7 @@ type LogoutOutput struct {
 
 func (h *authHandlers) logout(ctx context.Context, _ *struct{}) (*LogoutOutput, error) {
 	if err := h.svc.Logout(ctx, auth.FromContext(ctx)); err != nil {
-		return nil, authError(ctx, err)
+		return nil, authError(ctx, err, nil)
 	}
 	return &LogoutOutput{SetCookie: sessionCookie("", time.Time{}, h.cfg.CookieSecure, h.cfg.now())}, nil
 }
@@ -243,7 +244,7 @@ func (h *authHandlers) changePassword(ctx context.Context, in *PasswordInput) (*
 		if errors.Is(err, auth.ErrInvalidCredentials) {
 			return nil, NewError(http.StatusForbidden, "the current password is wrong")
 		}
-		return nil, authError(ctx, err)
+		return nil, authError(ctx, err, nil)
 	}
 	return nil, nil
 }
@@ -253,11 +254,8 @@ func (h *authHandlers) createAPIKey(ctx context.Context, in *CreateAPIKeyInput) 
 		return nil, NewError(http.StatusUnprocessableEntity, "", FieldError{Location: "body.name", Message: "a name is 1 to 64 printable characters, not only spaces"})
 	}
 	k, secret, err := h.svc.CreateAPIKey(ctx, auth.FromContext(ctx).User.ID, in.Body.Name)
-	if errors.Is(err, auth.ErrTooMany) {
-		return nil, NewError(http.StatusConflict, fmt.Sprintf("you have %d API keys, the most allowed: delete one before creating another", h.maxKeys))
-	}
 	if err != nil {
-		return nil, authError(ctx, err)
+		return nil, authError(ctx, err, Messages{fault.TooMany: fmt.Sprintf("you have %d API keys, the most allowed: delete one before creating another", h.maxKeys)})
 	}
 	out := &CreateAPIKeyOutput{CacheControl: noStore}
 	out.Body.APIKeyView, out.Body.Key = apiKeyView(k), secret
@@ -272,7 +270,7 @@ func (h *authHandlers) listAPIKeys(ctx context.Context, in *ListAPIKeysInput) (*
 	}
 	keys, next, err := h.svc.ListAPIKeys(ctx, auth.FromContext(ctx).User.ID, after, in.Limit)
 	if err != nil {
-		return nil, authError(ctx, err)
+		return nil, authError(ctx, err, nil)
 	}
 	out := &ListAPIKeysOutput{}
 	out.Body.Keys = make([]APIKeyView, len(keys))
@@ -286,10 +284,7 @@ func (h *authHandlers) listAPIKeys(ctx context.Context, in *ListAPIKeysInput) (*
 func (h *authHandlers) deleteAPIKey(ctx context.Context, in *DeleteAPIKeyInput) (*struct{}, error) {
 	user := auth.FromContext(ctx).User.ID
 	if err := h.svc.DeleteAPIKey(ctx, user, in.ID); err != nil {
-		if errors.Is(err, auth.ErrNotFound) {
-			return nil, NewError(http.StatusNotFound, "you have no API key with that id")
-		}
-		return nil, authError(ctx, err)
+		return nil, authError(ctx, err, Messages{fault.NotFound: "you have no API key with that id"})
 	}
 	publishEvent(ctx, h.hub, apiKeyDeleted, user, DeletedEvent{ID: in.ID})
 	return nil, nil
@@ -320,20 +315,18 @@ func displayable(name string) bool {
 func admitPasswordAttempt(ctx context.Context, svc *auth.Service, username, ip string, now time.Time) error {
 	if err := svc.Throttle.Check(username, ip, now); err != nil {
 		SkipCharge(ctx)
-		return authError(ctx, err)
+		return authError(ctx, err, nil)
 	}
 	return ChargeNow(ctx)
 }
 
-// authError maps the auth package's errors to envelopes: what is not the
-// client's fault (auth.ErrUnavailable) is 503, its cause kept for the log;
-// anything else unknown stays an internal error.
-func authError(ctx context.Context, err error) error {
+// authError maps the auth package's errors to envelopes: its own errors
+// here, then the error kinds by the one table ([ErrorFor], with msgs):
+// what is not the client's fault (auth.ErrUnavailable) is 503, its cause
+// kept for the log; anything else unknown stays an internal error.
+func authError(ctx context.Context, err error, msgs Messages) error {
 	if errors.Is(err, auth.ErrBusy) {
 		return unavailable("brain is busy checking other passwords; retry shortly", err)
-	}
-	if errors.Is(err, auth.ErrUnavailable) {
-		return storeError(err)
 	}
 	var te *auth.ThrottledError
 	switch {
@@ -348,7 +341,7 @@ func authError(ctx context.Context, err error) error {
 	case errors.Is(err, auth.ErrWeakPassword):
 		return NewError(http.StatusUnprocessableEntity, "", FieldError{Location: "body.new", Message: "a password is 12 to 1024 characters"})
 	}
-	return err
+	return ErrorFor(err, msgs)
 }
 
 // sessionCookie sets (token != "") or clears the session cookie.

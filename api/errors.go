@@ -111,17 +111,6 @@ func unavailable(msg string, err error) *Error {
 	return e
 }
 
-// storeError is the answer to an error from the database that a handler
-// did not handle itself (it handles store.ErrNotFound, say): the
-// database failing or too slow, which is never the client's fault. It is
-// 503 with Retry-After, its cause logged and never sent; nil stays nil.
-func storeError(err error) error {
-	if err == nil {
-		return nil
-	}
-	return unavailable("brain's database does not answer right now; retry shortly", err)
-}
-
 // codes maps the statuses the API uses to their envelope codes (the
 // docs/errors.md lists them). Statuses not listed get a
 // kebab-case form of their status text.

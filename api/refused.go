@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/brain-template/brain/internal/expiry"
 )
 
 // refusedIPs remembers the addresses the ip plane refused, each until its
@@ -13,9 +15,9 @@ import (
 // arbitrary tenth (those are still refused by the plane, at the cost of
 // a lookup each).
 type refusedIPs struct {
-	n     atomic.Int32 // len(until), read without the lock on every request
+	n     atomic.Int32 // until.Len(), read without the lock on every request
 	mu    sync.Mutex
-	until map[string]time.Time
+	until expiry.Set[string]
 }
 
 const maxRefusedIPs = 100_000
@@ -25,24 +27,9 @@ const maxRefusedIPs = 100_000
 func (r *refusedIPs) add(ip string, until, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.until == nil {
-		r.until = map[string]time.Time{}
-	}
-	if len(r.until) >= maxRefusedIPs {
-		for k, t := range r.until {
-			if !now.Before(t) {
-				delete(r.until, k)
-			}
-		}
-		for k := range r.until { // still full: an arbitrary tenth goes, so the next adds are cheap
-			if len(r.until) < maxRefusedIPs*9/10 {
-				break
-			}
-			delete(r.until, k)
-		}
-	}
-	r.until[ip] = until
-	r.n.Store(int32(len(r.until)))
+	r.until.Max = maxRefusedIPs // the zero refusedIPs is ready: its bound is set here
+	r.until.Add(ip, until, now)
+	r.n.Store(int32(r.until.Len()))
 }
 
 // refusing reports whether ip was refused and its budget would not admit
@@ -53,11 +40,7 @@ func (r *refusedIPs) refusing(ip string, now time.Time) bool {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	t, ok := r.until[ip]
-	if ok && !now.Before(t) {
-		delete(r.until, ip)
-		r.n.Store(int32(len(r.until)))
-		return false
-	}
+	ok := r.until.Has(ip, now)
+	r.n.Store(int32(r.until.Len()))
 	return ok
 }

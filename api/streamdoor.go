@@ -89,7 +89,7 @@ func (s *Stream) Unavailable(err error) {
 		s.st.close("unavailable")
 		return
 	}
-	WriteError(s.st.w, NewError(http.StatusServiceUnavailable, "brain's database does not answer right now; retry shortly"))
+	WriteError(s.st.w, NewError(http.StatusServiceUnavailable, msgStoreUnavailable))
 }
 
 // Start sends the stream's headers: from here on it sends events. An

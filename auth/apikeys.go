@@ -6,6 +6,8 @@ package auth
 import (
 	"context"
 	"time"
+
+	"github.com/brain-template/brain/internal/page"
 )
 
 // AuthenticateKey resolves an API key, with the same cache as sessions.
@@ -58,10 +60,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, userID string, after Cursor, 
 	if err != nil {
 		return nil, Cursor{}, unavailable(err)
 	}
-	if len(keys) > limit {
-		keys = keys[:limit]
-		next = Cursor{CreatedAt: keys[limit-1].CreatedAt, ID: keys[limit-1].ID}
-	}
+	keys, next = page.Cut(keys, limit, func(k APIKey) Cursor { return Cursor{CreatedAt: k.CreatedAt, ID: k.ID} })
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range keys {

@@ -2,17 +2,21 @@ package auth
 
 import (
 	"context"
-	"errors"
 	"time"
+
+	"github.com/brain-template/brain/internal/fault"
+	"github.com/brain-template/brain/internal/page"
 )
 
-// Errors a [Store] returns. Any other error from a store means it failed
-// (down, too slow); the [Service] passes it on marked [ErrUnavailable].
+// Errors a [Store] returns: the kinds of package fault themselves, which
+// every store returns and api maps to statuses. Any other error from a
+// store means it failed (down, too slow); the [Service] passes it on
+// marked [ErrUnavailable].
 var (
-	ErrNotFound = errors.New("auth: not found")
-	ErrConflict = errors.New("auth: already exists")
+	ErrNotFound = fault.NotFound
+	ErrConflict = fault.Conflict // a username or key hash taken
 	// ErrTooMany: the user has as many as the cap allows (of API keys).
-	ErrTooMany = errors.New("auth: the user has reached the cap")
+	ErrTooMany = fault.TooMany
 )
 
 // A User is someone who can log in. Each user's data is private to them.
@@ -47,11 +51,8 @@ type APIKey struct {
 // A Cursor is a place in a list ordered newest first (created_at
 // descending, then id ascending): the created time and id of the last item
 // a page showed. The next page starts after it. The zero Cursor is the
-// start of the list.
-type Cursor struct {
-	CreatedAt time.Time
-	ID        string
-}
+// start of the list. It is [page.Cursor], every list's.
+type Cursor = page.Cursor
 
 // Store keeps users, sessions and API keys. Package store implements it on
 // SQLite and PostgreSQL; one test suite (storetest) holds both to it.

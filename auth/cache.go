@@ -102,30 +102,16 @@ func lookupCached[E cacheEntry](ctx context.Context, s *Service, l credentialLoo
 // knownUnknownLocked reports whether the store said within CacheTTL that
 // it does not know hash.
 func (s *Service) knownUnknownLocked(hash string, now time.Time) bool {
-	at, ok := s.unknown[hash]
-	return ok && now.Sub(at) < s.cfg.CacheTTL
+	return s.unknown.Has(hash, now)
 }
 
-// rememberUnknown records that the store does not know hash. When the
-// cache is full it drops the expired entries, then any others, to a tenth
-// below the bound.
+// rememberUnknown records that the store does not know hash, for
+// CacheTTL. When the cache is full it drops the expired entries, then any
+// others, to a tenth below the bound (expiry.Set).
 func (s *Service) rememberUnknown(hash string, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.unknown) >= maxUnknown {
-		for h, at := range s.unknown {
-			if now.Sub(at) >= s.cfg.CacheTTL {
-				delete(s.unknown, h)
-			}
-		}
-		for h := range s.unknown { // map order: an arbitrary tenth
-			if len(s.unknown) < maxUnknown*9/10 {
-				break
-			}
-			delete(s.unknown, h)
-		}
-	}
-	s.unknown[hash] = now
+	s.unknown.Add(hash, now.Add(s.cfg.CacheTTL), now)
 }
 
 // revoke records a revocation the store has committed: under one lock, it

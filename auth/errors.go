@@ -4,9 +4,10 @@
 package auth
 
 import (
-	"context"
 	"errors"
 	"fmt"
+
+	"github.com/brain-template/brain/internal/fault"
 )
 
 // Errors of the [Service].
@@ -21,11 +22,12 @@ var (
 	// ErrNotCached: the credentials are not in this replica's caches, and
 	// the context asked for no store lookup ([WithoutLookup]).
 	ErrNotCached = errors.New("auth: not cached, and no lookup allowed")
-	// ErrUnavailable: not the caller's fault, and worth retrying shortly.
-	// It wraps every store error other than ErrNotFound, ErrConflict and ErrTooMany
-	// (the store is down or too slow), and ErrBusy. A caller that left
-	// (context.Canceled) is not marked.
-	ErrUnavailable = errors.New("auth: unavailable")
+	// ErrUnavailable: not the caller's fault, and worth retrying shortly;
+	// it is fault.Unavailable. It wraps every store error other than
+	// ErrNotFound, ErrConflict and ErrTooMany (the store is down or too
+	// slow), and ErrBusy. A caller that left (context.Canceled) is not
+	// marked.
+	ErrUnavailable = fault.Unavailable
 	// ErrBusy: every password-hashing slot stayed taken for the whole
 	// HashWait. It wraps ErrUnavailable.
 	ErrBusy = fmt.Errorf("%w: every password-hashing slot is busy", ErrUnavailable)
@@ -33,10 +35,5 @@ var (
 
 // unavailable marks err, from a store or a context, with ErrUnavailable
 // unless it is the store's answer (ErrNotFound, ErrConflict, ErrTooMany), the caller's
-// leaving (context.Canceled), or marked already.
-func unavailable(err error) error {
-	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrConflict) || errors.Is(err, ErrTooMany) || errors.Is(err, context.Canceled) || errors.Is(err, ErrUnavailable) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", ErrUnavailable, err)
-}
+// leaving (context.Canceled), or marked already: [fault.Outage].
+func unavailable(err error) error { return fault.Outage(err) }

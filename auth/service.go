@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/brain-template/brain/internal/expiry"
 )
 
 // Config tunes a [Service]. Zero fields take the defaults.
@@ -78,9 +80,9 @@ type Service struct {
 	sessions map[string]*cachedSession // by token hash
 	keys     map[string]*cachedKey     // by key hash
 	// unknown holds the hashes of tokens and keys the store did not know,
-	// with when it said so: for CacheTTL they are refused without a
-	// lookup. A new token or key cannot be among them: each is random.
-	unknown map[string]time.Time
+	// until CacheTTL after it said so: till then they are refused without
+	// a lookup. A new token or key cannot be among them: each is random.
+	unknown expiry.Set[string]
 	used    map[string]time.Time // API key id -> last use not yet written
 	seen    map[string]time.Time // session token hash -> last-seen time not yet written
 }
@@ -125,7 +127,7 @@ func NewService(store Store, cfg Config) *Service {
 		dummy:    HashPassword(newToken(), cfg.Argon2),
 		hashes:   newHashSlots(cfg.HashConcurrency),
 		sessions: map[string]*cachedSession{}, keys: map[string]*cachedKey{},
-		used: map[string]time.Time{}, seen: map[string]time.Time{}, unknown: map[string]time.Time{},
+		used: map[string]time.Time{}, seen: map[string]time.Time{}, unknown: expiry.Set[string]{Max: maxUnknown},
 	}
 }
 

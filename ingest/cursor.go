@@ -7,7 +7,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // Cursors are opaque to clients: they send back the next cursor a page
@@ -15,30 +14,11 @@ import (
 // item of that page in the list's order, which later inserts and deletes
 // do not move:
 //
-//   - jobs: "<created_at in Unix ms>.<job id>";
+//   - jobs: a page.Cursor, "<created_at in Unix ms>.<job id>";
 //   - query results: "<score, the 16 hex digits of its float64 bits>.<item
 //     id>.<8 hex digits of a hash of the query>". The bits keep the score
 //     exact; the hash refuses a cursor of another query, whose place would
 //     mean nothing here.
-
-// encodeCursor returns the cursor after job j.
-func encodeCursor(j Job) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(j.CreatedAt.UnixMilli(), 10) + "." + j.ID))
-}
-
-// decodeCursor reads a cursor of the jobs list; "" is the start.
-func decodeCursor(s string) (Cursor, error) {
-	if s == "" {
-		return Cursor{}, nil
-	}
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	msText, id, ok := strings.Cut(string(b), ".")
-	ms, perr := strconv.ParseInt(msText, 10, 64)
-	if err != nil || !ok || perr != nil || !isUUID(id) {
-		return Cursor{}, invalid("query.cursor", "is not a cursor of this list: start again without it")
-	}
-	return Cursor{CreatedAt: time.UnixMilli(ms).UTC(), ID: id}, nil
-}
 
 // queryHash identifies a query for its cursors: its terms and project.
 func queryHash(terms []string, project string) string {

@@ -1,10 +1,11 @@
 package ingest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/brain-template/brain/internal/fault"
 )
 
 // Errors of the [Service]. A [*ValidationError] says what is wrong with a
@@ -15,36 +16,36 @@ var (
 	// a new ingest_id, or leave ingest_id out to have one derived from
 	// the content.
 	ErrKeyReused = errors.New("ingest: the ingest_id was used for a batch with different content; send this batch under a new ingest_id")
-	// ErrNotFound: no job or item of the caller's has that id.
-	ErrNotFound = errors.New("ingest: not found")
+	// ErrNotFound: no job or item of the caller's has that id. It is
+	// fault.NotFound, as every store's.
+	ErrNotFound = fault.NotFound
 	// ErrPermanent marks an error of [Service.Process] that another
 	// attempt cannot cure: the job has failed, and the queue should not
-	// retry it. Test for it with errors.Is.
-	ErrPermanent = errors.New("ingest: the job cannot be processed")
+	// retry it. Test for it with errors.Is. It is fault.Permanent, which
+	// is store.ErrPermanent: the queue ends such a job at once.
+	ErrPermanent = fault.Permanent
 	// ErrYield marks an error of [Service.Process] that is no failure: the
 	// job gives its worker back, with items left to store, because
 	// Config.Yield asked it to. The queue should work it again once the
 	// more urgent jobs have theirs; that run goes on where this one
 	// stopped.
 	ErrYield = errors.New("ingest: the job gave its worker back to a more urgent one")
-	// ErrUnavailable: not the caller's fault, and worth retrying shortly.
-	// It wraps every store error other than ErrNotFound, ErrKeyReused and
-	// a [*QuotaError] (the store is down or too slow). A caller that left
-	// (context.Canceled) is not marked.
-	ErrUnavailable = errors.New("ingest: unavailable")
+	// ErrUnavailable: not the caller's fault, and worth retrying shortly;
+	// it is fault.Unavailable. It wraps every store error other than
+	// ErrNotFound, ErrKeyReused and a [*QuotaError] (the store is down or
+	// too slow). A caller that left (context.Canceled) is not marked.
+	ErrUnavailable = fault.Unavailable
 )
 
 // unavailable marks err, from a store or a context, with ErrUnavailable
 // unless it is the store's answer (ErrNotFound, ErrKeyReused, a
 // *QuotaError), the caller's leaving (context.Canceled), or marked
-// already.
+// already: [fault.Outage], which knows every answer but ErrKeyReused.
 func unavailable(err error) error {
-	var qe *QuotaError
-	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, ErrKeyReused) || errors.As(err, &qe) ||
-		errors.Is(err, context.Canceled) || errors.Is(err, ErrUnavailable) {
+	if errors.Is(err, ErrKeyReused) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	return fault.Outage(err)
 }
 
 // The quotas of a user's ingestion ([QuotaError].Quota).
@@ -66,6 +67,9 @@ type QuotaError struct {
 	Used  int    // what the user holds of it now
 	Asked int    // what the batch would take: its items, or one job
 }
+
+// Unwrap makes a QuotaError of the kind fault.TooMany.
+func (e *QuotaError) Unwrap() error { return fault.TooMany }
 
 // Error says which quota and what frees room under it.
 func (e *QuotaError) Error() string {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/fault"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -383,8 +384,9 @@ func (h *memoryHandlers) projects(ctx context.Context, _ *struct{}) (*ProjectsOu
 	return out, nil
 }
 
-// ingestError maps the ingest service's errors to envelopes; nil stays
-// nil.
+// ingestError maps the ingest service's errors to envelopes: its own
+// here, then the error kinds by api's one table (api.ErrorFor: 404 for
+// ErrNotFound, 503 for ErrUnavailable); nil stays nil.
 func ingestError(err error) error {
 	var ve *ValidationError
 	var qe *QuotaError
@@ -407,12 +409,8 @@ func ingestError(err error) error {
 		return e
 	case errors.As(err, &qe):
 		return quotaError(qe)
-	case errors.Is(err, ErrNotFound):
-		return api.NewError(http.StatusNotFound, "you have nothing with that id")
-	case errors.Is(err, ErrUnavailable):
-		return api.StoreError(err)
 	}
-	return err
+	return api.ErrorFor(err, api.Messages{fault.NotFound: "you have nothing with that id"})
 }
 
 // quotaError is the 409 of an ingest past a quota: which quota, its

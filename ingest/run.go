@@ -43,10 +43,7 @@ func Start(bg context.Context, db *store.DB, cfg Settings, hub streams.Hub, logg
 		Yield: func(ctx context.Context) bool { return jobs.yield(ctx) }})
 	jobs, err = newJobQueue(db, queue, cfg.Workers, func(ctx context.Context, jobID string) error {
 		err := svc.Process(ctx, jobID)
-		switch {
-		case errors.Is(err, ErrPermanent):
-			return fmt.Errorf("%w: %w", store.ErrPermanent, err)
-		case errors.Is(err, ErrYield):
+		if errors.Is(err, ErrYield) { // ErrPermanent is store.ErrPermanent already
 			return fmt.Errorf("%w: %w", store.ErrYield, err)
 		}
 		return err

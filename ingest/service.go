@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/brain-template/brain/internal/page"
 )
 
 // Config tunes a [Service]. Zero fields take the defaults.
@@ -181,19 +183,16 @@ func (s *Service) Jobs(ctx context.Context, userID, cursor string, limit int) (j
 	if err != nil {
 		return nil, "", err
 	}
-	after, err := decodeCursor(cursor)
+	after, err := page.Decode(cursor, isUUID)
 	if err != nil {
-		return nil, "", err
+		return nil, "", invalid("query.cursor", "is not a cursor of this list: start again without it")
 	}
 	jobs, err = s.store.Jobs(ctx, userID, after, limit+1)
 	if err != nil {
 		return nil, "", unavailable(err)
 	}
-	if len(jobs) > limit {
-		jobs = jobs[:limit]
-		next = encodeCursor(jobs[limit-1])
-	}
-	return jobs, next, nil
+	jobs, after = page.Cut(jobs, limit, func(j Job) Cursor { return Cursor{CreatedAt: j.CreatedAt, ID: j.ID} })
+	return jobs, page.Encode(after), nil
 }
 
 // pageLimit checks a page size: 0 is DefaultLimit.

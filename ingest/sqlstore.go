@@ -81,14 +81,6 @@ func (s *SQLStore) begin(ctx context.Context) (tx *store.Tx, done func(), err er
 
 var _ Store = (*SQLStore)(nil)
 
-// ingestErr is err with this package's store.ErrNotFound made ingest's.
-func ingestErr(err error) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return ErrNotFound
-	}
-	return err
-}
-
 // Accept records the key of a, or finds it (see Store).
 //
 // One transaction takes the key, creates the job, enqueues it and, last,
@@ -244,7 +236,7 @@ func scanJob(sc interface{ Scan(...any) error }, extra ...any) (Job, error) {
 	err := sc.Scan(append([]any{&j.ID, &j.UserID, &j.IngestID, &j.Project, &status, &j.ItemsTotal, &j.ItemsDone, &j.Error, &created, &started, &finished}, extra...)...)
 	j.Status = Status(status)
 	j.CreatedAt, j.StartedAt, j.FinishedAt = store.FromMillis(created), store.FromMillis(started), store.FromMillis(finished)
-	return j, ingestErr(store.NotFound(err))
+	return j, store.NotFound(err)
 }
 
 // Job returns the user's job id, or ErrNotFound.
@@ -254,12 +246,8 @@ func (s *SQLStore) Job(ctx context.Context, userID, id string) (Job, error) {
 
 // Jobs returns a page of the user's jobs, newest first.
 func (s *SQLStore) Jobs(ctx context.Context, userID string, after Cursor, limit int) ([]Job, error) {
-	q, args := "SELECT "+jobCols+" FROM jobs j WHERE j.user_id = $1", []any{userID, limit}
-	if after != (Cursor{}) { // the jobs after it in the order below
-		q += " AND (j.created_at < $3 OR (j.created_at = $3 AND j.id > $4))"
-		args = append(args, store.Millis(after.CreatedAt), after.ID)
-	}
-	rows, err := s.db.QueryContext(ctx, q+" ORDER BY j.created_at DESC, j.id LIMIT $2", args...)
+	cond, args := store.PageAfter("j", after, []any{userID, limit}) // the jobs after it in the order below
+	rows, err := s.db.QueryContext(ctx, "SELECT "+jobCols+" FROM jobs j WHERE j.user_id = $1"+cond+" ORDER BY j.created_at DESC, j.id LIMIT $2", args...)
 	if err != nil {
 		return nil, store.Wrap("list jobs", err)
 	}
@@ -283,7 +271,7 @@ func (s *SQLStore) Jobs(ctx context.Context, userID string, after Cursor, limit 
 func (s *SQLStore) StartJob(ctx context.Context, id string, now time.Time) (Job, []byte, error) {
 	var status string
 	if err := s.db.QueryRowContext(ctx, "SELECT status FROM jobs WHERE id = $1", id).Scan(&status); err != nil {
-		return Job{}, nil, ingestErr(store.Wrap("start job", store.NotFound(err)))
+		return Job{}, nil, store.Wrap("start job", store.NotFound(err))
 	}
 	if status == string(StatusQueued) {
 		if err := s.start(ctx, id, now); err != nil {
@@ -480,7 +468,7 @@ func (s *SQLStore) DeleteItem(ctx context.Context, userID, id string) error {
 	defer done()
 	defer tx.Rollback()
 	if err := store.AffectedOne(tx.ExecContext(ctx, "DELETE FROM items WHERE id = $1 AND user_id = $2", id, userID)); err != nil {
-		return ingestErr(store.Wrap("delete item", err))
+		return store.Wrap("delete item", err)
 	}
 	if err := release(ctx, tx, userID, false, 1); err != nil {
 		return store.Wrap("delete item: give back to the quota", err)

@@ -3,6 +3,8 @@ package ingest
 import (
 	"context"
 	"time"
+
+	"github.com/brain-template/brain/internal/page"
 )
 
 // Store keeps idempotency keys, jobs and items. Package store implements
@@ -128,11 +130,8 @@ type StoredItem struct {
 // A Cursor is a place in the list of a user's jobs, ordered newest first
 // (CreatedAt descending, then ID ascending): the created time and id of
 // the last job a page showed. The next page starts after it. The zero
-// Cursor is the start of the list.
-type Cursor struct {
-	CreatedAt time.Time
-	ID        string
-}
+// Cursor is the start of the list. It is [page.Cursor], every list's.
+type Cursor = page.Cursor
 
 // Search is what [Store.Search] looks for.
 type Search struct {

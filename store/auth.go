@@ -211,12 +211,8 @@ func (s *AuthStore) APIKeyByHash(ctx context.Context, keyHash string) (auth.APIK
 
 // ListAPIKeys returns a page of the user's keys, newest first.
 func (s *AuthStore) ListAPIKeys(ctx context.Context, userID string, after auth.Cursor, limit int) ([]auth.APIKey, error) {
-	q, args := "SELECT "+keyCols+" FROM api_keys k WHERE k.user_id = $1", []any{userID, limit}
-	if after != (auth.Cursor{}) { // the keys after it in the order below
-		q += " AND (k.created_at < $3 OR (k.created_at = $3 AND k.id > $4))"
-		args = append(args, Millis(after.CreatedAt), after.ID)
-	}
-	rows, err := s.db.QueryContext(ctx, q+" ORDER BY k.created_at DESC, k.id LIMIT $2", args...)
+	cond, args := PageAfter("k", after, []any{userID, limit}) // the keys after it in the order below
+	rows, err := s.db.QueryContext(ctx, "SELECT "+keyCols+" FROM api_keys k WHERE k.user_id = $1"+cond+" ORDER BY k.created_at DESC, k.id LIMIT $2", args...)
 	if err != nil {
 		return nil, Wrap("list api keys", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/brain-template/brain/internal/fault"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
@@ -56,8 +57,8 @@ import (
 // often it is tried: a work function returns an error wrapping it
 // (fmt.Errorf("job %s: %w: no such record", id, ErrPermanent)) and the job
 // ends at once, in River's "cancelled" state, with that error's message,
-// instead of being retried.
-var ErrPermanent = errors.New("permanent failure")
+// instead of being retried. It is fault.Permanent.
+var ErrPermanent = fault.Permanent
 
 // ErrYield marks an error of a job that is no failure: the work function
 // hands the job back unfinished, to give its worker to a more urgent job

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/brain-template/brain/internal/page"
 	"github.com/jackc/pgx/v5/pgconn"
 	sqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -75,4 +76,18 @@ func Wrap(what string, err error) error {
 		return nil
 	}
 	return fmt.Errorf("store: %s: %w", what, err)
+}
+
+// PageAfter is the condition, to AND to a WHERE, on the rows after c in
+// a list ordered newest first ("ORDER BY <alias>.created_at DESC,
+// <alias>.id"), and args with its two arguments appended; the zero
+// Cursor (the start of the list) adds nothing. Its placeholders number on
+// from len(args).
+func PageAfter(alias string, c page.Cursor, args []any) (string, []any) {
+	if c == (page.Cursor{}) {
+		return "", args
+	}
+	t, id := fmt.Sprintf("$%d", len(args)+1), fmt.Sprintf("$%d", len(args)+2)
+	cond := fmt.Sprintf(" AND (%[1]s.created_at < %[2]s OR (%[1]s.created_at = %[2]s AND %[1]s.id > %[3]s))", alias, t, id)
+	return cond, append(args, Millis(c.CreatedAt), c.ID)
 }

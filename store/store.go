@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/fault"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
 	sqlite "modernc.org/sqlite"        // registers "sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -29,8 +29,9 @@ const (
 )
 
 // ErrNotFound is what a store's method returns when no row is what it
-// names. It is auth.ErrNotFound, which the auth store returns too.
-var ErrNotFound = auth.ErrNotFound
+// names: fault.NotFound, which every store returns (auth.ErrNotFound and
+// a feature's are the same error).
+var ErrNotFound = fault.NotFound
 
 // DB is an open database. It is safe for concurrent use; call Close when done.
 //
