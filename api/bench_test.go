@@ -25,7 +25,7 @@ func BenchmarkRequest(b *testing.B) {
 	// Budgets that never refuse: b.N requests of one session or address
 	// would run out of the defaults (120/min a session) and measure 429s.
 	l := api.DefaultLimits()
-	l.Session = ratelimit.Budget{Limit: 1 << 30, Window: time.Second, Burst: 1 << 30}
+	l.Session = ratelimit.Rate{Limit: 1 << 30, Window: time.Second, Burst: 1 << 30}
 	l.IP = l.Session
 	s, _ := mustRawServer(b, api.Config{Auth: svc, Limits: l, Logger: slog.New(slog.DiscardHandler)})
 	for _, bc := range []struct {
@@ -63,7 +63,7 @@ func BenchmarkRateLimitOverhead(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			svc := MustAuth(b)
 			l := api.DefaultLimits()
-			l.APIKey = ratelimit.Budget{Limit: 1 << 30, Window: time.Second, Burst: 1 << 30} // never refuses
+			l.APIKey = ratelimit.Rate{Limit: 1 << 30, Window: time.Second, Burst: 1 << 30} // never refuses
 			l.Disabled = bc.disabled
 			s, _ := mustRawServer(b, api.Config{Auth: svc, Limits: l, Logger: slog.New(slog.DiscardHandler)})
 			h := withKey(b, s, svc)

@@ -32,7 +32,7 @@ func liveServer(tb testing.TB, db *store.DB, cfg auth.Config) (*httptest.Server,
 		tb.Fatal(err)
 	}
 	limits := api.DefaultLimits()
-	limits.Session = ratelimit.Budget{Limit: 10_000, Window: time.Minute, Burst: 10_000}
+	limits.Session = ratelimit.Rate{Limit: 10_000, Window: time.Minute, Burst: 10_000}
 	srv := httptest.NewServer(api.New(api.Config{Auth: svc, Limits: limits, Now: cfg.Now}))
 	tb.Cleanup(srv.Close)
 	return srv, svc

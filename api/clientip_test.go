@@ -25,7 +25,7 @@ func ipServer(tb testing.TB, trusted ...string) http.Handler {
 	}
 	svc := MustAuth(tb)
 	l := api.DefaultLimits() // a fuzzer sends more than a minute's budget
-	l.APIKey = ratelimit.Budget{Limit: 1 << 30, Window: time.Second, Burst: 1 << 30}
+	l.APIKey = ratelimit.Rate{Limit: 1 << 30, Window: time.Second, Burst: 1 << 30}
 	s, _ := mustRawServer(tb, api.Config{TrustedProxies: prefixes, Auth: svc, Limits: l})
 	type out struct {
 		Body struct {

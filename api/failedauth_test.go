@@ -39,11 +39,11 @@ func (l *lookups) APIKeyByHash(ctx context.Context, h string) (auth.APIKey, auth
 // of 3 a minute and a fake clock; it returns the server, the store's
 // lookup count, the clock and a valid API key of ada's.
 func failedAuthServer(t *testing.T) (*live, *lookups, *fakeClock, string) {
-	return limitedHTTPServer(t, ratelimit.Budget{Limit: 3, Window: time.Minute, Burst: 3})
+	return limitedHTTPServer(t, ratelimit.Rate{Limit: 3, Window: time.Minute, Burst: 3})
 }
 
 // limitedHTTPServer is failedAuthServer with the ip budget ip.
-func limitedHTTPServer(t *testing.T, ip ratelimit.Budget) (*live, *lookups, *fakeClock, string) {
+func limitedHTTPServer(t *testing.T, ip ratelimit.Rate) (*live, *lookups, *fakeClock, string) {
 	t.Helper()
 	clk := testclock.New(t0)
 	st := &lookups{Store: store.NewAuthStore(storetest.Open(t, store.SQLite))}
@@ -58,7 +58,7 @@ func limitedHTTPServer(t *testing.T, ip ratelimit.Budget) (*live, *lookups, *fak
 	}
 	l := small(clk)
 	l.IP = ip
-	l.APIKey = ratelimit.Budget{Limit: 100, Window: time.Minute, Burst: 100} // ada's key and session are never the ones refused
+	l.APIKey = ratelimit.Rate{Limit: 100, Window: time.Minute, Burst: 100} // ada's key and session are never the ones refused
 	l.Session = l.APIKey
 	// Loopback is a trusted proxy: a test picks a client address with
 	// X-Forwarded-For; without one, the client is the peer.
@@ -191,7 +191,7 @@ func TestSpecShowsIPBudgetOnFailedAuth(t *testing.T) {
 // own budget, and 429 past it: a key looping on a refusal is throttled.
 // The spec shows that budget as applying to such (forbidden) requests.
 func TestForbiddenKeyDrawsFromItsBudget(t *testing.T) {
-	l, _, _, key := limitedHTTPServer(t, ratelimit.Budget{Limit: 3, Window: time.Minute, Burst: 3})
+	l, _, _, key := limitedHTTPServer(t, ratelimit.Rate{Limit: 3, Window: time.Minute, Burst: 3})
 	var last reply
 	for range 100 { // the key's budget in this server
 		last = l.call("GET", "/api/v1/apikeys", nil, "X-API-Key: "+key)

@@ -54,7 +54,7 @@ func TestLoginFloodBoundsMemory(t *testing.T) {
 	const slots, requests, ips = 2, 200, 20
 	svc := auth.NewService(store.NewAuthStore(storetest.Open(t, store.SQLite)), auth.Config{HashConcurrency: slots}) // DefaultArgon2
 	lim := api.DefaultLimits()
-	lim.IP = ratelimit.Budget{Limit: 10_000, Window: time.Minute, Burst: 10_000}
+	lim.IP = ratelimit.Rate{Limit: 10_000, Window: time.Minute, Burst: 10_000}
 	s := mustLive(t, api.New(api.Config{Auth: svc, Limits: lim, Logger: slog.New(slog.DiscardHandler),
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}))
 	hash := uint64(auth.DefaultArgon2.Memory) << 10

@@ -18,7 +18,7 @@ import (
 // a held-back username gets 429 scope login and takes no token from its
 // address, so others behind the same address keep their budget.
 func TestLoginBackoffTakesNoIPToken(t *testing.T) {
-	l, _, clk, _ := limitedHTTPServer(t, ratelimit.Budget{Limit: 10, Window: time.Minute, Burst: 10})
+	l, _, clk, _ := limitedHTTPServer(t, ratelimit.Rate{Limit: 10, Window: time.Minute, Burst: 10})
 	for i := range 5 { // five failures for ada: the back-off starts
 		if r := l.login("ada", "wrong password!"); r.status != 401 || r.header.Get("RateLimit") == "" {
 			t.Fatalf("failure %d: %d, RateLimit %q", i+1, r.status, r.header.Get("RateLimit"))
@@ -49,7 +49,7 @@ func TestLoginBackoffTakesNoIPToken(t *testing.T) {
 // A login the ip plane refuses is not counted by the back-off either: a
 // refused request consumes from no budget.
 func TestLoginRefusedByIPIsNoFailure(t *testing.T) {
-	l, _, _, _ := limitedHTTPServer(t, ratelimit.Budget{Limit: 1, Window: time.Hour, Burst: 1})
+	l, _, _, _ := limitedHTTPServer(t, ratelimit.Rate{Limit: 1, Window: time.Hour, Burst: 1})
 	l.login("ada", "wrong password!").want(t, 401, "first")
 	for range 10 {
 		if r := l.login("ada", "wrong password!"); r.status != 429 || r.env429(t).Details.Scope != "ip" {
@@ -65,7 +65,7 @@ func TestLoginRefusedByIPIsNoFailure(t *testing.T) {
 // session budget: its refusal takes no session token, and the spec says
 // so.
 func TestPasswordChangeBackoffTakesNoSessionToken(t *testing.T) {
-	l, _, _, _ := limitedHTTPServer(t, ratelimit.Budget{Limit: 10, Window: time.Minute, Burst: 10})
+	l, _, _, _ := limitedHTTPServer(t, ratelimit.Rate{Limit: 10, Window: time.Minute, Burst: 10})
 	cookie := l.login("ada", "correct horse battery").want(t, 200, "login").cookie(t)
 	wrong := map[string]string{"current": "not my password", "new": "a brand new password"}
 	for i := range 5 {

@@ -94,7 +94,7 @@ func (m *Metrics) observeLimiter(p *plane) {
 	if m == nil {
 		return
 	}
-	policy := p.limiter.Policy().Name
+	policy := p.limiter.Budget().Name
 	var mem *ratelimit.Memory
 	var redis *ratelimit.Redis
 	switch l := p.limiter.(type) {

@@ -21,21 +21,21 @@ import (
 // entries and the enforcement are both built from it, so they cannot
 // disagree.
 type Limits struct {
-	Session ratelimit.Budget // per session, every operation
-	IP      ratelimit.Budget // per client IP, public operations
-	APIKey  ratelimit.Budget // per API key, operations without their own budget
+	Session ratelimit.Rate // per session, every operation
+	IP      ratelimit.Rate // per client IP, public operations
+	APIKey  ratelimit.Rate // per API key, operations without their own budget
 	// StreamOpens is the stream plane's open budget: the streams a session
 	// or API key may open, across every stream endpoint, whatever its cap
 	// of open streams leaves it.
-	StreamOpens ratelimit.Budget
+	StreamOpens ratelimit.Rate
 	// Override returns the limits that replace the defaults of the budget
 	// an operation declares by name (see [WithBudget]), and whether there
 	// are any; an error says the configured value is not a budget. Nil:
 	// every budget keeps its defaults.
-	Override func(name string) ([]ratelimit.Budget, bool, error)
-	// Store makes the limiter of a policy: in memory (the default) or in
+	Override func(name string) ([]ratelimit.Rate, bool, error)
+	// Store makes the limiter of a budget: in memory (the default) or in
 	// Redis, shared by replicas.
-	Store func(ratelimit.Policy) ratelimit.Limiter
+	Store func(ratelimit.Budget) ratelimit.Limiter
 	// Disabled turns every plane off: no limits, no headers, nothing in the
 	// spec. It exists to measure what limiting costs; no setting exposes it.
 	Disabled bool
@@ -44,14 +44,14 @@ type Limits struct {
 // DefaultLimits are the planes' default budgets.
 func DefaultLimits() Limits {
 	return Limits{
-		Session: ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60},
-		IP:      ratelimit.Budget{Limit: 30, Window: time.Minute, Burst: 30},
-		APIKey:  ratelimit.Budget{Limit: 120, Window: time.Minute, Burst: 60},
+		Session: ratelimit.Rate{Limit: 120, Window: time.Minute, Burst: 60},
+		IP:      ratelimit.Rate{Limit: 30, Window: time.Minute, Burst: 30},
+		APIKey:  ratelimit.Rate{Limit: 120, Window: time.Minute, Burst: 60},
 		// A client reconnecting after every network blip opens a stream a
 		// few times a minute; one that loops on opens is held to one a
 		// second, so that each open's work (a replay, a job read) stays
 		// small.
-		StreamOpens: ratelimit.Budget{Limit: 60, Window: time.Minute, Burst: 20},
+		StreamOpens: ratelimit.Rate{Limit: 60, Window: time.Minute, Burst: 20},
 	}
 }
 
@@ -59,8 +59,8 @@ func DefaultLimits() Limits {
 // the other fields stay as they are.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
-	for _, b := range []struct{ v, def *ratelimit.Budget }{{&l.Session, &d.Session}, {&l.IP, &d.IP}, {&l.APIKey, &d.APIKey}, {&l.StreamOpens, &d.StreamOpens}} {
-		if *b.v == (ratelimit.Budget{}) {
+	for _, b := range []struct{ v, def *ratelimit.Rate }{{&l.Session, &d.Session}, {&l.IP, &d.IP}, {&l.APIKey, &d.APIKey}, {&l.StreamOpens, &d.StreamOpens}} {
+		if *b.v == (ratelimit.Rate{}) {
 			*b.v = *b.def
 		}
 	}
@@ -70,7 +70,7 @@ func (l Limits) withDefaults() Limits {
 // metaBudget is the Operation.Metadata key of an operation's budget.
 const metaBudget = "brain.budget"
 
-// A Budget is a named set of limits that the API-key callers of the
+// A Budget is a named set of rates that the API-key callers of the
 // operations declaring it draw from, instead of the key's default budget.
 // Declare it once, as a variable, and name it on each operation that
 // shares it:
@@ -103,10 +103,10 @@ func WithBudget(op huma.Operation, b Budget) huma.Operation {
 	return op
 }
 
-// limitNames names the limits of budget name, as WithBudget says.
-func limitNames(name string, limits []ratelimit.Budget) []ratelimit.Limit {
-	out := make([]ratelimit.Limit, len(limits))
-	for i, b := range limits {
+// limitNames names the rates of budget name, as WithBudget says.
+func limitNames(name string, rates []ratelimit.Rate) []ratelimit.Limit {
+	out := make([]ratelimit.Limit, len(rates))
+	for i, r := range rates {
 		n := name
 		switch {
 		case i == 1:
@@ -114,7 +114,7 @@ func limitNames(name string, limits []ratelimit.Budget) []ratelimit.Limit {
 		case i > 1:
 			n = name + "-" + strconv.Itoa(i+1)
 		}
-		out[i] = ratelimit.Limit{Name: n, Budget: b}
+		out[i] = ratelimit.Limit{Name: n, Rate: r}
 	}
 	return out
 }
@@ -161,7 +161,7 @@ type planes struct {
 
 func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThrottle) *planes {
 	if l.Store == nil {
-		l.Store = func(p ratelimit.Policy) ratelimit.Limiter { return ratelimit.NewMemory(p, ratelimit.MemoryOptions{}) }
+		l.Store = func(p ratelimit.Budget) ratelimit.Limiter { return ratelimit.NewMemory(p, ratelimit.MemoryOptions{}) }
 	}
 	ps := &planes{
 		limits:   l,
@@ -172,18 +172,18 @@ func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThro
 		declared: map[string]Budget{},
 		failed:   map[string]bool{},
 	}
-	ps.session = ps.newPlane("session", "session", ratelimit.Limit{Name: "session", Budget: l.Session})
-	ps.ip = ps.newPlane("ip", "ip", ratelimit.Limit{Name: "ip", Budget: l.IP})
-	ps.apikey = ps.newPlane("apikey", "apikey", ratelimit.Limit{Name: "apikey", Budget: l.APIKey})
-	ps.streamOpens = ps.newPlane("stream", streamOpensPolicy, ratelimit.Limit{Name: streamOpensPolicy, Budget: l.StreamOpens})
+	ps.session = ps.newPlane("session", "session", ratelimit.Limit{Name: "session", Rate: l.Session})
+	ps.ip = ps.newPlane("ip", "ip", ratelimit.Limit{Name: "ip", Rate: l.IP})
+	ps.apikey = ps.newPlane("apikey", "apikey", ratelimit.Limit{Name: "apikey", Rate: l.APIKey})
+	ps.streamOpens = ps.newPlane("stream", streamOpensBudget, ratelimit.Limit{Name: streamOpensBudget, Rate: l.StreamOpens})
 	return ps
 }
 
-// newPlane makes the plane of one policy, with its limiter, its headers
+// newPlane makes the plane of one budget, with its limiter, its headers
 // and its metrics.
-func (ps *planes) newPlane(planeName, policy string, limits ...ratelimit.Limit) *plane {
-	p := ratelimit.Policy{Name: policy, Limits: limits}
-	pl := &plane{name: planeName, limiter: ps.limits.Store(p), headers: ratelimit.NewHeaders(p), count: ps.metrics.countersFor(planeName, policy)}
+func (ps *planes) newPlane(planeName, budget string, limits ...ratelimit.Limit) *plane {
+	b := ratelimit.Budget{Name: budget, Limits: limits}
+	pl := &plane{name: planeName, limiter: ps.limits.Store(b), headers: ratelimit.NewHeaders(b), count: ps.metrics.countersFor(planeName, budget)}
 	ps.metrics.observeLimiter(pl)
 	return pl
 }
@@ -194,7 +194,7 @@ func (ps *planes) newPlane(planeName, policy string, limits ...ratelimit.Limit) 
 // server reports it at start-up (Server.Err).
 func (ps *planes) budgetPlane(op *huma.Operation, b Budget) *plane {
 	if !budgetName.MatchString(b.Name) || reserved[b.Name] {
-		ps.errs = append(ps.errs, fmt.Errorf("operation %s: budget %q: a name is 1 to 32 of a-z, 0-9 and -, starting with a letter, and not session, ip, apikey, login, stream, %s, %s or %s", op.OperationID, b.Name, streamPolicy, streamUserPolicy, streamOpensPolicy))
+		ps.errs = append(ps.errs, fmt.Errorf("operation %s: budget %q: a name is 1 to 32 of a-z, 0-9 and -, starting with a letter, and not session, ip, apikey, login, stream, %s, %s or %s", op.OperationID, b.Name, streamCapName, streamUserCapName, streamOpensBudget))
 		return ps.apikey
 	}
 	if ps.failed[b.Name] {
@@ -206,30 +206,30 @@ func (ps *planes) budgetPlane(op *huma.Operation, b Budget) *plane {
 		}
 		return p
 	}
-	limits, err := ratelimit.ParseBudgets(b.Default)
+	rates, err := ratelimit.ParseRates(b.Default)
 	if err != nil {
 		err = fmt.Errorf("its default: %w", err)
 	} else if o, ok, oerr := ps.override(b.Name); oerr != nil {
 		err = oerr
 	} else if ok {
-		limits = o
+		rates = o
 	}
-	pol := ratelimit.Policy{Name: b.Name, Limits: limitNames(b.Name, limits)}
+	budget := ratelimit.Budget{Name: b.Name, Limits: limitNames(b.Name, rates)}
 	if err == nil {
-		err = pol.Validate()
+		err = budget.Validate()
 	}
 	if err != nil {
 		ps.errs = append(ps.errs, fmt.Errorf("budget %q (operation %s): %w", b.Name, op.OperationID, err))
 		ps.failed[b.Name] = true
 		return ps.apikey
 	}
-	p := ps.newPlane("apikey", b.Name, pol.Limits...)
+	p := ps.newPlane("apikey", b.Name, budget.Limits...)
 	ps.ops[b.Name], ps.declared[b.Name] = p, b
 	return p
 }
 
 // override returns the configured limits of budget name, if any.
-func (ps *planes) override(name string) ([]ratelimit.Budget, bool, error) {
+func (ps *planes) override(name string) ([]ratelimit.Rate, bool, error) {
 	if ps.limits.Override == nil {
 		return nil, false, nil
 	}
@@ -239,10 +239,10 @@ func (ps *planes) override(name string) ([]ratelimit.Budget, bool, error) {
 // budgetName is what a budget's name may be: it is also a setting's key.
 var budgetName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 
-// reserved are the names of the planes' own policies, which no
+// reserved are the names of the planes' own budgets and caps, which no
 // operation's budget may take.
 var reserved = map[string]bool{"session": true, "ip": true, "apikey": true, "login": true, "stream": true,
-	streamPolicy: true, streamUserPolicy: true, streamOpensPolicy: true}
+	streamCapName: true, streamUserCapName: true, streamOpensBudget: true}
 
 // planFor decides which planes apply to op.
 func (ps *planes) planFor(op *huma.Operation) *plan {
@@ -290,7 +290,7 @@ type RateLimitEntry struct {
 
 func entriesOf(pl *plane) []RateLimitEntry {
 	var out []RateLimitEntry
-	for _, l := range pl.limiter.Policy().Limits {
+	for _, l := range pl.limiter.Budget().Limits {
 		out = append(out, RateLimitEntry{Plane: pl.name, Policy: l.Name, Limit: l.Limit, WindowS: int(l.Window / time.Second), Burst: l.Burst})
 	}
 	return out
@@ -378,8 +378,8 @@ func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
 func (ps *planes) rateLimitEntries(op *huma.Operation, pl *plan) []RateLimitEntry {
 	var entries []RateLimitEntry
 	if pl.stream { // its caps, then its open budget: the order the door decides them in
-		entries = append(entries, RateLimitEntry{Plane: "stream", Policy: streamPolicy, Concurrent: ps.streamCap},
-			RateLimitEntry{Plane: "stream", Policy: streamUserPolicy, Concurrent: ps.streamUserCap})
+		entries = append(entries, RateLimitEntry{Plane: "stream", Policy: streamCapName, Concurrent: ps.streamCap},
+			RateLimitEntry{Plane: "stream", Policy: streamUserCapName, Concurrent: ps.streamUserCap})
 		entries = append(entries, entriesOf(ps.streamOpens)...)
 	}
 	for _, p := range []*plane{pl.ip, pl.session, pl.apikey} {
@@ -559,7 +559,7 @@ const protectedKeyPrefix = "protect:"
 
 // refusal is the 429 envelope for decision d of plane p.
 func refusal(p *plane, d *ratelimit.Decision) *Error {
-	l := p.limiter.Policy().Limits[d.Tightest()]
+	l := p.limiter.Budget().Limits[d.Tightest()]
 	return rateLimited(p.name, l.Name, l.Limit, l.Window, d.RetryAfter)
 }
 

@@ -25,15 +25,15 @@ type fakeClock = testclock.Clock
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-func hourly(n int) ratelimit.Budget { return ratelimit.Budget{Limit: n, Window: time.Hour, Burst: n} }
+func hourly(n int) ratelimit.Rate { return ratelimit.Rate{Limit: n, Window: time.Hour, Burst: n} }
 
 // small are budgets a test can exhaust in a few requests.
 func small(clk *fakeClock) api.Limits {
 	l := api.DefaultLimits()
-	l.Session = ratelimit.Budget{Limit: 3, Window: time.Minute, Burst: 3}
-	l.IP = ratelimit.Budget{Limit: 2, Window: time.Minute, Burst: 2}
-	l.APIKey = ratelimit.Budget{Limit: 2, Window: time.Minute, Burst: 2}
-	l.Store = func(p ratelimit.Policy) ratelimit.Limiter {
+	l.Session = ratelimit.Rate{Limit: 3, Window: time.Minute, Burst: 3}
+	l.IP = ratelimit.Rate{Limit: 2, Window: time.Minute, Burst: 2}
+	l.APIKey = ratelimit.Rate{Limit: 2, Window: time.Minute, Burst: 2}
+	l.Store = func(p ratelimit.Budget) ratelimit.Limiter {
 		m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
 		m.Now = clk.Now
 		return m
@@ -182,14 +182,14 @@ func TestExemptOperations(t *testing.T) {
 	}
 }
 
-// recorder records which policy each decision consulted.
+// recorder records which budget each decision consulted.
 type recorder struct {
 	mu    sync.Mutex
 	calls []string
 }
 
-func (r *recorder) store(clk *fakeClock) func(ratelimit.Policy) ratelimit.Limiter {
-	return func(p ratelimit.Policy) ratelimit.Limiter {
+func (r *recorder) store(clk *fakeClock) func(ratelimit.Budget) ratelimit.Limiter {
+	return func(p ratelimit.Budget) ratelimit.Limiter {
 		m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
 		m.Now = clk.Now
 		return recordingLimiter{m, r}
@@ -203,7 +203,7 @@ type recordingLimiter struct {
 
 func (l recordingLimiter) Allow(ctx context.Context, key string) (ratelimit.Decision, error) {
 	l.r.mu.Lock()
-	l.r.calls = append(l.r.calls, l.Policy().Name)
+	l.r.calls = append(l.r.calls, l.Budget().Name)
 	l.r.mu.Unlock()
 	return l.Memory.Allow(ctx, key)
 }
@@ -217,7 +217,7 @@ func (r *recorder) take() []string {
 }
 
 // TestSpecIsWhatIsEnforced walks every operation in the served spec and,
-// for each kind of caller, checks that the policy the server consulted is
+// for each kind of caller, checks that the budget the server consulted is
 // one the operation's x-rate-limit shows for that caller's plane, and that
 // an operation showing a plane consults it. Nothing is enforced that the
 // spec does not show, and nothing shown goes unenforced.
@@ -226,13 +226,13 @@ func TestSpecIsWhatIsEnforced(t *testing.T) {
 	rec := &recorder{}
 	l := api.DefaultLimits()
 	l.Store = rec.store(clk)
-	l.StreamOpens = ratelimit.Budget{Limit: 7, Window: time.Minute, Burst: 5} // not the defaults: the spec shows what is configured
+	l.StreamOpens = ratelimit.Rate{Limit: 7, Window: time.Minute, Burst: 5} // not the defaults: the spec shows what is configured
 	// A roomy ip budget: every operation's anonymous request draws from
 	// the one address's budget on a clock that stands still, and once it
 	// is spent a new API key's first lookup is refused with it
 	// (requireCaller spares the store for a refused address). The walk
 	// stays short of the default's 30, but not by much.
-	l.IP = ratelimit.Budget{Limit: 1000, Window: time.Minute, Burst: 1000}
+	l.IP = ratelimit.Rate{Limit: 1000, Window: time.Minute, Burst: 1000}
 	svc := MustAuth(t)
 	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now,
 		Streams: api.StreamConfig{Cap: streams.NewMemoryCap(5), UserCap: streams.NewMemoryCap(9)}})
@@ -318,11 +318,11 @@ func TestSpecIsWhatIsEnforced(t *testing.T) {
 				}
 				where := method + " " + path + " as " + caller
 				if len(consulted) > 1 {
-					t.Errorf("%s: consulted %v: one policy per request", where, consulted)
+					t.Errorf("%s: consulted %v: one budget per request", where, consulted)
 				}
 				if len(consulted) == 1 {
 					if !containsPrefix(shown, consulted[0]) {
-						t.Errorf("%s: enforced policy %q, but x-rate-limit shows %v for this caller", where, consulted[0], shown)
+						t.Errorf("%s: enforced budget %q, but x-rate-limit shows %v for this caller", where, consulted[0], shown)
 					}
 					if _, ok := op.Responses["429"]; !ok {
 						t.Errorf("%s: enforced a limit but declares no 429", where)
@@ -340,7 +340,7 @@ func TestSpecIsWhatIsEnforced(t *testing.T) {
 	}
 }
 
-// containsPrefix: a policy "notes" is shown as the entries "notes" and
+// containsPrefix: a budget "notes" is shown as the entries "notes" and
 // "notes-burst".
 func containsPrefix(shown []string, policy string) bool {
 	for _, s := range shown {
@@ -357,9 +357,9 @@ func containsPrefix(shown []string, policy string) bool {
 func TestOperationBudgets(t *testing.T) {
 	clk := testclock.New(t0)
 	l := small(clk)
-	l.Override = func(name string) ([]ratelimit.Budget, bool, error) {
+	l.Override = func(name string) ([]ratelimit.Rate, bool, error) {
 		if name == "notes" {
-			return []ratelimit.Budget{hourly(3)}, true, nil
+			return []ratelimit.Rate{hourly(3)}, true, nil
 		}
 		return nil, false, nil
 	}

@@ -17,7 +17,7 @@ import (
 func TestStreamLegacyHeadersDescribeTheOpenBudget(t *testing.T) {
 	_, l, _ := streamServerWith(t, api.Config{
 		Streams: api.StreamConfig{RetryAfter: 7 * time.Second},
-		Limits:  api.Limits{StreamOpens: ratelimit.Budget{Limit: 60, Window: time.Minute, Burst: 20}},
+		Limits:  api.Limits{StreamOpens: ratelimit.Rate{Limit: 60, Window: time.Minute, Burst: 20}},
 	}, nil)
 	ada := l.login("ada", "correct horse battery").cookie(t)
 	reset := func(r reply) int64 {

@@ -15,8 +15,8 @@ import (
 
 // clockedStore makes in-memory limiters on clk, so a test moves time
 // instead of sleeping.
-func clockedStore(clk *testclock.Clock) func(ratelimit.Policy) ratelimit.Limiter {
-	return func(p ratelimit.Policy) ratelimit.Limiter {
+func clockedStore(clk *testclock.Clock) func(ratelimit.Budget) ratelimit.Limiter {
+	return func(p ratelimit.Budget) ratelimit.Limiter {
 		m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
 		m.Now = clk.Now
 		return m
@@ -48,13 +48,13 @@ func refusedBy(tb testing.TB, r reply, policy string, limit, window, retry int) 
 func TestStreamOpenBudget(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		budget  ratelimit.Budget
+		budget  ratelimit.Rate
 		retry   int           // after the 21st
 		advance time.Duration // then the clock moves this much
 		later   int           // and the wait is this
 	}{
 		{"default", api.DefaultLimits().StreamOpens, 1, 400 * time.Millisecond, 1},
-		{"6/min,burst=20", ratelimit.Budget{Limit: 6, Window: time.Minute, Burst: 20}, 10, 3500 * time.Millisecond, 7},
+		{"6/min,burst=20", ratelimit.Rate{Limit: 6, Window: time.Minute, Burst: 20}, 10, 3500 * time.Millisecond, 7},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := testclock.New(t0)

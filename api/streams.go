@@ -100,14 +100,14 @@ func (c StreamConfig) withDefaults() StreamConfig {
 // plane only.
 const metaStream = "brain.stream"
 
-// The stream plane's policies, as the spec, the headers and the 429 name
-// them: the cap of each caller (a session or an API key), the cap of each
-// user (all of its sessions and keys), and the open budget of each
-// caller.
+// The names of the stream plane's caps and budget, as the spec, the
+// headers and the 429 give them (their policy): the cap of each caller (a
+// session or an API key), the cap of each user (all of its sessions and
+// keys), and the open budget of each caller.
 const (
-	streamPolicy      = "streams"
-	streamUserPolicy  = "streams-per-user"
-	streamOpensPolicy = "stream-opens"
+	streamCapName     = "streams"
+	streamUserCapName = "streams-per-user"
+	streamOpensBudget = "stream-opens"
 )
 
 // An EventType is one kind of event a stream may send: its name (the SSE
@@ -158,16 +158,16 @@ type streamPlane struct {
 // metrics m.
 func newStreamPlane(cfg StreamConfig, ps *planes, m *Metrics, svc *auth.Service, now func() time.Time) *streamPlane {
 	p := &streamPlane{cfg: cfg, svc: svc, now: now, closing: make(chan struct{}),
-		keyCount: m.countersFor("stream", streamPolicy), userCount: m.countersFor("stream", streamUserPolicy)}
-	var opens *ratelimit.Policy
+		keyCount: m.countersFor("stream", streamCapName), userCount: m.countersFor("stream", streamUserCapName)}
+	var opens *ratelimit.Budget
 	if !ps.limits.Disabled {
 		p.opens = ps.streamOpens
-		pol := p.opens.limiter.Policy()
-		opens = &pol
+		b := p.opens.limiter.Budget()
+		opens = &b
 	}
 	p.headers = ratelimit.NewCapHeaders(opens, cfg.RetryAfter,
-		ratelimit.Concurrency{Name: streamPolicy, Capacity: cfg.Cap.Max()},
-		ratelimit.Concurrency{Name: streamUserPolicy, Capacity: cfg.UserCap.Max()})
+		ratelimit.Concurrency{Name: streamCapName, Capacity: cfg.Cap.Max()},
+		ratelimit.Concurrency{Name: streamUserCapName, Capacity: cfg.UserCap.Max()})
 	return p
 }
 
@@ -382,7 +382,7 @@ func (p *streamPlane) admit(ctx context.Context, h http.Header, id *auth.Identit
 	if !ok {
 		inc(p.keyCount.limited)
 		p.headers.Write(h, free, nil, p.now())
-		return streams.Slot{}, streams.Slot{}, rateLimited("stream", streamPolicy, capacity, 0, p.cfg.RetryAfter)
+		return streams.Slot{}, streams.Slot{}, rateLimited("stream", streamCapName, capacity, 0, p.cfg.RetryAfter)
 	}
 	inc(p.keyCount.allowed)
 
@@ -397,7 +397,7 @@ func (p *streamPlane) admit(ctx context.Context, h http.Header, id *auth.Identit
 		free[0]++ // what the refusal left: the caller's slot is back
 		inc(p.userCount.limited)
 		p.headers.Write(h, free, nil, p.now())
-		return streams.Slot{}, streams.Slot{}, rateLimited("stream", streamUserPolicy, userCapacity, 0, p.cfg.RetryAfter)
+		return streams.Slot{}, streams.Slot{}, rateLimited("stream", streamUserCapName, userCapacity, 0, p.cfg.RetryAfter)
 	}
 	inc(p.userCount.allowed)
 

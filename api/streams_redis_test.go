@@ -37,13 +37,13 @@ type replica struct {
 func newReplica(t *testing.T, svc *auth.Service, prefix string, lease time.Duration, failures *atomic.Bool) *replica {
 	t.Helper()
 	return newReplicaWith(t, svc, prefix, lease, failures, replicaOptions{userCap: api.DefaultStreamUserCap,
-		opens: ratelimit.Budget{Limit: 10_000, Window: time.Minute, Burst: 10_000}})
+		opens: ratelimit.Rate{Limit: 10_000, Window: time.Minute, Burst: 10_000}})
 }
 
 // replicaOptions are what a test of the stream plane's limits sets.
 type replicaOptions struct {
 	userCap int
-	opens   ratelimit.Budget
+	opens   ratelimit.Rate
 	now     func() time.Time // the open budget's clock, in Redis (nil: Redis's)
 }
 
@@ -68,9 +68,9 @@ func newReplicaWith(t *testing.T, svc *auth.Service, prefix string, lease time.D
 	go func() { defer close(done); _ = hub.Run(ctx) }()
 	t.Cleanup(func() { stop(); <-done })
 	limits := api.DefaultLimits()
-	limits.Session = ratelimit.Budget{Limit: 10_000, Window: time.Minute, Burst: 10_000}
+	limits.Session = ratelimit.Rate{Limit: 10_000, Window: time.Minute, Burst: 10_000}
 	limits.StreamOpens = o.opens
-	limits.Store = func(p ratelimit.Policy) ratelimit.Limiter {
+	limits.Store = func(p ratelimit.Budget) ratelimit.Limiter {
 		r := ratelimit.NewRedis(client, prefix+"rl:", p)
 		r.Now = o.now
 		return r

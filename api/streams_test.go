@@ -42,9 +42,9 @@ func streamServerWith(tb testing.TB, cfg api.Config, srv func(*httptest.Server))
 		cfg.Streams.Heartbeat = 50 * time.Millisecond
 	}
 	// Budgets no test of the streams meets, unless it sets its own.
-	for _, b := range []*ratelimit.Budget{&cfg.Limits.Session, &cfg.Limits.APIKey, &cfg.Limits.StreamOpens} {
-		if *b == (ratelimit.Budget{}) {
-			*b = ratelimit.Budget{Limit: 10_000, Window: time.Minute, Burst: 10_000}
+	for _, b := range []*ratelimit.Rate{&cfg.Limits.Session, &cfg.Limits.APIKey, &cfg.Limits.StreamOpens} {
+		if *b == (ratelimit.Rate{}) {
+			*b = ratelimit.Rate{Limit: 10_000, Window: time.Minute, Burst: 10_000}
 		}
 	}
 	s, _ := mustRawServer(tb, cfg)

@@ -60,9 +60,9 @@ func mustDownStore(tb testing.TB) (*auth.Service, *downStore) {
 }
 
 // failingLimiter is a rate-limit store that does not answer.
-type failingLimiter struct{ p ratelimit.Policy }
+type failingLimiter struct{ p ratelimit.Budget }
 
-func (f failingLimiter) Policy() ratelimit.Policy { return f.p }
+func (f failingLimiter) Budget() ratelimit.Budget { return f.p }
 func (f failingLimiter) Allow(context.Context, string) (ratelimit.Decision, error) {
 	return ratelimit.Decision{}, errors.New("redis: connection refused")
 }
@@ -83,7 +83,7 @@ func TestEvery503CarriesRetryAfter(t *testing.T) {
 		wantUnavailable(t, "an API key that could not be checked")
 
 	closed := api.DefaultLimits()
-	closed.Store = func(p ratelimit.Policy) ratelimit.Limiter { return failingLimiter{p} }
+	closed.Store = func(p ratelimit.Budget) ratelimit.Limiter { return failingLimiter{p} }
 	limited := live503(t, api.Config{Auth: MustAuth(t), Limits: closed})
 	limited.login("ada", "correct horse battery").wantUnavailable(t, "login while the rate limiter does not answer")
 

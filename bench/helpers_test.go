@@ -9,10 +9,10 @@ import (
 // t0 is the fake clock's start.
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-func policy(name string, limits ...ratelimit.Limit) ratelimit.Policy {
-	return ratelimit.Policy{Name: name, Limits: limits}
+func budget(name string, limits ...ratelimit.Limit) ratelimit.Budget {
+	return ratelimit.Budget{Name: name, Limits: limits}
 }
 
 func lim(name string, limit int, window time.Duration, burst int) ratelimit.Limit {
-	return ratelimit.Limit{Name: name, Budget: ratelimit.Budget{Limit: limit, Window: window, Burst: burst}}
+	return ratelimit.Limit{Name: name, Rate: ratelimit.Rate{Limit: limit, Window: window, Burst: burst}}
 }

@@ -35,7 +35,7 @@ func keys(n int) []string {
 // deciders are the limiters compared, each as a function of a key.
 func deciders(b *testing.B) map[string]func(string) bool {
 	ctx := context.Background()
-	p := policy("p", lim("p", big, time.Second, big))
+	p := budget("p", lim("p", big, time.Second, big))
 	ours := ratelimit.NewMemory(p, ratelimit.MemoryOptions{MaxKeys: 2_000_000})
 	coarse := ratelimit.NewMemory(p, ratelimit.MemoryOptions{MaxKeys: 2_000_000, CoarseClock: true})
 	seth, err := memorystore.New(&memorystore.Config{Tokens: big, Interval: time.Second, SweepInterval: time.Hour})
@@ -118,7 +118,7 @@ func BenchmarkMemoryBytesPerKey(b *testing.B) {
 				var keep any
 				switch name {
 				case "brain":
-					m := ratelimit.NewMemory(policy("p", lim("p", 10, time.Second, 10)), ratelimit.MemoryOptions{MaxKeys: n})
+					m := ratelimit.NewMemory(budget("p", lim("p", 10, time.Second, 10)), ratelimit.MemoryOptions{MaxKeys: n})
 					for _, k := range ks {
 						m.AllowAt(k, t0)
 					}
@@ -143,7 +143,7 @@ func BenchmarkMemoryBytesPerKey(b *testing.B) {
 func BenchmarkMemoryBound(b *testing.B) {
 	for b.Loop() {
 		before := heapInUse()
-		m := ratelimit.NewMemory(policy("p", lim("p", 10, time.Second, 10)), ratelimit.MemoryOptions{MaxKeys: 1_000_000})
+		m := ratelimit.NewMemory(budget("p", lim("p", 10, time.Second, 10)), ratelimit.MemoryOptions{MaxKeys: 1_000_000})
 		buf := []byte("key-00000000000")
 		for i := range 10_000_000 {
 			for j, x := len(buf)-1, i; j >= 4; j, x = j-1, x/10 {

@@ -36,7 +36,7 @@ func redisDeciders(b *testing.B) map[string]func(ctx context.Context, key string
 
 	oursOpt := opt
 	oursOpt.DisableAutoPipelining = true // as cmd/brain configures it: the limiter batches itself
-	ours := ratelimit.NewRedis(redistest.Client(b, oursOpt), pfx, policy("p", lim("p", big, time.Second, big)))
+	ours := ratelimit.NewRedis(redistest.Client(b, oursOpt), pfx, budget("p", lim("p", big, time.Second, big)))
 
 	rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 64})
 	b.Cleanup(func() { rdb.Close() })
@@ -106,7 +106,7 @@ func BenchmarkRedis1Caller(b *testing.B) {
 func BenchmarkRedisFlood(b *testing.B) {
 	for b.Loop() {
 		clk := testclock.New(t0)
-		l := ratelimit.NewRedis(redistest.Client(b, redistest.Option(b)), redistest.Prefix(), policy("p", lim("p", 10, time.Second, 10)))
+		l := ratelimit.NewRedis(redistest.Client(b, redistest.Option(b)), redistest.Prefix(), budget("p", lim("p", 10, time.Second, 10)))
 		l.Now = clk.Now
 		offered, admitted := 0, 0
 		for range 10 * 100 { // 100 requests per second, 10 seconds: 10x overload

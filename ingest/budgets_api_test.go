@@ -27,7 +27,7 @@ func budgetServer(t *testing.T) (l *live, clk *fakeClock, cookie string, keys [2
 	hub := streams.NewMemoryHub(64, 64)
 	memory := ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{Now: clk.Now, Publish: ingest.Publisher(hub)})
 	limits := api.DefaultLimits()
-	limits.Store = func(p ratelimit.Policy) ratelimit.Limiter {
+	limits.Store = func(p ratelimit.Budget) ratelimit.Limiter {
 		m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
 		m.Now = clk.Now
 		return m

@@ -28,7 +28,7 @@ import (
 func TestRefusalsAndMetrics(t *testing.T) {
 	clk := apitest.NewClock(t0)
 	m := api.NewMetrics()
-	tight := ratelimit.Budget{Limit: 2, Window: time.Minute, Burst: 2}
+	tight := ratelimit.Rate{Limit: 2, Window: time.Minute, Burst: 2}
 	logs := &apitest.Logs{}
 	db, hub := apitest.OpenDB(t), streams.NewMemoryHub(1024, 64)
 	memory := ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{Publish: ingest.Publisher(hub)}) // no worker: jobs stay queued

@@ -73,8 +73,8 @@ func hourlyEnv(name string) string { return "MEM_RATE_LIMIT_" + strings.ToUpper(
 
 // hasHourly says whether budget b's defaults have an hourly limit.
 func hasHourly(b string) bool {
-	limits, err := ratelimit.ParseBudgets(b)
-	return err == nil && slices.ContainsFunc(limits, func(l ratelimit.Budget) bool { return l.Window == time.Hour })
+	limits, err := ratelimit.ParseRates(b)
+	return err == nil && slices.ContainsFunc(limits, func(l ratelimit.Rate) bool { return l.Window == time.Hour })
 }
 
 // budgetAliasEnvs are the MEM_RATE_LIMIT_* variables: the burst, and the
@@ -104,7 +104,7 @@ func readBudgetAliases(getenv func(string) string, o settings.Overrides) error {
 		if _, set := o.Limits[b.Name]; set {
 			continue
 		}
-		limits, err := ratelimit.ParseBudgets(b.Default)
+		limits, err := ratelimit.ParseRates(b.Default)
 		if err != nil {
 			return err
 		}
@@ -119,10 +119,10 @@ func readBudgetAliases(getenv func(string) string, o settings.Overrides) error {
 		for _, l := range limits {
 			switch {
 			case l.Window == time.Hour && hourly > 0:
-				l = ratelimit.Budget{Limit: hourly, Window: time.Hour, Burst: hourly}
+				l = ratelimit.Rate{Limit: hourly, Window: time.Hour, Burst: hourly}
 				src = append(src, hourlyName)
 			case l.Window == time.Second && burst > 0:
-				l = ratelimit.Budget{Limit: burst, Window: time.Second, Burst: burst}
+				l = ratelimit.Rate{Limit: burst, Window: time.Second, Burst: burst}
 				src = append(src, memBurstEnv)
 			}
 			parts = append(parts, l.String())

@@ -86,7 +86,7 @@ func TestSystemLive(t *testing.T) {
 	// A caller looping on the 403 draws from its session's budget, as
 	// the spec's x-rate-limit says, and is answered 429 once it is spent.
 	t.Run("a 403 is charged", func(t *testing.T) {
-		three := ratelimit.Budget{Limit: 3, Window: time.Minute, Burst: 3}
+		three := ratelimit.Rate{Limit: 3, Window: time.Minute, Burst: 3}
 		l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(memory)}, LiveAccess: api.Admin, Limits: api.Limits{Session: three}})
 		s := l.Server
 		ada := l.Login("ada", "correct horse battery").Cookie(t)

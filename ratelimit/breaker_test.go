@@ -21,8 +21,8 @@ type fakeStore struct {
 	calls int
 }
 
-func (f *fakeStore) Policy() Policy {
-	return Policy{Name: "p", Limits: []Limit{{Name: "p", Budget: Budget{Limit: 1, Window: time.Second, Burst: 1}}}}
+func (f *fakeStore) Budget() Budget {
+	return Budget{Name: "p", Limits: []Limit{{Name: "p", Rate: Rate{Limit: 1, Window: time.Second, Burst: 1}}}}
 }
 
 func (f *fakeStore) Allow(ctx context.Context, _ string) (Decision, error) {
@@ -50,7 +50,7 @@ func newTestResilient(store Limiter) (*Resilient, *Breaker, *fakeClock) {
 	clk := testclock.New(tb0)
 	b := NewBreaker()
 	b.Now = clk.Now
-	r := NewResilient(store, NewMemory(store.Policy(), MemoryOptions{}), Open, b)
+	r := NewResilient(store, NewMemory(store.Budget(), MemoryOptions{}), Open, b)
 	r.Timeout = 20 * time.Millisecond
 	return r, b, clk
 }

@@ -1,125 +1,149 @@
 package ratelimit
 
 import (
-	"errors"
+	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 )
 
-// A Budget is a token bucket: Burst tokens of capacity, refilled at Limit
-// tokens per Window. "120/min,burst=60" holds at most 60 tokens and gains
-// one every half second.
+// MaxLimits is the most rates one budget may combine.
+const MaxLimits = 4
+
+// A Limit is a named rate within a budget. The name is what the
+// RateLimit and RateLimit-Policy headers call it.
+type Limit struct {
+	Name string
+	Rate
+}
+
+// A Budget is a set of limits decided together for one key space.
 type Budget struct {
-	Limit  int
-	Window time.Duration
-	Burst  int
+	Name   string
+	Limits []Limit
 }
 
-// ParseBudget reads a budget written as <n>/<s|min|h>[,burst=<b>], the one
-// syntax of brain's configuration. Without a burst, the burst is n.
-func ParseBudget(s string) (Budget, error) {
-	rate, burst, hasBurst := strings.Cut(strings.TrimSpace(s), ",")
-	n, unit, ok := strings.Cut(rate, "/")
-	if !ok {
-		return Budget{}, fmt.Errorf("ratelimit: budget %q: want <n>/<s|min|h>[,burst=<b>]", s)
-	}
-	var b Budget
-	var err error
-	if b.Limit, err = positive(n); err != nil {
-		return Budget{}, fmt.Errorf("ratelimit: budget %q: limit: %w", s, err)
-	}
-	switch strings.TrimSpace(unit) {
-	case "s":
-		b.Window = time.Second
-	case "min":
-		b.Window = time.Minute
-	case "h":
-		b.Window = time.Hour
-	default:
-		return Budget{}, fmt.Errorf("ratelimit: budget %q: window must be s, min or h", s)
-	}
-	b.Burst = b.Limit
-	if hasBurst {
-		k, v, ok := strings.Cut(strings.TrimSpace(burst), "=")
-		if !ok || strings.TrimSpace(k) != "burst" {
-			return Budget{}, fmt.Errorf("ratelimit: budget %q: want burst=<b> after the comma", s)
-		}
-		if b.Burst, err = positive(v); err != nil {
-			return Budget{}, fmt.Errorf("ratelimit: budget %q: burst: %w", s, err)
-		}
-	}
-	if err := b.Validate(); err != nil {
-		return Budget{}, fmt.Errorf("ratelimit: budget %q: %w", s, err)
-	}
-	return b, nil
-}
-
-// MaxRefill is the longest a budget may take to refill its whole burst
-// (Window/Limit × Burst). It keeps every time the limiters compute far
-// from overflow, and refuses settings such as "1/h,burst=10000000", which
-// would take over a thousand years to refill.
-const MaxRefill = 30 * 24 * time.Hour
-
-// Validate reports a budget that cannot be enforced: a limit or burst
-// outside 1..2^30, a window that is not positive, or one that takes longer
-// than [MaxRefill] to refill its burst.
+// Validate reports a budget that cannot be enforced.
 func (b Budget) Validate() error {
-	switch {
-	case b.Limit < 1 || b.Limit > maxCount || b.Burst < 1 || b.Burst > maxCount:
-		return fmt.Errorf("limit and burst must be 1 to %d", maxCount)
-	case b.Window <= 0:
-		return errors.New("the window must be positive")
+	if b.Name == "" || len(b.Limits) == 0 || len(b.Limits) > MaxLimits {
+		return fmt.Errorf("ratelimit: budget %q needs a name and 1 to %d limits", b.Name, MaxLimits)
 	}
-	interval := max(b.Window/time.Duration(b.Limit), 1)
-	if time.Duration(b.Burst) > MaxRefill/interval {
-		return fmt.Errorf("a burst of %d at %d per %v takes longer than %v to refill; lower the burst or raise the rate", b.Burst, b.Limit, b.Window, MaxRefill)
+	for _, l := range b.Limits {
+		if l.Name == "" {
+			return fmt.Errorf("ratelimit: budget %q: a limit has no name", b.Name)
+		}
+		if err := l.Rate.Validate(); err != nil {
+			return fmt.Errorf("ratelimit: budget %q: limit %q: %w", b.Name, l.Name, err)
+		}
 	}
 	return nil
 }
 
-// ParseBudgets reads a list of budgets separated by ";", all of which a
-// request must pass: "100/h; 10/s".
-func ParseBudgets(s string) ([]Budget, error) {
-	var out []Budget
-	for _, part := range strings.Split(s, ";") {
-		b, err := ParseBudget(part)
-		if err != nil {
-			return nil, err
+// A Decision is the outcome for one request and the state of each of the
+// budget's rates after it. It is 64 bytes, returned by value.
+type Decision struct {
+	// RetryAfter is, when refused, the time until the request would be
+	// admitted: the longest wait among the rates that refused it.
+	RetryAfter time.Duration
+	resets     [MaxLimits]time.Duration
+	g          *gcra
+	at         int64 // when it was decided, Unix ns (this process's clock)
+	Allowed    bool
+	// N is how many rates the decision covers, in the budget's order.
+	N       uint8
+	refused uint8 // bit i: rate i refused
+	local   bool  // replayed from a deny cache: the shared store was not asked
+}
+
+// Reset returns the time until rate i is full again.
+func (d *Decision) Reset(i int) time.Duration { return d.resets[i] }
+
+// Refused reports whether rate i refused the request.
+func (d *Decision) Refused(i int) bool { return d.refused&(1<<i) != 0 }
+
+// Time returns when the decision was made, as this process saw it.
+func (d *Decision) Time() time.Time { return time.Unix(0, d.at) }
+
+// Remaining returns the whole tokens rate i has left. It is derived
+// from its reset time, so a decision stays small and cheap to make.
+func (d *Decision) Remaining(i int) int {
+	r := (d.g.tolerance[i] - int64(d.resets[i])) / d.g.interval[i]
+	return int(max(r, 0))
+}
+
+// Tightest returns the index of the rate with the fewest tokens left (the
+// first refusing one when refused): the one legacy X-RateLimit-* headers
+// describe.
+func (d *Decision) Tightest() int {
+	var rem [MaxLimits]int
+	for i := range int(d.N) {
+		rem[i] = d.Remaining(i)
+	}
+	return d.tightest(&rem)
+}
+
+// tightest is Tightest given each rate's Remaining.
+func (d *Decision) tightest(rem *[MaxLimits]int) int {
+	best := 0
+	for i := 1; i < int(d.N); i++ {
+		if (d.Refused(i) && !d.Refused(best)) || (d.Refused(i) == d.Refused(best) && rem[i] < rem[best]) {
+			best = i
 		}
-		out = append(out, b)
 	}
-	if len(out) > MaxLimits {
-		return nil, fmt.Errorf("ratelimit: %q: at most %d budgets", s, MaxLimits)
-	}
-	return out, nil
+	return best
 }
 
-// String writes b in the syntax ParseBudget reads.
-func (b Budget) String() string {
-	unit := "s"
-	switch b.Window {
-	case time.Minute:
-		unit = "min"
-	case time.Hour:
-		unit = "h"
-	}
-	return fmt.Sprintf("%d/%s,burst=%d", b.Limit, unit, b.Burst)
+// A Limiter decides for one budget. [Memory] and [Redis] implement it.
+type Limiter interface {
+	Budget() Budget
+	Allow(ctx context.Context, key string) (Decision, error)
 }
 
-// maxCount keeps budgets far from overflow in any arithmetic on them.
-const maxCount = 1 << 30
+// gcra holds a budget's rates in GCRA terms: nanoseconds per token and
+// the bucket's depth in nanoseconds.
+type gcra struct {
+	n         int
+	interval  [MaxLimits]int64
+	tolerance [MaxLimits]int64
+}
 
-func positive(s string) (int, error) {
-	n, err := strconv.Atoi(strings.TrimSpace(s))
-	switch {
-	case err != nil:
-		return 0, errors.New("not a whole number")
-	case n < 1:
-		return 0, errors.New("must be at least 1")
-	case n > maxCount:
-		return 0, fmt.Errorf("must be at most %d", maxCount)
+func newGCRA(b Budget) gcra {
+	g := gcra{n: len(b.Limits)}
+	for i, l := range b.Limits {
+		g.interval[i] = int64(l.Window) / int64(l.Limit)
+		if g.interval[i] < 1 {
+			g.interval[i] = 1
+		}
+		g.tolerance[i] = g.interval[i] * int64(l.Burst)
 	}
-	return n, nil
+	return g
+}
+
+// decide takes one token from every rate at now, or from none, and
+// writes the outcome to d. tats holds each rate's theoretical arrival
+// time (Unix ns) and is updated in place when the request is admitted.
+func (g *gcra) decide(tats []int64, now int64, d *Decision) {
+	d.N, d.g, d.at, d.Allowed, d.RetryAfter, d.refused = uint8(g.n), g, now, true, 0, 0
+	for i := 0; i < g.n; i++ {
+		tat := max(tats[i], now)
+		next := tat + g.interval[i]
+		if wait := next - now - g.tolerance[i]; wait > 0 {
+			d.Allowed = false
+			d.RetryAfter = max(d.RetryAfter, time.Duration(wait))
+			d.resets[i] = time.Duration(tat - now)
+			d.refused |= 1 << i
+		} else {
+			d.resets[i] = time.Duration(next - now)
+		}
+	}
+	if d.Allowed {
+		for i := 0; i < g.n; i++ {
+			tats[i] = now + int64(d.resets[i])
+		}
+		return
+	}
+	for i := 0; i < g.n; i++ { // nothing was taken: undo the token in the reset time
+		if !d.Refused(i) {
+			d.resets[i] -= time.Duration(g.interval[i])
+		}
+	}
 }

@@ -1,17 +1,18 @@
 // Package ratelimit decides whether a request may proceed under one or
-// more token-bucket budgets, per key.
+// more token-bucket rates, per key.
 //
-// # Budgets and policies
+// # Rates and budgets
 //
-// A [Budget] is a token bucket: Burst tokens of capacity, refilled at Limit
-// per Window. A [Policy] names up to [MaxLimits] budgets that are decided
-// together for one key space: a request passes only if every budget has a
+// A [Rate] is a token bucket: Burst tokens of capacity, refilled at Limit
+// per Window. A [Budget] names up to [MaxLimits] rates (each a [Limit]: a
+// rate and the name the headers give it) that are decided
+// together for one key space: a request passes only if every rate has a
 // token, and a refused request takes a token from none of them. The
-// apikey plane's "ingest" policy, for example, is 100/h AND 10/s.
+// apikey plane's "ingest" budget, for example, is 100/h AND 10/s.
 //
 // # The algorithm
 //
-// Each budget is kept as GCRA (the generic cell rate algorithm) keeps it: one
+// Each rate is kept as GCRA (the generic cell rate algorithm) keeps it: one
 // number per key, the theoretical arrival time (TAT) at which the bucket
 // would be full again. That is the same bucket as a lazily refilled one,
 // in 8 bytes, with no float arithmetic. A key whose TAT has passed holds

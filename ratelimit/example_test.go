@@ -17,13 +17,13 @@ import (
 // none. The clock is passed in (Memory.Now), so the example moves time
 // instead of sleeping.
 func ExampleMemory() {
-	rates, err := ratelimit.ParseBudgets("10/s; 100/h") // the configuration's syntax
+	rates, err := ratelimit.ParseRates("10/s; 100/h") // the configuration's syntax
 	if err != nil {
 		panic(err)
 	}
-	ingest := ratelimit.Policy{Name: "ingest", Limits: []ratelimit.Limit{
-		{Name: "ingest-second", Budget: rates[0]},
-		{Name: "ingest-hour", Budget: rates[1]},
+	ingest := ratelimit.Budget{Name: "ingest", Limits: []ratelimit.Limit{
+		{Name: "ingest-second", Rate: rates[0]},
+		{Name: "ingest-hour", Rate: rates[1]},
 	}}
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	m := ratelimit.NewMemory(ingest, ratelimit.MemoryOptions{})

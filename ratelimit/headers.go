@@ -7,22 +7,22 @@ import (
 	"time"
 )
 
-// Headers writes a policy's rate-limit headers: RateLimit and
+// Headers writes a budget's rate-limit headers: RateLimit and
 // RateLimit-Policy as draft-ietf-httpapi-ratelimit-headers-10 defines them,
-// one list item per budget, and the legacy X-RateLimit-Limit, -Remaining and
-// -Reset for the budget with the fewest tokens left. What is constant per
-// policy is built once, by [NewHeaders]; writing costs two allocations.
+// one list item per rate, and the legacy X-RateLimit-Limit, -Remaining and
+// -Reset for the rate with the fewest tokens left. What is constant per
+// budget is built once, by [NewHeaders]; writing costs two allocations.
 type Headers struct {
 	policy []string   // RateLimit-Policy: "session";q=120;w=60
-	names  []string   // `"session";r=` per budget
-	limits [][]string // X-RateLimit-Limit per budget
+	names  []string   // `"session";r=` per rate
+	limits [][]string // X-RateLimit-Limit per rate
 }
 
-// NewHeaders precomputes the headers of p.
-func NewHeaders(p Policy) *Headers {
-	h := &Headers{names: make([]string, len(p.Limits)), limits: make([][]string, len(p.Limits))}
+// NewHeaders precomputes the headers of b.
+func NewHeaders(b Budget) *Headers {
+	h := &Headers{names: make([]string, len(b.Limits)), limits: make([][]string, len(b.Limits))}
 	var pol []byte
-	for i, l := range p.Limits {
+	for i, l := range b.Limits {
 		if i > 0 {
 			pol = append(pol, ", "...)
 		}
@@ -80,7 +80,7 @@ func (h *Headers) Write(hdr http.Header, d *Decision) {
 	t := d.tightest(&rem)
 	var buf [256]byte
 	b := buf[:0]
-	var remStart, remEnd int // X-RateLimit-Remaining is budget t's r= in RateLimit
+	var remStart, remEnd int // X-RateLimit-Remaining is rate t's r= in RateLimit
 	for i := range int(d.N) {
 		if i > 0 {
 			b = append(b, ", "...)
@@ -134,27 +134,27 @@ type Concurrency struct {
 
 // CapHeaders writes the rate-limit headers of responses that caps on
 // concurrent requests decide first and, once they all admit the request, a
-// policy's budgets: the stream plane's caps on open streams, then its open
+// budget's rates: the stream plane's caps on open streams, then its open
 // budget. Each cap is one item: RateLimit-Policy says
 // qu="concurrent-requests" and RateLimit gives the free slots, without a
 // reset (a slot frees when some request ends, which no clock predicts).
-// The legacy X-RateLimit-* describe a budget, whose reset is a time: the
-// policy's, whenever it was decided. Create it with [NewCapHeaders]; it is
+// The legacy X-RateLimit-* describe a rate, whose reset is a time: the
+// budget's, whenever it was decided. Create it with [NewCapHeaders]; it is
 // safe for concurrent use.
 type CapHeaders struct {
 	caps       []Concurrency
 	names      []string // `"streams";r=` per cap
 	limits     [][]string
-	rate       *Headers // the policy's, or nil
-	policy     []string // RateLimit-Policy: every cap's item, then the policy's
+	budget     *Headers // the budget's, or nil
+	policy     []string // RateLimit-Policy: every cap's item, then the budget's
 	retryAfter time.Duration
 }
 
 // NewCapHeaders precomputes the headers of caps, decided in that order,
-// then of policy p (nil for none). retryAfter is the Retry-After of a
+// then of budget b (nil for none). retryAfter is the Retry-After of a
 // cap's refusal: the legacy X-RateLimit-Reset of a response no budget
 // decided is when it ends.
-func NewCapHeaders(p *Policy, retryAfter time.Duration, caps ...Concurrency) *CapHeaders {
+func NewCapHeaders(b *Budget, retryAfter time.Duration, caps ...Concurrency) *CapHeaders {
 	c := &CapHeaders{caps: caps, retryAfter: retryAfter}
 	var items []string
 	for _, cp := range caps {
@@ -163,9 +163,9 @@ func NewCapHeaders(p *Policy, retryAfter time.Duration, caps ...Concurrency) *Ca
 		c.names = append(c.names, `"`+cp.Name+`";r=`)
 		c.limits = append(c.limits, []string{n})
 	}
-	if p != nil {
-		c.rate = NewHeaders(*p)
-		items = append(items, c.rate.policy[0])
+	if b != nil {
+		c.budget = NewHeaders(*b)
+		items = append(items, c.budget.policy[0])
 	}
 	c.policy = []string{strings.Join(items, ", ")}
 	return c
@@ -173,23 +173,23 @@ func NewCapHeaders(p *Policy, retryAfter time.Duration, caps ...Concurrency) *Ca
 
 // Write sets the headers of a response at now. free holds the free slots
 // of the first len(free) caps, those that were decided (a cap that
-// refused has 0); d, when not nil, is the policy's decision, made once
-// every cap admitted. The legacy X-RateLimit-* describe the policy's
-// budget with the fewest requests left whenever the policy was decided;
-// otherwise (a cap refused, or there is no policy) the cap with the
+// refused has 0); d, when not nil, is the budget's decision, made once
+// every cap admitted. The legacy X-RateLimit-* describe the budget's
+// rate with the fewest requests left whenever the budget was decided;
+// otherwise (a cap refused, or there is no budget) the cap with the
 // fewest slots free, the refusing one, whose X-RateLimit-Reset is when
 // the refusal's Retry-After ends. Nothing decided (a store failed first),
 // nothing is written. Retry-After is the refusal's to set.
 func (c *CapHeaders) Write(hdr http.Header, free []int, d *Decision, now time.Time) {
 	if d != nil && d.N == 0 {
-		d = nil // the store is down and the policy open: no budget to show
+		d = nil // the store is down and the mode open: no rate to show
 	}
 	if len(free) == 0 && d == nil {
 		return
 	}
 	var buf [256]byte
 	b := buf[:0]
-	legacy := -1 // the item X-RateLimit-* describe: a cap's index, or len(c.caps) for the policy's
+	legacy := -1 // the item X-RateLimit-* describe: a cap's index, or len(c.caps) for the budget's
 	left := 0
 	for i, n := range free {
 		if i > 0 {
@@ -216,12 +216,12 @@ func (c *CapHeaders) Write(hdr http.Header, free []int, d *Decision, now time.Ti
 			if len(b) > 0 {
 				b = append(b, ", "...)
 			}
-			b = append(b, c.rate.names[i]...)
+			b = append(b, c.budget.names[i]...)
 			b = strconv.AppendInt(b, int64(rem[i]), 10)
 			b = append(b, ";t="...)
 			b = strconv.AppendInt(b, ceilSeconds(d.Reset(i)), 10)
 		}
-		left, limit = rem[t], c.rate.limits[t]
+		left, limit = rem[t], c.budget.limits[t]
 		reset = (d.at + int64(d.Reset(t)) + int64(time.Second) - 1) / int64(time.Second)
 	}
 	hdr[keyRateLimitPolicy] = c.policy

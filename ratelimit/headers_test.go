@@ -9,7 +9,7 @@ import (
 )
 
 func TestHeaders(t *testing.T) {
-	p := policy("ingest", lim("ingest", 100, time.Hour, 100), lim("ingest-burst", 10, time.Second, 10))
+	p := budget("ingest", lim("ingest", 100, time.Hour, 100), lim("ingest-burst", 10, time.Second, 10))
 	m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
 	h := ratelimit.NewHeaders(p)
 	for range 3 {
@@ -21,7 +21,7 @@ func TestHeaders(t *testing.T) {
 	want := map[string]string{
 		"RateLimit-Policy":      `"ingest";q=100;w=3600, "ingest-burst";q=10;w=1`,
 		"RateLimit":             `"ingest";r=96;t=144, "ingest-burst";r=6;t=1`,
-		"X-RateLimit-Limit":     "10", // the per-second budget has the fewest tokens left
+		"X-RateLimit-Limit":     "10", // the per-second rate has the fewest tokens left
 		"X-RateLimit-Remaining": "6",
 		"X-RateLimit-Reset":     "1796040001", // t0 + 0.4 s, rounded up to whole seconds
 	}
@@ -44,13 +44,13 @@ func TestHeaders(t *testing.T) {
 	}
 }
 
-// Caps on concurrent requests, then a policy: each decided item is
+// Caps on concurrent requests, then a budget: each decided item is
 // shown, the caps' with qu="concurrent-requests" and no reset, and the
-// legacy headers describe the policy's budget whenever it was decided (its
+// legacy headers describe the budget's rate whenever it was decided (its
 // reset is a time; a cap's is not), else the refusing cap, whose reset is
 // when its Retry-After ends.
 func TestCapHeaders(t *testing.T) {
-	p := policy("stream-opens", lim("stream-opens", 60, time.Minute, 20))
+	p := budget("stream-opens", lim("stream-opens", 60, time.Minute, 20))
 	m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
 	h := ratelimit.NewCapHeaders(&p, 5*time.Second, ratelimit.Concurrency{Name: "streams", Capacity: 16}, ratelimit.Concurrency{Name: "streams-per-user", Capacity: 64})
 	const policyHeader = `"streams";q=16;qu="concurrent-requests", "streams-per-user";q=64;qu="concurrent-requests", "stream-opens";q=60;w=60`
@@ -109,7 +109,7 @@ func TestRetryAfterSeconds(t *testing.T) {
 }
 
 func BenchmarkHeaders(b *testing.B) {
-	p := policy("ingest", lim("ingest", 100, time.Hour, 100), lim("ingest-burst", 10, time.Second, 10))
+	p := budget("ingest", lim("ingest", 100, time.Hour, 100), lim("ingest-burst", 10, time.Second, 10))
 	m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
 	h := ratelimit.NewHeaders(p)
 	d := m.AllowAt("k", t0)

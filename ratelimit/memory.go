@@ -7,23 +7,23 @@ import (
 	"time"
 )
 
-// Memory decides a policy in this process. Create it with [NewMemory]; it is
+// Memory decides a budget in this process. Create it with [NewMemory]; it is
 // safe for concurrent use.
 //
 // Keys are hashed (hash/maphash, a per-limiter seed) and the hash is all
-// that is kept of them: about 40 to 60 bytes per key for a one-budget
-// policy, whatever the key's length. Two keys colliding on 63 bits would
+// that is kept of them: about 40 to 60 bytes per key for a one-rate
+// budget, whatever the key's length. Two keys colliding on 63 bits would
 // share a bucket; at 10 million keys the chance that any two do is about 1
 // in 200 million. State is split into shards, each with its own lock and a
 // fixed share of MaxKeys, and each key's state sits in one slot of a flat
-// slice (its hash, a reference bit and one TAT per budget), so a decision
+// slice (its hash, a reference bit and one TAT per rate), so a decision
 // touches two cache lines. When a shard is full, a new key takes the slot
 // of an idle one, chosen by the CLOCK algorithm (an approximation of least
 // recently used); a key whose buckets are full again is taken first, as it
 // holds no information. Each eviction is O(1) amortized: there is no
 // sweeper goroutine and no pause.
 type Memory struct {
-	policy Policy
+	budget Budget
 	g      gcra
 	seed   maphash.Seed
 	mask   uint64
@@ -41,7 +41,7 @@ type memShard struct {
 	mu    sync.Mutex
 	index map[uint64]uint32 // key hash (bit 0 clear) -> slot
 	// slots holds stride int64s per slot: the key hash with the CLOCK
-	// reference bit in bit 0, then each budget's TAT (Unix ns).
+	// reference bit in bit 0, then each rate's TAT (Unix ns).
 	slots []int64
 	hand  int
 	limit int // slots this shard may hold
@@ -62,10 +62,10 @@ type MemoryOptions struct {
 	CoarseClock bool
 }
 
-// NewMemory returns an in-memory limiter for p. It panics if p is invalid,
+// NewMemory returns an in-memory limiter for b. It panics if b is invalid,
 // as a misconfigured limit is a programming error caught at start-up.
-func NewMemory(p Policy, opts MemoryOptions) *Memory {
-	if err := p.Validate(); err != nil {
+func NewMemory(b Budget, opts MemoryOptions) *Memory {
+	if err := b.Validate(); err != nil {
 		panic(err.Error())
 	}
 	if opts.MaxKeys <= 0 {
@@ -76,7 +76,7 @@ func NewMemory(p Policy, opts MemoryOptions) *Memory {
 	for n < 64 && n*1024 < opts.MaxKeys {
 		n *= 2
 	}
-	m := &Memory{policy: p, g: newGCRA(p), coarse: opts.CoarseClock, seed: maphash.MakeSeed(), mask: uint64(n - 1), stride: len(p.Limits) + 1, shards: make([]memShard, n)}
+	m := &Memory{budget: b, g: newGCRA(b), coarse: opts.CoarseClock, seed: maphash.MakeSeed(), mask: uint64(n - 1), stride: len(b.Limits) + 1, shards: make([]memShard, n)}
 	per, extra := opts.MaxKeys/n, opts.MaxKeys%n
 	for i := range m.shards {
 		m.shards[i].index = map[uint64]uint32{}
@@ -88,8 +88,8 @@ func NewMemory(p Policy, opts MemoryOptions) *Memory {
 	return m
 }
 
-// Policy returns the policy m decides.
-func (m *Memory) Policy() Policy { return m.policy }
+// Budget returns the budget m decides.
+func (m *Memory) Budget() Budget { return m.budget }
 
 // Allow decides a request for key now; it never fails.
 func (m *Memory) Allow(_ context.Context, key string) (Decision, error) {
@@ -103,7 +103,7 @@ func (m *Memory) Allow(_ context.Context, key string) (Decision, error) {
 }
 
 // AllowAt decides a request for key at now, taking a token from every
-// budget or from none. It does not allocate once the key is known.
+// rate or from none. It does not allocate once the key is known.
 func (m *Memory) AllowAt(key string, now time.Time) Decision {
 	return m.allow(key, now.UnixNano())
 }

@@ -11,16 +11,16 @@ import (
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-func policy(name string, limits ...ratelimit.Limit) ratelimit.Policy {
-	return ratelimit.Policy{Name: name, Limits: limits}
+func budget(name string, limits ...ratelimit.Limit) ratelimit.Budget {
+	return ratelimit.Budget{Name: name, Limits: limits}
 }
 
 func lim(name string, limit int, window time.Duration, burst int) ratelimit.Limit {
-	return ratelimit.Limit{Name: name, Budget: ratelimit.Budget{Limit: limit, Window: window, Burst: burst}}
+	return ratelimit.Limit{Name: name, Rate: ratelimit.Rate{Limit: limit, Window: window, Burst: burst}}
 }
 
 // session is the default session plane: 120/min, burst 60 (a token every 0.5 s).
-var session = policy("session", lim("session", 120, time.Minute, 60))
+var session = budget("session", lim("session", 120, time.Minute, 60))
 
 type step struct {
 	at        time.Duration
@@ -72,7 +72,7 @@ func TestRefillCapsAtBurst(t *testing.T) {
 }
 
 func TestKeysAreIsolated(t *testing.T) {
-	m := ratelimit.NewMemory(policy("p", lim("p", 1, time.Minute, 1)), ratelimit.MemoryOptions{})
+	m := ratelimit.NewMemory(budget("p", lim("p", 1, time.Minute, 1)), ratelimit.MemoryOptions{})
 	if !m.AllowAt("a", t0).Allowed || m.AllowAt("a", t0).Allowed {
 		t.Fatal("key a: want one admitted, then refused")
 	}
@@ -84,7 +84,7 @@ func TestKeysAreIsolated(t *testing.T) {
 func TestRetryAfterIsTrue(t *testing.T) {
 	// 100/h: a token every 36 s. Empty the bucket, then wait exactly
 	// RetryAfter: admitted; a nanosecond less: refused.
-	m := ratelimit.NewMemory(policy("ingest", lim("ingest", 100, time.Hour, 100)), ratelimit.MemoryOptions{})
+	m := ratelimit.NewMemory(budget("ingest", lim("ingest", 100, time.Hour, 100)), ratelimit.MemoryOptions{})
 	for range 100 {
 		m.AllowAt("k", t0)
 	}
@@ -100,32 +100,32 @@ func TestRetryAfterIsTrue(t *testing.T) {
 	}
 }
 
-func TestMultiBudgetAtomic(t *testing.T) {
-	// The ingest policy: 100/h and 10/s together.
-	m := ratelimit.NewMemory(policy("ingest", lim("ingest", 100, time.Hour, 100), lim("ingest-burst", 10, time.Second, 10)), ratelimit.MemoryOptions{})
+func TestMultiRateAtomic(t *testing.T) {
+	// The ingest budget: 100/h and 10/s together.
+	m := ratelimit.NewMemory(budget("ingest", lim("ingest", 100, time.Hour, 100), lim("ingest-burst", 10, time.Second, 10)), ratelimit.MemoryOptions{})
 	for i := range 10 {
 		if d := m.AllowAt("k", t0); !d.Allowed || d.Remaining(0) != 99-i || d.Remaining(1) != 9-i {
 			t.Fatalf("request %d: %+v", i+1, d)
 		}
 	}
-	// The per-second budget refuses; the hourly one must lose nothing.
+	// The per-second rate refuses; the hourly one must lose nothing.
 	for range 5 {
 		d := m.AllowAt("k", t0)
 		if d.Allowed || !d.Refused(1) || d.Refused(0) || d.Remaining(0) != 90 || d.RetryAfter != 100*time.Millisecond {
 			t.Fatalf("over the 10/s cap: %+v", d)
 		}
 		if d.Tightest() != 1 {
-			t.Fatalf("Tightest = %d, want the refusing per-second budget", d.Tightest())
+			t.Fatalf("Tightest = %d, want the refusing per-second rate", d.Tightest())
 		}
 	}
-	// A second later the burst budget is full again; 90 hourly tokens left.
+	// A second later the burst rate is full again; 90 hourly tokens left.
 	if d := m.AllowAt("k", t0.Add(time.Second)); !d.Allowed || d.Remaining(0) != 89 {
-		t.Fatalf("after a second: %+v; refused requests must not have drawn from the hourly budget", d)
+		t.Fatalf("after a second: %+v; refused requests must not have drawn from the hourly rate", d)
 	}
 }
 
 func TestKeyBound(t *testing.T) {
-	m := ratelimit.NewMemory(policy("p", lim("p", 1, time.Hour, 1)), ratelimit.MemoryOptions{MaxKeys: 100})
+	m := ratelimit.NewMemory(budget("p", lim("p", 1, time.Hour, 1)), ratelimit.MemoryOptions{MaxKeys: 100})
 	for i := range 10_000 {
 		m.AllowAt(fmt.Sprint("key-", i), t0)
 	}
@@ -137,7 +137,7 @@ func TestKeyBound(t *testing.T) {
 func TestEvictionPrefersIdleKeys(t *testing.T) {
 	// One shard of 4 slots. "hot" is used between every new key, so the
 	// clock hand always finds it referenced; the one-off keys go instead.
-	m := ratelimit.NewMemory(policy("p", lim("p", 2, time.Hour, 2)), ratelimit.MemoryOptions{MaxKeys: 4})
+	m := ratelimit.NewMemory(budget("p", lim("p", 2, time.Hour, 2)), ratelimit.MemoryOptions{MaxKeys: 4})
 	m.AllowAt("hot", t0)
 	for i := range 50 {
 		m.AllowAt("hot", t0) // the hot key's bucket is now empty for an hour
@@ -147,7 +147,7 @@ func TestEvictionPrefersIdleKeys(t *testing.T) {
 		t.Fatal("the hot key was evicted (its bucket reset to full) while cold keys churned")
 	}
 	// Keys whose buckets are full again are evicted first, whatever CLOCK says.
-	m2 := ratelimit.NewMemory(policy("p", lim("p", 1, time.Second, 1)), ratelimit.MemoryOptions{MaxKeys: 2})
+	m2 := ratelimit.NewMemory(budget("p", lim("p", 1, time.Second, 1)), ratelimit.MemoryOptions{MaxKeys: 2})
 	m2.AllowAt("a", t0)
 	m2.AllowAt("b", t0.Add(2*time.Second)) // a is full again at t0+1s
 	m2.AllowAt("c", t0.Add(2*time.Second)) // takes a's slot
@@ -156,8 +156,8 @@ func TestEvictionPrefersIdleKeys(t *testing.T) {
 	}
 }
 
-func TestPolicyValidate(t *testing.T) {
-	for _, p := range []ratelimit.Policy{
+func TestBudgetValidate(t *testing.T) {
+	for _, p := range []ratelimit.Budget{
 		{Name: "", Limits: []ratelimit.Limit{lim("a", 1, time.Second, 1)}},
 		{Name: "none"},
 		{Name: "five", Limits: []ratelimit.Limit{lim("a", 1, time.Second, 1), lim("b", 1, time.Second, 1), lim("c", 1, time.Second, 1), lim("d", 1, time.Second, 1), lim("e", 1, time.Second, 1)}},

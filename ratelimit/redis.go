@@ -14,19 +14,19 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// gcraScript decides one policy for a batch of keys in Redis, in one round
-// trip: for each key every budget of the policy is read, decided and (only
+// gcraScript decides one budget for a batch of keys in Redis, in one round
+// trip: for each key every rate of the budget is read, decided and (only
 // if all admit) written together. Concurrent decisions of one replica are
 // batched into one call (see Redis.Allow), so the script's fixed cost is
 // paid once per batch, not once per decision. Times are microseconds on
 // the Redis server's clock (TIME), so replicas whose clocks disagree still
 // share one budget; a non-zero ARGV[1] replaces it (tests only). A key
-// holds its budgets' TATs packed as little-endian doubles (exact for
+// holds its rates' TATs packed as little-endian doubles (exact for
 // microsecond times), read and written by Redis's struct library without
 // any string formatting (a value of another length counts as a full
 // bucket).
 //
-// A key lives only until its fullest budget is full again, so a missing
+// A key lives only until its fullest rate is full again, so a missing
 // key is a full bucket, and that is what most decisions find. (Its TTL is
 // rounded up to whole ms, plus 1: PX counts from Redis's current
 // millisecond, which may have begun up to 1 ms before now, and a key
@@ -37,15 +37,15 @@ import (
 // NX with GET needs Redis 7.0.
 //
 // KEYS the keys. ARGV[1] now (0: TIME); ARGV[2] the PX, in ms, of a key
-// the script creates; then for each budget its interval and its tolerance
+// the script creates; then for each rate its interval and its tolerance
 // (interval * burst), in µs.
 //
-// Returns for each key, for each budget, the µs until that budget is full
+// Returns for each key, for each rate, the µs until that rate is full
 // again; when the key was refused, -1 minus that, so its numbers are
-// negative. Which budgets refused, and for how long, follows from these
+// negative. Which rates refused, and for how long, follows from these
 // (see Redis.decision). A reply of one number comes bare, not in a table:
 // Redis returns a table noticeably more slowly, and a lone caller with
-// one budget is the latency that counts.
+// one rate is the latency that counts.
 const gcraScript = `
 local now = ARGV[1]
 if now == '0' then
@@ -57,7 +57,7 @@ end
 local n = (#ARGV - 2) / 2
 local out = {}
 if n == 1 then
-  -- One budget (most policies): no tables per key, and nothing to format
+  -- One rate (most budgets): no tables per key, and nothing to format
   -- for a new key.
   local iv = tonumber(ARGV[3])
   local new = struct.pack('<d', now + iv)
@@ -90,7 +90,7 @@ else
     local v = redis.call('SET', KEYS[k], new, 'NX', 'GET', 'PX', ARGV[2])
     if not v then -- a new key, as above
       for i = 1, n do out[o + i] = interval[i] end
-    else -- every budget decided; only if all admit, all are written
+    else -- every rate decided; only if all admit, all are written
       local tats = {}
       if #v == 8 * n then tats = {struct.unpack(fmt, v)} end
       local allowed = true
@@ -122,7 +122,7 @@ return out
 
 var script = rueidis.NewLuaScript(gcraScript)
 
-// Redis decides a policy in Redis, shared by every replica that uses the
+// Redis decides a budget in Redis, shared by every replica that uses the
 // same server and prefix. Create it with [NewRedis]; it is safe for
 // concurrent use and holds no lock across a network call. Decisions that
 // arrive while others are in Redis wait for the next batch: one script
@@ -137,11 +137,11 @@ var script = rueidis.NewLuaScript(gcraScript)
 // them shifts only when this replica starts asking again.
 type Redis struct {
 	client rueidis.Client
-	policy Policy
+	budget Budget
 	g      gcra
 	prefix string
-	args   []string // the script's ARGV: now (0), a new key's PX, then interval and tolerance per budget (µs)
-	// interval and tolerance are each budget's, in µs, as the script has
+	args   []string // the script's ARGV: now (0), a new key's PX, then interval and tolerance per rate (µs)
+	// interval and tolerance are each rate's, in µs, as the script has
 	// them; Go needs them to read its reply.
 	interval, tolerance [MaxLimits]int64
 	// Now, when set, is sent as the time of each decision instead of the
@@ -180,17 +180,17 @@ type call struct {
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
-// NewRedis returns a limiter for p in Redis. prefix starts its keys, so
-// several policies and deployments can share a server.
-func NewRedis(client rueidis.Client, prefix string, p Policy) *Redis {
-	if err := p.Validate(); err != nil {
+// NewRedis returns a limiter for b in Redis. prefix starts its keys, so
+// several budgets and deployments can share a server.
+func NewRedis(client rueidis.Client, prefix string, b Budget) *Redis {
+	if err := b.Validate(); err != nil {
 		panic(err.Error())
 	}
-	r := &Redis{client: client, policy: p, g: newGCRA(p), prefix: prefix + p.Name + ":"}
+	r := &Redis{client: client, budget: b, g: newGCRA(b), prefix: prefix + b.Name + ":"}
 	var newTTL int64 // ms: a new key holds one request, so it lives one interval (the longest)
-	for i := range p.Limits {
+	for i := range b.Limits {
 		us := max((r.g.interval[i]+999)/1000, 1) // rounded up: never a faster rate than configured
-		r.interval[i], r.tolerance[i] = us, us*int64(p.Limits[i].Burst)
+		r.interval[i], r.tolerance[i] = us, us*int64(b.Limits[i].Burst)
 		// A decision's whole tokens left come from the script's µs, not
 		// from memory's ns: with an interval that is no whole number of µs
 		// (3/s), the ns would read one token less after the rounding.
@@ -198,7 +198,7 @@ func NewRedis(client rueidis.Client, prefix string, p Policy) *Redis {
 		newTTL = max(newTTL, (us+999)/1000+1) // rounded up, plus 1, as the script does
 	}
 	r.args = append(r.args, "0", strconv.FormatInt(newTTL, 10))
-	for i := range p.Limits {
+	for i := range b.Limits {
 		r.args = append(r.args, strconv.FormatInt(r.interval[i], 10), strconv.FormatInt(r.tolerance[i], 10))
 	}
 	r.deny.init()
@@ -212,15 +212,15 @@ func NewRedis(client rueidis.Client, prefix string, p Policy) *Redis {
 // otherwise answer PING and then fail every decision, leaving each replica
 // to decide alone behind its circuit breaker.
 func CheckRedis(ctx context.Context, client rueidis.Client, prefix string) error {
-	probe := NewRedis(client, prefix, Policy{Name: "startup-check", Limits: []Limit{{Name: "check", Budget: Budget{Limit: 1000, Window: time.Second, Burst: 1000}}}})
+	probe := NewRedis(client, prefix, Budget{Name: "startup-check", Limits: []Limit{{Name: "check", Rate: Rate{Limit: 1000, Window: time.Second, Burst: 1000}}}})
 	if _, err := probe.Allow(ctx, "probe"); err != nil {
 		return fmt.Errorf("ratelimit: this Redis cannot run the limiter's script (it needs Redis 7.0 or later, with Lua scripting allowed): %w", err)
 	}
 	return nil
 }
 
-// Policy returns the policy r decides.
-func (r *Redis) Policy() Policy { return r.policy }
+// Budget returns the budget r decides.
+func (r *Redis) Budget() Budget { return r.budget }
 
 // Allow decides a request for key: from the deny cache while a refusal
 // lasts, else in Redis.
@@ -233,7 +233,7 @@ func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 	if d, ok := r.deny.get(key, now.UnixNano()); ok {
 		r.hits.Add(1)
 		d.g = &r.g
-		r.refusal(&d) // a budget may have recovered since
+		r.refusal(&d) // a rate may have recovered since
 		return d, nil
 	}
 	c := callPool.Get().(*call)
@@ -373,9 +373,9 @@ func (r *Redis) run(ctx context.Context, keys, args []string, nums []int64) erro
 	return err
 }
 
-// decision reads one key's numbers from the script (for each budget, µs
+// decision reads one key's numbers from the script (for each rate, µs
 // until it is full again, encoded as -1 - µs if refused). A refused key
-// was refused by each budget that could not give a token (the script's
+// was refused by each rate that could not give a token (the script's
 // test), and may try again once the last of those could.
 func (r *Redis) decision(nums []int64, at int64) Decision {
 	d := Decision{Allowed: nums[0] >= 0, N: uint8(r.g.n), g: &r.g, at: at}
@@ -391,11 +391,11 @@ func (r *Redis) decision(nums []int64, at int64) Decision {
 	return d
 }
 
-// refusal sets which budgets of refused decision d refuse and its
-// Retry-After, from each budget's reset: a budget refuses while taking a
+// refusal sets which rates of refused decision d refuse and its
+// Retry-After, from each rate's reset: a rate refuses while taking a
 // token would overfill it (the script's test), and the request may try
 // again once the last of those could take one. The deny cache calls it
-// again when it replays d later, as budgets recover one by one.
+// again when it replays d later, as rates recover one by one.
 func (r *Redis) refusal(d *Decision) {
 	d.refused, d.RetryAfter = 0, 0
 	for i := range int(d.N) {

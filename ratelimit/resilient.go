@@ -35,7 +35,7 @@ func ParseOnStoreError(s string) (OnStoreError, error) {
 var ErrStoreUnavailable = errors.New("ratelimit: store unavailable")
 
 // A Breaker is the circuit breaker of one shared store, used by the
-// [Resilient] limiter of every policy kept there, so an outage is noticed,
+// [Resilient] limiter of every budget kept there, so an outage is noticed,
 // logged and recovered from once. After Failures consecutive failures it
 // opens: calls skip the store at once, so an outage never adds a timeout
 // to every request. After Cooldown one call probes the store; if it
@@ -139,7 +139,7 @@ func (b *Breaker) Stats() (storeErrors int64, open bool) {
 }
 
 // Resilient decides with a shared store (Redis) through a [Breaker], and
-// with its fallback policy while the store fails. Each call to the store
+// with its fallback while the store fails. Each call to the store
 // gets Timeout. Create it with [NewResilient]; it is safe for concurrent
 // use.
 type Resilient struct {
@@ -153,13 +153,13 @@ type Resilient struct {
 }
 
 // NewResilient returns store guarded by breaker; fallback decides when
-// mode is Local (it must decide the same policy). Timeout starts at 100 ms.
+// mode is Local (it must decide the same budget). Timeout starts at 100 ms.
 func NewResilient(store, fallback Limiter, mode OnStoreError, breaker *Breaker) *Resilient {
 	return &Resilient{store: store, fallback: fallback, mode: mode, breaker: breaker, Timeout: 100 * time.Millisecond}
 }
 
-// Policy returns the store's policy.
-func (r *Resilient) Policy() Policy { return r.store.Policy() }
+// Budget returns the store's budget.
+func (r *Resilient) Budget() Budget { return r.store.Budget() }
 
 // Store returns the shared store.
 func (r *Resilient) Store() Limiter { return r.store }
@@ -195,7 +195,7 @@ func (r *Resilient) degraded(ctx context.Context, key string) (Decision, error) 
 	r.degradedN.Add(1)
 	switch r.mode {
 	case Open:
-		return Decision{Allowed: true}, nil // N == 0: no budget to report
+		return Decision{Allowed: true}, nil // N == 0: no rate to report
 	case Closed:
 		return Decision{}, ErrStoreUnavailable
 	}

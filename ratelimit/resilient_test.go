@@ -47,10 +47,10 @@ func outage(t *testing.T, mode ratelimit.OnStoreError) (*ratelimit.Resilient, *t
 	opt.InitAddress = []string{p.Addr()}
 	opt.DisableRetry = true
 	client := redistest.Client(t, opt)
-	pol := policy("p", lim("p", 3, time.Hour, 3))
-	store := &countingLimiter{Limiter: ratelimit.NewRedis(client, redistest.Prefix(), pol)}
+	b := budget("p", lim("p", 3, time.Hour, 3))
+	store := &countingLimiter{Limiter: ratelimit.NewRedis(client, redistest.Prefix(), b)}
 	clk := testclock.New(t0)
-	fallback := ratelimit.NewMemory(pol, ratelimit.MemoryOptions{})
+	fallback := ratelimit.NewMemory(b, ratelimit.MemoryOptions{})
 	fallback.Now = clk.Now
 	br := ratelimit.NewBreaker()
 	br.Now = clk.Now

@@ -22,14 +22,14 @@ type clock = testclock.Clock
 
 // stores are the limiter implementations the shared suite runs on, each
 // driven by the fake clock.
-func stores() map[string]func(*testing.T, ratelimit.Policy, *clock) ratelimit.Limiter {
-	return map[string]func(*testing.T, ratelimit.Policy, *clock) ratelimit.Limiter{
-		"memory": func(_ *testing.T, p ratelimit.Policy, c *clock) ratelimit.Limiter {
+func stores() map[string]func(*testing.T, ratelimit.Budget, *clock) ratelimit.Limiter {
+	return map[string]func(*testing.T, ratelimit.Budget, *clock) ratelimit.Limiter{
+		"memory": func(_ *testing.T, p ratelimit.Budget, c *clock) ratelimit.Limiter {
 			m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
 			m.Now = c.Now
 			return m
 		},
-		"redis": func(t *testing.T, p ratelimit.Policy, c *clock) ratelimit.Limiter {
+		"redis": func(t *testing.T, p ratelimit.Budget, c *clock) ratelimit.Limiter {
 			r := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(), p)
 			r.Now = c.Now
 			return r
@@ -74,14 +74,14 @@ func TestStores(t *testing.T) {
 			})
 			t.Run("Isolation", func(t *testing.T) {
 				clk := testclock.New(t0)
-				l := newLimiter(t, policy("p", lim("p", 1, time.Minute, 1)), clk)
+				l := newLimiter(t, budget("p", lim("p", 1, time.Minute, 1)), clk)
 				if !allow(t, l, "a").Allowed || allow(t, l, "a").Allowed || !allow(t, l, "b").Allowed {
 					t.Fatal("keys a and b share a bucket")
 				}
 			})
-			t.Run("MultiBudgetAtomic", func(t *testing.T) {
+			t.Run("MultiRateAtomic", func(t *testing.T) {
 				clk := testclock.New(t0)
-				l := newLimiter(t, policy("ingest", lim("ingest", 100, time.Hour, 100), lim("ingest-burst", 10, time.Second, 10)), clk)
+				l := newLimiter(t, budget("ingest", lim("ingest", 100, time.Hour, 100), lim("ingest-burst", 10, time.Second, 10)), clk)
 				for range 10 {
 					allow(t, l, "k")
 				}
@@ -92,12 +92,12 @@ func TestStores(t *testing.T) {
 				}
 				clk.Advance(time.Second)
 				if d := allow(t, l, "k"); !d.Allowed || d.Remaining(0) != 89 {
-					t.Fatalf("refused requests drew from the hourly budget: %+v", d)
+					t.Fatalf("refused requests drew from the hourly rate: %+v", d)
 				}
 			})
 			t.Run("RetryAfterIsTrue", func(t *testing.T) {
 				clk := testclock.New(t0)
-				l := newLimiter(t, policy("q", lim("q", 100, time.Hour, 100)), clk)
+				l := newLimiter(t, budget("q", lim("q", 100, time.Hour, 100)), clk)
 				for range 100 {
 					allow(t, l, "k")
 				}
@@ -118,7 +118,7 @@ func TestStores(t *testing.T) {
 // Many goroutines on one key, each store on its own clock (the Redis
 // server's TIME for Redis): exactly burst pass.
 func TestConcurrentOneKey(t *testing.T) {
-	p := policy("p", lim("p", 50, time.Hour, 50))
+	p := budget("p", lim("p", 50, time.Hour, 50))
 	for name, newLimiter := range map[string]func(*testing.T) ratelimit.Limiter{
 		"memory": func(*testing.T) ratelimit.Limiter { return ratelimit.NewMemory(p, ratelimit.MemoryOptions{}) },
 		"redis": func(t *testing.T) ratelimit.Limiter {
@@ -152,7 +152,7 @@ func TestConcurrentOneKey(t *testing.T) {
 func TestRedisSharedBudget(t *testing.T) {
 	opt := redistest.Option(t)
 	pfx := redistest.Prefix()
-	p := policy("p", lim("p", 10, time.Hour, 10))
+	p := budget("p", lim("p", 10, time.Hour, 10))
 	a := ratelimit.NewRedis(redistest.Client(t, opt), pfx, p)
 	b := ratelimit.NewRedis(redistest.Client(t, opt), pfx, p)
 	passed := 0
@@ -174,7 +174,7 @@ func TestRedisSharedBudget(t *testing.T) {
 func TestRedisKeysExpire(t *testing.T) {
 	c := redistest.Client(t, redistest.Option(t))
 	pfx := redistest.Prefix()
-	l := ratelimit.NewRedis(c, pfx, policy("p", lim("p", 10, time.Minute, 10)))
+	l := ratelimit.NewRedis(c, pfx, budget("p", lim("p", 10, time.Minute, 10)))
 	pttl := func() int64 {
 		t.Helper()
 		ttl, err := c.Do(context.Background(), c.B().Pttl().Key(pfx+"p:k").Build()).AsInt64()
@@ -199,23 +199,23 @@ func TestRedisKeysExpire(t *testing.T) {
 
 // The Redis script decides as Memory does, whichever of its paths a
 // decision takes (a new key, a key read and written, a refusal, a deny
-// cache replay), for one budget and for several.
+// cache replay), for one rate and for several.
 func TestRedisMatchesMemory(t *testing.T) {
-	for _, p := range []ratelimit.Policy{
+	for _, p := range []ratelimit.Budget{
 		// Intervals of seconds: Redis expires keys in real time while
 		// the test's clock moves in steps of up to 4.8 s, so a stall of
 		// the test must not outlast a key. (Keys live an interval or
 		// more.)
-		policy("one", lim("one", 10, time.Minute, 3)),
-		policy("two", lim("slow", 100, time.Hour, 5), lim("fast", 10, time.Minute, 2)),
+		budget("one", lim("one", 10, time.Minute, 3)),
+		budget("two", lim("slow", 100, time.Hour, 5), lim("fast", 10, time.Minute, 2)),
 		// Intervals that are no whole number of µs (Redis keeps µs, rounded
 		// up, memory ns): the times may differ by that rounding, under a µs
 		// per token taken since the bucket was last full, never the whole
 		// tokens left nor the admissions. The clock steps by an odd number
 		// of µs so that no decision falls on the very µs a token comes
 		// back, where the rounding would decide.
-		policy("thirds", lim("thirds", 3, time.Second, 3)),
-		policy("sevenths", lim("sevenths", 7, time.Minute, 4), lim("thirds-burst", 3, time.Second, 2)),
+		budget("thirds", lim("thirds", 3, time.Second, 3)),
+		budget("sevenths", lim("sevenths", 7, time.Minute, 4), lim("thirds-burst", 3, time.Second, 2)),
 	} {
 		t.Run(p.Name, func(t *testing.T) {
 			clk := testclock.New(t0)
@@ -256,7 +256,7 @@ func TestRedisReadsStoredValues(t *testing.T) {
 	c := redistest.Client(t, redistest.Option(t))
 	pfx := redistest.Prefix()
 	clk := testclock.New(t0)
-	l := ratelimit.NewRedis(c, pfx, policy("p", lim("p", 10, time.Minute, 10))) // a token every 6 s
+	l := ratelimit.NewRedis(c, pfx, budget("p", lim("p", 10, time.Minute, 10))) // a token every 6 s
 	l.Now = clk.Now
 	set := func(key, value string) {
 		t.Helper()
@@ -281,11 +281,11 @@ func TestRedisReadsStoredValues(t *testing.T) {
 	}
 }
 
-// Batched decisions over several keys and two budgets: exactly each key's
+// Batched decisions over several keys and two rates: exactly each key's
 // burst passes, whichever path each decision took in the script.
 func TestRedisConcurrentManyKeys(t *testing.T) {
 	l := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(),
-		policy("p", lim("hourly", 50, time.Hour, 5), lim("burst", 3600, time.Hour, 8)))
+		budget("p", lim("hourly", 50, time.Hour, 5), lim("burst", 3600, time.Hour, 8)))
 	var mu sync.Mutex
 	passed := map[string]int{}
 	var wg sync.WaitGroup
@@ -301,7 +301,7 @@ func TestRedisConcurrentManyKeys(t *testing.T) {
 					return
 				}
 				if d.Allowed != !d.Refused(0) || d.Refused(1) {
-					t.Errorf("%s: %+v, want only the hourly budget to refuse", key, d)
+					t.Errorf("%s: %+v, want only the hourly rate to refuse", key, d)
 				}
 				if d.Allowed {
 					mu.Lock()
@@ -323,7 +323,7 @@ func TestRedisConcurrentManyKeys(t *testing.T) {
 // refusal ends: a flood costs Redis one call, not one per request.
 func TestRedisDenyCache(t *testing.T) {
 	clk := testclock.New(t0)
-	l := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(), policy("p", lim("p", 2, time.Minute, 2)))
+	l := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(), budget("p", lim("p", 2, time.Minute, 2)))
 	l.Now = clk.Now
 	allow(t, l, "k")
 	allow(t, l, "k")
@@ -342,16 +342,16 @@ func TestRedisDenyCache(t *testing.T) {
 	}
 }
 
-// A refusal replayed from the deny cache says which budgets refuse now:
+// A refusal replayed from the deny cache says which rates refuse now:
 // one may have recovered since Redis refused.
 func TestRedisDenyCacheReplaysRecovery(t *testing.T) {
 	clk := testclock.New(t0)
 	l := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(),
-		policy("p", lim("fast", 1, time.Second, 1), lim("slow", 2, time.Minute, 2)))
+		budget("p", lim("fast", 1, time.Second, 1), lim("slow", 2, time.Minute, 2)))
 	l.Now = clk.Now
 	allow(t, l, "k")
 	clk.Advance(time.Second)
-	allow(t, l, "k") // both budgets are empty now
+	allow(t, l, "k") // both rates are empty now
 	d := allow(t, l, "k")
 	if d.Allowed || !d.Refused(0) || !d.Refused(1) || d.RetryAfter != 29*time.Second {
 		t.Fatalf("from Redis: %+v, want both budgets to refuse for 29 s", d)

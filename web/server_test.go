@@ -42,8 +42,8 @@ func server(t *testing.T, fsys fstest.MapFS) (*httptest.Server, *atomic.Int64) {
 	clk := testclock.New(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	decisions := &atomic.Int64{}
 	l := api.DefaultLimits()
-	l.IP = ratelimit.Budget{Limit: 3, Window: time.Minute, Burst: 3}
-	l.Store = func(p ratelimit.Policy) ratelimit.Limiter {
+	l.IP = ratelimit.Rate{Limit: 3, Window: time.Minute, Burst: 3}
+	l.Store = func(p ratelimit.Budget) ratelimit.Limiter {
 		m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
 		m.Now = clk.Now
 		return countingLimiter{m, decisions}

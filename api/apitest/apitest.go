@@ -112,9 +112,9 @@ func Start(tb testing.TB, cfg api.Config, srv ...func(*httptest.Server)) *Server
 	if cfg.Streams.Heartbeat == 0 {
 		cfg.Streams.Heartbeat = 50 * time.Millisecond
 	}
-	for _, b := range []*ratelimit.Budget{&cfg.Limits.Session, &cfg.Limits.APIKey, &cfg.Limits.StreamOpens} {
-		if *b == (ratelimit.Budget{}) {
-			*b = ratelimit.Budget{Limit: 10_000, Window: time.Minute, Burst: 10_000}
+	for _, b := range []*ratelimit.Rate{&cfg.Limits.Session, &cfg.Limits.APIKey, &cfg.Limits.StreamOpens} {
+		if *b == (ratelimit.Rate{}) {
+			*b = ratelimit.Rate{Limit: 10_000, Window: time.Minute, Burst: 10_000}
 		}
 	}
 	s := api.New(cfg)

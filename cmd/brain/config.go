@@ -44,9 +44,9 @@ type Config struct {
 	LiveAccess            api.Access // who may follow /api/v1/system/live
 	MetricsAddr           string
 
-	RateLimitSession ratelimit.Budget
-	RateLimitIP      ratelimit.Budget
-	RateLimitAPIKey  ratelimit.Budget
+	RateLimitSession ratelimit.Rate
+	RateLimitIP      ratelimit.Rate
+	RateLimitAPIKey  ratelimit.Rate
 	// Budgets are the overrides of the budgets operations declare, by
 	// name: BRAIN_BUDGETS (space-separated name=limits), then the
 	// --budget name=limits flags. budgetFrom says where each came from.
@@ -67,7 +67,7 @@ type Config struct {
 
 	StreamCap        int
 	StreamUserCap    int
-	StreamOpens      ratelimit.Budget
+	StreamOpens      ratelimit.Rate
 	StreamHeartbeat  time.Duration
 	StreamRetryAfter time.Duration
 
@@ -241,12 +241,12 @@ const budgetsEnv = "BRAIN_BUDGETS"
 
 // budgetOverride is the api.Limits.Override of c. A bad value is an error
 // naming where it came from.
-func (c Config) budgetOverride(name string) ([]ratelimit.Budget, bool, error) {
+func (c Config) budgetOverride(name string) ([]ratelimit.Rate, bool, error) {
 	v, ok := c.Budgets[name]
 	if !ok {
 		return nil, false, nil
 	}
-	b, err := ratelimit.ParseBudgets(v)
+	b, err := ratelimit.ParseRates(v)
 	if err != nil {
 		return nil, false, fmt.Errorf("invalid %s=%q: %w", c.budgetFrom[name], v, err)
 	}

@@ -207,13 +207,13 @@ func TestBudgetOverride(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		want  []ratelimit.Budget
+		want  []ratelimit.Rate
 		found bool
 		err   string // the setting the error names
 	}{
-		{"notes", []ratelimit.Budget{{Limit: 200, Window: time.Hour, Burst: 200}}, true, ""}, // the flag wins
-		{"tags", []ratelimit.Budget{{Limit: 7, Window: time.Minute, Burst: 7}, {Limit: 1, Window: time.Second, Burst: 3}}, true, ""},
-		{"notes-sync", []ratelimit.Budget{{Limit: 50, Window: time.Hour, Burst: 50}, {Limit: 5, Window: time.Second, Burst: 5}}, true, ""},
+		{"notes", []ratelimit.Rate{{Limit: 200, Window: time.Hour, Burst: 200}}, true, ""}, // the flag wins
+		{"tags", []ratelimit.Rate{{Limit: 7, Window: time.Minute, Burst: 7}, {Limit: 1, Window: time.Second, Burst: 3}}, true, ""},
+		{"notes-sync", []ratelimit.Rate{{Limit: 50, Window: time.Hour, Burst: 50}, {Limit: 5, Window: time.Second, Burst: 5}}, true, ""},
 		{"bad", nil, false, "BRAIN_BUDGETS"},
 		{"other", nil, false, ""},
 	}

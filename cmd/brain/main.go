@@ -141,7 +141,7 @@ func helpText(text string) func(*flag.FlagSet) {
 type running struct {
 	db       *store.DB
 	auth     *auth.Service
-	limiters func(ratelimit.Policy) ratelimit.Limiter
+	limiters func(ratelimit.Budget) ratelimit.Limiter
 	metrics  *api.Metrics
 	ready    []api.Check
 	streams  api.StreamConfig

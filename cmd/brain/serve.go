@@ -47,8 +47,8 @@ func openRedis(cfg Config) (rueidis.Client, *api.Check, error) {
 // rateLimitStore returns how limiters are made: in memory without Redis;
 // else in Redis, each behind the one breaker of that server with an
 // in-memory fallback, as BRAIN_RATELIMIT_ON_STORE_ERROR says.
-func rateLimitStore(cfg Config, client rueidis.Client, logger *slog.Logger, metrics *api.Metrics) (func(ratelimit.Policy) ratelimit.Limiter, error) {
-	memory := func(p ratelimit.Policy) ratelimit.Limiter { return ratelimit.NewMemory(p, ratelimit.MemoryOptions{}) }
+func rateLimitStore(cfg Config, client rueidis.Client, logger *slog.Logger, metrics *api.Metrics) (func(ratelimit.Budget) ratelimit.Limiter, error) {
+	memory := func(p ratelimit.Budget) ratelimit.Limiter { return ratelimit.NewMemory(p, ratelimit.MemoryOptions{}) }
 	if client == nil {
 		return memory, nil
 	}
@@ -67,7 +67,7 @@ func rateLimitStore(cfg Config, client rueidis.Client, logger *slog.Logger, metr
 	}
 	metrics.ObserveBreaker(breaker)
 	logger.Info("rate limits shared in Redis", "on_store_error", cfg.RateLimitOnStoreError)
-	return func(p ratelimit.Policy) ratelimit.Limiter {
+	return func(p ratelimit.Budget) ratelimit.Limiter {
 		return ratelimit.NewResilient(ratelimit.NewRedis(client, cfg.RedisPrefix+"rl:", p), memory(p), cfg.RateLimitOnStoreError, breaker)
 	}, nil
 }

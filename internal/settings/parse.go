@@ -57,14 +57,14 @@ func Size(lo, hi int64, dst *int64) func(string) error {
 	}
 }
 
-// Budget reads one rate, <n>/<s|min|h>[,burst=<b>], into dst.
-func Budget(dst *ratelimit.Budget) func(string) error {
+// Rate reads one rate, <n>/<s|min|h>[,burst=<b>], into dst.
+func Rate(dst *ratelimit.Rate) func(string) error {
 	return func(v string) error {
-		b, err := ratelimit.ParseBudget(v)
+		r, err := ratelimit.ParseRate(v)
 		if err != nil {
 			return err
 		}
-		*dst = b
+		*dst = r
 		return nil
 	}
 }

@@ -5,7 +5,7 @@
 // and cmd/brain reads them all, flag over variable over default.
 //
 // A default is written once: a row's Default is formatted from the
-// package constant the code uses (Int, Duration, Size, a budget's
+// package constant the code uses (Int, Duration, Size, a rate's
 // String), never restated as a literal.
 package settings
 
@@ -29,7 +29,7 @@ type Table struct {
 }
 
 // Overrides are the budget overrides read so far: each budget's limits
-// (ratelimit.ParseBudgets' syntax) by budget name, and where they came
+// (ratelimit.ParseRates' syntax) by budget name, and where they came
 // from (a variable or a flag, as an error names it).
 type Overrides struct {
 	Limits, From map[string]string

@@ -43,7 +43,7 @@ func TestParsersRefuseOutOfBounds(t *testing.T) {
 	var i int
 	var d time.Duration
 	var s int64
-	var b ratelimit.Budget
+	var b ratelimit.Rate
 	for name, err := range map[string]error{
 		"int below":      settings.Int(1, 16, &i)("0"),
 		"int above":      settings.Int(1, 16, &i)("17"),
@@ -53,13 +53,13 @@ func TestParsersRefuseOutOfBounds(t *testing.T) {
 		"size unit":      settings.Size(1<<20, 1<<30, &s)("64MB"),
 		"size below":     settings.Size(1<<20, 1<<30, &s)("1023KiB"),
 		"size above":     settings.Size(1<<20, 1<<30, &s)("2GiB"),
-		"budget":         settings.Budget(&b)("0/min"),
+		"rate":           settings.Rate(&b)("0/min"),
 	} {
 		if err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	if i != 0 || d != 0 || s != 0 || b != (ratelimit.Budget{}) {
+	if i != 0 || d != 0 || s != 0 || b != (ratelimit.Rate{}) {
 		t.Errorf("a refused value was stored: %v %v %v %v", i, d, s, b)
 	}
 	if err := settings.Int(1, 16, &i)(" 16 "); err != nil || i != 16 {

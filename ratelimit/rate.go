@@ -1,0 +1,125 @@
+package ratelimit
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// A Rate is a token bucket: Burst tokens of capacity, refilled at Limit
+// tokens per Window. "120/min,burst=60" holds at most 60 tokens and gains
+// one every half second.
+type Rate struct {
+	Limit  int
+	Window time.Duration
+	Burst  int
+}
+
+// ParseRate reads a rate written as <n>/<s|min|h>[,burst=<b>], the one
+// syntax of brain's configuration. Without a burst, the burst is n.
+func ParseRate(s string) (Rate, error) {
+	rate, burst, hasBurst := strings.Cut(strings.TrimSpace(s), ",")
+	n, unit, ok := strings.Cut(rate, "/")
+	if !ok {
+		return Rate{}, fmt.Errorf("ratelimit: rate %q: want <n>/<s|min|h>[,burst=<b>]", s)
+	}
+	var r Rate
+	var err error
+	if r.Limit, err = positive(n); err != nil {
+		return Rate{}, fmt.Errorf("ratelimit: rate %q: limit: %w", s, err)
+	}
+	switch strings.TrimSpace(unit) {
+	case "s":
+		r.Window = time.Second
+	case "min":
+		r.Window = time.Minute
+	case "h":
+		r.Window = time.Hour
+	default:
+		return Rate{}, fmt.Errorf("ratelimit: rate %q: window must be s, min or h", s)
+	}
+	r.Burst = r.Limit
+	if hasBurst {
+		k, v, ok := strings.Cut(strings.TrimSpace(burst), "=")
+		if !ok || strings.TrimSpace(k) != "burst" {
+			return Rate{}, fmt.Errorf("ratelimit: rate %q: want burst=<b> after the comma", s)
+		}
+		if r.Burst, err = positive(v); err != nil {
+			return Rate{}, fmt.Errorf("ratelimit: rate %q: burst: %w", s, err)
+		}
+	}
+	if err := r.Validate(); err != nil {
+		return Rate{}, fmt.Errorf("ratelimit: rate %q: %w", s, err)
+	}
+	return r, nil
+}
+
+// MaxRefill is the longest a rate may take to refill its whole burst
+// (Window/Limit × Burst). It keeps every time the limiters compute far
+// from overflow, and refuses settings such as "1/h,burst=10000000", which
+// would take over a thousand years to refill.
+const MaxRefill = 30 * 24 * time.Hour
+
+// Validate reports a rate that cannot be enforced: a limit or burst
+// outside 1..2^30, a window that is not positive, or one that takes longer
+// than [MaxRefill] to refill its burst.
+func (r Rate) Validate() error {
+	switch {
+	case r.Limit < 1 || r.Limit > maxCount || r.Burst < 1 || r.Burst > maxCount:
+		return fmt.Errorf("limit and burst must be 1 to %d", maxCount)
+	case r.Window <= 0:
+		return errors.New("the window must be positive")
+	}
+	interval := max(r.Window/time.Duration(r.Limit), 1)
+	if time.Duration(r.Burst) > MaxRefill/interval {
+		return fmt.Errorf("a burst of %d at %d per %v takes longer than %v to refill; lower the burst or raise the rate", r.Burst, r.Limit, r.Window, MaxRefill)
+	}
+	return nil
+}
+
+// ParseRates reads a list of rates separated by ";", all of which a
+// request must pass: "100/h; 10/s", the limits of one budget.
+func ParseRates(s string) ([]Rate, error) {
+	var out []Rate
+	for _, part := range strings.Split(s, ";") {
+		r, err := ParseRate(part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if len(out) > MaxLimits {
+		return nil, fmt.Errorf("ratelimit: %q: at most %d rates", s, MaxLimits)
+	}
+	return out, nil
+}
+
+// String writes r in the syntax ParseRate reads.
+func (r Rate) String() string {
+	unit := "s"
+	switch r.Window {
+	case time.Minute:
+		unit = "min"
+	case time.Hour:
+		unit = "h"
+	}
+	return fmt.Sprintf("%d/%s,burst=%d", r.Limit, unit, r.Burst)
+}
+
+// maxCount keeps rates far from overflow in any arithmetic on them.
+const maxCount = 1 << 30
+
+func positive(s string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	switch {
+	case err != nil:
+		return 0, errors.New("not a whole number")
+	case n < 1:
+		return 0, errors.New("must be at least 1")
+	case n > maxCount:
+		return 0, fmt.Errorf("must be at most %d", maxCount)
+	}
+	return n, nil
+}
