@@ -1,14 +1,12 @@
 package api
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -348,7 +346,7 @@ func (p *streamPlane) open(s *Server, op *huma.Operation, w http.ResponseWriter,
 		}
 		ctx = context.WithValue(ctx, chi.RouteCtxKey, own)
 	}
-	st := &stream{plane: p, slot: slot, userSlot: userSlot, w: w, rc: http.NewResponseController(w), r: r.WithContext(ctx), cancel: cancel,
+	st := &stream{plane: p, slot: slot, userSlot: userSlot, w: w, c: streams.NewConn(w, p.cfg.Heartbeat), r: r.WithContext(ctx), cancel: cancel,
 		caller: id, lastEventID: after, lastSent: after, opened: p.now()}
 	st.unfollow = context.AfterFunc(r.Context(), cancel)
 	return st, true
@@ -446,23 +444,22 @@ func capKey(id *auth.Identity) string {
 // userKey is the caller's user's key in the per-user cap.
 func userKey(id *auth.Identity) string { return "u:" + id.User.ID }
 
-// A stream is one open SSE response.
+// A stream is one open SSE response: its places, its caller, and its
+// transport, a [streams.Conn].
 //
 // On HTTP/1.x a stream that starts takes its connection over from
 // net/http (Hijack) and is served by a goroutine of its own, so the
 // handler returns and the connection's net/http goroutines and buffers
 // (some 20 KiB, see BENCHMARKS.md) are freed for as long as the stream
-// lives; the response's body then ends when the connection closes, which
-// HTTP/1.1 allows for a response with neither Content-Length nor
-// chunking, and stream.closing says why. Where the connection cannot be
-// taken (HTTP/2) the stream is written through the ResponseWriter.
+// lives; the response's body then ends when the connection closes, and
+// stream.closing says why.
 type stream struct {
 	plane *streamPlane
 	// Its places in the caller's cap and in its user's.
 	slot, userSlot streams.Slot
-	// The response, until start takes the connection, and its controller.
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	// The response, until start takes the connection, and its transport.
+	w http.ResponseWriter
+	c *streams.Conn
 	// The request, with the stream's context: cancel ends it; unfollow
 	// stops it from ending with the request's, once the stream has its
 	// connection.
@@ -485,14 +482,6 @@ type stream struct {
 	panicked  any
 	started   bool // its 200 is sent
 	head      bool // a HEAD: start sends the 200's headers, and ends the stream
-	// The connection once the stream took it, and what stalled needs:
-	// bytes written, and at the last heartbeat, bytes queued in the
-	// kernel and bytes written.
-	conn          net.Conn
-	written       int64
-	writtenAtBeat int64
-	queued        int
-	idleBeats     int
 }
 
 // serve runs the operation's serve on a goroutine of its own, and
@@ -531,93 +520,17 @@ func (p streamPanic) String() string {
 
 // start sends the stream's headers and its retry hint. Where it can, it
 // takes the connection over (see stream) and lets the handler return;
-// otherwise the request's read deadline is lifted (the server's would
-// cancel the stream's context when it passed) and the write deadline
-// moves with each heartbeat.
+// the stream's transport (streams.Conn.Start) says how.
 func (st *stream) start() error {
 	st.started = true
-	st.setStreamHeaders()
 	if st.head {
-		st.w.WriteHeader(http.StatusOK)
+		st.c.Head()
 		return errStreamEnded
 	}
-	retry := "retry: " + strconv.FormatInt(streamRetry.Milliseconds(), 10) + "\n\n"
-	if conn, _, err := st.rc.Hijack(); err == nil {
-		var head bytes.Buffer
-		head.WriteString("HTTP/1.1 200 OK\r\n")
-		h := st.w.Header()
-		h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
-		h.Set("Connection", "close")
-		_ = h.Write(&head)
-		head.WriteString("\r\n" + retry)
+	return st.c.Start(streamRetry, func() {
 		st.unfollow()
-		st.conn = conn
 		close(st.handedOff) // the handler may return: st.w is not used again
-		go st.watch()
-		st.extendDeadline()
-		return st.write(head.Bytes())
-	}
-	st.w.WriteHeader(http.StatusOK)
-	_ = st.rc.SetReadDeadline(time.Time{})
-	st.extendDeadline()
-	return st.write([]byte(retry))
-}
-
-// watch ends the stream when its client closes the connection, or sends
-// more than maxStreamInput bytes on it: HTTP/1.1 gives it no other
-// answer on that connection, so what it sends is dropped, and a client
-// that floods it is cut off rather than read without end.
-func (st *stream) watch() {
-	var b [64]byte
-	for read := 0; read <= maxStreamInput; {
-		n, err := st.conn.Read(b[:])
-		if err != nil {
-			break
-		}
-		read += n
-	}
-	st.cancel()
-}
-
-// maxStreamInput is what a stream's client may send after its request:
-// room for a pipelined request or two.
-const maxStreamInput = 16 << 10
-
-// extendDeadline gives the stream's writes two heartbeats from now, on
-// the kernel's clock (not an injected one). The heartbeat extends it
-// again, so a write always has at least a heartbeat.
-func (st *stream) extendDeadline() { st.setWriteDeadline(time.Now().Add(2 * st.plane.cfg.Heartbeat)) }
-
-func (st *stream) setWriteDeadline(t time.Time) {
-	if st.conn != nil {
-		_ = st.conn.SetWriteDeadline(t)
-		return
-	}
-	_ = st.rc.SetWriteDeadline(t)
-}
-
-// setStreamHeaders sets the headers of a stream's response.
-func (st *stream) setStreamHeaders() {
-	h := st.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-}
-
-// write sends msg and flushes it, by the write deadline (extendDeadline):
-// a write that waits past it fails and ends the stream.
-func (st *stream) write(msg []byte) error {
-	if st.conn != nil {
-		n, err := st.conn.Write(msg)
-		st.written += int64(n)
-		return err
-	}
-	n, err := st.w.Write(msg)
-	st.written += int64(n)
-	if err != nil {
-		return err
-	}
-	return st.rc.Flush()
+	}, st.cancel)
 }
 
 // send writes one event. An event type the operation does not declare is
@@ -627,25 +540,16 @@ func (st *stream) send(id, event string, data json.RawMessage) error {
 		logger(st.r.Context()).Error("stream: dropped an event its operation does not declare", "event", event)
 		return nil
 	}
-	if bytes.ContainsAny(data, "\r\n") { // a line break would end the data: line; JSON needs none
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, data); err != nil {
-			logger(st.r.Context()).Error("stream: dropped an event whose data is not JSON", "event", event)
-			return nil
-		}
-		data = buf.Bytes()
+	msg, err := streams.AppendEvent(nil, id, event, data)
+	if err != nil {
+		logger(st.r.Context()).Error("stream: dropped an event whose data is not JSON", "event", event)
+		return nil
 	}
-	msg := make([]byte, 0, len(id)+len(event)+len(data)+24)
-	if id != "" {
-		msg = append(append(append(msg, "id: "...), id...), '\n')
-	}
-	msg = append(append(append(msg, "event: "...), event...), '\n')
-	msg = append(append(append(msg, "data: "...), data...), "\n\n"...)
 	if id != "" {
 		st.lastSent = id
 	}
 	st.gapped = event == gapEvent.Name
-	return st.write(msg)
+	return st.c.Write(msg)
 }
 
 // sendValue writes an event without an id whose data is v as JSON.
@@ -661,40 +565,18 @@ func (st *stream) sendValue(event string, v any) error {
 // taking data or whose credentials no longer hold, writes the comment,
 // and renews the stream's slot.
 func (st *stream) beat() error {
-	if st.stalled() {
-		st.setWriteDeadline(time.Now()) // nothing more will be taken: do not wait to finish the response
+	if st.c.Stalled() {
+		st.c.Abort() // nothing more will be taken: do not wait to finish the response
 		return errStreamEnded
 	}
 	if !st.callerHolds() {
 		st.close("unauthenticated")
 		return errStreamEnded
 	}
-	st.extendDeadline()
-	if err := st.write(heartbeat); err != nil {
+	if err := st.c.Beat(); err != nil {
 		return err
 	}
 	return st.renew()
-}
-
-// stalled reports whether the connection has taken none of the bytes
-// queued for it for two heartbeats in a row: a client that stopped
-// reading once its window was full, or a peer that is gone without a
-// word. (The write deadline cannot see either while the kernel still
-// buffers the stream's writes.) Where the kernel cannot say (not Linux,
-// not TCP), it reports false.
-func (st *stream) stalled() bool {
-	queued, ok := unsentBytes(st.conn)
-	if !ok {
-		return false
-	}
-	drained := int64(st.queued) + (st.written - st.writtenAtBeat) - int64(queued)
-	if st.queued > 0 && drained <= 0 {
-		st.idleBeats++
-	} else {
-		st.idleBeats = 0
-	}
-	st.queued, st.writtenAtBeat = queued, st.written
-	return st.idleBeats >= 2
 }
 
 // callerHolds reports whether the stream's credentials still name a
@@ -743,44 +625,23 @@ func (st *stream) finish() {
 	st.cancel()
 	st.slot.Release()
 	st.userSlot.Release()
-	if st.conn != nil {
-		_ = st.conn.Close()
+	if st.c.Close() {
 		logger(st.r.Context()).LogAttrs(context.Background(), slog.LevelInfo, "stream ended",
-			slog.String("path", st.r.URL.Path), slog.Int64("bytes", st.written), slog.Duration("duration", st.plane.now().Sub(st.opened)))
+			slog.String("path", st.r.URL.Path), slog.Int64("bytes", st.c.Written()), slog.Duration("duration", st.plane.now().Sub(st.opened)))
 	} else if st.handedOff != nil {
 		close(st.handedOff)
 	}
 	st.plane.leave()
 }
 
-// pump is the loop of a stream: each value from source goes to send
-// (ok false once source is closed), and a heartbeat goes out when due,
-// until the client leaves, the server shuts down (stream.closing), or a
-// write fails. A send that ends the stream returns an error.
+// pump is the loop of a stream (streams.Pump): each value from source
+// goes to send (ok false once source is closed), and a heartbeat goes out
+// when due, until the client leaves, the server shuts down
+// (stream.closing), or a write fails. A send that ends the stream returns
+// an error.
 func pump[T any](st *stream, source <-chan T, send func(v T, ok bool) error) {
-	beat := time.NewTicker(st.plane.cfg.Heartbeat)
-	defer beat.Stop()
-	for {
-		var err error
-		select {
-		case v, ok := <-source:
-			err = send(v, ok)
-		case <-beat.C:
-			err = st.beat()
-		case <-st.plane.closing:
-			st.close("shutdown")
-			return
-		case <-st.r.Context().Done():
-			return
-		}
-		if err != nil {
-			return
-		}
-	}
+	streams.Pump(st.r.Context(), st.plane.cfg.Heartbeat, st.plane.closing, source, send, st.beat, func() { st.close("shutdown") })
 }
-
-// heartbeat is the comment line a stream sends when it is due.
-var heartbeat = []byte(":\n\n")
 
 // errStreamEnded is what a send returns to end its stream.
 var errStreamEnded = errors.New("api: the stream ended")

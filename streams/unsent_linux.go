@@ -1,4 +1,7 @@
-package api
+// This file tells, on Linux, how much of what a stream wrote its peer has
+// not yet taken: what Conn.Stalled reads.
+
+package streams
 
 import (
 	"net"

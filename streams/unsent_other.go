@@ -1,6 +1,8 @@
 //go:build !linux
 
-package api
+// This file is unsentBytes off Linux, where the kernel cannot say.
+
+package streams
 
 import "net"
 

@@ -1,0 +1,64 @@
+// This file writes SSE messages: one event's id, event and data lines,
+// and the loop that feeds a stream its values and its heartbeats.
+
+package streams
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+)
+
+// ErrNotJSON is what AppendEvent returns for data that is not JSON.
+var ErrNotJSON = errors.New("streams: an event's data is not JSON")
+
+// AppendEvent appends to dst one SSE message: the event's id line (none
+// when id is ""), its event line and its data line. data is JSON; JSON
+// with a line break (which would end the data line) is compacted first,
+// and data that is not JSON is refused with ErrNotJSON.
+func AppendEvent(dst []byte, id, event string, data json.RawMessage) ([]byte, error) {
+	if bytes.ContainsAny(data, "\r\n") { // a line break would end the data: line; JSON needs none
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, data); err != nil {
+			return dst, ErrNotJSON
+		}
+		data = buf.Bytes()
+	}
+	dst = slices.Grow(dst, len(id)+len(event)+len(data)+24)
+	if id != "" {
+		dst = append(append(append(dst, "id: "...), id...), '\n')
+	}
+	dst = append(append(append(dst, "event: "...), event...), '\n')
+	return append(append(append(dst, "data: "...), data...), "\n\n"...), nil
+}
+
+// Pump is the loop of a started stream: each value from source goes to
+// send (ok false once source is closed), and beat is called every
+// heartbeat, until ctx ends (the client left), closing is closed (the
+// server shuts down: shutdown is called, to send the stream's last
+// event), or send or beat returns an error.
+func Pump[T any](ctx context.Context, heartbeat time.Duration, closing <-chan struct{}, source <-chan T,
+	send func(v T, ok bool) error, beat func() error, shutdown func()) {
+	every := time.NewTicker(heartbeat)
+	defer every.Stop()
+	for {
+		var err error
+		select {
+		case v, ok := <-source:
+			err = send(v, ok)
+		case <-every.C:
+			err = beat()
+		case <-closing:
+			shutdown()
+			return
+		case <-ctx.Done():
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
