@@ -170,9 +170,10 @@ func TestForkRenameBuilds(t *testing.T) {
 		t.Error("the renamed spec still says brain")
 	}
 	// The copy's own tests, renamed with it, assert against a running
-	// server: the metric names (notes_ratelimit_*, notes_jobs), the 429's
-	// message, the cookie and the settings' names (the docs' table too).
-	for f, want := range map[string]string{"api/ratelimit_test.go": "notes is busy — please retry in a moment.", "cmd/notes/ratelimit_test.go": "notes_ratelimit_", "docs/configuration.md": "NOTES_MAX_ITEMS"} {
+	// server: the metric names (notes_ratelimit_*, notes_jobs), the cookie
+	// and the settings' names (the docs' table too); the 429's message is
+	// the name's.
+	for f, want := range map[string]string{"internal/product/product.go": `const Name = "notes"`, "api/ratelimit.go": `product.Name+" is busy — please retry in a moment."`, "cmd/notes/ratelimit_test.go": "notes_ratelimit_", "docs/configuration.md": "NOTES_MAX_ITEMS"} {
 		if b, err := os.ReadFile(filepath.Join(dst, f)); err != nil || !strings.Contains(string(b), want) {
 			t.Errorf("%s: want %q after the rename (%v)", f, want, err)
 		}
