@@ -54,13 +54,18 @@ lint: ## gofmt, go vet and staticcheck (pinned)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	cd bench && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
-rename: ## make rename MODULE=example.com/you/svc: give a fork its own module path
-	@test -n "$(MODULE)" || { echo "usage: make rename MODULE=example.com/you/svc"; exit 2; }
-	@set -e; old=$$($(GO) list -m); \
+rename: ## make rename MODULE=example.com/you/svc NAME=svc: give a fork its own module path and (NAME) its own product name — env prefix, cookie, Redis prefix, metrics, database file, messages, cmd/NAME (docs/fork.md); either alone works too
+	@test -n "$(MODULE)$(NAME)" || { echo "usage: make rename MODULE=example.com/you/svc NAME=svc"; exit 2; }
+	@set -e; if [ -n "$(MODULE)" ]; then old=$$($(GO) list -m); \
 	$(GO) mod edit -module "$(MODULE)"; \
 	(cd bench && $(GO) mod edit -module "$(MODULE)/bench" -droprequire "$$old" -require "$(MODULE)@v0.0.0" -dropreplace "$$old" -replace "$(MODULE)=../"); \
 	for f in $$(grep -rlF --include='*.go' --include='*.md' "\"$$old" .); do \
 		sed -i.bak -e "s#\"$$old\"#\"$(MODULE)\"#g" -e "s#\"$$old/#\"$(MODULE)/#g" "$$f"; rm "$$f.bak"; \
 	done; \
 	$(GO) build ./...; (cd bench && $(GO) vet ./...); \
-	echo "module renamed from $$old to $(MODULE)"
+	echo "module renamed from $$old to $(MODULE)"; fi
+	@set -e; if [ -n "$(NAME)" ]; then \
+	$(GO) run ./internal/product/rename "$(NAME)"; \
+	$(GO) build ./...; (cd bench && $(GO) vet ./...); \
+	$(GO) run ./cmd/$(NAME) openapi > openapi.json.tmp; mv openapi.json.tmp openapi.json; \
+	echo "openapi.json regenerated; run make client to regenerate the TypeScript client (web/src/api)"; fi

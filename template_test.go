@@ -119,8 +119,13 @@ func markdownImportLines(tb testing.TB, path, mod string) map[int]bool {
 	return lines
 }
 
-// TestForkRenameBuilds copies the repository, renames its module with
-// `make rename` as a fork would, and builds and vets the result.
+// TestForkRenameBuilds copies the repository, renames its module and its
+// product name with `make rename` as a fork would, builds and vets the
+// result, and checks what the name reaches (docs/fork.md): the settings'
+// NOTES_* names in `notes -h`, the cookie notes_session and the messages
+// in the spec, and the tests that assert the metrics' notes_* names and
+// the 429's "notes is busy", run in the copy; `brain` survives in Go code
+// only where docs/fork.md says it stays.
 func TestForkRenameBuilds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the whole tree again")
@@ -134,8 +139,8 @@ func TestForkRenameBuilds(t *testing.T) {
 	dst := copyRepo(t, func(f string) bool {
 		return !strings.HasPrefix(f, "web/") || (strings.HasSuffix(f, ".go") && !strings.Contains(f[len("web/"):], "/")) || strings.HasPrefix(f, "web/dist/")
 	})
-	const fork = "example.com/acme/memory"
-	runIn(t, dst, "make", "rename", "MODULE="+fork)
+	const fork = "example.com/acme/notes"
+	runIn(t, dst, "make", "rename", "MODULE="+fork, "NAME=notes")
 	if got := runIn(t, dst, "go", "list", "-m"); got != fork {
 		t.Fatalf("after make rename the module is %q, want %q", got, fork)
 	}
@@ -144,6 +149,44 @@ func TestForkRenameBuilds(t *testing.T) {
 	}
 	runIn(t, dst, "go", "build", "./...")
 	runIn(t, dst, "go", "vet", "./...")
+
+	runIn(t, dst, "go", "build", "-o", "notes.bin", "./cmd/notes")
+	help := runIn(t, dst, "./notes.bin", "-h")
+	for _, want := range []string{"usage: notes [command]", "NOTES_ADDR", "NOTES_MAX_ITEMS", "MEM_IDEMPOTENCY_TTL_SECS", `(default "notes:")`} {
+		if !strings.Contains(help, want) {
+			t.Errorf("notes -h lacks %q", want)
+		}
+	}
+	if strings.Contains(strings.ToLower(help), "brain") {
+		t.Errorf("notes -h still says brain:\n%s", help)
+	}
+	spec := runIn(t, dst, "./notes.bin", "openapi")
+	for _, want := range []string{`"name": "notes_session"`, "sets the session cookie `notes_session`", `"title": "notes"`, "notes is a memory service"} {
+		if !strings.Contains(spec, want) {
+			t.Errorf("the renamed spec lacks %q", want)
+		}
+	}
+	if strings.Contains(spec, "brain") {
+		t.Error("the renamed spec still says brain")
+	}
+	// The copy's own tests, renamed with it, assert against a running
+	// server: the metric names (notes_ratelimit_*, notes_jobs), the cookie
+	// and the settings' names (the docs' table too); the 429's message is
+	// the name's.
+	for f, want := range map[string]string{"internal/product/product.go": `const Name = "notes"`, "api/ratelimit.go": `product.Name+" is busy — please retry in a moment."`, "cmd/notes/ratelimit_test.go": "notes_ratelimit_", "docs/configuration.md": "NOTES_MAX_ITEMS"} {
+		if b, err := os.ReadFile(filepath.Join(dst, f)); err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("%s: want %q after the rename (%v)", f, want, err)
+		}
+	}
+	runIn(t, dst, "go", "test", "-count=1", "./internal/product", "./api", "./cmd/notes", "-run", "Name|Security|Cookie|Session|Login|Metric|Refus|Rate|Config|Setting|Help")
+
+	// What stays, as docs/fork.md lists it: identifiers, paths and hosts.
+	stays := regexp.MustCompile(`brainSpec|/run/brain\.sock|//brain\.example|/tmp/brain|dir/brain`)
+	for _, line := range strings.Split(runIn(t, dst, "grep", "-rn", "--include=*.go", "brain", "."), "\n") {
+		if line != "" && !stays.MatchString(line) {
+			t.Errorf("brain survives the rename: %s", line)
+		}
+	}
 }
 
 // copyRepo copies the files of repoFiles that keep says to keep into a

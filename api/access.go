@@ -4,6 +4,8 @@ import (
 	"maps"
 
 	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/brain-template/brain/internal/product"
 )
 
 // Access is who may call an operation. An operation declares it by being
@@ -33,7 +35,7 @@ const (
 const AdminUsername = "admin"
 
 // metaAccess is the Operation.Metadata key that holds an operation's Access.
-const metaAccess = "brain.access"
+const metaAccess = product.Name + ".access"
 
 // WithAccess returns a group of api whose operations declare access a.
 func WithAccess(api huma.API, a Access) huma.API {

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/store"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
@@ -30,7 +31,7 @@ import (
 // Title and Version name the API in its OpenAPI document. Version is the
 // contract's version, not the binary's: it changes when the API does.
 const (
-	Title   = "brain"
+	Title   = product.Name
 	Version = "1.0.0"
 	// Prefix is the base path of every API operation.
 	Prefix = "/api/v1"
@@ -231,7 +232,7 @@ func (s *Server) Budgets() []string { return slices.Sorted(maps.Keys(s.planes.op
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
-const description = `brain is a memory service: ingest batches of notes, query them, and follow jobs and events live.
+const description = product.Name + ` is a memory service: ingest batches of notes, query them, and follow jobs and events live.
 
 Every error response has the same envelope: {"code", "message", "details"}. ` +
 	"`code`" + ` is derived from the HTTP status and is stable; switch on it.`

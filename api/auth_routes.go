@@ -12,6 +12,7 @@ import (
 	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/fault"
+	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/streams"
 	"github.com/danielgtaylor/huma/v2"
 )
@@ -139,7 +140,7 @@ func addAuthRoutes(api huma.API, cfg Config) {
 	huma.Register(public, huma.Operation{
 		OperationID: "login", Method: http.MethodPost, MaxBodyBytes: smallBody, Path: Prefix + "/auth/login",
 		Summary: "Log in", Tags: tags,
-		Description: "Checks a username and password and sets the session cookie `brain_session` (HttpOnly, SameSite=Lax, Secure unless configured off). " +
+		Description: "Checks a username and password and sets the session cookie `" + SessionCookie + "` (HttpOnly, SameSite=Lax, Secure unless configured off). " +
 			"An unknown user and a wrong password get the same 401. After 5 consecutive failures for a username (20 for a client IP) each further attempt must wait: 1 s, doubling, up to 15 min; a success resets the username's count. " +
 			"When the password cannot be checked (the database does not answer, or too many passwords are being checked at once) the answer is 503 with Retry-After, and the attempt is no failure." +
 			fmt.Sprintf(" A user has at most %d sessions: a login beyond that ends the user's oldest session.", maxSessions),
@@ -326,7 +327,7 @@ func admitPasswordAttempt(ctx context.Context, svc *auth.Service, username, ip s
 // kept for the log; anything else unknown stays an internal error.
 func authError(ctx context.Context, err error, msgs Messages) error {
 	if errors.Is(err, auth.ErrBusy) {
-		return unavailable("brain is busy checking other passwords; retry shortly", err)
+		return unavailable(product.Name+" is busy checking other passwords; retry shortly", err)
 	}
 	var te *auth.ThrottledError
 	switch {

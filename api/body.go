@@ -12,6 +12,7 @@ import (
 
 	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/product"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 )
@@ -40,7 +41,7 @@ const LargeBody = 64 << 10
 
 // metaBodyLimit is the Operation.Metadata key of the largest body an
 // operation accepts, as it declared it (huma's reader is given one more).
-const metaBodyLimit = "brain.bodyLimit"
+const metaBodyLimit = product.Name + ".bodyLimit"
 
 // limitBodies is an OnAddOperation hook for every operation that reads a
 // body: it records the operation's limit, and gives huma's reader a limit
@@ -175,7 +176,7 @@ func (b *bodiesInFlight) reserve(caller string, n int64) *Error {
 		return busyBodies(fmt.Sprintf("you have %d bytes of request bodies in flight, and this one would take you past %d; retry in a second, or send fewer large bodies at once",
 			mine, b.limits.PerCaller))
 	case b.total+n > b.limits.InFlight:
-		return busyBodies("brain is receiving as many large request bodies as it holds at once; retry in a second")
+		return busyBodies(product.Name + " is receiving as many large request bodies as it holds at once; retry in a second")
 	}
 	b.total += n
 	b.byCaller[caller] = mine + n

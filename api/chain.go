@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/brain-template/brain/api/middleware"
+	"github.com/brain-template/brain/internal/product"
 	chimw "github.com/go-chi/chi/v5/middleware"
 )
 
@@ -46,7 +47,7 @@ func sendsAPIKey(r *http.Request) bool { return apiKeyFrom(r) != "" }
 
 // crossSite is the answer to a request CSRF refuses.
 func crossSite(w http.ResponseWriter, _ *http.Request) {
-	WriteError(w, NewError(http.StatusForbidden, "cross-site request refused: a cookie-authenticated change must come from brain's own pages or a trusted origin"))
+	WriteError(w, NewError(http.StatusForbidden, "cross-site request refused: a cookie-authenticated change must come from "+product.Name+"'s own pages or a trusted origin"))
 }
 
 // logger is the logger of ctx (middleware.Logger): a request's, with its

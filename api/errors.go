@@ -13,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/brain-template/brain/internal/product"
 )
 
 // Error is the one error envelope of the API. Every non-2xx response has this
@@ -176,9 +178,9 @@ func defaultMessage(status int) string {
 	case http.StatusNotFound:
 		return "nothing here"
 	case http.StatusInternalServerError:
-		return "brain hit an unexpected error; the X-Request-Id header identifies it in the server log"
+		return product.Name + " hit an unexpected error; the X-Request-Id header identifies it in the server log"
 	case http.StatusServiceUnavailable:
-		return "brain is not ready to serve this request"
+		return product.Name + " is not ready to serve this request"
 	case StatusClientClosedRequest:
 		return "the client left before the answer"
 	}

@@ -8,10 +8,11 @@ import (
 	"net/http"
 
 	"github.com/brain-template/brain/internal/fault"
+	"github.com/brain-template/brain/internal/product"
 )
 
 // msgStoreUnavailable is the message of a 503 for a store that failed.
-const msgStoreUnavailable = "brain's database does not answer right now; retry shortly"
+const msgStoreUnavailable = product.Name + "'s database does not answer right now; retry shortly"
 
 // faultAnswers maps each error kind to its status and the message sent
 // when the operation gives none, tested in order. Unavailable comes first:

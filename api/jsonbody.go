@@ -7,11 +7,13 @@ import (
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/brain-template/brain/internal/product"
 )
 
 // metaJSONBody is the Operation.Metadata key of the type an operation
 // that reads its body itself (RawBody) documents as its JSON body.
-const metaJSONBody = "brain.jsonBody"
+const metaJSONBody = product.Name + ".jsonBody"
 
 // WithJSONBody returns op documenting body's type as its required JSON
 // request body: for an operation whose input reads the body raw (a

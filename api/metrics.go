@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/brain-template/brain/connlimit"
+	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -42,7 +43,7 @@ func (m *Metrics) observeServer(s *Server) {
 		return
 	}
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "brain_streams_open", Help: "Streams open on this replica.",
+		Name: product.MetricNamespace + "_streams_open", Help: "Streams open on this replica.",
 	}, func() float64 { return float64(s.streams.live()) }))
 }
 
@@ -51,7 +52,7 @@ func NewMetrics() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "brain_ratelimit_decisions_total",
+		Name: product.MetricNamespace + "_ratelimit_decisions_total",
 		Help: "Rate-limit decisions by plane, policy and outcome (allowed, limited, error).",
 	}, []string{"plane", "policy", "outcome"})
 	m.reg.MustRegister(m.decisions)
@@ -104,21 +105,21 @@ func (m *Metrics) observeLimiter(p *plane) {
 		mem, _ = l.Fallback().(*ratelimit.Memory)
 		redis, _ = l.Store().(*ratelimit.Redis)
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "brain_ratelimit_degraded_decisions_total", Help: "Decisions made without the shared store (during an outage).",
+			Name: product.MetricNamespace + "_ratelimit_degraded_decisions_total", Help: "Decisions made without the shared store (during an outage).",
 			ConstLabels: prometheus.Labels{"policy": policy},
 		}, func() float64 { return float64(l.Degraded()) }))
 	}
 	if mem != nil {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "brain_ratelimit_keys", Help: "Keys tracked in memory.", ConstLabels: prometheus.Labels{"policy": policy},
+			Name: product.MetricNamespace + "_ratelimit_keys", Help: "Keys tracked in memory.", ConstLabels: prometheus.Labels{"policy": policy},
 		}, func() float64 { return float64(mem.Len()) }))
 	}
 	if redis != nil {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "brain_ratelimit_store_requests_total", Help: "Decisions sent to Redis.", ConstLabels: prometheus.Labels{"policy": policy},
+			Name: product.MetricNamespace + "_ratelimit_store_requests_total", Help: "Decisions sent to Redis.", ConstLabels: prometheus.Labels{"policy": policy},
 		}, func() float64 { r, _ := redis.Stats(); return float64(r) }))
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "brain_ratelimit_deny_cache_hits_total", Help: "Refusals answered from the local deny cache instead of Redis.", ConstLabels: prometheus.Labels{"policy": policy},
+			Name: product.MetricNamespace + "_ratelimit_deny_cache_hits_total", Help: "Refusals answered from the local deny cache instead of Redis.", ConstLabels: prometheus.Labels{"policy": policy},
 		}, func() float64 { _, h := redis.Stats(); return float64(h) }))
 	}
 }
@@ -126,10 +127,10 @@ func (m *Metrics) observeLimiter(p *plane) {
 // ObserveBreaker exports a store's breaker: errors and whether it is open.
 func (m *Metrics) ObserveBreaker(b *ratelimit.Breaker) {
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
-		Name: "brain_ratelimit_store_errors_total", Help: "Failed calls to the shared rate-limit store.",
+		Name: product.MetricNamespace + "_ratelimit_store_errors_total", Help: "Failed calls to the shared rate-limit store.",
 	}, func() float64 { e, _ := b.Stats(); return float64(e) }))
 	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "brain_ratelimit_store_breaker_open", Help: "1 while the shared store is skipped after failures.",
+		Name: product.MetricNamespace + "_ratelimit_store_breaker_open", Help: "1 while the shared store is skipped after failures.",
 	}, func() float64 {
 		if _, open := b.Stats(); open {
 			return 1
@@ -150,10 +151,10 @@ func (m *Metrics) ObserveConns(l *connlimit.Limiter) {
 		m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels},
 			func() float64 { return float64(v(l.Stats())) }))
 	}
-	gauge("brain_connections_open", "HTTP connections open, streams' included.", func(s connlimit.Stats) int { return s.Open })
-	gauge("brain_connections_idle", "Open HTTP connections waiting for a request.", func(s connlimit.Stats) int { return s.Idle })
+	gauge(product.MetricNamespace+"_connections_open", "HTTP connections open, streams' included.", func(s connlimit.Stats) int { return s.Open })
+	gauge(product.MetricNamespace+"_connections_idle", "Open HTTP connections waiting for a request.", func(s connlimit.Stats) int { return s.Idle })
 	const refused = "New connections refused because every connection that could make room was busy, by the cap reached."
-	counter("brain_connections_refused_total", refused, prometheus.Labels{"cap": "max"}, func(s connlimit.Stats) uint64 { return s.RefusedMax })
-	counter("brain_connections_refused_total", refused, prometheus.Labels{"cap": "per_ip"}, func(s connlimit.Stats) uint64 { return s.RefusedPerIP })
-	counter("brain_connections_idle_closed_total", "Idle connections closed to make room for new ones.", nil, func(s connlimit.Stats) uint64 { return s.IdleClosed })
+	counter(product.MetricNamespace+"_connections_refused_total", refused, prometheus.Labels{"cap": "max"}, func(s connlimit.Stats) uint64 { return s.RefusedMax })
+	counter(product.MetricNamespace+"_connections_refused_total", refused, prometheus.Labels{"cap": "per_ip"}, func(s connlimit.Stats) uint64 { return s.RefusedPerIP })
+	counter(product.MetricNamespace+"_connections_idle_closed_total", "Idle connections closed to make room for new ones.", nil, func(s connlimit.Stats) uint64 { return s.IdleClosed })
 }

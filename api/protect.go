@@ -7,6 +7,8 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 	"github.com/go-chi/chi/v5"
+
+	"github.com/brain-template/brain/internal/product"
 )
 
 // Router is the chi router the API is served by, with its middleware
@@ -17,7 +19,7 @@ func (s *Server) Router() chi.Router { return s.router }
 
 // metaRateKey is the Operation.Metadata key of the key function Protect
 // was given.
-const metaRateKey = "brain.rate-key"
+const metaRateKey = product.Name + ".rate-key"
 
 // Protect declares op in the spec as an operation of api would be (its
 // access, from the group [WithAccess] returns, and its budget, from

@@ -12,6 +12,7 @@ import (
 
 	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
@@ -68,7 +69,7 @@ func (l Limits) withDefaults() Limits {
 }
 
 // metaBudget is the Operation.Metadata key of an operation's budget.
-const metaBudget = "brain.budget"
+const metaBudget = product.Name + ".budget"
 
 // A Budget is a named set of rates that the API-key callers of the
 // operations declaring it draw from, instead of the key's default budget.
@@ -534,7 +535,7 @@ func (ps *planes) admit(ctx huma.Context, p *plane, key string) *Error {
 			return NewError(StatusClientClosedRequest, "")
 		}
 		inc(p.count.failed)
-		return NewError(http.StatusServiceUnavailable, "brain cannot check its rate limits right now; retry shortly")
+		return NewError(http.StatusServiceUnavailable, product.Name+" cannot check its rate limits right now; retry shortly")
 	}
 	if d.N > 0 { // none while the store is down and the policy is "open"
 		_, w := humachi.Unwrap(ctx)
@@ -570,7 +571,7 @@ func refusal(p *plane, d *ratelimit.Decision) *Error {
 // seconds, rounded up, at least 1.
 func rateLimited(scope, policy string, limit int, window, wait time.Duration) *Error {
 	secs := ratelimit.RetryAfterSeconds(wait)
-	e := NewError(http.StatusTooManyRequests, "brain is busy — please retry in a moment.")
+	e := NewError(http.StatusTooManyRequests, product.Name+" is busy — please retry in a moment.")
 	e.Details.Scope, e.Details.Policy, e.Details.Limit = scope, policy, limit
 	e.Details.WindowS, e.Details.RetryAfterS = int(window/time.Second), int(secs)
 	e.GetHeaders().Set(ratelimit.HeaderRetryAfter, strconv.FormatInt(secs, 10))

@@ -9,6 +9,7 @@ import (
 	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/logsample"
+	"github.com/brain-template/brain/internal/product"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -31,7 +32,7 @@ func newRefusals(m *Metrics, now func() time.Time) *refusals {
 	r := &refusals{sample: logsample.New(time.Minute, now, maxRefusalKeys)}
 	if m != nil {
 		r.count = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "brain_ratelimit_refusals_total",
+			Name: product.MetricNamespace + "_ratelimit_refusals_total",
 			Help: "Requests refused with 429, by plane and policy: every budget, the stream caps and the login back-off.",
 		}, []string{"plane", "policy"})
 		m.reg.MustRegister(r.count)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/brain-template/brain/internal/product"
 )
 
 // addRoutes registers every operation of the API. It is the one place that
@@ -27,7 +29,7 @@ func addRoutes(api huma.API, cfg Config) {
 		Method:      http.MethodGet,
 		Path:        Prefix + "/ready",
 		Summary:     "Readiness probe",
-		Description: "Answers 200 only when every store brain depends on answers, else 503 with the failing checks in details.errors. Never rate limited.",
+		Description: "Answers 200 only when every store " + product.Name + " depends on answers, else 503 with the failing checks in details.errors. Never rate limited.",
 		Tags:        tags,
 		Errors:      []int{http.StatusServiceUnavailable},
 	}, handleReady(cfg.Ready))
@@ -85,7 +87,7 @@ func handleReady(checks []Check) func(context.Context, *struct{}) (*ReadyOutput,
 			out.Body.Checks = append(out.Body.Checks, c.Name)
 		}
 		if len(failed) > 0 {
-			return nil, NewError(http.StatusServiceUnavailable, "brain is not ready: a store does not answer", failed...)
+			return nil, NewError(http.StatusServiceUnavailable, product.Name+" is not ready: a store does not answer", failed...)
 		}
 		return out, nil
 	}

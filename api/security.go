@@ -6,6 +6,7 @@ import (
 
 	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/product"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 )
@@ -16,7 +17,7 @@ const (
 	schemeBearer  = "bearer"
 	schemeAPIKey  = "apiKey"
 	// SessionCookie is the session cookie's name.
-	SessionCookie = "brain_session"
+	SessionCookie = product.SessionCookie
 )
 
 var securitySchemes = map[string]*huma.SecurityScheme{
@@ -130,7 +131,7 @@ func (g *callerGate) unavailable(ctx huma.Context, r *http.Request, err error) {
 		return
 	}
 	g.outages.log(r.Context(), err)
-	writeHumaError(g.api, ctx, NewError(http.StatusServiceUnavailable, "brain cannot check credentials right now; retry shortly"))
+	writeHumaError(g.api, ctx, NewError(http.StatusServiceUnavailable, product.Name+" cannot check credentials right now; retry shortly"))
 }
 
 // forbidden answers 403 (or the caller's budget's 429) and returns true

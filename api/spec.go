@@ -14,6 +14,8 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/go-chi/chi/v5"
+
+	"github.com/brain-template/brain/internal/product"
 )
 
 // errorSchemaRef points at the envelope's schema. huma registers the schema
@@ -67,7 +69,7 @@ func declareUnavailable(c *huma.Components) {
 		c.Responses = map[string]*huma.Response{}
 	}
 	c.Responses["Unavailable"] = &huma.Response{
-		Description: "unavailable: not the client's fault. A store brain depends on (the database, or Redis for rate limits) does not answer or is too slow, " +
+		Description: "unavailable: not the client's fault. A store " + product.Name + " depends on (the database, or Redis for rate limits) does not answer or is too slow, " +
 			"too many passwords are being checked at once, or (on an operation that says so) too many large bodies are in flight. " +
 			"Retry after Retry-After seconds. On /ready, details.errors lists the checks that failed.",
 		Headers: map[string]*huma.Header{"Retry-After": {Ref: refHeader + "Retry-After"}},

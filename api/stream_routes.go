@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/streams"
 	"github.com/danielgtaylor/huma/v2"
 )
@@ -61,9 +62,9 @@ func (s *Server) addStreamRoutes(cfg Config) {
 		Events: append(slices.Clone(s.userEvents), gapEvent),
 		Serve:  func(st *Stream) { s.serveEvents(st) },
 	})
-	who := "Any caller (a session or an API key) may follow it: it shows the server's load, not any user's data (BRAIN_LIVE_ACCESS=admin restricts it to the user admin)."
+	who := "Any caller (a session or an API key) may follow it: it shows the server's load, not any user's data (" + product.EnvPrefix + "LIVE_ACCESS=admin restricts it to the user admin)."
 	if cfg.LiveAccess == Admin {
-		who = "Only the user admin may follow it (BRAIN_LIVE_ACCESS=admin); any other caller gets 403."
+		who = "Only the user admin may follow it (" + product.EnvPrefix + "LIVE_ACCESS=admin); any other caller gets 403."
 	}
 	s.addStream(StreamOperation{
 		Operation: huma.Operation{

@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/streams"
 )
 
@@ -66,7 +67,7 @@ func (s *Stream) Subscribe() (*streams.Subscription, bool) {
 	sub, err := s.srv.streams.cfg.Hub.Subscribe(s.st.r.Context(), s.st.caller.User.ID, s.st.lastEventID)
 	if err != nil {
 		s.srv.outages.log(s.st.r.Context(), err)
-		WriteError(s.st.w, NewError(http.StatusServiceUnavailable, "brain cannot follow events right now; retry shortly"))
+		WriteError(s.st.w, NewError(http.StatusServiceUnavailable, product.Name+" cannot follow events right now; retry shortly"))
 		return nil, false
 	}
 	return sub, true

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/streams"
 	"github.com/danielgtaylor/huma/v2"
@@ -96,7 +97,7 @@ func (c StreamConfig) withDefaults() StreamConfig {
 
 // metaStream marks an operation as a stream: it draws from the stream
 // plane only.
-const metaStream = "brain.stream"
+const metaStream = product.Name + ".stream"
 
 // The names of the stream plane's caps and budget, as the spec, the
 // headers and the 429 give them (their policy): the cap of each caller (a
@@ -265,7 +266,7 @@ func (s *Server) eventSchema(operationID string, events []EventType) string {
 				"event": {Type: huma.TypeString, Enum: []any{e.Name}, Description: "The event's name."},
 				"data":  reg.Schema(reflect.TypeOf(e.Data), true, e.Name),
 				"id":    {Type: huma.TypeString, Description: "The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's)."},
-				"retry": {Type: huma.TypeInteger, Minimum: ptr(0.0), Maximum: ptr(float64(time.Hour / time.Millisecond)), Description: "The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: " + strconv.FormatInt(streamRetry.Milliseconds(), 10) + "): a message without data, which EventSource takes as the delay and dispatches no event for."},
+				"retry": {Type: huma.TypeInteger, Minimum: ptr(0.0), Maximum: ptr(float64(time.Hour / time.Millisecond)), Description: "The reconnection delay, in milliseconds, a client should wait (SSE's retry field). " + product.Name + " sends it once, first, alone (retry: " + strconv.FormatInt(streamRetry.Milliseconds(), 10) + "): a message without data, which EventSource takes as the delay and dispatches no event for."},
 			},
 			Required: []string{"event", "data"},
 		})
@@ -370,7 +371,7 @@ func (p *streamPlane) admit(ctx context.Context, h http.Header, id *auth.Identit
 		inc(c.failed)
 		return unavailable(msg, err)
 	}
-	const cannotCount = "brain cannot count your streams right now; retry shortly"
+	const cannotCount = product.Name + " cannot count your streams right now; retry shortly"
 
 	slot, live, ok, err := p.cfg.Cap.Reserve(ctx, capKey(id))
 	if err != nil {
@@ -405,7 +406,7 @@ func (p *streamPlane) admit(ctx context.Context, h http.Header, id *auth.Identit
 		if err != nil {
 			slot.Release()
 			userSlot.Release()
-			return streams.Slot{}, streams.Slot{}, failed(p.opens.count, "brain cannot check its rate limits right now; retry shortly", err)
+			return streams.Slot{}, streams.Slot{}, failed(p.opens.count, product.Name+" cannot check its rate limits right now; retry shortly", err)
 		}
 		if !dec.Allowed {
 			slot.Release()

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/brain-template/brain/internal/product"
 )
 
 // traffic counts the requests the server answers, and those it refuses
@@ -26,7 +28,7 @@ func newTraffic(m *Metrics) *traffic {
 	t := &traffic{}
 	if m != nil {
 		t.durations = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "brain_http_request_duration_seconds",
+			Name:    product.MetricNamespace + "_http_request_duration_seconds",
 			Help:    "Requests by route pattern (never the raw path) and status, and how long each took to answer; a stream's, until it took its connection.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"route", "status"})

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/brain-template/brain/internal/product"
 )
 
 // A job keeps its batch, until it is final, as the JSON of a storedBatch:
@@ -94,7 +96,7 @@ func decodeBatch(data []byte, j Job) ([]Item, error) {
 		return nil, fmt.Errorf("the stored batch is not JSON: %w", err)
 	}
 	if sb.V != batchVersion {
-		return nil, fmt.Errorf("the stored batch is of version %d; this brain reads version %d", sb.V, batchVersion)
+		return nil, fmt.Errorf("the stored batch is of version %d; this "+product.Name+" reads version %d", sb.V, batchVersion)
 	}
 	if len(sb.Items) != j.ItemsTotal || len(sb.Items) == 0 {
 		return nil, fmt.Errorf("the stored batch has %d items; the job says %d", len(sb.Items), j.ItemsTotal)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/internal/product"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -34,7 +35,7 @@ func observeJobs(s *api.Server, svc *Service) {
 // database when scraped: brain_jobs{status="queued"|"running"|"failed"}.
 type jobsCollector struct{ c jobCounter }
 
-var jobsDesc = prometheus.NewDesc("brain_jobs", "Jobs of every user by status (queued, running, failed), counted in the database at each scrape.", []string{"status"}, nil)
+var jobsDesc = prometheus.NewDesc(product.MetricNamespace+"_jobs", "Jobs of every user by status (queued, running, failed), counted in the database at each scrape.", []string{"status"}, nil)
 
 func (jobsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- jobsDesc }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/fault"
+	"github.com/brain-template/brain/internal/product"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -243,7 +244,7 @@ func Feature(svc *Service) api.Feature {
 // budget here.
 func addRoutes(s *api.Server, svc *Service) {
 	h := &memoryHandlers{svc: svc, replays: s.Metrics().Counter(prometheus.CounterOpts{
-		Name: "brain_ingest_replays_total",
+		Name: product.MetricNamespace + "_ingest_replays_total",
 		Help: "Ingests answered from an earlier acceptance of the same batch (Idempotent-Replayed: true).",
 	})}
 	callers, tags := api.WithAccess(s.API, api.Caller), api.Tag(s.API, "Memory", "Your notes: ingest them in batches, follow the jobs that store them, query and delete them.")

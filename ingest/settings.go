@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/internal/settings"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
@@ -26,13 +27,13 @@ func SettingsTable(s *Settings) settings.Table {
 		Rows: []settings.Setting{
 			{Flag: "idempotency-ttl", Env: "MEM_IDEMPOTENCY_TTL_SECS", Default: strconv.Itoa(int(DefaultTTL / time.Second)),
 				Usage: "seconds an ingest's idempotency key names its batch, from the first request", Set: ttlSeconds(&s.TTL)},
-			{Flag: "max-items", Env: "BRAIN_MAX_ITEMS", Default: strconv.Itoa(DefaultMaxItems),
+			{Flag: "max-items", Env: product.EnvPrefix + "MAX_ITEMS", Default: strconv.Itoa(DefaultMaxItems),
 				Usage: "memory items per user, stored or in jobs not finished; an ingest past it answers 409", Set: settings.Int(1, 100_000_000, &s.MaxItems)},
-			{Flag: "max-queued-jobs", Env: "BRAIN_MAX_QUEUED_JOBS", Default: strconv.Itoa(DefaultMaxQueuedJobs),
+			{Flag: "max-queued-jobs", Env: product.EnvPrefix + "MAX_QUEUED_JOBS", Default: strconv.Itoa(DefaultMaxQueuedJobs),
 				Usage: "ingest jobs per user that are queued or running; an ingest past it answers 409", Set: settings.Int(1, 1_000_000, &s.MaxQueuedJobs)},
-			{Flag: "job-workers", Env: "BRAIN_JOB_WORKERS", Default: strconv.Itoa(store.DefaultWorkers),
+			{Flag: "job-workers", Env: product.EnvPrefix + "JOB_WORKERS", Default: strconv.Itoa(store.DefaultWorkers),
 				Usage: "ingest jobs this replica works at once (at most 16: each holds a database connection while it works)", Set: settings.Int(1, 16, &s.Workers)},
-			{Flag: "job-timeout", Env: "BRAIN_JOB_TIMEOUT", Default: settings.FormatDuration(store.DefaultJobTimeout),
+			{Flag: "job-timeout", Env: product.EnvPrefix + "JOB_TIMEOUT", Default: settings.FormatDuration(store.DefaultJobTimeout),
 				Usage: "how long one attempt of an ingest job may run, 1s to 1h; a job a crash cut off is worked again 10 to 50 s after this much time from its start", Set: jobTimeout(&s.JobTimeout)},
 		},
 		Aliases: []settings.BudgetAlias{{Envs: budgetAliasEnvs(), Families: []string{"MEM_RATE_LIMIT", "MEM_RATELIMIT"}, Read: readBudgetAliases}},

@@ -12,7 +12,7 @@ import (
 )
 
 // pgMigrateLock is the advisory-lock key replicas take while migrating.
-const pgMigrateLock = 0x6272_6169_6e00 // "brain\x00"
+const pgMigrateLock = 0x6272_6169_6e00 // the template's first name in ASCII, NUL-ended; a renamed fork keeps it
 
 // Migrate brings the schema up to date: the platform's migration set,
 // then each of features' in the order given (see [Migrations]), applying

@@ -6,6 +6,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+
+	"github.com/brain-template/brain/internal/product"
 )
 
 // createBookkeeping makes schema_migrations: one row per applied
@@ -119,7 +121,7 @@ func rebuildBookkeeping(ctx context.Context, tx *sql.Tx) error {
 	for _, r := range rows {
 		to, ok := legacyRows[r.version]
 		if !ok || to.name != r.name {
-			return fmt.Errorf("migration %d (%s) is not one brain numbered before migration sets: map its row to its set by hand", r.version, r.name)
+			return fmt.Errorf("migration %d (%s) is not one "+product.Name+" numbered before migration sets: map its row to its set by hand", r.version, r.name)
 		}
 		if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (set_name, version, name, applied_at) VALUES ($1, $2, $3, $4)",
 			to.set, to.version, r.name, r.appliedAt); err != nil {

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/brain-template/brain/internal/product"
 )
 
 //go:embed migrations
@@ -148,5 +150,5 @@ type ErrSchemaTooNew struct {
 
 // Error says which versions differ and what to do.
 func (e *ErrSchemaTooNew) Error() string {
-	return fmt.Sprintf("store: the database schema of %s is at version %d but this brain knows only up to %d: run a brain at least as new as the one that migrated it", e.Set, e.Database, e.Binary)
+	return fmt.Sprintf("store: the database schema of %s is at version %d but this "+product.Name+" knows only up to %d: run a "+product.Name+" at least as new as the one that migrated it", e.Set, e.Database, e.Binary)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/internal/fault"
+	"github.com/brain-template/brain/internal/product"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
 	sqlite "modernc.org/sqlite"        // registers "sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -70,7 +71,7 @@ func (db *DB) Close() error {
 }
 
 // SQLitePath is where the embedded database lives in dataDir.
-func SQLitePath(dataDir string) string { return filepath.Join(dataDir, "brain.db") }
+func SQLitePath(dataDir string) string { return filepath.Join(dataDir, product.DatabaseFile) }
 
 // sqlitePragmas make concurrent writers wait instead of failing: WAL lets
 // readers run beside the writer, busy_timeout makes a writer wait for the

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brain-template/brain/api"
 )
 
 // A Reply is a response read in full, and how long it took.
@@ -132,9 +134,9 @@ func (r Reply) Want(tb testing.TB, status int, what string) Reply {
 func (r Reply) Cookie(tb testing.TB) string {
 	tb.Helper()
 	for _, sc := range r.Header.Values("Set-Cookie") {
-		if v, ok := strings.CutPrefix(sc, "brain_session="); ok {
+		if v, ok := strings.CutPrefix(sc, api.SessionCookie+"="); ok {
 			v, _, _ = strings.Cut(v, ";")
-			return "Cookie: brain_session=" + v
+			return "Cookie: " + api.SessionCookie + "=" + v
 		}
 	}
 	tb.Fatalf("no session cookie in %d %s", r.Status, r.Body)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
+	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/internal/settings"
 	"github.com/brain-template/brain/ratelimit"
 )
@@ -158,7 +159,7 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 	}
 	if c.StreamUserCap < c.StreamCap { // a user's cap counts the streams of all its sessions and keys
 		return Config{}, fmt.Errorf("invalid %s=%d: it must be at least %s (%d): a user's cap counts the streams of all its sessions and API keys, so it cannot be below what one of them may hold",
-			named("stream-user-cap", "BRAIN_STREAM_USER_CAP"), c.StreamUserCap, named("stream-cap", "BRAIN_STREAM_CAP"), c.StreamCap)
+			named("stream-user-cap", product.EnvPrefix+"STREAM_USER_CAP"), c.StreamUserCap, named("stream-cap", product.EnvPrefix+"STREAM_CAP"), c.StreamCap)
 	}
 	return c, nil
 }
@@ -166,8 +167,8 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 // The settings of the bytes of bodies in flight, which parseConfig
 // checks together.
 const (
-	bodyBytesEnv        = "BRAIN_BODY_BYTES_IN_FLIGHT"
-	bodyBytesPerUserEnv = "BRAIN_BODY_BYTES_IN_FLIGHT_PER_USER"
+	bodyBytesEnv        = product.EnvPrefix + "BODY_BYTES_IN_FLIGHT"
+	bodyBytesPerUserEnv = product.EnvPrefix + "BODY_BYTES_IN_FLIGHT_PER_USER"
 )
 
 // budgetFlags collects repeated --budget name=limits flags.
@@ -190,7 +191,7 @@ func (b budgetFlags) Set(v string) error {
 // variable set under one of them that is no setting is a typo, which
 // stops start-up rather than change nothing.
 // The features' budget aliases add their own (budgetAliases).
-var budgetFamilies = []string{"BRAIN_RATE_LIMIT", "BRAIN_RATELIMIT_", "BRAIN_BUDGET", "BRAIN_STREAM_OPEN"}
+var budgetFamilies = []string{product.EnvPrefix + "RATE_LIMIT", product.EnvPrefix + "RATELIMIT_", product.EnvPrefix + "BUDGET", product.EnvPrefix + "STREAM_OPEN"}
 
 // environ lists the variables of the environment, as os.Environ does:
 // how parseConfig finds a misspelt budget setting, which getenv cannot
@@ -237,7 +238,7 @@ func strayBudgetSettings(getenv func(string) string) []string {
 }
 
 // budgetsEnv holds budget overrides, space-separated name=limits.
-const budgetsEnv = "BRAIN_BUDGETS"
+const budgetsEnv = product.EnvPrefix + "BUDGETS"
 
 // budgetOverride is the api.Limits.Override of c. A bad value is an error
 // naming where it came from.
@@ -256,9 +257,9 @@ func (c Config) budgetOverride(name string) ([]ratelimit.Rate, bool, error) {
 // defaultConfig is the configuration with no flags and no environment:
 // what `brain openapi` documents.
 func defaultConfig() Config {
-	c, err := parseConfig("brain", nil, func(string) string { return "" }, io.Discard)
+	c, err := parseConfig(product.Name, nil, func(string) string { return "" }, io.Discard)
 	if err != nil {
-		panic("brain: the defaults do not parse: " + err.Error())
+		panic(product.Name + ": the defaults do not parse: " + err.Error())
 	}
 	return c
 }

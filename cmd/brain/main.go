@@ -28,6 +28,7 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
+	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
@@ -40,14 +41,14 @@ func main() {
 		stop() // a second signal kills at once
 	}()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "brain:", err)
+		fmt.Fprintln(os.Stderr, product.Name+":", err)
 		os.Exit(1)
 	}
 }
 
 // usage lists the commands. `brain -h` and `brain help` follow it with
 // settingsIntro and the settings.
-const usage = `usage: brain [command] [settings]
+const usage = `usage: ` + product.Name + ` [command] [settings]
 
 commands:
   serve                        run the server (the default)
@@ -74,13 +75,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	switch cmd {
 	case "serve":
-		cfg, err := parseConfig("brain serve", args, getenv, stderr, helpText(usage+settingsIntro))
+		cfg, err := parseConfig(product.Name+" serve", args, getenv, stderr, helpText(usage+settingsIntro))
 		if err != nil {
 			return helpIsNoError(err)
 		}
 		return serve(ctx, cfg, newLogger(cfg, stderr))
 	case "migrate":
-		cfg, err := parseConfig("brain migrate", args, getenv, stderr, helpText("usage: brain migrate [settings]\n\nsettings:\n"))
+		cfg, err := parseConfig(product.Name+" migrate", args, getenv, stderr, helpText("usage: "+product.Name+" migrate [settings]\n\nsettings:\n"))
 		if err != nil {
 			return helpIsNoError(err)
 		}
@@ -91,7 +92,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return printSpec(args, stdout)
 	case "help":
 		// What `brain -h` writes to stderr, on stdout.
-		_, err := parseConfig("brain", []string{"-h"}, getenv, stdout, helpText(usage+settingsIntro))
+		_, err := parseConfig(product.Name, []string{"-h"}, getenv, stdout, helpText(usage+settingsIntro))
 		return helpIsNoError(err)
 	default:
 		io.WriteString(stderr, usage)

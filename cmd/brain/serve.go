@@ -13,6 +13,7 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/connlimit"
 	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
+	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
@@ -27,7 +28,7 @@ func openRedis(cfg Config) (rueidis.Client, *api.Check, error) {
 	}
 	opt, err := rueidis.ParseURL(cfg.RedisURL)
 	if err != nil {
-		return nil, nil, fmt.Errorf("BRAIN_REDIS_URL: %w", err)
+		return nil, nil, fmt.Errorf(product.EnvPrefix+"REDIS_URL: %w", err)
 	}
 	opt.DisableCache = true // no client-side caching: every decision is the server's
 	// The limiter batches concurrent decisions into one script call itself;
@@ -36,7 +37,7 @@ func openRedis(cfg Config) (rueidis.Client, *api.Check, error) {
 	opt.DisableAutoPipelining = true
 	client, err := rueidis.NewClient(opt)
 	if err != nil {
-		return nil, nil, fmt.Errorf("BRAIN_REDIS_URL: cannot reach Redis: %w", err)
+		return nil, nil, fmt.Errorf(product.EnvPrefix+"REDIS_URL: cannot reach Redis: %w", err)
 	}
 	check := &api.Check{Name: "redis", Check: func(ctx context.Context) error {
 		return client.Do(ctx, client.B().Ping().Build()).Error()
@@ -55,7 +56,7 @@ func rateLimitStore(cfg Config, client rueidis.Client, logger *slog.Logger, metr
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := ratelimit.CheckRedis(ctx, client, cfg.RedisPrefix+"rl:"); err != nil {
-		return nil, fmt.Errorf("BRAIN_REDIS_URL: %w", err)
+		return nil, fmt.Errorf(product.EnvPrefix+"REDIS_URL: %w", err)
 	}
 	breaker := ratelimit.NewBreaker()
 	breaker.OnStateChange = func(state string, err error) {
@@ -113,10 +114,10 @@ var listen = net.Listen
 func listeners(cfg Config) (main, metrics net.Listener, err error) {
 	main, err = listen("tcp", cfg.Addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, nil, fmt.Errorf("%s is in use (another brain?); set BRAIN_ADDR to another host:port", cfg.Addr)
+		return nil, nil, fmt.Errorf("%s is in use (another "+product.Name+"?); set "+product.EnvPrefix+"ADDR to another host:port", cfg.Addr)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("listen (BRAIN_ADDR): %w", err)
+		return nil, nil, fmt.Errorf("listen ("+product.EnvPrefix+"ADDR): %w", err)
 	}
 	if cfg.MetricsAddr == "off" {
 		return main, nil, nil
@@ -126,10 +127,10 @@ func listeners(cfg Config) (main, metrics net.Listener, err error) {
 		main.Close()
 	}
 	if errors.Is(err, syscall.EADDRINUSE) { // a second brain on one machine, most likely
-		return nil, nil, fmt.Errorf("metrics: %s is in use (another brain?); set BRAIN_METRICS_ADDR to another host:port, or off", cfg.MetricsAddr)
+		return nil, nil, fmt.Errorf("metrics: %s is in use (another "+product.Name+"?); set "+product.EnvPrefix+"METRICS_ADDR to another host:port, or off", cfg.MetricsAddr)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("metrics: listen (BRAIN_METRICS_ADDR): %w", err)
+		return nil, nil, fmt.Errorf("metrics: listen ("+product.EnvPrefix+"METRICS_ADDR): %w", err)
 	}
 	return main, metrics, nil
 }
@@ -164,7 +165,7 @@ func maxConns(cfg Config) (n, limit int, err error) {
 		return cfg.MaxConns, limit, nil
 	}
 	if n = connlimit.Auto(limit); n < 1 {
-		return 0, limit, fmt.Errorf("the descriptor limit (RLIMIT_NOFILE) is %d, and brain keeps %d for its own files: none is left for connections (BRAIN_MAX_CONNS=auto); raise it (ulimit -n)", limit, connlimit.Reserve(limit))
+		return 0, limit, fmt.Errorf("the descriptor limit (RLIMIT_NOFILE) is %d, and "+product.Name+" keeps %d for its own files: none is left for connections ("+product.EnvPrefix+"MAX_CONNS=auto); raise it (ulimit -n)", limit, connlimit.Reserve(limit))
 	}
 	return n, limit, nil
 }
@@ -212,9 +213,9 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	case created && generated != "":
 		logger.Warn("created user admin with a random password, shown only now; change it with POST /api/v1/auth/password", "username", "admin", "password", generated)
 	case created:
-		logger.Info("created user admin with BRAIN_ADMIN_PASSWORD")
+		logger.Info("created user admin with " + product.EnvPrefix + "ADMIN_PASSWORD")
 	case cfg.AdminPassword != "":
-		logger.Warn("BRAIN_ADMIN_PASSWORD ignored: users exist already, and it only sets the first admin's password; change a password with `brain user passwd --username NAME`")
+		logger.Warn(product.EnvPrefix + "ADMIN_PASSWORD ignored: users exist already, and it only sets the first admin's password; change a password with `" + product.Name + " user passwd --username NAME`")
 	}
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	bgDone := make(chan struct{})
@@ -273,7 +274,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	conns := connlimit.New(connlimit.Config{
 		Max: maxConns, MaxPerIP: cfg.MaxConnsPerIP, Exempt: cfg.TrustedProxies,
-		TooMany:       connRefusal("brain has too many connections open; retry in a second"),
+		TooMany:       connRefusal(product.Name + " has too many connections open; retry in a second"),
 		TooManyFromIP: connRefusal("too many connections from your address; retry in a second"),
 		Logger:        logger,
 	})
@@ -281,7 +282,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	srv.ConnState = conns.ConnState
 	logger.Info("connection caps", "max_conns", maxConns, "max_conns_per_ip", cfg.MaxConnsPerIP, "descriptor_limit", fileLimit)
 	addr := ln.Addr().String()
-	logger.Info("brain listening", "addr", addr, "docs", "http://"+addr+"/docs", "dashboard", "http://"+addr+"/")
+	logger.Info(product.Name+" listening", "addr", addr, "docs", "http://"+addr+"/docs", "dashboard", "http://"+addr+"/")
 	if site, _ := dashboard(); site != nil && !site.Built() {
 		logger.Info("the dashboard is not built: / says so; make web builds it (make run builds it and runs the server)")
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/connlimit"
 	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
+	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/internal/settings"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
@@ -54,37 +55,37 @@ func budgetAliases() []settings.BudgetAlias {
 func platformSettings(c *Config) []settings.Setting {
 	limits := api.DefaultLimits()
 	return []settings.Setting{
-		{Flag: "addr", Env: "BRAIN_ADDR", Default: "127.0.0.1:8080", Usage: "host:port to listen on", Set: func(v string) error {
+		{Flag: "addr", Env: product.EnvPrefix + "ADDR", Default: "127.0.0.1:8080", Usage: "host:port to listen on", Set: func(v string) error {
 			if _, _, err := net.SplitHostPort(v); err != nil {
 				return errors.New("want host:port, for example 127.0.0.1:8080 or :8080")
 			}
 			c.Addr = v
 			return nil
 		}},
-		{Flag: "data-dir", Env: "BRAIN_DATA_DIR", Default: "./data", Usage: "directory for the embedded database", Set: func(v string) error {
+		{Flag: "data-dir", Env: product.EnvPrefix + "DATA_DIR", Default: "./data", Usage: "directory for the embedded database", Set: func(v string) error {
 			if strings.TrimSpace(v) == "" {
 				return errors.New("must not be empty")
 			}
 			c.DataDir = v
 			return nil
 		}},
-		{Flag: "database-url", Env: "BRAIN_DATABASE_URL", Usage: "empty for SQLite in the data dir, or postgres://... to scale out", Secret: true,
+		{Flag: "database-url", Env: product.EnvPrefix + "DATABASE_URL", Usage: "empty for SQLite in the data dir, or postgres://... to scale out", Secret: true,
 			Set: optionalURL(&c.DatabaseURL, "postgres", "postgresql")},
-		{Flag: "redis-url", Env: "BRAIN_REDIS_URL", Usage: "empty for in-memory limits and streams, or redis://... to share them across replicas", Secret: true,
+		{Flag: "redis-url", Env: product.EnvPrefix + "REDIS_URL", Usage: "empty for in-memory limits and streams, or redis://... to share them across replicas", Secret: true,
 			Set: optionalURL(&c.RedisURL, "redis", "rediss")},
-		{Flag: "redis-prefix", Env: "BRAIN_REDIS_PREFIX", Default: "brain:", Usage: "prefix of brain's Redis keys, so deployments can share a server", Set: func(v string) error {
+		{Flag: "redis-prefix", Env: product.EnvPrefix + "REDIS_PREFIX", Default: product.RedisPrefix, Usage: "prefix of " + product.Name + "'s Redis keys, so deployments can share a server", Set: func(v string) error {
 			if v == "" || len(v) > 64 {
 				return errors.New("want 1 to 64 characters")
 			}
 			c.RedisPrefix = v
 			return nil
 		}},
-		{Flag: "ratelimit-on-store-error", Env: "BRAIN_RATELIMIT_ON_STORE_ERROR", Default: string(ratelimit.Local), Usage: "while Redis fails: local (decide on this replica), open (admit) or closed (503)", Set: func(v string) error {
+		{Flag: "ratelimit-on-store-error", Env: product.EnvPrefix + "RATELIMIT_ON_STORE_ERROR", Default: string(ratelimit.Local), Usage: "while Redis fails: local (decide on this replica), open (admit) or closed (503)", Set: func(v string) error {
 			m, err := ratelimit.ParseOnStoreError(v)
 			c.RateLimitOnStoreError = m
 			return err
 		}},
-		{Flag: "metrics-addr", Env: "BRAIN_METRICS_ADDR", Default: "127.0.0.1:9464", Usage: "host:port of the Prometheus /metrics listener (keep it private), or off", Set: func(v string) error {
+		{Flag: "metrics-addr", Env: product.EnvPrefix + "METRICS_ADDR", Default: "127.0.0.1:9464", Usage: "host:port of the Prometheus /metrics listener (keep it private), or off", Set: func(v string) error {
 			if v != "off" {
 				if _, _, err := net.SplitHostPort(v); err != nil {
 					return errors.New("want host:port, or off")
@@ -93,7 +94,7 @@ func platformSettings(c *Config) []settings.Setting {
 			c.MetricsAddr = v
 			return nil
 		}},
-		{Flag: "trusted-proxies", Env: "BRAIN_TRUSTED_PROXIES", Usage: "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For is believed", Set: func(v string) error {
+		{Flag: "trusted-proxies", Env: product.EnvPrefix + "TRUSTED_PROXIES", Usage: "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For is believed", Set: func(v string) error {
 			c.TrustedProxies = nil
 			for _, f := range splitList(v) {
 				p, err := netip.ParsePrefix(f)
@@ -108,7 +109,7 @@ func platformSettings(c *Config) []settings.Setting {
 			}
 			return nil
 		}},
-		{Flag: "cors-origins", Env: "BRAIN_CORS_ORIGINS", Usage: "comma-separated origins (scheme://host[:port]) browsers may call from", Set: func(v string) error {
+		{Flag: "cors-origins", Env: product.EnvPrefix + "CORS_ORIGINS", Usage: "comma-separated origins (scheme://host[:port]) browsers may call from", Set: func(v string) error {
 			c.CORSOrigins = nil
 			for _, f := range splitList(v) {
 				u, err := url.Parse(f)
@@ -119,7 +120,7 @@ func platformSettings(c *Config) []settings.Setting {
 			}
 			return nil
 		}},
-		{Flag: "cookie-secure", Env: "BRAIN_COOKIE_SECURE", Default: "true", Usage: "mark the session cookie Secure; false only for plain-HTTP use off localhost", Set: func(v string) error {
+		{Flag: "cookie-secure", Env: product.EnvPrefix + "COOKIE_SECURE", Default: "true", Usage: "mark the session cookie Secure; false only for plain-HTTP use off localhost", Set: func(v string) error {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
 				return errors.New("want true or false")
@@ -127,24 +128,24 @@ func platformSettings(c *Config) []settings.Setting {
 			c.CookieSecure = b
 			return nil
 		}},
-		{Flag: "admin-password", Env: "BRAIN_ADMIN_PASSWORD", Usage: "password of the admin user created on first start (prefer the variable: flags show in ps)", Secret: true, Set: func(v string) error {
+		{Flag: "admin-password", Env: product.EnvPrefix + "ADMIN_PASSWORD", Usage: "password of the admin user created on first start (prefer the variable: flags show in ps)", Secret: true, Set: func(v string) error {
 			if n := len([]rune(v)); v != "" && (n < auth.MinPasswordLen || n > auth.MaxPasswordLen) {
 				return fmt.Errorf("want %d to %d characters", auth.MinPasswordLen, auth.MaxPasswordLen)
 			}
 			c.AdminPassword = v
 			return nil
 		}},
-		{Flag: "session-lifetime", Env: "BRAIN_SESSION_LIFETIME", Default: settings.FormatDuration(auth.DefaultSessionLifetime), Usage: "a session's absolute lifetime",
+		{Flag: "session-lifetime", Env: product.EnvPrefix + "SESSION_LIFETIME", Default: settings.FormatDuration(auth.DefaultSessionLifetime), Usage: "a session's absolute lifetime",
 			Set: settings.Duration(time.Minute, 366*24*time.Hour, &c.SessionLifetime)},
-		{Flag: "session-idle-timeout", Env: "BRAIN_SESSION_IDLE_TIMEOUT", Default: settings.FormatDuration(auth.DefaultIdleTimeout), Usage: "a session ends after this long without a request",
+		{Flag: "session-idle-timeout", Env: product.EnvPrefix + "SESSION_IDLE_TIMEOUT", Default: settings.FormatDuration(auth.DefaultIdleTimeout), Usage: "a session ends after this long without a request",
 			Set: settings.Duration(time.Minute, 366*24*time.Hour, &c.SessionIdleTimeout)},
-		{Flag: "max-sessions", Env: "BRAIN_MAX_SESSIONS", Default: strconv.Itoa(auth.DefaultMaxSessions), Usage: "live sessions per user; a login beyond it ends the user's oldest session",
+		{Flag: "max-sessions", Env: product.EnvPrefix + "MAX_SESSIONS", Default: strconv.Itoa(auth.DefaultMaxSessions), Usage: "live sessions per user; a login beyond it ends the user's oldest session",
 			Set: settings.Int(1, 10000, &c.MaxSessions)},
-		{Flag: "max-api-keys", Env: "BRAIN_MAX_API_KEYS", Default: strconv.Itoa(auth.DefaultMaxAPIKeys), Usage: "API keys per user; creating one more answers 409",
+		{Flag: "max-api-keys", Env: product.EnvPrefix + "MAX_API_KEYS", Default: strconv.Itoa(auth.DefaultMaxAPIKeys), Usage: "API keys per user; creating one more answers 409",
 			Set: settings.Int(1, 100000, &c.MaxAPIKeys)},
-		{Flag: "store-timeout", Env: "BRAIN_STORE_TIMEOUT", Default: settings.FormatDuration(store.DefaultTimeout), Usage: "how long one database call (or transaction) may take before it fails",
+		{Flag: "store-timeout", Env: product.EnvPrefix + "STORE_TIMEOUT", Default: settings.FormatDuration(store.DefaultTimeout), Usage: "how long one database call (or transaction) may take before it fails",
 			Set: settings.Duration(10*time.Millisecond, time.Minute, &c.StoreTimeout)},
-		{Flag: "hash-concurrency", Env: "BRAIN_HASH_CONCURRENCY", Default: "auto", Usage: "password hashes run at once, each holding 19 MiB and a core: auto (one per core, GOMAXPROCS) or a number", Set: func(v string) error {
+		{Flag: "hash-concurrency", Env: product.EnvPrefix + "HASH_CONCURRENCY", Default: "auto", Usage: "password hashes run at once, each holding 19 MiB and a core: auto (one per core, GOMAXPROCS) or a number", Set: func(v string) error {
 			n, err := strconv.Atoi(v)
 			switch {
 			case v == "auto":
@@ -156,35 +157,35 @@ func platformSettings(c *Config) []settings.Setting {
 			}
 			return nil
 		}},
-		{Flag: "hash-wait", Env: "BRAIN_HASH_WAIT", Default: settings.FormatDuration(auth.DefaultHashWait), Usage: "how long a login waits for a free password-hashing slot before it answers 503",
+		{Flag: "hash-wait", Env: product.EnvPrefix + "HASH_WAIT", Default: settings.FormatDuration(auth.DefaultHashWait), Usage: "how long a login waits for a free password-hashing slot before it answers 503",
 			Set: settings.Duration(time.Millisecond, time.Minute, &c.HashWait)},
-		{Flag: "rate-limit-session", Env: "BRAIN_RATE_LIMIT_SESSION", Default: limits.Session.String(), Usage: "per-session budget, <n>/<s|min|h>[,burst=<b>]",
+		{Flag: "rate-limit-session", Env: product.EnvPrefix + "RATE_LIMIT_SESSION", Default: limits.Session.String(), Usage: "per-session budget, <n>/<s|min|h>[,burst=<b>]",
 			Set: settings.Rate(&c.RateLimitSession)},
-		{Flag: "rate-limit-ip", Env: "BRAIN_RATE_LIMIT_IP", Default: limits.IP.String(), Usage: "per-client-IP budget of unauthenticated requests",
+		{Flag: "rate-limit-ip", Env: product.EnvPrefix + "RATE_LIMIT_IP", Default: limits.IP.String(), Usage: "per-client-IP budget of unauthenticated requests",
 			Set: settings.Rate(&c.RateLimitIP)},
-		{Flag: "rate-limit-apikey", Env: "BRAIN_RATE_LIMIT_APIKEY", Default: limits.APIKey.String(), Usage: "per-API-key budget of operations without their own",
+		{Flag: "rate-limit-apikey", Env: product.EnvPrefix + "RATE_LIMIT_APIKEY", Default: limits.APIKey.String(), Usage: "per-API-key budget of operations without their own",
 			Set: settings.Rate(&c.RateLimitAPIKey)},
 		{Flag: "body-bytes-in-flight", Env: bodyBytesEnv, Default: settings.FormatSize(api.DefaultBodyBytesInFlight), Usage: "bytes of large request bodies (an ingest's) held at once, all callers together; past it a body is refused before it is read, 503 with Retry-After: 1",
 			Set: settings.Size(leastBodyBytes, 64<<30, &c.BodyBytesInFlight)},
 		{Flag: "body-bytes-in-flight-per-user", Env: bodyBytesPerUserEnv, Default: settings.FormatSize(api.DefaultBodyBytesPerCaller), Usage: "bytes of large request bodies held at once for one user (or, on a public operation, one client address); at most " + bodyBytesEnv,
 			Set: settings.Size(leastBodyBytes, 64<<30, &c.BodyBytesPerUser)},
-		{Flag: "stream-cap", Env: "BRAIN_STREAM_CAP", Default: strconv.Itoa(api.DefaultStreamCap), Usage: "open streams per session or API key, across every stream endpoint; one more answers 429",
+		{Flag: "stream-cap", Env: product.EnvPrefix + "STREAM_CAP", Default: strconv.Itoa(api.DefaultStreamCap), Usage: "open streams per session or API key, across every stream endpoint; one more answers 429",
 			Set: settings.Int(1, 100000, &c.StreamCap)},
-		{Flag: "stream-user-cap", Env: "BRAIN_STREAM_USER_CAP", Default: strconv.Itoa(api.DefaultStreamUserCap), Usage: "open streams per user, across all of its sessions and API keys and every stream endpoint, at least BRAIN_STREAM_CAP; one more answers 429",
+		{Flag: "stream-user-cap", Env: product.EnvPrefix + "STREAM_USER_CAP", Default: strconv.Itoa(api.DefaultStreamUserCap), Usage: "open streams per user, across all of its sessions and API keys and every stream endpoint, at least " + product.EnvPrefix + "STREAM_CAP; one more answers 429",
 			Set: settings.Int(1, 100000, &c.StreamUserCap)},
-		{Flag: "stream-opens", Env: "BRAIN_STREAM_OPENS", Default: limits.StreamOpens.String(), Usage: "streams a session or API key may open, <n>/<s|min|h>[,burst=<b>]; one more answers 429",
+		{Flag: "stream-opens", Env: product.EnvPrefix + "STREAM_OPENS", Default: limits.StreamOpens.String(), Usage: "streams a session or API key may open, <n>/<s|min|h>[,burst=<b>]; one more answers 429",
 			Set: settings.Rate(&c.StreamOpens)},
-		{Flag: "stream-heartbeat", Env: "BRAIN_STREAM_HEARTBEAT", Default: settings.FormatDuration(api.DefaultStreamHeartbeat), Usage: "how often an idle stream gets a comment line (and renews its slot)",
+		{Flag: "stream-heartbeat", Env: product.EnvPrefix + "STREAM_HEARTBEAT", Default: settings.FormatDuration(api.DefaultStreamHeartbeat), Usage: "how often an idle stream gets a comment line (and renews its slot)",
 			Set: settings.Duration(10*time.Millisecond, 10*time.Minute, &c.StreamHeartbeat)},
-		{Flag: "stream-retry-after", Env: "BRAIN_STREAM_RETRY_AFTER", Default: settings.FormatDuration(api.DefaultStreamRetryAfter), Usage: "the Retry-After of a stream refused by the cap",
+		{Flag: "stream-retry-after", Env: product.EnvPrefix + "STREAM_RETRY_AFTER", Default: settings.FormatDuration(api.DefaultStreamRetryAfter), Usage: "the Retry-After of a stream refused by the cap",
 			Set: settings.Duration(time.Second, time.Hour, &c.StreamRetryAfter)},
-		{Flag: "max-conns", Env: "BRAIN_MAX_CONNS", Default: "auto", Usage: "open connections at most: auto (what the descriptor limit, RLIMIT_NOFILE, allows beside brain's own files) or a number up to that",
+		{Flag: "max-conns", Env: product.EnvPrefix + "MAX_CONNS", Default: "auto", Usage: "open connections at most: auto (what the descriptor limit, RLIMIT_NOFILE, allows beside " + product.Name + "'s own files) or a number up to that",
 			Set: maxConnsSetting(&c.MaxConns)},
-		{Flag: "max-conns-per-ip", Env: "BRAIN_MAX_CONNS_PER_IP", Default: "256", Usage: "open connections from one client address (an IPv6 /64) at most; BRAIN_TRUSTED_PROXIES are exempt",
+		{Flag: "max-conns-per-ip", Env: product.EnvPrefix + "MAX_CONNS_PER_IP", Default: "256", Usage: "open connections from one client address (an IPv6 /64) at most; " + product.EnvPrefix + "TRUSTED_PROXIES are exempt",
 			Set: settings.Int(1, 1<<20, &c.MaxConnsPerIP)},
-		{Flag: "shutdown-timeout", Env: "BRAIN_SHUTDOWN_TIMEOUT", Default: "15s", Usage: "how long a shutdown waits for in-flight requests",
+		{Flag: "shutdown-timeout", Env: product.EnvPrefix + "SHUTDOWN_TIMEOUT", Default: "15s", Usage: "how long a shutdown waits for in-flight requests",
 			Set: settings.Duration(0, time.Hour, &c.ShutdownTimeout)},
-		{Flag: "live-access", Env: "BRAIN_LIVE_ACCESS", Default: "all", Usage: "who may follow /api/v1/system/live (this replica's load): all (every session and API key) or admin (the user admin only)", Set: func(v string) error {
+		{Flag: "live-access", Env: product.EnvPrefix + "LIVE_ACCESS", Default: "all", Usage: "who may follow /api/v1/system/live (this replica's load): all (every session and API key) or admin (the user admin only)", Set: func(v string) error {
 			switch v {
 			case "all":
 				c.LiveAccess = api.Caller
@@ -195,14 +196,14 @@ func platformSettings(c *Config) []settings.Setting {
 			}
 			return nil
 		}},
-		{Flag: "log-format", Env: "BRAIN_LOG_FORMAT", Default: "text", Usage: "text or json", Set: func(v string) error {
+		{Flag: "log-format", Env: product.EnvPrefix + "LOG_FORMAT", Default: "text", Usage: "text or json", Set: func(v string) error {
 			if v != "text" && v != "json" {
 				return errors.New("want text or json")
 			}
 			c.LogFormat = v
 			return nil
 		}},
-		{Flag: "log-level", Env: "BRAIN_LOG_LEVEL", Default: "info", Usage: "debug, info, warn or error", Set: func(v string) error {
+		{Flag: "log-level", Env: product.EnvPrefix + "LOG_LEVEL", Default: "info", Usage: "debug, info, warn or error", Set: func(v string) error {
 			return c.LogLevel.UnmarshalText([]byte(v))
 		}},
 	}
@@ -223,7 +224,7 @@ func maxConnsSetting(dst *int) func(string) error {
 		case !known && (err != nil || n < 1 || n > 1<<20):
 			return errors.New("want auto or a whole number from 1 to 1048576")
 		case err != nil || n < 1 || n > most:
-			return fmt.Errorf("want auto or a whole number from 1 to %d: the descriptor limit (RLIMIT_NOFILE) is %d, of which brain keeps %d for its own files; raise the limit (ulimit -n) for more", most, limit, limit-most)
+			return fmt.Errorf("want auto or a whole number from 1 to %d: the descriptor limit (RLIMIT_NOFILE) is %d, of which "+product.Name+" keeps %d for its own files; raise the limit (ulimit -n) for more", most, limit, limit-most)
 		}
 		*dst = n
 		return nil

@@ -10,9 +10,10 @@ import (
 	"strings"
 
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/product"
 )
 
-const userUsage = `usage: brain user <command> --username NAME [settings] < password
+const userUsage = `usage: ` + product.Name + ` user <command> --username NAME [settings] < password
 
 commands:
   add      create a user
@@ -21,9 +22,9 @@ commands:
 Each reads the password (12 to 1024 characters) from the first line of stdin,
 so that it shows neither in ps nor in the shell's history:
 
-  echo "$PW" | brain user add --username ada
+  echo "$PW" | ` + product.Name + ` user add --username ada
 
-Both take the settings of serve to find the database ('brain -h' lists them).
+Both take the settings of serve to find the database ('` + product.Name + ` -h' lists them).
 `
 
 // runUser runs `brain user <command>`: the users of the configured
@@ -46,9 +47,9 @@ func runUser(ctx context.Context, args []string, getenv func(string) string, std
 		return fmt.Errorf("unknown user command %q", cmd)
 	}
 	var username string
-	cfg, err := parseConfig("brain user "+cmd, args, getenv, stderr,
-		helpText(fmt.Sprintf("usage: brain user %s --username NAME [settings] < password\n\n"+
-			"--username is required; of the settings, BRAIN_DATA_DIR and BRAIN_DATABASE_URL say which database:\n\n", cmd)),
+	cfg, err := parseConfig(product.Name+" user "+cmd, args, getenv, stderr,
+		helpText(fmt.Sprintf("usage: "+product.Name+" user %s --username NAME [settings] < password\n\n"+
+			"--username is required; of the settings, "+product.EnvPrefix+"DATA_DIR and "+product.EnvPrefix+"DATABASE_URL say which database:\n\n", cmd)),
 		func(fs *flag.FlagSet) { fs.StringVar(&username, "username", "", "the user's name (required)") })
 	if err != nil {
 		return helpIsNoError(err)

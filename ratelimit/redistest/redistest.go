@@ -11,17 +11,19 @@ import (
 	"testing"
 
 	"github.com/redis/rueidis"
+
+	"github.com/brain-template/brain/internal/product"
 )
 
 // URL returns BRAIN_TEST_REDIS_URL, or skips (fails under CI=true).
 func URL(tb testing.TB) string {
 	tb.Helper()
-	url := os.Getenv("BRAIN_TEST_REDIS_URL")
+	url := os.Getenv(product.EnvPrefix + "TEST_REDIS_URL")
 	if url == "" {
 		if os.Getenv("CI") == "true" {
-			tb.Fatal("BRAIN_TEST_REDIS_URL is not set: CI must test Redis (.ci/run sets it)")
+			tb.Fatal(product.EnvPrefix + "TEST_REDIS_URL is not set: CI must test Redis (.ci/run sets it)")
 		}
-		tb.Skip("BRAIN_TEST_REDIS_URL is not set; skipping Redis")
+		tb.Skip(product.EnvPrefix + "TEST_REDIS_URL is not set; skipping Redis")
 	}
 	return url
 }
@@ -45,9 +47,9 @@ func Client(tb testing.TB, opt rueidis.ClientOption) rueidis.Client {
 	c, err := rueidis.NewClient(opt)
 	if err != nil {
 		if os.Getenv("CI") != "true" {
-			tb.Skipf("Redis at BRAIN_TEST_REDIS_URL does not answer: %v", err)
+			tb.Skipf("Redis at "+product.EnvPrefix+"TEST_REDIS_URL does not answer: %v", err)
 		}
-		tb.Fatalf("Redis at BRAIN_TEST_REDIS_URL: %v", err)
+		tb.Fatalf("Redis at "+product.EnvPrefix+"TEST_REDIS_URL: %v", err)
 	}
 	tb.Cleanup(c.Close)
 	return c
@@ -57,5 +59,5 @@ func Client(tb testing.TB, opt rueidis.ClientOption) rueidis.Client {
 func Prefix() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	return "brain-test:" + hex.EncodeToString(b[:]) + ":"
+	return product.Name + "-test:" + hex.EncodeToString(b[:]) + ":"
 }

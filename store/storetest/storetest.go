@@ -17,6 +17,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/internal/testproxy"
 	"github.com/brain-template/brain/store"
 )
@@ -140,12 +141,12 @@ func URL(tb testing.TB, d store.Dialect) string {
 	if d == store.SQLite {
 		return ""
 	}
-	base := os.Getenv("BRAIN_TEST_DATABASE_URL")
+	base := os.Getenv(product.EnvPrefix + "TEST_DATABASE_URL")
 	if base == "" {
 		if os.Getenv("CI") == "true" {
-			tb.Fatal("BRAIN_TEST_DATABASE_URL is not set: CI must test PostgreSQL (.ci/run sets it)")
+			tb.Fatal(product.EnvPrefix + "TEST_DATABASE_URL is not set: CI must test PostgreSQL (.ci/run sets it)")
 		}
-		tb.Skip("BRAIN_TEST_DATABASE_URL is not set; skipping PostgreSQL")
+		tb.Skip(product.EnvPrefix + "TEST_DATABASE_URL is not set; skipping PostgreSQL")
 	}
 	admin, err := sql.Open("pgx", base)
 	if err != nil {
@@ -154,12 +155,12 @@ func URL(tb testing.TB, d store.Dialect) string {
 	defer admin.Close()
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	schema := "brain_test_" + hex.EncodeToString(b[:])
+	schema := product.Name + "_test_" + hex.EncodeToString(b[:])
 	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
 		if os.Getenv("CI") != "true" {
-			tb.Skipf("PostgreSQL at BRAIN_TEST_DATABASE_URL does not answer: %v", err)
+			tb.Skipf("PostgreSQL at "+product.EnvPrefix+"TEST_DATABASE_URL does not answer: %v", err)
 		}
-		tb.Fatalf("PostgreSQL at BRAIN_TEST_DATABASE_URL: %v", err)
+		tb.Fatalf("PostgreSQL at "+product.EnvPrefix+"TEST_DATABASE_URL: %v", err)
 	}
 	tb.Cleanup(func() {
 		admin, err := sql.Open("pgx", base)

@@ -1,0 +1,31 @@
+// Package product is the product's name, in one place. Everything that
+// carries the name derives from Name: the environment variables
+// (EnvPrefix), the session cookie, the Redis key prefix, the metric
+// namespace, the SQLite database file and the messages a client reads.
+//
+// `make rename MODULE=… NAME=…` rewrites the two constants below (and
+// the few literals that cannot be derived: struct tags, the docs, the
+// spec); see docs/fork.md. A test checks that EnvPrefix is Name's.
+package product
+
+// Name is the product's name: lower case, a letter then letters, digits
+// or underscores, so it is a metric namespace, a cookie name and, upper
+// cased, an environment variable prefix as it is.
+const Name = "brain"
+
+// EnvPrefix begins every environment variable the platform reads
+// (BRAIN_ADDR, …): Name upper cased, then an underscore. The memory
+// example's MEM_* variables are its own and do not carry it.
+const EnvPrefix = "BRAIN_"
+
+// MetricNamespace begins every Prometheus metric name: brain_… .
+const MetricNamespace = Name
+
+// SessionCookie is the name of the session cookie.
+const SessionCookie = Name + "_session"
+
+// RedisPrefix is the default prefix of the Redis keys.
+const RedisPrefix = Name + ":"
+
+// DatabaseFile is the SQLite database's file name in the data directory.
+const DatabaseFile = Name + ".db"
