@@ -308,37 +308,7 @@ func (s *scanner) skip(depth int) bool {
 		_, _, good := s.str()
 		return good
 	case '{', '[':
-		if depth > s.maxDepth {
-			return s.fail(failDepth)
-		}
-		end := byte('}')
-		if c == '[' {
-			end = ']'
-		}
-		s.pos++
-		if s.peek() == end {
-			s.pos++
-			return true
-		}
-		for {
-			if c == '{' {
-				if _, _, good := s.str(); !good || !s.consume(':') {
-					return false
-				}
-			}
-			if !s.skip(depth + 1) {
-				return false
-			}
-			switch s.peek() {
-			case ',':
-				s.pos++
-			case end:
-				s.pos++
-				return true
-			default:
-				return s.unexpected()
-			}
-		}
+		return s.container(c, depth)
 	case 't':
 		return s.literal("true")
 	case 'f':
@@ -349,6 +319,42 @@ func (s *scanner) skip(depth int) bool {
 		return s.number()
 	}
 	return s.unexpected()
+}
+
+// container reads the object or array that open ('{' or '[', the next
+// byte) starts, nested at depth, skipping its members' values.
+func (s *scanner) container(open byte, depth int) bool {
+	if depth > s.maxDepth {
+		return s.fail(failDepth)
+	}
+	end := byte('}')
+	if open == '[' {
+		end = ']'
+	}
+	s.pos++
+	if s.peek() == end {
+		s.pos++
+		return true
+	}
+	for {
+		if open == '{' {
+			if _, _, good := s.str(); !good || !s.consume(':') {
+				return false
+			}
+		}
+		if !s.skip(depth + 1) {
+			return false
+		}
+		switch s.peek() {
+		case ',':
+			s.pos++
+		case end:
+			s.pos++
+			return true
+		default:
+			return s.unexpected()
+		}
+	}
 }
 
 // literal reads the literal lit (true, false or null).
@@ -367,44 +373,48 @@ func (s *scanner) literal(lit string) bool {
 
 // number reads a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
 func (s *scanner) number() bool {
-	d := s.data
-	digits := func() bool { // one or more
-		start := s.pos
-		for s.pos < len(d) && d[s.pos] >= '0' && d[s.pos] <= '9' {
-			s.pos++
-		}
-		if s.pos == start {
-			if s.pos >= len(d) {
-				return s.fail(failEnd)
-			}
-			return s.fail(failChar)
-		}
-		return true
+	s.accept('-', '-')
+	if !s.accept('0', '0') && s.digits() == 0 {
+		return s.noDigit()
 	}
-	if d[s.pos] == '-' {
-		s.pos++
+	if s.accept('.', '.') && s.digits() == 0 {
+		return s.noDigit()
 	}
-	if s.pos < len(d) && d[s.pos] == '0' {
-		s.pos++
-	} else if !digits() {
-		return false
-	}
-	if s.pos < len(d) && d[s.pos] == '.' {
-		s.pos++
-		if !digits() {
-			return false
-		}
-	}
-	if s.pos < len(d) && (d[s.pos] == 'e' || d[s.pos] == 'E') {
-		s.pos++
-		if s.pos < len(d) && (d[s.pos] == '+' || d[s.pos] == '-') {
-			s.pos++
-		}
-		if !digits() {
-			return false
+	if s.accept('e', 'E') {
+		s.accept('+', '-')
+		if s.digits() == 0 {
+			return s.noDigit()
 		}
 	}
 	return true
+}
+
+// accept reads the next byte if it is a or b, and reports whether it did.
+func (s *scanner) accept(a, b byte) bool {
+	if s.pos < len(s.data) && (s.data[s.pos] == a || s.data[s.pos] == b) {
+		s.pos++
+		return true
+	}
+	return false
+}
+
+// digits reads the digits that come next and returns how many it read.
+func (s *scanner) digits() int {
+	d, i := s.data, s.pos
+	for i < len(d) && d[i]-'0' <= 9 {
+		i++
+	}
+	n := i - s.pos
+	s.pos = i
+	return n
+}
+
+// noDigit fails where a digit was due: at the end, or at the byte there.
+func (s *scanner) noDigit() bool {
+	if s.pos >= len(s.data) {
+		return s.fail(failEnd)
+	}
+	return s.fail(failChar)
 }
 
 // end reads white space to the end of the data, which must come next.
