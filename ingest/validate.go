@@ -211,17 +211,7 @@ func (p *parser) halt(at place, message string) bool {
 func (p *parser) stopped() bool { return p.halted || p.s.failed != ok }
 
 func (p *parser) batch() (b Batch, sent []sentItem) {
-	s := &p.s
-	switch c := s.peek(); {
-	case c == '{':
-	case c == 0 && s.pos >= len(s.data):
-		p.notJSON, p.halted = "is empty: send the batch as a JSON object", true
-		return
-	case startsValue(c):
-		p.halt(body, "must be a JSON object")
-		return
-	default:
-		s.unexpected()
+	if !p.batchOpens() {
 		return
 	}
 	o := object{at: body, names: batchMembers, unknown: notBatchMember}
@@ -230,12 +220,7 @@ func (p *parser) batch() (b Batch, sent []sentItem) {
 		at := body.at(batchMembers[m])
 		switch m {
 		case 0: // ingest_id
-			if id, n, isString := p.string(at, 64); isString {
-				if n != 64 || !isHex64(id) {
-					p.add(at, ingestIDRule)
-				}
-				b.IngestID = id
-			}
+			b.IngestID = p.ingestID(at)
 		case 1: // project
 			hasProject = true
 			b.Project = p.label(at, MaxProjectChars)
@@ -244,12 +229,45 @@ func (p *parser) batch() (b Batch, sent []sentItem) {
 			b.Items, sent = p.items()
 		}
 	}
-	if p.stopped() {
-		return b, sent
+	p.batchEnds(hasProject, hasItems)
+	return b, sent
+}
+
+// batchOpens reports whether the body starts as a batch does, with an
+// object; else it records what it is instead.
+func (p *parser) batchOpens() bool {
+	s := &p.s
+	switch c := s.peek(); {
+	case c == '{':
+		return true
+	case c == 0 && s.pos >= len(s.data):
+		p.notJSON, p.halted = "is empty: send the batch as a JSON object", true
+	case startsValue(c):
+		p.halt(body, "must be a JSON object")
+	default:
+		s.unexpected()
 	}
-	if s.peek(); s.pos < len(s.data) {
+	return false
+}
+
+// ingestID reads the batch's ingest_id at at: "" when it is no string.
+func (p *parser) ingestID(at place) string {
+	id, n, isString := p.string(at, 64)
+	if isString && (n != 64 || !isHex64(id)) {
+		p.add(at, ingestIDRule)
+	}
+	return id
+}
+
+// batchEnds checks, once the batch's members are read, that nothing
+// follows it and that it had the members it must.
+func (p *parser) batchEnds(hasProject, hasItems bool) {
+	if p.stopped() {
+		return
+	}
+	if p.s.peek(); p.s.pos < len(p.s.data) {
 		p.notJSON, p.halted = "has more after its closing brace", true
-		return b, sent
+		return
 	}
 	if !hasProject {
 		p.add(body.at("project"), "is required: the project the items belong to")
@@ -257,7 +275,6 @@ func (p *parser) batch() (b Batch, sent []sentItem) {
 	if !hasItems {
 		p.add(body.at("items"), fmt.Sprintf("is required: 1 to %d items", MaxItems))
 	}
-	return b, sent
 }
 
 // items reads the items array.
