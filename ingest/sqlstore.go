@@ -357,7 +357,25 @@ func (s *SQLStore) StoreItems(ctx context.Context, id string, items []StoredItem
 // insertItems inserts items, skipping those stored already, and indexes
 // the ones it stores (search.go).
 func (s *SQLStore) insertItems(ctx context.Context, tx *store.Tx, items []StoredItem) error {
-	pg := s.db.Dialect == store.Postgres
+	q, args, err := insertItemsQuery(items, s.db.Dialect == store.Postgres)
+	if err != nil {
+		return err
+	}
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return err
+	}
+	stored, err := insertedItems(rows, items)
+	if err != nil {
+		return err
+	}
+	return index(ctx, tx, s.db.Dialect, stored)
+}
+
+// insertItemsQuery is the INSERT of items and its arguments, one row of
+// itemCols each (and, on PostgreSQL, its search terms), which returns
+// the n and seq of each row it inserts.
+func insertItemsQuery(items []StoredItem, pg bool) (string, []any, error) {
 	n := 11 // len(itemCols)
 	cols := itemCols
 	if pg {
@@ -370,24 +388,13 @@ func (s *SQLStore) insertItems(ctx context.Context, tx *store.Tx, items []Stored
 		if i > 0 {
 			q.WriteString(", ")
 		}
-		q.WriteByte('(')
-		for c := range n {
-			if c > 0 {
-				q.WriteString(", ")
-			}
-			p := "$" + strconv.Itoa(i*n+c+1)
-			if c == 11 {
-				p = "array_to_tsvector(string_to_array(" + p + ", ' '))"
-			}
-			q.WriteString(p)
-		}
-		q.WriteByte(')')
+		writeItemRow(&q, i*n, n)
 		if it.Tags == nil {
 			it.Tags = []string{}
 		}
 		tags, err := json.Marshal(it.Tags)
 		if err != nil {
-			return err
+			return "", nil, err
 		}
 		args = append(args, it.ID, it.UserID, it.JobID, it.Seq, it.Project, it.Text, it.Kind, it.Skill, string(tags), store.Millis(it.OccurredAt), store.Millis(it.CreatedAt))
 		if pg {
@@ -395,10 +402,30 @@ func (s *SQLStore) insertItems(ctx context.Context, tx *store.Tx, items []Stored
 		}
 	}
 	q.WriteString(" ON CONFLICT (job_id, seq) DO NOTHING RETURNING n, seq")
-	rows, err := tx.QueryContext(ctx, q.String(), args...)
-	if err != nil {
-		return err
+	return q.String(), args, nil
+}
+
+// writeItemRow writes the placeholders of one row of n columns, the
+// first numbered after, to q; a twelfth column (PostgreSQL's search) is
+// made a tsvector of its terms.
+func writeItemRow(q *strings.Builder, after, n int) {
+	q.WriteByte('(')
+	for c := range n {
+		if c > 0 {
+			q.WriteString(", ")
+		}
+		p := "$" + strconv.Itoa(after+c+1)
+		if c == 11 {
+			p = "array_to_tsvector(string_to_array(" + p + ", ' '))"
+		}
+		q.WriteString(p)
 	}
+	q.WriteByte(')')
+}
+
+// insertedItems reads the rows an INSERT of items returned (their n and
+// seq), and closes rows: the items it stored, as index takes them.
+func insertedItems(rows *store.Rows, items []StoredItem) ([]indexed, error) {
 	bySeq := make(map[int]*StoredItem, len(items))
 	for i := range items {
 		bySeq[items[i].Seq] = &items[i]
@@ -409,19 +436,16 @@ func (s *SQLStore) insertItems(ctx context.Context, tx *store.Tx, items []Stored
 		var seq int
 		if err := rows.Scan(&n, &seq); err != nil {
 			rows.Close()
-			return err
+			return nil, err
 		}
 		it := bySeq[seq]
 		stored = append(stored, indexed{n: n, id: it.ID, userID: it.UserID, project: it.Project, text: it.Text})
 	}
-	err = rows.Err()
+	err := rows.Err()
 	if cerr := rows.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		return err
-	}
-	return index(ctx, tx, s.db.Dialect, stored)
+	return stored, err
 }
 
 // FinishJob makes job id final, unless it is already, and gives back
