@@ -39,38 +39,13 @@ const (
 // error (the store failed) is worth retrying; a queue that gives up on a
 // job calls [Service.Fail].
 func (s *Service) Process(ctx context.Context, id string) error {
-	job, data, err := s.store.StartJob(ctx, id, s.stamp())
-	if errors.Is(err, ErrNotFound) {
-		return fmt.Errorf("%w: job %s no longer exists", ErrPermanent, id)
-	}
-	if err != nil {
-		return unavailable(err)
-	}
-	if job.Status.Final() {
-		return nil
-	}
-	items, err := decodeBatch(data, job)
-	if err != nil {
-		if ferr := s.fail(ctx, job.ID, err.Error()); ferr != nil {
-			return ferr
-		}
-		return fmt.Errorf("%w: job %s: %v", ErrPermanent, job.ID, err)
+	job, items, err := s.startJob(ctx, id)
+	if err != nil || job.Status.Final() {
+		return err
 	}
 	for start := job.ItemsDone; start < len(items); {
-		end, size := start, 0
-		for end < len(items) && end-start < chunkItems && (end == start || size+len(items[end].Text) <= chunkBytes) {
-			size += len(items[end].Text)
-			end++
-		}
-		chunk := make([]StoredItem, 0, end-start)
-		for seq := start; seq < end; seq++ {
-			it := items[seq]
-			if it.OccurredAt.IsZero() {
-				it.OccurredAt = job.CreatedAt
-			}
-			chunk = append(chunk, StoredItem{ID: newItemID(), UserID: job.UserID, JobID: job.ID, Seq: seq, Project: job.Project, Item: it, CreatedAt: job.CreatedAt})
-		}
-		finished, err := s.store.StoreItems(ctx, job.ID, chunk, end, s.stamp())
+		end := chunkEnd(items, start)
+		finished, err := s.store.StoreItems(ctx, job.ID, chunk(job, items, start, end), end, s.stamp())
 		if errors.Is(err, ErrNotFound) { // another run finished it, or it is gone
 			return nil
 		}
@@ -89,6 +64,62 @@ func (s *Service) Process(ctx context.Context, id string) error {
 	}
 	// Every item was stored already, by a run that ended before the job
 	// did: only the end is left.
+	return s.finishStored(ctx, job)
+}
+
+// startJob starts a run of job id and returns the job and its items; a
+// job final already comes back with no items and no error: nothing is
+// left to do. A job gone, or whose items cannot be read (it is then
+// marked failed), is an error wrapping ErrPermanent.
+func (s *Service) startJob(ctx context.Context, id string) (Job, []Item, error) {
+	job, data, err := s.store.StartJob(ctx, id, s.stamp())
+	if errors.Is(err, ErrNotFound) {
+		return Job{}, nil, fmt.Errorf("%w: job %s no longer exists", ErrPermanent, id)
+	}
+	if err != nil {
+		return Job{}, nil, unavailable(err)
+	}
+	if job.Status.Final() {
+		return job, nil, nil
+	}
+	items, err := decodeBatch(data, job)
+	if err != nil {
+		if ferr := s.fail(ctx, job.ID, err.Error()); ferr != nil {
+			return Job{}, nil, ferr
+		}
+		return Job{}, nil, fmt.Errorf("%w: job %s: %v", ErrPermanent, job.ID, err)
+	}
+	return job, items, nil
+}
+
+// chunkEnd is where the chunk of items that starts at start ends: after
+// chunkItems items at most and, past its first item, chunkBytes of text.
+func chunkEnd(items []Item, start int) int {
+	end, size := start, 0
+	for end < len(items) && end-start < chunkItems && (end == start || size+len(items[end].Text) <= chunkBytes) {
+		size += len(items[end].Text)
+		end++
+	}
+	return end
+}
+
+// chunk is items[start:end] as job stores them: an item with no time
+// takes the job's.
+func chunk(job Job, items []Item, start, end int) []StoredItem {
+	stored := make([]StoredItem, 0, end-start)
+	for seq := start; seq < end; seq++ {
+		it := items[seq]
+		if it.OccurredAt.IsZero() {
+			it.OccurredAt = job.CreatedAt
+		}
+		stored = append(stored, StoredItem{ID: newItemID(), UserID: job.UserID, JobID: job.ID, Seq: seq, Project: job.Project, Item: it, CreatedAt: job.CreatedAt})
+	}
+	return stored
+}
+
+// finishStored makes job succeeded, whose every item is stored, and
+// publishes its end, unless another run did.
+func (s *Service) finishStored(ctx context.Context, job Job) error {
 	job, finished, err := s.store.FinishJob(ctx, job.ID, StatusSucceeded, "", s.stamp())
 	if err != nil {
 		return unavailable(err)
