@@ -68,8 +68,42 @@ type Query struct {
 // A query with no word, more than MaxTerms words or MaxQueryChars characters,
 // a bad limit or a cursor of another query is a [*ValidationError].
 func (s *Service) Query(ctx context.Context, userID string, q Query) (Results, error) {
+	terms, limit, err := checkQuery(q)
+	if err != nil {
+		return Results{}, err
+	}
+	hash := queryHash(terms, q.Project)
+	after, err := decodeSearchCursor(q.Cursor, hash)
+	if err != nil {
+		return Results{}, err
+	}
+	hits, err := s.store.Search(ctx, userID, Search{Words: terms, Project: q.Project, Limit: RankedItems})
+	if err != nil {
+		return Results{}, unavailable(err)
+	}
+
+	// Rank, and cut the page after the cursor.
+	words := make(map[string]bool, len(terms))
+	for _, t := range terms {
+		words[t] = true
+	}
+	page := rank(hits, words, after)
+	var out Results
+	if len(page) > limit {
+		page = page[:limit]
+		last := page[limit-1]
+		out.Next = encodeSearchCursor(Result{ID: last.id, Score: last.score}, hash)
+	}
+	if out.Results, err = s.pageItems(ctx, userID, page, words); err != nil {
+		return Results{}, err
+	}
+	return out, nil
+}
+
+// checkQuery checks q and returns its words (see [queryTerms]) and the
+// page's size; a problem is a [*ValidationError].
+func checkQuery(q Query) (terms []string, limit int, err error) {
 	var v ValidationError
-	var terms []string
 	n := utf8.RuneCountInString(q.Q)
 	if n <= MaxQueryChars {
 		terms = queryTerms(q.Q)
@@ -85,32 +119,25 @@ func (s *Service) Query(ctx context.Context, userID string, q Query) (Results, e
 	if q.Project != "" {
 		v.label("query.project", q.Project, MaxProjectChars)
 	}
-	limit, err := pageLimit(q.Limit)
+	limit, err = pageLimit(q.Limit)
 	if err != nil {
 		v.add("query.limit", fmt.Sprintf("must be 1 to %d", MaxLimit))
 	}
 	if err := v.err(); err != nil {
-		return Results{}, err
+		return nil, 0, err
 	}
-	hash := queryHash(terms, q.Project)
-	after, err := decodeSearchCursor(q.Cursor, hash)
-	if err != nil {
-		return Results{}, err
-	}
-	hits, err := s.store.Search(ctx, userID, Search{Words: terms, Project: q.Project, Limit: RankedItems})
-	if err != nil {
-		return Results{}, unavailable(err)
-	}
+	return terms, limit, nil
+}
 
-	// Rank, and cut the page after the cursor.
-	type ranked struct {
-		id    string
-		score float64
-	}
-	words := make(map[string]bool, len(terms))
-	for _, t := range terms {
-		words[t] = true
-	}
+// A ranked hit of a query: its item's id and score.
+type ranked struct {
+	id    string
+	score float64
+}
+
+// rank scores hits by their heads against the query's words and returns
+// those after the cursor after, best first (then by id).
+func rank(hits []Hit, words map[string]bool, after searchCursor) []ranked {
 	page := make([]ranked, 0, len(hits))
 	for _, h := range hits {
 		if sc := score(h.Head, words); !after.passed(sc, h.ID) {
@@ -118,36 +145,34 @@ func (s *Service) Query(ctx context.Context, userID string, q Query) (Results, e
 		}
 	}
 	slices.SortFunc(page, func(a, b ranked) int { return cmp.Or(cmp.Compare(b.score, a.score), strings.Compare(a.id, b.id)) })
-	var out Results
-	if len(page) > limit {
-		page = page[:limit]
-		last := page[limit-1]
-		out.Next = encodeSearchCursor(Result{ID: last.id, Score: last.score}, hash)
-	}
+	return page
+}
 
-	// The page's items, whole, in its order.
+// pageItems reads the items of page, whole, in its order, each with its
+// score and snippet; an item deleted since it was found is left out.
+func (s *Service) pageItems(ctx context.Context, userID string, page []ranked, words map[string]bool) ([]Result, error) {
 	ids := make([]string, len(page))
 	for i, r := range page {
 		ids[i] = r.id
 	}
 	items, err := s.store.Items(ctx, userID, ids)
 	if err != nil {
-		return Results{}, unavailable(err)
+		return nil, unavailable(err)
 	}
 	byID := make(map[string]Result, len(items))
 	for _, it := range items {
 		byID[it.ID] = it
 	}
-	out.Results = make([]Result, 0, len(page))
+	results := make([]Result, 0, len(page))
 	for _, r := range page {
 		it, ok := byID[r.id]
 		if !ok { // deleted since it was found
 			continue
 		}
 		it.Score, it.Snippet = r.score, snippet(it.Text, words)
-		out.Results = append(out.Results, it)
+		results = append(results, it)
 	}
-	return out, nil
+	return results, nil
 }
 
 // queryTerms returns the words of q (see [Words]), each once, in the
