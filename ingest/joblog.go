@@ -67,13 +67,8 @@ func (l *jobLog) serve(st *api.Stream) {
 		return
 	}
 	defer sub.Close()
-	job, err := l.svc.Job(r.Context(), user, id)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		st.Refuse(api.NewError(http.StatusNotFound, "you have no job with that id"))
-		return
-	case err != nil:
-		st.Unavailable(err)
+	job, ok := l.job(st, user, id)
+	if !ok {
 		return
 	}
 	resumed := st.LastEventID() != ""
@@ -87,21 +82,54 @@ func (l *jobLog) serve(st *api.Stream) {
 	if st.Start() != nil {
 		return
 	}
-	if !resumed || gap { // the database's state, for a new log or for the steps lost
-		if sendJobState(st, job, sub.At) != nil {
-			return
-		}
+	// The database's state, for a new log or for the steps lost.
+	if !catchUp(st, job, sub.At, steps, !resumed || gap) {
+		return
+	}
+	api.Pump(st, sub.Events(), l.follow(st, user, id))
+}
+
+// job reads job id of user's for its log: one the user does not have
+// refuses the stream (404), and one that cannot be read ends it
+// (unavailable).
+func (l *jobLog) job(st *api.Stream, user, id string) (Job, bool) {
+	job, err := l.svc.Job(st.Request().Context(), user, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		st.Refuse(api.NewError(http.StatusNotFound, "you have no job with that id"))
+		return Job{}, false
+	case err != nil:
+		st.Unavailable(err)
+		return Job{}, false
+	}
+	return job, true
+}
+
+// catchUp sends what a log has before its live steps: the job's state as
+// the database has it (job, with the id at) when withState, then the
+// replayed steps, then, for a job ended whose end is not among them, the
+// database's end. It reports whether the log goes on: not once a send
+// fails or the job's end is sent.
+func catchUp(st *api.Stream, job Job, at string, steps []streams.Event, withState bool) bool {
+	if withState && sendJobState(st, job, at) != nil {
+		return false
 	}
 	for i := range steps {
 		if err := st.SendEvent(&steps[i]); err != nil || steps[i].Type != jobProgress.Name {
-			return // the job's end ends its log
+			return false // the job's end ends its log
 		}
 	}
 	if job.Status.Final() { // ended, but its end is not among its steps: the database's end
-		_ = sendJobState(st, job, sub.At)
-		return
+		_ = sendJobState(st, job, at)
+		return false
 	}
-	api.Pump(st, sub.Events(), func(ev *streams.Event, ok bool) error {
+	return true
+}
+
+// follow is how the log sends the hub's live events: job id's steps, up
+// to its end; after a gap, the job read again (readJobState).
+func (l *jobLog) follow(st *api.Stream, user, id string) func(ev *streams.Event, ok bool) error {
+	return func(ev *streams.Event, ok bool) error {
 		if !ok {
 			st.CloseSlow()
 			return api.ErrStreamEnded
@@ -119,7 +147,7 @@ func (l *jobLog) serve(st *api.Stream) {
 			return api.ErrStreamEnded // the job has ended, and its log with it
 		}
 		return nil
-	})
+	}
 }
 
 // jobSteps returns the steps of job id that sub replays, up to the job's
