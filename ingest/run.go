@@ -41,17 +41,7 @@ func Start(bg context.Context, db *store.DB, cfg Settings, hub streams.Hub, logg
 		return jobs.enqueueTx(ctx, tx, jobID, backlog)
 	}), Config{TTL: cfg.TTL, Publish: Publisher(hub), MaxItems: cfg.MaxItems, MaxQueuedJobs: cfg.MaxQueuedJobs,
 		Yield: func(ctx context.Context) bool { return jobs.yield(ctx) }})
-	jobs, err = newJobQueue(db, queue, cfg.Workers, func(ctx context.Context, jobID string) error {
-		err := svc.Process(ctx, jobID)
-		if errors.Is(err, ErrYield) { // ErrPermanent is store.ErrPermanent already
-			return fmt.Errorf("%w: %w", store.ErrYield, err)
-		}
-		return err
-	}, func(ctx context.Context, jobID string, err error) {
-		if ferr := svc.Fail(ctx, jobID, "gave up after repeated failures: "+err.Error()); ferr != nil {
-			logger.Warn("ingest: a job that failed for good could not be marked failed", "job", jobID, "error", ferr)
-		}
-	})
+	jobs, err = newJobQueue(db, queue, cfg.Workers, processJob(svc), giveUpJob(svc, logger))
 	if err != nil {
 		return nil, nil, fmt.Errorf("the job queue: %w", err)
 	}
@@ -62,24 +52,7 @@ func Start(bg context.Context, db *store.DB, cfg Settings, hub streams.Hub, logg
 	swept := make(chan struct{})
 	go func() {
 		defer close(swept)
-		for t := time.NewTicker(time.Hour); ; {
-			if n, err := svc.Sweep(sweepCtx); err != nil && sweepCtx.Err() == nil {
-				logger.Warn("ingest: sweeping expired idempotency keys failed; retrying in an hour", "error", err)
-			} else if n > 0 {
-				logger.Info("ingest: swept expired idempotency keys", "keys", n)
-			}
-			if n, err := svc.FailAbandoned(sweepCtx); err != nil && sweepCtx.Err() == nil {
-				logger.Warn("ingest: failing abandoned jobs failed; retrying in an hour", "error", err)
-			} else if n > 0 {
-				logger.Warn("ingest: failed jobs the queue had lost, unfinished a day after they were accepted", "jobs", n)
-			}
-			select {
-			case <-t.C:
-			case <-sweepCtx.Done():
-				t.Stop()
-				return
-			}
-		}
+		sweepHourly(sweepCtx, svc, logger)
 	}()
 	return svc, func() {
 		stopSweep()
@@ -90,4 +63,54 @@ func Start(bg context.Context, db *store.DB, cfg Settings, hub streams.Hub, logg
 			logger.Warn("ingest: the job queue stopped with jobs unfinished; they will be worked again", "error", err)
 		}
 	}, nil
+}
+
+// processJob is the queue's work on a job: svc's Process, its ErrYield
+// told to the queue as store's.
+func processJob(svc *Service) func(ctx context.Context, jobID string) error {
+	return func(ctx context.Context, jobID string) error {
+		err := svc.Process(ctx, jobID)
+		if errors.Is(err, ErrYield) { // ErrPermanent is store.ErrPermanent already
+			return fmt.Errorf("%w: %w", store.ErrYield, err)
+		}
+		return err
+	}
+}
+
+// giveUpJob is what the queue does with a job it gives up on after
+// repeated failures: svc marks it failed.
+func giveUpJob(svc *Service, logger *slog.Logger) func(ctx context.Context, jobID string, err error) {
+	return func(ctx context.Context, jobID string, err error) {
+		if ferr := svc.Fail(ctx, jobID, "gave up after repeated failures: "+err.Error()); ferr != nil {
+			logger.Warn("ingest: a job that failed for good could not be marked failed", "job", jobID, "error", ferr)
+		}
+	}
+}
+
+// sweepHourly sweeps now and every hour until ctx ends: the expired
+// idempotency keys, and the jobs the queue lost.
+func sweepHourly(ctx context.Context, svc *Service, logger *slog.Logger) {
+	for t := time.NewTicker(time.Hour); ; {
+		sweep(ctx, svc, logger)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// sweep sweeps once, logging what it did.
+func sweep(ctx context.Context, svc *Service, logger *slog.Logger) {
+	if n, err := svc.Sweep(ctx); err != nil && ctx.Err() == nil {
+		logger.Warn("ingest: sweeping expired idempotency keys failed; retrying in an hour", "error", err)
+	} else if n > 0 {
+		logger.Info("ingest: swept expired idempotency keys", "keys", n)
+	}
+	if n, err := svc.FailAbandoned(ctx); err != nil && ctx.Err() == nil {
+		logger.Warn("ingest: failing abandoned jobs failed; retrying in an hour", "error", err)
+	} else if n > 0 {
+		logger.Warn("ingest: failed jobs the queue had lost, unfinished a day after they were accepted", "jobs", n)
+	}
 }
