@@ -204,37 +204,49 @@ func AddWorker[T river.JobArgs](q *Queue, w Worker[T]) error {
 	if q.client != nil {
 		return errors.New("store: AddWorker: the queue is in use: add every worker before the first EnqueueTx or Start")
 	}
-	logger := q.opts.Logger
-	err := river.AddWorkerSafely(q.workers, river.WorkFunc(func(ctx context.Context, job *river.Job[T]) (err error) {
-		defer func() {
-			if r := recover(); r != nil { // a bug in work: an error of this attempt, which River retries
-				err = fmt.Errorf("store: job %d (%s) panicked: %v", job.ID, job.Kind, r)
-				logger.Error("queue: a job panicked", "job", job.ID, "kind", job.Kind, "panic", r)
-			}
-			// The last attempt failed, on its own or by its timeout (not
-			// by Stop, which hands the job back): River will not try it
-			// again, so whatever tracks it must learn it failed.
-			stopped := ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded)
-			yielded := errors.Is(err, ErrYield)
-			if err != nil && !errors.Is(err, ErrPermanent) && !yielded && !stopped && job.Attempt >= job.MaxAttempts && w.GiveUp != nil {
-				w.GiveUp(context.WithoutCancel(ctx), job, err)
-			}
-			switch {
-			case errors.Is(err, ErrPermanent):
-				err = river.JobCancel(err)
-			case yielded:
-				err = river.JobSnooze(0)
-			}
-		}()
-		return w.Work(ctx, job)
-	}))
-	if err != nil {
+	if err := river.AddWorkerSafely(q.workers, river.WorkFunc(w.work(q.opts.Logger))); err != nil {
 		return fmt.Errorf("store: AddWorker: %w", err)
 	}
 	c := q.queues[w.Queue]
 	c.MaxWorkers += w.Workers
 	q.queues[w.Queue] = c
 	return nil
+}
+
+// work is w.Work as River runs it: a panic is an error of the attempt
+// (a bug in Work, which River retries), and the attempt's error is told
+// to River as settle says.
+func (w Worker[T]) work(logger *slog.Logger) func(ctx context.Context, job *river.Job[T]) error {
+	return func(ctx context.Context, job *river.Job[T]) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("store: job %d (%s) panicked: %v", job.ID, job.Kind, r)
+				logger.Error("queue: a job panicked", "job", job.ID, "kind", job.Kind, "panic", r)
+			}
+			err = w.settle(ctx, job, err)
+		}()
+		return w.Work(ctx, job)
+	}
+}
+
+// settle is what River is told of an attempt of job that ended with err:
+// ErrPermanent cancels the job, ErrYield snoozes it without counting the
+// attempt, and any other error is retried. When the last attempt failed,
+// on its own or by its timeout (not by Stop, which hands the job back),
+// River will not try it again, so GiveUp is told.
+func (w Worker[T]) settle(ctx context.Context, job *river.Job[T], err error) error {
+	stopped := ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded)
+	permanent, yielded := errors.Is(err, ErrPermanent), errors.Is(err, ErrYield)
+	if err != nil && !permanent && !yielded && !stopped && job.Attempt >= job.MaxAttempts && w.GiveUp != nil {
+		w.GiveUp(context.WithoutCancel(ctx), job, err)
+	}
+	switch {
+	case permanent:
+		return river.JobCancel(err)
+	case yielded:
+		return river.JobSnooze(0)
+	}
+	return err
 }
 
 // riverClient is q's River client, built on first use with the workers
