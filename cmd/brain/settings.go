@@ -85,41 +85,12 @@ func platformSettings(c *Config) []settings.Setting {
 			c.RateLimitOnStoreError = m
 			return err
 		}},
-		{Flag: "metrics-addr", Env: product.EnvPrefix + "METRICS_ADDR", Default: "127.0.0.1:9464", Usage: "host:port of the Prometheus /metrics listener (keep it private), or off", Set: func(v string) error {
-			if v != "off" {
-				if _, _, err := net.SplitHostPort(v); err != nil {
-					return errors.New("want host:port, or off")
-				}
-			}
-			c.MetricsAddr = v
-			return nil
-		}},
-		{Flag: "trusted-proxies", Env: product.EnvPrefix + "TRUSTED_PROXIES", Usage: "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For is believed", Set: func(v string) error {
-			c.TrustedProxies = nil
-			for _, f := range splitList(v) {
-				p, err := netip.ParsePrefix(f)
-				if err != nil {
-					a, aerr := netip.ParseAddr(f)
-					if aerr != nil {
-						return fmt.Errorf("%q is neither a CIDR nor an IP address", f)
-					}
-					p = netip.PrefixFrom(a, a.BitLen())
-				}
-				c.TrustedProxies = append(c.TrustedProxies, p.Masked())
-			}
-			return nil
-		}},
-		{Flag: "cors-origins", Env: product.EnvPrefix + "CORS_ORIGINS", Usage: "comma-separated origins (scheme://host[:port]) browsers may call from", Set: func(v string) error {
-			c.CORSOrigins = nil
-			for _, f := range splitList(v) {
-				u, err := url.Parse(f)
-				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
-					return fmt.Errorf("%q is not an origin like https://app.example.com (and * is never allowed)", f)
-				}
-				c.CORSOrigins = append(c.CORSOrigins, u.Scheme+"://"+strings.ToLower(u.Host))
-			}
-			return nil
-		}},
+		{Flag: "metrics-addr", Env: product.EnvPrefix + "METRICS_ADDR", Default: "127.0.0.1:9464", Usage: "host:port of the Prometheus /metrics listener (keep it private), or off",
+			Set: hostPortOrOff(&c.MetricsAddr)},
+		{Flag: "trusted-proxies", Env: product.EnvPrefix + "TRUSTED_PROXIES", Usage: "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For is believed",
+			Set: prefixList(&c.TrustedProxies)},
+		{Flag: "cors-origins", Env: product.EnvPrefix + "CORS_ORIGINS", Usage: "comma-separated origins (scheme://host[:port]) browsers may call from",
+			Set: originList(&c.CORSOrigins)},
 		{Flag: "cookie-secure", Env: product.EnvPrefix + "COOKIE_SECURE", Default: "true", Usage: "mark the session cookie Secure; false only for plain-HTTP use off localhost", Set: func(v string) error {
 			b, err := strconv.ParseBool(v)
 			if err != nil {
@@ -128,13 +99,8 @@ func platformSettings(c *Config) []settings.Setting {
 			c.CookieSecure = b
 			return nil
 		}},
-		{Flag: "admin-password", Env: product.EnvPrefix + "ADMIN_PASSWORD", Usage: "password of the admin user created on first start (prefer the variable: flags show in ps)", Secret: true, Set: func(v string) error {
-			if n := len([]rune(v)); v != "" && (n < auth.MinPasswordLen || n > auth.MaxPasswordLen) {
-				return fmt.Errorf("want %d to %d characters", auth.MinPasswordLen, auth.MaxPasswordLen)
-			}
-			c.AdminPassword = v
-			return nil
-		}},
+		{Flag: "admin-password", Env: product.EnvPrefix + "ADMIN_PASSWORD", Usage: "password of the admin user created on first start (prefer the variable: flags show in ps)", Secret: true,
+			Set: optionalPassword(&c.AdminPassword)},
 		{Flag: "session-lifetime", Env: product.EnvPrefix + "SESSION_LIFETIME", Default: settings.FormatDuration(auth.DefaultSessionLifetime), Usage: "a session's absolute lifetime",
 			Set: settings.Duration(time.Minute, 366*24*time.Hour, &c.SessionLifetime)},
 		{Flag: "session-idle-timeout", Env: product.EnvPrefix + "SESSION_IDLE_TIMEOUT", Default: settings.FormatDuration(auth.DefaultIdleTimeout), Usage: "a session ends after this long without a request",
@@ -145,18 +111,8 @@ func platformSettings(c *Config) []settings.Setting {
 			Set: settings.Int(1, 100000, &c.MaxAPIKeys)},
 		{Flag: "store-timeout", Env: product.EnvPrefix + "STORE_TIMEOUT", Default: settings.FormatDuration(store.DefaultTimeout), Usage: "how long one database call (or transaction) may take before it fails",
 			Set: settings.Duration(10*time.Millisecond, time.Minute, &c.StoreTimeout)},
-		{Flag: "hash-concurrency", Env: product.EnvPrefix + "HASH_CONCURRENCY", Default: "auto", Usage: "password hashes run at once, each holding 19 MiB and a core: auto (one per core, GOMAXPROCS) or a number", Set: func(v string) error {
-			n, err := strconv.Atoi(v)
-			switch {
-			case v == "auto":
-				c.HashConcurrency = 0
-			case err != nil || n < 1 || n > 1024:
-				return errors.New("want auto or a whole number from 1 to 1024")
-			default:
-				c.HashConcurrency = n
-			}
-			return nil
-		}},
+		{Flag: "hash-concurrency", Env: product.EnvPrefix + "HASH_CONCURRENCY", Default: "auto", Usage: "password hashes run at once, each holding 19 MiB and a core: auto (one per core, GOMAXPROCS) or a number",
+			Set: autoOrInt(1024, &c.HashConcurrency)},
 		{Flag: "hash-wait", Env: product.EnvPrefix + "HASH_WAIT", Default: settings.FormatDuration(auth.DefaultHashWait), Usage: "how long a login waits for a free password-hashing slot before it answers 503",
 			Set: settings.Duration(time.Millisecond, time.Minute, &c.HashWait)},
 		{Flag: "rate-limit-session", Env: product.EnvPrefix + "RATE_LIMIT_SESSION", Default: limits.Session.String(), Usage: "per-session budget, <n>/<s|min|h>[,burst=<b>]",
@@ -185,17 +141,8 @@ func platformSettings(c *Config) []settings.Setting {
 			Set: settings.Int(1, 1<<20, &c.MaxConnsPerIP)},
 		{Flag: "shutdown-timeout", Env: product.EnvPrefix + "SHUTDOWN_TIMEOUT", Default: "15s", Usage: "how long a shutdown waits for in-flight requests",
 			Set: settings.Duration(0, time.Hour, &c.ShutdownTimeout)},
-		{Flag: "live-access", Env: product.EnvPrefix + "LIVE_ACCESS", Default: "all", Usage: "who may follow /api/v1/system/live (this replica's load): all (every session and API key) or admin (the user admin only)", Set: func(v string) error {
-			switch v {
-			case "all":
-				c.LiveAccess = api.Caller
-			case "admin":
-				c.LiveAccess = api.Admin
-			default:
-				return errors.New("want all or admin")
-			}
-			return nil
-		}},
+		{Flag: "live-access", Env: product.EnvPrefix + "LIVE_ACCESS", Default: "all", Usage: "who may follow /api/v1/system/live (this replica's load): all (every session and API key) or admin (the user admin only)",
+			Set: liveAccess(&c.LiveAccess)},
 		{Flag: "log-format", Env: product.EnvPrefix + "LOG_FORMAT", Default: "text", Usage: "text or json", Set: func(v string) error {
 			if v != "text" && v != "json" {
 				return errors.New("want text or json")
@@ -206,6 +153,104 @@ func platformSettings(c *Config) []settings.Setting {
 		{Flag: "log-level", Env: product.EnvPrefix + "LOG_LEVEL", Default: "info", Usage: "debug, info, warn or error", Set: func(v string) error {
 			return c.LogLevel.UnmarshalText([]byte(v))
 		}},
+	}
+}
+
+// hostPortOrOff reads host:port, or off.
+func hostPortOrOff(dst *string) func(string) error {
+	return func(v string) error {
+		if v != "off" {
+			if _, _, err := net.SplitHostPort(v); err != nil {
+				return errors.New("want host:port, or off")
+			}
+		}
+		*dst = v
+		return nil
+	}
+}
+
+// prefixList reads comma-separated CIDRs or addresses (an address is the
+// prefix of itself alone), each masked.
+func prefixList(dst *[]netip.Prefix) func(string) error {
+	return func(v string) error {
+		*dst = nil
+		for _, f := range splitList(v) {
+			p, err := netip.ParsePrefix(f)
+			if err != nil {
+				a, aerr := netip.ParseAddr(f)
+				if aerr != nil {
+					return fmt.Errorf("%q is neither a CIDR nor an IP address", f)
+				}
+				p = netip.PrefixFrom(a, a.BitLen())
+			}
+			*dst = append(*dst, p.Masked())
+		}
+		return nil
+	}
+}
+
+// originList reads comma-separated origins, scheme://host[:port], each
+// as scheme://host with the host in lower case.
+func originList(dst *[]string) func(string) error {
+	return func(v string) error {
+		*dst = nil
+		for _, f := range splitList(v) {
+			u, err := url.Parse(f)
+			if err != nil || !isOrigin(u) {
+				return fmt.Errorf("%q is not an origin like https://app.example.com (and * is never allowed)", f)
+			}
+			*dst = append(*dst, u.Scheme+"://"+strings.ToLower(u.Host))
+		}
+		return nil
+	}
+}
+
+// isOrigin reports whether u is an origin: http or https, a host, and no
+// path (but /), query or user.
+func isOrigin(u *url.URL) bool {
+	return (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && (u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.User == nil
+}
+
+// optionalPassword reads an empty value, or a password of the length
+// auth allows.
+func optionalPassword(dst *string) func(string) error {
+	return func(v string) error {
+		if n := len([]rune(v)); v != "" && (n < auth.MinPasswordLen || n > auth.MaxPasswordLen) {
+			return fmt.Errorf("want %d to %d characters", auth.MinPasswordLen, auth.MaxPasswordLen)
+		}
+		*dst = v
+		return nil
+	}
+}
+
+// autoOrInt reads auto (0) or a whole number from 1 to most.
+func autoOrInt(most int, dst *int) func(string) error {
+	return func(v string) error {
+		n, err := strconv.Atoi(v)
+		switch {
+		case v == "auto":
+			*dst = 0
+		case err != nil || n < 1 || n > most:
+			return fmt.Errorf("want auto or a whole number from 1 to %d", most)
+		default:
+			*dst = n
+		}
+		return nil
+	}
+}
+
+// liveAccess reads who may follow the live load: all or admin.
+func liveAccess(dst *api.Access) func(string) error {
+	return func(v string) error {
+		switch v {
+		case "all":
+			*dst = api.Caller
+		case "admin":
+			*dst = api.Admin
+		default:
+			return errors.New("want all or admin")
+		}
+		return nil
 	}
 }
 
