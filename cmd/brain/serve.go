@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/connlimit"
 	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
 	"github.com/brain-template/brain/internal/product"
@@ -206,26 +207,15 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	defer db.Close()
 	logger.Info("database ready", "dialect", db.Dialect, "database", databaseName(cfg), "schema", store.SchemaVersions(db.Dialect, features...), "migrations_applied", applied)
 	svc := newAuth(db, cfg)
-	created, generated, err := svc.EnsureAdmin(ctx, cfg.AdminPassword)
-	switch {
-	case err != nil:
-		return fmt.Errorf("create the admin user: %w", err)
-	case created && generated != "":
-		logger.Warn("created user admin with a random password, shown only now; change it with POST /api/v1/auth/password", "username", "admin", "password", generated)
-	case created:
-		logger.Info("created user admin with " + product.EnvPrefix + "ADMIN_PASSWORD")
-	case cfg.AdminPassword != "":
-		logger.Warn(product.EnvPrefix + "ADMIN_PASSWORD ignored: users exist already, and it only sets the first admin's password; change a password with `" + product.Name + " user passwd --username NAME`")
+	if err := ensureAdmin(ctx, svc, cfg.AdminPassword, logger); err != nil {
+		return err
 	}
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
-	bgDone := make(chan struct{})
-	go func() {
-		defer close(bgDone)
+	defer runBeside(stopBG, func() { // stopping flushes API-key last-use times
 		// Its writes fail only when the database does: an outage, which
 		// the next run retries, not a fault of brain's.
 		svc.Run(bg, 30*time.Second, func(err error) { logger.Warn("auth maintenance failed; retrying in 30s", "error", err) })
-	}()
-	defer func() { stopBG(); <-bgDone }() // flushes API-key last-use times
+	})()
 
 	ready := []api.Check{{Name: "database", Check: func(ctx context.Context) error { return db.PingContext(ctx) }}}
 	metrics := api.NewMetrics()
@@ -242,9 +232,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return err
 	}
 	streamCfg, runHub := streamConfig(cfg, redis, logger)
-	hubDone := make(chan struct{})
-	go func() { defer close(hubDone); runHub(bg) }()
-	defer func() { stopBG(); <-hubDone }()
+	defer runBeside(stopBG, func() { runHub(bg) })()
 	run := running{db: db, auth: svc, limiters: limiterStore, metrics: metrics, ready: ready, streams: streamCfg}
 	// The job queue stops before the hub and the database: it finishes or
 	// hands back the jobs it works.
@@ -263,7 +251,46 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{
+	conns := connCaps(cfg, maxConns, logger)
+	metrics.ObserveConns(conns)
+	srv := httpServer(handler, logger)
+	srv.ConnState = conns.ConnState
+	logger.Info("connection caps", "max_conns", maxConns, "max_conns_per_ip", cfg.MaxConnsPerIP, "descriptor_limit", fileLimit)
+	logListening(ln.Addr().String(), logger)
+	return serveUntilDone(ctx, srv, conns.Listener(ln), cfg.ShutdownTimeout, logger, handler.CloseStreams)
+}
+
+// ensureAdmin creates the user admin on first start, with password or,
+// without one, a random password it logs once.
+func ensureAdmin(ctx context.Context, svc *auth.Service, password string, logger *slog.Logger) error {
+	created, generated, err := svc.EnsureAdmin(ctx, password)
+	switch {
+	case err != nil:
+		return fmt.Errorf("create the admin user: %w", err)
+	case created && generated != "":
+		logger.Warn("created user admin with a random password, shown only now; change it with POST /api/v1/auth/password", "username", "admin", "password", generated)
+	case created:
+		logger.Info("created user admin with " + product.EnvPrefix + "ADMIN_PASSWORD")
+	case password != "":
+		logger.Warn(product.EnvPrefix + "ADMIN_PASSWORD ignored: users exist already, and it only sets the first admin's password; change a password with `" + product.Name + " user passwd --username NAME`")
+	}
+	return nil
+}
+
+// runBeside runs run in a goroutine of its own; the function it returns
+// calls stop and waits for run to return.
+func runBeside(stop func(), run func()) (stopAndWait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run()
+	}()
+	return func() { stop(); <-done }
+}
+
+// httpServer is the server of handler, with the server timeouts.
+func httpServer(handler http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
@@ -272,21 +299,26 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	conns := connlimit.New(connlimit.Config{
+}
+
+// connCaps are the connection caps: maxConns in all, and
+// BRAIN_MAX_CONNS_PER_IP from one address.
+func connCaps(cfg Config, maxConns int, logger *slog.Logger) *connlimit.Limiter {
+	return connlimit.New(connlimit.Config{
 		Max: maxConns, MaxPerIP: cfg.MaxConnsPerIP, Exempt: cfg.TrustedProxies,
 		TooMany:       connRefusal(product.Name + " has too many connections open; retry in a second"),
 		TooManyFromIP: connRefusal("too many connections from your address; retry in a second"),
 		Logger:        logger,
 	})
-	metrics.ObserveConns(conns)
-	srv.ConnState = conns.ConnState
-	logger.Info("connection caps", "max_conns", maxConns, "max_conns_per_ip", cfg.MaxConnsPerIP, "descriptor_limit", fileLimit)
-	addr := ln.Addr().String()
+}
+
+// logListening logs where brain listens at addr, and whether the
+// dashboard is built.
+func logListening(addr string, logger *slog.Logger) {
 	logger.Info(product.Name+" listening", "addr", addr, "docs", "http://"+addr+"/docs", "dashboard", "http://"+addr+"/")
 	if site, _ := dashboard(); site != nil && !site.Built() {
 		logger.Info("the dashboard is not built: / says so; make web builds it (make run builds it and runs the server)")
 	}
-	return serveUntilDone(ctx, srv, conns.Listener(ln), cfg.ShutdownTimeout, logger, handler.CloseStreams)
 }
 
 // serveUntilDone serves on ln until ctx is done. Then it stops accepting,
