@@ -373,15 +373,26 @@ func (s *scanner) literal(lit string) bool {
 
 // number reads a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
 func (s *scanner) number() bool {
-	s.accept('-', '-')
-	if !s.accept('0', '0') && s.digits() == 0 {
+	d := s.data
+	if d[s.pos] == '-' {
+		s.pos++
+	}
+	if byteAt(d, s.pos) == '0' {
+		s.pos++
+	} else if s.digits() == 0 {
 		return s.noDigit()
 	}
-	if s.accept('.', '.') && s.digits() == 0 {
-		return s.noDigit()
+	if byteAt(d, s.pos) == '.' {
+		s.pos++
+		if s.digits() == 0 {
+			return s.noDigit()
+		}
 	}
-	if s.accept('e', 'E') {
-		s.accept('+', '-')
+	if c := byteAt(d, s.pos); c == 'e' || c == 'E' {
+		s.pos++
+		if c := byteAt(d, s.pos); c == '+' || c == '-' {
+			s.pos++
+		}
 		if s.digits() == 0 {
 			return s.noDigit()
 		}
@@ -389,13 +400,13 @@ func (s *scanner) number() bool {
 	return true
 }
 
-// accept reads the next byte if it is a or b, and reports whether it did.
-func (s *scanner) accept(a, b byte) bool {
-	if s.pos < len(s.data) && (s.data[s.pos] == a || s.data[s.pos] == b) {
-		s.pos++
-		return true
+// byteAt is d[i], or 0 past the end of d (a 0 byte is no JSON, as peek
+// says).
+func byteAt(d []byte, i int) byte {
+	if i < len(d) {
+		return d[i]
 	}
-	return false
+	return 0
 }
 
 // digits reads the digits that come next and returns how many it read.
