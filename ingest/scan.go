@@ -308,54 +308,48 @@ func (s *scanner) skip(depth int) bool {
 		_, _, good := s.str()
 		return good
 	case '{', '[':
-		return s.container(c, depth)
-	case 't':
-		return s.literal("true")
-	case 'f':
-		return s.literal("false")
-	case 'n':
-		return s.literal("null")
+		if depth > s.maxDepth {
+			return s.fail(failDepth)
+		}
+		end := closing[c]
+		s.pos++
+		if s.peek() == end {
+			s.pos++
+			return true
+		}
+		for {
+			if c == '{' {
+				if _, _, good := s.str(); !good || !s.consume(':') {
+					return false
+				}
+			}
+			if !s.skip(depth + 1) {
+				return false
+			}
+			switch s.peek() {
+			case ',':
+				s.pos++
+			case end:
+				s.pos++
+				return true
+			default:
+				return s.unexpected()
+			}
+		}
+	case 't', 'f', 'n':
+		return s.literal(literals[c])
 	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		return s.number()
 	}
 	return s.unexpected()
 }
 
-// container reads the object or array that open ('{' or '[', the next
-// byte) starts, nested at depth, skipping its members' values.
-func (s *scanner) container(open byte, depth int) bool {
-	if depth > s.maxDepth {
-		return s.fail(failDepth)
-	}
-	end := byte('}')
-	if open == '[' {
-		end = ']'
-	}
-	s.pos++
-	if s.peek() == end {
-		s.pos++
-		return true
-	}
-	for {
-		if open == '{' {
-			if _, _, good := s.str(); !good || !s.consume(':') {
-				return false
-			}
-		}
-		if !s.skip(depth + 1) {
-			return false
-		}
-		switch s.peek() {
-		case ',':
-			s.pos++
-		case end:
-			s.pos++
-			return true
-		default:
-			return s.unexpected()
-		}
-	}
-}
+// closing is the byte that closes an object or array, by the byte that
+// opens it; literals are the literals, by their first byte.
+var (
+	closing  = [...]byte{'{': '}', '[': ']'}
+	literals = [...]string{'t': "true", 'f': "false", 'n': "null"}
+)
 
 // literal reads the literal lit (true, false or null).
 func (s *scanner) literal(lit string) bool {
