@@ -92,6 +92,38 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 	}
 	var c Config
 	rows := allSettings(&c)
+	values := defineSettings(fs, rows, getenv)
+	budgets, from, err := envBudgets(getenv)
+	if err != nil {
+		return Config{}, err
+	}
+	flags := budgetFlags{}
+	fs.Var(flags, "budget", "name=limits: replace the defaults of an operation's budget, e.g. notes=200/h;10/s (repeatable; env "+budgetsEnv+", space-separated)")
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	for name, v := range flags {
+		budgets[name], from[name] = v, "--budget "+name
+	}
+	if fs.NArg() > 0 {
+		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	named := flagsGiven(fs)
+	c.Budgets, c.budgetFrom, c.strays = budgets, from, strayBudgetSettings(getenv)
+	if err := setAll(rows, values, named); err != nil {
+		return Config{}, err
+	}
+	if err := c.checkTogether(named); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// defineSettings defines the flag of each row on fs and returns where
+// each row's value will be: the flag's, else its variable's (with
+// getenv), else its default. A secret's value is no flag default, which
+// -h would print.
+func defineSettings(fs *flag.FlagSet, rows []settings.Setting, getenv func(string) string) []*string {
 	values := make([]*string, len(rows))
 	for i, s := range rows {
 		v := s.Default
@@ -109,10 +141,16 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 			*values[i] = v
 		}
 	}
-	budgets, from := budgetFlags{}, map[string]string{}
+	return values
+}
+
+// envBudgets reads the budget overrides of the environment: budgetsEnv,
+// then the features' budget aliases; from says where each came from.
+func envBudgets(getenv func(string) string) (budgets budgetFlags, from map[string]string, err error) {
+	budgets, from = budgetFlags{}, map[string]string{}
 	for _, entry := range strings.Fields(getenv(budgetsEnv)) {
 		if err := budgets.Set(entry); err != nil {
-			return Config{}, fmt.Errorf("invalid %s entry %q: %w", budgetsEnv, entry, err)
+			return nil, nil, fmt.Errorf("invalid %s entry %q: %w", budgetsEnv, entry, err)
 		}
 	}
 	for name := range budgets {
@@ -120,48 +158,57 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 	}
 	for _, a := range budgetAliases() {
 		if err := a.Read(getenv, settings.Overrides{Limits: budgets, From: from}); err != nil {
-			return Config{}, err
+			return nil, nil, err
 		}
 	}
-	flags := budgetFlags{}
-	fs.Var(flags, "budget", "name=limits: replace the defaults of an operation's budget, e.g. notes=200/h;10/s (repeatable; env "+budgetsEnv+", space-separated)")
-	if err := fs.Parse(args); err != nil {
-		return Config{}, err
+	return budgets, from, nil
+}
+
+// givenAs names a setting as the user gave it: its flag, when given on
+// the command line, else its variable.
+type givenAs map[string]bool
+
+// flagsGiven is the flags given on fs's command line.
+func flagsGiven(fs *flag.FlagSet) givenAs {
+	given := givenAs{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	return given
+}
+
+// name is the setting of flag flagName and variable env as given.
+func (g givenAs) name(flagName, env string) string {
+	if g[flagName] {
+		return "--" + flagName
 	}
-	for name, v := range flags {
-		budgets[name], from[name] = v, "--budget "+name
-	}
-	if fs.NArg() > 0 {
-		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	fromFlag := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { fromFlag[f.Name] = true })
-	// named is a setting as the user gave it: its flag, or its variable.
-	named := func(flagName, env string) string {
-		if fromFlag[flagName] {
-			return "--" + flagName
-		}
-		return env
-	}
-	c.Budgets, c.budgetFrom, c.strays = budgets, from, strayBudgetSettings(getenv)
+	return env
+}
+
+// setAll sets each row to its value. A bad value is an error naming the
+// setting as given, and quoting the value unless it is a secret.
+func setAll(rows []settings.Setting, values []*string, named givenAs) error {
 	for i, s := range rows {
 		if err := s.Set(*values[i]); err != nil {
-			name := named(s.Flag, s.Env)
+			name := named.name(s.Flag, s.Env)
 			if s.Secret {
-				return Config{}, fmt.Errorf("invalid %s: %w", name, err)
+				return fmt.Errorf("invalid %s: %w", name, err)
 			}
-			return Config{}, fmt.Errorf("invalid %s=%q: %w", name, *values[i], err)
+			return fmt.Errorf("invalid %s=%q: %w", name, *values[i], err)
 		}
 	}
+	return nil
+}
+
+// checkTogether checks the settings that bound each other.
+func (c *Config) checkTogether(named givenAs) error {
 	if c.BodyBytesPerUser > c.BodyBytesInFlight {
-		return Config{}, fmt.Errorf("invalid %s: %d bytes is more than %s (%d): one user cannot hold more than everyone together",
-			named("body-bytes-in-flight-per-user", bodyBytesPerUserEnv), c.BodyBytesPerUser, named("body-bytes-in-flight", bodyBytesEnv), c.BodyBytesInFlight)
+		return fmt.Errorf("invalid %s: %d bytes is more than %s (%d): one user cannot hold more than everyone together",
+			named.name("body-bytes-in-flight-per-user", bodyBytesPerUserEnv), c.BodyBytesPerUser, named.name("body-bytes-in-flight", bodyBytesEnv), c.BodyBytesInFlight)
 	}
 	if c.StreamUserCap < c.StreamCap { // a user's cap counts the streams of all its sessions and keys
-		return Config{}, fmt.Errorf("invalid %s=%d: it must be at least %s (%d): a user's cap counts the streams of all its sessions and API keys, so it cannot be below what one of them may hold",
-			named("stream-user-cap", product.EnvPrefix+"STREAM_USER_CAP"), c.StreamUserCap, named("stream-cap", product.EnvPrefix+"STREAM_CAP"), c.StreamCap)
+		return fmt.Errorf("invalid %s=%d: it must be at least %s (%d): a user's cap counts the streams of all its sessions and API keys, so it cannot be below what one of them may hold",
+			named.name("stream-user-cap", product.EnvPrefix+"STREAM_USER_CAP"), c.StreamUserCap, named.name("stream-cap", product.EnvPrefix+"STREAM_CAP"), c.StreamCap)
 	}
-	return c, nil
+	return nil
 }
 
 // The settings of the bytes of bodies in flight, which parseConfig
