@@ -58,40 +58,15 @@ func run(name string) error {
 	if !validName.MatchString(name) {
 		return fmt.Errorf("name %q: want a lower-case letter, then lower-case letters, digits or underscores (it becomes a metric namespace, a cookie name and, upper cased, an environment prefix)", name)
 	}
-	src, err := os.ReadFile(productFile)
+	old, err := currentName()
 	if err != nil {
 		return err
 	}
-	m := constName.FindSubmatch(src)
-	if m == nil {
-		return fmt.Errorf("%s has no line const Name = \"…\"", productFile)
-	}
-	old := string(m[1])
 	if old == name {
 		fmt.Printf("the name is %s already\n", name)
 		return nil
 	}
-	r := newRewriter(old, name)
-	n := 0
-	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if skipDirs[d.Name()] && path != "." {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() || !(textExts[filepath.Ext(path)] || d.Name() == "Makefile" || strings.HasPrefix(path, ".ci/")) || d.Name() == "package-lock.json" {
-			return nil
-		}
-		changed, err := r.file(path)
-		if changed {
-			n++
-		}
-		return err
-	})
+	n, err := rewriteTree(newRewriter(old, name))
 	if err != nil {
 		return err
 	}
@@ -102,6 +77,51 @@ func run(name string) error {
 	}
 	fmt.Printf("product renamed from %s to %s: %d files rewritten, cmd/%s moved to cmd/%s\n", old, name, n, old, name)
 	return nil
+}
+
+// currentName is the name productFile declares.
+func currentName() (string, error) {
+	src, err := os.ReadFile(productFile)
+	if err != nil {
+		return "", err
+	}
+	m := constName.FindSubmatch(src)
+	if m == nil {
+		return "", fmt.Errorf("%s has no line const Name = \"…\"", productFile)
+	}
+	return string(m[1]), nil
+}
+
+// rewriteTree rewrites with r every file of the tree it rewrites (see
+// rewritten), and returns how many it changed.
+func rewriteTree(r *rewriter) (n int, err error) {
+	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if skipDirs[d.Name()] && path != "." {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !rewritten(path, d) {
+			return nil
+		}
+		changed, err := r.file(path)
+		if changed {
+			n++
+		}
+		return err
+	})
+	return n, err
+}
+
+// rewritten reports whether the file at path is one rename rewrites: a
+// regular file of textExts, the Makefile or one under .ci/, but not
+// package-lock.json.
+func rewritten(path string, d fs.DirEntry) bool {
+	return d.Type().IsRegular() && (textExts[filepath.Ext(path)] || d.Name() == "Makefile" || strings.HasPrefix(path, ".ci/")) && d.Name() != "package-lock.json"
 }
 
 // A rewriter replaces one name by another in text.
