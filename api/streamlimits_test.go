@@ -107,7 +107,7 @@ func TestStreamCapRefusalTakesNoOpen(t *testing.T) {
 			t.Fatalf("the cap's refusal: RateLimit %q, want only the cap that refused", got)
 		}
 	}
-	first.close()
+	first.Close()
 	var r reply
 	eventually(t, 2*time.Second, "a closed stream frees its slot", func() bool {
 		var st *sse
@@ -135,7 +135,7 @@ func TestBadLastEventIDTakesNoOpen(t *testing.T) {
 	if st == nil || !strings.Contains(r.header.Get("RateLimit"), `"stream-opens";r=19;`) {
 		t.Fatalf("after 30 malformed ids: RateLimit %q; want 19 opens left of 20", r.header.Get("RateLimit"))
 	}
-	st.close()
+	st.Close()
 }
 
 // The per-user cap counts every stream of a user, whichever of its
@@ -168,7 +168,7 @@ func TestStreamUserCap(t *testing.T) {
 			}
 		}
 	}
-	first.close() // the first key's
+	first.Close() // the first key's
 	var r reply
 	eventually(t, 2*time.Second, "a stream of another key frees the user's place", func() bool {
 		var st *sse

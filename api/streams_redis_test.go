@@ -115,7 +115,7 @@ func TestStreamsAcrossReplicas(t *testing.T) {
 	// An event published on a reaches the streams on b.
 	var k struct{ ID string }
 	a.call("POST", "/api/v1/apikeys", map[string]string{"name": "cluster"}, ada).want(t, 201, "create a key on a").decode(t, &k)
-	if m := onB[0].nextEvent(t); m.event != "apikey.created" || !strings.Contains(m.data, k.ID) {
+	if m := onB[0].NextEvent(t); m.Event != "apikey.created" || !strings.Contains(m.Data, k.ID) {
 		t.Fatalf("b's stream got %+v, want a's apikey.created", m)
 	}
 
@@ -181,7 +181,7 @@ func TestStreamLimitsAcrossReplicas(t *testing.T) {
 		_, rep := r.openStream("/api/v1/events", keys[1])
 		refusedBy(t, rep, "streams-per-user", 20, 0, 5)
 	}
-	first.close() // on a
+	first.Close() // on a
 	eventually(t, 2*time.Second, "a stream that ended on a frees its user's place on b", func() bool {
 		st, _ := b.openStream("/api/v1/events", keys[1])
 		return st != nil
@@ -254,8 +254,8 @@ func TestStreamsThroughARedisCut(t *testing.T) {
 	}
 	live := open[0]
 	a.call("POST", "/api/v1/apikeys", map[string]string{"name": "before"}, ada).want(t, 201, "create a key")
-	before := live.nextEvent(t)
-	if before.event != "apikey.created" || before.id == "" {
+	before := live.NextEvent(t)
+	if before.Event != "apikey.created" || before.ID == "" {
 		t.Fatalf("before the cut: %+v", before)
 	}
 
@@ -263,8 +263,8 @@ func TestStreamsThroughARedisCut(t *testing.T) {
 	if _, r := a.openStream("/api/v1/events", ada); r.status != 429 {
 		t.Fatalf("the 17th during the cut: %d %s; want 429, the 16 in Redis counted", r.status, r.body)
 	}
-	open[1].close() // Redis hears of neither
-	open[2].close()
+	open[1].Close() // Redis hears of neither
+	open[2].Close()
 	for i := range 2 {
 		var st *sse
 		eventually(t, 2*time.Second, "a closed stream frees its slot on this replica", func() bool {
@@ -281,9 +281,9 @@ func TestStreamsThroughARedisCut(t *testing.T) {
 	time.Sleep(4 * beat)
 
 	proxy.Restore()
-	gap := live.nextEvent(t)
-	if gap.event != "stream.gap" || gap.data != `{"after":"`+before.id+`"}` || gap.id == "" {
-		t.Fatalf("the live stream after the cut: %+v; want stream.gap after %s, with an id", gap, before.id)
+	gap := live.NextEvent(t)
+	if gap.Event != "stream.gap" || gap.Data != `{"after":"`+before.ID+`"}` || gap.ID == "" {
+		t.Fatalf("the live stream after the cut: %+v; want stream.gap after %s, with an id", gap, before.ID)
 	}
 	var s, u map[string]int64
 	eventually(t, 10*time.Second, "Redis counts the 16 streams open, for the session and for its user", func() bool {
@@ -299,13 +299,13 @@ func TestStreamsThroughARedisCut(t *testing.T) {
 			t.Fatalf("the 17th after the cut: %d %s", rep.status, rep.body)
 		}
 	}
-	open[3].close()
+	open[3].Close()
 	var resumed *sse
 	eventually(t, 2*time.Second, "a closed stream frees its slot", func() bool {
-		resumed, _ = b.openStream("/api/v1/events", ada, "Last-Event-ID: "+before.id)
+		resumed, _ = b.openStream("/api/v1/events", ada, "Last-Event-ID: "+before.ID)
 		return resumed != nil
 	})
-	if m := resumed.nextEvent(t); m.event != "stream.gap" || m.id != gap.id {
-		t.Fatalf("a resume from before the cut: %+v; want the stream.gap %s", m, gap.id)
+	if m := resumed.NextEvent(t); m.Event != "stream.gap" || m.ID != gap.ID {
+		t.Fatalf("a resume from before the cut: %+v; want the stream.gap %s", m, gap.ID)
 	}
 }

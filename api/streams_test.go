@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/brain-template/brain/api/apitest"
 	"io"
 	"net"
 	"net/http"
@@ -71,47 +72,19 @@ func streamServerWith(tb testing.TB, cfg api.Config, srv func(*httptest.Server))
 	return s, &live{tb: tb, url: hs.URL, client: &http.Client{Transport: tr}}, svc
 }
 
-// An sse is one open stream, read message by message.
-type sse struct {
-	res    *http.Response
-	rd     *bufio.Reader
-	cancel context.CancelFunc
-}
+// An sse is one open stream, read message by message; an sseMessage is
+// one of its messages.
+type (
+	sse        = apitest.Stream
+	sseMessage = apitest.Message
+)
 
-// sseMessage is one message of a stream; a heartbeat is a comment.
-type sseMessage struct {
-	id, event, data string
-	comment         bool
-}
-
-// openStream opens path with headers as "Name: value". A stream that
-// started (200) is closed when the test ends; any other reply is read in
-// full and returned as the reply.
+// openStream opens path with headers as "Name: value" (see
+// apitest.OpenStream), its reply in this file's form.
 func (l *live) openStream(path string, headers ...string) (*sse, reply) {
 	l.tb.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", l.url+path, nil)
-	for _, h := range headers {
-		if k, v, ok := strings.Cut(h, ": "); ok {
-			req.Header.Add(k, v)
-		}
-	}
-	res, err := l.client.Do(req)
-	if err != nil {
-		cancel()
-		l.tb.Fatalf("GET %s: %v", path, err)
-	}
-	r := reply{status: res.StatusCode, header: res.Header}
-	if res.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		cancel()
-		r.body = string(b)
-		return nil, r
-	}
-	s := &sse{res: res, rd: bufio.NewReader(res.Body), cancel: cancel}
-	l.tb.Cleanup(s.close)
-	return s, r
+	s, r := apitest.OpenStream(l.tb, l.client, l.url+path, headers...)
+	return s, reply{status: r.Status, header: r.Header, body: r.Body}
 }
 
 // rawStream sends GET path with header over a connection of its own,
@@ -125,69 +98,6 @@ func (l *live) rawStream(tb testing.TB, path, header string) net.Conn {
 	tb.Cleanup(func() { conn.Close() })
 	fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n\r\n", path, header)
 	return conn
-}
-
-// close ends the stream from the client's side.
-func (s *sse) close() { s.cancel(); s.res.Body.Close() }
-
-// next reads the next message (a retry-only message is skipped), failing
-// the test after 5 s.
-func (s *sse) next(tb testing.TB) sseMessage {
-	tb.Helper()
-	type result struct {
-		m   sseMessage
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		var m sseMessage
-		for {
-			line, err := s.rd.ReadString('\n')
-			if err != nil {
-				done <- result{err: err}
-				return
-			}
-			line = strings.TrimSuffix(line, "\n")
-			switch {
-			case line == "":
-				if m.comment || m.event != "" || m.data != "" {
-					done <- result{m: m}
-					return
-				}
-			case strings.HasPrefix(line, ":"):
-				m.comment = true
-			case strings.HasPrefix(line, "id: "):
-				m.id = line[4:]
-			case strings.HasPrefix(line, "event: "):
-				m.event = line[7:]
-			case strings.HasPrefix(line, "data: "):
-				m.data = line[6:]
-			}
-		}
-	}()
-	select {
-	case r := <-done:
-		if r.err != nil {
-			tb.Fatalf("stream ended: %v", r.err)
-		}
-		return r.m
-	case <-time.After(5 * time.Second):
-		tb.Fatal("no message within 5 s")
-	}
-	return sseMessage{}
-}
-
-// nextEvent skips heartbeats to the next event, failing the test if
-// none comes within 5 s.
-func (s *sse) nextEvent(tb testing.TB) sseMessage {
-	tb.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
-		if m := s.next(tb); !m.comment {
-			return m
-		}
-	}
-	tb.Fatal("only heartbeats for 5 s")
-	return sseMessage{}
 }
 
 // eventually retries f every 10 ms for up to d, failing the test with
@@ -246,7 +156,7 @@ func TestStreamCap(t *testing.T) {
 			}
 		}
 	}
-	open[3].close()
+	open[3].Close()
 	eventually(t, time.Second, "a cancelled stream frees its slot", func() bool {
 		st, _ := l.openStream("/api/v1/events", ada)
 		return st != nil
@@ -318,17 +228,17 @@ func TestStreamOverHTTP2(t *testing.T) {
 	if st == nil {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
-	if st.res.ProtoMajor != 2 {
-		t.Fatalf("served over %s, want HTTP/2", st.res.Proto)
+	if st.Response().ProtoMajor != 2 {
+		t.Fatalf("served over %s, want HTTP/2", st.Response().Proto)
 	}
 	l.call("POST", "/api/v1/apikeys", map[string]string{"name": "h2"}, ada).want(t, 201, "create key")
-	if m := st.nextEvent(t); m.event != "apikey.created" || m.id == "" {
+	if m := st.NextEvent(t); m.Event != "apikey.created" || m.ID == "" {
 		t.Fatalf("event %+v, want apikey.created with an id", m)
 	}
 	if _, r := l.openStream("/api/v1/events", ada); r.status != 429 {
 		t.Fatalf("the slot is taken: %d", r.status)
 	}
-	st.close()
+	st.Close()
 	eventually(t, time.Second, "a stream the client left frees its slot", func() bool {
 		st, _ := l.openStream("/api/v1/events", ada)
 		return st != nil
@@ -354,7 +264,7 @@ func TestStreamPanic(t *testing.T) {
 		if st == nil {
 			t.Fatalf("a stream that panics once started: %d %s", r.status, r.body)
 		}
-		if _, err := io.ReadAll(st.rd); err != nil {
+		if _, err := st.Rest(); err != nil {
 			t.Fatalf("the stream did not end cleanly: %v", err)
 		}
 	}
@@ -432,8 +342,8 @@ func TestStreamKeepsItsPathParameters(t *testing.T) {
 		l.call("GET", "/api/v1/jobs/00000000-0000-0000-0000-00000000000"+fmt.Sprint(i%10), nil, ada)
 	}
 	poke <- struct{}{}
-	if m := st.nextEvent(t); m.data != `"mine"` {
-		t.Fatalf("the stream's own path parameter now reads %s", m.data)
+	if m := st.NextEvent(t); m.Data != `"mine"` {
+		t.Fatalf("the stream's own path parameter now reads %s", m.Data)
 	}
 }
 
@@ -449,28 +359,28 @@ func TestStreamResumesAfterLastEventID(t *testing.T) {
 	}
 	st, _ := l.openStream("/api/v1/events", ada)
 	first := newKey("one")
-	m := st.nextEvent(t)
-	if m.event != "apikey.created" || !strings.Contains(m.data, first) || m.id == "" {
+	m := st.NextEvent(t)
+	if m.Event != "apikey.created" || !strings.Contains(m.Data, first) || m.ID == "" {
 		t.Fatalf("first event: %+v", m)
 	}
-	st.close()
+	st.Close()
 	missed := []string{newKey("two"), newKey("three")}
-	again, _ := l.openStream("/api/v1/events", ada, "Last-Event-ID: "+m.id)
+	again, _ := l.openStream("/api/v1/events", ada, "Last-Event-ID: "+m.ID)
 	for _, id := range missed {
-		if m := again.nextEvent(t); m.event != "apikey.created" || !strings.Contains(m.data, id) {
+		if m := again.NextEvent(t); m.Event != "apikey.created" || !strings.Contains(m.Data, id) {
 			t.Fatalf("replayed %+v, want the creation of %s", m, id)
 		}
 	}
 	live := newKey("four") // live, after the replay: once, not twice
-	if m := again.nextEvent(t); !strings.Contains(m.data, live) {
+	if m := again.NextEvent(t); !strings.Contains(m.Data, live) {
 		t.Fatalf("after the replay: %+v", m)
 	}
-	again.close()
+	again.Close()
 	for i := range 5 { // the hub keeps 4: the first event's successors are partly gone
 		newKey(fmt.Sprint("more", i))
 	}
-	late, _ := l.openStream("/api/v1/events", ada, "Last-Event-ID: "+m.id)
-	if g := late.nextEvent(t); g.event != "stream.gap" || g.data != `{"after":"`+m.id+`"}` {
+	late, _ := l.openStream("/api/v1/events", ada, "Last-Event-ID: "+m.ID)
+	if g := late.NextEvent(t); g.Event != "stream.gap" || g.Data != `{"after":"`+m.ID+`"}` {
 		t.Fatalf("a resume from an id no longer kept starts with %+v, want stream.gap", g)
 	}
 	if _, r := l.openStream("/api/v1/events", ada, "Last-Event-ID: "+strings.Repeat("9", 300)); r.status != 422 {
@@ -497,18 +407,18 @@ func TestStreamSlowReaderDoesNotSlowOthers(t *testing.T) {
 			t.Fatal(err)
 		}
 		slowest = max(slowest, time.Since(start))
-		if m := fast.nextEvent(t); m.event != "apikey.deleted" {
-			t.Fatalf("the fast stream's event %d: %s", i+1, m.event)
+		if m := fast.NextEvent(t); m.Event != "apikey.deleted" {
+			t.Fatalf("the fast stream's event %d: %s", i+1, m.Event)
 		}
 	}
 	if slowest > 100*time.Millisecond {
 		t.Errorf("a Publish took %v: a slow reader held the publisher", slowest)
 	}
 	for { // the slow stream, read at last: what was buffered, then why it ended
-		m := slow.nextEvent(t)
-		if m.event == "stream.closing" {
-			if m.data != `{"reason":"slow"}` {
-				t.Fatalf("closing: %s", m.data)
+		m := slow.NextEvent(t)
+		if m.Event == "stream.closing" {
+			if m.Data != `{"reason":"slow"}` {
+				t.Fatalf("closing: %s", m.Data)
 			}
 			break
 		}
@@ -532,10 +442,10 @@ func TestStreamShutdown(t *testing.T) {
 	s.CloseStreams(context.Background())
 	for _, st := range []*sse{a, b} {
 		for {
-			m := st.nextEvent(t)
-			if m.event == "stream.closing" {
-				if m.data != `{"reason":"shutdown"}` {
-					t.Fatalf("closing: %s", m.data)
+			m := st.NextEvent(t)
+			if m.Event == "stream.closing" {
+				if m.Data != `{"reason":"shutdown"}` {
+					t.Fatalf("closing: %s", m.Data)
 				}
 				break
 			}
@@ -557,7 +467,7 @@ func TestStreamOutlivesServerTimeouts(t *testing.T) {
 	deadline := time.Now().Add(1200 * time.Millisecond)
 	snapshots := 0
 	for time.Now().Before(deadline) {
-		if m := st.next(t); m.event == "system.live" {
+		if m := st.Next(t); m.Event == "system.live" {
 			snapshots++
 		}
 	}
@@ -635,7 +545,7 @@ func TestStreamEndsWithItsCredentials(t *testing.T) {
 	l.call("DELETE", "/api/v1/apikeys/"+k.ID, nil, ada).want(t, 204, "delete the key")
 	l.call("POST", "/api/v1/auth/logout", nil, other).want(t, 204, "log out")
 	for _, st := range []*sse{byKey, bySession} {
-		for m := st.nextEvent(t); m.event != "stream.closing"; m = st.nextEvent(t) {
+		for m := st.NextEvent(t); m.Event != "stream.closing"; m = st.NextEvent(t) {
 		}
 	}
 	// ada's own session is untouched.
@@ -655,7 +565,7 @@ func TestStreamDataWithLineBreaks(t *testing.T) {
 	if _, err := hub.Publish(context.Background(), streams.Event{Type: "apikey.deleted", To: adaID(t, l, ada), Data: data}); err != nil {
 		t.Fatal(err)
 	}
-	if m := st.nextEvent(t); m.event != "apikey.deleted" || m.data != `{"event":"injected","id":"x\ny"}` {
+	if m := st.NextEvent(t); m.Event != "apikey.deleted" || m.Data != `{"event":"injected","id":"x\ny"}` {
 		t.Fatalf("got %+v", m)
 	}
 }

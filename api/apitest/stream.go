@@ -30,17 +30,24 @@ type Message struct {
 // full and returned, with a nil Stream.
 func (s *Server) OpenStream(path string, headers ...string) (*Stream, Reply) {
 	s.tb.Helper()
+	return OpenStream(s.tb, s.Client, s.URL+path, headers...)
+}
+
+// OpenStream opens url with client, as [Server.OpenStream] does, for a
+// test that runs its own server.
+func OpenStream(tb testing.TB, client *http.Client, url string, headers ...string) (*Stream, Reply) {
+	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "GET", s.URL+path, nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
 	for _, h := range headers {
 		if k, v, ok := strings.Cut(h, ": "); ok {
 			req.Header.Add(k, v)
 		}
 	}
-	res, err := s.Client.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
 		cancel()
-		s.tb.Fatalf("GET %s: %v", path, err)
+		tb.Fatalf("GET %s: %v", url, err)
 	}
 	r := Reply{Status: res.StatusCode, Header: res.Header}
 	if res.StatusCode != http.StatusOK {
@@ -51,12 +58,15 @@ func (s *Server) OpenStream(path string, headers ...string) (*Stream, Reply) {
 		return nil, r
 	}
 	st := &Stream{res: res, rd: bufio.NewReader(res.Body), cancel: cancel}
-	s.tb.Cleanup(st.Close)
+	tb.Cleanup(st.Close)
 	return st, r
 }
 
 // Close ends the stream from the client's side.
 func (s *Stream) Close() { s.cancel(); s.res.Body.Close() }
+
+// Response is the stream's response (its protocol, its headers).
+func (s *Stream) Response() *http.Response { return s.res }
 
 // Rest reads what is left of the stream until it ends.
 func (s *Stream) Rest() ([]byte, error) { return io.ReadAll(s.rd) }
