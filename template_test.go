@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/brain-template/brain/internal/product"
 )
 
 // modulePath reads the module line of go.mod.
@@ -178,7 +180,18 @@ func TestForkRenameBuilds(t *testing.T) {
 			t.Errorf("%s: want %q after the rename (%v)", f, want, err)
 		}
 	}
-	runIn(t, dst, "go", "test", "-count=1", "./internal/product", "./api", "./cmd/notes", "-run", "Name|Security|Cookie|Session|Login|Metric|Refus|Rate|Config|Setting|Help")
+	// The renamed tests read NOTES_TEST_*: the services this run was given.
+	test := exec.Command("go", "test", "-count=1", "./internal/product", "./api", "./cmd/notes", "-run", "Name|Security|Cookie|Session|Login|Metric|Refus|Rate|Config|Setting|Help")
+	test.Dir = dst
+	test.Env = os.Environ()
+	for _, v := range []string{"TEST_DATABASE_URL", "TEST_REDIS_URL"} {
+		if val := os.Getenv(product.EnvPrefix + v); val != "" {
+			test.Env = append(test.Env, "NOTES_"+v+"="+val)
+		}
+	}
+	if out, err := test.CombinedOutput(); err != nil {
+		t.Fatalf("the renamed copy's tests: %v\n%s", err, out)
+	}
 
 	// What stays, as docs/fork.md lists it: identifiers, paths and hosts.
 	stays := regexp.MustCompile(`brainSpec|/run/brain\.sock|//brain\.example|/tmp/brain|dir/brain`)
