@@ -256,7 +256,7 @@ func (h *authHandlers) createAPIKey(ctx context.Context, in *CreateAPIKeyInput) 
 	}
 	k, secret, err := h.svc.CreateAPIKey(ctx, auth.FromContext(ctx).User.ID, in.Body.Name)
 	if err != nil {
-		return nil, authError(ctx, err, Messages{fault.TooMany: fmt.Sprintf("you have %d API keys, the most allowed: delete one before creating another", h.maxKeys)})
+		return nil, authError(ctx, err, Messages{fault.ErrTooMany: fmt.Sprintf("you have %d API keys, the most allowed: delete one before creating another", h.maxKeys)})
 	}
 	out := &CreateAPIKeyOutput{CacheControl: noStore}
 	out.Body.APIKeyView, out.Body.Key = apiKeyView(k), secret
@@ -285,7 +285,7 @@ func (h *authHandlers) listAPIKeys(ctx context.Context, in *ListAPIKeysInput) (*
 func (h *authHandlers) deleteAPIKey(ctx context.Context, in *DeleteAPIKeyInput) (*struct{}, error) {
 	user := auth.FromContext(ctx).User.ID
 	if err := h.svc.DeleteAPIKey(ctx, user, in.ID); err != nil {
-		return nil, authError(ctx, err, Messages{fault.NotFound: "you have no API key with that id"})
+		return nil, authError(ctx, err, Messages{fault.ErrNotFound: "you have no API key with that id"})
 	}
 	publishEvent(ctx, h.hub, apiKeyDeleted, user, DeletedEvent{ID: in.ID})
 	return nil, nil

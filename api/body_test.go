@@ -151,15 +151,3 @@ func TestBodyCharsetMustBeUTF8(t *testing.T) {
 		}
 	}
 }
-
-// waitInFlight waits until s holds want bytes of bodies in flight.
-func waitInFlight(t *testing.T, s *api.Server, want int64) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for s.BodyBytesInFlight() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d bytes of bodies in flight, want %d", s.BodyBytesInFlight(), want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}

@@ -43,15 +43,6 @@ func (d specDoc) operations(f func(method, path string, op map[string]any)) {
 	}
 }
 
-// schema resolves a $ref to a component schema.
-func (d specDoc) schema(s map[string]any) map[string]any {
-	if ref, ok := s["$ref"].(string); ok {
-		name := strings.TrimPrefix(ref, "#/components/schemas/")
-		return d.raw["components"].(map[string]any)["schemas"].(map[string]any)[name].(map[string]any)
-	}
-	return s
-}
-
 // concretePath fills a path's parameters with values their patterns take.
 func concretePath(path string) string {
 	return strings.NewReplacer("{id}", "00000000-0000-4000-8000-000000000000").Replace(path)

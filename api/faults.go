@@ -22,15 +22,15 @@ var faultAnswers = []struct {
 	status  int
 	message string
 }{
-	{fault.Unavailable, http.StatusServiceUnavailable, msgStoreUnavailable},
-	{fault.NotFound, http.StatusNotFound, "you have nothing with that id"},
-	{fault.Conflict, http.StatusConflict, "that exists already"},
-	{fault.TooMany, http.StatusConflict, "you hold as many as allowed: delete some first"},
+	{fault.ErrUnavailable, http.StatusServiceUnavailable, msgStoreUnavailable},
+	{fault.ErrNotFound, http.StatusNotFound, "you have nothing with that id"},
+	{fault.ErrConflict, http.StatusConflict, "that exists already"},
+	{fault.ErrTooMany, http.StatusConflict, "you hold as many as allowed: delete some first"},
 }
 
 // StatusFor returns the status of err's kind in the table (404 for
-// fault.NotFound, 409 for fault.Conflict and fault.TooMany, 503 for
-// fault.Unavailable), or 0 when err is of no kind the table has.
+// fault.ErrNotFound, 409 for fault.ErrConflict and fault.ErrTooMany, 503 for
+// fault.ErrUnavailable), or 0 when err is of no kind the table has.
 func StatusFor(err error) int {
 	if i := faultAnswer(err); i >= 0 {
 		return faultAnswers[i].status
@@ -38,7 +38,7 @@ func StatusFor(err error) int {
 	return 0
 }
 
-// Messages says, for an error kind (fault.NotFound, ...), the message of
+// Messages says, for an error kind (fault.ErrNotFound, ...), the message of
 // its envelope at one operation: "you have no bookmark with that id".
 type Messages map[error]string
 
@@ -49,7 +49,7 @@ type Messages map[error]string
 // returned as it is (huma answers it 500 and logs it).
 //
 //	if err != nil {
-//		return nil, api.ErrorFor(err, api.Messages{fault.NotFound: "you have no bookmark with that id"})
+//		return nil, api.ErrorFor(err, api.Messages{fault.ErrNotFound: "you have no bookmark with that id"})
 //	}
 func ErrorFor(err error, msgs Messages) error {
 	var e *Error
@@ -84,7 +84,7 @@ func faultAnswer(err error) int {
 // storeError is the answer to an error from the database that a handler
 // did not handle itself (it handles store.ErrNotFound, say): the
 // database failing or too slow, which is never the client's fault. It is
-// 503 with Retry-After, the table's message for fault.Unavailable, its
+// 503 with Retry-After, the table's message for fault.ErrUnavailable, its
 // cause logged and never sent; nil stays nil.
 func storeError(err error) error {
 	if err == nil {

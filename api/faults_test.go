@@ -19,10 +19,10 @@ func TestErrorFor(t *testing.T) {
 		status int
 		msg    string
 	}{
-		{fmt.Errorf("store: %w", fault.NotFound), Messages{fault.NotFound: "you have no bookmark with that id"}, http.StatusNotFound, "you have no bookmark with that id"},
-		{fault.NotFound, nil, http.StatusNotFound, "you have nothing with that id"},
-		{fault.Conflict, nil, http.StatusConflict, "that exists already"},
-		{fault.TooMany, Messages{fault.TooMany: "too many keys"}, http.StatusConflict, "too many keys"},
+		{fmt.Errorf("store: %w", fault.ErrNotFound), Messages{fault.ErrNotFound: "you have no bookmark with that id"}, http.StatusNotFound, "you have no bookmark with that id"},
+		{fault.ErrNotFound, nil, http.StatusNotFound, "you have nothing with that id"},
+		{fault.ErrConflict, nil, http.StatusConflict, "that exists already"},
+		{fault.ErrTooMany, Messages{fault.ErrTooMany: "too many keys"}, http.StatusConflict, "too many keys"},
 		{fault.Outage(errors.New("connection refused")), nil, http.StatusServiceUnavailable, msgStoreUnavailable},
 	}
 	for _, c := range cases {

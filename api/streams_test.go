@@ -72,12 +72,8 @@ func streamServerWith(tb testing.TB, cfg api.Config, srv func(*httptest.Server))
 	return s, &live{tb: tb, url: hs.URL, client: &http.Client{Transport: tr}}, svc
 }
 
-// An sse is one open stream, read message by message; an sseMessage is
-// one of its messages.
-type (
-	sse        = apitest.Stream
-	sseMessage = apitest.Message
-)
+// An sse is one open stream, read message by message.
+type sse = apitest.Stream
 
 // openStream opens path with headers as "Name: value" (see
 // apitest.OpenStream), its reply in this file's form.
@@ -474,47 +470,6 @@ func TestStreamOutlivesServerTimeouts(t *testing.T) {
 	if snapshots == 0 {
 		t.Fatal("no snapshot in 1.2 s")
 	}
-}
-
-// declaredEvents reads the event names the spec declares for each stream
-// path.
-func declaredEvents(tb testing.TB, s *api.Server) map[string][]string {
-	tb.Helper()
-	spec, err := s.Spec()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	type events struct {
-		OneOf []struct {
-			Properties struct {
-				Event struct{ Enum []string }
-			}
-		}
-	}
-	var doc struct {
-		Paths map[string]map[string]struct {
-			Responses map[string]struct {
-				Content map[string]struct {
-					Events struct {
-						Ref string `json:"$ref"`
-					} `json:"x-events"`
-				}
-			}
-		}
-		Components struct{ Schemas map[string]events }
-	}
-	if err := json.Unmarshal(spec, &doc); err != nil {
-		tb.Fatal(err)
-	}
-	out := map[string][]string{}
-	for path, item := range doc.Paths {
-		if c, ok := item["get"].Responses["200"].Content["text/event-stream"]; ok {
-			for _, one := range doc.Components.Schemas[strings.TrimPrefix(c.Events.Ref, "#/components/schemas/")].OneOf {
-				out[path] = append(out[path], one.Properties.Event.Enum...)
-			}
-		}
-	}
-	return out
 }
 
 // HEAD answers the headers a stream would start with, and holds no slot.

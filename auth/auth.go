@@ -13,10 +13,10 @@ import (
 // store means it failed (down, too slow); the [Service] passes it on
 // marked [ErrUnavailable].
 var (
-	ErrNotFound = fault.NotFound
-	ErrConflict = fault.Conflict // a username or key hash taken
+	ErrNotFound = fault.ErrNotFound
+	ErrConflict = fault.ErrConflict // a username or key hash taken
 	// ErrTooMany: the user has as many as the cap allows (of API keys).
-	ErrTooMany = fault.TooMany
+	ErrTooMany = fault.ErrTooMany
 )
 
 // A User is someone who can log in. Each user's data is private to them.

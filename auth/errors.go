@@ -23,11 +23,11 @@ var (
 	// the context asked for no store lookup ([WithoutLookup]).
 	ErrNotCached = errors.New("auth: not cached, and no lookup allowed")
 	// ErrUnavailable: not the caller's fault, and worth retrying shortly;
-	// it is fault.Unavailable. It wraps every store error other than
+	// it is fault.ErrUnavailable. It wraps every store error other than
 	// ErrNotFound, ErrConflict and ErrTooMany (the store is down or too
 	// slow), and ErrBusy. A caller that left (context.Canceled) is not
 	// marked.
-	ErrUnavailable = fault.Unavailable
+	ErrUnavailable = fault.ErrUnavailable
 	// ErrBusy: every password-hashing slot stayed taken for the whole
 	// HashWait. It wraps ErrUnavailable.
 	ErrBusy = fmt.Errorf("%w: every password-hashing slot is busy", ErrUnavailable)

@@ -17,13 +17,13 @@ var (
 	// the content.
 	ErrKeyReused = errors.New("ingest: the ingest_id was used for a batch with different content; send this batch under a new ingest_id")
 	// ErrNotFound: no job or item of the caller's has that id. It is
-	// fault.NotFound, as every store's.
-	ErrNotFound = fault.NotFound
+	// fault.ErrNotFound, as every store's.
+	ErrNotFound = fault.ErrNotFound
 	// ErrPermanent marks an error of [Service.Process] that another
 	// attempt cannot cure: the job has failed, and the queue should not
-	// retry it. Test for it with errors.Is. It is fault.Permanent, which
+	// retry it. Test for it with errors.Is. It is fault.ErrPermanent, which
 	// is store.ErrPermanent: the queue ends such a job at once.
-	ErrPermanent = fault.Permanent
+	ErrPermanent = fault.ErrPermanent
 	// ErrYield marks an error of [Service.Process] that is no failure: the
 	// job gives its worker back, with items left to store, because
 	// Config.Yield asked it to. The queue should work it again once the
@@ -31,10 +31,10 @@ var (
 	// stopped.
 	ErrYield = errors.New("ingest: the job gave its worker back to a more urgent one")
 	// ErrUnavailable: not the caller's fault, and worth retrying shortly;
-	// it is fault.Unavailable. It wraps every store error other than
+	// it is fault.ErrUnavailable. It wraps every store error other than
 	// ErrNotFound, ErrKeyReused and a [*QuotaError] (the store is down or
 	// too slow). A caller that left (context.Canceled) is not marked.
-	ErrUnavailable = fault.Unavailable
+	ErrUnavailable = fault.ErrUnavailable
 )
 
 // unavailable marks err, from a store or a context, with ErrUnavailable
@@ -68,8 +68,8 @@ type QuotaError struct {
 	Asked int    // what the batch would take: its items, or one job
 }
 
-// Unwrap makes a QuotaError of the kind fault.TooMany.
-func (e *QuotaError) Unwrap() error { return fault.TooMany }
+// Unwrap makes a QuotaError of the kind fault.ErrTooMany.
+func (e *QuotaError) Unwrap() error { return fault.ErrTooMany }
 
 // Error says which quota and what frees room under it.
 func (e *QuotaError) Error() string {

@@ -348,8 +348,7 @@ func (h *memoryHandlers) query(ctx context.Context, in *QueryInput) (*QueryOutpu
 	out := &QueryOutput{}
 	out.Body.Results = make([]ResultView, len(res.Results))
 	for i, r := range res.Results {
-		out.Body.Results[i] = ResultView{ID: r.ID, Project: r.Project, Text: r.Text, Snippet: r.Snippet, Kind: r.Kind, Skill: r.Skill,
-			Tags: r.Tags, Score: r.Score, OccurredAt: r.OccurredAt}
+		out.Body.Results[i] = ResultView(r)
 	}
 	out.Body.NextCursor = res.Next
 	return out, nil
@@ -367,7 +366,7 @@ func (h *memoryHandlers) skills(ctx context.Context, _ *struct{}) (*SkillsOutput
 	out := &SkillsOutput{}
 	out.Body.Skills = make([]SkillView, len(skills))
 	for i, s := range skills {
-		out.Body.Skills[i] = SkillView{Name: s.Name, Count: s.Count}
+		out.Body.Skills[i] = SkillView(s)
 	}
 	return out, nil
 }
@@ -380,7 +379,7 @@ func (h *memoryHandlers) projects(ctx context.Context, _ *struct{}) (*ProjectsOu
 	out := &ProjectsOutput{}
 	out.Body.Projects = make([]ProjectView, len(projects))
 	for i, p := range projects {
-		out.Body.Projects[i] = ProjectView{Name: p.Name, Items: p.Items, LastIngestAt: p.LastIngestAt}
+		out.Body.Projects[i] = ProjectView(p)
 	}
 	return out, nil
 }
@@ -411,7 +410,7 @@ func ingestError(err error) error {
 	case errors.As(err, &qe):
 		return quotaError(qe)
 	}
-	return api.ErrorFor(err, api.Messages{fault.NotFound: "you have nothing with that id"})
+	return api.ErrorFor(err, api.Messages{fault.ErrNotFound: "you have nothing with that id"})
 }
 
 // quotaError is the 409 of an ingest past a quota: which quota, its

@@ -358,17 +358,6 @@ type specDoc struct {
 	paths map[string]map[string]any
 }
 
-// operations calls f for every operation of the spec.
-func (d specDoc) operations(f func(method, path string, op map[string]any)) {
-	for path, item := range d.paths {
-		for method, op := range item {
-			if o, ok := op.(map[string]any); ok && method != "parameters" {
-				f(strings.ToUpper(method), path, o)
-			}
-		}
-	}
-}
-
 // schema resolves a $ref to a component schema.
 func (d specDoc) schema(s map[string]any) map[string]any {
 	if ref, ok := s["$ref"].(string); ok {

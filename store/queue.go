@@ -57,8 +57,8 @@ import (
 // often it is tried: a work function returns an error wrapping it
 // (fmt.Errorf("job %s: %w: no such record", id, ErrPermanent)) and the job
 // ends at once, in River's "cancelled" state, with that error's message,
-// instead of being retried. It is fault.Permanent.
-var ErrPermanent = fault.Permanent
+// instead of being retried. It is fault.ErrPermanent.
+var ErrPermanent = fault.ErrPermanent
 
 // ErrYield marks an error of a job that is no failure: the work function
 // hands the job back unfinished, to give its worker to a more urgent job

@@ -30,9 +30,9 @@ const (
 )
 
 // ErrNotFound is what a store's method returns when no row is what it
-// names: fault.NotFound, which every store returns (auth.ErrNotFound and
+// names: fault.ErrNotFound, which every store returns (auth.ErrNotFound and
 // a feature's are the same error).
-var ErrNotFound = fault.NotFound
+var ErrNotFound = fault.ErrNotFound
 
 // DB is an open database. It is safe for concurrent use; call Close when done.
 //
