@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/internal/fault"
+	"github.com/brain-template/brain/store"
 )
 
 // Errors of the [Service]. A [*ValidationError] says what is wrong with a
@@ -26,10 +27,10 @@ var (
 	ErrPermanent = fault.ErrPermanent
 	// ErrYield marks an error of [Service.Process] that is no failure: the
 	// job gives its worker back, with items left to store, because
-	// Config.Yield asked it to. The queue should work it again once the
-	// more urgent jobs have theirs; that run goes on where this one
-	// stopped.
-	ErrYield = errors.New("ingest: the job gave its worker back to a more urgent one")
+	// Config.Yield asked it to. The queue works it again once the more
+	// urgent jobs have theirs; that run goes on where this one stopped.
+	// It is store.ErrYield, which the queue knows.
+	ErrYield = store.ErrYield
 	// ErrUnavailable: not the caller's fault, and worth retrying shortly;
 	// it is fault.ErrUnavailable. It wraps every store error other than
 	// ErrNotFound, ErrKeyReused and a [*QuotaError] (the store is down or

@@ -5,7 +5,6 @@ package ingest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -41,7 +40,8 @@ func Start(bg context.Context, db *store.DB, cfg Settings, hub streams.Hub, logg
 		return jobs.enqueueTx(ctx, tx, jobID, backlog)
 	}), Config{TTL: cfg.TTL, Publish: Publisher(hub), MaxItems: cfg.MaxItems, MaxQueuedJobs: cfg.MaxQueuedJobs,
 		Yield: func(ctx context.Context) bool { return jobs.yield(ctx) }})
-	jobs, err = newJobQueue(db, queue, cfg.Workers, processJob(svc), giveUpJob(svc, logger))
+	// svc.Process's ErrYield and ErrPermanent are the queue's own.
+	jobs, err = newJobQueue(db, queue, cfg.Workers, svc.Process, giveUpJob(svc, logger))
 	if err != nil {
 		return nil, nil, fmt.Errorf("the job queue: %w", err)
 	}
@@ -63,18 +63,6 @@ func Start(bg context.Context, db *store.DB, cfg Settings, hub streams.Hub, logg
 			logger.Warn("ingest: the job queue stopped with jobs unfinished; they will be worked again", "error", err)
 		}
 	}, nil
-}
-
-// processJob is the queue's work on a job: svc's Process, its ErrYield
-// told to the queue as store's.
-func processJob(svc *Service) func(ctx context.Context, jobID string) error {
-	return func(ctx context.Context, jobID string) error {
-		err := svc.Process(ctx, jobID)
-		if errors.Is(err, ErrYield) { // ErrPermanent is store.ErrPermanent already
-			return fmt.Errorf("%w: %w", store.ErrYield, err)
-		}
-		return err
-	}
 }
 
 // giveUpJob is what the queue does with a job it gives up on after
