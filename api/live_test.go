@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/brain-template/brain/api/apitest"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -80,29 +81,10 @@ func (l *live) callContext(ctx context.Context, method, path string, body any, h
 	return exchange(ctx, l.client, method, l.url+path, rd, headers...)
 }
 
-// exchange sends one request (a body is JSON) with headers as
-// "Name: value" ("" for none) and reads the whole reply.
+// exchange is apitest.Exchange, its reply in this package's form.
 func exchange(ctx context.Context, client *http.Client, method, url string, body io.Reader, headers ...string) (reply, error) {
-	req, err := http.NewRequestWithContext(ctx, method, url, body)
-	if err != nil {
-		return reply{}, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for _, h := range headers {
-		if k, v, ok := strings.Cut(h, ": "); ok {
-			req.Header.Add(k, v)
-		}
-	}
-	start := time.Now()
-	res, err := client.Do(req)
-	if err != nil {
-		return reply{took: time.Since(start)}, err
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	return reply{status: res.StatusCode, header: res.Header, body: string(b), took: time.Since(start)}, err
+	r, err := apitest.Exchange(ctx, client, method, url, body, headers...)
+	return reply{status: r.Status, header: r.Header, body: r.Body, took: r.Took}, err
 }
 
 // login logs user in from the given X-Forwarded-For headers, if any.
