@@ -1,12 +1,6 @@
 package api
 
-import (
-	"maps"
-
-	"github.com/danielgtaylor/huma/v2"
-
-	"github.com/brain-template/brain/internal/product"
-)
+import "github.com/danielgtaylor/huma/v2"
 
 // Access is who may call an operation. An operation declares it by being
 // registered on the group [WithAccess] returns, and everything else
@@ -34,28 +28,11 @@ const (
 // AdminUsername is the user [Admin] operations admit.
 const AdminUsername = "admin"
 
-// metaAccess is the Operation.Metadata key that holds an operation's Access.
-const metaAccess = product.Name + ".access"
-
 // WithAccess returns a group of api whose operations declare access a.
 func WithAccess(api huma.API, a Access) huma.API {
 	g := huma.NewGroup(api)
 	g.UseSimpleModifier(func(op *huma.Operation) {
-		op.Metadata = maps.Clone(op.Metadata) // never the caller's map, which other operations may share
-		if op.Metadata == nil {
-			op.Metadata = map[string]any{}
-		}
-		op.Metadata[metaAccess] = a
+		declare(op, func(d *Declaration) { d.Access = a })
 	})
 	return g
-}
-
-// accessOf returns op's declared access. An operation that declares none
-// needs a caller (fail closed); TestEveryOperationDeclaresAccess refuses
-// such an operation in the server.
-func accessOf(op *huma.Operation) Access {
-	if a, ok := op.Metadata[metaAccess].(Access); ok {
-		return a
-	}
-	return Caller
 }

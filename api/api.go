@@ -188,7 +188,7 @@ func New(cfg Config) *Server {
 	}
 	ps := newPlanes(cfg.Limits, cfg.Metrics, cfg.Now, throttle)
 	bodies := newBodiesInFlight(cfg.Bodies)
-	hc.OnAddOperation = append(hc.OnAddOperation, declareSecurity, declareJSONBody, declareErrors, limitBodies, bodies.declare, ps.declareRateLimits, rememberSchemas)
+	hc.OnAddOperation = append(hc.OnAddOperation, declareOperation(ps, bodies))
 	hc.Components.SecuritySchemes = securitySchemes
 	declareComponents(hc.Components)
 	declareUnavailable(hc.Components)

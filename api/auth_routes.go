@@ -137,16 +137,15 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		h.maxKeys, maxSessions = cfg.Auth.Config().MaxAPIKeys, cfg.Auth.Config().MaxSessions
 	}
 
-	huma.Register(public, huma.Operation{
+	huma.Register(public, WithLoginBackoff(huma.Operation{
 		OperationID: "login", Method: http.MethodPost, MaxBodyBytes: smallBody, Path: Prefix + "/auth/login",
 		Summary: "Log in", Tags: tags,
 		Description: "Checks a username and password and sets the session cookie `" + SessionCookie + "` (HttpOnly, SameSite=Lax, Secure unless configured off). " +
 			"An unknown user and a wrong password get the same 401. After 5 consecutive failures for a username (20 for a client IP) each further attempt must wait: 1 s, doubling, up to 15 min; a success resets the username's count. " +
 			"When the password cannot be checked (the database does not answer, or too many passwords are being checked at once) the answer is 503 with Retry-After, and the attempt is no failure." +
 			fmt.Sprintf(" A user has at most %d sessions: a login beyond that ends the user's oldest session.", maxSessions),
-		Errors:   []int{http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusServiceUnavailable},
-		Metadata: map[string]any{metaLoginBackoff: true},
-	}, h.login)
+		Errors: []int{http.StatusUnauthorized, http.StatusTooManyRequests, http.StatusServiceUnavailable},
+	}), h.login)
 
 	huma.Register(sessions, huma.Operation{
 		OperationID: "logout", Method: http.MethodPost, Path: Prefix + "/auth/logout",
@@ -160,14 +159,13 @@ func addAuthRoutes(api huma.API, cfg Config) {
 		Description: "The caller, and whether it authenticated with a session or an API key.",
 	}, h.me)
 
-	huma.Register(sessions, huma.Operation{
+	huma.Register(sessions, WithLoginBackoff(huma.Operation{
 		OperationID: "change-password", Method: http.MethodPost, MaxBodyBytes: smallBody, Path: Prefix + "/auth/password",
 		Summary: "Change my password", Tags: tags, DefaultStatus: http.StatusNoContent,
 		Description: "Checks the current password, then sets the new one and ends every other session of the user: both happen or neither, even if the client goes away. " +
 			"A wrong current password counts as a failed login; one that could not be checked (503) does not.",
-		Errors:   []int{http.StatusTooManyRequests},
-		Metadata: map[string]any{metaLoginBackoff: true},
-	}, h.changePassword)
+		Errors: []int{http.StatusTooManyRequests},
+	}), h.changePassword)
 
 	huma.Register(sessions, huma.Operation{
 		OperationID: "create-api-key", Method: http.MethodPost, MaxBodyBytes: smallBody, Path: Prefix + "/apikeys",
@@ -309,7 +307,7 @@ func displayable(name string) bool {
 }
 
 // admitPasswordAttempt decides a password attempt of an operation that
-// declares metaLoginBackoff: the login back-off first, whose refusal (429
+// declares LoginBackoff: the login back-off first, whose refusal (429
 // scope login) takes no token from any budget, then the operation's plane.
 // The throttle's Begin decides again when the password is checked, so a
 // race of concurrent guesses can still be refused after taking a token.

@@ -2,7 +2,6 @@ package api
 
 import (
 	"fmt"
-	"maps"
 	"mime"
 	"net/http"
 	"strconv"
@@ -39,35 +38,24 @@ import (
 // the bytes in flight. Smaller bodies are not worth the count.
 const LargeBody = 64 << 10
 
-// metaBodyLimit is the Operation.Metadata key of the largest body an
-// operation accepts, as it declared it (huma's reader is given one more).
-const metaBodyLimit = product.Name + ".bodyLimit"
-
-// limitBodies is an OnAddOperation hook for every operation that reads a
-// body: it records the operation's limit, and gives huma's reader a limit
-// one byte larger, since huma refuses a body whose length equals its
-// limit; MaxBodyBytes is then the largest body accepted, as documented.
-func limitBodies(_ *huma.OpenAPI, op *huma.Operation) {
+// limitBody returns the largest body op accepts, as it declared it (0 when
+// it reads none), and gives huma's reader a limit one byte larger, since
+// huma refuses a body whose length equals its limit: MaxBodyBytes is then
+// the largest body accepted, as documented.
+func limitBody(op *huma.Operation) int64 {
 	if op.RequestBody == nil {
-		return
+		return 0
 	}
 	limit := op.MaxBodyBytes
 	if limit <= 0 { // huma's default, which it sets only for Body inputs
 		limit = 1 << 20
 	}
-	op.Metadata = maps.Clone(op.Metadata)
-	if op.Metadata == nil {
-		op.Metadata = map[string]any{}
-	}
-	op.Metadata[metaBodyLimit] = limit
 	op.MaxBodyBytes = limit + 1
+	return limit
 }
 
 // bodyLimit is the largest body op accepts; 0 when it reads none.
-func bodyLimit(op *huma.Operation) int64 {
-	n, _ := op.Metadata[metaBodyLimit].(int64)
-	return n
-}
+func bodyLimit(op *huma.Operation) int64 { return declarationOf(op).bodyLimit }
 
 // checkBody is the huma middleware, run for every operation before its
 // caller is resolved, that refuses a body by what its request declares:
@@ -214,13 +202,10 @@ func busyBodies(msg string) *Error {
 	return e
 }
 
-// declare is an OnAddOperation hook: an operation whose body limit is
-// over LargeBody reserves its bodies (the middleware enforce returns),
-// and its description and 503 response say so. It runs after
-// limitBodies and before the rate limits' hook, so that a body refused
-// for room costs the caller no request of its budget.
-func (b *bodiesInFlight) declare(_ *huma.OpenAPI, op *huma.Operation) {
-	limit := bodyLimit(op)
+// declare makes op, whose body limit is limit, reserve its bodies (the
+// middleware enforce returns) when limit is over LargeBody, and says so in
+// its description and its 503 response.
+func (b *bodiesInFlight) declare(op *huma.Operation, limit int64) {
 	if limit <= LargeBody {
 		return
 	}

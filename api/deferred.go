@@ -5,16 +5,7 @@ import (
 	"io"
 
 	"github.com/danielgtaylor/huma/v2"
-
-	"github.com/brain-template/brain/internal/product"
 )
-
-// metaLoginBackoff is the Operation.Metadata key by which an operation
-// says its handler checks the login back-off before it charges its plane
-// (see [admitPasswordAttempt]): login and change-password, whose back-off
-// refusal must take no token from any budget. The spec then shows the
-// back-off in x-rate-limit and a 429 that may come without budget headers.
-const metaLoginBackoff = product.Name + ".login-backoff"
 
 // A deferredCharge is the huma context of a request whose handler decides
 // when it is charged to its plane: after the checks that must refuse

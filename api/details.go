@@ -16,21 +16,6 @@ import (
 // input itself and is never read (for an unexpected property it is the
 // whole object around it).
 
-// metaSchemas is the Operation.Metadata key under which rememberSchemas
-// leaves the registry, so that [schemaLocation] can resolve the body's
-// $refs at request time.
-const metaSchemas = "api.schemas"
-
-// rememberSchemas is an OnAddOperation hook that gives each operation its
-// API's schema registry (Metadata is runtime-only: it never reaches the
-// spec).
-func rememberSchemas(oapi *huma.OpenAPI, op *huma.Operation) {
-	if op.Metadata == nil {
-		op.Metadata = map[string]any{}
-	}
-	op.Metadata[metaSchemas] = oapi.Components.Schemas
-}
-
 // schemaLocation returns the longest prefix of loc that names only what op
 // declares: "body" followed by declared properties and array indexes
 // (body.items[3].text), or a declared parameter (query.limit). Whatever
@@ -71,7 +56,7 @@ func bodyLocation(op *huma.Operation, loc string, end int) string {
 	if op == nil || op.RequestBody == nil {
 		return loc[:end]
 	}
-	reg, _ := op.Metadata[metaSchemas].(huma.Registry)
+	reg := declarationOf(op).schemas
 	var s *huma.Schema
 	if mt := op.RequestBody.Content["application/json"]; mt != nil {
 		s = mt.Schema

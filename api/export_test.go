@@ -9,16 +9,6 @@ import (
 // page.
 func Renders(s *Server) int { return int(s.renders.Load()) }
 
-// MetaLoginBackoff lets tests declare an operation that charges its plane
-// from its handler.
-const MetaLoginBackoff = metaLoginBackoff
-
-// DeclaredAccess reports the access op declared, if any.
-func DeclaredAccess(op *huma.Operation) (Access, bool) {
-	a, ok := op.Metadata[metaAccess].(Access)
-	return a, ok
-}
-
 // AddPanickingStream adds a stream at path whose serve panics, after the
 // stream started when started is true.
 func AddPanickingStream(s *Server, path string, started bool) {

@@ -113,8 +113,7 @@ func TestDeferredChargeRefusalStands(t *testing.T) {
 	l := small(clk) // the session budget is 3
 	svc := MustAuth(t)
 	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now})
-	huma.Register(s.API, huma.Operation{OperationID: "test-careless", Method: http.MethodGet, Path: "/api/v1/test/careless",
-		Metadata: map[string]any{api.MetaLoginBackoff: true}},
+	huma.Register(s.API, api.WithLoginBackoff(huma.Operation{OperationID: "test-careless", Method: http.MethodGet, Path: "/api/v1/test/careless"}),
 		func(ctx context.Context, _ *struct{}) (*echoOutput, error) {
 			_ = api.ChargeNow(ctx) // a careless handler: the refusal is dropped
 			out := &echoOutput{}

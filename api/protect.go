@@ -1,14 +1,11 @@
 package api
 
 import (
-	"maps"
 	"net/http"
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 	"github.com/go-chi/chi/v5"
-
-	"github.com/brain-template/brain/internal/product"
 )
 
 // Router is the chi router the API is served by, with its middleware
@@ -16,10 +13,6 @@ import (
 // no huma operation, such as a webhook receiver that reads its raw body or
 // a file download, are added to it behind [Protect].
 func (s *Server) Router() chi.Router { return s.router }
-
-// metaRateKey is the Operation.Metadata key of the key function Protect
-// was given.
-const metaRateKey = product.Name + ".rate-key"
 
 // Protect declares op in the spec as an operation of api would be (its
 // access, from the group [WithAccess] returns, and its budget, from
@@ -50,11 +43,7 @@ func Protect(api huma.API, op huma.Operation, key func(*http.Request) string) fu
 		op.Responses = map[string]*huma.Response{}
 	}
 	if key != nil {
-		op.Metadata = maps.Clone(op.Metadata) // never the caller's map, which other operations may share
-		if op.Metadata == nil {
-			op.Metadata = map[string]any{}
-		}
-		op.Metadata[metaRateKey] = key
+		declare(&op, func(d *Declaration) { d.RateKey = key })
 	}
 	declared := declareOn(api, &op)
 	chain := api.Middlewares()

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -68,9 +67,6 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// metaBudget is the Operation.Metadata key of an operation's budget.
-const metaBudget = product.Name + ".budget"
-
 // A Budget is a named set of rates that the API-key callers of the
 // operations declaring it draw from, instead of the key's default budget.
 // Declare it once, as a variable, and name it on each operation that
@@ -96,11 +92,7 @@ type Budget struct {
 // and must give it the same default. A mistake (a bad name or default) is
 // reported by Server.Err, never a panic.
 func WithBudget(op huma.Operation, b Budget) huma.Operation {
-	op.Metadata = maps.Clone(op.Metadata) // never the caller's map, which other operations may share
-	if op.Metadata == nil {
-		op.Metadata = map[string]any{}
-	}
-	op.Metadata[metaBudget] = b
+	declare(&op, func(d *Declaration) { d.Budget = b })
 	return op
 }
 
@@ -132,7 +124,7 @@ type plane struct {
 type plan struct {
 	session, apikey, ip *plane
 	// deferred: the handler checks the login back-off, then charges the
-	// request (metaLoginBackoff).
+	// request (Declaration.LoginBackoff).
 	deferred bool
 	// stream: a stream endpoint, which draws from the stream plane only
 	// (streams.go); its callers' 401s still draw from the ip plane.
@@ -145,7 +137,7 @@ type planes struct {
 	limits   Limits
 	now      func() time.Time
 	refused  refusedIPs          // by the ip plane: see requireCaller
-	login    *auth.LoginThrottle // the back-off operations with metaLoginBackoff run
+	login    *auth.LoginThrottle // the back-off operations with LoginBackoff run
 	session  *plane
 	ip       *plane
 	apikey   *plane
@@ -245,26 +237,25 @@ var budgetName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 var reserved = map[string]bool{"session": true, "ip": true, "apikey": true, "login": true, "stream": true,
 	streamCapName: true, streamUserCapName: true, streamOpensBudget: true}
 
-// planFor decides which planes apply to op.
-func (ps *planes) planFor(op *huma.Operation) *plan {
-	if _, ok := op.Metadata[metaBudget].(Budget); ok && accessOf(op) != Caller {
-		ps.errs = append(ps.errs, fmt.Errorf("operation %s declares a budget, but its access is %s: a budget is for the API-key callers of a Caller operation", op.OperationID, accessOf(op)))
+// planFor decides which planes apply to op, which declares d.
+func (ps *planes) planFor(op *huma.Operation, d *Declaration) *plan {
+	access, budget := d.access(), d.Budget != (Budget{})
+	if budget && access != Caller {
+		ps.errs = append(ps.errs, fmt.Errorf("operation %s declares a budget, but its access is %s: a budget is for the API-key callers of a Caller operation", op.OperationID, access))
 	}
 	switch {
-	case ps.limits.Disabled, accessOf(op) == Probe:
+	case ps.limits.Disabled, access == Probe:
 		return nil
-	case op.Metadata[metaStream] == true:
+	case d.stream:
 		return &plan{stream: true}
+	case access == Public:
+		return &plan{ip: ps.ip, deferred: d.LoginBackoff}
 	}
-	backoff, _ := op.Metadata[metaLoginBackoff].(bool)
-	if accessOf(op) == Public {
-		return &plan{ip: ps.ip, deferred: backoff}
-	}
-	p := &plan{session: ps.session, apikey: ps.apikey, deferred: backoff}
-	if accessOf(op) == Session {
+	p := &plan{session: ps.session, apikey: ps.apikey, deferred: d.LoginBackoff}
+	if access == Session {
 		p.apikey = nil
-	} else if b, ok := op.Metadata[metaBudget].(Budget); ok {
-		p.apikey = ps.budgetPlane(op, b)
+	} else if budget {
+		p.apikey = ps.budgetPlane(op, d.Budget)
 	}
 	return p
 }
@@ -353,30 +344,29 @@ func declareComponents(c *huma.Components) {
 
 func ptr[T any](v T) *T { return &v }
 
-// declareRateLimits returns the OnAddOperation hook that makes an
-// operation's plan and documents exactly that plan: the x-rate-limit
-// extension, the 429 response and the headers on every response the
-// limiter sees; and it gives the operation the middleware that enforces
-// exactly that plan.
-func (ps *planes) declareRateLimits(_ *huma.OpenAPI, op *huma.Operation) {
-	pl := ps.planFor(op)
+// declareRateLimits makes the plan of op, which declares d, and documents
+// exactly that plan: the x-rate-limit extension, the 429 response and the
+// headers on every response the limiter sees; and it gives the operation
+// the middleware that enforces exactly that plan.
+func (ps *planes) declareRateLimits(op *huma.Operation, d *Declaration) {
+	pl := ps.planFor(op, d)
 	if pl == nil {
 		return
 	}
 	if !pl.stream { // a stream's door enforces its plan
-		key, _ := op.Metadata[metaRateKey].(func(*http.Request) string) // Protect's
-		op.Middlewares = append(op.Middlewares, ps.enforce(pl, key))
+		op.Middlewares = append(op.Middlewares, ps.enforce(pl, d.RateKey))
 	}
 	if op.Extensions == nil {
 		op.Extensions = map[string]any{}
 	}
-	op.Extensions["x-rate-limit"] = ps.rateLimitEntries(op, pl)
+	op.Extensions["x-rate-limit"] = ps.rateLimitEntries(pl, d.access())
 	declareRateLimitResponses(op, pl)
 }
 
 // rateLimitEntries lists, in the x-rate-limit extension's order, every
-// budget and cap that can refuse a request to op under plan pl.
-func (ps *planes) rateLimitEntries(op *huma.Operation, pl *plan) []RateLimitEntry {
+// budget and cap that can refuse a request to an operation of access
+// under plan pl.
+func (ps *planes) rateLimitEntries(pl *plan, access Access) []RateLimitEntry {
 	var entries []RateLimitEntry
 	if pl.stream { // its caps, then its open budget: the order the door decides them in
 		entries = append(entries, RateLimitEntry{Plane: "stream", Policy: streamCapName, Concurrent: ps.streamCap},
@@ -391,7 +381,7 @@ func (ps *planes) rateLimitEntries(op *huma.Operation, pl *plan) []RateLimitEntr
 	if pl.ip == nil { // an operation that needs a caller: its 401s draw from the ip plane
 		entries = appendApplying(entries, "unauthenticated", ps.ip)
 	}
-	entries = appendApplying(entries, "forbidden", ps.forbiddenPlanes(op, pl)...)
+	entries = appendApplying(entries, "forbidden", ps.forbiddenPlanes(pl, access)...)
 	if pl.deferred { // the back-off the server runs, as it is configured
 		th := ps.login
 		entries = append(entries, RateLimitEntry{Plane: "login", Policy: "login", Failures: th.UserFailures, IPFailures: th.IPFailures,
@@ -400,13 +390,13 @@ func (ps *planes) rateLimitEntries(op *huma.Operation, pl *plan) []RateLimitEntr
 	return entries
 }
 
-// forbiddenPlanes returns the planes a caller's 403 to op draws from
-// (refusedCaller).
-func (ps *planes) forbiddenPlanes(op *huma.Operation, pl *plan) []*plane {
+// forbiddenPlanes returns the planes a caller's 403 to an operation of
+// access under plan pl draws from (refusedCaller).
+func (ps *planes) forbiddenPlanes(pl *plan, access Access) []*plane {
 	switch {
 	case pl.ip == nil && pl.apikey == nil && !pl.stream: // session-only: an API key's 403s draw from its budget
 		return []*plane{ps.apikey}
-	case pl.stream && accessOf(op) == Admin: // a stream's other planes are its own
+	case pl.stream && access == Admin: // a stream's other planes are its own
 		return []*plane{ps.session, ps.apikey}
 	}
 	return nil

@@ -26,11 +26,10 @@ var securitySchemes = map[string]*huma.SecurityScheme{
 	schemeAPIKey:  {Type: "apiKey", In: "header", Name: "X-API-Key", Description: "An API key (brk_...)."},
 }
 
-// declareSecurity is an OnAddOperation hook: each operation's security
-// requirement and its 401/403 responses follow from its Access.
-// It must run before declareErrors, which documents op.Errors.
-func declareSecurity(_ *huma.OpenAPI, op *huma.Operation) {
-	switch accessOf(op) {
+// declareSecurity gives op the security requirement and the 401/403/503
+// in op.Errors that its access implies.
+func declareSecurity(op *huma.Operation, access Access) {
+	switch access {
 	case Probe, Public:
 		op.Security = []map[string][]string{}
 	case Session:
@@ -64,7 +63,7 @@ func declareSecurity(_ *huma.OpenAPI, op *huma.Operation) {
 func requireCaller(api huma.API, svc *auth.Service, ps *planes, outages *outageLog) func(huma.Context, func(huma.Context)) {
 	g := &callerGate{api: api, svc: svc, ps: ps, outages: outages}
 	return func(ctx huma.Context, next func(huma.Context)) {
-		access := accessOf(ctx.Operation())
+		access := declarationOf(ctx.Operation()).access()
 		if access == Probe || access == Public {
 			next(ctx)
 			return

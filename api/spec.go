@@ -77,11 +77,11 @@ func declareUnavailable(c *huma.Components) {
 	}
 }
 
-// declareErrors is an OnAddOperation hook that documents the error
-// responses every operation can give, each with the envelope. It replaces
-// huma's catch-all "default" response with explicit statuses, so generated
-// clients get a typed error for each.
-func declareErrors(_ *huma.OpenAPI, op *huma.Operation) {
+// declareErrors documents the error responses op can give, each with the
+// envelope: those of op.Errors and those of any operation with parameters
+// or a body. It replaces huma's catch-all "default" response with explicit
+// statuses, so generated clients get a typed error for each.
+func declareErrors(op *huma.Operation) {
 	if op.Responses == nil {
 		op.Responses = map[string]*huma.Response{}
 	}

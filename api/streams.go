@@ -95,10 +95,6 @@ func (c StreamConfig) withDefaults() StreamConfig {
 	return c
 }
 
-// metaStream marks an operation as a stream: it draws from the stream
-// plane only.
-const metaStream = product.Name + ".stream"
-
 // The names of the stream plane's caps and budget, as the spec, the
 // headers and the 429 give them (their policy): the cap of each caller (a
 // session or an API key), the cap of each user (all of its sessions and
@@ -210,7 +206,8 @@ func (p *streamPlane) none() <-chan struct{} {
 func (s *Server) addStream(so StreamOperation) {
 	op := so.Operation
 	op.Method = http.MethodGet
-	op.Metadata = map[string]any{metaAccess: cmp.Or(so.Access, Caller), metaStream: true}
+	op.Metadata = nil // a stream's declaration is its StreamOperation's
+	declare(&op, func(d *Declaration) { d.Access, d.stream = cmp.Or(so.Access, Caller), true })
 	op.Parameters = append(op.Parameters, &huma.Param{
 		Name: "Last-Event-ID", In: "header", Description: "The id of the last event received: the stream resumes after it. Browsers send it on reconnect.",
 		Schema: &huma.Schema{Type: huma.TypeString, MaxLength: ptr(41), Pattern: lastEventID.String()},
