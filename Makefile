@@ -1,5 +1,5 @@
 # brain's tasks. `make test` is the one command that runs every test.
-.PHONY: run web test openapi client client-check client-server-check api-check bench bench-smoke lint rename
+.PHONY: run web test openapi client client-check client-server-check api-check bench bench-e2e bench-smoke lint rename
 
 GO ?= go
 WEB_DEPS := web/node_modules/.package-lock.json
@@ -42,6 +42,9 @@ api-check: ## fail on changes to openapi.json that break clients (see cmd/apiche
 bench: ## brain's benchmarks, and those beside their peers in bench/ (needs Redis for the Redis ones); figures go to BENCHMARKS.md
 	BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} $(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
 	cd bench && BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} $(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
+
+bench-e2e: ## CPU per request and latency of whole requests, brain beside a bare huma + chi server (interleaved pairs); E2E_FLAGS="-redis URL -database-url URL" for the scale-out stores
+	cd bench && $(GO) run ./e2e $(E2E_FLAGS)
 
 bench-smoke: ## every benchmark of both modules run once (-benchtime 1x, -short: small data sets), so none rots; make test runs it
 	BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} $(GO) test -count=1 -short -run '^$$' -bench . -benchtime 1x ./... >/dev/null

@@ -12,13 +12,13 @@ import (
 	chimw "github.com/go-chi/chi/v5/middleware"
 )
 
-var loggerKey = &contextKey{"logger"}
-
-// Logger returns the request-scoped logger stored by [AccessLog], which
-// carries the request id, or slog.Default outside a request.
+// Logger returns the request-scoped logger of [AccessLog], which carries
+// the request id, or slog.Default outside a request. It is made the first
+// time a request asks for it: most requests never log but their access
+// line.
 func Logger(ctx context.Context) *slog.Logger {
-	if l, ok := ctx.Value(loggerKey).(*slog.Logger); ok {
-		return l
+	if n, ok := ctx.Value(noteKey).(*accessNote); ok {
+		return n.logger()
 	}
 	return slog.Default()
 }
@@ -39,10 +39,9 @@ func AccessLog(base *slog.Logger, now func() time.Time, observe func(route strin
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := now()
-			l := base.With(slog.String("request_id", GetRequestID(r.Context())))
 			ww := chimw.NewWrapResponseWriter(w, r.ProtoMajor)
-			note := &accessNote{}
-			r = r.WithContext(context.WithValue(context.WithValue(r.Context(), loggerKey, l), noteKey, note))
+			note := &accessNote{base: base, id: GetRequestID(r.Context())}
+			r = r.WithContext(context.WithValue(r.Context(), noteKey, note))
 			defer func() {
 				route := "-"
 				if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
@@ -57,7 +56,8 @@ func AccessLog(base *slog.Logger, now func() time.Time, observe func(route strin
 					observe(route, status, took)
 				}
 				ip, user := note.read()
-				l.LogAttrs(r.Context(), slog.LevelInfo, "request",
+				base.LogAttrs(r.Context(), slog.LevelInfo, "request",
+					slog.String("request_id", note.id),
 					slog.String("method", r.Method),
 					slog.String("route", route),
 					slog.Int("status", status),

@@ -4,18 +4,34 @@ package middleware
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"sync"
 )
 
 var noteKey = &contextKey{"access-note"}
 
-// accessNote is what the access log learns of a request as it is served.
-// The middleware and handlers that learn it run inside the access log,
-// so they cannot hand it back in a context: they write it here.
+// accessNote is what the access log learns of a request as it is served,
+// and the request's logger. The middleware and handlers that learn it run
+// inside the access log, so they cannot hand it back in a context: they
+// write it here.
 type accessNote struct {
+	base *slog.Logger
+	id   string // the request id
+
 	mu       sync.Mutex
 	ip, user string
+	l        *slog.Logger // base with the request id, once asked for
+}
+
+// logger is the request's logger: base with its request id.
+func (n *accessNote) logger() *slog.Logger {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.l == nil {
+		n.l = n.base.With(slog.String("request_id", n.id))
+	}
+	return n.l
 }
 
 func (n *accessNote) read() (ip, user string) {

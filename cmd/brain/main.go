@@ -28,6 +28,7 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
+	"github.com/brain-template/brain/internal/logwriter"
 	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
@@ -79,7 +80,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		if err != nil {
 			return helpIsNoError(err)
 		}
-		return serve(ctx, cfg, newLogger(cfg, stderr))
+		logs := logwriter.New(stderr) // the access log's lines leave the request path
+		defer logs.Close()
+		return serve(ctx, cfg, newLogger(cfg, logs))
 	case "migrate":
 		cfg, err := parseConfig(product.Name+" migrate", args, getenv, stderr, helpText("usage: "+product.Name+" migrate [settings]\n\nsettings:\n"))
 		if err != nil {
