@@ -51,21 +51,28 @@ func AccessLog(base *slog.Logger, now func() time.Time, observe func(route strin
 				if status == 0 {
 					status = http.StatusOK // nothing written: net/http sends 200
 				}
-				took := now().Sub(start)
+				end := now()
+				took := end.Sub(start)
 				if observe != nil {
 					observe(route, status, took)
 				}
 				ip, user := note.read()
-				base.LogAttrs(r.Context(), slog.LevelInfo, "request",
-					slog.String("request_id", note.id),
+				h := base.Handler()
+				if !h.Enabled(r.Context(), slog.LevelInfo) {
+					return
+				}
+				// A record of its own, with no caller's PC: the line names
+				// no source, and Logger.LogAttrs would walk the stack for it.
+				rec := slog.NewRecord(end, slog.LevelInfo, "request", 0)
+				rec.AddAttrs(slog.String("request_id", note.id),
 					slog.String("method", r.Method),
 					slog.String("route", route),
 					slog.Int("status", status),
 					slog.Int("bytes", ww.BytesWritten()),
 					slog.Duration("duration", took),
 					slog.String("ip", ip),
-					slog.String("user", user),
-				)
+					slog.String("user", user))
+				_ = h.Handle(r.Context(), rec)
 			}()
 			next.ServeHTTP(ww, r)
 		})

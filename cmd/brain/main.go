@@ -28,6 +28,7 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
+	"github.com/brain-template/brain/internal/logtext"
 	"github.com/brain-template/brain/internal/logwriter"
 	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/ratelimit"
@@ -234,7 +235,7 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	if cfg.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(logtext.New(w, opts)) // slog's text, faster for the access log's lines
 }
 
 // buildVersion is the module version the binary was built from, or the VCS
