@@ -17,8 +17,8 @@ import (
 // time a request asks for it: most requests never log but their access
 // line.
 func Logger(ctx context.Context) *slog.Logger {
-	if n, ok := ctx.Value(noteKey).(*accessNote); ok {
-		return n.logger()
+	if st := stateOf(ctx); st != nil && st.base != nil {
+		return st.logger()
 	}
 	return slog.Default()
 }
@@ -40,8 +40,8 @@ func AccessLog(base *slog.Logger, now func() time.Time, observe func(route strin
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := now()
 			ww := chimw.NewWrapResponseWriter(w, r.ProtoMajor)
-			note := &accessNote{base: base, id: GetRequestID(r.Context())}
-			r = r.WithContext(context.WithValue(r.Context(), noteKey, note))
+			r, note := withState(r)
+			note.base = base
 			defer func() {
 				route := "-"
 				if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {

@@ -9,7 +9,11 @@ import "net/http"
 // that holds anything of a request is never run as HTML or script.
 func NoSniff(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header()["X-Content-Type-Options"] = nosniff
 		next.ServeHTTP(w, r)
 	})
 }
+
+// nosniff is the header's value, one slice for every response: net/http
+// only reads it, and Set or Add would give a header a slice of its own.
+var nosniff = []string{"nosniff"}

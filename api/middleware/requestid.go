@@ -9,8 +9,6 @@ import (
 	"net/http"
 )
 
-var requestIDKey = &contextKey{"request-id"}
-
 // RequestID is a middleware that gives every request an id, returns it as
 // the X-Request-Id response header and stores it in the request context
 // (read it with [GetRequestID]). An incoming X-Request-Id is kept when it is
@@ -23,14 +21,18 @@ func RequestID(next http.Handler) http.Handler {
 			id = newRequestID()
 		}
 		w.Header()["X-Request-Id"] = []string{id} // canonical already: no need for Set's work
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+		r, st := withState(r)
+		st.id = id
+		next.ServeHTTP(w, r)
 	})
 }
 
 // GetRequestID returns the request id stored by [RequestID], or "".
 func GetRequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
+	if st := stateOf(ctx); st != nil {
+		return st.id
+	}
+	return ""
 }
 
 func validRequestID(id string) bool {
