@@ -122,6 +122,7 @@ type Server struct {
 	// the platform's, then those the features declare.
 	userEvents []EventType
 	metrics    *Metrics
+	now        func() time.Time // Config.Now
 	// queuedJobs counts the jobs waiting for a worker, for the live
 	// snapshot (CountQueuedJobs); nil: none.
 	queuedJobs func(ctx context.Context) (int64, error)
@@ -206,7 +207,7 @@ func New(cfg Config) *Server {
 	s.requireCaller = requireCaller(api, cfg.Auth, ps, outages)
 	api.UseMiddleware(checkBody(api), s.requireCaller)
 	ps.api, bodies.api = api, api
-	s.userEvents, s.metrics = []EventType{apiKeyCreated, apiKeyDeleted}, cfg.Metrics
+	s.userEvents, s.metrics, s.now = []EventType{apiKeyCreated, apiKeyDeleted}, cfg.Metrics, cfg.Now
 	addRoutes(api, cfg)
 	for _, f := range cfg.Features {
 		f(s)
