@@ -33,7 +33,7 @@ func liveServer(tb testing.TB, db *store.DB, cfg auth.Config) (*httptest.Server,
 	}
 	limits := api.DefaultLimits()
 	limits.Session = ratelimit.Rate{Limit: 10_000, Window: time.Minute, Burst: 10_000}
-	srv := httptest.NewServer(api.New(api.Config{Auth: svc, Limits: limits, Now: cfg.Now}))
+	srv := httptest.NewServer(api.New(withAccount(api.Config{Auth: svc, Limits: limits, Now: cfg.Now})))
 	tb.Cleanup(srv.Close)
 	return srv, svc
 }
