@@ -11,8 +11,7 @@ import (
 )
 
 // addRoutes registers the platform's own operations, the probes. Every
-// other operation comes in by Config.Features, the account operations
-// (package auth/account) among them.
+// other operation comes in by Config.Features.
 func addRoutes(api huma.API, cfg Config) {
 	probes := WithAccess(api, Probe)
 	tags := tagged(api, "Operations", "Probes for whoever runs the service: is it alive, and can it serve.")
