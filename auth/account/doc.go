@@ -3,9 +3,10 @@
 // (create, list, delete), with their events on GET /api/v1/events.
 //
 // It is a feature like any other: [Feature] registers the operations on
-// the platform's server with package api's exported names only, over an
-// [auth.Service], which does the work (package auth knows no HTTP). Package
-// api does not know these operations exist; it reads the session cookie
-// they set (api.SessionCookie) and the API keys they create, and runs the
-// login back-off their handlers check (api.WithLoginBackoff).
+// the platform's server with the platform's exported names only (package
+// api's, and the client's address as api/middleware resolved it), over an
+// [auth.Service], which does the work (package auth knows no HTTP).
+// Package api does not know these operations exist: it reads the session
+// cookie they set (api.SessionCookie) and the API keys they create, and
+// runs the login back-off their handlers check (api.WithLoginBackoff).
 package account
