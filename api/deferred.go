@@ -118,9 +118,10 @@ func SkipCharge(ctx context.Context) {
 
 // LoginBackedOff is the answer to a password attempt the login back-off
 // refused (te, from auth.LoginThrottle's Check or Begin): the one 429,
-// details.scope and policy login, with Retry-After and no budget headers,
-// counted and logged like every refusal. A handler that checks the
-// back-off itself ([WithLoginBackoff]) returns it after [SkipCharge].
+// details.scope and policy login, with Retry-After, counted and logged
+// like every refusal. A handler that checks the back-off before its
+// charge ([WithLoginBackoff]) returns it after [SkipCharge], so that the
+// refusal takes no token from any budget.
 func LoginBackedOff(ctx context.Context, te *auth.ThrottledError) *Error {
 	e := rateLimited("login", "login", te.Failures, 0, te.RetryAfter)
 	observeRefusal(ctx, e, nil)
