@@ -67,8 +67,6 @@ type Config struct {
 	TrustedProxies []netip.Prefix
 	// CORSOrigins may call from browsers, with credentials.
 	CORSOrigins []string
-	// CookieSecure marks the session cookie Secure.
-	CookieSecure bool
 	// Limits are the request-rate budgets; a plane's zero budget takes its
 	// default (DefaultLimits), and the other fields are kept.
 	Limits Limits
@@ -99,8 +97,6 @@ type Config struct {
 	Docs http.Handler
 }
 
-func (c Config) now() time.Time { return c.Now() }
-
 // Server is brain's HTTP handler. Create it with [New]; it is safe for
 // concurrent use once created.
 type Server struct {
@@ -119,9 +115,10 @@ type Server struct {
 	traffic *traffic
 	live    liveSnapshots
 	// userEvents are the events a user's GET /api/v1/events may carry:
-	// the platform's, then those the features declare.
+	// those the features declare (DeclareEvents), in order.
 	userEvents []EventType
 	metrics    *Metrics
+	now        func() time.Time // Config.Now
 	// queuedJobs counts the jobs waiting for a worker, for the live
 	// snapshot (CountQueuedJobs); nil: none.
 	queuedJobs func(ctx context.Context) (int64, error)
@@ -206,7 +203,7 @@ func New(cfg Config) *Server {
 	s.requireCaller = requireCaller(api, cfg.Auth, ps, outages)
 	api.UseMiddleware(checkBody(api), s.requireCaller)
 	ps.api, bodies.api = api, api
-	s.userEvents, s.metrics = []EventType{apiKeyCreated, apiKeyDeleted}, cfg.Metrics
+	s.metrics, s.now = cfg.Metrics, cfg.Now
 	addRoutes(api, cfg)
 	for _, f := range cfg.Features {
 		f(s)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/auth/account"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/store/storetest"
 	"github.com/brain-template/brain/streams"
@@ -129,7 +130,7 @@ func mustRawServer(tb testing.TB, cfg api.Config) (*api.Server, *syncBuffer) {
 	if cfg.Streams.Hub == nil {
 		cfg.Streams.Hub = streams.NewMemoryHub(1024, 64)
 	}
-	s := api.New(cfg)
+	s := api.New(withAccount(cfg))
 	huma.Register(s.API, huma.Operation{
 		OperationID: "test-echo", Method: http.MethodPost, Path: "/api/v1/test/echo", MaxBodyBytes: 256,
 	}, func(ctx context.Context, in *echoInput) (*echoOutput, error) {
@@ -437,12 +438,12 @@ func TestSpecDeclaresRateLimited(t *testing.T) {
 }
 
 func TestSpecDeterministic(t *testing.T) {
-	a, err := api.New(api.Config{Logger: slog.New(slog.DiscardHandler)}).Spec()
+	a, err := api.New(api.Config{Logger: slog.New(slog.DiscardHandler), Features: documented()}).Spec()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
-		b, _ := api.New(api.Config{Logger: slog.New(slog.DiscardHandler)}).Spec()
+		b, _ := api.New(api.Config{Logger: slog.New(slog.DiscardHandler), Features: documented()}).Spec()
 		if !bytes.Equal(a, b) {
 			t.Fatal("two servers built alike give different specs")
 		}
@@ -457,7 +458,7 @@ func TestSpecDeterministic(t *testing.T) {
 }
 
 func TestServedSpec(t *testing.T) {
-	s := api.New(api.Config{Logger: slog.New(slog.DiscardHandler)})
+	s := api.New(api.Config{Logger: slog.New(slog.DiscardHandler), Features: documented()})
 	want, _ := s.Spec()
 	rec := do(t, s, "GET", "/openapi.json", "", "")
 	if rec.Code != 200 || !bytes.Equal(rec.Body.Bytes(), want) {
@@ -490,6 +491,15 @@ func TestDocsWorkOffline(t *testing.T) {
 	}
 }
 
-// documented are the features the spec tests add to the platform: none;
-// each feature's tests check its own operations.
-func documented() []api.Feature { return nil }
+// documented are the features the spec tests add to the platform: the
+// account operations, as brain documents them (on no service); each
+// other feature's tests check its own operations.
+func documented() []api.Feature { return []api.Feature{account.Feature(nil, account.Config{})} }
+
+// withAccount is cfg with the account operations on cfg.Auth first among
+// its features, as brain serves them: the tests log in, change passwords
+// and manage keys through them.
+func withAccount(cfg api.Config) api.Config {
+	cfg.Features = append([]api.Feature{account.Feature(cfg.Auth, account.Config{})}, cfg.Features...)
+	return cfg
+}

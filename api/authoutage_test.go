@@ -22,7 +22,7 @@ func outageServer(tb testing.TB, svc *auth.Service) (*live, *syncBuffer) {
 		tb.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	return mustLive(tb, api.New(api.Config{Auth: svc, Logger: slog.New(slog.NewTextHandler(logs, nil))})), logs
+	return mustLive(tb, api.New(withAccount(api.Config{Auth: svc, Logger: slog.New(slog.NewTextHandler(logs, nil))}))), logs
 }
 
 // While PostgreSQL does not answer, every auth-backed operation answers

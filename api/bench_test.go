@@ -97,7 +97,7 @@ func (w *discardWriter) WriteHeader(code int)        { w.code = code }
 // BenchmarkDocuments serves the spec and the reference page, which are
 // rendered once and then served from memory.
 func BenchmarkDocuments(b *testing.B) {
-	s := api.New(api.Config{Logger: slog.New(slog.DiscardHandler)})
+	s := api.New(api.Config{Logger: slog.New(slog.DiscardHandler), Features: documented()})
 	for _, path := range []string{"/openapi.json", "/docs"} {
 		b.Run(path[1:], func(b *testing.B) {
 			req := httptest.NewRequest("GET", path, nil)

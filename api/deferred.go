@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/brain-template/brain/auth"
 	"github.com/danielgtaylor/huma/v2"
 )
 
@@ -113,4 +114,16 @@ func SkipCharge(ctx context.Context) {
 	if c, ok := ctx.Value(deferredKey{}).(*deferredCharge); ok {
 		c.settle(false)
 	}
+}
+
+// LoginBackedOff is the answer to a password attempt the login back-off
+// refused (te, from auth.LoginThrottle's Check or Begin): the one 429,
+// details.scope and policy login, with Retry-After, counted and logged
+// like every refusal. A handler that checks the back-off before its
+// charge ([WithLoginBackoff]) returns it after [SkipCharge], so that the
+// refusal takes no token from any budget.
+func LoginBackedOff(ctx context.Context, te *auth.ThrottledError) *Error {
+	e := rateLimited("login", "login", te.Failures, 0, te.RetryAfter)
+	observeRefusal(ctx, e, nil)
+	return e
 }

@@ -7,7 +7,9 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"time"
 
+	"github.com/brain-template/brain/streams"
 	"github.com/danielgtaylor/huma/v2"
 )
 
@@ -45,6 +47,16 @@ const CodeKeyReused = codeKeyReused
 // Metrics is the registry the server reports to (Config.Metrics), where
 // a feature registers its own ([Metrics.Counter]); nil for none.
 func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// Now is the time on the server's clock (Config.Now): what a feature
+// compares with the platform's times, such as the login back-off's or a
+// session's expiry, so that a test's clock moves them all alike.
+func (s *Server) Now() time.Time { return s.now() }
+
+// Hub is the hub a user's GET /api/v1/events follows (Config.Streams.Hub,
+// or the in-memory one New made): where a handler publishes its events
+// ([PublishEvent]).
+func (s *Server) Hub() streams.Hub { return s.streams.cfg.Hub }
 
 // Logger is the logger of ctx: a request's, with its id, else the
 // server's default.

@@ -55,8 +55,8 @@ func TestLoginFloodBoundsMemory(t *testing.T) {
 	svc := auth.NewService(store.NewAuthStore(storetest.Open(t, store.SQLite)), auth.Config{HashConcurrency: slots}) // DefaultArgon2
 	lim := api.DefaultLimits()
 	lim.IP = ratelimit.Rate{Limit: 10_000, Window: time.Minute, Burst: 10_000}
-	s := mustLive(t, api.New(api.Config{Auth: svc, Limits: lim, Logger: slog.New(slog.DiscardHandler),
-		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}))
+	s := mustLive(t, api.New(withAccount(api.Config{Auth: svc, Limits: lim, Logger: slog.New(slog.DiscardHandler),
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})))
 	hash := uint64(auth.DefaultArgon2.Memory) << 10
 	// The collector lets the heap grow to twice what was live when it last
 	// ran, and hashes go on allocating while it marks: up to three
@@ -119,8 +119,8 @@ func TestBusyLoginIsNoFailure(t *testing.T) {
 	if err := st.CreateUser(ctx, auth.User{ID: "slow", Username: "slow", PasswordHash: slow, CreatedAt: t0}); err != nil {
 		t.Fatal(err)
 	}
-	s := mustLive(t, api.New(api.Config{Auth: svc, Logger: slog.New(slog.DiscardHandler),
-		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}))
+	s := mustLive(t, api.New(withAccount(api.Config{Auth: svc, Logger: slog.New(slog.DiscardHandler),
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})))
 	held := make(chan reply, 1)
 	go func() {
 		for i := 0; ; i++ { // a probe may hold the slot for the instant slow asks

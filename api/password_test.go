@@ -69,7 +69,7 @@ func newChangeSetup(t *testing.T, db *store.DB, username string) *changeSetup {
 		t.Fatal(err)
 	}
 	c.userID = u.ID
-	server := api.New(api.Config{Auth: svc, Logger: slog.New(slog.DiscardHandler)})
+	server := api.New(withAccount(api.Config{Auth: svc, Logger: slog.New(slog.DiscardHandler)}))
 	c.s = mustLive(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case w := <-c.watched:

@@ -10,8 +10,8 @@ import (
 	"github.com/brain-template/brain/internal/product"
 )
 
-// addRoutes registers every operation of the API. It is the one place that
-// lists the API's surface.
+// addRoutes registers the platform's own operations, the probes. Every
+// other operation comes in by Config.Features.
 func addRoutes(api huma.API, cfg Config) {
 	probes := WithAccess(api, Probe)
 	tags := tagged(api, "Operations", "Probes for whoever runs the service: is it alive, and can it serve.")
@@ -33,8 +33,6 @@ func addRoutes(api huma.API, cfg Config) {
 		Tags:        tags,
 		Errors:      []int{http.StatusServiceUnavailable},
 	}, handleReady(cfg.Ready))
-
-	addAuthRoutes(api, cfg)
 }
 
 // HealthOutput is the body of GET /api/v1/health.

@@ -93,7 +93,7 @@ func TestSpecSecurity(t *testing.T) {
 // Every operation of the server declares who may call it, where it is
 // registered (api.WithAccess); none relies on the fail-closed default.
 func TestEveryOperationDeclaresAccess(t *testing.T) {
-	s := api.New(api.Config{Logger: slog.New(slog.DiscardHandler)})
+	s := api.New(api.Config{Logger: slog.New(slog.DiscardHandler), Features: documented()})
 	n := 0
 	for path, item := range s.API.OpenAPI().Paths {
 		for _, op := range []*huma.Operation{item.Get, item.Post, item.Put, item.Patch, item.Delete} {

@@ -18,16 +18,9 @@ import (
 // The events of GET /api/v1/events. A handler publishes one with
 // publishEvent; the stream sends only the types its operation declares.
 var (
-	apiKeyCreated = EventType{Name: "apikey.created", Data: APIKeyView{}, Doc: "You created an API key (its secret is never sent again)."}
-	apiKeyDeleted = EventType{Name: "apikey.deleted", Data: DeletedEvent{}, Doc: "You deleted an API key."}
-	gapEvent      = EventType{Name: "stream.gap", Data: GapEvent{}, Doc: "Some of your events after `after` may be lost: reload what they would have changed. It is the first event when Last-Event-ID is older than the oldest event kept, or not one this server knows (after a restart, say); and it comes live, or replayed, when an outage of the event store cost events (with an id when it marks a place in the events, so a resume after it does not repeat it)."}
-	liveEvent     = EventType{Name: "system.live", Data: LiveSnapshot{}, Doc: "The server's state, every second."}
+	gapEvent  = EventType{Name: "stream.gap", Data: GapEvent{}, Doc: "Some of your events after `after` may be lost: reload what they would have changed. It is the first event when Last-Event-ID is older than the oldest event kept, or not one this server knows (after a restart, say); and it comes live, or replayed, when an outage of the event store cost events (with an id when it marks a place in the events, so a resume after it does not repeat it)."}
+	liveEvent = EventType{Name: "system.live", Data: LiveSnapshot{}, Doc: "The server's state, every second."}
 )
-
-// DeletedEvent names what was deleted.
-type DeletedEvent struct {
-	ID string `json:"id" doc:"The id of what was deleted."`
-}
 
 // GapEvent says events may have been lost between the last event the
 // stream had and the events that follow.

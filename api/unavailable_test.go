@@ -97,13 +97,13 @@ func TestEvery503CarriesRetryAfter(t *testing.T) {
 func live503(tb testing.TB, cfg api.Config) *live {
 	tb.Helper()
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	return mustLive(tb, api.New(cfg))
+	return mustLive(tb, api.New(withAccount(cfg)))
 }
 
 // Every 503 the spec declares is the one shared response, which declares
 // Retry-After; the operations that hash a password declare it.
 func TestSpecEvery503IsUnavailable(t *testing.T) {
-	doc := api.New(api.Config{Logger: slog.New(slog.DiscardHandler)}).API.OpenAPI()
+	doc := api.New(api.Config{Logger: slog.New(slog.DiscardHandler), Features: documented()}).API.OpenAPI()
 	u := doc.Components.Responses["Unavailable"]
 	if u == nil || u.Headers["Retry-After"] == nil || u.Headers["Retry-After"].Ref != "#/components/headers/Retry-After" ||
 		u.Content["application/json"] == nil || u.Content["application/json"].Schema.Ref != "#/components/schemas/Error" {
@@ -139,7 +139,7 @@ func TestOutageLoggedOncePerCause(t *testing.T) {
 	logs := &syncBuffer{}
 	lim := api.DefaultLimits()
 	lim.IP.Limit, lim.IP.Burst = 1000, 1000
-	s := mustLive(t, api.New(api.Config{Auth: svc, Now: clk.Now, Limits: lim, Logger: slog.New(slog.NewTextHandler(logs, nil))}))
+	s := mustLive(t, api.New(withAccount(api.Config{Auth: svc, Now: clk.Now, Limits: lim, Logger: slog.New(slog.NewTextHandler(logs, nil))})))
 	lines := func(cause string) []string {
 		var out []string
 		for _, l := range strings.Split(logs.String(), "\n") {

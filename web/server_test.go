@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/auth/account"
 	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/web"
@@ -48,7 +49,8 @@ func server(t *testing.T, fsys fstest.MapFS) (*httptest.Server, *atomic.Int64) {
 		m.Now = clk.Now
 		return countingLimiter{m, decisions}
 	}
-	s := api.New(api.Config{Logger: slog.New(slog.DiscardHandler), Now: clk.Now, Limits: l, Static: site, Docs: site.Docs()})
+	s := api.New(api.Config{Logger: slog.New(slog.DiscardHandler), Now: clk.Now, Limits: l, Static: site, Docs: site.Docs(),
+		Features: []api.Feature{account.Feature(nil, account.Config{})}}) // GET /api/v1/auth/me, which needs a caller
 	if err := s.Err(); err != nil {
 		t.Fatal(err)
 	}

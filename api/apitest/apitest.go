@@ -16,6 +16,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/auth/account"
 	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
@@ -89,7 +90,9 @@ type Server struct {
 
 // Start serves cfg on a port of its own until the test ends, completing
 // cfg: a database ([OpenDB]) when DB is nil, an auth service on it with
-// ada ([NewAuth]) when Auth is nil, a logger into [Server.Logs], an
+// ada ([NewAuth]) when Auth is nil, the account operations on that
+// service (package auth/account: log in, API keys) first of the features,
+// as brain serves them, a logger into [Server.Logs], an
 // in-memory hub, a 50 ms stream heartbeat, and budgets no test meets in
 // place of the session, API-key and stream-open budgets left zero.
 // Streams are closed before the server. srv, when not nil, sees the
@@ -102,6 +105,7 @@ func Start(tb testing.TB, cfg api.Config, srv ...func(*httptest.Server)) *Server
 	if cfg.Auth == nil {
 		cfg.Auth = NewAuth(tb, cfg.DB)
 	}
+	cfg.Features = append([]api.Feature{account.Feature(cfg.Auth, account.Config{})}, cfg.Features...)
 	logs := &Logs{}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))

@@ -27,6 +27,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/auth/account"
 	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
 	"github.com/brain-template/brain/internal/logtext"
 	"github.com/brain-template/brain/internal/logwriter"
@@ -172,7 +173,6 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		DB:             r.db,
 		TrustedProxies: cfg.TrustedProxies,
 		CORSOrigins:    cfg.CORSOrigins,
-		CookieSecure:   cfg.CookieSecure,
 		Limits:         l,
 		Metrics:        r.metrics,
 		Streams:        streamsOf(cfg, r.streams),
@@ -181,6 +181,7 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		Static:         site,
 		Docs:           site.Docs(), // nil when not built: the page the api package renders
 		Features: []api.Feature{ // each feature's operations, a line each
+			account.Feature(r.auth, account.Config{CookieSecure: cfg.CookieSecure}),
 			ingest.Feature(memoryService(cfg, r.ingest)), // the memory example: delete with ingest/
 		},
 	})

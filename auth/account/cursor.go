@@ -1,11 +1,12 @@
-// This file reads and writes the cursors of the platform's lists (API
-// keys): page.Cursor's wire form, and the 422 of one this API did not give.
-package api
+// This file reads and writes the cursor of the list of API keys:
+// page.Cursor's wire form, and the 422 of one this API did not give.
+package account
 
 import (
 	"net/http"
 	"regexp"
 
+	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/page"
 )
@@ -28,7 +29,7 @@ func encodeCursor(c auth.Cursor) string { return page.Encode(c) }
 func decodeCursor(s string) (auth.Cursor, error) { return page.Decode(s, cursorID.MatchString) }
 
 // badCursor is the 422 for a cursor decodeCursor refused.
-func badCursor() *Error {
-	return NewError(http.StatusUnprocessableEntity, "the cursor is not one this list gave out: start again without it",
-		FieldError{Location: "query.cursor", Message: "not a cursor of this list"})
+func badCursor() *api.Error {
+	return api.NewError(http.StatusUnprocessableEntity, "the cursor is not one this list gave out: start again without it",
+		api.FieldError{Location: "query.cursor", Message: "not a cursor of this list"})
 }
