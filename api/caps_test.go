@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
@@ -42,15 +43,15 @@ func liveServer(tb testing.TB, db *store.DB, cfg auth.Config) (*httptest.Server,
 // headers as "Name: value" ("" for none). A client gives up after 20 s, so
 // a server that hangs fails the test instead of stalling it; the error is
 // then the reply's body.
-func httpCall(tb testing.TB, srv *httptest.Server, method, path, body string, headers ...string) reply {
+func httpCall(tb testing.TB, srv *httptest.Server, method, path, body string, headers ...string) apitest.Reply {
 	tb.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	r, err := exchange(context.Background(), &http.Client{Timeout: 20 * time.Second}, method, srv.URL+path, rd, headers...)
+	r, err := apitest.Exchange(context.Background(), &http.Client{Timeout: 20 * time.Second}, method, srv.URL+path, rd, headers...)
 	if err != nil {
-		r.body = err.Error()
+		r.Body = err.Error()
 	}
 	return r
 }
@@ -58,7 +59,7 @@ func httpCall(tb testing.TB, srv *httptest.Server, method, path, body string, he
 // loginCookie logs ada in over HTTP and returns the Cookie header.
 func loginCookie(tb testing.TB, srv *httptest.Server) string {
 	tb.Helper()
-	return httpCall(tb, srv, "POST", "/api/v1/auth/login", `{"username":"ada","password":"correct horse battery"}`).want(tb, 200, "login").cookie(tb)
+	return httpCall(tb, srv, "POST", "/api/v1/auth/login", `{"username":"ada","password":"correct horse battery"}`).Want(tb, 200, "login").Cookie(tb)
 }
 
 // Concurrent creates cannot pass the cap together: of 100 at once with a
@@ -73,11 +74,11 @@ func TestAPIKeyCapHoldsUnderConcurrency(t *testing.T) {
 		for i := range 100 {
 			wg.Go(func() {
 				r := httpCall(t, srv, "POST", "/api/v1/apikeys", fmt.Sprintf(`{"name":"key %d"}`, i), cookie)
-				if r.status == 409 && (r.code() != "conflict" || !strings.Contains(r.body, "5 API keys")) {
-					t.Errorf("409 body = %s; want the conflict envelope naming the cap", r.body)
+				if r.Status == 409 && (r.Code() != "conflict" || !strings.Contains(r.Body, "5 API keys")) {
+					t.Errorf("409 body = %s; want the conflict envelope naming the cap", r.Body)
 				}
 				mu.Lock()
-				statuses[r.status]++
+				statuses[r.Status]++
 				mu.Unlock()
 			})
 		}
@@ -86,7 +87,7 @@ func TestAPIKeyCapHoldsUnderConcurrency(t *testing.T) {
 			t.Fatalf("100 concurrent creates with a cap of 5 answered %v; want 5 × 201 and 95 × 409", statuses)
 		}
 		var page struct{ Keys []struct{ ID string } }
-		httpCall(t, srv, "GET", "/api/v1/apikeys?limit=100", "", cookie).decode(t, &page)
+		httpCall(t, srv, "GET", "/api/v1/apikeys?limit=100", "", cookie).Decode(t, &page)
 		if len(page.Keys) != 5 {
 			t.Fatalf("the user has %d keys, want 5", len(page.Keys))
 		}
@@ -107,10 +108,10 @@ func TestAPIKeyPages(t *testing.T) {
 			}
 			var k struct{ ID string }
 			r := httpCall(t, srv, "POST", "/api/v1/apikeys", fmt.Sprintf(`{"name":"key %d"}`, i), cookie)
-			if r.status != 201 {
-				t.Fatalf("create: %d %s", r.status, r.body)
+			if r.Status != 201 {
+				t.Fatalf("create: %d %s", r.Status, r.Body)
 			}
-			r.decode(t, &k)
+			r.Decode(t, &k)
 			created = append(created, k.ID)
 		}
 		// Newest first; within a millisecond, by id.
@@ -127,10 +128,10 @@ func TestAPIKeyPages(t *testing.T) {
 				NextCursor *string `json:"next_cursor"`
 			}
 			r := httpCall(t, srv, "GET", "/api/v1/apikeys?limit=3&cursor="+cursor, "", cookie)
-			if r.status != 200 {
-				t.Fatalf("page %d: %d %s", len(sizes)+1, r.status, r.body)
+			if r.Status != 200 {
+				t.Fatalf("page %d: %d %s", len(sizes)+1, r.Status, r.Body)
 			}
-			r.decode(t, &page)
+			r.Decode(t, &page)
 			sizes = append(sizes, len(page.Keys))
 			for _, k := range page.Keys {
 				got = append(got, k.ID)
@@ -167,13 +168,13 @@ func TestAPIKeyPagesRefuseBadParameters(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := httpCall(t, srv, "GET", "/api/v1/apikeys?"+tc.query, "", cookie)
-			var env envelope
-			r.decode(t, &env)
-			if r.status != 422 || env.Code != "unprocessable" || len(env.Details.Errors) == 0 || env.Details.Errors[0].Location != tc.location {
-				t.Fatalf("%s: %d %s; want 422 unprocessable at %s", tc.query, r.status, r.body, tc.location)
+			var env apitest.Envelope
+			r.Decode(t, &env)
+			if r.Status != 422 || env.Code != "unprocessable" || len(env.Details.Errors) == 0 || env.Details.Errors[0].Location != tc.location {
+				t.Fatalf("%s: %d %s; want 422 unprocessable at %s", tc.query, r.Status, r.Body, tc.location)
 			}
-			if strings.Contains(r.body, marker) || strings.Contains(r.body, b64(marker)) {
-				t.Fatalf("the error repeats the parameter: %s", r.body)
+			if strings.Contains(r.Body, marker) || strings.Contains(r.Body, b64(marker)) {
+				t.Fatalf("the error repeats the parameter: %s", r.Body)
 			}
 		})
 	}
@@ -190,8 +191,8 @@ func TestSessionCapEvictsOldest(t *testing.T) {
 		tick := func() time.Time { mu.Lock(); defer mu.Unlock(); now = now.Add(time.Second); return now }
 		srv, _ := liveServer(t, db, auth.Config{MaxSessions: 2, Now: tick, IdleTimeout: time.Hour})
 		first := loginCookie(t, srv)
-		if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", first); r.status != 200 { // now cached
-			t.Fatalf("the first session: %d %s", r.status, r.body)
+		if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", first); r.Status != 200 { // now cached
+			t.Fatalf("the first session: %d %s", r.Status, r.Body)
 		}
 		second := loginCookie(t, srv)
 		third := loginCookie(t, srv)
@@ -199,8 +200,8 @@ func TestSessionCapEvictsOldest(t *testing.T) {
 			name, cookie string
 			want         int
 		}{{"first", first, 401}, {"second", second, 200}, {"third", third, 200}} {
-			if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", tc.cookie); r.status != tc.want {
-				t.Errorf("the %s session after 3 logins with a cap of 2: %d, want %d", tc.name, r.status, tc.want)
+			if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", tc.cookie); r.Status != tc.want {
+				t.Errorf("the %s session after 3 logins with a cap of 2: %d, want %d", tc.name, r.Status, tc.want)
 			}
 		}
 	})
@@ -213,10 +214,10 @@ func TestAPIKeyTimesInMilliseconds(t *testing.T) {
 	srv, _ := liveServer(t, storetest.Open(t, store.SQLite), auth.Config{Now: clk.Now})
 	cookie := loginCookie(t, srv)
 	var k struct{ Key string }
-	httpCall(t, srv, "POST", "/api/v1/apikeys", `{"name":"ci"}`, cookie).decode(t, &k)
+	httpCall(t, srv, "POST", "/api/v1/apikeys", `{"name":"ci"}`, cookie).Decode(t, &k)
 	clk.Advance(time.Second)
-	if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", "X-API-Key: "+k.Key); r.status != 200 {
-		t.Fatalf("me with the key: %d %s", r.status, r.body)
+	if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", "X-API-Key: "+k.Key); r.Status != 200 {
+		t.Fatalf("me with the key: %d %s", r.Status, r.Body)
 	}
 	var page struct {
 		Keys []struct {
@@ -224,7 +225,7 @@ func TestAPIKeyTimesInMilliseconds(t *testing.T) {
 			LastUsedAt string `json:"last_used_at"`
 		}
 	}
-	httpCall(t, srv, "GET", "/api/v1/apikeys", "", cookie).decode(t, &page)
+	httpCall(t, srv, "GET", "/api/v1/apikeys", "", cookie).Decode(t, &page)
 	if len(page.Keys) != 1 || page.Keys[0].CreatedAt != "2026-11-30T12:00:01.234Z" || page.Keys[0].LastUsedAt != "2026-11-30T12:00:02.234Z" {
 		t.Fatalf("keys = %+v; want created_at 2026-11-30T12:00:01.234Z and last_used_at 2026-11-30T12:00:02.234Z", page.Keys)
 	}
@@ -238,9 +239,9 @@ func TestAPIKeyNamesAreDisplayable(t *testing.T) {
 	cookie := loginCookie(t, srv)
 	for _, name := range []string{`"\u009b31m"`, `"\u0085"`, `"\u202eevil"`, `"a\u2028b"`, `"     "`, `"\u2066x"`} {
 		r := httpCall(t, srv, "POST", "/api/v1/apikeys", `{"name":`+name+`}`, cookie)
-		if r.status != 422 || r.code() != "unprocessable" || !strings.Contains(r.body, "body.name") {
-			t.Errorf("name %s: %d %s, want 422 at body.name", name, r.status, r.body)
+		if r.Status != 422 || r.Code() != "unprocessable" || !strings.Contains(r.Body, "body.name") {
+			t.Errorf("name %s: %d %s, want 422 at body.name", name, r.Status, r.Body)
 		}
 	}
-	httpCall(t, srv, "POST", "/api/v1/apikeys", `{"name":"Ada's laptop (café)"}`, cookie).want(t, 201, "a plain name")
+	httpCall(t, srv, "POST", "/api/v1/apikeys", `{"name":"Ada's laptop (café)"}`, cookie).Want(t, 201, "a plain name")
 }

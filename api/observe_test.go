@@ -4,9 +4,7 @@ package api_test
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
@@ -41,8 +39,6 @@ func TestRefusalsAndMetrics(t *testing.T) {
 			})
 	}
 	l := apitest.Start(t, api.Config{Features: []api.Feature{thing}, Now: clk.Now, Metrics: m, Limits: api.Limits{IP: tight, Session: tight}})
-	scrape := httptest.NewServer(m.Handler())
-	t.Cleanup(scrape.Close)
 
 	ada := l.Login(apitest.User, apitest.Password).Cookie(t) // one of the address's 2
 	key := l.Key()
@@ -88,12 +84,7 @@ func TestRefusalsAndMetrics(t *testing.T) {
 	}
 	l.Call("GET", "/api/v1/test/things/t-8f3a9c", nil, key).Want(t, 204, "the feature's operation")
 
-	res, err := http.Get(scrape.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	metrics := apitest.Scrape(t, m)
 	for _, want := range []string{
 		`brain_ratelimit_refusals_total{plane="ip",policy="ip"} 30`,
 		`brain_ratelimit_refusals_total{plane="session",policy="session"} 10`,
@@ -103,11 +94,11 @@ func TestRefusalsAndMetrics(t *testing.T) {
 		`brain_http_request_duration_seconds_count{route="/api/v1/test/things/{id}",status="204"} 1`,
 		`brain_streams_open 1`,
 	} {
-		if !strings.Contains(string(body), want+"\n") {
+		if !strings.Contains(metrics, want+"\n") {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	if strings.Contains(string(body), "t-8f3a9c") {
+	if strings.Contains(metrics, "t-8f3a9c") {
 		t.Error("/metrics names a raw path")
 	}
 }

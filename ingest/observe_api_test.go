@@ -1,9 +1,6 @@
 package ingest_test
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -21,8 +18,6 @@ func TestJobsAndReplaysMetrics(t *testing.T) {
 	db := apitest.OpenDB(t)
 	memory := ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{}) // no worker: jobs stay queued
 	l := apitest.Start(t, api.Config{DB: db, Features: []api.Feature{ingest.Feature(memory)}, Metrics: m})
-	scrape := httptest.NewServer(m.Handler())
-	t.Cleanup(scrape.Close)
 	key := l.Key()
 
 	batch := map[string]any{"project": "p", "items": []map[string]string{{"text": "one"}}}
@@ -30,12 +25,7 @@ func TestJobsAndReplaysMetrics(t *testing.T) {
 	l.Call("POST", "/api/v1/memory/ingest", batch, key).Want(t, 202, "replay")
 	l.Call("GET", job, nil, key).Want(t, 200, "the job")
 
-	res, err := http.Get(scrape.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	metrics := apitest.Scrape(t, m)
 	for _, want := range []string{
 		`brain_jobs{status="queued"} 1`,
 		`brain_jobs{status="running"} 0`,
@@ -43,11 +33,11 @@ func TestJobsAndReplaysMetrics(t *testing.T) {
 		`brain_ingest_replays_total 1`,
 		`brain_http_request_duration_seconds_count{route="/api/v1/jobs/{id}",status="200"} 1`,
 	} {
-		if !strings.Contains(string(body), want+"\n") {
+		if !strings.Contains(metrics, want+"\n") {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	if !strings.HasPrefix(job, "/api/v1/jobs/") || strings.Contains(string(body), job) {
+	if !strings.HasPrefix(job, "/api/v1/jobs/") || strings.Contains(metrics, job) {
 		t.Errorf("/metrics names a raw path (the job is %q)", job)
 	}
 }

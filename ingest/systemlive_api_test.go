@@ -2,7 +2,6 @@ package ingest_test
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 
 	"github.com/brain-template/brain/api"
@@ -26,12 +25,7 @@ func TestSystemLiveCountsQueuedJobs(t *testing.T) {
 		who := []string{ada, bob}[i%2]
 		l.Call("POST", "/api/v1/memory/ingest", map[string]any{"project": "p", "items": []map[string]string{{"text": text}}}, who).Want(t, 202, "ingest")
 	}
-	st, r := l.OpenStream("/api/v1/system/live", ada)
-	if st == nil {
-		t.Fatalf("ada follows the live stream: %d %s", r.Status, r.Body)
-	}
-	var snap api.LiveSnapshot
-	if m := st.NextEvent(t); m.Event != "system.live" || json.Unmarshal([]byte(m.Data), &snap) != nil || snap.JobsQueued != 3 {
-		t.Fatalf("the snapshot: %+v; want 3 jobs queued, ada's 2 and bob's 1", m)
+	if snap := l.LiveSnapshot(ada); snap.JobsQueued != 3 {
+		t.Fatalf("the snapshot: %+v; want 3 jobs queued, ada's 2 and bob's 1", snap)
 	}
 }
