@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/auth/account"
 	"github.com/brain-template/brain/store"
@@ -155,14 +156,6 @@ func mustRawServer(tb testing.TB, cfg api.Config) (*api.Server, *syncBuffer) {
 	return s, logs
 }
 
-type envelope struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Details struct {
-		Errors []struct{ Location, Message string } `json:"errors"`
-	} `json:"details"`
-}
-
 func do(tb testing.TB, h http.Handler, method, path, contentType, body string) *httptest.ResponseRecorder {
 	tb.Helper()
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
@@ -213,7 +206,7 @@ func TestErrorEnvelope(t *testing.T) {
 			if rec.Header().Get("X-Request-Id") == "" {
 				t.Error("no X-Request-Id header")
 			}
-			var env envelope
+			var env apitest.Envelope
 			dec := json.NewDecoder(bytes.NewReader(rec.Body.Bytes()))
 			dec.DisallowUnknownFields() // exactly {code, message, details}
 			if err := dec.Decode(&env); err != nil {
@@ -248,7 +241,7 @@ func TestErrorBounds(t *testing.T) {
 	huma.Register(s.API, huma.Operation{OperationID: "test-big", Method: http.MethodPost, Path: "/api/v1/test/big", MaxBodyBytes: 1 << 20},
 		func(ctx context.Context, in *echoInput) (*echoOutput, error) { return nil, nil })
 	rec := do(t, withKey(t, s, svc), "POST", "/api/v1/test/big", "application/json", `{"text":"a",`+strings.Join(members, ",")+`}`)
-	var env envelope
+	var env apitest.Envelope
 	if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil || rec.Code != 422 {
 		t.Fatalf("%d %v", rec.Code, err)
 	}
@@ -373,7 +366,7 @@ func TestReady(t *testing.T) {
 	t.Run("ErrStoreDown", func(t *testing.T) {
 		down = errors.New("connect: password " + secret)
 		rec := do(t, s, "GET", "/api/v1/ready", "", "")
-		var env envelope
+		var env apitest.Envelope
 		_ = json.Unmarshal(rec.Body.Bytes(), &env)
 		if rec.Code != 503 || env.Code != "unavailable" || len(env.Details.Errors) != 1 || env.Details.Errors[0].Location != "checks.database" {
 			t.Fatalf("ready = %d %s; want 503 unavailable naming checks.database", rec.Code, rec.Body)

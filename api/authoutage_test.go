@@ -10,19 +10,20 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/store/storetest"
 )
 
 // outageServer is the API over svc, logging to logs.
-func outageServer(tb testing.TB, svc *auth.Service) (*live, *syncBuffer) {
+func outageServer(tb testing.TB, svc *auth.Service) (*apitest.Client, *syncBuffer) {
 	tb.Helper()
 	if _, err := svc.AddUser(tb.Context(), "ada", "correct horse battery"); err != nil {
 		tb.Fatal(err)
 	}
 	logs := &syncBuffer{}
-	return mustLive(tb, api.New(withAccount(api.Config{Auth: svc, Logger: slog.New(slog.NewTextHandler(logs, nil))}))), logs
+	return apitest.Serve(tb, api.New(withAccount(api.Config{Auth: svc, Logger: slog.New(slog.NewTextHandler(logs, nil))}))), logs
 }
 
 // While PostgreSQL does not answer, every auth-backed operation answers
@@ -32,32 +33,32 @@ func outageServer(tb testing.TB, svc *auth.Service) (*live, *syncBuffer) {
 func TestAuthPostgresOutage(t *testing.T) {
 	db, proxy := proxiedPostgres(t)
 	s, logs := outageServer(t, auth.NewService(store.NewAuthStore(db), auth.Config{Argon2: cheap}))
-	cookie := s.login("ada", "correct horse battery").want(t, 200, "login").cookie(t)
-	s.call("GET", "/api/v1/auth/me", nil, cookie).want(t, 200, "me") // the session is now cached for 10 s
-	key := s.call("POST", "/api/v1/apikeys", map[string]string{"name": "laptop"}, cookie).want(t, 201, "create key")
+	cookie := s.Login("ada", "correct horse battery").Want(t, 200, "login").Cookie(t)
+	s.Call("GET", "/api/v1/auth/me", nil, cookie).Want(t, 200, "me") // the session is now cached for 10 s
+	key := s.Call("POST", "/api/v1/apikeys", map[string]string{"name": "laptop"}, cookie).Want(t, 201, "create key")
 	var created struct{ ID, Key string }
-	if err := json.Unmarshal([]byte(key.body), &created); err != nil {
+	if err := json.Unmarshal([]byte(key.Body), &created); err != nil {
 		t.Fatal(err)
 	}
 
 	proxy.Cut()
 	for i := range 3 * auth.NewLoginThrottle().UserFailures {
-		s.login("ada", "correct horse battery").wantUnavailable(t, "the right password, try "+strconv.Itoa(i+1))
+		s.Login("ada", "correct horse battery").WantUnavailable(t, "the right password, try "+strconv.Itoa(i+1))
 	}
-	s.login("ada", "a wrong password").wantUnavailable(t, "a wrong password")
-	s.call("GET", "/api/v1/auth/me", nil, "X-API-Key: "+created.Key).wantUnavailable(t, "an API key that cannot be looked up")
+	s.Login("ada", "a wrong password").WantUnavailable(t, "a wrong password")
+	s.Call("GET", "/api/v1/auth/me", nil, "X-API-Key: "+created.Key).WantUnavailable(t, "an API key that cannot be looked up")
 	// The cached session gets past authentication: each operation's own
 	// store call fails.
-	s.call("GET", "/api/v1/apikeys", nil, cookie).wantUnavailable(t, "list keys")
-	s.call("POST", "/api/v1/apikeys", map[string]string{"name": "phone"}, cookie).wantUnavailable(t, "create key")
-	s.call("DELETE", "/api/v1/apikeys/"+created.ID, nil, cookie).wantUnavailable(t, "delete key")
-	s.call("POST", "/api/v1/auth/password", map[string]string{"current": "correct horse battery", "new": "a brand new password"}, cookie).
-		wantUnavailable(t, "change password")
-	s.call("POST", "/api/v1/auth/logout", nil, cookie).wantUnavailable(t, "logout")
+	s.Call("GET", "/api/v1/apikeys", nil, cookie).WantUnavailable(t, "list keys")
+	s.Call("POST", "/api/v1/apikeys", map[string]string{"name": "phone"}, cookie).WantUnavailable(t, "create key")
+	s.Call("DELETE", "/api/v1/apikeys/"+created.ID, nil, cookie).WantUnavailable(t, "delete key")
+	s.Call("POST", "/api/v1/auth/password", map[string]string{"current": "correct horse battery", "new": "a brand new password"}, cookie).
+		WantUnavailable(t, "change password")
+	s.Call("POST", "/api/v1/auth/logout", nil, cookie).WantUnavailable(t, "logout")
 
 	proxy.Restore()
-	s.login("ada", "correct horse battery").want(t, 200, "the right password once the database is back")
-	s.call("GET", "/api/v1/auth/me", nil, "X-API-Key: "+created.Key).want(t, 200, "the API key once the database is back")
+	s.Login("ada", "correct horse battery").Want(t, 200, "the right password once the database is back")
+	s.Call("GET", "/api/v1/auth/me", nil, "X-API-Key: "+created.Key).Want(t, 200, "the API key once the database is back")
 
 	if strings.Contains(logs.String(), "level=ERROR") {
 		t.Errorf("an outage is no error of brain's:\n%s", logs)
@@ -74,7 +75,7 @@ func TestAuthSQLiteLocked(t *testing.T) {
 	db, stall := storetest.OpenStallable(t, store.SQLite)
 	db.Timeout = 300 * time.Millisecond
 	s, _ := outageServer(t, auth.NewService(store.NewAuthStore(db), auth.Config{Argon2: cheap}))
-	cookie := s.login("ada", "correct horse battery").want(t, 200, "login").cookie(t)
+	cookie := s.Login("ada", "correct horse battery").Want(t, 200, "login").Cookie(t)
 
 	stall.Start()
 	release := stall.Stop
@@ -87,11 +88,11 @@ func TestAuthSQLiteLocked(t *testing.T) {
 		"change password":       {"POST", "/api/v1/auth/password", map[string]string{"current": "correct horse battery", "new": "a brand new password"}},
 	}
 	var mu sync.Mutex
-	replies := map[string]reply{}
+	replies := map[string]apitest.Reply{}
 	var wg sync.WaitGroup
 	for what, w := range writes {
 		wg.Go(func() {
-			r, err := s.callContext(t.Context(), w.method, w.path, w.body, cookie)
+			r, err := s.CallContext(t.Context(), w.method, w.path, w.body, cookie)
 			if err != nil {
 				t.Errorf("%s: %v", what, err)
 			}
@@ -100,12 +101,12 @@ func TestAuthSQLiteLocked(t *testing.T) {
 			mu.Unlock()
 		})
 	}
-	s.call("GET", "/api/v1/apikeys", nil, cookie).want(t, 200, "list keys (a read) meanwhile")
+	s.Call("GET", "/api/v1/apikeys", nil, cookie).Want(t, 200, "list keys (a read) meanwhile")
 	wg.Wait()
 	for what, r := range replies {
-		r.wantUnavailable(t, what+" while another connection holds the write lock")
+		r.WantUnavailable(t, what+" while another connection holds the write lock")
 	}
 
 	release()
-	s.login("ada", "correct horse battery").want(t, 200, "the right password once the lock is released")
+	s.Login("ada", "correct horse battery").Want(t, 200, "the right password once the lock is released")
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
@@ -40,15 +41,15 @@ func liveServer(tb testing.TB, db *store.DB, cfg auth.Config) (*httptest.Server,
 // headers as "Name: value" ("" for none). A client gives up after 20 s, so
 // a server that hangs fails the test instead of stalling it; the error is
 // then the reply's body.
-func httpCall(tb testing.TB, srv *httptest.Server, method, path, body string, headers ...string) reply {
+func httpCall(tb testing.TB, srv *httptest.Server, method, path, body string, headers ...string) apitest.Reply {
 	tb.Helper()
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	r, err := exchange(context.Background(), &http.Client{Timeout: 20 * time.Second}, method, srv.URL+path, rd, headers...)
+	r, err := apitest.Exchange(context.Background(), &http.Client{Timeout: 20 * time.Second}, method, srv.URL+path, rd, headers...)
 	if err != nil {
-		r.body = err.Error()
+		r.Body = err.Error()
 	}
 	return r
 }
@@ -56,7 +57,7 @@ func httpCall(tb testing.TB, srv *httptest.Server, method, path, body string, he
 // loginCookie logs ada in over HTTP and returns the Cookie header.
 func loginCookie(tb testing.TB, srv *httptest.Server) string {
 	tb.Helper()
-	return httpCall(tb, srv, "POST", "/api/v1/auth/login", `{"username":"ada","password":"correct horse battery"}`).want(tb, 200, "login").cookie(tb)
+	return httpCall(tb, srv, "POST", "/api/v1/auth/login", `{"username":"ada","password":"correct horse battery"}`).Want(tb, 200, "login").Cookie(tb)
 }
 
 // Concurrent creates cannot pass the cap together: of 100 at once with a
@@ -71,11 +72,11 @@ func TestAPIKeyCapHoldsUnderConcurrency(t *testing.T) {
 		for i := range 100 {
 			wg.Go(func() {
 				r := httpCall(t, srv, "POST", "/api/v1/apikeys", fmt.Sprintf(`{"name":"key %d"}`, i), cookie)
-				if r.status == 409 && (r.code() != "conflict" || !strings.Contains(r.body, "5 API keys")) {
-					t.Errorf("409 body = %s; want the conflict envelope naming the cap", r.body)
+				if r.Status == 409 && (r.Code() != "conflict" || !strings.Contains(r.Body, "5 API keys")) {
+					t.Errorf("409 body = %s; want the conflict envelope naming the cap", r.Body)
 				}
 				mu.Lock()
-				statuses[r.status]++
+				statuses[r.Status]++
 				mu.Unlock()
 			})
 		}
@@ -84,7 +85,7 @@ func TestAPIKeyCapHoldsUnderConcurrency(t *testing.T) {
 			t.Fatalf("100 concurrent creates with a cap of 5 answered %v; want 5 × 201 and 95 × 409", statuses)
 		}
 		var page struct{ Keys []struct{ ID string } }
-		httpCall(t, srv, "GET", "/api/v1/apikeys?limit=100", "", cookie).decode(t, &page)
+		httpCall(t, srv, "GET", "/api/v1/apikeys?limit=100", "", cookie).Decode(t, &page)
 		if len(page.Keys) != 5 {
 			t.Fatalf("the user has %d keys, want 5", len(page.Keys))
 		}
@@ -102,8 +103,8 @@ func TestSessionCapEvictsOldest(t *testing.T) {
 		tick := func() time.Time { mu.Lock(); defer mu.Unlock(); now = now.Add(time.Second); return now }
 		srv, _ := liveServer(t, db, auth.Config{MaxSessions: 2, Now: tick, IdleTimeout: time.Hour})
 		first := loginCookie(t, srv)
-		if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", first); r.status != 200 { // now cached
-			t.Fatalf("the first session: %d %s", r.status, r.body)
+		if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", first); r.Status != 200 { // now cached
+			t.Fatalf("the first session: %d %s", r.Status, r.Body)
 		}
 		second := loginCookie(t, srv)
 		third := loginCookie(t, srv)
@@ -111,8 +112,8 @@ func TestSessionCapEvictsOldest(t *testing.T) {
 			name, cookie string
 			want         int
 		}{{"first", first, 401}, {"second", second, 200}, {"third", third, 200}} {
-			if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", tc.cookie); r.status != tc.want {
-				t.Errorf("the %s session after 3 logins with a cap of 2: %d, want %d", tc.name, r.status, tc.want)
+			if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", tc.cookie); r.Status != tc.want {
+				t.Errorf("the %s session after 3 logins with a cap of 2: %d, want %d", tc.name, r.Status, tc.want)
 			}
 		}
 	})
@@ -125,10 +126,10 @@ func TestAPIKeyTimesInMilliseconds(t *testing.T) {
 	srv, _ := liveServer(t, storetest.Open(t, store.SQLite), auth.Config{Now: clk.Now})
 	cookie := loginCookie(t, srv)
 	var k struct{ Key string }
-	httpCall(t, srv, "POST", "/api/v1/apikeys", `{"name":"ci"}`, cookie).decode(t, &k)
+	httpCall(t, srv, "POST", "/api/v1/apikeys", `{"name":"ci"}`, cookie).Decode(t, &k)
 	clk.Advance(time.Second)
-	if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", "X-API-Key: "+k.Key); r.status != 200 {
-		t.Fatalf("me with the key: %d %s", r.status, r.body)
+	if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", "X-API-Key: "+k.Key); r.Status != 200 {
+		t.Fatalf("me with the key: %d %s", r.Status, r.Body)
 	}
 	var page struct {
 		Keys []struct {
@@ -136,7 +137,7 @@ func TestAPIKeyTimesInMilliseconds(t *testing.T) {
 			LastUsedAt string `json:"last_used_at"`
 		}
 	}
-	httpCall(t, srv, "GET", "/api/v1/apikeys", "", cookie).decode(t, &page)
+	httpCall(t, srv, "GET", "/api/v1/apikeys", "", cookie).Decode(t, &page)
 	if len(page.Keys) != 1 || page.Keys[0].CreatedAt != "2026-11-30T12:00:01.234Z" || page.Keys[0].LastUsedAt != "2026-11-30T12:00:02.234Z" {
 		t.Fatalf("keys = %+v; want created_at 2026-11-30T12:00:01.234Z and last_used_at 2026-11-30T12:00:02.234Z", page.Keys)
 	}

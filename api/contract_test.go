@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
 )
 
 // specDoc is the served spec, read as generic JSON, for the walks of the
@@ -20,11 +21,11 @@ type specDoc struct {
 }
 
 // mustServedSpec reads /openapi.json from l.
-func mustServedSpec(tb testing.TB, l *live) specDoc {
+func mustServedSpec(tb testing.TB, l *apitest.Client) specDoc {
 	tb.Helper()
-	r := l.call("GET", "/openapi.json", nil).want(tb, http.StatusOK, "the spec")
+	r := l.Call("GET", "/openapi.json", nil).Want(tb, http.StatusOK, "the spec")
 	var d specDoc
-	r.decode(tb, &d.raw)
+	r.Decode(tb, &d.raw)
 	d.paths = map[string]map[string]any{}
 	for p, item := range d.raw["paths"].(map[string]any) {
 		d.paths[p] = item.(map[string]any)
@@ -53,7 +54,7 @@ func concretePath(path string) string {
 // its body itself once answered 422 unprocessable).
 func TestSpecEveryBodyRefusesNonJSONWith400(t *testing.T) {
 	_, l, _ := streamServer(t, api.StreamConfig{}, nil)
-	ada := l.login("ada", "correct horse battery").cookie(t)
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
 	spec := mustServedSpec(t, l)
 	n := 0
 	spec.operations(func(method, path string, op map[string]any) {
@@ -70,15 +71,15 @@ func TestSpecEveryBodyRefusesNonJSONWith400(t *testing.T) {
 			t.Errorf("%s %s reads a JSON body and declares no 400", method, path)
 		}
 		for _, body := range []string{`{"project":`, `{"items":[}`, `{} {}`, ``} {
-			r, err := exchange(context.Background(), l.client, method, l.url+concretePath(path), strings.NewReader(body), ada)
+			r, err := apitest.Exchange(context.Background(), l.HTTP, method, l.URL+concretePath(path), strings.NewReader(body), ada)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var env envelope
-			_ = json.Unmarshal([]byte(r.body), &env)
-			if r.status != http.StatusBadRequest || env.Code != "invalid-request" || len(env.Details.Errors) > 1 ||
+			var env apitest.Envelope
+			_ = json.Unmarshal([]byte(r.Body), &env)
+			if r.Status != http.StatusBadRequest || env.Code != "invalid-request" || len(env.Details.Errors) > 1 ||
 				len(env.Details.Errors) == 1 && env.Details.Errors[0].Location != "body" {
-				t.Errorf("%s %s with %q: %d %.300s, want 400 invalid-request at body", method, path, body, r.status, r.body)
+				t.Errorf("%s %s with %q: %d %.300s, want 400 invalid-request at body", method, path, body, r.Status, r.Body)
 			}
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
 )
 
 // TestDocumentsRenderedOnce fetches the spec and the reference page
@@ -70,17 +71,17 @@ func TestDocumentsRenderedOnce(t *testing.T) {
 // of the document.
 func TestDocumentsIgnoreRange(t *testing.T) {
 	s, _ := mustRawServer(t, api.Config{})
-	l := mustLive(t, s)
+	l := apitest.Serve(t, s)
 	ranges := make([]string, 2000)
 	for i := range ranges {
 		ranges[i] = strconv.Itoa(i) + "-" + strconv.Itoa(i)
 	}
 	for _, path := range []string{"/openapi.json", "/docs"} {
-		full := l.call("GET", path, nil).want(t, 200, path)
-		r := l.call("GET", path, nil, "Range: bytes="+strings.Join(ranges, ","))
-		if r.status != 200 || r.body != full.body {
+		full := l.Call("GET", path, nil).Want(t, 200, path)
+		r := l.Call("GET", path, nil, "Range: bytes="+strings.Join(ranges, ","))
+		if r.Status != 200 || r.Body != full.Body {
 			t.Fatalf("%s with 2000 ranges: %d, %d bytes (the document has %d); want the document whole",
-				path, r.status, len(r.body), len(full.body))
+				path, r.Status, len(r.Body), len(full.Body))
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
@@ -38,12 +39,12 @@ func (l *lookups) APIKeyByHash(ctx context.Context, h string) (auth.APIKey, auth
 // failedAuthServer is the whole server over real HTTP with an ip budget
 // of 3 a minute and a fake clock; it returns the server, the store's
 // lookup count, the clock and a valid API key of ada's.
-func failedAuthServer(t *testing.T) (*live, *lookups, *fakeClock, string) {
+func failedAuthServer(t *testing.T) (*apitest.Client, *lookups, *fakeClock, string) {
 	return limitedHTTPServer(t, ratelimit.Rate{Limit: 3, Window: time.Minute, Burst: 3})
 }
 
 // limitedHTTPServer is failedAuthServer with the ip budget ip.
-func limitedHTTPServer(t *testing.T, ip ratelimit.Rate) (*live, *lookups, *fakeClock, string) {
+func limitedHTTPServer(t *testing.T, ip ratelimit.Rate) (*apitest.Client, *lookups, *fakeClock, string) {
 	t.Helper()
 	clk := testclock.New(t0)
 	st := &lookups{Store: store.NewAuthStore(storetest.Open(t, store.SQLite))}
@@ -63,14 +64,7 @@ func limitedHTTPServer(t *testing.T, ip ratelimit.Rate) (*live, *lookups, *fakeC
 	// Loopback is a trusted proxy: a test picks a client address with
 	// X-Forwarded-For; without one, the client is the peer.
 	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
-	return mustLive(t, s), st, clk, key
-}
-
-// env429 is r's envelope with the 429 details.
-func (r reply) env429(tb testing.TB) envelope429 {
-	var env envelope429
-	r.decode(tb, &env)
-	return env
+	return apitest.Serve(t, s), st, clk, key
 }
 
 // Every request whose credentials fail draws from its address's ip
@@ -80,12 +74,12 @@ func (r reply) env429(tb testing.TB) envelope429 {
 func TestFailedAuthChargesIPPlane(t *testing.T) {
 	l, st, clk, key := failedAuthServer(t)
 	const me = "/api/v1/auth/me"
-	l.call("GET", me, nil, "X-API-Key: "+key).want(t, 200, "valid key") // ada's key is now cached
+	l.Call("GET", me, nil, "X-API-Key: "+key).Want(t, 200, "valid key") // ada's key is now cached
 	made := func(i int) string { return fmt.Sprintf("X-API-Key: brk_%032d", i) }
 	for i, hdr := range []string{made(0), "Cookie: brain_session=" + strings.Repeat("c", 43), ""} { // the last sends none
-		r := l.call("GET", me, nil, hdr)
-		if r.status != 401 || r.header.Get("RateLimit-Policy") != `"ip";q=3;w=60` || r.header.Get("RateLimit") == "" {
-			t.Fatalf("failed auth %d: %d, RateLimit-Policy %q: want 401 drawing from the ip plane", i, r.status, r.header.Get("RateLimit-Policy"))
+		r := l.Call("GET", me, nil, hdr)
+		if r.Status != 401 || r.Header.Get("RateLimit-Policy") != `"ip";q=3;w=60` || r.Header.Get("RateLimit") == "" {
+			t.Fatalf("failed auth %d: %d, RateLimit-Policy %q: want 401 drawing from the ip plane", i, r.Status, r.Header.Get("RateLimit-Policy"))
 		}
 	}
 	var before int64
@@ -93,9 +87,9 @@ func TestFailedAuthChargesIPPlane(t *testing.T) {
 		if i == 1 { // the first refusal taught the server the address is refused
 			before = st.n.Load()
 		}
-		r := l.call("GET", me, nil, made(100+i))
-		if env := r.env429(t); r.status != 429 || env.Details.Scope != "ip" || r.header.Get("Retry-After") != "20" {
-			t.Fatalf("made-up key past the ip budget: %d %+v Retry-After %q; want 429 scope ip, 20 s", r.status, env, r.header.Get("Retry-After"))
+		r := l.Call("GET", me, nil, made(100+i))
+		if env := r.Refusal(t); r.Status != 429 || env.Details.Scope != "ip" || r.Header.Get("Retry-After") != "20" {
+			t.Fatalf("made-up key past the ip budget: %d %+v Retry-After %q; want 429 scope ip, 20 s", r.Status, env, r.Header.Get("Retry-After"))
 		}
 	}
 	if n := st.n.Load() - before; n != 0 {
@@ -104,16 +98,16 @@ func TestFailedAuthChargesIPPlane(t *testing.T) {
 	// A caller the caches know draws from its own budget, and is looked
 	// up again once its entry is stale: it is not locked out behind an
 	// address someone else got refused.
-	l.call("GET", me, nil, "X-API-Key: "+key).want(t, 200, "a cached valid key from the refused address")
+	l.Call("GET", me, nil, "X-API-Key: "+key).Want(t, 200, "a cached valid key from the refused address")
 	clk.Advance(11 * time.Second) // past CacheTTL; the address is refused for 9 s more
-	if r := l.call("GET", me, nil, "X-API-Key: "+key); r.status != 200 || strings.Contains(r.header.Get("RateLimit-Policy"), `"ip"`) {
-		t.Fatalf("a known key whose cache entry went stale: %d %q, want 200 on its own budget", r.status, r.header.Get("RateLimit-Policy"))
+	if r := l.Call("GET", me, nil, "X-API-Key: "+key); r.Status != 200 || strings.Contains(r.Header.Get("RateLimit-Policy"), `"ip"`) {
+		t.Fatalf("a known key whose cache entry went stale: %d %q, want 200 on its own budget", r.Status, r.Header.Get("RateLimit-Policy"))
 	}
-	l.call("GET", me, nil, made(998)).want(t, 429, "a made-up key while the address is still refused")
+	l.Call("GET", me, nil, made(998)).Want(t, 429, "a made-up key while the address is still refused")
 	// Once the budget admits again, credentials are looked up again.
 	clk.Advance(9 * time.Second)
 	before = st.n.Load()
-	l.call("GET", me, nil, made(999)).want(t, 401, "after Retry-After")
+	l.Call("GET", me, nil, made(999)).Want(t, 401, "after Retry-After")
 	if st.n.Load()-before != 1 {
 		t.Fatal("after Retry-After the credentials were not looked up")
 	}
@@ -125,7 +119,7 @@ func TestRepeatedUnknownKeyLookedUpOnce(t *testing.T) {
 	l, st, _, _ := failedAuthServer(t)
 	before := st.n.Load()
 	for range 3 { // within the ip budget
-		l.call("GET", "/api/v1/auth/me", nil, fmt.Sprintf("Authorization: Bearer brk_%032d", 7)).want(t, 401, "unknown key")
+		l.Call("GET", "/api/v1/auth/me", nil, fmt.Sprintf("Authorization: Bearer brk_%032d", 7)).Want(t, 401, "unknown key")
 	}
 	if n := st.n.Load() - before; n != 1 {
 		t.Fatalf("%d lookups of one unknown key, want 1", n)
@@ -138,7 +132,7 @@ func TestPublicRoutesIgnoreCredentials(t *testing.T) {
 	before := st.n.Load()
 	for i := range 20 {
 		for _, path := range []string{"/api/v1/health", "/openapi.json", "/api/v1/nope"} {
-			l.call("GET", path, nil, fmt.Sprintf("X-API-Key: brk_%032d", i))
+			l.Call("GET", path, nil, fmt.Sprintf("X-API-Key: brk_%032d", i))
 		}
 	}
 	if n := st.n.Load() - before; n != 0 {
@@ -192,15 +186,15 @@ func TestSpecShowsIPBudgetOnFailedAuth(t *testing.T) {
 // The spec shows that budget as applying to such (forbidden) requests.
 func TestForbiddenKeyDrawsFromItsBudget(t *testing.T) {
 	l, _, _, key := limitedHTTPServer(t, ratelimit.Rate{Limit: 3, Window: time.Minute, Burst: 3})
-	var last reply
+	var last apitest.Reply
 	for range 100 { // the key's budget in this server
-		last = l.call("GET", "/api/v1/apikeys", nil, "X-API-Key: "+key)
-		if last.status != 403 || !strings.Contains(last.header.Get("RateLimit-Policy"), `"apikey"`) {
-			t.Fatalf("a key on a session-only operation: %d RateLimit-Policy %q, want 403 on the key's budget", last.status, last.header.Get("RateLimit-Policy"))
+		last = l.Call("GET", "/api/v1/apikeys", nil, "X-API-Key: "+key)
+		if last.Status != 403 || !strings.Contains(last.Header.Get("RateLimit-Policy"), `"apikey"`) {
+			t.Fatalf("a key on a session-only operation: %d RateLimit-Policy %q, want 403 on the key's budget", last.Status, last.Header.Get("RateLimit-Policy"))
 		}
 	}
-	if r := l.call("GET", "/api/v1/apikeys", nil, "X-API-Key: "+key); r.status != 429 || r.env429(t).Details.Scope != "apikey" {
-		t.Fatalf("past the key's budget: %d %s, want 429 scope apikey", r.status, r.body)
+	if r := l.Call("GET", "/api/v1/apikeys", nil, "X-API-Key: "+key); r.Status != 429 || r.Refusal(t).Details.Scope != "apikey" {
+		t.Fatalf("past the key's budget: %d %s, want 429 scope apikey", r.Status, r.Body)
 	}
 	s, _ := mustRawServer(t, api.Config{})
 	entries, _ := s.API.OpenAPI().Paths["/api/v1/apikeys"].Get.Extensions["x-rate-limit"].([]api.RateLimitEntry)

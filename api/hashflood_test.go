@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
@@ -55,7 +56,7 @@ func TestLoginFloodBoundsMemory(t *testing.T) {
 	svc := auth.NewService(store.NewAuthStore(storetest.Open(t, store.SQLite)), auth.Config{HashConcurrency: slots}) // DefaultArgon2
 	lim := api.DefaultLimits()
 	lim.IP = ratelimit.Rate{Limit: 10_000, Window: time.Minute, Burst: 10_000}
-	s := mustLive(t, api.New(withAccount(api.Config{Auth: svc, Limits: lim, Logger: slog.New(slog.DiscardHandler),
+	s := apitest.Serve(t, api.New(withAccount(api.Config{Auth: svc, Limits: lim, Logger: slog.New(slog.DiscardHandler),
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})))
 	hash := uint64(auth.DefaultArgon2.Memory) << 10
 	// The collector lets the heap grow to twice what was live when it last
@@ -74,22 +75,22 @@ func TestLoginFloodBoundsMemory(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := s.callContext(t.Context(), "POST", "/api/v1/auth/login",
+			r, err := s.CallContext(t.Context(), "POST", "/api/v1/auth/login",
 				map[string]string{"username": "user" + strconv.Itoa(i), "password": "not the password"},
 				fmt.Sprintf("X-Forwarded-For: 198.51.100.%d", i%ips))
 			if err != nil {
 				t.Errorf("login %d: %v", i, err)
 				return
 			}
-			switch r.status {
+			switch r.Status {
 			case 401, 429:
 			case 503:
-				r.wantUnavailable(t, "a login turned away")
+				r.WantUnavailable(t, "a login turned away")
 			default:
-				t.Errorf("login %d: %d %s", i, r.status, r.body)
+				t.Errorf("login %d: %d %s", i, r.Status, r.Body)
 			}
 			mu.Lock()
-			statuses[r.status]++
+			statuses[r.Status]++
 			mu.Unlock()
 		}()
 	}
@@ -119,31 +120,31 @@ func TestBusyLoginIsNoFailure(t *testing.T) {
 	if err := st.CreateUser(ctx, auth.User{ID: "slow", Username: "slow", PasswordHash: slow, CreatedAt: t0}); err != nil {
 		t.Fatal(err)
 	}
-	s := mustLive(t, api.New(withAccount(api.Config{Auth: svc, Logger: slog.New(slog.DiscardHandler),
+	s := apitest.Serve(t, api.New(withAccount(api.Config{Auth: svc, Logger: slog.New(slog.DiscardHandler),
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})))
-	held := make(chan reply, 1)
+	held := make(chan apitest.Reply, 1)
 	go func() {
 		for i := 0; ; i++ { // a probe may hold the slot for the instant slow asks
-			r, err := s.callContext(ctx, "POST", "/api/v1/auth/login", map[string]string{"username": "slow", "password": "slow but right"},
+			r, err := s.CallContext(ctx, "POST", "/api/v1/auth/login", map[string]string{"username": "slow", "password": "slow but right"},
 				fmt.Sprintf("X-Forwarded-For: 198.51.100.%d", 100+i%100))
-			if err != nil || r.status != 503 || i == 100 {
+			if err != nil || r.Status != 503 || i == 100 {
 				held <- r
 				return
 			}
 		}
 	}()
 	for i := 0; ; i++ { // probe, each time as someone new, until slow's check holds the slot
-		r := s.login(fmt.Sprint("probe", i), "not the password", fmt.Sprintf("X-Forwarded-For: 203.0.113.%d", i%250))
-		if r.status == 503 {
+		r := s.Login(fmt.Sprint("probe", i), "not the password", fmt.Sprintf("X-Forwarded-For: 203.0.113.%d", i%250))
+		if r.Status == 503 {
 			break
 		}
-		if r.status != 401 || i == 500 {
-			t.Fatalf("probe %d: %d %s; slow's login never held the slot", i, r.status, r.body)
+		if r.Status != 401 || i == 500 {
+			t.Fatalf("probe %d: %d %s; slow's login never held the slot", i, r.Status, r.Body)
 		}
 	}
 	for i := range 2 * svc.Throttle.UserFailures {
-		s.login("ada", "not the password", "X-Forwarded-For: 198.51.100.3").wantUnavailable(t, fmt.Sprintf("wrong password %d while the slot is held", i+1))
+		s.Login("ada", "not the password", "X-Forwarded-For: 198.51.100.3").WantUnavailable(t, fmt.Sprintf("wrong password %d while the slot is held", i+1))
 	}
-	(<-held).want(t, 200, "slow's login, once checked")
-	s.login("ada", "correct horse battery", "X-Forwarded-For: 198.51.100.3").want(t, 200, "ada's right password after ten turned-away wrong ones")
+	(<-held).Want(t, 200, "slow's login, once checked")
+	s.Login("ada", "correct horse battery", "X-Forwarded-For: 198.51.100.3").Want(t, 200, "ada's right password after ten turned-away wrong ones")
 }

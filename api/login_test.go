@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/danielgtaylor/huma/v2"
@@ -20,29 +21,29 @@ import (
 func TestLoginBackoffTakesNoIPToken(t *testing.T) {
 	l, _, clk, _ := limitedHTTPServer(t, ratelimit.Rate{Limit: 10, Window: time.Minute, Burst: 10})
 	for i := range 5 { // five failures for ada: the back-off starts
-		if r := l.login("ada", "wrong password!"); r.status != 401 || r.header.Get("RateLimit") == "" {
-			t.Fatalf("failure %d: %d, RateLimit %q", i+1, r.status, r.header.Get("RateLimit"))
+		if r := l.Login("ada", "wrong password!"); r.Status != 401 || r.Header.Get("RateLimit") == "" {
+			t.Fatalf("failure %d: %d, RateLimit %q", i+1, r.Status, r.Header.Get("RateLimit"))
 		}
 	}
 	for range 30 { // three times the ip budget
-		r := l.login("ada", "correct horse battery")
+		r := l.Login("ada", "correct horse battery")
 		// One refusal for every plane: a back-off has no window, and
 		// says its wait once.
-		if env := r.env429(t); r.status != 429 || env.Details.Scope != "login" || env.Details.WindowS != 0 || env.Details.RetryAfterS != 1 || len(r.header.Values("Retry-After")) != 1 || r.header.Get("Retry-After") != "1" {
-			t.Fatalf("held back: %d %+v Retry-After %q; want 429 scope login, 1 s", r.status, env, r.header.Get("Retry-After"))
+		if env := r.Refusal(t); r.Status != 429 || env.Details.Scope != "login" || env.Details.WindowS != 0 || env.Details.RetryAfterS != 1 || len(r.Header.Values("Retry-After")) != 1 || r.Header.Get("Retry-After") != "1" {
+			t.Fatalf("held back: %d %+v Retry-After %q; want 429 scope login, 1 s", r.Status, env, r.Header.Get("Retry-After"))
 		}
-		if r.header.Get("RateLimit") != "" {
-			t.Fatalf("a back-off refusal shows a budget it did not charge: %q", r.header.Get("RateLimit"))
+		if r.Header.Get("RateLimit") != "" {
+			t.Fatalf("a back-off refusal shows a budget it did not charge: %q", r.Header.Get("RateLimit"))
 		}
 	}
 	// The address spent 5 of its 10 tokens, not 35: grace logs in, and
 	// the answer shows 4 left.
-	if r := l.login("grace", "no such user, wrong"); r.status != 401 || !strings.Contains(r.header.Get("RateLimit"), `"ip";r=4;`) {
-		t.Fatalf("after the refusals: %d RateLimit %q, want 401 with 4 ip tokens left", r.status, r.header.Get("RateLimit"))
+	if r := l.Login("grace", "no such user, wrong"); r.Status != 401 || !strings.Contains(r.Header.Get("RateLimit"), `"ip";r=4;`) {
+		t.Fatalf("after the refusals: %d RateLimit %q, want 401 with 4 ip tokens left", r.Status, r.Header.Get("RateLimit"))
 	}
 	clk.Advance(time.Second) // the back-off is over; the right password works
-	if r := l.login("ada", "correct horse battery"); r.status != 200 || !strings.Contains(r.header.Get("RateLimit"), `"ip";r=3;`) {
-		t.Fatalf("after the back-off: %d RateLimit %q", r.status, r.header.Get("RateLimit"))
+	if r := l.Login("ada", "correct horse battery"); r.Status != 200 || !strings.Contains(r.Header.Get("RateLimit"), `"ip";r=3;`) {
+		t.Fatalf("after the back-off: %d RateLimit %q", r.Status, r.Header.Get("RateLimit"))
 	}
 }
 
@@ -50,15 +51,15 @@ func TestLoginBackoffTakesNoIPToken(t *testing.T) {
 // refused request consumes from no budget.
 func TestLoginRefusedByIPIsNoFailure(t *testing.T) {
 	l, _, _, _ := limitedHTTPServer(t, ratelimit.Rate{Limit: 1, Window: time.Hour, Burst: 1})
-	l.login("ada", "wrong password!").want(t, 401, "first")
+	l.Login("ada", "wrong password!").Want(t, 401, "first")
 	for range 10 {
-		if r := l.login("ada", "wrong password!"); r.status != 429 || r.env429(t).Details.Scope != "ip" {
-			t.Fatalf("past the ip budget: %d %s, want 429 scope ip", r.status, r.body)
+		if r := l.Login("ada", "wrong password!"); r.Status != 429 || r.Refusal(t).Details.Scope != "ip" {
+			t.Fatalf("past the ip budget: %d %s, want 429 scope ip", r.Status, r.Body)
 		}
 	}
 	// Had the ten refused attempts counted, ada's eleven failures would
 	// hold her back; from another address the right password works.
-	l.login("ada", "correct horse battery", "X-Forwarded-For: 198.51.100.7").want(t, 200, "the right password from another address")
+	l.Login("ada", "correct horse battery", "X-Forwarded-For: 198.51.100.7").Want(t, 200, "the right password from another address")
 }
 
 // Changing the password runs the same back-off, decided before the
@@ -66,20 +67,20 @@ func TestLoginRefusedByIPIsNoFailure(t *testing.T) {
 // so.
 func TestPasswordChangeBackoffTakesNoSessionToken(t *testing.T) {
 	l, _, _, _ := limitedHTTPServer(t, ratelimit.Rate{Limit: 10, Window: time.Minute, Burst: 10})
-	cookie := l.login("ada", "correct horse battery").want(t, 200, "login").cookie(t)
+	cookie := l.Login("ada", "correct horse battery").Want(t, 200, "login").Cookie(t)
 	wrong := map[string]string{"current": "not my password", "new": "a brand new password"}
 	for i := range 5 {
-		l.call("POST", "/api/v1/auth/password", wrong, cookie).want(t, 403, fmt.Sprintf("wrong current password %d", i+1))
+		l.Call("POST", "/api/v1/auth/password", wrong, cookie).Want(t, 403, fmt.Sprintf("wrong current password %d", i+1))
 	}
-	left := l.call("GET", "/api/v1/auth/me", nil, cookie).want(t, 200, "me").header.Get("RateLimit")
+	left := l.Call("GET", "/api/v1/auth/me", nil, cookie).Want(t, 200, "me").Header.Get("RateLimit")
 	for range 20 {
-		r := l.call("POST", "/api/v1/auth/password", wrong, cookie)
-		if r.status != 429 || r.env429(t).Details.Scope != "login" || r.header.Get("RateLimit") != "" {
-			t.Fatalf("held back: %d %s RateLimit %q; want 429 scope login, no budget charged", r.status, r.body, r.header.Get("RateLimit"))
+		r := l.Call("POST", "/api/v1/auth/password", wrong, cookie)
+		if r.Status != 429 || r.Refusal(t).Details.Scope != "login" || r.Header.Get("RateLimit") != "" {
+			t.Fatalf("held back: %d %s RateLimit %q; want 429 scope login, no budget charged", r.Status, r.Body, r.Header.Get("RateLimit"))
 		}
 	}
 	// me took one token before and one now: 20 refusals took none.
-	now := l.call("GET", "/api/v1/auth/me", nil, cookie).want(t, 200, "me").header.Get("RateLimit")
+	now := l.Call("GET", "/api/v1/auth/me", nil, cookie).Want(t, 200, "me").Header.Get("RateLimit")
 	if !strings.Contains(left, `r=94;`) || !strings.Contains(now, `r=93;`) {
 		t.Fatalf("session budget before the refusals %q, after %q: want 94 then 93 left", left, now)
 	}
@@ -120,14 +121,14 @@ func TestDeferredChargeRefusalStands(t *testing.T) {
 			out.Body.Text = "served"
 			return out, nil
 		})
-	cookie := mustLive(t, s).login("ada", "correct horse battery").want(t, 200, "login").cookie(t)
-	live := mustLive(t, s)
+	cookie := apitest.Serve(t, s).Login("ada", "correct horse battery").Want(t, 200, "login").Cookie(t)
+	live := apitest.Serve(t, s)
 	for i := range 3 {
-		live.call("GET", "/api/v1/test/careless", nil, cookie).want(t, 200, fmt.Sprintf("request %d of the burst", i+1))
+		live.Call("GET", "/api/v1/test/careless", nil, cookie).Want(t, 200, fmt.Sprintf("request %d of the burst", i+1))
 	}
-	r := live.call("GET", "/api/v1/test/careless", nil, cookie)
-	if r.status != 429 || strings.Contains(r.body, "served") || r.env429(t).Details.Scope != "session" {
-		t.Fatalf("past the budget: %d %s; want the 429 envelope, not the handler's answer", r.status, r.body)
+	r := live.Call("GET", "/api/v1/test/careless", nil, cookie)
+	if r.Status != 429 || strings.Contains(r.Body, "served") || r.Refusal(t).Details.Scope != "session" {
+		t.Fatalf("past the budget: %d %s; want the 429 envelope, not the handler's answer", r.Status, r.Body)
 	}
 }
 
@@ -147,11 +148,11 @@ func TestSpecLoginEntryIsTheRunningThrottle(t *testing.T) {
 	if login == nil || login.Failures != 2 || login.BackoffS[0] != 3 || login.BackoffS[1] != 900 {
 		t.Fatalf("login entry %+v, want failures 2 and backoff_s [3 900] from the running throttle", login)
 	}
-	l := mustLive(t, s)
+	l := apitest.Serve(t, s)
 	for range 2 {
-		l.login("ada", "wrong password!").want(t, 401, "a failure")
+		l.Login("ada", "wrong password!").Want(t, 401, "a failure")
 	}
-	if r := l.login("ada", "wrong password!"); r.status != 429 || r.header.Get("Retry-After") != "3" {
-		t.Fatalf("after 2 failures: %d Retry-After %q, want 429 and 3 s", r.status, r.header.Get("Retry-After"))
+	if r := l.Login("ada", "wrong password!"); r.Status != 429 || r.Header.Get("Retry-After") != "3" {
+		t.Fatalf("after 2 failures: %d Retry-After %q, want 429 and 3 s", r.Status, r.Header.Get("Retry-After"))
 	}
 }

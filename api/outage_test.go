@@ -60,13 +60,13 @@ func TestStoreOutageAnswersWithinTheDeadline(t *testing.T) {
 			defer stall.Stop()
 			for _, rq := range requests {
 				r := httpCall(t, srv, rq.method, rq.path, rq.body, rq.header)
-				t.Logf("%s with the database stalled: %d after %v", rq.name, r.status, r.took.Round(time.Millisecond))
+				t.Logf("%s with the database stalled: %d after %v", rq.name, r.Status, r.Took.Round(time.Millisecond))
 				want := "a 5xx"
 				if rq.status != 0 {
 					want = strconv.Itoa(rq.status)
 				}
-				if r.took > bound || r.status < 500 || (rq.status != 0 && r.status != rq.status) || r.code() == "" {
-					t.Errorf("%s: %d %q after %v; want %s with the error envelope within %v", rq.name, r.status, r.body, r.took, want, bound)
+				if r.Took > bound || r.Status < 500 || (rq.status != 0 && r.Status != rq.status) || r.Code() == "" {
+					t.Errorf("%s: %d %q after %v; want %s with the error envelope within %v", rq.name, r.Status, r.Body, r.Took, want, bound)
 				}
 			}
 		})
@@ -85,15 +85,15 @@ func TestSessionTouchNeverHoldsARequest(t *testing.T) {
 			clk := testclock.New(t0)
 			srv, svc := liveServer(t, db, auth.Config{Now: clk.Now, CacheTTL: time.Hour, TouchInterval: time.Minute})
 			cookie := loginCookie(t, srv)
-			if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", cookie); r.status != 200 { // now cached
-				t.Fatalf("me: %d %s", r.status, r.body)
+			if r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", cookie); r.Status != 200 { // now cached
+				t.Fatalf("me: %d %s", r.Status, r.Body)
 			}
 			clk.Advance(2 * time.Minute) // the last-seen time is due; the cache entry is not stale
 
 			stall.Start()
 			r := httpCall(t, srv, "GET", "/api/v1/auth/me", "", cookie)
-			if r.status != 200 || r.took > time.Second {
-				t.Fatalf("me with the database stalled: %d after %v; want 200 at once", r.status, r.took)
+			if r.Status != 200 || r.Took > time.Second {
+				t.Fatalf("me with the database stalled: %d after %v; want 200 at once", r.Status, r.Took)
 			}
 			stall.Stop()
 

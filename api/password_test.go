@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/store/storetest"
@@ -40,7 +41,7 @@ func (l *lookupSignal) UserByID(ctx context.Context, id string) (auth.User, erro
 // second service on the same database that caches nothing: what it sees
 // is what the database holds.
 type changeSetup struct {
-	s       *live
+	s       *apitest.Client
 	replica *auth.Service
 	a, b    string // Cookie headers
 	userID  string
@@ -70,7 +71,7 @@ func newChangeSetup(t *testing.T, db *store.DB, username string) *changeSetup {
 	}
 	c.userID = u.ID
 	server := api.New(withAccount(api.Config{Auth: svc, Logger: slog.New(slog.DiscardHandler)}))
-	c.s = mustLive(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	c.s = apitest.Serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case w := <-c.watched:
 			go func() { <-r.Context().Done(); close(w.ctxDone) }()
@@ -79,15 +80,15 @@ func newChangeSetup(t *testing.T, db *store.DB, username string) *changeSetup {
 		}
 		server.ServeHTTP(w, r)
 	}))
-	c.a = c.s.login(username, oldPassword).want(t, 200, "login a").cookie(t)
-	c.b = c.s.login(username, oldPassword).want(t, 200, "login b").cookie(t)
+	c.a = c.s.Login(username, oldPassword).Want(t, 200, "login a").Cookie(t)
+	c.b = c.s.Login(username, oldPassword).Want(t, 200, "login b").Cookie(t)
 	c.replica = auth.NewService(store.NewAuthStore(db), auth.Config{Argon2: cheap, CacheTTL: time.Nanosecond})
 	return c
 }
 
 // change asks, from session a, to change the password to newPassword.
-func (c *changeSetup) change(ctx context.Context) (reply, error) {
-	return c.s.callContext(ctx, "POST", "/api/v1/auth/password", map[string]string{"current": oldPassword, "new": newPassword}, c.a)
+func (c *changeSetup) change(ctx context.Context) (apitest.Reply, error) {
+	return c.s.CallContext(ctx, "POST", "/api/v1/auth/password", map[string]string{"current": oldPassword, "new": newPassword}, c.a)
 }
 
 // alive reports whether the database still holds the session of cookie.
@@ -106,8 +107,8 @@ func (c *changeSetup) alive(t *testing.T, cookie string) bool {
 func (c *changeSetup) wantWhole(t *testing.T, username, password string) {
 	t.Helper()
 	other := map[string]string{oldPassword: newPassword, newPassword: oldPassword}[password]
-	c.s.login(username, password).want(t, 200, "the password in force")
-	c.s.login(username, other).want(t, 401, "the other password")
+	c.s.Login(username, password).Want(t, 200, "the password in force")
+	c.s.Login(username, other).Want(t, 401, "the other password")
 	if b := c.alive(t, c.b); b != (password == oldPassword) {
 		t.Fatalf("password %q in force and the other session alive = %v: half a change", password, b)
 	}
@@ -128,12 +129,12 @@ func TestPasswordChangeIsWhole(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r.wantUnavailable(t, "a change whose second step fails")
+			r.WantUnavailable(t, "a change whose second step fails")
 			undo()
 			c.wantWhole(t, "ada", oldPassword)
 
-			if r, err := c.change(t.Context()); err != nil || r.status != 204 {
-				t.Fatalf("the change retried: %v %d %s", err, r.status, r.body)
+			if r, err := c.change(t.Context()); err != nil || r.Status != 204 {
+				t.Fatalf("the change retried: %v %d %s", err, r.Status, r.Body)
 			}
 			c.wantWhole(t, "ada", newPassword)
 		})

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/internal/testclock"
 	"github.com/danielgtaylor/huma/v2"
 )
@@ -17,7 +18,7 @@ import (
 // public webhook counted by its sender on the ip plane (2/min). It returns
 // the server, served over real HTTP, and ada's session cookie and API key
 // as headers.
-func protectedServer(t *testing.T) (*api.Server, *live, string, string) {
+func protectedServer(t *testing.T) (*api.Server, *apitest.Client, string, string) {
 	t.Helper()
 	clk := testclock.New(t0)
 	svc := MustAuth(t)
@@ -37,7 +38,7 @@ func protectedServer(t *testing.T) (*api.Server, *live, string, string) {
 		t.Fatal(err)
 	}
 	cookie, key := loginAndKey(t, svc)
-	return s, mustLive(t, s), "Cookie: " + cookie, "X-API-Key: " + key
+	return s, apitest.Serve(t, s), "Cookie: " + cookie, "X-API-Key: " + key
 }
 
 // A route added straight to chi behind api.Protect is guarded as an
@@ -48,26 +49,26 @@ func protectedServer(t *testing.T) (*api.Server, *live, string, string) {
 // caller.
 func TestProtectedRoute(t *testing.T) {
 	_, l, cookie, key := protectedServer(t)
-	if r := l.call("GET", "/api/v1/exports/1", nil); r.status != 401 || r.code() != "unauthenticated" {
-		t.Fatalf("no caller: %d %s, want the 401 envelope", r.status, r.body)
+	if r := l.Call("GET", "/api/v1/exports/1", nil); r.Status != 401 || r.Code() != "unauthenticated" {
+		t.Fatalf("no caller: %d %s, want the 401 envelope", r.Status, r.Body)
 	}
 	for i := range 2 {
-		r := l.call("GET", "/api/v1/exports/1", nil, key).want(t, 200, fmt.Sprintf("key's download %d", i+1))
-		if r.body != "the file" || r.header.Get("RateLimit-Policy") != `"exports";q=2;w=3600` || r.header.Get("RateLimit") == "" {
-			t.Fatalf("key's download %d: %q %v", i+1, r.body, r.header)
+		r := l.Call("GET", "/api/v1/exports/1", nil, key).Want(t, 200, fmt.Sprintf("key's download %d", i+1))
+		if r.Body != "the file" || r.Header.Get("RateLimit-Policy") != `"exports";q=2;w=3600` || r.Header.Get("RateLimit") == "" {
+			t.Fatalf("key's download %d: %q %v", i+1, r.Body, r.Header)
 		}
 	}
-	r := l.call("GET", "/api/v1/exports/1", nil, key)
-	if env := r.env429(t); r.status != 429 || env.Details.Scope != "apikey" || env.Details.Policy != "exports" || r.header.Get("Retry-After") == "" {
-		t.Fatalf("key's third download: %d %v %s, want 429 of the exports budget", r.status, r.header, r.body)
+	r := l.Call("GET", "/api/v1/exports/1", nil, key)
+	if env := r.Refusal(t); r.Status != 429 || env.Details.Scope != "apikey" || env.Details.Policy != "exports" || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("key's third download: %d %v %s, want 429 of the exports budget", r.Status, r.Header, r.Body)
 	}
 	for i := range 3 { // small's session budget: 3 a minute
-		if r := l.call("GET", "/api/v1/exports/1", nil, cookie).want(t, 200, fmt.Sprintf("session's download %d", i+1)); r.header.Get("RateLimit-Policy") != `"session";q=3;w=60` {
-			t.Fatalf("session's download: %v", r.header)
+		if r := l.Call("GET", "/api/v1/exports/1", nil, cookie).Want(t, 200, fmt.Sprintf("session's download %d", i+1)); r.Header.Get("RateLimit-Policy") != `"session";q=3;w=60` {
+			t.Fatalf("session's download: %v", r.Header)
 		}
 	}
-	if r := l.call("GET", "/api/v1/exports/1", nil, cookie); r.status != 429 || r.env429(t).Details.Scope != "session" {
-		t.Fatalf("session's fourth download: %d %s", r.status, r.body)
+	if r := l.Call("GET", "/api/v1/exports/1", nil, cookie); r.Status != 429 || r.Refusal(t).Details.Scope != "session" {
+		t.Fatalf("session's fourth download: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -77,26 +78,26 @@ func TestProtectedRoute(t *testing.T) {
 // is the key.
 func TestProtectedRouteKeyFunction(t *testing.T) {
 	_, l, _, _ := protectedServer(t)
-	post := func(sender string) reply {
+	post := func(sender string) apitest.Reply {
 		if sender == "" {
-			return l.call("POST", "/api/v1/webhooks/payments", nil)
+			return l.Call("POST", "/api/v1/webhooks/payments", nil)
 		}
-		return l.call("POST", "/api/v1/webhooks/payments", nil, "X-Sender: "+sender)
+		return l.Call("POST", "/api/v1/webhooks/payments", nil, "X-Sender: "+sender)
 	}
 	for i := range 2 {
-		post("bank-a").want(t, 200, fmt.Sprintf("bank-a's webhook %d", i+1))
+		post("bank-a").Want(t, 200, fmt.Sprintf("bank-a's webhook %d", i+1))
 	}
-	if r := post("bank-a"); r.status != 429 || r.env429(t).Details.Scope != "ip" {
-		t.Fatalf("bank-a's third webhook: %d %s, want 429 of the ip plane", r.status, r.body)
+	if r := post("bank-a"); r.Status != 429 || r.Refusal(t).Details.Scope != "ip" {
+		t.Fatalf("bank-a's third webhook: %d %s, want 429 of the ip plane", r.Status, r.Body)
 	}
-	post("bank-b").want(t, 200, "bank-b's webhook")
+	post("bank-b").Want(t, 200, "bank-b's webhook")
 	// A sender named like the client's address has a bucket of its own.
-	post("127.0.0.1").want(t, 200, "a sender named 127.0.0.1")
-	post("127.0.0.1").want(t, 200, "a sender named 127.0.0.1, again")
-	post("").want(t, 200, "a webhook without a sender")
-	post("").want(t, 200, "a second without a sender")
-	if r := post(""); r.status != 429 {
-		t.Fatalf("a third without a sender: %d, want 429 for the client IP", r.status)
+	post("127.0.0.1").Want(t, 200, "a sender named 127.0.0.1")
+	post("127.0.0.1").Want(t, 200, "a sender named 127.0.0.1, again")
+	post("").Want(t, 200, "a webhook without a sender")
+	post("").Want(t, 200, "a second without a sender")
+	if r := post(""); r.Status != 429 {
+		t.Fatalf("a third without a sender: %d, want 429 for the client IP", r.Status)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
@@ -58,18 +59,7 @@ func limitedServer(t *testing.T) (*api.Server, *fakeClock, string, string) {
 type call struct {
 	code int
 	hdr  http.Header
-	env  envelope429
-}
-
-type envelope429 struct {
-	Code    string `json:"code"`
-	Details struct {
-		Scope       string `json:"scope"`
-		Policy      string `json:"policy"`
-		Limit       int    `json:"limit"`
-		WindowS     int    `json:"window_s"`
-		RetryAfterS int    `json:"retry_after_s"`
-	} `json:"details"`
+	env  apitest.Refusal
 }
 
 func send(t *testing.T, h http.Handler, method, path, cookie, key string) call {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/streams"
@@ -26,17 +27,17 @@ func clockedStore(clk *testclock.Clock) func(ratelimit.Budget) ratelimit.Limiter
 // refusedBy checks that r is the stream plane's 429 refused by policy,
 // of limit and window, with retry as its Retry-After: JSON, never a
 // stream.
-func refusedBy(tb testing.TB, r reply, policy string, limit, window, retry int) {
+func refusedBy(tb testing.TB, r apitest.Reply, policy string, limit, window, retry int) {
 	tb.Helper()
-	var env envelope429
-	if err := json.Unmarshal([]byte(r.body), &env); err != nil || r.status != 429 || env.Code != "rate-limited" {
-		tb.Fatalf("%d %s, want 429 rate-limited", r.status, r.body)
+	var env apitest.Refusal
+	if err := json.Unmarshal([]byte(r.Body), &env); err != nil || r.Status != 429 || env.Code != "rate-limited" {
+		tb.Fatalf("%d %s, want 429 rate-limited", r.Status, r.Body)
 	}
 	d := env.Details
 	if d.Scope != "stream" || d.Policy != policy || d.Limit != limit || d.WindowS != window || d.RetryAfterS != retry ||
-		r.header.Get("Retry-After") != strconv.Itoa(retry) || !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
+		r.Header.Get("Retry-After") != strconv.Itoa(retry) || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 		tb.Fatalf("refused with %s, Retry-After %q, Content-Type %q; want scope stream, policy %s, limit %d, window_s %d, retry %d s",
-			r.body, r.header.Get("Retry-After"), r.header.Get("Content-Type"), policy, limit, window, retry)
+			r.Body, r.Header.Get("Retry-After"), r.Header.Get("Content-Type"), policy, limit, window, retry)
 	}
 }
 
@@ -60,32 +61,32 @@ func TestStreamOpenBudget(t *testing.T) {
 			clk := testclock.New(t0)
 			_, l, _ := streamServerWith(t, api.Config{Now: clk.Now, Limits: api.Limits{StreamOpens: tc.budget, Store: clockedStore(clk)},
 				Streams: api.StreamConfig{Cap: streams.NewMemoryCap(32)}}, nil)
-			ada := l.login("ada", "correct horse battery").cookie(t)
+			ada := l.Login("ada", "correct horse battery").Cookie(t)
 			for i := range 20 {
-				st, r := l.openStream("/api/v1/events", ada)
+				st, r := l.OpenStream("/api/v1/events", ada)
 				if st == nil {
-					t.Fatalf("open %d of the burst: %d %s", i+1, r.status, r.body)
+					t.Fatalf("open %d of the burst: %d %s", i+1, r.Status, r.Body)
 				}
-				if want := `"stream-opens";r=` + strconv.Itoa(19-i) + ";"; !strings.Contains(r.header.Get("RateLimit"), want) {
-					t.Fatalf("open %d: RateLimit %q, want %s", i+1, r.header.Get("RateLimit"), want)
+				if want := `"stream-opens";r=` + strconv.Itoa(19-i) + ";"; !strings.Contains(r.Header.Get("RateLimit"), want) {
+					t.Fatalf("open %d: RateLimit %q, want %s", i+1, r.Header.Get("RateLimit"), want)
 				}
 			}
-			_, r := l.openStream("/api/v1/events", ada)
+			_, r := l.OpenStream("/api/v1/events", ada)
 			refusedBy(t, r, "stream-opens", tc.budget.Limit, 60, tc.retry)
-			if got, want := r.header.Get("RateLimit"), `"streams";r=12, "streams-per-user";r=44, "stream-opens";r=0;t=`; !strings.HasPrefix(got, want) {
+			if got, want := r.Header.Get("RateLimit"), `"streams";r=12, "streams-per-user";r=44, "stream-opens";r=0;t=`; !strings.HasPrefix(got, want) {
 				t.Fatalf("the refusal's RateLimit %q, want %s...: its slots given back", got, want)
 			}
 			clk.Advance(tc.advance)
-			_, r = l.openStream("/api/v1/system/live", ada) // every stream endpoint draws from it
+			_, r = l.OpenStream("/api/v1/system/live", ada) // every stream endpoint draws from it
 			refusedBy(t, r, "stream-opens", tc.budget.Limit, 60, tc.later)
 
 			clk.Advance(time.Duration(tc.later) * time.Second)
-			st, r := l.openStream("/api/v1/events", ada)
+			st, r := l.OpenStream("/api/v1/events", ada)
 			if st == nil {
-				t.Fatalf("once the wait has passed: %d %s", r.status, r.body)
+				t.Fatalf("once the wait has passed: %d %s", r.Status, r.Body)
 			}
 			// 21 streams: the refused opens took no slot.
-			if got, want := r.header.Get("RateLimit"), `"streams";r=11, "streams-per-user";r=43, "stream-opens";r=0;`; !strings.HasPrefix(got, want) {
+			if got, want := r.Header.Get("RateLimit"), `"streams";r=11, "streams-per-user";r=43, "stream-opens";r=0;`; !strings.HasPrefix(got, want) {
 				t.Fatalf("RateLimit %q, want %s...", got, want)
 			}
 		})
@@ -97,25 +98,25 @@ func TestStreamCapRefusalTakesNoOpen(t *testing.T) {
 	clk := testclock.New(t0)
 	_, l, _ := streamServerWith(t, api.Config{Now: clk.Now, Limits: api.Limits{StreamOpens: api.DefaultLimits().StreamOpens, Store: clockedStore(clk)},
 		Streams: api.StreamConfig{Cap: streams.NewMemoryCap(2)}}, nil)
-	ada := l.login("ada", "correct horse battery").cookie(t)
-	first, _ := l.openStream("/api/v1/events", ada)
-	l.openStream("/api/v1/events", ada)
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
+	first, _ := l.OpenStream("/api/v1/events", ada)
+	l.OpenStream("/api/v1/events", ada)
 	for range 10 {
-		_, r := l.openStream("/api/v1/events", ada)
+		_, r := l.OpenStream("/api/v1/events", ada)
 		refusedBy(t, r, "streams", 2, 0, 5)
-		if got := r.header.Get("RateLimit"); got != `"streams";r=0` {
+		if got := r.Header.Get("RateLimit"); got != `"streams";r=0` {
 			t.Fatalf("the cap's refusal: RateLimit %q, want only the cap that refused", got)
 		}
 	}
 	first.Close()
-	var r reply
-	eventually(t, 2*time.Second, "a closed stream frees its slot", func() bool {
-		var st *sse
-		st, r = l.openStream("/api/v1/events", ada)
+	var r apitest.Reply
+	apitest.Eventually(t, 2*time.Second, "a closed stream frees its slot", func() bool {
+		var st *apitest.Stream
+		st, r = l.OpenStream("/api/v1/events", ada)
 		return st != nil
 	})
 	// The clock stood still: 3 opens admitted, of a burst of 20.
-	if got := r.header.Get("RateLimit"); !strings.Contains(got, `"stream-opens";r=17;`) {
+	if got := r.Header.Get("RateLimit"); !strings.Contains(got, `"stream-opens";r=17;`) {
 		t.Fatalf("after 10 refusals by the cap, RateLimit %q; want 17 opens left: the refusals took none", got)
 	}
 }
@@ -125,15 +126,15 @@ func TestStreamCapRefusalTakesNoOpen(t *testing.T) {
 func TestBadLastEventIDTakesNoOpen(t *testing.T) {
 	clk := testclock.New(t0)
 	_, l, _ := streamServerWith(t, api.Config{Now: clk.Now, Limits: api.Limits{StreamOpens: api.DefaultLimits().StreamOpens, Store: clockedStore(clk)}}, nil)
-	ada := l.login("ada", "correct horse battery").cookie(t)
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
 	for range 30 {
-		if _, r := l.openStream("/api/v1/events", ada, "Last-Event-ID: nonsense"); r.status != 422 {
-			t.Fatalf("a malformed Last-Event-ID: %d %s", r.status, r.body)
+		if _, r := l.OpenStream("/api/v1/events", ada, "Last-Event-ID: nonsense"); r.Status != 422 {
+			t.Fatalf("a malformed Last-Event-ID: %d %s", r.Status, r.Body)
 		}
 	}
-	st, r := l.openStream("/api/v1/events", ada)
-	if st == nil || !strings.Contains(r.header.Get("RateLimit"), `"stream-opens";r=19;`) {
-		t.Fatalf("after 30 malformed ids: RateLimit %q; want 19 opens left of 20", r.header.Get("RateLimit"))
+	st, r := l.OpenStream("/api/v1/events", ada)
+	if st == nil || !strings.Contains(r.Header.Get("RateLimit"), `"stream-opens";r=19;`) {
+		t.Fatalf("after 30 malformed ids: RateLimit %q; want 19 opens left of 20", r.Header.Get("RateLimit"))
 	}
 	st.Close()
 }
@@ -149,19 +150,19 @@ func TestStreamUserCap(t *testing.T) {
 	for range 5 {
 		keys = append(keys, "X-API-Key: "+mustKey(t, svc))
 	}
-	var first *sse
+	var first *apitest.Stream
 	for k, key := range keys {
 		for i := range 13 {
-			st, r := l.openStream("/api/v1/events", key)
+			st, r := l.OpenStream("/api/v1/events", key)
 			if k == 4 && i == 12 { // the 65th
 				refusedBy(t, r, "streams-per-user", api.DefaultStreamUserCap, 0, 5)
-				if got, want := r.header.Get("RateLimit"), `"streams";r=4, "streams-per-user";r=0`; got != want {
+				if got, want := r.Header.Get("RateLimit"), `"streams";r=4, "streams-per-user";r=0`; got != want {
 					t.Fatalf("the 65th: RateLimit %q, want %q", got, want)
 				}
 				continue
 			}
 			if st == nil {
-				t.Fatalf("key %d, stream %d: %d %s", k+1, i+1, r.status, r.body)
+				t.Fatalf("key %d, stream %d: %d %s", k+1, i+1, r.Status, r.Body)
 			}
 			if first == nil {
 				first = st
@@ -169,13 +170,13 @@ func TestStreamUserCap(t *testing.T) {
 		}
 	}
 	first.Close() // the first key's
-	var r reply
-	eventually(t, 2*time.Second, "a stream of another key frees the user's place", func() bool {
-		var st *sse
-		st, r = l.openStream("/api/v1/system/live", keys[4])
+	var r apitest.Reply
+	apitest.Eventually(t, 2*time.Second, "a stream of another key frees the user's place", func() bool {
+		var st *apitest.Stream
+		st, r = l.OpenStream("/api/v1/system/live", keys[4])
 		return st != nil
 	})
-	if got, want := r.header.Get("RateLimit"), `"streams";r=3, "streams-per-user";r=0, "stream-opens";r=7;`; !strings.HasPrefix(got, want) {
+	if got, want := r.Header.Get("RateLimit"), `"streams";r=3, "streams-per-user";r=0, "stream-opens";r=7;`; !strings.HasPrefix(got, want) {
 		t.Fatalf("the fifth key's 13th stream: RateLimit %q, want %s...", got, want)
 	}
 }

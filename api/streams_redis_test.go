@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/internal/testproxy"
@@ -25,7 +26,7 @@ import (
 // replica is one brain of a cluster: its own Redis client, cap and hub
 // over the Redis the cluster shares, on the auth service they share.
 type replica struct {
-	*live
+	*apitest.Client
 	client rueidis.Client
 	server *httptest.Server
 }
@@ -81,7 +82,7 @@ func newReplicaWith(t *testing.T, svc *auth.Service, prefix string, lease time.D
 	t.Cleanup(func() { s.CloseStreams(context.Background()); hs.Close() })
 	tr := &http.Transport{MaxIdleConnsPerHost: 64}
 	t.Cleanup(tr.CloseIdleConnections)
-	return &replica{live: &live{tb: t, url: hs.URL, client: &http.Client{Transport: tr}}, client: client, server: hs}
+	return &replica{Client: apitest.NewClient(t, hs.URL, &http.Client{Transport: tr}), client: client, server: hs}
 }
 
 // Two replicas sharing the real Redis hold one cap of 16 between them and
@@ -93,28 +94,28 @@ func TestStreamsAcrossReplicas(t *testing.T) {
 	const lease = 600 * time.Millisecond
 	var aDead, bDead atomic.Bool
 	a, b := newReplica(t, svc, prefix, lease, &aDead), newReplica(t, svc, prefix, lease, &bDead)
-	ada := a.login("ada", "correct horse battery").cookie(t)
+	ada := a.Login("ada", "correct horse battery").Cookie(t)
 
-	var onB []*sse
+	var onB []*apitest.Stream
 	for i := range api.DefaultStreamCap {
 		r := []*replica{a, b}[i%2]
-		st, rep := r.openStream("/api/v1/events", ada)
+		st, rep := r.OpenStream("/api/v1/events", ada)
 		if st == nil {
-			t.Fatalf("stream %d: %d %s", i+1, rep.status, rep.body)
+			t.Fatalf("stream %d: %d %s", i+1, rep.Status, rep.Body)
 		}
 		if r == b {
 			onB = append(onB, st)
 		}
 	}
 	for _, r := range []*replica{a, b} {
-		if _, rep := r.openStream("/api/v1/system/live", ada); rep.status != 429 || !strings.Contains(rep.body, `"scope":"stream"`) {
-			t.Fatalf("the 17th stream of the cluster: %d %s", rep.status, rep.body)
+		if _, rep := r.OpenStream("/api/v1/system/live", ada); rep.Status != 429 || !strings.Contains(rep.Body, `"scope":"stream"`) {
+			t.Fatalf("the 17th stream of the cluster: %d %s", rep.Status, rep.Body)
 		}
 	}
 
 	// An event published on a reaches the streams on b.
 	var k struct{ ID string }
-	a.call("POST", "/api/v1/apikeys", map[string]string{"name": "cluster"}, ada).want(t, 201, "create a key on a").decode(t, &k)
+	a.Call("POST", "/api/v1/apikeys", map[string]string{"name": "cluster"}, ada).Want(t, 201, "create a key on a").Decode(t, &k)
 	if m := onB[0].NextEvent(t); m.Event != "apikey.created" || !strings.Contains(m.Data, k.ID) {
 		t.Fatalf("b's stream got %+v, want a's apikey.created", m)
 	}
@@ -125,18 +126,18 @@ func TestStreamsAcrossReplicas(t *testing.T) {
 	aDead.Store(true)
 	a.client.Close()
 	a.server.CloseClientConnections()
-	if _, rep := b.openStream("/api/v1/events", ada); rep.status != 429 {
-		t.Fatalf("right after a died: %d, want 429 (its slots are still leased)", rep.status)
+	if _, rep := b.OpenStream("/api/v1/events", ada); rep.Status != 429 {
+		t.Fatalf("right after a died: %d, want 429 (its slots are still leased)", rep.Status)
 	}
 	freed := 0
-	eventually(t, 3*lease, "a dead replica's 8 slots expire", func() bool {
-		if st, _ := b.openStream("/api/v1/events", ada); st != nil {
+	apitest.Eventually(t, 3*lease, "a dead replica's 8 slots expire", func() bool {
+		if st, _ := b.OpenStream("/api/v1/events", ada); st != nil {
 			freed++
 		}
 		return freed == 8
 	})
-	if _, rep := b.openStream("/api/v1/events", ada); rep.status != 429 {
-		t.Fatalf("b's own 8 are still held, so the 17th is refused: got %d", rep.status)
+	if _, rep := b.OpenStream("/api/v1/events", ada); rep.Status != 429 {
+		t.Fatalf("b's own 8 are still held, so the 17th is refused: got %d", rep.Status)
 	}
 }
 
@@ -151,39 +152,39 @@ func TestStreamLimitsAcrossReplicas(t *testing.T) {
 	var never atomic.Bool
 	o := replicaOptions{userCap: 20, opens: api.DefaultLimits().StreamOpens, now: clk.Now}
 	a, b := newReplicaWith(t, svc, prefix, time.Minute, &never, o), newReplicaWith(t, svc, prefix, time.Minute, &never, o)
-	ada := a.login("ada", "correct horse battery").cookie(t)
+	ada := a.Login("ada", "correct horse battery").Cookie(t)
 
 	for i := range 20 { // HEAD draws an open and holds no slot
-		if r := []*replica{a, b}[i%2].call("HEAD", "/api/v1/events", nil, ada); r.status != 200 {
-			t.Fatalf("open %d of the burst: %d", i+1, r.status)
+		if r := []*replica{a, b}[i%2].Call("HEAD", "/api/v1/events", nil, ada); r.Status != 200 {
+			t.Fatalf("open %d of the burst: %d", i+1, r.Status)
 		}
 	}
 	for _, r := range []*replica{a, b} {
-		_, rep := r.openStream("/api/v1/events", ada)
+		_, rep := r.OpenStream("/api/v1/events", ada)
 		refusedBy(t, rep, "stream-opens", 60, 60, 1)
 	}
 
 	keys := []string{"X-API-Key: " + mustKey(t, svc), "X-API-Key: " + mustKey(t, svc)}
-	var first *sse
+	var first *apitest.Stream
 	for i := range 16 { // the first key's cap, over both replicas
-		st, rep := []*replica{a, b}[i%2].openStream("/api/v1/events", keys[0])
+		st, rep := []*replica{a, b}[i%2].OpenStream("/api/v1/events", keys[0])
 		if st == nil {
-			t.Fatalf("key 1, stream %d: %d %s", i+1, rep.status, rep.body)
+			t.Fatalf("key 1, stream %d: %d %s", i+1, rep.Status, rep.Body)
 		}
 		first = cmp.Or(first, st)
 	}
 	for i := range 4 {
-		if st, rep := []*replica{a, b}[i%2].openStream("/api/v1/events", keys[1]); st == nil {
-			t.Fatalf("key 2, stream %d: %d %s", i+1, rep.status, rep.body)
+		if st, rep := []*replica{a, b}[i%2].OpenStream("/api/v1/events", keys[1]); st == nil {
+			t.Fatalf("key 2, stream %d: %d %s", i+1, rep.Status, rep.Body)
 		}
 	}
 	for _, r := range []*replica{a, b} { // 20: the user's cap
-		_, rep := r.openStream("/api/v1/events", keys[1])
+		_, rep := r.OpenStream("/api/v1/events", keys[1])
 		refusedBy(t, rep, "streams-per-user", 20, 0, 5)
 	}
 	first.Close() // on a
-	eventually(t, 2*time.Second, "a stream that ended on a frees its user's place on b", func() bool {
-		st, _ := b.openStream("/api/v1/events", keys[1])
+	apitest.Eventually(t, 2*time.Second, "a stream that ended on a frees its user's place on b", func() bool {
+		st, _ := b.OpenStream("/api/v1/events", keys[1])
 		return st != nil
 	})
 }
@@ -242,42 +243,42 @@ func TestStreamsThroughARedisCut(t *testing.T) {
 	var never atomic.Bool
 	b := newReplica(t, svc, prefix, 4*beat, &never) // Redis never fails it
 	rc := redistest.Client(t, redistest.Option(t))
-	ada := a.login("ada", "correct horse battery").cookie(t)
+	ada := a.Login("ada", "correct horse battery").Cookie(t)
 
-	var open []*sse
+	var open []*apitest.Stream
 	for i := range api.DefaultStreamCap {
-		st, r := a.openStream("/api/v1/events", ada)
+		st, r := a.OpenStream("/api/v1/events", ada)
 		if st == nil {
-			t.Fatalf("stream %d: %d %s", i+1, r.status, r.body)
+			t.Fatalf("stream %d: %d %s", i+1, r.Status, r.Body)
 		}
 		open = append(open, st)
 	}
 	live := open[0]
-	a.call("POST", "/api/v1/apikeys", map[string]string{"name": "before"}, ada).want(t, 201, "create a key")
+	a.Call("POST", "/api/v1/apikeys", map[string]string{"name": "before"}, ada).Want(t, 201, "create a key")
 	before := live.NextEvent(t)
 	if before.Event != "apikey.created" || before.ID == "" {
 		t.Fatalf("before the cut: %+v", before)
 	}
 
 	proxy.Cut()
-	if _, r := a.openStream("/api/v1/events", ada); r.status != 429 {
-		t.Fatalf("the 17th during the cut: %d %s; want 429, the 16 in Redis counted", r.status, r.body)
+	if _, r := a.OpenStream("/api/v1/events", ada); r.Status != 429 {
+		t.Fatalf("the 17th during the cut: %d %s; want 429, the 16 in Redis counted", r.Status, r.Body)
 	}
 	open[1].Close() // Redis hears of neither
 	open[2].Close()
 	for i := range 2 {
-		var st *sse
-		eventually(t, 2*time.Second, "a closed stream frees its slot on this replica", func() bool {
-			st, _ = a.openStream("/api/v1/events", ada)
+		var st *apitest.Stream
+		apitest.Eventually(t, 2*time.Second, "a closed stream frees its slot on this replica", func() bool {
+			st, _ = a.OpenStream("/api/v1/events", ada)
 			return st != nil
 		})
 		open[1+i] = st
 	}
-	if _, r := a.openStream("/api/v1/events", ada); r.status != 429 {
-		t.Fatalf("the 17th during the cut, after 2 closed and 2 opened: %d %s; want 429", r.status, r.body)
+	if _, r := a.OpenStream("/api/v1/events", ada); r.Status != 429 {
+		t.Fatalf("the 17th during the cut, after 2 closed and 2 opened: %d %s; want 429", r.Status, r.Body)
 	}
 	// Its event is lost; then the leases in Redis expire.
-	a.call("POST", "/api/v1/apikeys", map[string]string{"name": "lost"}, ada).want(t, 201, "create a key during the cut")
+	a.Call("POST", "/api/v1/apikeys", map[string]string{"name": "lost"}, ada).Want(t, 201, "create a key during the cut")
 	time.Sleep(4 * beat)
 
 	proxy.Restore()
@@ -286,7 +287,7 @@ func TestStreamsThroughARedisCut(t *testing.T) {
 		t.Fatalf("the live stream after the cut: %+v; want stream.gap after %s, with an id", gap, before.ID)
 	}
 	var s, u map[string]int64
-	eventually(t, 10*time.Second, "Redis counts the 16 streams open, for the session and for its user", func() bool {
+	apitest.Eventually(t, 10*time.Second, "Redis counts the 16 streams open, for the session and for its user", func() bool {
 		s, u = leases(t, rc, prefix, "s:"), leases(t, rc, prefix, "u:")
 		ok := len(s) == 1 && len(u) == 1 && slices.Equal(slices.Collect(maps.Values(s)), []int64{16}) && slices.Equal(slices.Collect(maps.Values(u)), []int64{16})
 		if !ok {
@@ -294,15 +295,15 @@ func TestStreamsThroughARedisCut(t *testing.T) {
 		}
 		return ok
 	})
-	for _, r := range []*replica{{live: a}, b} {
-		if _, rep := r.openStream("/api/v1/events", ada); rep.status != 429 {
-			t.Fatalf("the 17th after the cut: %d %s", rep.status, rep.body)
+	for _, r := range []*replica{{Client: a}, b} {
+		if _, rep := r.OpenStream("/api/v1/events", ada); rep.Status != 429 {
+			t.Fatalf("the 17th after the cut: %d %s", rep.Status, rep.Body)
 		}
 	}
 	open[3].Close()
-	var resumed *sse
-	eventually(t, 2*time.Second, "a closed stream frees its slot", func() bool {
-		resumed, _ = b.openStream("/api/v1/events", ada, "Last-Event-ID: "+before.ID)
+	var resumed *apitest.Stream
+	apitest.Eventually(t, 2*time.Second, "a closed stream frees its slot", func() bool {
+		resumed, _ = b.OpenStream("/api/v1/events", ada, "Last-Event-ID: "+before.ID)
 		return resumed != nil
 	})
 	if m := resumed.NextEvent(t); m.Event != "stream.gap" || m.ID != gap.ID {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/brain-template/brain/api/apitest"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/connlimit"
 	"github.com/brain-template/brain/ratelimit"
@@ -27,13 +27,13 @@ import (
 // sc (a short heartbeat, so tests need not wait) and the user ada. srv
 // lets a test set the server's timeouts, or serve HTTP/2 over TLS
 // (EnableHTTP2).
-func streamServer(tb testing.TB, sc api.StreamConfig, srv func(*httptest.Server)) (*api.Server, *live, *auth.Service) {
+func streamServer(tb testing.TB, sc api.StreamConfig, srv func(*httptest.Server)) (*api.Server, *apitest.Client, *auth.Service) {
 	tb.Helper()
 	return streamServerWith(tb, api.Config{Streams: sc}, srv)
 }
 
 // streamServerWith is streamServer with more of the configuration.
-func streamServerWith(tb testing.TB, cfg api.Config, srv func(*httptest.Server)) (*api.Server, *live, *auth.Service) {
+func streamServerWith(tb testing.TB, cfg api.Config, srv func(*httptest.Server)) (*api.Server, *apitest.Client, *auth.Service) {
 	tb.Helper()
 	if cfg.Auth == nil {
 		cfg.Auth = MustAuth(tb)
@@ -69,25 +69,14 @@ func streamServerWith(tb testing.TB, cfg api.Config, srv func(*httptest.Server))
 		hs.Close()
 	})
 	tb.Cleanup(tr.CloseIdleConnections)
-	return s, &live{tb: tb, url: hs.URL, client: &http.Client{Transport: tr}}, svc
+	return s, apitest.NewClient(tb, hs.URL, &http.Client{Transport: tr}), svc
 }
 
-// An sse is one open stream, read message by message.
-type sse = apitest.Stream
-
-// openStream opens path with headers as "Name: value" (see
-// apitest.OpenStream), its reply in this file's form.
-func (l *live) openStream(path string, headers ...string) (*sse, reply) {
-	l.tb.Helper()
-	s, r := apitest.OpenStream(l.tb, l.client, l.url+path, headers...)
-	return s, reply{status: r.Status, header: r.Header, body: r.Body}
-}
-
-// rawStream sends GET path with header over a connection of its own,
-// closed when the test ends, and returns the connection unread.
-func (l *live) rawStream(tb testing.TB, path, header string) net.Conn {
+// rawStream sends GET path with header to l's server over a connection of
+// its own, closed when the test ends, and returns the connection unread.
+func rawStream(tb testing.TB, l *apitest.Client, path, header string) net.Conn {
 	tb.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(l.url, "http://"))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(l.URL, "http://"))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -96,69 +85,58 @@ func (l *live) rawStream(tb testing.TB, path, header string) net.Conn {
 	return conn
 }
 
-// eventually retries f every 10 ms for up to d, failing the test with
-// what if it never returns true.
-func eventually(tb testing.TB, d time.Duration, what string, f func() bool) {
-	tb.Helper()
-	for deadline := time.Now().Add(d); !f(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			tb.Fatalf("not within %v: %s", d, what)
-		}
-	}
-}
-
 // The cap: 16 streams across both endpoints, the 17th refused with the
 // one 429 before any stream header; another session and an API key each
 // have their own 16; a stream the client cancels frees its slot.
 func TestStreamCap(t *testing.T) {
 	_, l, svc := streamServer(t, api.StreamConfig{}, nil)
-	ada := l.login("ada", "correct horse battery").cookie(t)
-	other := l.login("ada", "correct horse battery").cookie(t)
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
+	other := l.Login("ada", "correct horse battery").Cookie(t)
 	key := "X-API-Key: " + mustKey(t, svc)
 
-	var open []*sse
+	var open []*apitest.Stream
 	for i := range 16 {
 		path := []string{"/api/v1/events", "/api/v1/system/live"}[i%2]
-		st, r := l.openStream(path, ada)
+		st, r := l.OpenStream(path, ada)
 		if st == nil {
-			t.Fatalf("stream %d: %d %s", i+1, r.status, r.body)
+			t.Fatalf("stream %d: %d %s", i+1, r.Status, r.Body)
 		}
-		if got, want := r.header.Get("RateLimit"), fmt.Sprintf(`"streams";r=%d, "streams-per-user";r=%d, "stream-opens";r=`, 15-i, 63-i); !strings.HasPrefix(got, want) {
+		if got, want := r.Header.Get("RateLimit"), fmt.Sprintf(`"streams";r=%d, "streams-per-user";r=%d, "stream-opens";r=`, 15-i, 63-i); !strings.HasPrefix(got, want) {
 			t.Fatalf("stream %d: RateLimit %q, want %q", i+1, got, want)
 		}
-		if r.header.Get("Content-Type") != "text/event-stream" || r.header.Get("Cache-Control") != "no-cache" || r.header.Get("X-Accel-Buffering") != "no" {
-			t.Fatalf("stream %d headers: %v", i+1, r.header)
+		if r.Header.Get("Content-Type") != "text/event-stream" || r.Header.Get("Cache-Control") != "no-cache" || r.Header.Get("X-Accel-Buffering") != "no" {
+			t.Fatalf("stream %d headers: %v", i+1, r.Header)
 		}
 		open = append(open, st)
 	}
-	st, r := l.openStream("/api/v1/system/live", ada)
-	if st != nil || r.status != 429 {
-		t.Fatalf("the 17th stream: %d, want 429", r.status)
+	st, r := l.OpenStream("/api/v1/system/live", ada)
+	if st != nil || r.Status != 429 {
+		t.Fatalf("the 17th stream: %d, want 429", r.Status)
 	}
-	var env envelope429
-	if err := json.Unmarshal([]byte(r.body), &env); err != nil || env.Code != "rate-limited" || env.Details.Scope != "stream" ||
+	var env apitest.Refusal
+	if err := json.Unmarshal([]byte(r.Body), &env); err != nil || env.Code != "rate-limited" || env.Details.Scope != "stream" ||
 		env.Details.Policy != "streams" || env.Details.Limit != 16 || env.Details.RetryAfterS != 5 {
-		t.Fatalf("the 17th stream's envelope: %s", r.body)
+		t.Fatalf("the 17th stream's envelope: %s", r.Body)
 	}
-	if r.header.Get("Retry-After") != "5" || r.header.Get("RateLimit-Policy") != `"streams";q=16;qu="concurrent-requests", "streams-per-user";q=64;qu="concurrent-requests", "stream-opens";q=10000;w=60` ||
-		r.header.Get("RateLimit") != `"streams";r=0` || r.header.Get("X-RateLimit-Remaining") != "0" ||
-		!strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
-		t.Fatalf("the 17th stream's headers: %v", r.header)
+	if r.Header.Get("Retry-After") != "5" || r.Header.Get("RateLimit-Policy") != `"streams";q=16;qu="concurrent-requests", "streams-per-user";q=64;qu="concurrent-requests", "stream-opens";q=10000;w=60` ||
+		r.Header.Get("RateLimit") != `"streams";r=0` || r.Header.Get("X-RateLimit-Remaining") != "0" ||
+		!strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("the 17th stream's headers: %v", r.Header)
 	}
 	for _, who := range []string{other, key} {
 		for i := range 16 {
-			if st, r := l.openStream("/api/v1/events", who); st == nil {
-				t.Fatalf("%.20s: stream %d: %d %s", who, i+1, r.status, r.body)
+			if st, r := l.OpenStream("/api/v1/events", who); st == nil {
+				t.Fatalf("%.20s: stream %d: %d %s", who, i+1, r.Status, r.Body)
 			}
 		}
 	}
 	open[3].Close()
-	eventually(t, time.Second, "a cancelled stream frees its slot", func() bool {
-		st, _ := l.openStream("/api/v1/events", ada)
+	apitest.Eventually(t, time.Second, "a cancelled stream frees its slot", func() bool {
+		st, _ := l.OpenStream("/api/v1/events", ada)
 		return st != nil
 	})
-	if _, r := l.openStream("/api/v1/events"); r.status != 401 || r.header.Get("Content-Type") == "text/event-stream" {
-		t.Fatalf("no credentials: %d %v", r.status, r.header)
+	if _, r := l.OpenStream("/api/v1/events"); r.Status != 401 || r.Header.Get("Content-Type") == "text/event-stream" {
+		t.Fatalf("no credentials: %d %v", r.Status, r.Header)
 	}
 }
 
@@ -166,19 +144,19 @@ func TestStreamCap(t *testing.T) {
 // heartbeat.
 func TestStreamAbruptCloseFreesSlot(t *testing.T) {
 	_, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1)}, nil)
-	ada := l.login("ada", "correct horse battery").cookie(t)
-	conn := l.rawStream(t, "/api/v1/events", ada)
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
+	conn := rawStream(t, l, "/api/v1/events", ada)
 	status, _ := bufio.NewReader(conn).ReadString('\n')
 	if !strings.Contains(status, "200") {
 		t.Fatalf("raw stream: %q", status)
 	}
-	if _, r := l.openStream("/api/v1/events", ada); r.status != 429 {
-		t.Fatalf("the slot is taken: %d", r.status)
+	if _, r := l.OpenStream("/api/v1/events", ada); r.Status != 429 {
+		t.Fatalf("the slot is taken: %d", r.Status)
 	}
 	conn.(*net.TCPConn).SetLinger(0) // a reset, not a goodbye
 	conn.Close()
-	eventually(t, time.Second, "a dropped connection frees its slot", func() bool {
-		st, _ := l.openStream("/api/v1/events", ada)
+	apitest.Eventually(t, time.Second, "a dropped connection frees its slot", func() bool {
+		st, _ := l.OpenStream("/api/v1/events", ada)
 		return st != nil
 	})
 }
@@ -188,8 +166,8 @@ func TestStreamAbruptCloseFreesSlot(t *testing.T) {
 // stream.closing, when the server closes the connection.
 func TestStreamWireFormat(t *testing.T) {
 	s, l, _ := streamServer(t, api.StreamConfig{}, nil)
-	ada := l.login("ada", "correct horse battery").cookie(t)
-	conn := l.rawStream(t, "/api/v1/events", ada)
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
+	conn := rawStream(t, l, "/api/v1/events", ada)
 	rd := bufio.NewReader(conn)
 	res, err := http.ReadResponse(rd, nil)
 	if err != nil {
@@ -219,24 +197,24 @@ func TestStreamWireFormat(t *testing.T) {
 // client that leaves frees its slot.
 func TestStreamOverHTTP2(t *testing.T) {
 	_, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1)}, func(hs *httptest.Server) { hs.EnableHTTP2 = true })
-	ada := l.login("ada", "correct horse battery").cookie(t)
-	st, r := l.openStream("/api/v1/events", ada)
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
+	st, r := l.OpenStream("/api/v1/events", ada)
 	if st == nil {
-		t.Fatalf("%d %s", r.status, r.body)
+		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 	if st.Response().ProtoMajor != 2 {
 		t.Fatalf("served over %s, want HTTP/2", st.Response().Proto)
 	}
-	l.call("POST", "/api/v1/apikeys", map[string]string{"name": "h2"}, ada).want(t, 201, "create key")
+	l.Call("POST", "/api/v1/apikeys", map[string]string{"name": "h2"}, ada).Want(t, 201, "create key")
 	if m := st.NextEvent(t); m.Event != "apikey.created" || m.ID == "" {
 		t.Fatalf("event %+v, want apikey.created with an id", m)
 	}
-	if _, r := l.openStream("/api/v1/events", ada); r.status != 429 {
-		t.Fatalf("the slot is taken: %d", r.status)
+	if _, r := l.OpenStream("/api/v1/events", ada); r.Status != 429 {
+		t.Fatalf("the slot is taken: %d", r.Status)
 	}
 	st.Close()
-	eventually(t, time.Second, "a stream the client left frees its slot", func() bool {
-		st, _ := l.openStream("/api/v1/events", ada)
+	apitest.Eventually(t, time.Second, "a stream the client left frees its slot", func() bool {
+		st, _ := l.OpenStream("/api/v1/events", ada)
 		return st != nil
 	})
 }
@@ -250,15 +228,15 @@ func TestStreamPanic(t *testing.T) {
 	api.AddPanickingStream(s, "/test/panic-late", true)
 	hs := httptest.NewServer(s)
 	defer hs.Close()
-	l := &live{tb: t, url: hs.URL, client: hs.Client()}
-	ada := l.login("ada", "correct horse battery").cookie(t)
+	l := apitest.NewClient(t, hs.URL, hs.Client())
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
 	for range 2 { // the second time, the slot is free again
-		if _, r := l.openStream("/test/panic-early", ada); r.status != 500 || !strings.Contains(r.body, `"code":"internal"`) {
-			t.Fatalf("a panic before the stream started: %d %s", r.status, r.body)
+		if _, r := l.OpenStream("/test/panic-early", ada); r.Status != 500 || !strings.Contains(r.Body, `"code":"internal"`) {
+			t.Fatalf("a panic before the stream started: %d %s", r.Status, r.Body)
 		}
-		st, r := l.openStream("/test/panic-late", ada)
+		st, r := l.OpenStream("/test/panic-late", ada)
 		if st == nil {
-			t.Fatalf("a stream that panics once started: %d %s", r.status, r.body)
+			t.Fatalf("a stream that panics once started: %d %s", r.Status, r.Body)
 		}
 		if _, err := st.Rest(); err != nil {
 			t.Fatalf("the stream did not end cleanly: %v", err)
@@ -270,8 +248,8 @@ func TestStreamPanic(t *testing.T) {
 // without bound: its stream ends, and the connection with it.
 func TestStreamFloodingClientIsCutOff(t *testing.T) {
 	_, l, _ := streamServer(t, api.StreamConfig{}, nil)
-	ada := l.login("ada", "correct horse battery").cookie(t)
-	conn := l.rawStream(t, "/api/v1/events", ada)
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
+	conn := rawStream(t, l, "/api/v1/events", ada)
 	junk := make([]byte, 1<<16)
 	var sent int64
 	deadline := time.Now().Add(2 * time.Second)
@@ -291,7 +269,7 @@ func TestStreamFloodingClientIsCutOff(t *testing.T) {
 // safely.
 func TestCloseStreamsWhileStreamsOpen(t *testing.T) {
 	s, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1000)}, nil)
-	ada := l.login("ada", "correct horse battery").cookie(t)
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
 	k, v, _ := strings.Cut(ada, ": ")
 	var stop atomic.Bool
 	var wg sync.WaitGroup
@@ -300,9 +278,9 @@ func TestCloseStreamsWhileStreamsOpen(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for !stop.Load() {
-				req, _ := http.NewRequest("HEAD", l.url+"/api/v1/events", nil)
+				req, _ := http.NewRequest("HEAD", l.URL+"/api/v1/events", nil)
 				req.Header.Set(k, v)
-				if res, err := l.client.Do(req); err == nil {
+				if res, err := l.HTTP.Do(req); err == nil {
 					res.Body.Close()
 				}
 			}
@@ -328,14 +306,14 @@ func TestStreamKeepsItsPathParameters(t *testing.T) {
 	hs := httptest.NewServer(s)
 	defer hs.Close()
 	defer close(poke)
-	l := &live{tb: t, url: hs.URL, client: hs.Client()}
-	ada := l.login("ada", "correct horse battery").cookie(t)
-	st, r := l.openStream("/test/p/mine", ada)
+	l := apitest.NewClient(t, hs.URL, hs.Client())
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
+	st, r := l.OpenStream("/test/p/mine", ada)
 	if st == nil {
-		t.Fatalf("%d %s", r.status, r.body)
+		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 	for i := range 50 { // other requests take chi's pooled contexts
-		l.call("GET", "/api/v1/jobs/00000000-0000-0000-0000-00000000000"+fmt.Sprint(i%10), nil, ada)
+		l.Call("GET", "/api/v1/jobs/00000000-0000-0000-0000-00000000000"+fmt.Sprint(i%10), nil, ada)
 	}
 	poke <- struct{}{}
 	if m := st.NextEvent(t); m.Data != `"mine"` {
@@ -347,13 +325,13 @@ func TestStreamKeepsItsPathParameters(t *testing.T) {
 // Last-Event-ID, without loss or duplicates; one too old is told so.
 func TestStreamResumesAfterLastEventID(t *testing.T) {
 	_, l, _ := streamServer(t, api.StreamConfig{Hub: streams.NewMemoryHub(4, 64)}, nil)
-	ada := l.login("ada", "correct horse battery").cookie(t)
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
 	newKey := func(name string) string {
 		var k struct{ ID string }
-		l.call("POST", "/api/v1/apikeys", map[string]string{"name": name}, ada).want(t, 201, "create key").decode(t, &k)
+		l.Call("POST", "/api/v1/apikeys", map[string]string{"name": name}, ada).Want(t, 201, "create key").Decode(t, &k)
 		return k.ID
 	}
-	st, _ := l.openStream("/api/v1/events", ada)
+	st, _ := l.OpenStream("/api/v1/events", ada)
 	first := newKey("one")
 	m := st.NextEvent(t)
 	if m.Event != "apikey.created" || !strings.Contains(m.Data, first) || m.ID == "" {
@@ -361,7 +339,7 @@ func TestStreamResumesAfterLastEventID(t *testing.T) {
 	}
 	st.Close()
 	missed := []string{newKey("two"), newKey("three")}
-	again, _ := l.openStream("/api/v1/events", ada, "Last-Event-ID: "+m.ID)
+	again, _ := l.OpenStream("/api/v1/events", ada, "Last-Event-ID: "+m.ID)
 	for _, id := range missed {
 		if m := again.NextEvent(t); m.Event != "apikey.created" || !strings.Contains(m.Data, id) {
 			t.Fatalf("replayed %+v, want the creation of %s", m, id)
@@ -375,12 +353,12 @@ func TestStreamResumesAfterLastEventID(t *testing.T) {
 	for i := range 5 { // the hub keeps 4: the first event's successors are partly gone
 		newKey(fmt.Sprint("more", i))
 	}
-	late, _ := l.openStream("/api/v1/events", ada, "Last-Event-ID: "+m.ID)
+	late, _ := l.OpenStream("/api/v1/events", ada, "Last-Event-ID: "+m.ID)
 	if g := late.NextEvent(t); g.Event != "stream.gap" || g.Data != `{"after":"`+m.ID+`"}` {
 		t.Fatalf("a resume from an id no longer kept starts with %+v, want stream.gap", g)
 	}
-	if _, r := l.openStream("/api/v1/events", ada, "Last-Event-ID: "+strings.Repeat("9", 300)); r.status != 422 {
-		t.Fatalf("a Last-Event-ID this API never gave: %d %s", r.status, r.body)
+	if _, r := l.OpenStream("/api/v1/events", ada, "Last-Event-ID: "+strings.Repeat("9", 300)); r.Status != 422 {
+		t.Fatalf("a Last-Event-ID this API never gave: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -390,10 +368,10 @@ func TestStreamResumesAfterLastEventID(t *testing.T) {
 func TestStreamSlowReaderDoesNotSlowOthers(t *testing.T) {
 	hub := streams.NewMemoryHub(16, 8)
 	_, l, _ := streamServer(t, api.StreamConfig{Hub: hub, Heartbeat: time.Hour}, nil)
-	ada := l.login("ada", "correct horse battery").cookie(t)
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
 	user := adaID(t, l, ada)
-	slow, _ := l.openStream("/api/v1/events", ada)
-	fast, _ := l.openStream("/api/v1/events", ada)
+	slow, _ := l.OpenStream("/api/v1/events", ada)
+	fast, _ := l.OpenStream("/api/v1/events", ada)
 	big := json.RawMessage(`{"id":"` + strings.Repeat("x", 256<<10) + `"}`)
 	const n = 100 // 25 MB: more than the socket buffers of the slow stream hold
 	var slowest time.Duration
@@ -422,21 +400,21 @@ func TestStreamSlowReaderDoesNotSlowOthers(t *testing.T) {
 }
 
 // adaID is the user id of the session cookie.
-func adaID(tb testing.TB, l *live, cookie string) string {
+func adaID(tb testing.TB, l *apitest.Client, cookie string) string {
 	tb.Helper()
 	var me struct{ User struct{ ID string } }
-	l.call("GET", "/api/v1/auth/me", nil, cookie).want(tb, 200, "me").decode(tb, &me)
+	l.Call("GET", "/api/v1/auth/me", nil, cookie).Want(tb, 200, "me").Decode(tb, &me)
 	return me.User.ID
 }
 
 // A shutdown ends every stream with stream.closing and frees its slot.
 func TestStreamShutdown(t *testing.T) {
 	s, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(2)}, nil)
-	ada := l.login("ada", "correct horse battery").cookie(t)
-	a, _ := l.openStream("/api/v1/events", ada)
-	b, _ := l.openStream("/api/v1/system/live", ada)
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
+	a, _ := l.OpenStream("/api/v1/events", ada)
+	b, _ := l.OpenStream("/api/v1/system/live", ada)
 	s.CloseStreams(context.Background())
-	for _, st := range []*sse{a, b} {
+	for _, st := range []*apitest.Stream{a, b} {
 		for {
 			m := st.NextEvent(t)
 			if m.Event == "stream.closing" {
@@ -455,10 +433,10 @@ func TestStreamOutlivesServerTimeouts(t *testing.T) {
 	_, l, _ := streamServer(t, api.StreamConfig{Heartbeat: 50 * time.Millisecond}, func(hs *httptest.Server) {
 		hs.Config.ReadTimeout, hs.Config.WriteTimeout = 200*time.Millisecond, 200*time.Millisecond
 	})
-	ada := l.login("ada", "correct horse battery").cookie(t)
-	st, r := l.openStream("/api/v1/system/live", ada)
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
+	st, r := l.OpenStream("/api/v1/system/live", ada)
 	if st == nil {
-		t.Fatalf("%d %s", r.status, r.body)
+		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 	deadline := time.Now().Add(1200 * time.Millisecond)
 	snapshots := 0
@@ -475,15 +453,15 @@ func TestStreamOutlivesServerTimeouts(t *testing.T) {
 // HEAD answers the headers a stream would start with, and holds no slot.
 func TestStreamHead(t *testing.T) {
 	_, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1)}, nil)
-	ada := l.login("ada", "correct horse battery").cookie(t)
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
 	for range 3 {
-		r := l.call("HEAD", "/api/v1/events", nil, ada)
-		if r.status != 200 || r.header.Get("Content-Type") != "text/event-stream" || r.took > time.Second {
-			t.Fatalf("HEAD: %d %v in %v", r.status, r.header, r.took)
+		r := l.Call("HEAD", "/api/v1/events", nil, ada)
+		if r.Status != 200 || r.Header.Get("Content-Type") != "text/event-stream" || r.Took > time.Second {
+			t.Fatalf("HEAD: %d %v in %v", r.Status, r.Header, r.Took)
 		}
 	}
-	if st, r := l.openStream("/api/v1/events", ada); st == nil {
-		t.Fatalf("after three HEADs the one slot is free: %d %s", r.status, r.body)
+	if st, r := l.OpenStream("/api/v1/events", ada); st == nil {
+		t.Fatalf("after three HEADs the one slot is free: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -491,21 +469,21 @@ func TestStreamHead(t *testing.T) {
 // session logged out — ends within a heartbeat with stream.closing.
 func TestStreamEndsWithItsCredentials(t *testing.T) {
 	_, l, _ := streamServer(t, api.StreamConfig{}, nil)
-	ada := l.login("ada", "correct horse battery").cookie(t)
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
 	var k struct{ ID, Key string }
-	l.call("POST", "/api/v1/apikeys", map[string]string{"name": "doomed"}, ada).want(t, 201, "create").decode(t, &k)
-	byKey, _ := l.openStream("/api/v1/system/live", "X-API-Key: "+k.Key)
-	other := l.login("ada", "correct horse battery").cookie(t)
-	bySession, _ := l.openStream("/api/v1/system/live", other)
-	l.call("DELETE", "/api/v1/apikeys/"+k.ID, nil, ada).want(t, 204, "delete the key")
-	l.call("POST", "/api/v1/auth/logout", nil, other).want(t, 204, "log out")
-	for _, st := range []*sse{byKey, bySession} {
+	l.Call("POST", "/api/v1/apikeys", map[string]string{"name": "doomed"}, ada).Want(t, 201, "create").Decode(t, &k)
+	byKey, _ := l.OpenStream("/api/v1/system/live", "X-API-Key: "+k.Key)
+	other := l.Login("ada", "correct horse battery").Cookie(t)
+	bySession, _ := l.OpenStream("/api/v1/system/live", other)
+	l.Call("DELETE", "/api/v1/apikeys/"+k.ID, nil, ada).Want(t, 204, "delete the key")
+	l.Call("POST", "/api/v1/auth/logout", nil, other).Want(t, 204, "log out")
+	for _, st := range []*apitest.Stream{byKey, bySession} {
 		for m := st.NextEvent(t); m.Event != "stream.closing"; m = st.NextEvent(t) {
 		}
 	}
 	// ada's own session is untouched.
-	if st, r := l.openStream("/api/v1/events", ada); st == nil {
-		t.Fatalf("ada's session: %d %s", r.status, r.body)
+	if st, r := l.OpenStream("/api/v1/events", ada); st == nil {
+		t.Fatalf("ada's session: %d %s", r.Status, r.Body)
 	}
 }
 
@@ -514,8 +492,8 @@ func TestStreamEndsWithItsCredentials(t *testing.T) {
 func TestStreamDataWithLineBreaks(t *testing.T) {
 	hub := streams.NewMemoryHub(16, 16)
 	_, l, _ := streamServer(t, api.StreamConfig{Hub: hub}, nil)
-	ada := l.login("ada", "correct horse battery").cookie(t)
-	st, _ := l.openStream("/api/v1/events", ada)
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
+	st, _ := l.OpenStream("/api/v1/events", ada)
 	data, _ := json.MarshalIndent(map[string]string{"id": "x\ny", "event": "injected"}, "", "  ")
 	if _, err := hub.Publish(context.Background(), streams.Event{Type: "apikey.deleted", To: adaID(t, l, ada), Data: data}); err != nil {
 		t.Fatal(err)
@@ -547,9 +525,9 @@ func TestStreamStalledClientFreesSlot(t *testing.T) {
 func testStreamStalledClientFreesSlot(t *testing.T, srv func(*httptest.Server)) {
 	hub := streams.NewMemoryHub(16, 16)
 	_, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1), Hub: hub, Heartbeat: 50 * time.Millisecond}, srv)
-	ada := l.login("ada", "correct horse battery").cookie(t)
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
 	d := net.Dialer{Control: nil}
-	conn, err := d.Dial("tcp", strings.TrimPrefix(l.url, "http://"))
+	conn, err := d.Dial("tcp", strings.TrimPrefix(l.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -565,8 +543,8 @@ func testStreamStalledClientFreesSlot(t *testing.T, srv func(*httptest.Server)) 
 	if _, err := hub.Publish(context.Background(), streams.Event{Type: "apikey.deleted", To: adaID(t, l, ada), Data: big}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Second, "a stalled client's slot frees", func() bool {
-		st, _ := l.openStream("/api/v1/events", ada)
+	apitest.Eventually(t, 2*time.Second, "a stalled client's slot frees", func() bool {
+		st, _ := l.OpenStream("/api/v1/events", ada)
 		return st != nil
 	})
 }
@@ -575,7 +553,7 @@ func testStreamStalledClientFreesSlot(t *testing.T, srv func(*httptest.Server)) 
 // Last-Event-ID.
 func TestStreamChecksCallerFirst(t *testing.T) {
 	_, l, _ := streamServer(t, api.StreamConfig{}, nil)
-	if _, r := l.openStream("/api/v1/events", "Last-Event-ID: nonsense"); r.status != 401 {
-		t.Fatalf("no credentials, a bad Last-Event-ID: %d %s", r.status, r.body)
+	if _, r := l.OpenStream("/api/v1/events", "Last-Event-ID: nonsense"); r.Status != 401 {
+		t.Fatalf("no credentials, a bad Last-Event-ID: %d %s", r.Status, r.Body)
 	}
 }

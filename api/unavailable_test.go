@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
@@ -77,15 +78,15 @@ func TestEvery503CarriesRetryAfter(t *testing.T) {
 	s := live503(t, api.Config{Auth: svc, Ready: ready})
 	st.set(errors.New("connection refused"))
 
-	s.call("GET", "/api/v1/ready", nil).wantUnavailable(t, "ready with the database down")
-	s.login("ada", "correct horse battery").wantUnavailable(t, "login with the database down")
-	s.call("GET", "/api/v1/auth/me", nil, "X-API-Key: "+auth.KeyPrefix+strings.Repeat("k", 32)).
-		wantUnavailable(t, "an API key that could not be checked")
+	s.Call("GET", "/api/v1/ready", nil).WantUnavailable(t, "ready with the database down")
+	s.Login("ada", "correct horse battery").WantUnavailable(t, "login with the database down")
+	s.Call("GET", "/api/v1/auth/me", nil, "X-API-Key: "+auth.KeyPrefix+strings.Repeat("k", 32)).
+		WantUnavailable(t, "an API key that could not be checked")
 
 	closed := api.DefaultLimits()
 	closed.Store = func(p ratelimit.Budget) ratelimit.Limiter { return failingLimiter{p} }
 	limited := live503(t, api.Config{Auth: MustAuth(t), Limits: closed})
-	limited.login("ada", "correct horse battery").wantUnavailable(t, "login while the rate limiter does not answer")
+	limited.Login("ada", "correct horse battery").WantUnavailable(t, "login while the rate limiter does not answer")
 
 	rec := httptest.NewRecorder()
 	api.WriteError(rec, api.NewError(http.StatusServiceUnavailable, ""))
@@ -94,10 +95,10 @@ func TestEvery503CarriesRetryAfter(t *testing.T) {
 	}
 }
 
-func live503(tb testing.TB, cfg api.Config) *live {
+func live503(tb testing.TB, cfg api.Config) *apitest.Client {
 	tb.Helper()
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	return mustLive(tb, api.New(withAccount(cfg)))
+	return apitest.Serve(tb, api.New(withAccount(cfg)))
 }
 
 // Every 503 the spec declares is the one shared response, which declares
@@ -139,7 +140,7 @@ func TestOutageLoggedOncePerCause(t *testing.T) {
 	logs := &syncBuffer{}
 	lim := api.DefaultLimits()
 	lim.IP.Limit, lim.IP.Burst = 1000, 1000
-	s := mustLive(t, api.New(withAccount(api.Config{Auth: svc, Now: clk.Now, Limits: lim, Logger: slog.New(slog.NewTextHandler(logs, nil))})))
+	s := apitest.Serve(t, api.New(withAccount(api.Config{Auth: svc, Now: clk.Now, Limits: lim, Logger: slog.New(slog.NewTextHandler(logs, nil))})))
 	lines := func(cause string) []string {
 		var out []string
 		for _, l := range strings.Split(logs.String(), "\n") {
@@ -152,20 +153,20 @@ func TestOutageLoggedOncePerCause(t *testing.T) {
 
 	st.set(errors.New("dial tcp: connection refused"))
 	for range 20 {
-		s.login("ada", "correct horse battery").wantUnavailable(t, "login with the database down")
+		s.Login("ada", "correct horse battery").WantUnavailable(t, "login with the database down")
 	}
 	if got := lines("connection refused"); len(got) != 1 || !strings.Contains(got[0], "level=WARN") || !strings.Contains(got[0], "repeats=0") {
 		t.Fatalf("20 failures of one cause logged:\n%s\nwant one WARN line", strings.Join(got, "\n"))
 	}
 	st.set(errors.New("i/o timeout"))
-	s.login("ada", "correct horse battery").wantUnavailable(t, "login with the database slow")
+	s.Login("ada", "correct horse battery").WantUnavailable(t, "login with the database slow")
 	if got := lines("i/o timeout"); len(got) != 1 {
 		t.Fatalf("another cause logged %d lines, want its own one", len(got))
 	}
 
 	clk.Advance(time.Minute)
 	st.set(errors.New("dial tcp: connection refused"))
-	s.login("ada", "correct horse battery").wantUnavailable(t, "login a minute later")
+	s.Login("ada", "correct horse battery").WantUnavailable(t, "login a minute later")
 	if got := lines("connection refused"); len(got) != 2 || !strings.Contains(got[1], "repeats=19") {
 		t.Fatalf("a minute later:\n%s\nwant a second line counting the 19 requests since the first", strings.Join(got, "\n"))
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/danielgtaylor/huma/v2"
 )
 
@@ -184,7 +185,7 @@ func TestErrorsNeverEchoRequest(t *testing.T) {
 			if strings.Contains(strings.ToUpper(string(raw)), marker) || strings.Contains(string(raw), "<script") || strings.Contains(string(raw), "<img") || strings.Contains(string(raw), "<b>") {
 				t.Errorf("the envelope repeats the request: %s", raw)
 			}
-			var env envelope
+			var env apitest.Envelope
 			if err := json.Unmarshal(raw, &env); err != nil {
 				t.Fatal(err)
 			}

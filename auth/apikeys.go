@@ -28,6 +28,11 @@ func (s *Service) AuthenticateKey(ctx context.Context, key string) (*Identity, e
 			}
 			return &cachedKey{key: k, user: u, fetched: now}, nil
 		},
+		forget: func(stale *cachedKey) {
+			if stale != nil {
+				delete(s.used, stale.key.ID)
+			}
+		},
 	}, hash, now)
 	if err != nil {
 		return nil, err

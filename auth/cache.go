@@ -1,7 +1,8 @@
 // This replica's caches of sessions, API keys and unknown credentials, and
 // the one protocol Authenticate and AuthenticateKey follow to use them:
 // trust an entry for CacheTTL, refuse a hash the store just said it does
-// not know, look up the rest, and cache nothing a revocation raced.
+// not know, look up the rest, forget what the store says is gone, and
+// cache nothing a revocation raced.
 
 package auth
 
@@ -48,18 +49,20 @@ type credentialLookup[E cacheEntry] struct {
 	// load reads the credential from the store, given the stale entry it
 	// replaces (zero when none). The store's ErrNotFound passes through.
 	load func(stale E) (E, error)
-	// gone, when set, runs when the store does not know the credential,
-	// before its hash is remembered as unknown.
-	gone func()
+	// forget, when set, drops what this replica keeps of the credential
+	// beside its cache entry (a write of it queued for Flush), given the
+	// stale entry (zero when none). It runs under s.mu.
+	forget func(stale E)
 }
 
 // lookupCached returns the entry for hash: the cached one while it is
 // younger than CacheTTL; else the one l.load reads, which it caches. It
 // returns ErrUnauthenticated for a hash the store said within CacheTTL it
-// does not know (unless an entry is cached) or says so now, and
-// ErrNotCached when nothing is cached and ctx allows no lookup
-// ([WithoutLookup]). When a revocation raced the lookup, raced is true and
-// the entry is not cached: it may be what was just revoked.
+// does not know (unless an entry is cached) or says so now (then the
+// entry goes: [forgetGone]), and ErrNotCached when nothing is cached and
+// ctx allows no lookup ([WithoutLookup]). When a revocation raced the
+// lookup, raced is true and the entry is not cached: it may be what was
+// just revoked.
 func lookupCached[E cacheEntry](ctx context.Context, s *Service, l credentialLookup[E], hash string, now time.Time) (e E, raced bool, err error) {
 	var none E
 	s.mu.Lock()
@@ -78,10 +81,7 @@ func lookupCached[E cacheEntry](ctx context.Context, s *Service, l credentialLoo
 	}
 	fresh, err := l.load(c)
 	if errors.Is(err, ErrNotFound) {
-		if l.gone != nil {
-			l.gone()
-		}
-		s.rememberUnknown(hash, now)
+		forgetGone(s, l, hash, c, now)
 		return none, false, ErrUnauthenticated
 	}
 	if err != nil {
@@ -105,12 +105,22 @@ func (s *Service) knownUnknownLocked(hash string, now time.Time) bool {
 	return s.unknown.Has(hash, now)
 }
 
-// rememberUnknown records that the store does not know hash, for
-// CacheTTL. When the cache is full it drops the expired entries, then any
-// others, to a tenth below the bound (expiry.Set).
-func (s *Service) rememberUnknown(hash string, now time.Time) {
+// forgetGone makes hash, which the store has just said it does not know,
+// a credential this replica does not know either: it drops its cache
+// entry, if any (a credential deleted on another replica, whose entry went
+// stale here), and what l.forget names beside it, and remembers the hash
+// as unknown for CacheTTL. Kept, the stale entry would hide the hash from
+// the cache of unknown ones (every request with it would reach the store)
+// and make it a credential seen valid, which [WithoutLookup] still looks
+// up. When the cache of unknown ones is full it drops the expired
+// entries, then any others, to a tenth below the bound (expiry.Set).
+func forgetGone[E cacheEntry](s *Service, l credentialLookup[E], hash string, stale E, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(l.cache, hash)
+	if l.forget != nil {
+		l.forget(stale)
+	}
 	s.unknown.Add(hash, now.Add(s.cfg.CacheTTL), now)
 }
 

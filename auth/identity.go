@@ -33,8 +33,9 @@ type noLookupKey struct{}
 
 // WithoutLookup returns ctx asking [Service.Authenticate] and
 // [Service.AuthenticateKey] to look up only credentials this replica has
-// seen valid (its caches keep them, stale, until they are revoked or
-// crowded out), returning ErrNotCached for any others instead of asking
+// seen valid (its caches keep them, stale, until they are revoked, the
+// store says they are gone, or they are crowded out), returning
+// ErrNotCached for any others instead of asking
 // the store. A server uses it for a client address that is refused for
 // sending bad credentials: a flood of made-up ones never reaches the
 // database, while the callers it knows behind the same address go on.

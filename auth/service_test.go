@@ -17,7 +17,7 @@ import (
 // countingStore counts the calls a cache should spare.
 type countingStore struct {
 	auth.Store
-	sessionLookups, touches, keyLookups atomic.Int32
+	sessionLookups, touches, keyLookups, keyTouches atomic.Int32
 }
 
 func (c *countingStore) SessionByTokenHash(ctx context.Context, h string) (auth.Session, auth.User, error) {
@@ -28,6 +28,11 @@ func (c *countingStore) SessionByTokenHash(ctx context.Context, h string) (auth.
 func (c *countingStore) TouchSessions(ctx context.Context, seen map[string]time.Time) error {
 	c.touches.Add(int32(len(seen)))
 	return c.Store.TouchSessions(ctx, seen)
+}
+
+func (c *countingStore) TouchAPIKeys(ctx context.Context, used map[string]time.Time) error {
+	c.keyTouches.Add(int32(len(used)))
+	return c.Store.TouchAPIKeys(ctx, used)
 }
 
 func (c *countingStore) APIKeyByHash(ctx context.Context, h string) (auth.APIKey, auth.User, error) {

@@ -85,9 +85,9 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 	now := s.cfg.Now()
 	hash := hashSecret(token)
 	c, raced, err := lookupCached(ctx, s, credentialLookup[*cachedSession]{
-		cache: s.sessions,
-		load:  func(stale *cachedSession) (*cachedSession, error) { return s.loadSession(ctx, hash, stale, now) },
-		gone:  func() { s.evictSession(hash) },
+		cache:  s.sessions,
+		load:   func(stale *cachedSession) (*cachedSession, error) { return s.loadSession(ctx, hash, stale, now) },
+		forget: func(*cachedSession) { delete(s.seen, hash) },
 	}, hash, now)
 	if err != nil {
 		return nil, err

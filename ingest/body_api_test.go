@@ -3,10 +3,8 @@
 package ingest_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -63,7 +61,7 @@ func TestBodiesInFlightAreBounded(t *testing.T) {
 			h = "Transfer-Encoding: chunked"
 			first = fmt.Appendf(nil, "%x\r\n%s\r\n", len(first), first)
 		}
-		conn, _ := openRequest(t, l, "/api/v1/memory/ingest", []string{h, cookie}, first)
+		conn, _ := l.OpenRequest("/api/v1/memory/ingest", []string{h, cookie}, first)
 		return conn
 	}
 	busy := func(r reply, what, says string) {
@@ -75,16 +73,16 @@ func TestBodiesInFlightAreBounded(t *testing.T) {
 
 	a1, a2 := started(ada, false), started(ada, true) // a chunked body holds as much as it may be
 	waitInFlight(t, s, 16*mib)
-	busy(post(t, l, "/api/v1/memory/ingest", "application/json", small, false, ada), "ada's third body", "you have 16777216 bytes")
+	busy(l.Post("/api/v1/memory/ingest", "application/json", small, false, ada), "ada's third body", "you have 16777216 bytes")
 	b1 := started(bob, false)
 	waitInFlight(t, s, 24*mib)
-	busy(post(t, l, "/api/v1/memory/ingest", "application/json", small, false, bob), "bob's second body, past the server's bound", "as many large request bodies")
-	post(t, l, "/api/v1/auth/login", "application/json", []byte(`{"username":"bob","password":"correct horse battery"}`), false).
+	busy(l.Post("/api/v1/memory/ingest", "application/json", small, false, bob), "bob's second body, past the server's bound", "as many large request bodies")
+	l.Post("/api/v1/auth/login", "application/json", []byte(`{"username":"bob","password":"correct horse battery"}`), false).
 		Want(t, http.StatusOK, "a small body, which draws from no bound")
 
 	a1.Close() // ada hangs up in the middle of her body: its bytes are free again
 	waitInFlight(t, s, 16*mib)
-	post(t, l, "/api/v1/memory/ingest", "application/json", small, false, ada).Want(t, http.StatusAccepted, "ada's body once one of hers ended")
+	l.Post("/api/v1/memory/ingest", "application/json", small, false, ada).Want(t, http.StatusAccepted, "ada's body once one of hers ended")
 	a2.Close()
 	b1.Close()
 	waitInFlight(t, s, 0)
@@ -102,7 +100,7 @@ func TestIngestErrorsNameNoMember(t *testing.T) {
 		{`{"project":"p","project":"p","items":[{"text":"x"}]}`, "body.project", "is given twice"},
 		{`{"project":"p","items":[{"text":"x","\u0074ext":"y"}]}`, "body.items[0].text", "is given twice"},
 	} {
-		r := post(t, l, "/api/v1/memory/ingest", "application/json", []byte(c.body), false, ada)
+		r := l.Post("/api/v1/memory/ingest", "application/json", []byte(c.body), false, ada)
 		var env envelope
 		r.Decode(t, &env)
 		if r.Status != http.StatusUnprocessableEntity || len(env.Details.Errors) != 1 || env.Details.Errors[0].Location != c.where ||
@@ -144,46 +142,6 @@ func bodyServer(t *testing.T, bodies api.BodyBudget) (*api.Server, *live, *auth.
 	return s, l, svc, l.Login("ada", "correct horse battery").Cookie(t)
 }
 
-// post sends body to path with ada's cookie and the Content-Type given;
-// chunked sends it without a Content-Length.
-func post(t *testing.T, l *live, path, contentType string, body []byte, chunked bool, headers ...string) reply {
-	t.Helper()
-	var rd io.Reader = strings.NewReader(string(body))
-	if chunked {
-		rd = io.MultiReader(rd) // of unknown length: sent chunked
-	}
-	req, _ := http.NewRequest("POST", l.URL+path, rd)
-	req.Header.Set("Content-Type", contentType)
-	for _, h := range headers {
-		k, v, _ := strings.Cut(h, ": ")
-		req.Header.Add(k, v)
-	}
-	res, err := l.Client.Do(req)
-	if err != nil {
-		t.Fatalf("POST %s: %v", path, err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return reply{Status: res.StatusCode, Header: res.Header, Body: string(b)}
-}
-
-// openRequest opens a connection to l and sends the head of a POST to path
-// with headers, and then body; it returns the connection, whose reader
-// reads the answer.
-func openRequest(t *testing.T, l *live, path string, headers []string, body []byte) (net.Conn, *bufio.Reader) {
-	t.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(l.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	head := "POST " + path + " HTTP/1.1\r\nHost: brain\r\nContent-Type: application/json\r\n" + strings.Join(headers, "\r\n") + "\r\n\r\n"
-	if _, err := conn.Write(append([]byte(head), body...)); err != nil {
-		t.Fatal(err)
-	}
-	return conn, bufio.NewReader(conn)
-}
-
 // waitInFlight waits until s holds want bytes of bodies in flight.
 func waitInFlight(t *testing.T, s *api.Server, want int64) {
 	t.Helper()
@@ -205,8 +163,8 @@ func TestBatchOfExactlyMaxBodyBytes(t *testing.T) {
 	if len(batch) != ingest.MaxBodyBytes {
 		t.Fatalf("the batch is %d bytes", len(batch))
 	}
-	post(t, l, "/api/v1/memory/ingest", "application/json", batch, false, ada).Want(t, http.StatusAccepted, "a valid batch of exactly 8 MiB")
-	if r := post(t, l, "/api/v1/memory/ingest", "application/json", append(batch, '\n'), false, ada); r.Status != http.StatusRequestEntityTooLarge {
+	l.Post("/api/v1/memory/ingest", "application/json", batch, false, ada).Want(t, http.StatusAccepted, "a valid batch of exactly 8 MiB")
+	if r := l.Post("/api/v1/memory/ingest", "application/json", append(batch, '\n'), false, ada); r.Status != http.StatusRequestEntityTooLarge {
 		t.Fatalf("the same batch and a newline: %d, want 413", r.Status)
 	}
 }

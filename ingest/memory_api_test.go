@@ -76,7 +76,7 @@ func TestIngestRefusesBadBatches(t *testing.T) {
 		{"unknown member", `{"project":"p","items":[{"text":"x","colour":"red"}]}`, "body.items[0]"},
 		{"null", `{"project":null,"items":[{"text":"x"}]}`, "body.project"},
 	} {
-		r, err := apitest.Exchange(context.Background(), l.Client, "POST", l.URL+"/api/v1/memory/ingest", strings.NewReader(tc.body), ada)
+		r, err := apitest.Exchange(context.Background(), l.HTTP, "POST", l.URL+"/api/v1/memory/ingest", strings.NewReader(tc.body), ada)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +89,7 @@ func TestIngestRefusesBadBatches(t *testing.T) {
 	xml, _ := http.NewRequest("POST", l.URL+"/api/v1/memory/ingest", strings.NewReader(`{"project":"p","items":[{"text":"x"}]}`))
 	xml.Header.Set("Content-Type", "application/xml")
 	xml.Header.Set("Cookie", strings.TrimPrefix(ada, "Cookie: "))
-	if res, err := l.Client.Do(xml); err != nil || res.StatusCode != 415 {
+	if res, err := l.HTTP.Do(xml); err != nil || res.StatusCode != 415 {
 		t.Errorf("an XML content type: %v %v, want 415", res.StatusCode, err)
 	} else {
 		res.Body.Close()

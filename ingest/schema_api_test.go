@@ -293,7 +293,7 @@ func TestSpecIngestSchemaIsWhatIsAccepted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := apitest.Exchange(context.Background(), l.Client, "POST", l.URL+"/api/v1/memory/ingest", bytes.NewReader(b), ada)
+		r, err := apitest.Exchange(context.Background(), l.HTTP, "POST", l.URL+"/api/v1/memory/ingest", bytes.NewReader(b), ada)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,7 +1,8 @@
-// Package apitest is the harness a feature's tests use: a whole server
-// with the feature on a real port, a database in a temp dir and the user
-// ada; JSON calls and their replies read in full; sessions, API keys,
-// streams read event by event, and a clock that moves when told.
+// Package apitest is the harness a feature's tests use, and api's own: a
+// whole server with the feature on a real port, a database in a temp dir
+// and the user ada; JSON calls, or bodies sent as they are, and their
+// replies read in full; sessions, API keys, streams read event by event,
+// /metrics, and a clock that moves when told.
 package apitest
 
 import (
@@ -73,19 +74,15 @@ func APIKey(tb testing.TB, svc *auth.Service) string {
 }
 
 // A Server is an api.Server served on a real port until the test ends,
-// with the client that calls it.
+// with the [Client] that calls it (every call times out after 60 s).
 type Server struct {
 	*api.Server
-	// URL is the server's base URL, such as http://127.0.0.1:41234.
-	URL string
-	// Client calls the server; every call times out after 60 s.
-	Client *http.Client
+	*Client
 	// Auth and DB are the server's, as [Start] completed them.
 	Auth *auth.Service
 	DB   *store.DB
 	// Logs is what the server logged, when Config.Logger was nil.
 	Logs *Logs
-	tb   testing.TB
 }
 
 // Start serves cfg on a port of its own until the test ends, completing
@@ -145,8 +142,8 @@ func Start(tb testing.TB, cfg api.Config, srv ...func(*httptest.Server)) *Server
 		hs.Close()
 	})
 	tb.Cleanup(tr.CloseIdleConnections)
-	return &Server{Server: s, URL: hs.URL, Client: &http.Client{Transport: tr, Timeout: 60 * time.Second},
-		Auth: cfg.Auth, DB: cfg.DB, Logs: logs, tb: tb}
+	return &Server{Server: s, Client: NewClient(tb, hs.URL, &http.Client{Transport: tr, Timeout: 60 * time.Second}),
+		Auth: cfg.Auth, DB: cfg.DB, Logs: logs}
 }
 
 // Session logs [User] in and returns the "Cookie: ..." header of the

@@ -1,5 +1,5 @@
-// This file is the client side of the harness: JSON calls to a [Server]
-// and their replies, read in full, with the envelope.
+// This file is the client side of the harness: a [Client], its JSON
+// calls and their replies, read in full, with the envelope.
 package apitest
 
 import (
@@ -8,12 +8,44 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/brain-template/brain/api"
 )
+
+// A Client calls one server over HTTP on behalf of a test: JSON calls,
+// bodies sent as they are, streams. A [Server] is one; [Serve] and
+// [NewClient] make one for a handler the test builds itself, or a server
+// it runs itself.
+type Client struct {
+	// URL is the server's base URL, such as http://127.0.0.1:41234.
+	URL string
+	// HTTP sends the requests.
+	HTTP *http.Client
+	tb   testing.TB
+}
+
+// NewClient returns a client that calls url with hc; its calls fail tb.
+func NewClient(tb testing.TB, url string, hc *http.Client) *Client {
+	return &Client{URL: url, HTTP: hc, tb: tb}
+}
+
+// Serve serves h on a real port until the test ends and returns its
+// client, for a test that builds its handler itself (an [api.New] with
+// no help, or a wrapper around one). Every call times out after 60 s: a
+// hang fails the test instead of stalling it.
+func Serve(tb testing.TB, h http.Handler) *Client {
+	tb.Helper()
+	srv := httptest.NewServer(h)
+	tb.Cleanup(srv.Close)
+	tr := &http.Transport{MaxIdleConnsPerHost: 512}
+	tb.Cleanup(tr.CloseIdleConnections)
+	return NewClient(tb, srv.URL, &http.Client{Transport: tr, Timeout: 60 * time.Second})
+}
 
 // A Reply is a response read in full, and how long it took.
 type Reply struct {
@@ -46,40 +78,52 @@ type Refusal struct {
 
 // Call sends method path with body as JSON (none when nil) and headers as
 // "Name: value"; a transport error fails the test.
-func (s *Server) Call(method, path string, body any, headers ...string) Reply {
-	s.tb.Helper()
-	r, err := s.CallContext(context.Background(), method, path, body, headers...)
+func (c *Client) Call(method, path string, body any, headers ...string) Reply {
+	c.tb.Helper()
+	r, err := c.CallContext(context.Background(), method, path, body, headers...)
 	if err != nil {
-		s.tb.Fatalf("%s %s: %v", method, path, err)
+		c.tb.Fatalf("%s %s: %v", method, path, err)
 	}
 	return r
 }
 
 // CallContext is Call under ctx, returning the transport's error.
-func (s *Server) CallContext(ctx context.Context, method, path string, body any, headers ...string) (Reply, error) {
+func (c *Client) CallContext(ctx context.Context, method, path string, body any, headers ...string) (Reply, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	return Exchange(ctx, s.Client, method, s.URL+path, rd, headers...)
+	return Exchange(ctx, c.HTTP, method, c.URL+path, rd, headers...)
 }
 
 // Login logs user in, with headers as "Name: value".
-func (s *Server) Login(user, password string, headers ...string) Reply {
-	s.tb.Helper()
-	return s.Call("POST", "/api/v1/auth/login", map[string]string{"username": user, "password": password}, headers...)
+func (c *Client) Login(user, password string, headers ...string) Reply {
+	c.tb.Helper()
+	return c.Call("POST", "/api/v1/auth/login", map[string]string{"username": user, "password": password}, headers...)
 }
 
 // Exchange sends one request (a body is sent as JSON) with headers as
 // "Name: value" and reads the whole reply.
 func Exchange(ctx context.Context, client *http.Client, method, url string, body io.Reader, headers ...string) (Reply, error) {
+	contentType := ""
+	if body != nil {
+		contentType = "application/json"
+	}
+	return send(ctx, client, method, url, contentType, body, headers)
+}
+
+// send sends one request with body as contentType (none when "") and
+// headers as "Name: value", and reads the whole reply. A body of a known
+// length (a *bytes.Reader, *strings.Reader or *bytes.Buffer) is sent with
+// its Content-Length, any other chunked.
+func send(ctx context.Context, client *http.Client, method, url, contentType string, body io.Reader, headers []string) (Reply, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
 		return Reply{}, err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	for _, h := range headers {
 		if k, v, ok := strings.Cut(h, ": "); ok {
@@ -128,6 +172,16 @@ func (r Reply) Want(tb testing.TB, status int, what string) Reply {
 		tb.Fatalf("%s: %d %s, want %d", what, r.Status, r.Body, status)
 	}
 	return r
+}
+
+// WantUnavailable fails the test unless r is the 503 envelope with the
+// Retry-After every 503 of the server's carries ([api.RetryUnavailable]).
+func (r Reply) WantUnavailable(tb testing.TB, what string) {
+	tb.Helper()
+	want := strconv.Itoa(int(api.RetryUnavailable / time.Second))
+	if r.Status != http.StatusServiceUnavailable || r.Code() != "unavailable" || r.Header.Get("Retry-After") != want {
+		tb.Fatalf("%s: %d Retry-After=%q %s, want 503 unavailable with Retry-After: %s", what, r.Status, r.Header.Get("Retry-After"), r.Body, want)
+	}
 }
 
 // Cookie is the "Cookie: brain_session=..." header a 200 login set.

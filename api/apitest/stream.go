@@ -1,5 +1,5 @@
-// This file reads a stream of a [Server] (text/event-stream) message by
-// message.
+// This file reads a stream of a [Client]'s server (text/event-stream)
+// message by message.
 package apitest
 
 import (
@@ -28,15 +28,9 @@ type Message struct {
 // OpenStream opens path with headers as "Name: value". A stream that
 // started (200) is closed when the test ends; any other reply is read in
 // full and returned, with a nil Stream.
-func (s *Server) OpenStream(path string, headers ...string) (*Stream, Reply) {
-	s.tb.Helper()
-	return OpenStream(s.tb, s.Client, s.URL+path, headers...)
-}
-
-// OpenStream opens url with client, as [Server.OpenStream] does, for a
-// test that runs its own server.
-func OpenStream(tb testing.TB, client *http.Client, url string, headers ...string) (*Stream, Reply) {
-	tb.Helper()
+func (c *Client) OpenStream(path string, headers ...string) (*Stream, Reply) {
+	c.tb.Helper()
+	url := c.URL + path
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
 	for _, h := range headers {
@@ -44,10 +38,10 @@ func OpenStream(tb testing.TB, client *http.Client, url string, headers ...strin
 			req.Header.Add(k, v)
 		}
 	}
-	res, err := client.Do(req)
+	res, err := c.HTTP.Do(req)
 	if err != nil {
 		cancel()
-		tb.Fatalf("GET %s: %v", url, err)
+		c.tb.Fatalf("GET %s: %v", url, err)
 	}
 	r := Reply{Status: res.StatusCode, Header: res.Header}
 	if res.StatusCode != http.StatusOK {
@@ -58,7 +52,7 @@ func OpenStream(tb testing.TB, client *http.Client, url string, headers ...strin
 		return nil, r
 	}
 	st := &Stream{res: res, rd: bufio.NewReader(res.Body), cancel: cancel}
-	tb.Cleanup(st.Close)
+	c.tb.Cleanup(st.Close)
 	return st, r
 }
 

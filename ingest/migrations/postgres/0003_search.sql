@@ -1,4 +1,4 @@
--- The full-text index keeps each user's words apart (store/search.go):
+-- The full-text index keeps each user's words apart (ingest/sqlsearch.go):
 -- search holds terms written by brain, each beginning with a key of the
 -- item's user, so a query reads only its user's entries. It replaces the
 -- tsvector PostgreSQL's parser made of the text, whose entries for a word

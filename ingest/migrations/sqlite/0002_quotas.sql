@@ -1,6 +1,6 @@
 -- Quotas: what each user holds of the per-user caps on ingestion, kept in
 -- one row a user so that an ingest checks and takes its share with one
--- statement, in its own transaction (store/ingest.go).
+-- statement, in its own transaction (ingest/sqlstore.go, reserve).
 --
 -- items: the user's stored items, plus the items of their queued and
 -- running jobs not stored yet (reserved when the batch was accepted, so

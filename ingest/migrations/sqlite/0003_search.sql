@@ -1,4 +1,4 @@
--- The full-text index keeps each user's words apart (store/search.go):
+-- The full-text index keeps each user's words apart (ingest/sqlsearch.go):
 -- its terms are written by brain, each beginning with a key of the item's
 -- user, so a query reads only its user's entries. It replaces items_fts,
 -- whose entries for a word listed every user's items. The terms of the

@@ -1,0 +1,48 @@
+// This file reads what a server says of itself: its /metrics, and the
+// snapshot of its live stream.
+package apitest
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/brain-template/brain/api"
+)
+
+// Scrape returns what m's /metrics says now, scraped over HTTP as
+// Prometheus would (the exposition format, a line a sample).
+func Scrape(tb testing.TB, m *api.Metrics) string {
+	tb.Helper()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	res, err := http.Get(srv.URL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(body)
+}
+
+// LiveSnapshot opens GET /api/v1/system/live with headers as
+// "Name: value" and returns its first snapshot, failing the test when
+// the stream does not start or its first event is not a system.live
+// snapshot. The stream stays open until the test ends.
+func (c *Client) LiveSnapshot(headers ...string) api.LiveSnapshot {
+	c.tb.Helper()
+	st, r := c.OpenStream(api.Prefix+"/system/live", headers...)
+	if st == nil {
+		c.tb.Fatalf("the live stream: %d %s", r.Status, r.Body)
+	}
+	var snap api.LiveSnapshot
+	if m := st.NextEvent(c.tb); m.Event != "system.live" || json.Unmarshal([]byte(m.Data), &snap) != nil {
+		c.tb.Fatalf("the live stream's first event: %+v; want a system.live snapshot", m)
+	}
+	return snap
+}

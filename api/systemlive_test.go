@@ -1,0 +1,110 @@
+// Who may follow GET /api/v1/system/live, what its snapshot counts, and
+// what the spec says of both.
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
+	"github.com/brain-template/brain/ratelimit"
+)
+
+// liveResponses returns the statuses the spec declares for the live
+// stream.
+func liveResponses(t *testing.T, s *api.Server) map[string]json.RawMessage {
+	t.Helper()
+	spec, err := s.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]json.RawMessage
+		}
+	}
+	if err := json.Unmarshal(spec, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Paths["/api/v1/system/live"]["get"].Responses
+}
+
+// The live snapshot's jobs_queued is the count a feature gives it
+// (Server.CountQueuedJobs), 0 without one; any caller may follow it by default, and with
+// LiveAccess Admin only the user admin, the others getting 403, as the
+// spec says in each case.
+func TestSystemLive(t *testing.T) {
+	db := apitest.OpenDB(t)
+	svc := apitest.NewAuth(t, db)
+	if _, err := svc.AddUser(context.Background(), api.AdminUsername, apitest.Password); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("all", func(t *testing.T) {
+		three := func(s *api.Server) {
+			s.CountQueuedJobs(func(context.Context) (int64, error) { return 3, nil })
+		}
+		l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{three}})
+		if snap := l.LiveSnapshot(l.Session()); snap.JobsQueued != 3 {
+			t.Fatalf("ada's snapshot: %+v; want the feature's 3 jobs queued", snap)
+		}
+		if _, ok := liveResponses(t, l.Server)["403"]; ok {
+			t.Fatal("the spec declares a 403 on the live stream, which any caller may follow")
+		}
+	})
+	t.Run("admin", func(t *testing.T) {
+		l := apitest.Start(t, api.Config{Auth: svc, DB: db, LiveAccess: api.Admin})
+		ada := l.Session()
+		_, r := l.OpenStream("/api/v1/system/live", ada)
+		var env struct{ Code string }
+		if r.Status != http.StatusForbidden || json.Unmarshal([]byte(r.Body), &env) != nil || env.Code != "forbidden" {
+			t.Fatalf("ada, not admin: %d %s; want 403 forbidden", r.Status, r.Body)
+		}
+		admin := l.Login(api.AdminUsername, apitest.Password).Cookie(t)
+		if snap := l.LiveSnapshot(admin); snap.JobsQueued != 0 {
+			t.Fatalf("admin's snapshot: %+v; want 0 jobs queued, no feature counting them", snap)
+		}
+		if st, r := l.OpenStream("/api/v1/events", ada); st == nil {
+			t.Fatalf("ada's other streams: %d %s", r.Status, r.Body)
+		}
+		if _, ok := liveResponses(t, l.Server)["403"]; !ok {
+			t.Fatal("the spec does not declare the 403 of a caller who is not admin")
+		}
+	})
+	// A caller looping on the 403 draws from its session's budget, as
+	// the spec's x-rate-limit says, and is answered 429 once it is spent.
+	t.Run("a 403 is charged", func(t *testing.T) {
+		three := ratelimit.Rate{Limit: 3, Window: time.Minute, Burst: 3}
+		l := apitest.Start(t, api.Config{Auth: svc, DB: db, LiveAccess: api.Admin, Limits: api.Limits{Session: three}})
+		ada := l.Session()
+		for i := range 3 {
+			if _, r := l.OpenStream("/api/v1/system/live", ada); r.Status != http.StatusForbidden {
+				t.Fatalf("ada's open %d: %d %s, want 403", i+1, r.Status, r.Body)
+			}
+		}
+		_, r := l.OpenStream("/api/v1/system/live", ada)
+		var env struct{ Details struct{ Scope string } }
+		if r.Status != http.StatusTooManyRequests || json.Unmarshal([]byte(r.Body), &env) != nil || env.Details.Scope != "session" {
+			t.Fatalf("ada's fourth open: %d %s, want 429 of the session plane", r.Status, r.Body)
+		}
+		var doc struct {
+			Paths map[string]map[string]struct {
+				XRateLimit []api.RateLimitEntry `json:"x-rate-limit"`
+			}
+		}
+		spec, _ := l.Spec()
+		if err := json.Unmarshal(spec, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(doc.Paths["/api/v1/system/live"]["get"].XRateLimit, func(e api.RateLimitEntry) bool {
+			return e.Plane == "session" && e.AppliesTo == "forbidden"
+		}) {
+			t.Fatalf("the live stream's x-rate-limit %+v: want the session budget its 403s draw from", doc.Paths["/api/v1/system/live"]["get"].XRateLimit)
+		}
+	})
+}
