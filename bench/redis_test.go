@@ -11,6 +11,7 @@ package bench_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -121,5 +122,69 @@ func BenchmarkRedisFlood(b *testing.B) {
 		b.ReportMetric(float64(admitted), "admitted")
 		b.ReportMetric(float64(calls), "redis-calls")
 		b.ReportMetric(float64(hits), "saved-calls")
+	}
+}
+
+// BenchmarkRedisRealistic is the case a server meets: 10,000 keys under a
+// budget of 120 a minute (burst 60), 64 callers, four requests in five for
+// 100 hot keys and the rest spread over the others. The hot keys spend
+// their burst within the first requests and are refused from then on; the
+// others are admitted. Both limiters read, write and refuse; brain's deny
+// cache answers a refused key's repeats until its Retry-After, as it does
+// in the server. Both must decide alike: hot-admitted/key is what each hot
+// key was admitted (its burst of 60, and 2 a second after), cold-refused
+// the refusals of the others (none).
+func BenchmarkRedisRealistic(b *testing.B) {
+	opt := redistest.Option(b)
+	opt.DisableAutoPipelining = true // as cmd/brain configures it
+	rdb := redis.NewClient(&redis.Options{Addr: opt.InitAddress[0], PoolSize: 64})
+	b.Cleanup(func() { rdb.Close() })
+	for _, name := range []string{"brain", "redis_rate"} {
+		b.Run(name, func(b *testing.B) {
+			pfx := redistest.Prefix() // every run starts with full buckets
+			var allow func(ctx context.Context, key string) (bool, error)
+			if name == "brain" {
+				l := ratelimit.NewRedis(redistest.Client(b, opt), pfx, budget("p", lim("p", 120, time.Minute, 60)))
+				allow = func(ctx context.Context, k string) (bool, error) { d, err := l.Allow(ctx, k); return d.Allowed, err }
+			} else {
+				rr := redis_rate.NewLimiter(rdb)
+				limit := redis_rate.Limit{Rate: 120, Burst: 60, Period: time.Minute}
+				allow = func(ctx context.Context, k string) (bool, error) {
+					res, err := rr.Allow(ctx, pfx+k, limit)
+					return err == nil && res.Allowed > 0, err
+				}
+			}
+			keys := make([]string, 10_000)
+			for i := range keys {
+				keys[i] = fmt.Sprintf("user-%05d", i)
+			}
+			var hotAdmitted, coldRefused, failed, seed atomic.Int64
+			b.SetParallelism(32) // GOMAXPROCS is 2 here: 64 callers
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				rng := rand.New(rand.NewPCG(uint64(seed.Add(1)), 7))
+				for pb.Next() {
+					hot := rng.IntN(5) < 4
+					k := keys[100+rng.IntN(len(keys)-100)]
+					if hot {
+						k = keys[rng.IntN(100)]
+					}
+					ok, err := allow(ctx, k)
+					switch {
+					case err != nil:
+						failed.Add(1)
+					case ok && hot:
+						hotAdmitted.Add(1)
+					case !ok && !hot:
+						coldRefused.Add(1)
+					}
+				}
+			})
+			if failed.Load() > 0 {
+				b.Fatalf("%d decisions failed", failed.Load())
+			}
+			b.ReportMetric(float64(hotAdmitted.Load())/100, "hot-admitted/key")
+			b.ReportMetric(float64(coldRefused.Load()), "cold-refused")
+		})
 	}
 }
