@@ -19,6 +19,11 @@
 //
 //	cd bench && go run ./streamload -n 10000 -rounds 5
 //
+// Then (unless -peer=false) it runs the same load against a plain net/http
+// SSE server (this program again, as a child: a handler per stream, one
+// write and a flush per event) and prints brain's figures beside it, so a
+// busy machine moves both and the ratio stays readable.
+//
 // The access log writes a line when a request ends: the open streams log
 // nothing until the server is killed at the end, and the rounds' POSTs log
 // one line each, inside the measurement. Client and server share the
@@ -61,6 +66,10 @@ const (
 const adminPassword = "streamload admin password"
 
 func main() {
+	if os.Getenv(plainEnv) != "" {
+		servePlain()
+		return
+	}
 	bin := flag.String("bin", "", "the brain binary to start; empty builds ./cmd/brain of the repository around the working directory")
 	n := flag.Int("n", 10000, "streams to open")
 	rounds := flag.Int("rounds", 5, "events to publish, one per round")
@@ -70,6 +79,7 @@ func main() {
 	heartbeat := flag.String("heartbeat", "15s", "the server's BRAIN_STREAM_HEARTBEAT")
 	hold := flag.Duration("hold", 0, "keep the server and its streams this long after the summary, to profile the server")
 	cpuprofile := flag.String("cpuprofile", "", "write this process's CPU profile of the rounds to this file")
+	peer := flag.Bool("peer", true, "then run the same load against a plain net/http SSE server (this program, as a child) and report brain's figures beside it")
 	var extra loadtool.EnvList
 	flag.Var(&extra, "env", "KEY=VALUE added to the server's environment (repeatable): GODEBUG, GOGC, another setting")
 	flag.Parse()
@@ -102,13 +112,34 @@ func main() {
 			return err
 		}
 		defer srv.Stop()
-		if err := run(srv, *n, *rounds, *every, *dialers, *settle, *cpuprofile); err != nil {
+		ours, err := run(srv, *n, *rounds, *every, *dialers, *settle, *cpuprofile)
+		if err != nil {
 			return err
 		}
 		if *hold > 0 {
 			fmt.Printf("holding the server (pid %d, %s) and its streams for %s\n", srv.Cmd.Process.Pid, srv.Addr, *hold)
 			time.Sleep(*hold)
 		}
+		srv.Stop()
+		if !*peer {
+			return nil
+		}
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		env := []string{plainEnv + "=1", "BRAIN_STREAM_HEARTBEAT=" + *heartbeat}
+		ps, err := loadtool.Start("streamload", self, dir, env)
+		if err != nil {
+			return err
+		}
+		plain := &server{Server: ps, env: append([]string{"", "", ""}, env...), peer: true}
+		defer plain.Stop()
+		theirs, err := run(plain, *n, *rounds, *every, *dialers, *settle, "")
+		if err != nil {
+			return err
+		}
+		compare(ours, theirs)
 		return nil
 	}()
 	if err != nil {
@@ -136,7 +167,8 @@ func raiseFileLimit(n, want int) error {
 // A server is the brain child process, and the settings it was given.
 type server struct {
 	*loadtool.Server
-	env []string
+	env  []string
+	peer bool // the plain net/http server, which the targets do not judge
 }
 
 // connSlack is what the server's caps allow beyond the n streams: the
@@ -218,26 +250,66 @@ type load struct {
 
 // run warms the server up and reads its memory, opens the n streams and
 // reads it again, publishes one event a round, and reports.
-func run(srv *server, n, rounds int, every time.Duration, dialers int, settle time.Duration, cpuprofile string) error {
+func run(srv *server, n, rounds int, every time.Duration, dialers int, settle time.Duration, cpuprofile string) (measurement, error) {
 	client := &http.Client{Timeout: 30 * time.Second}
 	cookie, err := login(client, srv.Addr)
 	if err != nil {
-		return err
+		return measurement{}, err
 	}
 	l := newLoad(srv, cookie, n, rounds)
 	var m measurement
 	if m.liveBefore, m.rssBefore, err = l.warmUp(client, settle); err != nil {
-		return err
+		return m, err
 	}
 	if m.openTook, m.rssAfter, m.liveAfter, err = l.openAll(dialers, settle); err != nil {
-		return err
+		return m, err
 	}
 	if m.rounds, err = l.runRounds(client, rounds, every, cpuprofile); err != nil {
-		return err
+		return m, err
 	}
 	m.rssEnd = srv.status("VmRSS")
+	m.n = n
 	report(l, m)
-	return nil
+	return m, nil
+}
+
+// compare prints brain's figures beside the plain server's, from the same
+// run: memory per stream, and delivery p50, p99 and the worst round's p99,
+// with brain's as a multiple of the plain server's.
+func compare(ours, plain measurement) {
+	fmt.Printf("\n== brain beside a plain net/http SSE server, the same load, the same run\n")
+	fmt.Printf("| figure | brain | plain net/http | brain ÷ plain |\n|---|---|---|---|\n")
+	row := func(name string, a, b float64, unit string) {
+		fmt.Printf("| %s | %.1f %s | %.1f %s | %.2f |\n", name, a, unit, b, unit, a/b)
+	}
+	row("memory per stream", ours.perStream(), plain.perStream(), "KiB")
+	oa, pa := ours.pooled(), plain.pooled()
+	toMS := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	row("delivery p50, rounds pooled", toMS(pct(oa, .5)), toMS(pct(pa, .5)), "ms")
+	row("delivery p99, rounds pooled", toMS(pct(oa, .99)), toMS(pct(pa, .99)), "ms")
+	row("worst round's p99", toMS(ours.worst()), toMS(plain.worst()), "ms")
+}
+
+// perStream is the server's memory per stream, in KiB.
+func (m measurement) perStream() float64 { return float64(m.rssAfter-m.rssBefore) / float64(m.n) }
+
+// pooled is every round's delivery times, sorted.
+func (m measurement) pooled() []time.Duration {
+	var all []time.Duration
+	for _, r := range m.rounds {
+		all = append(all, r.lat...)
+	}
+	slices.Sort(all)
+	return all
+}
+
+// worst is the largest of the rounds' p99s.
+func (m measurement) worst() time.Duration {
+	var w time.Duration
+	for _, r := range m.rounds {
+		w = max(w, r.pct(.99))
+	}
+	return w
 }
 
 // newLoad is the load of n streams of the session cookie, for rounds
@@ -253,6 +325,7 @@ func newLoad(srv *server, cookie string, n, rounds int) *load {
 // A measurement is what one run read: the server's memory before and
 // after the streams opened and after the rounds, and each round.
 type measurement struct {
+	n                           int           // streams
 	openTook                    time.Duration // until every stream had its 200
 	rssBefore, rssAfter, rssEnd int64         // VmRSS, KiB
 	liveBefore, liveAfter       snapshot
@@ -351,6 +424,9 @@ func report(l *load, m measurement) {
 			i+1, len(r.lat), n, ms(r.pct(.5)), ms(r.pct(.99)), ms(r.pct(1)), ms(r.post), ms(r.srvCPU), ms(r.selfCPU))
 	}
 	fmt.Printf("rounds:   pooled p50 %s  p99 %s  max %s; worst round's p99 %s\n", ms(pct(all, .5)), ms(pct(all, .99)), ms(pct(all, 1)), ms(worst))
+	if srv.peer {
+		return
+	}
 	fmt.Printf("target:   memory <= %d KiB/stream: %s (%.1f); delivery p99 < %s to all %d, every round: %s (%s)\n",
 		targetKiBPerStream, loadtool.Verdict(memOK), perStream, ms(targetP99), n, loadtool.Verdict(latOK), ms(worst))
 	fmt.Printf("result:   %s\n", loadtool.Verdict(memOK && latOK))
