@@ -126,8 +126,13 @@ type Server struct {
 	// snapshot (CountQueuedJobs); nil: none.
 	queuedJobs func(ctx context.Context) (int64, error)
 	// requireCaller is the middleware that resolves callers: huma runs it
-	// for every operation, and the stream door for every stream.
+	// for every operation, and RequireCaller for a raw handler's door.
 	requireCaller func(huma.Context, func(huma.Context))
+	auth          *auth.Service
+	now           func() time.Time
+	// extensions are the state packages that extend the server keep on it
+	// (Extension), in the order they were made.
+	extensions []extension
 }
 
 // New builds the router, registers every operation and returns the server.
@@ -196,12 +201,11 @@ func New(cfg Config) *Server {
 	hc.Transformers = append(hc.Transformers, logCauses(outages))
 
 	cfg.Streams = cfg.Streams.withDefaults()
-	ps.streamCap, ps.streamUserCap = cfg.Streams.Cap.Max(), cfg.Streams.UserCap.Max()
-	if ps.streamUserCap < ps.streamCap {
-		ps.errs = append(ps.errs, fmt.Errorf("the streams of a user are capped at %d, fewer than the %d of each of its sessions and keys: the user's cap counts them all, so it must be at least theirs", ps.streamUserCap, ps.streamCap))
+	if userCap, callerCap := cfg.Streams.UserCap.Max(), cfg.Streams.Cap.Max(); userCap < callerCap {
+		ps.errs = append(ps.errs, fmt.Errorf("the streams of a user are capped at %d, fewer than the %d of each of its sessions and keys: the user's cap counts them all, so it must be at least theirs", userCap, callerCap))
 	}
 	api := humachi.New(r, hc)
-	s := &Server{router: r, API: api, planes: ps, outages: outages, traffic: tr, bodies: bodies,
+	s := &Server{router: r, API: api, planes: ps, outages: outages, traffic: tr, bodies: bodies, auth: cfg.Auth, now: cfg.Now,
 		streams: newStreamPlane(cfg.Streams, ps, cfg.Metrics, cfg.Auth, cfg.Now)}
 	s.requireCaller = requireCaller(api, cfg.Auth, ps, outages)
 	api.UseMiddleware(checkBody(api), s.requireCaller)
@@ -220,10 +224,17 @@ func New(cfg Config) *Server {
 // Err reports the mistakes in the configuration found while the
 // operations registered: a budget override that is not a budget, an
 // invalid budget, two operations declaring one budget differently, an
-// operation accepting bodies larger than the bytes in flight allow. A
-// server with any must not serve; nothing panics. It sees the operations
-// registered so far: call it after the last one.
-func (s *Server) Err() error { return errors.Join(append(s.planes.errs, s.bodies.errs...)...) }
+// operation accepting bodies larger than the bytes in flight allow, and
+// those the server's extensions found (Extension). A server with any must
+// not serve; nothing panics. It sees the operations registered so far:
+// call it after the last one.
+func (s *Server) Err() error {
+	errs := append(slices.Clone(s.planes.errs), s.bodies.errs...)
+	for _, x := range s.extensions {
+		errs = append(errs, x.value.Err())
+	}
+	return errors.Join(errs...)
+}
 
 // Budgets returns the names of the budgets the operations registered so
 // far declare (api.WithBudget), sorted.

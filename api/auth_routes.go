@@ -330,7 +330,7 @@ func authError(ctx context.Context, err error, msgs Messages) error {
 	var te *auth.ThrottledError
 	switch {
 	case errors.As(err, &te):
-		e := rateLimited("login", "login", te.Failures, 0, te.RetryAfter)
+		e := RateLimited("login", "login", te.Failures, 0, te.RetryAfter)
 		observeRefusal(ctx, e, nil)
 		return e
 	case errors.Is(err, auth.ErrInvalidCredentials):

@@ -102,7 +102,6 @@ func (c StreamConfig) withDefaults() StreamConfig {
 const (
 	streamCapName     = "streams"
 	streamUserCapName = "streams-per-user"
-	streamOpensBudget = "stream-opens"
 )
 
 // An EventType is one kind of event a stream may send: its name (the SSE
@@ -140,7 +139,7 @@ type streamPlane struct {
 	// keyCount and userCount count the caps' decisions for the metrics.
 	opens               *plane
 	headers             *ratelimit.CapHeaders
-	keyCount, userCount planeCounters
+	keyCount, userCount Decisions
 	// n counts the streams admitted and not yet finished on this
 	// replica; ended, when not nil, is closed when it falls to 0.
 	mu    sync.Mutex
@@ -207,7 +206,11 @@ func (s *Server) addStream(so StreamOperation) {
 	op := so.Operation
 	op.Method = http.MethodGet
 	op.Metadata = nil // a stream's declaration is its StreamOperation's
-	declare(&op, func(d *Declaration) { d.Access, d.stream = cmp.Or(so.Access, Caller), true })
+	declare(&op, func(d *Declaration) {
+		d.Access, d.Draws = cmp.Or(so.Access, Caller), StreamOpensBudget
+		d.Caps = []ConcurrencyCap{{Plane: "stream", Policy: streamCapName, Concurrent: s.streams.cfg.Cap.Max()},
+			{Plane: "stream", Policy: streamUserCapName, Concurrent: s.streams.cfg.UserCap.Max()}}
+	})
 	op.Parameters = append(op.Parameters, &huma.Param{
 		Name: "Last-Event-ID", In: "header", Description: "The id of the last event received: the stream resumes after it. Browsers send it on reconnect.",
 		Schema: &huma.Schema{Type: huma.TypeString, MaxLength: ptr(41), Pattern: lastEventID.String()},
@@ -361,7 +364,7 @@ func (p *streamPlane) admit(ctx context.Context, h http.Header, id *auth.Identit
 	var buf [2]int
 	free := buf[:0] // of each cap decided
 	capacity, userCapacity := p.cfg.Cap.Max(), p.cfg.UserCap.Max()
-	failed := func(c planeCounters, msg string, err error) *Error {
+	failed := func(c Decisions, msg string, err error) *Error {
 		if clientGone(ctx) { // not the store's failure: nobody is left to answer
 			return NewError(StatusClientClosedRequest, "")
 		}
@@ -378,7 +381,7 @@ func (p *streamPlane) admit(ctx context.Context, h http.Header, id *auth.Identit
 	if !ok {
 		inc(p.keyCount.limited)
 		p.headers.Write(h, free, nil, p.now())
-		return streams.Slot{}, streams.Slot{}, rateLimited("stream", streamCapName, capacity, 0, p.cfg.RetryAfter)
+		return streams.Slot{}, streams.Slot{}, RateLimited("stream", streamCapName, capacity, 0, p.cfg.RetryAfter)
 	}
 	inc(p.keyCount.allowed)
 
@@ -393,7 +396,7 @@ func (p *streamPlane) admit(ctx context.Context, h http.Header, id *auth.Identit
 		free[0]++ // what the refusal left: the caller's slot is back
 		inc(p.userCount.limited)
 		p.headers.Write(h, free, nil, p.now())
-		return streams.Slot{}, streams.Slot{}, rateLimited("stream", streamUserCapName, userCapacity, 0, p.cfg.RetryAfter)
+		return streams.Slot{}, streams.Slot{}, RateLimited("stream", streamUserCapName, userCapacity, 0, p.cfg.RetryAfter)
 	}
 	inc(p.userCount.allowed)
 
