@@ -126,9 +126,6 @@ func mustRawServer(tb testing.TB, cfg api.Config) (*api.Server, *syncBuffer) {
 	if db, ok := dbOf.Load(cfg.Auth); ok && cfg.DB == nil {
 		cfg.DB = db.(*store.DB)
 	}
-	if cfg.Streams.Hub == nil {
-		cfg.Streams.Hub = streams.NewMemoryHub(1024, 64)
-	}
 	s := api.New(cfg)
 	huma.Register(s.API, huma.Operation{
 		OperationID: "test-echo", Method: http.MethodPost, Path: "/api/v1/test/echo", MaxBodyBytes: 256,
@@ -490,6 +487,7 @@ func TestDocsWorkOffline(t *testing.T) {
 	}
 }
 
-// documented are the features the spec tests add to the platform: none;
-// each feature's tests check its own operations.
-func documented() []api.Feature { return nil }
+// documented are the features the spec tests add to api: the stream
+// plane (package streams), which every brain serves; the other features'
+// tests check their own operations.
+func documented() []api.Feature { return []api.Feature{streams.New(streams.Config{}).Feature} }

@@ -13,7 +13,6 @@ import (
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/fault"
 	"github.com/brain-template/brain/internal/product"
-	"github.com/brain-template/brain/streams"
 	"github.com/danielgtaylor/huma/v2"
 )
 
@@ -126,8 +125,8 @@ type DeleteAPIKeyInput struct {
 	ID string `path:"id" pattern:"^[0-9a-f]{32}$" maxLength:"32" doc:"The key's id, as listed."`
 }
 
-func addAuthRoutes(api huma.API, cfg Config) {
-	h := &authHandlers{svc: cfg.Auth, cfg: cfg, maxKeys: auth.DefaultMaxAPIKeys, hub: cfg.Streams.Hub}
+func addAuthRoutes(api huma.API, cfg Config, publish publisher) {
+	h := &authHandlers{svc: cfg.Auth, cfg: cfg, maxKeys: auth.DefaultMaxAPIKeys, publish: publish}
 	tags := tagged(api, "Auth", "Log in and out, see who you are, change your password, and manage your API keys.")
 	public, callers, sessions := WithAccess(api, Public), WithAccess(api, Caller), WithAccess(api, Session)
 	// The caps the spec shows: the running ones, or the defaults when
@@ -194,8 +193,8 @@ func addAuthRoutes(api huma.API, cfg Config) {
 type authHandlers struct {
 	svc     *auth.Service
 	cfg     Config
-	maxKeys int         // the API-key cap the spec and the 409 name
-	hub     streams.Hub // where the key events go (GET /api/v1/events)
+	maxKeys int       // the API-key cap the spec and the 409 name
+	publish publisher // where the key events go (GET /api/v1/events)
 }
 
 func (h *authHandlers) login(ctx context.Context, in *LoginInput) (*LoginOutput, error) {
@@ -258,7 +257,7 @@ func (h *authHandlers) createAPIKey(ctx context.Context, in *CreateAPIKeyInput) 
 	}
 	out := &CreateAPIKeyOutput{CacheControl: noStore}
 	out.Body.APIKeyView, out.Body.Key = apiKeyView(k), secret
-	publishEvent(ctx, h.hub, apiKeyCreated, k.UserID, out.Body.APIKeyView)
+	h.publish(ctx, k.UserID, EventAPIKeyCreated, out.Body.APIKeyView)
 	return out, nil
 }
 
@@ -285,7 +284,7 @@ func (h *authHandlers) deleteAPIKey(ctx context.Context, in *DeleteAPIKeyInput) 
 	if err := h.svc.DeleteAPIKey(ctx, user, in.ID); err != nil {
 		return nil, authError(ctx, err, Messages{fault.ErrNotFound: "you have no API key with that id"})
 	}
-	publishEvent(ctx, h.hub, apiKeyDeleted, user, DeletedEvent{ID: in.ID})
+	h.publish(ctx, user, EventAPIKeyDeleted, DeletedEvent{ID: in.ID})
 	return nil, nil
 }
 

@@ -1,6 +1,7 @@
 // This file is the door a feature comes in by: a package outside api that
-// adds operations, streams and events to the server, using only the
-// exported names below.
+// adds operations to the server, using only the exported names below
+// (its streams and events come in by package streams' door, which is
+// built on this package's).
 package api
 
 import (
@@ -12,12 +13,12 @@ import (
 )
 
 // A Feature adds a feature's operations to s: its huma operations on
-// s.API (with [WithAccess], [WithBudget], [Tag]), its streams
-// ([Server.AddStream]) and the events its users' GET /api/v1/events
-// carries ([Server.DeclareEvents]). [New] calls each of Config.Features in
-// order, after the platform's operations and before its streams, so that
-// the spec lists the features' tags after the platform's and the events
-// stream declares their events.
+// s.API (with [WithAccess], [WithBudget], [Tag]), and, through package
+// streams, its streams (streams.Add) and the events its users'
+// GET /api/v1/events carries (streams.DeclareEvents). [New] calls each of
+// Config.Features in order, after the platform's operations, so that the
+// spec lists the features' tags after the platform's. The stream
+// endpoints are a Feature too (package streams' Plane.Feature).
 type Feature func(s *Server)
 
 // Tag declares the spec's tag name, with its description, the first time
@@ -49,11 +50,3 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 // Logger is the logger of ctx: a request's, with its id, else the
 // server's default.
 func Logger(ctx context.Context) *slog.Logger { return logger(ctx) }
-
-// CountQueuedJobs makes count the source of the live snapshot's
-// jobs_queued (GET /api/v1/system/live): the jobs of every user waiting
-// for a worker, read at most once a second, with a deadline of a second;
-// a count that fails keeps the last. Without it the count is 0.
-func (s *Server) CountQueuedJobs(count func(ctx context.Context) (int64, error)) {
-	s.queuedJobs = count
-}

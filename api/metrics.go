@@ -36,17 +36,6 @@ func (m *Metrics) Counter(opts prometheus.CounterOpts) prometheus.Counter {
 	return c
 }
 
-// observeServer exports what s holds, read at each scrape: its open
-// streams.
-func (m *Metrics) observeServer(s *Server) {
-	if m == nil {
-		return
-	}
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: product.MetricNamespace + "_streams_open", Help: "Streams open on this replica.",
-	}, func() float64 { return float64(s.streams.live()) }))
-}
-
 // NewMetrics returns a registry with the Go and process collectors.
 func NewMetrics() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}

@@ -12,7 +12,7 @@ import (
 
 // addRoutes registers every operation of the API. It is the one place that
 // lists the API's surface.
-func addRoutes(api huma.API, cfg Config) {
+func addRoutes(api huma.API, cfg Config, publish publisher) {
 	probes := WithAccess(api, Probe)
 	tags := tagged(api, "Operations", "Probes for whoever runs the service: is it alive, and can it serve.")
 	huma.Register(probes, huma.Operation{
@@ -34,7 +34,7 @@ func addRoutes(api huma.API, cfg Config) {
 		Errors:      []int{http.StatusServiceUnavailable},
 	}, handleReady(cfg.Ready))
 
-	addAuthRoutes(api, cfg)
+	addAuthRoutes(api, cfg, publish)
 }
 
 // HealthOutput is the body of GET /api/v1/health.

@@ -32,8 +32,8 @@ func TestRefusalsAndMetrics(t *testing.T) {
 	logs := &apitest.Logs{}
 	db, hub := apitest.OpenDB(t), streams.NewMemoryHub(1024, 64)
 	memory := ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{Publish: ingest.Publisher(hub)}) // no worker: jobs stay queued
-	l := apitest.Start(t, api.Config{DB: db, Features: []api.Feature{ingest.Feature(memory)}, Streams: api.StreamConfig{Hub: hub},
-		Now: clk.Now, Metrics: m, Logger: slog.New(slog.NewTextHandler(logs, nil)), Limits: api.Limits{IP: tight, Session: tight}})
+	l := apitest.Start(t, api.Config{DB: db, Features: []api.Feature{ingest.Feature(memory)},
+		Now: clk.Now, Metrics: m, Logger: slog.New(slog.NewTextHandler(logs, nil)), Limits: api.Limits{IP: tight, Session: tight}}, apitest.Streams(streams.Config{Hub: hub}))
 	svc := l.Auth
 	scrape := httptest.NewServer(m.Handler())
 	t.Cleanup(scrape.Close)

@@ -12,6 +12,7 @@ import (
 	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/ingest"
 	"github.com/brain-template/brain/ratelimit"
+	"github.com/brain-template/brain/streams"
 )
 
 // liveResponses returns the statuses the spec declares for the live
@@ -55,7 +56,7 @@ func TestSystemLive(t *testing.T) {
 		if st == nil {
 			t.Fatalf("ada follows the live stream: %d %s", r.Status, r.Body)
 		}
-		var snap api.LiveSnapshot
+		var snap streams.LiveSnapshot
 		if m := st.NextEvent(t); m.Event != "system.live" || json.Unmarshal([]byte(m.Data), &snap) != nil || snap.JobsQueued != 3 {
 			t.Fatalf("the snapshot: %+v; want 3 jobs queued", m)
 		}
@@ -64,7 +65,7 @@ func TestSystemLive(t *testing.T) {
 		}
 	})
 	t.Run("admin", func(t *testing.T) {
-		l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(memory)}, LiveAccess: api.Admin})
+		l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(memory)}}, apitest.Streams(streams.Config{LiveAccess: api.Admin}))
 		s := l.Server
 		ada := l.Login("ada", "correct horse battery").Cookie(t)
 		_, r := l.OpenStream("/api/v1/system/live", ada)
@@ -87,7 +88,7 @@ func TestSystemLive(t *testing.T) {
 	// the spec's x-rate-limit says, and is answered 429 once it is spent.
 	t.Run("a 403 is charged", func(t *testing.T) {
 		three := ratelimit.Rate{Limit: 3, Window: time.Minute, Burst: 3}
-		l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(memory)}, LiveAccess: api.Admin, Limits: api.Limits{Session: three}})
+		l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(memory)}, Limits: api.Limits{Session: three}}, apitest.Streams(streams.Config{LiveAccess: api.Admin}))
 		s := l.Server
 		ada := l.Login("ada", "correct horse battery").Cookie(t)
 		for i := range 3 {

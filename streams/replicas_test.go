@@ -1,10 +1,13 @@
-package api_test
+// Tests of the stream plane across replicas that share the real Redis:
+// one cap between them, each other's events, the slots of a replica that
+// dies, and a Redis cut.
+
+package streams_test
 
 import (
 	"cmp"
 	"context"
 	"maps"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -12,31 +15,42 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/internal/testproxy"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/ratelimit/redistest"
+	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
-	"github.com/redis/rueidis"
 )
 
 // replica is one brain of a cluster: its own Redis client, cap and hub
 // over the Redis the cluster shares, on the auth service they share.
 type replica struct {
-	*live
+	*apitest.Server
 	client rueidis.Client
 	server *httptest.Server
+}
+
+// cluster is the auth service the replicas of a test share, on its
+// database, with the user ada.
+func cluster(t *testing.T) (*auth.Service, *store.DB) {
+	t.Helper()
+	db := apitest.OpenDB(t)
+	return apitest.NewAuth(t, db), db
 }
 
 // newReplica starts a replica whose stream slots last lease unless its
 // heartbeat renews them, with a budget of opens no test meets. A Redis
 // failure of its caps fails the test, unless the test expects them (it
 // kills the replica).
-func newReplica(t *testing.T, svc *auth.Service, prefix string, lease time.Duration, failures *atomic.Bool) *replica {
+func newReplica(t *testing.T, svc *auth.Service, db *store.DB, prefix string, lease time.Duration, failures *atomic.Bool) *replica {
 	t.Helper()
-	return newReplicaWith(t, svc, prefix, lease, failures, replicaOptions{userCap: api.DefaultStreamUserCap,
+	return newReplicaWith(t, svc, db, prefix, lease, failures, replicaOptions{userCap: streams.DefaultUserCap,
 		opens: ratelimit.Rate{Limit: 10_000, Window: time.Minute, Burst: 10_000}})
 }
 
@@ -49,7 +63,7 @@ type replicaOptions struct {
 
 // newReplicaWith is newReplica with a per-user cap and an open budget of
 // the test's, both in the Redis the cluster shares.
-func newReplicaWith(t *testing.T, svc *auth.Service, prefix string, lease time.Duration, failures *atomic.Bool, o replicaOptions) *replica {
+func newReplicaWith(t *testing.T, svc *auth.Service, db *store.DB, prefix string, lease time.Duration, failures *atomic.Bool, o replicaOptions) *replica {
 	t.Helper()
 	client := redistest.Client(t, redistest.Option(t))
 	redisCap := func(max int) *streams.RedisCap {
@@ -75,46 +89,44 @@ func newReplicaWith(t *testing.T, svc *auth.Service, prefix string, lease time.D
 		r.Now = o.now
 		return r
 	}
-	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: limits,
-		Streams: api.StreamConfig{Cap: redisCap(api.DefaultStreamCap), UserCap: redisCap(o.userCap), Hub: hub, Heartbeat: lease / 5}})
-	hs := httptest.NewServer(s)
-	t.Cleanup(func() { s.CloseStreams(context.Background()); hs.Close() })
-	tr := &http.Transport{MaxIdleConnsPerHost: 64}
-	t.Cleanup(tr.CloseIdleConnections)
-	return &replica{live: &live{tb: t, url: hs.URL, client: &http.Client{Transport: tr}}, client: client, server: hs}
+	var hs *httptest.Server
+	s := apitest.Start(t, api.Config{Auth: svc, DB: db, Limits: limits},
+		apitest.Streams(streams.Config{Cap: redisCap(streams.DefaultCap), UserCap: redisCap(o.userCap), Hub: hub, Heartbeat: lease / 5}),
+		apitest.HTTPServer(func(s *httptest.Server) { hs = s }))
+	return &replica{Server: s, client: client, server: hs}
 }
 
 // Two replicas sharing the real Redis hold one cap of 16 between them and
 // deliver each other's events; the slots of a replica that dies expire
 // with their leases.
 func TestStreamsAcrossReplicas(t *testing.T) {
-	svc := MustAuth(t)
+	svc, db := cluster(t)
 	prefix := redistest.Prefix()
 	const lease = 600 * time.Millisecond
 	var aDead, bDead atomic.Bool
-	a, b := newReplica(t, svc, prefix, lease, &aDead), newReplica(t, svc, prefix, lease, &bDead)
-	ada := a.login("ada", "correct horse battery").cookie(t)
+	a, b := newReplica(t, svc, db, prefix, lease, &aDead), newReplica(t, svc, db, prefix, lease, &bDead)
+	ada := a.Session()
 
-	var onB []*sse
-	for i := range api.DefaultStreamCap {
+	var onB []*apitest.Stream
+	for i := range streams.DefaultCap {
 		r := []*replica{a, b}[i%2]
-		st, rep := r.openStream("/api/v1/events", ada)
+		st, rep := r.OpenStream("/api/v1/events", ada)
 		if st == nil {
-			t.Fatalf("stream %d: %d %s", i+1, rep.status, rep.body)
+			t.Fatalf("stream %d: %d %s", i+1, rep.Status, rep.Body)
 		}
 		if r == b {
 			onB = append(onB, st)
 		}
 	}
 	for _, r := range []*replica{a, b} {
-		if _, rep := r.openStream("/api/v1/system/live", ada); rep.status != 429 || !strings.Contains(rep.body, `"scope":"stream"`) {
-			t.Fatalf("the 17th stream of the cluster: %d %s", rep.status, rep.body)
+		if _, rep := r.OpenStream("/api/v1/system/live", ada); rep.Status != 429 || !strings.Contains(rep.Body, `"scope":"stream"`) {
+			t.Fatalf("the 17th stream of the cluster: %d %s", rep.Status, rep.Body)
 		}
 	}
 
 	// An event published on a reaches the streams on b.
 	var k struct{ ID string }
-	a.call("POST", "/api/v1/apikeys", map[string]string{"name": "cluster"}, ada).want(t, 201, "create a key on a").decode(t, &k)
+	a.Call("POST", "/api/v1/apikeys", map[string]string{"name": "cluster"}, ada).Want(t, 201, "create a key on a").Decode(t, &k)
 	if m := onB[0].NextEvent(t); m.Event != "apikey.created" || !strings.Contains(m.Data, k.ID) {
 		t.Fatalf("b's stream got %+v, want a's apikey.created", m)
 	}
@@ -125,18 +137,18 @@ func TestStreamsAcrossReplicas(t *testing.T) {
 	aDead.Store(true)
 	a.client.Close()
 	a.server.CloseClientConnections()
-	if _, rep := b.openStream("/api/v1/events", ada); rep.status != 429 {
-		t.Fatalf("right after a died: %d, want 429 (its slots are still leased)", rep.status)
+	if _, rep := b.OpenStream("/api/v1/events", ada); rep.Status != 429 {
+		t.Fatalf("right after a died: %d, want 429 (its slots are still leased)", rep.Status)
 	}
 	freed := 0
-	eventually(t, 3*lease, "a dead replica's 8 slots expire", func() bool {
-		if st, _ := b.openStream("/api/v1/events", ada); st != nil {
+	apitest.Eventually(t, 3*lease, "a dead replica's 8 slots expire", func() bool {
+		if st, _ := b.OpenStream("/api/v1/events", ada); st != nil {
 			freed++
 		}
 		return freed == 8
 	})
-	if _, rep := b.openStream("/api/v1/events", ada); rep.status != 429 {
-		t.Fatalf("b's own 8 are still held, so the 17th is refused: got %d", rep.status)
+	if _, rep := b.OpenStream("/api/v1/events", ada); rep.Status != 429 {
+		t.Fatalf("b's own 8 are still held, so the 17th is refused: got %d", rep.Status)
 	}
 }
 
@@ -145,45 +157,45 @@ func TestStreamsAcrossReplicas(t *testing.T) {
 // (the true wait, 1 s, as the budget's clock says), and a user's streams
 // over both replicas and two keys stop at its cap, until one ends.
 func TestStreamLimitsAcrossReplicas(t *testing.T) {
-	svc := MustAuth(t)
+	svc, db := cluster(t)
 	prefix := redistest.Prefix()
 	clk := testclock.New(t0)
 	var never atomic.Bool
 	o := replicaOptions{userCap: 20, opens: api.DefaultLimits().StreamOpens, now: clk.Now}
-	a, b := newReplicaWith(t, svc, prefix, time.Minute, &never, o), newReplicaWith(t, svc, prefix, time.Minute, &never, o)
-	ada := a.login("ada", "correct horse battery").cookie(t)
+	a, b := newReplicaWith(t, svc, db, prefix, time.Minute, &never, o), newReplicaWith(t, svc, db, prefix, time.Minute, &never, o)
+	ada := a.Session()
 
 	for i := range 20 { // HEAD draws an open and holds no slot
-		if r := []*replica{a, b}[i%2].call("HEAD", "/api/v1/events", nil, ada); r.status != 200 {
-			t.Fatalf("open %d of the burst: %d", i+1, r.status)
+		if r := []*replica{a, b}[i%2].Call("HEAD", "/api/v1/events", nil, ada); r.Status != 200 {
+			t.Fatalf("open %d of the burst: %d", i+1, r.Status)
 		}
 	}
 	for _, r := range []*replica{a, b} {
-		_, rep := r.openStream("/api/v1/events", ada)
+		_, rep := r.OpenStream("/api/v1/events", ada)
 		refusedBy(t, rep, "stream-opens", 60, 60, 1)
 	}
 
-	keys := []string{"X-API-Key: " + mustKey(t, svc), "X-API-Key: " + mustKey(t, svc)}
-	var first *sse
+	keys := []string{a.Key(), a.Key()}
+	var first *apitest.Stream
 	for i := range 16 { // the first key's cap, over both replicas
-		st, rep := []*replica{a, b}[i%2].openStream("/api/v1/events", keys[0])
+		st, rep := []*replica{a, b}[i%2].OpenStream("/api/v1/events", keys[0])
 		if st == nil {
-			t.Fatalf("key 1, stream %d: %d %s", i+1, rep.status, rep.body)
+			t.Fatalf("key 1, stream %d: %d %s", i+1, rep.Status, rep.Body)
 		}
 		first = cmp.Or(first, st)
 	}
 	for i := range 4 {
-		if st, rep := []*replica{a, b}[i%2].openStream("/api/v1/events", keys[1]); st == nil {
-			t.Fatalf("key 2, stream %d: %d %s", i+1, rep.status, rep.body)
+		if st, rep := []*replica{a, b}[i%2].OpenStream("/api/v1/events", keys[1]); st == nil {
+			t.Fatalf("key 2, stream %d: %d %s", i+1, rep.Status, rep.Body)
 		}
 	}
 	for _, r := range []*replica{a, b} { // 20: the user's cap
-		_, rep := r.openStream("/api/v1/events", keys[1])
+		_, rep := r.OpenStream("/api/v1/events", keys[1])
 		refusedBy(t, rep, "streams-per-user", 20, 0, 5)
 	}
 	first.Close() // on a
-	eventually(t, 2*time.Second, "a stream that ended on a frees its user's place on b", func() bool {
-		st, _ := b.openStream("/api/v1/events", keys[1])
+	apitest.Eventually(t, 2*time.Second, "a stream that ended on a frees its user's place on b", func() bool {
+		st, _ := b.OpenStream("/api/v1/events", keys[1])
 		return st != nil
 	})
 }
@@ -218,7 +230,7 @@ func leases(t *testing.T, c rueidis.Client, prefix, kind string) map[string]int6
 // whose leases expired take them back), for the session and for its
 // user, and the 17th is refused again on any replica.
 func TestStreamsThroughARedisCut(t *testing.T) {
-	svc := MustAuth(t)
+	svc, db := cluster(t)
 	prefix := redistest.Prefix()
 	const beat = 100 * time.Millisecond
 	opt := redistest.Option(t)
@@ -237,47 +249,47 @@ func TestStreamsThroughARedisCut(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = hub.Run(ctx) }()
 	t.Cleanup(func() { stop(); <-done })
-	_, a, _ := streamServerWith(t, api.Config{Auth: svc, Streams: api.StreamConfig{
-		Cap: redisCap(api.DefaultStreamCap), UserCap: redisCap(api.DefaultStreamUserCap), Hub: hub, Heartbeat: beat}}, nil)
+	a := apitest.Start(t, api.Config{Auth: svc, DB: db}, apitest.Streams(streams.Config{
+		Cap: redisCap(streams.DefaultCap), UserCap: redisCap(streams.DefaultUserCap), Hub: hub, Heartbeat: beat}))
 	var never atomic.Bool
-	b := newReplica(t, svc, prefix, 4*beat, &never) // Redis never fails it
+	b := newReplica(t, svc, db, prefix, 4*beat, &never) // Redis never fails it
 	rc := redistest.Client(t, redistest.Option(t))
-	ada := a.login("ada", "correct horse battery").cookie(t)
+	ada := a.Session()
 
-	var open []*sse
-	for i := range api.DefaultStreamCap {
-		st, r := a.openStream("/api/v1/events", ada)
+	var open []*apitest.Stream
+	for i := range streams.DefaultCap {
+		st, r := a.OpenStream("/api/v1/events", ada)
 		if st == nil {
-			t.Fatalf("stream %d: %d %s", i+1, r.status, r.body)
+			t.Fatalf("stream %d: %d %s", i+1, r.Status, r.Body)
 		}
 		open = append(open, st)
 	}
 	live := open[0]
-	a.call("POST", "/api/v1/apikeys", map[string]string{"name": "before"}, ada).want(t, 201, "create a key")
+	a.Call("POST", "/api/v1/apikeys", map[string]string{"name": "before"}, ada).Want(t, 201, "create a key")
 	before := live.NextEvent(t)
 	if before.Event != "apikey.created" || before.ID == "" {
 		t.Fatalf("before the cut: %+v", before)
 	}
 
 	proxy.Cut()
-	if _, r := a.openStream("/api/v1/events", ada); r.status != 429 {
-		t.Fatalf("the 17th during the cut: %d %s; want 429, the 16 in Redis counted", r.status, r.body)
+	if _, r := a.OpenStream("/api/v1/events", ada); r.Status != 429 {
+		t.Fatalf("the 17th during the cut: %d %s; want 429, the 16 in Redis counted", r.Status, r.Body)
 	}
 	open[1].Close() // Redis hears of neither
 	open[2].Close()
 	for i := range 2 {
-		var st *sse
-		eventually(t, 2*time.Second, "a closed stream frees its slot on this replica", func() bool {
-			st, _ = a.openStream("/api/v1/events", ada)
+		var st *apitest.Stream
+		apitest.Eventually(t, 2*time.Second, "a closed stream frees its slot on this replica", func() bool {
+			st, _ = a.OpenStream("/api/v1/events", ada)
 			return st != nil
 		})
 		open[1+i] = st
 	}
-	if _, r := a.openStream("/api/v1/events", ada); r.status != 429 {
-		t.Fatalf("the 17th during the cut, after 2 closed and 2 opened: %d %s; want 429", r.status, r.body)
+	if _, r := a.OpenStream("/api/v1/events", ada); r.Status != 429 {
+		t.Fatalf("the 17th during the cut, after 2 closed and 2 opened: %d %s; want 429", r.Status, r.Body)
 	}
 	// Its event is lost; then the leases in Redis expire.
-	a.call("POST", "/api/v1/apikeys", map[string]string{"name": "lost"}, ada).want(t, 201, "create a key during the cut")
+	a.Call("POST", "/api/v1/apikeys", map[string]string{"name": "lost"}, ada).Want(t, 201, "create a key during the cut")
 	time.Sleep(4 * beat)
 
 	proxy.Restore()
@@ -286,7 +298,7 @@ func TestStreamsThroughARedisCut(t *testing.T) {
 		t.Fatalf("the live stream after the cut: %+v; want stream.gap after %s, with an id", gap, before.ID)
 	}
 	var s, u map[string]int64
-	eventually(t, 10*time.Second, "Redis counts the 16 streams open, for the session and for its user", func() bool {
+	apitest.Eventually(t, 10*time.Second, "Redis counts the 16 streams open, for the session and for its user", func() bool {
 		s, u = leases(t, rc, prefix, "s:"), leases(t, rc, prefix, "u:")
 		ok := len(s) == 1 && len(u) == 1 && slices.Equal(slices.Collect(maps.Values(s)), []int64{16}) && slices.Equal(slices.Collect(maps.Values(u)), []int64{16})
 		if !ok {
@@ -294,15 +306,15 @@ func TestStreamsThroughARedisCut(t *testing.T) {
 		}
 		return ok
 	})
-	for _, r := range []*replica{{live: a}, b} {
-		if _, rep := r.openStream("/api/v1/events", ada); rep.status != 429 {
-			t.Fatalf("the 17th after the cut: %d %s", rep.status, rep.body)
+	for _, r := range []*replica{{Server: a}, b} {
+		if _, rep := r.OpenStream("/api/v1/events", ada); rep.Status != 429 {
+			t.Fatalf("the 17th after the cut: %d %s", rep.Status, rep.Body)
 		}
 	}
 	open[3].Close()
-	var resumed *sse
-	eventually(t, 2*time.Second, "a closed stream frees its slot", func() bool {
-		resumed, _ = b.openStream("/api/v1/events", ada, "Last-Event-ID: "+before.ID)
+	var resumed *apitest.Stream
+	apitest.Eventually(t, 2*time.Second, "a closed stream frees its slot", func() bool {
+		resumed, _ = b.OpenStream("/api/v1/events", ada, "Last-Event-ID: "+before.ID)
 		return resumed != nil
 	})
 	if m := resumed.NextEvent(t); m.Event != "stream.gap" || m.ID != gap.ID {

@@ -1,0 +1,186 @@
+// Tests of the stream plane's limits together, on a clock the test moves:
+// the open budget, the caller's cap and the user's, and what each refusal
+// takes (nothing).
+
+package streams_test
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
+	"github.com/brain-template/brain/internal/testclock"
+	"github.com/brain-template/brain/ratelimit"
+	"github.com/brain-template/brain/streams"
+)
+
+// clockedStore makes in-memory limiters on clk, so a test moves time
+// instead of sleeping.
+func clockedStore(clk *testclock.Clock) func(ratelimit.Budget) ratelimit.Limiter {
+	return func(p ratelimit.Budget) ratelimit.Limiter {
+		m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
+		m.Now = clk.Now
+		return m
+	}
+}
+
+// refusedBy checks that r is the stream plane's 429 refused by policy,
+// of limit and window, with retry as its Retry-After: JSON, never a
+// stream.
+func refusedBy(tb testing.TB, r apitest.Reply, policy string, limit, window, retry int) {
+	tb.Helper()
+	var env apitest.Refusal
+	if err := json.Unmarshal([]byte(r.Body), &env); err != nil || r.Status != 429 || env.Code != "rate-limited" {
+		tb.Fatalf("%d %s, want 429 rate-limited", r.Status, r.Body)
+	}
+	d := env.Details
+	if d.Scope != "stream" || d.Policy != policy || d.Limit != limit || d.WindowS != window || d.RetryAfterS != retry ||
+		r.Header.Get("Retry-After") != strconv.Itoa(retry) || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		tb.Fatalf("refused with %s, Retry-After %q, Content-Type %q; want scope stream, policy %s, limit %d, window_s %d, retry %d s",
+			r.Body, r.Header.Get("Retry-After"), r.Header.Get("Content-Type"), policy, limit, window, retry)
+	}
+}
+
+// The open budget: a caller opens its burst of 20 streams at one instant,
+// and the 21st is refused (scope stream, policy stream-opens) with the
+// true wait until the budget admits an open. The refusal took neither of
+// the caller's slots nor its user's; once the wait has passed, one open
+// is admitted again.
+func TestStreamOpenBudget(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		budget  ratelimit.Rate
+		retry   int           // after the 21st
+		advance time.Duration // then the clock moves this much
+		later   int           // and the wait is this
+	}{
+		{"default", api.DefaultLimits().StreamOpens, 1, 400 * time.Millisecond, 1},
+		{"6/min,burst=20", ratelimit.Rate{Limit: 6, Window: time.Minute, Burst: 20}, 10, 3500 * time.Millisecond, 7},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := testclock.New(t0)
+			s := apitest.Start(t, api.Config{Now: clk.Now, Limits: api.Limits{StreamOpens: tc.budget, Store: clockedStore(clk)}},
+				apitest.Streams(streams.Config{Cap: streams.NewMemoryCap(32)}))
+			ada := s.Session()
+			for i := range 20 {
+				st, r := s.OpenStream("/api/v1/events", ada)
+				if st == nil {
+					t.Fatalf("open %d of the burst: %d %s", i+1, r.Status, r.Body)
+				}
+				if want := `"stream-opens";r=` + strconv.Itoa(19-i) + ";"; !strings.Contains(r.Header.Get("RateLimit"), want) {
+					t.Fatalf("open %d: RateLimit %q, want %s", i+1, r.Header.Get("RateLimit"), want)
+				}
+			}
+			_, r := s.OpenStream("/api/v1/events", ada)
+			refusedBy(t, r, "stream-opens", tc.budget.Limit, 60, tc.retry)
+			if got, want := r.Header.Get("RateLimit"), `"streams";r=12, "streams-per-user";r=44, "stream-opens";r=0;t=`; !strings.HasPrefix(got, want) {
+				t.Fatalf("the refusal's RateLimit %q, want %s...: its slots given back", got, want)
+			}
+			clk.Advance(tc.advance)
+			_, r = s.OpenStream("/api/v1/system/live", ada) // every stream endpoint draws from it
+			refusedBy(t, r, "stream-opens", tc.budget.Limit, 60, tc.later)
+
+			clk.Advance(time.Duration(tc.later) * time.Second)
+			st, r := s.OpenStream("/api/v1/events", ada)
+			if st == nil {
+				t.Fatalf("once the wait has passed: %d %s", r.Status, r.Body)
+			}
+			// 21 streams: the refused opens took no slot.
+			if got, want := r.Header.Get("RateLimit"), `"streams";r=11, "streams-per-user";r=43, "stream-opens";r=0;`; !strings.HasPrefix(got, want) {
+				t.Fatalf("RateLimit %q, want %s...", got, want)
+			}
+		})
+	}
+}
+
+// A stream the caller's cap refuses takes no token of its open budget.
+func TestStreamCapRefusalTakesNoOpen(t *testing.T) {
+	clk := testclock.New(t0)
+	s := apitest.Start(t, api.Config{Now: clk.Now, Limits: api.Limits{StreamOpens: api.DefaultLimits().StreamOpens, Store: clockedStore(clk)}},
+		apitest.Streams(streams.Config{Cap: streams.NewMemoryCap(2)}))
+	ada := s.Session()
+	first, _ := s.OpenStream("/api/v1/events", ada)
+	s.OpenStream("/api/v1/events", ada)
+	for range 10 {
+		_, r := s.OpenStream("/api/v1/events", ada)
+		refusedBy(t, r, "streams", 2, 0, 5)
+		if got := r.Header.Get("RateLimit"); got != `"streams";r=0` {
+			t.Fatalf("the cap's refusal: RateLimit %q, want only the cap that refused", got)
+		}
+	}
+	first.Close()
+	var r apitest.Reply
+	apitest.Eventually(t, 2*time.Second, "a closed stream frees its slot", func() bool {
+		var st *apitest.Stream
+		st, r = s.OpenStream("/api/v1/events", ada)
+		return st != nil
+	})
+	// The clock stood still: 3 opens admitted, of a burst of 20.
+	if got := r.Header.Get("RateLimit"); !strings.Contains(got, `"stream-opens";r=17;`) {
+		t.Fatalf("after 10 refusals by the cap, RateLimit %q; want 17 opens left: the refusals took none", got)
+	}
+}
+
+// A malformed Last-Event-ID is refused (422) before the stream takes a
+// slot or an open: 30 of them leave the open budget whole.
+func TestBadLastEventIDTakesNoOpen(t *testing.T) {
+	clk := testclock.New(t0)
+	s := apitest.Start(t, api.Config{Now: clk.Now, Limits: api.Limits{StreamOpens: api.DefaultLimits().StreamOpens, Store: clockedStore(clk)}})
+	ada := s.Session()
+	for range 30 {
+		if _, r := s.OpenStream("/api/v1/events", ada, "Last-Event-ID: nonsense"); r.Status != 422 {
+			t.Fatalf("a malformed Last-Event-ID: %d %s", r.Status, r.Body)
+		}
+	}
+	st, r := s.OpenStream("/api/v1/events", ada)
+	if st == nil || !strings.Contains(r.Header.Get("RateLimit"), `"stream-opens";r=19;`) {
+		t.Fatalf("after 30 malformed ids: RateLimit %q; want 19 opens left of 20", r.Header.Get("RateLimit"))
+	}
+	st.Close()
+}
+
+// The per-user cap counts every stream of a user, whichever of its
+// sessions or keys opened it: across 5 keys the 65th stream is refused
+// (policy streams-per-user), and gives back the key's slot and takes no
+// open; when any of the user's streams closes, the place is free again.
+func TestStreamUserCap(t *testing.T) {
+	clk := testclock.New(t0)
+	s := apitest.Start(t, api.Config{Now: clk.Now, Limits: api.Limits{StreamOpens: api.DefaultLimits().StreamOpens, Store: clockedStore(clk)}})
+	var keys []string
+	for range 5 {
+		keys = append(keys, s.Key())
+	}
+	var first *apitest.Stream
+	for k, key := range keys {
+		for i := range 13 {
+			st, r := s.OpenStream("/api/v1/events", key)
+			if k == 4 && i == 12 { // the 65th
+				refusedBy(t, r, "streams-per-user", streams.DefaultUserCap, 0, 5)
+				if got, want := r.Header.Get("RateLimit"), `"streams";r=4, "streams-per-user";r=0`; got != want {
+					t.Fatalf("the 65th: RateLimit %q, want %q", got, want)
+				}
+				continue
+			}
+			if st == nil {
+				t.Fatalf("key %d, stream %d: %d %s", k+1, i+1, r.Status, r.Body)
+			}
+			if first == nil {
+				first = st
+			}
+		}
+	}
+	first.Close() // the first key's
+	var r apitest.Reply
+	apitest.Eventually(t, 2*time.Second, "a stream of another key frees the user's place", func() bool {
+		var st *apitest.Stream
+		st, r = s.OpenStream("/api/v1/system/live", keys[4])
+		return st != nil
+	})
+	if got, want := r.Header.Get("RateLimit"), `"streams";r=3, "streams-per-user";r=0, "stream-opens";r=7;`; !strings.HasPrefix(got, want) {
+		t.Fatalf("the fifth key's 13th stream: RateLimit %q, want %s...", got, want)
+	}
+}
