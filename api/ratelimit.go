@@ -267,7 +267,7 @@ func (ps *planes) planFor(op *huma.Operation, d *Declaration) *plan {
 	case len(d.Caps) > 0 || d.Draws != "":
 		own := ps.planeBudget(d.Draws)
 		if own == nil && d.Draws != "" {
-			ps.errs = append(ps.errs, fmt.Errorf("operation %s draws from the plane budget %q, which is none: the one there is is %s", op.OperationID, d.Draws, StreamOpensBudget))
+			ps.errs = append(ps.errs, fmt.Errorf("operation %s draws from %q, which is no plane budget (there is one: %s)", op.OperationID, d.Draws, StreamOpensBudget))
 		}
 		return &plan{ownDoor: true, caps: d.Caps, own: own}
 	case access == Public:
