@@ -10,7 +10,6 @@ package api
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -72,19 +71,13 @@ type Config struct {
 	Limits Limits
 	// Metrics, when set, receives the rate-limit counters.
 	Metrics *Metrics
-	// Streams configures the stream endpoints; its zero value serves them
-	// in memory, with the default cap.
-	Streams StreamConfig
-	// Features add their operations, streams and events, in order, after
-	// the platform's operations (see [Feature]).
+	// Features add their operations, in order, after the platform's
+	// operations (see [Feature]). The stream endpoints are a feature too:
+	// package streams' Plane.Feature.
 	Features []Feature
 	// Bodies bounds the bytes of large request bodies in flight; its zero
 	// value takes the defaults.
 	Bodies BodyBudget
-	// LiveAccess is who may follow GET /api/v1/system/live, which shows
-	// this replica's load: Caller (the default when empty: every session
-	// and API key) or Admin (the user admin only).
-	LiveAccess Access
 
 	// Static, when set, answers the GET and HEAD requests no route
 	// matches, outside /api/ and /docs/: the dashboard's files (package
@@ -111,20 +104,16 @@ type Server struct {
 	planes  *planes
 	bodies  *bodiesInFlight
 	outages *outageLog
-	streams *streamPlane
 	traffic *traffic
-	live    liveSnapshots
-	// userEvents are the events a user's GET /api/v1/events may carry:
-	// those the features declare (DeclareEvents), in order.
-	userEvents []EventType
-	metrics    *Metrics
-	now        func() time.Time // Config.Now
-	// queuedJobs counts the jobs waiting for a worker, for the live
-	// snapshot (CountQueuedJobs); nil: none.
-	queuedJobs func(ctx context.Context) (int64, error)
+	metrics *Metrics
 	// requireCaller is the middleware that resolves callers: huma runs it
-	// for every operation, and the stream door for every stream.
+	// for every operation, and RequireCaller for a raw handler's door.
 	requireCaller func(huma.Context, func(huma.Context))
+	auth          *auth.Service
+	now           func() time.Time
+	// extensions are the state packages that extend the server keep on it
+	// (Extension), in the order they were made.
+	extensions []extension
 }
 
 // New builds the router, registers every operation and returns the server.
@@ -192,24 +181,16 @@ func New(cfg Config) *Server {
 	outages := newOutageLog(time.Minute, cfg.Now)
 	hc.Transformers = append(hc.Transformers, logCauses(outages))
 
-	cfg.Streams = cfg.Streams.withDefaults()
-	ps.streamCap, ps.streamUserCap = cfg.Streams.Cap.Max(), cfg.Streams.UserCap.Max()
-	if ps.streamUserCap < ps.streamCap {
-		ps.errs = append(ps.errs, fmt.Errorf("the streams of a user are capped at %d, fewer than the %d of each of its sessions and keys: the user's cap counts them all, so it must be at least theirs", ps.streamUserCap, ps.streamCap))
-	}
 	api := humachi.New(r, hc)
 	s := &Server{router: r, API: api, planes: ps, outages: outages, traffic: tr, bodies: bodies,
-		streams: newStreamPlane(cfg.Streams, ps, cfg.Metrics, cfg.Auth, cfg.Now)}
+		metrics: cfg.Metrics, auth: cfg.Auth, now: cfg.Now}
 	s.requireCaller = requireCaller(api, cfg.Auth, ps, outages)
 	api.UseMiddleware(checkBody(api), s.requireCaller)
 	ps.api, bodies.api = api, api
-	s.metrics, s.now = cfg.Metrics, cfg.Now
 	addRoutes(api, cfg)
 	for _, f := range cfg.Features {
 		f(s)
 	}
-	s.addStreamRoutes(cfg)
-	cfg.Metrics.observeServer(s)
 	s.serveDocuments(r, cfg.Docs)
 	return s
 }
@@ -217,10 +198,18 @@ func New(cfg Config) *Server {
 // Err reports the mistakes in the configuration found while the
 // operations registered: a budget override that is not a budget, an
 // invalid budget, two operations declaring one budget differently, an
-// operation accepting bodies larger than the bytes in flight allow. A
-// server with any must not serve; nothing panics. It sees the operations
-// registered so far: call it after the last one.
-func (s *Server) Err() error { return errors.Join(append(s.planes.errs, s.bodies.errs...)...) }
+// operation accepting bodies larger than the bytes in flight allow, and
+// those the server's extensions found (Extension: a stream added to a
+// server no stream plane serves, say). A server with any must not serve;
+// nothing panics. It sees the operations registered so far: call it after
+// the last one.
+func (s *Server) Err() error {
+	errs := append(slices.Clone(s.planes.errs), s.bodies.errs...)
+	for _, x := range s.extensions {
+		errs = append(errs, x.value.Err())
+	}
+	return errors.Join(errs...)
+}
 
 // Budgets returns the names of the budgets the operations registered so
 // far declare (api.WithBudget), sorted.

@@ -128,9 +128,6 @@ func mustRawServer(tb testing.TB, cfg api.Config) (*api.Server, *syncBuffer) {
 	if db, ok := dbOf.Load(cfg.Auth); ok && cfg.DB == nil {
 		cfg.DB = db.(*store.DB)
 	}
-	if cfg.Streams.Hub == nil {
-		cfg.Streams.Hub = streams.NewMemoryHub(1024, 64)
-	}
 	s := api.New(withAccount(cfg))
 	huma.Register(s.API, huma.Operation{
 		OperationID: "test-echo", Method: http.MethodPost, Path: "/api/v1/test/echo", MaxBodyBytes: 256,
@@ -485,9 +482,13 @@ func TestDocsWorkOffline(t *testing.T) {
 }
 
 // documented are the features the spec tests add to the platform: the
-// account operations, as brain documents them (on no service); each
-// other feature's tests check its own operations.
-func documented() []api.Feature { return []api.Feature{account.Feature(nil, account.Config{})} }
+// account operations, as brain documents them (on no service), and the
+// stream plane (package streams), which every brain serves; each other
+// feature's tests check its own operations.
+func documented() []api.Feature {
+	p := streams.New(streams.Config{})
+	return []api.Feature{account.Feature(nil, account.Config{Hub: p.Hub()}), p.Feature}
+}
 
 // withAccount is cfg with the account operations on cfg.Auth first among
 // its features, as brain serves them: the tests log in, change passwords

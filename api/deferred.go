@@ -123,7 +123,7 @@ func SkipCharge(ctx context.Context) {
 // charge ([WithLoginBackoff]) returns it after [SkipCharge], so that the
 // refusal takes no token from any budget.
 func LoginBackedOff(ctx context.Context, te *auth.ThrottledError) *Error {
-	e := rateLimited("login", "login", te.Failures, 0, te.RetryAfter)
+	e := RateLimited("login", "login", te.Failures, 0, te.RetryAfter)
 	observeRefusal(ctx, e, nil)
 	return e
 }

@@ -1,25 +1,24 @@
 // This file is the door a feature comes in by: a package outside api that
-// adds operations, streams and events to the server, using only the
-// exported names below.
+// adds operations to the server, using only the exported names below
+// (its streams and events come in by package streams' door, which is
+// built on this package's).
 package api
 
 import (
 	"context"
 	"log/slog"
 	"net/http"
-	"time"
 
-	"github.com/brain-template/brain/streams"
 	"github.com/danielgtaylor/huma/v2"
 )
 
 // A Feature adds a feature's operations to s: its huma operations on
-// s.API (with [WithAccess], [WithBudget], [Tag]), its streams
-// ([Server.AddStream]) and the events its users' GET /api/v1/events
-// carries ([Server.DeclareEvents]). [New] calls each of Config.Features in
-// order, after the platform's operations and before its streams, so that
-// the spec lists the features' tags after the platform's and the events
-// stream declares their events.
+// s.API (with [WithAccess], [WithBudget], [Tag]), and, through package
+// streams, its streams (streams.Add) and the events its users'
+// GET /api/v1/events carries (streams.DeclareEvents). [New] calls each of
+// Config.Features in order, after the platform's operations, so that the
+// spec lists the features' tags after the platform's. The stream
+// endpoints are a Feature too (package streams' Plane.Feature).
 type Feature func(s *Server)
 
 // Tag declares the spec's tag name, with its description, the first time
@@ -48,24 +47,6 @@ const CodeKeyReused = codeKeyReused
 // a feature registers its own ([Metrics.Counter]); nil for none.
 func (s *Server) Metrics() *Metrics { return s.metrics }
 
-// Now is the time on the server's clock (Config.Now): what a feature
-// compares with the platform's times, such as the login back-off's or a
-// session's expiry, so that a test's clock moves them all alike.
-func (s *Server) Now() time.Time { return s.now() }
-
-// Hub is the hub a user's GET /api/v1/events follows (Config.Streams.Hub,
-// or the in-memory one New made): where a handler publishes its events
-// ([PublishEvent]).
-func (s *Server) Hub() streams.Hub { return s.streams.cfg.Hub }
-
 // Logger is the logger of ctx: a request's, with its id, else the
 // server's default.
 func Logger(ctx context.Context) *slog.Logger { return logger(ctx) }
-
-// CountQueuedJobs makes count the source of the live snapshot's
-// jobs_queued (GET /api/v1/system/live): the jobs of every user waiting
-// for a worker, read at most once a second, with a deadline of a second;
-// a count that fails keeps the last. Without it the count is 0.
-func (s *Server) CountQueuedJobs(count func(ctx context.Context) (int64, error)) {
-	s.queuedJobs = count
-}

@@ -36,17 +36,6 @@ func (m *Metrics) Counter(opts prometheus.CounterOpts) prometheus.Counter {
 	return c
 }
 
-// observeServer exports what s holds, read at each scrape: its open
-// streams.
-func (m *Metrics) observeServer(s *Server) {
-	if m == nil {
-		return
-	}
-	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: product.MetricNamespace + "_streams_open", Help: "Streams open on this replica.",
-	}, func() float64 { return float64(s.streams.live()) }))
-}
-
 // NewMetrics returns a registry with the Go and process collectors.
 func NewMetrics() *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
@@ -67,15 +56,30 @@ func (m *Metrics) Handler() http.Handler {
 // Registry lets other parts of the program add their own collectors.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// planeCounters are a plane's decision counters, resolved once so counting
-// costs an atomic add.
-type planeCounters struct{ allowed, limited, failed prometheus.Counter }
+// Decisions are the counters of one policy's decisions by outcome
+// (brain_ratelimit_decisions_total{plane, policy, outcome}), resolved once
+// so that counting costs an atomic add. The zero Decisions counts nothing.
+type Decisions struct{ allowed, limited, failed prometheus.Counter }
 
-func (m *Metrics) countersFor(plane, policy string) planeCounters {
+// Decisions returns the counters of the decisions of policy on plane, for
+// a limit decided outside this package (package streams' caps of open
+// streams). On a nil m they count nothing.
+func (m *Metrics) Decisions(plane, policy string) Decisions { return m.countersFor(plane, policy) }
+
+// Allowed counts a request the policy admitted.
+func (d Decisions) Allowed() { inc(d.allowed) }
+
+// Limited counts a request the policy refused (a 429).
+func (d Decisions) Limited() { inc(d.limited) }
+
+// Failed counts a decision the policy's store could not make (a 503).
+func (d Decisions) Failed() { inc(d.failed) }
+
+func (m *Metrics) countersFor(plane, policy string) Decisions {
 	if m == nil {
-		return planeCounters{}
+		return Decisions{}
 	}
-	return planeCounters{
+	return Decisions{
 		allowed: m.decisions.WithLabelValues(plane, policy, "allowed"),
 		limited: m.decisions.WithLabelValues(plane, policy, "limited"),
 		failed:  m.decisions.WithLabelValues(plane, policy, "error"),

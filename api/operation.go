@@ -38,8 +38,18 @@ type Declaration struct {
 	// plane ([Protect]).
 	RateKey func(*http.Request) string
 
-	// stream: an SSE endpoint, which draws from the stream plane only.
-	stream bool
+	// Caps are the concurrency caps the operation's handler holds its
+	// requests to (open streams per caller, say), listed first in
+	// x-rate-limit with their sizes. An operation that declares Caps or
+	// Draws admits its requests itself, in its handler: no budget of the
+	// session, ip or API-key planes is charged for it, but its callers'
+	// 401s (the ip plane's) and, on an Admin operation, their 403s (the
+	// caller's session or key budget), as for any operation.
+	Caps []ConcurrencyCap
+	// Draws names the plane budget the operation's handler draws each
+	// request from ([Server.PlaneBudget]), listed in x-rate-limit after
+	// Caps: [StreamOpensBudget] is the one there is.
+	Draws string
 	// bodyLimit is the largest body the operation accepts, that many bytes
 	// included; 0 when it reads none. Set when the operation is added.
 	bodyLimit int64
@@ -86,6 +96,15 @@ func declare(op *huma.Operation, change func(*Declaration)) {
 		op.Metadata = map[string]any{}
 	}
 	op.Metadata[metaDeclaration] = &d
+}
+
+// WithDeclaration returns op declaring d, in place of what it declared:
+// for an operation added to the spec outside huma.Register and the
+// helpers above, whose door sets every field itself (package streams
+// declares each stream so, with its caps and the budget it draws from).
+func WithDeclaration(op huma.Operation, d Declaration) huma.Operation {
+	declare(&op, func(old *Declaration) { *old = d })
+	return op
 }
 
 // WithLoginBackoff returns op checking the login back-off from its

@@ -24,9 +24,10 @@ type Limits struct {
 	Session ratelimit.Rate // per session, every operation
 	IP      ratelimit.Rate // per client IP, public operations
 	APIKey  ratelimit.Rate // per API key, operations without their own budget
-	// StreamOpens is the stream plane's open budget: the streams a session
-	// or API key may open, across every stream endpoint, whatever its cap
-	// of open streams leaves it.
+	// StreamOpens is the stream plane's open budget (StreamOpensBudget):
+	// the streams a session or API key may open, across every stream
+	// endpoint, whatever its caps of open streams leave it. Package
+	// streams draws from it ([Server.PlaneBudget]).
 	StreamOpens ratelimit.Rate
 	// Override returns the limits that replace the defaults of the budget
 	// an operation declares by name (see [WithBudget]), and whether there
@@ -40,6 +41,10 @@ type Limits struct {
 	// spec. It exists to measure what limiting costs; no setting exposes it.
 	Disabled bool
 }
+
+// StreamOpensBudget is the name of the stream plane's open budget
+// (Limits.StreamOpens), as the spec, the headers and the 429 give it.
+const StreamOpensBudget = "stream-opens"
 
 // DefaultLimits are the planes' default budgets.
 func DefaultLimits() Limits {
@@ -117,7 +122,7 @@ type plane struct {
 	name    string // session, apikey, ip, stream
 	limiter ratelimit.Limiter
 	headers *ratelimit.Headers
-	count   planeCounters
+	count   Decisions
 }
 
 // plan is which plane applies to an operation for each kind of caller.
@@ -126,9 +131,13 @@ type plan struct {
 	// deferred: the handler checks the login back-off, then charges the
 	// request (Declaration.LoginBackoff).
 	deferred bool
-	// stream: a stream endpoint, which draws from the stream plane only
-	// (streams.go); its callers' 401s still draw from the ip plane.
-	stream bool
+	// ownDoor: the operation's handler admits its requests itself, from
+	// its caps and its plane budget own (Declaration.Caps and Draws; a
+	// stream's door, in package streams); its callers' 401s still draw
+	// from the ip plane.
+	ownDoor bool
+	caps    []ConcurrencyCap
+	own     *plane // nil when it draws from no budget
 }
 
 // planes are the limiters of one server.
@@ -146,10 +155,9 @@ type planes struct {
 	declared map[string]Budget // each budget as first declared
 	errs     []error           // configuration mistakes found while registering
 	failed   map[string]bool   // budgets whose mistake is in errs
-	// The stream plane's caps, as x-rate-limit shows them, and its open
-	// budget (streams.go).
-	streamCap, streamUserCap int
-	streamOpens              *plane
+	// streamOpens is the stream plane's open budget, which a stream's
+	// handler draws from (Declaration.Draws, Server.PlaneBudget).
+	streamOpens *plane
 }
 
 func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThrottle) *planes {
@@ -168,7 +176,7 @@ func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThro
 	ps.session = ps.newPlane("session", "session", ratelimit.Limit{Name: "session", Rate: l.Session})
 	ps.ip = ps.newPlane("ip", "ip", ratelimit.Limit{Name: "ip", Rate: l.IP})
 	ps.apikey = ps.newPlane("apikey", "apikey", ratelimit.Limit{Name: "apikey", Rate: l.APIKey})
-	ps.streamOpens = ps.newPlane("stream", streamOpensBudget, ratelimit.Limit{Name: streamOpensBudget, Rate: l.StreamOpens})
+	ps.streamOpens = ps.newPlane("stream", StreamOpensBudget, ratelimit.Limit{Name: StreamOpensBudget, Rate: l.StreamOpens})
 	return ps
 }
 
@@ -187,7 +195,7 @@ func (ps *planes) newPlane(planeName, budget string, limits ...ratelimit.Limit) 
 // server reports it at start-up (Server.Err).
 func (ps *planes) budgetPlane(op *huma.Operation, b Budget) *plane {
 	if !budgetName.MatchString(b.Name) || reserved[b.Name] {
-		ps.errs = append(ps.errs, fmt.Errorf("operation %s: budget %q: a name is 1 to 32 of a-z, 0-9 and -, starting with a letter, and not session, ip, apikey, login, stream, %s, %s or %s", op.OperationID, b.Name, streamCapName, streamUserCapName, streamOpensBudget))
+		ps.errs = append(ps.errs, fmt.Errorf("operation %s: budget %q: a name is 1 to 32 of a-z, 0-9 and -, starting with a letter, and not session, ip, apikey, login, stream, streams, streams-per-user or %s", op.OperationID, b.Name, StreamOpensBudget))
 		return ps.apikey
 	}
 	if ps.failed[b.Name] {
@@ -233,9 +241,19 @@ func (ps *planes) override(name string) ([]ratelimit.Rate, bool, error) {
 var budgetName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 
 // reserved are the names of the planes' own budgets and caps, which no
-// operation's budget may take.
+// operation's budget may take: the stream plane's caps (package streams
+// declares them) among them.
 var reserved = map[string]bool{"session": true, "ip": true, "apikey": true, "login": true, "stream": true,
-	streamCapName: true, streamUserCapName: true, streamOpensBudget: true}
+	"streams": true, "streams-per-user": true, StreamOpensBudget: true}
+
+// planeBudget is the plane budget named name that a handler draws from
+// (Declaration.Draws), nil for none of that name.
+func (ps *planes) planeBudget(name string) *plane {
+	if name == StreamOpensBudget {
+		return ps.streamOpens
+	}
+	return nil
+}
 
 // planFor decides which planes apply to op, which declares d.
 func (ps *planes) planFor(op *huma.Operation, d *Declaration) *plan {
@@ -246,8 +264,12 @@ func (ps *planes) planFor(op *huma.Operation, d *Declaration) *plan {
 	switch {
 	case ps.limits.Disabled, access == Probe:
 		return nil
-	case d.stream:
-		return &plan{stream: true}
+	case len(d.Caps) > 0 || d.Draws != "":
+		own := ps.planeBudget(d.Draws)
+		if own == nil && d.Draws != "" {
+			ps.errs = append(ps.errs, fmt.Errorf("operation %s draws from %q, which is no plane budget (there is one: %s)", op.OperationID, d.Draws, StreamOpensBudget))
+		}
+		return &plan{ownDoor: true, caps: d.Caps, own: own}
 	case access == Public:
 		return &plan{ip: ps.ip, deferred: d.LoginBackoff}
 	}
@@ -258,6 +280,15 @@ func (ps *planes) planFor(op *huma.Operation, d *Declaration) *plan {
 		p.apikey = ps.budgetPlane(op, d.Budget)
 	}
 	return p
+}
+
+// A ConcurrencyCap bounds the requests of an operation in progress at
+// once (the streams a caller holds open, say), as x-rate-limit lists it:
+// {plane, policy, concurrent}. The operation's handler enforces it
+// (Declaration.Caps).
+type ConcurrencyCap struct {
+	Plane, Policy string
+	Concurrent    int
 }
 
 // RateLimitEntry is one budget in an operation's x-rate-limit extension.
@@ -353,7 +384,7 @@ func (ps *planes) declareRateLimits(op *huma.Operation, d *Declaration) {
 	if pl == nil {
 		return
 	}
-	if !pl.stream { // a stream's door enforces its plan
+	if !pl.ownDoor { // the handler's door enforces its plan
 		op.Middlewares = append(op.Middlewares, ps.enforce(pl, d.RateKey))
 	}
 	if op.Extensions == nil {
@@ -368,10 +399,11 @@ func (ps *planes) declareRateLimits(op *huma.Operation, d *Declaration) {
 // under plan pl.
 func (ps *planes) rateLimitEntries(pl *plan, access Access) []RateLimitEntry {
 	var entries []RateLimitEntry
-	if pl.stream { // its caps, then its open budget: the order the door decides them in
-		entries = append(entries, RateLimitEntry{Plane: "stream", Policy: streamCapName, Concurrent: ps.streamCap},
-			RateLimitEntry{Plane: "stream", Policy: streamUserCapName, Concurrent: ps.streamUserCap})
-		entries = append(entries, entriesOf(ps.streamOpens)...)
+	for _, c := range pl.caps { // its caps, then its budget: the order its door decides them in
+		entries = append(entries, RateLimitEntry{Plane: c.Plane, Policy: c.Policy, Concurrent: c.Concurrent})
+	}
+	if pl.own != nil {
+		entries = append(entries, entriesOf(pl.own)...)
 	}
 	for _, p := range []*plane{pl.ip, pl.session, pl.apikey} {
 		if p != nil {
@@ -394,9 +426,9 @@ func (ps *planes) rateLimitEntries(pl *plan, access Access) []RateLimitEntry {
 // access under plan pl draws from (refusedCaller).
 func (ps *planes) forbiddenPlanes(pl *plan, access Access) []*plane {
 	switch {
-	case pl.ip == nil && pl.apikey == nil && !pl.stream: // session-only: an API key's 403s draw from its budget
+	case pl.ip == nil && pl.apikey == nil && !pl.ownDoor: // session-only: an API key's 403s draw from its budget
 		return []*plane{ps.apikey}
-	case pl.stream && access == Admin: // a stream's other planes are its own
+	case pl.ownDoor && access == Admin: // its other planes are its door's
 		return []*plane{ps.session, ps.apikey}
 	}
 	return nil
@@ -551,15 +583,16 @@ const protectedKeyPrefix = "protect:"
 // refusal is the 429 envelope for decision d of plane p.
 func refusal(p *plane, d *ratelimit.Decision) *Error {
 	l := p.limiter.Budget().Limits[d.Tightest()]
-	return rateLimited(p.name, l.Name, l.Limit, l.Window, d.RetryAfter)
+	return RateLimited(p.name, l.Name, l.Limit, l.Window, d.RetryAfter)
 }
 
-// rateLimited is the one 429 of the API, whatever refused the request: a
-// budget of a plane, or the login back-off (which has no window: window
-// 0 leaves window_s out). wait is the true time until a request would be
-// admitted; details.retry_after_s and Retry-After give it in whole
-// seconds, rounded up, at least 1.
-func rateLimited(scope, policy string, limit int, window, wait time.Duration) *Error {
+// RateLimited is the one 429 of the API, whatever refused the request: a
+// budget of a plane (scope), a concurrency cap, or the login back-off
+// (which have no window: window 0 leaves window_s out). policy names the
+// budget's limit or the cap, limit its size. wait is the true time until
+// a request would be admitted; details.retry_after_s and Retry-After give
+// it in whole seconds, rounded up, at least 1.
+func RateLimited(scope, policy string, limit int, window, wait time.Duration) *Error {
 	secs := ratelimit.RetryAfterSeconds(wait)
 	e := NewError(http.StatusTooManyRequests, product.Name+" is busy — please retry in a moment.")
 	e.Details.Scope, e.Details.Policy, e.Details.Limit = scope, policy, limit

@@ -225,7 +225,7 @@ func TestSpecIsWhatIsEnforced(t *testing.T) {
 	l.IP = ratelimit.Rate{Limit: 1000, Window: time.Minute, Burst: 1000}
 	svc := MustAuth(t)
 	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: l, Now: clk.Now,
-		Streams: api.StreamConfig{Cap: streams.NewMemoryCap(5), UserCap: streams.NewMemoryCap(9)}})
+		Features: []api.Feature{streams.New(streams.Config{Cap: streams.NewMemoryCap(5), UserCap: streams.NewMemoryCap(9)}).Feature}})
 	huma.Register(s.API, api.WithBudget(huma.Operation{OperationID: "test-budgeted", Method: http.MethodPost, Path: "/api/v1/test/budgeted"}, api.Budget{Name: "trial", Default: "100/h; 10/s"}),
 		func(ctx context.Context, _ *struct{}) (*struct{}, error) { return nil, nil })
 	spec, _ := s.Spec()

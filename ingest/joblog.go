@@ -18,7 +18,7 @@ import (
 // addJobLog declares the job log's stream on s.
 func addJobLog(s *api.Server, svc *Service) {
 	l := &jobLog{svc: svc}
-	s.AddStream(api.StreamOperation{
+	streams.Add(s, streams.Operation{
 		Operation: huma.Operation{
 			OperationID: "follow-job-log", Path: api.Prefix + "/jobs/{id}/log",
 			Summary: "Follow a job",
@@ -32,7 +32,7 @@ func addJobLog(s *api.Server, svc *Service) {
 				Schema: &huma.Schema{Type: huma.TypeString, Pattern: uuidPattern, MaxLength: ptr(36)}}},
 			Errors: []int{http.StatusNotFound},
 		},
-		Events: []api.EventType{jobProgress, jobSucceeded, jobFailed},
+		Events: []streams.EventType{jobProgress, jobSucceeded, jobFailed},
 		Serve:  l.serve,
 	})
 }
@@ -54,7 +54,7 @@ type jobLog struct{ svc *Service }
 // database has it and the hub does not (the process that ended the job
 // stopped before publishing it, or the publish was lost), and the log
 // ends.
-func (l *jobLog) serve(st *api.Stream) {
+func (l *jobLog) serve(st *streams.Stream) {
 	r := st.Request()
 	id, user := chi.URLParam(r, "id"), st.Caller().User.ID
 	if !jobID.MatchString(id) {
@@ -86,13 +86,13 @@ func (l *jobLog) serve(st *api.Stream) {
 	if !catchUp(st, job, sub.At, steps, !resumed || gap) {
 		return
 	}
-	api.Pump(st, sub.Events(), l.follow(st, user, id))
+	streams.Pump(st, sub.Events(), l.follow(st, user, id))
 }
 
 // job reads job id of user's for its log: one the user does not have
 // refuses the stream (404), and one that cannot be read ends it
 // (unavailable).
-func (l *jobLog) job(st *api.Stream, user, id string) (Job, bool) {
+func (l *jobLog) job(st *streams.Stream, user, id string) (Job, bool) {
 	job, err := l.svc.Job(st.Request().Context(), user, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
@@ -110,7 +110,7 @@ func (l *jobLog) job(st *api.Stream, user, id string) (Job, bool) {
 // replayed steps, then, for a job ended whose end is not among them, the
 // database's end. It reports whether the log goes on: not once a send
 // fails or the job's end is sent.
-func catchUp(st *api.Stream, job Job, at string, steps []streams.Event, withState bool) bool {
+func catchUp(st *streams.Stream, job Job, at string, steps []streams.Event, withState bool) bool {
 	if withState && sendJobState(st, job, at) != nil {
 		return false
 	}
@@ -128,11 +128,11 @@ func catchUp(st *api.Stream, job Job, at string, steps []streams.Event, withStat
 
 // follow is how the log sends the hub's live events: job id's steps, up
 // to its end; after a gap, the job read again (readJobState).
-func (l *jobLog) follow(st *api.Stream, user, id string) func(ev *streams.Event, ok bool) error {
+func (l *jobLog) follow(st *streams.Stream, user, id string) func(ev *streams.Event, ok bool) error {
 	return func(ev *streams.Event, ok bool) error {
 		if !ok {
 			st.CloseSlow()
-			return api.ErrStreamEnded
+			return streams.ErrEnded
 		}
 		if ev.Type == streams.EventGap { // its steps may be lost: the database has the job as it is
 			return l.readJobState(st, user, id, cmp.Or(ev.ID, st.LastSent()))
@@ -144,7 +144,7 @@ func (l *jobLog) follow(st *api.Stream, user, id string) func(ev *streams.Event,
 			return err
 		}
 		if ev.Type != jobProgress.Name {
-			return api.ErrStreamEnded // the job has ended, and its log with it
+			return streams.ErrEnded // the job has ended, and its log with it
 		}
 		return nil
 	}
@@ -185,19 +185,19 @@ func isJobStep(ev *streams.Event, id string) bool {
 // readJobState reads the job again, after a gap in its log's events, and
 // sends it (sendJobState) with the id at. A job that cannot be read ends
 // the log (unavailable): the client reconnects.
-func (l *jobLog) readJobState(st *api.Stream, user, id, at string) error {
+func (l *jobLog) readJobState(st *streams.Stream, user, id, at string) error {
 	job, err := l.svc.Job(st.Request().Context(), user, id)
 	if err != nil {
 		st.Unavailable(err)
-		return api.ErrStreamEnded
+		return streams.ErrEnded
 	}
 	return sendJobState(st, job, at)
 }
 
 // sendJobState sends job as the database has it, with the id at, the
 // hub's place that state reflects: the step the events up to at brought
-// it to, or its end, which ends the log (api.ErrStreamEnded).
-func sendJobState(st *api.Stream, job Job, at string) error {
+// it to, or its end, which ends the log (streams.ErrEnded).
+func sendJobState(st *streams.Stream, job Job, at string) error {
 	var (
 		name string
 		v    any
@@ -215,7 +215,7 @@ func sendJobState(st *api.Stream, job Job, at string) error {
 		return err
 	}
 	if err := st.Send(at, name, b); err != nil || name != jobProgress.Name {
-		return api.ErrStreamEnded
+		return streams.ErrEnded
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/internal/product"
+	"github.com/brain-template/brain/streams"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -25,7 +26,7 @@ func observeJobs(s *api.Server, svc *Service) {
 	if !ok {
 		return
 	}
-	s.CountQueuedJobs(c.QueuedJobs)
+	streams.CountQueuedJobs(s, c.QueuedJobs)
 	if m := s.Metrics(); m != nil {
 		m.Registry().MustRegister(jobsCollector{c})
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/fault"
 	"github.com/brain-template/brain/internal/product"
+	"github.com/brain-template/brain/streams"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -234,7 +235,7 @@ type ProjectView struct {
 func Feature(svc *Service) api.Feature {
 	return func(s *api.Server) {
 		addRoutes(s, svc)
-		s.DeclareEvents(jobQueued, jobProgress, jobSucceeded, jobFailed, memoryIngested)
+		streams.DeclareEvents(s, events...)
 		addJobLog(s, svc)
 		observeJobs(s, svc)
 	}

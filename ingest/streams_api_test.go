@@ -24,7 +24,7 @@ func TestStreamEventsAreDeclared(t *testing.T) {
 	db := apitest.OpenDB(t)
 	svc := apitest.NewAuth(t, db)
 	memory := ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{Publish: ingest.Publisher(hub)})
-	l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(memory)}, Streams: api.StreamConfig{Hub: hub}})
+	l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(memory)}}, apitest.Streams(streams.Config{Hub: hub}))
 	s := l.Server
 	declared := declaredEvents(t, s)
 	if len(declared) < 2 {
@@ -86,7 +86,7 @@ func TestStreamEventsAreDeclared(t *testing.T) {
 	cutLog, _ := l.OpenStream("/api/v1/jobs/"+cut+"/log", ada)
 	saw(jobLog, cutLog.NextEvent(t))
 
-	s.CloseStreams(context.Background())
+	l.Streams.CloseStreams(context.Background())
 	for _, st := range []struct {
 		path string
 		s    *apitest.Stream
@@ -118,7 +118,7 @@ func TestStreamGapMarker(t *testing.T) {
 	db := apitest.OpenDB(t)
 	svc := apitest.NewAuth(t, db)
 	lost := ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{}) // its events go nowhere: an outage
-	l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(lost)}, Streams: api.StreamConfig{Hub: hub}})
+	l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(lost)}}, apitest.Streams(streams.Config{Hub: hub}))
 	ada := l.Login("ada", "correct horse battery").Cookie(t)
 	var a struct {
 		JobID string `json:"job_id"`

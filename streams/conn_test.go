@@ -180,7 +180,7 @@ func TestConnStalled(t *testing.T) {
 	}
 }
 
-func TestPump(t *testing.T) {
+func TestLoop(t *testing.T) {
 	source, closing := make(chan int), make(chan struct{})
 	var got []int
 	var beats int
@@ -188,7 +188,7 @@ func TestPump(t *testing.T) {
 	done, beaten := make(chan struct{}), make(chan struct{}, 1)
 	go func() {
 		defer close(done)
-		streams.Pump(context.Background(), time.Millisecond, closing, source,
+		streams.Loop(context.Background(), time.Millisecond, closing, source,
 			func(v int, ok bool) error { got = append(got, v); return nil },
 			func() error {
 				beats++
@@ -210,10 +210,10 @@ func TestPump(t *testing.T) {
 
 	// A send that fails ends the loop; so does the context.
 	errEnd := errors.New("end")
-	streams.Pump(context.Background(), time.Hour, nil, closedChan(), func(int, bool) error { return errEnd }, nil, nil)
+	streams.Loop(context.Background(), time.Hour, nil, closedChan(), func(int, bool) error { return errEnd }, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	streams.Pump(ctx, time.Hour, nil, make(chan int), nil, nil, nil)
+	streams.Loop(ctx, time.Hour, nil, make(chan int), nil, nil, nil)
 }
 
 func closedChan() chan int { c := make(chan int); close(c); return c }

@@ -35,12 +35,12 @@ func AppendEvent(dst []byte, id, event string, data json.RawMessage) ([]byte, er
 	return append(append(append(dst, "data: "...), data...), "\n\n"...), nil
 }
 
-// Pump is the loop of a started stream: each value from source goes to
-// send (ok false once source is closed), and beat is called every
-// heartbeat, until ctx ends (the client left), closing is closed (the
-// server shuts down: shutdown is called, to send the stream's last
-// event), or send or beat returns an error.
-func Pump[T any](ctx context.Context, heartbeat time.Duration, closing <-chan struct{}, source <-chan T,
+// Loop is the loop of a started stream, under [Pump]: each value from
+// source goes to send (ok false once source is closed), and beat is
+// called every heartbeat, until ctx ends (the client left), closing is
+// closed (the server shuts down: shutdown is called, to send the
+// stream's last event), or send or beat returns an error.
+func Loop[T any](ctx context.Context, heartbeat time.Duration, closing <-chan struct{}, source <-chan T,
 	send func(v T, ok bool) error, beat func() error, shutdown func()) {
 	every := time.NewTicker(heartbeat)
 	defer every.Stop()

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -78,6 +79,8 @@ func APIKey(tb testing.TB, svc *auth.Service) string {
 type Server struct {
 	*api.Server
 	*Client
+	// Streams is the stream plane the server serves ([Streams]).
+	Streams *streams.Plane
 	// Auth and DB are the server's, as [Start] completed them.
 	Auth *auth.Service
 	DB   *store.DB
@@ -85,34 +88,57 @@ type Server struct {
 	Logs *Logs
 }
 
+// An Option changes what [Start] serves: [Streams], [HTTPServer].
+type Option func(*options)
+
+type options struct {
+	streams streams.Config
+	srv     []func(*httptest.Server)
+}
+
+// Streams serves the stream plane of sc, its zero fields completed as
+// [Start] says, in place of the default one.
+func Streams(sc streams.Config) Option { return func(o *options) { o.streams = sc } }
+
+// HTTPServer gives f the unstarted server first: to set its timeouts,
+// say, or serve HTTP/2 over TLS (EnableHTTP2).
+func HTTPServer(f func(*httptest.Server)) Option {
+	return func(o *options) { o.srv = append(o.srv, f) }
+}
+
 // Start serves cfg on a port of its own until the test ends, completing
 // cfg: a database ([OpenDB]) when DB is nil, an auth service on it with
 // ada ([NewAuth]) when Auth is nil, the account operations on that
 // service (package auth/account: log in, API keys) first of the features,
-// as brain serves them, a logger into [Server.Logs], an
-// in-memory hub, a 50 ms stream heartbeat, and budgets no test meets in
-// place of the session, API-key and stream-open budgets left zero.
-// Streams are closed before the server. srv, when not nil, sees the
-// unstarted server first (to set its timeouts, say).
-func Start(tb testing.TB, cfg api.Config, srv ...func(*httptest.Server)) *Server {
+// as brain serves them, a logger into [Server.Logs], the stream plane
+// (package streams, last of the features: [Streams], or the default) with
+// an in-memory hub and a 50 ms heartbeat unless the plane sets them, and
+// budgets no test meets in place of the session, API-key and stream-open
+// budgets left zero. Streams are closed before the server.
+func Start(tb testing.TB, cfg api.Config, opts ...Option) *Server {
 	tb.Helper()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if cfg.DB == nil {
 		cfg.DB = OpenDB(tb)
 	}
 	if cfg.Auth == nil {
 		cfg.Auth = NewAuth(tb, cfg.DB)
 	}
-	cfg.Features = append([]api.Feature{account.Feature(cfg.Auth, account.Config{})}, cfg.Features...)
 	logs := &Logs{}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	}
-	if cfg.Streams.Hub == nil {
-		cfg.Streams.Hub = streams.NewMemoryHub(1024, 64)
+	if o.streams.Hub == nil {
+		o.streams.Hub = streams.NewMemoryHub(1024, 64)
 	}
-	if cfg.Streams.Heartbeat == 0 {
-		cfg.Streams.Heartbeat = 50 * time.Millisecond
+	if o.streams.Heartbeat == 0 {
+		o.streams.Heartbeat = 50 * time.Millisecond
 	}
+	plane := streams.New(o.streams)
+	cfg.Features = slices.Concat([]api.Feature{account.Feature(cfg.Auth, account.Config{Hub: plane.Hub()})}, cfg.Features, []api.Feature{plane.Feature})
 	for _, b := range []*ratelimit.Rate{&cfg.Limits.Session, &cfg.Limits.APIKey, &cfg.Limits.StreamOpens} {
 		if *b == (ratelimit.Rate{}) {
 			*b = ratelimit.Rate{Limit: 10_000, Window: time.Minute, Burst: 10_000}
@@ -123,7 +149,7 @@ func Start(tb testing.TB, cfg api.Config, srv ...func(*httptest.Server)) *Server
 		tb.Fatal(err)
 	}
 	hs := httptest.NewUnstartedServer(s)
-	for _, f := range srv {
+	for _, f := range o.srv {
 		f(hs)
 	}
 	tr := &http.Transport{MaxIdleConnsPerHost: 512}
@@ -136,14 +162,14 @@ func Start(tb testing.TB, cfg api.Config, srv ...func(*httptest.Server)) *Server
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := s.CloseStreams(ctx); err != nil {
+		if err := plane.CloseStreams(ctx); err != nil {
 			tb.Errorf("streams still open 10 s after CloseStreams: %v", err)
 		}
 		hs.Close()
 	})
 	tb.Cleanup(tr.CloseIdleConnections)
 	return &Server{Server: s, Client: NewClient(tb, hs.URL, &http.Client{Transport: tr, Timeout: 60 * time.Second}),
-		Auth: cfg.Auth, DB: cfg.DB, Logs: logs}
+		Streams: plane, Auth: cfg.Auth, DB: cfg.DB, Logs: logs}
 }
 
 // Session logs [User] in and returns the "Cookie: ..." header of the

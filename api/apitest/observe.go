@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/streams"
 )
 
 // Scrape returns what m's /metrics says now, scraped over HTTP as
@@ -34,13 +35,13 @@ func Scrape(tb testing.TB, m *api.Metrics) string {
 // "Name: value" and returns its first snapshot, failing the test when
 // the stream does not start or its first event is not a system.live
 // snapshot. The stream stays open until the test ends.
-func (c *Client) LiveSnapshot(headers ...string) api.LiveSnapshot {
+func (c *Client) LiveSnapshot(headers ...string) streams.LiveSnapshot {
 	c.tb.Helper()
 	st, r := c.OpenStream(api.Prefix+"/system/live", headers...)
 	if st == nil {
 		c.tb.Fatalf("the live stream: %d %s", r.Status, r.Body)
 	}
-	var snap api.LiveSnapshot
+	var snap streams.LiveSnapshot
 	if m := st.NextEvent(c.tb); m.Event != "system.live" || json.Unmarshal([]byte(m.Data), &snap) != nil {
 		c.tb.Fatalf("the live stream's first event: %+v; want a system.live snapshot", m)
 	}

@@ -2,13 +2,13 @@
 // /api/v1/events carries.
 package account
 
-import "github.com/brain-template/brain/api"
+import "github.com/brain-template/brain/streams"
 
-// The API-key events. A handler publishes one with api.PublishEvent;
-// [Feature] declares them.
+// The API-key events. A handler publishes one (publish); [Feature]
+// declares them.
 var (
-	apiKeyCreated = api.EventType{Name: "apikey.created", Data: APIKeyView{}, Doc: "You created an API key (its secret is never sent again)."}
-	apiKeyDeleted = api.EventType{Name: "apikey.deleted", Data: DeletedEvent{}, Doc: "You deleted an API key."}
+	apiKeyCreated = streams.EventType{Name: "apikey.created", Data: APIKeyView{}, Doc: "You created an API key (its secret is never sent again)."}
+	apiKeyDeleted = streams.EventType{Name: "apikey.deleted", Data: DeletedEvent{}, Doc: "You deleted an API key."}
 )
 
 // DeletedEvent names what was deleted.

@@ -81,7 +81,7 @@ func (h *handlers) createAPIKey(ctx context.Context, in *CreateAPIKeyInput) (*Cr
 	}
 	out := &CreateAPIKeyOutput{CacheControl: noStore}
 	out.Body.APIKeyView, out.Body.Key = apiKeyView(k), secret
-	api.PublishEvent(ctx, h.hub, apiKeyCreated, k.UserID, out.Body.APIKeyView)
+	h.publish(ctx, apiKeyCreated, k.UserID, out.Body.APIKeyView)
 	return out, nil
 }
 
@@ -108,6 +108,14 @@ func (h *handlers) deleteAPIKey(ctx context.Context, in *DeleteAPIKeyInput) (*st
 	if err := h.svc.DeleteAPIKey(ctx, user, in.ID); err != nil {
 		return nil, authError(ctx, err, api.Messages{fault.ErrNotFound: "you have no API key with that id"})
 	}
-	api.PublishEvent(ctx, h.hub, apiKeyDeleted, user, DeletedEvent{ID: in.ID})
+	h.publish(ctx, apiKeyDeleted, user, DeletedEvent{ID: in.ID})
 	return nil, nil
+}
+
+// publish sends an event of type e with data to user's streams, if the
+// feature has a hub.
+func (h *handlers) publish(ctx context.Context, e streams.EventType, user string, data any) {
+	if h.hub != nil {
+		streams.Publish(ctx, h.hub, e, user, data)
+	}
 }

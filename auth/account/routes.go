@@ -10,6 +10,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/streams"
 	"github.com/danielgtaylor/huma/v2"
 )
 
@@ -19,6 +20,10 @@ type Config struct {
 	// CookieSecure marks the session cookie Secure: browsers then send it
 	// over HTTPS only.
 	CookieSecure bool
+	// Hub is where the API-key events go: the stream plane's
+	// (streams.Plane.Hub), which a user's GET /api/v1/events follows. Nil:
+	// the feature neither declares nor publishes them, and needs no plane.
+	Hub streams.Hub
 }
 
 // UserView is a user as the API shows it.
@@ -136,21 +141,23 @@ type DeleteAPIKeyInput struct {
 }
 
 // Feature registers the account operations on a server, each with its
-// access, then declares the API-key events: the one line of wiring
+// access, then (with cfg.Hub) declares the API-key events: the one line of wiring
 // (api.Config.Features), first of the features, so that the spec lists
 // its tag and its events first. svc serves them; for documenting the API
 // only (brain openapi) it is nil, and the spec states the default caps.
 func Feature(svc *auth.Service, cfg Config) api.Feature {
 	return func(s *api.Server) {
 		addRoutes(s, svc, cfg)
-		s.DeclareEvents(apiKeyCreated, apiKeyDeleted)
+		if cfg.Hub != nil {
+			streams.DeclareEvents(s, apiKeyCreated, apiKeyDeleted)
+		}
 	}
 }
 
 // addRoutes registers the account operations: each declares its access
 // here, and those that check a password the login back-off.
 func addRoutes(s *api.Server, svc *auth.Service, cfg Config) {
-	h := &handlers{svc: svc, cfg: cfg, maxKeys: auth.DefaultMaxAPIKeys, now: s.Now, hub: s.Hub()}
+	h := &handlers{svc: svc, cfg: cfg, maxKeys: auth.DefaultMaxAPIKeys, now: s.Now, hub: cfg.Hub}
 	tags := api.Tag(s.API, "Auth", "Log in and out, see who you are, change your password, and manage your API keys.")
 	public, callers, sessions := api.WithAccess(s.API, api.Public), api.WithAccess(s.API, api.Caller), api.WithAccess(s.API, api.Session)
 	// The caps the spec shows: the running ones, or the defaults when

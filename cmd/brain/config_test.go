@@ -24,6 +24,7 @@ import (
 	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
+	"github.com/brain-template/brain/streams"
 )
 
 // The defaults are the package constants the code uses: each setting's
@@ -57,11 +58,11 @@ func TestConfigDefaults(t *testing.T) {
 		{"LogLevel", c.LogLevel, slog.LevelInfo},
 		{"BodyBytesInFlight", c.BodyBytesInFlight, int64(api.DefaultBodyBytesInFlight)},
 		{"BodyBytesPerUser", c.BodyBytesPerUser, int64(api.DefaultBodyBytesPerCaller)},
-		{"StreamCap", c.StreamCap, api.DefaultStreamCap},
-		{"StreamUserCap", c.StreamUserCap, api.DefaultStreamUserCap},
+		{"StreamCap", c.StreamCap, streams.DefaultCap},
+		{"StreamUserCap", c.StreamUserCap, streams.DefaultUserCap},
 		{"StreamOpens", c.StreamOpens, limits.StreamOpens},
-		{"StreamHeartbeat", c.StreamHeartbeat, api.DefaultStreamHeartbeat},
-		{"StreamRetryAfter", c.StreamRetryAfter, api.DefaultStreamRetryAfter},
+		{"StreamHeartbeat", c.StreamHeartbeat, streams.DefaultHeartbeat},
+		{"StreamRetryAfter", c.StreamRetryAfter, streams.DefaultRetryAfter},
 		{"Memory", c.Memory, ingest.Settings{TTL: ingest.DefaultTTL, MaxItems: ingest.DefaultMaxItems, MaxQueuedJobs: ingest.DefaultMaxQueuedJobs, // the memory example: delete with ingest/
 			Workers: store.DefaultWorkers, JobTimeout: store.DefaultJobTimeout}},
 	}
@@ -146,7 +147,7 @@ func TestConfigErrors(t *testing.T) {
 		{"stream_opens", nil, map[string]string{"BRAIN_STREAM_OPENS": "60/min,burst=0"}, "BRAIN_STREAM_OPENS"},
 		{"stream_user_cap", nil, map[string]string{"BRAIN_STREAM_USER_CAP": "0"}, "BRAIN_STREAM_USER_CAP"},
 		// A user's cap below one key's: the message names both settings.
-		{"stream_user_cap_below_cap", nil, map[string]string{"BRAIN_STREAM_USER_CAP": "8"}, "BRAIN_STREAM_USER_CAP=8: it must be at least BRAIN_STREAM_CAP (" + strconv.Itoa(api.DefaultStreamCap) + ")"},
+		{"stream_user_cap_below_cap", nil, map[string]string{"BRAIN_STREAM_USER_CAP": "8"}, "BRAIN_STREAM_USER_CAP=8: it must be at least BRAIN_STREAM_CAP (" + strconv.Itoa(streams.DefaultCap) + ")"},
 		{"stream_user_cap_below_cap_flags", []string{"--stream-cap", "100", "--stream-user-cap", "99"}, nil, "--stream-user-cap=99: it must be at least --stream-cap (100)"},
 		{"max_conns", nil, map[string]string{"BRAIN_MAX_CONNS": "0"}, "BRAIN_MAX_CONNS"},
 		{"max_conns_per_ip", nil, map[string]string{"BRAIN_MAX_CONNS_PER_IP": "none"}, "BRAIN_MAX_CONNS_PER_IP"},

@@ -142,15 +142,16 @@ func helpText(text string) func(*flag.FlagSet) {
 }
 
 // running is what a serving brain gives its API beyond the settings: the
-// database, the auth service, the rate limiters' store, the metrics and
-// the readiness checks. `brain openapi`, which only documents, has none.
+// database, the auth service, the rate limiters' store, the metrics, the
+// readiness checks and the stream plane. `brain openapi`, which only
+// documents, has none.
 type running struct {
 	db       *store.DB
 	auth     *auth.Service
 	limiters func(ratelimit.Budget) ratelimit.Limiter
 	metrics  *api.Metrics
 	ready    []api.Check
-	streams  api.StreamConfig
+	streams  *streams.Plane
 	ingest   *ingest.Service // the memory example: delete with ingest/
 }
 
@@ -165,6 +166,7 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 	if err != nil {
 		return nil, err
 	}
+	plane := streamsOf(cfg, r.streams)
 	s := api.New(api.Config{
 		Logger:         logger,
 		BuildVersion:   buildVersion(),
@@ -175,14 +177,15 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		CORSOrigins:    cfg.CORSOrigins,
 		Limits:         l,
 		Metrics:        r.metrics,
-		Streams:        streamsOf(cfg, r.streams),
 		Bodies:         api.BodyBudget{InFlight: cfg.BodyBytesInFlight, PerCaller: cfg.BodyBytesPerUser},
-		LiveAccess:     cfg.LiveAccess,
 		Static:         site,
 		Docs:           site.Docs(), // nil when not built: the page the api package renders
 		Features: []api.Feature{ // each feature's operations, a line each
-			account.Feature(r.auth, account.Config{CookieSecure: cfg.CookieSecure}),
+			account.Feature(r.auth, account.Config{CookieSecure: cfg.CookieSecure, Hub: plane.Hub()}),
 			ingest.Feature(memoryService(cfg, r.ingest)), // the memory example: delete with ingest/
+			// The stream endpoints, and the features' streams: last, so
+			// that the spec lists the Streams tag after the features'.
+			plane.Feature,
 		},
 	})
 	if err := s.Err(); err != nil {
@@ -211,15 +214,15 @@ func memoryService(cfg Config, svc *ingest.Service) *ingest.Service { // the mem
 	return svc
 }
 
-// streamsOf is the stream plane a serving brain runs (sc), or, when it
+// streamsOf is the stream plane a serving brain runs (p), or, when it
 // has none (brain openapi), the one cfg describes in memory: the spec
 // shows the configured caps either way.
-func streamsOf(cfg Config, sc api.StreamConfig) api.StreamConfig {
-	if sc.Cap == nil {
-		sc = api.StreamConfig{Cap: streams.NewMemoryCap(cfg.StreamCap), UserCap: streams.NewMemoryCap(cfg.StreamUserCap),
-			Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter}
+func streamsOf(cfg Config, p *streams.Plane) *streams.Plane {
+	if p == nil {
+		p = streams.New(streams.Config{Cap: streams.NewMemoryCap(cfg.StreamCap), UserCap: streams.NewMemoryCap(cfg.StreamUserCap),
+			Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter, LiveAccess: cfg.LiveAccess})
 	}
-	return sc
+	return p
 }
 
 // limits are the budgets of cfg, for the planes and the spec alike.

@@ -86,9 +86,9 @@ const (
 // streamConfig is the stream plane of cfg: in memory without Redis; else
 // a cap and a hub every replica shares, whose hub must run (run) for
 // events from other replicas to arrive.
-func streamConfig(cfg Config, client rueidis.Client, logger *slog.Logger) (sc api.StreamConfig, run func(context.Context)) {
-	sc = api.StreamConfig{Cap: streams.NewMemoryCap(cfg.StreamCap), UserCap: streams.NewMemoryCap(cfg.StreamUserCap),
-		Hub: streams.NewMemoryHub(memoryKeep, streamBuffer), Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter}
+func streamConfig(cfg Config, client rueidis.Client, logger *slog.Logger) (sc streams.Config, run func(context.Context)) {
+	sc = streams.Config{Cap: streams.NewMemoryCap(cfg.StreamCap), UserCap: streams.NewMemoryCap(cfg.StreamUserCap),
+		Hub: streams.NewMemoryHub(memoryKeep, streamBuffer), Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter, LiveAccess: cfg.LiveAccess}
 	if client == nil {
 		return sc, func(context.Context) {}
 	}
@@ -233,7 +233,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	streamCfg, runHub := streamConfig(cfg, redis, logger)
 	defer runBeside(stopBG, func() { runHub(bg) })()
-	run := running{db: db, auth: svc, limiters: limiterStore, metrics: metrics, ready: ready, streams: streamCfg}
+	run := running{db: db, auth: svc, limiters: limiterStore, metrics: metrics, ready: ready, streams: streams.New(streamCfg)}
 	// The job queue stops before the hub and the database: it finishes or
 	// hands back the jobs it works.
 	memory, stopQueue, err := ingest.Start(bg, db, cfg.Memory, streamCfg.Hub, logger) // the memory example: delete with ingest/
@@ -257,7 +257,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	srv.ConnState = conns.ConnState
 	logger.Info("connection caps", "max_conns", maxConns, "max_conns_per_ip", cfg.MaxConnsPerIP, "descriptor_limit", fileLimit)
 	logListening(ln.Addr().String(), logger)
-	return serveUntilDone(ctx, srv, conns.Listener(ln), cfg.ShutdownTimeout, logger, handler.CloseStreams)
+	return serveUntilDone(ctx, srv, conns.Listener(ln), cfg.ShutdownTimeout, logger, run.streams.CloseStreams)
 }
 
 // ensureAdmin creates the user admin on first start, with password or,

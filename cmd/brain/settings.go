@@ -21,6 +21,7 @@ import (
 	"github.com/brain-template/brain/internal/settings"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
+	"github.com/brain-template/brain/streams"
 )
 
 // tables are the settings brain reads into c: the platform's, then each
@@ -125,15 +126,15 @@ func platformSettings(c *Config) []settings.Setting {
 			Set: settings.Size(leastBodyBytes, 64<<30, &c.BodyBytesInFlight)},
 		{Flag: "body-bytes-in-flight-per-user", Env: bodyBytesPerUserEnv, Default: settings.FormatSize(api.DefaultBodyBytesPerCaller), Usage: "bytes of large request bodies held at once for one user (or, on a public operation, one client address); at most " + bodyBytesEnv,
 			Set: settings.Size(leastBodyBytes, 64<<30, &c.BodyBytesPerUser)},
-		{Flag: "stream-cap", Env: product.EnvPrefix + "STREAM_CAP", Default: strconv.Itoa(api.DefaultStreamCap), Usage: "open streams per session or API key, across every stream endpoint; one more answers 429",
+		{Flag: "stream-cap", Env: product.EnvPrefix + "STREAM_CAP", Default: strconv.Itoa(streams.DefaultCap), Usage: "open streams per session or API key, across every stream endpoint; one more answers 429",
 			Set: settings.Int(1, 100000, &c.StreamCap)},
-		{Flag: "stream-user-cap", Env: product.EnvPrefix + "STREAM_USER_CAP", Default: strconv.Itoa(api.DefaultStreamUserCap), Usage: "open streams per user, across all of its sessions and API keys and every stream endpoint, at least " + product.EnvPrefix + "STREAM_CAP; one more answers 429",
+		{Flag: "stream-user-cap", Env: product.EnvPrefix + "STREAM_USER_CAP", Default: strconv.Itoa(streams.DefaultUserCap), Usage: "open streams per user, across all of its sessions and API keys and every stream endpoint, at least " + product.EnvPrefix + "STREAM_CAP; one more answers 429",
 			Set: settings.Int(1, 100000, &c.StreamUserCap)},
 		{Flag: "stream-opens", Env: product.EnvPrefix + "STREAM_OPENS", Default: limits.StreamOpens.String(), Usage: "streams a session or API key may open, <n>/<s|min|h>[,burst=<b>]; one more answers 429",
 			Set: settings.Rate(&c.StreamOpens)},
-		{Flag: "stream-heartbeat", Env: product.EnvPrefix + "STREAM_HEARTBEAT", Default: settings.FormatDuration(api.DefaultStreamHeartbeat), Usage: "how often an idle stream gets a comment line (and renews its slot)",
+		{Flag: "stream-heartbeat", Env: product.EnvPrefix + "STREAM_HEARTBEAT", Default: settings.FormatDuration(streams.DefaultHeartbeat), Usage: "how often an idle stream gets a comment line (and renews its slot)",
 			Set: settings.Duration(10*time.Millisecond, 10*time.Minute, &c.StreamHeartbeat)},
-		{Flag: "stream-retry-after", Env: product.EnvPrefix + "STREAM_RETRY_AFTER", Default: settings.FormatDuration(api.DefaultStreamRetryAfter), Usage: "the Retry-After of a stream refused by the cap",
+		{Flag: "stream-retry-after", Env: product.EnvPrefix + "STREAM_RETRY_AFTER", Default: settings.FormatDuration(streams.DefaultRetryAfter), Usage: "the Retry-After of a stream refused by the cap",
 			Set: settings.Duration(time.Second, time.Hour, &c.StreamRetryAfter)},
 		{Flag: "max-conns", Env: product.EnvPrefix + "MAX_CONNS", Default: "auto", Usage: "open connections at most: auto (what the descriptor limit, RLIMIT_NOFILE, allows beside " + product.Name + "'s own files) or a number up to that",
 			Set: maxConnsSetting(&c.MaxConns)},

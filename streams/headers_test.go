@@ -1,4 +1,6 @@
-package api_test
+// Tests of the legacy rate-limit headers of a stream's answer.
+
+package streams_test
 
 import (
 	"strconv"
@@ -8,6 +10,7 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/ratelimit"
+	"github.com/brain-template/brain/streams"
 )
 
 // The legacy X-RateLimit-* of a stream describe its open budget, a token
@@ -16,11 +19,9 @@ import (
 // refusal, which no budget decided, says the cap and, as its reset, when
 // its Retry-After ends.
 func TestStreamLegacyHeadersDescribeTheOpenBudget(t *testing.T) {
-	_, l, _ := streamServerWith(t, api.Config{
-		Streams: api.StreamConfig{RetryAfter: 7 * time.Second},
-		Limits:  api.Limits{StreamOpens: ratelimit.Rate{Limit: 60, Window: time.Minute, Burst: 20}},
-	}, nil)
-	ada := l.Login("ada", "correct horse battery").Cookie(t)
+	s := apitest.Start(t, api.Config{Limits: api.Limits{StreamOpens: ratelimit.Rate{Limit: 60, Window: time.Minute, Burst: 20}}},
+		apitest.Streams(streams.Config{RetryAfter: 7 * time.Second}))
+	ada := s.Session()
 	reset := func(r apitest.Reply) int64 {
 		n, err := strconv.ParseInt(r.Header.Get("X-RateLimit-Reset"), 10, 64)
 		if err != nil {
@@ -29,7 +30,7 @@ func TestStreamLegacyHeadersDescribeTheOpenBudget(t *testing.T) {
 		return n
 	}
 	before := time.Now().Unix()
-	st, r := l.OpenStream("/api/v1/events", ada)
+	st, r := s.OpenStream("/api/v1/events", ada)
 	if st == nil {
 		t.Fatalf("the first stream: %d %s", r.Status, r.Body)
 	}
@@ -41,12 +42,12 @@ func TestStreamLegacyHeadersDescribeTheOpenBudget(t *testing.T) {
 		t.Fatalf("admitted: X-RateLimit-Reset %d; want when the open budget is full again, in [%d, %d]", got, before+1, time.Now().Unix()+2)
 	}
 	for range 15 {
-		if st, r := l.OpenStream("/api/v1/events", ada); st == nil {
+		if st, r := s.OpenStream("/api/v1/events", ada); st == nil {
 			t.Fatalf("%d %s", r.Status, r.Body)
 		}
 	}
 	before = time.Now().Unix()
-	_, r = l.OpenStream("/api/v1/events", ada) // the 17th: the cap refuses
+	_, r = s.OpenStream("/api/v1/events", ada) // the 17th: the cap refuses
 	if r.Status != 429 || r.Header.Get("Retry-After") != "7" || r.Header.Get("X-RateLimit-Limit") != "16" || r.Header.Get("X-RateLimit-Remaining") != "0" {
 		t.Fatalf("the cap's refusal: %d %v", r.Status, r.Header)
 	}

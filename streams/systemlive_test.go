@@ -1,6 +1,6 @@
 // Who may follow GET /api/v1/system/live, what its snapshot counts, and
 // what the spec says of both.
-package api_test
+package streams_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/ratelimit"
+	"github.com/brain-template/brain/streams"
 )
 
 // liveResponses returns the statuses the spec declares for the live
@@ -35,7 +36,7 @@ func liveResponses(t *testing.T, s *api.Server) map[string]json.RawMessage {
 }
 
 // The live snapshot's jobs_queued is the count a feature gives it
-// (Server.CountQueuedJobs), 0 without one; any caller may follow it by default, and with
+// (streams.CountQueuedJobs), 0 without one; any caller may follow it by default, and with
 // LiveAccess Admin only the user admin, the others getting 403, as the
 // spec says in each case.
 func TestSystemLive(t *testing.T) {
@@ -47,7 +48,7 @@ func TestSystemLive(t *testing.T) {
 
 	t.Run("all", func(t *testing.T) {
 		three := func(s *api.Server) {
-			s.CountQueuedJobs(func(context.Context) (int64, error) { return 3, nil })
+			streams.CountQueuedJobs(s, func(context.Context) (int64, error) { return 3, nil })
 		}
 		l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{three}})
 		if snap := l.LiveSnapshot(l.Session()); snap.JobsQueued != 3 {
@@ -58,7 +59,7 @@ func TestSystemLive(t *testing.T) {
 		}
 	})
 	t.Run("admin", func(t *testing.T) {
-		l := apitest.Start(t, api.Config{Auth: svc, DB: db, LiveAccess: api.Admin})
+		l := apitest.Start(t, api.Config{Auth: svc, DB: db}, apitest.Streams(streams.Config{LiveAccess: api.Admin}))
 		ada := l.Session()
 		_, r := l.OpenStream("/api/v1/system/live", ada)
 		var env struct{ Code string }
@@ -80,7 +81,7 @@ func TestSystemLive(t *testing.T) {
 	// the spec's x-rate-limit says, and is answered 429 once it is spent.
 	t.Run("a 403 is charged", func(t *testing.T) {
 		three := ratelimit.Rate{Limit: 3, Window: time.Minute, Burst: 3}
-		l := apitest.Start(t, api.Config{Auth: svc, DB: db, LiveAccess: api.Admin, Limits: api.Limits{Session: three}})
+		l := apitest.Start(t, api.Config{Auth: svc, DB: db, Limits: api.Limits{Session: three}}, apitest.Streams(streams.Config{LiveAccess: api.Admin}))
 		ada := l.Session()
 		for i := range 3 {
 			if _, r := l.OpenStream("/api/v1/system/live", ada); r.Status != http.StatusForbidden {

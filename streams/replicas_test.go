@@ -1,16 +1,21 @@
-package api_test
+// Tests of the stream plane across replicas that share the real Redis:
+// one cap between them, each other's events, the slots of a replica that
+// dies, and a Redis cut.
+
+package streams_test
 
 import (
 	"cmp"
 	"context"
 	"maps"
-	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/api/apitest"
@@ -19,25 +24,33 @@ import (
 	"github.com/brain-template/brain/internal/testproxy"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/ratelimit/redistest"
+	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
-	"github.com/redis/rueidis"
 )
 
 // replica is one brain of a cluster: its own Redis client, cap and hub
 // over the Redis the cluster shares, on the auth service they share.
 type replica struct {
-	*apitest.Client
+	*apitest.Server
 	client rueidis.Client
 	server *httptest.Server
+}
+
+// cluster is the auth service the replicas of a test share, on its
+// database, with the user ada.
+func cluster(t *testing.T) (*auth.Service, *store.DB) {
+	t.Helper()
+	db := apitest.OpenDB(t)
+	return apitest.NewAuth(t, db), db
 }
 
 // newReplica starts a replica whose stream slots last lease unless its
 // heartbeat renews them, with a budget of opens no test meets. A Redis
 // failure of its caps fails the test, unless the test expects them (it
 // kills the replica).
-func newReplica(t *testing.T, svc *auth.Service, prefix string, lease time.Duration, failures *atomic.Bool) *replica {
+func newReplica(t *testing.T, svc *auth.Service, db *store.DB, prefix string, lease time.Duration, failures *atomic.Bool) *replica {
 	t.Helper()
-	return newReplicaWith(t, svc, prefix, lease, failures, replicaOptions{userCap: api.DefaultStreamUserCap,
+	return newReplicaWith(t, svc, db, prefix, lease, failures, replicaOptions{userCap: streams.DefaultUserCap,
 		opens: ratelimit.Rate{Limit: 10_000, Window: time.Minute, Burst: 10_000}})
 }
 
@@ -50,7 +63,7 @@ type replicaOptions struct {
 
 // newReplicaWith is newReplica with a per-user cap and an open budget of
 // the test's, both in the Redis the cluster shares.
-func newReplicaWith(t *testing.T, svc *auth.Service, prefix string, lease time.Duration, failures *atomic.Bool, o replicaOptions) *replica {
+func newReplicaWith(t *testing.T, svc *auth.Service, db *store.DB, prefix string, lease time.Duration, failures *atomic.Bool, o replicaOptions) *replica {
 	t.Helper()
 	client := redistest.Client(t, redistest.Option(t))
 	redisCap := func(max int) *streams.RedisCap {
@@ -76,28 +89,26 @@ func newReplicaWith(t *testing.T, svc *auth.Service, prefix string, lease time.D
 		r.Now = o.now
 		return r
 	}
-	s, _ := mustRawServer(t, api.Config{Auth: svc, Limits: limits,
-		Streams: api.StreamConfig{Cap: redisCap(api.DefaultStreamCap), UserCap: redisCap(o.userCap), Hub: hub, Heartbeat: lease / 5}})
-	hs := httptest.NewServer(s)
-	t.Cleanup(func() { s.CloseStreams(context.Background()); hs.Close() })
-	tr := &http.Transport{MaxIdleConnsPerHost: 64}
-	t.Cleanup(tr.CloseIdleConnections)
-	return &replica{Client: apitest.NewClient(t, hs.URL, &http.Client{Transport: tr}), client: client, server: hs}
+	var hs *httptest.Server
+	s := apitest.Start(t, api.Config{Auth: svc, DB: db, Limits: limits},
+		apitest.Streams(streams.Config{Cap: redisCap(streams.DefaultCap), UserCap: redisCap(o.userCap), Hub: hub, Heartbeat: lease / 5}),
+		apitest.HTTPServer(func(s *httptest.Server) { hs = s }))
+	return &replica{Server: s, client: client, server: hs}
 }
 
 // Two replicas sharing the real Redis hold one cap of 16 between them and
 // deliver each other's events; the slots of a replica that dies expire
 // with their leases.
 func TestStreamsAcrossReplicas(t *testing.T) {
-	svc := MustAuth(t)
+	svc, db := cluster(t)
 	prefix := redistest.Prefix()
 	const lease = 600 * time.Millisecond
 	var aDead, bDead atomic.Bool
-	a, b := newReplica(t, svc, prefix, lease, &aDead), newReplica(t, svc, prefix, lease, &bDead)
-	ada := a.Login("ada", "correct horse battery").Cookie(t)
+	a, b := newReplica(t, svc, db, prefix, lease, &aDead), newReplica(t, svc, db, prefix, lease, &bDead)
+	ada := a.Session()
 
 	var onB []*apitest.Stream
-	for i := range api.DefaultStreamCap {
+	for i := range streams.DefaultCap {
 		r := []*replica{a, b}[i%2]
 		st, rep := r.OpenStream("/api/v1/events", ada)
 		if st == nil {
@@ -146,13 +157,13 @@ func TestStreamsAcrossReplicas(t *testing.T) {
 // (the true wait, 1 s, as the budget's clock says), and a user's streams
 // over both replicas and two keys stop at its cap, until one ends.
 func TestStreamLimitsAcrossReplicas(t *testing.T) {
-	svc := MustAuth(t)
+	svc, db := cluster(t)
 	prefix := redistest.Prefix()
 	clk := testclock.New(t0)
 	var never atomic.Bool
 	o := replicaOptions{userCap: 20, opens: api.DefaultLimits().StreamOpens, now: clk.Now}
-	a, b := newReplicaWith(t, svc, prefix, time.Minute, &never, o), newReplicaWith(t, svc, prefix, time.Minute, &never, o)
-	ada := a.Login("ada", "correct horse battery").Cookie(t)
+	a, b := newReplicaWith(t, svc, db, prefix, time.Minute, &never, o), newReplicaWith(t, svc, db, prefix, time.Minute, &never, o)
+	ada := a.Session()
 
 	for i := range 20 { // HEAD draws an open and holds no slot
 		if r := []*replica{a, b}[i%2].Call("HEAD", "/api/v1/events", nil, ada); r.Status != 200 {
@@ -164,7 +175,7 @@ func TestStreamLimitsAcrossReplicas(t *testing.T) {
 		refusedBy(t, rep, "stream-opens", 60, 60, 1)
 	}
 
-	keys := []string{"X-API-Key: " + mustKey(t, svc), "X-API-Key: " + mustKey(t, svc)}
+	keys := []string{a.Key(), a.Key()}
 	var first *apitest.Stream
 	for i := range 16 { // the first key's cap, over both replicas
 		st, rep := []*replica{a, b}[i%2].OpenStream("/api/v1/events", keys[0])
@@ -219,7 +230,7 @@ func leases(t *testing.T, c rueidis.Client, prefix, kind string) map[string]int6
 // whose leases expired take them back), for the session and for its
 // user, and the 17th is refused again on any replica.
 func TestStreamsThroughARedisCut(t *testing.T) {
-	svc := MustAuth(t)
+	svc, db := cluster(t)
 	prefix := redistest.Prefix()
 	const beat = 100 * time.Millisecond
 	opt := redistest.Option(t)
@@ -238,15 +249,15 @@ func TestStreamsThroughARedisCut(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = hub.Run(ctx) }()
 	t.Cleanup(func() { stop(); <-done })
-	_, a, _ := streamServerWith(t, api.Config{Auth: svc, Streams: api.StreamConfig{
-		Cap: redisCap(api.DefaultStreamCap), UserCap: redisCap(api.DefaultStreamUserCap), Hub: hub, Heartbeat: beat}}, nil)
+	a := apitest.Start(t, api.Config{Auth: svc, DB: db}, apitest.Streams(streams.Config{
+		Cap: redisCap(streams.DefaultCap), UserCap: redisCap(streams.DefaultUserCap), Hub: hub, Heartbeat: beat}))
 	var never atomic.Bool
-	b := newReplica(t, svc, prefix, 4*beat, &never) // Redis never fails it
+	b := newReplica(t, svc, db, prefix, 4*beat, &never) // Redis never fails it
 	rc := redistest.Client(t, redistest.Option(t))
-	ada := a.Login("ada", "correct horse battery").Cookie(t)
+	ada := a.Session()
 
 	var open []*apitest.Stream
-	for i := range api.DefaultStreamCap {
+	for i := range streams.DefaultCap {
 		st, r := a.OpenStream("/api/v1/events", ada)
 		if st == nil {
 			t.Fatalf("stream %d: %d %s", i+1, r.Status, r.Body)
@@ -295,7 +306,7 @@ func TestStreamsThroughARedisCut(t *testing.T) {
 		}
 		return ok
 	})
-	for _, r := range []*replica{{Client: a}, b} {
+	for _, r := range []*replica{{Server: a}, b} {
 		if _, rep := r.OpenStream("/api/v1/events", ada); rep.Status != 429 {
 			t.Fatalf("the 17th after the cut: %d %s", rep.Status, rep.Body)
 		}

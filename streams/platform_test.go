@@ -1,4 +1,9 @@
-package api_test
+// Tests of the stream plane served whole, over real HTTP, through the
+// platform's streams (GET /api/v1/events, GET /api/v1/system/live): the
+// caps, the wire format, the takeover and its fallback, panics, the
+// shutdown, resuming, slow and stalled clients, deadlines, credentials.
+
+package streams_test
 
 import (
 	"bufio"
@@ -15,68 +20,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/go-chi/chi/v5"
+
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/api/apitest"
-	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/connlimit"
-	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/streams"
 )
 
-// streamServer serves the whole API over real HTTP with the stream plane
-// sc (a short heartbeat, so tests need not wait) and the user ada. srv
-// lets a test set the server's timeouts, or serve HTTP/2 over TLS
-// (EnableHTTP2).
-func streamServer(tb testing.TB, sc api.StreamConfig, srv func(*httptest.Server)) (*api.Server, *apitest.Client, *auth.Service) {
+// streamServer serves the whole API with the stream plane sc over real
+// HTTP (apitest.Start: a short heartbeat, so tests need not wait, and the
+// user ada). opts let a test set the server's timeouts, or serve HTTP/2
+// over TLS.
+func streamServer(tb testing.TB, sc streams.Config, opts ...apitest.Option) *apitest.Server {
 	tb.Helper()
-	return streamServerWith(tb, api.Config{Streams: sc}, srv)
+	return apitest.Start(tb, api.Config{}, append(opts, apitest.Streams(sc))...)
 }
 
-// streamServerWith is streamServer with more of the configuration.
-func streamServerWith(tb testing.TB, cfg api.Config, srv func(*httptest.Server)) (*api.Server, *apitest.Client, *auth.Service) {
+// rawStream sends GET path with header over a connection of its own,
+// closed when the test ends, and returns the connection unread.
+func rawStream(tb testing.TB, s *apitest.Server, path, header string) net.Conn {
 	tb.Helper()
-	if cfg.Auth == nil {
-		cfg.Auth = MustAuth(tb)
-	}
-	svc := cfg.Auth
-	if cfg.Streams.Heartbeat == 0 {
-		cfg.Streams.Heartbeat = 50 * time.Millisecond
-	}
-	// Budgets no test of the streams meets, unless it sets its own.
-	for _, b := range []*ratelimit.Rate{&cfg.Limits.Session, &cfg.Limits.APIKey, &cfg.Limits.StreamOpens} {
-		if *b == (ratelimit.Rate{}) {
-			*b = ratelimit.Rate{Limit: 10_000, Window: time.Minute, Burst: 10_000}
-		}
-	}
-	s, _ := mustRawServer(tb, cfg)
-	hs := httptest.NewUnstartedServer(s)
-	if srv != nil {
-		srv(hs)
-	}
-	tr := &http.Transport{MaxIdleConnsPerHost: 512}
-	if hs.EnableHTTP2 {
-		hs.StartTLS()
-		tr = hs.Client().Transport.(*http.Transport)
-	} else {
-		hs.Start()
-	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.CloseStreams(ctx); err != nil {
-			tb.Errorf("streams still open 10 s after CloseStreams: %v", err)
-		}
-		hs.Close()
-	})
-	tb.Cleanup(tr.CloseIdleConnections)
-	return s, apitest.NewClient(tb, hs.URL, &http.Client{Transport: tr}), svc
-}
-
-// rawStream sends GET path with header to l's server over a connection of
-// its own, closed when the test ends, and returns the connection unread.
-func rawStream(tb testing.TB, l *apitest.Client, path, header string) net.Conn {
-	tb.Helper()
-	conn, err := net.Dial("tcp", strings.TrimPrefix(l.URL, "http://"))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -85,19 +51,27 @@ func rawStream(tb testing.TB, l *apitest.Client, path, header string) net.Conn {
 	return conn
 }
 
+// adaID is the user id of the session cookie.
+func adaID(tb testing.TB, s *apitest.Server, cookie string) string {
+	tb.Helper()
+	var me struct{ User struct{ ID string } }
+	s.Call("GET", "/api/v1/auth/me", nil, cookie).Want(tb, 200, "me").Decode(tb, &me)
+	return me.User.ID
+}
+
 // The cap: 16 streams across both endpoints, the 17th refused with the
 // one 429 before any stream header; another session and an API key each
 // have their own 16; a stream the client cancels frees its slot.
 func TestStreamCap(t *testing.T) {
-	_, l, svc := streamServer(t, api.StreamConfig{}, nil)
-	ada := l.Login("ada", "correct horse battery").Cookie(t)
-	other := l.Login("ada", "correct horse battery").Cookie(t)
-	key := "X-API-Key: " + mustKey(t, svc)
+	s := streamServer(t, streams.Config{})
+	ada := s.Session()
+	other := s.Session()
+	key := s.Key()
 
 	var open []*apitest.Stream
 	for i := range 16 {
 		path := []string{"/api/v1/events", "/api/v1/system/live"}[i%2]
-		st, r := l.OpenStream(path, ada)
+		st, r := s.OpenStream(path, ada)
 		if st == nil {
 			t.Fatalf("stream %d: %d %s", i+1, r.Status, r.Body)
 		}
@@ -109,7 +83,7 @@ func TestStreamCap(t *testing.T) {
 		}
 		open = append(open, st)
 	}
-	st, r := l.OpenStream("/api/v1/system/live", ada)
+	st, r := s.OpenStream("/api/v1/system/live", ada)
 	if st != nil || r.Status != 429 {
 		t.Fatalf("the 17th stream: %d, want 429", r.Status)
 	}
@@ -125,17 +99,17 @@ func TestStreamCap(t *testing.T) {
 	}
 	for _, who := range []string{other, key} {
 		for i := range 16 {
-			if st, r := l.OpenStream("/api/v1/events", who); st == nil {
+			if st, r := s.OpenStream("/api/v1/events", who); st == nil {
 				t.Fatalf("%.20s: stream %d: %d %s", who, i+1, r.Status, r.Body)
 			}
 		}
 	}
 	open[3].Close()
 	apitest.Eventually(t, time.Second, "a cancelled stream frees its slot", func() bool {
-		st, _ := l.OpenStream("/api/v1/events", ada)
+		st, _ := s.OpenStream("/api/v1/events", ada)
 		return st != nil
 	})
-	if _, r := l.OpenStream("/api/v1/events"); r.Status != 401 || r.Header.Get("Content-Type") == "text/event-stream" {
+	if _, r := s.OpenStream("/api/v1/events"); r.Status != 401 || r.Header.Get("Content-Type") == "text/event-stream" {
 		t.Fatalf("no credentials: %d %v", r.Status, r.Header)
 	}
 }
@@ -143,20 +117,20 @@ func TestStreamCap(t *testing.T) {
 // A client whose connection drops without a word frees its slot within a
 // heartbeat.
 func TestStreamAbruptCloseFreesSlot(t *testing.T) {
-	_, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1)}, nil)
-	ada := l.Login("ada", "correct horse battery").Cookie(t)
-	conn := rawStream(t, l, "/api/v1/events", ada)
+	s := streamServer(t, streams.Config{Cap: streams.NewMemoryCap(1)})
+	ada := s.Session()
+	conn := rawStream(t, s, "/api/v1/events", ada)
 	status, _ := bufio.NewReader(conn).ReadString('\n')
 	if !strings.Contains(status, "200") {
 		t.Fatalf("raw stream: %q", status)
 	}
-	if _, r := l.OpenStream("/api/v1/events", ada); r.Status != 429 {
+	if _, r := s.OpenStream("/api/v1/events", ada); r.Status != 429 {
 		t.Fatalf("the slot is taken: %d", r.Status)
 	}
 	conn.(*net.TCPConn).SetLinger(0) // a reset, not a goodbye
 	conn.Close()
 	apitest.Eventually(t, time.Second, "a dropped connection frees its slot", func() bool {
-		st, _ := l.OpenStream("/api/v1/events", ada)
+		st, _ := s.OpenStream("/api/v1/events", ada)
 		return st != nil
 	})
 }
@@ -165,9 +139,9 @@ func TestStreamAbruptCloseFreesSlot(t *testing.T) {
 // stream's headers and no framing of its body, which ends, after
 // stream.closing, when the server closes the connection.
 func TestStreamWireFormat(t *testing.T) {
-	s, l, _ := streamServer(t, api.StreamConfig{}, nil)
-	ada := l.Login("ada", "correct horse battery").Cookie(t)
-	conn := rawStream(t, l, "/api/v1/events", ada)
+	s := streamServer(t, streams.Config{})
+	ada := s.Session()
+	conn := rawStream(t, s, "/api/v1/events", ada)
 	rd := bufio.NewReader(conn)
 	res, err := http.ReadResponse(rd, nil)
 	if err != nil {
@@ -181,7 +155,7 @@ func TestStreamWireFormat(t *testing.T) {
 	if err != nil || first != "retry: 3000\n" {
 		t.Fatalf("first line %q, %v", first, err)
 	}
-	go s.CloseStreams(context.Background())
+	go s.Streams.CloseStreams(context.Background())
 	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	rest, err := io.ReadAll(rd)
 	if err != nil {
@@ -196,45 +170,54 @@ func TestStreamWireFormat(t *testing.T) {
 // served through the ResponseWriter: it starts, carries events, and a
 // client that leaves frees its slot.
 func TestStreamOverHTTP2(t *testing.T) {
-	_, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1)}, func(hs *httptest.Server) { hs.EnableHTTP2 = true })
-	ada := l.Login("ada", "correct horse battery").Cookie(t)
-	st, r := l.OpenStream("/api/v1/events", ada)
+	s := streamServer(t, streams.Config{Cap: streams.NewMemoryCap(1)}, apitest.HTTPServer(func(hs *httptest.Server) { hs.EnableHTTP2 = true }))
+	ada := s.Session()
+	st, r := s.OpenStream("/api/v1/events", ada)
 	if st == nil {
 		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 	if st.Response().ProtoMajor != 2 {
 		t.Fatalf("served over %s, want HTTP/2", st.Response().Proto)
 	}
-	l.Call("POST", "/api/v1/apikeys", map[string]string{"name": "h2"}, ada).Want(t, 201, "create key")
+	s.Call("POST", "/api/v1/apikeys", map[string]string{"name": "h2"}, ada).Want(t, 201, "create key")
 	if m := st.NextEvent(t); m.Event != "apikey.created" || m.ID == "" {
 		t.Fatalf("event %+v, want apikey.created with an id", m)
 	}
-	if _, r := l.OpenStream("/api/v1/events", ada); r.Status != 429 {
+	if _, r := s.OpenStream("/api/v1/events", ada); r.Status != 429 {
 		t.Fatalf("the slot is taken: %d", r.Status)
 	}
 	st.Close()
 	apitest.Eventually(t, time.Second, "a stream the client left frees its slot", func() bool {
-		st, _ := l.OpenStream("/api/v1/events", ada)
+		st, _ := s.OpenStream("/api/v1/events", ada)
 		return st != nil
 	})
+}
+
+// panicking is a feature with a stream at path whose serve panics, after
+// the stream started when started is true.
+func panicking(path string, started bool) api.Feature {
+	return func(s *api.Server) {
+		streams.Add(s, streams.Operation{Operation: huma.Operation{OperationID: "panic" + path, Path: path}, Serve: func(st *streams.Stream) {
+			if started && st.Start() != nil {
+				return
+			}
+			panic("a bug in a stream")
+		}})
+	}
 }
 
 // A stream that panics is a bug, not a crash: before it starts, the
 // client gets the 500 envelope; after, the stream ends. Either way its
 // slot is freed and the server keeps serving.
 func TestStreamPanic(t *testing.T) {
-	s, _ := mustRawServer(t, api.Config{Streams: api.StreamConfig{Cap: streams.NewMemoryCap(1)}})
-	api.AddPanickingStream(s, "/test/panic-early", false)
-	api.AddPanickingStream(s, "/test/panic-late", true)
-	hs := httptest.NewServer(s)
-	defer hs.Close()
-	l := apitest.NewClient(t, hs.URL, hs.Client())
-	ada := l.Login("ada", "correct horse battery").Cookie(t)
+	s := apitest.Start(t, api.Config{Features: []api.Feature{panicking("/test/panic-early", false), panicking("/test/panic-late", true)}},
+		apitest.Streams(streams.Config{Cap: streams.NewMemoryCap(1)}))
+	ada := s.Session()
 	for range 2 { // the second time, the slot is free again
-		if _, r := l.OpenStream("/test/panic-early", ada); r.Status != 500 || !strings.Contains(r.Body, `"code":"internal"`) {
+		if _, r := s.OpenStream("/test/panic-early", ada); r.Status != 500 || !strings.Contains(r.Body, `"code":"internal"`) {
 			t.Fatalf("a panic before the stream started: %d %s", r.Status, r.Body)
 		}
-		st, r := l.OpenStream("/test/panic-late", ada)
+		st, r := s.OpenStream("/test/panic-late", ada)
 		if st == nil {
 			t.Fatalf("a stream that panics once started: %d %s", r.Status, r.Body)
 		}
@@ -247,9 +230,9 @@ func TestStreamPanic(t *testing.T) {
 // A client that keeps sending bytes after its request is not read
 // without bound: its stream ends, and the connection with it.
 func TestStreamFloodingClientIsCutOff(t *testing.T) {
-	_, l, _ := streamServer(t, api.StreamConfig{}, nil)
-	ada := l.Login("ada", "correct horse battery").Cookie(t)
-	conn := rawStream(t, l, "/api/v1/events", ada)
+	s := streamServer(t, streams.Config{})
+	ada := s.Session()
+	conn := rawStream(t, s, "/api/v1/events", ada)
 	junk := make([]byte, 1<<16)
 	var sent int64
 	deadline := time.Now().Add(2 * time.Second)
@@ -268,8 +251,8 @@ func TestStreamFloodingClientIsCutOff(t *testing.T) {
 // the shutdown starts; HEAD opens and ends one): the wait counts them
 // safely.
 func TestCloseStreamsWhileStreamsOpen(t *testing.T) {
-	s, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1000)}, nil)
-	ada := l.Login("ada", "correct horse battery").Cookie(t)
+	s := streamServer(t, streams.Config{Cap: streams.NewMemoryCap(1000), UserCap: streams.NewMemoryCap(1000)})
+	ada := s.Session()
 	k, v, _ := strings.Cut(ada, ": ")
 	var stop atomic.Bool
 	var wg sync.WaitGroup
@@ -278,9 +261,9 @@ func TestCloseStreamsWhileStreamsOpen(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for !stop.Load() {
-				req, _ := http.NewRequest("HEAD", l.URL+"/api/v1/events", nil)
+				req, _ := http.NewRequest("HEAD", s.URL+"/api/v1/events", nil)
 				req.Header.Set(k, v)
-				if res, err := l.HTTP.Do(req); err == nil {
+				if res, err := s.HTTP.Do(req); err == nil {
 					res.Body.Close()
 				}
 			}
@@ -289,31 +272,47 @@ func TestCloseStreamsWhileStreamsOpen(t *testing.T) {
 	end := time.Now().Add(time.Second)
 	for time.Now().Before(end) {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-		_ = s.CloseStreams(ctx)
+		_ = s.Streams.CloseStreams(ctx)
 		cancel()
 	}
 	stop.Store(true)
 	wg.Wait()
 }
 
+// routeParam is a feature with a stream at path (with {id}) that, once
+// started, sends its id URL parameter as read from its request each time
+// a value arrives on poke.
+func routeParam(path string, poke chan struct{}) api.Feature {
+	return func(s *api.Server) {
+		streams.Add(s, streams.Operation{Operation: huma.Operation{OperationID: "param" + path, Path: path},
+			Events: []streams.EventType{{Name: "param", Data: ""}}, Serve: func(st *streams.Stream) {
+				if st.Start() != nil {
+					return
+				}
+				for range poke {
+					b, _ := json.Marshal(chi.URLParam(st.Request(), "id"))
+					if st.Send("", "param", b) != nil {
+						return
+					}
+				}
+			}})
+	}
+}
+
 // A stream reads its own path parameters for as long as it lives, though
 // chi reuses its route context for other requests once the handler
 // returned.
 func TestStreamKeepsItsPathParameters(t *testing.T) {
-	s, _ := mustRawServer(t, api.Config{})
 	poke := make(chan struct{})
-	api.AddRouteParamStream(s, "/test/p/{id}", poke)
-	hs := httptest.NewServer(s)
-	defer hs.Close()
+	s := apitest.Start(t, api.Config{Features: []api.Feature{routeParam("/test/p/{id}", poke)}})
 	defer close(poke)
-	l := apitest.NewClient(t, hs.URL, hs.Client())
-	ada := l.Login("ada", "correct horse battery").Cookie(t)
-	st, r := l.OpenStream("/test/p/mine", ada)
+	ada := s.Session()
+	st, r := s.OpenStream("/test/p/mine", ada)
 	if st == nil {
 		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 	for i := range 50 { // other requests take chi's pooled contexts
-		l.Call("GET", "/api/v1/jobs/00000000-0000-0000-0000-00000000000"+fmt.Sprint(i%10), nil, ada)
+		s.Call("GET", "/api/v1/jobs/00000000-0000-0000-0000-00000000000"+fmt.Sprint(i%10), nil, ada)
 	}
 	poke <- struct{}{}
 	if m := st.NextEvent(t); m.Data != `"mine"` {
@@ -324,14 +323,14 @@ func TestStreamKeepsItsPathParameters(t *testing.T) {
 // Events published while a client was away are replayed after its
 // Last-Event-ID, without loss or duplicates; one too old is told so.
 func TestStreamResumesAfterLastEventID(t *testing.T) {
-	_, l, _ := streamServer(t, api.StreamConfig{Hub: streams.NewMemoryHub(4, 64)}, nil)
-	ada := l.Login("ada", "correct horse battery").Cookie(t)
+	s := streamServer(t, streams.Config{Hub: streams.NewMemoryHub(4, 64)})
+	ada := s.Session()
 	newKey := func(name string) string {
 		var k struct{ ID string }
-		l.Call("POST", "/api/v1/apikeys", map[string]string{"name": name}, ada).Want(t, 201, "create key").Decode(t, &k)
+		s.Call("POST", "/api/v1/apikeys", map[string]string{"name": name}, ada).Want(t, 201, "create key").Decode(t, &k)
 		return k.ID
 	}
-	st, _ := l.OpenStream("/api/v1/events", ada)
+	st, _ := s.OpenStream("/api/v1/events", ada)
 	first := newKey("one")
 	m := st.NextEvent(t)
 	if m.Event != "apikey.created" || !strings.Contains(m.Data, first) || m.ID == "" {
@@ -339,7 +338,7 @@ func TestStreamResumesAfterLastEventID(t *testing.T) {
 	}
 	st.Close()
 	missed := []string{newKey("two"), newKey("three")}
-	again, _ := l.OpenStream("/api/v1/events", ada, "Last-Event-ID: "+m.ID)
+	again, _ := s.OpenStream("/api/v1/events", ada, "Last-Event-ID: "+m.ID)
 	for _, id := range missed {
 		if m := again.NextEvent(t); m.Event != "apikey.created" || !strings.Contains(m.Data, id) {
 			t.Fatalf("replayed %+v, want the creation of %s", m, id)
@@ -353,11 +352,11 @@ func TestStreamResumesAfterLastEventID(t *testing.T) {
 	for i := range 5 { // the hub keeps 4: the first event's successors are partly gone
 		newKey(fmt.Sprint("more", i))
 	}
-	late, _ := l.OpenStream("/api/v1/events", ada, "Last-Event-ID: "+m.ID)
+	late, _ := s.OpenStream("/api/v1/events", ada, "Last-Event-ID: "+m.ID)
 	if g := late.NextEvent(t); g.Event != "stream.gap" || g.Data != `{"after":"`+m.ID+`"}` {
 		t.Fatalf("a resume from an id no longer kept starts with %+v, want stream.gap", g)
 	}
-	if _, r := l.OpenStream("/api/v1/events", ada, "Last-Event-ID: "+strings.Repeat("9", 300)); r.Status != 422 {
+	if _, r := s.OpenStream("/api/v1/events", ada, "Last-Event-ID: "+strings.Repeat("9", 300)); r.Status != 422 {
 		t.Fatalf("a Last-Event-ID this API never gave: %d %s", r.Status, r.Body)
 	}
 }
@@ -367,11 +366,11 @@ func TestStreamResumesAfterLastEventID(t *testing.T) {
 // publishing never waits for either.
 func TestStreamSlowReaderDoesNotSlowOthers(t *testing.T) {
 	hub := streams.NewMemoryHub(16, 8)
-	_, l, _ := streamServer(t, api.StreamConfig{Hub: hub, Heartbeat: time.Hour}, nil)
-	ada := l.Login("ada", "correct horse battery").Cookie(t)
-	user := adaID(t, l, ada)
-	slow, _ := l.OpenStream("/api/v1/events", ada)
-	fast, _ := l.OpenStream("/api/v1/events", ada)
+	s := streamServer(t, streams.Config{Hub: hub, Heartbeat: time.Hour})
+	ada := s.Session()
+	user := adaID(t, s, ada)
+	slow, _ := s.OpenStream("/api/v1/events", ada)
+	fast, _ := s.OpenStream("/api/v1/events", ada)
 	big := json.RawMessage(`{"id":"` + strings.Repeat("x", 256<<10) + `"}`)
 	const n = 100 // 25 MB: more than the socket buffers of the slow stream hold
 	var slowest time.Duration
@@ -399,21 +398,13 @@ func TestStreamSlowReaderDoesNotSlowOthers(t *testing.T) {
 	}
 }
 
-// adaID is the user id of the session cookie.
-func adaID(tb testing.TB, l *apitest.Client, cookie string) string {
-	tb.Helper()
-	var me struct{ User struct{ ID string } }
-	l.Call("GET", "/api/v1/auth/me", nil, cookie).Want(tb, 200, "me").Decode(tb, &me)
-	return me.User.ID
-}
-
 // A shutdown ends every stream with stream.closing and frees its slot.
 func TestStreamShutdown(t *testing.T) {
-	s, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(2)}, nil)
-	ada := l.Login("ada", "correct horse battery").Cookie(t)
-	a, _ := l.OpenStream("/api/v1/events", ada)
-	b, _ := l.OpenStream("/api/v1/system/live", ada)
-	s.CloseStreams(context.Background())
+	s := streamServer(t, streams.Config{Cap: streams.NewMemoryCap(2)})
+	ada := s.Session()
+	a, _ := s.OpenStream("/api/v1/events", ada)
+	b, _ := s.OpenStream("/api/v1/system/live", ada)
+	s.Streams.CloseStreams(context.Background())
 	for _, st := range []*apitest.Stream{a, b} {
 		for {
 			m := st.NextEvent(t)
@@ -430,11 +421,11 @@ func TestStreamShutdown(t *testing.T) {
 // The server's read and write timeouts do not cut a healthy stream: it
 // moves its own deadlines, heartbeat by heartbeat.
 func TestStreamOutlivesServerTimeouts(t *testing.T) {
-	_, l, _ := streamServer(t, api.StreamConfig{Heartbeat: 50 * time.Millisecond}, func(hs *httptest.Server) {
+	s := streamServer(t, streams.Config{Heartbeat: 50 * time.Millisecond}, apitest.HTTPServer(func(hs *httptest.Server) {
 		hs.Config.ReadTimeout, hs.Config.WriteTimeout = 200*time.Millisecond, 200*time.Millisecond
-	})
-	ada := l.Login("ada", "correct horse battery").Cookie(t)
-	st, r := l.OpenStream("/api/v1/system/live", ada)
+	}))
+	ada := s.Session()
+	st, r := s.OpenStream("/api/v1/system/live", ada)
 	if st == nil {
 		t.Fatalf("%d %s", r.Status, r.Body)
 	}
@@ -452,15 +443,15 @@ func TestStreamOutlivesServerTimeouts(t *testing.T) {
 
 // HEAD answers the headers a stream would start with, and holds no slot.
 func TestStreamHead(t *testing.T) {
-	_, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1)}, nil)
-	ada := l.Login("ada", "correct horse battery").Cookie(t)
+	s := streamServer(t, streams.Config{Cap: streams.NewMemoryCap(1)})
+	ada := s.Session()
 	for range 3 {
-		r := l.Call("HEAD", "/api/v1/events", nil, ada)
+		r := s.Call("HEAD", "/api/v1/events", nil, ada)
 		if r.Status != 200 || r.Header.Get("Content-Type") != "text/event-stream" || r.Took > time.Second {
 			t.Fatalf("HEAD: %d %v in %v", r.Status, r.Header, r.Took)
 		}
 	}
-	if st, r := l.OpenStream("/api/v1/events", ada); st == nil {
+	if st, r := s.OpenStream("/api/v1/events", ada); st == nil {
 		t.Fatalf("after three HEADs the one slot is free: %d %s", r.Status, r.Body)
 	}
 }
@@ -468,21 +459,21 @@ func TestStreamHead(t *testing.T) {
 // A stream whose credentials stop holding — its API key deleted, its
 // session logged out — ends within a heartbeat with stream.closing.
 func TestStreamEndsWithItsCredentials(t *testing.T) {
-	_, l, _ := streamServer(t, api.StreamConfig{}, nil)
-	ada := l.Login("ada", "correct horse battery").Cookie(t)
+	s := streamServer(t, streams.Config{})
+	ada := s.Session()
 	var k struct{ ID, Key string }
-	l.Call("POST", "/api/v1/apikeys", map[string]string{"name": "doomed"}, ada).Want(t, 201, "create").Decode(t, &k)
-	byKey, _ := l.OpenStream("/api/v1/system/live", "X-API-Key: "+k.Key)
-	other := l.Login("ada", "correct horse battery").Cookie(t)
-	bySession, _ := l.OpenStream("/api/v1/system/live", other)
-	l.Call("DELETE", "/api/v1/apikeys/"+k.ID, nil, ada).Want(t, 204, "delete the key")
-	l.Call("POST", "/api/v1/auth/logout", nil, other).Want(t, 204, "log out")
+	s.Call("POST", "/api/v1/apikeys", map[string]string{"name": "doomed"}, ada).Want(t, 201, "create").Decode(t, &k)
+	byKey, _ := s.OpenStream("/api/v1/system/live", "X-API-Key: "+k.Key)
+	other := s.Session()
+	bySession, _ := s.OpenStream("/api/v1/system/live", other)
+	s.Call("DELETE", "/api/v1/apikeys/"+k.ID, nil, ada).Want(t, 204, "delete the key")
+	s.Call("POST", "/api/v1/auth/logout", nil, other).Want(t, 204, "log out")
 	for _, st := range []*apitest.Stream{byKey, bySession} {
 		for m := st.NextEvent(t); m.Event != "stream.closing"; m = st.NextEvent(t) {
 		}
 	}
 	// ada's own session is untouched.
-	if st, r := l.OpenStream("/api/v1/events", ada); st == nil {
+	if st, r := s.OpenStream("/api/v1/events", ada); st == nil {
 		t.Fatalf("ada's session: %d %s", r.Status, r.Body)
 	}
 }
@@ -491,11 +482,11 @@ func TestStreamEndsWithItsCredentials(t *testing.T) {
 // it cannot end the message early or inject fields.
 func TestStreamDataWithLineBreaks(t *testing.T) {
 	hub := streams.NewMemoryHub(16, 16)
-	_, l, _ := streamServer(t, api.StreamConfig{Hub: hub}, nil)
-	ada := l.Login("ada", "correct horse battery").Cookie(t)
-	st, _ := l.OpenStream("/api/v1/events", ada)
+	s := streamServer(t, streams.Config{Hub: hub})
+	ada := s.Session()
+	st, _ := s.OpenStream("/api/v1/events", ada)
 	data, _ := json.MarshalIndent(map[string]string{"id": "x\ny", "event": "injected"}, "", "  ")
-	if _, err := hub.Publish(context.Background(), streams.Event{Type: "apikey.deleted", To: adaID(t, l, ada), Data: data}); err != nil {
+	if _, err := hub.Publish(context.Background(), streams.Event{Type: "apikey.deleted", To: adaID(t, s, ada), Data: data}); err != nil {
 		t.Fatal(err)
 	}
 	if m := st.NextEvent(t); m.Event != "apikey.deleted" || m.Data != `{"event":"injected","id":"x\ny"}` {
@@ -510,24 +501,24 @@ func TestStreamDataWithLineBreaks(t *testing.T) {
 func TestStreamStalledClientFreesSlot(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		srv  func(*httptest.Server)
+		opts []apitest.Option
 	}{
 		{"plain", nil},
-		{"connlimit", func(hs *httptest.Server) {
+		{"connlimit", []apitest.Option{apitest.HTTPServer(func(hs *httptest.Server) {
 			lim := connlimit.New(connlimit.Config{Max: 100, MaxPerIP: 100})
 			hs.Listener, hs.Config.ConnState = lim.Listener(hs.Listener), lim.ConnState
-		}},
+		})}},
 	} {
-		t.Run(tc.name, func(t *testing.T) { testStreamStalledClientFreesSlot(t, tc.srv) })
+		t.Run(tc.name, func(t *testing.T) { testStreamStalledClientFreesSlot(t, tc.opts...) })
 	}
 }
 
-func testStreamStalledClientFreesSlot(t *testing.T, srv func(*httptest.Server)) {
+func testStreamStalledClientFreesSlot(t *testing.T, opts ...apitest.Option) {
 	hub := streams.NewMemoryHub(16, 16)
-	_, l, _ := streamServer(t, api.StreamConfig{Cap: streams.NewMemoryCap(1), Hub: hub, Heartbeat: 50 * time.Millisecond}, srv)
-	ada := l.Login("ada", "correct horse battery").Cookie(t)
+	s := streamServer(t, streams.Config{Cap: streams.NewMemoryCap(1), Hub: hub, Heartbeat: 50 * time.Millisecond}, opts...)
+	ada := s.Session()
 	d := net.Dialer{Control: nil}
-	conn, err := d.Dial("tcp", strings.TrimPrefix(l.URL, "http://"))
+	conn, err := d.Dial("tcp", strings.TrimPrefix(s.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -540,11 +531,11 @@ func testStreamStalledClientFreesSlot(t *testing.T, srv func(*httptest.Server)) 
 	// Far more than the client's window, far less than the server's send
 	// buffer: the write succeeds, and the bytes wait in the kernel.
 	big := json.RawMessage(`{"id":"` + strings.Repeat("x", 48<<10) + `"}`)
-	if _, err := hub.Publish(context.Background(), streams.Event{Type: "apikey.deleted", To: adaID(t, l, ada), Data: big}); err != nil {
+	if _, err := hub.Publish(context.Background(), streams.Event{Type: "apikey.deleted", To: adaID(t, s, ada), Data: big}); err != nil {
 		t.Fatal(err)
 	}
 	apitest.Eventually(t, 2*time.Second, "a stalled client's slot frees", func() bool {
-		st, _ := l.OpenStream("/api/v1/events", ada)
+		st, _ := s.OpenStream("/api/v1/events", ada)
 		return st != nil
 	})
 }
@@ -552,8 +543,8 @@ func testStreamStalledClientFreesSlot(t *testing.T, srv func(*httptest.Server)) 
 // Credentials come first: a request without them gets 401, whatever its
 // Last-Event-ID.
 func TestStreamChecksCallerFirst(t *testing.T) {
-	_, l, _ := streamServer(t, api.StreamConfig{}, nil)
-	if _, r := l.OpenStream("/api/v1/events", "Last-Event-ID: nonsense"); r.Status != 401 {
+	s := streamServer(t, streams.Config{})
+	if _, r := s.OpenStream("/api/v1/events", "Last-Event-ID: nonsense"); r.Status != 401 {
 		t.Fatalf("no credentials, a bad Last-Event-ID: %d %s", r.Status, r.Body)
 	}
 }

@@ -1,4 +1,8 @@
-package api_test
+// Tests of the stream plane's limits together, on a clock the test moves:
+// the open budget, the caller's cap and the user's, and what each refusal
+// takes (nothing).
+
+package streams_test
 
 import (
 	"encoding/json"
@@ -59,11 +63,11 @@ func TestStreamOpenBudget(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := testclock.New(t0)
-			_, l, _ := streamServerWith(t, api.Config{Now: clk.Now, Limits: api.Limits{StreamOpens: tc.budget, Store: clockedStore(clk)},
-				Streams: api.StreamConfig{Cap: streams.NewMemoryCap(32)}}, nil)
-			ada := l.Login("ada", "correct horse battery").Cookie(t)
+			s := apitest.Start(t, api.Config{Now: clk.Now, Limits: api.Limits{StreamOpens: tc.budget, Store: clockedStore(clk)}},
+				apitest.Streams(streams.Config{Cap: streams.NewMemoryCap(32)}))
+			ada := s.Session()
 			for i := range 20 {
-				st, r := l.OpenStream("/api/v1/events", ada)
+				st, r := s.OpenStream("/api/v1/events", ada)
 				if st == nil {
 					t.Fatalf("open %d of the burst: %d %s", i+1, r.Status, r.Body)
 				}
@@ -71,17 +75,17 @@ func TestStreamOpenBudget(t *testing.T) {
 					t.Fatalf("open %d: RateLimit %q, want %s", i+1, r.Header.Get("RateLimit"), want)
 				}
 			}
-			_, r := l.OpenStream("/api/v1/events", ada)
+			_, r := s.OpenStream("/api/v1/events", ada)
 			refusedBy(t, r, "stream-opens", tc.budget.Limit, 60, tc.retry)
 			if got, want := r.Header.Get("RateLimit"), `"streams";r=12, "streams-per-user";r=44, "stream-opens";r=0;t=`; !strings.HasPrefix(got, want) {
 				t.Fatalf("the refusal's RateLimit %q, want %s...: its slots given back", got, want)
 			}
 			clk.Advance(tc.advance)
-			_, r = l.OpenStream("/api/v1/system/live", ada) // every stream endpoint draws from it
+			_, r = s.OpenStream("/api/v1/system/live", ada) // every stream endpoint draws from it
 			refusedBy(t, r, "stream-opens", tc.budget.Limit, 60, tc.later)
 
 			clk.Advance(time.Duration(tc.later) * time.Second)
-			st, r := l.OpenStream("/api/v1/events", ada)
+			st, r := s.OpenStream("/api/v1/events", ada)
 			if st == nil {
 				t.Fatalf("once the wait has passed: %d %s", r.Status, r.Body)
 			}
@@ -96,13 +100,13 @@ func TestStreamOpenBudget(t *testing.T) {
 // A stream the caller's cap refuses takes no token of its open budget.
 func TestStreamCapRefusalTakesNoOpen(t *testing.T) {
 	clk := testclock.New(t0)
-	_, l, _ := streamServerWith(t, api.Config{Now: clk.Now, Limits: api.Limits{StreamOpens: api.DefaultLimits().StreamOpens, Store: clockedStore(clk)},
-		Streams: api.StreamConfig{Cap: streams.NewMemoryCap(2)}}, nil)
-	ada := l.Login("ada", "correct horse battery").Cookie(t)
-	first, _ := l.OpenStream("/api/v1/events", ada)
-	l.OpenStream("/api/v1/events", ada)
+	s := apitest.Start(t, api.Config{Now: clk.Now, Limits: api.Limits{StreamOpens: api.DefaultLimits().StreamOpens, Store: clockedStore(clk)}},
+		apitest.Streams(streams.Config{Cap: streams.NewMemoryCap(2)}))
+	ada := s.Session()
+	first, _ := s.OpenStream("/api/v1/events", ada)
+	s.OpenStream("/api/v1/events", ada)
 	for range 10 {
-		_, r := l.OpenStream("/api/v1/events", ada)
+		_, r := s.OpenStream("/api/v1/events", ada)
 		refusedBy(t, r, "streams", 2, 0, 5)
 		if got := r.Header.Get("RateLimit"); got != `"streams";r=0` {
 			t.Fatalf("the cap's refusal: RateLimit %q, want only the cap that refused", got)
@@ -112,7 +116,7 @@ func TestStreamCapRefusalTakesNoOpen(t *testing.T) {
 	var r apitest.Reply
 	apitest.Eventually(t, 2*time.Second, "a closed stream frees its slot", func() bool {
 		var st *apitest.Stream
-		st, r = l.OpenStream("/api/v1/events", ada)
+		st, r = s.OpenStream("/api/v1/events", ada)
 		return st != nil
 	})
 	// The clock stood still: 3 opens admitted, of a burst of 20.
@@ -125,14 +129,14 @@ func TestStreamCapRefusalTakesNoOpen(t *testing.T) {
 // slot or an open: 30 of them leave the open budget whole.
 func TestBadLastEventIDTakesNoOpen(t *testing.T) {
 	clk := testclock.New(t0)
-	_, l, _ := streamServerWith(t, api.Config{Now: clk.Now, Limits: api.Limits{StreamOpens: api.DefaultLimits().StreamOpens, Store: clockedStore(clk)}}, nil)
-	ada := l.Login("ada", "correct horse battery").Cookie(t)
+	s := apitest.Start(t, api.Config{Now: clk.Now, Limits: api.Limits{StreamOpens: api.DefaultLimits().StreamOpens, Store: clockedStore(clk)}})
+	ada := s.Session()
 	for range 30 {
-		if _, r := l.OpenStream("/api/v1/events", ada, "Last-Event-ID: nonsense"); r.Status != 422 {
+		if _, r := s.OpenStream("/api/v1/events", ada, "Last-Event-ID: nonsense"); r.Status != 422 {
 			t.Fatalf("a malformed Last-Event-ID: %d %s", r.Status, r.Body)
 		}
 	}
-	st, r := l.OpenStream("/api/v1/events", ada)
+	st, r := s.OpenStream("/api/v1/events", ada)
 	if st == nil || !strings.Contains(r.Header.Get("RateLimit"), `"stream-opens";r=19;`) {
 		t.Fatalf("after 30 malformed ids: RateLimit %q; want 19 opens left of 20", r.Header.Get("RateLimit"))
 	}
@@ -145,17 +149,17 @@ func TestBadLastEventIDTakesNoOpen(t *testing.T) {
 // open; when any of the user's streams closes, the place is free again.
 func TestStreamUserCap(t *testing.T) {
 	clk := testclock.New(t0)
-	_, l, svc := streamServerWith(t, api.Config{Now: clk.Now, Limits: api.Limits{StreamOpens: api.DefaultLimits().StreamOpens, Store: clockedStore(clk)}}, nil)
+	s := apitest.Start(t, api.Config{Now: clk.Now, Limits: api.Limits{StreamOpens: api.DefaultLimits().StreamOpens, Store: clockedStore(clk)}})
 	var keys []string
 	for range 5 {
-		keys = append(keys, "X-API-Key: "+mustKey(t, svc))
+		keys = append(keys, s.Key())
 	}
 	var first *apitest.Stream
 	for k, key := range keys {
 		for i := range 13 {
-			st, r := l.OpenStream("/api/v1/events", key)
+			st, r := s.OpenStream("/api/v1/events", key)
 			if k == 4 && i == 12 { // the 65th
-				refusedBy(t, r, "streams-per-user", api.DefaultStreamUserCap, 0, 5)
+				refusedBy(t, r, "streams-per-user", streams.DefaultUserCap, 0, 5)
 				if got, want := r.Header.Get("RateLimit"), `"streams";r=4, "streams-per-user";r=0`; got != want {
 					t.Fatalf("the 65th: RateLimit %q, want %q", got, want)
 				}
@@ -173,7 +177,7 @@ func TestStreamUserCap(t *testing.T) {
 	var r apitest.Reply
 	apitest.Eventually(t, 2*time.Second, "a stream of another key frees the user's place", func() bool {
 		var st *apitest.Stream
-		st, r = l.OpenStream("/api/v1/system/live", keys[4])
+		st, r = s.OpenStream("/api/v1/system/live", keys[4])
 		return st != nil
 	})
 	if got, want := r.Header.Get("RateLimit"), `"streams";r=3, "streams-per-user";r=0, "stream-opens";r=7;`; !strings.HasPrefix(got, want) {

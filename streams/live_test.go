@@ -1,6 +1,7 @@
 // The live snapshot while the database stalls: the count of queued jobs
 // a feature gives it waits, the other streams do not.
-package api_test
+
+package streams_test
 
 import (
 	"context"
@@ -8,38 +9,36 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
-	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/store"
+	"github.com/brain-template/brain/store/storetest"
+	"github.com/brain-template/brain/streams"
 )
 
 // While the database stalls, live streams go on: the one whose turn it is
 // waits for the count of queued jobs (up to a second), the others send
 // the last count meanwhile, and a count that fails keeps the last.
 func TestSystemLiveWhileTheDatabaseStalls(t *testing.T) {
-	db, proxy := proxiedPostgres(t)
-	svc := auth.NewService(store.NewAuthStore(db), auth.Config{Argon2: cheap})
-	if _, err := svc.AddUser(context.Background(), "ada", "correct horse battery"); err != nil {
-		t.Fatal(err)
-	}
+	db, stall := storetest.OpenStallable(t, store.Postgres)
 	clk := testclock.New(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	// Two jobs queued, counted by a query that waits when the database does.
 	count := func(s *api.Server) {
-		s.CountQueuedJobs(func(ctx context.Context) (n int64, err error) {
+		streams.CountQueuedJobs(s, func(ctx context.Context) (n int64, err error) {
 			return n, db.QueryRowContext(ctx, "SELECT 2").Scan(&n)
 		})
 	}
-	s, _, _ := streamServerWith(t, api.Config{Auth: svc, DB: db, Now: clk.Now, Features: []api.Feature{count}}, nil)
-	if snap := api.LiveSnapshotOf(s); snap.JobsQueued != 2 {
+	s := apitest.Start(t, api.Config{DB: db, Now: clk.Now, Features: []api.Feature{count}})
+	if snap := streams.LiveSnapshotOf(s.Streams); snap.JobsQueued != 2 {
 		t.Fatalf("the snapshot: %+v; want 2 jobs queued", snap)
 	}
 
 	clk.Advance(time.Second)
-	proxy.Stall()
-	counted := make(chan api.LiveSnapshot, 1)
-	go func() { counted <- api.LiveSnapshotOf(s) }()
+	stall.Start()
+	counted := make(chan streams.LiveSnapshot, 1)
+	go func() { counted <- streams.LiveSnapshotOf(s.Streams) }()
 	time.Sleep(100 * time.Millisecond) // its count reaches the stalled database (it waits a second there)
-	other := api.LiveSnapshotOf(s)
+	other := streams.LiveSnapshotOf(s.Streams)
 	select {
 	case <-counted:
 		t.Fatal("another stream's snapshot waited for the count of a stalled database")

@@ -1,0 +1,157 @@
+// This file is the front door of every stream, before a byte of its
+// response: the caller is resolved as for any operation (401, 403 and 503
+// alike), a malformed Last-Event-ID is refused, then one of the caller's
+// slots is reserved, one of its user's, and a token of the caller's open
+// budget is taken, or the request is refused with the API's one 429
+// (scope stream).
+
+package streams
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"regexp"
+	"slices"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humachi"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/product"
+	"github.com/brain-template/brain/ratelimit"
+)
+
+// lastEventID is what a Last-Event-ID may be: an id this API gave.
+var lastEventID = regexp.MustCompile(`^[0-9]{1,20}-[0-9]{1,20}$`)
+
+// open is the front door of every stream: it resolves the caller, then
+// takes the stream's places (admit), and reports whether the stream may
+// start. When it may not, it has answered: 401, 403, 422, 503, or 429
+// with scope stream, before any stream header.
+func (p *Plane) open(op *huma.Operation, w http.ResponseWriter, r *http.Request) (*Stream, bool) {
+	id := p.s.RequireCaller(humachi.NewContext(op, r, w))
+	if id == nil {
+		return nil, false // answered
+	}
+	r = r.WithContext(auth.NewContext(r.Context(), id)) // whose refusals these are, and who the stream's is
+	// A malformed Last-Event-ID is refused before the stream takes a slot
+	// or an open: a refusal costs the caller nothing.
+	after := r.Header.Get("Last-Event-ID")
+	if after != "" && !lastEventID.MatchString(after) {
+		p.s.Refuse(w, r, api.NewError(http.StatusUnprocessableEntity, "", api.FieldError{Location: "header.Last-Event-ID", Message: "not an event id of this API: <digits>-<digits>, as an event's id: field"}))
+		return nil, false
+	}
+	slot, userSlot, e := p.admit(r.Context(), w.Header(), id)
+	if e != nil {
+		p.s.Refuse(w, r, e)
+		return nil, false
+	}
+	p.enter()
+	// The stream's context is its own: it outlives the handler once the
+	// stream has its connection (start). Until then it ends with the
+	// request's.
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	if rc := chi.RouteContext(ctx); rc != nil { // chi reuses its own once the handler returns
+		var own *chi.Context // none for a stream without path parameters
+		if len(rc.URLParams.Keys) > 0 {
+			own = chi.NewRouteContext()
+			own.URLParams.Keys, own.URLParams.Values = slices.Clone(rc.URLParams.Keys), slices.Clone(rc.URLParams.Values)
+			own.RoutePatterns = slices.Clone(rc.RoutePatterns)
+		}
+		ctx = context.WithValue(ctx, chi.RouteCtxKey, own)
+	}
+	st := &Stream{plane: p, slot: slot, userSlot: userSlot, w: w, c: NewConn(w, p.cfg.Heartbeat), r: r.WithContext(ctx), cancel: cancel,
+		caller: id, lastEventID: after, lastSent: after, opened: p.s.Now()}
+	st.unfollow = context.AfterFunc(r.Context(), cancel)
+	return st, true
+}
+
+// admit takes a stream's places in order: one of the caller's slots, one
+// of its user's, then a token of the caller's open budget. It writes the
+// plane's headers for what it decided. When one refuses, the places taken
+// before it are given back, so a refused open costs the caller nothing,
+// and it returns the refusal: 429 naming the refusing policy (Retry-After
+// RetryAfter for a cap, the time until the budget admits an open for the
+// budget), or 503 when a store fails.
+func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity) (slot, userSlot Slot, e *api.Error) {
+	var buf [2]int
+	free := buf[:0] // of each cap decided
+	capacity, userCapacity := p.cfg.Cap.Max(), p.cfg.UserCap.Max()
+	failed := func(c api.Decisions, err error) *api.Error {
+		if errors.Is(ctx.Err(), context.Canceled) { // the client left: not the store's failure, and nobody is left to answer
+			return api.NewError(api.StatusClientClosedRequest, "")
+		}
+		c.Failed()
+		p.s.LogOutage(ctx, err)
+		return api.NewError(http.StatusServiceUnavailable, product.Name+" cannot count your streams right now; retry shortly")
+	}
+
+	slot, live, ok, err := p.cfg.Cap.Reserve(ctx, capKey(id))
+	if err != nil {
+		return Slot{}, Slot{}, failed(p.keyCount, err)
+	}
+	free = append(free, freeSlots(capacity, live, ok))
+	if !ok {
+		p.keyCount.Limited()
+		p.headers.Write(h, free, nil, p.s.Now())
+		return Slot{}, Slot{}, api.RateLimited("stream", capName, capacity, 0, p.cfg.RetryAfter)
+	}
+	p.keyCount.Allowed()
+
+	userSlot, live, ok, err = p.cfg.UserCap.Reserve(ctx, userKey(id))
+	if err != nil {
+		slot.Release()
+		return Slot{}, Slot{}, failed(p.userCount, err)
+	}
+	free = append(free, freeSlots(userCapacity, live, ok))
+	if !ok {
+		slot.Release()
+		free[0]++ // what the refusal left: the caller's slot is back
+		p.userCount.Limited()
+		p.headers.Write(h, free, nil, p.s.Now())
+		return Slot{}, Slot{}, api.RateLimited("stream", userCapName, userCapacity, 0, p.cfg.RetryAfter)
+	}
+	p.userCount.Allowed()
+
+	var d *ratelimit.Decision
+	if p.opens != nil {
+		dec, e := p.opens.Draw(ctx, capKey(id))
+		if e != nil {
+			slot.Release()
+			userSlot.Release()
+			if e.GetStatus() == http.StatusTooManyRequests {
+				free[0]++ // what the refusal left: both slots are back
+				free[1]++
+				p.headers.Write(h, free, &dec, p.s.Now())
+			}
+			return Slot{}, Slot{}, e
+		}
+		d = &dec
+	}
+	p.headers.Write(h, free, d, p.s.Now())
+	return slot, userSlot, nil
+}
+
+// freeSlots is what a cap of capacity slots has free once it decided:
+// none when it refused.
+func freeSlots(capacity, live int, admitted bool) int {
+	if !admitted {
+		return 0
+	}
+	return min(max(capacity-live, 0), capacity)
+}
+
+// capKey is the caller's key in the cap and the open budget: its session,
+// or its API key.
+func capKey(id *auth.Identity) string {
+	if id.Method == auth.MethodSession {
+		return "s:" + id.SessionHash
+	}
+	return "k:" + id.APIKeyID
+}
+
+// userKey is the caller's user's key in the per-user cap.
+func userKey(id *auth.Identity) string { return "u:" + id.User.ID }

@@ -1,0 +1,96 @@
+// This file is GET /api/v1/system/live: a snapshot of this replica every
+// second, computed once a second whatever the number of streams that
+// send it.
+
+package streams
+
+import (
+	"context"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"time"
+)
+
+// liveEvent is the one event of GET /api/v1/system/live.
+var liveEvent = EventType{Name: "system.live", Data: LiveSnapshot{}, Doc: "The server's state, every second."}
+
+// LiveSnapshot is the data of a system.live event.
+type LiveSnapshot struct {
+	At           time.Time `json:"at"`
+	RequestsPerS float64   `json:"requests_per_s" doc:"Requests this replica answered per second, over the last second."`
+	LimitedPerS  float64   `json:"limited_per_s" doc:"Of those, refused with 429, per second."`
+	OpenStreams  int64     `json:"open_streams" doc:"Streams open on this replica, this one included."`
+	JobsQueued   int64     `json:"jobs_queued" doc:"Jobs of every user waiting for a worker, on every replica (the database's count, read at most once a second; the last count read while the database does not answer)."`
+	Goroutines   int       `json:"goroutines"`
+	HeapBytes    uint64    `json:"heap_bytes" doc:"Bytes of live and not yet collected heap objects."`
+}
+
+// serveLive sends a snapshot every second.
+func (p *Plane) serveLive(st *Stream) {
+	if st.Start() != nil {
+		return
+	}
+	every := time.NewTicker(time.Second)
+	defer every.Stop()
+	Pump(st, every.C, func(time.Time, bool) error {
+		return st.sendValue(liveEvent.Name, p.live.snapshot(p))
+	})
+}
+
+// liveSnapshots computes the snapshot at most once a second, whatever the
+// number of streams that send it. The count of queued jobs is read outside
+// its lock, by one stream at a time: while it is read, and when it cannot
+// be, the streams go on with the last count.
+type liveSnapshots struct {
+	mu             sync.Mutex
+	last           LiveSnapshot
+	requests, lims uint64
+	counting       bool // a stream is reading the count of queued jobs
+}
+
+func (l *liveSnapshots) snapshot(p *Plane) LiveSnapshot {
+	s := p.s
+	l.mu.Lock()
+	if s.Now().Sub(l.last.At) < 900*time.Millisecond || l.counting {
+		defer l.mu.Unlock()
+		return l.last
+	}
+	l.counting = true
+	queued := l.last.JobsQueued
+	l.mu.Unlock()
+	if count := p.d.queuedJobs; count != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		n, err := count(ctx)
+		cancel()
+		if err != nil {
+			s.LogOutage(ctx, err)
+		} else {
+			queued = n
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.counting = false
+	now := s.Now()
+	elapsed := now.Sub(l.last.At)
+	req, lim := s.Traffic()
+	snap := LiveSnapshot{At: now.UTC(), OpenStreams: int64(p.count()), JobsQueued: queued, Goroutines: runtime.NumGoroutine(), HeapBytes: heapBytes()}
+	if !l.last.At.IsZero() && elapsed > 0 {
+		snap.RequestsPerS = float64(req-l.requests) / elapsed.Seconds()
+		snap.LimitedPerS = float64(lim-l.lims) / elapsed.Seconds()
+	}
+	l.last, l.requests, l.lims = snap, req, lim
+	return snap
+}
+
+// heapBytes reads the heap's object bytes without stopping the world
+// (runtime.ReadMemStats would).
+func heapBytes() uint64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return sample[0].Value.Uint64()
+}

@@ -1,0 +1,147 @@
+// This file is the stream plane: the caps, the open budget, the hub and
+// the streams open on this replica, served on an api.Server by its
+// Feature, and closed by CloseStreams when the server shuts down.
+
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/internal/product"
+	"github.com/brain-template/brain/ratelimit"
+)
+
+// A Plane is the stream endpoints of one server: its caps, its open
+// budget (the server's, api.Limits.StreamOpens), its hub, the streams
+// open on this replica, and the signal that closes them. Make one with
+// [New], serve it with its [Plane.Feature], and end its streams with
+// [Plane.CloseStreams] when the server shuts down.
+type Plane struct {
+	cfg Config
+	// s is the server the plane serves, and d its door, once Feature ran.
+	s *api.Server
+	d *door
+	// opens is the open budget, nil when the server's limits are
+	// disabled; headers writes what the caps and the budget decided;
+	// keyCount and userCount count the caps' decisions for the metrics.
+	opens               *api.PlaneBudget
+	headers             *ratelimit.CapHeaders
+	keyCount, userCount api.Decisions
+	closing             chan struct{} // closed by CloseStreams
+	once                sync.Once
+	live                liveSnapshots
+	// n counts the streams admitted and not yet finished on this
+	// replica; ended, when not nil, is closed when it falls to 0.
+	mu    sync.Mutex
+	n     int
+	ended chan struct{}
+}
+
+// New returns the stream plane of cfg, with its defaults.
+func New(cfg Config) *Plane {
+	return &Plane{cfg: cfg.withDefaults(), closing: make(chan struct{})}
+}
+
+// Feature serves the plane on s: an api.Feature. It declares the
+// platform's streams, GET /api/v1/events (the events of the caller's
+// user: its account's, stream.gap, and those the features declare) and
+// GET /api/v1/system/live, and serves the streams the features add,
+// whether they come before it among api.Config.Features or after: put it
+// last, so that the spec lists the features' tags before Streams. A
+// plane serves one server, and a server one plane; s.Err reports a
+// mistake.
+func (p *Plane) Feature(s *api.Server) {
+	d := doorOf(s)
+	switch {
+	case d.plane != nil:
+		d.errs = append(d.errs, errors.New("streams: two stream planes are given to one server: list one plane's Feature in api.Config.Features"))
+		return
+	case p.s != nil:
+		d.errs = append(d.errs, errors.New("streams: a plane serves one server, and this one serves another already: make a plane with streams.New for each server"))
+		return
+	}
+	p.s, p.d, d.plane = s, d, p
+	if user, caller := p.cfg.UserCap.Max(), p.cfg.Cap.Max(); user < caller {
+		d.errs = append(d.errs, fmt.Errorf("the streams of a user are capped at %d, fewer than the %d of each of its sessions and keys: the user's cap counts them all, so it must be at least theirs", user, caller))
+	}
+	p.opens = s.PlaneBudget(api.StreamOpensBudget)
+	var opens *ratelimit.Budget
+	if p.opens != nil {
+		b := p.opens.Budget()
+		opens = &b
+	}
+	p.headers = ratelimit.NewCapHeaders(opens, p.cfg.RetryAfter,
+		ratelimit.Concurrency{Name: capName, Capacity: p.cfg.Cap.Max()},
+		ratelimit.Concurrency{Name: userCapName, Capacity: p.cfg.UserCap.Max()})
+	m := s.Metrics()
+	p.keyCount, p.userCount = m.Decisions("stream", capName), m.Decisions("stream", userCapName)
+	if m != nil {
+		m.Registry().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: product.MetricNamespace + "_streams_open", Help: "Streams open on this replica.",
+		}, func() float64 { return float64(p.count()) }))
+	}
+	for _, op := range d.pending {
+		p.add(op)
+	}
+	d.pending = nil
+	p.addPlatform()
+}
+
+// Hub is the hub the plane's streams follow (Config.Hub, or its
+// in-memory default): where a feature publishes its users' events
+// ([Publish]).
+func (p *Plane) Hub() Hub { return p.cfg.Hub }
+
+// CloseStreams makes every open stream send stream.closing and end, and
+// waits until they have, or until ctx is done. Call it when a shutdown
+// starts, beside http.Server.Shutdown: a stream never ends by itself,
+// and one that took its connection is not the server's to wait for.
+func (p *Plane) CloseStreams(ctx context.Context) error {
+	p.once.Do(func() { close(p.closing) })
+	select {
+	case <-p.none():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// enter and leave count a stream in and out.
+func (p *Plane) enter() { p.mu.Lock(); p.n++; p.mu.Unlock() }
+
+func (p *Plane) leave() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n--; p.n == 0 && p.ended != nil {
+		close(p.ended)
+		p.ended = nil
+	}
+}
+
+// count is how many streams are open on this replica.
+func (p *Plane) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n
+}
+
+// none returns a channel closed once no stream is open.
+func (p *Plane) none() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n == 0 {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	if p.ended == nil {
+		p.ended = make(chan struct{})
+	}
+	return p.ended
+}

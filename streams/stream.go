@@ -1,0 +1,295 @@
+// This file is one open stream: what its operation's Serve may do with
+// it, and its life — the goroutine it is served on, its start (the
+// takeover of its connection), its events, its heartbeats (which check
+// its client, its credentials and its slots) and its end.
+
+package streams
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/product"
+)
+
+// A Stream is one open SSE response, as its operation's Serve sees it:
+// until [Stream.Start] it may still be refused (Refuse, NoContent,
+// Unavailable); after, it sends events until Serve returns.
+//
+// On HTTP/1.x a stream that starts takes its connection over from
+// net/http (Hijack) and is served by a goroutine of its own, so the
+// handler returns and the connection's net/http goroutines and buffers
+// (some 20 KiB, see BENCHMARKS.md) are freed for as long as the stream
+// lives; the response's body then ends when the connection closes, and
+// stream.closing says why.
+type Stream struct {
+	plane *Plane
+	// Its places in the caller's cap and in its user's.
+	slot, userSlot Slot
+	// The response, until Start takes the connection, and its transport.
+	w http.ResponseWriter
+	c *Conn
+	// The request, with the stream's context: cancel ends it; unfollow
+	// stops it from ending with the request's, once the stream has its
+	// connection.
+	r           *http.Request
+	cancel      context.CancelFunc
+	unfollow    func() bool
+	caller      *auth.Identity
+	lastEventID string
+	// lastSent is the id of the last event sent, else lastEventID: where
+	// a gap starts (stream.gap's after). gapped says the last event sent
+	// was stream.gap.
+	lastSent string
+	gapped   bool
+	declared map[string]bool // the event types the stream's operation declares
+	opened   time.Time
+	// handedOff is closed once the handler may return: the stream has
+	// its connection, or it has ended. panicked is a panic of serve
+	// before then, for the handler to raise.
+	handedOff chan struct{}
+	panicked  any
+	started   bool // its 200 is sent
+	head      bool // a HEAD: Start sends the 200's headers, and ends the stream
+}
+
+// ErrEnded is what a [Pump]'s send returns to end its stream.
+var ErrEnded = errors.New("streams: the stream ended")
+
+// Request is the stream's request; its context ends with the stream.
+func (st *Stream) Request() *http.Request { return st.r }
+
+// Caller is who opened the stream.
+func (st *Stream) Caller() *auth.Identity { return st.caller }
+
+// LastEventID is the Last-Event-ID the client sent, checked; "" for none.
+func (st *Stream) LastEventID() string { return st.lastEventID }
+
+// LastSent is the id of the last event sent, else LastEventID.
+func (st *Stream) LastSent() string { return st.lastSent }
+
+// Subscribe subscribes to the caller's user's events after LastEventID.
+// When the hub fails it logs why, answers 503, and returns false.
+func (st *Stream) Subscribe() (*Subscription, bool) {
+	sub, err := st.plane.cfg.Hub.Subscribe(st.r.Context(), st.caller.User.ID, st.lastEventID)
+	if err != nil {
+		st.plane.s.LogOutage(st.r.Context(), err)
+		st.Refuse(api.NewError(http.StatusServiceUnavailable, product.Name+" cannot follow events right now; retry shortly"))
+		return nil, false
+	}
+	return sub, true
+}
+
+// Refuse answers e instead of a stream. Call it before Start only.
+func (st *Stream) Refuse(e *api.Error) { st.plane.s.Refuse(st.w, st.r, e) }
+
+// NoContent answers 204 instead of a stream: there is nothing to follow
+// (a browser's EventSource then stops reconnecting). Before Start only.
+func (st *Stream) NoContent() { st.w.WriteHeader(http.StatusNoContent) }
+
+// Unavailable reports that a store the stream needs failed with err,
+// which is logged, never sent. Before Start it answers 503, as
+// api.StoreError does; after, it ends the stream with stream.closing
+// (unavailable), and the client reconnects.
+func (st *Stream) Unavailable(err error) {
+	if st.started {
+		st.plane.s.LogOutage(st.r.Context(), err)
+		st.close("unavailable")
+		return
+	}
+	var e *api.Error
+	errors.As(api.StoreError(err), &e)
+	st.Refuse(e)
+}
+
+// Start sends the stream's headers and its retry hint: from here on it
+// sends events. Where it can, it takes the connection over (see Stream)
+// and lets the handler return; the stream's transport (Conn.Start) says
+// how. An error ends the stream (a HEAD request ends here).
+func (st *Stream) Start() error {
+	st.started = true
+	if st.head {
+		st.c.Head()
+		return ErrEnded
+	}
+	return st.c.Start(retry, func() {
+		st.unfollow()
+		close(st.handedOff) // the handler may return: st.w is not used again
+	}, st.cancel)
+}
+
+// Send sends one event of a declared type, with id ("" for none) and
+// data as JSON. An event type the operation does not declare is never
+// sent: the spec lists every event a stream sends.
+func (st *Stream) Send(id, event string, data json.RawMessage) error {
+	if !st.declared[event] {
+		api.Logger(st.r.Context()).Error("stream: dropped an event its operation does not declare", "event", event)
+		return nil
+	}
+	msg, err := AppendEvent(nil, id, event, data)
+	if err != nil {
+		api.Logger(st.r.Context()).Error("stream: dropped an event whose data is not JSON", "event", event)
+		return nil
+	}
+	if id != "" {
+		st.lastSent = id
+	}
+	st.gapped = event == gapEvent.Name
+	return st.c.Write(msg)
+}
+
+// SendEvent sends one of the hub's events; its gap markers go out as
+// stream.gap.
+func (st *Stream) SendEvent(ev *Event) error {
+	if ev.Type == EventGap {
+		return st.sendGap(ev.ID)
+	}
+	return st.Send(ev.ID, ev.Type, ev.Data)
+}
+
+// sendGap tells the client that events after the last it has may be
+// lost: stream.gap, with id when the hub marked the gap in its events. A
+// gap right after another says nothing new, and is not sent.
+func (st *Stream) sendGap(id string) error {
+	if st.gapped {
+		return nil
+	}
+	b, err := json.Marshal(GapEvent{After: st.lastSent})
+	if err != nil {
+		return err
+	}
+	return st.Send(id, gapEvent.Name, b)
+}
+
+// sendValue writes an event without an id whose data is v as JSON.
+func (st *Stream) sendValue(event string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return st.Send("", event, b)
+}
+
+// CloseSlow ends a stream that fell behind (the hub dropped it) with
+// stream.closing (slow).
+func (st *Stream) CloseSlow() { st.close("slow") }
+
+// Pump is the loop of a started stream: each value from source goes to
+// send (ok false once source is closed), and a heartbeat goes out when
+// due, until the client leaves, the server shuts down (stream.closing),
+// or send returns an error (ErrEnded to end the stream).
+func Pump[T any](st *Stream, source <-chan T, send func(v T, ok bool) error) {
+	Loop(st.r.Context(), st.plane.cfg.Heartbeat, st.plane.closing, source, send, st.beat, func() { st.close("shutdown") })
+}
+
+// serve runs the operation's serve on a goroutine of its own, and
+// returns once the stream has taken its connection or has ended. A panic
+// before that is raised here, for the recovery middleware to answer.
+func (st *Stream) serve(serve func(*Stream)) {
+	st.handedOff = make(chan struct{})
+	go func() {
+		defer func() {
+			v := recover()
+			if v != nil && st.started {
+				api.Logger(st.r.Context()).Error("stream: panic", "panic", v, "stack", string(debug.Stack()))
+			} else if v != nil {
+				st.panicked = streamPanic{v, debug.Stack()}
+			}
+			st.finish()
+		}()
+		serve(st)
+	}()
+	<-st.handedOff
+	if st.panicked != nil {
+		panic(st.panicked)
+	}
+}
+
+// A streamPanic is a panic of a stream's goroutine, raised again on its
+// handler's with the stack where it happened.
+type streamPanic struct {
+	value any
+	stack []byte
+}
+
+func (p streamPanic) String() string {
+	return fmt.Sprintf("%v\n\nin the stream's goroutine:\n%s", p.value, p.stack)
+}
+
+// beat is a stream's heartbeat: it ends a stream whose client has stopped
+// taking data or whose credentials no longer hold, writes the comment,
+// and renews the stream's slot.
+func (st *Stream) beat() error {
+	if st.c.Stalled() {
+		st.c.Abort() // nothing more will be taken: do not wait to finish the response
+		return ErrEnded
+	}
+	if !st.callerHolds() {
+		st.close("unauthenticated")
+		return ErrEnded
+	}
+	if err := st.c.Beat(); err != nil {
+		return err
+	}
+	return st.renew()
+}
+
+// callerHolds reports whether the stream's credentials still name its
+// caller: a revoked API key, or a session that ended or was logged out,
+// ends its streams within a heartbeat. Lookups go through the auth
+// service's caches, as for any request; a store that fails keeps the
+// stream going.
+func (st *Stream) callerHolds() bool {
+	id, err := st.plane.s.Authenticate(st.r.Context(), st.r)
+	if err != nil && !errors.Is(err, auth.ErrUnauthenticated) {
+		return true
+	}
+	return id != nil && capKey(id) == capKey(st.caller)
+}
+
+// renew extends the stream's slots, the caller's and its user's. A slot
+// whose lease was lost while its store failed, and whose place another
+// stream took meanwhile, ends the stream: its client reconnects. Any
+// other failure is logged; a lease outlives several heartbeats.
+func (st *Stream) renew() error {
+	for _, slot := range []Slot{st.slot, st.userSlot} {
+		err := slot.Refresh(st.r.Context())
+		if errors.Is(err, ErrSlotLost) {
+			st.close("unavailable")
+			return err
+		}
+		if err != nil {
+			api.Logger(st.r.Context()).Warn("stream: its slot was not renewed; retrying at the next heartbeat", "error", err)
+		}
+	}
+	return nil
+}
+
+// close sends the stream's last event.
+func (st *Stream) close(reason string) {
+	_ = st.sendValue(closingEvent.Name, ClosingEvent{Reason: reason})
+}
+
+// finish ends the stream: it frees its slot, and closes the connection
+// it took, logging the stream's end (the access log saw the request end
+// when the handler returned). The handler may then return.
+func (st *Stream) finish() {
+	st.cancel()
+	st.slot.Release()
+	st.userSlot.Release()
+	if st.c.Close() {
+		api.Logger(st.r.Context()).LogAttrs(context.Background(), slog.LevelInfo, "stream ended",
+			slog.String("path", st.r.URL.Path), slog.Int64("bytes", st.c.Written()), slog.Duration("duration", st.plane.s.Now().Sub(st.opened)))
+	} else if st.handedOff != nil {
+		close(st.handedOff)
+	}
+	st.plane.leave()
+}
