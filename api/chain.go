@@ -1,5 +1,5 @@
 // This file is the middleware chain every request passes before its route
-// (package middleware, and the refusals observer of this package), and
+// (package middleware), and
 // the forwards by which this package reads what that chain stored.
 package api
 
@@ -16,9 +16,9 @@ import (
 // chain is the router's middleware, outermost first: the request id, then
 // nosniff and the access log (so both see every response, a panic's
 // included), the panic's 500 inside the log, the body-error mark, the
-// client's address (and the access log told of it), the refusals
-// observer, CORS (whose preflights need no route), HEAD wherever GET is,
-// as HTTP asks, and CSRF.
+// client's address (and the access log told of it), CORS (whose
+// preflights need no route), HEAD wherever GET is, as HTTP asks, and
+// CSRF.
 func chain(cfg Config, tr *traffic) []func(http.Handler) http.Handler {
 	return []func(http.Handler) http.Handler{
 		middleware.RequestID,
@@ -28,7 +28,6 @@ func chain(cfg Config, tr *traffic) []func(http.Handler) http.Handler {
 		middleware.MarkBodyErrors,
 		middleware.ClientIP(cfg.TrustedProxies),
 		middleware.NoteClientIP,
-		withRefusals(newRefusals(cfg.Metrics, cfg.Now)),
 		middleware.CORS(cfg.CORSOrigins),
 		chimw.GetHead,
 		middleware.CSRF(cfg.CORSOrigins, sendsAPIKey, http.HandlerFunc(crossSite)),

@@ -119,11 +119,13 @@ func SkipCharge(ctx context.Context) {
 // LoginBackedOff is the answer to a password attempt the login back-off
 // refused (te, from auth.LoginThrottle's Check or Begin): the one 429,
 // details.scope and policy login, with Retry-After, counted and logged
-// like every refusal. A handler that checks the back-off before its
-// charge ([WithLoginBackoff]) returns it after [SkipCharge], so that the
-// refusal takes no token from any budget.
+// like every refusal in an operation that declares [WithLoginBackoff]. A
+// handler that checks the back-off before its charge returns it after
+// [SkipCharge], so that the refusal takes no token from any budget.
 func LoginBackedOff(ctx context.Context, te *auth.ThrottledError) *Error {
 	e := RateLimited("login", "login", te.Failures, 0, te.RetryAfter)
-	observeRefusal(ctx, e, nil)
+	if c, ok := ctx.Value(deferredKey{}).(*deferredCharge); ok {
+		c.ps.refusals.observe(ctx, e, nil)
+	}
 	return e
 }

@@ -123,7 +123,7 @@ func (b *PlaneBudget) Draw(ctx context.Context, key string) (ratelimit.Decision,
 // cause to the log as an error; a 499 (the client left) writes its status
 // only, for the access log. The headers already set on w are kept.
 func (s *Server) Refuse(w http.ResponseWriter, r *http.Request, e *Error) {
-	observeRefusal(r.Context(), e, nil)
+	s.planes.refusals.observe(r.Context(), e, nil)
 	switch {
 	case e.status == StatusClientClosedRequest:
 		w.WriteHeader(StatusClientClosedRequest) // nobody is left to answer

@@ -155,6 +155,7 @@ type planes struct {
 	declared map[string]Budget // each budget as first declared
 	errs     []error           // configuration mistakes found while registering
 	failed   map[string]bool   // budgets whose mistake is in errs
+	refusals *refusals         // counts and logs every 429
 	// streamOpens is the stream plane's open budget, which a stream's
 	// handler draws from (Declaration.Draws, Server.PlaneBudget).
 	streamOpens *plane
@@ -172,6 +173,7 @@ func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThro
 		ops:      map[string]*plane{},
 		declared: map[string]Budget{},
 		failed:   map[string]bool{},
+		refusals: newRefusals(m, now),
 	}
 	ps.session = ps.newPlane("session", "session", ratelimit.Limit{Name: "session", Rate: l.Session})
 	ps.ip = ps.newPlane("ip", "ip", ratelimit.Limit{Name: "ip", Rate: l.IP})
@@ -569,7 +571,7 @@ func (ps *planes) admit(ctx huma.Context, p *plane, key string) *Error {
 			ps.refused.add(key, d.Time().Add(d.RetryAfter), d.Time())
 		}
 		e := refusal(p, &d)
-		observeRefusal(ctx.Context(), e, nil)
+		ps.refusals.observe(ctx.Context(), e, nil)
 		return e
 	}
 	inc(p.count.allowed)

@@ -40,23 +40,11 @@ func newRefusals(m *Metrics, now func() time.Time) *refusals {
 	return r
 }
 
-// refusalsKey is the request-context key of the refusals observer.
-type refusalsKey struct{}
-
-// withRefusals is a middleware that makes r the observer of the
-// request's refusals (observeRefusal).
-func withRefusals(r *refusals) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-			next.ServeHTTP(w, req.WithContext(context.WithValue(req.Context(), refusalsKey{}, r)))
-		})
-	}
-}
-
-// observeRefusal reports refusal e (a 429 of rateLimited) of the request
-// of ctx, whose caller is id (nil: the one in ctx, if any).
-func observeRefusal(ctx context.Context, e *Error, id *auth.Identity) {
-	r, _ := ctx.Value(refusalsKey{}).(*refusals)
+// observe reports refusal e (a 429 of RateLimited) of the request of ctx,
+// whose caller is id (nil: the one in ctx, if any). The server's one
+// observer reaches every refusal through the planes (a budget's, the
+// login back-off's) or the server (Refuse), so no request carries it.
+func (r *refusals) observe(ctx context.Context, e *Error, id *auth.Identity) {
 	if r == nil || e == nil || e.status != http.StatusTooManyRequests {
 		return
 	}
