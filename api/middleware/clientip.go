@@ -84,6 +84,11 @@ func forwardedFallback(r *http.Request, trusted []netip.Prefix) netip.Addr {
 // limits and the login throttle key on. It is "" only when even the peer
 // address did not parse, or outside [ClientIP].
 func GetClientIP(ctx context.Context) string {
+	if st := stateOf(ctx); st != nil { // NoteClientIP's, formatted once
+		if ip, _ := st.read(); ip != "" {
+			return ip
+		}
+	}
 	if a := chimw.GetClientIPAddr(ctx); a.IsValid() {
 		return a.String()
 	}

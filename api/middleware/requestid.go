@@ -53,6 +53,8 @@ func validRequestID(id string) bool {
 // gives that without a system call per request, which crypto/rand makes.
 func newRequestID() string {
 	var b [8]byte
+	var text [16]byte // one allocation, the string's: EncodeToString makes two
 	binary.LittleEndian.PutUint64(b[:], rand.Uint64())
-	return hex.EncodeToString(b[:])
+	hex.Encode(text[:], b[:])
+	return string(text[:])
 }

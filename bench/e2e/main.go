@@ -61,7 +61,7 @@ func main() {
 	bin := flag.String("bin", "", "the brain binary (default: build ./cmd/brain)")
 	conns := flag.Int("c", 64, "concurrent keep-alive connections")
 	dur := flag.Duration("d", 8*time.Second, "load per run")
-	pairs := flag.Int("pairs", 2, "interleaved brain/bare pairs per target")
+	pairs := flag.Int("pairs", 2, "interleaved pairs per target: brain, then the bare server")
 	redisURL := flag.String("redis", "", "BRAIN_REDIS_URL: rate limits in Redis")
 	dbURL := flag.String("database-url", "", "a PostgreSQL server's URL: brain gets a database of its own on it (dropped after)")
 	only := flag.String("only", "", "measure only the targets whose name contains this")
