@@ -12,8 +12,9 @@ import (
 func NoteClientIP(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if st := stateOf(r.Context()); st != nil {
+			ip := GetClientIP(r.Context()) // before the lock, which GetClientIP takes
 			st.mu.Lock()
-			st.ip = GetClientIP(r.Context())
+			st.ip = ip
 			st.mu.Unlock()
 		}
 		next.ServeHTTP(w, r)
