@@ -1,14 +1,17 @@
 // This file proves the fork path "remove the example" (docs/fork.md): in
-// a copy of the repository, delete the memory example and its wiring, and
-// the rest builds, vets and documents no memory operation.
+// a copy of the repository, delete the memory example and its wiring, one
+// line and its import, and the rest builds, vets and documents no memory
+// operation.
 package brain_test
 
 import (
 	"bytes"
 	"go/scanner"
 	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +20,10 @@ import (
 // exampleMarker ends each line of the example's wiring outside ingest/;
 // on a line of its own, it marks the line after it.
 const exampleMarker = "// the memory example: delete with ingest/"
+
+// wiringFile holds the example's wiring: the example is a module of
+// brain's, listed on one line of modules().
+const wiringFile = "cmd/brain/modules.go"
 
 // exampleDirs and exampleFiles are the rest of the example outside its
 // wiring: its package, its load tool, and cmd/brain's tests that run it.
@@ -27,6 +34,7 @@ var (
 		"cmd/brain/ingest_crash_test.go",
 		"cmd/brain/ingest_e2e_test.go",
 		"cmd/brain/ingest_replicas_test.go",
+		"cmd/brain/ingest_settings_test.go",
 		"cmd/brain/quotas_test.go",
 		"cmd/brain/sse_test.go", // follow, a stream reader only those tests use
 	}
@@ -48,6 +56,23 @@ func TestRemoveTheExample(t *testing.T) {
 	for _, f := range exampleFiles {
 		if err := os.Remove(filepath.Join(dir, f)); err != nil {
 			t.Fatalf("%v: the list of the example's files is out of date", err)
+		}
+	}
+	// The wiring is one line, the module's in modules(), and its import,
+	// which Go requires: any other marked line is wiring beyond it.
+	wiring := []string{`"` + modulePath(t) + `/ingest"`, "ingest.NewModule(),"}
+	found := map[string]bool{}
+	for _, m := range markedLines(t, dir) {
+		if m.file == wiringFile && slices.Contains(wiring, m.code) && !found[m.code] {
+			found[m.code] = true
+			continue
+		}
+		t.Errorf("%s:%d: %q is marked %q: the example's wiring is its line in modules() (%s) and that line's import, nothing else",
+			m.file, m.line, m.code, exampleMarker, wiringFile)
+	}
+	for _, w := range wiring {
+		if !found[w] {
+			t.Errorf("%s has no line %s marked %q: the example's wiring is its line in modules() and that line's import", wiringFile, w, exampleMarker)
 		}
 	}
 	marked := 0
@@ -87,6 +112,52 @@ func TestRemoveTheExample(t *testing.T) {
 		}
 	}
 	t.Logf("removed %d marked lines; build, vet and spec in %v", marked, time.Since(start).Round(time.Second))
+}
+
+// A markedLine is a line of Go that carries exampleMarker: the code
+// before the marker, trimmed (empty when the marker is on a line of its
+// own), in file (slash-separated, relative to the repository) at line.
+type markedLine struct {
+	file string
+	line int
+	code string
+}
+
+// markedLines are the marked lines of the Go files under dir, in order.
+func markedLines(tb testing.TB, dir string) []markedLine {
+	tb.Helper()
+	var out []markedLine
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		fset := token.NewFileSet()
+		file := fset.AddFile(path, -1, len(src))
+		var s scanner.Scanner
+		s.Init(file, src, func(pos token.Position, msg string) { tb.Fatalf("%s: %s", pos, msg) }, scanner.ScanComments)
+		for {
+			pos, t, lit := s.Scan()
+			if t == token.EOF {
+				break
+			}
+			if t != token.COMMENT || lit != exampleMarker {
+				continue
+			}
+			line := file.Line(pos)
+			start := file.Offset(file.LineStart(line))
+			out = append(out, markedLine{filepath.ToSlash(rel), line, strings.TrimSpace(string(src[start:file.Offset(pos)]))})
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
 }
 
 // withoutMarked returns src without its marked lines: a line that ends in

@@ -13,24 +13,13 @@ import (
 	"github.com/brain-template/brain/streams"
 )
 
-// Settings are the memory example's settings, which [SettingsTable]
-// declares (MEM_IDEMPOTENCY_TTL_SECS, BRAIN_MAX_ITEMS,
-// BRAIN_MAX_QUEUED_JOBS, BRAIN_JOB_WORKERS and BRAIN_JOB_TIMEOUT). Zero
-// fields take the defaults.
-type Settings struct {
-	TTL           time.Duration // Config.TTL
-	MaxItems      int           // Config.MaxItems
-	MaxQueuedJobs int           // Config.MaxQueuedJobs
-	Workers       int           // store.Worker.Workers
-	JobTimeout    time.Duration // store.QueueOptions.JobTimeout
-}
-
-// Start builds the ingest service on db and starts its job queue,
-// whose workers process the batches it accepts (in this replica and, on
-// PostgreSQL, in any other), and, every hour, a sweep of expired
-// idempotency keys and of jobs the queue lost (FailAbandoned). stop ends both, letting running jobs finish for up to 10 s (a job
-// cut off is worked again later).
-func Start(bg context.Context, db *store.DB, cfg Settings, hub streams.Hub, logger *slog.Logger) (svc *Service, stop func(), err error) {
+// start builds the ingest service on db, publishing its events on hub,
+// and starts its job queue, whose workers process the batches it accepts
+// (in this replica and, on PostgreSQL, in any other), and, every hour, a
+// sweep of expired idempotency keys and of jobs the queue lost
+// (FailAbandoned). stop ends both, letting running jobs finish for up to
+// 10 s (a job cut off is worked again later).
+func start(bg context.Context, db *store.DB, cfg Settings, hub streams.Hub, logger *slog.Logger) (svc *Service, stop func(), err error) {
 	queue, err := store.NewQueue(db, store.QueueOptions{JobTimeout: cfg.JobTimeout, Logger: logger})
 	if err != nil {
 		return nil, nil, fmt.Errorf("the job queue: %w", err)

@@ -2,8 +2,8 @@
 // Settings (MEM_IDEMPOTENCY_TTL_SECS, BRAIN_MAX_ITEMS,
 // BRAIN_MAX_QUEUED_JOBS, BRAIN_JOB_WORKERS, BRAIN_JOB_TIMEOUT), each
 // default made from the constant the code uses, and the MEM_RATE_LIMIT_*
-// variables that override parts of the memory budgets. cmd/brain adds
-// them to its table with one line.
+// variables that override parts of the memory budgets. cmd/brain reads
+// them through the module (Module.Settings), after its own.
 package ingest
 
 import (
@@ -20,9 +20,19 @@ import (
 	"github.com/brain-template/brain/store"
 )
 
-// SettingsTable is the memory example's settings, read into s, and its
+// Settings are the memory example's settings, which settingsTable
+// declares. Zero fields take the defaults.
+type Settings struct {
+	TTL           time.Duration // Config.TTL
+	MaxItems      int           // Config.MaxItems
+	MaxQueuedJobs int           // Config.MaxQueuedJobs
+	Workers       int           // store.Worker.Workers
+	JobTimeout    time.Duration // store.QueueOptions.JobTimeout
+}
+
+// settingsTable is the memory example's settings, read into s, and its
 // budget aliases.
-func SettingsTable(s *Settings) settings.Table {
+func settingsTable(s *Settings) settings.Table {
 	return settings.Table{
 		Rows: []settings.Setting{
 			{Flag: "idempotency-ttl", Env: "MEM_IDEMPOTENCY_TTL_SECS", Default: strconv.Itoa(int(DefaultTTL / time.Second)),

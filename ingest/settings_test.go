@@ -15,7 +15,7 @@ import (
 
 func TestSettingsDefaultsAreTheConstants(t *testing.T) {
 	var s Settings
-	table := SettingsTable(&s)
+	table := settingsTable(&s)
 	for _, r := range table.Rows {
 		if err := r.Set(r.Default); err != nil {
 			t.Fatalf("%s's default %q does not parse: %v", r.Env, r.Default, err)
@@ -30,7 +30,7 @@ func TestSettingsDefaultsAreTheConstants(t *testing.T) {
 func TestSettingsRefuseOutOfBounds(t *testing.T) {
 	var s Settings
 	rows := map[string]settings.Setting{}
-	for _, r := range SettingsTable(&s).Rows {
+	for _, r := range settingsTable(&s).Rows {
 		rows[r.Env] = r
 	}
 	for env, bad := range map[string][]string{
@@ -59,7 +59,7 @@ func TestSettingsRefuseOutOfBounds(t *testing.T) {
 }
 
 func TestSettingsBudgetAliases(t *testing.T) {
-	aliases := SettingsTable(&Settings{}).Aliases
+	aliases := settingsTable(&Settings{}).Aliases
 	if len(aliases) != 1 {
 		t.Fatalf("%d budget aliases, want 1", len(aliases))
 	}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
-	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
 	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/internal/settings"
 	"github.com/brain-template/brain/ratelimit"
@@ -58,9 +57,6 @@ type Config struct {
 	// operations declare, refuses them.
 	strays []string
 
-	// Memory are the memory example's settings.
-	Memory ingest.Settings // the memory example: delete with ingest/
-
 	// BodyBytesInFlight and BodyBytesPerUser bound the bytes of large
 	// request bodies held at once (api.BodyBudget).
 	BodyBytesInFlight int64
@@ -78,7 +74,16 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	LogFormat       string
 	LogLevel        slog.Level
+
+	// modules are brain's modules (modules.go) as this configuration
+	// has them: their settings are read into them, so each configuration
+	// has modules of its own (newConfig).
+	modules []module
 }
+
+// newConfig is a configuration whose settings are not read yet, with
+// modules of its own.
+func newConfig() *Config { return &Config{modules: modules()} }
 
 // parseConfig reads the settings from args (flags) and getenv. A bad value
 // is an error naming the setting. flag.ErrHelp means -h was asked for; the
@@ -90,8 +95,8 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 	for _, f := range extra {
 		f(fs)
 	}
-	var c Config
-	rows := allSettings(&c)
+	c := newConfig()
+	rows := allSettings(c)
 	values := defineSettings(fs, rows, getenv)
 	budgets, from, err := envBudgets(getenv)
 	if err != nil {
@@ -116,7 +121,7 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 	if err := c.checkTogether(named); err != nil {
 		return Config{}, err
 	}
-	return c, nil
+	return *c, nil
 }
 
 // defineSettings defines the flag of each row on fs and returns where
@@ -145,7 +150,7 @@ func defineSettings(fs *flag.FlagSet, rows []settings.Setting, getenv func(strin
 }
 
 // envBudgets reads the budget overrides of the environment: budgetsEnv,
-// then the features' budget aliases; from says where each came from.
+// then the modules' budget aliases; from says where each came from.
 func envBudgets(getenv func(string) string) (budgets budgetFlags, from map[string]string, err error) {
 	budgets, from = budgetFlags{}, map[string]string{}
 	for _, entry := range strings.Fields(getenv(budgetsEnv)) {
@@ -237,7 +242,7 @@ func (b budgetFlags) Set(v string) error {
 // budgetFamilies are the prefixes of the variables that set budgets: a
 // variable set under one of them that is no setting is a typo, which
 // stops start-up rather than change nothing.
-// The features' budget aliases add their own (budgetAliases).
+// The modules' budget aliases add their own (budgetAliases).
 var budgetFamilies = []string{product.EnvPrefix + "RATE_LIMIT", product.EnvPrefix + "RATELIMIT_", product.EnvPrefix + "BUDGET", product.EnvPrefix + "STREAM_OPEN"}
 
 // environ lists the variables of the environment, as os.Environ does:
@@ -248,7 +253,7 @@ var environ = os.Environ
 // budgetSettings are the variables of budgetFamilies that are settings.
 func budgetSettings() []string {
 	var known []string
-	for _, s := range allSettings(&Config{}) {
+	for _, s := range allSettings(newConfig()) {
 		if inBudgetFamily(s.Env) {
 			known = append(known, s.Env)
 		}

@@ -21,7 +21,6 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/connlimit"
-	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
@@ -63,8 +62,6 @@ func TestConfigDefaults(t *testing.T) {
 		{"StreamOpens", c.StreamOpens, limits.StreamOpens},
 		{"StreamHeartbeat", c.StreamHeartbeat, streams.DefaultHeartbeat},
 		{"StreamRetryAfter", c.StreamRetryAfter, streams.DefaultRetryAfter},
-		{"Memory", c.Memory, ingest.Settings{TTL: ingest.DefaultTTL, MaxItems: ingest.DefaultMaxItems, MaxQueuedJobs: ingest.DefaultMaxQueuedJobs, // the memory example: delete with ingest/
-			Workers: store.DefaultWorkers, JobTimeout: store.DefaultJobTimeout}},
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {
@@ -318,7 +315,7 @@ func TestMemBudgetAliases(t *testing.T) {
 // deadline, and BRAIN_STREAM_RETRY_AFTER=876000h promised a 100-year
 // Retry-After.)
 func TestEverySettingIsBounded(t *testing.T) {
-	for _, s := range allSettings(&Config{}) {
+	for _, s := range allSettings(newConfig()) {
 		var huge string
 		if _, err := time.ParseDuration(s.Default); err == nil {
 			huge = "876000h"

@@ -1,5 +1,5 @@
 // The configuration page (docs/configuration.md) against the settings
-// tables, the platform's and the features': every setting documented
+// tables, the platform's and the modules': every setting documented
 // once, with the variable, flag and default the code has, and nothing
 // documented that brain does not read.
 package main
@@ -112,12 +112,12 @@ func readConfigDoc(t *testing.T) map[string]docSetting {
 
 func TestConfigurationDocMatchesSettings(t *testing.T) {
 	doc := readConfigDoc(t)
-	const fix = "fix the row in " + configDoc + "'s table (the code, the settings tables of cmd/brain/settings.go and of the features, is what brain reads)"
+	const fix = "fix the row in " + configDoc + "'s table (the code, the settings tables of cmd/brain/settings.go and of the modules, is what brain reads)"
 
-	// The settings tables, the platform's and the features': variable,
+	// The settings tables, the platform's and the modules': variable,
 	// flag and default.
 	inCode := map[string]bool{}
-	for _, s := range allSettings(&Config{}) {
+	for _, s := range allSettings(newConfig()) {
 		inCode[s.Env] = true
 		d, ok := doc[s.Env]
 		if !ok {
@@ -162,7 +162,7 @@ func TestConfigurationDocMatchesSettings(t *testing.T) {
 		d, ok := doc[env]
 		switch {
 		case !ok:
-			t.Errorf("%s has no row for %s, a budget setting brain reads (budgetSettings: BRAIN_BUDGETS and the features' budget aliases): add it to its table", configDoc, env)
+			t.Errorf("%s has no row for %s, a budget setting brain reads (budgetSettings: BRAIN_BUDGETS and the modules' budget aliases): add it to its table", configDoc, env)
 		case d.literalDef:
 			t.Errorf("%s:%d: %s has no default value of its own (it overrides the budgets operations declare); say so in words, as the other budget settings do", configDoc, d.line, env)
 		case d.meaningBlank:

@@ -28,7 +28,6 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/auth/account"
-	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
 	"github.com/brain-template/brain/internal/logtext"
 	"github.com/brain-template/brain/internal/logwriter"
 	"github.com/brain-template/brain/internal/product"
@@ -143,8 +142,8 @@ func helpText(text string) func(*flag.FlagSet) {
 
 // running is what a serving brain gives its API beyond the settings: the
 // database, the auth service, the rate limiters' store, the metrics, the
-// readiness checks and the stream plane. `brain openapi`, which only
-// documents, has none.
+// readiness checks, the stream plane and the operations of the modules it
+// started, in order. `brain openapi`, which only documents, has none.
 type running struct {
 	db       *store.DB
 	auth     *auth.Service
@@ -152,7 +151,7 @@ type running struct {
 	metrics  *api.Metrics
 	ready    []api.Check
 	streams  *streams.Plane
-	ingest   *ingest.Service // the memory example: delete with ingest/
+	modules  []api.Feature
 }
 
 // newServer builds the API for cfg. `brain openapi` and `brain serve` both
@@ -167,6 +166,10 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		return nil, err
 	}
 	plane := streamsOf(cfg, r.streams)
+	moduleOps, err := moduleFeatures(cfg, r, logger)
+	if err != nil {
+		return nil, err
+	}
 	s := api.New(api.Config{
 		Logger:         logger,
 		BuildVersion:   buildVersion(),
@@ -180,13 +183,15 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		Bodies:         api.BodyBudget{InFlight: cfg.BodyBytesInFlight, PerCaller: cfg.BodyBytesPerUser},
 		Static:         site,
 		Docs:           site.Docs(), // nil when not built: the page the api package renders
-		Features: []api.Feature{ // each feature's operations, a line each
-			account.Feature(r.auth, account.Config{CookieSecure: cfg.CookieSecure, Hub: plane.Hub()}),
-			ingest.Feature(memoryService(cfg, r.ingest)), // the memory example: delete with ingest/
+		Features: slices.Concat(
+			[]api.Feature{ // each feature's operations, a line each
+				account.Feature(r.auth, account.Config{CookieSecure: cfg.CookieSecure, Hub: plane.Hub()}),
+			},
+			moduleOps, // then each module's (modules.go), in order
 			// The stream endpoints, and the features' streams: last, so
 			// that the spec lists the Streams tag after the features'.
-			plane.Feature,
-		},
+			[]api.Feature{plane.Feature},
+		),
 	})
 	if err := s.Err(); err != nil {
 		return nil, err
@@ -202,16 +207,6 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 			strings.Join(cfg.strays, " and "), strings.Join(budgetSettings(), ", "), budgetsEnv, declared)
 	}
 	return s, nil
-}
-
-// memoryService is the memory example's service a serving brain runs
-// (svc), or, when it has none (brain openapi), one without a store that
-// states cfg's window and quotas in the spec.
-func memoryService(cfg Config, svc *ingest.Service) *ingest.Service { // the memory example: delete with ingest/
-	if svc == nil {
-		svc = ingest.NewService(nil, ingest.Config{TTL: cfg.Memory.TTL})
-	}
-	return svc
 }
 
 // streamsOf is the stream plane a serving brain runs (p), or, when it

@@ -13,7 +13,6 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/connlimit"
-	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
 	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
@@ -205,7 +204,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		return err
 	}
 	defer db.Close()
-	logger.Info("database ready", "dialect", db.Dialect, "database", databaseName(cfg), "schema", store.SchemaVersions(db.Dialect, features...), "migrations_applied", applied)
+	logger.Info("database ready", "dialect", db.Dialect, "database", databaseName(cfg), "schema", store.SchemaVersions(db.Dialect, migrationSets(cfg.modules)...), "migrations_applied", applied)
 	svc := newAuth(db, cfg)
 	if err := ensureAdmin(ctx, svc, cfg.AdminPassword, logger); err != nil {
 		return err
@@ -234,15 +233,16 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	streamCfg, runHub := streamConfig(cfg, redis, logger)
 	defer runBeside(stopBG, func() { runHub(bg) })()
 	run := running{db: db, auth: svc, limiters: limiterStore, metrics: metrics, ready: ready, streams: streams.New(streamCfg)}
-	// The job queue stops before the hub and the database: it finishes or
-	// hands back the jobs it works.
-	memory, stopQueue, err := ingest.Start(bg, db, cfg.Memory, streamCfg.Hub, logger) // the memory example: delete with ingest/
-	// the memory example: delete with ingest/
-	if err != nil {
-		return err
+	// The modules start in order and stop in reverse, before the hub and
+	// the database: a job queue finishes or hands back the jobs it works.
+	for _, m := range cfg.modules {
+		ops, stop, err := m.Start(bg, db, streamCfg.Hub, logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		run.modules = append(run.modules, ops)
 	}
-	defer stopQueue()   // the memory example: delete with ingest/
-	run.ingest = memory // the memory example: delete with ingest/
 	if metricsLn != nil {
 		defer serveMetrics(metricsLn, metrics, logger)()
 	}

@@ -1,6 +1,5 @@
 // This file is brain's settings table: the platform's rows, each default
-// made from the constant the code uses, then each feature's table (one
-// line a feature).
+// made from the constant the code uses, then each module's table.
 package main
 
 import (
@@ -16,7 +15,6 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/connlimit"
-	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
 	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/internal/settings"
 	"github.com/brain-template/brain/ratelimit"
@@ -25,12 +23,13 @@ import (
 )
 
 // tables are the settings brain reads into c: the platform's, then each
-// feature's.
+// module's, in order.
 func tables(c *Config) []settings.Table {
-	return []settings.Table{
-		{Rows: platformSettings(c)},
-		ingest.SettingsTable(&c.Memory), // the memory example: delete with ingest/
+	t := []settings.Table{{Rows: platformSettings(c)}}
+	for _, m := range c.modules {
+		t = append(t, m.Settings())
 	}
+	return t
 }
 
 // allSettings are the rows of every table, in order.
@@ -42,11 +41,11 @@ func allSettings(c *Config) []settings.Setting {
 	return rows
 }
 
-// budgetAliases are the variables the features read beside the table that
+// budgetAliases are the variables the modules read beside the table that
 // override parts of their budgets.
 func budgetAliases() []settings.BudgetAlias {
 	var aliases []settings.BudgetAlias
-	for _, t := range tables(&Config{}) {
+	for _, t := range tables(newConfig()) {
 		aliases = append(aliases, t.Aliases...)
 	}
 	return aliases

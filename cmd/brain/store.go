@@ -9,24 +9,18 @@ import (
 	"strings"
 
 	"github.com/brain-template/brain/auth"
-	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
 	"github.com/brain-template/brain/store"
 )
 
-// features are the migration sets of brain's features, applied after the
-// platform's in this order.
-var features = []store.Migrations{
-	ingest.Migrations, // the memory example: delete with ingest/
-}
-
-// openStore opens the configured database and migrates it.
+// openStore opens the configured database and migrates it: the
+// platform's migration set, then each module's, in order.
 func openStore(ctx context.Context, cfg Config) (*store.DB, int, error) {
 	db, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
 	if err != nil {
 		return nil, 0, err
 	}
 	db.Timeout = cfg.StoreTimeout
-	applied, err := db.Migrate(ctx, features...)
+	applied, err := db.Migrate(ctx, migrationSets(cfg.modules)...)
 	if err != nil {
 		db.Close()
 		return nil, 0, err
@@ -76,6 +70,6 @@ func migrate(ctx context.Context, cfg Config, stdout io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	fmt.Fprintf(stdout, "%s %s: schema at versions %s (%d migration(s) applied now)\n", db.Dialect, databaseName(cfg), store.SchemaVersions(db.Dialect, features...), applied)
+	fmt.Fprintf(stdout, "%s %s: schema at versions %s (%d migration(s) applied now)\n", db.Dialect, databaseName(cfg), store.SchemaVersions(db.Dialect, migrationSets(cfg.modules)...), applied)
 	return nil
 }
