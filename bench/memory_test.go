@@ -118,7 +118,8 @@ func heapInUse() uint64 {
 }
 
 // BenchmarkMemoryBytesPerKey reports the heap each tracked 16-byte key
-// costs (B/key), ours beside sethvargo's memorystore.
+// costs (B/key), ours beside sethvargo's memorystore: n keys offered to a
+// limiter bounded at n, the heap divided by the keys it holds (keys).
 func BenchmarkMemoryBytesPerKey(b *testing.B) {
 	const n = 500_000
 	ks := keys(n)
@@ -127,13 +128,14 @@ func BenchmarkMemoryBytesPerKey(b *testing.B) {
 			for b.Loop() {
 				before := heapInUse()
 				var keep any
+				held := n
 				switch name {
 				case "brain":
 					m := ratelimit.NewMemory(budget("p", lim("p", 10, time.Second, 10)), ratelimit.MemoryOptions{MaxKeys: n})
 					for _, k := range ks {
 						m.AllowAt(k, t0)
 					}
-					keep = m
+					keep, held = m, m.Len()
 				default:
 					s, _ := memorystore.New(&memorystore.Config{Tokens: 10, Interval: time.Second, SweepInterval: time.Hour})
 					for _, k := range ks {
@@ -142,7 +144,8 @@ func BenchmarkMemoryBytesPerKey(b *testing.B) {
 					keep = s
 				}
 				after := heapInUse()
-				b.ReportMetric(float64(after-before)/n, "B/key")
+				b.ReportMetric(float64(after-before)/float64(held), "B/key")
+				b.ReportMetric(float64(held), "keys")
 				runtime.KeepAlive(keep)
 			}
 		})

@@ -21,8 +21,8 @@
 // # Stores
 //
 // [Memory] decides in-process: zero allocations per decision, one set of
-// a set-associative table read per decision (one cache line for a
-// one-rate budget, two for more), a bounded number of keys (a key whose
+// a set-associative table read per decision (128 bytes, two cache
+// lines), a bounded number of keys (a key whose
 // buckets are full again goes first, then the least recently used of its
 // set), and time passed in ([Memory.AllowAt]) so tests never sleep.
 // [Redis] decides in Redis, for several replicas: one round trip

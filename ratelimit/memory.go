@@ -13,22 +13,22 @@ import (
 // that is kept of them, whatever the key's length: an entry of 16 bytes
 // for a one-rate budget (24 to 40 for more rates), in a table that holds
 // at most MaxKeys keys and grows with the keys it holds, from a few
-// kilobytes; once grown it is at least a quarter full, so a key of a
-// one-rate budget costs at most 64 bytes. The table
-// is set-associative: a key's hash picks one set of a few entries, 64
-// bytes (one cache line) for one rate and 128 for more, and a decision
-// reads and writes that set and nothing else. Stripes of sets have their
-// own locks. A new key whose set is full takes the entry of a key whose
-// buckets are full again (which loses nothing), else of the set's least
-// recently used key; so a key can be forgotten, and its buckets reset to
-// full, before MaxKeys keys are held, when the few that share its set
-// were all used since. There is no sweeper goroutine and no pause: each
-// eviction is O(1), and growth moves one stripe at a time.
+// kilobytes. Once grown it is at least a quarter full for one rate, so a
+// key costs at most 64 bytes (an eighth full for more rates). The table
+// is set-associative: a key's hash picks one set of 128 bytes (two cache
+// lines) holding 3 to 8 entries, and a decision reads and writes that
+// set and nothing else. Stripes of sets have their own locks. A new key
+// whose set is full takes the entry of a key whose buckets are full
+// again (which loses nothing), else of the set's least recently used
+// key; so a key can be forgotten, and its buckets reset to full, before
+// MaxKeys keys are held, when the few that share its set were all used
+// since. There is no sweeper goroutine and no pause: each eviction is
+// O(1), and growth moves one stripe at a time.
 //
 // Two keys whose hashes agree in all but their 3 lowest bits share a
 // bucket. A new key is taken for a key held only if the two agree so, in
-// 61 bits: with at most 5 keys a set, a chance under 1 in 4×10^17 a new
-// key, about 1 in 50 billion over 10 million new keys.
+// 61 bits: with at most 8 keys a set, a chance under 1 in 2×10^17 a new
+// key, about 1 in 30 billion over 10 million new keys.
 type Memory struct {
 	budget Budget
 	g      gcra
@@ -43,9 +43,14 @@ type Memory struct {
 // MemoryOptions tune a [Memory]. The zero value takes the defaults.
 type MemoryOptions struct {
 	// MaxKeys bounds the keys kept (default 1,000,000), rounded down to a
-	// whole number of sets (by at most 4). Past it, the least recently
-	// used keys of each set are forgotten, which resets their buckets to
-	// full.
+	// whole number of sets (by at most 7). A key is forgotten, which
+	// resets its buckets to full, when a new key needs its entry: each
+	// set keeps its most recently used keys, and forgets first those
+	// whose buckets are full again. Sets fill unevenly, so a limiter
+	// offered MaxKeys distinct keys that all hold state keeps about 4 in
+	// 5 of them (86 in 100 for a one-rate budget), and one offered half
+	// as many 93 to 98 in 100: give it twice the keys that must hold
+	// state at once.
 	MaxKeys int
 }
 

@@ -7,49 +7,51 @@ import (
 )
 
 // A table holds the state of a [Memory]'s keys. It is a set-associative
-// cache, laid out as a CPU's caches are: a key's hash picks one set, a
-// block of one or two cache lines, and the key's entry can only be in
-// that set. An entry is a tag (the key's hash, with the entry's rank in
-// its low bits), then one TAT per rate:
+// cache, laid out as a CPU's caches are: a key's hash picks one set of
+// 128 bytes, aligned to two cache lines, and the key's entry can only be
+// in that set. An entry is a tag (the key's hash, with the entry's rank
+// in its low bits), then one TAT per rate:
 //
-//	one rate:    64-byte sets of 4 entries of 16 bytes
-//	two rates:  128-byte sets of 5 entries of 24 bytes (8 bytes unused)
-//	three:      128-byte sets of 4 entries of 32 bytes
-//	four:       128-byte sets of 3 entries of 40 bytes (8 bytes unused)
+//	one rate:    8 entries of 16 bytes
+//	two rates:   5 entries of 24 bytes (8 bytes unused)
+//	three:       4 entries of 32 bytes
+//	four:        3 entries of 40 bytes (8 bytes unused)
 //
-// A decision reads and writes one set and nothing else of the table, so
-// it waits for at most one miss of the cache (a 128-byte set is two
-// adjacent lines, which the CPU fetches together). A hash map pointing
-// to separate storage waits for two, one after the other. The rate
-// count picks the set's size: in 64 bytes, two or three rates would
-// leave 2 entries a set and four rates 1, and a set of few entries
-// forgets keys sooner; 128-byte sets decide as fast.
+// A decision reads and writes one set and nothing else of the table.
+// The set's two lines can be fetched together, their addresses known at
+// once, so a decision waits for about one miss of the cache; a hash map
+// pointing to separate storage waits for two, one after the other.
+// Measured beside 64-byte sets (one line: 4 entries for one rate, 2 for
+// two or three, 1 for four), 128-byte sets decide as fast or faster, and
+// their larger sets forget far fewer keys.
 //
 // A set's entries are ranked from 0, the most recently used, to ways-1,
 // the least; the ranks are always a permutation, empty entries included.
-// A new key takes, in this order of preference, an empty entry, the
-// least recently used of the idle entries (keys whose buckets are all
-// full again, which hold nothing a new entry would not), or the least
-// recently used entry. So the table forgets a key only when its set is
-// full, and then the key that loses least.
+// A new key takes, in this order of preference, the first empty entry
+// (so a set's first keys sit in its first line), the least recently
+// used of the idle entries (keys whose buckets are all full again,
+// which hold nothing a new entry would not), or the least recently used
+// entry. So the table forgets a key only when its set is full, and then
+// the key that loses least.
 //
 // The sets are split into stripes, each with its own lock, its own
 // array of sets and its own share of MaxKeys. A stripe starts with one
 // set and doubles (every key moved to its new set, under the stripe's
-// lock, O(1) amortized per key) when three quarters full, or from half
-// full when a new key would otherwise take a busy key's entry: below
-// that, a full set makes room by forgetting an idle key, which costs
-// nothing. Once it has grown, a stripe is at least a quarter full. Doubling moves each set's entries
-// into two sets, in their order of use, so every key keeps its state.
-// The last step, to the stripe's share, is not a doubling: a set given
-// more entries than it holds keeps the most recently used.
+// lock, O(1) amortized per key) when three quarters full, or earlier
+// (from half full for one rate, a quarter for more) when a new key would
+// otherwise take a busy key's entry; below that, a full set makes room
+// by forgetting an idle key, which costs nothing, and seldom a busy one.
+// Doubling moves each set's entries into two sets, in their order of
+// use, so every key keeps its state. The last step, to the stripe's
+// share, is not a doubling: a set given more entries than it holds
+// keeps the most recently used.
 type table struct {
 	stripes     []stripe
 	stripeShift uint // a tag's stripe is tag >> stripeShift
 	stripeBits  uint // 64 - stripeShift: the bits of a tag that its stripe uses
 	stride      int  // words per entry: the tag, then one TAT per rate
 	ways        int  // entries per set
-	setWords    int  // words per set: 8 (64 bytes) or 16 (128 bytes)
+	busyGrowth  int  // a stripe 1/busyGrowth full grows rather than forget a busy key
 	maxKeys     int  // as asked, before rounding
 }
 
@@ -57,7 +59,7 @@ type table struct {
 // so that two cores deciding in two stripes do not share one.
 type stripe struct {
 	mu      sync.Mutex
-	words   []int64 // sets × setWords, aligned to the set's size
+	words   []int64 // sets × setWords, aligned to 128 bytes
 	sets    uint64
 	maxSets uint64 // the stripe's share of MaxKeys, in sets
 	keys    int    // entries in use
@@ -65,6 +67,8 @@ type stripe struct {
 }
 
 const (
+	// setWords is the words of a set: 128 bytes.
+	setWords = 16
 	// rankBits of a tag word hold the entry's rank; the rest hold the
 	// key's hash. A set has at most 1<<rankBits entries.
 	rankBits = 3
@@ -78,11 +82,12 @@ const (
 // newTable returns a table for rates rates that holds at most maxKeys
 // keys (rounded down to whole sets). It starts with one set a stripe.
 func newTable(rates, maxKeys int) table {
-	t := table{stride: rates + 1, setWords: 8, maxKeys: maxKeys}
-	if rates > 1 {
-		t.setWords = 16
+	t := table{stride: rates + 1, maxKeys: maxKeys}
+	t.ways = min(setWords/t.stride, maxKeys)
+	t.busyGrowth = 4
+	if t.ways >= 8 {
+		t.busyGrowth = 2
 	}
-	t.ways = min(t.setWords/t.stride, maxKeys)
 	n := 1
 	for n < maxStripes && n*keysPerStripe < maxKeys {
 		n *= 2
@@ -122,8 +127,8 @@ func (t *table) stripe(tag uint64) *stripe { return &t.stripes[tag>>t.stripeShif
 // set i into sets 2i and 2i+1.
 func (t *table) set(s *stripe, tag uint64) []int64 {
 	i, _ := bits.Mul64(tag<<t.stripeBits, s.sets)
-	o := int(i) * t.setWords
-	return s.words[o : o+t.setWords]
+	o := int(i) * setWords
+	return s.words[o : o+setWords]
 }
 
 // entry returns the state of tag, the key's TATs, with s locked: the
@@ -181,19 +186,21 @@ const (
 )
 
 // mustGrow reports whether s grows before a new key takes an entry of
-// class c: when three quarters full, or half full and the key would take
-// a busy key's entry. Between growths a stripe is at least a quarter
-// full, which bounds the memory a key costs.
+// class c: when three quarters full, or when the key would take a busy
+// key's entry and s is half full (sets of 8 entries: one rate) or a
+// quarter full (sets of 3 to 5, which fill sooner). Between growths a
+// stripe is at least a quarter or an eighth full, which bounds the
+// memory a key costs.
 func (t *table) mustGrow(s *stripe, c int) bool {
 	if s.sets == s.maxSets {
 		return false
 	}
 	slots := int(s.sets) * t.ways
-	return 4*s.keys >= 3*slots || c == busy && 2*s.keys >= slots
+	return 4*s.keys >= 3*slots || c == busy && t.busyGrowth*s.keys >= slots
 }
 
-// victim returns the entry of set a new key takes, and its class: an
-// empty one, else the least recently used of the idle ones (their
+// victim returns the entry of set a new key takes, and its class: the
+// first empty one, else the least recently used of the idle ones (their
 // buckets full again at now), else the least recently used.
 func (t *table) victim(set []int64, now int64) (int, int) {
 	best, bestClass, bestRank := 0, busy+1, int64(-1)
@@ -205,7 +212,7 @@ func (t *table) victim(set []int64, now int64) (int, int) {
 		} else if full(e[1:], now) {
 			class = idle
 		}
-		if r := e[0] & rankMask; class < bestClass || class == bestClass && r > bestRank {
+		if r := e[0] & rankMask; class < bestClass || class == bestClass && class != empty && r > bestRank {
 			best, bestClass, bestRank = i, class, r
 		}
 	}
@@ -235,7 +242,7 @@ func (t *table) grow(s *stripe) {
 	s.words = t.newSets(s.sets)
 	s.keys = 0
 	for r := int64(0); r < int64(t.ways); r++ {
-		for o := 0; o < len(old); o += t.setWords {
+		for o := 0; o < len(old); o += setWords {
 			for i := 0; i < t.ways; i++ {
 				e := old[o+i*t.stride : o+i*t.stride+t.stride]
 				tag := uint64(e[0]) &^ rankMask
@@ -257,19 +264,18 @@ func (t *table) grow(s *stripe) {
 }
 
 // newSets returns n empty sets, each entry i of each set at rank i. The
-// sets are aligned to their size, so that each fills whole cache lines
-// (and a 128-byte set the pair of lines a CPU fetches together). Go's
-// allocator already aligns blocks whose size is a multiple of 64 bytes
-// to 64 bytes and 128 to 128; should it not, the block is padded.
+// sets are aligned to 128 bytes, so that each fills two whole cache
+// lines. Go's allocator already aligns a block whose size is a multiple
+// of 128 bytes to 128 bytes; should it not, the block is padded.
 func (t *table) newSets(n uint64) []int64 {
-	size := uintptr(t.setWords * 8)
-	words := make([]int64, int(n)*t.setWords)
+	const size = setWords * 8
+	words := make([]int64, int(n)*setWords)
 	if addr := uintptr(unsafe.Pointer(&words[0])); addr%size != 0 {
-		buf := make([]int64, len(words)+t.setWords-1)
+		buf := make([]int64, len(words)+setWords-1)
 		skip := int((size - uintptr(unsafe.Pointer(&buf[0]))%size) % size / 8)
 		words = buf[skip : skip+len(words) : skip+len(words)]
 	}
-	for o := 0; o < len(words); o += t.setWords {
+	for o := 0; o < len(words); o += setWords {
 		for i := 0; i < t.ways; i++ {
 			words[o+i*t.stride] = int64(i)
 		}

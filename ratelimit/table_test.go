@@ -48,15 +48,15 @@ func check(t *testing.T, m *Memory) {
 	total := uint64(0)
 	for si := range tb.stripes {
 		s := &tb.stripes[si]
-		if s.sets > s.maxSets || len(s.words) != int(s.sets)*tb.setWords {
+		if s.sets > s.maxSets || len(s.words) != int(s.sets)*setWords {
 			t.Fatalf("stripe %d: %d sets of at most %d, %d words", si, s.sets, s.maxSets, len(s.words))
 		}
-		if addr := uintptrOf(s.words); addr%uintptr(tb.setWords*8) != 0 {
-			t.Fatalf("stripe %d: sets at %#x, not aligned to %d bytes", si, addr, tb.setWords*8)
+		if addr := uintptrOf(s.words); addr%uintptr(setWords*8) != 0 {
+			t.Fatalf("stripe %d: sets at %#x, not aligned to %d bytes", si, addr, setWords*8)
 		}
 		total += s.maxSets
 		keys := 0
-		for o := 0; o < len(s.words); o += tb.setWords {
+		for o := 0; o < len(s.words); o += setWords {
 			seen := 0
 			for i := 0; i < tb.ways; i++ {
 				w := uint64(s.words[o+i*tb.stride])
@@ -69,7 +69,7 @@ func check(t *testing.T, m *Memory) {
 				}
 			}
 			if seen != 1<<tb.ways-1 {
-				t.Fatalf("stripe %d set %d: ranks %b are not a permutation of %d", si, o/tb.setWords, seen, tb.ways)
+				t.Fatalf("stripe %d set %d: ranks %b are not a permutation of %d", si, o/setWords, seen, tb.ways)
 			}
 		}
 		if keys != s.keys {
@@ -191,7 +191,7 @@ func snapshot(m *Memory) map[uint64]held {
 	tb := &m.t
 	for si := range tb.stripes {
 		s := &tb.stripes[si]
-		for o := 0; o < len(s.words); o += tb.setWords {
+		for o := 0; o < len(s.words); o += setWords {
 			for i := 0; i < tb.ways; i++ {
 				e := s.words[o+i*tb.stride : o+i*tb.stride+tb.stride]
 				if tag := uint64(e[0]) &^ rankMask; tag != 0 {
@@ -304,7 +304,7 @@ func TestTableStartsSmall(t *testing.T) {
 	for i := range m.t.stripes {
 		words += len(m.t.stripes[i].words)
 	}
-	if len(m.t.stripes) != maxStripes || words > 2*maxStripes*m.t.setWords {
+	if len(m.t.stripes) != maxStripes || words > 2*maxStripes*setWords {
 		t.Fatalf("10 keys take %d stripes and %d bytes of sets", len(m.t.stripes), words*8)
 	}
 }
@@ -319,51 +319,92 @@ func (m *Memory) allowHash(h uint64, now int64) (d Decision) {
 // key would take a busy key's entry; below that, a new key in a full set
 // takes an idle key's entry, else the least recently used one's.
 func TestTableGrowthPolicy(t *testing.T) {
-	m := NewMemory(oneRate(1, time.Second, 1), MemoryOptions{MaxKeys: 1000}) // one stripe of 4-entry sets
-	s := &m.t.stripes[0]
-	// Tags whose top bits are 00 fall in set 0 of 1, 2 or 4 sets; a6's 01
-	// in set 0 of 2 and set 1 of 4.
+	m := NewMemory(oneRate(1, time.Second, 1), MemoryOptions{MaxKeys: 1000}) // one stripe
+	s, w := &m.t.stripes[0], uint64(m.t.ways)
+	// Tags whose top bits are 00 fall in set 0 of 1, 2 or 4 sets; other's
+	// 01 in set 0 of 2 and set 1 of 4.
 	a := func(i uint64) uint64 { return i << 8 }
-	a6 := uint64(1)<<62 | a(6)
-	for i := uint64(1); i <= 3; i++ {
+	other := uint64(1)<<62 | a(1000)
+	k0 := (3*w + 3) / 4 // the keys in use at which one set is three quarters full
+	for i := uint64(1); i <= k0; i++ {
 		m.allowHash(a(i), start)
 	}
 	if s.sets != 1 {
-		t.Fatalf("3 keys in 4 entries: %d sets, want 1", s.sets)
+		t.Fatalf("%d keys in %d entries: %d sets, want 1", k0, w, s.sets)
 	}
-	m.allowHash(a(4), start) // 3 of 4 entries in use: grow first
-	if s.sets != 2 || s.keys != 4 {
-		t.Fatalf("the 4th key: %d sets, %d keys; want 2 sets, 4 keys", s.sets, s.keys)
+	m.allowHash(a(k0+1), start)
+	if s.sets != 2 || s.keys != int(k0)+1 {
+		t.Fatalf("key %d: %d sets, %d keys; want 2 sets, %d keys", k0+1, s.sets, s.keys, k0+1)
+	}
+	for i := k0 + 2; i <= w; i++ { // set 0 full, the table half full
+		m.allowHash(a(i), start)
+	}
+	if s.sets != 2 || s.keys != int(w) {
+		t.Fatalf("set 0 full: %d sets, %d keys; want 2 sets, %d keys", s.sets, s.keys, w)
 	}
 	check(t, m)
 
-	// Set 0 is full, of idle keys at +2s, the table half full: a5 takes
-	// a1's entry, the least recently used, and the table does not grow.
+	// Set 0 is full of keys idle at +2s: a new key takes the entry of a1,
+	// the least recently used, and the table does not grow.
 	at := start + int64(2*time.Second)
-	m.allowHash(a(5), at)
-	if _, ok := peek(m, a(1)); ok || s.sets != 2 || s.keys != 4 {
-		t.Fatalf("a new key among idle ones: a1 kept %v, %d sets, %d keys; want a1 gone, 2 sets, 4 keys", ok, s.sets, s.keys)
+	m.allowHash(a(w+1), at)
+	if _, ok := peek(m, a(1)); ok || s.sets != 2 || s.keys != int(w) {
+		t.Fatalf("a new key among idle ones: a1 kept %v, %d sets, %d keys; want a1 gone, 2 sets, %d keys", ok, s.sets, s.keys, w)
 	}
-	// Now set 0 is full of busy keys (a5, then a2, a3, a4 used at +2s),
-	// the table half full: a6 makes it grow, and no key is lost.
-	for i := uint64(2); i <= 4; i++ {
+	// Now set 0 is full of busy keys (a(w+1), then a2 … aw used at +2s),
+	// the table half full: a new key makes it grow, and no key is lost.
+	for i := uint64(2); i <= w; i++ {
 		m.allowHash(a(i), at)
 	}
-	m.allowHash(a6, at)
+	m.allowHash(other, at)
 	if s.sets != 4 {
 		t.Fatalf("a new key among busy ones in a half-full table: %d sets, want 4", s.sets)
 	}
-	for _, h := range []uint64{a(2), a(3), a(4), a(5), a6} {
-		if tats, ok := peek(m, h); !ok || tats[0] <= at {
-			t.Fatalf("key %#x lost its state in growth: %v, %v", h, tats, ok)
+	for i := uint64(2); i <= w+1; i++ {
+		if tats, ok := peek(m, a(i)); !ok || tats[0] <= at {
+			t.Fatalf("a%d lost its state in growth: %v, %v", i, tats, ok)
 		}
 	}
 	check(t, m)
-	// 5 keys in 16 entries: a7 in full set 0 takes the least recently
-	// used busy key's entry, a5's, rather than growing the table.
-	m.allowHash(a(7), at)
-	if _, ok := peek(m, a(5)); ok || s.sets != 4 || s.keys != 5 {
-		t.Fatalf("a new key among busy ones in a table under half full: a5 kept %v, %d sets, %d keys", ok, s.sets, s.keys)
+	// Under half full, a new key in full set 0 takes the least recently
+	// used busy key's entry, a(w+1)'s, rather than growing the table.
+	m.allowHash(a(w+2), at)
+	if _, ok := peek(m, a(w+1)); ok || s.sets != 4 || s.keys != int(w)+1 {
+		t.Fatalf("a new key among busy ones in a table under half full: a%d kept %v, %d sets, %d keys", w+1, ok, s.sets, s.keys)
 	}
 	check(t, m)
+}
+
+// Sets of fewer entries (more rates) fill sooner: a stripe of them grows
+// rather than forget a busy key from a quarter full.
+func TestTableGrowthPolicyFewWays(t *testing.T) {
+	m := NewMemory(rates(4, 1, time.Hour, 1), MemoryOptions{MaxKeys: 1000}) // one stripe, sets of 3
+	s := &m.t.stripes[0]
+	if m.t.ways != 3 {
+		t.Fatalf("4 rates: %d entries a set, want 3", m.t.ways)
+	}
+	// Top bits: the a keys 000, b 1, c 01, d 001.
+	a := func(i uint64) uint64 { return i << 8 }
+	b, c, d := uint64(1)<<63|a(50), uint64(1)<<62|a(51), uint64(1)<<61|a(52)
+	steps := []struct {
+		h          uint64
+		sets, keys int
+	}{
+		{a(1), 1, 1}, {a(2), 1, 2}, {a(3), 1, 3}, // set 0 full, of busy keys
+		{b, 2, 4},
+		{c, 4, 5},
+		{d, 8, 6}, // 5 keys in 12 entries: a quarter full, and set 0 full
+	}
+	for i, st := range steps {
+		m.allowHash(st.h, start)
+		if int(s.sets) != st.sets || s.keys != st.keys {
+			t.Fatalf("step %d: %d sets, %d keys; want %d, %d", i, s.sets, s.keys, st.sets, st.keys)
+		}
+		check(t, m)
+	}
+	for _, h := range []uint64{a(1), a(2), a(3), b, c, d} {
+		if _, ok := peek(m, h); !ok {
+			t.Fatalf("key %#x was forgotten", h)
+		}
+	}
 }
