@@ -22,8 +22,8 @@ import (
 // once, so a decision waits for about one miss of the cache; a hash map
 // pointing to separate storage waits for two, one after the other.
 // Measured beside 64-byte sets (one line: 4 entries for one rate, 2 for
-// two or three, 1 for four), 128-byte sets decide as fast or faster, and
-// their larger sets forget far fewer keys.
+// two or three, 1 for four), 128-byte sets decide as fast or faster for
+// one to three rates, and their larger sets forget far fewer keys.
 //
 // A set's entries are ranked from 0, the most recently used, to ways-1,
 // the least; the ranks are always a permutation, empty entries included.
