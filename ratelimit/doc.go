@@ -20,10 +20,12 @@
 //
 // # Stores
 //
-// [Memory] decides in-process: zero allocations per decision, a bounded
-// number of keys (the least recently used go first, approximately, by the
-// CLOCK algorithm), and time passed in ([Memory.AllowAt]) so tests never
-// sleep. [Redis] decides in Redis, for several replicas: one round trip
+// [Memory] decides in-process: zero allocations per decision, one set of
+// a set-associative table read per decision (128 bytes, two cache
+// lines), a bounded number of keys (a key whose
+// buckets are full again goes first, then the least recently used of its
+// set), and time passed in ([Memory.AllowAt]) so tests never sleep.
+// [Redis] decides in Redis, for several replicas: one round trip
 // per decision (concurrent ones batched into one script call), the
 // server's clock, keys that expire on their own, and a local deny cache. [Resilient] puts a fallback behind Redis for outages.
 package ratelimit

@@ -3,6 +3,8 @@ package ratelimit_test
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,13 +126,15 @@ func TestMultiRateAtomic(t *testing.T) {
 	}
 }
 
+// MaxKeys bounds the keys held, rounded down to whole sets: for a
+// one-rate budget, sets of 8 keys.
 func TestKeyBound(t *testing.T) {
 	m := ratelimit.NewMemory(budget("p", lim("p", 1, time.Hour, 1)), ratelimit.MemoryOptions{MaxKeys: 100})
 	for i := range 10_000 {
 		m.AllowAt(fmt.Sprint("key-", i), t0)
 	}
-	if n := m.Len(); n != 100 {
-		t.Fatalf("Len = %d after 10,000 keys, want the bound of 100", n)
+	if n := m.Len(); n != 96 {
+		t.Fatalf("Len = %d after 10,000 keys, want the bound of 100 in whole sets of 8: 96", n)
 	}
 }
 
@@ -156,6 +160,40 @@ func TestEvictionPrefersIdleKeys(t *testing.T) {
 	}
 }
 
+// Concurrent decisions on one key admit exactly its burst while new keys
+// make the table grow under them (run it with -race).
+func TestMemoryConcurrent(t *testing.T) {
+	const workers, each, burst = 4, 3000, 500
+	m := ratelimit.NewMemory(budget("p", lim("p", 1, time.Hour, burst)), ratelimit.MemoryOptions{})
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				if m.AllowAt("shared", t0).Allowed {
+					admitted.Add(1)
+				}
+				if d := m.AllowAt(fmt.Sprint("own-", w, "-", i), t0); !d.Allowed || d.Remaining(0) != burst-1 {
+					t.Errorf("a new key: %+v, want admitted with %d left", d, burst-1)
+					return
+				}
+				if i%500 == 0 {
+					m.Len()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if n := admitted.Load(); n != burst {
+		t.Fatalf("the shared key admitted %d requests, want its burst of %d", n, burst)
+	}
+	if n := m.Len(); n < workers*each*9/10 || n > workers*each+1 {
+		t.Fatalf("Len = %d after %d keys", n, workers*each+1)
+	}
+}
+
 func TestBudgetValidate(t *testing.T) {
 	for _, p := range []ratelimit.Budget{
 		{Name: "", Limits: []ratelimit.Limit{lim("a", 1, time.Second, 1)}},
@@ -169,32 +207,35 @@ func TestBudgetValidate(t *testing.T) {
 	}
 }
 
-// Both clocks of Allow tell the time: a decision made now says so.
-func TestMemoryClocks(t *testing.T) {
-	for _, coarse := range []bool{false, true} {
-		m := ratelimit.NewMemory(session, ratelimit.MemoryOptions{CoarseClock: coarse})
-		before := time.Now()
-		d, _ := m.Allow(context.Background(), "k")
-		after := time.Now()
-		// Both count from the wall clock at start-up on the monotonic
-		// clock, which a step of the wall clock since (NTP) would move
-		// apart; a coarse reading may also be a tick (or a busy
-		// scheduler) old.
-		const slack = time.Second
-		if at := d.Time(); at.Before(before.Add(-slack)) || at.After(after.Add(slack)) {
-			t.Errorf("coarse %v: decision at %v, want between %v and %v", coarse, at, before, after)
+// Allow's clock tells the time: a decision made now says so.
+func TestMemoryClock(t *testing.T) {
+	m := ratelimit.NewMemory(session, ratelimit.MemoryOptions{})
+	before := time.Now()
+	d, _ := m.Allow(context.Background(), "k")
+	after := time.Now()
+	// The clock counts from the wall clock at start-up on the monotonic
+	// clock, which a step of the wall clock since (NTP) would move apart.
+	const slack = time.Second
+	if at := d.Time(); at.Before(before.Add(-slack)) || at.After(after.Add(slack)) {
+		t.Errorf("decision at %v, want between %v and %v", at, before, after)
+	}
+	// The clock moves: a later decision is made later.
+	for {
+		d2, _ := m.Allow(context.Background(), "k")
+		if d2.Time().After(d.Time()) {
+			break
 		}
-		// The clock moves: a later decision is made later.
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			d2, _ := m.Allow(context.Background(), "k")
-			if d2.Time().After(d.Time()) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("coarse %v: the clock stood still at %v for 5 s", coarse, d.Time())
-			}
-			time.Sleep(time.Millisecond)
+		if time.Now().After(after.Add(5 * time.Second)) {
+			t.Fatalf("the clock stood still at %v for 5 s", d.Time())
 		}
+	}
+}
+
+// Allow reads Memory.Now when it is set.
+func TestMemoryNow(t *testing.T) {
+	m := ratelimit.NewMemory(session, ratelimit.MemoryOptions{})
+	m.Now = func() time.Time { return t0 }
+	if d, _ := m.Allow(context.Background(), "k"); !d.Time().Equal(t0) {
+		t.Fatalf("decision at %v, want Now's %v", d.Time(), t0)
 	}
 }
