@@ -63,7 +63,7 @@ var pool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // Handle writes r.
 func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
-	if h.opts.ReplaceAttr != nil || h.opts.AddSource || !flat(r) {
+	if h.opts.ReplaceAttr != nil || h.opts.AddSource {
 		return h.std.Handle(ctx, r)
 	}
 	p := pool.Get().(*[]byte)
@@ -77,51 +77,49 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	b = appendString(b, r.Level.String())
 	b = append(b, " msg="...)
 	b = appendString(b, r.Message)
+	flat := true // every attribute one the fast path writes: a key, and a string, integer, boolean or duration
 	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "" {
+			flat = false
+			return false
+		}
 		b = append(b, ' ')
 		b = appendString(b, a.Key)
 		b = append(b, '=')
-		b = appendValue(b, a.Value)
-		return true
+		b, flat = appendValue(b, a.Value)
+		return flat
 	})
-	b = append(b, '\n')
-	_, err := h.w.Write(b)
+	var err error
+	if flat {
+		b = append(b, '\n')
+		_, err = h.w.Write(b)
+	}
 	if cap(b) <= 16<<10 {
 		*p = b
 		pool.Put(p)
 	}
+	if !flat { // what was written is dropped, and the TextHandler writes it all
+		return h.std.Handle(ctx, r)
+	}
 	return err
 }
 
-// flat reports whether every attribute of r is one the fast path writes:
-// a non-empty key and a string, integer, boolean or duration.
-func flat(r slog.Record) bool {
-	ok := true
-	r.Attrs(func(a slog.Attr) bool {
-		switch a.Value.Kind() {
-		case slog.KindString, slog.KindInt64, slog.KindUint64, slog.KindBool, slog.KindDuration:
-			ok = a.Key != ""
-		default:
-			ok = false
-		}
-		return ok
-	})
-	return ok
-}
-
-func appendValue(b []byte, v slog.Value) []byte {
+// appendValue appends v as the TextHandler does, and reports whether it
+// is of a kind the fast path writes.
+func appendValue(b []byte, v slog.Value) ([]byte, bool) {
 	switch v.Kind() {
 	case slog.KindString:
-		return appendString(b, v.String())
+		return appendString(b, v.String()), true
 	case slog.KindInt64:
-		return strconv.AppendInt(b, v.Int64(), 10)
+		return strconv.AppendInt(b, v.Int64(), 10), true
 	case slog.KindUint64:
-		return strconv.AppendUint(b, v.Uint64(), 10)
+		return strconv.AppendUint(b, v.Uint64(), 10), true
 	case slog.KindBool:
-		return strconv.AppendBool(b, v.Bool())
-	default: // slog.KindDuration, as flat allows
-		return append(b, v.Duration().String()...)
+		return strconv.AppendBool(b, v.Bool()), true
+	case slog.KindDuration:
+		return append(b, v.Duration().String()...), true
 	}
+	return b, false
 }
 
 // appendString appends s as the TextHandler does: bare, or quoted when it
@@ -143,7 +141,7 @@ func needsQuoting(s string) bool {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c != '\\' && (c == ' ' || c == '=' || c < 0x20 || c == '"') {
+			if quoted[c] {
 				return true
 			}
 			i++
@@ -157,6 +155,15 @@ func needsQuoting(s string) bool {
 	}
 	return false
 }
+
+// quoted are the ASCII bytes that make the TextHandler quote a string:
+// the control characters, space, '"' and '='.
+var quoted = func() (q [utf8.RuneSelf]bool) {
+	for c := range q {
+		q[c] = c < 0x20 || c == ' ' || c == '"' || c == '='
+	}
+	return q
+}()
 
 // appendRFC3339Millis is the TextHandler's time: RFC 3339 with exactly
 // three digits of milliseconds.
