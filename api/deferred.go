@@ -124,8 +124,8 @@ func SkipCharge(ctx context.Context) {
 // [SkipCharge], so that the refusal takes no token from any budget.
 func LoginBackedOff(ctx context.Context, te *auth.ThrottledError) *Error {
 	e := RateLimited("login", "login", te.Failures, 0, te.RetryAfter)
-	if c, ok := ctx.Value(deferredKey{}).(*deferredCharge); ok {
-		c.ps.refusals.observe(ctx, e, nil)
+	if r, ok := ctx.Value(refusalsKey{}).(*refusals); ok {
+		r.observe(ctx, e, nil)
 	}
 	return e
 }

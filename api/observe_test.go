@@ -114,3 +114,23 @@ func grep(text, pattern string) []string {
 	}
 	return out
 }
+
+// A login the back-off refuses is counted with the other refusals, under
+// plane and policy login, whether the planes run or are all off: the
+// back-off is the handler's, not a plane's.
+func TestLoginBackoffRefusalsAreCounted(t *testing.T) {
+	for _, disabled := range []bool{false, true} {
+		m := api.NewMetrics()
+		l := apitest.Start(t, api.Config{Metrics: m, Limits: api.Limits{Disabled: disabled}})
+		for range 5 {
+			l.Login(apitest.User, "not the password at all").Want(t, 401, "a wrong password")
+		}
+		r := l.Login(apitest.User, "not the password at all")
+		if r.Status != 429 || r.Refusal(t).Details.Scope != "login" {
+			t.Fatalf("disabled %v: the sixth failure: %d %s, want the back-off's 429", disabled, r.Status, r.Body)
+		}
+		if got := apitest.Scrape(t, m); !strings.Contains(got, `brain_ratelimit_refusals_total{plane="login",policy="login"} 1`) {
+			t.Errorf("disabled %v: the back-off's refusal is not counted:\n%s", disabled, got)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"reflect"
+	"slices"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -71,6 +72,9 @@ var undeclared = &Declaration{}
 // declarationOf returns op's declaration, which the caller must not
 // change (use declare).
 func declarationOf(op *huma.Operation) *Declaration {
+	if op == nil {
+		return undeclared
+	}
 	if d, ok := op.Metadata[metaDeclaration].(*Declaration); ok {
 		return d
 	}
@@ -137,6 +141,7 @@ func WithLoginBackoff(op huma.Operation) huma.Operation {
 //     spec (ratelimit.go).
 func declareOperation(ps *planes, bodies *bodiesInFlight) func(*huma.OpenAPI, *huma.Operation) {
 	return func(oapi *huma.OpenAPI, op *huma.Operation) {
+		ownFields(op)
 		declare(op, func(d *Declaration) {
 			declareSecurity(op, d.access())
 			declareJSONBody(oapi, op, d.JSONBody)
@@ -146,5 +151,19 @@ func declareOperation(ps *planes, bodies *bodiesInFlight) func(*huma.OpenAPI, *h
 			ps.declareRateLimits(op, d)
 			d.schemas = oapi.Components.Schemas
 		})
+	}
+}
+
+// ownFields gives op its own copies of what the hook writes into: an
+// operation literal registered twice, or built from another, may share
+// these with it, and neither may see the other's errors, middleware,
+// extensions or body.
+func ownFields(op *huma.Operation) {
+	op.Errors = slices.Clip(op.Errors)
+	op.Middlewares = slices.Clip(op.Middlewares)
+	op.Extensions = maps.Clone(op.Extensions)
+	if op.RequestBody != nil {
+		rb := *op.RequestBody
+		op.RequestBody = &rb
 	}
 }

@@ -382,6 +382,9 @@ func ptr[T any](v T) *T { return &v }
 // headers on every response the limiter sees; and it gives the operation
 // the middleware that enforces exactly that plan.
 func (ps *planes) declareRateLimits(op *huma.Operation, d *Declaration) {
+	if d.LoginBackoff { // its handler's back-off refusals are counted even with no plane (LoginBackedOff)
+		op.Middlewares = append(op.Middlewares, ps.refusals.carry)
+	}
 	pl := ps.planFor(op, d)
 	if pl == nil {
 		return

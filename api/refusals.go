@@ -10,6 +10,7 @@ import (
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/logsample"
 	"github.com/brain-template/brain/internal/product"
+	"github.com/danielgtaylor/huma/v2"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -38,6 +39,16 @@ func newRefusals(m *Metrics, now func() time.Time) *refusals {
 		m.reg.MustRegister(r.count)
 	}
 	return r
+}
+
+// refusalsKey is the context key of the observer an operation that
+// declares LoginBackoff carries (carry), for LoginBackedOff.
+type refusalsKey struct{}
+
+// carry is the huma middleware that gives the request's context r, so
+// that a refusal its handler makes itself (LoginBackedOff) is observed.
+func (r *refusals) carry(ctx huma.Context, next func(huma.Context)) {
+	next(huma.WithValue(ctx, refusalsKey{}, r))
 }
 
 // observe reports refusal e (a 429 of RateLimited) of the request of ctx,
