@@ -145,9 +145,10 @@ func mustAddUser(t *testing.T, kv map[string]string, name, password string) {
 // The queue is fair between users, end to end, on SQLite: user A floods
 // the queue with batches, enough to keep the workers busy for many
 // seconds; then user B sends a batch of one item, and its job succeeds
-// within 2 s. Before the queue was fair, B's job waited for A's backlog:
-// more than 30 s on SQLite, 9 s on PostgreSQL (the same test, run on the
-// code before).
+// while most of A's backlog is still unfinished. Before the queue was
+// fair, B's job waited for A's backlog: more than 30 s on SQLite, 9 s on
+// PostgreSQL (the same test, run on the code before); now about 2 s
+// (bench/fairjobs measures it).
 //
 // Its batches are smaller than 8 MiB bodies (60 of 1000 items of 100
 // bytes, every word a new entry in the full-text index), so that the posts
@@ -155,8 +156,8 @@ func mustAddUser(t *testing.T, kv map[string]string, name, password string) {
 // A's jobs outlast the posts by far (the test fails if at least half of
 // them are not still unfinished when B posts). The store timeout is
 // raised: the test is about the queue, not about how a loaded machine
-// meets BRAIN_STORE_TIMEOUT. Not parallel: it measures a latency, and the
-// tests run beside it would be part of it.
+// meets BRAIN_STORE_TIMEOUT. Not parallel: the tests run beside it would
+// slow A's posts and B's job alike.
 func TestFairJobsSQLite(t *testing.T) { fairJobs(t, store.SQLite) }
 
 // TestFairJobsPostgres is TestFairJobsSQLite on PostgreSQL.
@@ -166,7 +167,6 @@ func fairJobs(t *testing.T, d store.Dialect) {
 	const (
 		batches, items, text = 60, 1000, 100
 		workers              = "2"
-		within               = 2 * time.Second
 	)
 	kv := dialectEnv(t, d, map[string]string{"BRAIN_JOB_WORKERS": workers, "BRAIN_STORE_TIMEOUT": "30s"})
 	p := startProc(t, kv)
@@ -218,11 +218,16 @@ func fairJobs(t *testing.T, d store.Dialect) {
 	t0 := time.Now()
 	id := b.accepted(b.ingest(json.RawMessage(`{"project":"light","items":[{"text":"B's one note"}]}`)), false)
 	b.waitJob(id, 30*time.Second)
-	took := time.Since(t0)
+	took, left := time.Since(t0), unfinished()
 	t.Logf("A's %d batches posted in %v, %d not finished; B's job succeeded %v after its post, with %d of A's not finished",
-		batches, posted.Round(time.Millisecond), backlog, took.Round(time.Millisecond), unfinished())
-	if took > within {
-		t.Fatalf("B's job took %v behind A's %d unfinished jobs, want at most %v", took.Round(time.Millisecond), backlog, within)
+		batches, posted.Round(time.Millisecond), backlog, took.Round(time.Millisecond), left)
+	// What makes the queue fair is whom B waits for, not how fast a
+	// loaded machine is: B's job must overtake A's backlog. (How long it
+	// takes is a figure of bench/fairjobs, in BENCHMARKS.md: 2 s is its
+	// target.)
+	if left < backlog/2 {
+		t.Fatalf("B's job succeeded only after %d of A's %d unfinished jobs had (%d left, after %v): it waited its turn behind A's backlog",
+			backlog-left, backlog, left, took.Round(time.Millisecond))
 	}
 }
 
