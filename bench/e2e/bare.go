@@ -26,7 +26,7 @@ func serveBare(addr, answersFile string) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	var answers map[string]json.RawMessage
+	var answers map[string][]byte
 	if err := json.Unmarshal(b, &answers); err != nil {
 		log.Fatal(err)
 	}

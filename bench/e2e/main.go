@@ -182,7 +182,7 @@ func credentials(base string) (cookie, key string) {
 // startBare writes brain's answer to each target's path to a file and
 // starts this program again as the bare server answering them.
 func startBare(dir, base string, targets []target) (string, *exec.Cmd) {
-	answers := map[string]json.RawMessage{}
+	answers := map[string][]byte{} // exact bytes (base64 in the file): a RawMessage would be compacted
 	for _, t := range targets {
 		req, _ := http.NewRequest(http.MethodGet, base+t.path, nil)
 		if t.header != nil {

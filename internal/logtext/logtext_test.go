@@ -55,7 +55,11 @@ func TestTheRestIsTheTextHandlers(t *testing.T) {
 		"any":       func(l *slog.Logger) { l.Info("m", "err", io.EOF, "f", 1.5, "t", time.Unix(0, 0).UTC()) },
 		"with":      func(l *slog.Logger) { l.With("request_id", "x").Info("m", "a", 1) },
 		"withGroup": func(l *slog.Logger) { l.WithGroup("g").Info("m", "a", 1) },
-		"debug":     func(l *slog.Logger) { l.Debug("hidden") },
+		"any after": func(l *slog.Logger) { l.Info("m", "a", 1, "b", "two words", "err", io.EOF) },
+		"empty key": func(l *slog.Logger) {
+			l.LogAttrs(context.Background(), slog.LevelInfo, "m", slog.Int("a", 1), slog.String("", "v"))
+		},
+		"debug": func(l *slog.Logger) { l.Debug("hidden") },
 		"zero time": func(l *slog.Logger) {
 			_ = l.Handler().Handle(context.Background(), slog.NewRecord(time.Time{}, slog.LevelInfo, "m", 0))
 		},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // syncBuffer is an output safe for the test to read while the writer's
@@ -88,42 +89,39 @@ func TestLinesGatherWhileTheOutputIsBusy(t *testing.T) {
 }
 
 // Past maxBuffered, Write waits for the goroutine instead of growing the
-// buffer without bound; nothing is dropped.
+// buffer without bound; nothing is dropped. While the output is held, a
+// writer of twice maxBuffered cannot finish; once it is let go, it does.
 func TestWriteWaitsWhenTheBufferIsFull(t *testing.T) {
 	out := &syncBuffer{gate: make(chan struct{})}
 	w := New(out)
-	fmt.Fprintln(w, "first") // held at the gate
+	fmt.Fprintln(w, "first") // the goroutine takes it and waits at the gate
 	line := bytes.Repeat([]byte("x"), 64<<10)
-	wrote := make(chan int)
+	n := 2 * maxBuffered / len(line)
+	wrote := make(chan struct{})
 	go func() {
-		n := 0
-		for range 2 * maxBuffered / len(line) {
+		for range n {
 			w.Write(line)
-			n++
 		}
-		wrote <- n
+		close(wrote)
 	}()
-	// The writer fills the buffer, then waits: release the output one
-	// write at a time until it is done.
-	for {
-		select {
-		case n := <-wrote:
-			close(out.gate)
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if got, want := len(out.String()), len("first\n")+n*len(line); got != want {
-				t.Fatalf("%d bytes out, want %d", got, want)
-			}
-			return
-		case out.gate <- struct{}{}:
-			w.mu.Lock()
-			if len(w.buf) > maxBuffered {
-				w.mu.Unlock()
-				t.Fatalf("the buffer holds %d bytes, more than %d", len(w.buf), maxBuffered)
-			}
-			w.mu.Unlock()
-		}
+	select {
+	case <-wrote:
+		t.Fatalf("%d bytes written while the output was held: Write did not wait at %d", n*len(line), maxBuffered)
+	case <-time.After(200 * time.Millisecond): // the failure is quick; a pass waits this long
+	}
+	w.mu.Lock()
+	held := len(w.buf)
+	w.mu.Unlock()
+	if held > maxBuffered || held < maxBuffered-len(line) {
+		t.Fatalf("the buffer holds %d bytes while Write waits; want the most that fits in %d", held, maxBuffered)
+	}
+	close(out.gate) // every write may go now
+	<-wrote
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(out.String()), len("first\n")+n*len(line); got != want {
+		t.Fatalf("%d bytes out, want %d", got, want)
 	}
 }
 
