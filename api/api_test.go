@@ -23,24 +23,6 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 )
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 const secret = "hunter2-SECRET"
 
 type echoInput struct {
@@ -108,7 +90,7 @@ func withKey(tb testing.TB, s *api.Server, svc *auth.Service) http.Handler {
 // error path: a JSON body with a small limit, a panic and an internal
 // error. Its handler sends ada's API key with every request; the server
 // itself takes any request.
-func MustServer(tb testing.TB, cfg api.Config) (http.Handler, *syncBuffer) {
+func MustServer(tb testing.TB, cfg api.Config) (http.Handler, *apitest.Logs) {
 	if cfg.Auth == nil {
 		cfg.Auth = MustAuth(tb)
 	}
@@ -116,9 +98,9 @@ func MustServer(tb testing.TB, cfg api.Config) (http.Handler, *syncBuffer) {
 	return withKey(tb, s, cfg.Auth), logs
 }
 
-func mustRawServer(tb testing.TB, cfg api.Config) (*api.Server, *syncBuffer) {
+func mustRawServer(tb testing.TB, cfg api.Config) (*api.Server, *apitest.Logs) {
 	tb.Helper()
-	logs := &syncBuffer{}
+	logs := &apitest.Logs{}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	}
@@ -129,6 +111,14 @@ func mustRawServer(tb testing.TB, cfg api.Config) (*api.Server, *syncBuffer) {
 		cfg.DB = db.(*store.DB)
 	}
 	s := api.New(withAccount(cfg))
+	testOperations(s)
+	return s, logs
+}
+
+// testOperations registers the operations that reach each error path: a
+// JSON body with a small limit, a panic, a wrapped 404, a 500 and an
+// internal error, each holding secret where it must never be answered.
+func testOperations(s *api.Server) {
 	huma.Register(s.API, huma.Operation{
 		OperationID: "test-echo", Method: http.MethodPost, Path: "/api/v1/test/echo", MaxBodyBytes: 256,
 	}, func(ctx context.Context, in *echoInput) (*echoOutput, error) {
@@ -150,7 +140,6 @@ func mustRawServer(tb testing.TB, cfg api.Config) (*api.Server, *syncBuffer) {
 		func(ctx context.Context, _ *struct{}) (*echoOutput, error) {
 			return nil, errors.New("dial db: password " + secret)
 		})
-	return s, logs
 }
 
 func do(tb testing.TB, h http.Handler, method, path, contentType, body string) *httptest.ResponseRecorder {

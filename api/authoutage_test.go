@@ -17,12 +17,12 @@ import (
 )
 
 // outageServer is the API over svc, logging to logs.
-func outageServer(tb testing.TB, svc *auth.Service) (*apitest.Client, *syncBuffer) {
+func outageServer(tb testing.TB, svc *auth.Service) (*apitest.Client, *apitest.Logs) {
 	tb.Helper()
 	if _, err := svc.AddUser(tb.Context(), "ada", "correct horse battery"); err != nil {
 		tb.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &apitest.Logs{}
 	return apitest.Serve(tb, api.New(withAccount(api.Config{Auth: svc, Logger: slog.New(slog.NewTextHandler(logs, nil))}))), logs
 }
 

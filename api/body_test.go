@@ -18,7 +18,7 @@ import (
 func bodyServer(t *testing.T, bodies api.BodyBudget) (*api.Server, *apitest.Client, *auth.Service, string) {
 	t.Helper()
 	svc := MustAuth(t)
-	s, l, _ := streamServerWith(t, api.Config{Auth: svc, Bodies: bodies}, nil)
+	s, l, _ := streamServer(t, api.Config{Auth: svc, Bodies: bodies})
 	return s, l, svc, l.Login("ada", "correct horse battery").Cookie(t)
 }
 

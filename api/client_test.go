@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/store/storetest"
@@ -45,7 +46,7 @@ func rawRequest(t *testing.T, srv *httptest.Server, raw string) (*http.Response,
 // accessLine waits for the access log line of a request to route and
 // returns it. The server writes it after the response, so it can trail
 // what the client saw.
-func accessLine(t *testing.T, logs *syncBuffer, route string) string {
+func accessLine(t *testing.T, logs *apitest.Logs, route string) string {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {

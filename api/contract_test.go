@@ -53,7 +53,7 @@ func concretePath(path string) string {
 // with 400 invalid-request, as its spec's 400 says (an operation that reads
 // its body itself once answered 422 unprocessable).
 func TestSpecEveryBodyRefusesNonJSONWith400(t *testing.T) {
-	_, l, _ := streamServerWith(t, api.Config{}, nil)
+	_, l, _ := streamServer(t, api.Config{})
 	ada := l.Login("ada", "correct horse battery").Cookie(t)
 	spec := mustServedSpec(t, l)
 	n := 0

@@ -137,7 +137,7 @@ func TestSpecEvery503IsUnavailable(t *testing.T) {
 func TestOutageLoggedOncePerCause(t *testing.T) {
 	svc, st := mustDownStore(t)
 	clk := testclock.New(t0)
-	logs := &syncBuffer{}
+	logs := &apitest.Logs{}
 	lim := api.DefaultLimits()
 	lim.IP.Limit, lim.IP.Burst = 1000, 1000
 	s := apitest.Serve(t, api.New(withAccount(api.Config{Auth: svc, Now: clk.Now, Limits: lim, Logger: slog.New(slog.NewTextHandler(logs, nil))})))
