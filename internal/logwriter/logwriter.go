@@ -7,20 +7,28 @@ package logwriter
 import (
 	"io"
 	"sync"
+	"time"
 )
 
 // maxBuffered is how much may wait for the writer goroutine before Write
 // waits for it: a bound on memory when the output is slower than the log.
 const maxBuffered = 1 << 20
 
+// linger is how long the goroutine, woken by a line in an empty buffer,
+// waits for more before it writes. Under load it is what makes one write
+// carry many lines: without it the goroutine is woken, and writes, once
+// for every line or two, and each wake and write costs more CPU than the
+// line's formatting. A line reaches the output at most this late.
+const linger = 2 * time.Millisecond
+
 // A Writer buffers what is written to it and writes it to its output from
-// a goroutine of its own, in the order written. There is no timer: the
-// goroutine writes as soon as it is woken, so at low load each line goes
-// out at once, and under load the lines that arrive while it writes go out
-// together in its next write. Writes are never dropped: past maxBuffered a
-// Write waits until the goroutine has taken the buffer. Close writes what
-// is left, and a Write after it goes straight to the output; call it
-// before the process exits.
+// a goroutine of its own, in the order written. The first line written to
+// an empty buffer wakes the goroutine, which lingers (2 ms) for more and
+// then writes all it has: at most a few hundred writes a second however
+// many lines, and no timer runs while nothing is written. Writes are never
+// dropped: past maxBuffered a Write waits until the goroutine has taken
+// the buffer. Close writes what is left at once, and a Write after it goes
+// straight to the output; call it before the process exits.
 type Writer struct {
 	out    io.Writer
 	mu     sync.Mutex
@@ -32,11 +40,30 @@ type Writer struct {
 	quit   chan struct{}
 	done   chan struct{}
 	close  sync.Once
+
+	// hold is the linger: it returns when the goroutine should write,
+	// false if Close was called meanwhile.
+	hold func(quit <-chan struct{}) bool
 }
 
 // New returns a Writer to out and starts its goroutine.
 func New(out io.Writer) *Writer {
-	w := &Writer{out: out, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	t := time.NewTimer(linger)
+	t.Stop()
+	return start(out, func(quit <-chan struct{}) bool {
+		t.Reset(linger)
+		select {
+		case <-t.C:
+			return true
+		case <-quit:
+			t.Stop()
+			return false
+		}
+	})
+}
+
+func start(out io.Writer, hold func(quit <-chan struct{}) bool) *Writer {
+	w := &Writer{out: out, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}), hold: hold}
 	w.room = sync.NewCond(&w.mu)
 	go w.run()
 	return w
@@ -54,12 +81,15 @@ func (w *Writer) Write(p []byte) (int, error) {
 		w.write(p)
 		return len(p), w.err
 	}
+	first := len(w.buf) == 0
 	w.buf = append(w.buf, p...)
 	err := w.err
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default: // already woken: it will take p with the rest
+	if first { // else the line before woke it, and it has yet to take both
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
 	}
 	return len(p), err
 }
@@ -72,6 +102,10 @@ func (w *Writer) run() {
 		select {
 		case <-w.wake:
 		case <-w.quit:
+			w.flush(&spare, true)
+			return
+		}
+		if !w.hold(w.quit) {
 			w.flush(&spare, true)
 			return
 		}

@@ -88,6 +88,66 @@ func TestLinesGatherWhileTheOutputIsBusy(t *testing.T) {
 	}
 }
 
+// The goroutine, woken by a first line, lingers before it writes, and
+// the lines written meanwhile go out with it in one write; a second line
+// does not wake it again. Close ends a linger at once and loses nothing.
+func TestLinesGatherWhileTheGoroutineLingers(t *testing.T) {
+	out := &syncBuffer{gate: make(chan struct{})}
+	lingering, wakes := make(chan struct{}), 0
+	release := make(chan bool)
+	w := start(out, func(quit <-chan struct{}) bool {
+		wakes++
+		lingering <- struct{}{}
+		return <-release
+	})
+	fmt.Fprintln(w, "first")
+	select {
+	case <-lingering:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first line did not wake the goroutine")
+	}
+	for i := range 99 {
+		fmt.Fprintln(w, "more", i)
+	}
+	if out.writes != 0 {
+		t.Fatalf("%d writes before the linger ended", out.writes)
+	}
+	release <- true
+	out.gate <- struct{}{}   // it writes what it took
+	fmt.Fprintln(w, "after") // a line in the empty buffer wakes it again
+	select {
+	case <-lingering:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a line after the write did not wake the goroutine")
+	}
+	release <- false // as if Close were called while it lingers
+	out.gate <- struct{}{}
+	<-w.done
+	if n := strings.Count(out.String(), "\n"); n != 101 {
+		t.Fatalf("%d lines out, want 101", n)
+	}
+	if out.writes != 2 || wakes != 2 {
+		t.Fatalf("%d writes and %d wakes for 101 lines; want 2 and 2", out.writes, wakes)
+	}
+}
+
+// Close does not wait out the linger.
+func TestCloseEndsTheLinger(t *testing.T) {
+	out := &syncBuffer{}
+	w := New(out)
+	fmt.Fprintln(w, "line")
+	closed := make(chan error)
+	go func() { closed <- w.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil || out.String() != "line\n" {
+			t.Fatalf("Close = %v, out %q", err, out.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return")
+	}
+}
+
 // Past maxBuffered, Write waits for the goroutine instead of growing the
 // buffer without bound; nothing is dropped. While the output is held, a
 // writer of twice maxBuffered cannot finish; once it is let go, it does.
