@@ -1,6 +1,6 @@
-// This file is the middleware chain every request passes before its route
-// (package middleware), and
-// the forwards by which this package reads what that chain stored.
+// This file is the middleware every request passes before its route
+// (package middleware), and the forwards by which this package reads what
+// it stored.
 package api
 
 import (
@@ -10,28 +10,22 @@ import (
 
 	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/internal/product"
-	chimw "github.com/go-chi/chi/v5/middleware"
 )
 
-// chain is the router's middleware, outermost first: the request id, then
-// nosniff and the access log (so both see every response, a panic's
-// included), the panic's 500 inside the log, the body-error mark, the
-// client's address (and the access log told of it), CORS (whose
-// preflights need no route), HEAD wherever GET is, as HTTP asks, and
-// CSRF.
-func chain(cfg Config, tr *traffic) []func(http.Handler) http.Handler {
-	return []func(http.Handler) http.Handler{
-		middleware.RequestID,
-		middleware.NoSniff,
-		middleware.AccessLog(cfg.Logger, cfg.Now, tr.observe),
-		middleware.Recoverer(http.HandlerFunc(internalError)),
-		middleware.MarkBodyErrors,
-		middleware.ClientIP(cfg.TrustedProxies),
-		middleware.NoteClientIP,
-		middleware.CORS(cfg.CORSOrigins),
-		chimw.GetHead,
-		middleware.CSRF(cfg.CORSOrigins, sendsAPIKey, http.HandlerFunc(crossSite)),
-	}
+// chain is the router's middleware: middleware.Stack, every request's
+// id, nosniff, access log, panic answer, body-error mark, client address,
+// CORS, HEAD and CSRF in one layer.
+func chain(cfg Config, tr *traffic) func(http.Handler) http.Handler {
+	return middleware.Stack(middleware.Config{
+		Logger:         cfg.Logger,
+		Now:            cfg.Now,
+		Observe:        tr.observe,
+		Internal:       http.HandlerFunc(internalError),
+		TrustedProxies: cfg.TrustedProxies,
+		Origins:        cfg.CORSOrigins,
+		CSRFExempt:     sendsAPIKey,
+		CrossSite:      http.HandlerFunc(crossSite),
+	})
 }
 
 // internalError is the answer to a panic: the 500 envelope, nothing of

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	chimw "github.com/go-chi/chi/v5/middleware"
 )
 
 // Logger returns the request-scoped logger of [AccessLog], which carries
@@ -33,48 +32,72 @@ func Logger(ctx context.Context) *slog.Logger {
 // nil, is told each response's route, status and duration as it is
 // logged. Mount it after [RequestID].
 func AccessLog(base *slog.Logger, now func() time.Time, observe func(route string, status int, took time.Duration)) func(http.Handler) http.Handler {
+	a := newAccessLog(base, now, observe)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r, st := withState(r)
+			start := a.begin(st, w)
+			defer a.done(r, st, start)
+			next.ServeHTTP(&st.rec, r)
+		})
+	}
+}
+
+// accessLog is [AccessLog]'s work.
+type accessLog struct {
+	base    *slog.Logger
+	now     func() time.Time
+	observe func(route string, status int, took time.Duration)
+}
+
+func newAccessLog(base *slog.Logger, now func() time.Time, observe func(string, int, time.Duration)) *accessLog {
 	if base == nil {
 		panic("middleware: AccessLog needs a logger")
 	}
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			start := now()
-			ww := chimw.NewWrapResponseWriter(w, r.ProtoMajor)
-			r, note := withState(r)
-			note.base = base
-			defer func() {
-				route := "-"
-				if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
-					route = rc.RoutePattern()
-				}
-				status := ww.Status()
-				if status == 0 {
-					status = http.StatusOK // nothing written: net/http sends 200
-				}
-				end := now()
-				took := end.Sub(start)
-				if observe != nil {
-					observe(route, status, took)
-				}
-				ip, user := note.read()
-				h := base.Handler()
-				if !h.Enabled(r.Context(), slog.LevelInfo) {
-					return
-				}
-				// A record of its own, with no caller's PC: the line names
-				// no source, and Logger.LogAttrs would walk the stack for it.
-				rec := slog.NewRecord(end, slog.LevelInfo, "request", 0)
-				rec.AddAttrs(slog.String("request_id", note.id),
-					slog.String("method", r.Method),
-					slog.String("route", route),
-					slog.Int("status", status),
-					slog.Int("bytes", ww.BytesWritten()),
-					slog.Duration("duration", took),
-					slog.String("ip", ip),
-					slog.String("user", user))
-				_ = h.Handle(r.Context(), rec)
-			}()
-			next.ServeHTTP(ww, r)
-		})
+	if now == nil {
+		now = time.Now
 	}
+	return &accessLog{base, now, observe}
+}
+
+// begin starts a request's record in st, whose recorder the handlers
+// inside are to write to instead of w, and returns the time it starts.
+func (a *accessLog) begin(st *state, w http.ResponseWriter) time.Time {
+	st.base = a.base
+	st.rec.ResponseWriter = w
+	return a.now()
+}
+
+// done tells observe of the request and writes its line.
+func (a *accessLog) done(r *http.Request, st *state, start time.Time) {
+	route := "-"
+	if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+		route = rc.RoutePattern()
+	}
+	status := st.rec.status
+	if status == 0 {
+		status = http.StatusOK // nothing written: net/http sends 200
+	}
+	end := a.now()
+	took := end.Sub(start)
+	if a.observe != nil {
+		a.observe(route, status, took)
+	}
+	ip, user := st.read()
+	h := a.base.Handler()
+	if !h.Enabled(r.Context(), slog.LevelInfo) {
+		return
+	}
+	// A record of its own, with no caller's PC: the line names no source,
+	// and Logger.LogAttrs would walk the stack for one.
+	rec := slog.NewRecord(end, slog.LevelInfo, "request", 0)
+	rec.AddAttrs(slog.String("request_id", st.id),
+		slog.String("method", r.Method),
+		slog.String("route", route),
+		slog.Int("status", status),
+		slog.Int("bytes", st.rec.bytes),
+		slog.Duration("duration", took),
+		slog.String("ip", ip),
+		slog.String("user", user))
+	_ = h.Handle(r.Context(), rec)
 }

@@ -36,9 +36,14 @@ func (b markedBody) Read(p []byte) (int, error) {
 // answers 400, 408, 413 or 499 instead.
 func MarkBodyErrors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil && r.Body != http.NoBody {
-			r.Body = markedBody{r.Body}
-		}
+		markBody(r)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// markBody wraps r's body, if it has one, in place.
+func markBody(r *http.Request) {
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = markedBody{r.Body}
+	}
 }

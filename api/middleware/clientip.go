@@ -3,6 +3,7 @@ package middleware
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -45,6 +46,21 @@ func ClientIP(trusted []netip.Prefix) func(http.Handler) http.Handler {
 }
 
 var clientIPKey = &contextKey{"client-ip"}
+
+// peerIP is the address of r's TCP peer, as chi's ClientIPFromRemoteAddr
+// finds it (an IPv4 address mapped into IPv6 is the IPv4 one; a zone is
+// kept), or "" when RemoteAddr does not parse.
+func peerIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return ""
+	}
+	return a.Unmap().String()
+}
 
 // forwardedFallback is the client of a request from a trusted peer whose
 // X-Forwarded-For names no untrusted address chi accepts: the right-most

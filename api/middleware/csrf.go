@@ -16,24 +16,39 @@ import "net/http"
 // (package api gives its 403 envelope; nil: a bare 403). An origin that
 // does not parse panics: it is configuration, checked at start.
 func CSRF(trustedOrigins []string, exempt func(*http.Request) bool, deny http.Handler) func(http.Handler) http.Handler {
+	c := newCSRF(trustedOrigins, exempt, deny)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if c.refused(w, r) {
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// csrf is [CSRF]'s check.
+type csrf struct {
+	cop    *http.CrossOriginProtection
+	exempt func(*http.Request) bool
+	deny   http.Handler
+}
+
+func newCSRF(trustedOrigins []string, exempt func(*http.Request) bool, deny http.Handler) *csrf {
 	cop := http.NewCrossOriginProtection()
 	for _, o := range trustedOrigins {
 		if err := cop.AddTrustedOrigin(o); err != nil {
 			panic("middleware: CSRF: " + err.Error())
 		}
 	}
-	if deny == nil {
-		deny = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusForbidden) })
+	return &csrf{cop, exempt, orStatus(deny, http.StatusForbidden)}
+}
+
+// refused answers r with deny and reports true if r is refused.
+func (c *csrf) refused(w http.ResponseWriter, r *http.Request) bool {
+	if c.cop.Check(r) == nil || c.exempt != nil && c.exempt(r) {
+		return false
 	}
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if exempt == nil || !exempt(r) {
-				if err := cop.Check(r); err != nil {
-					deny.ServeHTTP(w, r)
-					return
-				}
-			}
-			next.ServeHTTP(w, r)
-		})
-	}
+	c.deny.ServeHTTP(w, r)
+	return true
 }

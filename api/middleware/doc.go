@@ -4,7 +4,9 @@
 //
 // Each is chi style (a func(http.Handler) http.Handler, or a constructor
 // returning one), knows nothing of huma or of the operations, and is
-// tested alone. What one needs of package api, such as the error envelope
+// tested alone. [Stack] does the work of all of them in one layer, which
+// is how package api mounts them: one copy of the request, one wrapped
+// response writer, a short stack. What one needs of package api, such as the error envelope
 // it answers with, it takes as a parameter: api imports middleware, never
 // the reverse.
 package middleware

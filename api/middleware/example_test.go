@@ -11,13 +11,12 @@ import (
 	"github.com/go-chi/chi/v5"
 )
 
-// The middleware mounts on any chi router; package api mounts all of it,
-// in this order, with its error envelope as the answers.
+// The middleware mounts on any chi router, one by one or all in one layer
+// (Stack), as package api mounts it, with its error envelope as the
+// answers.
 func Example() {
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, middleware.NoSniff,
-		middleware.AccessLog(slog.New(slog.DiscardHandler), time.Now, nil),
-		middleware.Recoverer(nil), middleware.ClientIP(nil), middleware.NoteClientIP)
+	r.Use(middleware.Stack(middleware.Config{Logger: slog.New(slog.DiscardHandler), Now: time.Now}))
 	r.Get("/hello", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "hello %s, request %s", middleware.GetClientIP(r.Context()), middleware.GetRequestID(r.Context()))
 	})

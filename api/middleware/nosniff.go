@@ -9,10 +9,13 @@ import "net/http"
 // that holds anything of a request is never run as HTML or script.
 func NoSniff(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header()["X-Content-Type-Options"] = nosniff
+		noSniff(w.Header())
 		next.ServeHTTP(w, r)
 	})
 }
+
+// noSniff sets X-Content-Type-Options: nosniff in h.
+func noSniff(h http.Header) { h["X-Content-Type-Options"] = nosniff }
 
 // nosniff is the header's value, one slice for every response: net/http
 // only reads it, and Set or Add would give a header a slice of its own.

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"runtime/debug"
-
-	chimw "github.com/go-chi/chi/v5/middleware"
 )
 
 // Recoverer returns a middleware that turns a panic in a handler into the
@@ -19,26 +17,35 @@ import (
 // it intends. Mount it inside [AccessLog] so the access line records the
 // 500, and so it can tell whether the response started.
 func Recoverer(internal http.Handler) func(http.Handler) http.Handler {
-	if internal == nil {
-		internal = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) })
-	}
+	internal = orStatus(internal, http.StatusInternalServerError)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			defer func() {
-				v := recover()
-				if v == nil {
-					return
+				if v := recover(); v != nil {
+					recovered(v, w, r, internal)
 				}
-				if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
-					panic(v)
-				}
-				Logger(r.Context()).Error("panic", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-				if ww, ok := w.(chimw.WrapResponseWriter); ok && ww.Status() != 0 {
-					return // headers are gone; the client sees a cut response
-				}
-				internal.ServeHTTP(w, r)
 			}()
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// recovered answers and logs the panic v of the handler serving w and r.
+func recovered(v any, w http.ResponseWriter, r *http.Request, internal http.Handler) {
+	if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+		panic(v)
+	}
+	Logger(r.Context()).Error("panic", "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+	if ww, ok := w.(interface{ Status() int }); ok && ww.Status() != 0 {
+		return // headers are gone; the client sees a cut response
+	}
+	internal.ServeHTTP(w, r)
+}
+
+// orStatus is h, or when h is nil a handler that writes only status.
+func orStatus(h http.Handler, status int) http.Handler {
+	if h != nil {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(status) })
 }

@@ -16,15 +16,20 @@ import (
 // request through; anything else is replaced by 16 random hex digits.
 func RequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-Id")
-		if !validRequestID(id) {
-			id = newRequestID()
-		}
-		w.Header()["X-Request-Id"] = []string{id} // canonical already: no need for Set's work
 		r, st := withState(r)
-		st.id = id
+		st.identify(w.Header(), r)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// identify gives the request its id: st's, and the X-Request-Id of h.
+func (st *state) identify(h http.Header, r *http.Request) {
+	st.id = r.Header.Get("X-Request-Id")
+	if !validRequestID(st.id) {
+		st.id = newRequestID()
+	}
+	st.idv[0] = st.id
+	h["X-Request-Id"] = st.idv[:] // canonical already: no need for Set's work
 }
 
 // GetRequestID returns the request id stored by [RequestID], or "".

@@ -20,7 +20,9 @@ var stateKey = &contextKey{"request-state"}
 // they write it here.
 type state struct {
 	id   string       // RequestID's
+	idv  [1]string    // X-Request-Id's value, id: no slice of its own
 	base *slog.Logger // AccessLog's
+	rec  recorder     // AccessLog's: what the handlers inside write to
 
 	mu       sync.Mutex
 	ip, user string       // told to the access log
