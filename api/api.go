@@ -111,6 +111,7 @@ type Server struct {
 	requireCaller func(huma.Context, func(huma.Context))
 	auth          *auth.Service
 	now           func() time.Time
+	adapter       *inSpecOnly
 	// extensions are the state packages that extend the server keep on it
 	// (Extension), in the order they were made.
 	extensions []extension
@@ -181,9 +182,10 @@ func New(cfg Config) *Server {
 	outages := newOutageLog(time.Minute, cfg.Now)
 	hc.Transformers = append(hc.Transformers, logCauses(outages))
 
-	api := humachi.New(r, hc)
+	adapter := &inSpecOnly{Adapter: humachi.NewAdapter(r)}
+	api := huma.NewAPI(hc, adapter)
 	s := &Server{router: r, API: api, planes: ps, outages: outages, traffic: tr, bodies: bodies,
-		metrics: cfg.Metrics, auth: cfg.Auth, now: cfg.Now}
+		metrics: cfg.Metrics, auth: cfg.Auth, now: cfg.Now, adapter: adapter}
 	s.requireCaller = requireCaller(api, cfg.Auth, ps, outages)
 	api.UseMiddleware(checkBody(api), s.requireCaller)
 	ps.api, bodies.api = api, api
@@ -199,12 +201,14 @@ func New(cfg Config) *Server {
 // operations registered: a budget override that is not a budget, an
 // invalid budget, two operations declaring one budget differently, an
 // operation accepting bodies larger than the bytes in flight allow, and
+// a Hidden operation (huma skips the declaration's hook for it, so it
+// would run without its budgets: every operation is in the spec), and
 // those the server's extensions found (Extension: a stream added to a
 // server no stream plane serves, say). A server with any must not serve;
 // nothing panics. It sees the operations registered so far: call it after
 // the last one.
 func (s *Server) Err() error {
-	errs := append(slices.Clone(s.planes.errs), s.bodies.errs...)
+	errs := slices.Concat(s.adapter.errs, s.planes.errs, s.bodies.errs)
 	for _, x := range s.extensions {
 		errs = append(errs, x.value.Err())
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
@@ -119,5 +120,23 @@ func TestExtension(t *testing.T) {
 	x.err = errors.New("a mistake of the extension's")
 	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "a mistake of the extension's") {
 		t.Fatalf("Err() = %v, want the extension's", err)
+	}
+}
+
+// huma runs no OnAddOperation hook for a Hidden operation, so it would be
+// served without the budgets it declares: it is not served, and Err says
+// why.
+func TestHiddenOperationIsRefused(t *testing.T) {
+	s := api.New(api.Config{Logger: slog.New(slog.DiscardHandler)})
+	type out struct{ Body string }
+	op := api.WithBudget(huma.Operation{OperationID: "secret-thing", Method: http.MethodGet, Path: "/api/v1/secret", Hidden: true}, api.Budget{Name: "secret", Default: "1/h"})
+	huma.Register(s.API, op, func(context.Context, *struct{}) (*out, error) { return &out{"served"}, nil })
+	if err := s.Err(); err == nil || !strings.Contains(err.Error(), "operation secret-thing is Hidden") {
+		t.Fatalf("Err() = %v, want the hidden operation named", err)
+	}
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/secret", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Fatalf("the hidden operation answered %d %s", rec.Code, rec.Body)
 	}
 }

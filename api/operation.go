@@ -4,6 +4,7 @@
 package api
 
 import (
+	"fmt"
 	"maps"
 	"net/http"
 	"reflect"
@@ -166,4 +167,23 @@ func ownFields(op *huma.Operation) {
 		rb := *op.RequestBody
 		op.RequestBody = &rb
 	}
+}
+
+// inSpecOnly is the router's huma adapter. It refuses to serve a Hidden
+// operation, and [Server.Err] reports it: huma calls the OnAddOperation
+// hooks only for an operation it adds to the spec, so a hidden one would
+// run with no rate limits and no body bound, whatever it declares, and
+// the spec is to say what the server enforces.
+type inSpecOnly struct {
+	huma.Adapter
+	errs []error
+}
+
+// Handle serves op, unless it is Hidden.
+func (a *inSpecOnly) Handle(op *huma.Operation, handler func(huma.Context)) {
+	if op.Hidden {
+		a.errs = append(a.errs, fmt.Errorf("operation %s is Hidden, so huma never applies its declaration (budgets, body bound): it is not served; put it in the spec", op.OperationID))
+		return
+	}
+	a.Adapter.Handle(op, handler)
 }
