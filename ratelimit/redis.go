@@ -2,6 +2,8 @@ package ratelimit
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -120,15 +122,21 @@ if #out == 1 then return out[1] end
 return out
 `
 
-var script = rueidis.NewLuaScript(gcraScript)
+var (
+	script = rueidis.NewLuaScript(gcraScript)
+	// scriptSHA1 is the script's EVALSHA name, which rueidis computes
+	// but does not export.
+	scriptSHA1 = func() string { h := sha1.Sum([]byte(gcraScript)); return hex.EncodeToString(h[:]) }()
+)
 
 // Redis decides a budget in Redis, shared by every replica that uses the
-// same server and prefix. Create it with [NewRedis]; it is safe for
-// concurrent use and holds no lock across a network call. Decisions that
-// arrive while others are in Redis wait for the next batch: one script
-// call decides up to 128 of them, and at most 4 batches are in flight, so
-// the script's fixed cost is paid per batch. A lone caller's decision goes
-// at once, in a batch of one.
+// same server (or Redis Cluster) and prefix. Create it with [NewRedis]; it
+// is safe for concurrent use and holds no lock across a network call.
+// Decisions that arrive while others are in Redis wait for the next batch:
+// one script call decides up to 128 of them, and at most 4 batches are in
+// flight, so the script's fixed cost is paid per batch. A lone caller's
+// decision goes at once, in a batch of one. On a cluster a batch is one
+// script call for each hash slot its keys fall in, sent together.
 //
 // Its deny cache answers locally, without asking Redis, for a key that
 // Redis refused until the refusal's Retry-After has passed: a flood on one
@@ -136,11 +144,12 @@ var script = rueidis.NewLuaScript(gcraScript)
 // decided with the Redis clock and replayed with this one; skew between
 // them shifts only when this replica starts asking again.
 type Redis struct {
-	client rueidis.Client
-	budget Budget
-	g      gcra
-	prefix string
-	args   []string // the script's ARGV: now (0), a new key's PX, then interval and tolerance per rate (µs)
+	client  rueidis.Client
+	cluster bool // a Redis Cluster's client: a batch goes as one call per hash slot
+	budget  Budget
+	g       gcra
+	prefix  string
+	args    []string // the script's ARGV: now (0), a new key's PX, then interval and tolerance per rate (µs)
 	// interval and tolerance are each rate's, in µs, as the script has
 	// them; Go needs them to read its reply.
 	interval, tolerance [MaxLimits]int64
@@ -186,7 +195,8 @@ func NewRedis(client rueidis.Client, prefix string, b Budget) *Redis {
 	if err := b.Validate(); err != nil {
 		panic(err.Error())
 	}
-	r := &Redis{client: client, budget: b, g: newGCRA(b), prefix: prefix + b.Name + ":"}
+	r := &Redis{client: client, budget: b, g: newGCRA(b), prefix: prefix + b.Name + ":",
+		cluster: client.Mode() == rueidis.ClientModeCluster}
 	var newTTL int64 // ms: a new key holds one request, so it lives one interval (the longest)
 	for i := range b.Limits {
 		us := max((r.g.interval[i]+999)/1000, 1) // rounded up: never a faster rate than configured
@@ -340,8 +350,17 @@ func (r *Redis) decide(ctx context.Context, batch []*call) {
 	if len(batch) > 1 {
 		nums = make([]int64, len(batch)*n)
 	}
-	err := r.run(ctx, keys, args, nums[:len(batch)*n])
+	var err error
+	var errs []error // a cluster's: each key's
+	if r.cluster && len(batch) > 1 {
+		errs = r.runSlots(ctx, keys, args, nums[:len(batch)*n])
+	} else {
+		err = r.run(ctx, keys, args, nums[:len(batch)*n])
+	}
 	for i, c := range batch {
+		if errs != nil {
+			err = errs[i]
+		}
 		if err != nil {
 			c.err = fmt.Errorf("ratelimit: redis: %w", err)
 		} else {
@@ -354,7 +373,54 @@ func (r *Redis) decide(ctx context.Context, batch []*call) {
 // run calls the script and reads its reply into nums, which has room for
 // exactly the numbers it returns.
 func (r *Redis) run(ctx context.Context, keys, args []string, nums []int64) error {
-	resp := script.Exec(ctx, r.client, keys, args)
+	return read(script.Exec(ctx, r.client, keys, args), nums)
+}
+
+// runSlots decides a batch on a Redis Cluster, where one script's keys
+// must share a hash slot: one script call for each slot the keys fall in,
+// all sent at once (rueidis pipelines them to each slot's master). It
+// reads each key's numbers into its place in nums and returns each key's
+// error, so a slot that fails (its master failing over, say) fails only
+// its own keys.
+func (r *Redis) runSlots(ctx context.Context, keys, args []string, nums []int64) []error {
+	n := r.g.n
+	slots := map[uint16][]int{} // slot: the indexes of its keys
+	var order []uint16
+	for i, k := range keys {
+		cmd := r.client.B().Get().Key(k).Build() // rueidis knows the slot
+		s := cmd.Slot()
+		if slots[s] == nil {
+			order = append(order, s)
+		}
+		slots[s] = append(slots[s], i)
+	}
+	cmds := make(rueidis.Commands, len(order))
+	group := make([][]string, len(order))
+	for g, s := range order {
+		for _, i := range slots[s] {
+			group[g] = append(group[g], keys[i])
+		}
+		cmds[g] = r.client.B().Evalsha().Sha1(scriptSHA1).Numkeys(int64(len(group[g]))).Key(group[g]...).Arg(args...).Build()
+	}
+	errs := make([]error, len(keys))
+	part := make([]int64, len(keys)*n)
+	for g, resp := range r.client.DoMulti(ctx, cmds...) {
+		if e, ok := rueidis.IsRedisErr(resp.Error()); ok && e.IsNoScript() { // a node that has not seen it yet
+			resp = script.Exec(ctx, r.client, group[g], args)
+		}
+		idx := slots[order[g]]
+		err := read(resp, part[:len(idx)*n])
+		for j, i := range idx {
+			errs[i] = err
+			copy(nums[i*n:(i+1)*n], part[j*n:(j+1)*n])
+		}
+	}
+	return errs
+}
+
+// read reads a script's reply into nums, which has room for exactly the
+// numbers it returns.
+func read(resp rueidis.RedisResult, nums []int64) error {
 	if len(nums) == 1 { // one number comes bare
 		v, err := resp.AsInt64()
 		nums[0] = v

@@ -1,0 +1,154 @@
+package redistest
+
+import (
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+// A Cluster is a Redis Cluster of its own for one test: three masters
+// with a replica each, redis-server processes on free loopback ports,
+// stopped when the test ends.
+type Cluster struct {
+	// Addrs are the nodes' host:port, masters first as created.
+	Addrs []string
+	tb    testing.TB
+}
+
+// StartCluster starts a Cluster from the redis-server and redis-cli on
+// PATH (Debian's redis-server package), or skips the test when they are
+// missing (fails under CI=true). It takes a few seconds.
+func StartCluster(tb testing.TB) *Cluster {
+	tb.Helper()
+	server, err := exec.LookPath("redis-server")
+	if err == nil {
+		_, err = exec.LookPath("redis-cli")
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("a Redis Cluster test needs redis-server and redis-cli (apt-get install redis-server): %v", err)
+		}
+		tb.Skipf("no redis-server to start a cluster with: %v", err)
+	}
+	dir := tb.TempDir()
+	c := &Cluster{tb: tb}
+	for _, port := range freePorts(tb, 6) {
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		cmd := exec.Command(server, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes-"+strconv.Itoa(port)+".conf",
+			"--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no", "--dir", dir,
+			"--logfile", "redis-"+strconv.Itoa(port)+".log")
+		if err := cmd.Start(); err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		c.Addrs = append(c.Addrs, addr)
+	}
+	for _, a := range c.Addrs {
+		c.waitFor(a, "PING", "PONG")
+	}
+	args := append([]string{"--cluster", "create"}, c.Addrs...)
+	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
+	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+		tb.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	for _, a := range c.Addrs {
+		c.waitFor(a, "CLUSTER INFO", "cluster_state:ok")
+	}
+	return c
+}
+
+// Option returns client options for the cluster, every node a seed, without
+// client-side caching.
+func (c *Cluster) Option() rueidis.ClientOption {
+	return rueidis.ClientOption{InitAddress: c.Addrs, DisableCache: true}
+}
+
+// Masters returns the addresses of the nodes that are masters now.
+func (c *Cluster) Masters() []string {
+	var masters []string
+	for _, line := range strings.Split(c.do(c.Addrs[0], "CLUSTER NODES"), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 2 && strings.Contains(f[2], "master") && !strings.Contains(f[2], "fail") {
+			masters = append(masters, strings.Split(f[1], "@")[0])
+		}
+	}
+	return masters
+}
+
+// Failover makes the replica of master take its place (CLUSTER FAILOVER
+// on the replica), and waits until the cluster says so.
+func (c *Cluster) Failover(master string) {
+	c.tb.Helper()
+	id := strings.TrimSpace(c.do(master, "CLUSTER MYID"))
+	var replica string
+	for _, line := range strings.Split(c.do(master, "CLUSTER NODES"), "\n") {
+		if f := strings.Fields(line); len(f) > 3 && f[3] == id {
+			replica = strings.Split(f[1], "@")[0]
+		}
+	}
+	if replica == "" {
+		c.tb.Fatalf("master %s has no replica", master)
+	}
+	if out := c.do(replica, "CLUSTER FAILOVER"); !strings.Contains(out, "OK") {
+		c.tb.Fatalf("CLUSTER FAILOVER on %s: %s", replica, out)
+	}
+	c.waitFor(replica, "ROLE", "master")
+}
+
+// do runs one redis-cli command against addr and returns its output.
+func (c *Cluster) do(addr, command string) string {
+	host, port, _ := net.SplitHostPort(addr)
+	out, _ := exec.Command("redis-cli", append([]string{"-h", host, "-p", port}, strings.Fields(command)...)...).CombinedOutput()
+	return string(out)
+}
+
+// waitFor runs command against addr until its output holds want, for up
+// to 30 s.
+func (c *Cluster) waitFor(addr, command, want string) {
+	c.tb.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out := c.do(addr, command)
+		if strings.Contains(out, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.tb.Fatalf("%s: %s never gave %q; last: %s", addr, command, want, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// freePorts returns n loopback ports that are free, each with its cluster
+// bus port (the port + 10000) free too.
+func freePorts(tb testing.TB, n int) []int {
+	tb.Helper()
+	var ports []int
+	for tries := 0; len(ports) < n; tries++ {
+		if tries > 1000 {
+			tb.Fatal("no free loopback ports for a cluster")
+		}
+		p := 20000 + rand.IntN(30000)
+		if free(p) && free(p+10000) {
+			ports = append(ports, p)
+		}
+	}
+	return ports
+}
+
+func free(port int) bool {
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
