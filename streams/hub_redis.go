@@ -362,7 +362,7 @@ func (h *RedisHub) read(ctx context.Context) error {
 	defer cancel()
 	cmd := h.client.B().Xread().Count(readCount).Block(readBlock.Milliseconds()).Streams().Key(h.key).Id(from).Build()
 	streams, err := h.client.Do(rctx, cmd).AsXRead()
-	if rueidis.IsRedisNil(err) { // nothing new within the block
+	if rueidis.IsRedisNil(err) || unblocked(err) { // nothing new within the block
 		return nil
 	}
 	if err != nil {
@@ -384,6 +384,15 @@ func (h *RedisHub) read(ctx context.Context) error {
 		h.seen = id
 	}
 	return nil
+}
+
+// unblocked reports whether err ended a blocking read early without
+// reading anything: a Redis Cluster master that fails over to its replica
+// (CLUSTER FAILOVER) ends its clients' blocking reads so. Nothing is lost;
+// the next read goes to the new master.
+func unblocked(err error) bool {
+	e, ok := rueidis.IsRedisErr(err)
+	return ok && strings.HasPrefix(e.Error(), "UNBLOCKED")
 }
 
 // start finds, once, the place live delivery begins: the stream's newest

@@ -62,7 +62,29 @@ func StartCluster(tb testing.TB) *Cluster {
 	for _, a := range c.Addrs {
 		c.waitFor(a, "CLUSTER INFO", "cluster_state:ok")
 	}
+	c.waitSynced()
 	return c
+}
+
+// waitSynced waits until every replica has its master's data: a
+// failover before a replica's first sync ends would lose what the master
+// holds.
+func (c *Cluster) waitSynced() {
+	c.tb.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, a := range c.Addrs {
+		for {
+			out := c.do(a, "INFO replication")
+			if strings.Contains(out, "role:master") && strings.Contains(out, "connected_slaves:1") ||
+				strings.Contains(out, "master_link_status:up") && strings.Contains(out, "master_sync_in_progress:0") {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.tb.Fatalf("%s: replication never settled: %s", a, out)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }
 
 // Option returns client options for the cluster, every node a seed, without
@@ -101,6 +123,7 @@ func (c *Cluster) Failover(master string) {
 		c.tb.Fatalf("CLUSTER FAILOVER on %s: %s", replica, out)
 	}
 	c.waitFor(replica, "ROLE", "master")
+	c.waitSynced()
 }
 
 // do runs one redis-cli command against addr and returns its output.
