@@ -93,6 +93,16 @@ func (c *Cluster) Option() rueidis.ClientOption {
 	return rueidis.ClientOption{InitAddress: c.Addrs, DisableCache: true}
 }
 
+// URL is the cluster as a server's redis URL names it: the first node,
+// and the others as seeds (addr=).
+func (c *Cluster) URL() string {
+	u := "redis://" + c.Addrs[0]
+	for i, a := range c.Addrs[1:] {
+		u += map[bool]string{true: "?", false: "&"}[i == 0] + "addr=" + a
+	}
+	return u
+}
+
 // Masters returns the addresses of the nodes that are masters now.
 func (c *Cluster) Masters() []string {
 	var masters []string

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brain-template/brain/ratelimit/redistest"
+	"github.com/brain-template/brain/store"
+	"github.com/brain-template/brain/store/storetest"
+)
+
+// balancerIdle is the balancer's idle timeout, client and server side: a
+// stream outlives it only by its heartbeats.
+const balancerIdle = 2 * time.Second
+
+// startBalancer starts haproxy (Debian's package) on a free loopback port
+// in front of backends, round robin, adding X-Forwarded-For, and returns
+// its base URL. It skips the test when haproxy is missing (fails under
+// CI=true).
+func startBalancer(t *testing.T, backends []string) string {
+	t.Helper()
+	bin, err := exec.LookPath("haproxy")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the balancer test needs haproxy (apt-get install haproxy): %v", err)
+		}
+		t.Skipf("no haproxy: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	idle := strconv.Itoa(int(balancerIdle.Milliseconds())) + "ms"
+	cfg := fmt.Sprintf(`global
+  maxconn 2000
+defaults
+  mode http
+  timeout connect 2s
+  timeout client %[2]s
+  timeout server %[2]s
+  timeout http-request 5s
+frontend brain
+  bind %[1]s
+  option forwardfor
+  default_backend replicas
+backend replicas
+  balance roundrobin
+`, addr, idle)
+	for i, b := range backends {
+		cfg += fmt.Sprintf("  server r%d %s\n", i, strings.TrimPrefix(b, "http://"))
+	}
+	file := filepath.Join(t.TempDir(), "haproxy.cfg")
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-db", "-f", file)
+	logs := newLogPipe()
+	cmd.Stdout, cmd.Stderr = logs.w, logs.w
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return "http://" + addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("haproxy did not listen on %s:\n%s", addr, logs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Three replicas on one PostgreSQL and a Redis Cluster, behind haproxy
+// with BRAIN_TRUSTED_PROXIES naming it, are one service to their clients:
+// each new connection goes to the next replica, and still the per-IP
+// budget admits exactly its burst, a session works everywhere, the 17th
+// stream is refused, a stream outlives the balancer's idle timeout on its
+// heartbeats, an ingest accepted by one replica is processed once and its
+// events reach streams held on every replica, and a revoked key stops on
+// every replica within the documented 10 s.
+func TestReplicasBehindABalancer(t *testing.T) {
+	cluster := redistest.StartCluster(t)
+	env := memoryEnv(map[string]string{
+		"BRAIN_DATABASE_URL":     storetest.URL(t, store.Postgres),
+		"BRAIN_REDIS_URL":        cluster.URL(),
+		"BRAIN_REDIS_PREFIX":     redistest.Prefix(),
+		"BRAIN_TRUSTED_PROXIES":  "127.0.0.1/32",
+		"BRAIN_RATE_LIMIT_IP":    "6/min,burst=6",
+		"BRAIN_STREAM_HEARTBEAT": "300ms",
+	})
+	var procs []*proc
+	var backends []string
+	for range 3 { // one after another: the first migrates and creates admin
+		kv := map[string]string{}
+		for k, v := range env {
+			kv[k] = v
+		}
+		p := startProc(t, kv)
+		procs = append(procs, p)
+		backends = append(backends, p.base)
+	}
+	lb := client{t, startBalancer(t, backends)}
+	// call sends each request on a connection of its own, so the balancer
+	// picks the next replica for it.
+	call := func(method, path string, body any, headers ...string) response {
+		t.Helper()
+		return lb.do(method, path, body, append(headers, "Connection: close")...)
+	}
+	// served counts each replica's access lines of route, once they add up
+	// to total (a replica's log reaches its output a moment late).
+	served := func(route string, total int) (per []int) {
+		var sum int
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			per, sum = nil, 0
+			for _, p := range procs {
+				n := strings.Count(p.logs.String(), "route="+route+" ")
+				per, sum = append(per, n), sum+n
+			}
+			if sum >= total || time.Now().After(deadline) {
+				return per
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	cookie, _ := sessionCookieOf(t, call("POST", "/api/v1/auth/login", map[string]string{"username": "admin", "password": adminPassword}).want(t, 200, "admin login"))
+	for range 6 { // the session works on every replica
+		call("GET", "/api/v1/auth/me", nil, cookie).want(t, 200, "me by session")
+	}
+
+	// 16 streams spread over the replicas; the 17th is refused.
+	s := session{lb, cookie}
+	var streams []<-chan sseEvent
+	for range 16 {
+		streams = append(streams, follow(t, s, "/api/v1/events"))
+	}
+	refused := call("GET", "/api/v1/events", nil, cookie)
+	if refused.status != http.StatusTooManyRequests || refused.header.Get("Retry-After") == "" {
+		t.Fatalf("the 17th stream: %d %s, want 429 with Retry-After", refused.status, refused.raw)
+	}
+	if per := served("/api/v1/events", 17); per[0] < 5 || per[1] < 5 || per[2] < 5 {
+		t.Fatalf("streams and refusals per replica: %v, want them spread", per)
+	}
+
+	// Past the balancer's idle timeout, the streams still deliver: an
+	// ingest accepted by one replica reaches every one of them.
+	time.Sleep(balancerIdle + time.Second) // what is tested is the passing of real time
+	id := s.accepted(s.ingest(map[string]any{"project": "balanced", "items": []map[string]any{{"text": "a heron by the weir"}}}), false)
+	for i, events := range streams {
+		deadline := time.After(15 * time.Second)
+		for done := false; !done; {
+			select {
+			case ev, ok := <-events:
+				if !ok {
+					t.Fatalf("stream %d ended (the balancer's idle timeout?) before job %s succeeded", i, id)
+				}
+				done = ev.Type == "job.succeeded" && strings.Contains(ev.Data, id)
+			case <-deadline:
+				t.Fatalf("stream %d did not see job %s succeed within 15 s", i, id)
+			}
+		}
+	}
+	if j := s.waitJob(id, 5*time.Second); j.ItemsTotal != 1 {
+		t.Fatalf("job %s: %+v, want 1 item", id, j)
+	}
+	if again := s.ingest(map[string]any{"project": "balanced", "items": []map[string]any{{"text": "a heron by the weir"}}}); s.accepted(again, true) != id {
+		t.Fatalf("the same batch again answered %s, want job %s", again.raw, id)
+	}
+
+	// A key revoked on one replica stops on all within 10 s.
+	created := call("POST", "/api/v1/apikeys", map[string]string{"name": "balanced"}, cookie).want(t, 201, "create key")
+	key := "X-API-Key: " + created.str("key")
+	for range 6 { // every replica has it cached
+		call("GET", "/api/v1/auth/me", nil, key).want(t, 200, "me by key")
+	}
+	call("DELETE", "/api/v1/apikeys/"+created.str("id"), nil, cookie).want(t, 204, "revoke")
+	revoked := time.Now()
+	for {
+		ok := 0
+		for range 3 { // a refusal is 401, or once this client's failures spend its ip budget, 429
+			r := call("GET", "/api/v1/auth/me", nil, key)
+			if r.status == http.StatusUnauthorized || r.status == http.StatusTooManyRequests && r.str("details", "scope") == "ip" {
+				ok++
+			}
+		}
+		if ok == 3 {
+			break
+		}
+		if time.Since(revoked) > 10*time.Second+time.Second { // a second for the requests themselves
+			t.Fatalf("a revoked key still works on a replica %v after", time.Since(revoked))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("the revoked key stopped on every replica within %v", time.Since(revoked).Round(time.Millisecond))
+
+	// The per-IP budget: 12 wrong logins from one client behind the
+	// balancer (its address in X-Forwarded-For, which the balancer appends
+	// to) find its burst of 6, whichever replica serves each.
+	admitted := 0
+	for range 12 {
+		r := call("POST", "/api/v1/auth/login", map[string]string{"username": "nobody", "password": "not the password"}, "X-Forwarded-For: 203.0.113.7")
+		if r.status != http.StatusTooManyRequests {
+			admitted++
+		} else if r.str("details", "scope") != "ip" {
+			t.Fatalf("refused by %q, want the ip plane: %s", r.str("details", "scope"), r.raw)
+		}
+	}
+	if admitted != 6 {
+		t.Fatalf("three replicas admitted %d of 12 logins from one client, want the shared burst of 6", admitted)
+	}
+	if per := served("/api/v1/auth/login", 13); per[0] < 4 || per[1] < 4 || per[2] < 4 {
+		t.Fatalf("logins served per replica: %v, want them spread", per)
+	}
+}
