@@ -154,37 +154,62 @@ func BenchmarkRedisRealistic(b *testing.B) {
 					return err == nil && res.Allowed > 0, err
 				}
 			}
-			keys := make([]string, 10_000)
-			for i := range keys {
-				keys[i] = fmt.Sprintf("user-%05d", i)
+			realisticLoad(b, allow)
+		})
+	}
+}
+
+// realisticLoad is BenchmarkRedisRealistic's traffic through allow, from
+// 64 callers, with what was admitted and refused as metrics.
+func realisticLoad(b *testing.B, allow func(ctx context.Context, key string) (bool, error)) {
+	keys := make([]string, 10_000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("user-%05d", i)
+	}
+	var hotAdmitted, coldRefused, failed, seed atomic.Int64
+	b.SetParallelism(32) // GOMAXPROCS is 2 here: 64 callers
+	b.RunParallel(func(pb *testing.PB) {
+		ctx := context.Background()
+		rng := rand.New(rand.NewPCG(uint64(seed.Add(1)), 7))
+		for pb.Next() {
+			hot := rng.IntN(5) < 4
+			k := keys[100+rng.IntN(len(keys)-100)]
+			if hot {
+				k = keys[rng.IntN(100)]
 			}
-			var hotAdmitted, coldRefused, failed, seed atomic.Int64
-			b.SetParallelism(32) // GOMAXPROCS is 2 here: 64 callers
-			b.RunParallel(func(pb *testing.PB) {
-				ctx := context.Background()
-				rng := rand.New(rand.NewPCG(uint64(seed.Add(1)), 7))
-				for pb.Next() {
-					hot := rng.IntN(5) < 4
-					k := keys[100+rng.IntN(len(keys)-100)]
-					if hot {
-						k = keys[rng.IntN(100)]
-					}
-					ok, err := allow(ctx, k)
-					switch {
-					case err != nil:
-						failed.Add(1)
-					case ok && hot:
-						hotAdmitted.Add(1)
-					case !ok && !hot:
-						coldRefused.Add(1)
-					}
-				}
-			})
-			if failed.Load() > 0 {
-				b.Fatalf("%d decisions failed", failed.Load())
+			ok, err := allow(ctx, k)
+			switch {
+			case err != nil:
+				failed.Add(1)
+			case ok && hot:
+				hotAdmitted.Add(1)
+			case !ok && !hot:
+				coldRefused.Add(1)
 			}
-			b.ReportMetric(float64(hotAdmitted.Load())/100, "hot-admitted/key")
-			b.ReportMetric(float64(coldRefused.Load()), "cold-refused")
+		}
+	})
+	if failed.Load() > 0 {
+		b.Fatalf("%d decisions failed", failed.Load())
+	}
+	b.ReportMetric(float64(hotAdmitted.Load())/100, "hot-admitted/key")
+	b.ReportMetric(float64(coldRefused.Load()), "cold-refused")
+}
+
+// BenchmarkRedisCluster is BenchmarkRedisRealistic's traffic on brain's
+// limiter against one Redis and against a Redis Cluster of three masters
+// (each with a replica) on the same machine: what the cluster costs a
+// decision, where a batch becomes one script call per hash slot.
+func BenchmarkRedisCluster(b *testing.B) {
+	cluster := redistest.StartCluster(b)
+	for _, name := range []string{"single", "cluster"} {
+		b.Run(name, func(b *testing.B) {
+			opt := redistest.Option(b)
+			if name == "cluster" {
+				opt = cluster.Option()
+			}
+			opt.DisableAutoPipelining = true // as cmd/brain configures it
+			l := ratelimit.NewRedis(redistest.Client(b, opt), redistest.Prefix(), budget("p", lim("p", 120, time.Minute, 60)))
+			realisticLoad(b, func(ctx context.Context, k string) (bool, error) { d, err := l.Allow(ctx, k); return d.Allowed, err })
 		})
 	}
 }
