@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,7 +91,10 @@ backend replicas
 // stream is refused, a stream outlives the balancer's idle timeout on its
 // heartbeats, an ingest accepted by one replica is processed once and its
 // events reach streams held on every replica, and a revoked key stops on
-// every replica within the documented 10 s.
+// every replica within the documented 10 s. Then every master of the
+// cluster fails over to its replica under load, which costs no 5xx (the
+// default outage policy, local, decides on each replica meanwhile), and
+// after it the per-IP budget is exact again.
 func TestReplicasBehindABalancer(t *testing.T) {
 	cluster := redistest.StartCluster(t)
 	env := memoryEnv(map[string]string{
@@ -204,6 +209,56 @@ func TestReplicasBehindABalancer(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	t.Logf("the revoked key stopped on every replica within %v", time.Since(revoked).Round(time.Millisecond))
+
+	// Load through the balancer while each master fails over: reads by
+	// session and by key, and ingests, each request limited in Redis.
+	key = "X-API-Key: " + call("POST", "/api/v1/apikeys", map[string]string{"name": "load"}, cookie).want(t, 201, "create key").str("key")
+	var statuses sync.Map // status: *atomic.Int64
+	count := func(status int) {
+		n, _ := statuses.LoadOrStore(status, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
+	}
+	stop := make(chan struct{})
+	var load sync.WaitGroup
+	for g := range 6 {
+		load.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				switch {
+				case g == 0:
+					count(s.ingest(map[string]any{"project": "failover", "items": []map[string]any{{"text": fmt.Sprint("note ", i)}}}).status)
+				case g%2 == 1:
+					count(lb.do("GET", "/api/v1/auth/me", nil, cookie).status)
+				default:
+					count(lb.do("GET", "/api/v1/auth/me", nil, key).status)
+				}
+			}
+		})
+	}
+	for _, m := range cluster.Masters() {
+		cluster.Failover(m)
+	}
+	close(stop)
+	load.Wait()
+	total, errors := int64(0), int64(0)
+	statuses.Range(func(k, v any) bool {
+		n := v.(*atomic.Int64).Load()
+		total += n
+		if k.(int) >= 500 {
+			errors += n
+		}
+		return true
+	})
+	var all []string
+	statuses.Range(func(k, v any) bool { all = append(all, fmt.Sprint(k, ": ", v.(*atomic.Int64).Load())); return true })
+	if errors > 0 || total < 100 {
+		t.Fatalf("under load through three failovers: %d requests, %d of them 5xx (%v); want many, and none", total, errors, all)
+	}
+	t.Logf("%d requests through three failovers, no 5xx: %v", total, all)
 
 	// The per-IP budget: 12 wrong logins from one client behind the
 	// balancer (its address in X-Forwarded-For, which the balancer appends
