@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -26,6 +27,7 @@ import (
 	httprateredis "github.com/go-chi/httprate-redis"
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 )
 
 func redisDeciders(b *testing.B) map[string]func(ctx context.Context, key string) bool {
@@ -208,8 +210,39 @@ func BenchmarkRedisCluster(b *testing.B) {
 				opt = cluster.Option()
 			}
 			opt.DisableAutoPipelining = true // as cmd/brain configures it
-			l := ratelimit.NewRedis(redistest.Client(b, opt), redistest.Prefix(), budget("p", lim("p", 120, time.Minute, 60)))
+			client := redistest.Client(b, opt)
+			l := ratelimit.NewRedis(client, redistest.Prefix(), budget("p", lim("p", 120, time.Minute, 60)))
+			before := redisCPU(b, client)
 			realisticLoad(b, func(ctx context.Context, k string) (bool, error) { d, err := l.Allow(ctx, k); return d.Allowed, err })
+			b.ReportMetric(float64((redisCPU(b, client)-before).Microseconds())/float64(b.N), "redis-cpu-µs/op")
 		})
 	}
+}
+
+// redisCPU returns the CPU time (user and system, from /proc) the
+// processes of every node of client's Redis have used so far: read before
+// and after a run, what the run cost the Redis tier, which is what bounds
+// the decisions one Redis, or one shard, can take. Redis runs on this
+// machine; its process ids come from INFO server.
+func redisCPU(b *testing.B, client rueidis.Client) time.Duration {
+	b.Helper()
+	var ticks int64
+	ctx := context.Background()
+	for _, n := range client.Nodes() {
+		info, err := n.Do(ctx, n.B().Info().Section("server").Build()).ToString()
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, rest, _ := strings.Cut(info, "process_id:")
+		pid, _, _ := strings.Cut(rest, "\r\n")
+		stat, err := os.ReadFile("/proc/" + strings.TrimSpace(pid) + "/stat")
+		if err != nil {
+			b.Fatalf("Redis's process (%q) on this machine: %v", pid, err)
+		}
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+		utime, _ := strconv.ParseInt(f[11], 10, 64) // fields 14 and 15 of proc(5), counted from after the name
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += utime + stime
+	}
+	return time.Duration(ticks) * (time.Second / 100) // USER_HZ
 }
