@@ -65,8 +65,13 @@ func redisDeciders(b *testing.B) map[string]func(ctx context.Context, key string
 }
 
 func benchRedis(b *testing.B, callers int) {
+	probe := redistest.Client(b, redistest.Option(b)) // for the Redis process's CPU
 	for name, allow := range redisDeciders(b) {
 		b.Run(name, func(b *testing.B) {
+			before := redisCPU(b, probe)
+			defer func() {
+				b.ReportMetric(float64((redisCPU(b, probe)-before).Microseconds())/float64(b.N), "redis-cpu-µs/op")
+			}()
 			var next atomic.Int64
 			var failed atomic.Int64
 			b.SetParallelism(callers / 2) // GOMAXPROCS is 2 here: callers goroutines in all
