@@ -1,5 +1,5 @@
 # brain's tasks. `make test` is the one command that runs every test.
-.PHONY: run web test openapi client client-check client-server-check api-check bench bench-e2e bench-smoke lint rename
+.PHONY: run web test openapi client client-check client-server-check api-check bench bench-e2e bench-smoke soak lint rename
 
 GO ?= go
 WEB_DEPS := web/node_modules/.package-lock.json
@@ -45,6 +45,9 @@ bench: ## brain's benchmarks, and those beside their peers in bench/ (needs Redi
 
 bench-e2e: ## CPU per request and latency of whole requests, brain beside a bare huma + chi server (interleaved pairs); E2E_FLAGS="-redis URL -database-url URL" for the scale-out stores
 	cd bench && $(GO) run ./e2e $(E2E_FLAGS)
+
+soak: ## chaos soak: mixed traffic through haproxy to 3 replicas on PostgreSQL and a Redis Cluster while replicas, PostgreSQL and Redis masters fail (DURATION=5m; needs BRAIN_TEST_DATABASE_URL, redis-server, haproxy)
+	BRAIN_SOAK_DURATION=$(or $(DURATION),5m) $(GO) test -count=1 -run '^TestSoak$$' -v -timeout 60m ./cmd/brain
 
 bench-smoke: ## every benchmark of both modules run once (-benchtime 1x, -short: small data sets), so none rots; make test runs it
 	BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} $(GO) test -count=1 -short -run '^$$' -bench . -benchtime 1x ./... >/dev/null

@@ -13,8 +13,10 @@ import (
 
 // On a Redis Cluster, where one script's keys must share a hash slot, two
 // replicas' limiters sharing a budget admit exactly its burst for each of
-// many keys spread over every master, batched concurrently; after a master
-// fails over to its replica they decide again, as exactly.
+// many keys spread over every master, batched concurrently; while slots
+// move between masters they decide as exactly, and a key's state moves
+// with its slot; after a master fails over to its replica they decide
+// again, as exactly.
 func TestRedisCluster(t *testing.T) {
 	cluster := redistest.StartCluster(t)
 	pfx := redistest.Prefix()
@@ -61,6 +63,35 @@ func TestRedisCluster(t *testing.T) {
 	requests, _ := replicas[0].Stats()
 	if requests == 0 {
 		t.Fatal("no decision reached Redis")
+	}
+
+	// A slot migration under load: 2,000 slots, and the keys the first
+	// round left in them, move between masters while the replicas decide.
+	masters := cluster.Masters()
+	moved := make(chan struct{})
+	go func() { defer close(moved); cluster.Reshard(masters[1], masters[2], 2000) }()
+	var migrating []string
+	for round := 0; ; round++ {
+		select {
+		case <-moved:
+		default:
+			r := fmt.Sprint("migrating", round)
+			passed, errs := flood(r)
+			if errs > 0 {
+				t.Errorf("%s: %d decisions failed while slots moved", r, errs)
+			}
+			migrating = append(migrating, r)
+			check(r, passed)
+			continue
+		}
+		break
+	}
+	t.Logf("%d rounds of 1,920 decisions while 2,000 slots moved", len(migrating))
+	passed, _ = flood("before") // the first round's keys, in their new places: spent
+	for k := range 64 {
+		if n := passed[fmt.Sprint("before-k", k)]; n != 0 {
+			t.Errorf("key before-k%d admitted %d more after its slot moved, want 0: its state moved with it", k, n)
+		}
 	}
 
 	cluster.Failover(cluster.Masters()[0])

@@ -25,9 +25,12 @@ const balancerIdle = 2 * time.Second
 
 // startBalancer starts haproxy (Debian's package) on a free loopback port
 // in front of backends, round robin, adding X-Forwarded-For, and returns
-// its base URL. It skips the test when haproxy is missing (fails under
-// CI=true).
-func startBalancer(t *testing.T, backends []string) string {
+// its base URL. idle is its client and server timeout: how long a stream
+// may stay silent, and a request wait for its answer. A replica that
+// refuses connections is skipped (a request retried on the next; health
+// checks every 500 ms). It skips the test when haproxy is missing (fails
+// under CI=true).
+func startBalancer(t *testing.T, backends []string, idle time.Duration) string {
 	t.Helper()
 	bin, err := exec.LookPath("haproxy")
 	if err != nil {
@@ -42,7 +45,6 @@ func startBalancer(t *testing.T, backends []string) string {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	idle := strconv.Itoa(int(balancerIdle.Milliseconds())) + "ms"
 	cfg := fmt.Sprintf(`global
   maxconn 2000
 defaults
@@ -57,9 +59,11 @@ frontend brain
   default_backend replicas
 backend replicas
   balance roundrobin
-`, addr, idle)
+  option redispatch
+  retries 3
+`, addr, strconv.Itoa(int(idle.Milliseconds()))+"ms")
 	for i, b := range backends {
-		cfg += fmt.Sprintf("  server r%d %s\n", i, strings.TrimPrefix(b, "http://"))
+		cfg += fmt.Sprintf("  server r%d %s check inter 500ms\n", i, strings.TrimPrefix(b, "http://"))
 	}
 	file := filepath.Join(t.TempDir(), "haproxy.cfg")
 	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
@@ -116,7 +120,7 @@ func TestReplicasBehindABalancer(t *testing.T) {
 		procs = append(procs, p)
 		backends = append(backends, p.base)
 	}
-	lb := client{t, startBalancer(t, backends)}
+	lb := client{t, startBalancer(t, backends, balancerIdle)}
 	// call sends each request on a connection of its own, so the balancer
 	// picks the next replica for it.
 	call := func(method, path string, body any, headers ...string) response {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ type Cluster struct {
 	// Addrs are the nodes' host:port, masters first as created.
 	Addrs []string
 	tb    testing.TB
+	procs map[string]*os.Process
 }
 
 // StartCluster starts a Cluster from the redis-server and redis-cli on
@@ -38,7 +40,7 @@ func StartCluster(tb testing.TB) *Cluster {
 		tb.Skipf("no redis-server to start a cluster with: %v", err)
 	}
 	dir := tb.TempDir()
-	c := &Cluster{tb: tb}
+	c := &Cluster{tb: tb, procs: map[string]*os.Process{}}
 	for _, port := range freePorts(tb, 6) {
 		addr := "127.0.0.1:" + strconv.Itoa(port)
 		cmd := exec.Command(server, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
@@ -50,6 +52,7 @@ func StartCluster(tb testing.TB) *Cluster {
 		}
 		tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		c.Addrs = append(c.Addrs, addr)
+		c.procs[addr] = cmd.Process
 	}
 	for _, a := range c.Addrs {
 		c.waitFor(a, "PING", "PONG")
@@ -134,6 +137,35 @@ func (c *Cluster) Failover(master string) {
 	}
 	c.waitFor(replica, "ROLE", "master")
 	c.waitSynced()
+}
+
+// Reshard moves n hash slots, and the keys in them, from the master at
+// from to the master at to (redis-cli --cluster reshard), while clients
+// go on: they meet the cluster's ASK and MOVED redirections meanwhile.
+func (c *Cluster) Reshard(from, to string, n int) {
+	c.tb.Helper()
+	fromID := strings.TrimSpace(c.do(from, "CLUSTER MYID"))
+	toID := strings.TrimSpace(c.do(to, "CLUSTER MYID"))
+	out, err := exec.Command("redis-cli", "--cluster", "reshard", from, "--cluster-from", fromID, "--cluster-to", toID,
+		"--cluster-slots", strconv.Itoa(n), "--cluster-yes").CombinedOutput()
+	if err != nil {
+		c.tb.Fatalf("redis-cli --cluster reshard: %v\n%s", err, out)
+	}
+}
+
+// Pause stops the node at addr (SIGSTOP) until Resume: a node that holds
+// its connections and answers nothing. Past the cluster's node timeout
+// (2 s) its replica takes over.
+func (c *Cluster) Pause(addr string) { c.signal(addr, syscall.SIGSTOP) }
+
+// Resume lets a paused node run again (SIGCONT).
+func (c *Cluster) Resume(addr string) { c.signal(addr, syscall.SIGCONT) }
+
+func (c *Cluster) signal(addr string, sig syscall.Signal) {
+	c.tb.Helper()
+	if err := c.procs[addr].Signal(sig); err != nil {
+		c.tb.Fatalf("%s: %v", addr, err)
+	}
 }
 
 // do runs one redis-cli command against addr and returns its output.
