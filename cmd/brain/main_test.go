@@ -33,6 +33,7 @@ func TestMain(m *testing.M) {
 	}
 	if os.Getenv(execMainEnv) == "1" {
 		applyFileLimit()
+		dumpGoroutinesOnSignal()
 		main()
 		os.Exit(0)
 	}
