@@ -2,8 +2,11 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -100,4 +103,47 @@ func (p *proc) stop() {
 		<-p.done
 		p.tb.Errorf("brain did not exit within 30s of SIGTERM:\n%s", p.logs)
 	}
+}
+
+// dumpGoroutinesOnSignal makes a brain process started by startProc write
+// every goroutine's stack to its log on SIGUSR1, between lines that
+// goroutineCreators finds: what a soak shows when goroutines grow.
+func dumpGoroutinesOnSignal() {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGUSR1)
+	go func() {
+		for range ch {
+			buf := make([]byte, 8<<20)
+			n := runtime.Stack(buf, true)
+			fmt.Fprintf(os.Stderr, "goroutine dump begins\n%s\ngoroutine dump ends\n", buf[:n])
+		}
+	}()
+}
+
+// goroutineCreators has p dump its goroutines and counts them by the
+// function that created each.
+func goroutineCreators(t *testing.T, p *proc) map[string]int {
+	t.Helper()
+	before := strings.Count(p.logs.String(), "goroutine dump ends")
+	if err := p.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); strings.Count(p.logs.String(), "goroutine dump ends") == before; {
+		if time.Now().After(deadline) {
+			t.Fatal("no goroutine dump within 5 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	logs := p.logs.String()
+	dump := logs[strings.LastIndex(logs, "goroutine dump begins"):strings.LastIndex(logs, "goroutine dump ends")]
+	counts := map[string]int{}
+	for _, g := range strings.Split(dump, "\n\n") {
+		creator := "(none)"
+		if _, after, ok := strings.Cut(g, "\ncreated by "); ok {
+			creator, _, _ = strings.Cut(after, " in goroutine")
+			creator, _, _ = strings.Cut(creator, "\n")
+		}
+		counts[creator]++
+	}
+	return counts
 }
