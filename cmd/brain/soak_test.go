@@ -391,8 +391,10 @@ func TestSoak(t *testing.T) {
 	if probeAdmitted > 3*allowance {
 		t.Errorf("%d requests of one client admitted, over 3× the %d its budget allows", probeAdmitted, allowance)
 	}
-	if g := grown(creatorsMid, creatorsEnd); len(g) > 0 {
-		t.Errorf("replica 3's goroutines grew from the first cycle to the end, by creator: %v", g)
+	// A snapshot may catch a few goroutines that live a moment (a River
+	// fetch, a worker); a leak grows with each cycle, past that.
+	if g, n := grown(creatorsMid, creatorsEnd); n > 5 {
+		t.Errorf("replica 3 has %d more goroutines at the end than after the first cycle; by creator: %v", n, g)
 	}
 	if n := creatorsEnd["github.com/redis/rueidis.(*pipe)._background"]; n > 3*len(cluster.Addrs) {
 		t.Errorf("replica 3 holds %d Redis connections for a cluster of %d nodes", n, len(cluster.Addrs))
@@ -523,14 +525,14 @@ func freeTCPPorts(t *testing.T, n int) []int {
 }
 
 // grown lists the creators with more goroutines in after than in before,
+// and counts the goroutines more,
 // but for those whose number is not the replica's to keep: its
 // connections' (the balancer chooses how many it holds open), its Redis
 // client's connections (one more for each node that becomes a master;
 // TestSoak bounds them apart), and River's maintenance services, which run
 // on whichever replica is River's leader, a place that moves as replicas
 // die.
-func grown(before, after map[string]int) []string {
-	var out []string
+func grown(before, after map[string]int) (out []string, more int) {
 	for k, n := range after {
 		switch {
 		case strings.HasPrefix(k, "net/http."), strings.HasPrefix(k, "github.com/redis/rueidis.(*pipe)."),
@@ -540,8 +542,9 @@ func grown(before, after map[string]int) []string {
 		}
 		if n > before[k] {
 			out = append(out, fmt.Sprintf("%s: %d -> %d", k, before[k], n))
+			more += n - before[k]
 		}
 	}
 	slices.Sort(out)
-	return out
+	return out, more
 }
