@@ -204,6 +204,29 @@ describe("answers out of order", () => {
     await a;
     expect(c.pacer.tokens("session")).toBeLessThanOrEqual(4); // 5 would let a request through that the server refuses
   });
+
+  it("a newer request's answer never raises what an older one reported while others are in flight", async () => {
+    // Three requests in flight; the server decided the second before the
+    // first (2 left after the second, 1 after the first), and the answers
+    // arrive in the order sent: the second's 2, with one still in flight,
+    // is older than the first's 1.
+    const gates: ((r: Response) => void)[] = [];
+    const fetch = (_req: Request) => new Promise<Response>((resolve) => gates.push(resolve));
+    const c = createBrainClient({ baseUrl: "http://h", fetch, retry: { maxAttempts: 1 } });
+    const sent = [c.GET("/api/v1/jobs"), c.GET("/api/v1/jobs"), c.GET("/api/v1/jobs")];
+    await vi.advanceTimersByTimeAsync(0);
+    expect(gates).toHaveLength(3);
+    const answer = (r: number) => new Response("{}", { status: 200, headers: { RateLimit: `"session";r=${r};t=1` } });
+    gates[0]!(answer(1));
+    await sent[0];
+    expect(c.pacer.tokens("session")).toBe(0); // 1 left, less the two in flight
+    gates[1]!(answer(2));
+    await sent[1];
+    expect(c.pacer.tokens("session")).toBe(0); // 2 - 1 in flight would be 1: a request the server refuses
+    gates[2]!(answer(0));
+    await sent[2];
+    expect(c.pacer.tokens("session")).toBe(0); // none in flight: the fewest any answer reported
+  });
 });
 
 describe("stream slots", () => {

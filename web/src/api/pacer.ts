@@ -61,8 +61,7 @@ interface Bucket {
   at: number; // ms: when tokens was last brought up to date
   inflight: number; // requests sent from this bucket and not answered yet
   seen: number; // the most the server has said was left, plus one
-  sent: number; // requests sent from this bucket
-  applied: number; // the newest request (by sent) whose answer set tokens
+  low: number; // the fewest left any answer reported since none was in flight
 }
 
 /** A parsed item of a RateLimit header: `"session";r=57;t=12`. */
@@ -153,8 +152,6 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 /** A Ticket is what acquire took; hand it to settle with the response. */
 export interface Ticket {
   readonly buckets: readonly Bucket[];
-  /** Of each bucket, the number of this request among those it sent. */
-  readonly seqs: readonly number[];
 }
 
 export class Pacer {
@@ -177,7 +174,7 @@ export class Pacer {
   private bucket(b: RateBudget): Bucket {
     let k = this.buckets.get(b.policy);
     if (!k) {
-      k = { spec: b, budget: b, tokens: b.burst, at: this.now(), inflight: 0, seen: 0, sent: 0, applied: 0 };
+      k = { spec: b, budget: b, tokens: b.burst, at: this.now(), inflight: 0, seen: 0, low: Infinity };
       this.buckets.set(b.policy, k);
     }
     return k;
@@ -204,7 +201,7 @@ export class Pacer {
    * "fail-fast").
    */
   async acquire(id: OperationId | undefined, signal?: AbortSignal): Promise<Ticket> {
-    if (this.mode === "off" || id === undefined) return { buckets: [], seqs: [] };
+    if (this.mode === "off" || id === undefined) return { buckets: [] };
     const ks = budgetsFor(operations[id], this.plane).map((b) => this.bucket(b));
     for (;;) {
       const now = this.now();
@@ -224,7 +221,7 @@ export class Pacer {
           k.tokens -= 1;
           k.inflight++;
         }
-        return { buckets: ks, seqs: ks.map((k) => ++k.sent) };
+        return { buckets: ks };
       }
       if (this.mode === "fail-fast") {
         const b = short.budget;
@@ -260,15 +257,18 @@ export class Pacer {
       k.seen = Math.max(k.seen, it.r + 1);
       adopt(k, policies.get(it.policy));
       this.refill(k, now);
-      const left = Math.max(0, it.r - k.inflight);
-      // Answers can arrive out of order: one to an older request reports
-      // an older count, which may only lower the estimate, never raise it.
-      const seq = t.seqs[t.buckets.indexOf(k)] ?? 0;
-      if (seq >= k.applied) {
-        k.applied = seq;
-        k.tokens = Math.min(k.budget.burst, left);
+      // The server decides concurrent requests in an order of its own,
+      // not the order they were sent or answered in: while others are in
+      // flight, an answer's count may be older than another's, so it may
+      // only lower the estimate. Once none is, every request sent has been
+      // decided, and the fewest left any of them reported is at most what
+      // the server has now: the estimate takes it, up or down.
+      k.low = Math.min(k.low, it.r);
+      if (k.inflight > 0) {
+        k.tokens = Math.min(k.tokens, Math.max(0, it.r - k.inflight));
       } else {
-        k.tokens = Math.min(k.tokens, left);
+        k.tokens = Math.min(k.budget.burst, k.low);
+        k.low = Infinity;
       }
     }
   }
