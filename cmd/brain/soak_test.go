@@ -35,6 +35,7 @@ const soakEnv = "BRAIN_SOAK_DURATION"
 type fault struct {
 	name    string
 	at      time.Duration // into each cycle of faults
+	lasts   time.Duration // from do to its undo
 	allowed []int         // the 5xx this fault may cause (0: a request that got no answer)
 	do      func() (undo func())
 }
@@ -120,16 +121,16 @@ func TestSoak(t *testing.T) {
 		}
 	}
 	faults := []*fault{
-		{name: "kill -9 replica 1, restart after 3 s", at: 4 * time.Second, allowed: []int{0, 502, 503}, do: restart(0)},
-		{name: "PostgreSQL cut for 3 s", at: 10 * time.Second, allowed: []int{503}, do: func() func() { pg.Cut(); return pg.Restore }},
-		{name: "PostgreSQL stalled for 3 s", at: 16 * time.Second, allowed: []int{503}, do: func() func() { pg.Stall(); return pg.Restore }},
+		{name: "kill -9 replica 1, restart after 3 s", at: 4 * time.Second, lasts: 3 * time.Second, allowed: []int{0, 502, 503}, do: restart(0)},
+		{name: "PostgreSQL cut for 3 s", at: 10 * time.Second, lasts: 3 * time.Second, allowed: []int{503}, do: func() func() { pg.Cut(); return pg.Restore }},
+		{name: "PostgreSQL stalled for 3 s", at: 16 * time.Second, lasts: 3 * time.Second, allowed: []int{503}, do: func() func() { pg.Stall(); return pg.Restore }},
 		{name: "a Redis master fails over", at: 22 * time.Second, do: func() func() { cluster.Failover(cluster.Masters()[0]); return func() {} }},
-		{name: "a Redis master paused 4 s (its replica takes over)", at: 28 * time.Second, allowed: []int{503}, do: func() func() {
+		{name: "a Redis master paused 4 s (its replica takes over)", at: 28 * time.Second, lasts: 4 * time.Second, allowed: []int{503}, do: func() func() {
 			m := cluster.Masters()[1]
 			cluster.Pause(m)
 			return func() { cluster.Resume(m) }
 		}},
-		{name: "kill -9 replica 2, restart after 3 s", at: 34 * time.Second, allowed: []int{0, 502, 503}, do: restart(1)},
+		{name: "kill -9 replica 2, restart after 3 s", at: 34 * time.Second, lasts: 3 * time.Second, allowed: []int{0, 502, 503}, do: restart(1)},
 	}
 
 	// What the replica that is never killed uses at the start of the
@@ -268,12 +269,7 @@ func TestSoak(t *testing.T) {
 			time.Sleep(time.Until(start.Add(time.Duration(c)*soakCycle + f.at)))
 			w := window{f: f, start: time.Now()}
 			undo := f.do()
-			if !strings.Contains(f.name, "fails over") {
-				time.Sleep(3 * time.Second)
-				if strings.Contains(f.name, "paused") {
-					time.Sleep(time.Second)
-				}
-			}
+			time.Sleep(f.lasts)
 			undo()
 			w.end = time.Now()
 			windows = append(windows, w)
