@@ -138,8 +138,13 @@ const (
 	// readBlock is how long one read waits in Redis for new entries. It is
 	// short because a read already sent is not cut off by its context
 	// (rueidis waits for Redis's answer): Run's end waits for it.
-	readBlock  = 500 * time.Millisecond
-	readCount  = 512
+	readBlock = 500 * time.Millisecond
+	readCount = 512
+	// readLinger is how long Run waits after a read that found fewer than
+	// readCount entries before it reads again: at a high rate of events,
+	// each read then takes what came meanwhile in one reply, not one or
+	// two, and Redis wakes each replica's read at most once a linger.
+	readLinger = 2 * time.Millisecond
 	firstRetry = 100 * time.Millisecond
 	maxRetry   = 5 * time.Second
 )
@@ -302,9 +307,12 @@ func (h *RedisHub) Run(ctx context.Context) error {
 	defer h.running.Store(false)
 	wait := firstRetry
 	for ctx.Err() == nil {
-		err := h.read(ctx)
+		n, err := h.read(ctx)
 		if err == nil {
 			wait = firstRetry
+			if n > 0 && n < readCount {
+				sleep(ctx, readLinger)
+			}
 			continue
 		}
 		if ctx.Err() != nil {
@@ -314,26 +322,31 @@ func (h *RedisHub) Run(ctx context.Context) error {
 		if h.OnError != nil {
 			h.OnError(err)
 		}
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
+		sleep(ctx, wait)
 		wait = min(2*wait, maxRetry)
 	}
 	return nil
 }
 
+// sleep waits for d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
 // read waits up to readBlock for entries after seen, and delivers them.
 // After a failed read it first checks what the failure may have lost
 // (lostSince), and it adds the gap markers of lost publishes.
-func (h *RedisHub) read(ctx context.Context) error {
+func (h *RedisHub) read(ctx context.Context) (int, error) {
 	sctx, cancel := context.WithTimeout(ctx, callTimeout)
 	err := h.start(sctx)
 	cancel()
 	if err != nil {
-		return err
+		return 0, err
 	}
 	h.f.mu.Lock()
 	seen := h.seen
@@ -341,7 +354,7 @@ func (h *RedisHub) read(ctx context.Context) error {
 	if h.failed {
 		lost, err := h.lostSince(ctx, seen)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if lost { // every subscription here may have missed some: tell each, now
 			h.f.mu.Lock()
@@ -351,7 +364,7 @@ func (h *RedisHub) read(ctx context.Context) error {
 		h.failed = false
 	}
 	if err := h.markGaps(ctx); err != nil {
-		return err
+		return 0, err
 	}
 	from := seen.String()
 	// The read may wait readBlock in Redis; past that and a call's time it
@@ -363,10 +376,10 @@ func (h *RedisHub) read(ctx context.Context) error {
 	cmd := h.client.B().Xread().Count(readCount).Block(readBlock.Milliseconds()).Streams().Key(h.key).Id(from).Build()
 	streams, err := h.client.Do(rctx, cmd).AsXRead()
 	if rueidis.IsRedisNil(err) || unblocked(err) { // nothing new within the block
-		return nil
+		return 0, nil
 	}
 	if err != nil {
-		return fmt.Errorf("streams: read redis stream %s: %w", h.key, err)
+		return 0, fmt.Errorf("streams: read redis stream %s: %w", h.key, err)
 	}
 	entries := streams[h.key]
 	h.f.mu.Lock()
@@ -383,7 +396,7 @@ func (h *RedisHub) read(ctx context.Context) error {
 		h.f.deliverLocked(ev, id)
 		h.seen = id
 	}
-	return nil
+	return len(entries), nil
 }
 
 // unblocked reports whether err ended a blocking read early without
