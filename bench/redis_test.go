@@ -231,9 +231,19 @@ func BenchmarkRedisCluster(b *testing.B) {
 // machine; its process ids come from INFO server.
 func redisCPU(b *testing.B, client rueidis.Client) time.Duration {
 	b.Helper()
-	var ticks int64
+	var sum time.Duration
+	for _, d := range redisCPUByNode(b, client) {
+		sum += d
+	}
+	return sum
+}
+
+// redisCPUByNode is redisCPU of each node, by its address.
+func redisCPUByNode(b *testing.B, client rueidis.Client) map[string]time.Duration {
+	b.Helper()
 	ctx := context.Background()
-	for _, n := range client.Nodes() {
+	cpu := map[string]time.Duration{}
+	for addr, n := range client.Nodes() {
 		info, err := n.Do(ctx, n.B().Info().Section("server").Build()).ToString()
 		if err != nil {
 			b.Fatal(err)
@@ -247,7 +257,7 @@ func redisCPU(b *testing.B, client rueidis.Client) time.Duration {
 		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
 		utime, _ := strconv.ParseInt(f[11], 10, 64) // fields 14 and 15 of proc(5), counted from after the name
 		stime, _ := strconv.ParseInt(f[12], 10, 64)
-		ticks += utime + stime
+		cpu[addr] = time.Duration(utime+stime) * (time.Second / 100) // USER_HZ
 	}
-	return time.Duration(ticks) * (time.Second / 100) // USER_HZ
+	return cpu
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,23 +13,22 @@ import (
 )
 
 // On a Redis Cluster, two replicas share the stream cap for keys on every
-// master, and deliver each other's events; after the master holding the
-// event stream fails over to its replica, a stream resumes on the other
-// replica with every event after its last, and new ones still arrive.
+// master, and deliver each other's events from shards spread over every
+// master; after every master fails over to its replica, each user's
+// stream resumes on the other replica with every event after its last,
+// and new ones still arrive.
 func TestRedisCluster(t *testing.T) {
 	cluster := redistest.StartCluster(t)
 	prefix := redistest.Prefix()
 	const max = 2
 	var caps []*streams.RedisCap
-	var hubs []*streams.RedisHub
+	var hubs []*streams.ShardedRedisHub
 	for range 2 {
 		c := streams.NewRedisCap(redistest.Client(t, cluster.Option()), prefix, max, time.Minute, streams.NewMemoryCap(max))
 		c.Timeout = 5 * time.Second
 		c.OnError = func(err error) { t.Errorf("cap: %v", err) }
 		caps = append(caps, c)
-		h := streams.NewRedisHub(redistest.Client(t, cluster.Option()), prefix, 1000, 64)
-		run(t, h)
-		hubs = append(hubs, h)
+		hubs = append(hubs, sharded(t, cluster.Option(), prefix, 16))
 	}
 	ctx := context.Background()
 	for u := range 12 { // keys spread over the masters
@@ -41,38 +41,69 @@ func TestRedisCluster(t *testing.T) {
 		}
 	}
 
-	s := subscribe(t, hubs[1], "alice", "")
-	var sent []string
-	for i := range 3 {
-		sent = append(sent, publish(t, hubs[0], "alice", fmt.Sprint(i)))
+	const users = 48
+	subs := make([]*streams.Subscription, users)
+	sent := make([][]string, users)
+	for u := range users {
+		subs[u] = subscribe(t, hubs[1], fmt.Sprint("user", u), "")
 	}
-	last := receive(t, s, 3)[2].ID
-	s.Close()
+	for i := range 3 {
+		for u := range users {
+			sent[u] = append(sent[u], publish(t, hubs[0], fmt.Sprint("user", u), fmt.Sprint(i)))
+		}
+	}
+	last := make([]string, users)
+	for u, s := range subs {
+		got := ids(receive(t, s, 3))
+		if !slices.Equal(got, sent[u]) {
+			t.Fatalf("user%d got %v, want %v", u, got, sent[u])
+		}
+		last[u] = got[2]
+		s.Close()
+	}
+	for _, m := range cluster.Masters() { // each master holds some of the shards
+		if keys := strings.Fields(cluster.Do(m, "KEYS "+prefix+"events:*")); len(keys) < 2 {
+			t.Fatalf("master %s holds the event shards %v: want them spread over every master", m, keys)
+		}
+	}
 	for _, m := range cluster.Masters() {
-		cluster.Failover(m) // the stream's master among them
+		cluster.Failover(m) // every shard's master among them
 	}
 	failed := 0
 	deadline := time.Now().Add(20 * time.Second)
-	for {
-		id, err := hubs[0].Publish(ctx, streams.Event{Type: "after", To: "alice"})
-		if err == nil {
-			sent = append(sent, id)
-			break
-		}
-		failed++ // told to the publisher, and a gap marker tells the subscribers
-		if time.Now().After(deadline) {
-			t.Fatalf("publishing still fails 20 s after the failover: %v", err)
+	for u := range users {
+		for {
+			id, err := hubs[0].Publish(ctx, streams.Event{Type: "after", To: fmt.Sprint("user", u)})
+			if err == nil {
+				sent[u] = append(sent[u], id)
+				break
+			}
+			failed++ // told to the publisher, and a gap marker tells the subscribers
+			if time.Now().After(deadline) {
+				t.Fatalf("publishing still fails 20 s after the failover: %v", err)
+			}
 		}
 	}
-	caughtUp(t, hubs[1])
-	r := subscribe(t, hubs[1], "alice", last)
-	got := ids(r.Replay)
-	if !slices.Equal(got, sent[3:]) || r.Gap && failed == 0 {
-		t.Fatalf("resumed after %s: %v (gap %v, %d publishes failed), want %v", last, got, r.Gap, failed, sent[3:])
-	}
-	next := publish(t, hubs[1], "alice", "next")
-	if ev := receive(t, r, 1)[0]; ev.ID != next {
-		t.Fatalf("then got %s, want %s", ev.ID, next)
+	for u := range users {
+		user := fmt.Sprint("user", u)
+		r := subscribe(t, hubs[1], user, last[u])
+		got := r.Replay // what hubs[1]'s Run has not read yet comes live
+		for {
+			if failed > 0 { // a failed publish leaves its user a gap marker
+				got = slices.DeleteFunc(got, func(ev streams.Event) bool { return ev.Type == streams.EventGap })
+			}
+			if len(got) > 0 {
+				break
+			}
+			got = append(got, receive(t, r, 1)...)
+		}
+		if !slices.Equal(ids(got), sent[u][3:]) || r.Gap && failed == 0 {
+			t.Fatalf("%s resumed after %s: %v (gap %v, %d publishes failed), want %v", user, last[u], ids(got), r.Gap, failed, sent[u][3:])
+		}
+		next := publish(t, hubs[0], user, "next")
+		if ev := receive(t, r, 1)[0]; ev.ID != next {
+			t.Fatalf("%s then got %s, want %s", user, ev.ID, next)
+		}
 	}
 	for u := range 12 { // the cap's sets came through the failover
 		if _, live, ok, err := caps[0].Reserve(ctx, fmt.Sprint("user", u)); ok || err != nil || live != max {

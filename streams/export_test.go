@@ -2,3 +2,15 @@ package streams
 
 // LiveSnapshotOf is the snapshot a live stream of p sends now.
 func LiveSnapshotOf(p *Plane) LiveSnapshot { return p.live.snapshot(p) }
+
+// Keys returns the shards' stream keys, in order.
+func (h *ShardedRedisHub) Keys() []string {
+	keys := make([]string, len(h.shards))
+	for i, s := range h.shards {
+		keys[i] = s.key
+	}
+	return keys
+}
+
+// Everyone is the To of an event to every user.
+const Everyone = everyone

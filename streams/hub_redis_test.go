@@ -31,9 +31,15 @@ func replicas(t *testing.T, n, maxLen, buffer int) []*streams.RedisHub {
 // run runs h's loop until the test ends, and then checks that it ended.
 func run(t *testing.T, h *streams.RedisHub) {
 	h.OnError = func(err error) { t.Errorf("Run: %v", err) }
+	runLoop(t, h.Run)
+}
+
+// runLoop runs a hub's Run loop until the test ends, and then checks
+// that it ended.
+func runLoop(t *testing.T, run func(context.Context) error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
+	go func() { done <- run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

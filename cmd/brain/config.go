@@ -22,15 +22,18 @@ import (
 // variable (the table in docs/configuration.md); a flag wins over the variable, and the
 // variable over the default. Defaults need nothing installed.
 type Config struct {
-	Addr           string
-	DataDir        string
-	DatabaseURL    string
-	RedisURL       string
-	RedisPrefix    string
-	TrustedProxies []netip.Prefix
-	CORSOrigins    []string
-	CookieSecure   bool
-	AdminPassword  string
+	Addr        string
+	DataDir     string
+	DatabaseURL string
+	RedisURL    string
+	RedisPrefix string
+	// RedisEventShards is how many Redis streams carry the stream events;
+	// 0: 1 on a single Redis, clusterEventShards on a cluster.
+	RedisEventShards int
+	TrustedProxies   []netip.Prefix
+	CORSOrigins      []string
+	CookieSecure     bool
+	AdminPassword    string
 
 	SessionLifetime    time.Duration
 	SessionIdleTimeout time.Duration

@@ -80,6 +80,12 @@ const (
 	streamKeep       = 10000
 	memoryKeep       = 1024 // in memory, the newest events kept for replays
 	streamBuffer     = 64
+	// clusterEventShards is the events' streams on a Redis Cluster by
+	// default: two for each master of the smallest cluster (three), or
+	// one each of six. More shards spread over more masters, but each
+	// read of a shard takes fewer events, so the Redis tier spends more
+	// per event (BenchmarkRedisClusterEvents).
+	clusterEventShards = 6
 )
 
 // streamConfig is the stream plane of cfg: in memory without Redis; else
@@ -97,7 +103,16 @@ func streamConfig(cfg Config, client rueidis.Client, logger *slog.Logger) (sc st
 		c.OnError = func(err error) { logger.Warn(what+": Redis failed; counting on this replica", "error", err) }
 		return c
 	}
-	hub := streams.NewRedisHub(client, prefix, streamKeep, streamBuffer)
+	shards := cfg.RedisEventShards
+	if shards == 0 {
+		shards = 1
+		if client.Mode() == rueidis.ClientModeCluster {
+			shards = clusterEventShards
+		}
+	}
+	// The shards share streamKeep: each holds its users' part of the same
+	// span of time, and Redis the same memory, as one stream would.
+	hub := streams.NewShardedRedisHub(client, prefix, shards, max(streamKeep/shards, memoryKeep), streamBuffer)
 	hub.OnError = func(err error) { logger.Warn("stream events: Redis failed; retrying", "error", err) }
 	sc.Cap, sc.UserCap, sc.Hub = redisCap(cfg.StreamCap, "stream cap"), redisCap(cfg.StreamUserCap, "stream cap per user"), hub
 	return sc, func(ctx context.Context) { _ = hub.Run(ctx) }

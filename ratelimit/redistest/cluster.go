@@ -77,7 +77,7 @@ func (c *Cluster) waitSynced() {
 	deadline := time.Now().Add(30 * time.Second)
 	for _, a := range c.Addrs {
 		for {
-			out := c.do(a, "INFO replication")
+			out := c.Do(a, "INFO replication")
 			if strings.Contains(out, "role:master") && strings.Contains(out, "connected_slaves:1") ||
 				strings.Contains(out, "master_link_status:up") && strings.Contains(out, "master_sync_in_progress:0") {
 				break
@@ -109,7 +109,7 @@ func (c *Cluster) URL() string {
 // Masters returns the addresses of the nodes that are masters now.
 func (c *Cluster) Masters() []string {
 	var masters []string
-	for _, line := range strings.Split(c.do(c.Addrs[0], "CLUSTER NODES"), "\n") {
+	for _, line := range strings.Split(c.Do(c.Addrs[0], "CLUSTER NODES"), "\n") {
 		f := strings.Fields(line)
 		if len(f) > 2 && strings.Contains(f[2], "master") && !strings.Contains(f[2], "fail") {
 			masters = append(masters, strings.Split(f[1], "@")[0])
@@ -122,9 +122,9 @@ func (c *Cluster) Masters() []string {
 // on the replica), and waits until the cluster says so.
 func (c *Cluster) Failover(master string) {
 	c.tb.Helper()
-	id := strings.TrimSpace(c.do(master, "CLUSTER MYID"))
+	id := strings.TrimSpace(c.Do(master, "CLUSTER MYID"))
 	var replica string
-	for _, line := range strings.Split(c.do(master, "CLUSTER NODES"), "\n") {
+	for _, line := range strings.Split(c.Do(master, "CLUSTER NODES"), "\n") {
 		if f := strings.Fields(line); len(f) > 3 && f[3] == id {
 			replica = strings.Split(f[1], "@")[0]
 		}
@@ -132,7 +132,7 @@ func (c *Cluster) Failover(master string) {
 	if replica == "" {
 		c.tb.Fatalf("master %s has no replica", master)
 	}
-	if out := c.do(replica, "CLUSTER FAILOVER"); !strings.Contains(out, "OK") {
+	if out := c.Do(replica, "CLUSTER FAILOVER"); !strings.Contains(out, "OK") {
 		c.tb.Fatalf("CLUSTER FAILOVER on %s: %s", replica, out)
 	}
 	c.waitFor(replica, "ROLE", "master")
@@ -144,8 +144,8 @@ func (c *Cluster) Failover(master string) {
 // go on: they meet the cluster's ASK and MOVED redirections meanwhile.
 func (c *Cluster) Reshard(from, to string, n int) {
 	c.tb.Helper()
-	fromID := strings.TrimSpace(c.do(from, "CLUSTER MYID"))
-	toID := strings.TrimSpace(c.do(to, "CLUSTER MYID"))
+	fromID := strings.TrimSpace(c.Do(from, "CLUSTER MYID"))
+	toID := strings.TrimSpace(c.Do(to, "CLUSTER MYID"))
 	out, err := exec.Command("redis-cli", "--cluster", "reshard", from, "--cluster-from", fromID, "--cluster-to", toID,
 		"--cluster-slots", strconv.Itoa(n), "--cluster-yes").CombinedOutput()
 	if err != nil {
@@ -168,8 +168,8 @@ func (c *Cluster) signal(addr string, sig syscall.Signal) {
 	}
 }
 
-// do runs one redis-cli command against addr and returns its output.
-func (c *Cluster) do(addr, command string) string {
+// Do runs one redis-cli command against addr and returns its output.
+func (c *Cluster) Do(addr, command string) string {
 	host, port, _ := net.SplitHostPort(addr)
 	out, _ := exec.Command("redis-cli", append([]string{"-h", host, "-p", port}, strings.Fields(command)...)...).CombinedOutput()
 	return string(out)
@@ -181,7 +181,7 @@ func (c *Cluster) waitFor(addr, command, want string) {
 	c.tb.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		out := c.do(addr, command)
+		out := c.Do(addr, command)
 		if strings.Contains(out, want) {
 			return
 		}

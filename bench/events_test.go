@@ -1,0 +1,68 @@
+package bench_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brain-template/brain/ratelimit/redistest"
+	"github.com/brain-template/brain/streams"
+)
+
+// BenchmarkRedisClusterEvents publishes events to 1,000 users from 64
+// callers on a Redis Cluster of three masters (each with a replica),
+// with two replicas' hubs reading them, in one events stream and in 16
+// shards: how much of the Redis tier's work the busiest node does.
+// With one stream it is every event's; spread over the masters, about a
+// third.
+//
+//	cd bench && go test -run '^$' -bench RedisClusterEvents -count 6 .
+func BenchmarkRedisClusterEvents(b *testing.B) {
+	cluster := redistest.StartCluster(b)
+	for _, shards := range []int{1, 3, 6, 16} {
+		b.Run(fmt.Sprint("shards=", shards), func(b *testing.B) {
+			prefix := redistest.Prefix()
+			var pub *streams.ShardedRedisHub
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			for i := range 2 { // two replicas, each reading every shard
+				h := streams.NewShardedRedisHub(redistest.Client(b, cluster.Option()), prefix, shards, 10000, 64)
+				go h.Run(ctx)
+				if i == 0 {
+					pub = h
+				}
+			}
+			probe := redistest.Client(b, cluster.Option())
+			before := redisCPUByNode(b, probe)
+			var failed atomic.Int64
+			var seed atomic.Uint64
+			b.SetParallelism(32) // 64 callers on 2 cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				rng := rand.New(rand.NewPCG(seed.Add(1), 3))
+				for pb.Next() {
+					ev := streams.Event{Type: "job.progress", To: fmt.Sprint("user", rng.IntN(1000)), Data: []byte(`{"job_id":"j","items_done":1}`)}
+					if _, err := pub.Publish(ctx, ev); err != nil {
+						failed.Add(1)
+					}
+				}
+			})
+			b.StopTimer()
+			if failed.Load() > 0 {
+				b.Fatalf("%d publishes failed", failed.Load())
+			}
+			after := redisCPUByNode(b, probe)
+			var total, busiest time.Duration
+			for addr, d := range after {
+				used := d - before[addr]
+				total += used
+				busiest = max(busiest, used)
+			}
+			b.ReportMetric(float64(total.Microseconds())/float64(b.N), "redis-cpu-µs/op")
+			b.ReportMetric(float64(busiest.Microseconds())/float64(b.N), "busiest-node-µs/op")
+		})
+	}
+}
