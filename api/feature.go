@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/brain-template/brain/api/middleware"
 	"github.com/danielgtaylor/huma/v2"
 )
 
@@ -47,6 +48,13 @@ const CodeKeyReused = codeKeyReused
 // a feature registers its own ([Metrics.Counter]); nil for none.
 func (s *Server) Metrics() *Metrics { return s.metrics }
 
-// Logger is the logger of ctx: a request's, with its id, else the
-// server's default.
+// Logger is the logger of ctx: a request's, with its id; else that of
+// [WithLogger]; else slog.Default.
 func Logger(ctx context.Context) *slog.Logger { return logger(ctx) }
+
+// WithLogger returns ctx carrying l, the logger [Logger] gives outside a
+// request. The server starts features' background work (their job
+// queues' workers, their sweeps) with its logger so.
+func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
+	return middleware.WithLogger(ctx, l)
+}

@@ -561,3 +561,36 @@ func TestQueueTwoKinds(t *testing.T) {
 		}
 	})
 }
+
+// A job's context carries the values of the context its queue started
+// with: the server's logger (api.WithLogger) reaches what workers log.
+func TestQueueJobContextCarriesStartsValues(t *testing.T) {
+	type key struct{}
+	onEachDB(t, func(t *testing.T, db *store.DB) {
+		got := make(chan any, 1)
+		q, err := newQueue(t, db, func(ctx context.Context, _ string) error {
+			got <- ctx.Value(key{})
+			return nil
+		}, quick(t, qopts{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Start(context.WithValue(context.Background(), key{}, "started so")); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = q.Stop(ctx)
+		})
+		enqueue(t, db, q, "j1", true)
+		select {
+		case v := <-got:
+			if v != "started so" {
+				t.Fatalf("the job's context holds %v, want the value Start's had", v)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("the job was not worked within 20 s")
+		}
+	})
+}

@@ -12,14 +12,26 @@ import (
 )
 
 // Logger returns the request-scoped logger of [AccessLog], which carries
-// the request id, or slog.Default outside a request. It is made the first
-// time a request asks for it: most requests never log but their access
-// line.
+// the request id; outside a request, the logger of [WithLogger], else
+// slog.Default. The request's is made the first time a request asks for
+// it: most requests never log but their access line.
 func Logger(ctx context.Context) *slog.Logger {
 	if st := stateOf(ctx); st != nil && st.base != nil {
 		return st.logger()
 	}
+	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
+		return l
+	}
 	return slog.Default()
+}
+
+type loggerKey struct{}
+
+// WithLogger returns ctx carrying l, which [Logger] gives outside a
+// request: for background work (a job queue's workers, a sweep) started
+// with ctx, so that what it logs goes where the server's log goes.
+func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
+	return context.WithValue(ctx, loggerKey{}, l)
 }
 
 // AccessLog returns a middleware that writes one log line per request,

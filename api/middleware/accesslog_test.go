@@ -88,4 +88,21 @@ func TestLoggerOutsideRequest(t *testing.T) {
 	if middleware.Logger(context.Background()) != slog.Default() {
 		t.Fatal("Logger outside a request is not slog.Default")
 	}
+	l, _ := newLogger()
+	bg := middleware.WithLogger(context.Background(), l)
+	if middleware.Logger(bg) != l {
+		t.Fatal("Logger of background work started with WithLogger is not its logger")
+	}
+	// A request whose context has one too logs with the request's, which
+	// carries its id.
+	reqLog, logs := newLogger()
+	h := middleware.RequestID(middleware.AccessLog(reqLog, time.Now, nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		middleware.Logger(r.Context()).Info("inside")
+	})))
+	req := httptest.NewRequestWithContext(bg, "GET", "/", nil)
+	req.Header.Set("X-Request-Id", "trace-8")
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if !strings.Contains(logs.String(), "msg=inside request_id=trace-8") {
+		t.Fatalf("the request logged %q, want its line with its id", logs.String())
+	}
 }

@@ -251,7 +251,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	// The modules start in order and stop in reverse, before the hub and
 	// the database: a job queue finishes or hands back the jobs it works.
 	for _, m := range cfg.modules {
-		ops, stop, err := m.Start(bg, db, streamCfg.Hub, logger)
+		ops, stop, err := m.Start(api.WithLogger(bg, logger), db, streamCfg.Hub, logger)
 		if err != nil {
 			return err
 		}
