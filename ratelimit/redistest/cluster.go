@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brain-template/brain/internal/testproxy"
 	"github.com/redis/rueidis"
 )
 
@@ -22,12 +23,34 @@ type Cluster struct {
 	Addrs []string
 	tb    testing.TB
 	procs map[string]*os.Process
+
+	// Behind proxies: each node's proxy by the node's address, and the
+	// node's address by its proxy's, which the node announces.
+	proxies map[string]*testproxy.Proxy
+	real    map[string]string
 }
 
 // StartCluster starts a Cluster from the redis-server and redis-cli on
 // PATH (Debian's redis-server package), or skips the test when they are
 // missing (fails under CI=true). It takes a few seconds.
 func StartCluster(tb testing.TB) *Cluster {
+	tb.Helper()
+	return start(tb, false)
+}
+
+// StartClusterBehindProxies is StartCluster with a [testproxy.Proxy] in
+// front of each node, which the node announces as its address: clients
+// find every node through its proxy, so a test cuts or stalls one node's
+// clients (Proxy) while the cluster's own bus, and so its view of the
+// node, goes on. A replica reaches its master through the master's proxy
+// too. Addrs, Masters and the other methods name nodes by their own
+// addresses; Option and URL give the proxies'.
+func StartClusterBehindProxies(tb testing.TB) *Cluster {
+	tb.Helper()
+	return start(tb, true)
+}
+
+func start(tb testing.TB, proxied bool) *Cluster {
 	tb.Helper()
 	server, err := exec.LookPath("redis-server")
 	if err == nil {
@@ -41,12 +64,23 @@ func StartCluster(tb testing.TB) *Cluster {
 	}
 	dir := tb.TempDir()
 	c := &Cluster{tb: tb, procs: map[string]*os.Process{}}
+	if proxied {
+		c.proxies, c.real = map[string]*testproxy.Proxy{}, map[string]string{}
+	}
 	for _, port := range freePorts(tb, 6) {
 		addr := "127.0.0.1:" + strconv.Itoa(port)
-		cmd := exec.Command(server, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--cluster-enabled", "yes", "--cluster-config-file", "nodes-"+strconv.Itoa(port)+".conf",
+		args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes-" + strconv.Itoa(port) + ".conf",
 			"--cluster-node-timeout", "2000", "--save", "", "--appendonly", "no", "--dir", dir,
-			"--logfile", "redis-"+strconv.Itoa(port)+".log")
+			"--logfile", "redis-" + strconv.Itoa(port) + ".log"}
+		if proxied {
+			p := testproxy.New(tb, addr)
+			c.proxies[addr], c.real[p.Addr()] = p, addr
+			_, pport, _ := net.SplitHostPort(p.Addr())
+			args = append(args, "--cluster-announce-ip", "127.0.0.1", "--cluster-announce-port", pport,
+				"--cluster-announce-bus-port", strconv.Itoa(port+10000))
+		}
+		cmd := exec.Command(server, args...)
 		if err := cmd.Start(); err != nil {
 			tb.Fatal(err)
 		}
@@ -93,17 +127,51 @@ func (c *Cluster) waitSynced() {
 // Option returns client options for the cluster, every node a seed, without
 // client-side caching.
 func (c *Cluster) Option() rueidis.ClientOption {
-	return rueidis.ClientOption{InitAddress: c.Addrs, DisableCache: true}
+	return rueidis.ClientOption{InitAddress: c.seeds(), DisableCache: true}
 }
 
 // URL is the cluster as a server's redis URL names it: the first node,
 // and the others as seeds (addr=).
 func (c *Cluster) URL() string {
-	u := "redis://" + c.Addrs[0]
-	for i, a := range c.Addrs[1:] {
+	seeds := c.seeds()
+	u := "redis://" + seeds[0]
+	for i, a := range seeds[1:] {
 		u += map[bool]string{true: "?", false: "&"}[i == 0] + "addr=" + a
 	}
 	return u
+}
+
+// seeds are the addresses clients are given: the proxies', if any.
+func (c *Cluster) seeds() []string {
+	if c.proxies == nil {
+		return c.Addrs
+	}
+	seeds := make([]string, len(c.Addrs))
+	for i, a := range c.Addrs {
+		seeds[i] = c.proxies[a].Addr()
+	}
+	return seeds
+}
+
+// Proxy returns the proxy in front of the node at addr (a cluster
+// started by StartClusterBehindProxies).
+func (c *Cluster) Proxy(addr string) *testproxy.Proxy {
+	c.tb.Helper()
+	p := c.proxies[addr]
+	if p == nil {
+		c.tb.Fatalf("no proxy in front of %s: start the cluster with StartClusterBehindProxies", addr)
+	}
+	return p
+}
+
+// node returns the address of the node that announces addr in CLUSTER
+// NODES: its own, or its proxy's.
+func (c *Cluster) node(announced string) string {
+	addr := strings.Split(announced, "@")[0]
+	if real, ok := c.real[addr]; ok {
+		return real
+	}
+	return addr
 }
 
 // Masters returns the addresses of the nodes that are masters now.
@@ -112,7 +180,7 @@ func (c *Cluster) Masters() []string {
 	for _, line := range strings.Split(c.Do(c.Addrs[0], "CLUSTER NODES"), "\n") {
 		f := strings.Fields(line)
 		if len(f) > 2 && strings.Contains(f[2], "master") && !strings.Contains(f[2], "fail") {
-			masters = append(masters, strings.Split(f[1], "@")[0])
+			masters = append(masters, c.node(f[1]))
 		}
 	}
 	return masters
@@ -126,7 +194,7 @@ func (c *Cluster) Failover(master string) {
 	var replica string
 	for _, line := range strings.Split(c.Do(master, "CLUSTER NODES"), "\n") {
 		if f := strings.Fields(line); len(f) > 3 && f[3] == id {
-			replica = strings.Split(f[1], "@")[0]
+			replica = c.node(f[1])
 		}
 	}
 	if replica == "" {
