@@ -214,8 +214,9 @@ func TestReplicasBehindABalancer(t *testing.T) {
 	}
 	t.Logf("the revoked key stopped on every replica within %v", time.Since(revoked).Round(time.Millisecond))
 
-	// Load through the balancer while each master fails over: reads by
-	// session and by key, and ingests, each request limited in Redis.
+	// Load through the balancer while each master fails over, and then
+	// while 2,000 slots move between masters: reads by session and by
+	// key, and ingests, each request limited in Redis.
 	key = "X-API-Key: " + call("POST", "/api/v1/apikeys", map[string]string{"name": "load"}, cookie).want(t, 201, "create key").str("key")
 	var statuses sync.Map // status: *atomic.Int64
 	count := func(status int) {
@@ -246,6 +247,8 @@ func TestReplicasBehindABalancer(t *testing.T) {
 	for _, m := range cluster.Masters() {
 		cluster.Failover(m)
 	}
+	masters := cluster.Masters()
+	cluster.Reshard(masters[0], masters[1], 2000)
 	close(stop)
 	load.Wait()
 	total, errors := int64(0), int64(0)
@@ -260,9 +263,9 @@ func TestReplicasBehindABalancer(t *testing.T) {
 	var all []string
 	statuses.Range(func(k, v any) bool { all = append(all, fmt.Sprint(k, ": ", v.(*atomic.Int64).Load())); return true })
 	if errors > 0 || total < 100 {
-		t.Fatalf("under load through three failovers: %d requests, %d of them 5xx (%v); want many, and none", total, errors, all)
+		t.Fatalf("under load through three failovers and a slot migration: %d requests, %d of them 5xx (%v); want many, and none", total, errors, all)
 	}
-	t.Logf("%d requests through three failovers, no 5xx: %v", total, all)
+	t.Logf("%d requests through three failovers and a 2,000-slot migration, no 5xx: %v", total, all)
 
 	// The per-IP budget: 12 wrong logins from one client behind the
 	// balancer (its address in X-Forwarded-For, which the balancer appends
