@@ -14,10 +14,10 @@ import (
 
 // BenchmarkRedisClusterEvents publishes events to 1,000 users from 64
 // callers on a Redis Cluster of three masters (each with a replica),
-// with two replicas' hubs reading them, in one events stream and in 16
-// shards: how much of the Redis tier's work the busiest node does.
-// With one stream it is every event's; spread over the masters, about a
-// third.
+// with two replicas' hubs reading them, over 1, 3, 6 and 16 shards: the
+// Redis tier's CPU per event, and the busiest node's, which bounds the
+// events a cluster carries. With one stream the busiest node does nearly
+// all of it; over shards, less, though the tier as a whole does more.
 //
 //	cd bench && go test -run '^$' -bench RedisClusterEvents -count 6 .
 func BenchmarkRedisClusterEvents(b *testing.B) {

@@ -61,6 +61,15 @@ func TestRedisCluster(t *testing.T) {
 		last[u] = got[2]
 		s.Close()
 	}
+	for i, key := range append(hubs[0].Keys(), "somekey", "a{}b", "{user1}x", "x{y", "}{z}", fmt.Sprint(prefix, "rl:", 42)) {
+		want := strings.TrimSpace(cluster.Do(cluster.Addrs[0], "CLUSTER KEYSLOT "+key))
+		if got := fmt.Sprint(streams.KeySlot(key)); got != want {
+			t.Fatalf("slot of %q: %s, Redis says %s", key, got, want)
+		}
+		if i < 16 && int(streams.KeySlot(key))*16/16384 != i {
+			t.Fatalf("shard %d's key %s is in slot %d, not in the shard's sixteenth of the slots", i, key, streams.KeySlot(key))
+		}
+	}
 	for _, m := range cluster.Masters() { // each master holds some of the shards
 		if keys := strings.Fields(cluster.Do(m, "KEYS "+prefix+"events:*")); len(keys) < 2 {
 			t.Fatalf("master %s holds the event shards %v: want them spread over every master", m, keys)

@@ -14,3 +14,6 @@ func (h *ShardedRedisHub) Keys() []string {
 
 // Everyone is the To of an event to every user.
 const Everyone = everyone
+
+// KeySlot is keySlot.
+var KeySlot = keySlot

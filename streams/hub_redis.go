@@ -20,7 +20,9 @@ import (
 // after it was trimmed away, and user's events in (after, upto].
 //
 // A gap is an after older than the stream's first entry (nothing at or
-// before it is kept), which is also what a missing stream gives. The
+// before it is kept), which is also what a missing stream gives, or an
+// after that is no entry of the stream (an id of another stream: of a
+// shard that another number of shards gave this user, say). The
 // range is read in pages, so a long one never builds one large reply
 // inside Redis; only the newest ARGV[4] of user's events are returned,
 // and when there were more, that is a gap too.
@@ -32,7 +34,8 @@ import (
 // Returns {gap, then id, type, data of each event, oldest first}.
 const replayScript = `
 local gap = 0
-if #redis.call('XRANGE', KEYS[1], '-', ARGV[1], 'COUNT', 1) == 0 then gap = 1 end
+if #redis.call('XRANGE', KEYS[1], '-', ARGV[1], 'COUNT', 1) == 0 then gap = 1
+elseif #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1]) == 0 then gap = 1 end
 local out, n, limit = {}, 0, tonumber(ARGV[4])
 if ARGV[2] ~= '' then
   local from = '(' .. ARGV[1]
@@ -82,8 +85,9 @@ var replay = rueidis.NewLuaScript(replayScript)
 //
 // Subscribe replays from the stream itself, so a stream may resume on any
 // replica. Its Gap is set when its after is older than the stream's
-// first entry (trimmed away, or the stream was lost), newer than its
-// newest (not an id of this stream), or not an id at all.
+// first entry (trimmed away, or the stream was lost), is no entry of it
+// (an id of another stream, or newer than its newest), or is not an id at
+// all.
 //
 // When Redis fails, a subscriber never misses events without being told
 // ([EventGap]). A replica that could not publish some of a user's events

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -113,6 +115,26 @@ func TestRedisHubDeliversAcrossReplicas(t *testing.T) {
 	}
 	if ev := receive(t, onB, 1)[0]; ev.Type != "ping" || ev.Data != nil {
 		t.Fatalf("got %+v, want a ping without data", ev)
+	}
+}
+
+// An id within the stream's range that is none of its entries (of
+// another stream: stream ids are only unique within one) is a gap, not a
+// place to replay from.
+func TestRedisHubForeignIDIsAGap(t *testing.T) {
+	h := replicas(t, 1, 1000, 16)[0]
+	first := publish(t, h, "alice", "first")
+	publish(t, h, "alice", "second")
+	caughtUp(t, h)
+	ms, seq, _ := strings.Cut(first, "-")
+	n, _ := strconv.Atoi(seq)
+	foreign := ms + "-" + strconv.Itoa(n+1000) // after first, before second or in its millisecond: no entry
+	s := subscribe(t, h, "alice", foreign)
+	if !s.Gap {
+		t.Fatalf("resumed from %s, no entry of the stream (first %s): no gap, replay %v", foreign, first, ids(s.Replay))
+	}
+	if s := subscribe(t, h, "alice", first); s.Gap || len(s.Replay) != 1 {
+		t.Fatalf("resumed from its own entry %s: gap %v, replay %v; want the second, no gap", first, s.Gap, ids(s.Replay))
 	}
 }
 

@@ -3,8 +3,10 @@ package streams
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -14,26 +16,33 @@ import (
 // ShardedRedisHub is a [Hub] that spreads users over several [RedisHub]s,
 // each its own Redis stream, so that on a Redis Cluster the events are
 // not all written and read on the one master that holds one stream.
-// Create it with [NewShardedRedisHub] and run its [ShardedRedisHub.Run]
-// loop; it is safe for concurrent use.
+// Create it with [NewShardedRedisHub], [ShardedRedisHub.Claim] its
+// number of shards, and run its [ShardedRedisHub.Run] loop; it is safe
+// for concurrent use.
 //
 // A user's events all go to one shard, chosen by a hash of the user, and
 // its subscriptions read that shard alone; so an event id is a place in
 // its user's shard, and a stream resumes from it on any replica as it
 // does on one RedisHub. An event to every user (a gap marker) is written
-// to every shard. Every replica must use the same prefix and number of
-// shards: with another number a user's shard changes, and a stream that
-// resumes across the change is told of a gap.
+// to every shard.
+//
+// Every replica must use the same prefix and number of shards: with
+// another number a user's shard changes. So the keys name the number,
+// and a stream that resumes across a change finds its id in none of the
+// new streams and is told of a gap; and Claim refuses a number other
+// than the one the running replicas use.
 //
 // The shards' keys carry hash tags chosen to fall in n equal ranges of
 // the 16384 hash slots, so a cluster whose masters hold equal ranges (as
-// redis-cli --cluster create makes them) holds the shards evenly. A hash
-// tag in the prefix itself would put them all in its slot.
+// redis-cli --cluster create makes them) holds equal numbers of shards
+// when n is a multiple of the masters.
 type ShardedRedisHub struct {
 	// OnError, when set, is told each failure of a shard's reading, before
 	// Run retries it. Set it before Run.
 	OnError func(error)
 
+	client  rueidis.Client
+	claim   string // the key that holds the number of shards
 	shards  []*RedisHub
 	running atomic.Bool
 }
@@ -41,45 +50,126 @@ type ShardedRedisHub struct {
 // slots is the number of a Redis Cluster's hash slots.
 const slots = 16384
 
+// MaxShards is the most shards a [ShardedRedisHub] may have.
+const MaxShards = 1024
+
 // NewShardedRedisHub returns a hub of n shards on client's Redis. Each
 // shard's stream keeps about maxLen events for replay, and each
-// subscription buffers up to buffer events, as [NewRedisHub]'s. With n
-// 1 it is one stream, "<prefix>events", the key a RedisHub uses; with
-// more, each is "<prefix>events:{<tag>}". It panics unless n, maxLen and
-// buffer are at least 1.
+// subscription buffers up to buffer events, as [NewRedisHub]'s. With n 1
+// it is one stream, "<prefix>events", the key a RedisHub uses; with more,
+// each is "<prefix>events:<n>:{<tag>}". It panics unless n is from 1 to
+// [MaxShards], maxLen and buffer are at least 1, and, for more than one
+// shard, prefix has no hash tag ([HasHashTag]): one would put every
+// shard in its slot.
 func NewShardedRedisHub(client rueidis.Client, prefix string, n, maxLen, buffer int) *ShardedRedisHub {
-	if n < 1 {
-		panic("streams: a sharded hub needs at least one shard")
+	if n < 1 || n > MaxShards {
+		panic("streams: a sharded hub has from 1 to " + strconv.Itoa(MaxShards) + " shards")
 	}
-	h := &ShardedRedisHub{shards: make([]*RedisHub, n)}
+	if n > 1 && HasHashTag(prefix) {
+		panic("streams: the prefix " + strconv.Quote(prefix) + " has a hash tag, which would put every shard in one slot")
+	}
+	h := &ShardedRedisHub{client: client, claim: prefix + "events:shards", shards: make([]*RedisHub, n)}
 	if n == 1 {
 		h.shards[0] = NewRedisHub(client, prefix, maxLen, buffer)
 		return h
 	}
-	for i, key := range shardKeys(client, prefix+"events", n) {
+	for i, key := range shardKeys(prefix+"events:"+strconv.Itoa(n), n) {
 		h.shards[i] = NewRedisHub(client, prefix, maxLen, buffer)
 		h.shards[i].key = key
 	}
 	return h
 }
 
+// HasHashTag reports whether a Redis key that starts with prefix has its
+// hash slot chosen by a hash tag within prefix: a "{" followed, later in
+// prefix, by a "}" with something between them.
+func HasHashTag(prefix string) bool {
+	_, ok := hashTag(prefix)
+	return ok
+}
+
+// hashTag returns the part of key that Redis hashes for its slot when
+// that is a hash tag: between the first "{" and the first "}" after it,
+// when not empty.
+func hashTag(key string) (string, bool) {
+	open := strings.IndexByte(key, '{')
+	if open < 0 {
+		return "", false
+	}
+	end := strings.IndexByte(key[open+1:], '}')
+	if end <= 0 {
+		return "", false
+	}
+	return key[open+1 : open+1+end], true
+}
+
+// keySlot is the hash slot of key in a Redis Cluster: the CRC16 (XMODEM)
+// of its hash tag, or of the whole key without one, modulo 16384.
+func keySlot(key string) uint16 {
+	if tag, ok := hashTag(key); ok {
+		key = tag
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % slots
+}
+
 // shardKeys returns n keys "<base>:{<tag>}", the i-th in the i-th of n
 // equal ranges of hash slots: the first tag, counting up from 0, whose
-// slot falls in it. rueidis gives a key's slot, on a single node too.
-func shardKeys(client rueidis.Client, base string, n int) []string {
+// slot falls in it. base has no hash tag, and n is at most MaxShards, so
+// every range holds slots and some small tag falls in each.
+func shardKeys(base string, n int) []string {
 	keys := make([]string, n)
 	for i := range n {
 		lo, hi := uint16(i*slots/n), uint16((i+1)*slots/n)
 		for tag := 0; ; tag++ {
 			key := base + ":{" + strconv.Itoa(tag) + "}"
-			cmd := client.B().Get().Key(key).Build()
-			if s := cmd.Slot() % slots; s >= lo && s < hi { // a single node's client marks the slot with a high bit
+			if s := keySlot(key); s >= lo && s < hi {
 				keys[i] = key
 				break
 			}
 		}
 	}
 	return keys
+}
+
+// Claim records in Redis the number of shards h has, if no replica has
+// yet, and returns an error when the number there is another: replicas
+// that disagree would each read streams the others do not write. To
+// change the number, stop every replica and delete the key the error
+// names. It needs Redis to answer; a single shard claims nothing.
+func (h *ShardedRedisHub) Claim(ctx context.Context) error {
+	if len(h.shards) == 1 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	n := strconv.Itoa(len(h.shards))
+	cmds := rueidis.Commands{
+		h.client.B().Set().Key(h.claim).Value(n).Nx().Build(),
+		h.client.B().Get().Key(h.claim).Build(),
+	}
+	res := h.client.DoMulti(ctx, cmds...)
+	if err := res[0].Error(); err != nil && !rueidis.IsRedisNil(err) {
+		return fmt.Errorf("streams: record the events' shards in redis: %w", err)
+	}
+	got, err := res[1].ToString()
+	if err != nil {
+		return fmt.Errorf("streams: read the events' shards from redis: %w", err)
+	}
+	if got != n {
+		return fmt.Errorf("streams: the replicas on this Redis spread events over %s shards (%s), this one over %s: give every replica the same number; to change it, stop every replica and delete %s", got, h.claim, n, h.claim)
+	}
+	return nil
 }
 
 // shard returns the hub of user's events.
@@ -94,17 +184,17 @@ func (h *ShardedRedisHub) shard(user string) *RedisHub {
 
 // Publish adds ev to its user's shard and returns the id that shard gave
 // it, as [RedisHub.Publish]. An event to every user is added to every
-// shard, and its id is the last shard's; an error is the first shard's
-// that failed, each of which tells its users of the gap once Redis
-// answers.
+// shard; its id would be a place in one shard only, so none is returned.
+// Its error is the first shard's that failed (each tells its users of the
+// gap once Redis answers); the shards that succeeded keep it.
 func (h *ShardedRedisHub) Publish(ctx context.Context, ev Event) (string, error) {
 	if ev.To != everyone {
 		return h.shard(ev.To).Publish(ctx, ev)
 	}
-	ids, errs := make([]string, len(h.shards)), make([]error, len(h.shards))
+	errs := make([]error, len(h.shards))
 	var wg sync.WaitGroup
 	for i, s := range h.shards {
-		wg.Go(func() { ids[i], errs[i] = s.Publish(ctx, ev) })
+		wg.Go(func() { _, errs[i] = s.Publish(ctx, ev) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -112,7 +202,7 @@ func (h *ShardedRedisHub) Publish(ctx context.Context, ev Event) (string, error)
 			return "", err
 		}
 	}
-	return ids[len(ids)-1], nil
+	return "", nil
 }
 
 // Subscribe follows user's events on this replica, from user's shard, as

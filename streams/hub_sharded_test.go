@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/brain-template/brain/ratelimit/redistest"
@@ -87,4 +88,61 @@ func TestShardedRedisHub(t *testing.T) {
 		t.Fatalf("user0 resumed after %s: %v, the third a %s (gap %v); want %v with the event to every user third",
 			sent[0][0], ids(got), got[2].Type, r.Gap, wantIDs)
 	}
+}
+
+// Replicas must spread events over the same number of shards: the first
+// claims its number in Redis, and one with another is refused, naming
+// both and the key to delete to change it.
+func TestShardedRedisHubClaim(t *testing.T) {
+	prefix := redistest.Prefix()
+	client := redistest.Client(t, redistest.Option(t))
+	ctx := context.Background()
+	for _, n := range []int{4, 4} {
+		if err := streams.NewShardedRedisHub(client, prefix, n, 100, 16).Claim(ctx); err != nil {
+			t.Fatalf("%d shards: %v", n, err)
+		}
+	}
+	err := streams.NewShardedRedisHub(client, prefix, 2, 100, 16).Claim(ctx)
+	if err == nil || !strings.Contains(err.Error(), "over 4 shards") || !strings.Contains(err.Error(), "this one over 2") || !strings.Contains(err.Error(), prefix+"events:shards") {
+		t.Fatalf("2 shards where replicas use 4: %v; want refused, naming both and the key", err)
+	}
+	if err := streams.NewShardedRedisHub(client, redistest.Prefix(), 1, 100, 16).Claim(ctx); err != nil {
+		t.Fatalf("one shard claims nothing: %v", err)
+	}
+}
+
+// A stream that resumes with an id from another number of shards is told
+// of a gap, whichever user: the keys name the number, so the new streams
+// (begun once every replica has the new number) hold only later events.
+func TestShardedRedisHubCountChangeIsAGap(t *testing.T) {
+	prefix := redistest.Prefix()
+	before := sharded(t, redistest.Option(t), prefix, 2)
+	last := make([]string, 16)
+	for u := range last {
+		publish(t, before, fmt.Sprint("user", u), "old")
+		last[u] = publish(t, before, fmt.Sprint("user", u), "old")
+	}
+	after := sharded(t, redistest.Option(t), prefix, 4)
+	for u := range last {
+		publish(t, after, fmt.Sprint("user", u), "new")
+	}
+	for u, id := range last {
+		user := fmt.Sprint("user", u)
+		s := subscribe(t, after, user, id)
+		got := s.Replay // what after's Run has not read yet comes live
+		got = append(got, receive(t, s, 1-len(got))...)
+		if !s.Gap || len(got) != 1 || got[0].Type != "new" {
+			t.Fatalf("%s resumed on 4 shards from an id of 2: gap %v, then %v; want a gap and its new event", user, s.Gap, got)
+		}
+	}
+}
+
+func TestShardedRedisHubRefusesAHashTaggedPrefix(t *testing.T) {
+	client := redistest.Client(t, redistest.Option(t))
+	defer func() {
+		if recover() == nil {
+			t.Fatal("4 shards under the prefix {brain}: did not panic; every shard would share one slot")
+		}
+	}()
+	streams.NewShardedRedisHub(client, "{brain}:", 4, 100, 16)
 }

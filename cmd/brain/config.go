@@ -16,6 +16,7 @@ import (
 	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/internal/settings"
 	"github.com/brain-template/brain/ratelimit"
+	"github.com/brain-template/brain/streams"
 )
 
 // Config is every setting of the server. Each is a flag and an environment
@@ -211,6 +212,10 @@ func (c *Config) checkTogether(named givenAs) error {
 	if c.BodyBytesPerUser > c.BodyBytesInFlight {
 		return fmt.Errorf("invalid %s: %d bytes is more than %s (%d): one user cannot hold more than everyone together",
 			named.name("body-bytes-in-flight-per-user", bodyBytesPerUserEnv), c.BodyBytesPerUser, named.name("body-bytes-in-flight", bodyBytesEnv), c.BodyBytesInFlight)
+	}
+	if c.RedisEventShards > 1 && streams.HasHashTag(c.RedisPrefix) {
+		return fmt.Errorf("invalid %s=%d: %s (%q) has a hash tag, which puts every key, and so every shard, in one slot of a Redis Cluster; set it to 1 or auto, or drop the tag",
+			named.name("redis-event-shards", product.EnvPrefix+"REDIS_EVENT_SHARDS"), c.RedisEventShards, named.name("redis-prefix", product.EnvPrefix+"REDIS_PREFIX"), c.RedisPrefix)
 	}
 	if c.StreamUserCap < c.StreamCap { // a user's cap counts the streams of all its sessions and keys
 		return fmt.Errorf("invalid %s=%d: it must be at least %s (%d): a user's cap counts the streams of all its sessions and API keys, so it cannot be below what one of them may hold",

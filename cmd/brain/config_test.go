@@ -146,6 +146,9 @@ func TestConfigErrors(t *testing.T) {
 		// A user's cap below one key's: the message names both settings.
 		{"stream_user_cap_below_cap", nil, map[string]string{"BRAIN_STREAM_USER_CAP": "8"}, "BRAIN_STREAM_USER_CAP=8: it must be at least BRAIN_STREAM_CAP (" + strconv.Itoa(streams.DefaultCap) + ")"},
 		{"stream_user_cap_below_cap_flags", []string{"--stream-cap", "100", "--stream-user-cap", "99"}, nil, "--stream-user-cap=99: it must be at least --stream-cap (100)"},
+		{"redis_event_shards", nil, map[string]string{"BRAIN_REDIS_EVENT_SHARDS": "1025"}, "BRAIN_REDIS_EVENT_SHARDS"},
+		// Shards under a hash-tagged prefix would share one slot.
+		{"redis_event_shards_tagged_prefix", nil, map[string]string{"BRAIN_REDIS_EVENT_SHARDS": "4", "BRAIN_REDIS_PREFIX": "{brain}:"}, `BRAIN_REDIS_EVENT_SHARDS=4: BRAIN_REDIS_PREFIX ("{brain}:") has a hash tag`},
 		{"max_conns", nil, map[string]string{"BRAIN_MAX_CONNS": "0"}, "BRAIN_MAX_CONNS"},
 		{"max_conns_per_ip", nil, map[string]string{"BRAIN_MAX_CONNS_PER_IP": "none"}, "BRAIN_MAX_CONNS_PER_IP"},
 		{"stray_argument", []string{"extra"}, nil, "extra"},

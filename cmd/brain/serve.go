@@ -90,12 +90,13 @@ const (
 
 // streamConfig is the stream plane of cfg: in memory without Redis; else
 // a cap and a hub every replica shares, whose hub must run (run) for
-// events from other replicas to arrive.
-func streamConfig(cfg Config, client rueidis.Client, logger *slog.Logger) (sc streams.Config, run func(context.Context)) {
+// events from other replicas to arrive. It fails when the replicas on
+// this Redis spread events over another number of shards.
+func streamConfig(ctx context.Context, cfg Config, client rueidis.Client, logger *slog.Logger) (sc streams.Config, run func(context.Context), err error) {
 	sc = streams.Config{Cap: streams.NewMemoryCap(cfg.StreamCap), UserCap: streams.NewMemoryCap(cfg.StreamUserCap),
 		Hub: streams.NewMemoryHub(memoryKeep, streamBuffer), Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter, LiveAccess: cfg.LiveAccess}
 	if client == nil {
-		return sc, func(context.Context) {}
+		return sc, func(context.Context) {}, nil
 	}
 	prefix := cfg.RedisPrefix + "st:"
 	redisCap := func(max int, what string) *streams.RedisCap {
@@ -106,16 +107,20 @@ func streamConfig(cfg Config, client rueidis.Client, logger *slog.Logger) (sc st
 	shards := cfg.RedisEventShards
 	if shards == 0 {
 		shards = 1
-		if client.Mode() == rueidis.ClientModeCluster {
+		if client.Mode() == rueidis.ClientModeCluster && !streams.HasHashTag(prefix) { // a tag keeps every key in one slot
 			shards = clusterEventShards
 		}
 	}
-	// The shards share streamKeep: each holds its users' part of the same
-	// span of time, and Redis the same memory, as one stream would.
+	// Up to 9 shards share streamKeep: each holds its users' part of the
+	// same span of time, and Redis the same memory, as one stream would.
+	// Past that, each keeps memoryKeep.
 	hub := streams.NewShardedRedisHub(client, prefix, shards, max(streamKeep/shards, memoryKeep), streamBuffer)
+	if err := hub.Claim(ctx); err != nil {
+		return sc, nil, err
+	}
 	hub.OnError = func(err error) { logger.Warn("stream events: Redis failed; retrying", "error", err) }
 	sc.Cap, sc.UserCap, sc.Hub = redisCap(cfg.StreamCap, "stream cap"), redisCap(cfg.StreamUserCap, "stream cap per user"), hub
-	return sc, func(ctx context.Context) { _ = hub.Run(ctx) }
+	return sc, func(ctx context.Context) { _ = hub.Run(ctx) }, nil
 }
 
 // listen opens the server's listeners. The tests replace it with one that
@@ -245,7 +250,10 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	streamCfg, runHub := streamConfig(cfg, redis, logger)
+	streamCfg, runHub, err := streamConfig(ctx, cfg, redis, logger)
+	if err != nil {
+		return err
+	}
 	defer runBeside(stopBG, func() { runHub(bg) })()
 	run := running{db: db, auth: svc, limiters: limiterStore, metrics: metrics, ready: ready, streams: streams.New(streamCfg)}
 	// The modules start in order and stop in reverse, before the hub and

@@ -81,7 +81,7 @@ func platformSettings(c *Config) []settings.Setting {
 			return nil
 		}},
 		{Flag: "redis-event-shards", Env: product.EnvPrefix + "REDIS_EVENT_SHARDS", Default: "auto", Usage: "Redis streams the stream events are spread over, by user: auto (1 on one Redis, 6 on a Redis Cluster) or a number; every replica must use the same",
-			Set: autoOrInt(1024, &c.RedisEventShards)},
+			Set: autoOrInt(streams.MaxShards, &c.RedisEventShards)},
 		{Flag: "ratelimit-on-store-error", Env: product.EnvPrefix + "RATELIMIT_ON_STORE_ERROR", Default: string(ratelimit.Local), Usage: "while Redis fails: local (decide on this replica), open (admit) or closed (503)", Set: func(v string) error {
 			m, err := ratelimit.ParseOnStoreError(v)
 			c.RateLimitOnStoreError = m
