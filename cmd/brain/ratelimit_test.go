@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"regexp"
@@ -127,5 +129,19 @@ func TestServedSpecShowsRunningBudgets(t *testing.T) {
 		if got := fmt.Sprint(entries(tc.spec, "/api/v1/events", "stream")); got != tc.want {
 			t.Errorf("the stream plane of GET /api/v1/events: %s, want %s", got, tc.want)
 		}
+	}
+}
+
+// Replicas on one Redis must spread stream events over the same number
+// of shards: one with another number refuses to start, and says how to
+// change it.
+func TestReplicasAgreeOnEventShards(t *testing.T) {
+	kv := map[string]string{"BRAIN_REDIS_URL": redistest.URL(t), "BRAIN_REDIS_PREFIX": redistest.Prefix(), "BRAIN_REDIS_EVENT_SHARDS": "4"}
+	MustRunServer(t, maps.Clone(kv))
+	MustRunServer(t, maps.Clone(kv))
+	kv["BRAIN_REDIS_EVENT_SHARDS"] = "2"
+	err := run(context.Background(), nil, env(serveEnv(t, kv)), nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "spread events over 4 shards") || !strings.Contains(err.Error(), "this one over 2") {
+		t.Fatalf("a replica with 2 shards beside two with 4: %v; want it refused, naming both", err)
 	}
 }
