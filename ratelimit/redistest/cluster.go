@@ -204,7 +204,35 @@ func (c *Cluster) Failover(master string) {
 		c.tb.Fatalf("CLUSTER FAILOVER on %s: %s", replica, out)
 	}
 	c.waitFor(replica, "ROLE", "master")
+	newID := strings.TrimSpace(c.Do(replica, "CLUSTER MYID"))
+	c.waitAgreed(id, newID)
 	c.waitSynced()
+}
+
+// waitAgreed waits, for up to 30 s, until every node's CLUSTER NODES has
+// the node oldID as a replica and newID as a master: until then a node may
+// still name the old master, to Masters and to redis-cli alike.
+func (c *Cluster) waitAgreed(oldID, newID string) {
+	c.tb.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, a := range c.Addrs {
+		for {
+			flags := map[string]string{}
+			out := c.Do(a, "CLUSTER NODES")
+			for _, line := range strings.Split(out, "\n") {
+				if f := strings.Fields(line); len(f) > 2 {
+					flags[f[0]] = f[2]
+				}
+			}
+			if strings.Contains(flags[oldID], "slave") && strings.Contains(flags[newID], "master") {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.tb.Fatalf("%s never agreed that %s replaced %s: %s", a, newID, oldID, out)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }
 
 // Reshard moves n hash slots, and the keys in them, from the master at
