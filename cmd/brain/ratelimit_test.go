@@ -140,8 +140,14 @@ func TestReplicasAgreeOnEventShards(t *testing.T) {
 	MustRunServer(t, maps.Clone(kv))
 	MustRunServer(t, maps.Clone(kv))
 	kv["BRAIN_REDIS_EVENT_SHARDS"] = "2"
-	err := run(context.Background(), nil, env(serveEnv(t, kv)), nil, io.Discard, io.Discard)
+	kv = serveEnv(t, kv)
+	err := run(context.Background(), nil, env(kv), nil, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "spread events over 4 shards") || !strings.Contains(err.Error(), "this one over 2") {
 		t.Fatalf("a replica with 2 shards beside two with 4: %v; want it refused, naming both", err)
+	}
+	// It refused before opening the database: no admin was made whose
+	// random password only that failed start would have shown.
+	if entries, _ := os.ReadDir(kv["BRAIN_DATA_DIR"]); len(entries) != 0 {
+		t.Fatalf("the refused start left %d file(s) in the data dir, want none", len(entries))
 	}
 }

@@ -219,6 +219,24 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if metricsLn != nil {
 		defer metricsLn.Close()
 	}
+	// Redis, when set, must answer and agree with the other replicas
+	// before the database is opened or its first admin created.
+	metrics := api.NewMetrics()
+	redis, redisReady, err := openRedis(cfg)
+	if err != nil {
+		return err
+	}
+	if redis != nil {
+		defer redis.Close()
+	}
+	limiterStore, err := rateLimitStore(cfg, redis, logger, metrics)
+	if err != nil {
+		return err
+	}
+	streamCfg, runHub, err := streamConfig(ctx, cfg, redis, logger)
+	if err != nil {
+		return err
+	}
 	db, applied, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
@@ -237,22 +255,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	})()
 
 	ready := []api.Check{{Name: "database", Check: func(ctx context.Context) error { return db.PingContext(ctx) }}}
-	metrics := api.NewMetrics()
-	redis, redisReady, err := openRedis(cfg)
-	if err != nil {
-		return err
-	}
-	if redis != nil {
-		defer redis.Close()
+	if redisReady != nil {
 		ready = append(ready, *redisReady)
-	}
-	limiterStore, err := rateLimitStore(cfg, redis, logger, metrics)
-	if err != nil {
-		return err
-	}
-	streamCfg, runHub, err := streamConfig(ctx, cfg, redis, logger)
-	if err != nil {
-		return err
 	}
 	defer runBeside(stopBG, func() { runHub(bg) })()
 	run := running{db: db, auth: svc, limiters: limiterStore, metrics: metrics, ready: ready, streams: streams.New(streamCfg)}
