@@ -3,8 +3,6 @@ package bench_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,22 +34,8 @@ func BenchmarkRedisClusterEvents(b *testing.B) {
 				}
 			}
 			before := clusterCPU(b, cluster)
-			var failed atomic.Int64
-			var seed atomic.Uint64
-			b.SetParallelism(32) // 64 callers on 2 cores
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				rng := rand.New(rand.NewPCG(seed.Add(1), 3))
-				for pb.Next() {
-					ev := streams.Event{Type: "job.progress", To: fmt.Sprint("user", rng.IntN(1000)), Data: []byte(`{"job_id":"j","items_done":1}`)}
-					if _, err := pub.Publish(ctx, ev); err != nil {
-						failed.Add(1)
-					}
-				}
-			})
-			b.StopTimer()
-			if failed.Load() > 0 {
-				b.Fatalf("%d publishes failed", failed.Load())
+			if failed := publishEvents(b, pub, 1000, func() []byte { return []byte(`{"job_id":"j","items_done":1}`) }); failed > 0 {
+				b.Fatalf("%d publishes failed", failed)
 			}
 			after := clusterCPU(b, cluster)
 			var total, busiest time.Duration

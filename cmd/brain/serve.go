@@ -199,6 +199,40 @@ func connRefusal(msg string) []byte {
 	return api.ErrorResponse(e)
 }
 
+// shared is the state replicas share through Redis, or, without it, this
+// process keeps in memory.
+type shared struct {
+	limiters func(ratelimit.Budget) ratelimit.Limiter
+	streams  streams.Config
+	runHub   func(context.Context) // delivers other replicas' events until its context ends
+	ready    []api.Check           // Redis's, when set
+	close    func()
+}
+
+// openShared opens Redis, when set, and the rate limits and the stream
+// plane on it (else in memory). It fails when Redis does not answer, or
+// the replicas on it spread events over another number of shards.
+func openShared(ctx context.Context, cfg Config, logger *slog.Logger, metrics *api.Metrics) (sh shared, err error) {
+	redis, ready, err := openRedis(cfg)
+	if err != nil {
+		return sh, err
+	}
+	sh.close = func() {}
+	if redis != nil {
+		sh.ready, sh.close = []api.Check{*ready}, redis.Close
+	}
+	defer func() {
+		if err != nil {
+			sh.close()
+		}
+	}()
+	if sh.limiters, err = rateLimitStore(cfg, redis, logger, metrics); err != nil {
+		return sh, err
+	}
+	sh.streams, sh.runHub, err = streamConfig(ctx, cfg, redis, logger)
+	return sh, err
+}
+
 // serve runs the server until ctx is done, then shuts it down gracefully.
 func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	// The budget overrides and the connection cap are checked, and the
@@ -222,21 +256,11 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	// Redis, when set, must answer and agree with the other replicas
 	// before the database is opened or its first admin created.
 	metrics := api.NewMetrics()
-	redis, redisReady, err := openRedis(cfg)
+	sh, err := openShared(ctx, cfg, logger, metrics)
 	if err != nil {
 		return err
 	}
-	if redis != nil {
-		defer redis.Close()
-	}
-	limiterStore, err := rateLimitStore(cfg, redis, logger, metrics)
-	if err != nil {
-		return err
-	}
-	streamCfg, runHub, err := streamConfig(ctx, cfg, redis, logger)
-	if err != nil {
-		return err
-	}
+	defer sh.close()
 	db, applied, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
@@ -254,16 +278,13 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		svc.Run(bg, 30*time.Second, func(err error) { logger.Warn("auth maintenance failed; retrying in 30s", "error", err) })
 	})()
 
-	ready := []api.Check{{Name: "database", Check: func(ctx context.Context) error { return db.PingContext(ctx) }}}
-	if redisReady != nil {
-		ready = append(ready, *redisReady)
-	}
-	defer runBeside(stopBG, func() { runHub(bg) })()
-	run := running{db: db, auth: svc, limiters: limiterStore, metrics: metrics, ready: ready, streams: streams.New(streamCfg)}
+	ready := append([]api.Check{{Name: "database", Check: func(ctx context.Context) error { return db.PingContext(ctx) }}}, sh.ready...)
+	defer runBeside(stopBG, func() { sh.runHub(bg) })()
+	run := running{db: db, auth: svc, limiters: sh.limiters, metrics: metrics, ready: ready, streams: streams.New(sh.streams)}
 	// The modules start in order and stop in reverse, before the hub and
 	// the database: a job queue finishes or hands back the jobs it works.
 	for _, m := range cfg.modules {
-		ops, stop, err := m.Start(api.WithLogger(bg, logger), db, streamCfg.Hub, logger)
+		ops, stop, err := m.Start(api.WithLogger(bg, logger), db, sh.streams.Hub, logger)
 		if err != nil {
 			return err
 		}
