@@ -124,19 +124,14 @@ func localSpans(windows []window) []span {
 		}
 		sp := span{w.start, w.end.Add(2*w.end.Sub(w.start) + 4*time.Second)}
 		if n := len(spans); n > 0 && !sp.start.After(spans[n-1].end) {
-			spans[n-1].end = later(spans[n-1].end, sp.end)
+			if sp.end.After(spans[n-1].end) {
+				spans[n-1].end = sp.end
+			}
 			continue
 		}
 		spans = append(spans, sp)
 	}
 	return spans
-}
-
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // The soak's budget check counts each admission in its time: between

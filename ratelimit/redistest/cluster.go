@@ -108,19 +108,11 @@ func start(tb testing.TB, proxied bool) *Cluster {
 // holds.
 func (c *Cluster) waitSynced() {
 	c.tb.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	for _, a := range c.Addrs {
-		for {
-			out := c.Do(a, "INFO replication")
-			if strings.Contains(out, "role:master") && strings.Contains(out, "connected_slaves:1") ||
-				strings.Contains(out, "master_link_status:up") && strings.Contains(out, "master_sync_in_progress:0") {
-				break
-			}
-			if time.Now().After(deadline) {
-				c.tb.Fatalf("%s: replication never settled: %s", a, out)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		c.waitUntil(a, "INFO replication", "replication settled", func(out string) bool {
+			return strings.Contains(out, "role:master") && strings.Contains(out, "connected_slaves:1") ||
+				strings.Contains(out, "master_link_status:up") && strings.Contains(out, "master_sync_in_progress:0")
+		})
 	}
 }
 
@@ -214,24 +206,16 @@ func (c *Cluster) Failover(master string) {
 // still name the old master, to Masters and to redis-cli alike.
 func (c *Cluster) waitAgreed(oldID, newID string) {
 	c.tb.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	for _, a := range c.Addrs {
-		for {
-			flags := map[string]string{}
-			out := c.Do(a, "CLUSTER NODES")
+		c.waitUntil(a, "CLUSTER NODES", newID+" replaced "+oldID, func(out string) bool {
+			flags := map[string]string{} // by node id
 			for _, line := range strings.Split(out, "\n") {
 				if f := strings.Fields(line); len(f) > 2 {
 					flags[f[0]] = f[2]
 				}
 			}
-			if strings.Contains(flags[oldID], "slave") && strings.Contains(flags[newID], "master") {
-				break
-			}
-			if time.Now().After(deadline) {
-				c.tb.Fatalf("%s never agreed that %s replaced %s: %s", a, newID, oldID, out)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return strings.Contains(flags[oldID], "slave") && strings.Contains(flags[newID], "master")
+		})
 	}
 }
 
@@ -275,14 +259,21 @@ func (c *Cluster) Do(addr, command string) string {
 // to 30 s.
 func (c *Cluster) waitFor(addr, command, want string) {
 	c.tb.Helper()
+	c.waitUntil(addr, command, strconv.Quote(want), func(out string) bool { return strings.Contains(out, want) })
+}
+
+// waitUntil runs command against addr until ok accepts its output, for
+// up to 30 s; then it fails the test, saying what never came (what).
+func (c *Cluster) waitUntil(addr, command, what string, ok func(out string) bool) {
+	c.tb.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		out := c.Do(addr, command)
-		if strings.Contains(out, want) {
+		if ok(out) {
 			return
 		}
 		if time.Now().After(deadline) {
-			c.tb.Fatalf("%s: %s never gave %q; last: %s", addr, command, want, out)
+			c.tb.Fatalf("%s: %s never gave %s; last: %s", addr, command, what, out)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
