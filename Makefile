@@ -13,7 +13,7 @@ web: $(WEB_DEPS) ## build the dashboard and the /docs UI into web/dist/, which t
 test: $(WEB_DEPS) ## every test: the benchmark module compiled, Go with -race (spec drift included), the connection flood and an ingest body's cost without it, the TypeScript client check, its tests against a real server and the dashboard's in Chromium, every benchmark once
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 -run '^$$' ./... >/dev/null
 	$(GO) test -race ./...
-	$(GO) test -count=1 -run '^(TestIdleConnectionFlood|TestIngestBodyCost)$$' ./cmd/brain
+	$(GO) test -count=1 -run '^(TestIdleConnectionFlood|TestSlowConnectionFlood|TestIngestBodyCost)$$' ./cmd/brain
 	$(MAKE) --no-print-directory client-check
 	$(MAKE) --no-print-directory client-server-check
 	$(MAKE) --no-print-directory bench-smoke

@@ -144,8 +144,8 @@ func (m *Metrics) ObserveBreaker(b *ratelimit.Breaker) {
 }
 
 // ObserveConns exports the connections l holds: open and idle now, and
-// since the start, the connections refused at each cap and the idle ones
-// closed to make room for new ones.
+// since the start, the connections refused at each cap, the idle and slow
+// ones closed to make room for new ones, and those cut as too slow.
 func (m *Metrics) ObserveConns(l *connlimit.Limiter) {
 	gauge := func(name, help string, v func(connlimit.Stats) int) {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
@@ -161,4 +161,6 @@ func (m *Metrics) ObserveConns(l *connlimit.Limiter) {
 	counter(product.MetricNamespace+"_connections_refused_total", refused, prometheus.Labels{"cap": "max"}, func(s connlimit.Stats) uint64 { return s.RefusedMax })
 	counter(product.MetricNamespace+"_connections_refused_total", refused, prometheus.Labels{"cap": "per_ip"}, func(s connlimit.Stats) uint64 { return s.RefusedPerIP })
 	counter(product.MetricNamespace+"_connections_idle_closed_total", "Idle connections closed to make room for new ones.", nil, func(s connlimit.Stats) uint64 { return s.IdleClosed })
+	counter(product.MetricNamespace+"_connections_slow_closed_total", "Connections receiving a request no faster than the minimum rate, closed to make room for new ones.", nil, func(s connlimit.Stats) uint64 { return s.SlowClosed })
+	counter(product.MetricNamespace+"_connections_too_slow_total", "Connections whose reads were cut for falling behind the minimum rate.", nil, func(s connlimit.Stats) uint64 { return s.TooSlow })
 }

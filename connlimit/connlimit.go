@@ -1,35 +1,51 @@
-// Package connlimit bounds the connections a server holds open, in total
-// and from any one client address, so that a crowd of connections that
-// send nothing can use up neither the process's file descriptors nor its
-// memory, and a new client is still served.
+// Package connlimit bounds the connections an HTTP server holds open, in
+// total and from any one client address, and how slowly a request may
+// arrive on them, so that a crowd of connections that send nothing, or
+// send too slowly, can use up neither the process's file descriptors nor
+// its memory, and a new client is still served.
 //
-// A [Limiter] wraps the server's [net.Listener] and follows each
-// connection through net/http's ConnState hook; both are needed:
+// A [Limiter] serves an [http.Server] on a listener and follows each
+// connection from its accept to its close:
 //
 //	lim := connlimit.New(connlimit.Config{Max: 10000, MaxPerIP: 256})
-//	srv := &http.Server{Handler: h, ConnState: lim.ConnState}
-//	err := srv.Serve(lim.Listener(ln))
+//	err := lim.Serve(&http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}, ln)
 //
-// # Idle connections make room
+// # A request arrives at a minimum rate
 //
-// A connection is idle while no byte of a request has been read from it:
-// accepted with nothing read yet (http.StateNew), or kept alive between
-// requests (http.StateIdle) with nothing read since. HTTP lets a server
-// close such a connection at any time (clients retry on a new one), so
-// when a new connection would pass a cap, the limiter makes room by
-// closing an idle one: the one idle the longest of the new connection's
-// address when the address is at MaxPerIP, else the one idle the longest
-// of all when Max connections are open. A connection that has read part
-// of a request, is serving one, or was taken over (Hijack) is never
-// closed for another: when every connection that could make room is busy,
-// the new one is refused. It gets [Config.TooMany] (or TooManyFromIP),
-// written at once if the kernel takes it, and is closed. Accept never
-// returns an error for it, so net/http's Serve never backs off.
+// A connection is receiving from its accept, or from the first byte of a
+// request after it idled, until that request has arrived whole: its
+// headers, and its body to the end. It must receive MinRate bytes a
+// second on average after a Grace: by Grace + n/MinRate after it began,
+// n bytes must have arrived. One that falls behind has its reads cut
+// (they fail at once, as a passed read deadline makes them): net/http
+// drops a request whose headers are cut, and a handler reading a body
+// gets a timeout error. With the defaults, the headers and a small body
+// arrive within 5 s, and an 8 MiB body within 5 s + 8 MiB / 64 KiB/s =
+// 133 s. A handler that answers without reading its body to the end is
+// not waited for: the connection closes after the answer, instead of
+// reading the rest.
 //
-// A hijacked connection (a stream that took its connection over) counts
-// until it is closed. A pipelined request that net/http has read ahead
-// into its buffer is not seen until net/http reports it active; in that
-// moment the connection counts as idle, as the client's retry covers.
+// # Idle and slow connections make room
+//
+// When a new connection would pass a cap, the limiter makes room by
+// closing the connection that costs least to lose: the one idle the
+// longest (kept alive between requests, nothing read since: HTTP lets a
+// server close such a connection at any time, and clients retry on a new
+// one); else the receiving one furthest behind its cut, as long as it has
+// received no faster than MinRate on average. A connection that sends
+// faster than that, one whose request has arrived (it is being served),
+// and one taken over (Hijack) are never closed for another: when no
+// connection can make room, the new one is refused. The search is among
+// the new connection's address's connections when that address has
+// MaxPerIP open, else among all of them when Max are open. A refused
+// connection gets [Config.TooMany] (or TooManyFromIP), written at once if
+// the kernel takes it, and is closed; Accept never returns an error for
+// it, so net/http's Serve never backs off.
+//
+// So a crowd of connections that send a request's first bytes and then
+// nothing, or a body a byte at a time, costs its sender the connections:
+// a new client's takes the place of the one furthest behind, and a
+// client's own connection, sending at once, is never furthest behind.
 //
 // # Addresses
 //
@@ -39,13 +55,11 @@
 //
 // # Cost
 //
-// Each event (accept, a state change, the first byte read after idling,
-// close) is O(1) under one mutex: the idle connections are threaded
-// through two intrusive lists in the order they became idle, one of all
-// of them and one per address, so the one to close is at the front of a
-// list. Reads of a busy connection cost one atomic load. A Limiter is safe
-// for concurrent use, and one may count the connections of several
-// listeners together.
+// Each connection event (accept, a state change, the first byte read
+// after idling, a request arrived, close) is O(log n) at most, under one
+// mutex: idle connections are threaded through lists in the order they
+// became idle, receiving ones through heaps by the time they fall behind.
+// Reads cost an atomic add. A Limiter is safe for concurrent use.
 package connlimit
 
 import (
@@ -68,28 +82,44 @@ type Config struct {
 	MaxPerIP int
 	// Exempt are peers not held to MaxPerIP: trusted reverse proxies.
 	Exempt []netip.Prefix
+	// MinRate is the slowest a request may arrive, in bytes a second on
+	// average, once its Grace has passed: 64 KiB when 0. Grace is 5 s
+	// when 0.
+	MinRate int64
+	Grace   time.Duration
 	// TooMany is written to a connection refused because Max connections
-	// are open and none is idle; TooManyFromIP to one refused because its
-	// address has MaxPerIP open, none idle. Each is a whole response (the
-	// connection is closed after it); nil writes nothing.
+	// are open and none can make room; TooManyFromIP to one refused
+	// because its address has MaxPerIP open. Each is a whole response
+	// (the connection is closed after it); nil writes nothing.
 	TooMany, TooManyFromIP []byte
 	// Logger, when not nil, gets a warning at most once a minute while
-	// connections are refused or idle ones closed to make room, with how
-	// many since its last.
+	// connections are refused, closed to make room or cut, with how many
+	// since its last.
 	Logger *slog.Logger
-	// Now is the clock of those warnings; nil means time.Now.
+	// Now is the limiter's clock; nil means time.Now.
 	Now func() time.Time
 }
 
+// The defaults of MinRate and Grace.
+const (
+	DefaultMinRate = 64 << 10
+	DefaultGrace   = 5 * time.Second
+)
+
 // Stats are a [Limiter]'s counts.
 type Stats struct {
-	Open int // connections open now, hijacked ones included
-	Idle int // of which idle
+	Open      int // connections open now, hijacked ones included
+	Idle      int // of which idle
+	Receiving int // of which receiving a request, or accepted with nothing read yet
 	// Connections refused since the Limiter was made: with Max open and
-	// none idle, and with their address's MaxPerIP open and none idle.
+	// none that could make room, and with their address's MaxPerIP open.
 	RefusedMax, RefusedPerIP uint64
-	// IdleClosed is how many idle connections were closed to make room.
-	IdleClosed uint64
+	// Connections closed to make room: idle ones, and receiving ones no
+	// faster than MinRate.
+	IdleClosed, SlowClosed uint64
+	// TooSlow is how many connections had their reads cut for falling
+	// behind MinRate.
+	TooSlow uint64
 }
 
 // A Limiter bounds connections; see the package documentation. Make it
@@ -98,10 +128,11 @@ type Limiter struct {
 	cfg Config
 	now func() time.Time
 
-	mu    sync.Mutex
-	stats Stats
-	idle  idleList // every idle connection, the one idle longest first
-	peers map[netip.Addr]*peer
+	mu        sync.Mutex
+	stats     Stats
+	idle      idleList // every idle connection, the one idle longest first
+	receiving dueHeap  // every receiving connection, the one furthest behind first
+	peers     map[netip.Addr]*peer
 	// The last warning, and the counts it reported up to.
 	warned   time.Time
 	reported Stats
@@ -109,17 +140,24 @@ type Limiter struct {
 
 // A peer is an address with connections open.
 type peer struct {
-	open int
-	idle idleList // its idle connections, the one idle longest first
+	open      int
+	idle      idleList // its idle connections, the one idle longest first
+	receiving dueHeap  // its receiving connections, the one furthest behind first
 }
 
 // New returns a Limiter enforcing cfg. It panics when Max or MaxPerIP is
 // less than 1.
 func New(cfg Config) *Limiter {
-	if cfg.Max < 1 || cfg.MaxPerIP < 1 {
-		panic("connlimit: Max and MaxPerIP must be at least 1")
+	if cfg.Max < 1 || cfg.MaxPerIP < 1 || cfg.MinRate < 0 || cfg.Grace < 0 {
+		panic("connlimit: Max and MaxPerIP must be at least 1, MinRate and Grace not negative")
 	}
-	l := &Limiter{cfg: cfg, now: cfg.Now, idle: idleList{k: allLink}, peers: map[netip.Addr]*peer{}}
+	if cfg.MinRate == 0 {
+		cfg.MinRate = DefaultMinRate
+	}
+	if cfg.Grace == 0 {
+		cfg.Grace = DefaultGrace
+	}
+	l := &Limiter{cfg: cfg, now: cfg.Now, idle: idleList{k: allLink}, receiving: dueHeap{k: allLink}, peers: map[netip.Addr]*peer{}}
 	if l.now == nil {
 		l.now = time.Now
 	}
@@ -133,69 +171,14 @@ func (l *Limiter) Stats() Stats {
 	return l.stats
 }
 
-// Listener returns ln whose Accept admits connections under l's caps, and
-// refuses the ones it cannot make room for.
-func (l *Limiter) Listener(ln net.Listener) net.Listener { return &listener{Listener: ln, l: l} }
-
-// ConnState is the http.Server's ConnState hook that tells l which
-// connections are idle. It takes the connections of l's listeners (or a
-// *tls.Conn over one); it ignores others.
-func (l *Limiter) ConnState(nc net.Conn, state http.ConnState) {
-	c := l.own(nc)
-	if c == nil {
-		return
-	}
-	switch state {
-	case http.StateIdle:
-		l.mu.Lock()
-		if c.state == active {
-			l.setIdleLocked(c)
-		}
-		l.mu.Unlock()
-	case http.StateActive:
-		c.markActive()
-	case http.StateHijacked:
-		l.mu.Lock()
-		if c.state == idle {
-			l.unidleLocked(c)
-		}
-		if c.state == active {
-			c.state = hijacked
-		}
-		l.mu.Unlock()
-	case http.StateClosed:
-		l.mu.Lock()
-		l.releaseLocked(c)
-		l.mu.Unlock()
-	}
-}
-
-// own is nc as one of l's connections, looking through wrappers such as
-// *tls.Conn that tell what they wrap (NetConn); nil if it is not one.
-func (l *Limiter) own(nc net.Conn) *conn {
-	for range 8 { // a wrapper of a wrapper, but never a cycle
-		switch v := nc.(type) {
-		case *conn:
-			if v.l == l {
-				return v
-			}
-			return nil
-		case interface{ NetConn() net.Conn }:
-			nc = v.NetConn()
-		default:
-			return nil
-		}
-	}
-	return nil
-}
-
-// admit counts nc in, when there is room or an idle connection can make
-// it: then victim, when not nil, is that connection, already counted out,
+// admit counts nc in, when there is room or a connection can make it:
+// then victim, when not nil, is that connection, already counted out,
 // for the caller to close. Else c is nil and refusal is what to write to
 // nc before closing it.
 func (l *Limiter) admit(nc net.Conn) (c *conn, victim *conn, refusal []byte) {
 	addr, key := peerAddr(nc)
 	exempt := !addr.IsValid() || slices.ContainsFunc(l.cfg.Exempt, func(p netip.Prefix) bool { return p.Contains(addr) })
+	now := l.now().UnixNano()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var p *peer
@@ -204,36 +187,104 @@ func (l *Limiter) admit(nc net.Conn) (c *conn, victim *conn, refusal []byte) {
 	}
 	switch {
 	case p != nil && p.open >= l.cfg.MaxPerIP:
-		if victim = p.idle.front; victim == nil {
+		if victim = l.victimLocked(&p.idle, &p.receiving, now); victim == nil {
 			l.stats.RefusedPerIP++
 			return nil, nil, l.cfg.TooManyFromIP
 		}
 	case l.stats.Open >= l.cfg.Max:
-		if victim = l.idle.front; victim == nil {
+		if victim = l.victimLocked(&l.idle, &l.receiving, now); victim == nil {
 			l.stats.RefusedMax++
 			return nil, nil, l.cfg.TooMany
 		}
 	}
 	if victim != nil {
 		l.releaseLocked(victim) // before the peer is looked up again: its last connection may go
-		l.stats.IdleClosed++
 	}
 	c = &conn{Conn: nc, l: l, state: active}
 	if !exempt {
 		if p = l.peers[key]; p == nil {
-			p = &peer{idle: idleList{k: peerLink}}
+			p = &peer{idle: idleList{k: peerLink}, receiving: dueHeap{k: peerLink}}
 			l.peers[key] = p
 		}
 		c.peer, c.key = p, key
 		p.open++
 	}
 	l.stats.Open++
-	l.setIdleLocked(c) // nothing read yet
+	l.receiveLocked(c, now, 0) // nothing read yet
 	return c, victim, nil
 }
 
-// setIdleLocked marks the active c idle, the newest idle connection.
+// victimLocked is the connection of idle or receiving that makes room
+// for a new one at now, counted in the stats; nil when none may.
+func (l *Limiter) victimLocked(idle *idleList, receiving *dueHeap, now int64) *conn {
+	if c := idle.front; c != nil {
+		l.stats.IdleClosed++
+		return c
+	}
+	// A new connection is due at now + Grace: one due no later is
+	// doing no better than the new one would.
+	if c, due := l.firstDueLocked(receiving); c != nil && due <= now+int64(l.cfg.Grace) {
+		l.stats.SlowClosed++
+		return c
+	}
+	return nil
+}
+
+// due is when receiving c falls behind MinRate: Grace after it began,
+// plus the time its bytes since are worth at MinRate. Guarded by l.mu.
+func (l *Limiter) due(c *conn) int64 {
+	n := c.got.Load() - c.base
+	return c.start + int64(l.cfg.Grace) + int64(float64(n)/float64(l.cfg.MinRate)*1e9)
+}
+
+// firstDueLocked is h's connection furthest behind, and when it is due;
+// nil when h is empty. A connection's due only grows as its bytes
+// arrive, so h keeps the due it last computed, a lower bound, and brings
+// it up to date when the connection comes to the top.
+func (l *Limiter) firstDueLocked(h *dueHeap) (*conn, int64) {
+	for len(h.cs) > 0 {
+		c := h.cs[0]
+		due := l.due(c)
+		if due <= c.slots[h.k].due {
+			return c, due
+		}
+		h.update(c, due)
+	}
+	return nil, 0
+}
+
+// receiveLocked marks c, active or idle, receiving a request from now,
+// its bytes counted from the last n read.
+func (l *Limiter) receiveLocked(c *conn, now int64, n int) {
+	if c.state == idle {
+		l.unidleLocked(c)
+	}
+	c.state, c.start, c.base = receiving, now, c.got.Load()-int64(n)
+	due := l.due(c)
+	l.receiving.push(c, due)
+	if c.peer != nil {
+		c.peer.receiving.push(c, due)
+	}
+	l.stats.Receiving++
+}
+
+// arriveLocked marks receiving c active: its request has arrived, or is
+// no longer waited for.
+func (l *Limiter) arriveLocked(c *conn) {
+	c.state = active
+	l.receiving.remove(c)
+	if c.peer != nil {
+		c.peer.receiving.remove(c)
+	}
+	l.stats.Receiving--
+}
+
+// setIdleLocked marks c, active or receiving, idle: the newest idle
+// connection.
 func (l *Limiter) setIdleLocked(c *conn) {
+	if c.state == receiving {
+		l.arriveLocked(c)
+	}
 	c.state = idle
 	c.idle.Store(true)
 	l.idle.pushBack(c)
@@ -256,11 +307,13 @@ func (l *Limiter) unidleLocked(c *conn) {
 
 // releaseLocked counts c out, once.
 func (l *Limiter) releaseLocked(c *conn) {
-	if c.state == released {
+	switch c.state {
+	case released:
 		return
-	}
-	if c.state == idle {
+	case idle:
 		l.unidleLocked(c)
+	case receiving:
+		l.arriveLocked(c)
 	}
 	c.state = released
 	l.stats.Open--
@@ -271,8 +324,64 @@ func (l *Limiter) releaseLocked(c *conn) {
 	}
 }
 
-// warn logs, at most once a minute, how many connections were refused
-// and idle ones closed since the last warning.
+// connState is the http.Server's ConnState hook that tells l which
+// connections are idle and which were taken over.
+func (l *Limiter) connState(nc net.Conn, state http.ConnState) {
+	c := l.own(nc)
+	if c == nil {
+		return
+	}
+	if state == http.StateActive && !c.idle.Load() {
+		return // the usual case: the request's first byte made it receiving
+	}
+	now := l.now().UnixNano()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch state {
+	case http.StateActive: // a pipelined request, read ahead while the last was served
+		if c.state == idle {
+			l.receiveLocked(c, now, 0)
+		}
+	case http.StateIdle:
+		if c.state == active || c.state == receiving {
+			l.setIdleLocked(c)
+		}
+	case http.StateHijacked:
+		switch c.state {
+		case idle:
+			l.unidleLocked(c)
+		case receiving:
+			l.arriveLocked(c)
+		}
+		if c.state == active {
+			c.state = hijacked
+		}
+	case http.StateClosed:
+		l.releaseLocked(c)
+	}
+}
+
+// own is nc as one of l's connections, looking through wrappers such as
+// *tls.Conn that tell what they wrap (NetConn); nil if it is not one.
+func (l *Limiter) own(nc net.Conn) *conn {
+	for range 8 { // a wrapper of a wrapper, but never a cycle
+		switch v := nc.(type) {
+		case *conn:
+			if v.l == l {
+				return v
+			}
+			return nil
+		case interface{ NetConn() net.Conn }:
+			nc = v.NetConn()
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// warn logs, at most once a minute, how many connections were refused,
+// closed to make room and cut since the last warning.
 func (l *Limiter) warn() {
 	if l.cfg.Logger == nil {
 		return
@@ -286,9 +395,10 @@ func (l *Limiter) warn() {
 	s, last := l.stats, l.reported
 	l.warned, l.reported = now, s
 	l.mu.Unlock()
-	l.cfg.Logger.Warn("connection caps reached: idle connections closed to make room, busy ones refused new ones",
+	l.cfg.Logger.Warn("connection caps reached: idle and slow connections closed to make room, or new ones refused",
 		"refused_max", s.RefusedMax-last.RefusedMax, "refused_per_ip", s.RefusedPerIP-last.RefusedPerIP,
-		"idle_closed", s.IdleClosed-last.IdleClosed, "open", s.Open, "max", l.cfg.Max, "max_per_ip", l.cfg.MaxPerIP)
+		"idle_closed", s.IdleClosed-last.IdleClosed, "slow_closed", s.SlowClosed-last.SlowClosed, "too_slow", s.TooSlow-last.TooSlow,
+		"open", s.Open, "max", l.cfg.Max, "max_per_ip", l.cfg.MaxPerIP)
 }
 
 // peerAddr is nc's peer address, and the key it counts by: the address,
@@ -311,58 +421,15 @@ func peerAddr(nc net.Conn) (addr, key netip.Addr) {
 	return addr, key
 }
 
-// A listener admits the connections of the listener it wraps.
-type listener struct {
-	net.Listener
-	l *Limiter
-}
-
-// refuseWriteTimeout bounds the write of a refusal. A new connection's
-// send buffer is empty, so the kernel takes a short response at once;
-// the deadline is there for the case it would not.
-const refuseWriteTimeout = 10 * time.Millisecond
-
-// Accept returns the next connection there is room for. It closes the
-// idle connections that made room, and answers and closes the ones
-// refused, without returning.
-func (ln *listener) Accept() (net.Conn, error) {
-	for {
-		nc, err := ln.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		c, victim, refusal := ln.l.admit(nc)
-		if c == nil || victim != nil {
-			ln.l.warn() // first: when a client sees what happened, the warning has been decided
-		}
-		if victim != nil {
-			victim.Conn.Close() // its reader sees the close and calls Close: counted out already
-		}
-		if c != nil {
-			return c, nil
-		}
-		if len(refusal) > 0 {
-			_ = nc.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
-			_, _ = nc.Write(refusal)
-		}
-		nc.Close()
-	}
-}
-
 // The states of a connection; guarded by the Limiter's mutex.
 type connState uint8
 
 const (
-	active   connState = iota // reading or serving a request
-	idle                      // in the idle lists
-	hijacked                  // taken over from net/http: never idle again
-	released                  // counted out
-)
-
-// Which of a connection's links an idleList threads through.
-const (
-	allLink = iota
-	peerLink
+	active    connState = iota // serving a request that has arrived, or cut
+	receiving                  // in the receiving heaps
+	idle                       // in the idle lists
+	hijacked                   // taken over from net/http: never idle again
+	released                   // counted out
 )
 
 // A conn is an admitted connection.
@@ -372,30 +439,56 @@ type conn struct {
 	peer  *peer // nil when exempt from MaxPerIP
 	key   netip.Addr
 	state connState
-	idle  atomic.Bool // state == idle, for Read to check without the mutex
+	idle  atomic.Bool  // state == idle, for Read to check without the mutex
+	got   atomic.Int64 // bytes read
+	// While receiving: when it began (Unix ns on the Limiter's clock),
+	// and got then. Guarded by the Limiter's mutex.
+	start, base int64
+	// Its places in the idle lists and the receiving heaps, by Link.
 	links [2]struct{ prev, next *conn }
+	slots [2]slot
+	// cut makes its reads fail; guarded by dl, which orders it with
+	// net/http's read deadlines.
+	dl  sync.Mutex
+	cut bool
 }
 
 // Read reads from the connection; the first byte read makes an idle
-// connection active.
+// connection receiving.
 func (c *conn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if n > 0 {
-		c.markActive()
+		c.got.Add(int64(n))
+		if c.idle.Load() {
+			now := c.l.now().UnixNano()
+			c.l.mu.Lock()
+			if c.state == idle {
+				c.l.receiveLocked(c, now, n)
+			}
+			c.l.mu.Unlock()
+		}
 	}
 	return n, err
 }
 
-// markActive makes c active if it is idle.
-func (c *conn) markActive() {
-	if !c.idle.Load() {
-		return
+// SetReadDeadline sets the read deadline, unless the connection's reads
+// were cut: then they keep failing.
+func (c *conn) SetReadDeadline(t time.Time) error {
+	c.dl.Lock()
+	defer c.dl.Unlock()
+	if c.cut {
+		return nil
 	}
-	c.l.mu.Lock()
-	if c.state == idle {
-		c.l.unidleLocked(c)
-	}
-	c.l.mu.Unlock()
+	return c.Conn.SetReadDeadline(t)
+}
+
+// cutReads makes every read of c fail from now on, as a passed deadline
+// does.
+func (c *conn) cutReads() {
+	c.dl.Lock()
+	defer c.dl.Unlock()
+	c.cut = true
+	_ = c.Conn.SetReadDeadline(time.Unix(1, 0))
 }
 
 // Close counts the connection out and closes it.
@@ -418,37 +511,4 @@ func (c *conn) CloseWrite() error {
 		return cw.CloseWrite()
 	}
 	return nil
-}
-
-// An idleList is a doubly linked list of idle connections threaded
-// through the connections themselves, by their links[k].
-type idleList struct {
-	front, back *conn
-	k           int
-}
-
-func (l *idleList) pushBack(c *conn) {
-	lk := &c.links[l.k]
-	lk.prev, lk.next = l.back, nil
-	if l.back != nil {
-		l.back.links[l.k].next = c
-	} else {
-		l.front = c
-	}
-	l.back = c
-}
-
-func (l *idleList) remove(c *conn) {
-	lk := &c.links[l.k]
-	if lk.prev != nil {
-		lk.prev.links[l.k].next = lk.next
-	} else {
-		l.front = lk.next
-	}
-	if lk.next != nil {
-		lk.next.links[l.k].prev = lk.prev
-	} else {
-		l.back = lk.prev
-	}
-	lk.prev, lk.next = nil, nil
 }

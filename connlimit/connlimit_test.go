@@ -46,8 +46,9 @@ type server struct {
 }
 
 // startServer serves, under cfg's caps (and its refusals when it has
-// none), /ok (200 "ok"), /block (200 once release is closed) and
-// /hijack (takes the connection over) until the test ends.
+// none), /ok (200 "ok"), /block (200 once release is closed), /hijack
+// (takes the connection over) and /read (reads the body, 200 with its
+// length, or 408 when its read times out) until the test ends.
 func startServer(t *testing.T, cfg connlimit.Config) *server {
 	t.Helper()
 	if cfg.TooMany == nil {
@@ -69,14 +70,23 @@ func startServer(t *testing.T, cfg connlimit.Config) *server {
 		}
 		s.hijacked <- c
 	})
+	mux.HandleFunc("/read", func(w http.ResponseWriter, r *http.Request) {
+		n, err := io.Copy(io.Discard, r.Body)
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			w.WriteHeader(http.StatusRequestTimeout)
+			return
+		}
+		fmt.Fprint(w, n)
+	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.addr = ln.Addr().String()
-	srv := &http.Server{Handler: mux, ConnState: s.lim.ConnState, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(s.lim.Listener(ln)) }()
+	go func() { done <- s.lim.Serve(srv, ln) }()
 	t.Cleanup(func() {
 		select {
 		case <-s.release:
@@ -234,11 +244,13 @@ func (s *server) wantStats(t *testing.T, want connlimit.Stats) {
 }
 
 // With Max open, a new connection closes the one idle the longest, of
-// any address: one that has sent nothing, or one kept alive after its
-// request; busy ones and newer idle ones stay.
+// any address, kept alive after its request; busy ones and newer idle
+// ones stay.
 func TestMaxClosesTheOldestIdle(t *testing.T) {
 	s := startServer(t, connlimit.Config{Max: 4, MaxPerIP: 10})
-	quiet := s.dial(t, "127.0.0.2") // connected, sent nothing: idle from the start
+	older := s.dial(t, "127.0.0.2")
+	older.get("/ok")
+	s.waitIdle(t, 1)
 	kept := s.dial(t, "127.0.0.3")
 	kept.get("/ok") // kept alive: idle since its answer
 	s.waitIdle(t, 2)
@@ -251,7 +263,7 @@ func TestMaxClosesTheOldestIdle(t *testing.T) {
 
 	first := s.dial(t, "127.0.0.6")
 	first.get("/ok")
-	wantClosed(t, "the first connection over Max", quiet)
+	wantClosed(t, "the first connection over Max", older)
 	s.waitIdle(t, 3)
 	second := s.dial(t, "127.0.0.6")
 	second.get("/ok")
@@ -273,6 +285,104 @@ func TestMaxClosesTheOldestIdle(t *testing.T) {
 	}
 }
 
+// sendBody sends the headers of a POST to /read whose body is length
+// bytes, and n bytes of it.
+func (c *client) sendBody(length, n int) {
+	c.t.Helper()
+	if _, err := fmt.Fprintf(c.conn, "POST /read HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", length, strings.Repeat("b", n)); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// With no idle connection, a new one closes the receiving one furthest
+// behind the minimum rate: one that sent a request's first bytes and
+// stopped, before one that began later or sent more; never one sending
+// faster than the minimum rate, nor one being served.
+func TestSlowConnectionsMakeRoom(t *testing.T) {
+	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := startServer(t, connlimit.Config{Max: 4, MaxPerIP: 10, MinRate: 1000, Now: clock.Now})
+	stalled := s.dial(t, "127.0.0.2")
+	fmt.Fprint(stalled.conn, "GET /ok HTTP/1.1\r\nHost: x\r\n") // headers begun, never ended
+	s.wantStats(t, connlimit.Stats{Open: 1, Receiving: 1})
+	clock.Advance(100 * time.Millisecond)
+	trickling := s.dial(t, "127.0.0.3")
+	trickling.sendBody(100000, 10)
+	fast := s.dial(t, "127.0.0.4")
+	fast.sendBody(100000, 50000) // 50 KB before a second passes: 50 times the minimum rate
+	busy := s.dial(t, "127.0.0.5")
+	busy.send("/block")
+	<-s.blocked
+	eventually(t, "the fast body read", func() bool { return s.lim.Stats().Receiving == 3 })
+	clock.Advance(time.Second)
+
+	wantRefusedNot := func(from string) *client {
+		c := s.dial(t, from)
+		c.send("/block") // busy from now on: it never makes room
+		<-s.blocked
+		return c
+	}
+	wantRefusedNot("127.0.0.6")
+	wantClosed(t, "the first connection over Max", stalled)
+	wantOpen(t, "the later, faster ones", trickling, fast)
+	wantRefusedNot("127.0.0.6")
+	wantClosed(t, "the second connection over Max", trickling)
+	wantOpen(t, "the one sending faster than the minimum rate", fast)
+	wantRefused(t, s.dial(t, "127.0.0.7"), "the server has too many connections open; retry in a second")
+	s.wantStats(t, connlimit.Stats{Open: 4, Receiving: 1, SlowClosed: 2, RefusedMax: 1})
+
+	fmt.Fprint(fast.conn, strings.Repeat("b", 50000))
+	if res, body, err := fast.response(); err != nil || res.StatusCode != 200 || body != "100000" {
+		t.Fatalf("the fast body: %v %q, want 200 100000", err, body)
+	}
+}
+
+// A connection that falls behind the minimum rate after its grace has its
+// reads cut: one whose headers stalled is dropped, and a handler reading
+// a trickled body gets a timeout (here answered 408). A connection that
+// keeps up, and one idle between requests, are not cut.
+func TestSlowConnectionsAreCut(t *testing.T) {
+	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := startServer(t, connlimit.Config{Max: 10, MaxPerIP: 10, MinRate: 1000, Grace: 2 * time.Second, Now: clock.Now})
+	stalled := s.dial(t, "127.0.0.2")
+	fmt.Fprint(stalled.conn, "GET /ok HTTP/1.1\r\nHost: x\r\n")
+	trickling := s.dial(t, "127.0.0.3")
+	trickling.sendBody(100000, 10)
+	keeping := s.dial(t, "127.0.0.4")
+	keeping.sendBody(10000, 3000)
+	kept := s.dial(t, "127.0.0.5")
+	kept.get("/ok")
+	eventually(t, "the bodies read", func() bool { return s.lim.Stats().Receiving == 3 })
+
+	// At 2.5 s, stalled is due at 2.03 s, trickling at about 2.06, keeping
+	// (3,000 bytes and more at 1,000 a second) after 5 s.
+	clock.Advance(2500 * time.Millisecond)
+	eventually(t, "two cut", func() bool { return s.lim.Stats().TooSlow == 2 })
+	wantClosed(t, "the stalled headers", stalled)
+	if res, _, err := trickling.response(); err != nil || res.StatusCode != http.StatusRequestTimeout || !res.Close {
+		t.Fatalf("the trickled body: %v %v, want 408 and the connection closed", res, err)
+	}
+	wantOpen(t, "the connection idle between requests", kept)
+	fmt.Fprint(keeping.conn, strings.Repeat("b", 7000))
+	if res, body, err := keeping.response(); err != nil || res.StatusCode != 200 || body != "10000" {
+		t.Fatalf("the body that kept up: %v %q, want 200 10000", err, body)
+	}
+	s.wantStats(t, connlimit.Stats{Open: 2, Idle: 2, TooSlow: 2})
+}
+
+// A handler that answers without reading its request's body is not
+// waited for: the answer comes at once, and the connection closes rather
+// than read the rest.
+func TestUnreadBodiesAreNotWaitedFor(t *testing.T) {
+	s := startServer(t, connlimit.Config{Max: 10, MaxPerIP: 10})
+	c := s.dial(t, "127.0.0.2")
+	fmt.Fprint(c.conn, "GET /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nabc")
+	if res, body, err := c.response(); err != nil || res.StatusCode != 200 || body != "ok" || !res.Close {
+		t.Fatalf("GET /ok with a body it never reads: %v %q, want 200 ok and Connection: close", err, body)
+	}
+	wantClosed(t, "the connection whose body was left unread", c)
+	s.wantStats(t, connlimit.Stats{})
+}
+
 // With its address at MaxPerIP, a new connection closes that address's
 // connection idle the longest, even when another address's has been
 // idle longer.
@@ -283,7 +393,7 @@ func TestMaxPerIPClosesThatAddressesOldestIdle(t *testing.T) {
 	s.waitIdle(t, 1)
 	a1, a2 := s.dial(t, "127.0.0.2"), s.dial(t, "127.0.0.2")
 	a1.get("/ok")
-	s.waitIdle(t, 3)
+	s.waitIdle(t, 2)
 	a2.get("/ok")
 	s.waitIdle(t, 3)
 	a3 := s.dial(t, "127.0.0.2")
@@ -295,7 +405,8 @@ func TestMaxPerIPClosesThatAddressesOldestIdle(t *testing.T) {
 
 // When every connection is busy, a new one is refused with the 503
 // envelope and closed, and no request in progress is dropped: not one
-// being served, not one whose first bytes only have arrived.
+// being served, not one whose first bytes have arrived faster than the
+// minimum rate (the clock stands still: every byte is).
 func TestBusyConnectionsAreNeverClosed(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
@@ -308,6 +419,7 @@ func TestBusyConnectionsAreNeverClosed(t *testing.T) {
 		{"MaxPerIP", connlimit.Config{Max: 10, MaxPerIP: 2}, "127.0.0.2", "127.0.0.2", "too many connections from your address; retry in a second", connlimit.Stats{RefusedPerIP: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Now = testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).Now
 			s := startServer(t, tc.cfg)
 			serving := s.dial(t, "127.0.0.2")
 			serving.send("/block")
@@ -316,13 +428,13 @@ func TestBusyConnectionsAreNeverClosed(t *testing.T) {
 			// net/http has a whole request (and says it is active).
 			reading := s.dial(t, tc.reading)
 			fmt.Fprint(reading.conn, "GET /ok HTT")
-			s.wantStats(t, connlimit.Stats{Open: 2})
+			eventually(t, "the first bytes read", func() bool { return s.lim.Stats().Receiving == 1 })
 
 			refused := s.dial(t, tc.from)
 			refused.send("/ok")
 			time.Sleep(50 * time.Millisecond) // the refusal, and the close, come before the client reads
 			wantRefused(t, refused, tc.msg)
-			tc.refusals.Open = 2
+			tc.refusals.Open, tc.refusals.Receiving = 2, 1
 			s.wantStats(t, tc.refusals)
 
 			fmt.Fprint(reading.conn, "P/1.1\r\nHost: x\r\n\r\n")
@@ -366,15 +478,22 @@ func TestCountsReturnToZero(t *testing.T) {
 		}
 		cs = append(cs, c)
 	}
-	s.wantStats(t, connlimit.Stats{Open: 5, Idle: 5, IdleClosed: 7})
+	// Each connection past the caps closed an idle one or one that sent
+	// nothing (its due is its accept's).
+	eventually(t, "5 open, 7 closed to make room", func() bool {
+		st := s.lim.Stats()
+		return st.Open == 5 && st.Idle+st.Receiving == 5 && st.IdleClosed+st.SlowClosed == 7 && st.RefusedMax+st.RefusedPerIP == 0
+	})
 	for _, c := range cs {
 		c.conn.Close()
 	}
-	s.wantStats(t, connlimit.Stats{IdleClosed: 7})
+	eventually(t, "nothing open", func() bool { st := s.lim.Stats(); return st.Open == 0 && st.Idle == 0 && st.Receiving == 0 })
 	// Connections that make room for others are counted out at once;
 	// their ends are not counted twice.
+	closed := s.lim.Stats()
 	s.dial(t, "127.0.0.2").get("/ok")
-	s.wantStats(t, connlimit.Stats{Open: 1, Idle: 1, IdleClosed: 7})
+	closed.Open, closed.Idle = 1, 1
+	s.wantStats(t, closed)
 }
 
 // A hijacked connection counts until whoever took it closes it, and is

@@ -72,8 +72,9 @@ type Config struct {
 	StreamHeartbeat  time.Duration
 	StreamRetryAfter time.Duration
 
-	MaxConns      int // 0: auto, what the descriptor limit allows
-	MaxConnsPerIP int
+	MaxConns       int // 0: auto, what the descriptor limit allows
+	MaxConnsPerIP  int
+	MinReceiveRate int64 // bytes a second (connlimit.Config.MinRate)
 
 	ShutdownTimeout time.Duration
 	LogFormat       string

@@ -224,3 +224,48 @@ func TestIngestBodyFloodMemory(t *testing.T) {
 		t.Fatalf("answers %v: want each 422, or 503 with Retry-After: 1", answers)
 	}
 }
+
+// A legitimate slow upload arrives: a valid batch of 8 MiB sent at
+// 1 MiB/s takes 8 s, well within what the minimum receive rate allows
+// (5 s + 8 MiB / 64 KiB/s), and is accepted.
+func TestSlowUploadArrives(t *testing.T) {
+	if testing.Short() {
+		t.Skip("takes 8 s")
+	}
+	base, _ := MustRunServer(t, memoryEnv(nil))
+	s := loginAdmin(t, base)
+	body := validBody()
+	req, _ := http.NewRequest("POST", base+"/api/v1/memory/ingest", &pacedReader{b: body, rate: 1 << 20, start: time.Now()})
+	req.ContentLength = int64(len(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Cookie", strings.TrimPrefix(s.cookie, "Cookie: "))
+	start := time.Now()
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	answer, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusAccepted {
+		t.Fatalf("a valid 8 MiB batch at 1 MiB/s: %d %s, want 202", res.StatusCode, answer)
+	}
+	t.Logf("%d bytes at 1 MiB/s: 202 after %v", len(body), time.Since(start).Round(time.Millisecond))
+}
+
+// A pacedReader reads b at rate bytes a second from start.
+type pacedReader struct {
+	b     []byte
+	rate  int
+	start time.Time
+	sent  int
+}
+
+func (p *pacedReader) Read(buf []byte) (int, error) {
+	if p.sent == len(p.b) {
+		return 0, io.EOF
+	}
+	time.Sleep(time.Until(p.start.Add(time.Duration(p.sent) * time.Second / time.Duration(p.rate))))
+	n := copy(buf[:min(len(buf), 64<<10)], p.b[p.sent:])
+	p.sent += n
+	return n, nil
+}

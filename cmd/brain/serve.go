@@ -14,6 +14,7 @@ import (
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/connlimit"
 	"github.com/brain-template/brain/internal/product"
+	"github.com/brain-template/brain/internal/settings"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
@@ -166,12 +167,13 @@ func serveMetrics(ln net.Listener, m *api.Metrics, logger *slog.Logger) (stop fu
 }
 
 // Server timeouts. A slow client cannot hold a connection by trickling
-// headers or a body, nor park idle connections for long. Streaming handlers
-// outlive ReadTimeout and WriteTimeout by moving their own deadlines with
-// http.ResponseController, message by message.
+// headers or a body (the connection caps' minimum rate cuts it: headers
+// within readHeaderTimeout, a body at BRAIN_MIN_RECEIVE_RATE after it),
+// nor park idle connections for long. Streaming handlers outlive
+// WriteTimeout by moving their own deadlines with http.ResponseController,
+// message by message.
 const (
 	readHeaderTimeout = 5 * time.Second
-	readTimeout       = 30 * time.Second // whole request, an 8 MiB ingest body included
 	writeTimeout      = 60 * time.Second
 	idleTimeout       = 120 * time.Second
 	maxHeaderBytes    = 64 << 10
@@ -302,10 +304,9 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	conns := connCaps(cfg, maxConns, logger)
 	metrics.ObserveConns(conns)
 	srv := httpServer(handler, logger)
-	srv.ConnState = conns.ConnState
-	logger.Info("connection caps", "max_conns", maxConns, "max_conns_per_ip", cfg.MaxConnsPerIP, "descriptor_limit", fileLimit)
+	logger.Info("connection caps", "max_conns", maxConns, "max_conns_per_ip", cfg.MaxConnsPerIP, "min_receive_rate", settings.FormatSize(cfg.MinReceiveRate)+"/s", "descriptor_limit", fileLimit)
 	logListening(ln.Addr().String(), logger)
-	return serveUntilDone(ctx, srv, conns.Listener(ln), cfg.ShutdownTimeout, logger, run.streams.CloseStreams)
+	return serveUntilDone(ctx, srv, func() error { return conns.Serve(srv, ln) }, cfg.ShutdownTimeout, logger, run.streams.CloseStreams)
 }
 
 // ensureAdmin creates the user admin on first start, with password or,
@@ -341,7 +342,6 @@ func httpServer(handler http.Handler, logger *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
@@ -350,10 +350,12 @@ func httpServer(handler http.Handler, logger *slog.Logger) *http.Server {
 }
 
 // connCaps are the connection caps: maxConns in all, and
-// BRAIN_MAX_CONNS_PER_IP from one address.
+// BRAIN_MAX_CONNS_PER_IP from one address; and the minimum rate a
+// request arrives at, BRAIN_MIN_RECEIVE_RATE after readHeaderTimeout.
 func connCaps(cfg Config, maxConns int, logger *slog.Logger) *connlimit.Limiter {
 	return connlimit.New(connlimit.Config{
 		Max: maxConns, MaxPerIP: cfg.MaxConnsPerIP, Exempt: cfg.TrustedProxies,
+		MinRate: cfg.MinReceiveRate, Grace: readHeaderTimeout,
 		TooMany:       connRefusal(product.Name + " has too many connections open; retry in a second"),
 		TooManyFromIP: connRefusal("too many connections from your address; retry in a second"),
 		Logger:        logger,
@@ -369,14 +371,14 @@ func logListening(addr string, logger *slog.Logger) {
 	}
 }
 
-// serveUntilDone serves on ln until ctx is done. Then it stops accepting,
+// serveUntilDone serves srv (serve runs it) until ctx is done. Then it stops accepting,
 // lets in-flight requests finish for up to drain, closes what is left, and
 // returns nil: a shutdown asked for by a signal is a clean exit. Beside
 // the drain, closeStreams (when not nil) ends the streams, which never end
 // by themselves, and the wait is for them too.
-func serveUntilDone(ctx context.Context, srv *http.Server, ln net.Listener, drain time.Duration, logger *slog.Logger, closeStreams func(context.Context) error) error {
+func serveUntilDone(ctx context.Context, srv *http.Server, serve func() error, drain time.Duration, logger *slog.Logger, closeStreams func(context.Context) error) error {
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- serve() }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)

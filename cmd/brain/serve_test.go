@@ -22,7 +22,8 @@ func startServe(t *testing.T, h http.Handler, drain time.Duration) (string, cont
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- serveUntilDone(ctx, &http.Server{Handler: h}, ln, drain, slog.New(slog.DiscardHandler), nil)
+		srv := &http.Server{Handler: h}
+		done <- serveUntilDone(ctx, srv, func() error { return srv.Serve(ln) }, drain, slog.New(slog.DiscardHandler), nil)
 	}()
 	return "http://" + ln.Addr().String(), cancel, done
 }

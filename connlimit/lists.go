@@ -1,0 +1,89 @@
+package connlimit
+
+import "container/heap"
+
+// Which of a connection's links and slots a list or heap threads
+// through.
+const (
+	allLink = iota
+	peerLink
+)
+
+// An idleList is a doubly linked list of idle connections threaded
+// through the connections themselves, by their links[k].
+type idleList struct {
+	front, back *conn
+	k           int
+}
+
+func (l *idleList) pushBack(c *conn) {
+	lk := &c.links[l.k]
+	lk.prev, lk.next = l.back, nil
+	if l.back != nil {
+		l.back.links[l.k].next = c
+	} else {
+		l.front = c
+	}
+	l.back = c
+}
+
+func (l *idleList) remove(c *conn) {
+	lk := &c.links[l.k]
+	if lk.prev != nil {
+		lk.prev.links[l.k].next = lk.next
+	} else {
+		l.front = lk.next
+	}
+	if lk.next != nil {
+		lk.next.links[l.k].prev = lk.prev
+	} else {
+		l.back = lk.prev
+	}
+	lk.prev, lk.next = nil, nil
+}
+
+// A slot is a connection's place in a dueHeap: its index, and the due
+// (Unix ns) it is ordered by.
+type slot struct {
+	i   int
+	due int64
+}
+
+// A dueHeap is a min-heap of receiving connections by due, threaded
+// through their slots[k].
+type dueHeap struct {
+	cs []*conn
+	k  int
+}
+
+func (h *dueHeap) push(c *conn, due int64) {
+	c.slots[h.k].due = due
+	heap.Push(h, c)
+}
+
+func (h *dueHeap) remove(c *conn) { heap.Remove(h, c.slots[h.k].i) }
+
+func (h *dueHeap) update(c *conn, due int64) {
+	c.slots[h.k].due = due
+	heap.Fix(h, c.slots[h.k].i)
+}
+
+// The methods of heap.Interface.
+
+func (h *dueHeap) Len() int           { return len(h.cs) }
+func (h *dueHeap) Less(i, j int) bool { return h.cs[i].slots[h.k].due < h.cs[j].slots[h.k].due }
+func (h *dueHeap) Swap(i, j int) {
+	h.cs[i], h.cs[j] = h.cs[j], h.cs[i]
+	h.cs[i].slots[h.k].i, h.cs[j].slots[h.k].i = i, j
+}
+func (h *dueHeap) Push(x any) {
+	c := x.(*conn)
+	c.slots[h.k].i = len(h.cs)
+	h.cs = append(h.cs, c)
+}
+func (h *dueHeap) Pop() any {
+	c := h.cs[len(h.cs)-1]
+	h.cs[len(h.cs)-1] = nil
+	h.cs = h.cs[:len(h.cs)-1]
+	return c
+}

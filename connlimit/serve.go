@@ -1,0 +1,172 @@
+package connlimit
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Serve serves srv on ln, as srv.Serve(ln) does, under l's caps and
+// minimum rate. Before it starts, it sets srv's ConnState and
+// ConnContext hooks (calling any srv had after its own) and wraps srv's
+// Handler: they let l follow each connection's requests.
+func (l *Limiter) Serve(srv *http.Server, ln net.Listener) error {
+	state, connCtx := srv.ConnState, srv.ConnContext
+	srv.ConnState = func(nc net.Conn, s http.ConnState) {
+		l.connState(nc, s)
+		if state != nil {
+			state(nc, s)
+		}
+	}
+	srv.ConnContext = func(ctx context.Context, nc net.Conn) context.Context {
+		if c := l.own(nc); c != nil {
+			ctx = context.WithValue(ctx, connKey{}, c)
+		}
+		if connCtx != nil {
+			ctx = connCtx(ctx, nc)
+		}
+		return ctx
+	}
+	next := srv.Handler
+	if next == nil {
+		next = http.DefaultServeMux
+	}
+	srv.Handler = l.receive(next)
+	stop := make(chan struct{})
+	defer close(stop)
+	go l.sweep(stop)
+	return srv.Serve(&listener{Listener: ln, l: l})
+}
+
+// connKey is the context key of a request's connection.
+type connKey struct{}
+
+// receive is the handler wrapper that tells l when each request has
+// arrived: at once when it has no body, else when its body has been read
+// to the end. After a handler that answered without reading its body to
+// the end, the connection's reads are cut, so net/http closes it after
+// the answer instead of waiting for the rest.
+func (l *Limiter) receive(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _ := r.Context().Value(connKey{}).(*conn)
+		if c == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if r.Body == nil || r.Body == http.NoBody {
+			l.arrive(c, false)
+		} else {
+			r.Body = &body{ReadCloser: r.Body, c: c, left: r.ContentLength}
+		}
+		next.ServeHTTP(w, r)
+		l.arrive(c, true)
+	})
+}
+
+// arrive marks c's request arrived, if c is receiving it; and when cut,
+// cuts its reads: the request is not waited for any more.
+func (l *Limiter) arrive(c *conn, cut bool) {
+	l.mu.Lock()
+	receiving := c.state == receiving
+	if receiving {
+		l.arriveLocked(c)
+	}
+	l.mu.Unlock()
+	if receiving && cut {
+		c.cutReads()
+	}
+}
+
+// A body is a request's body that tells its Limiter when it has been
+// read to the end.
+type body struct {
+	io.ReadCloser
+	c    *conn
+	left int64 // the bytes still to come, when the request said (Content-Length); else -1
+	done bool
+}
+
+func (b *body) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if b.left > 0 {
+		b.left -= int64(n)
+	}
+	if (err == io.EOF || b.left == 0) && !b.done {
+		b.done = true
+		b.c.l.arrive(b.c, false)
+	}
+	return n, err
+}
+
+// sweepEvery is how often the connections that fell behind MinRate are
+// looked for, and so how late a cut may come.
+const sweepEvery = 200 * time.Millisecond
+
+// sweep cuts the reads of the connections that fell behind MinRate,
+// every sweepEvery until stop is closed.
+func (l *Limiter) sweep(stop <-chan struct{}) {
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		var behind []*conn
+		now := l.now().UnixNano()
+		l.mu.Lock()
+		for c, due := l.firstDueLocked(&l.receiving); c != nil && due <= now; c, due = l.firstDueLocked(&l.receiving) {
+			l.arriveLocked(c)
+			behind = append(behind, c)
+		}
+		l.stats.TooSlow += uint64(len(behind))
+		l.mu.Unlock()
+		for _, c := range behind {
+			c.cutReads()
+		}
+		if len(behind) > 0 {
+			l.warn()
+		}
+	}
+}
+
+// A listener admits the connections of the listener it wraps.
+type listener struct {
+	net.Listener
+	l *Limiter
+}
+
+// refuseWriteTimeout bounds the write of a refusal. A new connection's
+// send buffer is empty, so the kernel takes a short response at once;
+// the deadline is there for the case it would not.
+const refuseWriteTimeout = 10 * time.Millisecond
+
+// Accept returns the next connection there is room for. It closes the
+// connections that made room, and answers and closes the ones refused,
+// without returning.
+func (ln *listener) Accept() (net.Conn, error) {
+	for {
+		nc, err := ln.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		c, victim, refusal := ln.l.admit(nc)
+		if c == nil || victim != nil {
+			ln.l.warn() // first: when a client sees what happened, the warning has been decided
+		}
+		if victim != nil {
+			victim.Conn.Close() // its reader sees the close and calls Close: counted out already
+		}
+		if c != nil {
+			return c, nil
+		}
+		if len(refusal) > 0 {
+			_ = nc.SetWriteDeadline(time.Now().Add(refuseWriteTimeout))
+			_, _ = nc.Write(refusal)
+		}
+		nc.Close()
+	}
+}
