@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"strconv"
@@ -27,12 +28,13 @@ import (
 //   - UTF-8: a Content-Type that names another charset is refused 415,
 //     rather than its text misread.
 //   - Room for it: an operation whose limit is over [LargeBody] (ingest's
-//     8 MiB, a fork's uploads) reserves the body's bytes, its declared
-//     Content-Length or else its limit, from the bytes in flight before
-//     the body is read, until the handler returns. Past the bound for the
-//     whole server or for the caller, the answer is 503 with Retry-After:
-//     1 (see [BodyBudget]): the bytes of bodies held at once, and the
-//     memory they take, are bounded whatever the clients send.
+//     8 MiB, a fork's uploads) counts the body's bytes in the bytes in
+//     flight as they arrive, until the handler returns. A body whose bytes
+//     would take the whole server or the caller past its bound is refused
+//     there, 503 with Retry-After: 1 (see [BodyBudget]): the bytes of
+//     bodies held at once, and the memory they take, are bounded whatever
+//     the clients send, and bodies that are slow to come hold only the
+//     bytes that came, so they cannot keep out another caller's.
 
 // LargeBody is the body limit above which an operation's bodies draw from
 // the bytes in flight. Smaller bodies are not worth the count.
@@ -152,9 +154,9 @@ func newBodiesInFlight(b BodyBudget) *bodiesInFlight {
 	return &bodiesInFlight{limits: b.withDefaults(), byCaller: map[string]int64{}}
 }
 
-// reserve takes n bytes for caller, unless that would put the server or
-// the caller over its bound: then it takes nothing and returns the
-// refusal.
+// reserve takes n more bytes for caller, unless that would put the
+// server or the caller over its bound: then it takes nothing and returns
+// the refusal.
 func (b *bodiesInFlight) reserve(caller string, n int64) *Error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -202,9 +204,9 @@ func busyBodies(msg string) *Error {
 	return e
 }
 
-// declare makes op, whose body limit is limit, reserve its bodies (the
-// middleware enforce returns) when limit is over LargeBody, and says so in
-// its description and its 503 response.
+// declare makes op, whose body limit is limit, count its bodies in the
+// bytes in flight (the middleware enforce returns) when limit is over
+// LargeBody, and says so in its description and its 503 response.
 func (b *bodiesInFlight) declare(op *huma.Operation, limit int64) {
 	if limit <= LargeBody {
 		return
@@ -213,13 +215,13 @@ func (b *bodiesInFlight) declare(op *huma.Operation, limit int64) {
 		b.errs = append(b.errs, fmt.Errorf("operation %s accepts bodies of up to %d bytes, more than the bytes in flight allow (%d a caller, %d in all): raise those bounds",
 			op.OperationID, limit, b.limits.PerCaller, b.limits.InFlight))
 	}
-	op.Middlewares = append(op.Middlewares, b.enforce(limit))
+	op.Middlewares = append(op.Middlewares, b.enforce())
 	op.Responses["503"] = &huma.Response{Ref: refUnavailable}
 	if op.Description != "" {
 		op.Description += "\n\n"
 	}
-	op.Description += fmt.Sprintf("The body is at most %s, that many bytes included (413 past it). Large bodies in flight are bounded: %s from one caller, %s from all; "+
-		"a body past either is refused before it is read, with 503 and Retry-After: %d. Send it again then.",
+	op.Description += fmt.Sprintf("The body is at most %s, that many bytes included (413 past it). Large bodies in flight are bounded, counted as their bytes arrive: %s from one caller, %s from all; "+
+		"a body whose bytes would pass either is refused with 503 and Retry-After: %d. Send it again then.",
 		bytesText(limit), bytesText(b.limits.PerCaller), bytesText(b.limits.InFlight), int(RetryBody/time.Second))
 }
 
@@ -231,25 +233,42 @@ func bytesText(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// enforce returns the middleware that reserves the body of each request
-// to an operation accepting up to limit bytes, for as long as the rest of
-// the request runs.
-func (b *bodiesInFlight) enforce(limit int64) func(huma.Context, func(huma.Context)) {
+// enforce returns the middleware that counts the body of each request
+// to an operation in the bytes in flight as they arrive, until the rest
+// of the request has run: a read whose bytes would pass a bound fails
+// with the refusal, which the operation answers.
+func (b *bodiesInFlight) enforce() func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
-		r, _ := humachi.Unwrap(ctx)
-		n := r.ContentLength // checkBody refused one over the limit
-		if n < 0 {
-			n = limit // unknown until read: as much as it may be
-		}
+		r, w := humachi.Unwrap(ctx)
 		caller := "ip:" + middleware.GetClientIP(r.Context())
 		if id := auth.FromContext(ctx.Context()); id != nil {
 			caller = "user:" + id.User.ID
 		}
-		if e := b.reserve(caller, n); e != nil {
-			writeHumaError(b.api, ctx, e)
-			return
-		}
-		defer b.release(caller, n)
+		counted := &countedBody{ReadCloser: r.Body, b: b, header: w.Header(), caller: caller}
+		r.Body = counted
+		defer func() { b.release(caller, counted.n) }()
 		next(ctx)
 	}
+}
+
+// A countedBody is a request body whose bytes take room in the bytes in
+// flight as they are read.
+type countedBody struct {
+	io.ReadCloser
+	b      *bodiesInFlight
+	header http.Header // the response's: a refusal's headers go there
+	caller string
+	n      int64 // the bytes read and counted
+}
+
+func (c *countedBody) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	if n > 0 {
+		if e := c.b.reserve(c.caller, int64(n)); e != nil {
+			setErrorHeaders(c.header, e) // huma answers the read's error, but writes no error's headers
+			return 0, e
+		}
+		c.n += int64(n)
+	}
+	return n, err
 }

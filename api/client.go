@@ -36,6 +36,10 @@ func clientGone(ctx context.Context) bool {
 // read error, and a client that only closed its sending side still reads
 // the answer), so the answer is always sent.
 func bodyReadError(err error) *Error {
+	var e *Error // a refusal of the body's bytes (the bytes in flight)
+	if errors.As(err, &e) {
+		return e
+	}
 	var re *middleware.ReadError
 	if !errors.As(err, &re) {
 		return nil

@@ -41,29 +41,15 @@ func validBatch(n int) []byte {
 }
 
 // The bytes of large bodies in flight are bounded, per user and for the
-// whole server: a body past either bound is refused before it is read,
-// 503 with Retry-After: 1; a body's bytes are held from before it is read
-// until its request ends, also when the client hangs up in the middle.
+// whole server, counted as they arrive: a body whose bytes would pass
+// either bound is refused, 503 with Retry-After: 1; a body's bytes are
+// held until its request ends, also when the client hangs up in the
+// middle.
 func TestBodiesInFlightAreBounded(t *testing.T) {
 	const mib = 1 << 20
 	s, l, svc, ada := bodyServer(t, api.BodyBudget{InFlight: 24 * mib, PerCaller: 16 * mib})
-	if _, err := svc.AddUser(context.Background(), "bob", "correct horse battery"); err != nil {
-		t.Fatal(err)
-	}
-	bob := l.Login("bob", "correct horse battery").Cookie(t)
+	bob := addUser(t, svc, l, "bob")
 	small := []byte(`{"project":"p","items":[{"text":"a small batch"}]}`)
-	// started sends the head and the first bytes of a batch of 8 MiB, and
-	// stops there: its request holds its bytes while it waits for the rest.
-	started := func(cookie string, chunked bool) net.Conn {
-		h := "Content-Length: " + strconv.Itoa(ingest.MaxBodyBytes)
-		first := []byte(`{"project":"p","items":[`)
-		if chunked {
-			h = "Transfer-Encoding: chunked"
-			first = fmt.Appendf(nil, "%x\r\n%s\r\n", len(first), first)
-		}
-		conn, _ := l.OpenRequest("/api/v1/memory/ingest", []string{h, cookie}, first)
-		return conn
-	}
 	busy := func(r reply, what, says string) {
 		t.Helper()
 		if r.Status != http.StatusServiceUnavailable || r.Code() != "unavailable" || r.Header.Get("Retry-After") != "1" || !strings.Contains(r.Body, says) || !strings.Contains(r.Body, "retry") {
@@ -71,21 +57,72 @@ func TestBodiesInFlightAreBounded(t *testing.T) {
 		}
 	}
 
-	a1, a2 := started(ada, false), started(ada, true) // a chunked body holds as much as it may be
-	waitInFlight(t, s, 16*mib)
-	busy(l.Post("/api/v1/memory/ingest", "application/json", small, false, ada), "ada's third body", "you have 16777216 bytes")
-	b1 := started(bob, false)
-	waitInFlight(t, s, 24*mib)
+	// Two of ada's bodies, all but their last byte sent, hold 16 MiB less 2.
+	a1, a2 := startBody(t, l, ada, false, 8*mib-1), startBody(t, l, ada, true, 8*mib-1)
+	waitInFlight(t, s, 16*mib-2)
+	busy(l.Post("/api/v1/memory/ingest", "application/json", small, false, ada), "ada's third body", "you have 16777214 bytes")
+	b1 := startBody(t, l, bob, false, 8*mib-1)
+	waitInFlight(t, s, 24*mib-3)
 	busy(l.Post("/api/v1/memory/ingest", "application/json", small, false, bob), "bob's second body, past the server's bound", "as many large request bodies")
 	l.Post("/api/v1/auth/login", "application/json", []byte(`{"username":"bob","password":"correct horse battery"}`), false).
 		Want(t, http.StatusOK, "a small body, which draws from no bound")
 
 	a1.Close() // ada hangs up in the middle of her body: its bytes are free again
-	waitInFlight(t, s, 16*mib)
+	waitInFlight(t, s, 16*mib-2)
 	l.Post("/api/v1/memory/ingest", "application/json", small, false, ada).Want(t, http.StatusAccepted, "ada's body once one of hers ended")
 	a2.Close()
 	b1.Close()
 	waitInFlight(t, s, 0)
+}
+
+// Bodies whose bytes have not arrived hold none of the bytes in flight
+// (the attack of issue 27: four accounts, each with two ingests declaring
+// 8 MiB and then sending a byte a second, held the whole 64 MiB, and every
+// other user's ingest was refused 503).
+func TestSlowBodiesHoldOnlyWhatArrived(t *testing.T) {
+	s, l, svc, _ := bodyServer(t, api.BodyBudget{})
+	for i := range 4 {
+		cookie := addUser(t, svc, l, fmt.Sprintf("slow%d", i))
+		for range 2 {
+			startBody(t, l, cookie, false, 10)
+		}
+	}
+	waitInFlight(t, s, 8*10)
+	carol := addUser(t, svc, l, "carol")
+	l.Post("/api/v1/memory/ingest", "application/json", []byte(`{"project":"p","items":[{"text":"a small batch"}]}`), false, carol).
+		Want(t, http.StatusAccepted, "another user's small ingest beside eight slow bodies")
+}
+
+// bodyStart is how startBody's batches begin.
+const bodyStart = `{"project":"p","items":[{"text":"`
+
+// startBody sends the head of an ingest of 8 MiB (or chunked) and its
+// first n bytes, and stops there: its
+// request holds the bytes that came while it waits for the rest.
+func startBody(t *testing.T, l *live, cookie string, chunked bool, n int) net.Conn {
+	t.Helper()
+	h := "Content-Length: " + strconv.Itoa(ingest.MaxBodyBytes)
+	first := []byte((bodyStart + strings.Repeat("x", max(0, n-len(bodyStart))))[:n])
+	if chunked { // whole chunks: net/http's reader hands on a chunk's bytes when it ends or fills the reader's buffer
+		h = "Transfer-Encoding: chunked"
+		var framed []byte
+		for rest := first; len(rest) > 0; {
+			chunk := rest[:min(len(rest), 64<<10)]
+			framed, rest = append(fmt.Appendf(framed, "%x\r\n", len(chunk)), append(chunk, "\r\n"...)...), rest[len(chunk):]
+		}
+		first = framed
+	}
+	conn, _ := l.OpenRequest("/api/v1/memory/ingest", []string{h, cookie}, first)
+	return conn
+}
+
+// addUser adds a user name and returns its session cookie.
+func addUser(t *testing.T, svc *auth.Service, l *live, name string) string {
+	t.Helper()
+	if _, err := svc.AddUser(context.Background(), name, "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	return l.Login(name, "correct horse battery").Cookie(t)
 }
 
 // No refusal of a batch repeats a member name the client chose: the 422
