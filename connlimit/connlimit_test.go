@@ -229,6 +229,16 @@ func (s *server) waitIdle(t *testing.T, n int) {
 	eventually(t, fmt.Sprintf("%d idle connections", n), func() bool { return s.lim.Stats().Idle == n })
 }
 
+// waitBlocked waits up to 5 s for a request to reach /block.
+func (s *server) waitBlocked(t *testing.T) {
+	t.Helper()
+	select {
+	case <-s.blocked:
+	case <-time.After(5 * time.Second):
+		t.Fatal("after 5 s, no request reached /block: its connection was refused or closed")
+	}
+}
+
 // wantStats waits until s's counts are want.
 func (s *server) wantStats(t *testing.T, want connlimit.Stats) {
 	t.Helper()
@@ -309,22 +319,19 @@ func TestSlowConnectionsMakeRoom(t *testing.T) {
 	trickling.sendBody(100000, 10)
 	fast := s.dial(t, "127.0.0.4")
 	fast.sendBody(100000, 50000) // 50 KB before a second passes: 50 times the minimum rate
-	busy := s.dial(t, "127.0.0.5")
-	busy.send("/block")
-	<-s.blocked
+	s.dial(t, "127.0.0.5").send("/block")
+	s.waitBlocked(t)
 	eventually(t, "the fast body read", func() bool { return s.lim.Stats().Receiving == 3 })
 	clock.Advance(time.Second)
 
-	wantRefusedNot := func(from string) *client {
-		c := s.dial(t, from)
-		c.send("/block") // busy from now on: it never makes room
-		<-s.blocked
-		return c
+	admitted := func(from string) {
+		s.dial(t, from).send("/block") // busy from now on: it never makes room
+		s.waitBlocked(t)
 	}
-	wantRefusedNot("127.0.0.6")
+	admitted("127.0.0.6")
 	wantClosed(t, "the first connection over Max", stalled)
 	wantOpen(t, "the later, faster ones", trickling, fast)
-	wantRefusedNot("127.0.0.6")
+	admitted("127.0.0.6")
 	wantClosed(t, "the second connection over Max", trickling)
 	wantOpen(t, "the one sending faster than the minimum rate", fast)
 	wantRefused(t, s.dial(t, "127.0.0.7"), "the server has too many connections open; retry in a second")
@@ -334,6 +341,27 @@ func TestSlowConnectionsMakeRoom(t *testing.T) {
 	if res, body, err := fast.response(); err != nil || res.StatusCode != 200 || body != "100000" {
 		t.Fatalf("the fast body: %v %q, want 200 100000", err, body)
 	}
+}
+
+// With its address at MaxPerIP, a new connection closes that address's
+// receiving connection furthest behind, even when another address's is
+// further behind.
+func TestMaxPerIPClosesThatAddressesSlowest(t *testing.T) {
+	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := startServer(t, connlimit.Config{Max: 10, MaxPerIP: 2, MinRate: 1000, Now: clock.Now})
+	other := s.dial(t, "127.0.0.3")
+	fmt.Fprint(other.conn, "GET /ok HTTP/1.1\r\n") // the furthest behind of all
+	s.wantStats(t, connlimit.Stats{Open: 1, Receiving: 1})
+	clock.Advance(100 * time.Millisecond)
+	mine := s.dial(t, "127.0.0.2")
+	fmt.Fprint(mine.conn, "GET /ok HTTP/1.1\r\n")
+	s.dial(t, "127.0.0.2").send("/block")
+	s.waitBlocked(t)
+	clock.Advance(time.Second)
+	s.dial(t, "127.0.0.2").get("/ok")
+	wantClosed(t, "the address's slowest", mine)
+	wantOpen(t, "another address's", other)
+	s.wantStats(t, connlimit.Stats{Open: 3, Idle: 1, Receiving: 1, SlowClosed: 1})
 }
 
 // A connection that falls behind the minimum rate after its grace has its
