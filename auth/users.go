@@ -73,13 +73,13 @@ func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, cu
 	if n := len([]rune(next)); n < MinPasswordLen || n > MaxPasswordLen {
 		return ErrWeakPassword
 	}
-	attempt, err := s.Throttle.Begin(id.User.Username, clientIP, s.cfg.Now())
+	attempt, err := s.Backoff.Begin(ctx, id.User.Username, clientIP, s.cfg.Now())
 	if err != nil {
 		return err
 	}
 	u, err := s.store.UserByID(ctx, id.User.ID)
 	if err != nil {
-		s.Throttle.Abandon(attempt)
+		s.Backoff.Abandon(attempt)
 		return unavailable(err)
 	}
 	var ok bool
@@ -90,14 +90,14 @@ func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, cu
 		}
 	})
 	if err != nil {
-		s.Throttle.Abandon(attempt)
+		s.Backoff.Abandon(attempt)
 		return unavailable(err)
 	}
 	if !ok {
-		s.Throttle.Fail(attempt)
+		s.Backoff.Fail(attempt)
 		return ErrInvalidCredentials
 	}
-	s.Throttle.Succeed(attempt)
+	s.Backoff.Succeed(attempt)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), passwordChangeTimeout)
 	defer cancel()
 	if err := s.store.SetPasswordAndEndSessions(wctx, u.ID, hash, id.SessionHash); err != nil {
