@@ -38,7 +38,7 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 	}
 	var ok bool
 	var verr error
-	if herr := s.hashes.run(ctx, s.cfg.HashWait, func() { ok, verr = VerifyPassword(password, hash) }); herr != nil {
+	if herr := s.hashes.run(ctx, s.cfg.HashWait, attempt.failing, func() { ok, verr = VerifyPassword(password, hash) }); herr != nil {
 		s.Backoff.Abandon(attempt)
 		return "", Session{}, User{}, unavailable(herr)
 	}

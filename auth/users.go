@@ -36,7 +36,7 @@ func (s *Service) AddUser(ctx context.Context, username, password string) (User,
 		return User{}, ErrWeakPassword
 	}
 	u := User{ID: newID(), Username: username, CreatedAt: s.stamp()}
-	if err := s.hashes.run(ctx, -1, func() { u.PasswordHash = HashPassword(password, s.cfg.Argon2) }); err != nil {
+	if err := s.hashes.run(ctx, -1, false, func() { u.PasswordHash = HashPassword(password, s.cfg.Argon2) }); err != nil {
 		return User{}, err
 	}
 	if err := s.store.CreateUser(ctx, u); err != nil {
@@ -84,7 +84,7 @@ func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, cu
 	}
 	var ok bool
 	var hash string
-	err = s.hashes.run(ctx, s.cfg.HashWait, func() { // one slot for both hashes
+	err = s.hashes.run(ctx, s.cfg.HashWait, attempt.failing, func() { // one slot for both hashes
 		if ok, _ = VerifyPassword(current, u.PasswordHash); ok {
 			hash = HashPassword(next, s.cfg.Argon2)
 		}
