@@ -201,15 +201,16 @@ func (r *RedisBackoff) begin(ctx context.Context, a Attempt, now time.Time) (fai
 	return failing, nil, nil
 }
 
-// A count is the username's or the address's, as Redis keeps it.
-type count struct {
+// A redisCount is the username's or the address's count, as Redis
+// keeps it.
+type redisCount struct {
 	name, key string
 	threshold int
 	forget    time.Duration // since its latest failure, with nothing in flight
 }
 
-func (r *RedisBackoff) counts(a Attempt) [2]count {
-	return [2]count{
+func (r *RedisBackoff) counts(a Attempt) [2]redisCount {
+	return [2]redisCount{
 		{"username", r.prefix + "user:" + a.username, r.th.UserFailures, r.th.UserForget},
 		{"ip", r.prefix + "ip:" + a.ip, r.th.IPFailures, r.th.IPReset},
 	}
@@ -217,7 +218,7 @@ func (r *RedisBackoff) counts(a Attempt) [2]count {
 
 // ttl is how long count c's hash lives after a write, in ms: as long as
 // its latest failure or an attempt in flight matters.
-func (r *RedisBackoff) ttl(c count) string {
+func (r *RedisBackoff) ttl(c redisCount) string {
 	return strconv.FormatInt(max(c.forget, maxInFlight).Milliseconds(), 10)
 }
 
@@ -248,12 +249,12 @@ func (r *RedisBackoff) end(a Attempt, user, addr string, local func(Attempt)) {
 // settle runs settleScript for a in each count with how to settle it
 // there ("" leaves a count as it is).
 func (r *RedisBackoff) settle(ctx context.Context, a Attempt, user, addr string) error {
-	for i, c := range r.counts(a) {
-		how := []string{user, addr}[i]
+	counts := r.counts(a)
+	for i, how := range [2]string{user, addr} {
 		if how == "" {
 			continue
 		}
-		if err := settleLua.Exec(ctx, r.client, []string{c.key}, []string{a.id, how, r.ttl(c)}).Error(); err != nil {
+		if err := settleLua.Exec(ctx, r.client, []string{counts[i].key}, []string{a.id, how, r.ttl(counts[i])}).Error(); err != nil {
 			return err
 		}
 	}
