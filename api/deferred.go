@@ -117,7 +117,7 @@ func SkipCharge(ctx context.Context) {
 }
 
 // LoginBackedOff is the answer to a password attempt the login back-off
-// refused (te, from auth.LoginThrottle's Check or Begin): the one 429,
+// refused (te, from the auth.Backoff's Check or Begin): the one 429,
 // details.scope and policy login, with Retry-After, counted and logged
 // like every refusal in an operation that declares [WithLoginBackoff]. A
 // handler that checks the back-off before its charge returns it after

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -8,6 +9,7 @@ import (
 	"runtime/metrics"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,4 +149,55 @@ func TestBusyLoginIsNoFailure(t *testing.T) {
 	}
 	(<-held).Want(t, 200, "slow's login, once checked")
 	s.Login("ada", "correct horse battery", "X-Forwarded-For: 198.51.100.3").Want(t, 200, "ada's right password after ten turned-away wrong ones")
+}
+
+// A wrong-password flood from 60 addresses, each of which has failed
+// already, fills the one hashing slot's queue past HashWait (the flood
+// itself is turned away with 503), and still a victim's right password,
+// from an address and for a username with no failures, gets the next
+// free slot: each of 7 logins in a row succeeds. Without the two classes
+// of waiting, each would wait behind the whole queue, and get 503.
+func TestLoginFloodSparesTheVictim(t *testing.T) {
+	const flooders, ips = 200, 60
+	// A hash takes a few ms, so 200 queued for one slot wait well past
+	// the 1 s HashWait; the victim waits for one hash at most.
+	cost := auth.Argon2Params{Memory: 8 << 10, Time: 1, Threads: 1, KeyLen: 32, SaltLen: 16}
+	svc := auth.NewService(store.NewAuthStore(storetest.Open(t, store.SQLite)), auth.Config{Argon2: cost, HashConcurrency: 1})
+	if _, err := svc.AddUser(t.Context(), "ada", "correct horse battery"); err != nil {
+		t.Fatal(err)
+	}
+	lim := api.DefaultLimits()
+	lim.IP = ratelimit.Rate{Limit: 1_000_000, Window: time.Minute, Burst: 1_000_000}
+	s := apitest.Serve(t, api.New(withAccount(api.Config{Auth: svc, Limits: lim, Logger: slog.New(slog.DiscardHandler),
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})))
+	flooder := func(i int) string { return fmt.Sprintf("X-Forwarded-For: 198.51.100.%d", i%ips) }
+	for i := range ips { // every address of the flood has failed once
+		s.Login(fmt.Sprint("warm", i), "not the password", flooder(i)).Want(t, 401, "a flooder's first failure")
+	}
+
+	ctx, stop := context.WithCancel(t.Context())
+	var turnedAway atomic.Bool
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range flooders {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				n := int(next.Add(1))
+				r, err := s.CallContext(ctx, "POST", "/api/v1/auth/login", map[string]string{"username": fmt.Sprint("user", n), "password": "not the password"}, flooder(n))
+				switch {
+				case err != nil: // the flood was stopped
+				case r.Status == 503:
+					turnedAway.Store(true)
+				case r.Status != 401 && r.Status != 429:
+					t.Errorf("a flood login: %d %s", r.Status, r.Body)
+				}
+			}
+		})
+	}
+	defer wg.Wait()
+	defer stop()
+	apitest.Eventually(t, 30*time.Second, "the flood's queue outlasting HashWait (a flood login turned away)", turnedAway.Load)
+	for i := range 7 {
+		s.Login("ada", "correct horse battery", "X-Forwarded-For: 203.0.113.9").Want(t, 200, fmt.Sprintf("the victim's login %d during the flood", i+1))
+	}
 }

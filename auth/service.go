@@ -66,11 +66,16 @@ const (
 // Service is authentication: logins, sessions, API keys. It is safe for
 // concurrent use. Run its maintenance loop with [Service.Run].
 type Service struct {
-	store    Store
-	cfg      Config
+	store Store
+	cfg   Config
+	// Throttle is the login back-off: its thresholds and waits, which the
+	// spec shows, and the counts it keeps in this process.
 	Throttle *LoginThrottle
-	dummy    string // a hash to verify against when the user is unknown
-	hashes   hashSlots
+	// Backoff keeps the counts the login back-off decides from: Throttle
+	// itself, or a [RedisBackoff] over it that every replica shares.
+	Backoff Backoff
+	dummy   string // a hash to verify against when the user is unknown
+	hashes  hashSlots
 
 	mu sync.Mutex
 	// gen counts revocations (logout, password change, key deletion). A
@@ -122,8 +127,9 @@ func NewService(store Store, cfg Config) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	th := NewLoginThrottle()
 	return &Service{
-		store: store, cfg: cfg, Throttle: NewLoginThrottle(),
+		store: store, cfg: cfg, Throttle: th, Backoff: th,
 		dummy:    HashPassword(newToken(), cfg.Argon2),
 		hashes:   newHashSlots(cfg.HashConcurrency),
 		sessions: map[string]*cachedSession{}, keys: map[string]*cachedKey{},

@@ -20,7 +20,7 @@ import (
 func (s *Service) Login(ctx context.Context, username, password, clientIP string) (string, Session, User, error) {
 	now := s.cfg.Now()
 	username = NormalizeUsername(username)
-	attempt, err := s.Throttle.Begin(username, clientIP, now)
+	attempt, err := s.Backoff.Begin(ctx, username, clientIP, now)
 	if err != nil {
 		return "", Session{}, User{}, err
 	}
@@ -33,20 +33,20 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 	if errors.Is(err, ErrNotFound) {
 		hash = s.dummy
 	} else if err != nil {
-		s.Throttle.Abandon(attempt)
+		s.Backoff.Abandon(attempt)
 		return "", Session{}, User{}, unavailable(err)
 	}
 	var ok bool
 	var verr error
-	if herr := s.hashes.run(ctx, s.cfg.HashWait, func() { ok, verr = VerifyPassword(password, hash) }); herr != nil {
-		s.Throttle.Abandon(attempt)
+	if herr := s.hashes.run(ctx, s.cfg.HashWait, attempt.failing, func() { ok, verr = VerifyPassword(password, hash) }); herr != nil {
+		s.Backoff.Abandon(attempt)
 		return "", Session{}, User{}, unavailable(herr)
 	}
 	if err != nil || !ok || verr != nil {
-		s.Throttle.Fail(attempt)
+		s.Backoff.Fail(attempt)
 		return "", Session{}, User{}, ErrInvalidCredentials
 	}
-	s.Throttle.Succeed(attempt)
+	s.Backoff.Succeed(attempt)
 	token := newToken()
 	at := now.UTC().Truncate(time.Millisecond)
 	se := Session{TokenHash: hashSecret(token), UserID: u.ID, CreatedAt: at, ExpiresAt: at.Add(s.cfg.SessionLifetime), LastSeenAt: at}

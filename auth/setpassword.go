@@ -17,7 +17,7 @@ func (s *Service) SetPassword(ctx context.Context, username, password string) er
 		return err
 	}
 	var hash string
-	if err := s.hashes.run(ctx, -1, func() { hash = HashPassword(password, s.cfg.Argon2) }); err != nil {
+	if err := s.hashes.run(ctx, -1, false, func() { hash = HashPassword(password, s.cfg.Argon2) }); err != nil {
 		return err
 	}
 	if err := s.store.SetPasswordAndEndSessions(ctx, u.ID, hash, ""); err != nil {

@@ -1,9 +1,23 @@
 package auth
 
 import (
+	"context"
 	"sync"
 	"time"
 )
+
+// A Backoff keeps the counts a [LoginThrottle] decides from: the
+// throttle itself keeps them in this process, a [RedisBackoff] in Redis
+// for every replica. Begin and Check may return an error that is no
+// *ThrottledError (marked [ErrUnavailable], or ctx's) when the counts
+// cannot be read.
+type Backoff interface {
+	Begin(ctx context.Context, username, ip string, now time.Time) (Attempt, error)
+	Check(ctx context.Context, username, ip string, now time.Time) error
+	Fail(a Attempt)
+	Succeed(a Attempt)
+	Abandon(a Attempt)
+}
 
 // A LoginThrottle slows password guessing with a back-off, not a token
 // bucket (docs/rate-limiting.md, docs/auth.md). After UserFailures consecutive failures
@@ -21,7 +35,8 @@ import (
 // failed, no hashing slot came free) leaves no trace.
 //
 // The zero value is not usable; create one with [NewLoginThrottle]. It is
-// safe for concurrent use. State is per process.
+// safe for concurrent use. Its counts are this process's; a
+// [RedisBackoff] keeps them for every replica.
 type LoginThrottle struct {
 	UserFailures, IPFailures int
 	BaseDelay, MaxDelay      time.Duration
@@ -96,17 +111,21 @@ func (t *LoginThrottle) wait(f *failures, threshold int, now time.Time) time.Dur
 }
 
 // An Attempt is an admitted login attempt. Settle it exactly once, with
-// [LoginThrottle.Fail], [LoginThrottle.Succeed] or [LoginThrottle.Abandon].
+// the Fail, Succeed or Abandon of the [Backoff] that began it.
 type Attempt struct {
 	username, ip string
 	at           time.Time
-	user, addr   *failures // the counts it was admitted into
+	user, addr   *failures // the counts it was admitted into, in memory
+	id           string    // its place in the counts in Redis
+	// failing: its username or its address has failed recently (their
+	// counts are not zero), so its password check waits behind the others.
+	failing bool
 }
 
 // Begin admits an attempt for username from ip at now, or refuses it with
 // a *ThrottledError saying how long to wait. Until it is settled, the
 // attempt counts as a failure for the attempts that follow.
-func (t *LoginThrottle) Begin(username, ip string, now time.Time) (Attempt, error) {
+func (t *LoginThrottle) Begin(_ context.Context, username, ip string, now time.Time) (Attempt, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.sweep(now)
@@ -130,14 +149,14 @@ func (t *LoginThrottle) Begin(username, ip string, now time.Time) (Attempt, erro
 		f.pending++
 		f.begun = now
 	}
-	return Attempt{username: username, ip: ip, at: now, user: u, addr: i}, nil
+	return Attempt{username: username, ip: ip, at: now, user: u, addr: i, failing: u.n > 0 || i.n > 0}, nil
 }
 
 // Check reports whether an attempt for username from ip at now would be
 // refused, with the same *ThrottledError as [LoginThrottle.Begin], but
 // counts nothing: a server asks it before charging the attempt to any
 // other budget, so a refused attempt costs the client nothing else.
-func (t *LoginThrottle) Check(username, ip string, now time.Time) error {
+func (t *LoginThrottle) Check(_ context.Context, username, ip string, now time.Time) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	i := t.ips[ip]

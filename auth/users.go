@@ -36,7 +36,7 @@ func (s *Service) AddUser(ctx context.Context, username, password string) (User,
 		return User{}, ErrWeakPassword
 	}
 	u := User{ID: newID(), Username: username, CreatedAt: s.stamp()}
-	if err := s.hashes.run(ctx, -1, func() { u.PasswordHash = HashPassword(password, s.cfg.Argon2) }); err != nil {
+	if err := s.hashes.run(ctx, -1, false, func() { u.PasswordHash = HashPassword(password, s.cfg.Argon2) }); err != nil {
 		return User{}, err
 	}
 	if err := s.store.CreateUser(ctx, u); err != nil {
@@ -73,31 +73,31 @@ func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, cu
 	if n := len([]rune(next)); n < MinPasswordLen || n > MaxPasswordLen {
 		return ErrWeakPassword
 	}
-	attempt, err := s.Throttle.Begin(id.User.Username, clientIP, s.cfg.Now())
+	attempt, err := s.Backoff.Begin(ctx, id.User.Username, clientIP, s.cfg.Now())
 	if err != nil {
 		return err
 	}
 	u, err := s.store.UserByID(ctx, id.User.ID)
 	if err != nil {
-		s.Throttle.Abandon(attempt)
+		s.Backoff.Abandon(attempt)
 		return unavailable(err)
 	}
 	var ok bool
 	var hash string
-	err = s.hashes.run(ctx, s.cfg.HashWait, func() { // one slot for both hashes
+	err = s.hashes.run(ctx, s.cfg.HashWait, attempt.failing, func() { // one slot for both hashes
 		if ok, _ = VerifyPassword(current, u.PasswordHash); ok {
 			hash = HashPassword(next, s.cfg.Argon2)
 		}
 	})
 	if err != nil {
-		s.Throttle.Abandon(attempt)
+		s.Backoff.Abandon(attempt)
 		return unavailable(err)
 	}
 	if !ok {
-		s.Throttle.Fail(attempt)
+		s.Backoff.Fail(attempt)
 		return ErrInvalidCredentials
 	}
-	s.Throttle.Succeed(attempt)
+	s.Backoff.Succeed(attempt)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), passwordChangeTimeout)
 	defer cancel()
 	if err := s.store.SetPasswordAndEndSessions(wctx, u.ID, hash, id.SessionHash); err != nil {

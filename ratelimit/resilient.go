@@ -130,6 +130,35 @@ func (b *Breaker) abandon(probe bool) {
 	}
 }
 
+// Do makes one call to the store through the breaker, with timeout: call
+// reports whether it asked the store (an answer from a local cache did
+// not) and the store's error. Do reports ok false when the call must be
+// decided without the store: the breaker is open, or the call failed. It
+// returns an error only when ctx ended first: the caller giving up says
+// nothing about the store.
+func (b *Breaker) Do(ctx context.Context, timeout time.Duration, call func(context.Context) (asked bool, err error)) (ok bool, err error) {
+	allowed, probe := b.allow()
+	if !allowed {
+		return false, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	asked, err := call(cctx)
+	cancel()
+	switch {
+	case err != nil && ctx.Err() != nil:
+		b.abandon(probe)
+		return false, err
+	case err != nil:
+		b.failed(err, probe)
+		return false, nil
+	case !asked:
+		b.abandon(probe)
+	default:
+		b.succeeded()
+	}
+	return true, nil
+}
+
 // Stats reports the store errors seen and whether the breaker is open.
 func (b *Breaker) Stats() (storeErrors int64, open bool) {
 	b.mu.Lock()
@@ -169,24 +198,16 @@ func (r *Resilient) Fallback() Limiter { return r.fallback }
 
 // Allow decides with the store, or without it while it fails.
 func (r *Resilient) Allow(ctx context.Context, key string) (Decision, error) {
-	ok, probe := r.breaker.allow()
-	if !ok {
-		return r.degraded(ctx, key)
-	}
-	cctx, cancel := context.WithTimeout(ctx, r.Timeout)
-	d, err := r.store.Allow(cctx, key)
-	cancel()
+	var d Decision
+	ok, err := r.breaker.Do(ctx, r.Timeout, func(ctx context.Context) (asked bool, err error) {
+		d, err = r.store.Allow(ctx, key)
+		return !d.local, err // the deny cache answers without asking Redis
+	})
 	switch {
-	case err != nil && ctx.Err() != nil: // the caller giving up is not an outage
-		r.breaker.abandon(probe)
-		return Decision{}, err
 	case err != nil:
-		r.breaker.failed(err, probe)
+		return Decision{}, err
+	case !ok:
 		return r.degraded(ctx, key)
-	case d.local: // answered from the deny cache: Redis was not asked
-		r.breaker.abandon(probe)
-	default:
-		r.breaker.succeeded()
 	}
 	return d, nil
 }

@@ -21,7 +21,7 @@ import (
 // when the password is checked, so a race of concurrent guesses can still
 // be refused after taking a token.
 func admitPasswordAttempt(ctx context.Context, svc *auth.Service, username, ip string, now time.Time) error {
-	if err := svc.Throttle.Check(username, ip, now); err != nil {
+	if err := svc.Backoff.Check(ctx, username, ip, now); err != nil {
 		api.SkipCharge(ctx)
 		return authError(ctx, err, nil)
 	}

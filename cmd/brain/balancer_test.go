@@ -98,7 +98,8 @@ backend replicas
 // every replica within the documented 10 s. Then every master of the
 // cluster fails over to its replica under load, which costs no 5xx (the
 // default outage policy, local, decides on each replica meanwhile), and
-// after it the per-IP budget is exact again.
+// after it the per-IP budget is exact again. The login back-off counts a
+// username's failures, and an address's, across the replicas.
 func TestReplicasBehindABalancer(t *testing.T) {
 	cluster := redistest.StartCluster(t)
 	env := memoryEnv(map[string]string{
@@ -106,7 +107,7 @@ func TestReplicasBehindABalancer(t *testing.T) {
 		"BRAIN_REDIS_URL":        cluster.URL(),
 		"BRAIN_REDIS_PREFIX":     redistest.Prefix(),
 		"BRAIN_TRUSTED_PROXIES":  "127.0.0.1/32",
-		"BRAIN_RATE_LIMIT_IP":    "6/min,burst=6",
+		"BRAIN_RATE_LIMIT_IP":    "20/h,burst=20", // nothing refills during the test
 		"BRAIN_STREAM_HEARTBEAT": "300ms",
 	})
 	var procs []*proc
@@ -267,22 +268,41 @@ func TestReplicasBehindABalancer(t *testing.T) {
 	}
 	t.Logf("%d requests through three failovers and a 2,000-slot migration, no 5xx: %v", total, all)
 
-	// The per-IP budget: 12 wrong logins from one client behind the
-	// balancer (its address in X-Forwarded-For, which the balancer appends
-	// to) find its burst of 6, whichever replica serves each.
-	admitted := 0
-	for range 12 {
-		r := call("POST", "/api/v1/auth/login", map[string]string{"username": "nobody", "password": "not the password"}, "X-Forwarded-For: 203.0.113.7")
-		if r.status != http.StatusTooManyRequests {
-			admitted++
-		} else if r.str("details", "scope") != "ip" {
-			t.Fatalf("refused by %q, want the ip plane: %s", r.str("details", "scope"), r.raw)
+	// The login back-off is shared too. One username's first 429 comes
+	// after exactly its 5 failures (the spec's failures), each from an
+	// address of its own and served by whichever replica. The back-off
+	// then waits 1 s from the latest failure's start; the next attempt is
+	// sent at once, and a login takes a small part of that second.
+	wrong := func(username, ip string) response {
+		t.Helper()
+		return call("POST", "/api/v1/auth/login", map[string]string{"username": username, "password": "not the password"}, "X-Forwarded-For: "+ip)
+	}
+	backedOff := func(r response, since time.Time, what string) {
+		t.Helper()
+		if r.status != http.StatusTooManyRequests || r.str("details", "scope") != "login" {
+			t.Fatalf("%s: %d %s (%v after the last failure was sent), want 429 scope login", what, r.status, r.raw, time.Since(since).Round(time.Millisecond))
 		}
 	}
-	if admitted != 6 {
-		t.Fatalf("three replicas admitted %d of 12 logins from one client, want the shared burst of 6", admitted)
+	var sent time.Time
+	for i := range 5 {
+		sent = time.Now()
+		wrong("grace", fmt.Sprint("198.51.100.", i+1)).want(t, 401, fmt.Sprintf("grace's failure %d", i+1))
 	}
-	if per := served("/api/v1/auth/login", 13); per[0] < 4 || per[1] < 4 || per[2] < 4 {
+	backedOff(wrong("grace", "198.51.100.6"), sent, "grace's 6th attempt")
+	// One address's 20 failures (ip_failures), over 20 usernames: its
+	// 21st attempt is backed off, before the ip budget (burst 20). That
+	// budget is exact across replicas again after the failovers: the 20
+	// logins spent it, and the address's next request that draws from it
+	// is refused.
+	for i := range 20 {
+		sent = time.Now()
+		wrong(fmt.Sprint("user", i), "203.0.113.7").want(t, 401, fmt.Sprintf("failure %d from one address", i+1))
+	}
+	backedOff(wrong("user20", "203.0.113.7"), sent, "the 21st attempt from one address")
+	if r := call("GET", "/api/v1/auth/me", nil, "X-Forwarded-For: 203.0.113.7"); r.status != http.StatusTooManyRequests || r.str("details", "scope") != "ip" {
+		t.Fatalf("a 401 from the address whose logins spent its burst of 20: %d %s, want 429 scope ip", r.status, r.raw)
+	}
+	if per := served("/api/v1/auth/login", 28); per[0] < 6 || per[1] < 6 || per[2] < 6 {
 		t.Fatalf("logins served per replica: %v, want them spread", per)
 	}
 }

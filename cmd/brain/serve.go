@@ -46,18 +46,19 @@ func openRedis(cfg Config) (rueidis.Client, *api.Check, error) {
 	return client, check, nil
 }
 
-// rateLimitStore returns how limiters are made: in memory without Redis;
-// else in Redis, each behind the one breaker of that server with an
-// in-memory fallback, as BRAIN_RATELIMIT_ON_STORE_ERROR says.
-func rateLimitStore(cfg Config, client rueidis.Client, logger *slog.Logger, metrics *api.Metrics) (func(ratelimit.Budget) ratelimit.Limiter, error) {
+// rateLimitStore returns how limiters are made, and where the login
+// back-off keeps its counts: in memory without Redis; else in Redis,
+// behind the one breaker of that server with an in-memory fallback, as
+// BRAIN_RATELIMIT_ON_STORE_ERROR says.
+func rateLimitStore(cfg Config, client rueidis.Client, logger *slog.Logger, metrics *api.Metrics) (limiters func(ratelimit.Budget) ratelimit.Limiter, backoff func(*auth.LoginThrottle) auth.Backoff, err error) {
 	memory := func(p ratelimit.Budget) ratelimit.Limiter { return ratelimit.NewMemory(p, ratelimit.MemoryOptions{}) }
 	if client == nil {
-		return memory, nil
+		return memory, func(th *auth.LoginThrottle) auth.Backoff { return th }, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := ratelimit.CheckRedis(ctx, client, cfg.RedisPrefix+"rl:"); err != nil {
-		return nil, fmt.Errorf(product.EnvPrefix+"REDIS_URL: %w", err)
+		return nil, nil, fmt.Errorf(product.EnvPrefix+"REDIS_URL: %w", err)
 	}
 	breaker := ratelimit.NewBreaker()
 	breaker.OnStateChange = func(state string, err error) {
@@ -68,10 +69,14 @@ func rateLimitStore(cfg Config, client rueidis.Client, logger *slog.Logger, metr
 		}
 	}
 	metrics.ObserveBreaker(breaker)
-	logger.Info("rate limits shared in Redis", "on_store_error", cfg.RateLimitOnStoreError)
-	return func(p ratelimit.Budget) ratelimit.Limiter {
+	logger.Info("rate limits and the login back-off shared in Redis", "on_store_error", cfg.RateLimitOnStoreError)
+	limiters = func(p ratelimit.Budget) ratelimit.Limiter {
 		return ratelimit.NewResilient(ratelimit.NewRedis(client, cfg.RedisPrefix+"rl:", p), memory(p), cfg.RateLimitOnStoreError, breaker)
-	}, nil
+	}
+	backoff = func(th *auth.LoginThrottle) auth.Backoff {
+		return auth.NewRedisBackoff(client, cfg.RedisPrefix+"login:", th, cfg.RateLimitOnStoreError, breaker)
+	}
+	return limiters, backoff, nil
 }
 
 // The stream plane in Redis: a slot's lease outlives a few missed
@@ -205,6 +210,7 @@ func connRefusal(msg string) []byte {
 // process keeps in memory.
 type shared struct {
 	limiters func(ratelimit.Budget) ratelimit.Limiter
+	backoff  func(*auth.LoginThrottle) auth.Backoff // the login back-off's counts, for the auth service's throttle
 	streams  streams.Config
 	runHub   func(context.Context) // delivers other replicas' events until its context ends
 	ready    []api.Check           // Redis's, when set
@@ -228,7 +234,7 @@ func openShared(ctx context.Context, cfg Config, logger *slog.Logger, metrics *a
 			sh.close()
 		}
 	}()
-	if sh.limiters, err = rateLimitStore(cfg, redis, logger, metrics); err != nil {
+	if sh.limiters, sh.backoff, err = rateLimitStore(cfg, redis, logger, metrics); err != nil {
 		return sh, err
 	}
 	sh.streams, sh.runHub, err = streamConfig(ctx, cfg, redis, logger)
@@ -270,6 +276,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	defer db.Close()
 	logger.Info("database ready", "dialect", db.Dialect, "database", databaseName(cfg), "schema", store.SchemaVersions(db.Dialect, migrationSets(cfg.modules)...), "migrations_applied", applied)
 	svc := newAuth(db, cfg)
+	svc.Backoff = sh.backoff(svc.Throttle)
 	if err := ensureAdmin(ctx, svc, cfg.AdminPassword, logger); err != nil {
 		return err
 	}

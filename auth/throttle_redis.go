@@ -1,0 +1,262 @@
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"strconv"
+	"time"
+
+	"github.com/brain-template/brain/ratelimit"
+	"github.com/redis/rueidis"
+)
+
+// beginScript decides an attempt against one count (a username's or an
+// address's), a hash in Redis: n, its failures; last, the time of the
+// latest; and one field per attempt in flight, its id, holding when it
+// began. Times are µs on the Redis server's clock (TIME), so replicas
+// whose clocks disagree share one back-off; a non-zero ARGV[1] replaces
+// it (tests only). It is LoginThrottle's rule: the count forgotten once
+// nothing is in flight and its latest failure is ARGV[5] old; then, at
+// ARGV[2] failures and attempts in flight, a wait of ARGV[3] doubling
+// with each to ARGV[4], from the latest of them. An attempt in flight
+// longer than ARGV[6] was never settled (its replica died, or Redis
+// failed as it was), and is dropped. Each write keeps the hash ARGV[7]
+// ms, as long as anything in it matters.
+//
+// KEYS[1] the count. ARGV[8] the attempt's id, admitted into the count
+// unless it must wait; an empty one only checks.
+//
+// Returns {wait, n}: the µs to wait (0: admitted), and the failures.
+const beginScript = `
+local now = tonumber(ARGV[1])
+if now == 0 then
+  local t = redis.call('TIME')
+  now = t[1] * 1000000 + t[2]
+end
+local n, last, pending, begun = 0, 0, 0, 0
+local h = redis.call('HGETALL', KEYS[1])
+for i = 1, #h, 2 do
+  local v = tonumber(h[i + 1])
+  if h[i] == 'n' then n = v
+  elseif h[i] == 'last' then last = v
+  elseif v <= now - tonumber(ARGV[6]) then redis.call('HDEL', KEYS[1], h[i])
+  else pending, begun = pending + 1, math.max(begun, v) end
+end
+if pending == 0 and now - last >= tonumber(ARGV[5]) then
+  if n > 0 then redis.call('DEL', KEYS[1]) end
+  n = 0
+end
+local wait, threshold = 0, tonumber(ARGV[2])
+if n + pending >= threshold then
+  local d, shift = tonumber(ARGV[4]), n + pending - threshold
+  if shift < 30 then d = math.min(tonumber(ARGV[3]) * 2 ^ shift, d) end
+  wait = math.max(last, begun) + d - now
+end
+if wait <= 0 and ARGV[8] ~= '' then
+  redis.call('HSET', KEYS[1], ARGV[8], string.format('%d', now))
+  redis.call('PEXPIRE', KEYS[1], ARGV[7])
+end
+return {math.max(wait, 0), n}
+`
+
+// settleScript ends an attempt in one count, if it is still there (a
+// success may have reset the count since): ARGV[2] fail counts it as the
+// count's latest failure, at the time it began; reset empties the count
+// (a username's, after a success); drop takes it back without a trace.
+//
+// KEYS[1] the count. ARGV[1] the attempt's id, ARGV[3] the hash's TTL in
+// ms.
+const settleScript = `
+local at = redis.call('HGET', KEYS[1], ARGV[1])
+if not at then return 0 end
+if ARGV[2] == 'reset' then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+redis.call('HDEL', KEYS[1], ARGV[1])
+if ARGV[2] == 'fail' then
+  redis.call('HINCRBY', KEYS[1], 'n', 1)
+  if tonumber(at) > (tonumber(redis.call('HGET', KEYS[1], 'last')) or 0) then
+    redis.call('HSET', KEYS[1], 'last', at)
+  end
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+return 1
+`
+
+var (
+	beginLua  = rueidis.NewLuaScript(beginScript)
+	settleLua = rueidis.NewLuaScript(settleScript)
+)
+
+// maxInFlight is how long an attempt counts as in flight in Redis
+// without being settled: far longer than a password check takes (its
+// store calls and its wait for a hashing slot are bounded by a minute
+// each), so only one whose settling never reached Redis is dropped.
+const maxInFlight = 5 * time.Minute
+
+// RedisBackoff keeps the counts of a [LoginThrottle] in Redis, so that
+// every replica on the same Redis and prefix decides from the same
+// counts: a username's fifth failure is its fifth whichever replicas
+// served the others. It decides as the throttle does, with its
+// thresholds and waits, on the Redis server's clock (the now it is given
+// is ignored). Each count is a hash of its own, which expires once
+// nothing in it matters: on a Redis Cluster a username's and an
+// address's are in different slots. So an attempt is admitted into the
+// username's count, then the address's; when the address refuses it,
+// the username's takes it back, and an attempt beside it may have been
+// refused meanwhile as if it were one more in flight.
+//
+// Calls go through the breaker of the rate limits' Redis: while Redis
+// fails, Begin and Check decide as mode says, with the throttle's own
+// counts on this replica (local), admitting (open) or failing with
+// ErrUnavailable (closed). An attempt is settled where it was admitted;
+// one whose settling cannot reach Redis counts as in flight there for
+// maxInFlight, and its failure is lost. Create it with [NewRedisBackoff];
+// it is safe for concurrent use.
+type RedisBackoff struct {
+	th      *LoginThrottle
+	client  rueidis.Client
+	prefix  string
+	mode    ratelimit.OnStoreError
+	breaker *ratelimit.Breaker
+	// Timeout bounds each Begin, Check or settling in Redis: 100 ms from
+	// NewRedisBackoff. Set it before use.
+	Timeout time.Duration
+	// UseNow, for tests, decides at the now each call is given instead of
+	// on the Redis server's clock. Keys still expire on that clock.
+	UseNow bool
+}
+
+// NewRedisBackoff returns the counts of th in Redis, under prefix, behind
+// breaker, deciding as mode says while Redis fails.
+func NewRedisBackoff(client rueidis.Client, prefix string, th *LoginThrottle, mode ratelimit.OnStoreError, breaker *ratelimit.Breaker) *RedisBackoff {
+	return &RedisBackoff{th: th, client: client, prefix: prefix, mode: mode, breaker: breaker, Timeout: 100 * time.Millisecond}
+}
+
+// Begin admits an attempt into both counts, or refuses it with a
+// *ThrottledError, as [LoginThrottle.Begin] does.
+func (r *RedisBackoff) Begin(ctx context.Context, username, ip string, now time.Time) (Attempt, error) {
+	a := Attempt{username: username, ip: ip, id: rand.Text()}
+	return r.decide(ctx, a, now)
+}
+
+// Check reports whether an attempt would be refused, as
+// [LoginThrottle.Check] does, and counts nothing.
+func (r *RedisBackoff) Check(ctx context.Context, username, ip string, now time.Time) error {
+	_, err := r.decide(ctx, Attempt{username: username, ip: ip}, now)
+	return err
+}
+
+// decide runs beginScript for a in the username's count, then the
+// address's; an a without id is only checked. While Redis fails, it
+// decides as r.mode says.
+func (r *RedisBackoff) decide(ctx context.Context, a Attempt, now time.Time) (Attempt, error) {
+	var refused error
+	ok, err := r.breaker.Do(ctx, r.Timeout, func(ctx context.Context) (bool, error) {
+		var err error
+		a.failing, refused, err = r.begin(ctx, a, now)
+		return true, err
+	})
+	switch {
+	case err != nil:
+		return Attempt{}, unavailable(err)
+	case ok && refused != nil:
+		return Attempt{}, refused
+	case ok:
+		return a, nil
+	case r.mode == ratelimit.Open:
+		return Attempt{}, nil // counted nowhere
+	case r.mode == ratelimit.Closed:
+		return Attempt{}, unavailable(ratelimit.ErrStoreUnavailable)
+	case a.id == "":
+		return Attempt{}, r.th.Check(ctx, a.username, a.ip, now)
+	}
+	return r.th.Begin(ctx, a.username, a.ip, now)
+}
+
+// begin runs beginScript in each count of a, and takes a back from the
+// username's when the address's refuses it. It reports whether either
+// count has failures, or the refusal.
+func (r *RedisBackoff) begin(ctx context.Context, a Attempt, now time.Time) (failing bool, refused, err error) {
+	at := "0"
+	if r.UseNow {
+		at = strconv.FormatInt(now.UnixMicro(), 10)
+	}
+	us := func(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }
+	for i, c := range r.counts(a) {
+		got, err := beginLua.Exec(ctx, r.client, []string{c.key},
+			[]string{at, strconv.Itoa(c.threshold), us(r.th.BaseDelay), us(r.th.MaxDelay), us(c.forget), us(maxInFlight), r.ttl(c), a.id}).AsIntSlice()
+		if err != nil || got[0] > 0 {
+			if i > 0 && a.id != "" { // the username's count admitted it
+				_ = r.settle(ctx, a, "drop", "")
+			}
+			if err != nil {
+				return false, nil, err
+			}
+			return false, &ThrottledError{RetryAfter: time.Duration(got[0]) * time.Microsecond, Key: c.name, Failures: c.threshold}, nil
+		}
+		failing = failing || got[1] > 0
+	}
+	return failing, nil, nil
+}
+
+// A redisCount is the username's or the address's count, as Redis
+// keeps it.
+type redisCount struct {
+	name, key string
+	threshold int
+	forget    time.Duration // since its latest failure, with nothing in flight
+}
+
+func (r *RedisBackoff) counts(a Attempt) [2]redisCount {
+	return [2]redisCount{
+		{"username", r.prefix + "user:" + a.username, r.th.UserFailures, r.th.UserForget},
+		{"ip", r.prefix + "ip:" + a.ip, r.th.IPFailures, r.th.IPReset},
+	}
+}
+
+// ttl is how long count c's hash lives after a write, in ms: as long as
+// its latest failure or an attempt in flight matters.
+func (r *RedisBackoff) ttl(c redisCount) string {
+	return strconv.FormatInt(max(c.forget, maxInFlight).Milliseconds(), 10)
+}
+
+// Fail records that an admitted attempt's password was wrong.
+func (r *RedisBackoff) Fail(a Attempt) { r.end(a, "fail", "fail", r.th.Fail) }
+
+// Succeed records that an admitted attempt was right: the username's
+// count resets, the address's keeps its failures.
+func (r *RedisBackoff) Succeed(a Attempt) { r.end(a, "reset", "drop", r.th.Succeed) }
+
+// Abandon takes back an admitted attempt whose password was never
+// checked: it leaves no trace in either count.
+func (r *RedisBackoff) Abandon(a Attempt) { r.end(a, "drop", "drop", r.th.Abandon) }
+
+// end settles a in Redis, or, when it was admitted without Redis, with
+// local. It runs even when the request's context has ended: the
+// password was checked.
+func (r *RedisBackoff) end(a Attempt, user, addr string, local func(Attempt)) {
+	if a.id == "" {
+		local(a)
+		return
+	}
+	_, _ = r.breaker.Do(context.Background(), r.Timeout, func(ctx context.Context) (bool, error) {
+		return true, r.settle(ctx, a, user, addr)
+	})
+}
+
+// settle runs settleScript for a in each count with how to settle it
+// there ("" leaves a count as it is).
+func (r *RedisBackoff) settle(ctx context.Context, a Attempt, user, addr string) error {
+	counts := r.counts(a)
+	for i, how := range [2]string{user, addr} {
+		if how == "" {
+			continue
+		}
+		if err := settleLua.Exec(ctx, r.client, []string{counts[i].key}, []string{a.id, how, r.ttl(counts[i])}).Error(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
