@@ -60,7 +60,8 @@ func bodyLimit(op *huma.Operation) int64 { return declarationOf(op).bodyLimit }
 // checkBody is the huma middleware, run for every operation before its
 // caller is resolved, that refuses a body by what its request declares:
 // 413 for a Content-Length over the operation's limit, 415 for a charset
-// other than UTF-8. Neither reads a byte of the body.
+// other than UTF-8. Neither reads a byte of the body. It also writes the
+// media type in lower case, as huma reads it.
 func checkBody(api huma.API) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
 		limit := bodyLimit(ctx.Operation())
@@ -74,6 +75,7 @@ func checkBody(api huma.API) func(huma.Context, func(huma.Context)) {
 				fmt.Sprintf("the body is %d bytes; this operation accepts at most %d", r.ContentLength, limit))))
 			return
 		}
+		lowerMediaType(r.Header)
 		if !utf8Charset(r.Header.Get("Content-Type")) {
 			writeHumaError(api, ctx, unread(NewError(http.StatusUnsupportedMediaType, "the request body must be UTF-8: send charset=utf-8, or no charset")))
 			return
@@ -90,6 +92,21 @@ func checkBody(api huma.API) func(huma.Context, func(huma.Context)) {
 func unread(e *Error) *Error {
 	e.GetHeaders().Set("Connection", "close")
 	return e
+}
+
+// lowerMediaType rewrites the media type of h's Content-Type in lower
+// case, without the spaces around it: a media type is case-insensitive
+// (RFC 9110), but huma finds the format of a body by its exact name, and
+// would refuse APPLICATION/JSON with 415.
+func lowerMediaType(h http.Header) {
+	ct := h.Get("Content-Type")
+	mt, params, ok := strings.Cut(ct, ";")
+	if lower := strings.ToLower(strings.TrimSpace(mt)); lower != mt {
+		if ok {
+			lower += ";" + params
+		}
+		h.Set("Content-Type", lower)
+	}
 }
 
 // utf8Charset reports whether a Content-Type names no charset, or UTF-8.
