@@ -139,7 +139,9 @@ func WithLoginBackoff(op huma.Operation) huma.Operation {
 //  5. room for a large body (body.go), so that a body refused for room
 //     costs its caller nothing from a budget;
 //  6. the rate limits, with x-rate-limit, the 429 and the headers in the
-//     spec (ratelimit.go).
+//     spec (ratelimit.go);
+//  7. the refusal of a number or boolean query parameter sent empty
+//     (params.go), which huma would take for one left out.
 func declareOperation(ps *planes, bodies *bodiesInFlight) func(*huma.OpenAPI, *huma.Operation) {
 	return func(oapi *huma.OpenAPI, op *huma.Operation) {
 		ownFields(op)
@@ -150,6 +152,7 @@ func declareOperation(ps *planes, bodies *bodiesInFlight) func(*huma.OpenAPI, *h
 			d.bodyLimit = limitBody(op)
 			bodies.declare(op, d.bodyLimit)
 			ps.declareRateLimits(op, d)
+			refuseEmptyParams(op, ps)
 			d.schemas = oapi.Components.Schemas
 		})
 	}
