@@ -179,6 +179,7 @@ func New(cfg Config) *Server {
 	hc.Components.SecuritySchemes = securitySchemes
 	declareComponents(hc.Components)
 	declareUnavailable(hc.Components)
+	declareNoStore(hc.Components)
 	outages := newOutageLog(time.Minute, cfg.Now)
 	hc.Transformers = append(hc.Transformers, logCauses(outages))
 
