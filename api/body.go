@@ -21,9 +21,11 @@ import (
 //
 //   - At most MaxBodyBytes long, that many bytes included (huma's default,
 //     1 MiB, when it declares none). A request that declares a longer
-//     Content-Length is refused 413 at once, before a byte is read; one
-//     that declares none (chunked) is refused 413 at the byte past the
-//     limit.
+//     Content-Length is refused 413 before a byte is read; one that
+//     declares none (chunked) is refused 413 at the byte past the limit.
+//     Either is refused once the caller is known and the request charged
+//     to its budget, as huma's validation is, so that its answer carries
+//     the rate-limit headers the spec declares on every 413.
 //   - UTF-8: a Content-Type that names another charset is refused 415,
 //     rather than its text misread.
 //   - Room for it: an operation whose limit is over [LargeBody] (ingest's
@@ -57,31 +59,29 @@ func limitBody(op *huma.Operation) int64 {
 // bodyLimit is the largest body op accepts; 0 when it reads none.
 func bodyLimit(op *huma.Operation) int64 { return declarationOf(op).bodyLimit }
 
-// checkBody is the huma middleware, run for every operation before its
-// caller is resolved, that refuses a body by what its request declares:
-// 413 for a Content-Length over the operation's limit, 415 for a charset
+// check gives op, whose body limit is limit (0: it reads none), the
+// middleware that refuses a body by what its request declares, after the
+// rate limits: 413 for a Content-Length over limit, 415 for a charset
 // other than UTF-8. Neither reads a byte of the body. It also writes the
 // media type in lower case, as huma reads it.
-func checkBody(api huma.API) func(huma.Context, func(huma.Context)) {
-	return func(ctx huma.Context, next func(huma.Context)) {
-		limit := bodyLimit(ctx.Operation())
-		if limit == 0 {
-			next(ctx)
-			return
-		}
+func (b *bodiesInFlight) check(op *huma.Operation, limit int64) {
+	if limit == 0 {
+		return
+	}
+	op.Middlewares = append(op.Middlewares, func(ctx huma.Context, next func(huma.Context)) {
 		r, _ := humachi.Unwrap(ctx)
 		if r.ContentLength > limit {
-			writeHumaError(api, ctx, unread(NewError(http.StatusRequestEntityTooLarge,
+			writeHumaError(b.api, ctx, unread(NewError(http.StatusRequestEntityTooLarge,
 				fmt.Sprintf("the body is %d bytes; this operation accepts at most %d", r.ContentLength, limit))))
 			return
 		}
 		lowerMediaType(r.Header)
 		if !utf8Charset(r.Header.Get("Content-Type")) {
-			writeHumaError(api, ctx, unread(NewError(http.StatusUnsupportedMediaType, "the request body must be UTF-8: send charset=utf-8, or no charset")))
+			writeHumaError(b.api, ctx, unread(NewError(http.StatusUnsupportedMediaType, "the request body must be UTF-8: send charset=utf-8, or no charset")))
 			return
 		}
 		next(ctx)
-	}
+	})
 }
 
 // unread marks e as the answer to a request whose body is left unread:
@@ -254,7 +254,11 @@ func bytesText(n int64) string {
 func (b *bodiesInFlight) enforce(limit int64) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
 		r, _ := humachi.Unwrap(ctx)
-		n := r.ContentLength // checkBody refused one over the limit
+		n := r.ContentLength
+		if n > limit { // refused unread after the rate limits (check): it needs no room
+			next(ctx)
+			return
+		}
 		if n < 0 {
 			n = limit // unknown until read: as much as it may be
 		}
