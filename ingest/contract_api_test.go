@@ -31,7 +31,7 @@ import (
 // unprovoked are the statuses the walk does not provoke, and why: every
 // other status an operation declares, it must.
 var unprovoked = map[string]string{
-	"408": "a body that stops arriving is refused after huma's body read timeout (5 s) a request: seconds of wall time each; api's body tests cover it",
+	"408": "a body that stops arriving is refused after huma's body read timeout, 5 s of wall time a request; api's body tests cover it",
 	"500": "the walk injects no fault into a handler; api's tests provoke each 500 path with operations of their own",
 }
 
@@ -39,9 +39,10 @@ var unprovoked = map[string]string{
 // operation of the served spec on three servers: one that answers
 // (2xx, 400, 401, 403, 404, 409, 413, 415, 422), one whose budgets admit
 // one request an hour (429), and one whose rate-limit store and
-// readiness check fail (503). A malformed Last-Event-ID answered 422
-// without the rate-limit headers the spec requires there; an
-// authenticated answer had no Cache-Control.
+// readiness check fail (503). A stream's malformed Last-Event-ID (422), a
+// body's Content-Length over the limit (413) and its charset (415) were
+// answered without the rate-limit headers the spec requires there, and
+// "?limit=" with 200.
 func TestSpecWalkEveryStatusCarriesWhatTheSpecDeclares(t *testing.T) {
 	w := &walk{t: t, provoked: map[string]bool{}}
 	w.answers()
