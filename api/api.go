@@ -179,6 +179,7 @@ func New(cfg Config) *Server {
 	hc.Components.SecuritySchemes = securitySchemes
 	declareComponents(hc.Components)
 	declareUnavailable(hc.Components)
+	declareNoStore(hc.Components)
 	outages := newOutageLog(time.Minute, cfg.Now)
 	hc.Transformers = append(hc.Transformers, logCauses(outages))
 
@@ -187,7 +188,7 @@ func New(cfg Config) *Server {
 	s := &Server{router: r, API: api, planes: ps, outages: outages, traffic: tr, bodies: bodies,
 		metrics: cfg.Metrics, auth: cfg.Auth, now: cfg.Now, adapter: adapter}
 	s.requireCaller = requireCaller(api, cfg.Auth, ps, outages)
-	api.UseMiddleware(checkBody(api), s.requireCaller)
+	api.UseMiddleware(s.requireCaller)
 	ps.api, bodies.api = api, api
 	addRoutes(api, cfg)
 	for _, f := range cfg.Features {

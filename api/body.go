@@ -22,9 +22,11 @@ import (
 //
 //   - At most MaxBodyBytes long, that many bytes included (huma's default,
 //     1 MiB, when it declares none). A request that declares a longer
-//     Content-Length is refused 413 at once, before a byte is read; one
-//     that declares none (chunked) is refused 413 at the byte past the
-//     limit.
+//     Content-Length is refused 413 before a byte is read; one that
+//     declares none (chunked) is refused 413 at the byte past the limit.
+//     Either is refused once the caller is known and the request charged
+//     to its budget, as huma's validation is, so that its answer carries
+//     the rate-limit headers the spec declares on every 413.
 //   - UTF-8: a Content-Type that names another charset is refused 415,
 //     rather than its text misread.
 //   - Room for it: an operation whose limit is over [LargeBody] (ingest's
@@ -59,29 +61,29 @@ func limitBody(op *huma.Operation) int64 {
 // bodyLimit is the largest body op accepts; 0 when it reads none.
 func bodyLimit(op *huma.Operation) int64 { return declarationOf(op).bodyLimit }
 
-// checkBody is the huma middleware, run for every operation before its
-// caller is resolved, that refuses a body by what its request declares:
-// 413 for a Content-Length over the operation's limit, 415 for a charset
-// other than UTF-8. Neither reads a byte of the body.
-func checkBody(api huma.API) func(huma.Context, func(huma.Context)) {
-	return func(ctx huma.Context, next func(huma.Context)) {
-		limit := bodyLimit(ctx.Operation())
-		if limit == 0 {
-			next(ctx)
-			return
-		}
+// check gives op, whose body limit is limit (0: it reads none), the
+// middleware that refuses a body by what its request declares, after the
+// rate limits: 413 for a Content-Length over limit, 415 for a charset
+// other than UTF-8. Neither reads a byte of the body. It also writes the
+// media type in lower case, as huma reads it.
+func (b *bodiesInFlight) check(op *huma.Operation, limit int64) {
+	if limit == 0 {
+		return
+	}
+	op.Middlewares = append(op.Middlewares, func(ctx huma.Context, next func(huma.Context)) {
 		r, _ := humachi.Unwrap(ctx)
 		if r.ContentLength > limit {
-			writeHumaError(api, ctx, unread(NewError(http.StatusRequestEntityTooLarge,
+			writeHumaError(b.api, ctx, unread(NewError(http.StatusRequestEntityTooLarge,
 				fmt.Sprintf("the body is %d bytes; this operation accepts at most %d", r.ContentLength, limit))))
 			return
 		}
+		lowerMediaType(r.Header)
 		if !utf8Charset(r.Header.Get("Content-Type")) {
-			writeHumaError(api, ctx, unread(NewError(http.StatusUnsupportedMediaType, "the request body must be UTF-8: send charset=utf-8, or no charset")))
+			writeHumaError(b.api, ctx, unread(NewError(http.StatusUnsupportedMediaType, "the request body must be UTF-8: send charset=utf-8, or no charset")))
 			return
 		}
 		next(ctx)
-	}
+	})
 }
 
 // unread marks e as the answer to a request whose body is left unread:
@@ -92,6 +94,21 @@ func checkBody(api huma.API) func(huma.Context, func(huma.Context)) {
 func unread(e *Error) *Error {
 	e.GetHeaders().Set("Connection", "close")
 	return e
+}
+
+// lowerMediaType rewrites the media type of h's Content-Type in lower
+// case, without the spaces around it: a media type is case-insensitive
+// (RFC 9110), but huma finds the format of a body by its exact name, and
+// would refuse APPLICATION/JSON with 415.
+func lowerMediaType(h http.Header) {
+	ct := h.Get("Content-Type")
+	mt, params, ok := strings.Cut(ct, ";")
+	if lower := strings.ToLower(strings.TrimSpace(mt)); lower != mt {
+		if ok {
+			lower += ";" + params
+		}
+		h.Set("Content-Type", lower)
+	}
 }
 
 // utf8Charset reports whether a Content-Type names no charset, or UTF-8.

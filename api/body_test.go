@@ -109,3 +109,20 @@ func TestBodyCharsetMustBeUTF8(t *testing.T) {
 		}
 	}
 }
+
+// A media type is case-insensitive (RFC 9110 8.3.1): APPLICATION/JSON is
+// application/json on every operation that reads a body, whatever case
+// or spaces its type and parameters have; another type is still 415.
+func TestBodyMediaTypeIgnoresCase(t *testing.T) {
+	s, l, _, ada := bodyServer(t, api.BodyBudget{})
+	for path := range bodyOperations(t, s) {
+		for _, ct := range []string{"APPLICATION/JSON", "Application/Json; Charset=UTF-8", "application/JSON ;charset=utf-8"} {
+			if r := l.Post(path, ct, []byte(`{}`), false, ada); r.Status == http.StatusUnsupportedMediaType {
+				t.Errorf("%s as %s: 415 %s", path, ct, r.Body)
+			}
+		}
+		if r := l.Post(path, "TEXT/PLAIN", []byte(`{}`), false, ada); r.Status != http.StatusUnsupportedMediaType {
+			t.Errorf("%s as TEXT/PLAIN: %d %s, want 415", path, r.Status, r.Body)
+		}
+	}
+}

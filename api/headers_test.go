@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/brain-template/brain/api"
+	"github.com/danielgtaylor/huma/v2"
 )
 
 // TestErrorsCarryNoSniff checks X-Content-Type-Options: nosniff on errors
@@ -95,11 +96,75 @@ func TestSecretsAreNotStored(t *testing.T) {
 		t.Fatalf("create API key: %d, Cache-Control %q; want 201 and no-store", resp.StatusCode, resp.Header.Get("Cache-Control"))
 	}
 
-	paths := s.API.OpenAPI().Paths
+	oapi := s.API.OpenAPI()
 	for path, status := range map[string]string{"/api/v1/auth/login": "200", "/api/v1/apikeys": "201"} {
-		h := paths[path].Post.Responses[status].Headers["Cache-Control"]
+		h := oapi.Paths[path].Post.Responses[status].Headers["Cache-Control"]
+		if h != nil && h.Ref != "" {
+			h = oapi.Components.Headers[strings.TrimPrefix(h.Ref, "#/components/headers/")]
+		}
 		if h == nil || h.Schema == nil || len(h.Schema.Enum) != 1 || h.Schema.Enum[0] != "no-store" {
 			t.Errorf("POST %s: the spec does not declare Cache-Control: no-store on %s", path, status)
 		}
+	}
+}
+
+// Every answer to an authenticated request carries Cache-Control:
+// no-store, whatever its status, its caller (a session, an API key) or
+// its operation (a stream too), so no cache keeps a user's data; and the
+// spec declares it, required, on every success of every operation that
+// needs a caller. An answer that authenticated nobody (a public
+// operation, a 401) is not marked.
+func TestAuthenticatedAnswersAreNotStored(t *testing.T) {
+	s, l, svc := streamServer(t, api.Config{})
+	ada, key := l.Login("ada", "correct horse battery").Cookie(t), "X-API-Key: "+mustKey(t, svc)
+	for _, c := range []struct {
+		method, path, caller string
+		status               int
+	}{
+		{"GET", "/api/v1/auth/me", ada, 200},
+		{"GET", "/api/v1/auth/me", key, 200},
+		{"GET", "/api/v1/apikeys", ada, 200},
+		{"GET", "/api/v1/apikeys?limit=0", ada, 422},
+		{"DELETE", "/api/v1/apikeys/00000000000000000000000000000000", ada, 404},
+		{"GET", "/api/v1/apikeys", key, 403},
+	} {
+		r := l.Call(c.method, c.path, nil, c.caller)
+		if r.Status != c.status || r.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("%s %s: %d Cache-Control %q, want %d and no-store", c.method, c.path, r.Status, r.Header.Get("Cache-Control"), c.status)
+		}
+	}
+	for _, caller := range []string{ada, key} {
+		st, r := l.OpenStream("/api/v1/events", caller)
+		if st == nil || r.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("GET /api/v1/events: %d Cache-Control %q, want a stream and no-store", r.Status, r.Header.Get("Cache-Control"))
+		}
+	}
+	for _, path := range []string{"/api/v1/health", "/api/v1/auth/me"} {
+		if r := l.Call("GET", path, nil); r.Header.Get("Cache-Control") == "no-store" {
+			t.Errorf("GET %s without credentials: %d Cache-Control: no-store; nobody's data is in it", path, r.Status)
+		}
+	}
+
+	oapi := s.API.OpenAPI()
+	n := 0
+	for path, item := range oapi.Paths {
+		for _, op := range []*huma.Operation{item.Get, item.Head, item.Post, item.Put, item.Patch, item.Delete} {
+			if op == nil || len(op.Security) == 0 {
+				continue
+			}
+			for status, res := range op.Responses {
+				if status[0] != '2' {
+					continue
+				}
+				n++
+				ref := res.Headers["Cache-Control"]
+				if h := oapi.Components.Headers["Cache-Control"]; ref == nil || ref.Ref != "#/components/headers/Cache-Control" || !h.Required || h.Schema.Enum[0] != "no-store" {
+					t.Errorf("%s %s %s does not declare Cache-Control: no-store, required", op.Method, path, status)
+				}
+			}
+		}
+	}
+	if n < 8 {
+		t.Fatalf("only %d successes of operations that need a caller", n)
 	}
 }

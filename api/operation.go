@@ -134,12 +134,17 @@ func WithLoginBackoff(op huma.Operation) huma.Operation {
 //  4. the body limit, exact (body.go).
 //
 // Then the operation's own middleware, in the order a request meets it
-// (after checkBody and requireCaller, which every operation runs):
+// (after requireCaller, which every operation runs):
 //
 //  5. room for a large body (body.go), so that a body refused for room
 //     costs its caller nothing from a budget;
 //  6. the rate limits, with x-rate-limit, the 429 and the headers in the
-//     spec (ratelimit.go).
+//     spec (ratelimit.go);
+//  7. the body's declared length and charset (body.go), and the refusal
+//     of a number or boolean query parameter sent empty (params.go),
+//     which huma would take for one left out: refused as huma's own
+//     validation is, after the rate limits, so their answers carry the
+//     same headers.
 func declareOperation(ps *planes, bodies *bodiesInFlight) func(*huma.OpenAPI, *huma.Operation) {
 	return func(oapi *huma.OpenAPI, op *huma.Operation) {
 		ownFields(op)
@@ -150,6 +155,8 @@ func declareOperation(ps *planes, bodies *bodiesInFlight) func(*huma.OpenAPI, *h
 			d.bodyLimit = limitBody(op)
 			bodies.declare(op, d.bodyLimit)
 			ps.declareRateLimits(op, d)
+			bodies.check(op, d.bodyLimit)
+			refuseEmptyParams(op, ps)
 			d.schemas = oapi.Components.Schemas
 		})
 	}

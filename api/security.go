@@ -26,9 +26,35 @@ var securitySchemes = map[string]*huma.SecurityScheme{
 	schemeAPIKey:  {Type: "apiKey", In: "header", Name: "X-API-Key", Description: "An API key (brk_...)."},
 }
 
+// noStore is the Cache-Control of every answer to a request whose caller
+// is known: the answer is that caller's (its data, or a secret), and no
+// cache, shared or private, may keep it.
+const noStore = "no-store"
+
+// refNoStore is the header, in the spec's components, that every success
+// of an operation that needs a caller declares.
+const refNoStore = refHeader + "Cache-Control"
+
+// declareNoStore adds the Cache-Control header to the spec's components.
+func declareNoStore(c *huma.Components) {
+	c.Headers["Cache-Control"] = &huma.Header{Required: true, Schema: &huma.Schema{Type: "string", Enum: []any{noStore}},
+		Description: "no-store: the answer is the caller's own (its data, or a secret), and no cache, shared or private, may keep it. Every answer to a request whose caller is known has it, whatever its status."}
+}
+
 // declareSecurity gives op the security requirement and the 401/403/503
-// in op.Errors that its access implies.
+// in op.Errors that its access implies, and, when it needs a caller,
+// Cache-Control: no-store on its successes.
 func declareSecurity(op *huma.Operation, access Access) {
+	if access != Probe && access != Public {
+		for status, r := range op.Responses {
+			if status[0] == '2' {
+				if r.Headers == nil {
+					r.Headers = map[string]*huma.Header{}
+				}
+				r.Headers["Cache-Control"] = &huma.Header{Ref: refNoStore}
+			}
+		}
+	}
 	switch access {
 	case Probe, Public:
 		op.Security = []map[string][]string{}
@@ -54,8 +80,9 @@ func declareSecurity(op *huma.Operation, access Access) {
 // instead once the address has spent its budget; 403 for an API key on a
 // session-only operation, charged to the key's budget (ps.refusedCaller), and
 // for any user but admin on an Admin operation. The caller then goes in the context
-// (auth.FromContext) for the planes and the handler. The cause of a 503
-// goes to outages, once per cause.
+// (auth.FromContext) for the planes and the handler, and every answer
+// from then on, whatever its status, is marked Cache-Control: no-store.
+// The cause of a 503 goes to outages, once per cause.
 //
 // An address the ip plane refuses gets no store lookups until its budget
 // would admit again: its credentials are checked against the caches only,
@@ -69,7 +96,11 @@ func requireCaller(api huma.API, svc *auth.Service, ps *planes, outages *outageL
 			return
 		}
 		id, ok := g.caller(ctx)
-		if !ok || g.forbidden(ctx, access, id) {
+		if !ok {
+			return
+		}
+		ctx.SetHeader("Cache-Control", noStore)
+		if g.forbidden(ctx, access, id) {
 			return
 		}
 		middleware.NoteUser(ctx.Context(), id.User.ID)

@@ -215,3 +215,38 @@ func TestSpecPropertyNames(t *testing.T) {
 		}
 	}
 }
+
+// A query parameter typed integer, number or boolean sent empty
+// ("?limit=") is a 422 at query.<name>, with the rate-limit headers of
+// any 422, on every GET that has one; huma took it for a parameter left
+// out and answered with its default. An empty string parameter is a
+// value, and stays one.
+func TestEmptyNumberParameterIs422(t *testing.T) {
+	_, l, _ := streamServer(t, api.Config{})
+	ada := l.Login("ada", "correct horse battery").Cookie(t)
+	n := 0
+	mustServedSpec(t, l).operations(func(method, path string, op map[string]any) {
+		params, _ := op["parameters"].([]any)
+		for _, p := range params {
+			p := p.(map[string]any)
+			schema, _ := p["schema"].(map[string]any)
+			if method != "GET" || p["in"] != "query" || schema["type"] == "string" {
+				continue
+			}
+			n++
+			name := p["name"].(string)
+			r := l.Call(method, concretePath(path)+"?"+name+"=", nil, ada)
+			var env apitest.Envelope
+			_ = json.Unmarshal([]byte(r.Body), &env)
+			if r.Status != http.StatusUnprocessableEntity || len(env.Details.Errors) != 1 || env.Details.Errors[0].Location != "query."+name || r.Header.Get("RateLimit") == "" {
+				t.Errorf("%s %s?%s=: %d RateLimit=%q %s; want 422 at query.%s with the rate-limit headers", method, path, name, r.Status, r.Header.Get("RateLimit"), r.Body, name)
+			}
+		}
+	})
+	if n == 0 {
+		t.Fatal("no GET has a query parameter that is no string")
+	}
+	if r := l.Call("GET", "/api/v1/apikeys?cursor=", nil, ada); r.Status != http.StatusOK {
+		t.Errorf("GET /api/v1/apikeys?cursor=: %d %s; an empty string is a value", r.Status, r.Body)
+	}
+}

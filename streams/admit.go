@@ -1,9 +1,9 @@
 // This file is the front door of every stream, before a byte of its
 // response: the caller is resolved as for any operation (401, 403 and 503
-// alike), a malformed Last-Event-ID is refused, then one of the caller's
-// slots is reserved, one of its user's, and a token of the caller's open
-// budget is taken, or the request is refused with the API's one 429
-// (scope stream).
+// alike), then one of the caller's slots is reserved, one of its user's,
+// and a token of the caller's open budget is taken, or the request is
+// refused with the API's one 429 (scope stream); then a malformed
+// Last-Event-ID is refused.
 
 package streams
 
@@ -28,23 +28,27 @@ import (
 var lastEventID = regexp.MustCompile(`^[0-9]{1,20}-[0-9]{1,20}$`)
 
 // open is the front door of every stream: it resolves the caller, then
-// takes the stream's places (admit), and reports whether the stream may
-// start. When it may not, it has answered: 401, 403, 422, 503, or 429
-// with scope stream, before any stream header.
+// takes the stream's places (admit), checks its Last-Event-ID, and
+// reports whether the stream may start. When it may not, it has
+// answered: 401, 403, 422, 503, or 429 with scope stream, before any
+// stream header.
 func (p *Plane) open(op *huma.Operation, w http.ResponseWriter, r *http.Request) (*Stream, bool) {
 	id := p.s.RequireCaller(humachi.NewContext(op, r, w))
 	if id == nil {
 		return nil, false // answered
 	}
 	r = r.WithContext(auth.NewContext(r.Context(), id)) // whose refusals these are, and who the stream's is
-	// A malformed Last-Event-ID is refused before the stream takes a slot
-	// or an open: a refusal costs the caller nothing.
-	after := r.Header.Get("Last-Event-ID")
-	if after != "" && !lastEventID.MatchString(after) {
-		p.s.Refuse(w, r, api.NewError(http.StatusUnprocessableEntity, "", api.FieldError{Location: "header.Last-Event-ID", Message: "not an event id of this API: <digits>-<digits>, as an event's id: field"}))
-		return nil, false
-	}
 	slot, userSlot, e := p.admit(r.Context(), w.Header(), id)
+	// A malformed Last-Event-ID is refused once the stream is admitted,
+	// as any operation's parameters are checked after its rate limits:
+	// the 422 carries the plane's headers, and costs an open. Its slots
+	// are given back.
+	after := r.Header.Get("Last-Event-ID")
+	if e == nil && after != "" && !lastEventID.MatchString(after) {
+		slot.Release()
+		userSlot.Release()
+		e = api.NewError(http.StatusUnprocessableEntity, "", api.FieldError{Location: "header.Last-Event-ID", Message: "not an event id of this API: <digits>-<digits>, as an event's id: field"})
+	}
 	if e != nil {
 		p.s.Refuse(w, r, e)
 		return nil, false

@@ -45,10 +45,11 @@ func NewConn(w http.ResponseWriter, heartbeat time.Duration) *Conn {
 }
 
 // SetHeaders sets the headers of an SSE response: its content type, and
-// no caching or buffering on the way.
+// no caching (a stream is its caller's, as every authenticated answer
+// is: no-store) or buffering on the way.
 func SetHeaders(h http.Header) {
 	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
+	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 }
 

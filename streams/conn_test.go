@@ -77,7 +77,7 @@ func TestConnTakesTheConnectionOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, v := range map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no"} {
+	for k, v := range map[string]string{"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"} {
 		if got := resp.Header.Get(k); got != v {
 			t.Errorf("%s: %q, want %q", k, got, v)
 		}

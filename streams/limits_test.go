@@ -6,6 +6,7 @@ package streams_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -125,22 +126,27 @@ func TestStreamCapRefusalTakesNoOpen(t *testing.T) {
 	}
 }
 
-// A malformed Last-Event-ID is refused (422) before the stream takes a
-// slot or an open: 30 of them leave the open budget whole.
-func TestBadLastEventIDTakesNoOpen(t *testing.T) {
+// A malformed Last-Event-ID is refused (422) once the stream is
+// admitted, as any operation's parameters are checked after its rate
+// limits: the 422 carries the plane's headers, which the spec requires on
+// it (it had none), and takes an open, as any 422 takes a token; its
+// slots are given back, so the caller's 16 streams all open after 3 of
+// them.
+func TestBadLastEventIDIsRefusedOnceAdmitted(t *testing.T) {
 	clk := testclock.New(t0)
 	s := apitest.Start(t, api.Config{Now: clk.Now, Limits: api.Limits{StreamOpens: api.DefaultLimits().StreamOpens, Store: clockedStore(clk)}})
 	ada := s.Session()
-	for range 30 {
-		if _, r := s.OpenStream("/api/v1/events", ada, "Last-Event-ID: nonsense"); r.Status != 422 {
-			t.Fatalf("a malformed Last-Event-ID: %d %s", r.Status, r.Body)
+	for i := range 3 {
+		_, r := s.OpenStream("/api/v1/events", ada, "Last-Event-ID: nonsense")
+		if want := fmt.Sprintf(`"stream-opens";r=%d;`, 19-i); r.Status != 422 || !strings.Contains(r.Header.Get("RateLimit"), want) || r.Header.Get("RateLimit-Policy") == "" || r.Header.Get("X-RateLimit-Remaining") == "" {
+			t.Fatalf("a malformed Last-Event-ID: %d RateLimit %q %s; want 422 with the plane's headers, %s", r.Status, r.Header.Get("RateLimit"), r.Body, want)
 		}
 	}
-	st, r := s.OpenStream("/api/v1/events", ada)
-	if st == nil || !strings.Contains(r.Header.Get("RateLimit"), `"stream-opens";r=19;`) {
-		t.Fatalf("after 30 malformed ids: RateLimit %q; want 19 opens left of 20", r.Header.Get("RateLimit"))
+	for i := range streams.DefaultCap {
+		if st, r := s.OpenStream("/api/v1/events", ada); st == nil {
+			t.Fatalf("stream %d after 3 malformed ids: %d %s; want their slots given back", i+1, r.Status, r.Body)
+		}
 	}
-	st.Close()
 }
 
 // The per-user cap counts every stream of a user, whichever of its

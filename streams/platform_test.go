@@ -78,7 +78,7 @@ func TestStreamCap(t *testing.T) {
 		if got, want := r.Header.Get("RateLimit"), fmt.Sprintf(`"streams";r=%d, "streams-per-user";r=%d, "stream-opens";r=`, 15-i, 63-i); !strings.HasPrefix(got, want) {
 			t.Fatalf("stream %d: RateLimit %q, want %q", i+1, got, want)
 		}
-		if r.Header.Get("Content-Type") != "text/event-stream" || r.Header.Get("Cache-Control") != "no-cache" || r.Header.Get("X-Accel-Buffering") != "no" {
+		if r.Header.Get("Content-Type") != "text/event-stream" || r.Header.Get("Cache-Control") != "no-store" || r.Header.Get("X-Accel-Buffering") != "no" {
 			t.Fatalf("stream %d headers: %v", i+1, r.Header)
 		}
 		open = append(open, st)

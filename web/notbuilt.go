@@ -22,19 +22,15 @@ or run <code>make run</code>, which does both. Building needs Node.js 20 and npm
 </body></html>
 `
 
-// notBuilt writes the page: 200 at the root, 404 elsewhere (there is no
-// app to route other paths).
-func notBuilt(w http.ResponseWriter, r *http.Request, root bool) {
+// notBuilt writes the page, the root's (there is no app to route other
+// paths: they are 404s).
+func notBuilt(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Length", strconv.Itoa(len(notBuiltPage)))
 	h.Set("Cache-Control", cacheRevalidate)
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
-	status := http.StatusNotFound
-	if root {
-		status = http.StatusOK
-	}
-	w.WriteHeader(status)
+	w.WriteHeader(http.StatusOK)
 	if r.Method != http.MethodHead {
 		_, _ = w.Write([]byte(notBuiltPage))
 	}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/brain-template/brain/api"
 )
 
 // The dashboard's and the docs UI's files as the server sends them: the
@@ -98,7 +100,8 @@ func (s *Site) Built() bool { return s.files["index.html"] != nil }
 // not a file is a 404, never index.html kept for a year; so are paths
 // under /api/ and /docs/ (not the dashboard's), names with a dot in their
 // last element (files, not the app's routes) and paths that are not a
-// clean name: "..", empty or dot-led elements.
+// clean name: "..", empty or dot-led elements. Every 404 is the API's
+// envelope, as every answer that is no success is.
 func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !getOrHead(w, r) {
 		return
@@ -106,19 +109,26 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name, ok := nameOf(r.URL.Path)
 	switch {
 	case !ok || name == "api" || strings.HasPrefix(name, "api/") || name == "docs" || strings.HasPrefix(name, "docs/"):
-		http.NotFound(w, r)
+		notFound(w, "nothing here")
 	case s.files[name] != nil:
 		s.files[name].serve(w, r)
 	case name == "assets" || strings.HasPrefix(name, "assets/") || (name != "" && strings.Contains(path.Base(name), ".")):
 		// A missing asset, or a name that looks like a file (favicon.ico,
 		// robots.txt, openapi.yml): a 404 says so, where index.html would
 		// answer a typo with the dashboard.
-		http.NotFound(w, r)
+		notFound(w, "the dashboard has no file of this name")
 	case s.Built():
 		s.files["index.html"].serve(w, r)
+	case name == "" || name == "index.html":
+		notBuilt(w, r)
 	default:
-		notBuilt(w, r, name == "" || name == "index.html")
+		notFound(w, "the dashboard is not built, so it has no pages: / says how to build it")
 	}
+}
+
+// notFound answers the API's 404 envelope, with msg.
+func notFound(w http.ResponseWriter, msg string) {
+	api.WriteError(w, api.NewError(http.StatusNotFound, msg))
 }
 
 // Docs returns the handler of /docs and the paths under /docs/: the docs
@@ -140,7 +150,7 @@ func (s *Site) Docs() http.Handler {
 			f.serve(w, r)
 			return
 		}
-		http.NotFound(w, r)
+		notFound(w, "the API reference has no file of this name")
 	})
 }
 
@@ -169,14 +179,14 @@ func (f *file) serve(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 }
 
-// getOrHead answers 405 to any other method and reports whether r is a
-// GET or a HEAD.
+// getOrHead answers 405 (the envelope) to any other method and reports
+// whether r is a GET or a HEAD.
 func getOrHead(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		return true
 	}
 	w.Header().Set("Allow", "GET, HEAD")
-	http.Error(w, "405 method not allowed", http.StatusMethodNotAllowed)
+	api.WriteError(w, api.NewError(http.StatusMethodNotAllowed, "this method is not allowed here; the Allow header lists what is"))
 	return false
 }
 

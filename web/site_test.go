@@ -252,8 +252,8 @@ func TestNotBuilt(t *testing.T) {
 			t.Errorf("the page lacks %q:\n%s", want, w.Body)
 		}
 	}
-	if w := get(s, "GET", "/jobs/42"); w.Code != 404 || !strings.Contains(w.Body.String(), "make web") {
-		t.Errorf("GET /jobs/42 = %d, want the page with 404", w.Code)
+	if w := get(s, "GET", "/jobs/42"); w.Code != 404 || w.Header().Get("Content-Type") != "application/json" || !strings.Contains(w.Body.String(), "not built") {
+		t.Errorf("GET /jobs/42 = %d %s, want the 404 envelope saying the dashboard is not built", w.Code, w.Body)
 	}
 	if w := get(s, "HEAD", "/"); w.Code != 200 || w.Body.Len() != 0 {
 		t.Errorf("HEAD / = %d, %d bytes", w.Code, w.Body.Len())

@@ -79,7 +79,7 @@ func (h *handlers) createAPIKey(ctx context.Context, in *CreateAPIKeyInput) (*Cr
 	if err != nil {
 		return nil, authError(ctx, err, api.Messages{fault.ErrTooMany: fmt.Sprintf("you have %d API keys, the most allowed: delete one before creating another", h.maxKeys)})
 	}
-	out := &CreateAPIKeyOutput{CacheControl: noStore}
+	out := &CreateAPIKeyOutput{} // its Cache-Control: no-store is every authenticated answer's
 	out.Body.APIKeyView, out.Body.Key = apiKeyView(k), secret
 	h.publish(ctx, apiKeyCreated, k.UserID, out.Body.APIKeyView)
 	return out, nil

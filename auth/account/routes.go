@@ -114,8 +114,7 @@ type CreateAPIKeyInput struct {
 
 // CreateAPIKeyOutput shows the key's secret, once.
 type CreateAPIKeyOutput struct {
-	CacheControl string `header:"Cache-Control" enum:"no-store" doc:"no-store: the response carries the key; no cache may keep it."`
-	Body         struct {
+	Body struct {
 		APIKeyView
 		Key string `json:"key" example:"brk_3F9a_x2QmT0yZ8pLr6cVb1nWs4eKd7hJg" doc:"The key itself. It is shown only now; brain keeps only its hash."`
 	}

@@ -32,9 +32,12 @@ type Config struct {
 	// 0: 1 on a single Redis, clusterEventShards on a cluster.
 	RedisEventShards int
 	TrustedProxies   []netip.Prefix
-	CORSOrigins      []string
-	CookieSecure     bool
-	AdminPassword    string
+	// TrustEveryPeer lets TrustedProxies hold a prefix of every address
+	// (a /0), which start-up otherwise refuses.
+	TrustEveryPeer bool
+	CORSOrigins    []string
+	CookieSecure   bool
+	AdminPassword  string
 
 	SessionLifetime    time.Duration
 	SessionIdleTimeout time.Duration
@@ -218,6 +221,10 @@ func (c *Config) checkTogether(named givenAs) error {
 		return fmt.Errorf("invalid %s=%d: %s (%q) has a hash tag, which puts every key, and so every shard, in one slot of a Redis Cluster; set it to 1 or auto, or drop the tag",
 			named.name("redis-event-shards", product.EnvPrefix+"REDIS_EVENT_SHARDS"), c.RedisEventShards, named.name("redis-prefix", product.EnvPrefix+"REDIS_PREFIX"), c.RedisPrefix)
 	}
+	if p, ok := everyAddress(c.TrustedProxies); ok && !c.TrustEveryPeer {
+		return fmt.Errorf("invalid %s: %s trusts every address, so any client could name itself in X-Forwarded-For (and pick its rate-limit bucket); list the proxies' own addresses, or set %s=true if every connection does pass through a proxy that sets X-Forwarded-For",
+			named.name("trusted-proxies", trustedProxiesEnv), p, named.name("trust-every-peer", trustEveryPeerEnv))
+	}
 	if c.StreamUserCap < c.StreamCap { // a user's cap counts the streams of all its sessions and keys
 		return fmt.Errorf("invalid %s=%d: it must be at least %s (%d): a user's cap counts the streams of all its sessions and API keys, so it cannot be below what one of them may hold",
 			named.name("stream-user-cap", product.EnvPrefix+"STREAM_USER_CAP"), c.StreamUserCap, named.name("stream-cap", product.EnvPrefix+"STREAM_CAP"), c.StreamCap)
@@ -225,9 +232,22 @@ func (c *Config) checkTogether(named givenAs) error {
 	return nil
 }
 
-// The settings of the bytes of bodies in flight, which parseConfig
-// checks together.
+// everyAddress returns the first of prefixes that holds every address
+// (a /0), and whether there is one.
+func everyAddress(prefixes []netip.Prefix) (netip.Prefix, bool) {
+	for _, p := range prefixes {
+		if p.Bits() == 0 {
+			return p, true
+		}
+	}
+	return netip.Prefix{}, false
+}
+
+// The settings parseConfig checks together: the bytes of bodies in
+// flight, and the proxies trusted.
 const (
+	trustedProxiesEnv   = product.EnvPrefix + "TRUSTED_PROXIES"
+	trustEveryPeerEnv   = product.EnvPrefix + "TRUST_EVERY_PEER"
 	bodyBytesEnv        = product.EnvPrefix + "BODY_BYTES_IN_FLIGHT"
 	bodyBytesPerUserEnv = product.EnvPrefix + "BODY_BYTES_IN_FLIGHT_PER_USER"
 )

@@ -121,6 +121,12 @@ func TestConfigErrors(t *testing.T) {
 		{"database_url", nil, map[string]string{"BRAIN_DATABASE_URL": "mysql://u:pw@h/db"}, "BRAIN_DATABASE_URL"},
 		{"redis_url", nil, map[string]string{"BRAIN_REDIS_URL": "localhost:6379"}, "BRAIN_REDIS_URL"},
 		{"trusted_proxies", nil, map[string]string{"BRAIN_TRUSTED_PROXIES": "10.0.0.0/33"}, "BRAIN_TRUSTED_PROXIES"},
+		// A /0 trusts every peer's X-Forwarded-For: refused without the
+		// opt-in, whose name the message gives (TestTrustEveryPeerWarns).
+		{"trusted_proxies_every_v4", nil, map[string]string{"BRAIN_TRUSTED_PROXIES": "10.0.0.1, 0.0.0.0/0"}, "BRAIN_TRUSTED_PROXIES: 0.0.0.0/0 trusts every address"},
+		{"trusted_proxies_every_v6", nil, map[string]string{"BRAIN_TRUSTED_PROXIES": "::/0", "BRAIN_TRUST_EVERY_PEER": "false"}, "BRAIN_TRUST_EVERY_PEER=true"},
+		{"trusted_proxies_any_slash_0_flag", []string{"--trusted-proxies", "192.168.1.1/0"}, nil, "--trusted-proxies: 0.0.0.0/0 trusts every address"},
+		{"trust_every_peer", nil, map[string]string{"BRAIN_TRUST_EVERY_PEER": "yes"}, "BRAIN_TRUST_EVERY_PEER"},
 		{"cors_star", nil, map[string]string{"BRAIN_CORS_ORIGINS": "*"}, "BRAIN_CORS_ORIGINS"},
 		{"cors_path", nil, map[string]string{"BRAIN_CORS_ORIGINS": "https://a.example/app"}, "BRAIN_CORS_ORIGINS"},
 		{"cookie_secure", nil, map[string]string{"BRAIN_COOKIE_SECURE": "maybe"}, "BRAIN_COOKIE_SECURE"},
@@ -160,6 +166,18 @@ func TestConfigErrors(t *testing.T) {
 				t.Fatalf("err = %v, want one naming %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// With BRAIN_TRUST_EVERY_PEER=true, a trusted prefix of every address
+// starts the server, which warns at start-up that every peer's
+// X-Forwarded-For is believed; without it, start-up stops
+// (TestConfigErrors).
+func TestTrustEveryPeerWarns(t *testing.T) {
+	_, logs, stop := runServer(t, map[string]string{"BRAIN_TRUSTED_PROXIES": "10.0.0.1,::/0", "BRAIN_TRUST_EVERY_PEER": "true"})
+	stop()
+	if !strings.Contains(logs.String(), `level=WARN msg="BRAIN_TRUSTED_PROXIES trusts every address`) || !strings.Contains(logs.String(), "prefix=::/0") {
+		t.Fatalf("no start-up warning naming ::/0 in the log:\n%s", logs)
 	}
 }
 

@@ -89,18 +89,14 @@ func platformSettings(c *Config) []settings.Setting {
 		}},
 		{Flag: "metrics-addr", Env: product.EnvPrefix + "METRICS_ADDR", Default: "127.0.0.1:9464", Usage: "host:port of the Prometheus /metrics listener (keep it private), or off",
 			Set: hostPortOrOff(&c.MetricsAddr)},
-		{Flag: "trusted-proxies", Env: product.EnvPrefix + "TRUSTED_PROXIES", Usage: "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For is believed",
+		{Flag: "trusted-proxies", Env: trustedProxiesEnv, Usage: "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For is believed",
 			Set: prefixList(&c.TrustedProxies)},
+		{Flag: "trust-every-peer", Env: trustEveryPeerEnv, Default: "false", Usage: "true lets " + trustedProxiesEnv + " hold a prefix of every address (0.0.0.0/0, ::/0): every peer's X-Forwarded-For is then believed, so only behind a proxy every connection passes through",
+			Set: boolSetting(&c.TrustEveryPeer)},
 		{Flag: "cors-origins", Env: product.EnvPrefix + "CORS_ORIGINS", Usage: "comma-separated origins (scheme://host[:port]) browsers may call from",
 			Set: originList(&c.CORSOrigins)},
-		{Flag: "cookie-secure", Env: product.EnvPrefix + "COOKIE_SECURE", Default: "true", Usage: "mark the session cookie Secure; false only for plain-HTTP use off localhost", Set: func(v string) error {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return errors.New("want true or false")
-			}
-			c.CookieSecure = b
-			return nil
-		}},
+		{Flag: "cookie-secure", Env: product.EnvPrefix + "COOKIE_SECURE", Default: "true", Usage: "mark the session cookie Secure; false only for plain-HTTP use off localhost",
+			Set: boolSetting(&c.CookieSecure)},
 		{Flag: "admin-password", Env: product.EnvPrefix + "ADMIN_PASSWORD", Usage: "password of the admin user created on first start (prefer the variable: flags show in ps)", Secret: true,
 			Set: optionalPassword(&c.AdminPassword)},
 		{Flag: "session-lifetime", Env: product.EnvPrefix + "SESSION_LIFETIME", Default: settings.FormatDuration(auth.DefaultSessionLifetime), Usage: "a session's absolute lifetime",
@@ -157,6 +153,18 @@ func platformSettings(c *Config) []settings.Setting {
 		{Flag: "log-level", Env: product.EnvPrefix + "LOG_LEVEL", Default: "info", Usage: "debug, info, warn or error", Set: func(v string) error {
 			return c.LogLevel.UnmarshalText([]byte(v))
 		}},
+	}
+}
+
+// boolSetting reads true or false.
+func boolSetting(dst *bool) func(string) error {
+	return func(v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return errors.New("want true or false")
+		}
+		*dst = b
+		return nil
 	}
 }
 

@@ -1001,6 +1001,8 @@ export interface components {
     parameters: never;
     requestBodies: never;
     headers: {
+        /** @description no-store: the answer is the caller's own (its data, or a secret), and no cache, shared or private, may keep it. Every answer to a request whose caller is known has it, whatever its status. */
+        "Cache-Control": "no-store";
         /** @description Each budget that applies and what is left of it (draft-ietf-httpapi-ratelimit-headers-10): r = whole requests left, t = seconds until the budget is full again. */
         RateLimit: string;
         /** @description Each budget that applies: q = requests per window, w = the window in seconds; for the stream plane's caps, q = open streams and qu="concurrent-requests". */
@@ -1035,6 +1037,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -1117,7 +1120,7 @@ export interface operations {
             /** @description Created */
             201: {
                 headers: {
-                    "Cache-Control"?: "no-store";
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -1269,6 +1272,7 @@ export interface operations {
             /** @description No Content */
             204: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -1490,6 +1494,7 @@ export interface operations {
             /** @description No Content */
             204: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "Set-Cookie"?: string;
@@ -1553,6 +1558,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -1612,6 +1618,7 @@ export interface operations {
             /** @description No Content */
             204: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -1747,6 +1754,7 @@ export interface operations {
             /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. The schema is text, which is what a validator reads; x-events names the schema of each message, and the generated client types it (docs/streams.md). */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -1819,6 +1827,7 @@ export interface operations {
             /** @description A GET would start the stream now. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -1920,6 +1929,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -1992,6 +2002,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2081,6 +2092,7 @@ export interface operations {
             /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. The schema is text, which is what a validator reads; x-events names the schema of each message, and the generated client types it (docs/streams.md). */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2095,6 +2107,7 @@ export interface operations {
             /** @description The job has ended: GET /api/v1/jobs/{id} has its result. */
             204: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2182,6 +2195,7 @@ export interface operations {
             /** @description A GET would start the stream now. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2194,6 +2208,7 @@ export interface operations {
             /** @description The job has ended: GET /api/v1/jobs/{id} has its result. */
             204: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2279,6 +2294,7 @@ export interface operations {
             /** @description Accepted */
             202: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     "Idempotent-Replayed"?: "true";
                     Location?: string;
                     RateLimit: components["headers"]["RateLimit"];
@@ -2432,6 +2448,7 @@ export interface operations {
             /** @description No Content */
             204: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2522,6 +2539,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2586,6 +2604,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2655,6 +2674,7 @@ export interface operations {
             /** @description OK */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2743,6 +2763,7 @@ export interface operations {
             /** @description The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. The schema is text, which is what a validator reads; x-events names the schema of each message, and the generated client types it (docs/streams.md). */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2815,6 +2836,7 @@ export interface operations {
             /** @description A GET would start the stream now. */
             200: {
                 headers: {
+                    "Cache-Control": components["headers"]["Cache-Control"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
