@@ -49,7 +49,6 @@ func (p *Plane) open(op *huma.Operation, w http.ResponseWriter, r *http.Request)
 		p.s.Refuse(w, r, e)
 		return nil, false
 	}
-	p.enter()
 	// The stream's context is its own: it outlives the handler once the
 	// stream has its connection (start). Until then it ends with the
 	// request's.
@@ -64,8 +63,9 @@ func (p *Plane) open(op *huma.Operation, w http.ResponseWriter, r *http.Request)
 		ctx = context.WithValue(ctx, chi.RouteCtxKey, own)
 	}
 	st := &Stream{plane: p, slot: slot, userSlot: userSlot, w: w, c: NewConn(w, p.cfg.Heartbeat), r: r.WithContext(ctx), cancel: cancel,
-		caller: id, lastEventID: after, lastSent: after, opened: p.s.Now()}
+		caller: id, lastEventID: after, lastSent: after, opened: p.s.Now(), probe: make(chan struct{}, 1)}
 	st.unfollow = context.AfterFunc(r.Context(), cancel)
+	p.enter(st)
 	return st, true
 }
 
@@ -89,7 +89,7 @@ func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity) (sl
 		return api.NewError(http.StatusServiceUnavailable, product.Name+" cannot count your streams right now; retry shortly")
 	}
 
-	slot, live, ok, err := p.cfg.Cap.Reserve(ctx, capKey(id))
+	slot, live, ok, err := p.reserve(ctx, p.cfg.Cap, capKey(id), id.User.ID)
 	if err != nil {
 		return Slot{}, Slot{}, failed(p.keyCount, err)
 	}
@@ -101,7 +101,7 @@ func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity) (sl
 	}
 	p.keyCount.Allowed()
 
-	userSlot, live, ok, err = p.cfg.UserCap.Reserve(ctx, userKey(id))
+	userSlot, live, ok, err = p.reserve(ctx, p.cfg.UserCap, userKey(id), id.User.ID)
 	if err != nil {
 		slot.Release()
 		return Slot{}, Slot{}, failed(p.userCount, err)
@@ -133,6 +133,18 @@ func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity) (sl
 	}
 	p.headers.Write(h, free, d, p.s.Now())
 	return slot, userSlot, nil
+}
+
+// reserve takes one of key's slots in c. When key has none free, the
+// streams of user must first prove that their clients are still there
+// (probe): one whose client left, though a balancer has not passed its
+// close on yet, ends and frees its slot, which this open then takes.
+func (p *Plane) reserve(ctx context.Context, c Cap, key, user string) (Slot, int, bool, error) {
+	slot, live, ok, err := c.Reserve(ctx, key)
+	if ok || err != nil || !p.probe(ctx, user) {
+		return slot, live, ok, err
+	}
+	return c.Reserve(ctx, key)
 }
 
 // freeSlots is what a cap of capacity slots has free once it decided:

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,16 +37,23 @@ type Plane struct {
 	closing             chan struct{} // closed by CloseStreams
 	once                sync.Once
 	live                liveSnapshots
+	// prober carries probes to every replica (the hub, if it can).
+	prober prober
 	// n counts the streams admitted and not yet finished on this
-	// replica; ended, when not nil, is closed when it falls to 0.
-	mu    sync.Mutex
-	n     int
-	ended chan struct{}
+	// replica, byUser holds them by user, for probes; ended, when not
+	// nil, is closed when n falls to 0. probing holds the users whose
+	// streams are being probed, each with the channel closed once the
+	// probe's wait is over.
+	mu      sync.Mutex
+	n       int
+	byUser  map[string][]*Stream
+	ended   chan struct{}
+	probing map[string]chan struct{}
 }
 
 // New returns the stream plane of cfg, with its defaults.
 func New(cfg Config) *Plane {
-	return &Plane{cfg: cfg.withDefaults(), closing: make(chan struct{})}
+	return &Plane{cfg: cfg.withDefaults(), closing: make(chan struct{}), byUser: map[string][]*Stream{}, probing: map[string]chan struct{}{}}
 }
 
 // Feature serves the plane on s: an api.Feature. It declares the
@@ -81,6 +89,10 @@ func (p *Plane) Feature(s *api.Server) {
 		ratelimit.Concurrency{Name: userCapName, Capacity: p.cfg.UserCap.Max()})
 	m := s.Metrics()
 	p.keyCount, p.userCount = m.Decisions("stream", capName), m.Decisions("stream", userCapName)
+	if h, ok := p.cfg.Hub.(prober); ok {
+		p.prober = h
+		h.onProbe(p.poke)
+	}
 	if m != nil {
 		m.Registry().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: product.MetricNamespace + "_streams_open", Help: "Streams open on this replica.",
@@ -113,11 +125,21 @@ func (p *Plane) CloseStreams(ctx context.Context) error {
 }
 
 // enter and leave count a stream in and out.
-func (p *Plane) enter() { p.mu.Lock(); p.n++; p.mu.Unlock() }
-
-func (p *Plane) leave() {
+func (p *Plane) enter(st *Stream) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.n++
+	user := st.caller.User.ID
+	p.byUser[user] = append(p.byUser[user], st)
+}
+
+func (p *Plane) leave(st *Stream) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	user := st.caller.User.ID
+	if p.byUser[user] = slices.DeleteFunc(p.byUser[user], func(s *Stream) bool { return s == st }); len(p.byUser[user]) == 0 {
+		delete(p.byUser, user)
+	}
 	if p.n--; p.n == 0 && p.ended != nil {
 		close(p.ended)
 		p.ended = nil
