@@ -102,7 +102,9 @@ func newReplicaWith(t *testing.T, svc *auth.Service, db *store.DB, prefix string
 func TestStreamsAcrossReplicas(t *testing.T) {
 	svc, db := cluster(t)
 	prefix := redistest.Prefix()
-	const lease = 600 * time.Millisecond
+	// A lease outlives by far a refused open's wait for its probe (half
+	// a second), which comes before "right after a died" is checked.
+	const lease = 2 * time.Second
 	var aDead, bDead atomic.Bool
 	a, b := newReplica(t, svc, db, prefix, lease, &aDead), newReplica(t, svc, db, prefix, lease, &bDead)
 	ada := a.Session()
