@@ -2,8 +2,8 @@
 // response: the caller is resolved as for any operation (401, 403 and 503
 // alike), a malformed Last-Event-ID is refused, then one of the caller's
 // slots is reserved, one of its user's, and a token of the caller's open
-// budget is taken, or the request is refused with the API's one 429
-// (scope stream).
+// budget and one of its user's are taken, or the request is refused with
+// the API's one 429 (scope stream).
 
 package streams
 
@@ -70,12 +70,12 @@ func (p *Plane) open(op *huma.Operation, w http.ResponseWriter, r *http.Request)
 }
 
 // admit takes a stream's places in order: one of the caller's slots, one
-// of its user's, then a token of the caller's open budget. It writes the
-// plane's headers for what it decided. When one refuses, the places taken
-// before it are given back, so a refused open costs the caller nothing,
-// and it returns the refusal: 429 naming the refusing policy (Retry-After
-// RetryAfter for a cap, the time until the budget admits an open for the
-// budget), or 503 when a store fails.
+// of its user's, then a token of the caller's open budget and one of its
+// user's. It writes the plane's headers for what it decided. When one
+// refuses, the places taken before it are given back, so a refused open
+// costs nothing, and it returns the refusal: 429 naming the refusing
+// policy (Retry-After RetryAfter for a cap, the time until the budget
+// admits an open for a budget), or 503 when a store fails.
 func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity) (slot, userSlot Slot, e *api.Error) {
 	var buf [2]int
 	free := buf[:0] // of each cap decided
@@ -116,22 +116,27 @@ func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity) (sl
 	}
 	p.userCount.Allowed()
 
-	var d *ratelimit.Decision
-	if p.opens != nil {
-		dec, e := p.opens.Draw(ctx, capKey(id))
+	keys := [2]string{capKey(id), userKey(id)} // the open budgets' keys, as the caps'
+	var ds [2]ratelimit.Decision
+	for i, opens := range p.opens {
+		d, e := opens.Draw(ctx, keys[i])
 		if e != nil {
 			slot.Release()
 			userSlot.Release()
+			for j := range i { // what the refusal left: every open taken is back
+				p.opens[j].Refund(ctx, keys[j], &ds[j])
+			}
 			if e.GetStatus() == http.StatusTooManyRequests {
-				free[0]++ // what the refusal left: both slots are back
+				free[0]++ // and both slots
 				free[1]++
-				p.headers.Write(h, free, &dec, p.s.Now())
+				ds[i] = d
+				p.headers.Write(h, free, ds[:i+1], p.s.Now())
 			}
 			return Slot{}, Slot{}, e
 		}
-		d = &dec
+		ds[i] = d
 	}
-	p.headers.Write(h, free, d, p.s.Now())
+	p.headers.Write(h, free, ds[:len(p.opens)], p.s.Now())
 	return slot, userSlot, nil
 }
 
@@ -165,5 +170,5 @@ func capKey(id *auth.Identity) string {
 	return "k:" + id.APIKeyID
 }
 
-// userKey is the caller's user's key in the per-user cap.
+// userKey is the caller's user's key in the per-user cap and open budget.
 func userKey(id *auth.Identity) string { return "u:" + id.User.ID }

@@ -38,9 +38,8 @@ func (f *fanout) addLocked(user string, skip eventID) *Subscription {
 
 // deliverLocked sends ev, whose id is id, to the subscriptions of ev.To,
 // or of every user when ev.To is everyone, or to the probed functions
-// when it is a probe; f.mu is held. A subscription
-// whose buffer is full is removed and ended with ErrSlow; the others are
-// unaffected.
+// when it is a probe; f.mu is held. A subscription whose buffer is full
+// is removed and ended with ErrSlow; the others are unaffected.
 func (f *fanout) deliverLocked(ev Event, id eventID) {
 	if ev.Type == probeEvent { // no user's event: a probe, of the user in its data
 		for _, probed := range f.probed {

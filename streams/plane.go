@@ -1,4 +1,4 @@
-// This file is the stream plane: the caps, the open budget, the hub and
+// This file is the stream plane: the caps, the open budgets, the hub and
 // the streams open on this replica, served on an api.Server by its
 // Feature, and closed by CloseStreams when the server shuts down.
 
@@ -19,19 +19,20 @@ import (
 )
 
 // A Plane is the stream endpoints of one server: its caps, its open
-// budget (the server's, api.Limits.StreamOpens), its hub, the streams
-// open on this replica, and the signal that closes them. Make one with
-// [New], serve it with its [Plane.Feature], and end its streams with
-// [Plane.CloseStreams] when the server shuts down.
+// budgets (the server's, api.Limits.StreamOpens and StreamUserOpens), its
+// hub, the streams open on this replica, and the signal that closes them.
+// Make one with [New], serve it with its [Plane.Feature], and end its
+// streams with [Plane.CloseStreams] when the server shuts down.
 type Plane struct {
 	cfg Config
 	// s is the server the plane serves, and d its door, once Feature ran.
 	s *api.Server
 	d *door
-	// opens is the open budget, nil when the server's limits are
-	// disabled; headers writes what the caps and the budget decided;
-	// keyCount and userCount count the caps' decisions for the metrics.
-	opens               *api.PlaneBudget
+	// opens are the open budgets, the caller's then its user's, none
+	// when the server's limits are disabled; headers writes what the caps
+	// and the budgets decided; keyCount and userCount count the caps'
+	// decisions for the metrics.
+	opens               []*api.PlaneBudget
 	headers             *ratelimit.CapHeaders
 	keyCount, userCount api.Decisions
 	closing             chan struct{} // closed by CloseStreams
@@ -78,13 +79,13 @@ func (p *Plane) Feature(s *api.Server) {
 	if user, caller := p.cfg.UserCap.Max(), p.cfg.Cap.Max(); user < caller {
 		d.errs = append(d.errs, fmt.Errorf("the streams of a user are capped at %d, fewer than the %d of each of its sessions and keys: the user's cap counts them all, so it must be at least theirs", user, caller))
 	}
-	p.opens = s.PlaneBudget(api.StreamOpensBudget)
-	var opens *ratelimit.Budget
-	if p.opens != nil {
-		b := p.opens.Budget()
-		opens = &b
+	var budgets []ratelimit.Budget
+	for _, name := range []string{api.StreamOpensBudget, api.StreamUserOpensBudget} {
+		if b := s.PlaneBudget(name); b != nil {
+			p.opens, budgets = append(p.opens, b), append(budgets, b.Budget())
+		}
 	}
-	p.headers = ratelimit.NewCapHeaders(opens, p.cfg.RetryAfter,
+	p.headers = ratelimit.NewCapHeaders(budgets, p.cfg.RetryAfter,
 		ratelimit.Concurrency{Name: capName, Capacity: p.cfg.Cap.Max()},
 		ratelimit.Concurrency{Name: userCapName, Capacity: p.cfg.UserCap.Max()})
 	m := s.Metrics()

@@ -69,6 +69,7 @@ type Config struct {
 	StreamCap        int
 	StreamUserCap    int
 	StreamOpens      ratelimit.Rate
+	StreamUserOpens  ratelimit.Rate
 	StreamHeartbeat  time.Duration
 	StreamRetryAfter time.Duration
 
