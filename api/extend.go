@@ -81,8 +81,9 @@ type PlaneBudget struct {
 	p *plane
 }
 
-// PlaneBudget returns the plane budget named name (StreamOpensBudget),
-// or nil when there is none of that name or the limits are disabled.
+// PlaneBudget returns the plane budget named name (StreamOpensBudget,
+// StreamUserOpensBudget), or nil when there is none of that name or the
+// limits are disabled.
 func (s *Server) PlaneBudget(name string) *PlaneBudget {
 	p := s.planes.planeBudget(name)
 	if p == nil || s.planes.limits.Disabled {
@@ -114,6 +115,16 @@ func (b *PlaneBudget) Draw(ctx context.Context, key string) (ratelimit.Decision,
 	}
 	b.p.count.Allowed()
 	return d, nil
+}
+
+// Refund gives back the request d, an admitted decision of Draw for key,
+// took, and makes d say so: for a request that a later check refused,
+// so that a refusal costs no budget, even when its client has left. A
+// store that fails is logged.
+func (b *PlaneBudget) Refund(ctx context.Context, key string, d *ratelimit.Decision) {
+	if err := b.p.limiter.Refund(context.WithoutCancel(ctx), key, d); err != nil {
+		logger(ctx).Warn("a refused request's token was not given back", "budget", b.p.limiter.Budget().Name, "error", err)
+	}
 }
 
 // Refuse answers r with e from a raw handler, as an operation's error is

@@ -19,15 +19,15 @@ import (
 )
 
 // An operation whose handler admits its requests itself declares its
-// concurrency caps and the plane budget it draws from: x-rate-limit lists
-// the caps first, then the budget, then the ip budget its 401s draw
+// concurrency caps and the plane budgets it draws from: x-rate-limit lists
+// the caps first, then the budgets, then the ip budget its 401s draw
 // from; api charges no budget of its own for it. A budget that is not a
 // plane's is a mistake Err reports.
 func TestDeclarationCapsAndDraws(t *testing.T) {
 	s := api.New(api.Config{Logger: slog.New(slog.DiscardHandler)})
 	op := api.WithDeclaration(huma.Operation{OperationID: "follow-widgets", Method: http.MethodGet, Path: "/api/v1/widgets/live",
 		Responses: map[string]*huma.Response{"200": {Description: "Widgets."}}},
-		api.Declaration{Access: api.Caller, Draws: api.StreamOpensBudget, Caps: []api.ConcurrencyCap{{Plane: "widget", Policy: "widgets", Concurrent: 3}}})
+		api.Declaration{Access: api.Caller, Draws: []string{api.StreamOpensBudget, api.StreamUserOpensBudget}, Caps: []api.ConcurrencyCap{{Plane: "widget", Policy: "widgets", Concurrent: 3}}})
 	s.API.OpenAPI().AddOperation(&op)
 	if len(op.Middlewares) != 0 {
 		t.Errorf("the operation got %d middlewares: api charges a budget its handler draws itself", len(op.Middlewares))
@@ -36,6 +36,7 @@ func TestDeclarationCapsAndDraws(t *testing.T) {
 	want := []api.RateLimitEntry{
 		{Plane: "widget", Policy: "widgets", Concurrent: 3},
 		{Plane: "stream", Policy: api.StreamOpensBudget, Limit: d.StreamOpens.Limit, WindowS: 60, Burst: d.StreamOpens.Burst},
+		{Plane: "stream", Policy: api.StreamUserOpensBudget, Limit: d.StreamUserOpens.Limit, WindowS: 60, Burst: d.StreamUserOpens.Burst},
 		{Plane: "ip", Policy: "ip", Limit: d.IP.Limit, WindowS: 60, Burst: d.IP.Burst, AppliesTo: "unauthenticated"},
 	}
 	if got := op.Extensions["x-rate-limit"]; !reflect.DeepEqual(got, want) {
@@ -46,7 +47,7 @@ func TestDeclarationCapsAndDraws(t *testing.T) {
 	}
 
 	bad := api.WithDeclaration(huma.Operation{OperationID: "follow-gadgets", Method: http.MethodGet, Path: "/api/v1/gadgets/live"},
-		api.Declaration{Access: api.Caller, Draws: "gadget-opens"})
+		api.Declaration{Access: api.Caller, Draws: []string{"gadget-opens"}})
 	s.API.OpenAPI().AddOperation(&bad)
 	if err := s.Err(); err == nil || !strings.Contains(err.Error(), `"gadget-opens", which is no plane budget`) {
 		t.Fatalf("Err() = %v, want the budget that is none named", err)
@@ -76,6 +77,16 @@ func TestPlaneBudgetDraw(t *testing.T) {
 	d, e := b.Draw(context.Background(), "k")
 	if d.Allowed || e == nil || e.GetStatus() != http.StatusTooManyRequests || e.GetHeaders().Get("Retry-After") != "1" {
 		t.Fatalf("the third draw: %+v %+v", d, e)
+	}
+	// A refund gives back what a draw took: the burst is whole again.
+	refunded, _ := b.Draw(context.Background(), "j")
+	if b.Refund(context.Background(), "j", &refunded); refunded.Remaining(0) != 2 {
+		t.Fatalf("a refunded draw says %d left, want the burst of 2", refunded.Remaining(0))
+	}
+	for i := range 2 {
+		if d, e := b.Draw(context.Background(), "j"); e != nil || !d.Allowed {
+			t.Fatalf("after a refund, draw %d of the burst: %+v %v", i+1, d, e)
+		}
 	}
 	var env struct {
 		Details struct {

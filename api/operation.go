@@ -48,10 +48,11 @@ type Declaration struct {
 	// 401s (the ip plane's) and, on an Admin operation, their 403s (the
 	// caller's session or key budget), as for any operation.
 	Caps []ConcurrencyCap
-	// Draws names the plane budget the operation's handler draws each
-	// request from ([Server.PlaneBudget]), listed in x-rate-limit after
-	// Caps: [StreamOpensBudget] is the one there is.
-	Draws string
+	// Draws names the plane budgets the operation's handler draws each
+	// request from, in order ([Server.PlaneBudget]), listed so in
+	// x-rate-limit after Caps: [StreamOpensBudget] and
+	// [StreamUserOpensBudget] are those there are.
+	Draws []string
 	// bodyLimit is the largest body the operation accepts, that many bytes
 	// included; 0 when it reads none. Set when the operation is added.
 	bodyLimit int64

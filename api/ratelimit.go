@@ -26,9 +26,11 @@ type Limits struct {
 	APIKey  ratelimit.Rate // per API key, operations without their own budget
 	// StreamOpens is the stream plane's open budget (StreamOpensBudget):
 	// the streams a session or API key may open, across every stream
-	// endpoint, whatever its caps of open streams leave it. Package
-	// streams draws from it ([Server.PlaneBudget]).
-	StreamOpens ratelimit.Rate
+	// endpoint, whatever its caps of open streams leave it; and
+	// StreamUserOpens (StreamUserOpensBudget) the streams a user may open
+	// across all of its sessions and API keys. Package streams draws from
+	// both ([Server.PlaneBudget]).
+	StreamOpens, StreamUserOpens ratelimit.Rate
 	// Override returns the limits that replace the defaults of the budget
 	// an operation declares by name (see [WithBudget]), and whether there
 	// are any; an error says the configured value is not a budget. Nil:
@@ -42,9 +44,12 @@ type Limits struct {
 	Disabled bool
 }
 
-// StreamOpensBudget is the name of the stream plane's open budget
-// (Limits.StreamOpens), as the spec, the headers and the 429 give it.
-const StreamOpensBudget = "stream-opens"
+// The names of the stream plane's open budgets (Limits.StreamOpens and
+// StreamUserOpens), as the spec, the headers and the 429 give them.
+const (
+	StreamOpensBudget     = "stream-opens"
+	StreamUserOpensBudget = "stream-opens-per-user"
+)
 
 // DefaultLimits are the planes' default budgets.
 func DefaultLimits() Limits {
@@ -57,6 +62,9 @@ func DefaultLimits() Limits {
 		// second, so that each open's work (a replay, a job read) stays
 		// small.
 		StreamOpens: ratelimit.Rate{Limit: 60, Window: time.Minute, Burst: 20},
+		// A user's sessions and keys together: four callers' worth, as
+		// its cap of streams is four callers'.
+		StreamUserOpens: ratelimit.Rate{Limit: 240, Window: time.Minute, Burst: 80},
 	}
 }
 
@@ -64,7 +72,7 @@ func DefaultLimits() Limits {
 // the other fields stay as they are.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
-	for _, b := range []struct{ v, def *ratelimit.Rate }{{&l.Session, &d.Session}, {&l.IP, &d.IP}, {&l.APIKey, &d.APIKey}, {&l.StreamOpens, &d.StreamOpens}} {
+	for _, b := range []struct{ v, def *ratelimit.Rate }{{&l.Session, &d.Session}, {&l.IP, &d.IP}, {&l.APIKey, &d.APIKey}, {&l.StreamOpens, &d.StreamOpens}, {&l.StreamUserOpens, &d.StreamUserOpens}} {
 		if *b.v == (ratelimit.Rate{}) {
 			*b.v = *b.def
 		}
@@ -132,12 +140,12 @@ type plan struct {
 	// request (Declaration.LoginBackoff).
 	deferred bool
 	// ownDoor: the operation's handler admits its requests itself, from
-	// its caps and its plane budget own (Declaration.Caps and Draws; a
+	// its caps and its plane budgets own (Declaration.Caps and Draws; a
 	// stream's door, in package streams); its callers' 401s still draw
 	// from the ip plane.
 	ownDoor bool
 	caps    []ConcurrencyCap
-	own     *plane // nil when it draws from no budget
+	own     []*plane
 }
 
 // planes are the limiters of one server.
@@ -156,9 +164,10 @@ type planes struct {
 	errs     []error           // configuration mistakes found while registering
 	failed   map[string]bool   // budgets whose mistake is in errs
 	refusals *refusals         // counts and logs every 429
-	// streamOpens is the stream plane's open budget, which a stream's
-	// handler draws from (Declaration.Draws, Server.PlaneBudget).
-	streamOpens *plane
+	// streamOpens and streamUserOpens are the stream plane's open
+	// budgets, which a stream's handler draws from (Declaration.Draws,
+	// Server.PlaneBudget).
+	streamOpens, streamUserOpens *plane
 }
 
 func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThrottle) *planes {
@@ -179,6 +188,7 @@ func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThro
 	ps.ip = ps.newPlane("ip", "ip", ratelimit.Limit{Name: "ip", Rate: l.IP})
 	ps.apikey = ps.newPlane("apikey", "apikey", ratelimit.Limit{Name: "apikey", Rate: l.APIKey})
 	ps.streamOpens = ps.newPlane("stream", StreamOpensBudget, ratelimit.Limit{Name: StreamOpensBudget, Rate: l.StreamOpens})
+	ps.streamUserOpens = ps.newPlane("stream", StreamUserOpensBudget, ratelimit.Limit{Name: StreamUserOpensBudget, Rate: l.StreamUserOpens})
 	return ps
 }
 
@@ -197,7 +207,7 @@ func (ps *planes) newPlane(planeName, budget string, limits ...ratelimit.Limit) 
 // server reports it at start-up (Server.Err).
 func (ps *planes) budgetPlane(op *huma.Operation, b Budget) *plane {
 	if !budgetName.MatchString(b.Name) || reserved[b.Name] {
-		ps.errs = append(ps.errs, fmt.Errorf("operation %s: budget %q: a name is 1 to 32 of a-z, 0-9 and -, starting with a letter, and not session, ip, apikey, login, stream, streams, streams-per-user or %s", op.OperationID, b.Name, StreamOpensBudget))
+		ps.errs = append(ps.errs, fmt.Errorf("operation %s: budget %q: a name is 1 to 32 of a-z, 0-9 and -, starting with a letter, and not session, ip, apikey, login, stream, streams, streams-per-user, %s or %s", op.OperationID, b.Name, StreamOpensBudget, StreamUserOpensBudget))
 		return ps.apikey
 	}
 	if ps.failed[b.Name] {
@@ -246,13 +256,16 @@ var budgetName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 // operation's budget may take: the stream plane's caps (package streams
 // declares them) among them.
 var reserved = map[string]bool{"session": true, "ip": true, "apikey": true, "login": true, "stream": true,
-	"streams": true, "streams-per-user": true, StreamOpensBudget: true}
+	"streams": true, "streams-per-user": true, StreamOpensBudget: true, StreamUserOpensBudget: true}
 
 // planeBudget is the plane budget named name that a handler draws from
 // (Declaration.Draws), nil for none of that name.
 func (ps *planes) planeBudget(name string) *plane {
-	if name == StreamOpensBudget {
+	switch name {
+	case StreamOpensBudget:
 		return ps.streamOpens
+	case StreamUserOpensBudget:
+		return ps.streamUserOpens
 	}
 	return nil
 }
@@ -266,12 +279,16 @@ func (ps *planes) planFor(op *huma.Operation, d *Declaration) *plan {
 	switch {
 	case ps.limits.Disabled, access == Probe:
 		return nil
-	case len(d.Caps) > 0 || d.Draws != "":
-		own := ps.planeBudget(d.Draws)
-		if own == nil && d.Draws != "" {
-			ps.errs = append(ps.errs, fmt.Errorf("operation %s draws from %q, which is no plane budget (there is one: %s)", op.OperationID, d.Draws, StreamOpensBudget))
+	case len(d.Caps) > 0 || len(d.Draws) > 0:
+		pl := &plan{ownDoor: true, caps: d.Caps}
+		for _, name := range d.Draws {
+			if own := ps.planeBudget(name); own != nil {
+				pl.own = append(pl.own, own)
+			} else {
+				ps.errs = append(ps.errs, fmt.Errorf("operation %s draws from %q, which is no plane budget (there are %s and %s)", op.OperationID, name, StreamOpensBudget, StreamUserOpensBudget))
+			}
 		}
-		return &plan{ownDoor: true, caps: d.Caps, own: own}
+		return pl
 	case access == Public:
 		return &plan{ip: ps.ip, deferred: d.LoginBackoff}
 	}
@@ -407,8 +424,8 @@ func (ps *planes) rateLimitEntries(pl *plan, access Access) []RateLimitEntry {
 	for _, c := range pl.caps { // its caps, then its budget: the order its door decides them in
 		entries = append(entries, RateLimitEntry{Plane: c.Plane, Policy: c.Policy, Concurrent: c.Concurrent})
 	}
-	if pl.own != nil {
-		entries = append(entries, entriesOf(pl.own)...)
+	for _, own := range pl.own {
+		entries = append(entries, entriesOf(own)...)
 	}
 	for _, p := range []*plane{pl.ip, pl.session, pl.apikey} {
 		if p != nil {

@@ -217,6 +217,8 @@ func TestSpecIsWhatIsEnforced(t *testing.T) {
 	l := api.DefaultLimits()
 	l.Store = rec.store(clk)
 	l.StreamOpens = ratelimit.Rate{Limit: 7, Window: time.Minute, Burst: 5} // not the defaults: the spec shows what is configured
+	l.StreamUserOpens = ratelimit.Rate{Limit: 11, Window: time.Minute, Burst: 200}
+	drawn := 0 // the opens of ada's streams: every caller is ada, and the clock stands still
 	// A roomy ip budget: every operation's anonymous request draws from
 	// the one address's budget on a clock that stands still, and once it
 	// is spent a new API key's first lookup is refused with it
@@ -267,25 +269,29 @@ func TestSpecIsWhatIsEnforced(t *testing.T) {
 				consulted := rec.take()
 				if stream && caller != "anonymous" {
 					// A stream draws from the stream plane only: it shows
-					// the caps and the open budget it enforces, exactly
+					// the caps and the open budgets it enforces, exactly
 					// as the headers of its response describe them, and
 					// the 429 it answers past them.
+					drawn++
 					var policy, left []string
 					for _, e := range op.XRateLimit {
 						switch {
 						case e.Plane == "stream" && e.Concurrent > 0:
 							policy = append(policy, fmt.Sprintf(`"%s";q=%d;qu="concurrent-requests"`, e.Policy, e.Concurrent))
 							left = append(left, fmt.Sprintf(`"%s";r=%d`, e.Policy, e.Concurrent-1))
+						case e.Plane == "stream" && e.Policy == api.StreamUserOpensBudget:
+							policy = append(policy, fmt.Sprintf(`"%s";q=%d;w=%d`, e.Policy, e.Limit, e.WindowS))
+							left = append(left, fmt.Sprintf(`"%s";r=%d;`, e.Policy, e.Burst-drawn)) // every open of the user's so far
 						case e.Plane == "stream":
 							policy = append(policy, fmt.Sprintf(`"%s";q=%d;w=%d`, e.Policy, e.Limit, e.WindowS))
 							left = append(left, fmt.Sprintf(`"%s";r=%d;`, e.Policy, e.Burst-1)) // a new caller's first open
 						}
 					}
-					want := `"streams";q=5;qu="concurrent-requests", "streams-per-user";q=9;qu="concurrent-requests", "stream-opens";q=7;w=60`
+					want := `"streams";q=5;qu="concurrent-requests", "streams-per-user";q=9;qu="concurrent-requests", "stream-opens";q=7;w=60, "stream-opens-per-user";q=11;w=60`
 					// Admitted by the door (a path naming no job is then 404 or 422).
 					admitted := c.code == 200 || c.code == 404 || c.code == 422
 					if !admitted || strings.Join(policy, ", ") != want || c.hdr.Get("RateLimit-Policy") != want {
-						t.Errorf("%s %s as %s: %d %v; x-rate-limit %v, want the stream plane's caps and open budget, %s", method, path, caller, c.code, c.hdr, op.XRateLimit, want)
+						t.Errorf("%s %s as %s: %d %v; x-rate-limit %v, want the stream plane's caps and open budgets, %s", method, path, caller, c.code, c.hdr, op.XRateLimit, want)
 					}
 					for _, l := range left {
 						if !strings.Contains(c.hdr.Get("RateLimit")+";", l) {
@@ -307,13 +313,15 @@ func TestSpecIsWhatIsEnforced(t *testing.T) {
 					}
 				}
 				where := method + " " + path + " as " + caller
-				if len(consulted) > 1 {
-					t.Errorf("%s: consulted %v: one budget per request", where, consulted)
+				if len(consulted) > 1 && !(plane == "stream" && slices.Equal(consulted, []string{api.StreamOpensBudget, api.StreamUserOpensBudget})) {
+					t.Errorf("%s: consulted %v: one budget per request (a stream's door: its two open budgets)", where, consulted)
 				}
-				if len(consulted) == 1 {
-					if !containsPrefix(shown, consulted[0]) {
-						t.Errorf("%s: enforced budget %q, but x-rate-limit shows %v for this caller", where, consulted[0], shown)
+				for _, b := range consulted {
+					if !containsPrefix(shown, b) {
+						t.Errorf("%s: enforced budget %q, but x-rate-limit shows %v for this caller", where, b, shown)
 					}
+				}
+				if len(consulted) > 0 {
 					if _, ok := op.Responses["429"]; !ok {
 						t.Errorf("%s: enforced a limit but declares no 429", where)
 					}

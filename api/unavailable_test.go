@@ -67,6 +67,9 @@ func (f failingLimiter) Budget() ratelimit.Budget { return f.p }
 func (f failingLimiter) Allow(context.Context, string) (ratelimit.Decision, error) {
 	return ratelimit.Decision{}, errors.New("redis: connection refused")
 }
+func (f failingLimiter) Refund(context.Context, string, *ratelimit.Decision) error {
+	return errors.New("redis: connection refused")
+}
 
 // Every way the server answers 503 says when to retry: the readiness
 // probe, the rate limiter's "closed" policy, credentials that could not be

@@ -307,6 +307,9 @@ func (f failingLimiter) Budget() ratelimit.Budget { return f.b }
 func (f failingLimiter) Allow(context.Context, string) (ratelimit.Decision, error) {
 	return ratelimit.Decision{}, fmt.Errorf("connection refused")
 }
+func (f failingLimiter) Refund(context.Context, string, *ratelimit.Decision) error {
+	return fmt.Errorf("connection refused")
+}
 
 // walkSpec is the served spec as generic JSON.
 type walkSpec struct {

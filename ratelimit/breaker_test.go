@@ -25,6 +25,8 @@ func (f *fakeStore) Budget() Budget {
 	return Budget{Name: "p", Limits: []Limit{{Name: "p", Rate: Rate{Limit: 1, Window: time.Second, Burst: 1}}}}
 }
 
+func (f *fakeStore) Refund(context.Context, string, *Decision) error { return nil }
+
 func (f *fakeStore) Allow(ctx context.Context, _ string) (Decision, error) {
 	f.mu.Lock()
 	f.calls++

@@ -51,7 +51,9 @@ type Decision struct {
 	// N is how many rates the decision covers, in the budget's order.
 	N       uint8
 	refused uint8 // bit i: rate i refused
-	local   bool  // replayed from a deny cache: the shared store was not asked
+	// local says the shared store was not asked: the decision was replayed
+	// from a deny cache, or made by a Resilient's fallback.
+	local bool
 }
 
 // Reset returns the time until rate i is full again.
@@ -96,6 +98,17 @@ func (d *Decision) tightest(rem *[MaxLimits]int) int {
 type Limiter interface {
 	Budget() Budget
 	Allow(ctx context.Context, key string) (Decision, error)
+	// Refund gives back the token that d, an admitted decision for key,
+	// took from each rate, and makes d say so: for a request that a
+	// check after this budget refused.
+	Refund(ctx context.Context, key string, d *Decision) error
+}
+
+// refund makes d, an admitted decision, say that its token is back.
+func (d *Decision) refund() {
+	for i := range int(d.N) {
+		d.resets[i] = max(d.resets[i]-time.Duration(d.g.interval[i]), 0)
+	}
 }
 
 // gcra holds a budget's rates in GCRA terms: nanoseconds per token and

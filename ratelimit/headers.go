@@ -133,28 +133,28 @@ type Concurrency struct {
 }
 
 // CapHeaders writes the rate-limit headers of responses that caps on
-// concurrent requests decide first and, once they all admit the request, a
-// budget's rates: the stream plane's caps on open streams, then its open
-// budget. Each cap is one item: RateLimit-Policy says
+// concurrent requests decide first and, once they all admit the request,
+// budgets' rates: the stream plane's caps on open streams, then its open
+// budgets. Each cap is one item: RateLimit-Policy says
 // qu="concurrent-requests" and RateLimit gives the free slots, without a
 // reset (a slot frees when some request ends, which no clock predicts).
-// The legacy X-RateLimit-* describe a rate, whose reset is a time: the
-// budget's, whenever it was decided. Create it with [NewCapHeaders]; it is
-// safe for concurrent use.
+// The legacy X-RateLimit-* describe a rate, whose reset is a time: a
+// budget's, whenever one was decided. Create it with [NewCapHeaders]; it
+// is safe for concurrent use.
 type CapHeaders struct {
 	caps       []Concurrency
 	names      []string // `"streams";r=` per cap
 	limits     [][]string
-	budget     *Headers // the budget's, or nil
-	policy     []string // RateLimit-Policy: every cap's item, then the budget's
+	budgets    []*Headers
+	policy     []string // RateLimit-Policy: every cap's item, then every budget's
 	retryAfter time.Duration
 }
 
 // NewCapHeaders precomputes the headers of caps, decided in that order,
-// then of budget b (nil for none). retryAfter is the Retry-After of a
-// cap's refusal: the legacy X-RateLimit-Reset of a response no budget
-// decided is when it ends.
-func NewCapHeaders(b *Budget, retryAfter time.Duration, caps ...Concurrency) *CapHeaders {
+// then of budgets, in theirs. retryAfter is the Retry-After of a cap's
+// refusal: the legacy X-RateLimit-Reset of a response no budget decided
+// is when it ends.
+func NewCapHeaders(budgets []Budget, retryAfter time.Duration, caps ...Concurrency) *CapHeaders {
 	c := &CapHeaders{caps: caps, retryAfter: retryAfter}
 	var items []string
 	for _, cp := range caps {
@@ -163,9 +163,10 @@ func NewCapHeaders(b *Budget, retryAfter time.Duration, caps ...Concurrency) *Ca
 		c.names = append(c.names, `"`+cp.Name+`";r=`)
 		c.limits = append(c.limits, []string{n})
 	}
-	if b != nil {
-		c.budget = NewHeaders(*b)
-		items = append(items, c.budget.policy[0])
+	for _, b := range budgets {
+		h := NewHeaders(b)
+		c.budgets = append(c.budgets, h)
+		items = append(items, h.policy[0])
 	}
 	c.policy = []string{strings.Join(items, ", ")}
 	return c
@@ -173,23 +174,18 @@ func NewCapHeaders(b *Budget, retryAfter time.Duration, caps ...Concurrency) *Ca
 
 // Write sets the headers of a response at now. free holds the free slots
 // of the first len(free) caps, those that were decided (a cap that
-// refused has 0); d, when not nil, is the budget's decision, made once
-// every cap admitted. The legacy X-RateLimit-* describe the budget's
-// rate with the fewest requests left whenever the budget was decided;
-// otherwise (a cap refused, or there is no budget) the cap with the
-// fewest slots free, the refusing one, whose X-RateLimit-Reset is when
-// the refusal's Retry-After ends. Nothing decided (a store failed first),
-// nothing is written. Retry-After is the refusal's to set.
-func (c *CapHeaders) Write(hdr http.Header, free []int, d *Decision, now time.Time) {
-	if d != nil && d.N == 0 {
-		d = nil // the store is down and the mode open: no rate to show
-	}
-	if len(free) == 0 && d == nil {
-		return
-	}
+// refused has 0); ds the decisions of the first len(ds) budgets, made once
+// every cap admitted (a budget that refused is the last). The legacy
+// X-RateLimit-* describe, whenever a budget was decided, the rate that
+// refused, else the one with the fewest requests left; otherwise (a cap
+// refused, or there is no budget) the cap with the fewest slots free, the
+// refusing one, whose X-RateLimit-Reset is when the refusal's Retry-After
+// ends. Nothing decided (a store failed first), nothing is written.
+// Retry-After is the refusal's to set.
+func (c *CapHeaders) Write(hdr http.Header, free []int, ds []Decision, now time.Time) {
 	var buf [256]byte
 	b := buf[:0]
-	legacy := -1 // the item X-RateLimit-* describe: a cap's index, or len(c.caps) for the budget's
+	legacy := -1 // the cap X-RateLimit-* describe
 	left := 0
 	for i, n := range free {
 		if i > 0 {
@@ -206,7 +202,12 @@ func (c *CapHeaders) Write(hdr http.Header, free []int, d *Decision, now time.Ti
 	if legacy >= 0 {
 		limit = c.limits[legacy]
 	}
-	if d != nil {
+	rated := false // a budget's rate is described
+	for j := range ds {
+		d := &ds[j]
+		if d.N == 0 {
+			continue // the store is down and the mode open: no rate to show
+		}
 		var rem [MaxLimits]int
 		for i := range int(d.N) {
 			rem[i] = d.Remaining(i)
@@ -216,13 +217,18 @@ func (c *CapHeaders) Write(hdr http.Header, free []int, d *Decision, now time.Ti
 			if len(b) > 0 {
 				b = append(b, ", "...)
 			}
-			b = append(b, c.budget.names[i]...)
+			b = append(b, c.budgets[j].names[i]...)
 			b = strconv.AppendInt(b, int64(rem[i]), 10)
 			b = append(b, ";t="...)
 			b = strconv.AppendInt(b, ceilSeconds(d.Reset(i)), 10)
 		}
-		left, limit = rem[t], c.budget.limits[t]
-		reset = (d.at + int64(d.Reset(t)) + int64(time.Second) - 1) / int64(time.Second)
+		if !rated || !d.Allowed || rem[t] < left {
+			rated, left, limit = true, rem[t], c.budgets[j].limits[t]
+			reset = (d.at + int64(d.Reset(t)) + int64(time.Second) - 1) / int64(time.Second)
+		}
+	}
+	if len(b) == 0 {
+		return
 	}
 	hdr[keyRateLimitPolicy] = c.policy
 	hdr[keyRateLimit] = []string{string(b)}

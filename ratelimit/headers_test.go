@@ -44,16 +44,18 @@ func TestHeaders(t *testing.T) {
 	}
 }
 
-// Caps on concurrent requests, then a budget: each decided item is
+// Caps on concurrent requests, then budgets: each decided item is
 // shown, the caps' with qu="concurrent-requests" and no reset, and the
-// legacy headers describe the budget's rate whenever it was decided (its
-// reset is a time; a cap's is not), else the refusing cap, whose reset is
-// when its Retry-After ends.
+// legacy headers describe a budget's rate whenever one was decided (its
+// reset is a time; a cap's is not): the refusing one, else the one with
+// the fewest left; else the refusing cap, whose reset is when its
+// Retry-After ends.
 func TestCapHeaders(t *testing.T) {
 	p := budget("stream-opens", lim("stream-opens", 60, time.Minute, 20))
-	m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
-	h := ratelimit.NewCapHeaders(&p, 5*time.Second, ratelimit.Concurrency{Name: "streams", Capacity: 16}, ratelimit.Concurrency{Name: "streams-per-user", Capacity: 64})
-	const policyHeader = `"streams";q=16;qu="concurrent-requests", "streams-per-user";q=64;qu="concurrent-requests", "stream-opens";q=60;w=60`
+	u := budget("stream-opens-per-user", lim("stream-opens-per-user", 240, time.Minute, 80))
+	m, um := ratelimit.NewMemory(p, ratelimit.MemoryOptions{}), ratelimit.NewMemory(u, ratelimit.MemoryOptions{})
+	h := ratelimit.NewCapHeaders([]ratelimit.Budget{p, u}, 5*time.Second, ratelimit.Concurrency{Name: "streams", Capacity: 16}, ratelimit.Concurrency{Name: "streams-per-user", Capacity: 64})
+	const policyHeader = `"streams";q=16;qu="concurrent-requests", "streams-per-user";q=64;qu="concurrent-requests", "stream-opens";q=60;w=60, "stream-opens-per-user";q=240;w=60`
 	admitted := m.AllowAt("k", t0)
 	for range 19 {
 		m.AllowAt("k", t0)
@@ -63,22 +65,30 @@ func TestCapHeaders(t *testing.T) {
 		m.AllowAt("few", t0)
 	}
 	few := m.AllowAt("few", t0) // 5 left
+	user := um.AllowAt("u", t0)
+	for range 78 {
+		um.AllowAt("u", t0)
+	}
+	userFew := um.AllowAt("u", t0)     // none left
+	userRefused := um.AllowAt("u", t0) // the next token in 250 ms
 	for _, tc := range []struct {
 		name                            string
 		free                            []int
-		d                               *ratelimit.Decision
+		ds                              []ratelimit.Decision
 		rateLimit, limit, remain, reset string
 	}{
-		{"admitted", []int{15, 63}, &admitted, `"streams";r=15, "streams-per-user";r=63, "stream-opens";r=19;t=1`, "60", "19", "1796040001"},
-		{"admitted with few slots free", []int{2, 63}, &admitted, `"streams";r=2, "streams-per-user";r=63, "stream-opens";r=19;t=1`, "60", "19", "1796040001"},
+		{"admitted", []int{15, 63}, []ratelimit.Decision{admitted, user}, `"streams";r=15, "streams-per-user";r=63, "stream-opens";r=19;t=1, "stream-opens-per-user";r=79;t=1`, "60", "19", "1796040001"},
+		{"admitted with few slots free", []int{2, 63}, []ratelimit.Decision{admitted, user}, `"streams";r=2, "streams-per-user";r=63, "stream-opens";r=19;t=1, "stream-opens-per-user";r=79;t=1`, "60", "19", "1796040001"},
 		{"the caller's cap refused", []int{0}, nil, `"streams";r=0`, "16", "0", "1796040005"},
 		{"the user's cap refused", []int{3, 0}, nil, `"streams";r=3, "streams-per-user";r=0`, "64", "0", "1796040005"},
-		{"the open budget refused", []int{15, 63}, &refused, `"streams";r=15, "streams-per-user";r=63, "stream-opens";r=0;t=20`, "60", "0", "1796040020"},
-		{"the open budget has fewest left", []int{15, 63}, &few, `"streams";r=15, "streams-per-user";r=63, "stream-opens";r=5;t=15`, "60", "5", "1796040015"},
+		{"the open budget refused", []int{15, 63}, []ratelimit.Decision{refused}, `"streams";r=15, "streams-per-user";r=63, "stream-opens";r=0;t=20`, "60", "0", "1796040020"},
+		{"the open budget has fewest left", []int{15, 63}, []ratelimit.Decision{few, user}, `"streams";r=15, "streams-per-user";r=63, "stream-opens";r=5;t=15, "stream-opens-per-user";r=79;t=1`, "60", "5", "1796040015"},
+		{"the user's open budget has fewest left", []int{15, 63}, []ratelimit.Decision{few, userFew}, `"streams";r=15, "streams-per-user";r=63, "stream-opens";r=5;t=15, "stream-opens-per-user";r=0;t=20`, "240", "0", "1796040020"},
+		{"the user's open budget refused", []int{15, 63}, []ratelimit.Decision{admitted, userRefused}, `"streams";r=15, "streams-per-user";r=63, "stream-opens";r=19;t=1, "stream-opens-per-user";r=0;t=20`, "240", "0", "1796040020"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hdr := http.Header{}
-			h.Write(hdr, tc.free, tc.d, t0)
+			h.Write(hdr, tc.free, tc.ds, t0)
 			for k, v := range map[string]string{"RateLimit-Policy": policyHeader, "RateLimit": tc.rateLimit, "X-RateLimit-Limit": tc.limit,
 				"X-RateLimit-Remaining": tc.remain, "X-RateLimit-Reset": tc.reset} {
 				if got := hdr.Get(k); got != v {

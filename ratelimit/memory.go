@@ -91,6 +91,21 @@ func (m *Memory) AllowAt(key string, now time.Time) (d Decision) {
 	return
 }
 
+// Refund gives back the token d, an admitted decision for key, took,
+// and makes d say so. It never fails.
+func (m *Memory) Refund(_ context.Context, key string, d *Decision) error {
+	tag := tagOf(maphash.String(m.seed, key))
+	s := m.t.stripe(tag)
+	s.mu.Lock()
+	tats := m.t.entry(s, tag, d.at)
+	for i := range m.g.n {
+		tats[i] -= m.g.interval[i]
+	}
+	s.mu.Unlock()
+	d.refund()
+	return nil
+}
+
 // decideHash decides into d a request at now (Unix ns) for the key whose
 // hash is h.
 func (m *Memory) decideHash(d *Decision, h uint64, now int64) {

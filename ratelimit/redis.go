@@ -122,8 +122,22 @@ if #out == 1 then return out[1] end
 return out
 `
 
+// refundScript gives back the token an admitted decision took for
+// KEYS[1]: each rate's TAT moves back one interval. ARGV is gcraScript's.
+const refundScript = `
+local v = redis.call('GET', KEYS[1])
+local n = (#ARGV - 2) / 2
+if not v or #v ~= 8 * n then return 0 end
+local fmt = '<' .. string.rep('d', n)
+local tats = {struct.unpack(fmt, v)}
+for i = 1, n do tats[i] = tats[i] - tonumber(ARGV[1 + 2 * i]) end
+redis.call('SET', KEYS[1], struct.pack(fmt, unpack(tats, 1, n)), 'KEEPTTL')
+return 1
+`
+
 var (
-	script = rueidis.NewLuaScript(gcraScript)
+	refundLua = rueidis.NewLuaScript(refundScript)
+	script    = rueidis.NewLuaScript(gcraScript)
 	// scriptSHA1 is the script's EVALSHA name, which rueidis computes
 	// but does not export.
 	scriptSHA1 = func() string { h := sha1.Sum([]byte(gcraScript)); return hex.EncodeToString(h[:]) }()
@@ -275,6 +289,16 @@ func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 		r.deny.put(key, now.UnixNano(), d)
 	}
 	return d, err
+}
+
+// Refund gives back the token d, an admitted decision for key, took in
+// Redis, and makes d say so.
+func (r *Redis) Refund(ctx context.Context, key string, d *Decision) error {
+	if err := refundLua.Exec(ctx, r.client, []string{r.prefix + key}, r.args).Error(); err != nil {
+		return fmt.Errorf("ratelimit: redis: %w", err)
+	}
+	d.refund()
+	return nil
 }
 
 // lead flushes the pending calls in batches. Once its own call (mine) is

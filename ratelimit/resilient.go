@@ -220,7 +220,24 @@ func (r *Resilient) degraded(ctx context.Context, key string) (Decision, error) 
 	case Closed:
 		return Decision{}, ErrStoreUnavailable
 	}
-	return r.fallback.Allow(ctx, key)
+	d, err := r.fallback.Allow(ctx, key)
+	d.local = true
+	return d, err
+}
+
+// Refund gives back the token d, an admitted decision for key, took from
+// the store or from the fallback, whichever decided it, and makes d say
+// so.
+func (r *Resilient) Refund(ctx context.Context, key string, d *Decision) error {
+	switch {
+	case d.N == 0: // admitted while the store failed, in Open mode: nothing was taken
+		return nil
+	case d.local:
+		return r.fallback.Refund(ctx, key, d)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
+	defer cancel()
+	return r.store.Refund(ctx, key, d)
 }
 
 // Degraded reports how many decisions were made without the store.

@@ -133,6 +133,41 @@ func TestOutage(t *testing.T) {
 	}
 }
 
+// A refund goes where its decision was made: to Redis while it answers,
+// to the fallback when it decided during an outage.
+func TestOutageRefund(t *testing.T) {
+	r, p, _, _, _, _ := outage(t, ratelimit.Local)
+	ctx := context.Background()
+	spend := func(key string) (admitted int) {
+		for range 4 {
+			if d, _ := r.Allow(ctx, key); d.Allowed {
+				admitted++
+			}
+		}
+		return admitted
+	}
+	d, err := r.Allow(ctx, "k")
+	if err != nil || r.Refund(ctx, "k", &d) != nil {
+		t.Fatalf("healthy: %+v %v", d, err)
+	}
+	if n := spend("k"); n != 3 {
+		t.Fatalf("Redis admitted %d of 4 after a refund, want its whole burst of 3", n)
+	}
+	p.Cut()
+	for range 3 { // the breaker opens
+		r.Allow(ctx, "x")
+	}
+	if d, err = r.Allow(ctx, "j"); err != nil || !d.Allowed {
+		t.Fatalf("the fallback: %+v %v", d, err)
+	}
+	if err := r.Refund(ctx, "j", &d); err != nil {
+		t.Fatalf("a refund of the fallback's decision: %v (sent to Redis?)", err)
+	}
+	if n := spend("j"); n != 3 {
+		t.Fatalf("the fallback admitted %d of 4 after a refund, want its whole burst of 3", n)
+	}
+}
+
 // A slow Redis costs each request at most Timeout, and only until the
 // breaker opens.
 func TestOutageSlowRedis(t *testing.T) {

@@ -95,6 +95,28 @@ func TestStores(t *testing.T) {
 					t.Fatalf("refused requests drew from the hourly rate: %+v", d)
 				}
 			})
+			t.Run("Refund", func(t *testing.T) {
+				for _, b := range []ratelimit.Budget{budget("q", lim("q", 10, time.Second, 10)), budget("ingest", lim("ingest", 100, time.Hour, 100), lim("ingest-burst", 10, time.Second, 10))} {
+					clk := testclock.New(t0)
+					l := newLimiter(t, b, clk)
+					for range 9 {
+						allow(t, l, "k")
+					}
+					d := allow(t, l, "k") // the burst of 10 is spent
+					if err := l.Refund(context.Background(), "k", &d); err != nil {
+						t.Fatal(err)
+					}
+					if last := len(b.Limits) - 1; d.Remaining(last) != 1 || d.Remaining(0) != b.Limits[0].Burst-9 {
+						t.Fatalf("%s: the refunded decision says %+v", b.Name, d)
+					}
+					if d := allow(t, l, "k"); !d.Allowed || d.Remaining(0) != b.Limits[0].Burst-10 {
+						t.Fatalf("%s: the refunded token is not back: %+v", b.Name, d)
+					}
+					if allow(t, l, "k").Allowed {
+						t.Fatalf("%s: a refund gave back more than its token", b.Name)
+					}
+				}
+			})
 			t.Run("RetryAfterIsTrue", func(t *testing.T) {
 				clk := testclock.New(t0)
 				l := newLimiter(t, budget("q", lim("q", 100, time.Hour, 100)), clk)

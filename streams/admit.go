@@ -1,9 +1,9 @@
 // This file is the front door of every stream, before a byte of its
 // response: the caller is resolved as for any operation (401, 403 and 503
 // alike), then one of the caller's slots is reserved, one of its user's,
-// and a token of the caller's open budget is taken, or the request is
-// refused with the API's one 429 (scope stream); then a malformed
-// Last-Event-ID is refused.
+// and a token of the caller's open budget and one of its user's are taken,
+// or the request is refused with the API's one 429 (scope stream); then a
+// malformed Last-Event-ID is refused.
 
 package streams
 
@@ -53,7 +53,6 @@ func (p *Plane) open(op *huma.Operation, w http.ResponseWriter, r *http.Request)
 		p.s.Refuse(w, r, e)
 		return nil, false
 	}
-	p.enter()
 	// The stream's context is its own: it outlives the handler once the
 	// stream has its connection (start). Until then it ends with the
 	// request's.
@@ -68,18 +67,19 @@ func (p *Plane) open(op *huma.Operation, w http.ResponseWriter, r *http.Request)
 		ctx = context.WithValue(ctx, chi.RouteCtxKey, own)
 	}
 	st := &Stream{plane: p, slot: slot, userSlot: userSlot, w: w, c: NewConn(w, p.cfg.Heartbeat), r: r.WithContext(ctx), cancel: cancel,
-		caller: id, lastEventID: after, lastSent: after, opened: p.s.Now()}
+		caller: id, lastEventID: after, lastSent: after, opened: p.s.Now(), probe: make(chan struct{}, 1)}
 	st.unfollow = context.AfterFunc(r.Context(), cancel)
+	p.enter(st)
 	return st, true
 }
 
 // admit takes a stream's places in order: one of the caller's slots, one
-// of its user's, then a token of the caller's open budget. It writes the
-// plane's headers for what it decided. When one refuses, the places taken
-// before it are given back, so a refused open costs the caller nothing,
-// and it returns the refusal: 429 naming the refusing policy (Retry-After
-// RetryAfter for a cap, the time until the budget admits an open for the
-// budget), or 503 when a store fails.
+// of its user's, then a token of the caller's open budget and one of its
+// user's. It writes the plane's headers for what it decided. When one
+// refuses, the places taken before it are given back, so a refused open
+// costs nothing, and it returns the refusal: 429 naming the refusing
+// policy (Retry-After RetryAfter for a cap, the time until the budget
+// admits an open for a budget), or 503 when a store fails.
 func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity) (slot, userSlot Slot, e *api.Error) {
 	var buf [2]int
 	free := buf[:0] // of each cap decided
@@ -93,7 +93,7 @@ func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity) (sl
 		return api.NewError(http.StatusServiceUnavailable, product.Name+" cannot count your streams right now; retry shortly")
 	}
 
-	slot, live, ok, err := p.cfg.Cap.Reserve(ctx, capKey(id))
+	slot, live, ok, err := p.reserve(ctx, p.cfg.Cap, capKey(id), id.User.ID)
 	if err != nil {
 		return Slot{}, Slot{}, failed(p.keyCount, err)
 	}
@@ -105,7 +105,7 @@ func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity) (sl
 	}
 	p.keyCount.Allowed()
 
-	userSlot, live, ok, err = p.cfg.UserCap.Reserve(ctx, userKey(id))
+	userSlot, live, ok, err = p.reserve(ctx, p.cfg.UserCap, userKey(id), id.User.ID)
 	if err != nil {
 		slot.Release()
 		return Slot{}, Slot{}, failed(p.userCount, err)
@@ -120,23 +120,40 @@ func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity) (sl
 	}
 	p.userCount.Allowed()
 
-	var d *ratelimit.Decision
-	if p.opens != nil {
-		dec, e := p.opens.Draw(ctx, capKey(id))
+	keys := [2]string{capKey(id), userKey(id)} // the open budgets' keys, as the caps'
+	var ds [2]ratelimit.Decision
+	for i, opens := range p.opens {
+		d, e := opens.Draw(ctx, keys[i])
 		if e != nil {
 			slot.Release()
 			userSlot.Release()
+			for j := range i { // what the refusal left: every open taken is back
+				p.opens[j].Refund(ctx, keys[j], &ds[j])
+			}
 			if e.GetStatus() == http.StatusTooManyRequests {
-				free[0]++ // what the refusal left: both slots are back
+				free[0]++ // and both slots
 				free[1]++
-				p.headers.Write(h, free, &dec, p.s.Now())
+				ds[i] = d
+				p.headers.Write(h, free, ds[:i+1], p.s.Now())
 			}
 			return Slot{}, Slot{}, e
 		}
-		d = &dec
+		ds[i] = d
 	}
-	p.headers.Write(h, free, d, p.s.Now())
+	p.headers.Write(h, free, ds[:len(p.opens)], p.s.Now())
 	return slot, userSlot, nil
+}
+
+// reserve takes one of key's slots in c. When key has none free, the
+// streams of user must first prove that their clients are still there
+// (probe): one whose client left, though a balancer has not passed its
+// close on yet, ends and frees its slot, which this open then takes.
+func (p *Plane) reserve(ctx context.Context, c Cap, key, user string) (Slot, int, bool, error) {
+	slot, live, ok, err := c.Reserve(ctx, key)
+	if ok || err != nil || !p.probe(ctx, user) {
+		return slot, live, ok, err
+	}
+	return c.Reserve(ctx, key)
 }
 
 // freeSlots is what a cap of capacity slots has free once it decided:
@@ -157,5 +174,5 @@ func capKey(id *auth.Identity) string {
 	return "k:" + id.APIKeyID
 }
 
-// userKey is the caller's user's key in the per-user cap.
+// userKey is the caller's user's key in the per-user cap and open budget.
 func userKey(id *auth.Identity) string { return "u:" + id.User.ID }

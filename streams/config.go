@@ -27,8 +27,8 @@ type Config struct {
 	Heartbeat time.Duration
 	// RetryAfter is the Retry-After of a 429 of the caps: their slots
 	// free when some stream ends, which no clock predicts. Default 5 s.
-	// (The open budget's is the time until it admits an open, as for any
-	// budget; it is api.Limits.StreamOpens.)
+	// (An open budget's is the time until it admits an open, as for any
+	// budget; they are api.Limits.StreamOpens and StreamUserOpens.)
 	RetryAfter time.Duration
 	// LiveAccess is who may follow GET /api/v1/system/live, which shows
 	// this replica's load: api.Caller (the default when empty: every

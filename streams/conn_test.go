@@ -181,14 +181,14 @@ func TestConnStalled(t *testing.T) {
 }
 
 func TestLoop(t *testing.T) {
-	source, closing := make(chan int), make(chan struct{})
+	source, closing, probe := make(chan int), make(chan struct{}), make(chan struct{})
 	var got []int
-	var beats int
+	var beats, pings int
 	shut := false
 	done, beaten := make(chan struct{}), make(chan struct{}, 1)
 	go func() {
 		defer close(done)
-		streams.Loop(context.Background(), time.Millisecond, closing, source,
+		streams.Loop(context.Background(), time.Millisecond, closing, probe, source,
 			func(v int, ok bool) error { got = append(got, v); return nil },
 			func() error {
 				beats++
@@ -197,23 +197,27 @@ func TestLoop(t *testing.T) {
 				default:
 				}
 				return nil
-			}, func() { shut = true })
+			}, func() error { pings++; return nil }, func() { shut = true })
 	}()
 	source <- 1
+	probe <- struct{}{}
 	source <- 2
 	<-beaten // a heartbeat
 	close(closing)
 	<-done
-	if len(got) != 2 || got[1] != 2 || beats == 0 || !shut {
-		t.Fatalf("sent %v, beats %d, shutdown %v", got, beats, shut)
+	if len(got) != 2 || got[1] != 2 || beats == 0 || pings != 1 || !shut {
+		t.Fatalf("sent %v, beats %d, pings %d, shutdown %v", got, beats, pings, shut)
 	}
 
-	// A send that fails ends the loop; so does the context.
+	// A send or a ping that fails ends the loop; so does the context.
 	errEnd := errors.New("end")
-	streams.Loop(context.Background(), time.Hour, nil, closedChan(), func(int, bool) error { return errEnd }, nil, nil)
+	streams.Loop(context.Background(), time.Hour, nil, nil, closedChan(), func(int, bool) error { return errEnd }, nil, nil, nil)
+	probed := make(chan struct{}, 1)
+	probed <- struct{}{}
+	streams.Loop(context.Background(), time.Hour, nil, probed, make(chan int), nil, nil, func() error { return errEnd }, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	streams.Loop(ctx, time.Hour, nil, make(chan int), nil, nil, nil)
+	streams.Loop(ctx, time.Hour, nil, nil, make(chan int), nil, nil, nil, nil)
 }
 
 func closedChan() chan int { c := make(chan int); close(c); return c }

@@ -23,7 +23,7 @@ import (
 // The names of the stream plane's caps, as the spec, the headers and the
 // 429 give them (their policy): the cap of each caller (a session or an
 // API key), and the cap of each user (all of its sessions and keys). Its
-// open budget is api.StreamOpensBudget.
+// open budgets are api.StreamOpensBudget and api.StreamUserOpensBudget.
 const (
 	capName     = "streams"
 	userCapName = "streams-per-user"
@@ -50,14 +50,14 @@ func (d *declared) declare(events ...EventType) {
 
 // add declares so's operation in the spec (its access is api.Caller, or
 // so.Access; api's hook adds its security, errors and x-rate-limit from
-// its declaration: the plane's caps, then its open budget) and mounts
+// its declaration: the plane's caps, then its open budgets) and mounts
 // its handler on the router.
 func (p *Plane) add(so Operation) *declared {
 	s := p.s
 	op := so.Operation
 	op.Method = http.MethodGet
 	op.Metadata = nil // a stream's declaration is its Operation's
-	op = api.WithDeclaration(op, api.Declaration{Access: cmp.Or(so.Access, api.Caller), Draws: api.StreamOpensBudget,
+	op = api.WithDeclaration(op, api.Declaration{Access: cmp.Or(so.Access, api.Caller), Draws: []string{api.StreamOpensBudget, api.StreamUserOpensBudget},
 		Caps: []api.ConcurrencyCap{{Plane: "stream", Policy: capName, Concurrent: p.cfg.Cap.Max()},
 			{Plane: "stream", Policy: userCapName, Concurrent: p.cfg.UserCap.Max()}}})
 	op.Parameters = append(op.Parameters, &huma.Param{
@@ -83,7 +83,7 @@ func (p *Plane) add(so Operation) *declared {
 		}},
 	}}
 	head.Method, head.OperationID, head.Summary = http.MethodHead, "head-"+op.OperationID, "Check: "+op.Summary
-	head.Description = "The answer GET would start with, headers only, and no stream: the same checks, refusals and statuses, and it draws an open from the stream-opens budget as a GET does. " +
+	head.Description = "The answer GET would start with, headers only, and no stream: the same checks, refusals and statuses, and it draws an open from the open budgets as a GET does. " +
 		"A client may ask it to learn whether a stream would start, without holding one."
 	head.Responses = map[string]*huma.Response{"200": {Description: "A GET would start the stream now."}}
 	for status, r := range responses { // the stream's other answers, such as a 204

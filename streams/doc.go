@@ -1,5 +1,5 @@
 // Package streams serves Server-Sent Events: the stream plane (the caps
-// on the streams a caller and a user hold open, the open budget, the hub
+// on the streams a caller and a user hold open, the open budgets, the hub
 // that carries events, in memory or across replicas in Redis), one
 // stream's runtime (its door before a byte of its response, the takeover
 // of its connection, its deadlines and heartbeats, its typed events, the

@@ -15,6 +15,7 @@ type fanout struct {
 	mu     sync.Mutex
 	buffer int
 	subs   map[string][]*Subscription // by user; a user holds few streams
+	probed []func(user string)        // called with the user of each probe (probe.go)
 }
 
 func (f *fanout) init(buffer int) {
@@ -36,10 +37,16 @@ func (f *fanout) addLocked(user string, skip eventID) *Subscription {
 }
 
 // deliverLocked sends ev, whose id is id, to the subscriptions of ev.To,
-// or of every user when ev.To is everyone; f.mu is held. A subscription
-// whose buffer is full is removed and ended with ErrSlow; the others are
-// unaffected.
+// or of every user when ev.To is everyone, or to the probed functions
+// when it is a probe; f.mu is held. A subscription whose buffer is full
+// is removed and ended with ErrSlow; the others are unaffected.
 func (f *fanout) deliverLocked(ev Event, id eventID) {
+	if ev.Type == probeEvent { // no user's event: a probe, of the user in its data
+		for _, probed := range f.probed {
+			probed(string(ev.Data))
+		}
+		return
+	}
 	if ev.To != everyone {
 		f.deliverToLocked(ev.To, ev, id)
 		return

@@ -36,12 +36,13 @@ func AppendEvent(dst []byte, id, event string, data json.RawMessage) ([]byte, er
 }
 
 // Loop is the loop of a started stream, under [Pump]: each value from
-// source goes to send (ok false once source is closed), and beat is
-// called every heartbeat, until ctx ends (the client left), closing is
-// closed (the server shuts down: shutdown is called, to send the
-// stream's last event), or send or beat returns an error.
-func Loop[T any](ctx context.Context, heartbeat time.Duration, closing <-chan struct{}, source <-chan T,
-	send func(v T, ok bool) error, beat func() error, shutdown func()) {
+// source goes to send (ok false once source is closed), beat is called
+// every heartbeat, and ping each time probe delivers (the stream must
+// prove now that its client is still there), until ctx ends (the client
+// left), closing is closed (the server shuts down: shutdown is called, to
+// send the stream's last event), or send, beat or ping returns an error.
+func Loop[T any](ctx context.Context, heartbeat time.Duration, closing, probe <-chan struct{}, source <-chan T,
+	send func(v T, ok bool) error, beat, ping func() error, shutdown func()) {
 	every := time.NewTicker(heartbeat)
 	defer every.Stop()
 	for {
@@ -51,6 +52,8 @@ func Loop[T any](ctx context.Context, heartbeat time.Duration, closing <-chan st
 			err = send(v, ok)
 		case <-every.C:
 			err = beat()
+		case <-probe:
+			err = ping()
 		case <-closing:
 			shutdown()
 			return

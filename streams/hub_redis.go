@@ -178,16 +178,22 @@ func NewRedisHub(client rueidis.Client, prefix string, maxLen, buffer int) *Redi
 // call timed out in flight, perhaps was): the caller decides whether to
 // retry.
 func (h *RedisHub) Publish(ctx context.Context, ev Event) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
-	cmd := h.client.B().Xadd().Key(h.key).Maxlen().Almost().Threshold(strconv.Itoa(h.maxLen)).Id("*").
-		FieldValue().FieldValue("type", ev.Type).FieldValue("to", ev.To).FieldValue("data", rueidis.BinaryString(ev.Data)).Build()
-	id, err := h.client.Do(ctx, cmd).ToString()
+	id, err := h.add(ctx, ev)
 	if err != nil {
 		h.noteLost(ev.To)
 		return "", fmt.Errorf("streams: publish to redis (its user's streams are told of the gap once Redis answers): %w", err)
 	}
 	return id, nil
+}
+
+// add adds ev to the stream, trimming it to about maxLen entries, and
+// returns the id Redis gave it.
+func (h *RedisHub) add(ctx context.Context, ev Event) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	cmd := h.client.B().Xadd().Key(h.key).Maxlen().Almost().Threshold(strconv.Itoa(h.maxLen)).Id("*").
+		FieldValue().FieldValue("type", ev.Type).FieldValue("to", ev.To).FieldValue("data", rueidis.BinaryString(ev.Data)).Build()
+	return h.client.Do(ctx, cmd).ToString()
 }
 
 // noteLost remembers that an event of user may be lost.

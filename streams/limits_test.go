@@ -98,6 +98,46 @@ func TestStreamOpenBudget(t *testing.T) {
 	}
 }
 
+// The per-user open budget counts the opens of all of a user's sessions
+// and API keys: over 5 keys, each with opens of its own to spare, the
+// user's 31st open is refused (policy stream-opens-per-user, the true
+// wait), and the refusal takes nothing: neither the key's open, which
+// its budget shows back, nor a slot. Once the wait has passed, an open is
+// admitted again, and the key's budget shows the refused open never
+// counted.
+func TestStreamUserOpenBudget(t *testing.T) {
+	clk := testclock.New(t0)
+	s := apitest.Start(t, api.Config{Now: clk.Now, Limits: api.Limits{StreamOpens: api.DefaultLimits().StreamOpens,
+		StreamUserOpens: ratelimit.Rate{Limit: 120, Window: time.Minute, Burst: 30}, Store: clockedStore(clk)}})
+	var keys []string
+	for range 5 {
+		keys = append(keys, s.Key())
+	}
+	for i := range 30 {
+		if st, r := s.OpenStream("/api/v1/events", keys[i%5]); st == nil {
+			t.Fatalf("open %d: %d %s", i+1, r.Status, r.Body)
+		}
+	}
+	_, r := s.OpenStream("/api/v1/events", keys[0])
+	refusedBy(t, r, "stream-opens-per-user", 120, 60, 1)
+	// 6 streams of the key's 16 and 30 of the user's 64; 6 opens of the
+	// key's 20 (a second each to come back), 30 of the user's (half one).
+	if got, want := r.Header.Get("RateLimit"), `"streams";r=10, "streams-per-user";r=34, "stream-opens";r=14;t=6, "stream-opens-per-user";r=0;t=15`; got != want {
+		t.Fatalf("the refusal's RateLimit %q, want %q: its slots and the key's open given back", got, want)
+	}
+	if r.Header.Get("X-RateLimit-Limit") != "120" || r.Header.Get("X-RateLimit-Remaining") != "0" {
+		t.Fatalf("the refusal's X-RateLimit-Limit %q, Remaining %q: want the refusing budget's", r.Header.Get("X-RateLimit-Limit"), r.Header.Get("X-RateLimit-Remaining"))
+	}
+	clk.Advance(time.Second) // the user's budget: 2 opens; the key's: 1
+	st, r := s.OpenStream("/api/v1/events", keys[0])
+	if st == nil {
+		t.Fatalf("once the wait has passed: %d %s", r.Status, r.Body)
+	}
+	if got, want := r.Header.Get("RateLimit"), `"streams";r=9, "streams-per-user";r=33, "stream-opens";r=14;t=6, "stream-opens-per-user";r=1;t=15`; got != want {
+		t.Fatalf("RateLimit %q, want %q: the refused open took none of the key's", got, want)
+	}
+}
+
 // A stream the caller's cap refuses takes no token of its open budget.
 func TestStreamCapRefusalTakesNoOpen(t *testing.T) {
 	clk := testclock.New(t0)

@@ -1,4 +1,4 @@
-// This file is the stream plane: the caps, the open budget, the hub and
+// This file is the stream plane: the caps, the open budgets, the hub and
 // the streams open on this replica, served on an api.Server by its
 // Feature, and closed by CloseStreams when the server shuts down.
 
@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,34 +19,42 @@ import (
 )
 
 // A Plane is the stream endpoints of one server: its caps, its open
-// budget (the server's, api.Limits.StreamOpens), its hub, the streams
-// open on this replica, and the signal that closes them. Make one with
-// [New], serve it with its [Plane.Feature], and end its streams with
-// [Plane.CloseStreams] when the server shuts down.
+// budgets (the server's, api.Limits.StreamOpens and StreamUserOpens), its
+// hub, the streams open on this replica, and the signal that closes them.
+// Make one with [New], serve it with its [Plane.Feature], and end its
+// streams with [Plane.CloseStreams] when the server shuts down.
 type Plane struct {
 	cfg Config
 	// s is the server the plane serves, and d its door, once Feature ran.
 	s *api.Server
 	d *door
-	// opens is the open budget, nil when the server's limits are
-	// disabled; headers writes what the caps and the budget decided;
-	// keyCount and userCount count the caps' decisions for the metrics.
-	opens               *api.PlaneBudget
+	// opens are the open budgets, the caller's then its user's, none
+	// when the server's limits are disabled; headers writes what the caps
+	// and the budgets decided; keyCount and userCount count the caps'
+	// decisions for the metrics.
+	opens               []*api.PlaneBudget
 	headers             *ratelimit.CapHeaders
 	keyCount, userCount api.Decisions
 	closing             chan struct{} // closed by CloseStreams
 	once                sync.Once
 	live                liveSnapshots
+	// prober carries probes to every replica (the hub, if it can).
+	prober prober
 	// n counts the streams admitted and not yet finished on this
-	// replica; ended, when not nil, is closed when it falls to 0.
-	mu    sync.Mutex
-	n     int
-	ended chan struct{}
+	// replica, byUser holds them by user, for probes; ended, when not
+	// nil, is closed when n falls to 0. probing holds the users whose
+	// streams are being probed, each with the channel closed once the
+	// probe's wait is over.
+	mu      sync.Mutex
+	n       int
+	byUser  map[string][]*Stream
+	ended   chan struct{}
+	probing map[string]chan struct{}
 }
 
 // New returns the stream plane of cfg, with its defaults.
 func New(cfg Config) *Plane {
-	return &Plane{cfg: cfg.withDefaults(), closing: make(chan struct{})}
+	return &Plane{cfg: cfg.withDefaults(), closing: make(chan struct{}), byUser: map[string][]*Stream{}, probing: map[string]chan struct{}{}}
 }
 
 // Feature serves the plane on s: an api.Feature. It declares the
@@ -70,17 +79,21 @@ func (p *Plane) Feature(s *api.Server) {
 	if user, caller := p.cfg.UserCap.Max(), p.cfg.Cap.Max(); user < caller {
 		d.errs = append(d.errs, fmt.Errorf("the streams of a user are capped at %d, fewer than the %d of each of its sessions and keys: the user's cap counts them all, so it must be at least theirs", user, caller))
 	}
-	p.opens = s.PlaneBudget(api.StreamOpensBudget)
-	var opens *ratelimit.Budget
-	if p.opens != nil {
-		b := p.opens.Budget()
-		opens = &b
+	var budgets []ratelimit.Budget
+	for _, name := range []string{api.StreamOpensBudget, api.StreamUserOpensBudget} {
+		if b := s.PlaneBudget(name); b != nil {
+			p.opens, budgets = append(p.opens, b), append(budgets, b.Budget())
+		}
 	}
-	p.headers = ratelimit.NewCapHeaders(opens, p.cfg.RetryAfter,
+	p.headers = ratelimit.NewCapHeaders(budgets, p.cfg.RetryAfter,
 		ratelimit.Concurrency{Name: capName, Capacity: p.cfg.Cap.Max()},
 		ratelimit.Concurrency{Name: userCapName, Capacity: p.cfg.UserCap.Max()})
 	m := s.Metrics()
 	p.keyCount, p.userCount = m.Decisions("stream", capName), m.Decisions("stream", userCapName)
+	if h, ok := p.cfg.Hub.(prober); ok {
+		p.prober = h
+		h.onProbe(p.poke)
+	}
 	if m != nil {
 		m.Registry().MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: product.MetricNamespace + "_streams_open", Help: "Streams open on this replica.",
@@ -113,11 +126,21 @@ func (p *Plane) CloseStreams(ctx context.Context) error {
 }
 
 // enter and leave count a stream in and out.
-func (p *Plane) enter() { p.mu.Lock(); p.n++; p.mu.Unlock() }
-
-func (p *Plane) leave() {
+func (p *Plane) enter(st *Stream) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.n++
+	user := st.caller.User.ID
+	p.byUser[user] = append(p.byUser[user], st)
+}
+
+func (p *Plane) leave(st *Stream) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	user := st.caller.User.ID
+	if p.byUser[user] = slices.DeleteFunc(p.byUser[user], func(s *Stream) bool { return s == st }); len(p.byUser[user]) == 0 {
+		delete(p.byUser, user)
+	}
 	if p.n--; p.n == 0 && p.ended != nil {
 		close(p.ended)
 		p.ended = nil

@@ -24,7 +24,7 @@ func (p *Plane) addPlatform() {
 			Description: "Your events as they happen, each with an id. On reconnect, send the last id received as Last-Event-ID (browsers do): " +
 				"the events after it that are still kept come first, or stream.gap says some are lost. " +
 				"Every stream endpoint shares the stream plane (x-rate-limit, plane stream): the open streams of your session or API key (streams), " +
-				"those of your user, counting all of its sessions and API keys (streams-per-user), and the streams your session or API key may open (stream-opens); " +
+				"those of your user, counting all of its sessions and API keys (streams-per-user), the streams your session or API key may open (stream-opens), and those your user may open (stream-opens-per-user); " +
 				"past any of them a stream is refused with 429 before it starts.",
 		},
 		Events: append(slices.Clone(d.userEvents), gapEvent),
@@ -39,7 +39,7 @@ func (p *Plane) addPlatform() {
 			OperationID: "follow-system-live", Path: api.Prefix + "/system/live", Tags: tags,
 			Summary: "Follow the server's state",
 			Description: "A snapshot of this replica every second: requests and refusals per second, open streams, jobs queued, goroutines, heap. " + who +
-				" Shares the stream plane's caps and open budget with every stream endpoint.",
+				" Shares the stream plane's caps and open budgets with every stream endpoint.",
 		},
 		Access: p.cfg.LiveAccess,
 		Events: []EventType{liveEvent},

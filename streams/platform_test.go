@@ -92,7 +92,7 @@ func TestStreamCap(t *testing.T) {
 		env.Details.Policy != "streams" || env.Details.Limit != 16 || env.Details.RetryAfterS != 5 {
 		t.Fatalf("the 17th stream's envelope: %s", r.Body)
 	}
-	if r.Header.Get("Retry-After") != "5" || r.Header.Get("RateLimit-Policy") != `"streams";q=16;qu="concurrent-requests", "streams-per-user";q=64;qu="concurrent-requests", "stream-opens";q=10000;w=60` ||
+	if r.Header.Get("Retry-After") != "5" || r.Header.Get("RateLimit-Policy") != `"streams";q=16;qu="concurrent-requests", "streams-per-user";q=64;qu="concurrent-requests", "stream-opens";q=10000;w=60, "stream-opens-per-user";q=10000;w=60` ||
 		r.Header.Get("RateLimit") != `"streams";r=0` || r.Header.Get("X-RateLimit-Remaining") != "0" ||
 		!strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
 		t.Fatalf("the 17th stream's headers: %v", r.Header)

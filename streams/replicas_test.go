@@ -56,9 +56,9 @@ func newReplica(t *testing.T, svc *auth.Service, db *store.DB, prefix string, le
 
 // replicaOptions are what a test of the stream plane's limits sets.
 type replicaOptions struct {
-	userCap int
-	opens   ratelimit.Rate
-	now     func() time.Time // the open budget's clock, in Redis (nil: Redis's)
+	userCap          int
+	opens, userOpens ratelimit.Rate   // userOpens 0: one no test meets
+	now              func() time.Time // the open budgets' clock, in Redis (nil: Redis's)
 }
 
 // newReplicaWith is newReplica with a per-user cap and an open budget of
@@ -83,7 +83,7 @@ func newReplicaWith(t *testing.T, svc *auth.Service, db *store.DB, prefix string
 	t.Cleanup(func() { stop(); <-done })
 	limits := api.DefaultLimits()
 	limits.Session = ratelimit.Rate{Limit: 10_000, Window: time.Minute, Burst: 10_000}
-	limits.StreamOpens = o.opens
+	limits.StreamOpens, limits.StreamUserOpens = o.opens, o.userOpens
 	limits.Store = func(p ratelimit.Budget) ratelimit.Limiter {
 		r := ratelimit.NewRedis(client, prefix+"rl:", p)
 		r.Now = o.now
@@ -102,7 +102,9 @@ func newReplicaWith(t *testing.T, svc *auth.Service, db *store.DB, prefix string
 func TestStreamsAcrossReplicas(t *testing.T) {
 	svc, db := cluster(t)
 	prefix := redistest.Prefix()
-	const lease = 600 * time.Millisecond
+	// A lease outlives by far a refused open's wait for its probe (half
+	// a second), which comes before "right after a died" is checked.
+	const lease = 2 * time.Second
 	var aDead, bDead atomic.Bool
 	a, b := newReplica(t, svc, db, prefix, lease, &aDead), newReplica(t, svc, db, prefix, lease, &bDead)
 	ada := a.Session()
@@ -198,6 +200,43 @@ func TestStreamLimitsAcrossReplicas(t *testing.T) {
 		st, _ := b.OpenStream("/api/v1/events", keys[1])
 		return st != nil
 	})
+}
+
+// Two replicas sharing the real Redis share each user's open budget:
+// over three keys, the user's 7th open is refused on either replica, and
+// gives back the key's open in Redis (a refund), so once the wait has
+// passed the key's budget shows it never counted. The rates are slow
+// (10 s an open), so that no key of the budgets expires in Redis's own
+// time while the test's clock stands still.
+func TestStreamUserOpensAcrossReplicas(t *testing.T) {
+	svc, db := cluster(t)
+	prefix := redistest.Prefix()
+	clk := testclock.New(t0)
+	var never atomic.Bool
+	o := replicaOptions{userCap: streams.DefaultUserCap, opens: ratelimit.Rate{Limit: 6, Window: time.Minute, Burst: 20},
+		userOpens: ratelimit.Rate{Limit: 6, Window: time.Minute, Burst: 6}, now: clk.Now}
+	a, b := newReplicaWith(t, svc, db, prefix, time.Minute, &never, o), newReplicaWith(t, svc, db, prefix, time.Minute, &never, o)
+	keys := []string{a.Key(), a.Key(), a.Key()}
+	for i := range 6 {
+		if st, rep := []*replica{a, b}[i%2].OpenStream("/api/v1/events", keys[i%3]); st == nil {
+			t.Fatalf("open %d: %d %s", i+1, rep.Status, rep.Body)
+		}
+	}
+	for i, r := range []*replica{a, b} {
+		_, rep := r.OpenStream("/api/v1/events", keys[i])
+		refusedBy(t, rep, "stream-opens-per-user", 6, 60, 10)
+		if want := `"stream-opens";r=18;`; !strings.Contains(rep.Header.Get("RateLimit"), want) {
+			t.Fatalf("the refusal's RateLimit %q, want %s: the key's open given back", rep.Header.Get("RateLimit"), want)
+		}
+	}
+	clk.Advance(10 * time.Second) // an open of the user's, and of each key's
+	st, rep := b.OpenStream("/api/v1/events", keys[0])
+	if st == nil {
+		t.Fatalf("once the wait has passed: %d %s", rep.Status, rep.Body)
+	}
+	if want := `"stream-opens";r=18;`; !strings.Contains(rep.Header.Get("RateLimit"), want) {
+		t.Fatalf("RateLimit %q, want %s: the refused opens took none of the key's in Redis", rep.Header.Get("RateLimit"), want)
+	}
 }
 
 // leases counts the streams Redis holds for the keys of the stream caps

@@ -52,6 +52,9 @@ type Stream struct {
 	gapped   bool
 	declared map[string]bool // the event types the stream's operation declares
 	opened   time.Time
+	// probe asks the stream to prove that its client is still there
+	// (Plane.poke): Pump then writes a heartbeat at once.
+	probe chan struct{}
 	// handedOff is closed once the handler may return: the stream has
 	// its connection, or it has ended. panicked is a panic of serve
 	// before then, for the handler to raise.
@@ -184,10 +187,13 @@ func (st *Stream) CloseSlow() { st.close("slow") }
 
 // Pump is the loop of a started stream: each value from source goes to
 // send (ok false once source is closed), and a heartbeat goes out when
-// due, until the client leaves, the server shuts down (stream.closing),
-// or send returns an error (ErrEnded to end the stream).
+// due, or at once when the stream is probed (its user's caps refused an
+// open: see Plane.probe), until the client leaves, the server shuts down
+// (stream.closing), or send returns an error (ErrEnded to end the
+// stream).
 func Pump[T any](st *Stream, source <-chan T, send func(v T, ok bool) error) {
-	Loop(st.r.Context(), st.plane.cfg.Heartbeat, st.plane.closing, source, send, st.beat, func() { st.close("shutdown") })
+	Loop(st.r.Context(), st.plane.cfg.Heartbeat, st.plane.closing, st.probe, source, send, st.beat,
+		func() error { return st.c.Write(Heartbeat) }, func() { st.close("shutdown") })
 }
 
 // serve runs the operation's serve on a goroutine of its own, and
@@ -291,5 +297,5 @@ func (st *Stream) finish() {
 	} else if st.handedOff != nil {
 		close(st.handedOff)
 	}
-	st.plane.leave()
+	st.plane.leave(st)
 }

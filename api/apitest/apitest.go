@@ -139,7 +139,7 @@ func Start(tb testing.TB, cfg api.Config, opts ...Option) *Server {
 	}
 	plane := streams.New(o.streams)
 	cfg.Features = slices.Concat([]api.Feature{account.Feature(cfg.Auth, account.Config{Hub: plane.Hub()})}, cfg.Features, []api.Feature{plane.Feature})
-	for _, b := range []*ratelimit.Rate{&cfg.Limits.Session, &cfg.Limits.APIKey, &cfg.Limits.StreamOpens} {
+	for _, b := range []*ratelimit.Rate{&cfg.Limits.Session, &cfg.Limits.APIKey, &cfg.Limits.StreamOpens, &cfg.Limits.StreamUserOpens} {
 		if *b == (ratelimit.Rate{}) {
 			*b = ratelimit.Rate{Limit: 10_000, Window: time.Minute, Burst: 10_000}
 		}

@@ -72,6 +72,7 @@ type Config struct {
 	StreamCap        int
 	StreamUserCap    int
 	StreamOpens      ratelimit.Rate
+	StreamUserOpens  ratelimit.Rate
 	StreamHeartbeat  time.Duration
 	StreamRetryAfter time.Duration
 

@@ -60,6 +60,7 @@ func TestConfigDefaults(t *testing.T) {
 		{"StreamCap", c.StreamCap, streams.DefaultCap},
 		{"StreamUserCap", c.StreamUserCap, streams.DefaultUserCap},
 		{"StreamOpens", c.StreamOpens, limits.StreamOpens},
+		{"StreamUserOpens", c.StreamUserOpens, limits.StreamUserOpens},
 		{"StreamHeartbeat", c.StreamHeartbeat, streams.DefaultHeartbeat},
 		{"StreamRetryAfter", c.StreamRetryAfter, streams.DefaultRetryAfter},
 	}

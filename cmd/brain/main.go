@@ -224,7 +224,7 @@ func streamsOf(cfg Config, p *streams.Plane) *streams.Plane {
 func limits(cfg Config) api.Limits {
 	l := api.DefaultLimits()
 	l.Session, l.IP, l.APIKey = cfg.RateLimitSession, cfg.RateLimitIP, cfg.RateLimitAPIKey
-	l.StreamOpens = cfg.StreamOpens
+	l.StreamOpens, l.StreamUserOpens = cfg.StreamOpens, cfg.StreamUserOpens
 	l.Override = cfg.budgetOverride
 	return l
 }

@@ -82,7 +82,7 @@ func TestReplicasShareRedisBudget(t *testing.T) {
 // The served spec shows the running budgets; `brain openapi`, the defaults.
 func TestServedSpecShowsRunningBudgets(t *testing.T) {
 	base, _ := MustRunServer(t, map[string]string{"BRAIN_RATE_LIMIT_SESSION": "7/min,burst=3",
-		"BRAIN_STREAM_CAP": "3", "BRAIN_STREAM_USER_CAP": "5", "BRAIN_STREAM_OPENS": "9/h,burst=4"})
+		"BRAIN_STREAM_CAP": "3", "BRAIN_STREAM_USER_CAP": "5", "BRAIN_STREAM_OPENS": "9/h,burst=4", "BRAIN_STREAM_USER_OPENS": "20/h,burst=8"})
 	res, err := http.Get(base + "/openapi.json")
 	if err != nil {
 		t.Fatal(err)
@@ -123,8 +123,8 @@ func TestServedSpecShowsRunningBudgets(t *testing.T) {
 		spec []byte
 		want string
 	}{
-		{served, "[{stream streams 0 0 0 3 0 0 [] } {stream streams-per-user 0 0 0 5 0 0 [] } {stream stream-opens 9 3600 4 0 0 0 [] }]"},
-		{committed, "[{stream streams 0 0 0 16 0 0 [] } {stream streams-per-user 0 0 0 64 0 0 [] } {stream stream-opens 60 60 20 0 0 0 [] }]"},
+		{served, "[{stream streams 0 0 0 3 0 0 [] } {stream streams-per-user 0 0 0 5 0 0 [] } {stream stream-opens 9 3600 4 0 0 0 [] } {stream stream-opens-per-user 20 3600 8 0 0 0 [] }]"},
+		{committed, "[{stream streams 0 0 0 16 0 0 [] } {stream streams-per-user 0 0 0 64 0 0 [] } {stream stream-opens 60 60 20 0 0 0 [] } {stream stream-opens-per-user 240 60 80 0 0 0 [] }]"},
 	} {
 		if got := fmt.Sprint(entries(tc.spec, "/api/v1/events", "stream")); got != tc.want {
 			t.Errorf("the stream plane of GET /api/v1/events: %s, want %s", got, tc.want)

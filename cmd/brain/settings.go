@@ -129,6 +129,8 @@ func platformSettings(c *Config) []settings.Setting {
 			Set: settings.Int(1, 100000, &c.StreamUserCap)},
 		{Flag: "stream-opens", Env: product.EnvPrefix + "STREAM_OPENS", Default: limits.StreamOpens.String(), Usage: "streams a session or API key may open, <n>/<s|min|h>[,burst=<b>]; one more answers 429",
 			Set: settings.Rate(&c.StreamOpens)},
+		{Flag: "stream-user-opens", Env: product.EnvPrefix + "STREAM_USER_OPENS", Default: limits.StreamUserOpens.String(), Usage: "streams a user may open, across all of its sessions and API keys, <n>/<s|min|h>[,burst=<b>]; one more answers 429",
+			Set: settings.Rate(&c.StreamUserOpens)},
 		{Flag: "stream-heartbeat", Env: product.EnvPrefix + "STREAM_HEARTBEAT", Default: settings.FormatDuration(streams.DefaultHeartbeat), Usage: "how often an idle stream gets a comment line (and renews its slot)",
 			Set: settings.Duration(10*time.Millisecond, 10*time.Minute, &c.StreamHeartbeat)},
 		{Flag: "stream-retry-after", Env: product.EnvPrefix + "STREAM_RETRY_AFTER", Default: settings.FormatDuration(streams.DefaultRetryAfter), Usage: "the Retry-After of a stream refused by the cap",

@@ -62,7 +62,7 @@ export function entryWords(e) {
   }
   if ("limit" in e && "window_s" in e) {
     if (e.plane === "stream") {
-      const named = e.policy === ownPolicy.stream ? "" : ` (${e.policy})`;
+      const named = e.policy === ownPolicy.stream ? "" : e.policy === "stream-opens-per-user" ? " per user (all its sessions and keys)" : ` (${e.policy})`;
       return `opens${named}: ${rate(e)}`;
     }
     let s = `${rate(e)}, ${keptPer[e.plane] ?? `per ${e.plane}`}`;

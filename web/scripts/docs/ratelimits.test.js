@@ -53,10 +53,11 @@ describe("rateLimitWords", () => {
     expect(rateLimitWords(op("/api/v1/apikeys", "get"))).toContain("120 per minute, burst 60, per API key (callers refused with 403)");
   });
 
-  it("reads a stream's caps and open budget together", () => {
+  it("reads a stream's caps and open budgets together", () => {
     expect(rateLimitWords(op("/api/v1/events", "get"))).toBe(
       "Rate limits: at most 16 open at once per caller; at most 64 open at once per user (all its sessions and keys); " +
-        "opens: 60 per minute, burst 20 · 30 per minute, burst 30, per IP (unauthenticated callers)",
+        "opens: 60 per minute, burst 20; opens per user (all its sessions and keys): 240 per minute, burst 80 · " +
+        "30 per minute, burst 30, per IP (unauthenticated callers)",
     );
   });
 

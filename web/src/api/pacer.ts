@@ -37,7 +37,7 @@ function isRate(b: Budget): b is RateBudget {
 /**
  * budgetsFor lists the rate budgets a caller on plane draws from for op:
  * those of its own plane, the ip plane's unconditional ones (login's) and
- * the stream plane's open budget (a stream's connects and reconnects). An
+ * the stream plane's open budgets (a stream's connects and reconnects). An
  * entry with applies_to ("unauthenticated", "forbidden") describes another
  * caller and is left out.
  */

@@ -137,7 +137,7 @@ export interface paths {
         };
         /**
          * Follow your events
-         * @description Your events as they happen, each with an id. On reconnect, send the last id received as Last-Event-ID (browsers do): the events after it that are still kept come first, or stream.gap says some are lost. Every stream endpoint shares the stream plane (x-rate-limit, plane stream): the open streams of your session or API key (streams), those of your user, counting all of its sessions and API keys (streams-per-user), and the streams your session or API key may open (stream-opens); past any of them a stream is refused with 429 before it starts.
+         * @description Your events as they happen, each with an id. On reconnect, send the last id received as Last-Event-ID (browsers do): the events after it that are still kept come first, or stream.gap says some are lost. Every stream endpoint shares the stream plane (x-rate-limit, plane stream): the open streams of your session or API key (streams), those of your user, counting all of its sessions and API keys (streams-per-user), the streams your session or API key may open (stream-opens), and those your user may open (stream-opens-per-user); past any of them a stream is refused with 429 before it starts.
          */
         get: operations["follow-events"];
         put?: never;
@@ -146,7 +146,7 @@ export interface paths {
         options?: never;
         /**
          * Check: Follow your events
-         * @description The answer GET would start with, headers only, and no stream: the same checks, refusals and statuses, and it draws an open from the stream-opens budget as a GET does. A client may ask it to learn whether a stream would start, without holding one.
+         * @description The answer GET would start with, headers only, and no stream: the same checks, refusals and statuses, and it draws an open from the open budgets as a GET does. A client may ask it to learn whether a stream would start, without holding one.
          */
         head: operations["head-follow-events"];
         patch?: never;
@@ -230,7 +230,7 @@ export interface paths {
         options?: never;
         /**
          * Check: Follow a job
-         * @description The answer GET would start with, headers only, and no stream: the same checks, refusals and statuses, and it draws an open from the stream-opens budget as a GET does. A client may ask it to learn whether a stream would start, without holding one.
+         * @description The answer GET would start with, headers only, and no stream: the same checks, refusals and statuses, and it draws an open from the open budgets as a GET does. A client may ask it to learn whether a stream would start, without holding one.
          */
         head: operations["head-follow-job-log"];
         patch?: never;
@@ -373,7 +373,7 @@ export interface paths {
         };
         /**
          * Follow the server's state
-         * @description A snapshot of this replica every second: requests and refusals per second, open streams, jobs queued, goroutines, heap. Any caller (a session or an API key) may follow it: it shows the server's load, not any user's data (BRAIN_LIVE_ACCESS=admin restricts it to the user admin). Shares the stream plane's caps and open budget with every stream endpoint.
+         * @description A snapshot of this replica every second: requests and refusals per second, open streams, jobs queued, goroutines, heap. Any caller (a session or an API key) may follow it: it shows the server's load, not any user's data (BRAIN_LIVE_ACCESS=admin restricts it to the user admin). Shares the stream plane's caps and open budgets with every stream endpoint.
          */
         get: operations["follow-system-live"];
         put?: never;
@@ -382,7 +382,7 @@ export interface paths {
         options?: never;
         /**
          * Check: Follow the server's state
-         * @description The answer GET would start with, headers only, and no stream: the same checks, refusals and statuses, and it draws an open from the stream-opens budget as a GET does. A client may ask it to learn whether a stream would start, without holding one.
+         * @description The answer GET would start with, headers only, and no stream: the same checks, refusals and statuses, and it draws an open from the open budgets as a GET does. A client may ask it to learn whether a stream would start, without holding one.
          */
         head: operations["head-follow-system-live"];
         patch?: never;
