@@ -30,13 +30,15 @@ import (
 //   - UTF-8: a Content-Type that names another charset is refused 415,
 //     rather than its text misread.
 //   - Room for it: an operation whose limit is over [LargeBody] (ingest's
-//     8 MiB, a fork's uploads) counts the body's bytes in the bytes in
-//     flight as they arrive, until the handler returns. A body whose bytes
-//     would take the whole server or the caller past its bound is refused
-//     there, 503 with Retry-After: 1 (see [BodyBudget]): the bytes of
-//     bodies held at once, and the memory they take, are bounded whatever
-//     the clients send, and bodies that are slow to come hold only the
-//     bytes that came, so they cannot keep out another caller's.
+//     8 MiB, a fork's uploads) counts its bodies in the bytes in flight
+//     until the handler returns: the length each claims for its caller,
+//     and the bytes that have arrived for the server. A body past either
+//     bound is refused 503 with Retry-After: 1 (see [BodyBudget]), before
+//     it is read, or as a byte arrives that the server has no room for:
+//     the bytes of bodies held at once, and the memory they take, are
+//     bounded whatever the clients send, and bodies that are slow to come
+//     hold only their own caller's room, so they cannot keep out another
+//     caller's.
 
 // LargeBody is the body limit above which an operation's bodies draw from
 // the bytes in flight. Smaller bodies are not worth the count.
@@ -122,17 +124,20 @@ func utf8Charset(contentType string) bool {
 	return err != nil || !named || strings.EqualFold(cs, "utf-8")
 }
 
-// BodyBudget bounds the bytes of request bodies in flight: what the
-// operations whose body limit is over [LargeBody] hold at once, read or
-// being read, for the whole server and for each caller. The zero value
-// takes the defaults.
+// BodyBudget bounds the bytes of request bodies in flight: those of the
+// operations whose body limit is over [LargeBody], for each caller and
+// for the whole server. The zero value takes the defaults.
 type BodyBudget struct {
-	// InFlight bounds the bytes of every caller's bodies together.
-	// Default 64 MiB: eight bodies of ingest's 8 MiB.
+	// InFlight bounds the bytes of every caller's bodies that have
+	// arrived and are held, together. A body is refused before it is read
+	// when its length would take them past it, and when a byte that
+	// arrives would. Default 64 MiB: eight bodies of ingest's 8 MiB.
 	InFlight int64
-	// PerCaller bounds the bytes of one caller's bodies: a user's,
-	// whatever session or API key it calls with, or a client address's
-	// for a public operation. Default 16 MiB: two bodies of 8 MiB.
+	// PerCaller bounds the lengths of one caller's bodies in flight (as
+	// they declare them, or the operation's limit when they do not): a
+	// user's, whatever session or API key it calls with, or a client
+	// address's for a public operation. A body past it is refused before
+	// it is read. Default 16 MiB: two bodies of 8 MiB.
 	PerCaller int64
 }
 
@@ -156,62 +161,83 @@ func (b BodyBudget) withDefaults() BodyBudget {
 // for: bodies are read and answered in well under a second.
 const RetryBody = time.Second
 
-// bodiesInFlight counts the bytes of the bodies in flight.
+// bodiesInFlight counts the bytes of the bodies in flight: the lengths
+// each caller's bodies claim, and the bytes that have arrived. A body that
+// is slow to come claims its caller's room, not the server's: slow bodies
+// cannot keep out another caller's.
 type bodiesInFlight struct {
 	api    huma.API // set before the first operation is registered
 	limits BodyBudget
 	errs   []error // operations that accept more than a caller may send
 
-	mu       sync.Mutex
-	total    int64
-	byCaller map[string]int64 // only callers with bytes in flight
+	mu      sync.Mutex
+	arrived int64
+	claimed map[string]int64 // only callers with bodies in flight
 }
 
 func newBodiesInFlight(b BodyBudget) *bodiesInFlight {
-	return &bodiesInFlight{limits: b.withDefaults(), byCaller: map[string]int64{}}
+	return &bodiesInFlight{limits: b.withDefaults(), claimed: map[string]int64{}}
 }
 
-// reserve takes n more bytes for caller, unless that would put the
-// server or the caller over its bound: then it takes nothing and returns
-// the refusal.
-func (b *bodiesInFlight) reserve(caller string, n int64) *Error {
+// admit claims length bytes for a body of caller, unless that would put
+// the caller over its bound, or the bytes arrived with length over the
+// server's: then it claims nothing and returns the refusal.
+func (b *bodiesInFlight) admit(caller string, length int64) *Error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	mine := b.byCaller[caller]
-	switch {
-	case mine+n > b.limits.PerCaller:
+	mine := b.claimed[caller]
+	if mine+length > b.limits.PerCaller {
 		return busyBodies(fmt.Sprintf("you have %d bytes of request bodies in flight, and this one would take you past %d; retry in a second, or send fewer large bodies at once",
 			mine, b.limits.PerCaller))
-	case b.total+n > b.limits.InFlight:
-		return busyBodies(product.Name + " is receiving as many large request bodies as it holds at once; retry in a second")
 	}
-	b.total += n
-	b.byCaller[caller] = mine + n
+	if e := b.roomLocked(length); e != nil {
+		return e
+	}
+	b.claimed[caller] = mine + length
 	return nil
 }
 
-// release gives back n bytes caller reserved.
-func (b *bodiesInFlight) release(caller string, n int64) {
+// roomLocked refuses n more bytes arrived when the server has no room
+// for them.
+func (b *bodiesInFlight) roomLocked(n int64) *Error {
+	if b.arrived+n > b.limits.InFlight {
+		return busyBodies(product.Name + " is receiving as many large request bodies as it holds at once; retry in a second")
+	}
+	return nil
+}
+
+// take counts n more bytes arrived, unless the server has no room for
+// them: then it counts nothing and returns the refusal.
+func (b *bodiesInFlight) take(n int64) *Error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.total -= n
-	if left := b.byCaller[caller] - n; left > 0 {
-		b.byCaller[caller] = left
+	if e := b.roomLocked(n); e != nil {
+		return e
+	}
+	b.arrived += n
+	return nil
+}
+
+// release gives back a body's claim of length for caller, and the bytes
+// of it that arrived.
+func (b *bodiesInFlight) release(caller string, length, arrived int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.arrived -= arrived
+	if left := b.claimed[caller] - length; left > 0 {
+		b.claimed[caller] = left
 	} else {
-		delete(b.byCaller, caller)
+		delete(b.claimed, caller)
 	}
 }
 
-// BodyBytesInFlight is the bytes of request bodies s holds reserved now,
+// BodyBytesInFlight is the bytes of request bodies s holds now, arrived,
 // all callers together: what a test of a feature with large bodies waits
 // on.
-func (s *Server) BodyBytesInFlight() int64 { return s.bodies.inFlight() }
-
-// inFlight is the bytes reserved now, for tests.
-func (b *bodiesInFlight) inFlight() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.total
+func (s *Server) BodyBytesInFlight() int64 {
+	s.bodies.mu.Lock()
+	defer s.bodies.mu.Unlock()
+	return s.bodies.arrived
 }
 
 // busyBodies is the 503 of a body there is no room for.
@@ -232,13 +258,13 @@ func (b *bodiesInFlight) declare(op *huma.Operation, limit int64) {
 		b.errs = append(b.errs, fmt.Errorf("operation %s accepts bodies of up to %d bytes, more than the bytes in flight allow (%d a caller, %d in all): raise those bounds",
 			op.OperationID, limit, b.limits.PerCaller, b.limits.InFlight))
 	}
-	op.Middlewares = append(op.Middlewares, b.enforce())
+	op.Middlewares = append(op.Middlewares, b.enforce(limit))
 	op.Responses["503"] = &huma.Response{Ref: refUnavailable}
 	if op.Description != "" {
 		op.Description += "\n\n"
 	}
-	op.Description += fmt.Sprintf("The body is at most %s, that many bytes included (413 past it). Large bodies in flight are bounded, counted as their bytes arrive: %s from one caller, %s from all; "+
-		"a body whose bytes would pass either is refused with 503 and Retry-After: %d. Send it again then.",
+	op.Description += fmt.Sprintf("The body is at most %s, that many bytes included (413 past it). Large bodies in flight are bounded: their lengths to %s for one caller, and the bytes that have arrived to %s for all; "+
+		"a body past either is refused with 503 and Retry-After: %d, before it is read unless the server fills as it arrives. Send it again then.",
 		bytesText(limit), bytesText(b.limits.PerCaller), bytesText(b.limits.InFlight), int(RetryBody/time.Second))
 }
 
@@ -251,37 +277,50 @@ func bytesText(n int64) string {
 }
 
 // enforce returns the middleware that counts the body of each request
-// to an operation in the bytes in flight as they arrive, until the rest
-// of the request has run: a read whose bytes would pass a bound fails
+// to an operation accepting up to limit bytes in the bytes in flight, for
+// as long as the rest of the request runs: its length, claimed before it
+// is read, and its bytes as they arrive. A refusal before the body is
+// answered at once; a read whose bytes the server has no room for fails
 // with the refusal, which the operation answers.
-func (b *bodiesInFlight) enforce() func(huma.Context, func(huma.Context)) {
+func (b *bodiesInFlight) enforce(limit int64) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
 		r, w := humachi.Unwrap(ctx)
+		length := r.ContentLength
+		if length > limit { // refused unread after the rate limits (check): it needs no room
+			next(ctx)
+			return
+		}
+		if length < 0 {
+			length = limit // unknown until read: as much as it may be
+		}
 		caller := "ip:" + middleware.GetClientIP(r.Context())
 		if id := auth.FromContext(ctx.Context()); id != nil {
 			caller = "user:" + id.User.ID
 		}
-		counted := &countedBody{ReadCloser: r.Body, b: b, header: w.Header(), caller: caller}
+		if e := b.admit(caller, length); e != nil {
+			writeHumaError(b.api, ctx, e)
+			return
+		}
+		counted := &countedBody{ReadCloser: r.Body, b: b, header: w.Header()}
 		r.Body = counted
-		defer func() { b.release(caller, counted.n) }()
+		defer func() { b.release(caller, length, counted.n) }()
 		next(ctx)
 	}
 }
 
-// A countedBody is a request body whose bytes take room in the bytes in
+// A countedBody is a request body whose bytes count in the bytes in
 // flight as they are read.
 type countedBody struct {
 	io.ReadCloser
 	b      *bodiesInFlight
 	header http.Header // the response's: a refusal's headers go there
-	caller string
-	n      int64 // the bytes read and counted
+	n      int64       // the bytes read and counted
 }
 
 func (c *countedBody) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
 	if n > 0 {
-		if e := c.b.reserve(c.caller, int64(n)); e != nil {
+		if e := c.b.take(int64(n)); e != nil {
 			setErrorHeaders(c.header, e) // huma answers the read's error, but writes no error's headers
 			return 0, e
 		}

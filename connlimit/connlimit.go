@@ -21,9 +21,8 @@
 // drops a request whose headers are cut, and a handler reading a body
 // gets a timeout error. With the defaults, the headers and a small body
 // arrive within 5 s, and an 8 MiB body within 5 s + 8 MiB / 64 KiB/s =
-// 133 s. A handler that answers without reading its body to the end is
-// not waited for: the connection closes after the answer, instead of
-// reading the rest.
+// 133 s. The rest of a body a handler leaves unread, which net/http reads
+// after the answer to keep the connection, arrives under the same rule.
 //
 // # Idle and slow connections make room
 //

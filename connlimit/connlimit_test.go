@@ -397,18 +397,28 @@ func TestSlowConnectionsAreCut(t *testing.T) {
 	s.wantStats(t, connlimit.Stats{Open: 2, Idle: 2, TooSlow: 2})
 }
 
-// A handler that answers without reading its request's body is not
-// waited for: the answer comes at once, and the connection closes rather
-// than read the rest.
-func TestUnreadBodiesAreNotWaitedFor(t *testing.T) {
-	s := startServer(t, connlimit.Config{Max: 10, MaxPerIP: 10})
-	c := s.dial(t, "127.0.0.2")
-	fmt.Fprint(c.conn, "GET /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nabc")
-	if res, body, err := c.response(); err != nil || res.StatusCode != 200 || body != "ok" || !res.Close {
-		t.Fatalf("GET /ok with a body it never reads: %v %q, want 200 ok and Connection: close", err, body)
+// The rest of a body its handler left unread, which net/http reads to
+// keep the connection, arrives at the minimum rate too: a body sent whole
+// is read and the connection kept; one that stalls is cut, and the answer
+// goes out then, closing the connection.
+func TestUnreadBodiesArriveAtTheMinimumRate(t *testing.T) {
+	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := startServer(t, connlimit.Config{Max: 10, MaxPerIP: 10, MinRate: 1000, Grace: 2 * time.Second, Now: clock.Now})
+	whole := s.dial(t, "127.0.0.2")
+	fmt.Fprint(whole.conn, "GET /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n0123456789")
+	if res, body, err := whole.response(); err != nil || res.StatusCode != 200 || body != "ok" || res.Close {
+		t.Fatalf("GET /ok with a body of 10 bytes it never reads: %v %q, want 200 ok, kept alive", err, body)
 	}
-	wantClosed(t, "the connection whose body was left unread", c)
-	s.wantStats(t, connlimit.Stats{})
+	stalled := s.dial(t, "127.0.0.3")
+	fmt.Fprint(stalled.conn, "GET /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\nabc")
+	wantOpen(t, "the connection whose unread body is being read", stalled)
+	clock.Advance(2500 * time.Millisecond)
+	if res, body, err := stalled.response(); err != nil || res.StatusCode != 200 || body != "ok" || !res.Close {
+		t.Fatalf("GET /ok with a body that stalled: %v %q, want 200 ok and Connection: close once cut", err, body)
+	}
+	wantClosed(t, "the connection cut", stalled)
+	wantOpen(t, "the connection whose body came whole", whole)
+	s.wantStats(t, connlimit.Stats{Open: 1, Idle: 1, TooSlow: 1})
 }
 
 // With its address at MaxPerIP, a new connection closes that address's

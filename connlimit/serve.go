@@ -45,38 +45,29 @@ type connKey struct{}
 
 // receive is the handler wrapper that tells l when each request has
 // arrived: at once when it has no body, else when its body has been read
-// to the end. After a handler that answered without reading its body to
-// the end, the connection's reads are cut, so net/http closes it after
-// the answer instead of waiting for the rest.
+// to the end. A body the handler leaves unread is still arriving while
+// net/http reads the rest of it (up to 256 KiB, to keep the connection):
+// that too is held to the minimum rate.
 func (l *Limiter) receive(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, _ := r.Context().Value(connKey{}).(*conn)
-		if c == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if r.Body == nil || r.Body == http.NoBody {
-			l.arrive(c, false)
-		} else {
-			r.Body = &body{ReadCloser: r.Body, c: c, left: r.ContentLength}
+		if c, _ := r.Context().Value(connKey{}).(*conn); c != nil {
+			if r.Body == nil || r.Body == http.NoBody {
+				l.arrive(c)
+			} else {
+				r.Body = &body{ReadCloser: r.Body, c: c, left: r.ContentLength}
+			}
 		}
 		next.ServeHTTP(w, r)
-		l.arrive(c, true)
 	})
 }
 
-// arrive marks c's request arrived, if c is receiving it; and when cut,
-// cuts its reads: the request is not waited for any more.
-func (l *Limiter) arrive(c *conn, cut bool) {
+// arrive marks c's request arrived, if c is receiving it.
+func (l *Limiter) arrive(c *conn) {
 	l.mu.Lock()
-	receiving := c.state == receiving
-	if receiving {
+	if c.state == receiving {
 		l.arriveLocked(c)
 	}
 	l.mu.Unlock()
-	if receiving && cut {
-		c.cutReads()
-	}
 }
 
 // A body is a request's body that tells its Limiter when it has been
@@ -95,7 +86,7 @@ func (b *body) Read(p []byte) (int, error) {
 	}
 	if (err == io.EOF || b.left == 0) && !b.done {
 		b.done = true
-		b.c.l.arrive(b.c, false)
+		b.c.l.arrive(b.c)
 	}
 	return n, err
 }

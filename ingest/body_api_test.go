@@ -40,11 +40,11 @@ func validBatch(n int) []byte {
 	return []byte(b.String())
 }
 
-// The bytes of large bodies in flight are bounded, per user and for the
-// whole server, counted as they arrive: a body whose bytes would pass
-// either bound is refused, 503 with Retry-After: 1; a body's bytes are
-// held until its request ends, also when the client hangs up in the
-// middle.
+// The bytes of large bodies in flight are bounded: the lengths of a
+// user's bodies, and the bytes arrived of everyone's. A body past either
+// bound is refused before it is read, 503 with Retry-After: 1; a body's
+// claim and bytes are held until its request ends, also when the client
+// hangs up in the middle.
 func TestBodiesInFlightAreBounded(t *testing.T) {
 	const mib = 1 << 20
 	s, l, svc, ada := bodyServer(t, api.BodyBudget{InFlight: 24 * mib, PerCaller: 16 * mib})
@@ -57,10 +57,11 @@ func TestBodiesInFlightAreBounded(t *testing.T) {
 		}
 	}
 
-	// Two of ada's bodies, all but their last byte sent, hold 16 MiB less 2.
+	// Two of ada's bodies claim her 16 MiB (a chunked one claims as much
+	// as it may be); all but their last byte sent, 16 MiB less 2 arrived.
 	a1, a2 := startBody(t, l, ada, false, 8*mib-1), startBody(t, l, ada, true, 8*mib-1)
 	waitInFlight(t, s, 16*mib-2)
-	busy(l.Post("/api/v1/memory/ingest", "application/json", small, false, ada), "ada's third body", "you have 16777214 bytes")
+	busy(l.Post("/api/v1/memory/ingest", "application/json", small, false, ada), "ada's third body", "you have 16777216 bytes")
 	b1 := startBody(t, l, bob, false, 8*mib-1)
 	waitInFlight(t, s, 24*mib-3)
 	busy(l.Post("/api/v1/memory/ingest", "application/json", small, false, bob), "bob's second body, past the server's bound", "as many large request bodies")
@@ -75,8 +76,8 @@ func TestBodiesInFlightAreBounded(t *testing.T) {
 	waitInFlight(t, s, 0)
 }
 
-// Bodies whose bytes have not arrived hold none of the bytes in flight
-// (the attack of issue 27: four accounts, each with two ingests declaring
+// Bodies whose bytes have not arrived hold their own user's room, not
+// the server's (the attack of issue 27: four accounts, each with two ingests declaring
 // 8 MiB and then sending a byte a second, held the whole 64 MiB, and every
 // other user's ingest was refused 503).
 func TestSlowBodiesHoldOnlyWhatArrived(t *testing.T) {
@@ -157,7 +158,7 @@ func TestSpecDeclaresBodiesInFlight(t *testing.T) {
 	s, _, _, _ := bodyServer(t, api.BodyBudget{InFlight: 40 << 20, PerCaller: 10 << 20})
 	paths := s.API.OpenAPI().Paths
 	ingestOp, login := paths["/api/v1/memory/ingest"].Post, paths["/api/v1/auth/login"].Post
-	if ingestOp.Responses["503"] == nil || !strings.Contains(ingestOp.Description, "10 MiB (10485760 bytes) from one caller, 40 MiB (41943040 bytes) from all") ||
+	if ingestOp.Responses["503"] == nil || !strings.Contains(ingestOp.Description, "their lengths to 10 MiB (10485760 bytes) for one caller, and the bytes that have arrived to 40 MiB (41943040 bytes) for all") ||
 		!strings.Contains(ingestOp.Description, "at most 8 MiB (8388608 bytes), that many bytes included") {
 		t.Fatalf("ingest: 503 %v, description %q", ingestOp.Responses["503"], ingestOp.Description)
 	}

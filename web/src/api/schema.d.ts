@@ -255,7 +255,7 @@ export interface paths {
          *
          *     Quotas: you may hold 1000000 items, stored or in batches whose jobs are not finished, and have 10000 jobs queued or running. A batch that would pass either is a 409 (code conflict) whose details name the quota (items or queued_jobs), its limit and what you hold; nothing is stored or enqueued. Deleting items frees room under the first, a job finishing under the second (a failed job also gives back the items it did not store). A replay takes nothing from either.
          *
-         *     The body is at most 8 MiB (8388608 bytes), that many bytes included (413 past it). Large bodies in flight are bounded, counted as their bytes arrive: 16 MiB (16777216 bytes) from one caller, 64 MiB (67108864 bytes) from all; a body whose bytes would pass either is refused with 503 and Retry-After: 1. Send it again then.
+         *     The body is at most 8 MiB (8388608 bytes), that many bytes included (413 past it). Large bodies in flight are bounded: their lengths to 16 MiB (16777216 bytes) for one caller, and the bytes that have arrived to 64 MiB (67108864 bytes) for all; a body past either is refused with 503 and Retry-After: 1, before it is read unless the server fills as it arrives. Send it again then.
          */
         post: operations["ingest-memory"];
         delete?: never;
