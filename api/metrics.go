@@ -161,6 +161,6 @@ func (m *Metrics) ObserveConns(l *connlimit.Limiter) {
 	counter(product.MetricNamespace+"_connections_refused_total", refused, prometheus.Labels{"cap": "max"}, func(s connlimit.Stats) uint64 { return s.RefusedMax })
 	counter(product.MetricNamespace+"_connections_refused_total", refused, prometheus.Labels{"cap": "per_ip"}, func(s connlimit.Stats) uint64 { return s.RefusedPerIP })
 	counter(product.MetricNamespace+"_connections_idle_closed_total", "Idle connections closed to make room for new ones.", nil, func(s connlimit.Stats) uint64 { return s.IdleClosed })
-	counter(product.MetricNamespace+"_connections_slow_closed_total", "Connections receiving a request no faster than the minimum rate, closed to make room for new ones.", nil, func(s connlimit.Stats) uint64 { return s.SlowClosed })
-	counter(product.MetricNamespace+"_connections_too_slow_total", "Connections whose reads were cut for falling behind the minimum rate.", nil, func(s connlimit.Stats) uint64 { return s.TooSlow })
+	counter(product.MetricNamespace+"_connections_slow_closed_total", "Slow connections closed to make room for new ones: receiving a request no faster than the minimum rate, or not taking their answer.", nil, func(s connlimit.Stats) uint64 { return s.SlowClosed })
+	counter(product.MetricNamespace+"_connections_too_slow_total", "Connections whose reads were cut for falling behind the minimum rate, or going the grace without a byte.", nil, func(s connlimit.Stats) uint64 { return s.TooSlow })
 }

@@ -15,14 +15,18 @@
 // A connection is receiving from its accept, or from the first byte of a
 // request after it idled, until that request has arrived whole: its
 // headers, and its body to the end. It must receive MinRate bytes a
-// second on average after a Grace: by Grace + n/MinRate after it began,
-// n bytes must have arrived. One that falls behind has its reads cut
-// (they fail at once, as a passed read deadline makes them): net/http
-// drops a request whose headers are cut, and a handler reading a body
-// gets a timeout error. With the defaults, the headers and a small body
-// arrive within 5 s, and an 8 MiB body within 5 s + 8 MiB / 64 KiB/s =
-// 133 s. The rest of a body a handler leaves unread, which net/http reads
-// after the answer to keep the connection, arrives under the same rule.
+// second on average after a Grace (by Grace + n/MinRate after it began,
+// n bytes must have arrived), and never go a Grace without a byte. One
+// that falls behind has its reads cut (they fail at once, as a passed
+// read deadline makes them): net/http drops a request whose headers are
+// cut, and a handler reading a body gets a timeout error. With the
+// defaults, the headers and a small body arrive within 5 s, and an 8 MiB
+// body within 5 s + 8 MiB / 64 KiB/s = 133 s. The rest of a body a
+// handler leaves unread, which net/http reads after the answer to keep
+// the connection, arrives under the same rule. The server's WriteTimeout,
+// which net/http counts from a request's headers, counts again from the
+// end of its body, and from a cut: a slow upload's answer gets the whole
+// of it.
 //
 // # Idle and slow connections make room
 //
@@ -31,10 +35,12 @@
 // longest (kept alive between requests, nothing read since: HTTP lets a
 // server close such a connection at any time, and clients retry on a new
 // one); else the receiving one furthest behind its cut, as long as it has
-// received no faster than MinRate on average. A connection that sends
-// faster than that, one whose request has arrived (it is being served),
-// and one taken over (Hijack) are never closed for another: when no
-// connection can make room, the new one is refused. The search is among
+// received no faster than MinRate on average; else the one whose client
+// has taken nothing of its answer for the longest, at least a second (a
+// write waits for it). A connection that sends faster than MinRate, one
+// being served whose client takes its answer, and one taken over
+// (Hijack) are never closed for another: when no connection can make
+// room, the new one is refused. The search is among
 // the new connection's address's connections when that address has
 // MaxPerIP open, else among all of them when Max are open. A refused
 // connection gets [Config.TooMany] (or TooManyFromIP), written at once if
@@ -58,7 +64,9 @@
 // after idling, a request arrived, close) is O(log n) at most, under one
 // mutex: idle connections are threaded through lists in the order they
 // became idle, receiving ones through heaps by the time they fall behind.
-// Reads cost an atomic add. A Limiter is safe for concurrent use.
+// Reads and writes cost a clock reading and atomic stores. Only when no
+// idle or receiving connection can make room are the writers looked
+// through, one by one. A Limiter is safe for concurrent use.
 package connlimit
 
 import (
@@ -82,8 +90,8 @@ type Config struct {
 	// Exempt are peers not held to MaxPerIP: trusted reverse proxies.
 	Exempt []netip.Prefix
 	// MinRate is the slowest a request may arrive, in bytes a second on
-	// average, once its Grace has passed: 64 KiB when 0. Grace is 5 s
-	// when 0.
+	// average, once its Grace has passed: 64 KiB when 0. Grace is also
+	// the longest it may go without a byte: 5 s when 0.
 	MinRate int64
 	Grace   time.Duration
 	// TooMany is written to a connection refused because Max connections
@@ -113,11 +121,12 @@ type Stats struct {
 	// Connections refused since the Limiter was made: with Max open and
 	// none that could make room, and with their address's MaxPerIP open.
 	RefusedMax, RefusedPerIP uint64
-	// Connections closed to make room: idle ones, and receiving ones no
-	// faster than MinRate.
+	// Connections closed to make room: idle ones, and slow ones
+	// (receiving no faster than MinRate, or whose client took none of its
+	// answer for a second).
 	IdleClosed, SlowClosed uint64
 	// TooSlow is how many connections had their reads cut for falling
-	// behind MinRate.
+	// behind MinRate, or going a Grace without a byte.
 	TooSlow uint64
 }
 
@@ -127,11 +136,18 @@ type Limiter struct {
 	cfg Config
 	now func() time.Time
 
-	mu        sync.Mutex
-	stats     Stats
-	idle      idleList // every idle connection, the one idle longest first
-	receiving dueHeap  // every receiving connection, the one furthest behind first
-	peers     map[netip.Addr]*peer
+	// writeTimeout is the server's WriteTimeout, which Serve sets.
+	writeTimeout time.Duration
+
+	mu     sync.Mutex
+	stats  Stats
+	idle   connList // every idle connection, the one idle longest first
+	conns  connList // every connection
+	byRate dueHeap  // every receiving connection, by when it falls behind MinRate
+	// byQuiet is every receiving connection, by when it will have gone a
+	// Grace without a byte.
+	byQuiet dueHeap
+	peers   map[netip.Addr]*peer
 	// The last warning, and the counts it reported up to.
 	warned   time.Time
 	reported Stats
@@ -139,9 +155,10 @@ type Limiter struct {
 
 // A peer is an address with connections open.
 type peer struct {
-	open      int
-	idle      idleList // its idle connections, the one idle longest first
-	receiving dueHeap  // its receiving connections, the one furthest behind first
+	open   int
+	idle   connList // its idle connections, the one idle longest first
+	conns  connList
+	byRate dueHeap // its receiving connections, by when they fall behind MinRate
 }
 
 // New returns a Limiter enforcing cfg. It panics when Max or MaxPerIP is
@@ -156,7 +173,8 @@ func New(cfg Config) *Limiter {
 	if cfg.Grace == 0 {
 		cfg.Grace = DefaultGrace
 	}
-	l := &Limiter{cfg: cfg, now: cfg.Now, idle: idleList{k: allLink}, receiving: dueHeap{k: allLink}, peers: map[netip.Addr]*peer{}}
+	l := &Limiter{cfg: cfg, now: cfg.Now, idle: connList{k: allIdle}, conns: connList{k: allConns}, peers: map[netip.Addr]*peer{}}
+	l.byRate, l.byQuiet = dueHeap{k: allRate, due: l.rateDue}, dueHeap{k: allQuiet, due: l.quietDue}
 	if l.now == nil {
 		l.now = time.Now
 	}
@@ -186,12 +204,12 @@ func (l *Limiter) admit(nc net.Conn) (c *conn, victim *conn, refusal []byte) {
 	}
 	switch {
 	case p != nil && p.open >= l.cfg.MaxPerIP:
-		if victim = l.victimLocked(&p.idle, &p.receiving, now); victim == nil {
+		if victim = l.victimLocked(&p.idle, &p.byRate, &p.conns, now); victim == nil {
 			l.stats.RefusedPerIP++
 			return nil, nil, l.cfg.TooManyFromIP
 		}
 	case l.stats.Open >= l.cfg.Max:
-		if victim = l.victimLocked(&l.idle, &l.receiving, now); victim == nil {
+		if victim = l.victimLocked(&l.idle, &l.byRate, &l.conns, now); victim == nil {
 			l.stats.RefusedMax++
 			return nil, nil, l.cfg.TooMany
 		}
@@ -202,55 +220,59 @@ func (l *Limiter) admit(nc net.Conn) (c *conn, victim *conn, refusal []byte) {
 	c = &conn{Conn: nc, l: l, state: active}
 	if !exempt {
 		if p = l.peers[key]; p == nil {
-			p = &peer{idle: idleList{k: peerLink}, receiving: dueHeap{k: peerLink}}
+			p = &peer{idle: connList{k: peerIdle}, conns: connList{k: peerConns}, byRate: dueHeap{k: peerRate, due: l.rateDue}}
 			l.peers[key] = p
 		}
 		c.peer, c.key = p, key
 		p.open++
+		p.conns.pushBack(c)
 	}
+	l.conns.pushBack(c)
 	l.stats.Open++
 	l.receiveLocked(c, now, 0) // nothing read yet
 	return c, victim, nil
 }
 
-// victimLocked is the connection of idle or receiving that makes room
-// for a new one at now, counted in the stats; nil when none may.
-func (l *Limiter) victimLocked(idle *idleList, receiving *dueHeap, now int64) *conn {
+// victimLocked is the connection of idle, receiving (byRate) or conns
+// that makes room for a new one at now, counted in the stats; nil when
+// none may.
+func (l *Limiter) victimLocked(idle *connList, byRate *dueHeap, conns *connList, now int64) *conn {
 	if c := idle.front; c != nil {
 		l.stats.IdleClosed++
 		return c
 	}
-	// A new connection is due at now + Grace: one due no later is
+	// A new connection falls behind at now + Grace: one due no later is
 	// doing no better than the new one would.
-	if c, due := l.firstDueLocked(receiving); c != nil && due <= now+int64(l.cfg.Grace) {
+	if c, due := byRate.first(); c != nil && due <= now+int64(l.cfg.Grace) {
 		l.stats.SlowClosed++
 		return c
 	}
-	return nil
+	var writer *conn // the one whose client has taken nothing for longest
+	since := now - int64(stalledWrite)
+	for c := conns.front; c != nil; c = c.links[conns.k].next {
+		if w := c.writing.Load(); c.state == active && w != 0 && w <= since {
+			writer, since = c, w
+		}
+	}
+	if writer != nil {
+		l.stats.SlowClosed++
+	}
+	return writer
 }
 
-// due is when receiving c falls behind MinRate: Grace after it began,
+// stalledWrite is how long a write must have waited for the client to
+// take the answer before its connection may make room for another.
+const stalledWrite = time.Second
+
+// rateDue is when receiving c falls behind MinRate: Grace after it began,
 // plus the time its bytes since are worth at MinRate. Guarded by l.mu.
-func (l *Limiter) due(c *conn) int64 {
+func (l *Limiter) rateDue(c *conn) int64 {
 	n := c.got.Load() - c.base
 	return c.start + int64(l.cfg.Grace) + int64(float64(n)/float64(l.cfg.MinRate)*1e9)
 }
 
-// firstDueLocked is h's connection furthest behind, and when it is due;
-// nil when h is empty. A connection's due only grows as its bytes
-// arrive, so h keeps the due it last computed, a lower bound, and brings
-// it up to date when the connection comes to the top.
-func (l *Limiter) firstDueLocked(h *dueHeap) (*conn, int64) {
-	for len(h.cs) > 0 {
-		c := h.cs[0]
-		due := l.due(c)
-		if due <= c.slots[h.k].due {
-			return c, due
-		}
-		h.update(c, due)
-	}
-	return nil, 0
-}
+// quietDue is when receiving c will have gone a Grace without a byte.
+func (l *Limiter) quietDue(c *conn) int64 { return c.last.Load() + int64(l.cfg.Grace) }
 
 // receiveLocked marks c, active or idle, receiving a request from now,
 // its bytes counted from the last n read.
@@ -259,10 +281,11 @@ func (l *Limiter) receiveLocked(c *conn, now int64, n int) {
 		l.unidleLocked(c)
 	}
 	c.state, c.start, c.base = receiving, now, c.got.Load()-int64(n)
-	due := l.due(c)
-	l.receiving.push(c, due)
+	c.last.Store(now)
+	l.byRate.push(c)
+	l.byQuiet.push(c)
 	if c.peer != nil {
-		c.peer.receiving.push(c, due)
+		c.peer.byRate.push(c)
 	}
 	l.stats.Receiving++
 }
@@ -271,9 +294,10 @@ func (l *Limiter) receiveLocked(c *conn, now int64, n int) {
 // no longer waited for.
 func (l *Limiter) arriveLocked(c *conn) {
 	c.state = active
-	l.receiving.remove(c)
+	l.byRate.remove(c)
+	l.byQuiet.remove(c)
 	if c.peer != nil {
-		c.peer.receiving.remove(c)
+		c.peer.byRate.remove(c)
 	}
 	l.stats.Receiving--
 }
@@ -316,7 +340,9 @@ func (l *Limiter) releaseLocked(c *conn) {
 	}
 	c.state = released
 	l.stats.Open--
+	l.conns.remove(c)
 	if p := c.peer; p != nil {
+		p.conns.remove(c)
 		if p.open--; p.open == 0 {
 			delete(l.peers, c.key)
 		}
@@ -440,12 +466,15 @@ type conn struct {
 	state connState
 	idle  atomic.Bool  // state == idle, for Read to check without the mutex
 	got   atomic.Int64 // bytes read
-	// While receiving: when it began (Unix ns on the Limiter's clock),
-	// and got then. Guarded by the Limiter's mutex.
+	// On the Limiter's clock, Unix ns: when it last read a byte, and when
+	// the write it is waiting in began (0: none).
+	last, writing atomic.Int64
+	// While receiving: when it began, and got then. Guarded by the
+	// Limiter's mutex.
 	start, base int64
-	// Its places in the idle lists and the receiving heaps, by Link.
-	links [2]struct{ prev, next *conn }
-	slots [2]slot
+	// Its places in the lists and the heaps.
+	links [4]struct{ prev, next *conn }
+	slots [3]slot
 	// cut makes its reads fail; guarded by dl, which orders it with
 	// net/http's read deadlines.
 	dl  sync.Mutex
@@ -457,9 +486,10 @@ type conn struct {
 func (c *conn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if n > 0 {
+		now := c.l.now().UnixNano()
 		c.got.Add(int64(n))
+		c.last.Store(now)
 		if c.idle.Load() {
-			now := c.l.now().UnixNano()
 			c.l.mu.Lock()
 			if c.state == idle {
 				c.l.receiveLocked(c, now, n)
@@ -467,6 +497,15 @@ func (c *conn) Read(b []byte) (int, error) {
 			c.l.mu.Unlock()
 		}
 	}
+	return n, err
+}
+
+// Write writes to the connection, noting while it waits for the client
+// to take what it writes.
+func (c *conn) Write(b []byte) (int, error) {
+	c.writing.Store(c.l.now().UnixNano())
+	n, err := c.Conn.Write(b)
+	c.writing.Store(0)
 	return n, err
 }
 
@@ -482,12 +521,21 @@ func (c *conn) SetReadDeadline(t time.Time) error {
 }
 
 // cutReads makes every read of c fail from now on, as a passed deadline
-// does.
+// does, and gives its answer (a 408, say) a whole WriteTimeout.
 func (c *conn) cutReads() {
 	c.dl.Lock()
 	defer c.dl.Unlock()
 	c.cut = true
 	_ = c.Conn.SetReadDeadline(time.Unix(1, 0))
+	c.renewWrite()
+}
+
+// renewWrite gives the connection's writes the server's WriteTimeout
+// from now, when it has one.
+func (c *conn) renewWrite() {
+	if d := c.l.writeTimeout; d > 0 {
+		_ = c.Conn.SetWriteDeadline(time.Now().Add(d))
+	}
 }
 
 // Close counts the connection out and closes it.

@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -43,18 +44,21 @@ type server struct {
 	blocked chan struct{}
 	// hijacked receives the connections that /hijack takes over.
 	hijacked chan net.Conn
+	// wrote gets a value for each MiB /big writes.
+	wrote chan struct{}
 }
 
 // startServer serves, under cfg's caps (and its refusals when it has
 // none), /ok (200 "ok"), /block (200 once release is closed), /hijack
-// (takes the connection over) and /read (reads the body, 200 with its
-// length, or 408 when its read times out) until the test ends.
-func startServer(t *testing.T, cfg connlimit.Config) *server {
+// (takes the connection over), /big (256 MiB) and /read (reads the body,
+// 200 with its length, or 408 when its read times out) until the test
+// ends; opts change the http.Server first.
+func startServer(t *testing.T, cfg connlimit.Config, opts ...func(*http.Server)) *server {
 	t.Helper()
 	if cfg.TooMany == nil {
 		cfg.TooMany, cfg.TooManyFromIP = tooMany, tooManyFromIP
 	}
-	s := &server{lim: connlimit.New(cfg), release: make(chan struct{}), blocked: make(chan struct{}, 100), hijacked: make(chan net.Conn, 100)}
+	s := &server{lim: connlimit.New(cfg), release: make(chan struct{}), blocked: make(chan struct{}, 100), hijacked: make(chan net.Conn, 100), wrote: make(chan struct{}, 1024)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/ok", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 	mux.HandleFunc("/block", func(w http.ResponseWriter, r *http.Request) {
@@ -69,6 +73,14 @@ func startServer(t *testing.T, cfg connlimit.Config) *server {
 			return
 		}
 		s.hijacked <- c
+	})
+	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
+		for range 256 {
+			if _, err := w.Write(make([]byte, 1<<20)); err != nil {
+				return
+			}
+			s.wrote <- struct{}{}
+		}
 	})
 	mux.HandleFunc("/read", func(w http.ResponseWriter, r *http.Request) {
 		n, err := io.Copy(io.Discard, r.Body)
@@ -85,6 +97,9 @@ func startServer(t *testing.T, cfg connlimit.Config) *server {
 	}
 	s.addr = ln.Addr().String()
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	for _, o := range opts {
+		o(srv)
+	}
 	done := make(chan error, 1)
 	go func() { done <- s.lim.Serve(srv, ln) }()
 	t.Cleanup(func() {
@@ -364,10 +379,11 @@ func TestMaxPerIPClosesThatAddressesSlowest(t *testing.T) {
 	s.wantStats(t, connlimit.Stats{Open: 3, Idle: 1, Receiving: 1, SlowClosed: 1})
 }
 
-// A connection that falls behind the minimum rate after its grace has its
-// reads cut: one whose headers stalled is dropped, and a handler reading
-// a trickled body gets a timeout (here answered 408). A connection that
-// keeps up, and one idle between requests, are not cut.
+// A connection that falls behind the minimum rate after its grace, or
+// goes its grace without a byte, has its reads cut: one whose headers
+// stalled is dropped, and a handler reading a trickled body, or one that
+// came fast and stopped, gets a timeout (here answered 408). A connection
+// that keeps up, and one idle between requests, are not cut.
 func TestSlowConnectionsAreCut(t *testing.T) {
 	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := startServer(t, connlimit.Config{Max: 10, MaxPerIP: 10, MinRate: 1000, Grace: 2 * time.Second, Now: clock.Now})
@@ -375,26 +391,80 @@ func TestSlowConnectionsAreCut(t *testing.T) {
 	fmt.Fprint(stalled.conn, "GET /ok HTTP/1.1\r\nHost: x\r\n")
 	trickling := s.dial(t, "127.0.0.3")
 	trickling.sendBody(100000, 10)
+	burst := s.dial(t, "127.0.0.6")
+	burst.sendBody(100000, 50000) // far ahead of the rate, then nothing
 	keeping := s.dial(t, "127.0.0.4")
 	keeping.sendBody(10000, 3000)
 	kept := s.dial(t, "127.0.0.5")
 	kept.get("/ok")
-	eventually(t, "the bodies read", func() bool { return s.lim.Stats().Receiving == 3 })
+	eventually(t, "the bodies begun", func() bool { return s.lim.Stats().Receiving == 4 })
+	time.Sleep(100 * time.Millisecond) // what came read at 0 s
+	clock.Advance(1500 * time.Millisecond)
+	fmt.Fprint(keeping.conn, strings.Repeat("b", 3000))
+	time.Sleep(100 * time.Millisecond) // read at 1.5 s
 
-	// At 2.5 s, stalled is due at 2.03 s, trickling at about 2.06, keeping
-	// (3,000 bytes and more at 1,000 a second) after 5 s.
-	clock.Advance(2500 * time.Millisecond)
-	eventually(t, "two cut", func() bool { return s.lim.Stats().TooSlow == 2 })
+	// At 2.5 s, stalled is due at 2.03 s, trickling at about 2.06, burst
+	// at 2 (its last byte, 2 s before); keeping (6,000 bytes at 1,000 a
+	// second, the last at 1.5 s) at 3.5 s.
+	clock.Advance(time.Second)
+	eventually(t, "three cut", func() bool { return s.lim.Stats().TooSlow == 3 })
 	wantClosed(t, "the stalled headers", stalled)
-	if res, _, err := trickling.response(); err != nil || res.StatusCode != http.StatusRequestTimeout || !res.Close {
-		t.Fatalf("the trickled body: %v %v, want 408 and the connection closed", res, err)
+	for what, c := range map[string]*client{"the trickled body": trickling, "the body that stopped": burst} {
+		if res, _, err := c.response(); err != nil || res.StatusCode != http.StatusRequestTimeout || !res.Close {
+			t.Fatalf("%s: %v %v, want 408 and the connection closed", what, res, err)
+		}
 	}
 	wantOpen(t, "the connection idle between requests", kept)
-	fmt.Fprint(keeping.conn, strings.Repeat("b", 7000))
+	fmt.Fprint(keeping.conn, strings.Repeat("b", 4000))
 	if res, body, err := keeping.response(); err != nil || res.StatusCode != 200 || body != "10000" {
 		t.Fatalf("the body that kept up: %v %q, want 200 10000", err, body)
 	}
-	s.wantStats(t, connlimit.Stats{Open: 2, Idle: 2, TooSlow: 2})
+	s.wantStats(t, connlimit.Stats{Open: 2, Idle: 2, TooSlow: 3})
+}
+
+// The server's WriteTimeout counts from the end of a request's body, not
+// from its headers: a body that takes longer than it to arrive still gets
+// its answer.
+func TestWriteTimeoutCountsFromTheBody(t *testing.T) {
+	s := startServer(t, connlimit.Config{Max: 10, MaxPerIP: 10}, func(srv *http.Server) { srv.WriteTimeout = 300 * time.Millisecond })
+	c := s.dial(t, "127.0.0.2")
+	c.sendBody(2000, 1000)
+	time.Sleep(600 * time.Millisecond) // twice the WriteTimeout, on the kernel's clock
+	fmt.Fprint(c.conn, strings.Repeat("b", 1000))
+	if res, body, err := c.response(); err != nil || res.StatusCode != 200 || body != "2000" {
+		t.Fatalf("a body slower than the WriteTimeout: %v %q, want 200 2000", err, body)
+	}
+}
+
+// With no idle or slow receiving connection, a new one closes the one
+// whose client has taken nothing of its answer for longest, a second at
+// least; one being served whose client takes its answer stays.
+func TestStalledWritersMakeRoom(t *testing.T) {
+	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := startServer(t, connlimit.Config{Max: 2, MaxPerIP: 10, Now: clock.Now})
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}, Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	nc, err := d.Dial("tcp", s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	fmt.Fprint(nc, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n") // and read none of it
+	for quiet := false; !quiet; { // until its writes wait for the client
+		select {
+		case <-s.wrote:
+		case <-time.After(300 * time.Millisecond):
+			quiet = true
+		}
+	}
+	s.dial(t, "127.0.0.3").send("/block")
+	s.waitBlocked(t)
+	wantRefused(t, s.dial(t, "127.0.0.4"), "the server has too many connections open; retry in a second") // the write has waited no time yet
+	clock.Advance(2 * time.Second)
+	s.dial(t, "127.0.0.4").send("/block")
+	s.waitBlocked(t)
+	s.wantStats(t, connlimit.Stats{Open: 2, SlowClosed: 1, RefusedMax: 1})
 }
 
 // The rest of a body its handler left unread, which net/http reads to
@@ -419,6 +489,24 @@ func TestUnreadBodiesArriveAtTheMinimumRate(t *testing.T) {
 	wantClosed(t, "the connection cut", stalled)
 	wantOpen(t, "the connection whose body came whole", whole)
 	s.wantStats(t, connlimit.Stats{Open: 1, Idle: 1, TooSlow: 1})
+}
+
+// net/http's answers to a body left unread are kept: one the client was
+// never asked for (Expect: 100-continue) and one of 256 KiB or more are
+// not read at all; the answer comes at once and the connection closes.
+// (The clock stands still: were the body read, it would never arrive.)
+func TestUnreadBodiesNetHTTPSkips(t *testing.T) {
+	s := startServer(t, connlimit.Config{Max: 10, MaxPerIP: 10, Now: testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).Now})
+	for what, head := range map[string]string{
+		"Expect: 100-continue": "Content-Length: 1000\r\nExpect: 100-continue\r\n\r\n",
+		"1 MB, 10 bytes sent":  "Content-Length: 1000000\r\n\r\n0123456789",
+	} {
+		c := s.dial(t, "127.0.0.2")
+		fmt.Fprint(c.conn, "GET /ok HTTP/1.1\r\nHost: x\r\n"+head)
+		if res, body, err := c.response(); err != nil || res.StatusCode != 200 || body != "ok" || !res.Close {
+			t.Fatalf("%s, unread: %v %q, want 200 ok at once, closing", what, err, body)
+		}
+	}
 }
 
 // With its address at MaxPerIP, a new connection closes that address's
@@ -466,7 +554,8 @@ func TestBusyConnectionsAreNeverClosed(t *testing.T) {
 			// net/http has a whole request (and says it is active).
 			reading := s.dial(t, tc.reading)
 			fmt.Fprint(reading.conn, "GET /ok HTT")
-			eventually(t, "the first bytes read", func() bool { return s.lim.Stats().Receiving == 1 })
+			eventually(t, "the connection accepted", func() bool { return s.lim.Stats().Receiving == 1 })
+			time.Sleep(100 * time.Millisecond) // its first bytes read (a connection with none read is as new)
 
 			refused := s.dial(t, tc.from)
 			refused.send("/ok")

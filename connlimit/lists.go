@@ -2,21 +2,29 @@ package connlimit
 
 import "container/heap"
 
-// Which of a connection's links and slots a list or heap threads
-// through.
+// Which of a connection's links a list threads through.
 const (
-	allLink = iota
-	peerLink
+	allIdle = iota
+	peerIdle
+	allConns
+	peerConns
 )
 
-// An idleList is a doubly linked list of idle connections threaded
-// through the connections themselves, by their links[k].
-type idleList struct {
+// Which of a connection's slots a heap threads through.
+const (
+	allRate = iota
+	peerRate
+	allQuiet
+)
+
+// A connList is a doubly linked list of connections threaded through the
+// connections themselves, by their links[k].
+type connList struct {
 	front, back *conn
 	k           int
 }
 
-func (l *idleList) pushBack(c *conn) {
+func (l *connList) pushBack(c *conn) {
 	lk := &c.links[l.k]
 	lk.prev, lk.next = l.back, nil
 	if l.back != nil {
@@ -27,7 +35,7 @@ func (l *idleList) pushBack(c *conn) {
 	l.back = c
 }
 
-func (l *idleList) remove(c *conn) {
+func (l *connList) remove(c *conn) {
 	lk := &c.links[l.k]
 	if lk.prev != nil {
 		lk.prev.links[l.k].next = lk.next
@@ -49,15 +57,31 @@ type slot struct {
 	due int64
 }
 
-// A dueHeap is a min-heap of receiving connections by due, threaded
-// through their slots[k].
+// A dueHeap is a min-heap of receiving connections by when they are due
+// (due, in Unix ns), threaded through their slots[k]. A connection's due
+// only grows, so the heap keeps the due it last computed, a lower bound,
+// and brings it up to date when the connection comes to the top (first).
 type dueHeap struct {
-	cs []*conn
-	k  int
+	cs  []*conn
+	k   int
+	due func(*conn) int64
 }
 
-func (h *dueHeap) push(c *conn, due int64) {
-	c.slots[h.k].due = due
+// first is the connection due first, and when; nil when h is empty.
+func (h *dueHeap) first() (*conn, int64) {
+	for len(h.cs) > 0 {
+		c := h.cs[0]
+		due := h.due(c)
+		if due <= c.slots[h.k].due {
+			return c, due
+		}
+		h.update(c, due)
+	}
+	return nil, 0
+}
+
+func (h *dueHeap) push(c *conn) {
+	c.slots[h.k].due = h.due(c)
 	heap.Push(h, c)
 }
 

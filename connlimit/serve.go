@@ -11,8 +11,10 @@ import (
 // Serve serves srv on ln, as srv.Serve(ln) does, under l's caps and
 // minimum rate. Before it starts, it sets srv's ConnState and
 // ConnContext hooks (calling any srv had after its own) and wraps srv's
-// Handler: they let l follow each connection's requests.
+// Handler: they let l follow each connection's requests. Serve one
+// server with a Limiter.
 func (l *Limiter) Serve(srv *http.Server, ln net.Listener) error {
+	l.writeTimeout = srv.WriteTimeout
 	state, connCtx := srv.ConnState, srv.ConnContext
 	srv.ConnState = func(nc net.Conn, s http.ConnState) {
 		l.connState(nc, s)
@@ -48,13 +50,19 @@ type connKey struct{}
 // to the end. A body the handler leaves unread is still arriving while
 // net/http reads the rest of it (up to 256 KiB, to keep the connection):
 // that too is held to the minimum rate.
+//
+// The handler gets a copy of the request with the body wrapped: net/http
+// keeps its own, whose type says what to do with a body left unread (an
+// Expect: 100-continue one is never asked for).
 func (l *Limiter) receive(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if c, _ := r.Context().Value(connKey{}).(*conn); c != nil {
 			if r.Body == nil || r.Body == http.NoBody {
 				l.arrive(c)
 			} else {
-				r.Body = &body{ReadCloser: r.Body, c: c, left: r.ContentLength}
+				wrapped := *r
+				wrapped.Body = &body{ReadCloser: r.Body, c: c, left: r.ContentLength}
+				r = &wrapped
 			}
 		}
 		next.ServeHTTP(w, r)
@@ -87,16 +95,17 @@ func (b *body) Read(p []byte) (int, error) {
 	if (err == io.EOF || b.left == 0) && !b.done {
 		b.done = true
 		b.c.l.arrive(b.c)
+		b.c.renewWrite() // net/http counted it from the headers
 	}
 	return n, err
 }
 
-// sweepEvery is how often the connections that fell behind MinRate are
-// looked for, and so how late a cut may come.
+// sweepEvery is how often the connections to cut are looked for, and so
+// how late a cut may come.
 const sweepEvery = 200 * time.Millisecond
 
-// sweep cuts the reads of the connections that fell behind MinRate,
-// every sweepEvery until stop is closed.
+// sweep cuts the reads of the connections that fell behind MinRate, or
+// went a Grace without a byte, every sweepEvery until stop is closed.
 func (l *Limiter) sweep(stop <-chan struct{}) {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
@@ -109,9 +118,11 @@ func (l *Limiter) sweep(stop <-chan struct{}) {
 		var behind []*conn
 		now := l.now().UnixNano()
 		l.mu.Lock()
-		for c, due := l.firstDueLocked(&l.receiving); c != nil && due <= now; c, due = l.firstDueLocked(&l.receiving) {
-			l.arriveLocked(c)
-			behind = append(behind, c)
+		for _, h := range []*dueHeap{&l.byRate, &l.byQuiet} {
+			for c, due := h.first(); c != nil && due <= now; c, due = h.first() {
+				l.arriveLocked(c)
+				behind = append(behind, c)
+			}
 		}
 		l.stats.TooSlow += uint64(len(behind))
 		l.mu.Unlock()

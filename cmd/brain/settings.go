@@ -139,7 +139,7 @@ func platformSettings(c *Config) []settings.Setting {
 			Set: maxConnsSetting(&c.MaxConns)},
 		{Flag: "max-conns-per-ip", Env: product.EnvPrefix + "MAX_CONNS_PER_IP", Default: "256", Usage: "open connections from one client address (an IPv6 /64) at most; " + product.EnvPrefix + "TRUSTED_PROXIES are exempt",
 			Set: settings.Int(1, 1<<20, &c.MaxConnsPerIP)},
-		{Flag: "min-receive-rate", Env: product.EnvPrefix + "MIN_RECEIVE_RATE", Default: settings.FormatSize(connlimit.DefaultMinRate), Usage: "bytes a second a request must arrive at, on average, once its first " + settings.FormatDuration(readHeaderTimeout) + " have passed (the headers must arrive in those); a connection that falls behind is cut, and under the connection caps the slowest make room first",
+		{Flag: "min-receive-rate", Env: product.EnvPrefix + "MIN_RECEIVE_RATE", Default: settings.FormatSize(connlimit.DefaultMinRate), Usage: "bytes a second a request must arrive at, on average, once its first " + settings.FormatDuration(readHeaderTimeout) + " have passed (the headers must arrive in those), never going that long without a byte; a connection that falls behind is cut, and under the connection caps the slowest make room first",
 			Set: settings.Size(1<<10, 1<<30, &c.MinReceiveRate)},
 		{Flag: "shutdown-timeout", Env: product.EnvPrefix + "SHUTDOWN_TIMEOUT", Default: "15s", Usage: "how long a shutdown waits for in-flight requests",
 			Set: settings.Duration(0, time.Hour, &c.ShutdownTimeout)},
