@@ -451,7 +451,8 @@ func TestStalledWritersMakeRoom(t *testing.T) {
 	}
 	defer nc.Close()
 	fmt.Fprint(nc, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n") // and read none of it
-	for quiet := false; !quiet; {                          // until its writes wait for the client
+	// Wait until its writes wait for the client.
+	for quiet := false; !quiet; {
 		select {
 		case <-s.wrote:
 		case <-time.After(300 * time.Millisecond):
