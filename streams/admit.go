@@ -38,17 +38,16 @@ func (p *Plane) open(op *huma.Operation, w http.ResponseWriter, r *http.Request)
 		return nil, false // answered
 	}
 	r = r.WithContext(auth.NewContext(r.Context(), id)) // whose refusals these are, and who the stream's is
-	slot, userSlot, e := p.admit(r.Context(), w.Header(), id)
 	// A malformed Last-Event-ID is refused once the stream is admitted,
 	// as any operation's parameters are checked after its rate limits:
 	// the 422 carries the plane's headers, and costs an open. Its slots
 	// are given back.
+	var malformed *api.Error
 	after := r.Header.Get("Last-Event-ID")
-	if e == nil && after != "" && !lastEventID.MatchString(after) {
-		slot.Release()
-		userSlot.Release()
-		e = api.NewError(http.StatusUnprocessableEntity, "", api.FieldError{Location: "header.Last-Event-ID", Message: "not an event id of this API: <digits>-<digits>, as an event's id: field"})
+	if after != "" && !lastEventID.MatchString(after) {
+		malformed = api.NewError(http.StatusUnprocessableEntity, "", api.FieldError{Location: "header.Last-Event-ID", Message: "not an event id of this API: <digits>-<digits>, as an event's id: field"})
 	}
+	slot, userSlot, e := p.admit(r.Context(), w.Header(), id, malformed)
 	if e != nil {
 		p.s.Refuse(w, r, e)
 		return nil, false
@@ -79,8 +78,10 @@ func (p *Plane) open(op *huma.Operation, w http.ResponseWriter, r *http.Request)
 // refuses, the places taken before it are given back, so a refused open
 // costs nothing, and it returns the refusal: 429 naming the refusing
 // policy (Retry-After RetryAfter for a cap, the time until the budget
-// admits an open for a budget), or 503 when a store fails.
-func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity) (slot, userSlot Slot, e *api.Error) {
+// admits an open for a budget), or 503 when a store fails. When all
+// admit it and then is not nil, it gives the slots back (the opens are
+// spent) and returns then.
+func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity, then *api.Error) (slot, userSlot Slot, e *api.Error) {
 	var buf [2]int
 	free := buf[:0] // of each cap decided
 	capacity, userCapacity := p.cfg.Cap.Max(), p.cfg.UserCap.Max()
@@ -139,6 +140,14 @@ func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity) (sl
 			return Slot{}, Slot{}, e
 		}
 		ds[i] = d
+	}
+	if then != nil {
+		slot.Release()
+		userSlot.Release()
+		free[0]++
+		free[1]++
+		p.headers.Write(h, free, ds[:len(p.opens)], p.s.Now())
+		return Slot{}, Slot{}, then
 	}
 	p.headers.Write(h, free, ds[:len(p.opens)], p.s.Now())
 	return slot, userSlot, nil
