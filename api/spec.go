@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -162,9 +163,7 @@ func (d *document) get() ([]byte, error) {
 // serve writes the document with a strong ETag (a hash of its bytes) and
 // Cache-Control: no-cache, so a client may keep it but asks each time
 // whether it changed; If-None-Match with the current ETag gets 304 and no
-// body (http.ServeContent does the matching and HEAD). Range is ignored:
-// thousands of one-byte ranges would make a small request cost the server
-// a multipart answer many times the document's size.
+// body (ServeBytes).
 func (d *document) serve(w http.ResponseWriter, r *http.Request) {
 	if _, err := d.get(); err != nil {
 		logger(r.Context()).Error("render "+r.URL.Path, "error", err)
@@ -174,12 +173,28 @@ func (d *document) serve(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", d.contentType)
 	h.Set("Cache-Control", "no-cache")
-	h.Set("ETag", d.etag)
+	ServeBytes(w, r, d.body, d.etag)
+}
+
+// ServeBytes writes body, whose ETag is etag, with http.ServeContent,
+// which answers If-None-Match (304) and HEAD. Range is ignored: thousands
+// of one-byte ranges would make a small request cost the server a
+// multipart answer many times the body's size. An If-Match that names
+// neither etag nor * is answered 412 in the error envelope.
+func ServeBytes(w http.ResponseWriter, r *http.Request, body []byte, etag string) {
+	w.Header().Set("ETag", etag)
+	if im := r.Header.Get("If-Match"); im != "" && !slices.ContainsFunc(strings.Split(im, ","), func(t string) bool {
+		t = strings.TrimSpace(t)
+		return t == "*" || t == etag
+	}) {
+		WriteError(w, NewError(http.StatusPreconditionFailed, "If-Match names another version of this document"))
+		return
+	}
 	if r.Header.Get("Range") != "" {
 		r = r.Clone(r.Context())
 		r.Header.Del("Range")
 	}
-	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(d.body))
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 }
 
 // serveDocuments routes the spec (JSON and YAML) and the reference: ui at

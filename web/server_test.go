@@ -65,11 +65,15 @@ type response struct {
 	body   string
 }
 
-func fetch(t *testing.T, method, url string) response {
+func fetch(t *testing.T, method, url string, headers ...string) response {
 	t.Helper()
 	req, err := http.NewRequest(method, url, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ": ")
+		req.Header.Add(k, v)
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -85,6 +89,24 @@ func isEnvelope(r response, status int, code string) bool {
 	var env struct{ Code, Message string }
 	return r.code == status && r.header.Get("Content-Type") == "application/json" &&
 		json.Unmarshal([]byte(r.body), &env) == nil && env.Code == code && env.Message != ""
+}
+
+// A file or the spec fetched with an If-Match that names another version
+// answers 412 in the error envelope (http.ServeContent's is an empty
+// text/html); with its own ETag, or *, it is served.
+func TestIfMatchIsAnEnvelope(t *testing.T) {
+	srv, _ := server(t, build(t))
+	for _, p := range []string{"/docs", "/", "/openapi.json"} {
+		etag := fetch(t, "GET", srv.URL+p).header.Get("ETag")
+		if r := fetch(t, "GET", srv.URL+p, `If-Match: "another"`); !isEnvelope(r, http.StatusPreconditionFailed, "precondition-failed") {
+			t.Errorf("GET %s with another If-Match = %d %q %.80q, want the 412 envelope", p, r.code, r.header.Get("Content-Type"), r.body)
+		}
+		for _, im := range []string{etag, "*", `"another", ` + etag} {
+			if r := fetch(t, "GET", srv.URL+p, "If-Match: "+im); r.code != 200 {
+				t.Errorf("GET %s with If-Match: %s = %d, want 200", p, im, r.code)
+			}
+		}
+	}
 }
 
 func TestServerKeepsTheAPIsPaths(t *testing.T) {

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/brain-template/brain/api"
 )
@@ -155,9 +153,8 @@ func (s *Site) Docs() http.Handler {
 }
 
 // serve writes f, gzipped when it has a .gz sibling and the client takes
-// gzip, with its cache rule and ETag; http.ServeContent answers
-// If-None-Match (304) and HEAD. Range is ignored, as for the spec: many
-// small ranges would cost a multipart answer larger than the file.
+// gzip, with its cache rule and ETag (api.ServeBytes: 304, HEAD, no
+// Range, 412 in the envelope).
 func (f *file) serve(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", f.contentType)
@@ -171,12 +168,7 @@ func (f *file) serve(w http.ResponseWriter, r *http.Request) {
 			h.Set("Content-Encoding", "gzip")
 		}
 	}
-	h.Set("ETag", etag)
-	if r.Header.Get("Range") != "" {
-		r = r.Clone(r.Context())
-		r.Header.Del("Range")
-	}
-	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+	api.ServeBytes(w, r, body, etag)
 }
 
 // getOrHead answers 405 (the envelope) to any other method and reports
