@@ -222,8 +222,8 @@ func (c *Config) checkTogether(named givenAs) error {
 		return fmt.Errorf("invalid %s=%d: %s (%q) has a hash tag, which puts every key, and so every shard, in one slot of a Redis Cluster; set it to 1 or auto, or drop the tag",
 			named.name("redis-event-shards", product.EnvPrefix+"REDIS_EVENT_SHARDS"), c.RedisEventShards, named.name("redis-prefix", product.EnvPrefix+"REDIS_PREFIX"), c.RedisPrefix)
 	}
-	if p, ok := everyAddress(c.TrustedProxies); ok && !c.TrustEveryPeer {
-		return fmt.Errorf("invalid %s: %s trusts every address, so any client could name itself in X-Forwarded-For (and pick its rate-limit bucket); list the proxies' own addresses, or set %s=true if every connection does pass through a proxy that sets X-Forwarded-For",
+	if p, ok := broadPrefix(c.TrustedProxies); ok && !c.TrustEveryPeer {
+		return fmt.Errorf("invalid %s: %s trusts every address, or a large part of them, so any client could name itself in X-Forwarded-For (and pick its rate-limit bucket); list the proxies' own addresses, or set %s=true if every connection does pass through a proxy that sets X-Forwarded-For",
 			named.name("trusted-proxies", trustedProxiesEnv), p, named.name("trust-every-peer", trustEveryPeerEnv))
 	}
 	if c.StreamUserCap < c.StreamCap { // a user's cap counts the streams of all its sessions and keys
@@ -233,11 +233,13 @@ func (c *Config) checkTogether(named givenAs) error {
 	return nil
 }
 
-// everyAddress returns the first of prefixes that holds every address
-// (a /0), and whether there is one.
-func everyAddress(prefixes []netip.Prefix) (netip.Prefix, bool) {
+// broadPrefix returns the first of prefixes that holds a large part of
+// every address, and whether there is one: an IPv4 prefix wider than a
+// /8 (0.0.0.0/0, or its halves), an IPv6 one wider than a /16. A proxy
+// fleet's addresses, even 10.0.0.0/8, are narrower.
+func broadPrefix(prefixes []netip.Prefix) (netip.Prefix, bool) {
 	for _, p := range prefixes {
-		if p.Bits() == 0 {
+		if p.Bits() < 8 || (p.Addr().Is6() && p.Bits() < 16) {
 			return p, true
 		}
 	}

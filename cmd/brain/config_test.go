@@ -122,9 +122,12 @@ func TestConfigErrors(t *testing.T) {
 		{"database_url", nil, map[string]string{"BRAIN_DATABASE_URL": "mysql://u:pw@h/db"}, "BRAIN_DATABASE_URL"},
 		{"redis_url", nil, map[string]string{"BRAIN_REDIS_URL": "localhost:6379"}, "BRAIN_REDIS_URL"},
 		{"trusted_proxies", nil, map[string]string{"BRAIN_TRUSTED_PROXIES": "10.0.0.0/33"}, "BRAIN_TRUSTED_PROXIES"},
-		// A /0 trusts every peer's X-Forwarded-For: refused without the
+		// A /0 (or a prefix wider than a /8, a /16 for IPv6) trusts every
+		// peer's X-Forwarded-For, or nearly: refused without the
 		// opt-in, whose name the message gives (TestTrustEveryPeerWarns).
 		{"trusted_proxies_every_v4", nil, map[string]string{"BRAIN_TRUSTED_PROXIES": "10.0.0.1, 0.0.0.0/0"}, "BRAIN_TRUSTED_PROXIES: 0.0.0.0/0 trusts every address"},
+		{"trusted_proxies_halves", nil, map[string]string{"BRAIN_TRUSTED_PROXIES": "0.0.0.0/1,128.0.0.0/1"}, "BRAIN_TRUSTED_PROXIES: 0.0.0.0/1 trusts every address, or a large part"},
+		{"trusted_proxies_wide_v6", nil, map[string]string{"BRAIN_TRUSTED_PROXIES": "2000::/3"}, "BRAIN_TRUSTED_PROXIES: 2000::/3 trusts every address"},
 		{"trusted_proxies_every_v6", nil, map[string]string{"BRAIN_TRUSTED_PROXIES": "::/0", "BRAIN_TRUST_EVERY_PEER": "false"}, "BRAIN_TRUST_EVERY_PEER=true"},
 		{"trusted_proxies_any_slash_0_flag", []string{"--trusted-proxies", "192.168.1.1/0"}, nil, "--trusted-proxies: 0.0.0.0/0 trusts every address"},
 		{"trust_every_peer", nil, map[string]string{"BRAIN_TRUST_EVERY_PEER": "yes"}, "BRAIN_TRUST_EVERY_PEER"},

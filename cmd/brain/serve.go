@@ -312,8 +312,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	metrics.ObserveConns(conns)
 	srv := httpServer(handler, logger)
 	logger.Info("connection caps", "max_conns", maxConns, "max_conns_per_ip", cfg.MaxConnsPerIP, "min_receive_rate", settings.FormatSize(cfg.MinReceiveRate)+"/s", "descriptor_limit", fileLimit)
-	if p, ok := everyAddress(cfg.TrustedProxies); ok { // only with TrustEveryPeer: parseConfig refuses it otherwise
-		logger.Warn(trustedProxiesEnv+" trusts every address: every peer's X-Forwarded-For is believed, and no peer is held to "+product.EnvPrefix+"MAX_CONNS_PER_IP; safe only if every connection passes through a proxy that sets X-Forwarded-For",
+	if p, ok := broadPrefix(cfg.TrustedProxies); ok { // only with TrustEveryPeer: parseConfig refuses it otherwise
+		logger.Warn(trustedProxiesEnv+" trusts every address, or a large part of them: every such peer's X-Forwarded-For is believed, and no peer is held to "+product.EnvPrefix+"MAX_CONNS_PER_IP; safe only if every connection passes through a proxy that sets X-Forwarded-For",
 			"prefix", p.String(), "setting", trustEveryPeerEnv)
 	}
 	logListening(ln.Addr().String(), logger)

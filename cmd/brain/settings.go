@@ -91,7 +91,7 @@ func platformSettings(c *Config) []settings.Setting {
 			Set: hostPortOrOff(&c.MetricsAddr)},
 		{Flag: "trusted-proxies", Env: trustedProxiesEnv, Usage: "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For is believed",
 			Set: prefixList(&c.TrustedProxies)},
-		{Flag: "trust-every-peer", Env: trustEveryPeerEnv, Default: "false", Usage: "true lets " + trustedProxiesEnv + " hold a prefix of every address (0.0.0.0/0, ::/0): every peer's X-Forwarded-For is then believed, so only behind a proxy every connection passes through",
+		{Flag: "trust-every-peer", Env: trustEveryPeerEnv, Default: "false", Usage: "true lets " + trustedProxiesEnv + " hold a prefix of every address (0.0.0.0/0, ::/0) or one wider than an IPv4 /8, an IPv6 /16: every such peer's X-Forwarded-For is then believed, so only behind a proxy every connection passes through",
 			Set: boolSetting(&c.TrustEveryPeer)},
 		{Flag: "cors-origins", Env: product.EnvPrefix + "CORS_ORIGINS", Usage: "comma-separated origins (scheme://host[:port]) browsers may call from",
 			Set: originList(&c.CORSOrigins)},
