@@ -293,7 +293,7 @@ func (b *bodiesInFlight) enforce(limit int64) func(huma.Context, func(huma.Conte
 		if length < 0 {
 			length = limit // unknown until read: as much as it may be
 		}
-		caller := "ip:" + middleware.GetClientIP(r.Context())
+		caller := "ip:" + middleware.ClientKey(r.Context())
 		if id := auth.FromContext(ctx.Context()); id != nil {
 			caller = "user:" + id.User.ID
 		}

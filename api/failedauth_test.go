@@ -202,3 +202,20 @@ func TestForbiddenKeyDrawsFromItsBudget(t *testing.T) {
 		t.Fatalf("list-api-keys x-rate-limit %+v shows no apikey budget for forbidden requests", entries)
 	}
 }
+
+// The per-address limits count an IPv6 client by its /64, the block one
+// host is given, from which it may take a new address for every request:
+// the ip budget (3 here) is shared by 2001:db8::1, ::2, ::3..., and not
+// with another /64. (The login back-off and the bytes in flight key on
+// the same middleware.ClientKey.)
+func TestIPv6ClientsCountByTheirSlash64(t *testing.T) {
+	l, _, _, _ := failedAuthServer(t)
+	from := func(ip string) string { return "X-Forwarded-For: " + ip }
+	for i := range 3 {
+		l.Call("GET", "/api/v1/auth/me", nil, from(fmt.Sprintf("2001:db8::%x", i+1))).Want(t, 401, "a failed auth from the /64")
+	}
+	if r := l.Call("GET", "/api/v1/auth/me", nil, from("2001:db8::ffff:1")); r.Status != 429 || r.Refusal(t).Details.Scope != "ip" {
+		t.Fatalf("a fourth address of the same /64: %d %s, want 429 scope ip", r.Status, r.Body)
+	}
+	l.Call("GET", "/api/v1/auth/me", nil, from("2001:db8:0:1::1")).Want(t, 401, "another /64")
+}

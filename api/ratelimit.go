@@ -501,7 +501,7 @@ func (ps *planes) enforce(pl *plan, rateKey func(*http.Request) string) func(hum
 		var key string
 		switch id := auth.FromContext(ctx.Context()); {
 		case pl.ip != nil:
-			p, key = pl.ip, middleware.GetClientIP(ctx.Context())
+			p, key = pl.ip, middleware.ClientKey(ctx.Context())
 		case id != nil && id.Method == auth.MethodAPIKey && pl.apikey != nil:
 			p, key = pl.apikey, id.APIKeyID
 		case id != nil && id.Method == auth.MethodSession:

@@ -121,7 +121,7 @@ type callerGate struct {
 // returns ok false.
 func (g *callerGate) caller(ctx huma.Context) (id *auth.Identity, ok bool) {
 	r, _ := humachi.Unwrap(ctx)
-	ip := middleware.GetClientIP(r.Context())
+	ip := middleware.ClientKey(r.Context())
 	lookup := r.Context()
 	if g.ps.refusing(ip) {
 		lookup = auth.WithoutLookup(lookup)

@@ -96,9 +96,9 @@ func forwardedFallback(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	return netip.Addr{}
 }
 
-// GetClientIP returns the address [ClientIP] stored: what the per-IP
-// limits and the login throttle key on. It is "" only when even the peer
-// address did not parse, or outside [ClientIP].
+// GetClientIP returns the address [ClientIP] stored, as the access log
+// shows it. It is "" only when even the peer address did not parse, or
+// outside [ClientIP].
 func GetClientIP(ctx context.Context) string {
 	if st := stateOf(ctx); st != nil { // NoteClientIP's, formatted once
 		if ip, _ := st.read(); ip != "" {
@@ -112,4 +112,17 @@ func GetClientIP(ctx context.Context) string {
 		return a.String()
 	}
 	return ""
+}
+
+// ClientKey is what the per-address limits (the ip plane, the login
+// back-off, the bytes of bodies in flight) count the client by: its
+// address from [GetClientIP], or for IPv6 the /64 it is in, the block one
+// host is given and can draw new addresses from at will (the connection
+// caps count it so too).
+func ClientKey(ctx context.Context) string {
+	ip := GetClientIP(ctx)
+	if a, err := netip.ParseAddr(ip); err == nil && a.Is6() {
+		return netip.PrefixFrom(a.WithZone(""), 64).Masked().String()
+	}
+	return ip
 }

@@ -27,7 +27,7 @@ type handlers struct {
 }
 
 func (h *handlers) login(ctx context.Context, in *LoginInput) (*LoginOutput, error) {
-	ip := middleware.GetClientIP(ctx)
+	ip := middleware.ClientKey(ctx)
 	if err := admitPasswordAttempt(ctx, h.svc, auth.NormalizeUsername(in.Body.Username), ip, h.now()); err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func (h *handlers) me(ctx context.Context, _ *struct{}) (*MeOutput, error) {
 }
 
 func (h *handlers) changePassword(ctx context.Context, in *PasswordInput) (*struct{}, error) {
-	id, ip := auth.FromContext(ctx), middleware.GetClientIP(ctx)
+	id, ip := auth.FromContext(ctx), middleware.ClientKey(ctx)
 	if err := admitPasswordAttempt(ctx, h.svc, id.User.Username, ip, h.now()); err != nil {
 		return nil, err
 	}
