@@ -31,7 +31,7 @@ import (
 // unprovoked are the statuses the walk does not provoke, and why: every
 // other status an operation declares, it must.
 var unprovoked = map[string]string{
-	"408": "a body that stops arriving is refused after huma's body read timeout, 5 s of wall time a request; api's body tests cover it",
+	"408": "a body that stops arriving is refused after 5 s of wall time a request (huma's body read timeout, or the connection's minimum rate); api's and connlimit's tests cover it",
 	"500": "the walk injects no fault into a handler; api's tests provoke each 500 path with operations of their own",
 }
 
