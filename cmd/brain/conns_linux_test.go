@@ -473,7 +473,8 @@ func TestTooFewDescriptorsStopStartUp(t *testing.T) {
 // are served, an idle connection making room for them at
 // BRAIN_MAX_CONNS; and /metrics counts both.
 func TestConnectionCapsFromSettings(t *testing.T) {
-	base, logs := MustRunServer(t, memoryEnv(map[string]string{"BRAIN_MAX_CONNS": "2", "BRAIN_MAX_CONNS_PER_IP": "1", "BRAIN_MIN_RECEIVE_RATE": "32KiB"}))
+	base, logs := MustRunServer(t, map[string]string{"BRAIN_MAX_CONNS": "2", "BRAIN_MAX_CONNS_PER_IP": "1", "BRAIN_MIN_RECEIVE_RATE": "32KiB",
+		"BRAIN_ADMIN_PASSWORD": adminPassword, "BRAIN_COOKIE_SECURE": "false"})
 	if !strings.Contains(logs.String(), `msg="connection caps" max_conns=2 max_conns_per_ip=1 min_receive_rate=32KiB/s descriptor_limit=`) {
 		t.Fatalf("no start-up line stating the caps:\n%s", logs)
 	}
@@ -510,7 +511,7 @@ func TestConnectionCapsFromSettings(t *testing.T) {
 			}
 		}
 	}
-	cookie := loginAdmin(t, base).cookie
+	cookie, _ := sessionCookieOf(t, login(client{t, base}, "admin", adminPassword).want(t, 200, "login"))
 	http.DefaultClient.CloseIdleConnections()
 	waitConns(0, 0)
 	busy := dial("127.0.0.2")

@@ -23,12 +23,15 @@ import (
 // share one Redis, so a stream and the reconnection that replaces it may
 // fall on different replicas; the test checks that both cases happened.
 func TestAClosedStreamFreesItsSlotForItsReconnection(t *testing.T) {
-	env := memoryEnv(map[string]string{
-		"BRAIN_DATABASE_URL":     storetest.URL(t, store.Postgres),
-		"BRAIN_REDIS_URL":        redistest.URL(t),
-		"BRAIN_REDIS_PREFIX":     redistest.Prefix(),
-		"BRAIN_STREAM_HEARTBEAT": "1m",
-	})
+	env := map[string]string{
+		"BRAIN_DATABASE_URL":       storetest.URL(t, store.Postgres),
+		"BRAIN_REDIS_URL":          redistest.URL(t),
+		"BRAIN_REDIS_PREFIX":       redistest.Prefix(),
+		"BRAIN_STREAM_HEARTBEAT":   "1m",
+		"BRAIN_ADMIN_PASSWORD":     adminPassword,
+		"BRAIN_COOKIE_SECURE":      "false",
+		"BRAIN_RATE_LIMIT_SESSION": "10000/s,burst=10000",
+	}
 	procs := []*proc{startProc(t, maps.Clone(env))} // one after the other: the first migrates and creates admin
 	procs = append(procs, startProc(t, maps.Clone(env)))
 	lb := startBalancer(t, []string{procs[0].base, procs[1].base}, 2*time.Minute)
