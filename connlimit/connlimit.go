@@ -30,19 +30,20 @@
 //
 // # Idle and slow connections make room
 //
-// When a new connection would pass a cap, the limiter makes room by
-// closing the connection that costs least to lose: the one idle the
-// longest (kept alive between requests, nothing read since: HTTP lets a
-// server close such a connection at any time, and clients retry on a new
-// one); else the receiving one furthest behind its cut, as long as it has
-// received no faster than MinRate on average; else the one whose client
-// has taken nothing of its answer for the longest, at least a second (a
-// write waits for it). A connection that sends faster than MinRate, one
-// being served whose client takes its answer, and one taken over
-// (Hijack) are never closed for another: when no connection can make
-// room, the new one is refused. The search is among
-// the new connection's address's connections when that address has
-// MaxPerIP open, else among all of them when Max are open. A refused
+// When a new connection would pass Max, the limiter makes room by closing
+// the connection that costs least to lose: the one idle the longest (kept
+// alive between requests, nothing read since: HTTP lets a server close
+// such a connection at any time, and clients retry on a new one); else
+// the receiving one furthest behind its cut, as long as it has received
+// no faster than MinRate on average; else the one whose client has taken
+// nothing of its answer for the longest, at least a second (a write waits
+// for it). A connection that sends faster than MinRate, one being served
+// whose client takes its answer, and one taken over (Hijack) are never
+// closed for another: when no connection can make room, the new one is
+// refused. When a new connection's address has MaxPerIP open, only that
+// address's connection idle the longest makes room: its slow ones are its
+// own, cut soon enough, and refusing a flood from one address is cheaper
+// than letting it churn them. A refused
 // connection gets [Config.TooMany] (or TooManyFromIP), written at once if
 // the kernel takes it, and is closed; Accept never returns an error for
 // it, so net/http's Serve never backs off.
@@ -155,10 +156,8 @@ type Limiter struct {
 
 // A peer is an address with connections open.
 type peer struct {
-	open   int
-	idle   connList // its idle connections, the one idle longest first
-	conns  connList
-	byRate dueHeap // its receiving connections, by when they fall behind MinRate
+	open int
+	idle connList // its idle connections, the one idle longest first
 }
 
 // New returns a Limiter enforcing cfg. It panics when Max or MaxPerIP is
@@ -174,7 +173,7 @@ func New(cfg Config) *Limiter {
 		cfg.Grace = DefaultGrace
 	}
 	l := &Limiter{cfg: cfg, now: cfg.Now, idle: connList{k: allIdle}, conns: connList{k: allConns}, peers: map[netip.Addr]*peer{}}
-	l.byRate, l.byQuiet = dueHeap{k: allRate, due: l.rateDue}, dueHeap{k: allQuiet, due: l.quietDue}
+	l.byRate, l.byQuiet = dueHeap{k: byRate, due: l.rateDue}, dueHeap{k: byQuiet, due: l.quietDue}
 	if l.now == nil {
 		l.now = time.Now
 	}
@@ -204,12 +203,13 @@ func (l *Limiter) admit(nc net.Conn) (c *conn, victim *conn, refusal []byte) {
 	}
 	switch {
 	case p != nil && p.open >= l.cfg.MaxPerIP:
-		if victim = l.victimLocked(&p.idle, &p.byRate, &p.conns, now); victim == nil {
+		if victim = p.idle.front; victim == nil {
 			l.stats.RefusedPerIP++
 			return nil, nil, l.cfg.TooManyFromIP
 		}
+		l.stats.IdleClosed++
 	case l.stats.Open >= l.cfg.Max:
-		if victim = l.victimLocked(&l.idle, &l.byRate, &l.conns, now); victim == nil {
+		if victim = l.victimLocked(now); victim == nil {
 			l.stats.RefusedMax++
 			return nil, nil, l.cfg.TooMany
 		}
@@ -220,12 +220,11 @@ func (l *Limiter) admit(nc net.Conn) (c *conn, victim *conn, refusal []byte) {
 	c = &conn{Conn: nc, l: l, state: active}
 	if !exempt {
 		if p = l.peers[key]; p == nil {
-			p = &peer{idle: connList{k: peerIdle}, conns: connList{k: peerConns}, byRate: dueHeap{k: peerRate, due: l.rateDue}}
+			p = &peer{idle: connList{k: peerIdle}}
 			l.peers[key] = p
 		}
 		c.peer, c.key = p, key
 		p.open++
-		p.conns.pushBack(c)
 	}
 	l.conns.pushBack(c)
 	l.stats.Open++
@@ -233,23 +232,22 @@ func (l *Limiter) admit(nc net.Conn) (c *conn, victim *conn, refusal []byte) {
 	return c, victim, nil
 }
 
-// victimLocked is the connection of idle, receiving (byRate) or conns
-// that makes room for a new one at now, counted in the stats; nil when
-// none may.
-func (l *Limiter) victimLocked(idle *connList, byRate *dueHeap, conns *connList, now int64) *conn {
-	if c := idle.front; c != nil {
+// victimLocked is the connection that makes room for a new one at now
+// when Max are open, counted in the stats; nil when none may.
+func (l *Limiter) victimLocked(now int64) *conn {
+	if c := l.idle.front; c != nil {
 		l.stats.IdleClosed++
 		return c
 	}
 	// A new connection falls behind at now + Grace: one due no later is
 	// doing no better than the new one would.
-	if c, due := byRate.first(); c != nil && due <= now+int64(l.cfg.Grace) {
+	if c, due := l.byRate.first(); c != nil && due <= now+int64(l.cfg.Grace) {
 		l.stats.SlowClosed++
 		return c
 	}
 	var writer *conn // the one whose client has taken nothing for longest
 	since := now - int64(stalledWrite)
-	for c := conns.front; c != nil; c = c.links[conns.k].next {
+	for c := l.conns.front; c != nil; c = c.links[allConns].next {
 		if w := c.writing.Load(); c.state == active && w != 0 && w <= since {
 			writer, since = c, w
 		}
@@ -284,9 +282,6 @@ func (l *Limiter) receiveLocked(c *conn, now int64, n int) {
 	c.last.Store(now)
 	l.byRate.push(c)
 	l.byQuiet.push(c)
-	if c.peer != nil {
-		c.peer.byRate.push(c)
-	}
 	l.stats.Receiving++
 }
 
@@ -296,9 +291,6 @@ func (l *Limiter) arriveLocked(c *conn) {
 	c.state = active
 	l.byRate.remove(c)
 	l.byQuiet.remove(c)
-	if c.peer != nil {
-		c.peer.byRate.remove(c)
-	}
 	l.stats.Receiving--
 }
 
@@ -342,7 +334,6 @@ func (l *Limiter) releaseLocked(c *conn) {
 	l.stats.Open--
 	l.conns.remove(c)
 	if p := c.peer; p != nil {
-		p.conns.remove(c)
 		if p.open--; p.open == 0 {
 			delete(l.peers, c.key)
 		}
@@ -473,8 +464,8 @@ type conn struct {
 	// Limiter's mutex.
 	start, base int64
 	// Its places in the lists and the heaps.
-	links [4]struct{ prev, next *conn }
-	slots [3]slot
+	links [3]struct{ prev, next *conn }
+	slots [2]slot
 	// cut makes its reads fail; guarded by dl, which orders it with
 	// net/http's read deadlines.
 	dl  sync.Mutex

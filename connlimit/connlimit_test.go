@@ -358,25 +358,20 @@ func TestSlowConnectionsMakeRoom(t *testing.T) {
 	}
 }
 
-// With its address at MaxPerIP, a new connection closes that address's
-// receiving connection furthest behind, even when another address's is
-// further behind.
-func TestMaxPerIPClosesThatAddressesSlowest(t *testing.T) {
+// An address at MaxPerIP makes room with its idle connections only: a
+// new connection from it is refused rather than close its slow ones
+// (cut soon enough), whatever their rate.
+func TestMaxPerIPClosesIdleOnly(t *testing.T) {
 	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := startServer(t, connlimit.Config{Max: 10, MaxPerIP: 2, MinRate: 1000, Now: clock.Now})
-	other := s.dial(t, "127.0.0.3")
-	fmt.Fprint(other.conn, "GET /ok HTTP/1.1\r\n") // the furthest behind of all
-	s.wantStats(t, connlimit.Stats{Open: 1, Receiving: 1})
-	clock.Advance(100 * time.Millisecond)
-	mine := s.dial(t, "127.0.0.2")
-	fmt.Fprint(mine.conn, "GET /ok HTTP/1.1\r\n")
+	stalled := s.dial(t, "127.0.0.2")
+	fmt.Fprint(stalled.conn, "GET /ok HTTP/1.1\r\n")
 	s.dial(t, "127.0.0.2").send("/block")
 	s.waitBlocked(t)
 	clock.Advance(time.Second)
-	s.dial(t, "127.0.0.2").get("/ok")
-	wantClosed(t, "the address's slowest", mine)
-	wantOpen(t, "another address's", other)
-	s.wantStats(t, connlimit.Stats{Open: 3, Idle: 1, Receiving: 1, SlowClosed: 1})
+	wantRefused(t, s.dial(t, "127.0.0.2"), "too many connections from your address; retry in a second")
+	wantOpen(t, "the address's slow connection", stalled)
+	s.wantStats(t, connlimit.Stats{Open: 2, Receiving: 1, RefusedPerIP: 1})
 }
 
 // A connection that falls behind the minimum rate after its grace, or
@@ -599,18 +594,17 @@ func TestExemptAddressesPassMaxPerIP(t *testing.T) {
 func TestCountsReturnToZero(t *testing.T) {
 	s := startServer(t, connlimit.Config{Max: 5, MaxPerIP: 2})
 	var cs []*client
-	for i := range 12 {
+	for i := range 14 {
 		c := s.dial(t, fmt.Sprintf("127.0.0.%d", 2+i%3))
-		if i%2 == 0 {
+		if i < 12 {
 			c.get("/ok")
-		}
+		} // the last two send nothing
 		cs = append(cs, c)
 	}
-	// Each connection past the caps closed an idle one or one that sent
-	// nothing (its due is its accept's).
-	eventually(t, "5 open, 7 closed to make room", func() bool {
+	// Each connection past the caps closed an idle one.
+	eventually(t, "5 open, 9 closed to make room", func() bool {
 		st := s.lim.Stats()
-		return st.Open == 5 && st.Idle+st.Receiving == 5 && st.IdleClosed+st.SlowClosed == 7 && st.RefusedMax+st.RefusedPerIP == 0
+		return st.Open == 5 && st.Idle+st.Receiving == 5 && st.IdleClosed == 9 && st.RefusedMax+st.RefusedPerIP == 0
 	})
 	for _, c := range cs {
 		c.conn.Close()

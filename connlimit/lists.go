@@ -7,14 +7,12 @@ const (
 	allIdle = iota
 	peerIdle
 	allConns
-	peerConns
 )
 
 // Which of a connection's slots a heap threads through.
 const (
-	allRate = iota
-	peerRate
-	allQuiet
+	byRate = iota
+	byQuiet
 )
 
 // A connList is a doubly linked list of connections threaded through the
