@@ -117,6 +117,7 @@ func (l *Limiter) sweep(stop <-chan struct{}) {
 		}
 		var behind []*conn
 		now := l.now().UnixNano()
+		l.recent.Store(now)
 		l.mu.Lock()
 		for _, h := range []*dueHeap{&l.byRate, &l.byQuiet} {
 			for c, due := h.first(); c != nil && due <= now; c, due = h.first() {
