@@ -25,8 +25,12 @@ func refuseEmptyParams(op *huma.Operation, ps *planes) {
 		return
 	}
 	op.Middlewares = append(op.Middlewares, func(ctx huma.Context, next func(huma.Context)) {
-		var empty []FieldError
 		u := ctx.URL()
+		if u.RawQuery == "" {
+			next(ctx)
+			return
+		}
+		var empty []FieldError
 		query := u.Query()
 		for _, name := range names {
 			if v, ok := query[name]; ok && v[0] == "" { // huma reads the first value
