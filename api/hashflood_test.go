@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -197,7 +198,21 @@ func TestLoginFloodSparesTheVictim(t *testing.T) {
 	defer wg.Wait()
 	defer stop()
 	apitest.Eventually(t, 30*time.Second, "the flood's queue outlasting HashWait (a flood login turned away)", turnedAway.Load)
+	// A login the store could not write in time (its session) is the
+	// machine's load, answered 503 with Retry-After as any store deadline
+	// is: the victim retries it. One turned away for a hashing slot is
+	// what this test is about.
 	for i := range 7 {
-		s.Login("ada", "correct horse battery", "X-Forwarded-For: 203.0.113.9").Want(t, 200, fmt.Sprintf("the victim's login %d during the flood", i+1))
+		for try := 1; ; try++ {
+			r := s.Login("ada", "correct horse battery", "X-Forwarded-For: 203.0.113.9")
+			if r.Status == 200 {
+				break
+			}
+			r.WantUnavailable(t, fmt.Sprintf("the victim's login %d during the flood, try %d", i+1, try))
+			if strings.Contains(r.Body, "checking other passwords") || try == 5 {
+				t.Fatalf("the victim's login %d during the flood, try %d: %s, want 200", i+1, try, r.Body)
+			}
+			t.Logf("the victim's login %d, try %d: %s (the store's deadline on a loaded machine); retrying", i+1, try, r.Body)
+		}
 	}
 }
