@@ -368,13 +368,12 @@ func (l *Limiter) connState(nc net.Conn, state http.ConnState) {
 	if state == http.StateActive && !c.idle.Load() {
 		return // the usual case: the request's first byte made it receiving
 	}
-	now := l.tick()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	switch state {
 	case http.StateActive: // a pipelined request, read ahead while the last was served
 		if c.state == idle {
-			l.receiveLocked(c, now, 0)
+			l.receiveLocked(c, l.tick(), 0)
 		}
 	case http.StateIdle:
 		if c.state == active || c.state == receiving {

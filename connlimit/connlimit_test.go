@@ -22,6 +22,9 @@ import (
 	"github.com/brain-template/brain/internal/testclock"
 )
 
+// t0 is where the tests' fake clocks start.
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // The refusals the tests' servers write: the shape brain's are (its api
 // package builds them; here they are written out to be read back).
 var (
@@ -324,7 +327,7 @@ func (c *client) sendBody(length, n int) {
 // stopped, before one that began later or sent more; never one sending
 // faster than the minimum rate, nor one being served.
 func TestSlowConnectionsMakeRoom(t *testing.T) {
-	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := testclock.New(t0)
 	s := startServer(t, connlimit.Config{Max: 4, MaxPerIP: 10, MinRate: 1000, Now: clock.Now})
 	stalled := s.dial(t, "127.0.0.2")
 	fmt.Fprint(stalled.conn, "GET /ok HTTP/1.1\r\nHost: x\r\n") // headers begun, never ended
@@ -362,7 +365,7 @@ func TestSlowConnectionsMakeRoom(t *testing.T) {
 // new connection from it is refused rather than close its slow ones
 // (cut soon enough), whatever their rate.
 func TestMaxPerIPClosesIdleOnly(t *testing.T) {
-	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := testclock.New(t0)
 	s := startServer(t, connlimit.Config{Max: 10, MaxPerIP: 2, MinRate: 1000, Now: clock.Now})
 	stalled := s.dial(t, "127.0.0.2")
 	fmt.Fprint(stalled.conn, "GET /ok HTTP/1.1\r\n")
@@ -380,7 +383,7 @@ func TestMaxPerIPClosesIdleOnly(t *testing.T) {
 // came fast and stopped, gets a timeout (here answered 408). A connection
 // that keeps up, and one idle between requests, are not cut.
 func TestSlowConnectionsAreCut(t *testing.T) {
-	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := testclock.New(t0)
 	s := startServer(t, connlimit.Config{Max: 10, MaxPerIP: 10, MinRate: 1000, Grace: 2 * time.Second, Now: clock.Now})
 	stalled := s.dial(t, "127.0.0.2")
 	fmt.Fprint(stalled.conn, "GET /ok HTTP/1.1\r\nHost: x\r\n")
@@ -435,7 +438,7 @@ func TestWriteTimeoutCountsFromTheBody(t *testing.T) {
 // whose client has taken nothing of its answer for longest, a second at
 // least; one being served whose client takes its answer stays.
 func TestStalledWritersMakeRoom(t *testing.T) {
-	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := testclock.New(t0)
 	s := startServer(t, connlimit.Config{Max: 2, MaxPerIP: 10, Now: clock.Now})
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}, Control: func(_, _ string, rc syscall.RawConn) error {
 		return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
@@ -468,7 +471,7 @@ func TestStalledWritersMakeRoom(t *testing.T) {
 // is read and the connection kept; one that stalls is cut, and the answer
 // goes out then, closing the connection.
 func TestUnreadBodiesArriveAtTheMinimumRate(t *testing.T) {
-	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := testclock.New(t0)
 	s := startServer(t, connlimit.Config{Max: 10, MaxPerIP: 10, MinRate: 1000, Grace: 2 * time.Second, Now: clock.Now})
 	whole := s.dial(t, "127.0.0.2")
 	fmt.Fprint(whole.conn, "GET /ok HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n0123456789")
@@ -492,7 +495,7 @@ func TestUnreadBodiesArriveAtTheMinimumRate(t *testing.T) {
 // not read at all; the answer comes at once and the connection closes.
 // (The clock stands still: were the body read, it would never arrive.)
 func TestUnreadBodiesNetHTTPSkips(t *testing.T) {
-	s := startServer(t, connlimit.Config{Max: 10, MaxPerIP: 10, Now: testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).Now})
+	s := startServer(t, connlimit.Config{Max: 10, MaxPerIP: 10, Now: testclock.New(t0).Now})
 	for what, head := range map[string]string{
 		"Expect: 100-continue": "Content-Length: 1000\r\nExpect: 100-continue\r\n\r\n",
 		"1 MB, 10 bytes sent":  "Content-Length: 1000000\r\n\r\n0123456789",
@@ -541,7 +544,7 @@ func TestBusyConnectionsAreNeverClosed(t *testing.T) {
 		{"MaxPerIP", connlimit.Config{Max: 10, MaxPerIP: 2}, "127.0.0.2", "127.0.0.2", "too many connections from your address; retry in a second", connlimit.Stats{RefusedPerIP: 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.cfg.Now = testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)).Now
+			tc.cfg.Now = testclock.New(t0).Now
 			s := startServer(t, tc.cfg)
 			serving := s.dial(t, "127.0.0.2")
 			serving.send("/block")
@@ -673,7 +676,7 @@ func TestConcurrentClients(t *testing.T) {
 // A warning is logged when connections are refused or idle ones closed,
 // at most once a minute, with the counts since the last.
 func TestWarnsOnceAMinute(t *testing.T) {
-	clock := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := testclock.New(t0)
 	var logs syncBuffer
 	s := startServer(t, connlimit.Config{Max: 1, MaxPerIP: 10, Now: clock.Now, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	s.dial(t, "127.0.0.2").get("/ok")
