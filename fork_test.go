@@ -23,8 +23,13 @@ const (
 )
 
 // exampleWords are what the spec, the client and the dashboard of a fork
-// without the example never say.
-var exampleWords = regexp.MustCompile(`(?i)\b(memor(y|ies)|jobs?|ingest\w*)\b`)
+// without the example never say (a word may begin a name: jobs_queued),
+// nor its error code; exampleNames, what no Go file of it names: the
+// example's package and its settings.
+var (
+	exampleWords = regexp.MustCompile(`(?i)(^|[^a-z])(memor(y|ies)|jobs?|ingest|idempotency-key-reused)`)
+	exampleNames = `ingest|MEM_`
+)
 
 // TestForkFirstWeek is a new team's first week with the template, each
 // step in the same copy, committed after it as a fork would:
@@ -187,8 +192,8 @@ func TestForkFirstWeek(t *testing.T) {
 	if len(added)+len(edited) > 0 {
 		t.Errorf("removing the example added %v and edited %v; want files deleted only, and the generated %v", added, edited, generated)
 	}
-	if out := f.grep("-rlF", "--include=*.go", `"`+forkModule+`/ingest`, "."); out != "" {
-		t.Errorf("after the removal, still importing the example:\n%s", out)
+	if out := f.grep("-rliE", "--include=*.go", exampleNames, "."); out != "" {
+		t.Errorf("after the removal, still naming the example (%s):\n%s", exampleNames, f.grep("-rniE", "--include=*.go", exampleNames, "."))
 	}
 	f.run("go", "build", "./...")
 	f.run("go", "vet", "./...")
@@ -196,7 +201,7 @@ func TestForkFirstWeek(t *testing.T) {
 	for _, file := range append([]string{"openapi.json", "web/index.html"}, f.files("web/src")...) {
 		for i, line := range strings.Split(f.read(file), "\n") {
 			if exampleWords.MatchString(line) {
-				t.Errorf("%s:%d: without the example, still %q: %s", file, i+1, exampleWords.FindString(line), strings.TrimSpace(line))
+				t.Errorf("%s:%d: without the example, still %q: %s", file, i+1, exampleWords.FindStringSubmatch(line)[2], strings.TrimSpace(line))
 			}
 		}
 	}
