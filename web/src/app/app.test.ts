@@ -2,7 +2,7 @@
 // window and gauges, the declared budgets and the hash routes.
 import { describe, expect, it } from "vitest";
 import { formatWait, secondsLeft } from "./countdown";
-import { appendSnapshot, emptyColumns, humanise, type LiveSnapshot } from "./liveSeries";
+import { appendSnapshot, emptyColumns, humanise, type LiveSample } from "./liveSeries";
 import { declaredBudgets, describeBudget } from "./budgets";
 import { href, match, parseHash } from "./router";
 import { routes } from "./App";
@@ -24,14 +24,12 @@ describe("countdown", () => {
 });
 
 describe("live series", () => {
-  const snap = (sec: number, rps = sec, gauges: Record<string, number> = { depth: 3 }): LiveSnapshot => ({
+  const snap = (sec: number, rps = sec, gauges: Record<string, number> = { depth: 3 }): LiveSample => ({
     at: new Date(sec * 1000).toISOString(),
     requests_per_s: rps,
     limited_per_s: 0.5,
     open_streams: 2,
     gauges,
-    goroutines: 10,
-    heap_bytes: 1,
   });
   it("appends columns in order and keeps the last window", () => {
     let c = emptyColumns();

@@ -9,6 +9,9 @@ export type LiveSnapshot = components["schemas"]["LiveSnapshot"];
 /** The snapshot's numbers the chart draws, in column order after time. */
 export const liveFields = ["requests_per_s", "limited_per_s", "open_streams"] as const satisfies readonly (keyof LiveSnapshot)[];
 
+/** What the chart reads of a snapshot: its time, liveFields and its gauges, whichever the server's features declare. */
+export type LiveSample = Pick<LiveSnapshot, "at" | (typeof liveFields)[number]> & { gauges: Readonly<Record<string, number>> };
+
 export interface LiveColumns {
   /** The gauges drawn, in column order after liveFields: each in the order it was first seen. */
   gauges: string[];
@@ -27,7 +30,7 @@ export function emptyColumns(): LiveColumns {
  * step back) replaces nothing and is skipped. Returns new arrays: the old
  * ones are left as they were.
  */
-export function appendSnapshot(cols: LiveColumns, snap: LiveSnapshot, windowS = 120): LiveColumns {
+export function appendSnapshot(cols: LiveColumns, snap: LiveSample, windowS = 120): LiveColumns {
   const t = Date.parse(snap.at) / 1000;
   if (!Number.isFinite(t)) return cols;
   const [xs, ...ys] = cols.data;
@@ -35,7 +38,7 @@ export function appendSnapshot(cols: LiveColumns, snap: LiveSnapshot, windowS = 
   if (last !== undefined && t <= last) return cols;
   let from = 0;
   while (from < xs.length && xs[from]! < t - windowS) from++;
-  const gauges: Record<string, number> = snap.gauges;
+  const gauges = snap.gauges;
   const names = [...cols.gauges, ...Object.keys(gauges).filter((g) => !cols.gauges.includes(g))];
   const kept = xs.length - from;
   return {
