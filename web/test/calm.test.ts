@@ -18,7 +18,7 @@ describe.runIf(run)("the dashboard when brain refuses", () => {
     const { page } = browser.w();
     await logIn(page, brain().url, brain().adminPassword);
     // The session's budget spent from Node.js, so that the page's next call
-    // (its session check, then the keys) meets a 429.
+    // (its session check) meets a 429.
     const cookie = (await browser.b().context.cookies(brain().url)).map((c) => `${c.name}=${c.value}`).join("; ");
     let refused = false;
     for (let i = 0; i < 10 && !refused; i++) {
@@ -30,13 +30,14 @@ describe.runIf(run)("the dashboard when brain refuses", () => {
     const seen: number[] = [];
     page.on("response", (r) => seen.push(r.status()));
     // Unpaced, so the page sends at once and meets the server's 429.
-    await page.goto(brain().url + "/?pacing=off#/keys");
+    // The limits page holds no stream (the next test counts them).
+    await page.goto(brain().url + "/?pacing=off#/limits");
     const banner = page.getByTestId("busy-banner");
     await banner.waitFor({ timeout: 10_000 });
     expect(await banner.textContent()).toMatch(/brain is busy — retrying in \d+ s/);
     await shot(page, "10-busy-banner");
-    await page.getByTestId("keys-empty").or(page.getByTestId("keys-list")).first().waitFor({ timeout: 30_000 });
-    await banner.waitFor({ state: "detached", timeout: 10_000 });
+    await banner.waitFor({ state: "detached", timeout: 30_000 });
+    await page.getByTestId("rate-limits").waitFor({ timeout: 10_000 });
     expect(seen).toContain(429);
     expect(await page.getByRole("alert").count()).toBe(0);
   });
