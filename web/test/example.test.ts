@@ -24,7 +24,7 @@ function example(env: Record<string, string>): Promise<{ code: number; stdout: s
 }
 
 const expected =
-  /^health: ok \S+\nlogged in as admin\nevent: apikey\.created ts-client-example \(brk_\w+…\)\nkeys: ts-client-example\nthe key acts for admin\nlive: \d+ open streams, \d+\.\d requests\/s\ndeleted the key and logged out\n$/;
+  /^health: ok \S+\nlogged in as admin\nevent: apikey\.created ts-client-example \(brk_[\w-]+…\)\nkeys: ts-client-example\nthe key acts for admin\nlive: \d+ open streams, \d+\.\d requests\/s\ndeleted the key and logged out\n$/;
 
 test("the example makes a key, sees its event, follows the live view with it, and tidies up", async () => {
   for (const run of [1, 2]) {
