@@ -822,6 +822,10 @@ export interface components {
         LiveSnapshot: {
             /** Format: date-time */
             at: string;
+            /** @description The gauges the server's features register, by name (empty when none does). */
+            gauges: {
+                [key: string]: number;
+            };
             /** Format: int64 */
             goroutines: number;
             /**
@@ -829,11 +833,6 @@ export interface components {
              * @description Bytes of live and not yet collected heap objects.
              */
             heap_bytes: number;
-            /**
-             * Format: int64
-             * @description Jobs of every user waiting for a worker, on every replica (the database's count, read at most once a second; the last count read while the database does not answer).
-             */
-            jobs_queued: number;
             /**
              * Format: double
              * @description Of those, refused with 429, per second.
