@@ -297,6 +297,10 @@ func TestAddOperationGuide(t *testing.T) {
 	if added == 0 {
 		t.Errorf("the spec has no new operation after the guide; it has %v", slices.Sorted(maps.Keys(now)))
 	}
+	// Its schemas are named as the guide says: led by the package's name.
+	if spec, err := os.ReadFile(filepath.Join(dir, "openapi.json")); err != nil || !strings.Contains(string(spec), `"#/components/schemas/BookmarksView"`) || !strings.Contains(string(spec), `"#/components/schemas/BookmarksCreateInputBody"`) {
+		t.Errorf("the guide's spec does not refer to BookmarksView and BookmarksCreateInputBody (%v)", err)
+	}
 
 	// The copy is now a fork that followed the guide, and its tests of
 	// what the guide added passed above. It commits what it added; the

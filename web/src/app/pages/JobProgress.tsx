@@ -11,7 +11,7 @@ import { $api, checkSession, client } from "../api";
 import { ErrorNotice } from "../ErrorNotice";
 import { StreamNotice } from "../StreamNotice";
 
-type JobStatus = components["schemas"]["JobView"]["status"];
+type JobStatus = components["schemas"]["IngestJobView"]["status"];
 
 interface Seen {
   status: JobStatus;

@@ -7,7 +7,7 @@ import { ErrorNotice } from "../ErrorNotice";
 import { Pager, useCursorPages } from "../Pager";
 import { splitSnippet } from "../snippet";
 
-type Result = components["schemas"]["ResultView"];
+type Result = components["schemas"]["IngestResultView"];
 
 const pageSize = 20;
 
