@@ -3,6 +3,7 @@ package brain_test
 
 import (
 	"bufio"
+	"encoding/json"
 	"go/parser"
 	"go/token"
 	"os"
@@ -127,7 +128,10 @@ func markdownImportLines(tb testing.TB, path, mod string) map[int]bool {
 // NOTES_* names in `notes -h`, the cookie notes_session and the messages
 // in the spec, and the tests that assert the metrics' notes_* names and
 // the 429's "notes is busy", run in the copy; `brain` survives in Go code
-// only where docs/fork.md says it stays.
+// only where docs/fork.md says it stays. The copy is a git repository with
+// the template committed, as a fork is: the breaking-change gate passes
+// on the renamed tree (the rename accepted the break it makes) and still
+// refuses the next break.
 func TestForkRenameBuilds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the whole tree again")
@@ -141,6 +145,11 @@ func TestForkRenameBuilds(t *testing.T) {
 	dst := copyRepo(t, func(f string) bool {
 		return !strings.HasPrefix(f, "web/") || (strings.HasSuffix(f, ".go") && !strings.Contains(f[len("web/"):], "/")) || strings.HasPrefix(f, "web/dist/")
 	})
+	// A git repository, as a fork is, with the template's tree committed:
+	// the breaking-change gate compares the renamed spec with it.
+	runIn(t, dst, "git", "init", "-q", "-b", "main")
+	runIn(t, dst, "git", "add", "-A")
+	runIn(t, dst, "git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "the template")
 	const fork = "example.com/acme/notes"
 	runIn(t, dst, "make", "rename", "MODULE="+fork, "NAME=notes")
 	if got := runIn(t, dst, "go", "list", "-m"); got != fork {
@@ -151,6 +160,32 @@ func TestForkRenameBuilds(t *testing.T) {
 	}
 	runIn(t, dst, "go", "build", "./...")
 	runIn(t, dst, "go", "vet", "./...")
+
+	// The gate passes: the rename accepted the break it makes, the cookie's
+	// name in the session scheme, and no other. The next break fails it.
+	ignore, err := os.ReadFile(filepath.Join(dst, "openapi-breaking.ignore"))
+	if want := "api-security-component-api-key-name-changed securitySchemes/session  # renamed from " + product.Name + " to notes (make rename)\n"; err != nil || !strings.HasSuffix(string(ignore), want) {
+		t.Errorf("the ignore file after the rename ends %q, want %q (%v)", ignore[max(0, len(ignore)-200):], want, err)
+	}
+	runIn(t, dst, "go", "run", "./cmd/apicheck")
+	var doc map[string]any
+	specFile := filepath.Join(dst, "openapi.json")
+	renamed, err := os.ReadFile(specFile)
+	if err != nil || json.Unmarshal(renamed, &doc) != nil {
+		t.Fatalf("the renamed openapi.json: %v", err)
+	}
+	delete(doc["paths"].(map[string]any), "/api/v1/health")
+	if b, err := json.Marshal(doc); err != nil || os.WriteFile(specFile, b, 0o644) != nil {
+		t.Fatal(err)
+	}
+	gate := exec.Command("go", "run", "./cmd/apicheck")
+	gate.Dir = dst
+	if out, err := gate.CombinedOutput(); err == nil || !strings.Contains(string(out), "GET /api/v1/health") {
+		t.Errorf("the gate after the rename lets a removed path pass: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(specFile, renamed, 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	runIn(t, dst, "go", "build", "-o", "notes.bin", "./cmd/notes")
 	help := runIn(t, dst, "./notes.bin", "-h")
