@@ -19,8 +19,8 @@ import (
 // feature declares led by its package's name, unless it leads with it
 // already. So the type bookmarks.View is BookmarksView and the body of
 // bookmarks.CreateInput, an unnamed struct, is BookmarksCreateInputBody;
-// ingest.IngestItem stays IngestItem, and api.Page[bookmarks.View] would
-// be PageBookmarksView. Two features' names never collide, and a
+// bookmarks.BookmarksPage stays BookmarksPage, and api.Page[bookmarks.View]
+// would be PageBookmarksView. Two features' names never collide, and a
 // generated client's names say whose they are.
 //
 // A feature is any package of this module outside the platform: outside

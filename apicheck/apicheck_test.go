@@ -271,7 +271,7 @@ func TestIgnoreComponentChange(t *testing.T) {
 	rename := func(scheme, name string) func(doc map[string]any) {
 		return func(doc map[string]any) { at(doc, "components", "securitySchemes", scheme)["name"] = name }
 	}
-	fs, err := apicheck.Check(base, edit(t, base, rename("session", "notes_session")))
+	fs, err := apicheck.Check(base, edit(t, base, rename("session", "sid")))
 	if err != nil || len(fs) != 1 || fs[0].Component != "securitySchemes/session" || fs[0].Method+fs[0].Path != "" {
 		t.Fatalf("findings = %+v, %v; want one of the component securitySchemes/session", fs, err)
 	}
