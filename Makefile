@@ -63,7 +63,7 @@ lint: ## gofmt, go vet and staticcheck (pinned)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	cd bench && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
-rename: ## make rename MODULE=example.com/you/svc NAME=svc: give a fork its own module path and (NAME) its own product name — env prefix, cookie, Redis prefix, metrics, database file, messages, cmd/NAME (docs/fork.md); either alone works too
+rename: ## make rename MODULE=example.com/you/svc NAME=svc: give a fork its own module path and (NAME) its own product name — env prefix, cookie, Redis prefix, metrics, database file, messages, cmd/NAME — and accept in openapi-breaking.ignore the breaks the new name makes (docs/fork.md); either alone works too
 	@test -n "$(MODULE)$(NAME)" || { echo "usage: make rename MODULE=example.com/you/svc NAME=svc"; exit 2; }
 	@set -e; if [ -n "$(MODULE)" ]; then old=$$($(GO) list -m); \
 	$(GO) mod edit -module "$(MODULE)"; \
@@ -74,7 +74,9 @@ rename: ## make rename MODULE=example.com/you/svc NAME=svc: give a fork its own 
 	$(GO) build ./...; (cd bench && $(GO) vet ./...); \
 	echo "module renamed from $$old to $(MODULE)"; fi
 	@set -e; if [ -n "$(NAME)" ]; then \
+	old=$$(sed -n 's/^const Name = "\(.*\)"$$/\1/p' internal/product/product.go); \
 	$(GO) run ./internal/product/rename "$(NAME)"; \
 	$(GO) build ./...; (cd bench && $(GO) vet ./...); \
 	$(GO) run ./cmd/$(NAME) openapi > openapi.json.tmp; mv openapi.json.tmp openapi.json; \
+	if git rev-parse -q --verify HEAD >/dev/null 2>&1; then $(GO) run ./cmd/apicheck -accept "renamed from $$old to $(NAME) (make rename)"; fi; \
 	echo "openapi.json regenerated; run make client to regenerate the TypeScript client (web/src/api)"; fi

@@ -154,6 +154,7 @@ func New(cfg Config) *Server {
 	})
 
 	hc := huma.DefaultConfig(Title, Version)
+	hc.Components.Schemas = huma.NewMapRegistry("#/components/schemas/", schemaName)
 	// No SchemaLinkTransformer: it adds a `$schema` member to every response
 	// body and a Link header to every response. The envelope is exactly
 	// {code, message, details}, generated clients would carry a `$schema`

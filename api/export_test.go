@@ -14,3 +14,6 @@ func BodyLimit(op *huma.Operation) int64 { return bodyLimit(op) }
 
 // StatusCodes maps each status the API names to its envelope code.
 func StatusCodes() map[int]string { return codes }
+
+// SchemaName names the component schema of a type as the server does.
+var SchemaName = schemaName

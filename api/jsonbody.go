@@ -4,7 +4,6 @@ package api
 
 import (
 	"reflect"
-	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
 )
@@ -12,7 +11,8 @@ import (
 // WithJSONBody returns op documenting body's type as its required JSON
 // request body: for an operation whose input reads the body raw (a
 // RawBody []byte field, with SkipValidateBody), which parses it itself.
-// The schema is named after the type, less a Request suffix.
+// The schema is named after the type as any other is, led by its
+// package's name when that is a feature's.
 func WithJSONBody(op huma.Operation, body any) huma.Operation {
 	declare(&op, func(d *Declaration) { d.JSONBody = reflect.TypeOf(body) })
 	return op
@@ -25,5 +25,5 @@ func declareJSONBody(oapi *huma.OpenAPI, op *huma.Operation, t reflect.Type) {
 		return
 	}
 	op.RequestBody.Required = true
-	op.RequestBody.Content = map[string]*huma.MediaType{"application/json": {Schema: oapi.Components.Schemas.Schema(t, true, strings.TrimSuffix(t.Name(), "Request"))}}
+	op.RequestBody.Content = map[string]*huma.MediaType{"application/json": {Schema: oapi.Components.Schemas.Schema(t, true, op.OperationID+"Request")}}
 }

@@ -23,15 +23,24 @@ type Finding struct {
 	ID     string
 	Method string // upper case; empty for a change not tied to an operation
 	Path   string
-	Text   string
+	// Component is what a change tied to no operation concerns: the
+	// component, as securitySchemes/session or schemas/Error, else the
+	// document's section and the change's subject, as security/session.
+	Component string
+	Text      string
 }
 
 // String is the finding as the gate prints it.
 func (f Finding) String() string {
+	return fmt.Sprintf("[%s] %s: %s", f.ID, f.where(), f.Text)
+}
+
+// where is the operation of f, as METHOD path, or else its component.
+func (f Finding) where() string {
 	if f.Method == "" && f.Path == "" {
-		return fmt.Sprintf("[%s] %s", f.ID, f.Text)
+		return f.Component
 	}
-	return fmt.Sprintf("[%s] %s %s: %s", f.ID, f.Method, f.Path, f.Text)
+	return f.Method + " " + f.Path
 }
 
 // Check compares rev with base and returns every breaking change, sorted by
@@ -53,6 +62,9 @@ func Check(base, rev []byte) ([]Finding, error) {
 		}
 		if a.Method != b.Method {
 			return a.Method < b.Method
+		}
+		if a.Component != b.Component {
+			return a.Component < b.Component
 		}
 		return a.ID < b.ID
 	})
@@ -80,7 +92,25 @@ func oasdiffBreaking(base, rev []byte) ([]Finding, error) {
 		if c.GetLevel() != checker.ERR {
 			continue
 		}
-		out = append(out, Finding{ID: c.GetId(), Method: strings.ToUpper(c.GetOperation()), Path: c.GetPath(), Text: c.GetUncolorizedText(l)})
+		f := Finding{ID: c.GetId(), Method: strings.ToUpper(c.GetOperation()), Path: c.GetPath(), Text: c.GetUncolorizedText(l)}
+		if f.Method == "" && f.Path == "" {
+			f.Component = component(c)
+		}
+		out = append(out, f)
 	}
 	return out, nil
+}
+
+// component names what c, a change tied to no operation, concerns: its
+// kind of component (or else its section) and its first argument, which
+// oasdiff makes the component's name (or the change's subject).
+func component(c checker.Change) string {
+	kind := c.GetSection()
+	if cc, ok := c.(checker.ComponentChange); ok {
+		kind = cc.Component
+	}
+	if args := c.GetArgs(); len(args) > 0 {
+		kind += "/" + strings.ReplaceAll(fmt.Sprint(args[0]), " ", "") // one field of an ignore line
+	}
+	return kind
 }

@@ -263,11 +263,55 @@ api-path-removed-without-deprecation POST /api/v1/gone # long gone
 	}
 }
 
+// A change of a component, tied to no operation (the session cookie's
+// name, as a rename changes it), is accepted by a line that names the
+// component, and by no line that names another, nor by an operation's.
+func TestIgnoreComponentChange(t *testing.T) {
+	base := brainSpec(t)
+	rename := func(scheme, name string) func(doc map[string]any) {
+		return func(doc map[string]any) { at(doc, "components", "securitySchemes", scheme)["name"] = name }
+	}
+	fs, err := apicheck.Check(base, edit(t, base, rename("session", "sid")))
+	if err != nil || len(fs) != 1 || fs[0].Component != "securitySchemes/session" || fs[0].Method+fs[0].Path != "" {
+		t.Fatalf("findings = %+v, %v; want one of the component securitySchemes/session", fs, err)
+	}
+	line := apicheck.IgnoreLine(fs[0], "renamed from brain to notes")
+	if line != "api-security-component-api-key-name-changed securitySchemes/session  # renamed from brain to notes" {
+		t.Fatalf("IgnoreLine = %q", line)
+	}
+	list, err := apicheck.ParseIgnore(strings.NewReader(line+"\napi-security-component-api-key-name-changed GET /api/v1/me # an operation's\n"), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if breaking, accepted, unused := list.Filter(fs); len(breaking) != 0 || len(accepted) != 1 || len(unused) != 1 || !strings.Contains(unused[0], "line 2") {
+		t.Fatalf("Filter = %v, %v, %q; want the change accepted by line 1 only", breaking, accepted, unused)
+	}
+	// The same change of another scheme is not accepted by that line.
+	other, err := apicheck.Check(base, edit(t, base, rename("apiKey", "X-Key")))
+	if err != nil || len(other) != 1 {
+		t.Fatalf("findings = %+v, %v; want one", other, err)
+	}
+	if breaking, _, _ := list.Filter(other); len(breaking) != 1 {
+		t.Fatalf("the apiKey scheme's change (%v) is accepted by a line for the session scheme's", other[0])
+	}
+	// An operation's finding round-trips through its line too.
+	ops, _ := apicheck.Check(base, edit(t, base, func(doc map[string]any) { delete(at(doc, "paths"), "/api/v1/ready") }))
+	opList, err := apicheck.ParseIgnore(strings.NewReader(apicheck.IgnoreLine(ops[0], "gone")), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if breaking, _, _ := opList.Filter(ops[:1]); len(breaking) != 0 {
+		t.Fatalf("IgnoreLine(%v) does not accept it", ops[0])
+	}
+}
+
 func TestParseIgnoreNeedsReasons(t *testing.T) {
 	for _, line := range []string{
 		"rate-limit-tightened GET /api/v1/health",
 		"rate-limit-tightened GET /api/v1/health #   ",
-		"rate-limit-tightened /api/v1/health # two fields",
+		"rate-limit-tightened securitySchemes/session",
+		"rate-limit-tightened # one field",
+		"rate-limit-tightened GET /api/v1/health extra # four fields",
 	} {
 		if _, err := apicheck.ParseIgnore(strings.NewReader(line), "x"); err == nil {
 			t.Errorf("ParseIgnore(%q) accepted a line it must refuse", line)

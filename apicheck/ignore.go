@@ -12,16 +12,21 @@ import (
 //
 //	# comment lines and blank lines are skipped
 //	api-path-removed-without-deprecation GET /api/v1/old  # replaced by /api/v1/new in v2
+//	api-security-component-api-key-name-changed securitySchemes/session  # renamed from brain to notes
 //
-// The fields are the finding's id, method and path; the reason after '#'
-// is required, so nobody accepts a break without saying why.
+// The fields are the finding's id, then its method and path, or, for a
+// change tied to no operation, its component (Finding.Component): a line
+// accepts that one change, not every later change of the id. The reason
+// after '#' is required, so nobody accepts a break without saying why.
+// [IgnoreLine] writes the line that accepts a finding.
 type IgnoreList struct {
 	entries []ignoreEntry
 }
 
 type ignoreEntry struct {
-	id, method, path, reason string
-	line                     int
+	id, method, path, component string
+	fields                      string // as the line has them, for messages
+	line                        int
 }
 
 // ParseIgnore reads an ignore file. name is used in error messages.
@@ -38,18 +43,29 @@ func ParseIgnore(r io.Reader, name string) (*IgnoreList, error) {
 		spec, reason, _ := strings.Cut(text, "#")
 		reason = strings.TrimSpace(reason)
 		f := strings.Fields(spec)
-		if len(f) != 3 {
-			return nil, fmt.Errorf("%s:%d: want <id> <METHOD> <path> # <reason>", name, n)
+		e := ignoreEntry{fields: strings.Join(f, " "), line: n}
+		switch len(f) {
+		case 3:
+			e.id, e.method, e.path = f[0], strings.ToUpper(f[1]), f[2]
+		case 2:
+			e.id, e.component = f[0], f[1]
+		default:
+			return nil, fmt.Errorf("%s:%d: want <id> <METHOD> <path> # <reason>, or <id> <component> # <reason>", name, n)
 		}
 		if reason == "" {
 			return nil, fmt.Errorf("%s:%d: an accepted break needs a reason after '#'", name, n)
 		}
-		l.entries = append(l.entries, ignoreEntry{id: f[0], method: strings.ToUpper(f[1]), path: f[2], reason: reason, line: n})
+		l.entries = append(l.entries, e)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return l, nil
+}
+
+// IgnoreLine is the line of an ignore file that accepts f, for reason.
+func IgnoreLine(f Finding, reason string) string {
+	return f.ID + " " + f.where() + "  # " + reason
 }
 
 // Filter splits findings into those still breaking and those the list
@@ -63,7 +79,7 @@ func (l *IgnoreList) Filter(findings []Finding) (breaking, accepted []Finding, u
 	for _, f := range findings {
 		ok := false
 		for i, e := range l.entries {
-			if e.id == f.ID && e.method == f.Method && e.path == f.Path {
+			if e.id == f.ID && e.method == f.Method && e.path == f.Path && e.component == f.Component {
 				used[i], ok = true, true
 			}
 		}
@@ -75,7 +91,7 @@ func (l *IgnoreList) Filter(findings []Finding) (breaking, accepted []Finding, u
 	}
 	for i, e := range l.entries {
 		if !used[i] {
-			unused = append(unused, fmt.Sprintf("line %d: %s %s %s", e.line, e.id, e.method, e.path))
+			unused = append(unused, fmt.Sprintf("line %d: %s", e.line, e.fields))
 		}
 	}
 	return breaking, accepted, unused

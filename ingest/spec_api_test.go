@@ -34,7 +34,7 @@ func TestSpecBoundsSnippets(t *testing.T) {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatal(err)
 	}
-	if got := doc.Components.Schemas["ResultView"].Properties["snippet"].MaxLength; got != ingest.MaxSnippetBytes {
-		t.Fatalf("ResultView.snippet's maxLength is %d, the service's bound %d", got, ingest.MaxSnippetBytes)
+	if got := doc.Components.Schemas["IngestResultView"].Properties["snippet"].MaxLength; got != ingest.MaxSnippetBytes {
+		t.Fatalf("IngestResultView.snippet's maxLength is %d, the service's bound %d", got, ingest.MaxSnippetBytes)
 	}
 }

@@ -7,6 +7,7 @@ package streams
 
 import (
 	"cmp"
+	"fmt"
 	"net/http"
 	"reflect"
 	"slices"
@@ -71,7 +72,12 @@ func (p *Plane) add(so Operation) *declared {
 	}
 	d.declare(append(slices.Clone(so.Events), closingEvent)...)
 	name := schemaName(op.OperationID)
-	d.reg.Map()[name] = d.schema
+	if d.reg.Map()[name] != nil {
+		door := doorOf(s)
+		door.errs = append(door.errs, fmt.Errorf("streams: the schema of %s's messages is named %s, as another schema is: rename the operation or the type", op.OperationID, name))
+	} else {
+		d.reg.Map()[name] = d.schema
+	}
 	responses := op.Responses
 	head := op // HEAD, as HTTP has it wherever GET is: declared, since it passes the stream's door
 	op.Responses = map[string]*huma.Response{"200": {
@@ -129,7 +135,10 @@ func eventSchemas(reg huma.Registry, events []EventType) []*huma.Schema {
 }
 
 // schemaName is the component name of a stream's messages:
-// follow-job-log's is FollowJobLogEvent.
+// follow-job-log's is FollowJobLogEvent. Operation ids are unique in a
+// spec, so two streams' names never collide; a type's schema of the same
+// name would, and s.Err reports it then (huma panics on a type of the
+// name of a stream's messages, added after them).
 func schemaName(operationID string) string {
 	var b strings.Builder
 	for _, w := range strings.FieldsFunc(operationID, func(r rune) bool { return r == '-' || r == '/' || r == '{' || r == '}' }) {

@@ -95,7 +95,7 @@ func doorOf(s *api.Server) *door {
 
 // Err reports the door's mistakes: streams or events declared on a
 // server no plane serves, a plane added twice, caps that contradict each
-// other.
+// other, a stream whose messages' schema has the name of another.
 func (d *door) Err() error {
 	errs := d.errs
 	if d.plane == nil && (len(d.pending) > 0 || len(d.userEvents) > 0) {

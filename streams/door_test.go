@@ -33,6 +33,9 @@ type thingMade struct {
 	ID string `json:"id"`
 }
 
+// FollowClashEvent is named as the messages of follow-clash are.
+type FollowClashEvent struct{}
+
 // specOf is the spec of a server of features: its tags' names, and the
 // rest.
 func specOf(t *testing.T, features ...api.Feature) (tags []string, rest map[string]any) {
@@ -94,7 +97,8 @@ func mustJSON(t *testing.T, v any) string {
 
 // Each mistake of wiring is an error of the server's Err: streams or
 // events declared with no plane to serve them, two planes on one server,
-// one plane on two servers, a user's cap below a caller's.
+// one plane on two servers, a user's cap below a caller's, the schema of
+// a stream's messages named as an event's data is.
 func TestWiringMistakesAreReported(t *testing.T) {
 	shared := streams.New(streams.Config{})
 	api.New(api.Config{Logger: slog.New(slog.DiscardHandler), Features: []api.Feature{shared.Feature}})
@@ -108,6 +112,10 @@ func TestWiringMistakesAreReported(t *testing.T) {
 		{"two planes", []api.Feature{streams.New(streams.Config{}).Feature, streams.New(streams.Config{}).Feature}, "two stream planes"},
 		{"a plane of another server", []api.Feature{shared.Feature}, "serves another already"},
 		{"caps", []api.Feature{streams.New(streams.Config{Cap: streams.NewMemoryCap(8), UserCap: streams.NewMemoryCap(4)}).Feature}, "capped at 4, fewer than the 8"},
+		{"a schema's name taken", []api.Feature{streams.New(streams.Config{}).Feature, func(s *api.Server) {
+			streams.Add(s, streams.Operation{Operation: huma.Operation{OperationID: "follow-clash", Path: "/clash", Summary: "s", Description: "d"},
+				Events: []streams.EventType{{Name: "clash", Data: FollowClashEvent{}}}, Serve: func(*streams.Stream) {}})
+		}}, "follow-clash's messages is named FollowClashEvent, as another schema is"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := api.New(api.Config{Logger: slog.New(slog.DiscardHandler), Features: tc.features}).Err()

@@ -16,6 +16,12 @@
 // the ignore file, one line each with a reason (see apicheck.ParseIgnore):
 // a commit's break is accepted by the file as that commit has it, or as
 // the work tree has it.
+//
+// With -accept REASON it checks nothing: it appends to the ignore file a
+// line, with REASON, for each break of the work tree's spec against
+// HEAD's that the file does not accept yet. make rename runs it for the
+// breaks a rename makes (the session cookie's name), so that the gate is
+// green from the renamed tree's first commit on.
 package main
 
 import (
@@ -57,6 +63,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	if o.accept != "" {
+		return accept(g, in, filepath.Join(o.dir, o.ignorePath), o.accept, stdout)
+	}
 	commits, why, err := walk(g, o.base, in.rel, o.limit)
 	if err != nil {
 		return err
@@ -76,8 +85,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 // options are the command's flags.
 type options struct {
-	dir, specPath, ignorePath, base string
-	limit                           int
+	dir, specPath, ignorePath, base, accept string
+	limit                                   int
 }
 
 // parseArgs reads the flags; it returns flag.ErrHelp when -h asked for
@@ -91,6 +100,7 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (opt
 	fs.StringVar(&o.ignorePath, "ignore", "openapi-breaking.ignore", "accepted breaks, one per line with a reason; a missing file accepts none")
 	fs.StringVar(&o.base, "base", getenv("API_BASE"), "git revision to walk from (default: see the command doc; env API_BASE)")
 	fs.IntVar(&o.limit, "max-walk", maxWalk, "with no base, walk at most this many commits back from HEAD")
+	fs.StringVar(&o.accept, "accept", "", "check nothing: append to the ignore file a line with this reason for each break of the work tree against HEAD it does not accept")
 	return o, fs.Parse(args)
 }
 
@@ -213,6 +223,41 @@ func (c *checker) verdict(why string) error {
 	}
 	fmt.Fprintf(c.out, "api-check: no breaking changes\n")
 	return nil
+}
+
+// accept appends to the ignore file at path a line, with reason, for
+// each break of the work tree's spec against HEAD's that in.ignore does
+// not accept.
+func accept(g gitFunc, in inputs, path, reason string, stdout io.Writer) error {
+	head, _, ok := lastSpec(g, "HEAD", in.rel)
+	if !ok {
+		return nil // no spec committed: nothing to break
+	}
+	findings, err := apicheck.Check([]byte(head), in.spec)
+	if err != nil {
+		return err
+	}
+	breaking, _, _ := in.ignore.Filter(findings)
+	b, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		b = append(b, '\n')
+	}
+	lines := map[string]bool{} // one for two changes of one kind to one thing
+	for _, f := range breaking {
+		line := apicheck.IgnoreLine(f, reason) + "\n"
+		if !lines[line] {
+			lines[line] = true
+			b = append(b, line...)
+			fmt.Fprintf(stdout, "api-check: %s accepts %s", path, line)
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	return os.WriteFile(path, b, 0o644)
 }
 
 func parseIgnore(b []byte, name string) (*apicheck.IgnoreList, error) {

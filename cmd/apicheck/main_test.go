@@ -324,6 +324,31 @@ func TestGate(t *testing.T) {
 			t.Fatalf("out %q: a line matching a change in the walk is no stale line", out)
 		}
 	})
+	// -accept writes the lines for the work tree's breaks (make rename's),
+	// which then pass; the next break is refused as ever.
+	t.Run("Accept", func(t *testing.T) {
+		r := newRepo(t)
+		r.write("openapi.json", spec("/a", "/b", "/c"))
+		r.write("openapi-breaking.ignore", "# accepted breaks") // no newline at its end
+		r.commit("three")
+		r.write("openapi.json", spec("/a", "/c"))
+		if out, err := r.check(nil, "-accept", "renamed"); err != nil || !strings.Contains(out, "accepts api-path-removed-without-deprecation GET /b") {
+			t.Fatalf("out %q, err %v; want /b's removal accepted", out, err)
+		}
+		r.check(nil, "-accept", "again") // accepted already: nothing to add
+		b, _ := os.ReadFile(filepath.Join(r.dir, "openapi-breaking.ignore"))
+		if want := "# accepted breaks\napi-path-removed-without-deprecation GET /b  # renamed\n"; string(b) != want {
+			t.Fatalf("the ignore file is %q, want %q", b, want)
+		}
+		r.commit("drop /b, accepted")
+		if out, err := r.check(nil); err != nil {
+			t.Fatalf("out %q, err %v; want a pass", out, err)
+		}
+		r.write("openapi.json", spec("/a"))
+		if out, err := r.check(nil); err == nil || !strings.Contains(out, "error [api-path-removed-without-deprecation] GET /c") {
+			t.Fatalf("out %q, err %v; want /c's removal refused", out, err)
+		}
+	})
 	t.Run("StaleLineNoted", func(t *testing.T) {
 		r := newRepo(t)
 		r.write("openapi.json", spec("/a"))

@@ -539,7 +539,7 @@ export interface components {
             /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
             retry?: number;
         } | {
-            data: components["schemas"]["JobFailed"];
+            data: components["schemas"]["IngestJobFailed"];
             /**
              * @description The event's name.
              * @enum {string}
@@ -550,7 +550,7 @@ export interface components {
             /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
             retry?: number;
         } | {
-            data: components["schemas"]["JobProgress"];
+            data: components["schemas"]["IngestJobProgress"];
             /**
              * @description The event's name.
              * @enum {string}
@@ -561,7 +561,7 @@ export interface components {
             /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
             retry?: number;
         } | {
-            data: components["schemas"]["JobQueued"];
+            data: components["schemas"]["IngestJobQueued"];
             /**
              * @description The event's name.
              * @enum {string}
@@ -572,7 +572,7 @@ export interface components {
             /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
             retry?: number;
         } | {
-            data: components["schemas"]["JobSucceeded"];
+            data: components["schemas"]["IngestJobSucceeded"];
             /**
              * @description The event's name.
              * @enum {string}
@@ -583,7 +583,7 @@ export interface components {
             /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
             retry?: number;
         } | {
-            data: components["schemas"]["MemoryIngested"];
+            data: components["schemas"]["IngestMemoryIngested"];
             /**
              * @description The event's name.
              * @enum {string}
@@ -621,7 +621,7 @@ export interface components {
          * @description One message of the stream, as UTF-8 text in the SSE format: one of these events.
          */
         FollowJobLogEvent: {
-            data: components["schemas"]["JobFailed"];
+            data: components["schemas"]["IngestJobFailed"];
             /**
              * @description The event's name.
              * @enum {string}
@@ -632,7 +632,7 @@ export interface components {
             /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
             retry?: number;
         } | {
-            data: components["schemas"]["JobProgress"];
+            data: components["schemas"]["IngestJobProgress"];
             /**
              * @description The event's name.
              * @enum {string}
@@ -643,7 +643,7 @@ export interface components {
             /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
             retry?: number;
         } | {
-            data: components["schemas"]["JobSucceeded"];
+            data: components["schemas"]["IngestJobSucceeded"];
             /**
              * @description The event's name.
              * @enum {string}
@@ -723,28 +723,7 @@ export interface components {
             /** @description The note: not blank (not only white space), no U+0000. */
             text: string;
         };
-        IngestOutputBody: {
-            /** @description The batch's idempotency key, given or derived. */
-            ingest_id: string;
-            /** Format: uuid */
-            job_id: string;
-            /** @description true when this batch was accepted before: nothing new was enqueued. */
-            replayed: boolean;
-            /**
-             * @description The job's status now (on a replay it may be further along).
-             * @enum {string}
-             */
-            status: "queued" | "running" | "succeeded" | "failed";
-        };
-        IngestRequest: {
-            /** @description The batch's idempotency key: 64 lowercase hex digits. Leave it out to have it derived: the SHA-256 of the RFC 8785 canonical JSON of the body as sent. */
-            ingest_id?: string;
-            /** @description The items. */
-            items: components["schemas"]["IngestItem"][];
-            /** @description The project the items belong to: no control characters, no white space at either end. */
-            project: string;
-        };
-        JobFailed: {
+        IngestJobFailed: {
             /** @description Why it failed. */
             error: string;
             /**
@@ -755,7 +734,7 @@ export interface components {
             /** @description The job. */
             job_id: string;
         };
-        JobProgress: {
+        IngestJobProgress: {
             /**
              * Format: int64
              * @description How many of its items are stored.
@@ -769,7 +748,7 @@ export interface components {
             /** @description The job. */
             job_id: string;
         };
-        JobQueued: {
+        IngestJobQueued: {
             /** @description The batch's idempotency key. */
             ingest_id: string;
             /**
@@ -782,7 +761,7 @@ export interface components {
             /** @description The project the items go to. */
             project: string;
         };
-        JobSucceeded: {
+        IngestJobSucceeded: {
             /**
              * Format: int64
              * @description How many items it stored.
@@ -791,7 +770,7 @@ export interface components {
             /** @description The job. */
             job_id: string;
         };
-        JobView: {
+        IngestJobView: {
             /** Format: date-time */
             created_at: string;
             /** @description Why it failed. */
@@ -809,14 +788,86 @@ export interface components {
             /** @enum {string} */
             status: "queued" | "running" | "succeeded" | "failed";
         };
+        IngestListJobsOutputBody: {
+            jobs: components["schemas"]["IngestJobView"][];
+            /** @description The cursor of the next page; absent on the last. */
+            next_cursor?: string;
+        };
+        IngestMemoryIngested: {
+            /**
+             * Format: int64
+             * @description How many items were stored.
+             */
+            items: number;
+            /** @description The job that stored the items. */
+            job_id: string;
+            /** @description The project that has them. */
+            project: string;
+        };
+        IngestOutputBody: {
+            /** @description The batch's idempotency key, given or derived. */
+            ingest_id: string;
+            /** Format: uuid */
+            job_id: string;
+            /** @description true when this batch was accepted before: nothing new was enqueued. */
+            replayed: boolean;
+            /**
+             * @description The job's status now (on a replay it may be further along).
+             * @enum {string}
+             */
+            status: "queued" | "running" | "succeeded" | "failed";
+        };
+        IngestProjectView: {
+            /** Format: int64 */
+            items: number;
+            /** Format: date-time */
+            last_ingest_at: string;
+            name: string;
+        };
+        IngestProjectsOutputBody: {
+            projects: components["schemas"]["IngestProjectView"][];
+        };
+        IngestQueryOutputBody: {
+            next_cursor?: string;
+            results: components["schemas"]["IngestResultView"][];
+        };
+        IngestRequest: {
+            /** @description The batch's idempotency key: 64 lowercase hex digits. Leave it out to have it derived: the SHA-256 of the RFC 8785 canonical JSON of the body as sent. */
+            ingest_id?: string;
+            /** @description The items. */
+            items: components["schemas"]["IngestItem"][];
+            /** @description The project the items belong to: no control characters, no white space at either end. */
+            project: string;
+        };
+        IngestResultView: {
+            /** Format: uuid */
+            id: string;
+            kind: string;
+            /** Format: date-time */
+            occurred_at: string;
+            project: string;
+            /**
+             * Format: double
+             * @description Higher is better; comparable within one query only.
+             */
+            score: number;
+            skill?: string;
+            /** @description The passage around the first of the query's words in the item's first 2 KiB (from its start when they are further on), the query's words between ** marks, … where the text goes on: plain text, no markup, at most 400 bytes. */
+            snippet: string;
+            tags: string[];
+            text: string;
+        };
+        IngestSkillView: {
+            /** Format: int64 */
+            count: number;
+            name: string;
+        };
+        IngestSkillsOutputBody: {
+            skills: components["schemas"]["IngestSkillView"][];
+        };
         ListAPIKeysOutputBody: {
             keys: components["schemas"]["APIKeyView"][];
             /** @description The cursor of the next page. Absent on the last page. */
-            next_cursor?: string;
-        };
-        ListJobsOutputBody: {
-            jobs: components["schemas"]["JobView"][];
-            /** @description The cursor of the next page; absent on the last. */
             next_cursor?: string;
         };
         LiveSnapshot: {
@@ -876,35 +927,10 @@ export interface components {
             expires_at?: string;
             user: components["schemas"]["UserView"];
         };
-        MemoryIngested: {
-            /**
-             * Format: int64
-             * @description How many items were stored.
-             */
-            items: number;
-            /** @description The job that stored the items. */
-            job_id: string;
-            /** @description The project that has them. */
-            project: string;
-        };
         PasswordInputBody: {
             current: string;
             /** @description 12 to 1024 characters. */
             new: string;
-        };
-        ProjectView: {
-            /** Format: int64 */
-            items: number;
-            /** Format: date-time */
-            last_ingest_at: string;
-            name: string;
-        };
-        ProjectsOutputBody: {
-            projects: components["schemas"]["ProjectView"][];
-        };
-        QueryOutputBody: {
-            next_cursor?: string;
-            results: components["schemas"]["ResultView"][];
         };
         ReadyOutputBody: {
             /** @description The checks that passed. */
@@ -914,32 +940,6 @@ export interface components {
              * @enum {string}
              */
             status: "ready";
-        };
-        ResultView: {
-            /** Format: uuid */
-            id: string;
-            kind: string;
-            /** Format: date-time */
-            occurred_at: string;
-            project: string;
-            /**
-             * Format: double
-             * @description Higher is better; comparable within one query only.
-             */
-            score: number;
-            skill?: string;
-            /** @description The passage around the first of the query's words in the item's first 2 KiB (from its start when they are further on), the query's words between ** marks, … where the text goes on: plain text, no markup, at most 400 bytes. */
-            snippet: string;
-            tags: string[];
-            text: string;
-        };
-        SkillView: {
-            /** Format: int64 */
-            count: number;
-            name: string;
-        };
-        SkillsOutputBody: {
-            skills: components["schemas"]["SkillView"][];
         };
         UserView: {
             /** Format: date-time */
@@ -1937,7 +1937,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ListJobsOutputBody"];
+                    "application/json": components["schemas"]["IngestListJobsOutputBody"];
                 };
             };
             /** @description unauthenticated: Unauthorized. */
@@ -2010,7 +2010,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["JobView"];
+                    "application/json": components["schemas"]["IngestJobView"];
                 };
             };
             /** @description unauthenticated: Unauthorized. */
@@ -2547,7 +2547,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["ProjectsOutputBody"];
+                    "application/json": components["schemas"]["IngestProjectsOutputBody"];
                 };
             };
             /** @description unauthenticated: Unauthorized. */
@@ -2612,7 +2612,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["QueryOutputBody"];
+                    "application/json": components["schemas"]["IngestQueryOutputBody"];
                 };
             };
             /** @description unauthenticated: Unauthorized. */
@@ -2682,7 +2682,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["SkillsOutputBody"];
+                    "application/json": components["schemas"]["IngestSkillsOutputBody"];
                 };
             };
             /** @description unauthenticated: Unauthorized. */
