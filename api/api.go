@@ -21,7 +21,6 @@ import (
 
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/product"
-	"github.com/brain-template/brain/store"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 	"github.com/go-chi/chi/v5"
@@ -58,10 +57,6 @@ type Config struct {
 	// Auth resolves callers. Nil only for documenting the API (brain
 	// openapi): every operation but the public ones then answers 401.
 	Auth *auth.Service
-	// DB is the database, migrated, that the features' stores are built
-	// on (api itself reads nothing from it). Nil only for documenting the
-	// API.
-	DB *store.DB
 	// TrustedProxies are the peers whose X-Forwarded-For is believed.
 	TrustedProxies []netip.Prefix
 	// CORSOrigins may call from browsers, with credentials.

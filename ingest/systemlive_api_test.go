@@ -19,7 +19,7 @@ func TestSystemLiveCountsQueuedJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	memory := ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{}) // no worker: jobs stay queued
-	l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(memory)}})
+	l := apitest.Start(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}})
 	ada, bob := l.Session(), l.Login("bob", apitest.Password).Cookie(t)
 	for i, text := range []string{"one", "two", "three"} {
 		who := []string{ada, bob}[i%2]

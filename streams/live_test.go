@@ -28,7 +28,7 @@ func TestSystemLiveWhileTheDatabaseStalls(t *testing.T) {
 			return n, db.QueryRowContext(ctx, "SELECT 2").Scan(&n)
 		})
 	}
-	s := apitest.Start(t, api.Config{DB: db, Now: clk.Now, Features: []api.Feature{count}})
+	s := apitest.Start(t, api.Config{Now: clk.Now, Features: []api.Feature{count}})
 	if snap := streams.LiveSnapshotOf(s.Streams); snap.JobsQueued != 2 {
 		t.Fatalf("the snapshot: %+v; want 2 jobs queued", snap)
 	}

@@ -50,7 +50,7 @@ func TestSystemLive(t *testing.T) {
 		three := func(s *api.Server) {
 			streams.CountQueuedJobs(s, func(context.Context) (int64, error) { return 3, nil })
 		}
-		l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{three}})
+		l := apitest.Start(t, api.Config{Auth: svc, Features: []api.Feature{three}})
 		if snap := l.LiveSnapshot(l.Session()); snap.JobsQueued != 3 {
 			t.Fatalf("ada's snapshot: %+v; want the feature's 3 jobs queued", snap)
 		}
@@ -59,7 +59,7 @@ func TestSystemLive(t *testing.T) {
 		}
 	})
 	t.Run("admin", func(t *testing.T) {
-		l := apitest.Start(t, api.Config{Auth: svc, DB: db}, apitest.Streams(streams.Config{LiveAccess: api.Admin}))
+		l := apitest.Start(t, api.Config{Auth: svc}, apitest.Streams(streams.Config{LiveAccess: api.Admin}))
 		ada := l.Session()
 		_, r := l.OpenStream("/api/v1/system/live", ada)
 		var env struct{ Code string }
@@ -81,7 +81,7 @@ func TestSystemLive(t *testing.T) {
 	// the spec's x-rate-limit says, and is answered 429 once it is spent.
 	t.Run("a 403 is charged", func(t *testing.T) {
 		three := ratelimit.Rate{Limit: 3, Window: time.Minute, Burst: 3}
-		l := apitest.Start(t, api.Config{Auth: svc, DB: db, Limits: api.Limits{Session: three}}, apitest.Streams(streams.Config{LiveAccess: api.Admin}))
+		l := apitest.Start(t, api.Config{Auth: svc, Limits: api.Limits{Session: three}}, apitest.Streams(streams.Config{LiveAccess: api.Admin}))
 		ada := l.Session()
 		for i := range 3 {
 			if _, r := l.OpenStream("/api/v1/system/live", ada); r.Status != http.StatusForbidden {

@@ -175,7 +175,6 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		BuildVersion:   buildVersion(),
 		Ready:          r.ready,
 		Auth:           r.auth,
-		DB:             r.db,
 		TrustedProxies: cfg.TrustedProxies,
 		CORSOrigins:    cfg.CORSOrigins,
 		Limits:         l,
