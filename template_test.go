@@ -163,7 +163,7 @@ func TestForkRenameBuilds(t *testing.T) {
 		t.Errorf("notes -h still says brain:\n%s", help)
 	}
 	spec := runIn(t, dst, "./notes.bin", "openapi")
-	for _, want := range []string{`"name": "notes_session"`, "sets the session cookie `notes_session`", `"title": "notes"`, "notes is a memory service"} {
+	for _, want := range []string{`"name": "notes_session"`, "sets the session cookie `notes_session`", `"title": "notes"`, "notes is an HTTP API"} {
 		if !strings.Contains(spec, want) {
 			t.Errorf("the renamed spec lacks %q", want)
 		}

@@ -234,12 +234,21 @@ type ProjectView struct {
 // configured window and quotas.
 func Feature(svc *Service) api.Feature {
 	return func(s *api.Server) {
+		api.Describe(s, description)
+		api.DeclareErrorCode(s, codeKeyReused)
 		addRoutes(s, svc)
 		streams.DeclareEvents(s, events...)
 		addJobLog(s, svc)
 		observeJobs(s, svc)
 	}
 }
+
+// codeKeyReused is the envelope code of an ingest_id sent again with
+// other content: a 422 that is not a schema's.
+const codeKeyReused = "idempotency-key-reused"
+
+// description is the example's paragraph of the spec's description.
+const description = "Memory: each user ingests batches of notes, queries them, and follows the jobs that store them live."
 
 // addRoutes registers the memory operations: each declares its access and
 // budget here.
@@ -406,7 +415,7 @@ func ingestError(err error) error {
 	case errors.Is(err, ErrKeyReused):
 		e := api.NewError(http.StatusUnprocessableEntity, "this ingest_id was used for a batch with other content; send this batch under a new ingest_id, or leave ingest_id out",
 			api.FieldError{Location: "body.ingest_id", Message: "names another batch"})
-		e.Code = api.CodeKeyReused
+		e.Code = codeKeyReused
 		return e
 	case errors.As(err, &qe):
 		return quotaError(qe)

@@ -3,6 +3,8 @@ package ingest_test
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/brain-template/brain/api"
@@ -36,5 +38,31 @@ func TestSpecBoundsSnippets(t *testing.T) {
 	}
 	if got := doc.Components.Schemas["ResultView"].Properties["snippet"].MaxLength; got != ingest.MaxSnippetBytes {
 		t.Fatalf("ResultView.snippet's maxLength is %d, the service's bound %d", got, ingest.MaxSnippetBytes)
+	}
+}
+
+// The example adds to the platform's spec what it brings: its paragraph
+// of the description and its error code, in the enum of Error.code.
+func TestSpecDescribesTheExample(t *testing.T) {
+	raw, err := api.New(api.Config{Features: documented()}).Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Info       struct{ Description string }
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]struct{ Enum []string }
+			}
+		}
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(doc.Info.Description, "\n\nMemory: each user ingests batches of notes") {
+		t.Errorf("the description has no paragraph of the example's:\n%s", doc.Info.Description)
+	}
+	if !slices.Contains(doc.Components.Schemas["Error"].Properties["code"].Enum, "idempotency-key-reused") {
+		t.Errorf("Error.code's enum %v lacks idempotency-key-reused, which the example sends", doc.Components.Schemas["Error"].Properties["code"].Enum)
 	}
 }
