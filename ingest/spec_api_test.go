@@ -9,6 +9,7 @@ import (
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/ingest"
+	"github.com/brain-template/brain/streams"
 )
 
 // documented are the features of the committed spec: the memory example,
@@ -42,9 +43,14 @@ func TestSpecBoundsSnippets(t *testing.T) {
 }
 
 // The example adds to the platform's spec what it brings: its paragraph
-// of the description and its error code, in the enum of Error.code.
+// of the description, its error code, in the enum of Error.code, and its
+// gauge of the live snapshot, even documented without a store.
 func TestSpecDescribesTheExample(t *testing.T) {
-	raw, err := api.New(api.Config{Features: documented()}).Spec()
+	s := api.New(api.Config{Features: append(documented(), streams.New(streams.Config{}).Feature)})
+	if err := s.Err(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := s.Spec()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +58,10 @@ func TestSpecDescribesTheExample(t *testing.T) {
 		Info       struct{ Description string }
 		Components struct {
 			Schemas map[string]struct {
-				Properties map[string]struct{ Enum []string }
+				Properties map[string]struct {
+					Enum       []string
+					Properties map[string]any
+				}
 			}
 		}
 	}
@@ -64,5 +73,8 @@ func TestSpecDescribesTheExample(t *testing.T) {
 	}
 	if !slices.Contains(doc.Components.Schemas["Error"].Properties["code"].Enum, "idempotency-key-reused") {
 		t.Errorf("Error.code's enum %v lacks idempotency-key-reused, which the example sends", doc.Components.Schemas["Error"].Properties["code"].Enum)
+	}
+	if _, ok := doc.Components.Schemas["LiveSnapshot"].Properties["gauges"].Properties["jobs_queued"]; !ok {
+		t.Errorf("the live snapshot's gauges do not list jobs_queued, which the example adds")
 	}
 }

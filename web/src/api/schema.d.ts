@@ -373,7 +373,7 @@ export interface paths {
         };
         /**
          * Follow the server's state
-         * @description A snapshot of this replica every second: requests and refusals per second, open streams, jobs queued, goroutines, heap. Any caller (a session or an API key) may follow it: it shows the server's load, not any user's data (BRAIN_LIVE_ACCESS=admin restricts it to the user admin). Shares the stream plane's caps and open budgets with every stream endpoint.
+         * @description A snapshot of this replica every second: requests and refusals per second, open streams, the gauges the features declare, goroutines, heap. Any caller (a session or an API key) may follow it: it shows the server's load, not any user's data (BRAIN_LIVE_ACCESS=admin restricts it to the user admin). Shares the stream plane's caps and open budgets with every stream endpoint.
          */
         get: operations["follow-system-live"];
         put?: never;
@@ -451,7 +451,7 @@ export interface components {
         };
         Error: {
             /**
-             * @description Stable, kebab-case error code derived from the HTTP status (idempotency-key-reused is a 422 of its own); switch on this, not on the message. The enum lists every code brain sends.
+             * @description Stable, kebab-case error code derived from the HTTP status, or one an operation sends in its place (its description says when); switch on this, not on the message. The enum lists every code this server sends.
              * @example invalid-request
              * @enum {string}
              */
@@ -822,6 +822,16 @@ export interface components {
         LiveSnapshot: {
             /** Format: date-time */
             at: string;
+            /** @description The gauges the server's features declare, by name (its properties list them): each an integer read at most once a second, the last value read while its source does not answer. */
+            gauges: {
+                /**
+                 * Format: int64
+                 * @description Jobs of every user waiting for a worker, on every replica: the database's count.
+                 */
+                jobs_queued: number;
+            } & {
+                [key: string]: number;
+            };
             /** Format: int64 */
             goroutines: number;
             /**
@@ -829,11 +839,6 @@ export interface components {
              * @description Bytes of live and not yet collected heap objects.
              */
             heap_bytes: number;
-            /**
-             * Format: int64
-             * @description Jobs of every user waiting for a worker, on every replica (the database's count, read at most once a second; the last count read while the database does not answer).
-             */
-            jobs_queued: number;
             /**
              * Format: double
              * @description Of those, refused with 429, per second.
