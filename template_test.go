@@ -175,7 +175,7 @@ func TestForkRenameBuilds(t *testing.T) {
 	// server: the metric names (notes_ratelimit_*, notes_jobs), the cookie
 	// and the settings' names (the docs' table too); the 429's message is
 	// the name's.
-	for f, want := range map[string]string{"internal/product/product.go": `const Name = "notes"`, "api/ratelimit.go": `product.Name+" is busy — please retry in a moment."`, "cmd/notes/ratelimit_test.go": "notes_ratelimit_", "docs/configuration.md": "NOTES_MAX_ITEMS"} {
+	for f, want := range map[string]string{"internal/product/product.go": `const Name = "notes"`, "api/ratelimit.go": `product.Name+" is busy — please retry in a moment."`, "cmd/notes/ratelimit_test.go": "notes_ratelimit_", "docs/configuration.md": "NOTES_ADDR"} {
 		if b, err := os.ReadFile(filepath.Join(dst, f)); err != nil || !strings.Contains(string(b), want) {
 			t.Errorf("%s: want %q after the rename (%v)", f, want, err)
 		}

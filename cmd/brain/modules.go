@@ -27,7 +27,7 @@ import (
 // cmd/brain: ingest.Module is one.
 type module interface {
 	// Settings is the module's settings table, whose rows read into the
-	// module itself, and its budget aliases.
+	// module itself.
 	Settings() settings.Table
 	// Migrations is the module's migration set (store.Migrations).
 	Migrations() store.Migrations

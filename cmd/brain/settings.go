@@ -25,7 +25,7 @@ import (
 // tables are the settings brain reads into c: the platform's, then each
 // module's, in order.
 func tables(c *Config) []settings.Table {
-	t := []settings.Table{{Rows: platformSettings(c)}}
+	t := []settings.Table{{Rows: platformSettings(c), Families: budgetFamilies}}
 	for _, m := range c.modules {
 		t = append(t, m.Settings())
 	}
@@ -39,16 +39,6 @@ func allSettings(c *Config) []settings.Setting {
 		rows = append(rows, t.Rows...)
 	}
 	return rows
-}
-
-// budgetAliases are the variables the modules read beside the table that
-// override parts of their budgets.
-func budgetAliases() []settings.BudgetAlias {
-	var aliases []settings.BudgetAlias
-	for _, t := range tables(newConfig()) {
-		aliases = append(aliases, t.Aliases...)
-	}
-	return aliases
 }
 
 // platformSettings are the rows of the platform's settings, read into c.
