@@ -1,7 +1,8 @@
 // This file proves the fork path "remove the example" (docs/fork.md): in
 // a copy of the repository, delete the memory example and its wiring, one
-// line and its import, and the rest builds, vets and documents no memory
-// operation.
+// line and its import, and the rest builds, vets, documents no memory
+// operation and no word of the example, and its settings match their
+// docs with no edit.
 package brain_test
 
 import (
@@ -11,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -26,7 +28,8 @@ const exampleMarker = "// the memory example: delete with ingest/"
 const wiringFile = "cmd/brain/modules.go"
 
 // exampleDirs and exampleFiles are the rest of the example outside its
-// wiring: its package, its load tool, and cmd/brain's tests that run it.
+// wiring: its package, its load tool, cmd/brain's tests that run it, and
+// its page of the docs, with its settings' table.
 var (
 	exampleDirs  = []string{"ingest", "bench/ingestflood"}
 	exampleFiles = []string{
@@ -41,6 +44,7 @@ var (
 		// events: a fork keeps them by sending its own
 		"cmd/brain/balancer_test.go",
 		"cmd/brain/soak_test.go",
+		"docs/memory.md",
 	}
 )
 
@@ -115,8 +119,18 @@ func TestRemoveTheExample(t *testing.T) {
 			t.Errorf("the spec without the example still has %s", p)
 		}
 	}
+	// Nor does the platform's spec say a word of the example: its
+	// description, its error codes, the live snapshot, every doc.
+	for _, w := range exampleWords.FindAllString(spec, -1) {
+		t.Errorf("the spec without the example still says %q", w)
+	}
+	runIn(t, dir, "go", "test", "-count=1", "-run", "^TestConfigurationDocMatchesSettings$", "./cmd/brain")
 	t.Logf("removed %d marked lines; build, vet and spec in %v", marked, time.Since(start).Round(time.Second))
 }
+
+// exampleWords are the example's words, which the platform's spec never
+// says.
+var exampleWords = regexp.MustCompile(`(?i)\b(memory|ingest\w*|jobs?|notes?|skills?|projects?|idempotency-key-reused)\b`)
 
 // A markedLine is a line of Go that carries exampleMarker: the code
 // before the marker, trimmed (empty when the marker is on a line of its

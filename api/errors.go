@@ -52,7 +52,7 @@ type ErrorDetails struct {
 
 	// For conflict (409) from a per-user quota: which quota, and how much
 	// of it the caller holds.
-	Quota string `json:"quota,omitempty" enum:"items,queued_jobs" doc:"conflict: the per-user quota the request would pass: items (stored, or in jobs not finished) or queued_jobs (jobs queued or running)."`
+	Quota string `json:"quota,omitempty" doc:"conflict: the per-user quota the request would pass, one of those the server's operations have (each operation's description says what its quotas count)."`
 	Used  *int   `json:"used,omitempty" doc:"conflict with quota: how much of the quota the caller holds now."`
 }
 
@@ -172,11 +172,35 @@ func DeclareErrorCode(s *Server, code string) {
 		s.errs = append(s.errs, fmt.Errorf("error code %q is not kebab-case of at most 64 bytes (such as bookmark-exists)", code))
 		return
 	}
-	schema := s.API.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[Error](), false, "Error")
-	c := schema.Properties["code"]
-	if !slices.Contains(c.Enum, any(code)) {
-		c.Enum = append(c.Enum, code)
-		slices.SortFunc(c.Enum, func(a, b any) int { return strings.Compare(a.(string), b.(string)) })
+	addToEnum(s.errorSchema().Properties["code"], code)
+}
+
+// DeclareQuota adds name to the per-user quotas s's refusals may name in
+// details.quota: a feature's handler sets it on the 409 of a request
+// that would pass the quota, with details.limit and details.used. The
+// spec's enum of details.quota lists the quotas of the features wired
+// in. Call it from the Feature, and say in the operation's description
+// what the quota counts:
+//
+//	api.DeclareQuota(s, "bookmarks")
+//	...
+//	e := api.NewError(http.StatusConflict, "you keep 1000 bookmarks, the most allowed")
+//	e.Details.Quota, e.Details.Limit, e.Details.Used = "bookmarks", 1000, &held
+func DeclareQuota(s *Server, name string) {
+	reg := s.API.OpenAPI().Components.Schemas
+	addToEnum(reg.SchemaFromRef(s.errorSchema().Properties["details"].Ref).Properties["quota"], name)
+}
+
+// errorSchema is the schema of the envelope in s's spec.
+func (s *Server) errorSchema() *huma.Schema {
+	return s.API.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[Error](), false, "Error")
+}
+
+// addToEnum adds v to p's enum, once, sorted.
+func addToEnum(p *huma.Schema, v string) {
+	if !slices.Contains(p.Enum, any(v)) {
+		p.Enum = append(p.Enum, v)
+		slices.SortFunc(p.Enum, func(a, b any) int { return strings.Compare(a.(string), b.(string)) })
 	}
 }
 

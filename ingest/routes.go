@@ -245,6 +245,8 @@ func Feature(svc *Service) api.Feature {
 	return func(s *api.Server) {
 		api.Describe(s, description)
 		api.DeclareErrorCode(s, codeKeyReused)
+		api.DeclareQuota(s, QuotaItems)
+		api.DeclareQuota(s, QuotaJobs)
 		addRoutes(s, svc)
 		streams.DeclareEvents(s, events...)
 		addJobLog(s, svc)

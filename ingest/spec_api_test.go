@@ -43,8 +43,9 @@ func TestSpecBoundsSnippets(t *testing.T) {
 }
 
 // The example adds to the platform's spec what it brings: its paragraph
-// of the description, its error code, in the enum of Error.code, and its
-// gauge of the live snapshot, even documented without a store.
+// of the description, its error code, in the enum of Error.code, its
+// quotas, in that of details.quota, and its gauge of the live snapshot,
+// even documented without a store.
 func TestSpecDescribesTheExample(t *testing.T) {
 	s := api.New(api.Config{Features: append(documented(), streams.New(streams.Config{}).Feature)})
 	if err := s.Err(); err != nil {
@@ -73,6 +74,9 @@ func TestSpecDescribesTheExample(t *testing.T) {
 	}
 	if !slices.Contains(doc.Components.Schemas["Error"].Properties["code"].Enum, "idempotency-key-reused") {
 		t.Errorf("Error.code's enum %v lacks idempotency-key-reused, which the example sends", doc.Components.Schemas["Error"].Properties["code"].Enum)
+	}
+	if q := doc.Components.Schemas["ErrorDetails"].Properties["quota"].Enum; !slices.Equal(q, []string{ingest.QuotaItems, ingest.QuotaJobs}) {
+		t.Errorf("details.quota's enum %v; want the example's quotas, items and queued_jobs", q)
 	}
 	if _, ok := doc.Components.Schemas["LiveSnapshot"].Properties["gauges"].Properties["jobs_queued"]; !ok {
 		t.Errorf("the live snapshot's gauges do not list jobs_queued, which the example adds")

@@ -411,7 +411,7 @@ export interface components {
         };
         ClosingEvent: {
             /**
-             * @description shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unauthenticated: the stream's credentials no longer hold (logged out, key deleted, session expired); unavailable: a store the stream needs failed (its slot was lost in an outage and others took its place, or its job could not be read again after a gap): reconnect.
+             * @description shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unauthenticated: the stream's credentials no longer hold (logged out, key deleted, session expired); unavailable: a store the stream needs failed (its slot was lost in an outage and others took its place, or what it follows could not be read again after a gap): reconnect.
              * @enum {string}
              */
             reason: "shutdown" | "slow" | "unauthenticated" | "unavailable";
@@ -475,7 +475,7 @@ export interface components {
             /** @description rate-limited: the budget's name, as in the RateLimit-Policy header. */
             policy?: string;
             /**
-             * @description conflict: the per-user quota the request would pass: items (stored, or in jobs not finished) or queued_jobs (jobs queued or running).
+             * @description conflict: the per-user quota the request would pass, one of those the server's operations have (each operation's description says what its quotas count).
              * @enum {string}
              */
             quota?: "items" | "queued_jobs";
