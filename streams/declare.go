@@ -129,7 +129,7 @@ func eventSchemas(reg huma.Registry, events []EventType) []*huma.Schema {
 }
 
 // schemaName is the component name of a stream's messages:
-// follow-job-log's is FollowJobLogEvent.
+// follow-events' is FollowEventsEvent.
 func schemaName(operationID string) string {
 	var b strings.Builder
 	for _, w := range strings.FieldsFunc(operationID, func(r rune) bool { return r == '-' || r == '/' || r == '{' || r == '}' }) {

@@ -112,7 +112,7 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 		return Config{}, err
 	}
 	flags := budgetFlags{}
-	fs.Var(flags, "budget", "name=limits: replace the defaults of an operation's budget, e.g. notes=200/h;10/s (repeatable; env "+budgetsEnv+", space-separated)")
+	fs.Var(flags, "budget", "name=limits: replace the defaults of an operation's budget, e.g. bookmarks=200/h;10/s (repeatable; env "+budgetsEnv+", space-separated)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -260,7 +260,7 @@ func (b budgetFlags) String() string { return "" }
 func (b budgetFlags) Set(v string) error {
 	name, limits, ok := strings.Cut(v, "=")
 	if !ok || name == "" {
-		return errors.New("want name=limits, for example notes=200/h;10/s")
+		return errors.New("want name=limits, for example bookmarks=200/h;10/s")
 	}
 	b[name] = limits
 	return nil

@@ -109,7 +109,7 @@ func platformSettings(c *Config) []settings.Setting {
 			Set: settings.Rate(&c.RateLimitIP)},
 		{Flag: "rate-limit-apikey", Env: product.EnvPrefix + "RATE_LIMIT_APIKEY", Default: limits.APIKey.String(), Usage: "per-API-key budget of operations without their own",
 			Set: settings.Rate(&c.RateLimitAPIKey)},
-		{Flag: "body-bytes-in-flight", Env: bodyBytesEnv, Default: settings.FormatSize(api.DefaultBodyBytesInFlight), Usage: "bytes of large request bodies (an ingest's) arrived and held at once, all callers together; a body whose length would pass it is refused before it is read, 503 with Retry-After: 1",
+		{Flag: "body-bytes-in-flight", Env: bodyBytesEnv, Default: settings.FormatSize(api.DefaultBodyBytesInFlight), Usage: "bytes of large request bodies (an operation's limit over 64 KiB) arrived and held at once, all callers together; a body whose length would pass it is refused before it is read, 503 with Retry-After: 1",
 			Set: settings.Size(leastBodyBytes, 64<<30, &c.BodyBytesInFlight)},
 		{Flag: "body-bytes-in-flight-per-user", Env: bodyBytesPerUserEnv, Default: settings.FormatSize(api.DefaultBodyBytesPerCaller), Usage: "lengths of large request bodies in flight at once for one user (or, on a public operation, one client address), arrived or not; at most " + bodyBytesEnv,
 			Set: settings.Size(leastBodyBytes, 64<<30, &c.BodyBytesPerUser)},
@@ -315,7 +315,7 @@ func splitList(v string) []string {
 	return out
 }
 
-// leastBodyBytes is the least the body budgets accept: the largest body
-// an operation reads (the memory example's batch, ingest.MaxBodyBytes).
-// api.New refuses an operation that reads more than the budgets allow.
+// leastBodyBytes is the least the body budgets accept, one body of 8 MiB:
+// room for an operation's large body (api.New refuses an operation that
+// reads more than the budgets allow).
 const leastBodyBytes = 8 << 20

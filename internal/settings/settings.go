@@ -1,7 +1,7 @@
 // Package settings is the row type of brain's settings table and the
 // parsers and formatters rows share. A setting is a flag and an
 // environment variable with a default and a usage line; the platform
-// (cmd/brain) and each feature (such as ingest) declare their own rows,
+// (cmd/brain) and each module (a feature with settings) declare their own rows,
 // and cmd/brain reads them all, flag over variable over default.
 //
 // A default is written once: a row's Default is formatted from the
