@@ -64,12 +64,13 @@ func declareGauges(reg huma.Registry, gauges []gauge) {
 
 // readGauges returns the values of gauges, each read with a deadline of a
 // second; one that fails keeps its value in last, and its failure is
-// logged as an outage.
-func readGauges(s *api.Server, gauges []gauge, last map[string]int64) map[string]int64 {
+// logged as an outage, by the logger of ctx (the stream's). The stream's
+// end does not cut a read short.
+func readGauges(ctx context.Context, s *api.Server, gauges []gauge, last map[string]int64) map[string]int64 {
 	values := make(map[string]int64, len(gauges))
 	for _, g := range gauges {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		n, err := g.read(ctx)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		n, err := g.read(rctx)
 		cancel()
 		if err != nil {
 			s.LogOutage(ctx, fmt.Errorf("gauge %s: %w", g.name, err))

@@ -5,6 +5,7 @@
 package streams
 
 import (
+	"context"
 	"runtime"
 	"runtime/metrics"
 	"sync"
@@ -35,7 +36,7 @@ func (p *Plane) serveLive(st *Stream) {
 	every := time.NewTicker(time.Second)
 	defer every.Stop()
 	Pump(st, every.C, func(time.Time, bool) error {
-		return st.sendValue(liveEvent.Name, p.live.snapshot(p))
+		return st.sendValue(liveEvent.Name, p.live.snapshot(st.r.Context(), p))
 	})
 }
 
@@ -50,7 +51,9 @@ type liveSnapshots struct {
 	reading        bool // a stream is reading the gauges
 }
 
-func (l *liveSnapshots) snapshot(p *Plane) LiveSnapshot {
+// snapshot is the snapshot to send now on the stream of ctx, whose
+// logger logs a gauge that fails.
+func (l *liveSnapshots) snapshot(ctx context.Context, p *Plane) LiveSnapshot {
 	s := p.s
 	l.mu.Lock()
 	if s.Now().Sub(l.last.At) < 900*time.Millisecond || l.reading {
@@ -60,7 +63,7 @@ func (l *liveSnapshots) snapshot(p *Plane) LiveSnapshot {
 	l.reading = true
 	last := l.last.Gauges
 	l.mu.Unlock()
-	gauges := readGauges(s, p.d.gauges, last)
+	gauges := readGauges(ctx, s, p.d.gauges, last)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.reading = false

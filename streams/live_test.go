@@ -5,6 +5,7 @@ package streams_test
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -30,16 +31,17 @@ func TestSystemLiveWhileTheDatabaseStalls(t *testing.T) {
 		})
 	}
 	s := apitest.Start(t, api.Config{Now: clk.Now, Features: []api.Feature{count}})
-	if snap := streams.LiveSnapshotOf(s.Streams); snap.Gauges["things_waiting"] != 2 {
+	ctx := api.WithLogger(context.Background(), slog.New(slog.NewTextHandler(s.Logs, nil))) // as a stream's request logs
+	if snap := streams.LiveSnapshotOf(ctx, s.Streams); snap.Gauges["things_waiting"] != 2 {
 		t.Fatalf("the snapshot: %+v; want 2 things waiting", snap)
 	}
 
 	clk.Advance(time.Second)
 	stall.Start()
 	counted := make(chan streams.LiveSnapshot, 1)
-	go func() { counted <- streams.LiveSnapshotOf(s.Streams) }()
+	go func() { counted <- streams.LiveSnapshotOf(ctx, s.Streams) }()
 	time.Sleep(100 * time.Millisecond) // its count reaches the stalled database (it waits a second there)
-	other := streams.LiveSnapshotOf(s.Streams)
+	other := streams.LiveSnapshotOf(ctx, s.Streams)
 	select {
 	case <-counted:
 		t.Fatal("another stream's snapshot waited for the count of a stalled database")
