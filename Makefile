@@ -1,5 +1,5 @@
 # brain's tasks. `make test` is the one command that runs every test.
-.PHONY: run web test openapi client client-check client-server-check api-check bench bench-e2e bench-smoke soak lint rename
+.PHONY: run web test fork-check openapi client client-check client-server-check api-check bench bench-e2e bench-smoke soak lint rename
 
 GO ?= go
 WEB_DEPS := web/node_modules/.package-lock.json
@@ -10,13 +10,16 @@ run: web ## build the dashboard and the /docs UI, then run the server with its d
 web: $(WEB_DEPS) ## build the dashboard and the /docs UI into web/dist/, which the next go build (or go run) embeds
 	cd web && npm run --silent build
 
-test: $(WEB_DEPS) ## every test: the benchmark module compiled, Go with -race (spec drift included), the connection flood and an ingest body's cost without it, the TypeScript client check, its tests against a real server and the dashboard's in Chromium, every benchmark once
+test: $(WEB_DEPS) ## every test: the benchmark module compiled, Go with -race (spec drift and a fork's first week included), the floods and costs the race detector would distort without it, the TypeScript client check, its tests against a real server and the dashboard's in Chromium, every benchmark once
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 -run '^$$' ./... >/dev/null
 	$(GO) test -race ./...
-	$(GO) test -count=1 -run '^(TestIdleConnectionFlood|TestSlowConnectionFlood|TestIngestBodyCost)$$' ./cmd/brain
+	$(GO) test -count=1 -run 'Flood$$|Cost$$' ./cmd/brain
 	$(MAKE) --no-print-directory client-check
 	$(MAKE) --no-print-directory client-server-check
 	$(MAKE) --no-print-directory bench-smoke
+
+fork-check: $(WEB_DEPS) ## a fork's first week in a copy (rename, two features by the guide, the example removed: docs/fork.md), then the fork's whole make test, on the services this run has (BRAIN_TEST_DATABASE_URL, BRAIN_TEST_REDIS_URL)
+	FORK_CHECK=all $(GO) test -count=1 -run '^TestForkFirstWeek$$' -v -timeout 45m .
 
 openapi: ## regenerate openapi.json from the code (then run make client)
 	$(GO) run ./cmd/brain openapi > openapi.json.tmp

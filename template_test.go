@@ -11,8 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/brain-template/brain/internal/product"
 )
 
 // modulePath reads the module line of go.mod.
@@ -95,8 +93,7 @@ func TestModulePathOnlyInGoModAndImports(t *testing.T) {
 
 // markdownImportLines returns the line numbers of the import specs of mod's
 // packages in the Go code blocks of a Markdown file (a tab, an optional
-// name, and the quoted path), and in its diff blocks (the same, after the
-// diff's ' ', '+' or '-').
+// name, and the quoted path).
 func markdownImportLines(tb testing.TB, path, mod string) map[int]bool {
 	tb.Helper()
 	b, err := os.ReadFile(path)
@@ -105,101 +102,16 @@ func markdownImportLines(tb testing.TB, path, mod string) map[int]bool {
 	}
 	spec := regexp.MustCompile(`^\t(\w+ )?"` + regexp.QuoteMeta(mod) + `(/[\w/.-]+)?"$`)
 	lines := map[int]bool{}
-	inGo, inDiff := false, false
+	inGo := false
 	for n, line := range strings.Split(string(b), "\n") {
 		switch {
-		case strings.HasPrefix(line, "```go"):
-			inGo = true
-		case strings.HasPrefix(line, "```diff"):
-			inDiff = true
 		case strings.HasPrefix(line, "```"):
-			inGo, inDiff = false, false
-		case inGo && spec.MatchString(line), inDiff && line != "" && strings.ContainsRune(" +-", rune(line[0])) && spec.MatchString(line[1:]):
+			inGo = strings.HasPrefix(line, "```go")
+		case inGo && spec.MatchString(line):
 			lines[n+1] = true
 		}
 	}
 	return lines
-}
-
-// TestForkRenameBuilds copies the repository, renames its module and its
-// product name with `make rename` as a fork would, builds and vets the
-// result, and checks what the name reaches (docs/fork.md): the settings'
-// NOTES_* names in `notes -h`, the cookie notes_session and the messages
-// in the spec, and the tests that assert the metrics' notes_* names and
-// the 429's "notes is busy", run in the copy; `brain` survives in Go code
-// only where docs/fork.md says it stays.
-func TestForkRenameBuilds(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the whole tree again")
-	}
-	if _, err := exec.LookPath("make"); err != nil {
-		t.Skip("make is not installed")
-	}
-	mod := modulePath(t)
-	// The client and the dashboard are not Go; nothing in them names the
-	// module. Package web is: its Go files and the dist/ it embeds.
-	dst := copyRepo(t, func(f string) bool {
-		return !strings.HasPrefix(f, "web/") || (strings.HasSuffix(f, ".go") && !strings.Contains(f[len("web/"):], "/")) || strings.HasPrefix(f, "web/dist/")
-	})
-	const fork = "example.com/acme/notes"
-	runIn(t, dst, "make", "rename", "MODULE="+fork, "NAME=notes")
-	if got := runIn(t, dst, "go", "list", "-m"); got != fork {
-		t.Fatalf("after make rename the module is %q, want %q", got, fork)
-	}
-	if out := runIn(t, dst, "grep", "-rlF", "--include=*.go", "--include=go.mod", "--include=*.md", mod, "."); out != "" {
-		t.Fatalf("the old module path survives the rename in:\n%s", out)
-	}
-	runIn(t, dst, "go", "build", "./...")
-	runIn(t, dst, "go", "vet", "./...")
-
-	runIn(t, dst, "go", "build", "-o", "notes.bin", "./cmd/notes")
-	help := runIn(t, dst, "./notes.bin", "-h")
-	for _, want := range []string{"usage: notes [command]", "NOTES_ADDR", "NOTES_MAX_ITEMS", "MEM_IDEMPOTENCY_TTL_SECS", `(default "notes:")`} {
-		if !strings.Contains(help, want) {
-			t.Errorf("notes -h lacks %q", want)
-		}
-	}
-	if strings.Contains(strings.ToLower(help), "brain") {
-		t.Errorf("notes -h still says brain:\n%s", help)
-	}
-	spec := runIn(t, dst, "./notes.bin", "openapi")
-	for _, want := range []string{`"name": "notes_session"`, "sets the session cookie `notes_session`", `"title": "notes"`, "notes is an HTTP API"} {
-		if !strings.Contains(spec, want) {
-			t.Errorf("the renamed spec lacks %q", want)
-		}
-	}
-	if strings.Contains(spec, "brain") {
-		t.Error("the renamed spec still says brain")
-	}
-	// The copy's own tests, renamed with it, assert against a running
-	// server: the metric names (notes_ratelimit_*, notes_jobs), the cookie
-	// and the settings' names (the docs' table too); the 429's message is
-	// the name's.
-	for f, want := range map[string]string{"internal/product/product.go": `const Name = "notes"`, "api/ratelimit.go": `product.Name+" is busy — please retry in a moment."`, "cmd/notes/ratelimit_test.go": "notes_ratelimit_", "docs/configuration.md": "NOTES_ADDR"} {
-		if b, err := os.ReadFile(filepath.Join(dst, f)); err != nil || !strings.Contains(string(b), want) {
-			t.Errorf("%s: want %q after the rename (%v)", f, want, err)
-		}
-	}
-	// The renamed tests read NOTES_TEST_*: the services this run was given.
-	test := exec.Command("go", "test", "-count=1", "./internal/product", "./api", "./cmd/notes", "-run", "Name|Security|Cookie|Session|Login|Metric|Refus|Rate|Config|Setting|Help")
-	test.Dir = dst
-	test.Env = os.Environ()
-	for _, v := range []string{"TEST_DATABASE_URL", "TEST_REDIS_URL"} {
-		if val := os.Getenv(product.EnvPrefix + v); val != "" {
-			test.Env = append(test.Env, "NOTES_"+v+"="+val)
-		}
-	}
-	if out, err := test.CombinedOutput(); err != nil {
-		t.Fatalf("the renamed copy's tests: %v\n%s", err, out)
-	}
-
-	// What stays, as docs/fork.md lists it: identifiers, paths and hosts.
-	stays := regexp.MustCompile(`brainSpec|/run/brain\.sock|//brain\.example|/tmp/brain|dir/brain`)
-	for _, line := range strings.Split(runIn(t, dst, "grep", "-rn", "--include=*.go", "brain", "."), "\n") {
-		if line != "" && !stays.MatchString(line) {
-			t.Errorf("brain survives the rename: %s", line)
-		}
-	}
 }
 
 // copyRepo copies the files of repoFiles that keep says to keep into a

@@ -114,7 +114,7 @@ func TestServerKeepsTheAPIsPaths(t *testing.T) {
 	// Unknown API paths, however spelled, and other methods stay the API's 404.
 	for _, c := range []struct{ method, path string }{
 		{"GET", "/api/unknown"}, {"GET", "/api/v1/nope"}, {"GET", "/api"}, {"HEAD", "/api/v1/nope"},
-		{"GET", "/jobs/../api/v1/nope"}, {"GET", "/api%2fv1%2fnope"}, {"POST", "/"}, {"DELETE", "/jobs/42"},
+		{"GET", "/keys/../api/v1/nope"}, {"GET", "/api%2fv1%2fnope"}, {"POST", "/"}, {"DELETE", "/keys/42"},
 	} {
 		r := fetch(t, c.method, srv.URL+c.path)
 		if c.method == "HEAD" {
@@ -146,7 +146,7 @@ func TestServerKeepsTheAPIsPaths(t *testing.T) {
 	}
 	// The dashboard, its fallback and HEAD, with the server's security headers.
 	for _, c := range []struct{ method, path, cache string }{
-		{"GET", "/", "no-cache"}, {"GET", "/jobs/42", "no-cache"}, {"HEAD", "/jobs/42", "no-cache"},
+		{"GET", "/", "no-cache"}, {"GET", "/keys/42", "no-cache"}, {"HEAD", "/keys/42", "no-cache"},
 		{"GET", "/assets/index-abc123.js", "public, max-age=31536000, immutable"}, {"HEAD", "/assets/index-abc123.js", "public, max-age=31536000, immutable"},
 	} {
 		r := fetch(t, c.method, srv.URL+c.path)
@@ -172,7 +172,7 @@ func TestServerKeepsTheAPIsPaths(t *testing.T) {
 // leaves an API caller's ip budget whole.
 func TestStaticRequestsSpendNoBudget(t *testing.T) {
 	srv, decisions := server(t, build(t))
-	paths := []string{"/", "/jobs/42", "/assets/index-abc123.js", "/favicon.svg", "/docs", "/docs/swagger-ui-bundle.js", "/openapi.json", "/openapi.yaml"}
+	paths := []string{"/", "/keys/42", "/assets/index-abc123.js", "/favicon.svg", "/docs", "/docs/swagger-ui-bundle.js", "/openapi.json", "/openapi.yaml"}
 	flood := func() {
 		t.Helper()
 		for i := range 200 {

@@ -83,7 +83,7 @@ func TestCacheRulesPerKindOfFile(t *testing.T) {
 		{"/favicon.svg", "no-cache", "image/svg+xml", `<svg xmlns="http://www.w3.org/2000/svg"/>`},
 		{"/assets/index-abc123.js", "public, max-age=31536000, immutable", "javascript", appJS},
 		{"/assets/index-abc123.css", "public, max-age=31536000, immutable", "text/css", `body{margin:0}`},
-		{"/jobs/42", "no-cache", "text/html", indexHTML}, // the SPA fallback
+		{"/keys/42", "no-cache", "text/html", indexHTML}, // the SPA fallback
 	} {
 		w := get(s, "GET", c.path)
 		if w.Code != 200 || w.Body.String() != c.body {
@@ -105,7 +105,7 @@ func TestSPAFallbackNeverStandsInForAFile(t *testing.T) {
 	s := mustSite(t, build(t))
 	// An asset of an older build is gone: index.html there would be kept
 	// for a year, and run as a script.
-	for _, p := range []string{"/assets/index-old.js", "/assets/", "/assets", "/assets/index-abc123.js.gz", "/api/v1/nope", "/api", "/docs/x", "/favicon.ico", "/robots.txt", "/openapi.yml", "/jobs/report.csv"} {
+	for _, p := range []string{"/assets/index-old.js", "/assets/", "/assets", "/assets/index-abc123.js.gz", "/api/v1/nope", "/api", "/docs/x", "/favicon.ico", "/robots.txt", "/openapi.yml", "/keys/report.csv"} {
 		if w := get(s, "GET", p); w.Code != 404 || strings.Contains(w.Body.String(), "root") {
 			t.Errorf("GET %s = %d %q, want a 404", p, w.Code, w.Body)
 		}
@@ -252,8 +252,8 @@ func TestNotBuilt(t *testing.T) {
 			t.Errorf("the page lacks %q:\n%s", want, w.Body)
 		}
 	}
-	if w := get(s, "GET", "/jobs/42"); w.Code != 404 || w.Header().Get("Content-Type") != "application/json" || !strings.Contains(w.Body.String(), "not built") {
-		t.Errorf("GET /jobs/42 = %d %s, want the 404 envelope saying the dashboard is not built", w.Code, w.Body)
+	if w := get(s, "GET", "/keys/42"); w.Code != 404 || w.Header().Get("Content-Type") != "application/json" || !strings.Contains(w.Body.String(), "not built") {
+		t.Errorf("GET /keys/42 = %d %s, want the 404 envelope saying the dashboard is not built", w.Code, w.Body)
 	}
 	if w := get(s, "HEAD", "/"); w.Code != 200 || w.Body.Len() != 0 {
 		t.Errorf("HEAD / = %d, %d bytes", w.Code, w.Body.Len())

@@ -1,7 +1,9 @@
 /// <reference types="vitest/config" />
 // The dashboard's build: `npm run build` writes dist/, which the Go binary
 // embeds (web/embed.go). `npm run dev` serves it with hot reload and sends
-// the API's paths to a brain on :8080 (go run ./cmd/brain).
+// the API's paths to a brain on :8080 (go run ./cmd/brain). `npm test` runs
+// the unit tests, a feature's (src/features/*/) with the rest; its tests that
+// need a real brain are *.server.test.ts (vitest.server.config.ts).
 import { defineConfig } from "vite";
 import react from "@vitejs/plugin-react";
 
@@ -13,5 +15,8 @@ export default defineConfig({
   server: {
     proxy: Object.fromEntries(["/api", "/openapi.json", "/openapi.yaml", "/docs"].map((p) => [p, { target: brain, ws: false }])),
   },
-  test: { include: ["src/**/*.test.ts", "src/**/*.test.tsx", "scripts/**/*.test.js"] },
+  test: {
+    include: ["src/**/*.test.ts", "src/**/*.test.tsx", "scripts/**/*.test.js"],
+    exclude: ["src/**/*.server.test.ts", "**/node_modules/**"],
+  },
 });

@@ -1,5 +1,7 @@
 // This file is brain's modules: the features that bring more than
-// operations, each listed on one line, which is all of its wiring.
+// operations. Each is wired in by a file of its own in cmd/brain, which
+// registers it (see wire), so adding or removing one edits no file of
+// the platform.
 package main
 
 import (
@@ -7,7 +9,6 @@ import (
 	"log/slog"
 
 	"github.com/brain-template/brain/api"
-	"github.com/brain-template/brain/ingest" // the memory example: delete with ingest/
 	"github.com/brain-template/brain/internal/settings"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
@@ -15,7 +16,7 @@ import (
 
 // A module is a feature with more than operations: settings of its own,
 // tables of its own, work it runs beside the server (a job queue, a
-// sweep). Listed once in modules, it is wired in everywhere, always after
+// sweep). Wired in once (wire), it is wired in everywhere, always after
 // the platform: parseConfig reads its settings after the platform's,
 // openStore applies its migrations after the platform's, serve starts it
 // once the platform's parts run and stops it before they stop, and
@@ -40,12 +41,26 @@ type module interface {
 	Start(ctx context.Context, db *store.DB, hub streams.Hub, logger *slog.Logger) (ops api.Feature, stop func(), err error)
 }
 
+// wired are the constructors of brain's modules, in the order wire
+// was called: that of their files' names, as Go runs init functions.
+var wired []func() module
+
+// wire adds a module to the binary. A module's whole wiring is one file
+// of cmd/brain that calls it from init, so that deleting the file (with
+// the module's package) removes the module, and adding one edits no
+// other file (memory.go wires the example so):
+//
+//	func init() { wire(func() module { return bookmarks.NewModule() }) }
+func wire(newModule func() module) { wired = append(wired, newModule) }
+
 // modules are brain's modules, made anew for each configuration read
 // (newConfig), in the order they are wired in.
 func modules() []module {
-	return []module{
-		ingest.NewModule(), // the memory example: delete with ingest/
+	ms := make([]module, len(wired))
+	for i, newModule := range wired {
+		ms[i] = newModule()
 	}
+	return ms
 }
 
 // migrationSets are the migration sets of ms, in order: what

@@ -1,7 +1,8 @@
 // Writes src/api/budgets.ts: every operation of ../openapi.json with the
-// budgets its x-rate-limit declares, typed, for the client's pacer, and the
-// stream endpoints with the schema of their events (x-events), for the
-// client's streams.
+// budgets its x-rate-limit declares, typed, for the client's pacer (and
+// whether the server answers a repeat of it from the first, for its
+// retries), and the stream endpoints with the schema of their events
+// (x-events), for the client's streams.
 // `node scripts/budgets.mjs --check` fails when the file is stale (make client
 // regenerates it). An x-rate-limit entry of an unknown shape fails the run, so
 // a new kind of budget is seen here before the client silently ignores it.
@@ -53,7 +54,10 @@ for (const [path, item] of Object.entries(spec.paths ?? {})) {
     const where = `${m.toUpperCase()} ${path}`;
     const list = op["x-rate-limit"] ?? [];
     if (!Array.isArray(list)) fail(`${where}: x-rate-limit is not a list`);
-    ops.push({ id: op.operationId, method: m.toUpperCase(), path, budgets: list.map((b) => budget(where, b)) });
+    // A response that may say Idempotent-Replayed marks an operation the
+    // server deduplicates: a repeat is answered from the first.
+    const idempotent = Object.values(op.responses ?? {}).some((r) => r?.headers?.["Idempotent-Replayed"] !== undefined);
+    ops.push({ id: op.operationId, method: m.toUpperCase(), path, idempotent, budgets: list.map((b) => budget(where, b)) });
   }
 }
 ops.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
@@ -112,6 +116,8 @@ const lines = [
   "export interface Operation {",
   '  readonly method: "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";',
   "  readonly path: keyof paths;",
+  "  /** The server answers a repeat from the first (a response may say Idempotent-Replayed): safe to send again. */",
+  "  readonly idempotent?: true;",
   "  readonly budgets: readonly Budget[];",
   "}",
   "",
@@ -122,6 +128,7 @@ for (const op of ops) {
   lines.push(`  ${JSON.stringify(op.id)}: {`);
   lines.push(`    method: ${JSON.stringify(op.method)},`);
   lines.push(`    path: ${JSON.stringify(op.path)},`);
+  if (op.idempotent) lines.push("    idempotent: true,");
   if (op.budgets.length === 0) {
     lines.push("    budgets: [],");
   } else {

@@ -1,11 +1,29 @@
 // The dashboard and /docs in headless Chromium against a real brain: a new
-// user's whole path (log in, ingest, watch the job succeed live, find the
-// notes, make and delete an API key, read the limits, try GET /auth/me in
-// /docs), at a desktop's width and at 360 px, with no console error and no
-// request leaving the origin. Screenshots go to web/test-results/.
+// user's whole path through the dashboard's own pages (log in, watch the
+// live view, make and delete an API key, read the limits, try GET /auth/me
+// in /docs), at a desktop's width and at 360 px, with no console error and
+// no request leaving the origin. A feature's pages have tests of their own
+// (src/features/*/*.server.test.ts). Screenshots go to web/test-results/.
 import { describe, expect, it } from "vitest";
+import { createBrainClient } from "../src/api/client";
+import { openStream } from "../src/api/streams";
 import { haveChromium, logIn, shot, unexpected, useBrowser } from "./chromium";
 import { useBrain } from "./use-brain";
+import { withCookie } from "./session";
+
+/** liveGauges reads the names of the gauges of one /system/live snapshot. */
+function liveGauges(url: string, cookie: string): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const s = openStream(createBrainClient({ baseUrl: url, fetch: withCookie(cookie) }), "/api/v1/system/live", {
+      onEvent: (ev) => {
+        if (ev.event !== "system.live") return;
+        s.close();
+        resolve(Object.keys(ev.data.gauges));
+      },
+      onStatus: (st) => st.state === "failed" && reject(new Error(st.error.message)),
+    });
+  });
+}
 
 const run = haveChromium();
 
@@ -26,31 +44,12 @@ describe.runIf(run)("the dashboard, as a new user", () => {
     await shot(page, "02-overview");
   });
 
-  it("ingests notes and follows the job to succeeded, live", async () => {
+  it("shows a number for each gauge the snapshot carries, whatever the features wired in", async () => {
     const { page } = browser.w();
-    await page.getByTestId("nav-ingest").click();
-    await page.getByTestId("ingest-project").fill("e2e");
-    await page.getByTestId("ingest-notes").fill("Pelicans skim the harbour at dawn.\nHerons wait in the reeds.");
-    await page.getByTestId("ingest-submit").click();
-    try {
-      await expect.poll(() => page.getByTestId("job-status").getAttribute("data-status"), { timeout: 20_000 }).toBe("succeeded");
-    } catch (e) {
-      await shot(page, "03-ingest-failed");
-      const said = await page.getByTestId("job-progress").textContent();
-      throw new Error(`the job's progress says ${JSON.stringify(said)}`, { cause: e });
-    }
-    await shot(page, "03-ingest");
-  });
-
-  it("finds the notes by query, and lists the job", async () => {
-    const { page } = browser.w();
-    await page.getByTestId("nav-query").click();
-    await page.getByTestId("query-input").fill("pelicans");
-    await page.getByTestId("query-submit").click();
-    await expect.poll(() => page.getByTestId("query-result").first().textContent(), { timeout: 10_000 }).toMatch(/Pelicans/);
-    await shot(page, "04-query");
-    await page.getByTestId("nav-jobs").click();
-    await expect.poll(() => page.getByTestId("job-row").count(), { timeout: 10_000 }).toBeGreaterThan(0);
+    const cookie = (await browser.b().context.cookies(brain().url)).map((c) => `${c.name}=${c.value}`).join("; ");
+    const gauges = await liveGauges(brain().url, cookie);
+    await expect.poll(() => page.locator('[data-testid^="live-gauge-"]').count(), { timeout: 10_000 }).toBe(gauges.length);
+    for (const g of gauges) expect(await page.getByTestId(`live-gauge-${g}`).textContent()).toMatch(/^\d/);
   });
 
   it("creates an API key, shows it once, and deletes it", async () => {
@@ -79,7 +78,7 @@ describe.runIf(run)("the dashboard, as a new user", () => {
   it("fits 360 px without scrolling sideways", async () => {
     const { page } = browser.w();
     await page.setViewportSize({ width: 360, height: 740 });
-    for (const nav of ["nav-overview", "nav-ingest", "nav-keys", "nav-limits"]) {
+    for (const nav of ["nav-overview", "nav-keys", "nav-limits"]) {
       await page.getByTestId(nav).click();
       await page.waitForTimeout(200); // a frame or two to lay out
       const width = await page.evaluate(() => document.documentElement.scrollWidth);

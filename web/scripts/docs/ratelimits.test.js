@@ -43,9 +43,15 @@ describe("rateLimitWords", () => {
   });
 
   it("names an operation's own budgets, per hour and per second", () => {
-    expect(rateLimitWords(op("/api/v1/memory/ingest", "post"))).toBe(
-      "Rate limits: 120 per minute, burst 60, per session · 100 per hour, burst 100, per API key (the ingest budget) · " +
-        "10 per second, burst 10, per API key (the ingest-burst budget) · 30 per minute, burst 30, per IP (unauthenticated callers)",
+    const own = [
+      { plane: "session", policy: "session", limit: 120, window_s: 60, burst: 60 },
+      { plane: "apikey", policy: "uploads", limit: 100, window_s: 3600, burst: 100 },
+      { plane: "apikey", policy: "uploads-burst", limit: 10, window_s: 1, burst: 10 },
+      { plane: "ip", policy: "ip", limit: 30, window_s: 60, burst: 30, applies_to: "unauthenticated" },
+    ];
+    expect(rateLimitWords(own)).toBe(
+      "Rate limits: 120 per minute, burst 60, per session · 100 per hour, burst 100, per API key (the uploads budget) · " +
+        "10 per second, burst 10, per API key (the uploads-burst budget) · 30 per minute, burst 30, per IP (unauthenticated callers)",
     );
   });
 

@@ -38,6 +38,8 @@ export type Budget = RateBudget | ConcurrencyBudget | LoginBudget;
 export interface Operation {
   readonly method: "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE";
   readonly path: keyof paths;
+  /** The server answers a repeat from the first (a response may say Idempotent-Replayed): safe to send again. */
+  readonly idempotent?: true;
   readonly budgets: readonly Budget[];
 }
 
@@ -177,6 +179,7 @@ export const operations = {
   "ingest-memory": {
     method: "POST",
     path: "/api/v1/memory/ingest",
+    idempotent: true,
     budgets: [
       { plane: "session", policy: "session", limit: 120, window_s: 60, burst: 60 },
       { plane: "apikey", policy: "ingest", limit: 100, window_s: 3600, burst: 100 },

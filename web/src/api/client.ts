@@ -149,22 +149,3 @@ export async function health(client = newClient()): Promise<string> {
   }
   return `${data.status} ${data.version}`;
 }
-
-// JobLogEvent is one message of a job's log (GET /api/v1/jobs/{id}/log):
-// the spec's x-events of that stream, a union the compiler narrows on
-// event.
-export type JobLogEvent = components["schemas"]["FollowJobLogEvent"];
-
-// progress says where a job is, from one event of its log.
-export function progress(ev: JobLogEvent): string {
-  switch (ev.event) {
-    case "job.progress":
-      return `${ev.data.items_done} of ${ev.data.items_total}`;
-    case "job.succeeded":
-      return `done: ${ev.data.items_total}`;
-    case "job.failed":
-      return `failed: ${ev.data.error}`;
-    case "stream.closing":
-      return `closed: ${ev.data.reason}`;
-  }
-}

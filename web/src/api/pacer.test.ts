@@ -12,8 +12,8 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-// The session budget of list-jobs, as the spec declares it.
-const session = budgetsFor(operations["list-jobs"], "session");
+// The session budget of get-me, as the spec declares it.
+const session = budgetsFor(operations["get-me"], "session");
 
 function recorder(headers: () => Record<string, string> = () => ({})) {
   const at: number[] = [];
@@ -56,7 +56,9 @@ function fakeServer(policy: string, limit: number, windowS: number, burst: numbe
 describe("budgets from the spec", () => {
   it("gives each operation the budgets of the caller's plane", () => {
     expect(session).toEqual([{ plane: "session", policy: "session", limit: 120, window_s: 60, burst: 60 }]);
-    expect(budgetsFor(operations["ingest-memory"], "apikey").map((b) => b.policy)).toEqual(["ingest", "ingest-burst"]);
+    expect(budgetsFor(operations["get-me"], "apikey").map((b) => b.policy)).toEqual(["apikey"]);
+    // A stream's opens draw from the stream plane's open budgets, whoever opens it.
+    expect(budgetsFor(operations["follow-events"], "apikey").map((b) => b.policy)).toEqual(["stream-opens", "stream-opens-per-user"]);
     // API keys may not manage keys: that entry is not a budget of theirs.
     expect(budgetsFor(operations["list-api-keys"], "apikey")).toEqual([]);
     // Login draws from the ip plane whoever calls it.
@@ -65,16 +67,17 @@ describe("budgets from the spec", () => {
   });
 
   it("finds the operation a request calls", () => {
-    expect(operationOf("GET", "http://h/api/v1/jobs/j_1")).toBe("get-job");
-    expect(operationOf("GET", "http://h/prefix/api/v1/jobs")).toBe("list-jobs");
-    expect(operationOf("POST", "http://h/api/v1/memory/ingest")).toBe("ingest-memory");
+    expect(operationOf("GET", "http://h/api/v1/auth/me")).toBe("get-me");
+    expect(operationOf("GET", "http://h/prefix/api/v1/apikeys")).toBe("list-api-keys");
+    expect(operationOf("DELETE", "http://h/api/v1/apikeys/k_1")).toBe("delete-api-key");
+    expect(operationOf("POST", "http://h/api/v1/auth/login")).toBe("login");
     expect(operationOf("GET", "http://h/api/v1/nope")).toBeUndefined();
   });
 
   it("reads a RateLimit header", () => {
-    expect(parseRateLimit('"session";r=57;t=12, "ingest-burst";r=0;t=1')).toEqual([
+    expect(parseRateLimit('"session";r=57;t=12, "stream-opens";r=0;t=1')).toEqual([
       { policy: "session", r: 57, t: 12 },
-      { policy: "ingest-burst", r: 0, t: 1 },
+      { policy: "stream-opens", r: 0, t: 1 },
     ]);
   });
 });
@@ -84,7 +87,7 @@ describe("pacing", () => {
     const b = session[0]!;
     const api = recorder();
     const c = createBrainClient({ baseUrl: "http://h", fetch: api.fetch });
-    const all = Array.from({ length: b.burst + 2 }, () => c.GET("/api/v1/jobs"));
+    const all = Array.from({ length: b.burst + 2 }, () => c.GET("/api/v1/auth/me"));
     await vi.advanceTimersByTimeAsync(0);
     expect(api.at).toHaveLength(b.burst);
     const interval = (b.window_s * 1000) / b.limit; // 500 ms
@@ -98,15 +101,16 @@ describe("pacing", () => {
   });
 
   it("paces an API key by its own plane's budgets", async () => {
+    const b = budgetsFor(operations["get-me"], "apikey")[0]!;
     const api = recorder();
     const c = createBrainClient({ baseUrl: "http://h", apiKey: "brk_x", fetch: api.fetch });
-    const body = { project: "p", items: [{ text: "n" }] };
-    const all = Array.from({ length: 11 }, () => c.POST("/api/v1/memory/ingest", { body }));
-    await vi.advanceTimersByTimeAsync(99);
-    expect(api.at).toHaveLength(10); // ingest-burst: 10/s, burst 10
+    const all = Array.from({ length: b.burst + 1 }, () => c.GET("/api/v1/auth/me"));
+    const interval = (b.window_s * 1000) / b.limit;
+    await vi.advanceTimersByTimeAsync(interval - 1);
+    expect(api.at).toHaveLength(b.burst);
     await vi.advanceTimersByTimeAsync(1);
     await Promise.all(all);
-    expect(api.at[10]).toBe(100);
+    expect(api.at[b.burst]).toBe(interval);
     expect(c.pacer.tokens("session")).toBeUndefined();
   });
 
@@ -114,9 +118,9 @@ describe("pacing", () => {
     let header = '"session";r=0;t=30';
     const api = recorder(() => ({ RateLimit: header }));
     const c = createBrainClient({ baseUrl: "http://h", fetch: api.fetch });
-    await c.GET("/api/v1/jobs");
+    await c.GET("/api/v1/auth/me");
     expect(c.pacer.tokens("session")).toBe(0); // the spec's 59 corrected down
-    const next = c.GET("/api/v1/jobs");
+    const next = c.GET("/api/v1/auth/me");
     await vi.advanceTimersByTimeAsync(499);
     expect(api.at).toHaveLength(1);
     header = '"session";r=40;t=10';
@@ -129,8 +133,8 @@ describe("pacing", () => {
   it("fails fast with the rate-limited envelope when asked to", async () => {
     const api = recorder(() => ({ RateLimit: '"session";r=0;t=30' }));
     const c = createBrainClient({ baseUrl: "http://h", fetch: api.fetch, pacing: "fail-fast" });
-    await c.GET("/api/v1/jobs");
-    const err = await c.GET("/api/v1/jobs").catch((e: unknown) => e);
+    await c.GET("/api/v1/auth/me");
+    const err = await c.GET("/api/v1/auth/me").catch((e: unknown) => e);
     expect(err).toBeInstanceOf(LocalRateLimitError);
     const env = (err as LocalRateLimitError).envelope;
     expect(env.code).toBe("rate-limited");
@@ -143,7 +147,7 @@ describe("pacing", () => {
     const n = b.burst + 40;
     const paced = fakeServer("session", b.limit, b.window_s, b.burst);
     const c = createBrainClient({ baseUrl: "http://h", fetch: paced.fetch, retry: { maxAttempts: 1 } });
-    const all = Promise.all(Array.from({ length: n }, () => c.GET("/api/v1/jobs")));
+    const all = Promise.all(Array.from({ length: n }, () => c.GET("/api/v1/auth/me")));
     await vi.advanceTimersByTimeAsync(60_000);
     await all;
     expect(paced.seen).toMatchObject({ ok: n, limited: 0 });
@@ -156,7 +160,7 @@ describe("pacing", () => {
     // The same load unpaced gets refusals.
     const unpaced = fakeServer("session", b.limit, b.window_s, b.burst);
     const u = createBrainClient({ baseUrl: "http://h", fetch: unpaced.fetch, pacing: "off", retry: { maxAttempts: 1 } });
-    await Promise.all(Array.from({ length: n }, () => u.GET("/api/v1/jobs")));
+    await Promise.all(Array.from({ length: n }, () => u.GET("/api/v1/auth/me")));
     expect(unpaced.seen.limited).toBe(n - b.burst);
   });
 });
@@ -166,10 +170,10 @@ describe("a server whose budget is not the spec's", () => {
     // The spec says 120 per minute, burst 60; this server 20 per minute, burst 3.
     const server = fakeServer("session", 20, 60, 3);
     const c = createBrainClient({ baseUrl: "http://h", fetch: server.fetch, retry: { maxAttempts: 1 } });
-    const first = c.GET("/api/v1/jobs"); // one alone: nothing is known of the server before its answer
+    const first = c.GET("/api/v1/auth/me"); // one alone: nothing is known of the server before its answer
     await vi.advanceTimersByTimeAsync(0);
     await first;
-    const rest = Promise.all(Array.from({ length: 9 }, () => c.GET("/api/v1/jobs")));
+    const rest = Promise.all(Array.from({ length: 9 }, () => c.GET("/api/v1/auth/me")));
     await vi.advanceTimersByTimeAsync(60_000);
     await rest;
     expect(server.seen).toMatchObject({ ok: 10, limited: 0 });
@@ -179,7 +183,7 @@ describe("a server whose budget is not the spec's", () => {
 
     // Back from an hour idle, the client sends the server's burst, not the spec's.
     await vi.advanceTimersByTimeAsync(3_600_000);
-    const again = Promise.all(Array.from({ length: 6 }, () => c.GET("/api/v1/jobs")));
+    const again = Promise.all(Array.from({ length: 6 }, () => c.GET("/api/v1/auth/me")));
     await vi.advanceTimersByTimeAsync(60_000);
     await again;
     expect(server.seen).toMatchObject({ ok: 16, limited: 0 });
@@ -193,8 +197,8 @@ describe("answers out of order", () => {
     const gates: ((r: Response) => void)[] = [];
     const fetch = (_req: Request) => new Promise<Response>((resolve) => gates.push(resolve));
     const c = createBrainClient({ baseUrl: "http://h", fetch, retry: { maxAttempts: 1 } });
-    const a = c.GET("/api/v1/jobs");
-    const b = c.GET("/api/v1/jobs");
+    const a = c.GET("/api/v1/auth/me");
+    const b = c.GET("/api/v1/auth/me");
     await vi.advanceTimersByTimeAsync(0);
     expect(gates).toHaveLength(2);
     const answer = (r: number) => new Response("{}", { status: 200, headers: { RateLimit: `"session";r=${r};t=1` } });
@@ -213,7 +217,7 @@ describe("answers out of order", () => {
     const gates: ((r: Response) => void)[] = [];
     const fetch = (_req: Request) => new Promise<Response>((resolve) => gates.push(resolve));
     const c = createBrainClient({ baseUrl: "http://h", fetch, retry: { maxAttempts: 1 } });
-    const sent = [c.GET("/api/v1/jobs"), c.GET("/api/v1/jobs"), c.GET("/api/v1/jobs")];
+    const sent = [c.GET("/api/v1/auth/me"), c.GET("/api/v1/auth/me"), c.GET("/api/v1/auth/me")];
     await vi.advanceTimersByTimeAsync(0);
     expect(gates).toHaveLength(3);
     const answer = (r: number) => new Response("{}", { status: 200, headers: { RateLimit: `"session";r=${r};t=1` } });

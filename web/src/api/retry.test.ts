@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import type { Operation } from "./budgets";
 import { createBrainClient, type BrainClientOptions } from "./client";
+import { retryable } from "./retry";
 
 interface Sent {
   method: string;
@@ -45,7 +47,7 @@ afterEach(() => {
 describe("retry of 429 and 503", () => {
   it("waits Retry-After, no less, before sending a GET again", async () => {
     const api = fakeAPI(limited("3"), ok);
-    const p = client(api.fetch, { random: () => 0 }).GET("/api/v1/jobs");
+    const p = client(api.fetch, { random: () => 0 }).GET("/api/v1/auth/me");
     await vi.advanceTimersByTimeAsync(2999);
     expect(api.sent).toHaveLength(1);
     await vi.advanceTimersByTimeAsync(1);
@@ -57,7 +59,7 @@ describe("retry of 429 and 503", () => {
 
   it("adds jitter bounded by a fifth of the wait, and at most 5 s", async () => {
     const api = fakeAPI(limited("3"), limited("100"), ok);
-    const p = client(api.fetch, { random: () => 0.999999, maxWaitMs: 1_000_000 }).GET("/api/v1/jobs");
+    const p = client(api.fetch, { random: () => 0.999999, maxWaitMs: 1_000_000 }).GET("/api/v1/auth/me");
     await vi.advanceTimersByTimeAsync(3599);
     expect(api.sent).toHaveLength(2); // 3 s + up to 0.6 s
     await vi.advanceTimersByTimeAsync(100_000 + 4998);
@@ -69,7 +71,7 @@ describe("retry of 429 and 503", () => {
 
   it("gives up after maxAttempts and hands the rate-limited envelope to the caller", async () => {
     const api = fakeAPI(limited("1"));
-    const p = client(api.fetch, { maxAttempts: 3, random: () => 0 }).GET("/api/v1/jobs");
+    const p = client(api.fetch, { maxAttempts: 3, random: () => 0 }).GET("/api/v1/auth/me");
     await vi.advanceTimersByTimeAsync(60_000);
     const { data, error, response } = await p;
     expect(api.sent).toHaveLength(3);
@@ -83,7 +85,7 @@ describe("retry of 429 and 503", () => {
 
   it("stops before the total wait would pass maxWaitMs", async () => {
     const api = fakeAPI(limited("10"));
-    const p = client(api.fetch, { maxAttempts: 100, maxWaitMs: 25_000, random: () => 0 }).GET("/api/v1/jobs");
+    const p = client(api.fetch, { maxAttempts: 100, maxWaitMs: 25_000, random: () => 0 }).GET("/api/v1/auth/me");
     await vi.advanceTimersByTimeAsync(120_000);
     const { error } = await p;
     expect(api.sent.map((s) => s.at - 1_000_000)).toEqual([0, 10_000, 20_000]);
@@ -94,41 +96,43 @@ describe("retry of 429 and 503", () => {
     const api = fakeAPI(limited("1"));
     const c = client(api.fetch, { random: () => 0 });
     const post = c.POST("/api/v1/apikeys", { body: { name: "ci" } });
-    const del = c.DELETE("/api/v1/memory/items/{id}", { params: { path: { id: "it_1" } } });
+    const del = c.DELETE("/api/v1/apikeys/{id}", { params: { path: { id: "k_1" } } });
     const logout = c.POST("/api/v1/auth/logout");
     await vi.advanceTimersByTimeAsync(60_000);
     expect((await post).error?.code).toBe("rate-limited");
     expect((await del).error?.code).toBe("rate-limited");
     expect((await logout).response.status).toBe(429);
     expect(api.sent.map((s) => `${s.method} ${s.path}`).sort()).toEqual([
-      "DELETE /api/v1/memory/items/it_1",
+      "DELETE /api/v1/apikeys/k_1",
       "POST /api/v1/apikeys",
       "POST /api/v1/auth/logout",
     ]);
   });
 
-  it("sends an ingest POST again with the same body", async () => {
-    const api = fakeAPI(limited("2"), () => new Response(JSON.stringify({ job_id: "j" }), { status: 202, headers: { "Content-Type": "application/json" } }));
-    const body = { project: "p", items: [{ text: "a note" }] };
-    const p = client(api.fetch, { random: () => 0 }).POST("/api/v1/memory/ingest", { body });
-    await vi.advanceTimersByTimeAsync(2000);
-    await p;
-    expect(api.sent).toHaveLength(2);
-    expect(api.sent[1]!.body).toBe(api.sent[0]!.body);
-    expect(JSON.parse(api.sent[1]!.body)).toEqual(body);
-  });
-
   it("treats 503 with Retry-After like 429, and returns 503 without it", async () => {
     const api = fakeAPI(limited("2", 503), ok);
-    const p = client(api.fetch, { random: () => 0 }).GET("/api/v1/jobs");
+    const p = client(api.fetch, { random: () => 0 }).GET("/api/v1/auth/me");
     await vi.advanceTimersByTimeAsync(2000);
     expect((await p).error).toBeUndefined();
     expect(api.sent).toHaveLength(2);
 
     const bare = fakeAPI(limited(undefined, 503), ok);
-    const q = await client(bare.fetch).GET("/api/v1/jobs");
+    const q = await client(bare.fetch).GET("/api/v1/auth/me");
     expect(q.response.status).toBe(503);
     expect(bare.sent).toHaveLength(1);
+  });
+});
+
+describe("what is sent again", () => {
+  it("a GET or HEAD, and a POST only to an operation the server deduplicates", () => {
+    const post = (o: Partial<Operation> = {}): Operation => ({ method: "POST", path: "/api/v1/apikeys", budgets: [], ...o });
+    expect(retryable("GET", undefined)).toBe(true);
+    expect(retryable("head", undefined)).toBe(true);
+    expect(retryable("POST", post({ idempotent: true }))).toBe(true);
+    expect(retryable("POST", post())).toBe(false);
+    expect(retryable("POST", undefined)).toBe(false);
+    expect(retryable("DELETE", post({ method: "DELETE", idempotent: true }))).toBe(false);
+    expect(retryable("PUT", post({ method: "PUT", idempotent: true }))).toBe(false);
   });
 });
 
@@ -138,7 +142,7 @@ describe("what the client tells the page", () => {
     const c = client(api.fetch, { random: () => 0 });
     const seen: (string | null)[] = [];
     c.onBusy((b) => seen.push(b ? `${b.status} ${b.scope}/${b.policy} until +${b.until - 1_000_000}` : null));
-    const p = c.GET("/api/v1/jobs");
+    const p = c.GET("/api/v1/auth/me");
     await vi.advanceTimersByTimeAsync(1999);
     expect(seen).toEqual(["429 session/session until +2000"]);
     await vi.advanceTimersByTimeAsync(1);
@@ -159,17 +163,17 @@ describe("what the client tells the page", () => {
   it("rateLimits keeps what each policy last reported, with RateLimit-Policy's quota and window", async () => {
     const api = fakeAPI(
       () => new Response("{}", { status: 200, headers: { RateLimit: '"session";r=57;t=12', "RateLimit-Policy": '"session";q=120;w=60' } }),
-      () => new Response("{}", { status: 200, headers: { RateLimit: '"session";r=56;t=13, "ingest-burst";r=9;t=1', "RateLimit-Policy": '"session";q=120;w=60, "ingest-burst";q=10;w=1' } }),
+      () => new Response("{}", { status: 200, headers: { RateLimit: '"session";r=56;t=13, "stream-opens";r=9;t=1', "RateLimit-Policy": '"session";q=120;w=60, "stream-opens";q=60;w=60' } }),
     );
     const c = client(api.fetch);
     const told: number[] = [];
     c.onRateLimits((r) => told.push(r.length));
-    await c.GET("/api/v1/jobs");
-    await c.GET("/api/v1/jobs");
+    await c.GET("/api/v1/auth/me");
+    await c.GET("/api/v1/auth/me");
     expect(told).toEqual([1, 2]);
     expect(c.rateLimits()).toEqual([
-      { policy: "ingest-burst", remaining: 9, reset_s: 1, limit: 10, window_s: 1, at: 1_000_000 },
       { policy: "session", remaining: 56, reset_s: 13, limit: 120, window_s: 60, at: 1_000_000 },
+      { policy: "stream-opens", remaining: 9, reset_s: 1, limit: 60, window_s: 60, at: 1_000_000 },
     ]);
   });
 });

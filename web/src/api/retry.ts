@@ -1,11 +1,11 @@
 // The fetch beneath every call of the client: it paces each request through
 // the Pacer, then retries a 429 (or a 503 with Retry-After) after the time
 // the server names, with bounded jitter and caps on attempts and total wait.
-// Only GET, HEAD and the ingest POST (idempotent by its body) are retried;
-// when it gives up, the last response (the rate-limited envelope) goes back
+// Only GET, HEAD and a POST the server deduplicates (the spec says so: see
+// Operation.idempotent in budgets.ts) are retried; when it gives up, the last response (the rate-limited envelope) goes back
 // to openapi-fetch, which hands it to the caller as a typed error.
 import { operationOf, parseRateLimit, sleep as defaultSleep, type ApiError, type Pacer } from "./pacer";
-import type { OperationId } from "./budgets";
+import { operations, type Operation, type OperationId } from "./budgets";
 
 export interface RetryOptions {
   /** Sends in all, the first included (default 4); 1 turns retries off. */
@@ -33,12 +33,14 @@ export interface Wait {
   error?: ApiError;
 }
 
-/** POSTs that are safe to send again: ingest deduplicates by its body. */
-const idempotentPosts: ReadonlySet<OperationId> = new Set<OperationId>(["ingest-memory"]);
-
-export function retryable(method: string, id: OperationId | undefined): boolean {
+/**
+ * retryable says whether a request may be sent again: a GET or HEAD, or a
+ * POST to an operation the server deduplicates (op.idempotent). Never
+ * another POST, a PUT, a PATCH or a DELETE.
+ */
+export function retryable(method: string, op: Operation | undefined): boolean {
   const m = method.toUpperCase();
-  return m === "GET" || m === "HEAD" || (m === "POST" && id !== undefined && idempotentPosts.has(id));
+  return m === "GET" || m === "HEAD" || (m === "POST" && op?.idempotent === true);
 }
 
 /**
@@ -75,7 +77,7 @@ export function pacedFetch(base: (input: Request, init?: RequestInit) => Promise
     // The body can be read once: keep the original and send clones.
     const req = input;
     const id = operationOf(req.method, req.url);
-    const again = retryable(req.method, id);
+    const again = retryable(req.method, id === undefined ? undefined : operations[id]);
     let waited = 0;
     for (let attempt = 1; ; attempt++) {
       const ticket = await pacer.acquire(id, req.signal);

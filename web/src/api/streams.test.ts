@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createBrainClient, type BrainClientOptions } from "./client";
-import { openStream, subscribeEvents, type StreamStatus } from "./streams";
+import { openStream, streamUrl, subscribeEvents, type StreamStatus } from "./streams";
 
 // A connection the test writes SSE text to, and ends or breaks.
 interface Conn {
@@ -72,14 +72,14 @@ describe("openStream", () => {
     const c = client(api.fetch);
     const events: string[] = [];
     const seen: StreamStatus[] = [];
-    const h = openStream(c, "/api/v1/jobs/{id}/log", { id: "j 1", onEvent: (ev) => events.push(`${ev.event}#${ev.id ?? ""}`), onStatus: (s) => seen.push(s) });
+    const h = openStream(c, "/api/v1/events", { onEvent: (ev) => events.push(`${ev.event}#${ev.id ?? ""}`), onStatus: (s) => seen.push(s) });
     await vi.advanceTimersByTimeAsync(0);
-    expect(new URL(api.reqs[0]!.url).pathname).toBe("/api/v1/jobs/j%201/log");
+    expect(new URL(api.reqs[0]!.url).pathname).toBe("/api/v1/events");
     expect(api.reqs[0]!.headers.get("Accept")).toBe("text/event-stream");
     expect(c.pacer.openStreams()).toBe(1);
-    api.conns[0]!.write('retry: 3000\n\nid: 7\nevent: job.progress\ndata: {"items_done":1,"items_total":2}\n\n');
+    api.conns[0]!.write('retry: 3000\n\nid: 7\nevent: apikey.created\ndata: {"id":"k"}\n\n');
     await vi.advanceTimersByTimeAsync(0);
-    expect(events).toEqual(["job.progress#7"]);
+    expect(events).toEqual(["apikey.created#7"]);
     expect(states(seen)).toEqual(["connecting", "open"]);
     expect(h.lastEventId).toBe("7");
     h.close();
@@ -130,12 +130,12 @@ describe("openStream", () => {
     expect(states(seen).at(-1)).toBe("open");
   });
 
-  it("ends for good after a job's last event, on 204, and on a refusal waiting will not change", async () => {
+  it("ends for good after an event it ends on, on 204, and on a refusal waiting will not change", async () => {
     const api = fakeStreams("open");
     const seen: StreamStatus[] = [];
-    openStream(client(api.fetch), "/api/v1/jobs/{id}/log", { id: "j", onEvent: () => {}, onStatus: (s) => seen.push(s) });
+    openStream(client(api.fetch), "/api/v1/events", { endsOn: ["apikey.deleted"], onEvent: () => {}, onStatus: (s) => seen.push(s) });
     await vi.advanceTimersByTimeAsync(0);
-    api.conns[0]!.write('id: 9\nevent: job.succeeded\ndata: {"items_total":2}\n\n');
+    api.conns[0]!.write('id: 9\nevent: apikey.deleted\ndata: {"id":"k"}\n\n');
     api.conns[0]!.end();
     await vi.advanceTimersByTimeAsync(60_000);
     expect(api.reqs).toHaveLength(1);
@@ -143,14 +143,14 @@ describe("openStream", () => {
 
     const gone = fakeStreams(new Response(null, { status: 204 }));
     const seen204: StreamStatus[] = [];
-    openStream(client(gone.fetch), "/api/v1/jobs/{id}/log", { id: "j", lastEventId: "9", onEvent: () => {}, onStatus: (s) => seen204.push(s) });
+    openStream(client(gone.fetch), "/api/v1/events", { lastEventId: "9", onEvent: () => {}, onStatus: (s) => seen204.push(s) });
     await vi.advanceTimersByTimeAsync(60_000);
     expect(gone.reqs).toHaveLength(1);
     expect(states(seen204)).toEqual(["connecting", "closed"]);
 
     const missing = fakeStreams(refused(404));
     const seen404: StreamStatus[] = [];
-    openStream(client(missing.fetch), "/api/v1/jobs/{id}/log", { id: "nope", onEvent: () => {}, onStatus: (s) => seen404.push(s) });
+    openStream(client(missing.fetch), "/api/v1/events", { onEvent: () => {}, onStatus: (s) => seen404.push(s) });
     await vi.advanceTimersByTimeAsync(60_000);
     expect(missing.reqs).toHaveLength(1);
     expect(seen404.at(-1)).toMatchObject({ state: "failed", error: { code: "not-found" } });
@@ -162,7 +162,7 @@ describe("openStream", () => {
     const a = openStream(c, "/api/v1/events", { onEvent: () => {} });
     openStream(c, "/api/v1/system/live", { onEvent: () => {} });
     const seen: StreamStatus[] = [];
-    openStream(c, "/api/v1/jobs/{id}/log", { id: "j", onEvent: () => {}, onStatus: (s) => seen.push(s) });
+    openStream(c, "/api/v1/events", { onEvent: () => {}, onStatus: (s) => seen.push(s) });
     await vi.advanceTimersByTimeAsync(0);
     expect(api.reqs).toHaveLength(2);
     expect(seen.at(-1)).toMatchObject({ state: "busy", error: { details: { scope: "stream", limit: 2 } } });
@@ -175,12 +175,12 @@ describe("openStream", () => {
 });
 
 describe("openStream, when the server or the network misbehaves", () => {
-  it("does not end /events on a job.succeeded, which only ends a job's log", async () => {
+  it("reconnects after an event it does not end on", async () => {
     const api = fakeStreams("open");
     const seen: StreamStatus[] = [];
-    openStream(client(api.fetch), "/api/v1/events", { onEvent: () => {}, onStatus: (s) => seen.push(s) });
+    openStream(client(api.fetch), "/api/v1/events", { endsOn: ["apikey.deleted"], onEvent: () => {}, onStatus: (s) => seen.push(s) });
     await vi.advanceTimersByTimeAsync(0);
-    api.conns[0]!.write('id: 3\nevent: job.succeeded\ndata: {"items_total":1}\n\n');
+    api.conns[0]!.write('id: 3\nevent: apikey.created\ndata: {"id":"k"}\n\n');
     api.conns[0]!.end();
     await vi.advanceTimersByTimeAsync(1000);
     expect(states(seen)).not.toContain("closed");
@@ -241,6 +241,14 @@ describe("openStream, when the server or the network misbehaves", () => {
     await vi.advanceTimersByTimeAsync(5000);
     expect(api.reqs).toHaveLength(0);
     expect(seen).toMatchObject([{ state: "failed", error: { code: "invalid-request" } }]);
+  });
+});
+
+describe("streamUrl", () => {
+  it("puts each parameter in place of its {name}, escaped", () => {
+    expect(streamUrl("/api/v1/things/{id}/log", { id: "a b/c" })).toBe("/api/v1/things/a%20b%2Fc/log");
+    expect(streamUrl("/api/v1/{kind}/{id}", { kind: "x", id: 7 })).toBe("/api/v1/x/7");
+    expect(streamUrl("/api/v1/events")).toBe("/api/v1/events");
   });
 });
 

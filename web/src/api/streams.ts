@@ -12,10 +12,13 @@ import type { BrainClient } from "./client";
 import { LocalRateLimitError, sleep, type ApiError } from "./pacer";
 import { retryAfterMs } from "./retry";
 import type { StreamEvents } from "./budgets";
+import type { paths } from "./schema";
 
 export type { StreamEvents };
-export type StreamPath = keyof StreamEvents;
+export type StreamPath = keyof StreamEvents & keyof paths;
 export type StreamEvent<P extends StreamPath> = StreamEvents[P];
+/** The path parameters of a stream's GET, as the spec declares them: { id } for a path with {id}. */
+export type StreamParams<P extends StreamPath> = paths[P] extends { get: { parameters: { path?: infer X } } } ? X : never;
 
 /** Where a stream is. busy and reconnecting end by themselves at `until` (ms since the epoch). */
 export type StreamStatus =
@@ -27,10 +30,16 @@ export type StreamStatus =
   | { state: "failed"; error: ApiError };
 
 export interface StreamOptions<P extends StreamPath> {
-  /** The {id} of /api/v1/jobs/{id}/log. */
-  id?: string;
+  /** The values of the path's parameters, each in place of its {name}. */
+  params?: StreamParams<P>;
   /** Resume after this event. */
   lastEventId?: string;
+  /**
+   * The events after which the stream has nothing more to say (a log that
+   * ends with the work it follows): the stream closes after delivering one.
+   * Without them, a stream the server ends is reconnected.
+   */
+  endsOn?: readonly StreamEvent<P>["event"][];
   onEvent: (ev: StreamEvent<P>) => void;
   onStatus?: (s: StreamStatus) => void;
 }
@@ -48,18 +57,17 @@ const maxBackoffMs = 30_000;
 /** The shortest wait before trying again, whatever a server or proxy says, in ms. */
 const minWaitMs = 1000;
 
-// The events after which a stream has nothing more to say: a job's log ends
-// with the job. Other streams (/events, which also carries job.succeeded)
-// go on.
-const finalEvents: Partial<Record<StreamPath, ReadonlySet<string>>> = {
-  "/api/v1/jobs/{id}/log": new Set(["job.succeeded", "job.failed"]),
-};
+/** streamUrl puts each of params in place of its {name} in path, escaped. */
+export function streamUrl(path: string, params: Record<string, string | number> = {}): string {
+  return path.replace(/\{([^}]+)\}/g, (_, name: string) => encodeURIComponent(String(params[name] ?? "")));
+}
 
 /**
  * openStream follows a stream until close: it connects, delivers each
  * event, and after a refusal or a drop tries again by itself, saying so
- * through onStatus. It ends for good on a job log's last event, a 204 (the
- * log had ended) or a refusal that waiting will not change (401, 404, ...).
+ * through onStatus. It ends for good after an event of o.endsOn, on a 204
+ * (nothing more to follow) or on a refusal that waiting will not change
+ * (401, 404, ...).
  */
 export function openStream<P extends StreamPath>(client: BrainClient, path: P, o: StreamOptions<P>): StreamHandle {
   const stop = new AbortController();
@@ -71,8 +79,8 @@ export function openStream<P extends StreamPath>(client: BrainClient, path: P, o
     if (stop.signal.aborted) return;
     o.onStatus?.(s);
   };
-  const url = path.replace("{id}", encodeURIComponent(o.id ?? ""));
-  const final = finalEvents[path];
+  const url = streamUrl(path, o.params as Record<string, string | number> | undefined);
+  const final = new Set<string>(o.endsOn);
 
   const run = async () => {
     let retryMs = 1000; // until the stream's retry: field says otherwise
@@ -130,7 +138,7 @@ export function openStream<P extends StreamPath>(client: BrainClient, path: P, o
               (m) => {
                 const ev = parse<P>(m);
                 if (!ev || stop.signal.aborted) return;
-                if (final?.has(ev.event)) ended = true;
+                if (final.has(ev.event)) ended = true;
                 try {
                   o.onEvent(ev);
                 } finally {

@@ -1,5 +1,6 @@
 // The dashboard: the query client, the session check (GET /api/v1/auth/me;
-// unauthenticated shows the login page) and the page the hash names.
+// unauthenticated shows the login page) and the page the hash names: one of
+// the dashboard's own, else one of a feature's (feature.ts).
 import { QueryClientProvider } from "@tanstack/react-query";
 import { $api, queryClient } from "./api";
 import { BusyBanner } from "./BusyBanner";
@@ -7,14 +8,20 @@ import { asApiError } from "./errors";
 import { ErrorNotice } from "./ErrorNotice";
 import { Layout } from "./Layout";
 import { Login } from "./Login";
-import { parseHash, useHash, type Route } from "./router";
+import { features, type FeatureRoute } from "./feature";
+import { match, parseHash, useHash } from "./router";
 import { Overview } from "./pages/Overview";
-import { Ingest } from "./pages/Ingest";
-import { Query } from "./pages/Query";
-import { Jobs } from "./pages/Jobs";
-import { JobDetail } from "./pages/JobDetail";
 import { Keys } from "./pages/Keys";
 import { Limits } from "./pages/Limits";
+
+/** Every page: the dashboard's own, then each feature's. */
+export const routes: readonly FeatureRoute[] = [
+  { path: "", page: () => <Overview /> },
+  { path: "overview", page: () => <Overview /> },
+  { path: "keys", page: () => <Keys /> },
+  { path: "limits", page: () => <Limits /> },
+  ...features.flatMap((f) => f.routes),
+];
 
 export function App() {
   return (
@@ -25,7 +32,7 @@ export function App() {
 }
 
 function Session() {
-  const route = parseHash(useHash());
+  const path = parseHash(useHash());
   const me = $api.useQuery("get", "/api/v1/auth/me", {}, { staleTime: Infinity });
   // Before the session is known (the check itself may be waiting out a
   // 429), the busy banner stands above the page too.
@@ -63,36 +70,23 @@ function Session() {
     );
   }
   return (
-    <Layout route={route} username={me.data.user.username}>
-      <Page route={route} />
+    <Layout path={path} username={me.data.user.username}>
+      <Page path={path} />
     </Layout>
   );
 }
 
-function Page({ route }: { route: Route }) {
-  switch (route.page) {
-    case "overview":
-      return <Overview />;
-    case "ingest":
-      return <Ingest />;
-    case "query":
-      return <Query />;
-    case "jobs":
-      return <Jobs />;
-    case "job":
-      return <JobDetail key={route.id} id={route.id} />;
-    case "keys":
-      return <Keys />;
-    case "limits":
-      return <Limits />;
-    case "not-found":
-      return (
-        <section>
-          <h1 tabIndex={-1}>Not found</h1>
-          <p>
-            There is no such page. <a href="#/">Go to the overview.</a>
-          </p>
-        </section>
-      );
+function Page({ path }: { path: string[] }) {
+  for (const r of routes) {
+    const params = match(r.path, path);
+    if (params) return r.page(params);
   }
+  return (
+    <section>
+      <h1 tabIndex={-1}>Not found</h1>
+      <p>
+        There is no such page. <a href="#/">Go to the overview.</a>
+      </p>
+    </section>
+  );
 }

@@ -5,22 +5,23 @@ import { useEffect, useRef, type ReactNode } from "react";
 import { useQueryClient } from "@tanstack/react-query";
 import { $api, meKey } from "./api";
 import { BusyBanner } from "./BusyBanner";
-import { href, type Route } from "./router";
+import { features, type NavEntry } from "./feature";
 
-const links: { route: Route; label: string; testId: string }[] = [
-  { route: { page: "overview" }, label: "Overview", testId: "nav-overview" },
-  { route: { page: "ingest" }, label: "Ingest", testId: "nav-ingest" },
-  { route: { page: "query" }, label: "Query", testId: "nav-query" },
-  { route: { page: "jobs" }, label: "Jobs", testId: "nav-jobs" },
-  { route: { page: "keys" }, label: "API keys", testId: "nav-keys" },
-  { route: { page: "limits" }, label: "Rate limits", testId: "nav-limits" },
+// The overview first, then the features' entries, then the account's.
+const links: readonly NavEntry[] = [
+  { label: "Overview", path: "" },
+  ...features.flatMap((f) => f.nav),
+  { label: "API keys", path: "keys" },
+  { label: "Rate limits", path: "limits" },
 ];
 
-function current(route: Route, link: Route): boolean {
-  return route.page === link.page || (route.page === "job" && link.page === "jobs");
+// section is the first segment of a path, the overview's "" for #/overview.
+function section(path: readonly string[]): string {
+  const first = path[0] ?? "";
+  return first === "overview" ? "" : first;
 }
 
-export function Layout({ route, username, children }: { route: Route; username: string; children: ReactNode }) {
+export function Layout({ path, username, children }: { path: string[]; username: string; children: ReactNode }) {
   const qc = useQueryClient();
   const logout = $api.useMutation("post", "/api/v1/auth/logout", {
     // Whatever the answer, forget this session's data and check again: a
@@ -32,7 +33,7 @@ export function Layout({ route, username, children }: { route: Route; username: 
   });
   const main = useRef<HTMLElement>(null);
   const first = useRef(true);
-  const at = href(route);
+  const at = path.join("/");
   useEffect(() => {
     if (first.current) {
       first.current = false;
@@ -51,8 +52,8 @@ export function Layout({ route, username, children }: { route: Route; username: 
         <nav aria-label="Main">
           <ul>
             {links.map((l) => (
-              <li key={l.testId}>
-                <a href={href(l.route)} aria-current={current(route, l.route) ? "page" : undefined} data-testid={l.testId}>
+              <li key={l.path}>
+                <a href={`#/${l.path}`} aria-current={section(path) === section(l.path.split("/")) ? "page" : undefined} data-testid={`nav-${l.path.split("/")[0] || "overview"}`}>
                   {l.label}
                 </a>
               </li>

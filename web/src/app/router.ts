@@ -1,47 +1,42 @@
-// A small hash router: #/ingest, #/jobs/<id>, ... The page shown follows the
+// A small hash router: #/keys, #/things/<id>, ... The page shown follows the
 // hash, so links, back and forward work, and the server needs to know
-// nothing of the dashboard's pages.
+// nothing of the dashboard's pages. A route is a path of segments such as
+// "things/:id" (see FeatureRoute); App matches the hash against each.
 import { useSyncExternalStore } from "react";
 
-export type Route =
-  | { page: "overview" }
-  | { page: "ingest" }
-  | { page: "query" }
-  | { page: "jobs" }
-  | { page: "job"; id: string }
-  | { page: "keys" }
-  | { page: "limits" }
-  | { page: "not-found" };
-
-export function parseHash(hash: string): Route {
+/** parseHash reads the hash's segments, decoded: "#/things/a%2Fb/" is ["things", "a/b"], "#/" none. */
+export function parseHash(hash: string): string[] {
   const path = hash.replace(/^#/, "").replace(/^\/+|\/+$/g, "");
-  const [head = "", id, ...rest] = path.split("/");
-  if (rest.length > 0) return { page: "not-found" };
-  if (id !== undefined) return head === "jobs" && id !== "" ? { page: "job", id: decodeURIComponent(id) } : { page: "not-found" };
-  switch (head) {
-    case "":
-    case "overview":
-      return { page: "overview" };
-    case "ingest":
-    case "query":
-    case "jobs":
-    case "keys":
-    case "limits":
-      return { page: head };
-    default:
-      return { page: "not-found" };
-  }
+  if (path === "") return [];
+  return path.split("/").map((s) => {
+    try {
+      return decodeURIComponent(s);
+    } catch {
+      return s; // a stray %: no route takes it as written
+    }
+  });
 }
 
-export function href(r: Route): string {
-  switch (r.page) {
-    case "overview":
-      return "#/";
-    case "job":
-      return `#/jobs/${encodeURIComponent(r.id)}`;
-    default:
-      return `#/${r.page}`;
+/** href is the hash of a route's segments, each escaped: href("things", "a/b") is "#/things/a%2Fb". */
+export function href(...segments: string[]): string {
+  return "#/" + segments.map(encodeURIComponent).join("/");
+}
+
+/**
+ * match says whether segments are a route of pattern ("things/:id"), and
+ * with what parameters: { id: "42" } for ["things", "42"]. A ":name"
+ * segment takes one segment that is not empty; every other must be equal.
+ */
+export function match(pattern: string, segments: readonly string[]): Record<string, string> | undefined {
+  const want = pattern === "" ? [] : pattern.split("/");
+  if (want.length !== segments.length) return undefined;
+  const params: Record<string, string> = {};
+  for (const [i, w] of want.entries()) {
+    const s = segments[i]!;
+    if (w.startsWith(":") && s !== "") params[w.slice(1)] = s;
+    else if (w !== s) return undefined;
   }
+  return params;
 }
 
 function subscribe(onChange: () => void): () => void {

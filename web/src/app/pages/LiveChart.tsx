@@ -1,14 +1,18 @@
 // The overview's chart: uPlot drawing the live columns (requests/s and
-// limited/s on the left axis, open streams and jobs queued on the right),
-// as wide as its box, redrawn when the columns change.
+// limited/s on the left axis, open streams and each gauge on the right),
+// as wide as its box, redrawn when the columns change and made anew when a
+// gauge appears.
 import { useEffect, useRef } from "react";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
-import type { LiveColumns } from "../liveSeries";
+import { humanise, type LiveColumns } from "../liveSeries";
 
 const height = 240;
 
-function options(width: number): uPlot.Options {
+// The gauges' colours, in turn.
+const gaugeColours = ["#7a5aa8", "#a8475a", "#2f8f8f", "#8a6d1f"];
+
+function options(width: number, gauges: readonly string[]): uPlot.Options {
   const fromZero: uPlot.Scale["range"] = (_u, _min, max) => [0, Math.max(1, Math.ceil(max * 1.1))];
   return {
     width,
@@ -20,7 +24,7 @@ function options(width: number): uPlot.Options {
       { label: "requests/s", scale: "rate", stroke: "#2f6fb0", width: 2 },
       { label: "limited/s", scale: "rate", stroke: "#b07a1f", width: 2 },
       { label: "open streams", scale: "count", stroke: "#3d8a5a", width: 2, dash: [6, 3] },
-      { label: "jobs queued", scale: "count", stroke: "#7a5aa8", width: 2, dash: [2, 3] },
+      ...gauges.map((g, i) => ({ label: humanise(g).toLowerCase(), scale: "count", stroke: gaugeColours[i % gaugeColours.length], width: 2, dash: [2, 3] })),
     ],
     axes: [
       { stroke: "#555" },
@@ -35,11 +39,12 @@ export function LiveChart({ columns }: { columns: LiveColumns }) {
   const plot = useRef<uPlot | null>(null);
   const latest = useRef(columns);
   latest.current = columns;
+  const gauges = columns.gauges.join("\n");
 
   useEffect(() => {
     const el = box.current;
     if (!el) return;
-    const u = new uPlot(options(Math.max(200, el.clientWidth)), latest.current, el);
+    const u = new uPlot(options(Math.max(200, el.clientWidth), latest.current.gauges), latest.current.data, el);
     plot.current = u;
     const ro = new ResizeObserver(() => u.setSize({ width: Math.max(200, el.clientWidth), height }));
     ro.observe(el);
@@ -48,15 +53,16 @@ export function LiveChart({ columns }: { columns: LiveColumns }) {
       u.destroy();
       plot.current = null;
     };
-  }, []);
+  }, [gauges]);
 
   useEffect(() => {
-    plot.current?.setData(columns);
+    plot.current?.setData(columns.data);
   }, [columns]);
 
+  const named = ["Requests per second", "limited per second", "open streams", ...columns.gauges.map((g) => humanise(g).toLowerCase())];
   return (
     <figure className="chart">
-      <div ref={box} role="img" aria-label="Requests per second, limited per second, open streams and jobs queued over the last two minutes" data-testid="live-chart" />
+      <div ref={box} role="img" aria-label={`${named.slice(0, -1).join(", ")} and ${named.at(-1)} over the last two minutes`} data-testid="live-chart" />
     </figure>
   );
 }

@@ -1,10 +1,10 @@
 // The overview: /api/v1/system/live followed while the page is shown (its
 // stream closes with the page), the last two minutes charted and the
-// current numbers beside.
+// current numbers beside, with a number for each gauge the snapshot carries.
 import { useEffect, useState } from "react";
 import { openStream, type StreamStatus } from "../../api/streams";
 import { checkSession, client } from "../api";
-import { appendSnapshot, emptyColumns, type LiveColumns, type LiveSnapshot } from "../liveSeries";
+import { appendSnapshot, emptyColumns, humanise, type LiveColumns, type LiveSnapshot } from "../liveSeries";
 import { StreamNotice } from "../StreamNotice";
 import { LiveChart } from "./LiveChart";
 
@@ -36,7 +36,7 @@ export function Overview() {
         ["Requests/s", rate.format(latest.requests_per_s), "live-requests"],
         ["Limited/s", rate.format(latest.limited_per_s), "live-limited"],
         ["Open streams", count.format(latest.open_streams), "live-streams"],
-        ["Jobs queued", count.format(latest.jobs_queued), "live-queued"],
+        ...Object.entries(latest.gauges).map(([name, v]): [string, string, string] => [humanise(name), count.format(v), `live-gauge-${name}`]),
         ["Goroutines", count.format(latest.goroutines), "live-goroutines"],
         ["Heap", `${rate.format(latest.heap_bytes / 1048576)} MiB`, "live-heap"],
       ]

@@ -1,13 +1,11 @@
 // The query page: GET /api/v1/memory/query, the ranked results with their
 // snippets (the query's words marked), a page at a time by cursor.
 import { useState, type FormEvent } from "react";
-import type { components } from "../../api/schema";
-import { $api } from "../api";
-import { ErrorNotice } from "../ErrorNotice";
-import { Pager, useCursorPages } from "../Pager";
-import { splitSnippet } from "../snippet";
-
-type Result = components["schemas"]["ResultView"];
+import { $api } from "../../app/api";
+import { ErrorNotice } from "../../app/ErrorNotice";
+import { Pager, useCursorPages } from "../../app/Pager";
+import { splitSnippet } from "./snippet";
+import type { Result } from "./types";
 
 const pageSize = 20;
 

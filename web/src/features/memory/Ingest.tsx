@@ -2,14 +2,12 @@
 // JSON batch file, sent to POST /api/v1/memory/ingest; the answer shown as
 // it is (a new job, or a batch accepted before), then the job's progress.
 import { useRef, useState, type FormEvent, type KeyboardEvent } from "react";
-import type { components } from "../../api/schema";
-import { $api } from "../api";
-import { ErrorNotice } from "../ErrorNotice";
-import { notesToItems, parseBatchFile, parseTags } from "../notes";
+import { $api } from "../../app/api";
+import { ErrorNotice } from "../../app/ErrorNotice";
+import { notesToItems, parseBatchFile, parseTags } from "./notes";
+import { href } from "../../app/router";
 import { JobProgress } from "./JobProgress";
-
-type IngestRequest = components["schemas"]["IngestRequest"];
-type IngestOutput = components["schemas"]["IngestOutputBody"];
+import type { IngestOutput, IngestRequest } from "./types";
 
 export function Ingest() {
   const [project, setProject] = useState("");
@@ -116,11 +114,11 @@ function Accepted({ out, count }: { out: IngestOutput; count: number | undefined
     <div className="card stack" data-testid="ingest-result" data-replayed={out.replayed}>
       {out.replayed ? (
         <p>
-          This batch was accepted before, so nothing new was queued: it is the same job, <a href={`#/jobs/${out.job_id}`}>{out.job_id}</a>, now {out.status}.
+          This batch was accepted before, so nothing new was queued: it is the same job, <a href={href("jobs", out.job_id)}>{out.job_id}</a>, now {out.status}.
         </p>
       ) : (
         <p>
-          Accepted{count !== undefined ? ` ${count} items` : ""}: job <a href={`#/jobs/${out.job_id}`}>{out.job_id}</a> is {out.status}.
+          Accepted{count !== undefined ? ` ${count} items` : ""}: job <a href={href("jobs", out.job_id)}>{out.job_id}</a> is {out.status}.
         </p>
       )}
       <p className="muted small">

@@ -1,10 +1,7 @@
 // Turns what a person gives the ingest page into the batch the API takes:
 // pasted notes (one per line) or a JSON batch file. The server validates the
 // batch; these only shape it, and refuse what could not be a batch at all.
-import type { components } from "../api/schema";
-
-type IngestItem = components["schemas"]["IngestItem"];
-type IngestRequest = components["schemas"]["IngestRequest"];
+import type { IngestItem, IngestRequest } from "./types";
 
 /** parseTags reads "a, b,,c, a" as ["a", "b", "c"]: trimmed, no blanks, each once. */
 export function parseTags(s: string): string[] {

@@ -5,13 +5,11 @@
 // over) sends us back to the job itself.
 import { useEffect, useRef, useState } from "react";
 import { useQueryClient } from "@tanstack/react-query";
-import type { components } from "../../api/schema";
 import { openStream, type StreamStatus } from "../../api/streams";
-import { $api, checkSession, client } from "../api";
-import { ErrorNotice } from "../ErrorNotice";
-import { StreamNotice } from "../StreamNotice";
-
-type JobStatus = components["schemas"]["JobView"]["status"];
+import { $api, checkSession, client } from "../../app/api";
+import { ErrorNotice } from "../../app/ErrorNotice";
+import { StreamNotice } from "../../app/StreamNotice";
+import type { JobStatus } from "./types";
 
 interface Seen {
   status: JobStatus;
@@ -42,7 +40,8 @@ export function JobProgress({ jobId, known }: { jobId: string; known?: JobStatus
   useEffect(() => {
     if (over) return;
     const handle = openStream(client, "/api/v1/jobs/{id}/log", {
-      id: jobId,
+      params: { id: jobId },
+      endsOn: ["job.succeeded", "job.failed"],
       onEvent: (ev) => {
         switch (ev.event) {
           case "job.progress":

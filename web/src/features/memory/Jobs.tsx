@@ -3,10 +3,10 @@
 import { useEffect } from "react";
 import { useQueryClient } from "@tanstack/react-query";
 import { subscribeEvents } from "../../api/streams";
-import { $api, checkSession, client } from "../api";
-import { ErrorNotice } from "../ErrorNotice";
-import { Pager, useCursorPages } from "../Pager";
-import { href } from "../router";
+import { $api, checkSession, client } from "../../app/api";
+import { ErrorNotice } from "../../app/ErrorNotice";
+import { Pager, useCursorPages } from "../../app/Pager";
+import { href } from "../../app/router";
 
 export function Jobs() {
   const qc = useQueryClient();
@@ -34,7 +34,7 @@ export function Jobs() {
           <ul className="list" data-testid="jobs-list" aria-label="Jobs">
             {jobs.data.jobs.map((j) => (
               <li key={j.job_id} className="card row" data-testid="job-row">
-                <a href={href({ page: "job", id: j.job_id })} className="wrap">
+                <a href={href("jobs", j.job_id)} className="wrap">
                   {j.job_id}
                 </a>
                 <span className={`badge ${j.status}`}>{j.status}</span>

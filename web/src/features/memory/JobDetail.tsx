@@ -1,7 +1,7 @@
 // One job: GET /api/v1/jobs/{id}, and its progress followed live while it
 // is queued or running.
-import { $api } from "../api";
-import { ErrorNotice } from "../ErrorNotice";
+import { $api } from "../../app/api";
+import { ErrorNotice } from "../../app/ErrorNotice";
 import { JobProgress } from "./JobProgress";
 
 export function JobDetail({ id }: { id: string }) {

@@ -1,0 +1,73 @@
+// The example's pages in headless Chromium against a real brain: its entries
+// in the navigation, ingest with the job followed live to succeeded, query,
+// the jobs and one job's page, its gauge on the overview, and its pages at
+// 360 px, with no console error and no request leaving the origin.
+// Screenshots go to web/test-results/.
+import { describe, expect, it } from "vitest";
+import { haveChromium, logIn, shot, unexpected, useBrowser } from "../../../test/chromium";
+import { useBrain } from "../../../test/use-brain";
+
+const run = haveChromium();
+
+describe.runIf(run)("the example's pages", () => {
+  const brain = useBrain();
+  const browser = useBrowser(() => brain().url);
+
+  it("are in the navigation, and its gauge on the overview", async () => {
+    const { page } = browser.w();
+    await logIn(page, brain().url, brain().adminPassword);
+    const nav = await page.getByRole("navigation", { name: "Main" }).getByRole("link").allTextContents();
+    expect(nav).toEqual(["Overview", "Ingest", "Query", "Jobs", "API keys", "Rate limits"]);
+    // Waits for the Go side's LiveSnapshot.gauges (the example registers jobs_queued).
+    await expect.poll(() => page.getByTestId("live-gauge-jobs_queued").textContent(), { timeout: 10_000 }).toMatch(/^\d+$/);
+    expect(await page.locator("dt", { hasText: "Jobs queued" }).count()).toBe(1);
+  });
+
+  it("ingests notes and follows the job to succeeded, live", async () => {
+    const { page } = browser.w();
+    await page.getByTestId("nav-ingest").click();
+    await page.getByTestId("ingest-project").fill("e2e");
+    await page.getByTestId("ingest-notes").fill("Pelicans skim the harbour at dawn.\nHerons wait in the reeds.");
+    await page.getByTestId("ingest-submit").click();
+    try {
+      await expect.poll(() => page.getByTestId("job-status").getAttribute("data-status"), { timeout: 20_000 }).toBe("succeeded");
+    } catch (e) {
+      await shot(page, "03-ingest-failed");
+      const said = await page.getByTestId("job-progress").textContent();
+      throw new Error(`the job's progress says ${JSON.stringify(said)}`, { cause: e });
+    }
+    await shot(page, "03-ingest");
+  });
+
+  it("finds the notes by query, lists the job and shows it", async () => {
+    const { page } = browser.w();
+    await page.getByTestId("nav-query").click();
+    await page.getByTestId("query-input").fill("pelicans");
+    await page.getByTestId("query-submit").click();
+    await expect.poll(() => page.getByTestId("query-result").first().textContent(), { timeout: 10_000 }).toMatch(/Pelicans/);
+    await shot(page, "04-query");
+    await page.getByTestId("nav-jobs").click();
+    await expect.poll(() => page.getByTestId("job-row").count(), { timeout: 10_000 }).toBeGreaterThan(0);
+    await page.getByTestId("job-row").first().getByRole("link").click();
+    await expect.poll(() => page.getByTestId("job-detail-status").textContent(), { timeout: 10_000 }).toBe("succeeded");
+    expect(await page.getByTestId("nav-jobs").getAttribute("aria-current")).toBe("page");
+  });
+
+  it("fit 360 px without scrolling sideways", async () => {
+    const { page } = browser.w();
+    await page.setViewportSize({ width: 360, height: 740 });
+    for (const nav of ["nav-ingest", "nav-query", "nav-jobs"]) {
+      await page.getByTestId(nav).click();
+      await page.waitForTimeout(200); // a frame or two to lay out
+      const width = await page.evaluate(() => document.documentElement.scrollWidth);
+      expect(width, `${nav} at 360 px`).toBeLessThanOrEqual(360);
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  it("sent nothing to another origin and logged no error", () => {
+    expect(browser.w().offOrigin).toEqual([]);
+    // The session check before logging in answers 401.
+    expect(unexpected(browser.w().errors, [401])).toEqual([]);
+  });
+});

@@ -1,0 +1,78 @@
+// Unit tests of the example's pure parts: notes → items, the batch file,
+// snippets, and its routes.
+import { describe, expect, it } from "vitest";
+import { match, parseHash } from "../../app/router";
+import { feature } from "./index";
+import { notesToItems, parseBatchFile, parseTags } from "./notes";
+import { splitSnippet } from "./snippet";
+
+describe("notes", () => {
+  it("makes one item per line that is not blank, trimmed", () => {
+    expect(notesToItems("first\r\n\n  second  \n   \nthird")).toEqual([{ text: "first" }, { text: "second" }, { text: "third" }]);
+  });
+  it("gives each item its own copy of the tags", () => {
+    const items = notesToItems("a\nb", ["x"]);
+    expect(items).toEqual([{ text: "a", tags: ["x"] }, { text: "b", tags: ["x"] }]);
+    expect(items[0]!.tags).not.toBe(items[1]!.tags);
+  });
+  it("reads tags trimmed, without blanks or repeats", () => {
+    expect(parseTags(" go, retry,, go ,")).toEqual(["go", "retry"]);
+    expect(parseTags("")).toEqual([]);
+  });
+});
+
+describe("batch file", () => {
+  it("takes a whole batch as written", () => {
+    const r = parseBatchFile('{"project":"p","items":[{"text":"t"}]}', "other");
+    expect(r).toEqual({ ok: true, body: { project: "p", items: [{ text: "t" }] } });
+  });
+  it("puts a list of items in the project named", () => {
+    expect(parseBatchFile('[{"text":"t"}]', " p ")).toEqual({ ok: true, body: { project: "p", items: [{ text: "t" }] } });
+    expect(parseBatchFile('[{"text":"t"}]', "").ok).toBe(false);
+  });
+  it("names the project of a batch without one", () => {
+    expect(parseBatchFile('{"items":[]}', "p")).toEqual({ ok: true, body: { project: "p", items: [] } });
+  });
+  it("refuses what is no batch", () => {
+    expect(parseBatchFile("{", "p")).toEqual({ ok: false, message: "the file is not JSON" });
+    expect(parseBatchFile('{"text":"t"}', "p").ok).toBe(false);
+    expect(parseBatchFile("3", "p").ok).toBe(false);
+  });
+});
+
+describe("snippet", () => {
+  it("marks the words between **", () => {
+    expect(splitSnippet("retry with **backoff** and **jitter**…")).toEqual([
+      { text: "retry with ", mark: false },
+      { text: "backoff", mark: true },
+      { text: " and ", mark: false },
+      { text: "jitter", mark: true },
+      { text: "…", mark: false },
+    ]);
+  });
+  it("keeps an unpaired ** as text", () => {
+    expect(splitSnippet("a **b")).toEqual([{ text: "a **b", mark: false }]);
+    expect(splitSnippet("**a** b **c")).toEqual([
+      { text: "a", mark: true },
+      { text: " b **c", mark: false },
+    ]);
+  });
+});
+
+describe("routes", () => {
+  const route = (hash: string) => {
+    for (const r of feature.routes) {
+      const params = match(r.path, parseHash(hash));
+      if (params) return { path: r.path, params };
+    }
+    return undefined;
+  };
+  it("has a page for each entry of its navigation", () => {
+    for (const n of feature.nav) expect(route(`#/${n.path}`), n.path).toBeDefined();
+  });
+  it("shows a job at #/jobs/<id>, and nothing below it", () => {
+    expect(route("#/jobs/a%2Fb")).toEqual({ path: "jobs/:id", params: { id: "a/b" } });
+    expect(route("#/jobs/")).toEqual({ path: "jobs", params: {} });
+    expect(route("#/jobs/1/log")).toBeUndefined();
+  });
+});
