@@ -25,7 +25,7 @@ import (
 // Features instead.
 //
 // A package satisfies it with exported methods, and never imports
-// cmd/brain: ingest.Module is one.
+// cmd/brain (the memory example's Module is one).
 type module interface {
 	// Settings is the module's settings table, whose rows read into the
 	// module itself.
