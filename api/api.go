@@ -21,7 +21,6 @@ import (
 
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/product"
-	"github.com/brain-template/brain/store"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 	"github.com/go-chi/chi/v5"
@@ -58,10 +57,6 @@ type Config struct {
 	// Auth resolves callers. Nil only for documenting the API (brain
 	// openapi): every operation but the public ones then answers 401.
 	Auth *auth.Service
-	// DB is the database, migrated, that the features' stores are built
-	// on (api itself reads nothing from it). Nil only for documenting the
-	// API.
-	DB *store.DB
 	// TrustedProxies are the peers whose X-Forwarded-For is believed.
 	TrustedProxies []netip.Prefix
 	// CORSOrigins may call from browsers, with credentials.
@@ -112,6 +107,12 @@ type Server struct {
 	auth          *auth.Service
 	now           func() time.Time
 	adapter       *inSpecOnly
+	// errs are the mistakes of the features' declarations
+	// (DeclareErrorCode), which Err reports.
+	errs []error
+	// described are the features' paragraphs of the spec's description
+	// (Describe), in order.
+	described []string
 	// extensions are the state packages that extend the server keep on it
 	// (Extension), in the order they were made.
 	extensions []extension
@@ -165,7 +166,7 @@ func New(cfg Config) *Server {
 	// docs.go) so the served bytes are the committed bytes.
 	hc.OpenAPIPath = ""
 	hc.DocsPath = ""
-	hc.Info.Description = description
+	hc.Info.Description = describe(nil)
 	hc.Info.Contact = contact
 	hc.Servers = servers
 	hc.Formats = escapedNames(hc.Formats)
@@ -202,15 +203,16 @@ func New(cfg Config) *Server {
 // Err reports the mistakes in the configuration found while the
 // operations registered: a budget override that is not a budget, an
 // invalid budget, two operations declaring one budget differently, an
-// operation accepting bodies larger than the bytes in flight allow, and
-// a Hidden operation (huma skips the declaration's hook for it, so it
-// would run without its budgets: every operation is in the spec), and
-// those the server's extensions found (Extension: a stream added to a
+// operation accepting bodies larger than the bytes in flight allow, a
+// Hidden operation (huma skips the declaration's hook for it, so it
+// would run without its budgets: every operation is in the spec), an
+// error code that is none (DeclareErrorCode), and those the server's
+// extensions found (Extension: a stream added to a
 // server no stream plane serves, say). A server with any must not serve;
 // nothing panics. It sees the operations registered so far: call it after
 // the last one.
 func (s *Server) Err() error {
-	errs := slices.Concat(s.adapter.errs, s.planes.errs, s.bodies.errs)
+	errs := slices.Concat(s.adapter.errs, s.planes.errs, s.bodies.errs, s.errs)
 	for _, x := range s.extensions {
 		errs = append(errs, x.value.Err())
 	}
@@ -224,7 +226,15 @@ func (s *Server) Budgets() []string { return slices.Sorted(maps.Keys(s.planes.op
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
-const description = product.Name + ` is a memory service: ingest batches of notes, query them, and follow jobs and events live.
+// The spec's description: what the platform is, then what each feature
+// adds ([Describe]), then the envelope every error shares.
+const (
+	about    = product.Name + ` is an HTTP API: users sign in with a session or an API key, every operation has its rate limits, and streams carry each user's events live.`
+	envelope = `Every error response has the same envelope: {"code", "message", "details"}. ` +
+		"`code`" + ` is derived from the HTTP status and is stable; switch on it.`
+)
 
-Every error response has the same envelope: {"code", "message", "details"}. ` +
-	"`code`" + ` is derived from the HTTP status and is stable; switch on it.`
+// describe is the spec's description with the features' paragraphs.
+func describe(features []string) string {
+	return strings.Join(slices.Concat([]string{about}, features, []string{envelope}), "\n\n")
+}

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/brain-template/brain/api"
@@ -51,15 +50,8 @@ func MustAuth(tb testing.TB) *auth.Service {
 	if _, err := svc.AddUser(context.Background(), "ada", "correct horse battery"); err != nil {
 		tb.Fatal(err)
 	}
-	dbOf.Store(svc, db)
-	tb.Cleanup(func() { dbOf.Delete(svc) })
 	return svc
 }
-
-// dbOf maps each MustAuth service to its database, which a server built
-// on the service gets as its Config.DB: its operations then find ada's
-// rows where the auth service keeps them.
-var dbOf sync.Map // *auth.Service → *store.DB
 
 // mustKey returns a new API key of ada's.
 func mustKey(tb testing.TB, svc *auth.Service) string {
@@ -106,9 +98,6 @@ func mustRawServer(tb testing.TB, cfg api.Config) (*api.Server, *apitest.Logs) {
 	}
 	if cfg.Auth == nil {
 		cfg.Auth = MustAuth(tb)
-	}
-	if db, ok := dbOf.Load(cfg.Auth); ok && cfg.DB == nil {
-		cfg.DB = db.(*store.DB)
 	}
 	s := api.New(withAccount(cfg))
 	testOperations(s)

@@ -29,8 +29,8 @@ import (
 //     the rate-limit headers the spec declares on every 413.
 //   - UTF-8: a Content-Type that names another charset is refused 415,
 //     rather than its text misread.
-//   - Room for it: an operation whose limit is over [LargeBody] (ingest's
-//     8 MiB, a fork's uploads) counts its bodies in the bytes in flight
+//   - Room for it: an operation whose limit is over [LargeBody] (a batch
+//     of 8 MiB, an upload) counts its bodies in the bytes in flight
 //     until the handler returns: the length each claims for its caller,
 //     and the bytes that have arrived for the server. A body past either
 //     bound is refused 503 with Retry-After: 1 (see [BodyBudget]), before
@@ -131,7 +131,7 @@ type BodyBudget struct {
 	// InFlight bounds the bytes of every caller's bodies that have
 	// arrived and are held, together. A body is refused before it is read
 	// when its length would take them past it, and when a byte that
-	// arrives would. Default 64 MiB: eight bodies of ingest's 8 MiB.
+	// arrives would. Default 64 MiB: eight bodies of 8 MiB.
 	InFlight int64
 	// PerCaller bounds the lengths of one caller's bodies in flight (as
 	// they declare them, or the operation's limit when they do not): a

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,7 +33,7 @@ type Error struct {
 	cause  error       // what the log gets for a 5xx; never serialized
 	header http.Header // sent with the envelope: Retry-After on a 503
 
-	Code    string       `json:"code" pattern:"^[a-z]+(-[a-z]+)*$" maxLength:"64" example:"invalid-request" doc:"Stable, kebab-case error code derived from the HTTP status (idempotency-key-reused is a 422 of its own); switch on this, not on the message. The enum lists every code brain sends."`
+	Code    string       `json:"code" pattern:"^[a-z]+(-[a-z]+)*$" maxLength:"64" example:"invalid-request" doc:"Stable, kebab-case error code derived from the HTTP status, or one an operation sends in its place (its description says when); switch on this, not on the message. The enum lists every code this server sends."`
 	Message string       `json:"message" maxLength:"1024" example:"the request body is not valid JSON" doc:"Plain-English explanation for a person."`
 	Details ErrorDetails `json:"details" doc:"Structured details; which members appear depends on the code."`
 }
@@ -49,7 +52,7 @@ type ErrorDetails struct {
 
 	// For conflict (409) from a per-user quota: which quota, and how much
 	// of it the caller holds.
-	Quota string `json:"quota,omitempty" enum:"items,queued_jobs" doc:"conflict: the per-user quota the request would pass: items (stored, or in jobs not finished) or queued_jobs (jobs queued or running)."`
+	Quota string `json:"quota,omitempty" doc:"conflict: the per-user quota the request would pass, one of those the server's operations have (each operation's description says what its quotas count)."`
 	Used  *int   `json:"used,omitempty" doc:"conflict with quota: how much of the quota the caller holds now."`
 }
 
@@ -63,7 +66,8 @@ type FieldError struct {
 func (e *Error) Error() string { return e.Message }
 
 // TransformSchema makes the envelope's code an enum of [Codes], so a
-// generated client can switch on it exhaustively.
+// generated client can switch on it exhaustively; [DeclareErrorCode]
+// adds the features' codes to it.
 func (*Error) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
 	if c := s.Properties["code"]; c != nil {
 		c.Enum = nil
@@ -134,16 +138,10 @@ var codes = map[int]string{
 	StatusClientClosedRequest:        "client-closed-request", // never reaches a client: only the access log sees it
 }
 
-// codeKeyReused is the envelope code of an ingest_id reused with other
-// content: a 422 that is not a schema's.
-const codeKeyReused = "idempotency-key-reused"
-
-// otherCodes are the codes an envelope may carry in place of its status's.
-var otherCodes = []string{codeKeyReused}
-
-// Codes returns every code an envelope sent to a client may carry, sorted:
-// those of the statuses in codes (but the 499 no client sees) and
-// otherCodes. The spec's enum of Error.code is this list.
+// Codes returns the platform's codes, sorted: those of the statuses in
+// codes, but the 499 no client sees. The spec's enum of Error.code is
+// this list and the codes the server's features declare
+// ([DeclareErrorCode]).
 func Codes() []string {
 	var out []string
 	for status, c := range codes {
@@ -151,10 +149,63 @@ func Codes() []string {
 			out = append(out, c)
 		}
 	}
-	out = append(out, otherCodes...)
 	slices.Sort(out)
 	return slices.Compact(out)
 }
+
+// DeclareErrorCode adds code to the codes s's envelopes may carry: one
+// that a feature's handler sets on an [Error]'s Code, in place of its
+// status's, for a refusal a client must tell from the status's others.
+// The spec's enum of Error.code lists it beside [Codes]. Call it from
+// the Feature, and say in the operation's description when the code
+// comes:
+//
+//	api.DeclareErrorCode(s, "bookmark-exists")
+//	...
+//	e := api.NewError(http.StatusConflict, "you keep that URL already")
+//	e.Code = "bookmark-exists"
+//
+// A code is kebab-case, at most 64 bytes, as the schema says; s.Err
+// reports one that is not.
+func DeclareErrorCode(s *Server, code string) {
+	if len(code) > 64 || !kebab.MatchString(code) {
+		s.errs = append(s.errs, fmt.Errorf("error code %q is not kebab-case of at most 64 bytes (such as bookmark-exists)", code))
+		return
+	}
+	addToEnum(s.errorSchema().Properties["code"], code)
+}
+
+// DeclareQuota adds name to the per-user quotas s's refusals may name in
+// details.quota: a feature's handler sets it on the 409 of a request
+// that would pass the quota, with details.limit and details.used. The
+// spec's enum of details.quota lists the quotas of the features wired
+// in. Call it from the Feature, and say in the operation's description
+// what the quota counts:
+//
+//	api.DeclareQuota(s, "bookmarks")
+//	...
+//	e := api.NewError(http.StatusConflict, "you keep 1000 bookmarks, the most allowed")
+//	e.Details.Quota, e.Details.Limit, e.Details.Used = "bookmarks", 1000, &held
+func DeclareQuota(s *Server, name string) {
+	reg := s.API.OpenAPI().Components.Schemas
+	addToEnum(reg.SchemaFromRef(s.errorSchema().Properties["details"].Ref).Properties["quota"], name)
+}
+
+// errorSchema is the schema of the envelope in s's spec.
+func (s *Server) errorSchema() *huma.Schema {
+	return s.API.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[Error](), false, "Error")
+}
+
+// addToEnum adds v to p's enum, once, sorted.
+func addToEnum(p *huma.Schema, v string) {
+	if !slices.Contains(p.Enum, any(v)) {
+		p.Enum = append(p.Enum, v)
+		slices.SortFunc(p.Enum, func(a, b any) int { return strings.Compare(a.(string), b.(string)) })
+	}
+}
+
+// kebab is what an error code may be: the schema's pattern.
+var kebab = regexp.MustCompile(`^[a-z]+(-[a-z]+)*$`)
 
 // CodeForStatus returns the envelope code for an HTTP status.
 func CodeForStatus(status int) string {

@@ -50,7 +50,7 @@ func ExampleWithBudget() {
 	_, key, _ := svc.CreateAPIKey(ctx, ada.ID, "example")
 
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	s := api.New(api.Config{Auth: svc, DB: db, Now: func() time.Time { return now },
+	s := api.New(api.Config{Auth: svc, Now: func() time.Time { return now },
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 
 	// The feature's operation and its budget.

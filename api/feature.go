@@ -29,6 +29,16 @@ type Feature func(s *Server)
 //	tags := api.Tag(s.API, "Bookmarks", "URLs you keep.")
 func Tag(api huma.API, name, description string) []string { return tagged(api, name, description) }
 
+// Describe adds text, a paragraph saying what a feature is, to the
+// spec's description (info.description), after the platform's paragraph
+// and those of the features before it. Call it from the Feature:
+//
+//	api.Describe(s, "Bookmarks: keep the URLs you want to read again.")
+func Describe(s *Server, text string) {
+	s.described = append(s.described, text)
+	s.API.OpenAPI().Info.Description = describe(s.described)
+}
+
 // StoreError is the answer to an error from the database that a handler
 // did not handle itself (a not-found it maps to 404, say): 503 with
 // Retry-After, its cause logged and never sent. nil stays nil.
@@ -39,10 +49,6 @@ func StoreError(err error) error { return storeError(err) }
 func MalformedBody(details ...FieldError) *Error {
 	return NewError(http.StatusBadRequest, msgMalformedBody, details...)
 }
-
-// CodeKeyReused is the envelope code of an idempotency key sent again
-// with other content: a 422 that is not a schema's.
-const CodeKeyReused = codeKeyReused
 
 // Metrics is the registry the server reports to (Config.Metrics), where
 // a feature registers its own ([Metrics.Counter]); nil for none.

@@ -7,7 +7,6 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/auth"
-	"github.com/brain-template/brain/store"
 )
 
 // streamServer serves the whole platform over real HTTP, as apitest.Start
@@ -18,9 +17,6 @@ func streamServer(tb testing.TB, cfg api.Config) (*api.Server, *apitest.Client, 
 	tb.Helper()
 	if cfg.Auth == nil {
 		cfg.Auth = MustAuth(tb)
-	}
-	if db, ok := dbOf.Load(cfg.Auth); ok && cfg.DB == nil {
-		cfg.DB = db.(*store.DB)
 	}
 	cfg.Features = append(slices.Clone(cfg.Features), testOperations)
 	s := apitest.Start(tb, cfg)

@@ -59,8 +59,8 @@ func DefaultLimits() Limits {
 		APIKey:  ratelimit.Rate{Limit: 120, Window: time.Minute, Burst: 60},
 		// A client reconnecting after every network blip opens a stream a
 		// few times a minute; one that loops on opens is held to one a
-		// second, so that each open's work (a replay, a job read) stays
-		// small.
+		// second, so that each open's work (a replay, a read of what it
+		// follows) stays small.
 		StreamOpens: ratelimit.Rate{Limit: 60, Window: time.Minute, Burst: 20},
 		// A user's sessions and keys together: four callers' worth, as
 		// its cap of streams is four callers'.

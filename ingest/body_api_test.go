@@ -175,7 +175,7 @@ func bodyServer(t *testing.T, bodies api.BodyBudget) (*api.Server, *live, *auth.
 	svc := apitest.NewAuth(t, db)
 	hub := streams.NewMemoryHub(64, 64)
 	memory := ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{Publish: ingest.Publisher(hub)})
-	l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(memory)}, Bodies: bodies}, apitest.Streams(streams.Config{Hub: hub}))
+	l := apitest.Start(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}, Bodies: bodies}, apitest.Streams(streams.Config{Hub: hub}))
 	s := l.Server
 	return s, l, svc, l.Login("ada", "correct horse battery").Cookie(t)
 }

@@ -32,7 +32,7 @@ func budgetServer(t *testing.T) (l *live, clk *fakeClock, cookie string, keys [2
 		m.Now = clk.Now
 		return m
 	}
-	l = apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(memory)}, Limits: limits, Now: clk.Now}, apitest.Streams(streams.Config{Hub: hub}))
+	l = apitest.Start(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}, Limits: limits, Now: clk.Now}, apitest.Streams(streams.Config{Hub: hub}))
 	c, k0 := loginAndKey(t, svc)
 	_, k1 := loginAndKey(t, svc)
 	return l, clk, "Cookie: " + c, [2]string{"X-API-Key: " + k0, "X-API-Key: " + k1}

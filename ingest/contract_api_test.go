@@ -157,7 +157,7 @@ func (w *walk) answers() {
 	}
 	hub := streams.NewMemoryHub(64, 64)
 	memory := ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{Publish: ingest.Publisher(hub), MaxQueuedJobs: 1})
-	w.l = apitest.Start(w.t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(memory)}}, apitest.Streams(streams.Config{Hub: hub}))
+	w.l = apitest.Start(w.t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}}, apitest.Streams(streams.Config{Hub: hub}))
 	w.spec = servedWalkSpec(w.t, w.l)
 	ada, key := loginAndKey(w.t, svc) // one of ada's two keys
 	session, apiKey := "Cookie: "+ada, "X-API-Key: "+key
@@ -295,8 +295,11 @@ func (w *walk) outage() {
 
 // exampleServer serves cfg with the example on a database of its own.
 func exampleServer(tb testing.TB, cfg api.Config) *live {
-	cfg.DB = apitest.OpenDB(tb)
-	cfg.Features = []api.Feature{ingest.Feature(ingest.NewService(ingest.NewSQLStore(cfg.DB, nil), ingest.Config{}))}
+	db := apitest.OpenDB(tb)
+	if cfg.Auth == nil {
+		cfg.Auth = apitest.NewAuth(tb, db)
+	}
+	cfg.Features = []api.Feature{ingest.Feature(ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{}))}
 	return apitest.Start(tb, cfg)
 }
 

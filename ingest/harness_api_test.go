@@ -36,7 +36,7 @@ func memoryServerAuth(t *testing.T) (*live, *ingest.Service, string, *auth.Servi
 	svc := apitest.NewAuth(t, db)
 	hub := streams.NewMemoryHub(64, 64)
 	memory := ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{Publish: ingest.Publisher(hub)})
-	l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(memory)}}, apitest.Streams(streams.Config{Hub: hub}))
+	l := apitest.Start(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}}, apitest.Streams(streams.Config{Hub: hub}))
 	return l, memory, l.Session(), svc
 }
 

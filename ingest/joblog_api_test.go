@@ -39,7 +39,7 @@ func TestJobLogResumesAfterItsEnd(t *testing.T) {
 	db := apitest.OpenDB(t)
 	svc := apitest.NewAuth(t, db)
 	memory := ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{Publish: ingest.Publisher(hub)})
-	l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(memory)}}, apitest.Streams(streams.Config{Hub: hub}))
+	l := apitest.Start(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}}, apitest.Streams(streams.Config{Hub: hub}))
 	ada := l.Login("ada", "correct horse battery").Cookie(t)
 	jobID := ingestThreeChunks(t, l, ada)
 	logPath := "/api/v1/jobs/" + jobID + "/log"
@@ -129,7 +129,7 @@ func TestJobLogResumeEndsWhenTheEndWasNotPublished(t *testing.T) {
 		}
 	}
 	memory := ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{Publish: lost})
-	l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(memory)}}, apitest.Streams(streams.Config{Hub: hub}))
+	l := apitest.Start(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}}, apitest.Streams(streams.Config{Hub: hub}))
 	ada := l.Login("ada", "correct horse battery").Cookie(t)
 	jobID := ingestThreeChunks(t, l, ada)
 	logPath := "/api/v1/jobs/" + jobID + "/log"

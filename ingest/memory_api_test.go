@@ -223,7 +223,7 @@ func TestIngestQuotasOverHTTP(t *testing.T) {
 	svc := apitest.NewAuth(t, db)
 	hub := streams.NewMemoryHub(64, 64)
 	memory := ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{Publish: ingest.Publisher(hub), MaxItems: 5, MaxQueuedJobs: 2})
-	l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(memory)}}, apitest.Streams(streams.Config{Hub: hub}))
+	l := apitest.Start(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}}, apitest.Streams(streams.Config{Hub: hub}))
 	ada := l.Login("ada", "correct horse battery").Cookie(t)
 	ctx := context.Background()
 

@@ -1,5 +1,5 @@
 // This file counts the jobs of every user for the platform: the
-// brain_jobs gauge of /metrics and the live snapshot's jobs_queued.
+// brain_jobs gauge of /metrics and the live snapshot's gauge jobs_queued.
 package ingest
 
 import (
@@ -18,16 +18,18 @@ type jobCounter interface {
 	QueuedJobs(ctx context.Context) (int64, error)
 }
 
-// observeJobs makes the jobs of svc's store, when it counts them, the
-// live snapshot's jobs_queued and /metrics' brain_jobs (one read of the
-// database per scrape).
+// observeJobs makes the jobs of svc's store the live snapshot's gauge
+// jobs_queued and, when it counts them, /metrics' brain_jobs (one read of
+// the database per scrape). A store that counts none (a service without
+// one documents the API) leaves the gauge at 0.
 func observeJobs(s *api.Server, svc *Service) {
 	c, ok := svc.store.(jobCounter)
-	if !ok {
-		return
+	queued := func(context.Context) (int64, error) { return 0, nil }
+	if ok {
+		queued = c.QueuedJobs
 	}
-	streams.CountQueuedJobs(s, c.QueuedJobs)
-	if m := s.Metrics(); m != nil {
+	streams.AddGauge(s, "jobs_queued", "Jobs of every user waiting for a worker, on every replica: the database's count.", queued)
+	if m := s.Metrics(); ok && m != nil {
 		m.Registry().MustRegister(jobsCollector{c})
 	}
 }

@@ -27,8 +27,8 @@ func NewModule() *Module { return &Module{} }
 
 // Settings is the example's settings table, whose rows read into m:
 // MEM_IDEMPOTENCY_TTL_SECS, BRAIN_MAX_ITEMS, BRAIN_MAX_QUEUED_JOBS,
-// BRAIN_JOB_WORKERS and BRAIN_JOB_TIMEOUT, and the MEM_RATE_LIMIT_*
-// variables beside them that override parts of the memory budgets.
+// BRAIN_JOB_WORKERS, BRAIN_JOB_TIMEOUT and the MEM_RATE_LIMIT_* rates of
+// the memory budgets.
 func (m *Module) Settings() settings.Table { return settingsTable(&m.settings) }
 
 // Migrations is the example's migration set, [Migrations].
@@ -46,7 +46,7 @@ func (m *Module) Migrations() store.Migrations { return Migrations }
 func (m *Module) Start(ctx context.Context, db *store.DB, hub streams.Hub, logger *slog.Logger) (ops api.Feature, stop func(), err error) {
 	if db == nil {
 		s := m.settings
-		return Feature(NewService(nil, Config{TTL: s.TTL, MaxItems: s.MaxItems, MaxQueuedJobs: s.MaxQueuedJobs})), func() {}, nil
+		return Feature(NewService(nil, Config{TTL: s.TTL, MaxItems: s.MaxItems, MaxQueuedJobs: s.MaxQueuedJobs, Rates: s.Rates})), func() {}, nil
 	}
 	svc, stop, err := start(ctx, db, m.settings, hub, logger)
 	if err != nil {

@@ -17,7 +17,7 @@ func TestJobsAndReplaysMetrics(t *testing.T) {
 	m := api.NewMetrics()
 	db := apitest.OpenDB(t)
 	memory := ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{}) // no worker: jobs stay queued
-	l := apitest.Start(t, api.Config{DB: db, Features: []api.Feature{ingest.Feature(memory)}, Metrics: m})
+	l := apitest.Start(t, api.Config{Auth: apitest.NewAuth(t, db), Features: []api.Feature{ingest.Feature(memory)}, Metrics: m})
 	key := l.Key()
 
 	batch := map[string]any{"project": "p", "items": []map[string]string{{"text": "one"}}}

@@ -21,19 +21,28 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// The budgets of the memory operations: what one API key may spend on
-// each (configuration replaces them by name, or through the MEM_*
-// settings). Sessions keep their session budget.
-var (
-	ingestBudget   = api.Budget{Name: "ingest", Default: "100/h; 10/s"}
-	queryBudget    = api.Budget{Name: "query", Default: "1000/h; 10/s"}
-	projectsBudget = api.Budget{Name: "projects", Default: "100/h; 10/s"}
-	skillsBudget   = api.Budget{Name: "skills", Default: "10/s"}
-)
+// Rates are the rates of the memory operations' budgets, what one API
+// key may spend on each: ingests, queries and project lists an hour, and
+// requests a second to each of those and skills (which has no hourly
+// limit). Sessions keep their session budget. Configuration sets them
+// (MEM_RATE_LIMIT_*), or replaces a budget whole by its name
+// (BRAIN_BUDGETS="ingest=200/h;10/s").
+type Rates struct {
+	IngestPerHour, QueryPerHour, ProjectsPerHour, PerSecond int
+}
 
-// budgets are the memory operations' budgets, for the MEM_RATE_LIMIT_*
-// settings that override parts of them (settings.go).
-var budgets = []api.Budget{ingestBudget, queryBudget, projectsBudget, skillsBudget}
+// DefaultRates are the rates a field of Config.Rates left 0 takes.
+var DefaultRates = Rates{IngestPerHour: 100, QueryPerHour: 1000, ProjectsPerHour: 100, PerSecond: 10}
+
+// budget is the budget name of r: perHour an hour (none when 0) and
+// r.PerSecond a second.
+func (r Rates) budget(name string, perHour int) api.Budget {
+	rates := fmt.Sprintf("%d/s", r.PerSecond)
+	if perHour > 0 {
+		rates = fmt.Sprintf("%d/h; %s", perHour, rates)
+	}
+	return api.Budget{Name: name, Default: rates}
+}
 
 // IngestRequest is the body of POST /memory/ingest as the spec shows it.
 // The handler reads the body itself, byte for byte (Parse): the
@@ -234,12 +243,23 @@ type ProjectView struct {
 // configured window and quotas.
 func Feature(svc *Service) api.Feature {
 	return func(s *api.Server) {
+		api.Describe(s, description)
+		api.DeclareErrorCode(s, codeKeyReused)
+		api.DeclareQuota(s, QuotaItems)
+		api.DeclareQuota(s, QuotaJobs)
 		addRoutes(s, svc)
 		streams.DeclareEvents(s, events...)
 		addJobLog(s, svc)
 		observeJobs(s, svc)
 	}
 }
+
+// codeKeyReused is the envelope code of an ingest_id sent again with
+// other content: a 422 that is not a schema's.
+const codeKeyReused = "idempotency-key-reused"
+
+// description is the example's paragraph of the spec's description.
+const description = "Memory: each user ingests batches of notes, queries them, and follows the jobs that store them live."
 
 // addRoutes registers the memory operations: each declares its access and
 // budget here.
@@ -249,7 +269,7 @@ func addRoutes(s *api.Server, svc *Service) {
 		Help: "Ingests answered from an earlier acceptance of the same batch (Idempotent-Replayed: true).",
 	})}
 	callers, tags := api.WithAccess(s.API, api.Caller), api.Tag(s.API, "Memory", "Your notes: ingest them in batches, follow the jobs that store them, query and delete them.")
-	ttl, maxItems, maxJobs := svc.Config().TTL, svc.Config().MaxItems, svc.Config().MaxQueuedJobs
+	ttl, maxItems, maxJobs, r := svc.Config().TTL, svc.Config().MaxItems, svc.Config().MaxQueuedJobs, svc.Config().Rates
 	huma.Register(callers, api.WithBudget(api.WithJSONBody(huma.Operation{
 		OperationID: "ingest-memory", Method: http.MethodPost, Path: api.Prefix + "/memory/ingest", MaxBodyBytes: MaxBodyBytes,
 		SkipValidateBody: true, // Parse checks the body, byte for byte as sent
@@ -262,7 +282,7 @@ func addRoutes(s *api.Server, svc *Service) {
 			fmt.Sprintf("Quotas: you may hold %d items, stored or in batches whose jobs are not finished, and have %d jobs queued or running. ", maxItems, maxJobs) +
 			"A batch that would pass either is a 409 (code conflict) whose details name the quota (items or queued_jobs), its limit and what you hold; nothing is stored or enqueued. " +
 			"Deleting items frees room under the first, a job finishing under the second (a failed job also gives back the items it did not store). A replay takes nothing from either.",
-	}, IngestRequest{}), ingestBudget), h.ingest)
+	}, IngestRequest{}), r.budget("ingest", r.IngestPerHour)), h.ingest)
 	huma.Register(callers, huma.Operation{
 		OperationID: "list-jobs", Method: http.MethodGet, Path: api.Prefix + "/jobs", Summary: "List your jobs", Tags: tags,
 		Description: "Your jobs, newest first, a page at a time.",
@@ -280,7 +300,7 @@ func addRoutes(s *api.Server, svc *Service) {
 			fmt.Sprintf("Of the items that hold every word, the %d you stored most recently are ranked, each by its first %d KiB: ", RankedItems, HeadBytes>>10) +
 			"the greater the share of its words that are words of q, the higher. To reach older items, narrow the query: another word, or a project. " +
 			"A query's cost never grows with anyone else's items; for words most of your items hold, it does not grow with how many do.",
-	}, queryBudget), h.query)
+	}, r.budget("query", r.QueryPerHour)), h.query)
 	huma.Register(callers, huma.Operation{
 		OperationID: "delete-memory-item", Method: http.MethodDelete, Path: api.Prefix + "/memory/items/{id}", Summary: "Delete an item", Tags: tags,
 		Description: "Deletes one of your items, by the id a query returned: no query finds it again, and it no longer counts against your items quota. " +
@@ -290,11 +310,11 @@ func addRoutes(s *api.Server, svc *Service) {
 	huma.Register(callers, api.WithBudget(huma.Operation{
 		OperationID: "list-skills", Method: http.MethodGet, Path: api.Prefix + "/memory/skills", Summary: "List your skills", Tags: tags,
 		Description: "The skills your items name, and how many items name each (at most 1000, the most named first).",
-	}, skillsBudget), h.skills)
+	}, r.budget("skills", 0)), h.skills)
 	huma.Register(callers, api.WithBudget(huma.Operation{
 		OperationID: "list-projects", Method: http.MethodGet, Path: api.Prefix + "/memory/projects", Summary: "List your projects", Tags: tags,
 		Description: "Your projects, how many items each has, and when it last received some (at most 1000).",
-	}, projectsBudget), h.projects)
+	}, r.budget("projects", r.ProjectsPerHour)), h.projects)
 }
 
 type memoryHandlers struct {
@@ -406,7 +426,7 @@ func ingestError(err error) error {
 	case errors.Is(err, ErrKeyReused):
 		e := api.NewError(http.StatusUnprocessableEntity, "this ingest_id was used for a batch with other content; send this batch under a new ingest_id, or leave ingest_id out",
 			api.FieldError{Location: "body.ingest_id", Message: "names another batch"})
-		e.Code = api.CodeKeyReused
+		e.Code = codeKeyReused
 		return e
 	case errors.As(err, &qe):
 		return quotaError(qe)

@@ -27,7 +27,7 @@ func start(bg context.Context, db *store.DB, cfg Settings, hub streams.Hub, logg
 	var jobs *jobQueue
 	svc = NewService(NewSQLStore(db, func(ctx context.Context, tx *store.Tx, jobID string, backlog int) error {
 		return jobs.enqueueTx(ctx, tx, jobID, backlog)
-	}), Config{TTL: cfg.TTL, Publish: Publisher(hub), MaxItems: cfg.MaxItems, MaxQueuedJobs: cfg.MaxQueuedJobs,
+	}), Config{TTL: cfg.TTL, Publish: Publisher(hub), MaxItems: cfg.MaxItems, MaxQueuedJobs: cfg.MaxQueuedJobs, Rates: cfg.Rates,
 		Yield: func(ctx context.Context) bool { return jobs.yield(ctx) }})
 	// svc.Process's ErrYield and ErrPermanent are the queue's own.
 	jobs, err = newJobQueue(db, queue, cfg.Workers, svc.Process, giveUpJob(svc, logger))

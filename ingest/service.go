@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -30,6 +31,9 @@ type Config struct {
 	// MaxQueuedJobs is each user's quota of jobs that are not final
 	// ([QuotaJobs]). Default DefaultMaxQueuedJobs.
 	MaxQueuedJobs int
+	// Rates are the rates of the operations' budgets; a field left 0
+	// takes DefaultRates'.
+	Rates Rates
 	// Yield, when set, is asked by Process after each chunk of a job,
 	// while items are left, whether the job should give its worker back
 	// ([ErrYield]): the queue says yes when a more urgent job waits for
@@ -85,6 +89,8 @@ func NewService(store Store, cfg Config) *Service {
 	if cfg.MaxQueuedJobs <= 0 {
 		cfg.MaxQueuedJobs = DefaultMaxQueuedJobs
 	}
+	r, d := cfg.Rates, DefaultRates
+	cfg.Rates = Rates{cmp.Or(r.IngestPerHour, d.IngestPerHour), cmp.Or(r.QueryPerHour, d.QueryPerHour), cmp.Or(r.ProjectsPerHour, d.ProjectsPerHour), cmp.Or(r.PerSecond, d.PerSecond)}
 	return &Service{store: store, cfg: cfg, keys: newKeyCache(keyCacheSize)}
 }
 

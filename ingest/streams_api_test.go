@@ -24,7 +24,7 @@ func TestStreamEventsAreDeclared(t *testing.T) {
 	db := apitest.OpenDB(t)
 	svc := apitest.NewAuth(t, db)
 	memory := ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{Publish: ingest.Publisher(hub)})
-	l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(memory)}}, apitest.Streams(streams.Config{Hub: hub}))
+	l := apitest.Start(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(memory)}}, apitest.Streams(streams.Config{Hub: hub}))
 	s := l.Server
 	declared := declaredEvents(t, s)
 	if len(declared) < 2 {
@@ -118,7 +118,7 @@ func TestStreamGapMarker(t *testing.T) {
 	db := apitest.OpenDB(t)
 	svc := apitest.NewAuth(t, db)
 	lost := ingest.NewService(ingest.NewSQLStore(db, nil), ingest.Config{}) // its events go nowhere: an outage
-	l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{ingest.Feature(lost)}}, apitest.Streams(streams.Config{Hub: hub}))
+	l := apitest.Start(t, api.Config{Auth: svc, Features: []api.Feature{ingest.Feature(lost)}}, apitest.Streams(streams.Config{Hub: hub}))
 	ada := l.Login("ada", "correct horse battery").Cookie(t)
 	var a struct {
 		JobID string `json:"job_id"`

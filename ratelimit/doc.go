@@ -8,7 +8,7 @@
 // rate and the name the headers give it) that are decided
 // together for one key space: a request passes only if every rate has a
 // token, and a refused request takes a token from none of them. The
-// apikey plane's "ingest" budget, for example, is 100/h AND 10/s.
+// apikey plane's budget of an operation may be 100/h AND 10/s.
 //
 // # The algorithm
 //

@@ -21,12 +21,12 @@ func ExampleMemory() {
 	if err != nil {
 		panic(err)
 	}
-	ingest := ratelimit.Budget{Name: "ingest", Limits: []ratelimit.Limit{
-		{Name: "ingest-second", Rate: rates[0]},
-		{Name: "ingest-hour", Rate: rates[1]},
+	uploads := ratelimit.Budget{Name: "uploads", Limits: []ratelimit.Limit{
+		{Name: "uploads-second", Rate: rates[0]},
+		{Name: "uploads-hour", Rate: rates[1]},
 	}}
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	m := ratelimit.NewMemory(ingest, ratelimit.MemoryOptions{})
+	m := ratelimit.NewMemory(uploads, ratelimit.MemoryOptions{})
 	m.Now = func() time.Time { return now }
 
 	allow := func(key string) ratelimit.Decision {
@@ -37,7 +37,7 @@ func ExampleMemory() {
 		var names []string
 		for i := range int(d.N) {
 			if d.Refused(i) {
-				names = append(names, ingest.Limits[i].Name)
+				names = append(names, uploads.Limits[i].Name)
 			}
 		}
 		return names
@@ -71,15 +71,15 @@ func ExampleMemory() {
 
 	// What a 429 says about it.
 	h := http.Header{}
-	ratelimit.NewHeaders(ingest).Write(h, &d)
+	ratelimit.NewHeaders(uploads).Write(h, &d)
 	for _, k := range []string{"RateLimit-Policy", "RateLimit", "Retry-After"} {
 		fmt.Printf("%s: %s\n", k, h.Get(k))
 	}
 	// Output:
-	// passed 10 then refused by [ingest-second] for 100ms
+	// passed 10 then refused by [uploads-second] for 100ms
 	// bob allowed: true
-	// passed 100 then refused by [ingest-hour] for 26s
-	// RateLimit-Policy: "ingest-second";q=10;w=1, "ingest-hour";q=100;w=3600
-	// RateLimit: "ingest-second";r=10;t=0, "ingest-hour";r=0;t=3590
+	// passed 100 then refused by [uploads-hour] for 26s
+	// RateLimit-Policy: "uploads-second";q=10;w=1, "uploads-hour";q=100;w=3600
+	// RateLimit: "uploads-second";r=10;t=0, "uploads-hour";r=0;t=3590
 	// Retry-After: 26
 }

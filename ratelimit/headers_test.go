@@ -9,7 +9,7 @@ import (
 )
 
 func TestHeaders(t *testing.T) {
-	p := budget("ingest", lim("ingest", 100, time.Hour, 100), lim("ingest-burst", 10, time.Second, 10))
+	p := budget("uploads", lim("uploads", 100, time.Hour, 100), lim("uploads-burst", 10, time.Second, 10))
 	m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
 	h := ratelimit.NewHeaders(p)
 	for range 3 {
@@ -19,8 +19,8 @@ func TestHeaders(t *testing.T) {
 	hdr := http.Header{}
 	h.Write(hdr, &d)
 	want := map[string]string{
-		"RateLimit-Policy":      `"ingest";q=100;w=3600, "ingest-burst";q=10;w=1`,
-		"RateLimit":             `"ingest";r=96;t=144, "ingest-burst";r=6;t=1`,
+		"RateLimit-Policy":      `"uploads";q=100;w=3600, "uploads-burst";q=10;w=1`,
+		"RateLimit":             `"uploads";r=96;t=144, "uploads-burst";r=6;t=1`,
 		"X-RateLimit-Limit":     "10", // the per-second rate has the fewest tokens left
 		"X-RateLimit-Remaining": "6",
 		"X-RateLimit-Reset":     "1796040001", // t0 + 0.4 s, rounded up to whole seconds
@@ -119,7 +119,7 @@ func TestRetryAfterSeconds(t *testing.T) {
 }
 
 func BenchmarkHeaders(b *testing.B) {
-	p := budget("ingest", lim("ingest", 100, time.Hour, 100), lim("ingest-burst", 10, time.Second, 10))
+	p := budget("uploads", lim("uploads", 100, time.Hour, 100), lim("uploads-burst", 10, time.Second, 10))
 	m := ratelimit.NewMemory(p, ratelimit.MemoryOptions{})
 	h := ratelimit.NewHeaders(p)
 	d := m.AllowAt("k", t0)

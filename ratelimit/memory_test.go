@@ -86,7 +86,7 @@ func TestKeysAreIsolated(t *testing.T) {
 func TestRetryAfterIsTrue(t *testing.T) {
 	// 100/h: a token every 36 s. Empty the bucket, then wait exactly
 	// RetryAfter: admitted; a nanosecond less: refused.
-	m := ratelimit.NewMemory(budget("ingest", lim("ingest", 100, time.Hour, 100)), ratelimit.MemoryOptions{})
+	m := ratelimit.NewMemory(budget("uploads", lim("uploads", 100, time.Hour, 100)), ratelimit.MemoryOptions{})
 	for range 100 {
 		m.AllowAt("k", t0)
 	}
@@ -103,8 +103,8 @@ func TestRetryAfterIsTrue(t *testing.T) {
 }
 
 func TestMultiRateAtomic(t *testing.T) {
-	// The ingest budget: 100/h and 10/s together.
-	m := ratelimit.NewMemory(budget("ingest", lim("ingest", 100, time.Hour, 100), lim("ingest-burst", 10, time.Second, 10)), ratelimit.MemoryOptions{})
+	// The uploads budget: 100/h and 10/s together.
+	m := ratelimit.NewMemory(budget("uploads", lim("uploads", 100, time.Hour, 100), lim("uploads-burst", 10, time.Second, 10)), ratelimit.MemoryOptions{})
 	for i := range 10 {
 		if d := m.AllowAt("k", t0); !d.Allowed || d.Remaining(0) != 99-i || d.Remaining(1) != 9-i {
 			t.Fatalf("request %d: %+v", i+1, d)

@@ -81,7 +81,7 @@ func TestStores(t *testing.T) {
 			})
 			t.Run("MultiRateAtomic", func(t *testing.T) {
 				clk := testclock.New(t0)
-				l := newLimiter(t, budget("ingest", lim("ingest", 100, time.Hour, 100), lim("ingest-burst", 10, time.Second, 10)), clk)
+				l := newLimiter(t, budget("uploads", lim("uploads", 100, time.Hour, 100), lim("uploads-burst", 10, time.Second, 10)), clk)
 				for range 10 {
 					allow(t, l, "k")
 				}
@@ -96,7 +96,7 @@ func TestStores(t *testing.T) {
 				}
 			})
 			t.Run("Refund", func(t *testing.T) {
-				for _, b := range []ratelimit.Budget{budget("q", lim("q", 10, time.Second, 10)), budget("ingest", lim("ingest", 100, time.Hour, 100), lim("ingest-burst", 10, time.Second, 10))} {
+				for _, b := range []ratelimit.Budget{budget("q", lim("q", 10, time.Second, 10)), budget("uploads", lim("uploads", 100, time.Hour, 100), lim("uploads-burst", 10, time.Second, 10))} {
 					clk := testclock.New(t0)
 					l := newLimiter(t, b, clk)
 					for range 9 {

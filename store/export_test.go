@@ -1,7 +1,5 @@
 package store
 
-import "context"
-
 // QuickStart is o with River's random delay before each maintenance task
 // turned off, so that a test's Queue rescues stuck jobs as soon as it
 // leads, not up to seconds later.
@@ -21,14 +19,4 @@ func PlatformMigrations(d Dialect) int {
 		panic(err)
 	}
 	return len(s.ms)
-}
-
-// MigrateAuth applies the platform's first migration, 0001_auth, alone.
-func (db *DB) MigrateAuth(ctx context.Context) error {
-	s, err := platform.load(db.Dialect)
-	if err != nil {
-		return err
-	}
-	_, err = db.migrate(ctx, []loadedSet{{name: PlatformSet, ms: s.ms[:1]}}, false)
-	return err
 }

@@ -60,6 +60,15 @@ func (db *DB) MigrateBefore(ctx context.Context, set, name string, features ...M
 	return err
 }
 
+// createBookkeeping makes schema_migrations on a fresh database: one row
+// per applied migration, keyed by its set and its version in the set.
+const createBookkeeping = `CREATE TABLE IF NOT EXISTS schema_migrations (
+	set_name   TEXT NOT NULL,
+	version    INTEGER NOT NULL,
+	name       TEXT NOT NULL,
+	applied_at BIGINT NOT NULL,
+	PRIMARY KEY (set_name, version))`
+
 // migrate applies sets in order, then River's migrations when queue is
 // set.
 func (db *DB) migrate(ctx context.Context, sets []loadedSet, queue bool) (applied int, err error) {
@@ -74,8 +83,8 @@ func (db *DB) migrate(ctx context.Context, sets []loadedSet, queue bool) (applie
 		}
 		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", pgMigrateLock)
 	}
-	if err := db.migrateBookkeeping(ctx, conn); err != nil {
-		return 0, err
+	if _, err := conn.ExecContext(ctx, createBookkeeping); err != nil {
+		return 0, fmt.Errorf("store: migrate: %w", err)
 	}
 	for _, s := range sets {
 		for {

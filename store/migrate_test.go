@@ -1,6 +1,5 @@
 // Tests of migration sets: the platform's and features', their
-// bookkeeping, a removed feature, a newer schema, and the rebuild of the
-// single sequence's schema_migrations.
+// bookkeeping, a removed feature and a newer schema.
 package store_test
 
 import (
@@ -9,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -163,53 +161,4 @@ func TestBadMigrationSets(t *testing.T) {
 	if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM sqlite_master WHERE name = 'schema_migrations'").Scan(&n); err != nil || n != 0 {
 		t.Fatalf("schema_migrations after refused sets: %d, %v; want none", n, err)
 	}
-}
-
-// singleSequence makes the schema_migrations of brain before migration
-// sets, with rows as "version name" pairs.
-func singleSequence(t *testing.T, db *store.DB, rows ...string) {
-	t.Helper()
-	mustExec(t, db, "CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)")
-	for _, r := range rows {
-		v, name, _ := strings.Cut(r, " ")
-		mustExec(t, db, "INSERT INTO schema_migrations (version, name, applied_at) VALUES ("+v+", '"+name+"', 42)")
-	}
-}
-
-// A single sequence's rows are mapped to their sets by name; one brain
-// did not number stops Migrate, and leaves the table as it was.
-func TestSingleSequenceBookkeeping(t *testing.T) {
-	eachDialect(t, func(t *testing.T, d store.Dialect) {
-		ctx := context.Background()
-		db := openEmpty(t, d)
-		singleSequence(t, db, "1 auth", "6 bookmarks")
-		if _, err := db.Migrate(ctx); err == nil || !strings.Contains(err.Error(), "6 (bookmarks)") {
-			t.Fatalf("Migrate over a fork's own migration 6: %v, want it named", err)
-		}
-		var n int
-		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM schema_migrations WHERE version = 6").Scan(&n); err != nil || n != 1 {
-			t.Fatalf("the single sequence after the refusal: %d, %v; want it kept", n, err)
-		}
-		mustExec(t, db, "DROP TABLE schema_migrations")
-		singleSequence(t, db, "1 auth", "2 renamed")
-		if _, err := db.Migrate(ctx); err == nil || !strings.Contains(err.Error(), "2 (renamed)") {
-			t.Fatalf("Migrate over a migration 2 of another name: %v, want it named", err)
-		}
-
-		// The account tables as brain made them: auth is not applied
-		// again (a fork's later platform migrations are).
-		db = openEmpty(t, d)
-		if err := db.MigrateAuth(ctx); err != nil {
-			t.Fatal(err)
-		}
-		mustExec(t, db, "DROP TABLE schema_migrations")
-		singleSequence(t, db, "1 auth")
-		if n, err := db.Migrate(ctx); err != nil || n != store.PlatformMigrations(d)-1 {
-			t.Fatalf("Migrate over the single sequence = %d, %v; want %d, nil", n, err, store.PlatformMigrations(d)-1)
-		}
-		var at int64
-		if err := db.QueryRowContext(ctx, "SELECT applied_at FROM schema_migrations WHERE set_name = 'platform' AND version = 1 AND name = 'auth'").Scan(&at); err != nil || at != 42 {
-			t.Fatalf("the auth row, mapped: applied_at %d, %v; want 42 kept", at, err)
-		}
-	})
 }

@@ -128,7 +128,7 @@ func loadSets(d Dialect, features []Migrations) ([]loadedSet, error) {
 }
 
 // SchemaVersions says, for people, the newest migration of each set the
-// binary knows: "platform 1, ingest 4".
+// binary knows: "platform 1, bookmarks 2".
 func SchemaVersions(d Dialect, features ...Migrations) string {
 	sets, err := loadSets(d, features)
 	if err != nil {

@@ -383,7 +383,7 @@ func TestQueueStop(t *testing.T) {
 				return nil
 			case <-ctx.Done():
 				cancelled.Store(true)
-				return fmt.Errorf("ingest %s: %w", id, ctx.Err())
+				return fmt.Errorf("job %s: %w", id, ctx.Err())
 			}
 		}, quick(t, qopts{}))
 		if err != nil {

@@ -11,8 +11,9 @@ import (
 // DB's life: database/sql prepares each on a
 // connection the first time it runs there, and reuses it after. SQLite's
 // driver otherwise parses and plans a query anew at every call, a tenth
-// of a replayed ingest's CPU (BENCHMARKS.md). PostgreSQL's driver (pgx)
-// keeps its own cache and needs none.
+// of the CPU of an idempotent replay, a request of a few small queries
+// (BENCHMARKS.md). PostgreSQL's driver (pgx) keeps its own cache and
+// needs none.
 //
 // Queries are few and fixed in this package, but some are built from
 // parts; past maxCachedStmts the rest run unprepared, so the cache stays

@@ -118,7 +118,7 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 	}
 	// Connections are kept for reuse (database/sql keeps 2 by default):
 	// opening one costs a file open and the pragmas, which under load was
-	// a sixth of a replayed ingest's CPU (BENCHMARKS.md, Memory ingest).
+	// a sixth of the CPU of an idempotent replay (BENCHMARKS.md).
 	sqldb.SetMaxIdleConns(32)
 	db := newDB(sqldb, SQLite)
 	db.stmts = &stmtCache{db: sqldb, stmts: map[string]*sql.Stmt{}}

@@ -135,7 +135,7 @@ func eventSchemas(reg huma.Registry, events []EventType) []*huma.Schema {
 }
 
 // schemaName is the component name of a stream's messages:
-// follow-job-log's is FollowJobLogEvent. Operation ids are unique in a
+// follow-events' is FollowEventsEvent. Operation ids are unique in a
 // spec, so two streams' names never collide; a type's schema of the same
 // name would, and s.Err reports it then (huma panics on a type of the
 // name of a stream's messages, added after them).

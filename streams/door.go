@@ -5,7 +5,6 @@
 package streams
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -46,7 +45,7 @@ func Add(s *api.Server, op Operation) {
 }
 
 // The spec's tag of every stream operation.
-const tag, tagDoc = "Streams", "Server-Sent Events: your events, a job's progress, the server's state, live."
+const tag, tagDoc = "Streams", "Server-Sent Events: your events, the server's state, and what the features stream, live."
 
 // DeclareEvents adds events to those a user's GET /api/v1/events may
 // carry, and to the spec's schema of its messages. Call it from an
@@ -57,14 +56,6 @@ func DeclareEvents(s *api.Server, events ...EventType) {
 	if d.events != nil { // the events stream is declared already: it carries these too
 		d.events.declare(events...)
 	}
-}
-
-// CountQueuedJobs makes count the source of the live snapshot's
-// jobs_queued (GET /api/v1/system/live): the jobs of every user waiting
-// for a worker, read at most once a second, with a deadline of a second;
-// a count that fails keeps the last. Without it the count is 0.
-func CountQueuedJobs(s *api.Server, count func(ctx context.Context) (int64, error)) {
-	doorOf(s).queuedJobs = count
 }
 
 // A door is the stream door of one api.Server, kept on it
@@ -79,10 +70,9 @@ type door struct {
 	// GET /api/v1/events; events is that stream, once declared.
 	userEvents []EventType
 	events     *declared
-	// queuedJobs counts the jobs waiting for a worker, for the live
-	// snapshot; nil: none.
-	queuedJobs func(ctx context.Context) (int64, error)
-	errs       []error
+	// gauges are the live snapshot's gauges (AddGauge), in order.
+	gauges []gauge
+	errs   []error
 }
 
 // doorKey is the key of a server's door among its extensions.
@@ -93,13 +83,14 @@ func doorOf(s *api.Server) *door {
 	return s.Extension(doorKey{}, func() api.Extension { return &door{} }).(*door)
 }
 
-// Err reports the door's mistakes: streams or events declared on a
-// server no plane serves, a plane added twice, caps that contradict each
-// other, a stream whose messages' schema has the name of another.
+// Err reports the door's mistakes: streams, events or gauges declared on
+// a server no plane serves, a plane added twice, caps that contradict
+// each other, a gauge's name that is none, a stream whose messages'
+// schema has the name of another.
 func (d *door) Err() error {
 	errs := d.errs
-	if d.plane == nil && (len(d.pending) > 0 || len(d.userEvents) > 0) {
-		errs = append(errs, fmt.Errorf("streams: %d stream operations and %d event types are declared, but no stream plane serves them: add a plane's Feature (streams.New(cfg).Feature) to api.Config.Features", len(d.pending), len(d.userEvents)))
+	if d.plane == nil && (len(d.pending) > 0 || len(d.userEvents) > 0 || len(d.gauges) > 0) {
+		errs = append(errs, fmt.Errorf("streams: %d stream operations, %d event types and %d gauges are declared, but no stream plane serves them: add a plane's Feature (streams.New(cfg).Feature) to api.Config.Features", len(d.pending), len(d.userEvents), len(d.gauges)))
 	}
 	return errors.Join(errs...)
 }

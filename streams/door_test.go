@@ -95,10 +95,11 @@ func mustJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-// Each mistake of wiring is an error of the server's Err: streams or
-// events declared with no plane to serve them, two planes on one server,
-// one plane on two servers, a user's cap below a caller's, the schema of
-// a stream's messages named as an event's data is.
+// Each mistake of wiring is an error of the server's Err: streams,
+// events or gauges declared with no plane to serve them, two planes on
+// one server, one plane on two servers, a user's cap below a caller's, a
+// gauge's name that is none or is added twice, the schema of a stream's
+// messages named as an event's data is.
 func TestWiringMistakesAreReported(t *testing.T) {
 	shared := streams.New(streams.Config{})
 	api.New(api.Config{Logger: slog.New(slog.DiscardHandler), Features: []api.Feature{shared.Feature}})
@@ -109,6 +110,9 @@ func TestWiringMistakesAreReported(t *testing.T) {
 	}{
 		{"no plane", []api.Feature{follower}, "no stream plane serves them"},
 		{"events without a plane", []api.Feature{func(s *api.Server) { streams.DeclareEvents(s, streams.EventType{Name: "x", Data: thingMade{}}) }}, "no stream plane serves them"},
+		{"a gauge without a plane", []api.Feature{gauge("things")}, "no stream plane serves them"},
+		{"a gauge's name", []api.Feature{gauge("Things"), streams.New(streams.Config{}).Feature}, `gauge "Things" is not a snake_case name`},
+		{"a gauge twice", []api.Feature{gauge("things"), streams.New(streams.Config{}).Feature, gauge("things")}, `gauge "things" is not a snake_case name of at most 64 bytes, or is added twice`},
 		{"two planes", []api.Feature{streams.New(streams.Config{}).Feature, streams.New(streams.Config{}).Feature}, "two stream planes"},
 		{"a plane of another server", []api.Feature{shared.Feature}, "serves another already"},
 		{"caps", []api.Feature{streams.New(streams.Config{Cap: streams.NewMemoryCap(8), UserCap: streams.NewMemoryCap(4)}).Feature}, "capped at 4, fewer than the 8"},

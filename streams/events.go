@@ -23,7 +23,7 @@ type EventType struct {
 
 // ClosingEvent is the data of the stream.closing event, a stream's last.
 type ClosingEvent struct {
-	Reason string `json:"reason" enum:"shutdown,slow,unauthenticated,unavailable" doc:"shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unauthenticated: the stream's credentials no longer hold (logged out, key deleted, session expired); unavailable: a store the stream needs failed (its slot was lost in an outage and others took its place, or its job could not be read again after a gap): reconnect."`
+	Reason string `json:"reason" enum:"shutdown,slow,unauthenticated,unavailable" doc:"shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unauthenticated: the stream's credentials no longer hold (logged out, key deleted, session expired); unavailable: a store the stream needs failed (its slot was lost in an outage and others took its place, or what it follows could not be read again after a gap): reconnect."`
 }
 
 // GapEvent says events may have been lost between the last event the

@@ -1,7 +1,9 @@
 package streams
 
-// LiveSnapshotOf is the snapshot a live stream of p sends now.
-func LiveSnapshotOf(p *Plane) LiveSnapshot { return p.live.snapshot(p) }
+import "context"
+
+// LiveSnapshotOf is the snapshot a live stream of p, of ctx, sends now.
+func LiveSnapshotOf(ctx context.Context, p *Plane) LiveSnapshot { return p.live.snapshot(ctx, p) }
 
 // Keys returns the shards' stream keys, in order.
 func (h *ShardedRedisHub) Keys() []string {

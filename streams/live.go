@@ -21,9 +21,11 @@ type LiveSnapshot struct {
 	RequestsPerS float64   `json:"requests_per_s" doc:"Requests this replica answered per second, over the last second."`
 	LimitedPerS  float64   `json:"limited_per_s" doc:"Of those, refused with 429, per second."`
 	OpenStreams  int64     `json:"open_streams" doc:"Streams open on this replica, this one included."`
-	JobsQueued   int64     `json:"jobs_queued" doc:"Jobs of every user waiting for a worker, on every replica (the database's count, read at most once a second; the last count read while the database does not answer)."`
-	Goroutines   int       `json:"goroutines"`
-	HeapBytes    uint64    `json:"heap_bytes" doc:"Bytes of live and not yet collected heap objects."`
+	// Gauges are the features' gauges (AddGauge), by name: never nil, so
+	// that the JSON has {} when there are none.
+	Gauges     map[string]int64 `json:"gauges" doc:"The gauges the server's features declare, by name (its properties list them): each an integer read at most once a second, the last value read while its source does not answer."`
+	Goroutines int              `json:"goroutines"`
+	HeapBytes  uint64           `json:"heap_bytes" doc:"Bytes of live and not yet collected heap objects."`
 }
 
 // serveLive sends a snapshot every second.
@@ -34,48 +36,41 @@ func (p *Plane) serveLive(st *Stream) {
 	every := time.NewTicker(time.Second)
 	defer every.Stop()
 	Pump(st, every.C, func(time.Time, bool) error {
-		return st.sendValue(liveEvent.Name, p.live.snapshot(p))
+		return st.sendValue(liveEvent.Name, p.live.snapshot(st.r.Context(), p))
 	})
 }
 
 // liveSnapshots computes the snapshot at most once a second, whatever the
-// number of streams that send it. The count of queued jobs is read outside
-// its lock, by one stream at a time: while it is read, and when it cannot
-// be, the streams go on with the last count.
+// number of streams that send it. The gauges are read outside its lock,
+// by one stream at a time: while they are read, and when one cannot be,
+// the streams go on with the last values.
 type liveSnapshots struct {
 	mu             sync.Mutex
 	last           LiveSnapshot
 	requests, lims uint64
-	counting       bool // a stream is reading the count of queued jobs
+	reading        bool // a stream is reading the gauges
 }
 
-func (l *liveSnapshots) snapshot(p *Plane) LiveSnapshot {
+// snapshot is the snapshot to send now on the stream of ctx, whose
+// logger logs a gauge that fails.
+func (l *liveSnapshots) snapshot(ctx context.Context, p *Plane) LiveSnapshot {
 	s := p.s
 	l.mu.Lock()
-	if s.Now().Sub(l.last.At) < 900*time.Millisecond || l.counting {
+	if s.Now().Sub(l.last.At) < 900*time.Millisecond || l.reading {
 		defer l.mu.Unlock()
 		return l.last
 	}
-	l.counting = true
-	queued := l.last.JobsQueued
+	l.reading = true
+	last := l.last.Gauges
 	l.mu.Unlock()
-	if count := p.d.queuedJobs; count != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		n, err := count(ctx)
-		cancel()
-		if err != nil {
-			s.LogOutage(ctx, err)
-		} else {
-			queued = n
-		}
-	}
+	gauges := readGauges(ctx, s, p.d.gauges, last)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.counting = false
+	l.reading = false
 	now := s.Now()
 	elapsed := now.Sub(l.last.At)
 	req, lim := s.Traffic()
-	snap := LiveSnapshot{At: now.UTC(), OpenStreams: int64(p.count()), JobsQueued: queued, Goroutines: runtime.NumGoroutine(), HeapBytes: heapBytes()}
+	snap := LiveSnapshot{At: now.UTC(), OpenStreams: int64(p.count()), Gauges: gauges, Goroutines: runtime.NumGoroutine(), HeapBytes: heapBytes()}
 	if !l.last.At.IsZero() && elapsed > 0 {
 		snap.RequestsPerS = float64(req-l.requests) / elapsed.Seconds()
 		snap.LimitedPerS = float64(lim-l.lims) / elapsed.Seconds()

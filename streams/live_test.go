@@ -1,10 +1,12 @@
-// The live snapshot while the database stalls: the count of queued jobs
-// a feature gives it waits, the other streams do not.
+// The live snapshot while the database stalls: the gauge a feature gives
+// it waits, the other streams do not.
 
 package streams_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,40 +19,44 @@ import (
 )
 
 // While the database stalls, live streams go on: the one whose turn it is
-// waits for the count of queued jobs (up to a second), the others send
-// the last count meanwhile, and a count that fails keeps the last.
+// waits for the gauge (up to a second), the others send its last value
+// meanwhile, and a read that fails keeps the last.
 func TestSystemLiveWhileTheDatabaseStalls(t *testing.T) {
 	db, stall := storetest.OpenStallable(t, store.Postgres)
 	clk := testclock.New(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
-	// Two jobs queued, counted by a query that waits when the database does.
+	// Two things waiting, counted by a query that waits when the database does.
 	count := func(s *api.Server) {
-		streams.CountQueuedJobs(s, func(ctx context.Context) (n int64, err error) {
+		streams.AddGauge(s, "things_waiting", "Things waiting.", func(ctx context.Context) (n int64, err error) {
 			return n, db.QueryRowContext(ctx, "SELECT 2").Scan(&n)
 		})
 	}
-	s := apitest.Start(t, api.Config{DB: db, Now: clk.Now, Features: []api.Feature{count}})
-	if snap := streams.LiveSnapshotOf(s.Streams); snap.JobsQueued != 2 {
-		t.Fatalf("the snapshot: %+v; want 2 jobs queued", snap)
+	s := apitest.Start(t, api.Config{Now: clk.Now, Features: []api.Feature{count}})
+	ctx := api.WithLogger(context.Background(), slog.New(slog.NewTextHandler(s.Logs, nil))) // as a stream's request logs
+	if snap := streams.LiveSnapshotOf(ctx, s.Streams); snap.Gauges["things_waiting"] != 2 {
+		t.Fatalf("the snapshot: %+v; want 2 things waiting", snap)
 	}
 
 	clk.Advance(time.Second)
 	stall.Start()
 	counted := make(chan streams.LiveSnapshot, 1)
-	go func() { counted <- streams.LiveSnapshotOf(s.Streams) }()
+	go func() { counted <- streams.LiveSnapshotOf(ctx, s.Streams) }()
 	time.Sleep(100 * time.Millisecond) // its count reaches the stalled database (it waits a second there)
-	other := streams.LiveSnapshotOf(s.Streams)
+	other := streams.LiveSnapshotOf(ctx, s.Streams)
 	select {
 	case <-counted:
 		t.Fatal("another stream's snapshot waited for the count of a stalled database")
 	default:
 	}
-	if other.JobsQueued != 2 {
-		t.Fatalf("the snapshot while the count is under way: %+v; want the last count, 2", other)
+	if other.Gauges["things_waiting"] != 2 {
+		t.Fatalf("the snapshot while the gauge is read: %+v; want its last value, 2", other)
 	}
 	select {
 	case snap := <-counted:
-		if snap.JobsQueued != 2 || !snap.At.Equal(clk.Now()) {
-			t.Fatalf("the snapshot whose count failed: %+v; want a new one with the last count, 2", snap)
+		if snap.Gauges["things_waiting"] != 2 || !snap.At.Equal(clk.Now()) {
+			t.Fatalf("the snapshot whose gauge failed: %+v; want a new one with its last value, 2", snap)
+		}
+		if !strings.Contains(s.Logs.String(), "gauge things_waiting") {
+			t.Fatalf("the gauge's failure is not logged:\n%s", s.Logs)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the count of a stalled database did not give up within 5 s")

@@ -38,13 +38,14 @@ func (p *Plane) addPlatform() {
 		Operation: huma.Operation{
 			OperationID: "follow-system-live", Path: api.Prefix + "/system/live", Tags: tags,
 			Summary: "Follow the server's state",
-			Description: "A snapshot of this replica every second: requests and refusals per second, open streams, jobs queued, goroutines, heap. " + who +
+			Description: "A snapshot of this replica every second: requests and refusals per second, open streams, the gauges the features declare, goroutines, heap. " + who +
 				" Shares the stream plane's caps and open budgets with every stream endpoint.",
 		},
 		Access: p.cfg.LiveAccess,
 		Events: []EventType{liveEvent},
 		Serve:  p.serveLive,
 	})
+	declareGauges(p.s.API.OpenAPI().Components.Schemas, d.gauges)
 }
 
 // serveEvents sends the caller's events: those kept after Last-Event-ID

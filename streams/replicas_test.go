@@ -90,7 +90,7 @@ func newReplicaWith(t *testing.T, svc *auth.Service, db *store.DB, prefix string
 		return r
 	}
 	var hs *httptest.Server
-	s := apitest.Start(t, api.Config{Auth: svc, DB: db, Limits: limits},
+	s := apitest.Start(t, api.Config{Auth: svc, Limits: limits},
 		apitest.Streams(streams.Config{Cap: redisCap(streams.DefaultCap), UserCap: redisCap(o.userCap), Hub: hub, Heartbeat: lease / 5}),
 		apitest.HTTPServer(func(s *httptest.Server) { hs = s }))
 	return &replica{Server: s, client: client, server: hs}
@@ -288,7 +288,7 @@ func TestStreamsThroughARedisCut(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = hub.Run(ctx) }()
 	t.Cleanup(func() { stop(); <-done })
-	a := apitest.Start(t, api.Config{Auth: svc, DB: db}, apitest.Streams(streams.Config{
+	a := apitest.Start(t, api.Config{Auth: svc}, apitest.Streams(streams.Config{
 		Cap: redisCap(streams.DefaultCap), UserCap: redisCap(streams.DefaultUserCap), Hub: hub, Heartbeat: beat}))
 	var never atomic.Bool
 	b := newReplica(t, svc, db, prefix, 4*beat, &never) // Redis never fails it

@@ -5,7 +5,10 @@ package streams_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
+	"maps"
 	"net/http"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -35,8 +38,8 @@ func liveResponses(t *testing.T, s *api.Server) map[string]json.RawMessage {
 	return doc.Paths["/api/v1/system/live"]["get"].Responses
 }
 
-// The live snapshot's jobs_queued is the count a feature gives it
-// (streams.CountQueuedJobs), 0 without one; any caller may follow it by default, and with
+// The live snapshot's gauges are those the features give it
+// (streams.AddGauge), {} without one; any caller may follow it by default, and with
 // LiveAccess Admin only the user admin, the others getting 403, as the
 // spec says in each case.
 func TestSystemLive(t *testing.T) {
@@ -48,18 +51,18 @@ func TestSystemLive(t *testing.T) {
 
 	t.Run("all", func(t *testing.T) {
 		three := func(s *api.Server) {
-			streams.CountQueuedJobs(s, func(context.Context) (int64, error) { return 3, nil })
+			streams.AddGauge(s, "things_waiting", "Things waiting.", func(context.Context) (int64, error) { return 3, nil })
 		}
-		l := apitest.Start(t, api.Config{Auth: svc, DB: db, Features: []api.Feature{three}})
-		if snap := l.LiveSnapshot(l.Session()); snap.JobsQueued != 3 {
-			t.Fatalf("ada's snapshot: %+v; want the feature's 3 jobs queued", snap)
+		l := apitest.Start(t, api.Config{Auth: svc, Features: []api.Feature{three}})
+		if snap := l.LiveSnapshot(l.Session()); !maps.Equal(snap.Gauges, map[string]int64{"things_waiting": 3}) {
+			t.Fatalf("ada's snapshot: %+v; want the feature's gauge, 3 things waiting", snap)
 		}
 		if _, ok := liveResponses(t, l.Server)["403"]; ok {
 			t.Fatal("the spec declares a 403 on the live stream, which any caller may follow")
 		}
 	})
 	t.Run("admin", func(t *testing.T) {
-		l := apitest.Start(t, api.Config{Auth: svc, DB: db}, apitest.Streams(streams.Config{LiveAccess: api.Admin}))
+		l := apitest.Start(t, api.Config{Auth: svc}, apitest.Streams(streams.Config{LiveAccess: api.Admin}))
 		ada := l.Session()
 		_, r := l.OpenStream("/api/v1/system/live", ada)
 		var env struct{ Code string }
@@ -67,8 +70,8 @@ func TestSystemLive(t *testing.T) {
 			t.Fatalf("ada, not admin: %d %s; want 403 forbidden", r.Status, r.Body)
 		}
 		admin := l.Login(api.AdminUsername, apitest.Password).Cookie(t)
-		if snap := l.LiveSnapshot(admin); snap.JobsQueued != 0 {
-			t.Fatalf("admin's snapshot: %+v; want 0 jobs queued, no feature counting them", snap)
+		if snap := l.LiveSnapshot(admin); snap.Gauges == nil || len(snap.Gauges) != 0 {
+			t.Fatalf("admin's snapshot: %+v; want gauges {}, no feature giving one", snap)
 		}
 		if st, r := l.OpenStream("/api/v1/events", ada); st == nil {
 			t.Fatalf("ada's other streams: %d %s", r.Status, r.Body)
@@ -81,7 +84,7 @@ func TestSystemLive(t *testing.T) {
 	// the spec's x-rate-limit says, and is answered 429 once it is spent.
 	t.Run("a 403 is charged", func(t *testing.T) {
 		three := ratelimit.Rate{Limit: 3, Window: time.Minute, Burst: 3}
-		l := apitest.Start(t, api.Config{Auth: svc, DB: db, Limits: api.Limits{Session: three}}, apitest.Streams(streams.Config{LiveAccess: api.Admin}))
+		l := apitest.Start(t, api.Config{Auth: svc, Limits: api.Limits{Session: three}}, apitest.Streams(streams.Config{LiveAccess: api.Admin}))
 		ada := l.Session()
 		for i := range 3 {
 			if _, r := l.OpenStream("/api/v1/system/live", ada); r.Status != http.StatusForbidden {
@@ -108,4 +111,49 @@ func TestSystemLive(t *testing.T) {
 			t.Fatalf("the live stream's x-rate-limit %+v: want the session budget its 403s draw from", doc.Paths["/api/v1/system/live"]["get"].XRateLimit)
 		}
 	})
+}
+
+// gauge is a feature adding the gauge name, which reads 1.
+func gauge(name string) api.Feature {
+	return func(s *api.Server) {
+		streams.AddGauge(s, name, "The "+name+".", func(context.Context) (int64, error) { return 1, nil })
+	}
+}
+
+// The spec's snapshot lists the gauges the features add, before the
+// plane's Feature or after it, each an integer always present with its
+// doc; with none, gauges is an object with no member named.
+func TestGaugesInTheSpec(t *testing.T) {
+	gauges := func(features ...api.Feature) map[string]any {
+		t.Helper()
+		s := api.New(api.Config{Logger: slog.New(slog.DiscardHandler), Features: features})
+		if err := s.Err(); err != nil {
+			t.Fatal(err)
+		}
+		spec, err := s.Spec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Components struct {
+				Schemas map[string]struct{ Properties map[string]map[string]any }
+			}
+		}
+		if err := json.Unmarshal(spec, &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc.Components.Schemas["LiveSnapshot"].Properties["gauges"]
+	}
+	none := gauges(streams.New(streams.Config{}).Feature)
+	if none["type"] != "object" || none["properties"] != nil || none["required"] != nil {
+		t.Fatalf("the gauges of a server with none: %v", none)
+	}
+	two := gauges(gauge("things"), streams.New(streams.Config{}).Feature, gauge("widgets"))
+	want := map[string]any{
+		"things":  map[string]any{"type": "integer", "format": "int64", "description": "The things."},
+		"widgets": map[string]any{"type": "integer", "format": "int64", "description": "The widgets."},
+	}
+	if !reflect.DeepEqual(two["properties"], want) || !reflect.DeepEqual(two["required"], []any{"things", "widgets"}) {
+		t.Fatalf("the gauges of a server with two: %v", two)
+	}
 }

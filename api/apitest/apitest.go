@@ -81,9 +81,8 @@ type Server struct {
 	*Client
 	// Streams is the stream plane the server serves ([Streams]).
 	Streams *streams.Plane
-	// Auth and DB are the server's, as [Start] completed them.
+	// Auth is the server's, as [Start] completed it.
 	Auth *auth.Service
-	DB   *store.DB
 	// Logs is what the server logged, when Config.Logger was nil.
 	Logs *Logs
 }
@@ -107,8 +106,8 @@ func HTTPServer(f func(*httptest.Server)) Option {
 }
 
 // Start serves cfg on a port of its own until the test ends, completing
-// cfg: a database ([OpenDB]) when DB is nil, an auth service on it with
-// ada ([NewAuth]) when Auth is nil, the account operations on that
+// cfg: an auth service with ada ([NewAuth]) on a database of its own
+// ([OpenDB]) when Auth is nil, the account operations on that
 // service (package auth/account: log in, API keys) first of the features,
 // as brain serves them, a logger into [Server.Logs], the stream plane
 // (package streams, last of the features: [Streams], or the default) with
@@ -121,11 +120,8 @@ func Start(tb testing.TB, cfg api.Config, opts ...Option) *Server {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if cfg.DB == nil {
-		cfg.DB = OpenDB(tb)
-	}
 	if cfg.Auth == nil {
-		cfg.Auth = NewAuth(tb, cfg.DB)
+		cfg.Auth = NewAuth(tb, OpenDB(tb))
 	}
 	logs := &Logs{}
 	if cfg.Logger == nil {
@@ -169,7 +165,7 @@ func Start(tb testing.TB, cfg api.Config, opts ...Option) *Server {
 	})
 	tb.Cleanup(tr.CloseIdleConnections)
 	return &Server{Server: s, Client: NewClient(tb, hs.URL, &http.Client{Transport: tr, Timeout: 60 * time.Second}),
-		Streams: plane, Auth: cfg.Auth, DB: cfg.DB, Logs: logs}
+		Streams: plane, Auth: cfg.Auth, Logs: logs}
 }
 
 // Session logs [User] in and returns the "Cookie: ..." header of the

@@ -87,7 +87,7 @@ func TestKeyPagesRefuseBadParameters(t *testing.T) {
 func TestKeyPages(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, db *store.DB) {
 		clk := apitest.NewClock(t0)
-		s := apitest.Start(t, api.Config{DB: db, Auth: withClock(t, db, clk), Now: clk.Now})
+		s := apitest.Start(t, api.Config{Auth: withClock(t, db, clk), Now: clk.Now})
 		session := s.Session()
 		var created []string // oldest first
 		for i := range 7 {
@@ -135,7 +135,7 @@ func TestKeyPages(t *testing.T) {
 // it. Without Config.CookieSecure it is not Secure.
 func TestSessionCookie(t *testing.T) {
 	db, clk := apitest.OpenDB(t), apitest.NewClock(t0)
-	s := apitest.Start(t, api.Config{DB: db, Auth: withClock(t, db, clk), Now: clk.Now})
+	s := apitest.Start(t, api.Config{Auth: withClock(t, db, clk), Now: clk.Now})
 	login := s.Login(apitest.User, apitest.Password).Want(t, http.StatusOK, "login")
 	c := sessionCookie(t, login.Header)
 	if !c.HttpOnly || c.SameSite != http.SameSiteLaxMode || c.Path != "/" || c.Secure || c.Value == "" {
@@ -160,7 +160,7 @@ func TestSessionCookie(t *testing.T) {
 func TestSessionCookieSecure(t *testing.T) {
 	db := apitest.OpenDB(t)
 	svc := apitest.NewAuth(t, db)
-	srv := httptest.NewServer(api.New(api.Config{Auth: svc, DB: db, Logger: slog.New(slog.DiscardHandler),
+	srv := httptest.NewServer(api.New(api.Config{Auth: svc, Logger: slog.New(slog.DiscardHandler),
 		Features: []api.Feature{account.Feature(svc, account.Config{CookieSecure: true})}}))
 	t.Cleanup(srv.Close)
 	body := fmt.Sprintf(`{"username":%q,"password":%q}`, apitest.User, apitest.Password)

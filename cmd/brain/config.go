@@ -112,7 +112,7 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 		return Config{}, err
 	}
 	flags := budgetFlags{}
-	fs.Var(flags, "budget", "name=limits: replace the defaults of an operation's budget, e.g. notes=200/h;10/s (repeatable; env "+budgetsEnv+", space-separated)")
+	fs.Var(flags, "budget", "name=limits: replace the defaults of an operation's budget, e.g. bookmarks=200/h;10/s (repeatable; env "+budgetsEnv+", space-separated)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -158,8 +158,8 @@ func defineSettings(fs *flag.FlagSet, rows []settings.Setting, getenv func(strin
 	return values
 }
 
-// envBudgets reads the budget overrides of the environment: budgetsEnv,
-// then the modules' budget aliases; from says where each came from.
+// envBudgets reads the budget overrides of the environment, budgetsEnv;
+// from says where each came from.
 func envBudgets(getenv func(string) string) (budgets budgetFlags, from map[string]string, err error) {
 	budgets, from = budgetFlags{}, map[string]string{}
 	for _, entry := range strings.Fields(getenv(budgetsEnv)) {
@@ -169,11 +169,6 @@ func envBudgets(getenv func(string) string) (budgets budgetFlags, from map[strin
 	}
 	for name := range budgets {
 		from[name] = budgetsEnv
-	}
-	for _, a := range budgetAliases() {
-		if err := a.Read(getenv, settings.Overrides{Limits: budgets, From: from}); err != nil {
-			return nil, nil, err
-		}
 	}
 	return budgets, from, nil
 }
@@ -265,16 +260,16 @@ func (b budgetFlags) String() string { return "" }
 func (b budgetFlags) Set(v string) error {
 	name, limits, ok := strings.Cut(v, "=")
 	if !ok || name == "" {
-		return errors.New("want name=limits, for example notes=200/h;10/s")
+		return errors.New("want name=limits, for example bookmarks=200/h;10/s")
 	}
 	b[name] = limits
 	return nil
 }
 
-// budgetFamilies are the prefixes of the variables that set budgets: a
-// variable set under one of them that is no setting is a typo, which
-// stops start-up rather than change nothing.
-// The modules' budget aliases add their own (budgetAliases).
+// budgetFamilies are the prefixes of the platform's variables that set
+// budgets (settings.Table.Families): a variable set under one of them
+// that is no setting is a typo, which stops start-up rather than change
+// nothing. A module's table adds its own.
 var budgetFamilies = []string{product.EnvPrefix + "RATE_LIMIT", product.EnvPrefix + "RATELIMIT_", product.EnvPrefix + "BUDGET", product.EnvPrefix + "STREAM_OPEN"}
 
 // environ lists the variables of the environment, as os.Environ does:
@@ -282,38 +277,37 @@ var budgetFamilies = []string{product.EnvPrefix + "RATE_LIMIT", product.EnvPrefi
 // name. The values are still read through getenv.
 var environ = os.Environ
 
-// budgetSettings are the variables of budgetFamilies that are settings.
-func budgetSettings() []string {
-	var known []string
-	for _, s := range allSettings(newConfig()) {
-		if inBudgetFamily(s.Env) {
+// budgetSettings returns the budget families of every table
+// (settings.Table.Families), and the variables under them that are
+// settings, budgetsEnv among them, sorted.
+func budgetSettings() (known, families []string) {
+	c := newConfig()
+	for _, t := range tables(c) {
+		families = append(families, t.Families...)
+	}
+	for _, s := range allSettings(c) {
+		if inFamily(s.Env, families) {
 			known = append(known, s.Env)
 		}
 	}
 	known = append(known, budgetsEnv)
-	for _, a := range budgetAliases() {
-		known = append(known, a.Envs...)
-	}
 	slices.Sort(known)
-	return known
+	return known, families
 }
 
-func inBudgetFamily(env string) bool {
-	families := budgetFamilies
-	for _, a := range budgetAliases() {
-		families = append(slices.Clip(families), a.Families...)
-	}
+// inFamily reports whether env has one of the prefixes families.
+func inFamily(env string, families []string) bool {
 	return slices.ContainsFunc(families, func(p string) bool { return strings.HasPrefix(env, p) })
 }
 
 // strayBudgetSettings returns the variables set (with getenv) under a
 // budget family that are no setting, sorted.
 func strayBudgetSettings(getenv func(string) string) []string {
-	known := budgetSettings()
+	known, families := budgetSettings()
 	var strays []string
 	for _, kv := range environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if inBudgetFamily(name) && getenv(name) != "" && !slices.Contains(known, name) && !slices.Contains(strays, name) {
+		if inFamily(name, families) && getenv(name) != "" && !slices.Contains(known, name) && !slices.Contains(strays, name) {
 			strays = append(strays, name)
 		}
 	}

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -285,55 +285,6 @@ func TestUnknownBudgetStopsStartUp(t *testing.T) {
 	}
 }
 
-// The MEM_RATE_LIMIT_* names set parts of the memory budgets, and the
-// spec shows what they set; BRAIN_BUDGETS wins over them; a bad one is
-// refused by name.
-func TestMemBudgetAliases(t *testing.T) {
-	entries := func(kv map[string]string) map[string]api.RateLimitEntry {
-		t.Helper()
-		c, err := parseConfig("brain", nil, env(kv), io.Discard)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := newServer(c, slog.New(slog.DiscardHandler), running{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		spec, _ := s.Spec()
-		var doc struct {
-			Paths map[string]map[string]struct {
-				XRateLimit []api.RateLimitEntry `json:"x-rate-limit"`
-			}
-		}
-		if err := json.Unmarshal(spec, &doc); err != nil {
-			t.Fatal(err)
-		}
-		out := map[string]api.RateLimitEntry{}
-		for _, item := range doc.Paths {
-			for _, op := range item {
-				for _, e := range op.XRateLimit {
-					if e.Plane == "apikey" {
-						out[e.Policy] = e
-					}
-				}
-			}
-		}
-		return out
-	}
-	got := entries(map[string]string{"MEM_RATE_LIMIT_INGEST": "200", "MEM_RATE_LIMIT_BURST": "20"})
-	if got["ingest"].Limit != 200 || got["ingest"].WindowS != 3600 || got["ingest-burst"].Limit != 20 || got["skills"].Limit != 20 ||
-		got["query"].Limit != 1000 || got["query-burst"].Limit != 20 {
-		t.Fatalf("with the aliases: %+v", got)
-	}
-	got = entries(map[string]string{"MEM_RATE_LIMIT_INGEST": "200", "BRAIN_BUDGETS": "ingest=7/h"})
-	if got["ingest"].Limit != 7 || got["ingest-burst"].Limit != 0 {
-		t.Fatalf("BRAIN_BUDGETS wins: %+v", got["ingest"])
-	}
-	if _, err := parseConfig("brain", nil, env(map[string]string{"MEM_RATE_LIMIT_QUERY": "lots"}), io.Discard); err == nil || !strings.Contains(err.Error(), "MEM_RATE_LIMIT_QUERY") {
-		t.Fatalf("a bad alias: %v", err)
-	}
-}
-
 // Every setting is bounded: a duration of a century, or a count of a
 // billion, stops start-up with a message naming the setting. (Without
 // bounds, BRAIN_STREAM_HEARTBEAT=2000000h overflowed the streams' write
@@ -362,53 +313,71 @@ func TestEverySettingIsBounded(t *testing.T) {
 // guess, stops the binary before it creates anything, naming the variable
 // and the settings and budgets it could mean; the real ones start it.
 func TestStrayBudgetSettingStopsStartUp(t *testing.T) {
+	for _, tc := range []struct{ name, value, want string }{
+		{"BRAIN_RATE_LIMIT_NOSUCHBUDGET", "1/s", "BRAIN_RATE_LIMIT_APIKEY, BRAIN_RATE_LIMIT_IP, BRAIN_RATE_LIMIT_SESSION"},
+		{"BRAIN_BUDGET", "bookmarks=5/h", "BRAIN_BUDGETS"},
+		{"BRAIN_RATELIMIT_SESSION", "10/s", "BRAIN_RATELIMIT_ON_STORE_ERROR"}, // the other spelling brain uses
+		{"BRAIN_RATE_LIMITS_IP", "10/s", "BRAIN_RATE_LIMIT_IP"},
+	} {
+		t.Run(tc.name, func(t *testing.T) { wantStray(t, tc.name, tc.value, tc.want, "(declared: ") })
+	}
+	// The settings of the family pass.
+	wantPastTheSettings(t, map[string]string{"BRAIN_RATE_LIMIT_SESSION": "10/s", "BRAIN_RATE_LIMIT_IP": "10/s", "BRAIN_RATE_LIMIT_APIKEY": "10/s",
+		"BRAIN_STREAM_OPENS": "5/min", "BRAIN_RATELIMIT_ON_STORE_ERROR": "open"})
+}
+
+// runBrain runs the test binary as brain (execMainEnv) with only the
+// variables kv, for at most 20 s (a brain that starts is killed), and
+// returns what it wrote.
+func runBrain(t *testing.T, kv map[string]string) (string, error) {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	brain := func(kv map[string]string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // a brain that starts is killed
-		defer cancel()
-		cmd := exec.CommandContext(ctx, exe)
-		cmd.Env = []string{execMainEnv + "=1"}
-		for k, v := range kv {
-			cmd.Env = append(cmd.Env, k+"="+v)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe)
+	cmd.Env = []string{execMainEnv + "=1"}
+	for k, v := range kv {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// wantStray checks that brain with name=value set refuses to start, and
+// says it is no such setting and each of wants (the settings and budgets
+// it could mean), before it creates a file.
+func wantStray(t *testing.T, name, value string, wants ...string) {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := runBrain(t, map[string]string{name: value, "BRAIN_DATA_DIR": dir, "BRAIN_ADDR": "127.0.0.1:0", "BRAIN_METRICS_ADDR": "off"})
+	if err == nil || !strings.Contains(out, "invalid "+name+": no such setting") {
+		t.Fatalf("brain with %s=%s: %v\n%s\nwant a refusal naming it", name, value, err, out)
+	}
+	for _, w := range wants {
+		if !strings.Contains(out, w) {
+			t.Errorf("brain with %s=%s:\n%s\nwant it to name %s", name, value, out, w)
 		}
-		out, err := cmd.CombinedOutput()
-		return string(out), err
 	}
-	for _, tc := range []struct{ name, value, want string }{
-		{"BRAIN_RATE_LIMIT_NOSUCHBUDGET", "1/s", "BRAIN_RATE_LIMIT_APIKEY, BRAIN_RATE_LIMIT_IP, BRAIN_RATE_LIMIT_SESSION"},
-		{"MEM_RATE_LIMIT_SKILLS", "5", "MEM_RATE_LIMIT_BURST, MEM_RATE_LIMIT_INGEST, MEM_RATE_LIMIT_PROJECTS, MEM_RATE_LIMIT_QUERY"},
-		{"MEM_RATE_LIMIT_QUERIES", "5", "MEM_RATE_LIMIT_QUERY"},
-		{"BRAIN_BUDGET", "ingest=5/h", "BRAIN_BUDGETS"},
-		{"BRAIN_RATELIMIT_SESSION", "10/s", "BRAIN_RATELIMIT_ON_STORE_ERROR"}, // the other spelling brain uses
-		{"BRAIN_RATE_LIMITS_IP", "10/s", "BRAIN_RATE_LIMIT_IP"},
-		{"MEM_RATELIMIT_QUERY", "5", "MEM_RATE_LIMIT_QUERY"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			out, err := brain(map[string]string{tc.name: tc.value, "BRAIN_DATA_DIR": dir, "BRAIN_ADDR": "127.0.0.1:0", "BRAIN_METRICS_ADDR": "off"})
-			if err == nil || !strings.Contains(out, "invalid "+tc.name+": no such setting") || !strings.Contains(out, tc.want) || !strings.Contains(out, "skills") {
-				t.Fatalf("brain with %s=%s: %v\n%s\nwant a refusal naming it, %s and the declared budgets", tc.name, tc.value, err, out, tc.want)
-			}
-			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
-				t.Fatalf("brain created %d file(s) before refusing %s", len(entries), tc.name)
-			}
-		})
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Fatalf("brain created %d file(s) before refusing %s", len(entries), name)
 	}
-	// The settings of the family pass: brain goes on to bind its port,
-	// taken here so that it stops there.
+}
+
+// wantPastTheSettings checks that brain with the settings kv goes on to
+// bind its port, taken here so that it stops there.
+func wantPastTheSettings(t *testing.T, kv map[string]string) {
+	t.Helper()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	kv := map[string]string{"BRAIN_RATE_LIMIT_SESSION": "10/s", "BRAIN_RATE_LIMIT_IP": "10/s", "BRAIN_RATE_LIMIT_APIKEY": "10/s",
-		"MEM_RATE_LIMIT_INGEST": "5", "MEM_RATE_LIMIT_QUERY": "5", "MEM_RATE_LIMIT_PROJECTS": "5", "MEM_RATE_LIMIT_BURST": "2",
-		"BRAIN_BUDGETS": "skills=3/s", "BRAIN_STREAM_OPENS": "5/min", "BRAIN_RATELIMIT_ON_STORE_ERROR": "open",
-		"BRAIN_DATA_DIR": t.TempDir(), "BRAIN_ADDR": taken.Addr().String(), "BRAIN_METRICS_ADDR": "off"}
-	if out, _ := brain(kv); !strings.Contains(out, taken.Addr().String()+" is in use") {
-		t.Fatalf("brain with every budget setting:\n%s\nwant it past the settings, stopped by the port in use", out)
+	kv = maps.Clone(kv)
+	kv["BRAIN_DATA_DIR"], kv["BRAIN_ADDR"], kv["BRAIN_METRICS_ADDR"] = t.TempDir(), taken.Addr().String(), "off"
+	if out, _ := runBrain(t, kv); !strings.Contains(out, taken.Addr().String()+" is in use") {
+		t.Fatalf("brain with %v:\n%s\nwant it past the settings, stopped by the port in use", kv, out)
 	}
 }

@@ -175,7 +175,6 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		BuildVersion:   buildVersion(),
 		Ready:          r.ready,
 		Auth:           r.auth,
-		DB:             r.db,
 		TrustedProxies: cfg.TrustedProxies,
 		CORSOrigins:    cfg.CORSOrigins,
 		Limits:         l,
@@ -203,8 +202,9 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		}
 	}
 	if len(cfg.strays) > 0 {
+		known, _ := budgetSettings()
 		return nil, fmt.Errorf("invalid %s: no such setting; the budget settings are %s, and an operation's budget is set by its name with %s=name=limits or --budget name=limits (declared: %v)",
-			strings.Join(cfg.strays, " and "), strings.Join(budgetSettings(), ", "), budgetsEnv, declared)
+			strings.Join(cfg.strays, " and "), strings.Join(known, ", "), budgetsEnv, declared)
 	}
 	return s, nil
 }

@@ -25,10 +25,10 @@ import (
 // Features instead.
 //
 // A package satisfies it with exported methods, and never imports
-// cmd/brain: ingest.Module is one.
+// cmd/brain (the memory example's Module is one).
 type module interface {
 	// Settings is the module's settings table, whose rows read into the
-	// module itself, and its budget aliases.
+	// module itself.
 	Settings() settings.Table
 	// Migrations is the module's migration set (store.Migrations).
 	Migrations() store.Migrations

@@ -25,7 +25,7 @@ import (
 // tables are the settings brain reads into c: the platform's, then each
 // module's, in order.
 func tables(c *Config) []settings.Table {
-	t := []settings.Table{{Rows: platformSettings(c)}}
+	t := []settings.Table{{Rows: platformSettings(c), Families: budgetFamilies}}
 	for _, m := range c.modules {
 		t = append(t, m.Settings())
 	}
@@ -39,16 +39,6 @@ func allSettings(c *Config) []settings.Setting {
 		rows = append(rows, t.Rows...)
 	}
 	return rows
-}
-
-// budgetAliases are the variables the modules read beside the table that
-// override parts of their budgets.
-func budgetAliases() []settings.BudgetAlias {
-	var aliases []settings.BudgetAlias
-	for _, t := range tables(newConfig()) {
-		aliases = append(aliases, t.Aliases...)
-	}
-	return aliases
 }
 
 // platformSettings are the rows of the platform's settings, read into c.
@@ -119,7 +109,7 @@ func platformSettings(c *Config) []settings.Setting {
 			Set: settings.Rate(&c.RateLimitIP)},
 		{Flag: "rate-limit-apikey", Env: product.EnvPrefix + "RATE_LIMIT_APIKEY", Default: limits.APIKey.String(), Usage: "per-API-key budget of operations without their own",
 			Set: settings.Rate(&c.RateLimitAPIKey)},
-		{Flag: "body-bytes-in-flight", Env: bodyBytesEnv, Default: settings.FormatSize(api.DefaultBodyBytesInFlight), Usage: "bytes of large request bodies (an ingest's) arrived and held at once, all callers together; a body whose length would pass it is refused before it is read, 503 with Retry-After: 1",
+		{Flag: "body-bytes-in-flight", Env: bodyBytesEnv, Default: settings.FormatSize(api.DefaultBodyBytesInFlight), Usage: "bytes of large request bodies (an operation's limit over 64 KiB) arrived and held at once, all callers together; a body whose length would pass it is refused before it is read, 503 with Retry-After: 1",
 			Set: settings.Size(leastBodyBytes, 64<<30, &c.BodyBytesInFlight)},
 		{Flag: "body-bytes-in-flight-per-user", Env: bodyBytesPerUserEnv, Default: settings.FormatSize(api.DefaultBodyBytesPerCaller), Usage: "lengths of large request bodies in flight at once for one user (or, on a public operation, one client address), arrived or not; at most " + bodyBytesEnv,
 			Set: settings.Size(leastBodyBytes, 64<<30, &c.BodyBytesPerUser)},
@@ -325,7 +315,7 @@ func splitList(v string) []string {
 	return out
 }
 
-// leastBodyBytes is the least the body budgets accept: the largest body
-// an operation reads (the memory example's batch, ingest.MaxBodyBytes).
-// api.New refuses an operation that reads more than the budgets allow.
+// leastBodyBytes is the least the body budgets accept, one body of 8 MiB:
+// room for an operation's large body (api.New refuses an operation that
+// reads more than the budgets allow).
 const leastBodyBytes = 8 << 20

@@ -132,7 +132,7 @@ func TestNewerSchemaStopsStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ExecContext(context.Background(), "INSERT INTO schema_migrations (set_name, version, name, applied_at) VALUES ('ingest', 999, 'future', 0)"); err != nil {
+	if _, err := db.ExecContext(context.Background(), "INSERT INTO schema_migrations (set_name, version, name, applied_at) VALUES ('platform', 999, 'future', 0)"); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()

@@ -1,5 +1,5 @@
 // Package page is the one cursor of the lists ordered newest first (API
-// keys, jobs, a feature's rows): the place of an item in such a list, its
+// keys, a feature's rows): the place of an item in such a list, its
 // wire form, and the cut of a page fetched one item long. store.PageAfter
 // is its SQL.
 package page

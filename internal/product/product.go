@@ -14,8 +14,8 @@ package product
 const Name = "brain"
 
 // EnvPrefix begins every environment variable the platform reads
-// (BRAIN_ADDR, …): Name upper cased, then an underscore. The memory
-// example's MEM_* variables are its own and do not carry it.
+// (BRAIN_ADDR, …): Name upper cased, then an underscore. A feature may
+// name variables of its own without it.
 const EnvPrefix = "BRAIN_"
 
 // MetricNamespace begins every Prometheus metric name: brain_… .

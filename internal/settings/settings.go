@@ -1,7 +1,7 @@
 // Package settings is the row type of brain's settings table and the
 // parsers and formatters rows share. A setting is a flag and an
 // environment variable with a default and a usage line; the platform
-// (cmd/brain) and each feature (such as ingest) declare their own rows,
+// (cmd/brain) and each module (a feature with settings) declare their own rows,
 // and cmd/brain reads them all, flag over variable over default.
 //
 // A default is written once: a row's Default is formatted from the
@@ -21,30 +21,13 @@ type Setting struct {
 	Set    func(v string) error
 }
 
-// A Table is what one package declares: its rows, and the variables
-// beside them that override parts of its budgets.
+// A Table is what one package declares: its rows, and the families of
+// the variables among them that set rate limits.
 type Table struct {
-	Rows    []Setting
-	Aliases []BudgetAlias
-}
-
-// Overrides are the budget overrides read so far: each budget's limits
-// (ratelimit.ParseRates' syntax) by budget name, and where they came
-// from (a variable or a flag, as an error names it).
-type Overrides struct {
-	Limits, From map[string]string
-}
-
-// A BudgetAlias is a set of environment variables that override parts of
-// the budgets a feature declares, beside the generic BRAIN_BUDGETS.
-type BudgetAlias struct {
-	// Envs are the variables Read reads.
-	Envs []string
-	// Families are prefixes of variable names: a variable set under one
-	// of them that is none of Envs is a typo, which stops start-up.
+	Rows []Setting
+	// Families are prefixes of the names of the table's variables that
+	// set rate limits (BRAIN_RATE_LIMIT): a variable set under one of
+	// them that is no setting is a typo, which stops start-up rather
+	// than change nothing.
 	Families []string
-	// Read reads the variables with getenv into o. A budget o names
-	// already is left as it is; a bad value is an error naming its
-	// variable.
-	Read func(getenv func(string) string, o Overrides) error
 }

@@ -33,7 +33,7 @@ var (
 // Use adds feature migration sets to every database this package opens
 // from now on in this test binary, after the platform's, in the order
 // added: a feature's tests call it from an init, as
-// storetest.Use(ingest.Migrations). A set added twice is added once.
+// storetest.Use(bookmarks.Migrations). A set added twice is added once.
 func Use(sets ...store.Migrations) {
 	featuresMu.Lock()
 	defer featuresMu.Unlock()

@@ -373,7 +373,7 @@ export interface paths {
         };
         /**
          * Follow the server's state
-         * @description A snapshot of this replica every second: requests and refusals per second, open streams, jobs queued, goroutines, heap. Any caller (a session or an API key) may follow it: it shows the server's load, not any user's data (BRAIN_LIVE_ACCESS=admin restricts it to the user admin). Shares the stream plane's caps and open budgets with every stream endpoint.
+         * @description A snapshot of this replica every second: requests and refusals per second, open streams, the gauges the features declare, goroutines, heap. Any caller (a session or an API key) may follow it: it shows the server's load, not any user's data (BRAIN_LIVE_ACCESS=admin restricts it to the user admin). Shares the stream plane's caps and open budgets with every stream endpoint.
          */
         get: operations["follow-system-live"];
         put?: never;
@@ -411,7 +411,7 @@ export interface components {
         };
         ClosingEvent: {
             /**
-             * @description shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unauthenticated: the stream's credentials no longer hold (logged out, key deleted, session expired); unavailable: a store the stream needs failed (its slot was lost in an outage and others took its place, or its job could not be read again after a gap): reconnect.
+             * @description shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unauthenticated: the stream's credentials no longer hold (logged out, key deleted, session expired); unavailable: a store the stream needs failed (its slot was lost in an outage and others took its place, or what it follows could not be read again after a gap): reconnect.
              * @enum {string}
              */
             reason: "shutdown" | "slow" | "unauthenticated" | "unavailable";
@@ -451,7 +451,7 @@ export interface components {
         };
         Error: {
             /**
-             * @description Stable, kebab-case error code derived from the HTTP status (idempotency-key-reused is a 422 of its own); switch on this, not on the message. The enum lists every code brain sends.
+             * @description Stable, kebab-case error code derived from the HTTP status, or one an operation sends in its place (its description says when); switch on this, not on the message. The enum lists every code this server sends.
              * @example invalid-request
              * @enum {string}
              */
@@ -475,7 +475,7 @@ export interface components {
             /** @description rate-limited: the budget's name, as in the RateLimit-Policy header. */
             policy?: string;
             /**
-             * @description conflict: the per-user quota the request would pass: items (stored, or in jobs not finished) or queued_jobs (jobs queued or running).
+             * @description conflict: the per-user quota the request would pass, one of those the server's operations have (each operation's description says what its quotas count).
              * @enum {string}
              */
             quota?: "items" | "queued_jobs";
@@ -873,8 +873,14 @@ export interface components {
         LiveSnapshot: {
             /** Format: date-time */
             at: string;
-            /** @description The gauges the server's features register, by name (empty when none does). */
+            /** @description The gauges the server's features declare, by name (its properties list them): each an integer read at most once a second, the last value read while its source does not answer. */
             gauges: {
+                /**
+                 * Format: int64
+                 * @description Jobs of every user waiting for a worker, on every replica: the database's count.
+                 */
+                jobs_queued: number;
+            } & {
                 [key: string]: number;
             };
             /** Format: int64 */
