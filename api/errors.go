@@ -186,7 +186,14 @@ func DeclareErrorCode(s *Server, code string) {
 //	...
 //	e := api.NewError(http.StatusConflict, "you keep 1000 bookmarks, the most allowed")
 //	e.Details.Quota, e.Details.Limit, e.Details.Used = "bookmarks", 1000, &held
+//
+// A quota's name is snake_case, at most 64 bytes; s.Err reports one that
+// is not.
 func DeclareQuota(s *Server, name string) {
+	if len(name) > 64 || !snake.MatchString(name) {
+		s.errs = append(s.errs, fmt.Errorf("quota %q is not snake_case of at most 64 bytes (such as bookmarks)", name))
+		return
+	}
 	reg := s.API.OpenAPI().Components.Schemas
 	addToEnum(reg.SchemaFromRef(s.errorSchema().Properties["details"].Ref).Properties["quota"], name)
 }
@@ -204,8 +211,12 @@ func addToEnum(p *huma.Schema, v string) {
 	}
 }
 
-// kebab is what an error code may be: the schema's pattern.
-var kebab = regexp.MustCompile(`^[a-z]+(-[a-z]+)*$`)
+// kebab is what an error code may be: the schema's pattern; snake, what
+// a quota's name may be.
+var (
+	kebab = regexp.MustCompile(`^[a-z]+(-[a-z]+)*$`)
+	snake = regexp.MustCompile(`^[a-z]+(_[a-z]+)*$`)
+)
 
 // CodeForStatus returns the envelope code for an HTTP status.
 func CodeForStatus(status int) string {

@@ -82,7 +82,8 @@ func TestDeclareErrorCode(t *testing.T) {
 }
 
 // The enum of details.quota lists the quotas the server's features
-// declare, each once and sorted; with none, quota is any string.
+// declare, each once and sorted; with none, quota is any string. A name
+// that is not snake_case is a mistake Err reports.
 func TestDeclareQuota(t *testing.T) {
 	if _, _, quotas, _ := specOf(t); quotas != nil {
 		t.Fatalf("the quotas with no feature's: %v, want no enum", quotas)
@@ -91,5 +92,9 @@ func TestDeclareQuota(t *testing.T) {
 	again := func(s *api.Server) { api.DeclareQuota(s, "bookmarks"); api.DeclareQuota(s, "archives") }
 	if _, _, quotas, _ := specOf(t, bookmarks, again); !slices.Equal(quotas, []string{"archives", "bookmarks", "tags"}) {
 		t.Fatalf("the quotas: %v, want archives, bookmarks and tags", quotas)
+	}
+	_, _, quotas, s := specOf(t, func(s *api.Server) { api.DeclareQuota(s, "Bad Name") })
+	if err := s.Err(); err == nil || !strings.Contains(err.Error(), `"Bad Name" is not snake_case`) || quotas != nil {
+		t.Fatalf("Err() = %v, quotas %v; want the name that is none named, and not in the enum", err, quotas)
 	}
 }

@@ -18,7 +18,7 @@ import (
 )
 
 // AddGauge adds a gauge to the live snapshot (GET /api/v1/system/live):
-// its gauges.name is what read returns, such as the jobs of every user
+// its gauges.name is what read returns, such as the rows of a queue
 // waiting for a worker, and doc says what it counts in the spec. The
 // snapshot reads it at most once a second, one stream at a time, with a
 // deadline of a second; while a read is under way, and when one fails

@@ -58,6 +58,9 @@ func (l *liveSnapshots) snapshot(ctx context.Context, p *Plane) LiveSnapshot {
 	l.mu.Lock()
 	if s.Now().Sub(l.last.At) < 900*time.Millisecond || l.reading {
 		defer l.mu.Unlock()
+		if l.last.Gauges == nil { // none read yet: {}, as the spec says, not null
+			l.last.Gauges = map[string]int64{}
+		}
 		return l.last
 	}
 	l.reading = true

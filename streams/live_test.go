@@ -5,6 +5,7 @@ package streams_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"testing"
@@ -60,5 +61,32 @@ func TestSystemLiveWhileTheDatabaseStalls(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the count of a stalled database did not give up within 5 s")
+	}
+}
+
+// While the first snapshot's gauges are read, the other streams send the
+// empty one before it, whose gauges are {}, never null (the dashboard
+// lists them).
+func TestSystemLiveGaugesAreNeverNull(t *testing.T) {
+	release := make(chan struct{})
+	reading := make(chan struct{})
+	slow := func(s *api.Server) {
+		streams.AddGauge(s, "things_waiting", "Things waiting.", func(ctx context.Context) (int64, error) {
+			close(reading)
+			<-release
+			return 1, nil
+		})
+	}
+	s := apitest.Start(t, api.Config{Features: []api.Feature{slow}})
+	first := make(chan streams.LiveSnapshot, 1)
+	go func() { first <- streams.LiveSnapshotOf(context.Background(), s.Streams) }()
+	<-reading
+	other, err := json.Marshal(streams.LiveSnapshotOf(context.Background(), s.Streams))
+	close(release)
+	if err != nil || !strings.Contains(string(other), `"gauges":{}`) {
+		t.Fatalf("the snapshot while the first is read: %s (%v); want gauges {}", other, err)
+	}
+	if snap := <-first; snap.Gauges["things_waiting"] != 1 {
+		t.Fatalf("the first snapshot: %+v; want 1 thing waiting", snap)
 	}
 }

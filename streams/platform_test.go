@@ -312,7 +312,7 @@ func TestStreamKeepsItsPathParameters(t *testing.T) {
 		t.Fatalf("%d %s", r.Status, r.Body)
 	}
 	for i := range 50 { // other requests take chi's pooled contexts
-		s.Call("GET", "/api/v1/jobs/00000000-0000-0000-0000-00000000000"+fmt.Sprint(i%10), nil, ada)
+		s.Call("GET", "/api/v1/things/00000000-0000-0000-0000-00000000000"+fmt.Sprint(i%10), nil, ada)
 	}
 	poke <- struct{}{}
 	if m := st.NextEvent(t); m.Data != `"mine"` {

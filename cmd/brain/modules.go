@@ -25,7 +25,7 @@ import (
 // Features instead.
 //
 // A package satisfies it with exported methods, and never imports
-// cmd/brain (the memory example's Module is one).
+// cmd/brain.
 type module interface {
 	// Settings is the module's settings table, whose rows read into the
 	// module itself.
@@ -48,7 +48,7 @@ var wired []func() module
 // wire adds a module to the binary. A module's whole wiring is one file
 // of cmd/brain that calls it from init, so that deleting the file (with
 // the module's package) removes the module, and adding one edits no
-// other file (memory.go wires the example so):
+// other file:
 //
 //	func init() { wire(func() module { return bookmarks.NewModule() }) }
 func wire(newModule func() module) { wired = append(wired, newModule) }
