@@ -16,7 +16,9 @@ import (
 //
 // The fields are the finding's id, then its method and path, or, for a
 // change tied to no operation, its component (Finding.Component): a line
-// accepts that one change, not every later change of the id. The reason
+// accepts changes of its id to that operation or component only, not to
+// another, for as long as it stays in the file (remove it once the
+// change is behind the base). The reason
 // after '#' is required, so nobody accepts a break without saying why.
 // [IgnoreLine] writes the line that accepts a finding.
 type IgnoreList struct {
