@@ -58,8 +58,11 @@ func (l *liveSnapshots) snapshot(ctx context.Context, p *Plane) LiveSnapshot {
 	l.mu.Lock()
 	if s.Now().Sub(l.last.At) < 900*time.Millisecond || l.reading {
 		defer l.mu.Unlock()
-		if l.last.Gauges == nil { // none read yet: {}, as the spec says, not null
-			l.last.Gauges = map[string]int64{}
+		if l.last.Gauges == nil { // none read yet: each 0 (AddGauge), never null
+			l.last.Gauges = make(map[string]int64, len(p.d.gauges))
+			for _, g := range p.d.gauges {
+				l.last.Gauges[g.name] = 0
+			}
 		}
 		return l.last
 	}

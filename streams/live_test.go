@@ -65,8 +65,8 @@ func TestSystemLiveWhileTheDatabaseStalls(t *testing.T) {
 }
 
 // While the first snapshot's gauges are read, the other streams send the
-// empty one before it, whose gauges are {}, never null (the dashboard
-// lists them).
+// empty one before it, whose gauges are each 0, as the spec has them
+// (always present), never null (the dashboard lists them).
 func TestSystemLiveGaugesAreNeverNull(t *testing.T) {
 	release := make(chan struct{})
 	reading := make(chan struct{})
@@ -83,8 +83,8 @@ func TestSystemLiveGaugesAreNeverNull(t *testing.T) {
 	<-reading
 	other, err := json.Marshal(streams.LiveSnapshotOf(context.Background(), s.Streams))
 	close(release)
-	if err != nil || !strings.Contains(string(other), `"gauges":{}`) {
-		t.Fatalf("the snapshot while the first is read: %s (%v); want gauges {}", other, err)
+	if err != nil || !strings.Contains(string(other), `"gauges":{"things_waiting":0}`) {
+		t.Fatalf("the snapshot while the first is read: %s (%v); want each gauge 0", other, err)
 	}
 	if snap := <-first; snap.Gauges["things_waiting"] != 1 {
 		t.Fatalf("the first snapshot: %+v; want 1 thing waiting", snap)
