@@ -81,10 +81,10 @@ func (p *Plane) open(op *huma.Operation, w http.ResponseWriter, r *http.Request)
 // admits an open for a budget), or 503 when a store fails. When all
 // admit it and then is not nil, it gives the slots back (the opens are
 // spent) and returns then.
-func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity, then *api.Error) (slot, userSlot Slot, e *api.Error) {
+func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity, then *api.Error) (slot, userSlot capSlot, e *api.Error) {
 	var buf [2]int
 	free := buf[:0] // of each cap decided
-	capacity, userCapacity := p.cfg.Cap.Max(), p.cfg.UserCap.Max()
+	capacity, userCapacity := p.cfg.Cap.capacity(), p.cfg.UserCap.capacity()
 	failed := func(c api.Decisions, err error) *api.Error {
 		if errors.Is(ctx.Err(), context.Canceled) { // the client left: not the store's failure, and nobody is left to answer
 			return api.NewError(api.StatusClientClosedRequest, "")
@@ -96,28 +96,28 @@ func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity, the
 
 	slot, live, ok, err := p.reserve(ctx, p.cfg.Cap, capKey(id), id.User.ID)
 	if err != nil {
-		return Slot{}, Slot{}, failed(p.keyCount, err)
+		return capSlot{}, capSlot{}, failed(p.keyCount, err)
 	}
 	free = append(free, freeSlots(capacity, live, ok))
 	if !ok {
 		p.keyCount.Limited()
 		p.headers.Write(h, free, nil, p.s.Now())
-		return Slot{}, Slot{}, api.RateLimited("stream", capName, capacity, 0, p.cfg.RetryAfter)
+		return capSlot{}, capSlot{}, api.RateLimited("stream", capName, capacity, 0, p.cfg.RetryAfter)
 	}
 	p.keyCount.Allowed()
 
 	userSlot, live, ok, err = p.reserve(ctx, p.cfg.UserCap, userKey(id), id.User.ID)
 	if err != nil {
-		slot.Release()
-		return Slot{}, Slot{}, failed(p.userCount, err)
+		slot.release()
+		return capSlot{}, capSlot{}, failed(p.userCount, err)
 	}
 	free = append(free, freeSlots(userCapacity, live, ok))
 	if !ok {
-		slot.Release()
+		slot.release()
 		free[0]++ // what the refusal left: the caller's slot is back
 		p.userCount.Limited()
 		p.headers.Write(h, free, nil, p.s.Now())
-		return Slot{}, Slot{}, api.RateLimited("stream", userCapName, userCapacity, 0, p.cfg.RetryAfter)
+		return capSlot{}, capSlot{}, api.RateLimited("stream", userCapName, userCapacity, 0, p.cfg.RetryAfter)
 	}
 	p.userCount.Allowed()
 
@@ -126,8 +126,8 @@ func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity, the
 	for i, opens := range p.opens {
 		d, e := opens.Draw(ctx, keys[i])
 		if e != nil {
-			slot.Release()
-			userSlot.Release()
+			slot.release()
+			userSlot.release()
 			for j := range i { // what the refusal left: every open taken is back
 				p.opens[j].Refund(ctx, keys[j], &ds[j])
 			}
@@ -137,17 +137,17 @@ func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity, the
 				ds[i] = d
 				p.headers.Write(h, free, ds[:i+1], p.s.Now())
 			}
-			return Slot{}, Slot{}, e
+			return capSlot{}, capSlot{}, e
 		}
 		ds[i] = d
 	}
 	if then != nil {
-		slot.Release()
-		userSlot.Release()
+		slot.release()
+		userSlot.release()
 		free[0]++
 		free[1]++
 		p.headers.Write(h, free, ds[:len(p.opens)], p.s.Now())
-		return Slot{}, Slot{}, then
+		return capSlot{}, capSlot{}, then
 	}
 	p.headers.Write(h, free, ds[:len(p.opens)], p.s.Now())
 	return slot, userSlot, nil
@@ -157,12 +157,12 @@ func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity, the
 // streams of user must first prove that their clients are still there
 // (probe): one whose client left, though a balancer has not passed its
 // close on yet, ends and frees its slot, which this open then takes.
-func (p *Plane) reserve(ctx context.Context, c Cap, key, user string) (Slot, int, bool, error) {
-	slot, live, ok, err := c.Reserve(ctx, key)
+func (p *Plane) reserve(ctx context.Context, c Cap, key, user string) (capSlot, int, bool, error) {
+	slot, live, ok, err := c.reserve(ctx, key)
 	if ok || err != nil || !p.probe(ctx, user) {
 		return slot, live, ok, err
 	}
-	return c.Reserve(ctx, key)
+	return c.reserve(ctx, key)
 }
 
 // freeSlots is what a cap of capacity slots has free once it decided:

@@ -15,7 +15,7 @@ import (
 // in 40 million. State is split into shards, each with its own lock. A key
 // holds state only while it has a stream open: one row of a flat slice,
 // with its hash, its live count and the number of each live reservation.
-// A Slot knows its row, so Release goes straight to it, and finds its own
+// A capSlot knows its row, so Release goes straight to it, and finds its own
 // reservation there: a second Release of the same slot finds nothing to
 // free. A key's row is given back when its last stream ends, and reused by
 // the next key, so churn allocates nothing once each shard has grown to
@@ -31,7 +31,7 @@ type MemoryCap struct {
 // of two, at most 1<<(32-rowBits).
 const capShards = 32
 
-// A Slot's at holds its shard above rowBits and its row below them, so a
+// A capSlot's at holds its shard above rowBits and its row below them, so a
 // shard holds rows for at most 1<<rowBits keys at once.
 const rowBits = 27
 
@@ -61,16 +61,16 @@ func NewMemoryCap(max int) *MemoryCap {
 }
 
 // Max is the most streams one key may hold open.
-func (m *MemoryCap) Max() int { return m.max }
+func (m *MemoryCap) capacity() int { return m.max }
 
 // Reserve takes one of key's slots. It never fails, and does not
 // allocate once its shard has grown.
-func (m *MemoryCap) Reserve(_ context.Context, key string) (s Slot, live int, ok bool, err error) {
-	s, live, ok = m.reserve(key)
+func (m *MemoryCap) reserve(_ context.Context, key string) (s capSlot, live int, ok bool, err error) {
+	s, live, ok = m.reserveKey(key)
 	return s, live, ok, nil
 }
 
-func (m *MemoryCap) reserve(key string) (Slot, int, bool) {
+func (m *MemoryCap) reserveKey(key string) (capSlot, int, bool) {
 	h := maphash.String(m.seed, key)
 	shard := uint32(h & (capShards - 1))
 	sh := &m.shards[shard]
@@ -85,14 +85,14 @@ func (m *MemoryCap) reserve(key string) (Slot, int, bool) {
 	n := r[1]
 	if n >= uint64(m.max) {
 		sh.mu.Unlock()
-		return Slot{}, int(n), false
+		return capSlot{}, int(n), false
 	}
 	sh.next++
 	id := sh.next
 	r[2+n] = id
 	r[1] = n + 1
 	sh.mu.Unlock()
-	return Slot{owner: m, key: key, id: id, at: shard<<rowBits | row}, int(n + 1), true
+	return capSlot{owner: m, key: key, id: id, at: shard<<rowBits | row}, int(n + 1), true
 }
 
 // take returns a row for a new key, with a live count of 0: a free one,
@@ -113,7 +113,7 @@ func (sh *capShard) take(stride int) uint32 {
 
 // release frees s's reservation if its row still holds it. The key's row
 // is given back with its last stream.
-func (m *MemoryCap) release(s Slot) {
+func (m *MemoryCap) releaseSlot(s capSlot) {
 	sh := &m.shards[s.at>>rowBits]
 	row := int(s.at & (1<<rowBits - 1))
 	sh.mu.Lock()
@@ -135,4 +135,4 @@ func (m *MemoryCap) release(s Slot) {
 }
 
 // refresh does nothing: a process's own streams need no lease.
-func (m *MemoryCap) refresh(context.Context, Slot) error { return nil }
+func (m *MemoryCap) refreshSlot(context.Context, capSlot) error { return nil }

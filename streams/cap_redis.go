@@ -151,7 +151,7 @@ func NewRedisCap(client rueidis.Client, prefix string, max int, lease time.Durat
 	if lease < time.Millisecond {
 		panic("streams: NewRedisCap needs a lease of at least 1 ms")
 	}
-	if fallback != nil && fallback.Max() != max {
+	if fallback != nil && fallback.capacity() != max {
 		panic("streams: NewRedisCap needs a fallback of the same max: it counts the same streams")
 	}
 	ms := (lease + time.Millisecond - 1) / time.Millisecond // rounded up: never a shorter lease than asked
@@ -167,7 +167,7 @@ func NewRedisCap(client rueidis.Client, prefix string, max int, lease time.Durat
 }
 
 // Max is the most streams one key may hold open.
-func (r *RedisCap) Max() int { return r.max }
+func (r *RedisCap) capacity() int { return r.max }
 
 // Reserve takes one of key's slots in Redis. When this replica holds max
 // streams of key already, it refuses without asking Redis. When Redis
@@ -179,13 +179,13 @@ func (r *RedisCap) Max() int { return r.max }
 // A Reserve that times out may still have been admitted by Redis; the
 // slot it returns holds the same lease, which its Refresh and Release
 // then find.
-func (r *RedisCap) Reserve(ctx context.Context, key string) (s Slot, live int, ok bool, err error) {
-	s = Slot{owner: r, key: key, lease: rand.Text()}
+func (r *RedisCap) reserve(ctx context.Context, key string) (s capSlot, live int, ok bool, err error) {
+	s = capSlot{owner: r, key: key, lease: rand.Text()}
 	local := 0
 	if r.fallback != nil {
-		var mine Slot
-		if mine, local, ok = r.fallback.reserve(key); !ok {
-			return Slot{}, local, false, nil
+		var mine capSlot
+		if mine, local, ok = r.fallback.reserveKey(key); !ok {
+			return capSlot{}, local, false, nil
 		}
 		s.id, s.at = mine.id, mine.at
 	}
@@ -195,15 +195,15 @@ func (r *RedisCap) Reserve(ctx context.Context, key string) (s Slot, live int, o
 	switch {
 	case err != nil && ctx.Err() != nil: // the caller giving up is not an outage
 		r.releaseLocal(s)
-		return Slot{}, 0, false, fmt.Errorf("streams: redis: %w", ctx.Err())
+		return capSlot{}, 0, false, fmt.Errorf("streams: redis: %w", ctx.Err())
 	case err != nil && r.fallback == nil:
-		return Slot{}, 0, false, fmt.Errorf("streams: redis: reserving a stream's slot: %w", err)
+		return capSlot{}, 0, false, fmt.Errorf("streams: redis: reserving a stream's slot: %w", err)
 	case err != nil:
 		r.onError(fmt.Errorf("streams: redis: reserving a stream's slot failed, so this replica's own count admitted it: %w", err))
 		return s, local, true, nil
 	case n < 0:
 		r.releaseLocal(s)
-		return Slot{}, int(-n), false, nil
+		return capSlot{}, int(-n), false, nil
 	}
 	r.flush(ctx)
 	return s, int(n), true, nil
@@ -212,7 +212,7 @@ func (r *RedisCap) Reserve(ctx context.Context, key string) (s Slot, live int, o
 // refresh keeps s counted in Redis (refreshScript). It returns Redis's
 // error, or ErrSlotLost when s's key had no place for it, even once the
 // leases whose Release failed were removed.
-func (r *RedisCap) refresh(ctx context.Context, s Slot) error {
+func (r *RedisCap) refreshSlot(ctx context.Context, s capSlot) error {
 	n, err := r.keep(ctx, s)
 	if err == nil && r.flush(ctx) && n == 0 {
 		n, err = r.keep(ctx, s) // the leases of streams that ended may have filled its key
@@ -227,7 +227,7 @@ func (r *RedisCap) refresh(ctx context.Context, s Slot) error {
 }
 
 // keep runs refreshScript for s.
-func (r *RedisCap) keep(ctx context.Context, s Slot) (int64, error) {
+func (r *RedisCap) keep(ctx context.Context, s capSlot) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
 	return refreshLua.Exec(ctx, r.client, []string{r.prefix + s.key}, []string{r.maxArg, r.leaseArg, s.lease}).AsInt64()
@@ -237,7 +237,7 @@ func (r *RedisCap) keep(ctx context.Context, s Slot) (int64, error) {
 // Removing it twice removes nothing more, as no other stream has its
 // member. When Redis fails, the lease is remembered and removed once Redis
 // answers again, and OnError is told.
-func (r *RedisCap) release(s Slot) {
+func (r *RedisCap) releaseSlot(s capSlot) {
 	r.releaseLocal(s)
 	ctx, cancel := context.WithTimeout(context.Background(), r.Timeout)
 	defer cancel()
@@ -249,9 +249,9 @@ func (r *RedisCap) release(s Slot) {
 }
 
 // releaseLocal gives back s's place in this replica's count.
-func (r *RedisCap) releaseLocal(s Slot) {
+func (r *RedisCap) releaseLocal(s capSlot) {
 	if r.fallback != nil && s.id != 0 {
-		r.fallback.release(s)
+		r.fallback.releaseSlot(s)
 	}
 }
 

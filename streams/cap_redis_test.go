@@ -53,8 +53,8 @@ func TestRedisCapSharedByReplicas(t *testing.T) {
 	t.Parallel()
 	caps, rc, prefix := replicas(t, 2, 3, time.Minute)
 	a, b := caps[0], caps[1]
-	if a.Max() != 3 {
-		t.Fatalf("Max() = %d, want 3", a.Max())
+	if a.capacity() != 3 {
+		t.Fatalf("Max() = %d, want 3", a.capacity())
 	}
 	a1 := mustReserve(t, a, "alice", 1)
 	mustReserve(t, a, "alice", 2)
@@ -63,8 +63,8 @@ func TestRedisCapSharedByReplicas(t *testing.T) {
 	mustRefuse(t, a, "alice", 3)
 
 	// A slot released on one replica is taken on the other, once.
-	a1.Release()
-	a1.Release() // a second release frees nothing more
+	a1.release()
+	a1.release() // a second release frees nothing more
 	mustReserve(t, b, "alice", 3)
 	mustRefuse(t, a, "alice", 3)
 
@@ -74,7 +74,7 @@ func TestRedisCapSharedByReplicas(t *testing.T) {
 	if err != nil || ttl <= 0 || ttl > time.Minute.Milliseconds() {
 		t.Fatalf("PTTL of alice's set = %d, %v; want within the lease (60000 ms)", ttl, err)
 	}
-	bob.Release()
+	bob.release()
 	if exists(t, rc, prefix+"streams:bob") {
 		t.Fatal("bob's set outlived his last stream")
 	}
@@ -100,7 +100,7 @@ func TestRedisCapLease(t *testing.T) {
 	// Refreshed every lease/3 for over three leases, kept stays.
 	for range 10 {
 		time.Sleep(lease / 3)
-		if err := kept.Refresh(ctx); err != nil {
+		if err := kept.refresh(ctx); err != nil {
 			t.Fatalf("Refresh of a live slot: %v", err)
 		}
 		mustRefuse(t, b, "kept", 1)
@@ -112,11 +112,11 @@ func TestRedisCapLease(t *testing.T) {
 		t.Fatal("an unrefreshed slot's set outlived its lease")
 	}
 	mustReserve(t, b, "dead", 1)
-	if err := dead.Refresh(ctx); !errors.Is(err, ErrSlotLost) {
+	if err := dead.refresh(ctx); !errors.Is(err, ErrSlotLost) {
 		t.Fatalf("Refresh of an expired slot whose place was taken = %v, want ErrSlotLost", err)
 	}
 
-	kept.Release()
+	kept.release()
 	mustReserve(t, b, "kept", 1)
 }
 
@@ -132,11 +132,11 @@ func TestRedisCapExpiredMemberDropped(t *testing.T) {
 	time.Sleep(lease / 2)
 	late := mustReserve(t, b, "k", 2) // keeps the set alive past early's lease
 	time.Sleep(lease/2 + 100*time.Millisecond)
-	if err := late.Refresh(ctx); err != nil {
+	if err := late.refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
 	mustReserve(t, b, "k", 2) // early's member is still in the set, but its lease ended: 1 live, then 2
-	if err := early.Refresh(ctx); !errors.Is(err, ErrSlotLost) {
+	if err := early.refresh(ctx); !errors.Is(err, ErrSlotLost) {
 		t.Fatalf("Refresh of a slot whose lease ended, its key full = %v, want ErrSlotLost", err)
 	}
 }
@@ -152,7 +152,7 @@ func TestRedisCapExpiredLeaseTakenBack(t *testing.T) {
 	if exists(t, rc, prefix+"streams:k") {
 		t.Fatal("an unrefreshed slot's set outlived its lease")
 	}
-	if err := s.Refresh(context.Background()); err != nil {
+	if err := s.refresh(context.Background()); err != nil {
 		t.Fatalf("Refresh of an expired slot whose key has room = %v, want nil", err)
 	}
 	if n := zcard(t, rc, prefix+"streams:k"); n != 1 {
@@ -222,11 +222,11 @@ func TestRedisCapFallsBackWhenRedisIsDown(t *testing.T) {
 	mustRefuse(t, c, "k", 2) // the stream already in Redis counts: the replica holds 2
 
 	// Refresh returns Redis's error; Release ignores it but reports it.
-	if err := inRedis.Refresh(ctx); err == nil || errors.Is(err, ErrSlotLost) {
+	if err := inRedis.refresh(ctx); err == nil || errors.Is(err, ErrSlotLost) {
 		t.Fatalf("Refresh with Redis down = %v, want Redis's error", err)
 	}
 	before := len(errs())
-	inRedis.Release()
+	inRedis.release()
 	if len(errs()) != before+1 {
 		t.Fatal("a Release that could not reach Redis was not reported to OnError")
 	}
@@ -238,7 +238,7 @@ func TestRedisCapFallsBackWhenRedisIsDown(t *testing.T) {
 	// refresh, and the release that failed is done.
 	p.Restore()
 	eventually(t, 2*time.Second, "Redis counts the 1 stream open, at its heartbeats", func() bool {
-		return s.Refresh(ctx) == nil && zcard(t, rc, c.prefix+"k") == 1
+		return s.refresh(ctx) == nil && zcard(t, rc, c.prefix+"k") == 1
 	})
 	mustReserve(t, c, "k", 2)
 }
@@ -268,15 +268,15 @@ func TestRedisCapOutageKeepsTheCap(t *testing.T) {
 	other.Timeout = time.Second
 	rc := redistest.Client(t, redistest.Option(t))
 	ctx := context.Background()
-	var open []Slot
+	var open []capSlot
 	for i := range max {
 		open = append(open, mustReserve(t, c, "k", i+1))
 	}
 
 	p.Cut()
 	mustRefuse(t, c, "k", max) // not 0 + 1: the 4 in Redis are this replica's
-	open[0].Release()          // Redis does not hear of these two
-	open[1].Release()
+	open[0].release()          // Redis does not hear of these two
+	open[1].release()
 	open = append(open[2:], mustReserve(t, c, "k", max-1), mustReserve(t, c, "k", max))
 	mustRefuse(t, c, "k", max)
 	if n := zcard(t, rc, prefix+"streams:k"); n != max {
@@ -287,7 +287,7 @@ func TestRedisCapOutageKeepsTheCap(t *testing.T) {
 	eventually(t, 2*time.Second, "Redis counts the streams open, at their heartbeats", func() bool {
 		ok := true
 		for i, s := range open {
-			err := s.Refresh(ctx)
+			err := s.refresh(ctx)
 			if errors.Is(err, ErrSlotLost) {
 				t.Fatalf("stream %d lost its slot: its key had room", i+1)
 			}
@@ -296,7 +296,7 @@ func TestRedisCapOutageKeepsTheCap(t *testing.T) {
 		return ok && zcard(t, rc, prefix+"streams:k") == max
 	})
 	mustRefuse(t, other, "k", max)
-	open[0].Release()
+	open[0].release()
 	mustReserve(t, other, "k", max)
 }
 
@@ -314,7 +314,7 @@ func TestRedisCapOutageOverCapReconciles(t *testing.T) {
 	rc := redistest.Client(t, redistest.Option(t))
 	ctx := context.Background()
 	p.Cut()
-	var cut []Slot
+	var cut []capSlot
 	for i := range max {
 		cut = append(cut, mustReserve(t, c, "k", i+1)) // this replica's own count
 	}
@@ -323,10 +323,10 @@ func TestRedisCapOutageOverCapReconciles(t *testing.T) {
 	lost := 0
 	for _, s := range cut {
 		eventually(t, 2*time.Second, "a refresh reaches Redis again", func() bool {
-			err := s.Refresh(ctx)
+			err := s.refresh(ctx)
 			if errors.Is(err, ErrSlotLost) {
 				lost++
-				s.Release() // the stream ends
+				s.release() // the stream ends
 				return true
 			}
 			return err == nil
@@ -364,7 +364,7 @@ func TestRedisCapWithoutFallbackReturnsTheError(t *testing.T) {
 	t.Parallel()
 	c, p, _ := proxied(t, 1, nil)
 	p.Cut()
-	if _, _, ok, err := c.Reserve(context.Background(), "k"); err == nil || ok {
+	if _, _, ok, err := c.reserve(context.Background(), "k"); err == nil || ok {
 		t.Fatalf("Reserve with Redis down and no fallback = ok %v, err %v; want an error", ok, err)
 	}
 }
@@ -376,7 +376,7 @@ func TestRedisCapCallerGivesUp(t *testing.T) {
 	c, _, errs := proxied(t, 1, fallback)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, ok, err := c.Reserve(ctx, "k"); !errors.Is(err, context.Canceled) || ok {
+	if _, _, ok, err := c.reserve(ctx, "k"); !errors.Is(err, context.Canceled) || ok {
 		t.Fatalf("Reserve with a canceled context = ok %v, err %v; want context.Canceled", ok, err)
 	}
 	if len(errs()) != 0 || fallback.live("k") != 0 {

@@ -36,32 +36,32 @@ func (m *MemoryCap) keys() int {
 	return n
 }
 
-func mustReserve(t *testing.T, c Cap, key string, wantLive int) Slot {
+func mustReserve(t *testing.T, c Cap, key string, wantLive int) capSlot {
 	t.Helper()
-	s, live, ok, err := c.Reserve(context.Background(), key)
+	s, live, ok, err := c.reserve(context.Background(), key)
 	if err != nil || !ok || live != wantLive {
-		t.Fatalf("Reserve(%q) = live %d, ok %v, err %v; want live %d, ok", key, live, ok, err, wantLive)
+		t.Fatalf("reserve(%q) = live %d, ok %v, err %v; want live %d, ok", key, live, ok, err, wantLive)
 	}
 	return s
 }
 
 func mustRefuse(t *testing.T, c Cap, key string, wantLive int) {
 	t.Helper()
-	s, live, ok, err := c.Reserve(context.Background(), key)
+	s, live, ok, err := c.reserve(context.Background(), key)
 	if err != nil || ok || live != wantLive {
-		t.Fatalf("Reserve(%q) = live %d, ok %v, err %v; want live %d, refused", key, live, ok, err, wantLive)
+		t.Fatalf("reserve(%q) = live %d, ok %v, err %v; want live %d, refused", key, live, ok, err, wantLive)
 	}
-	if s != (Slot{}) {
-		t.Fatalf("a refused Reserve returned slot %+v, want the zero Slot", s)
+	if s != (capSlot{}) {
+		t.Fatalf("a refused Reserve returned slot %+v, want the zero capSlot", s)
 	}
 }
 
 func TestMemoryCapUpToMax(t *testing.T) {
 	m := NewMemoryCap(3)
-	if m.Max() != 3 {
-		t.Fatalf("Max() = %d, want 3", m.Max())
+	if m.capacity() != 3 {
+		t.Fatalf("Max() = %d, want 3", m.capacity())
 	}
-	var slots []Slot
+	var slots []capSlot
 	for i := 1; i <= 3; i++ {
 		slots = append(slots, mustReserve(t, m, "alice", i))
 	}
@@ -69,7 +69,7 @@ func TestMemoryCapUpToMax(t *testing.T) {
 	mustRefuse(t, m, "alice", 3)
 
 	// Releasing one frees exactly one.
-	slots[1].Release()
+	slots[1].release()
 	if got := m.live("alice"); got != 2 {
 		t.Fatalf("live after one release = %d, want 2", got)
 	}
@@ -81,13 +81,13 @@ func TestMemoryCapUpToMax(t *testing.T) {
 	if got := m.live("alice"); got != 3 {
 		t.Fatalf("alice's live after bob's reserve = %d, want 3", got)
 	}
-	b.Release()
+	b.release()
 	if got := m.live("bob"); got != 0 {
 		t.Fatalf("bob's live = %d, want 0", got)
 	}
 
 	for _, s := range slots {
-		s.Release()
+		s.release()
 	}
 	if got := m.keys(); got != 0 {
 		t.Fatalf("keys held after every stream ended = %d, want 0", got)
@@ -100,42 +100,42 @@ func TestMemoryCapDoubleRelease(t *testing.T) {
 	m := NewMemoryCap(2)
 	a := mustReserve(t, m, "alice", 1)
 	mustReserve(t, m, "alice", 2)
-	a.Release()
-	a.Release()
+	a.release()
+	a.release()
 	if got := m.live("alice"); got != 1 {
 		t.Fatalf("live after releasing one slot twice = %d, want 1 (the other stream's)", got)
 	}
 	c := mustReserve(t, m, "alice", 2)
-	a.Release() // again, now that its place holds c
+	a.release() // again, now that its place holds c
 	mustRefuse(t, m, "alice", 2)
 
 	// Once the key's state is gone, a stale slot frees nothing either.
 	m2 := NewMemoryCap(1)
 	s := mustReserve(t, m2, "k", 1)
-	s.Release()
-	s.Release()
+	s.release()
+	s.release()
 	if got := m2.keys(); got != 0 {
 		t.Fatalf("keys = %d, want 0", got)
 	}
 	mustReserve(t, m2, "k", 1)
-	s.Release()
+	s.release()
 	mustRefuse(t, m2, "k", 1)
 
-	c.Release()
+	c.release()
 	if got := m.live("alice"); got != 1 {
 		t.Fatalf("live = %d, want 1", got)
 	}
 }
 
 func TestZeroSlot(t *testing.T) {
-	var s Slot
-	s.Release()
-	if err := s.Refresh(context.Background()); err != nil {
-		t.Fatalf("zero Slot's Refresh = %v, want nil", err)
+	var s capSlot
+	s.release()
+	if err := s.refresh(context.Background()); err != nil {
+		t.Fatalf("zero capSlot's Refresh = %v, want nil", err)
 	}
 	m := NewMemoryCap(1)
 	s = mustReserve(t, m, "k", 1)
-	if err := s.Refresh(context.Background()); err != nil {
+	if err := s.refresh(context.Background()); err != nil {
 		t.Fatalf("memory Refresh = %v, want nil", err)
 	}
 }
@@ -157,16 +157,16 @@ func TestMemoryCapChurn(t *testing.T) {
 	for i := range ks {
 		ks[i] = fmt.Sprintf("user-%d", i)
 	}
-	held := make([]Slot, 0, 64)
+	held := make([]capSlot, 0, 64)
 	churn := func(k string) {
-		s, _, ok := m.reserve(k)
+		s, _, ok := m.reserveKey(k)
 		if !ok {
 			t.Fatalf("a fresh key %q was refused", k)
 		}
 		held = append(held, s)
 		if len(held) == cap(held) { // at most 64 keys hold a stream at once
 			for _, s := range held {
-				s.Release()
+				s.release()
 			}
 			held = held[:0]
 		}
@@ -180,7 +180,7 @@ func TestMemoryCapChurn(t *testing.T) {
 		i++
 	})
 	for _, s := range held {
-		s.Release()
+		s.release()
 	}
 	if got := m.keys(); got != 0 {
 		t.Fatalf("keys held after churn = %d, want 0", got)
@@ -214,7 +214,7 @@ func TestMemoryCapConcurrent(t *testing.T) {
 			defer wg.Done()
 			type held struct {
 				k int
-				s Slot
+				s capSlot
 			}
 			var hs []held
 			release := func(i int) {
@@ -224,9 +224,9 @@ func TestMemoryCapConcurrent(t *testing.T) {
 				// Uncounted before its release, as counted after its
 				// reservation: the count never exceeds what the cap holds.
 				live[h.k].Add(-1)
-				h.s.Release()
+				h.s.release()
 				if i%2 == 0 {
-					h.s.Release() // a second release must free nothing
+					h.s.release() // a second release must free nothing
 				}
 			}
 			rng := rand.New(rand.NewPCG(uint64(w), 0))
@@ -236,7 +236,7 @@ func TestMemoryCapConcurrent(t *testing.T) {
 					continue
 				}
 				k := rng.IntN(keys)
-				s, _, ok := m.reserve(fmt.Sprint("k", k))
+				s, _, ok := m.reserveKey(fmt.Sprint("k", k))
 				if !ok {
 					runtime.Gosched()
 					continue
@@ -269,8 +269,8 @@ func BenchmarkMemoryCapReserveRelease(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		s, _, _, _ := m.Reserve(ctx, "user-0123456789")
-		s.Release()
+		s, _, _, _ := m.reserve(ctx, "user-0123456789")
+		s.release()
 	}
 }
 
@@ -279,13 +279,13 @@ func BenchmarkMemoryCapReserveRelease(b *testing.B) {
 func BenchmarkMemoryCapReserveReleaseHeld(b *testing.B) {
 	m := NewMemoryCap(5)
 	ctx := context.Background()
-	mustReserve := func() { m.Reserve(ctx, "user-0123456789") }
+	mustReserve := func() { m.reserve(ctx, "user-0123456789") }
 	mustReserve()
 	mustReserve()
 	b.ReportAllocs()
 	for b.Loop() {
-		s, _, _, _ := m.Reserve(ctx, "user-0123456789")
-		s.Release()
+		s, _, _, _ := m.reserve(ctx, "user-0123456789")
+		s.release()
 	}
 }
 
@@ -297,8 +297,38 @@ func BenchmarkMemoryCapReserveReleaseParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		key := fmt.Sprintf("user-%010d", n.Add(1)) // each goroutine its own caller
 		for pb.Next() {
-			s, _, _, _ := m.Reserve(ctx, key)
-			s.Release()
+			s, _, _, _ := m.reserve(ctx, key)
+			s.release()
 		}
 	})
+}
+
+// A cap of two open streams per caller: the third is refused until one of
+// the two ends and releases its slot. A stream takes its slot before it
+// sends anything, and releases it, deferred, when it ends for any reason.
+func ExampleMemoryCap() {
+	ctx := context.Background()
+	streamCap := NewMemoryCap(2)
+
+	first, live, ok, _ := streamCap.reserve(ctx, "alice") // a MemoryCap never fails
+	fmt.Println("first:", ok, "live", live)
+	second, live, ok, _ := streamCap.reserve(ctx, "alice")
+	fmt.Println("second:", ok, "live", live)
+	_, live, ok, _ = streamCap.reserve(ctx, "alice")
+	fmt.Println("third:", ok, "live", live, "of", streamCap.capacity())
+	_, _, ok, _ = streamCap.reserve(ctx, "bob")
+	fmt.Println("bob's first:", ok)
+
+	first.release()
+	first.release() // a second release frees nothing more
+	third, live, ok, _ := streamCap.reserve(ctx, "alice")
+	fmt.Println("after a release:", ok, "live", live)
+	second.release()
+	third.release()
+	// Output:
+	// first: true live 1
+	// second: true live 2
+	// third: false live 2 of 2
+	// bob's first: true
+	// after a release: true live 2
 }

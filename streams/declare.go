@@ -59,8 +59,8 @@ func (p *Plane) add(so Operation) *declared {
 	op.Method = http.MethodGet
 	op.Metadata = nil // a stream's declaration is its Operation's
 	op = api.WithDeclaration(op, api.Declaration{Access: cmp.Or(so.Access, api.Caller), Draws: []string{api.StreamOpensBudget, api.StreamUserOpensBudget},
-		Caps: []api.ConcurrencyCap{{Plane: "stream", Policy: capName, Concurrent: p.cfg.Cap.Max()},
-			{Plane: "stream", Policy: userCapName, Concurrent: p.cfg.UserCap.Max()}}})
+		Caps: []api.ConcurrencyCap{{Plane: "stream", Policy: capName, Concurrent: p.cfg.Cap.capacity()},
+			{Plane: "stream", Policy: userCapName, Concurrent: p.cfg.UserCap.capacity()}}})
 	op.Parameters = append(op.Parameters, &huma.Param{
 		Name: "Last-Event-ID", In: "header", Description: "The id of the last event received: the stream resumes after it. Browsers send it on reconnect.",
 		Schema: &huma.Schema{Type: huma.TypeString, MaxLength: ptr(maxIDLen), Pattern: lastEventID.String()},

@@ -1,5 +1,4 @@
-// Runnable examples of the pieces a stream endpoint is built from: the cap
-// on open streams per caller, and the hub that fans events out to them.
+// A runnable example of the hub that fans events out to streams.
 
 package streams_test
 
@@ -11,36 +10,6 @@ import (
 
 	"github.com/brain-template/brain/streams"
 )
-
-// A cap of two open streams per caller: the third is refused until one of
-// the two ends and releases its slot. A stream takes its slot before it
-// sends anything, and releases it, deferred, when it ends for any reason.
-func ExampleMemoryCap() {
-	ctx := context.Background()
-	streamCap := streams.NewMemoryCap(2)
-
-	first, live, ok, _ := streamCap.Reserve(ctx, "alice") // a MemoryCap never fails
-	fmt.Println("first:", ok, "live", live)
-	second, live, ok, _ := streamCap.Reserve(ctx, "alice")
-	fmt.Println("second:", ok, "live", live)
-	_, live, ok, _ = streamCap.Reserve(ctx, "alice")
-	fmt.Println("third:", ok, "live", live, "of", streamCap.Max())
-	_, _, ok, _ = streamCap.Reserve(ctx, "bob")
-	fmt.Println("bob's first:", ok)
-
-	first.Release()
-	first.Release() // a second release frees nothing more
-	third, live, ok, _ := streamCap.Reserve(ctx, "alice")
-	fmt.Println("after a release:", ok, "live", live)
-	second.Release()
-	third.Release()
-	// Output:
-	// first: true live 1
-	// second: true live 2
-	// third: false live 2 of 2
-	// bob's first: true
-	// after a release: true live 2
-}
 
 // A stream subscribes to its user's events; an event published to the
 // user arrives on Events, with the id the hub gave it. A stream that

@@ -19,3 +19,11 @@ const Everyone = everyone
 
 // KeySlot is keySlot.
 var KeySlot = keySlot
+
+// ErrSlow is errSlow.
+var ErrSlow = errSlow
+
+// Reserve is reserve.
+func (r *RedisCap) Reserve(ctx context.Context, key string) (capSlot, int, bool, error) {
+	return r.reserve(ctx, key)
+}

@@ -10,7 +10,7 @@ import "sync"
 // together with delivery (the memory hub's ring, the Redis hub's place in
 // the stream), so a subscription registered under it sees every event
 // delivered after, and none before. Delivery never waits: a send that
-// would block ends that subscription with [ErrSlow] instead.
+// would block ends that subscription with [errSlow] instead.
 type fanout struct {
 	mu     sync.Mutex
 	buffer int
@@ -39,7 +39,7 @@ func (f *fanout) addLocked(user string, skip eventID) *Subscription {
 // deliverLocked sends ev, whose id is id, to the subscriptions of ev.To,
 // or of every user when ev.To is everyone, or to the probed functions
 // when it is a probe; f.mu is held. A subscription whose buffer is full
-// is removed and ended with ErrSlow; the others are unaffected.
+// is removed and ended with errSlow; the others are unaffected.
 func (f *fanout) deliverLocked(ev Event, id eventID) {
 	if ev.Type == probeEvent { // no user's event: a probe, of the user in its data
 		for _, probed := range f.probed {
@@ -73,7 +73,7 @@ func (f *fanout) deliverToLocked(user string, ev Event, id eventID) {
 		case s.events <- shared:
 			i++
 		default:
-			subs = f.dropLocked(user, subs, i, ErrSlow)
+			subs = f.dropLocked(user, subs, i, errSlow)
 		}
 	}
 }

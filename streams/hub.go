@@ -45,7 +45,7 @@ type keptEv struct {
 // NewMemoryHub returns a hub that keeps the newest replay events (of all
 // users together) for Subscribe's Replay, and buffers up to buffer events
 // per subscription before it ends a subscriber that does not read them
-// with [ErrSlow]. It panics unless replay >= 0 and buffer >= 1.
+// with [errSlow]. It panics unless replay >= 0 and buffer >= 1.
 func NewMemoryHub(replay, buffer int) *MemoryHub {
 	if replay < 0 {
 		panic("streams: a hub cannot keep fewer than 0 events")

@@ -161,7 +161,7 @@ const (
 // several deployments can share a server. The stream keeps about maxLen
 // events of all users for replay (Redis trims it in whole blocks of
 // entries, so a little more); each subscription buffers up to buffer
-// events before it is ended with [ErrSlow]. It panics unless maxLen and
+// events before it is ended with [errSlow]. It panics unless maxLen and
 // buffer are at least 1.
 func NewRedisHub(client rueidis.Client, prefix string, maxLen, buffer int) *RedisHub {
 	if maxLen < 1 {

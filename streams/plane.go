@@ -76,7 +76,7 @@ func (p *Plane) Feature(s *api.Server) {
 		return
 	}
 	p.s, p.d, d.plane = s, d, p
-	if user, caller := p.cfg.UserCap.Max(), p.cfg.Cap.Max(); user < caller {
+	if user, caller := p.cfg.UserCap.capacity(), p.cfg.Cap.capacity(); user < caller {
 		d.errs = append(d.errs, fmt.Errorf("the streams of a user are capped at %d, fewer than the %d of each of its sessions and keys: the user's cap counts them all, so it must be at least theirs", user, caller))
 	}
 	var budgets []ratelimit.Budget
@@ -86,8 +86,8 @@ func (p *Plane) Feature(s *api.Server) {
 		}
 	}
 	p.headers = ratelimit.NewCapHeaders(budgets, p.cfg.RetryAfter,
-		ratelimit.Concurrency{Name: capName, Capacity: p.cfg.Cap.Max()},
-		ratelimit.Concurrency{Name: userCapName, Capacity: p.cfg.UserCap.Max()})
+		ratelimit.Concurrency{Name: capName, Capacity: p.cfg.Cap.capacity()},
+		ratelimit.Concurrency{Name: userCapName, Capacity: p.cfg.UserCap.capacity()})
 	m := s.Metrics()
 	p.keyCount, p.userCount = m.Decisions("stream", capName), m.Decisions("stream", userCapName)
 	if h, ok := p.cfg.Hub.(prober); ok {

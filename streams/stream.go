@@ -33,7 +33,7 @@ import (
 type Stream struct {
 	plane *Plane
 	// Its places in the caller's cap and in its user's.
-	slot, userSlot Slot
+	slot, userSlot capSlot
 	// The response, until Start takes the connection, and its transport.
 	w http.ResponseWriter
 	c *Conn
@@ -266,8 +266,8 @@ func (st *Stream) callerHolds() bool {
 // stream took meanwhile, ends the stream: its client reconnects. Any
 // other failure is logged; a lease outlives several heartbeats.
 func (st *Stream) renew() error {
-	for _, slot := range []Slot{st.slot, st.userSlot} {
-		err := slot.Refresh(st.r.Context())
+	for _, slot := range []capSlot{st.slot, st.userSlot} {
+		err := slot.refresh(st.r.Context())
 		if errors.Is(err, ErrSlotLost) {
 			st.close("unavailable")
 			return err
@@ -289,8 +289,8 @@ func (st *Stream) close(reason string) {
 // when the handler returned). The handler may then return.
 func (st *Stream) finish() {
 	st.cancel()
-	st.slot.Release()
-	st.userSlot.Release()
+	st.slot.release()
+	st.userSlot.release()
 	if st.c.Close() {
 		api.Logger(st.r.Context()).LogAttrs(context.Background(), slog.LevelInfo, "stream ended",
 			slog.String("path", st.r.URL.Path), slog.Int64("bytes", st.c.Written()), slog.Duration("duration", st.plane.s.Now().Sub(st.opened)))
