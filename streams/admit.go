@@ -65,7 +65,7 @@ func (p *Plane) open(op *huma.Operation, w http.ResponseWriter, r *http.Request)
 		}
 		ctx = context.WithValue(ctx, chi.RouteCtxKey, own)
 	}
-	st := &Stream{plane: p, slot: slot, userSlot: userSlot, w: w, c: NewConn(w, p.cfg.Heartbeat), r: r.WithContext(ctx), cancel: cancel,
+	st := &Stream{plane: p, slot: slot, userSlot: userSlot, w: w, c: newSSEConn(w, p.cfg.Heartbeat), r: r.WithContext(ctx), cancel: cancel,
 		caller: id, lastEventID: after, lastSent: after, opened: p.s.Now(), probe: make(chan struct{}, 1)}
 	st.unfollow = context.AfterFunc(r.Context(), cancel)
 	p.enter(st)

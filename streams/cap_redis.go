@@ -72,12 +72,12 @@ var (
 // that stalls delays a new stream by no more than this.
 const redisTimeout = 100 * time.Millisecond
 
-// ErrSlotLost is what Refresh returns when the slot's lease had ended in
+// errSlotLost is what Refresh returns when the slot's lease had ended in
 // Redis (refreshes came later than the lease, Redis lost its data, or the
 // slot was taken from the fallback during an outage) and its key has no
 // place left for it: other streams were counted meanwhile. End the
 // stream; its client's reconnection reserves a new slot.
-var ErrSlotLost = errors.New("streams: the stream's slot is no longer counted in Redis and its key is full; end the stream, and its client's reconnection reserves a new one")
+var errSlotLost = errors.New("streams: the stream's slot is no longer counted in Redis and its key is full; end the stream, and its client's reconnection reserves a new one")
 
 // RedisCap caps streams across every replica that uses the same Redis and
 // prefix. Create it with [NewRedisCap]; it is safe for concurrent use.
@@ -99,7 +99,7 @@ var ErrSlotLost = errors.New("streams: the stream's slot is no longer counted in
 // max across the cluster until Redis answers again. Once it does, the
 // counts reconcile at each stream's next Refresh: a stream admitted during
 // the outage takes a lease (or, when the cluster holds max streams of its
-// key already, ErrSlotLost ends it), one whose lease expired meanwhile
+// key already, errSlotLost ends it), one whose lease expired meanwhile
 // takes it back the same way, and the leases whose Release failed are
 // removed then (up to maxUnreleased of them are remembered; the others
 // expire with their leases). Each call to Redis gets Timeout.
@@ -210,7 +210,7 @@ func (r *RedisCap) reserve(ctx context.Context, key string) (s capSlot, live int
 }
 
 // refresh keeps s counted in Redis (refreshScript). It returns Redis's
-// error, or ErrSlotLost when s's key had no place for it, even once the
+// error, or errSlotLost when s's key had no place for it, even once the
 // leases whose Release failed were removed.
 func (r *RedisCap) refreshSlot(ctx context.Context, s capSlot) error {
 	n, err := r.keep(ctx, s)
@@ -221,7 +221,7 @@ func (r *RedisCap) refreshSlot(ctx context.Context, s capSlot) error {
 		return fmt.Errorf("streams: redis: refreshing a stream's slot (the stream keeps it until its lease ends; refresh again at the next heartbeat): %w", err)
 	}
 	if n == 0 {
-		return ErrSlotLost
+		return errSlotLost
 	}
 	return nil
 }

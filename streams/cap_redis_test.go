@@ -112,8 +112,8 @@ func TestRedisCapLease(t *testing.T) {
 		t.Fatal("an unrefreshed slot's set outlived its lease")
 	}
 	mustReserve(t, b, "dead", 1)
-	if err := dead.refresh(ctx); !errors.Is(err, ErrSlotLost) {
-		t.Fatalf("Refresh of an expired slot whose place was taken = %v, want ErrSlotLost", err)
+	if err := dead.refresh(ctx); !errors.Is(err, errSlotLost) {
+		t.Fatalf("Refresh of an expired slot whose place was taken = %v, want errSlotLost", err)
 	}
 
 	kept.release()
@@ -136,8 +136,8 @@ func TestRedisCapExpiredMemberDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustReserve(t, b, "k", 2) // early's member is still in the set, but its lease ended: 1 live, then 2
-	if err := early.refresh(ctx); !errors.Is(err, ErrSlotLost) {
-		t.Fatalf("Refresh of a slot whose lease ended, its key full = %v, want ErrSlotLost", err)
+	if err := early.refresh(ctx); !errors.Is(err, errSlotLost) {
+		t.Fatalf("Refresh of a slot whose lease ended, its key full = %v, want errSlotLost", err)
 	}
 }
 
@@ -222,7 +222,7 @@ func TestRedisCapFallsBackWhenRedisIsDown(t *testing.T) {
 	mustRefuse(t, c, "k", 2) // the stream already in Redis counts: the replica holds 2
 
 	// Refresh returns Redis's error; Release ignores it but reports it.
-	if err := inRedis.refresh(ctx); err == nil || errors.Is(err, ErrSlotLost) {
+	if err := inRedis.refresh(ctx); err == nil || errors.Is(err, errSlotLost) {
 		t.Fatalf("Refresh with Redis down = %v, want Redis's error", err)
 	}
 	before := len(errs())
@@ -288,7 +288,7 @@ func TestRedisCapOutageKeepsTheCap(t *testing.T) {
 		ok := true
 		for i, s := range open {
 			err := s.refresh(ctx)
-			if errors.Is(err, ErrSlotLost) {
+			if errors.Is(err, errSlotLost) {
 				t.Fatalf("stream %d lost its slot: its key had room", i+1)
 			}
 			ok = ok && err == nil
@@ -302,7 +302,7 @@ func TestRedisCapOutageKeepsTheCap(t *testing.T) {
 
 // When a cut let each replica admit a key's streams on its own, the
 // cluster held more than max; once Redis is back, the streams that find
-// no place at their refresh are told to end (ErrSlotLost), and the key
+// no place at their refresh are told to end (errSlotLost), and the key
 // is at its cap again.
 func TestRedisCapOutageOverCapReconciles(t *testing.T) {
 	t.Parallel()
@@ -324,7 +324,7 @@ func TestRedisCapOutageOverCapReconciles(t *testing.T) {
 	for _, s := range cut {
 		eventually(t, 2*time.Second, "a refresh reaches Redis again", func() bool {
 			err := s.refresh(ctx)
-			if errors.Is(err, ErrSlotLost) {
+			if errors.Is(err, errSlotLost) {
 				lost++
 				s.release() // the stream ends
 				return true

@@ -24,7 +24,7 @@ import (
 //
 // Every write has a deadline: two heartbeats from the last [Conn.Start]
 // or [Conn.Beat], on the kernel's clock. A Conn is used by one goroutine.
-type Conn struct {
+type sseConn struct {
 	w         http.ResponseWriter
 	rc        *http.ResponseController
 	heartbeat time.Duration
@@ -38,40 +38,40 @@ type Conn struct {
 	idleBeats     int
 }
 
-// NewConn is the transport of the response w, whose stream beats every
+// newSSEConn is the transport of the response w, whose stream beats every
 // heartbeat (which must be positive).
-func NewConn(w http.ResponseWriter, heartbeat time.Duration) *Conn {
-	return &Conn{w: w, rc: http.NewResponseController(w), heartbeat: heartbeat}
+func newSSEConn(w http.ResponseWriter, heartbeat time.Duration) *sseConn {
+	return &sseConn{w: w, rc: http.NewResponseController(w), heartbeat: heartbeat}
 }
 
-// SetHeaders sets the headers of an SSE response: its content type, and
+// setHeaders sets the headers of an SSE response: its content type, and
 // no caching (a stream is its caller's, as every authenticated answer
 // is: no-store) or buffering on the way.
-func SetHeaders(h http.Header) {
+func setHeaders(h http.Header) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 }
 
 // Head answers a HEAD request: the stream's headers and 200, no body.
-func (c *Conn) Head() {
-	SetHeaders(c.w.Header())
+func (c *sseConn) Head() {
+	setHeaders(c.w.Header())
 	c.w.WriteHeader(http.StatusOK)
 }
 
 // Start sends the stream's headers (the ResponseWriter's, with
-// [SetHeaders]') and retry, its reconnection delay, as the stream's first
+// [setHeaders]') and retry, its reconnection delay, as the stream's first
 // message. Where it can, it takes the connection over (see [Conn]): it
 // then calls tookOver, after which the ResponseWriter is not used again
 // and the handler may return, and calls gone, from a goroutine of its
 // own, once the client closes the connection or sends more than
-// MaxClientInput bytes on it (HTTP/1.1 gives it no other answer on that
+// maxClientInput bytes on it (HTTP/1.1 gives it no other answer on that
 // connection: what it sends is dropped, and a client that floods it is cut
 // off rather than read without end). Otherwise the request's read
 // deadline is lifted (the server's would cancel the request's context
 // when it passed), and tookOver and gone are never called.
-func (c *Conn) Start(retry time.Duration, tookOver, gone func()) error {
-	SetHeaders(c.w.Header())
+func (c *sseConn) Start(retry time.Duration, tookOver, gone func()) error {
+	setHeaders(c.w.Header())
 	hint := "retry: " + strconv.FormatInt(retry.Milliseconds(), 10) + "\n\n"
 	if conn, _, err := c.rc.Hijack(); err == nil {
 		var head bytes.Buffer
@@ -93,15 +93,15 @@ func (c *Conn) Start(retry time.Duration, tookOver, gone func()) error {
 	return c.Write([]byte(hint))
 }
 
-// MaxClientInput is what a stream's client may send after its request,
+// maxClientInput is what a stream's client may send after its request,
 // once its connection is taken over: room for a pipelined request or two.
-const MaxClientInput = 16 << 10
+const maxClientInput = 16 << 10
 
 // watch calls gone when the client closes the connection, or has sent
-// more than MaxClientInput bytes on it.
-func (c *Conn) watch(gone func()) {
+// more than maxClientInput bytes on it.
+func (c *sseConn) watch(gone func()) {
 	var b [64]byte
-	for read := 0; read <= MaxClientInput; {
+	for read := 0; read <= maxClientInput; {
 		n, err := c.conn.Read(b[:])
 		if err != nil {
 			break
@@ -112,18 +112,18 @@ func (c *Conn) watch(gone func()) {
 }
 
 // TookOver reports whether Start took the connection over.
-func (c *Conn) TookOver() bool { return c.conn != nil }
+func (c *sseConn) TookOver() bool { return c.conn != nil }
 
 // Written is how many bytes the stream has written, headers included
 // when it took the connection over.
-func (c *Conn) Written() int64 { return c.written }
+func (c *sseConn) Written() int64 { return c.written }
 
 // extendDeadline gives the stream's writes two heartbeats from now, on
 // the kernel's clock (not an injected one). Beat extends it again, so a
 // write always has at least a heartbeat.
-func (c *Conn) extendDeadline() { c.setWriteDeadline(time.Now().Add(2 * c.heartbeat)) }
+func (c *sseConn) extendDeadline() { c.setWriteDeadline(time.Now().Add(2 * c.heartbeat)) }
 
-func (c *Conn) setWriteDeadline(t time.Time) {
+func (c *sseConn) setWriteDeadline(t time.Time) {
 	if c.conn != nil {
 		_ = c.conn.SetWriteDeadline(t)
 		return
@@ -134,7 +134,7 @@ func (c *Conn) setWriteDeadline(t time.Time) {
 // Write sends msg, one or more whole SSE messages, and flushes it, by the
 // write deadline: a write that waits past it fails, and the stream
 // should end.
-func (c *Conn) Write(msg []byte) error {
+func (c *sseConn) Write(msg []byte) error {
 	if c.conn != nil {
 		n, err := c.conn.Write(msg)
 		c.written += int64(n)
@@ -149,14 +149,14 @@ func (c *Conn) Write(msg []byte) error {
 }
 
 // Heartbeat is the comment line a stream sends when it is due.
-var Heartbeat = []byte(":\n\n")
+var heartbeatLine = []byte(":\n\n")
 
 // Beat is the transport's part of a heartbeat: it extends the write
 // deadline and writes the comment, which keeps proxies from closing an
 // idle stream and finds dead clients. Check [Conn.Stalled] first.
-func (c *Conn) Beat() error {
+func (c *sseConn) Beat() error {
 	c.extendDeadline()
-	return c.Write(Heartbeat)
+	return c.Write(heartbeatLine)
 }
 
 // Stalled reports whether the connection has taken none of the bytes
@@ -166,7 +166,7 @@ func (c *Conn) Beat() error {
 // buffers the stream's writes.) Call it once a heartbeat. Where the
 // kernel cannot say (not Linux, not TCP, not taken over), it reports
 // false.
-func (c *Conn) Stalled() bool {
+func (c *sseConn) Stalled() bool {
 	queued, ok := unsentBytes(c.conn)
 	if !ok {
 		return false
@@ -183,11 +183,11 @@ func (c *Conn) Stalled() bool {
 
 // Abort makes any write fail at once: a stalled stream's client will take
 // nothing more, so its end need not wait for the response to finish.
-func (c *Conn) Abort() { c.setWriteDeadline(time.Now()) }
+func (c *sseConn) Abort() { c.setWriteDeadline(time.Now()) }
 
 // Close closes the connection Start took, if it took one, and reports
 // whether it did.
-func (c *Conn) Close() bool {
+func (c *sseConn) Close() bool {
 	if c.conn == nil {
 		return false
 	}

@@ -1,6 +1,10 @@
 package streams
 
-import "context"
+import (
+	"context"
+	"strings"
+	"time"
+)
 
 // LiveSnapshotOf is the snapshot a live stream of p, of ctx, sends now.
 func LiveSnapshotOf(ctx context.Context, p *Plane) LiveSnapshot { return p.live.snapshot(ctx, p) }
@@ -26,4 +30,42 @@ var ErrSlow = errSlow
 // Reserve is reserve.
 func (r *RedisCap) Reserve(ctx context.Context, key string) (capSlot, int, bool, error) {
 	return r.reserve(ctx, key)
+}
+
+// The SSE transport, for its tests.
+type Conn = sseConn
+
+var (
+	NewConn        = newSSEConn
+	AppendEvent    = appendEvent
+	ErrNotJSON     = errNotJSON
+	MaxClientInput = maxClientInput
+)
+
+// Loop is loop.
+func Loop[T any](ctx context.Context, heartbeat time.Duration, closing, probe <-chan struct{}, source <-chan T,
+	send func(v T, ok bool) error, beat, ping func() error, shutdown func()) {
+	loop(ctx, heartbeat, closing, probe, source, send, beat, ping, shutdown)
+}
+
+// CompareIDs returns -1, 0 or +1 as event id a is before, equal to or
+// after b: by their millisecond, then their sequence, as Redis orders a
+// stream's ids ("9-5" is before "10-0", though not as strings).
+//
+// It never fails, whatever its input: a string that is not an id of the
+// hubs' form ("<ms>-<seq>", decimal, without leading zeros, at most 41
+// bytes) orders before every id, and two such strings order as strings
+// do. So sorting by CompareIDs is a total order on any strings.
+func CompareIDs(a, b string) int {
+	x, okA := parseID(a)
+	y, okB := parseID(b)
+	switch {
+	case okA && okB:
+		return x.compare(y)
+	case okA:
+		return 1
+	case okB:
+		return -1
+	}
+	return strings.Compare(a, b)
 }

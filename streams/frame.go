@@ -12,18 +12,18 @@ import (
 	"time"
 )
 
-// ErrNotJSON is what AppendEvent returns for data that is not JSON.
-var ErrNotJSON = errors.New("streams: an event's data is not JSON")
+// errNotJSON is what appendEvent returns for data that is not JSON.
+var errNotJSON = errors.New("streams: an event's data is not JSON")
 
-// AppendEvent appends to dst one SSE message: the event's id line (none
+// appendEvent appends to dst one SSE message: the event's id line (none
 // when id is ""), its event line and its data line. data is JSON; JSON
 // with a line break (which would end the data line) is compacted first,
-// and data that is not JSON is refused with ErrNotJSON.
-func AppendEvent(dst []byte, id, event string, data json.RawMessage) ([]byte, error) {
+// and data that is not JSON is refused with errNotJSON.
+func appendEvent(dst []byte, id, event string, data json.RawMessage) ([]byte, error) {
 	if bytes.ContainsAny(data, "\r\n") { // a line break would end the data: line; JSON needs none
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, data); err != nil {
-			return dst, ErrNotJSON
+			return dst, errNotJSON
 		}
 		data = buf.Bytes()
 	}
@@ -41,7 +41,7 @@ func AppendEvent(dst []byte, id, event string, data json.RawMessage) ([]byte, er
 // prove now that its client is still there), until ctx ends (the client
 // left), closing is closed (the server shuts down: shutdown is called, to
 // send the stream's last event), or send, beat or ping returns an error.
-func Loop[T any](ctx context.Context, heartbeat time.Duration, closing, probe <-chan struct{}, source <-chan T,
+func loop[T any](ctx context.Context, heartbeat time.Duration, closing, probe <-chan struct{}, source <-chan T,
 	send func(v T, ok bool) error, beat, ping func() error, shutdown func()) {
 	every := time.NewTicker(heartbeat)
 	defer every.Stop()

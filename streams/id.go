@@ -75,25 +75,3 @@ func (id eventID) compare(o eventID) int {
 	}
 	return 0
 }
-
-// CompareIDs returns -1, 0 or +1 as event id a is before, equal to or
-// after b: by their millisecond, then their sequence, as Redis orders a
-// stream's ids ("9-5" is before "10-0", though not as strings).
-//
-// It never fails, whatever its input: a string that is not an id of the
-// hubs' form ("<ms>-<seq>", decimal, without leading zeros, at most 41
-// bytes) orders before every id, and two such strings order as strings
-// do. So sorting by CompareIDs is a total order on any strings.
-func CompareIDs(a, b string) int {
-	x, okA := parseID(a)
-	y, okB := parseID(b)
-	switch {
-	case okA && okB:
-		return x.compare(y)
-	case okA:
-		return 1
-	case okB:
-		return -1
-	}
-	return strings.Compare(a, b)
-}

@@ -36,7 +36,7 @@ type Stream struct {
 	slot, userSlot capSlot
 	// The response, until Start takes the connection, and its transport.
 	w http.ResponseWriter
-	c *Conn
+	c *sseConn
 	// The request, with the stream's context: cancel ends it; unfollow
 	// stops it from ending with the request's, once the stream has its
 	// connection.
@@ -137,7 +137,7 @@ func (st *Stream) Send(id, event string, data json.RawMessage) error {
 		api.Logger(st.r.Context()).Error("stream: dropped an event its operation does not declare", "event", event)
 		return nil
 	}
-	msg, err := AppendEvent(nil, id, event, data)
+	msg, err := appendEvent(nil, id, event, data)
 	if err != nil {
 		api.Logger(st.r.Context()).Error("stream: dropped an event whose data is not JSON", "event", event)
 		return nil
@@ -192,8 +192,8 @@ func (st *Stream) CloseSlow() { st.close("slow") }
 // (stream.closing), or send returns an error (ErrEnded to end the
 // stream).
 func Pump[T any](st *Stream, source <-chan T, send func(v T, ok bool) error) {
-	Loop(st.r.Context(), st.plane.cfg.Heartbeat, st.plane.closing, st.probe, source, send, st.beat,
-		func() error { return st.c.Write(Heartbeat) }, func() { st.close("shutdown") })
+	loop(st.r.Context(), st.plane.cfg.Heartbeat, st.plane.closing, st.probe, source, send, st.beat,
+		func() error { return st.c.Write(heartbeatLine) }, func() { st.close("shutdown") })
 }
 
 // serve runs the operation's serve on a goroutine of its own, and
@@ -268,7 +268,7 @@ func (st *Stream) callerHolds() bool {
 func (st *Stream) renew() error {
 	for _, slot := range []capSlot{st.slot, st.userSlot} {
 		err := slot.refresh(st.r.Context())
-		if errors.Is(err, ErrSlotLost) {
+		if errors.Is(err, errSlotLost) {
 			st.close("unavailable")
 			return err
 		}
