@@ -13,137 +13,88 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// reserveScript takes a slot of one key in Redis, in one round trip. The
+// capScript counts one stream of a key in Redis, in one round trip. The
 // key is a sorted set with one member per live stream, scored with the
-// time its lease ends, in ms on the Redis server's clock (TIME), so
-// replicas whose clocks disagree still share one cap. Members whose lease
-// has ended are dropped first: they are the streams of a replica that
-// died, or that could not refresh them in time. The set lives as long as
-// its newest lease, so a key nobody streams on vanishes on its own.
+// end of its lease in ms on the Redis server's clock (TIME), so replicas
+// whose clocks disagree share one cap. A member whose lease holds is
+// extended; a new or expired one first drops the expired members (the
+// streams of a replica that died) and takes a place only if the key has
+// one. The set lives as long as its newest lease.
 //
-// KEYS[1] the key's set. ARGV[1] max, ARGV[2] the lease in ms, ARGV[3]
-// the new stream's member.
-//
-// Returns the live count with the new stream when it was admitted, and
-// minus the live count when it was refused (max is at least 1, so a
-// refusal is always negative).
-const reserveScript = `
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local n = redis.call('ZCARD', KEYS[1])
-if n >= tonumber(ARGV[1]) then return -n end
-redis.call('ZADD', KEYS[1], string.format('%d', now + ARGV[2]), ARGV[3])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return n + 1
-`
-
-// refreshScript keeps one stream counted for a full lease from now, and
-// the set alive as long. A stream whose lease is still in the set has it
-// extended. One whose lease is gone — it expired while Redis could not be
-// reached, or the stream was admitted by a replica's fallback during an
-// outage and was never in Redis — takes a place again if the key has one,
-// as Reserve would: so once Redis is back every stream a replica holds is
-// counted in it, and a key a cut left above its cap (each replica admitted
-// on its own) comes back to it, the streams that find no place ending.
-//
-// KEYS[1] the key's set. ARGV[1] max, ARGV[2] the lease in ms, ARGV[3]
-// the stream's member. Returns 1 when the stream is counted, 0 when its
-// key had no place for it.
-const refreshScript = `
+// KEYS[1] the key's set. ARGV[1] max, ARGV[2] the lease in ms, ARGV[3] the
+// stream's member. Returns the live count when the stream is counted, else
+// minus it (max is at least 1, so a refusal is negative).
+const capScript = `
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local s = redis.call('ZSCORE', KEYS[1], ARGV[3])
 if not s or tonumber(s) <= now then
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-  if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+  local n = redis.call('ZCARD', KEYS[1])
+  if n >= tonumber(ARGV[1]) then return -n end
 end
 redis.call('ZADD', KEYS[1], string.format('%d', now + ARGV[2]), ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1
+return redis.call('ZCARD', KEYS[1])
 `
 
-var (
-	reserveLua = rueidis.NewLuaScript(reserveScript)
-	refreshLua = rueidis.NewLuaScript(refreshScript)
-)
+var capLua = rueidis.NewLuaScript(capScript)
 
-// redisTimeout bounds each call a RedisCap makes to Redis, so a Redis
-// that stalls delays a new stream by no more than this.
+// redisTimeout bounds each call a RedisCap makes to Redis.
 const redisTimeout = 100 * time.Millisecond
 
-// errSlotLost is what Refresh returns when the slot's lease had ended in
-// Redis (refreshes came later than the lease, Redis lost its data, or the
-// slot was taken from the fallback during an outage) and its key has no
-// place left for it: other streams were counted meanwhile. End the
-// stream; its client's reconnection reserves a new slot.
-var errSlotLost = errors.New("streams: the stream's slot is no longer counted in Redis and its key is full; end the stream, and its client's reconnection reserves a new one")
+// errSlotLost is what refresh returns when the slot's lease had ended in
+// Redis and its key has no place left for it: end the stream, and its
+// client's reconnection reserves a new slot.
+var errSlotLost = errors.New("streams: the stream's slot is no longer counted in Redis and its key is full")
 
 // RedisCap caps streams across every replica that uses the same Redis and
 // prefix. Create it with [NewRedisCap]; it is safe for concurrent use.
 //
-// Each key is a sorted set in Redis, with one member per live stream: a
-// random lease id, scored with the time its lease ends on the Redis
-// server's clock. Reserve admits a stream while the key holds fewer than
-// max unexpired leases; Release removes its lease; Refresh extends it to a
-// full lease from now. A replica that dies never releases its slots, and
-// they expire a lease after their last refresh. So refresh well within the
-// lease: at a heartbeat a quarter of it, say, so a late beat or two lose
-// nothing.
-//
-// With a fallback, every stream this replica holds is also counted in it,
-// whether Redis or the fallback admitted it. So a key that holds max
-// streams on this replica is refused without a call to Redis, and when
-// Redis fails, Reserve admits from that count: a key never holds more
-// than max streams on one replica, though it may hold up to replicas ×
-// max across the cluster until Redis answers again. Once it does, the
-// counts reconcile at each stream's next Refresh: a stream admitted during
-// the outage takes a lease (or, when the cluster holds max streams of its
-// key already, errSlotLost ends it), one whose lease expired meanwhile
-// takes it back the same way, and the leases whose Release failed are
-// removed then (up to maxUnreleased of them are remembered; the others
-// expire with their leases). Each call to Redis gets Timeout.
+// Each stream holds a lease in Redis, refreshed at each heartbeat; a
+// replica that dies never releases its slots, and they expire a lease
+// after their last refresh. With a fallback, this replica's streams are
+// also counted in memory: a key that holds max streams here is refused
+// without a call, and while Redis fails the fallback admits (so a key may
+// hold up to replicas × max streams until Redis answers). Then each
+// stream's next refresh counts it in Redis again, or ends it when its key
+// is full, and the leases whose release failed are removed.
 type RedisCap struct {
 	client   rueidis.Client
 	prefix   string
 	max      int
-	maxArg   string // max, as the scripts read it
-	leaseArg string // the lease in ms, as the scripts read it
+	maxArg   string // max, as the script reads it
+	leaseArg string // the lease in ms
 	fallback *MemoryCap
 
-	// unreleased are leases whose Release could not reach Redis, to be
+	// unreleased are leases whose release could not reach Redis, to be
 	// removed once it answers; flushing says a call is removing them.
 	mu         sync.Mutex
 	unreleased []lease
 	flushing   atomic.Bool
 
-	// Timeout bounds each call to Redis, so a Redis that stalls delays a
-	// new stream by no more than this: 100 ms from NewRedisCap. A call
-	// that takes longer counts as Redis failing. Set it before the cap is
-	// used.
+	// Timeout bounds each call to Redis (100 ms from NewRedisCap); a call
+	// that takes longer counts as Redis failing. Set it before use.
 	Timeout time.Duration
 
-	// OnError, when set, is called with each failure of Redis that the
-	// caller does not see: a Reserve the fallback served, a Release that
-	// could not reach Redis. Use it to log. It must not block.
+	// OnError, when set, is told each failure of Redis the caller does not
+	// see (a reserve the fallback served, a failed release). It must not
+	// block.
 	OnError func(error)
 }
 
 // A lease is one stream's member in its key's set.
 type lease struct{ key, member string }
 
-// maxUnreleased bounds the leases a RedisCap remembers to remove once
-// Redis is back; the ones past it expire with their leases.
+// maxUnreleased bounds the leases a RedisCap remembers to remove; the
+// ones past it expire with their leases.
 const maxUnreleased = 10000
 
-// NewRedisCap returns a cap of max streams per key in Redis. prefix
-// starts its keys (<prefix>streams:<key>), so several deployments can
-// share a server. lease is how long a slot outlives its last refresh.
-// fallback, NewMemoryCap(max), counts this replica's streams and serves
-// Reserve while Redis fails; with a nil fallback Reserve returns Redis's
-// error instead. It panics if max is less than 1, lease less than 1 ms, or
-// the fallback's max is not max, as a misconfigured cap is a programming
-// error caught at start-up.
+// NewRedisCap returns a cap of max streams per key in Redis, its keys
+// "<prefix>streams:<key>". lease is how long a slot outlives its last
+// refresh. fallback, NewMemoryCap(max) or nil, counts this replica's
+// streams and admits while Redis fails. It panics if max < 1, lease < 1 ms
+// or the fallback's max is not max.
 func NewRedisCap(client rueidis.Client, prefix string, max int, lease time.Duration, fallback *MemoryCap) *RedisCap {
 	if max < 1 {
 		panic("streams: NewRedisCap needs a max of at least 1 stream per key")
@@ -154,7 +105,7 @@ func NewRedisCap(client rueidis.Client, prefix string, max int, lease time.Durat
 	if fallback != nil && fallback.capacity() != max {
 		panic("streams: NewRedisCap needs a fallback of the same max: it counts the same streams")
 	}
-	ms := (lease + time.Millisecond - 1) / time.Millisecond // rounded up: never a shorter lease than asked
+	ms := (lease + time.Millisecond - 1) / time.Millisecond // rounded up
 	return &RedisCap{
 		client:   client,
 		prefix:   prefix + "streams:",
@@ -166,19 +117,12 @@ func NewRedisCap(client rueidis.Client, prefix string, max int, lease time.Durat
 	}
 }
 
-// Max is the most streams one key may hold open.
 func (r *RedisCap) capacity() int { return r.max }
 
-// Reserve takes one of key's slots in Redis. When this replica holds max
-// streams of key already, it refuses without asking Redis. When Redis
-// fails, it admits from this replica's count instead (the fallback's),
-// calls OnError and returns a nil error; live is then that count. It
-// returns an error only when ctx ends first, or when Redis fails and there
-// is no fallback.
-//
-// A Reserve that times out may still have been admitted by Redis; the
-// slot it returns holds the same lease, which its Refresh and Release
-// then find.
+// reserve takes one of key's slots in Redis. When Redis fails, it admits
+// from the fallback's count and tells OnError; it returns an error only
+// when ctx ends first, or Redis fails without a fallback. A reserve that
+// timed out may still have been admitted: the slot holds that lease.
 func (r *RedisCap) reserve(ctx context.Context, key string) (s capSlot, live int, ok bool, err error) {
 	s = capSlot{owner: r, key: key, lease: rand.Text()}
 	local := 0
@@ -189,9 +133,7 @@ func (r *RedisCap) reserve(ctx context.Context, key string) (s capSlot, live int
 		}
 		s.id, s.at = mine.id, mine.at
 	}
-	cctx, cancel := context.WithTimeout(ctx, r.Timeout)
-	n, err := reserveLua.Exec(cctx, r.client, []string{r.prefix + key}, []string{r.maxArg, r.leaseArg, s.lease}).AsInt64()
-	cancel()
+	n, err := r.count(ctx, s)
 	switch {
 	case err != nil && ctx.Err() != nil: // the caller giving up is not an outage
 		r.releaseLocal(s)
@@ -209,34 +151,31 @@ func (r *RedisCap) reserve(ctx context.Context, key string) (s capSlot, live int
 	return s, int(n), true, nil
 }
 
-// refresh keeps s counted in Redis (refreshScript). It returns Redis's
-// error, or errSlotLost when s's key had no place for it, even once the
-// leases whose Release failed were removed.
+// refreshSlot keeps s counted in Redis. It returns errSlotLost when s's
+// key had no place for it, even once the failed releases were flushed.
 func (r *RedisCap) refreshSlot(ctx context.Context, s capSlot) error {
-	n, err := r.keep(ctx, s)
-	if err == nil && r.flush(ctx) && n == 0 {
-		n, err = r.keep(ctx, s) // the leases of streams that ended may have filled its key
+	n, err := r.count(ctx, s)
+	if err == nil && r.flush(ctx) && n < 0 {
+		n, err = r.count(ctx, s) // the leases of streams that ended may have filled its key
 	}
 	if err != nil {
 		return fmt.Errorf("streams: redis: refreshing a stream's slot (the stream keeps it until its lease ends; refresh again at the next heartbeat): %w", err)
 	}
-	if n == 0 {
+	if n < 0 {
 		return errSlotLost
 	}
 	return nil
 }
 
-// keep runs refreshScript for s.
-func (r *RedisCap) keep(ctx context.Context, s capSlot) (int64, error) {
+// count runs capScript for s.
+func (r *RedisCap) count(ctx context.Context, s capSlot) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
-	return refreshLua.Exec(ctx, r.client, []string{r.prefix + s.key}, []string{r.maxArg, r.leaseArg, s.lease}).AsInt64()
+	return capLua.Exec(ctx, r.client, []string{r.prefix + s.key}, []string{r.maxArg, r.leaseArg, s.lease}).AsInt64()
 }
 
-// release removes s's lease, and its place in this replica's count.
-// Removing it twice removes nothing more, as no other stream has its
-// member. When Redis fails, the lease is remembered and removed once Redis
-// answers again, and OnError is told.
+// releaseSlot removes s's lease and its place in this replica's count.
+// When Redis fails, the lease is removed once Redis answers again.
 func (r *RedisCap) releaseSlot(s capSlot) {
 	r.releaseLocal(s)
 	ctx, cancel := context.WithTimeout(context.Background(), r.Timeout)
@@ -248,15 +187,12 @@ func (r *RedisCap) releaseSlot(s capSlot) {
 	}
 }
 
-// releaseLocal gives back s's place in this replica's count.
 func (r *RedisCap) releaseLocal(s capSlot) {
 	if r.fallback != nil && s.id != 0 {
 		r.fallback.releaseSlot(s)
 	}
 }
 
-// remember keeps l to remove once Redis answers, unless maxUnreleased
-// are kept already: then l expires with its lease.
 func (r *RedisCap) remember(l lease) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -265,11 +201,9 @@ func (r *RedisCap) remember(l lease) {
 	}
 }
 
-// flush removes the leases whose Release failed, now that Redis has
-// answered a call: in one round trip, by one caller at a time. Those it
-// cannot remove (the first call on a connection an outage broke may fail)
-// are kept for the next. It reports whether there were any, being
-// removed by this call or another.
+// flush removes the leases whose release failed, in one round trip, one
+// caller at a time, keeping those it cannot remove. It reports whether
+// there were any.
 func (r *RedisCap) flush(ctx context.Context) bool {
 	r.mu.Lock()
 	n := len(r.unreleased)

@@ -33,7 +33,7 @@ func replicas(t *testing.T, n, max int, lease time.Duration) ([]*RedisCap, rueid
 // test's first call does not spend its 100 ms loading one.
 func loadScripts(t *testing.T, c rueidis.Client) {
 	t.Helper()
-	for _, src := range []string{reserveScript, refreshScript} {
+	for _, src := range []string{capScript} {
 		if err := c.Do(context.Background(), c.B().ScriptLoad().Script(src).Build()).Error(); err != nil {
 			t.Fatal(err)
 		}
