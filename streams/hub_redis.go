@@ -15,23 +15,15 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// replayScript reads, in one step, what Subscribe needs of the stream
-// for a subscriber that has every event up to after: whether some event
-// after it was trimmed away, and user's events in (after, upto].
+// replayScript reads, in one step, what Subscribe needs for a subscriber
+// that has every event up to after: whether events after it are gone (it
+// is older than the first entry, or no entry of the stream), and user's
+// events in (after, upto], read in pages, the newest ARGV[4] only (more
+// is a gap too).
 //
-// A gap is an after older than the stream's first entry (nothing at or
-// before it is kept), which is also what a missing stream gives, or an
-// after that is no entry of the stream (an id of another stream: of a
-// shard that another number of shards gave this user, say). The
-// range is read in pages, so a long one never builds one large reply
-// inside Redis; only the newest ARGV[4] of user's events are returned,
-// and when there were more, that is a gap too.
-//
-// KEYS[1] the stream. ARGV[1] after, a valid id; ARGV[2] upto, or ” for
-// no replay; ARGV[3] the user (whose events are those to it, and the gap
-// markers to everyone, "*"); ARGV[4] the most events to return.
-//
-// Returns {gap, then id, type, data of each event, oldest first}.
+// KEYS[1] the stream. ARGV[1] after; ARGV[2] upto, or empty for no replay;
+// ARGV[3] the user; ARGV[4] the most events to return. Returns {gap, then
+// id, type, data of each event, oldest first}.
 const replayScript = `
 local gap = 0
 if #redis.call('XRANGE', KEYS[1], '-', ARGV[1], 'COUNT', 1) == 0 then gap = 1
@@ -71,42 +63,22 @@ return res
 var replay = rueidis.NewLuaScript(replayScript)
 
 // RedisHub is a [Hub] shared by every replica that uses the same Redis
-// and prefix. Create it with [NewRedisHub], and run its [RedisHub.Run]
-// loop for as long as it serves; it is safe for concurrent use.
+// and prefix. Create it with [NewRedisHub] and run its [RedisHub.Run]
+// loop; it is safe for concurrent use.
 //
 // Events are entries of one Redis stream, "<prefix>events", trimmed to
-// about maxLen entries, whose ids are the events' ids. Publish adds an
-// entry; each replica's Run loop reads the stream as it grows and hands
-// each entry to its own subscriptions of the entry's user. So an event
-// reaches a replica's streams one Redis round trip after Publish, on the
-// replica that published it too, and a replica that loses Redis for a
-// while catches up from where it was (unless the stream was trimmed past
-// it meanwhile).
+// about maxLen entries, whose ids are the events' ids. Each replica's Run
+// reads the stream and hands each entry to its subscriptions of the
+// entry's user, and Subscribe replays from the stream, so a stream may
+// resume on any replica.
 //
-// Subscribe replays from the stream itself, so a stream may resume on any
-// replica. Its Gap is set when its after is older than the stream's
-// first entry (trimmed away, or the stream was lost), is no entry of it
-// (an id of another stream, or newer than its newest), or is not an id at
-// all.
-//
-// When Redis fails, a subscriber never misses events without being told
-// ([EventGap]). A replica that could not publish some of a user's events
-// remembers the user (up to maxLost users; past that, every user) and,
-// once Redis answers, adds a gap marker for each to the stream, which
-// every replica delivers and a resume replays. And a Run whose reads
-// failed checks, once they work again, that the stream still holds every
-// entry after the last it delivered: if some were trimmed meanwhile, or
-// Redis lost its data, it gives every subscription of this replica a gap.
-//
-// Every Redis call but Run's blocking read is bounded by a timeout of a
-// second, or the caller's deadline if sooner. It needs Redis 6.2 or later
-// (exclusive ranges of stream ids); from 7.0 (which brain needs), the
-// check after a failed read also sees entries trimmed from a stream that
-// was empty when it began reading.
+// A subscriber is never left unaware of lost events ([EventGap]): a
+// replica that could not publish a user's events adds a gap marker for
+// the user once Redis answers, and a Run whose reads failed gives every
+// subscription a gap if entries it had not read were trimmed or lost.
+// Every call but Run's blocking read has a timeout of a second.
 type RedisHub struct {
-	// OnError, when set, is told each failure of Run's reading, before Run
-	// retries. Run never gives up while its context lasts, so this is
-	// where a replica that lost Redis shows it.
+	// OnError, when set, is told each failure of Run's reading.
 	OnError func(error)
 
 	client rueidis.Client
@@ -115,54 +87,43 @@ type RedisHub struct {
 
 	f    fanout  // its lock guards seen
 	seen eventID // the newest entry Run has delivered: later ones are yet to come
-	// known says seen is a place in the stream, found by start; until
-	// then Run and Subscribe do not know where live delivery begins.
+	// known says seen is a place in the stream, found by start.
 	known   bool
 	startMu sync.Mutex // one start at a time
 
 	running atomic.Bool
-	// failed says Run's last read failed: the next checks what it may have
-	// lost. Only Run's goroutine uses it.
+	// failed says Run's last read failed. Only Run's goroutine uses it.
 	failed bool
 
-	// The users whose events a Publish lost, to be sent a gap marker once
-	// Redis answers; lostAll is every user, when they were too many.
+	// The users whose events a Publish lost, for a gap marker once Redis
+	// answers; lostAll is every user.
 	lostMu  sync.Mutex
 	lost    map[string]struct{}
 	lostAll bool
 }
 
-// maxLost bounds the users a RedisHub remembers to send a gap marker;
-// past it, it sends one marker to every user instead.
+// maxLost bounds the users a RedisHub remembers; past it, one marker goes
+// to every user.
 const maxLost = 10000
 
 // Bounds of the Redis hub's calls and of Run's retries.
 const (
 	callTimeout = time.Second
-	// readBlock is how long one read waits in Redis for new entries. It is
-	// short because a read already sent is not cut off by its context
-	// (rueidis waits for Redis's answer): Run's end waits for it.
+	// readBlock is short because a read already sent is not cut off by its
+	// context: Run's end waits for it.
 	readBlock = 500 * time.Millisecond
 	readCount = 512
-	// readLinger is how long Run waits after a read that found more than
-	// one entry, but fewer than readCount, before it reads again: when
-	// events come fast, each read then takes what came meanwhile in one
-	// reply, and Redis wakes each replica's read at most once a linger.
-	// A read of one entry (events come slowly) is followed at once, so
-	// the wait costs latency only under load (BenchmarkRedisHub: p50
-	// 1.1-1.4 ms became 1.9-2.3 ms at 75,000 events a second, for about
-	// 10% less Redis CPU an event).
+	// readLinger is Run's wait after a read of several entries but fewer than
+	// readCount, so that under load a read takes many (BenchmarkRedisHub:
+	// about 10% less Redis CPU an event, for 1 ms more delay).
 	readLinger = time.Millisecond
 	firstRetry = 100 * time.Millisecond
 	maxRetry   = 5 * time.Second
 )
 
-// NewRedisHub returns a hub on client's Redis. prefix starts its key, so
-// several deployments can share a server. The stream keeps about maxLen
-// events of all users for replay (Redis trims it in whole blocks of
-// entries, so a little more); each subscription buffers up to buffer
-// events before it is ended with [errSlow]. It panics unless maxLen and
-// buffer are at least 1.
+// NewRedisHub returns a hub on client's Redis whose stream keeps about
+// maxLen events for replay; each subscription buffers up to buffer events
+// before it is ended. It panics unless maxLen and buffer are at least 1.
 func NewRedisHub(client rueidis.Client, prefix string, maxLen, buffer int) *RedisHub {
 	if maxLen < 1 {
 		panic("streams: a Redis hub's stream must keep at least one event")
@@ -172,11 +133,8 @@ func NewRedisHub(client rueidis.Client, prefix string, maxLen, buffer int) *Redi
 	return h
 }
 
-// Publish adds ev to the stream, trimming it to about maxLen entries,
-// and returns the id Redis gave it. Every replica's Run loop then
-// delivers it. An error means the event was not published (or, if the
-// call timed out in flight, perhaps was): the caller decides whether to
-// retry.
+// Publish adds ev to the stream and returns the id Redis gave it. On an
+// error the event's user is told of the gap once Redis answers.
 func (h *RedisHub) Publish(ctx context.Context, ev Event) (string, error) {
 	id, err := h.add(ctx, ev)
 	if err != nil {
@@ -186,17 +144,17 @@ func (h *RedisHub) Publish(ctx context.Context, ev Event) (string, error) {
 	return id, nil
 }
 
-// add adds ev to the stream, trimming it to about maxLen entries, and
-// returns the id Redis gave it.
 func (h *RedisHub) add(ctx context.Context, ev Event) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
-	cmd := h.client.B().Xadd().Key(h.key).Maxlen().Almost().Threshold(strconv.Itoa(h.maxLen)).Id("*").
-		FieldValue().FieldValue("type", ev.Type).FieldValue("to", ev.To).FieldValue("data", rueidis.BinaryString(ev.Data)).Build()
-	return h.client.Do(ctx, cmd).ToString()
+	return h.client.Do(ctx, h.xadd(ev)).ToString()
 }
 
-// noteLost remembers that an event of user may be lost.
+func (h *RedisHub) xadd(ev Event) rueidis.Completed {
+	return h.client.B().Xadd().Key(h.key).Maxlen().Almost().Threshold(strconv.Itoa(h.maxLen)).Id("*").
+		FieldValue().FieldValue("type", ev.Type).FieldValue("to", ev.To).FieldValue("data", rueidis.BinaryString(ev.Data)).Build()
+}
+
 func (h *RedisHub) noteLost(user string) {
 	h.lostMu.Lock()
 	defer h.lostMu.Unlock()
@@ -212,9 +170,8 @@ func (h *RedisHub) noteLost(user string) {
 	}
 }
 
-// markGaps adds a gap marker to the stream for each user whose events a
-// Publish lost, in one round trip. The users whose marker is not added
-// are kept for the next call.
+// markGaps adds a gap marker for each user whose events a Publish lost, in
+// one round trip, keeping the users whose marker failed.
 func (h *RedisHub) markGaps(ctx context.Context) error {
 	h.lostMu.Lock()
 	if !h.lostAll && len(h.lost) == 0 {
@@ -235,8 +192,7 @@ func (h *RedisHub) markGaps(ctx context.Context) error {
 	defer cancel()
 	cmds := make(rueidis.Commands, len(users))
 	for i, u := range users {
-		cmds[i] = h.client.B().Xadd().Key(h.key).Maxlen().Almost().Threshold(strconv.Itoa(h.maxLen)).Id("*").
-			FieldValue().FieldValue("type", EventGap).FieldValue("to", u).Build()
+		cmds[i] = h.xadd(Event{Type: EventGap, To: u})
 	}
 	var first error
 	for i, res := range h.client.DoMulti(ctx, cmds...) {
@@ -251,18 +207,11 @@ func (h *RedisHub) markGaps(ctx context.Context) error {
 	return nil
 }
 
-// Subscribe follows user's events on this replica. Until the hub knows
-// where in the stream live delivery begins (Run or Subscribe finds it,
-// once), Subscribe asks Redis, so even without an after it may fail like
-// any Redis call; nothing is then subscribed. With an after, Replay holds
-// user's events after it from the stream (the newest maxLen of them at
-// most), read in one script call.
-//
-// Replay and Events join without loss or repeat: the subscription is
-// registered first, at the place Run has reached in the stream, and the
-// replay reads the stream up to that place, no further. When the
-// subscriber's after is past that place (it saw an event on a replica
-// whose Run is ahead of this one's), live events up to after are skipped.
+// Subscribe follows user's events on this replica; with an after, Replay
+// holds the newest maxLen of user's events after it. The subscription is
+// registered at the place Run has reached and the replay reads up to that
+// place, so the two join without loss or repeat; an after past that place
+// (seen on a replica whose Run is ahead) skips live events up to it.
 func (h *RedisHub) Subscribe(ctx context.Context, user, after string) (*Subscription, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -311,9 +260,9 @@ func (h *RedisHub) Subscribe(ctx context.Context, user, after string) (*Subscrip
 }
 
 // Run delivers the stream's new entries to this replica's subscriptions
-// until ctx ends, and then returns nil. Run one loop per hub: a second
-// one returns an error at once. While Redis fails, Run tells OnError and
-// retries, waiting from 100 ms, doubling up to 5 s.
+// until ctx ends, and then returns nil; a second Run at once returns an
+// error. While Redis fails, it tells OnError and retries, backing off from
+// 100 ms to 5 s.
 func (h *RedisHub) Run(ctx context.Context) error {
 	if !h.running.CompareAndSwap(false, true) {
 		return errors.New("streams: this RedisHub's Run is already running; run one loop per hub")
@@ -342,7 +291,6 @@ func (h *RedisHub) Run(ctx context.Context) error {
 	return nil
 }
 
-// sleep waits for d, or until ctx ends.
 func sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -352,9 +300,9 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// read waits up to readBlock for entries after seen, and delivers them.
-// After a failed read it first checks what the failure may have lost
-// (lostSince), and it adds the gap markers of lost publishes.
+// read waits up to readBlock for entries after seen and delivers them.
+// After a failed read it first checks what may have been lost, and it
+// adds the gap markers of lost publishes.
 func (h *RedisHub) read(ctx context.Context) (int, error) {
 	sctx, cancel := context.WithTimeout(ctx, callTimeout)
 	err := h.start(sctx)
@@ -381,10 +329,8 @@ func (h *RedisHub) read(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	from := seen.String()
-	// The read may wait readBlock in Redis; past that and a call's time it
-	// has failed (a connection that died without a word, which rueidis
-	// would otherwise keep retrying), and Run says so. Once sent, the read
-	// is not aborted by ctx's end: Run returns after at most readBlock.
+	// A read past readBlock and a call's time has failed (a dead connection
+	// rueidis would keep retrying).
 	rctx, cancel := context.WithTimeout(ctx, readBlock+callTimeout)
 	defer cancel()
 	cmd := h.client.B().Xread().Count(readCount).Block(readBlock.Milliseconds()).Streams().Key(h.key).Id(from).Build()
@@ -413,17 +359,15 @@ func (h *RedisHub) read(ctx context.Context) (int, error) {
 	return len(entries), nil
 }
 
-// unblocked reports whether err ended a blocking read early without
-// reading anything: a Redis Cluster master that fails over to its replica
-// (CLUSTER FAILOVER) ends its clients' blocking reads so. Nothing is lost;
-// the next read goes to the new master.
+// unblocked reports whether err ended a blocking read early, as a Redis
+// Cluster failover does; nothing is lost.
 func unblocked(err error) bool {
 	e, ok := rueidis.IsRedisErr(err)
 	return ok && strings.HasPrefix(e.Error(), "UNBLOCKED")
 }
 
-// start finds, once, the place live delivery begins: the stream's newest
-// entry (0-0 when it is empty or missing).
+// start finds, once, where live delivery begins: the stream's newest entry
+// (0-0 when it is empty or missing).
 func (h *RedisHub) start(ctx context.Context) error {
 	h.f.mu.Lock()
 	known := h.known
@@ -450,14 +394,12 @@ func (h *RedisHub) start(ctx context.Context) error {
 	return nil
 }
 
-// lastID is an id after every other: an event given it is skipped by no
-// subscription.
+// lastID is after every id: an event given it is skipped by no one.
 var lastID = eventID{math.MaxUint64, math.MaxUint64}
 
 // lostSince reports whether entries after seen may be gone from the
-// stream: it holds nothing at or before seen (trimmed past it; or seen is
-// 0-0 and some entry was trimmed), or it is missing, or its ids went back
-// (Redis lost its data). One round trip.
+// stream: it holds nothing at or before seen, is missing, or its ids went
+// back (Redis lost its data). One round trip.
 func (h *RedisHub) lostSince(ctx context.Context, seen eventID) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -486,8 +428,7 @@ func (h *RedisHub) lostSince(ctx context.Context, seen eventID) (bool, error) {
 	return len(kept) == 0, nil
 }
 
-// reaches reports whether the stream holds an entry at or after a: so a
-// is not past its end.
+// reaches reports whether the stream holds an entry at or after a.
 func (h *RedisHub) reaches(ctx context.Context, a eventID) (bool, error) {
 	cmd := h.client.B().Xrange().Key(h.key).Start(a.String()).End("+").Count(1).Build()
 	entries, err := h.client.Do(ctx, cmd).AsXRange()
@@ -497,7 +438,6 @@ func (h *RedisHub) reaches(ctx context.Context, a eventID) (bool, error) {
 	return len(entries) > 0, nil
 }
 
-// replay runs replayScript and reads its reply.
 func (h *RedisHub) replay(ctx context.Context, user, after, upto string) (bool, []Event, error) {
 	vals, err := replay.Exec(ctx, h.client, []string{h.key}, []string{after, upto, user, strconv.Itoa(h.maxLen)}).ToArray()
 	if err == nil && (len(vals) == 0 || (len(vals)-1)%3 != 0) {
