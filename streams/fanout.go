@@ -2,20 +2,16 @@ package streams
 
 import "sync"
 
-// fanout hands each event to the subscriptions of its user, in this
-// process. Both hubs deliver through one: [MemoryHub] as it publishes,
-// [RedisHub] as its Run loop reads the stream.
-//
-// Its lock is the hub's lock: a hub also guards with it what must change
-// together with delivery (the memory hub's ring, the Redis hub's place in
-// the stream), so a subscription registered under it sees every event
-// delivered after, and none before. Delivery never waits: a send that
-// would block ends that subscription with [errSlow] instead.
+// fanout hands each event to its user's subscriptions in this process.
+// Its lock is also the hub's, guarding what changes with delivery (the
+// ring, the place in the stream), so a subscription registered under it
+// sees every event delivered after and none before. A send that would
+// block ends that subscription with errSlow instead.
 type fanout struct {
 	mu     sync.Mutex
 	buffer int
-	subs   map[string][]*Subscription // by user; a user holds few streams
-	probed []func(user string)        // called with the user of each probe (probe.go)
+	subs   map[string][]*Subscription // by user
+	probed []func(user string)        // called with the user of each probe
 }
 
 func (f *fanout) init(buffer int) {
@@ -26,8 +22,7 @@ func (f *fanout) init(buffer int) {
 	f.subs = map[string][]*Subscription{}
 }
 
-// addLocked registers a new subscription of user; f.mu is held. Events up
-// to skip are not sent to it.
+// addLocked registers a subscription of user that skips events up to skip.
 func (f *fanout) addLocked(user string, skip eventID) *Subscription {
 	s := newSubscription(user, f.buffer)
 	s.skip = skip
@@ -36,10 +31,8 @@ func (f *fanout) addLocked(user string, skip eventID) *Subscription {
 	return s
 }
 
-// deliverLocked sends ev, whose id is id, to the subscriptions of ev.To,
-// or of every user when ev.To is everyone, or to the probed functions
-// when it is a probe; f.mu is held. A subscription whose buffer is full
-// is removed and ended with errSlow; the others are unaffected.
+// deliverLocked sends ev to the subscriptions of ev.To (every user for
+// everyone), or to the probed functions when it is a probe.
 func (f *fanout) deliverLocked(ev Event, id eventID) {
 	if ev.Type == probeEvent { // no user's event: a probe, of the user in its data
 		for _, probed := range f.probed {
@@ -56,7 +49,6 @@ func (f *fanout) deliverLocked(ev Event, id eventID) {
 	}
 }
 
-// deliverToLocked sends ev to the subscriptions of user.
 func (f *fanout) deliverToLocked(user string, ev Event, id eventID) {
 	subs := f.subs[user]
 	if len(subs) == 0 {
@@ -78,7 +70,7 @@ func (f *fanout) deliverToLocked(user string, ev Event, id eventID) {
 	}
 }
 
-// remove removes s from f and ends it, unless f has ended it already.
+// remove removes s and ends it, unless f has ended it already.
 func (f *fanout) remove(s *Subscription) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -91,8 +83,8 @@ func (f *fanout) remove(s *Subscription) {
 	}
 }
 
-// dropLocked removes subs[i], the subscriptions of user, and ends it with
-// err; it returns the subscriptions left. f.mu is held.
+// dropLocked removes subs[i] of user's subscriptions, ends it with err, and
+// returns the subscriptions left.
 func (f *fanout) dropLocked(user string, subs []*Subscription, i int, err error) []*Subscription {
 	s := subs[i]
 	last := len(subs) - 1

@@ -9,21 +9,14 @@ import (
 // MemoryHub is a [Hub] for one process. Create it with [NewMemoryHub]; it
 // is safe for concurrent use.
 //
-// It keeps the newest events, of all users together, in a ring of fixed
-// size for reconnecting streams to replay. Publish gives each event an id
-// of the form Redis gives ("<unix ms>-<seq>"), strictly increasing: when
-// the clock stands still or goes back, the sequence counts on within the
-// newest millisecond seen.
-//
-// Subscribe's Gap is set when events after its after may not be kept:
-// when the ring has dropped an event newer than after, and also when
-// after is older than the hub's first event or newer than its newest (an
-// id of another process, say of this server before a restart, whose last
-// events this one never had), or not an id at all. A subscriber told of a
-// gap should refetch the state its events describe.
+// It keeps the newest events, of all users together, in a ring for
+// replay. Ids take Redis's form ("<unix ms>-<seq>") and strictly
+// increase, even when the clock stands still or goes back. Subscribe's
+// Gap is set when the ring dropped an event after its after, or after is
+// outside the hub's ids (another process's, say) or no id at all.
 type MemoryHub struct {
-	// Now, when set, is the clock of event ids; by default time.Now. Set
-	// it before the hub is first used.
+	// Now, when set, is the clock of event ids (default time.Now). Set it
+	// before the hub is used.
 	Now func() time.Time
 
 	f    fanout   // its lock guards the fields below too
@@ -36,16 +29,15 @@ type MemoryHub struct {
 	used  bool    // some id was given
 }
 
-// A keptEv is an event in the ring, with its id already read.
 type keptEv struct {
 	id eventID
 	ev Event
 }
 
-// NewMemoryHub returns a hub that keeps the newest replay events (of all
-// users together) for Subscribe's Replay, and buffers up to buffer events
-// per subscription before it ends a subscriber that does not read them
-// with [errSlow]. It panics unless replay >= 0 and buffer >= 1.
+// NewMemoryHub returns a hub that keeps the newest replay events for
+// Subscribe's Replay, and buffers up to buffer events per subscription
+// before it ends a subscriber that does not read them. It panics unless
+// replay >= 0 and buffer >= 1.
 func NewMemoryHub(replay, buffer int) *MemoryHub {
 	if replay < 0 {
 		panic("streams: a hub cannot keep fewer than 0 events")
@@ -55,9 +47,8 @@ func NewMemoryHub(replay, buffer int) *MemoryHub {
 	return h
 }
 
-// Publish gives ev an id, keeps it for replay and sends it to ev.To's
-// subscriptions. It never waits for a subscriber and never fails. The hub
-// keeps ev.Data as it is: do not change it afterwards.
+// Publish gives ev an id, keeps it and sends it to ev.To's subscriptions.
+// It never waits and never fails. Do not change ev.Data afterwards.
 func (h *MemoryHub) Publish(_ context.Context, ev Event) (string, error) {
 	now := h.now()
 	h.f.mu.Lock()
@@ -69,10 +60,8 @@ func (h *MemoryHub) Publish(_ context.Context, ev Event) (string, error) {
 	return ev.ID, nil
 }
 
-// Subscribe follows user's events. Its Replay holds the kept events of
-// user after after, and it is registered in the same step, so every event
-// after after is either in Replay or arrives on Events, never both. It
-// never fails.
+// Subscribe follows user's events; it registers the subscription and reads
+// its Replay in one step, so no event is in both. It never fails.
 func (h *MemoryHub) Subscribe(_ context.Context, user, after string) (*Subscription, error) {
 	h.f.mu.Lock()
 	defer h.f.mu.Unlock()
@@ -99,7 +88,7 @@ func (h *MemoryHub) now() time.Time {
 }
 
 // nextLocked returns the id of an event published at now: in now's
-// millisecond, after the last id given, and never 0-0.
+// millisecond, after the last id given, never 0-0.
 func (h *MemoryHub) nextLocked(now time.Time) eventID {
 	id := eventID{ms: uint64(max(now.UnixMilli(), 0))}
 	switch {
@@ -114,7 +103,6 @@ func (h *MemoryHub) nextLocked(now time.Time) eventID {
 	return id
 }
 
-// keepLocked adds k to the ring, dropping the oldest event when full.
 func (h *MemoryHub) keepLocked(k keptEv) {
 	if len(h.ring) == 0 {
 		h.floor = k.id
@@ -130,7 +118,6 @@ func (h *MemoryHub) keepLocked(k keptEv) {
 	h.ring[i] = k
 }
 
-// replayLocked returns the kept events of user after a, oldest first.
 func (h *MemoryHub) replayLocked(user string, a eventID) []Event {
 	at := func(i int) *keptEv { return &h.ring[(h.head+i)%len(h.ring)] }
 	first := sort.Search(h.n, func(i int) bool { return at(i).id.compare(a) > 0 })

@@ -14,31 +14,18 @@ import (
 )
 
 // ShardedRedisHub is a [Hub] that spreads users over several [RedisHub]s,
-// each its own Redis stream, so that on a Redis Cluster the events are
-// not all written and read on the one master that holds one stream.
-// Create it with [NewShardedRedisHub], [ShardedRedisHub.Claim] its
-// number of shards, and run its [ShardedRedisHub.Run] loop; it is safe
-// for concurrent use.
+// each its own Redis stream, so that on a Redis Cluster the events are not
+// all written and read on one master (BENCHMARKS.md: the busiest node's
+// work per event about halves). Create it with [NewShardedRedisHub],
+// [ShardedRedisHub.Claim] its number of shards, and run its
+// [ShardedRedisHub.Run] loop; it is safe for concurrent use.
 //
-// A user's events all go to one shard, chosen by a hash of the user, and
-// its subscriptions read that shard alone; so an event id is a place in
-// its user's shard, and a stream resumes from it on any replica as it
-// does on one RedisHub. An event to every user (a gap marker) is written
-// to every shard.
-//
-// Every replica must use the same prefix and number of shards: with
-// another number a user's shard changes. So the keys name the number,
-// and a stream that resumes across a change finds its id in none of the
-// new streams and is told of a gap; and Claim refuses a number other
-// than the one the running replicas use.
-//
-// The shards' keys carry hash tags chosen to fall in n equal ranges of
-// the 16384 hash slots, so a cluster whose masters hold equal ranges (as
-// redis-cli --cluster create makes them) holds equal numbers of shards
-// when n is a multiple of the masters.
+// A user's events all go to the shard a hash of the user picks, so an
+// event id is a place in its user's shard; an event to every user goes to
+// every shard. Every replica must use the same prefix and number of
+// shards; the shards' keys fall in n equal ranges of the hash slots.
 type ShardedRedisHub struct {
-	// OnError, when set, is told each failure of a shard's reading, before
-	// Run retries it. Set it before Run.
+	// OnError, when set, is told each failure of a shard's reading.
 	OnError func(error)
 
 	client  rueidis.Client
@@ -53,14 +40,10 @@ const slots = 16384
 // MaxShards is the most shards a [ShardedRedisHub] may have.
 const MaxShards = 1024
 
-// NewShardedRedisHub returns a hub of n shards on client's Redis. Each
-// shard's stream keeps about maxLen events for replay, and each
-// subscription buffers up to buffer events, as [NewRedisHub]'s. With n 1
-// it is one stream, "<prefix>events", the key a RedisHub uses; with more,
-// each is "<prefix>events:<n>:{<tag>}". It panics unless n is from 1 to
-// [MaxShards], maxLen and buffer are at least 1, and, for more than one
-// shard, prefix has no hash tag ([HasHashTag]): one would put every
-// shard in its slot.
+// NewShardedRedisHub returns a hub of n shards, each like [NewRedisHub]'s.
+// With n 1 its key is "<prefix>events", a RedisHub's; with more, each is
+// "<prefix>events:<n>:{<tag>}". It panics unless n is from 1 to
+// [MaxShards], and, for more than one shard, prefix has no hash tag.
 func NewShardedRedisHub(client rueidis.Client, prefix string, n, maxLen, buffer int) *ShardedRedisHub {
 	if n < 1 || n > MaxShards {
 		panic("streams: a sharded hub has from 1 to " + strconv.Itoa(MaxShards) + " shards")
@@ -81,16 +64,14 @@ func NewShardedRedisHub(client rueidis.Client, prefix string, n, maxLen, buffer 
 }
 
 // HasHashTag reports whether a Redis key that starts with prefix has its
-// hash slot chosen by a hash tag within prefix: a "{" followed, later in
-// prefix, by a "}" with something between them.
+// hash slot chosen by a hash tag within prefix.
 func HasHashTag(prefix string) bool {
 	_, ok := hashTag(prefix)
 	return ok
 }
 
-// hashTag returns the part of key that Redis hashes for its slot when
-// that is a hash tag: between the first "{" and the first "}" after it,
-// when not empty.
+// hashTag returns the part of key Redis hashes for its slot, when that is
+// a hash tag: between the first "{" and the next "}", when not empty.
 func hashTag(key string) (string, bool) {
 	open := strings.IndexByte(key, '{')
 	if open < 0 {
@@ -103,8 +84,8 @@ func hashTag(key string) (string, bool) {
 	return key[open+1 : open+1+end], true
 }
 
-// keySlot is the hash slot of key in a Redis Cluster: the CRC16 (XMODEM)
-// of its hash tag, or of the whole key without one, modulo 16384.
+// keySlot is key's hash slot in a Redis Cluster: the CRC16 (XMODEM) of its
+// hash tag, or of the whole key, modulo 16384.
 func keySlot(key string) uint16 {
 	if tag, ok := hashTag(key); ok {
 		key = tag
@@ -123,10 +104,8 @@ func keySlot(key string) uint16 {
 	return crc % slots
 }
 
-// shardKeys returns n keys "<base>:{<tag>}", the i-th in the i-th of n
-// equal ranges of hash slots: the first tag, counting up from 0, whose
-// slot falls in it. base has no hash tag, and n is at most MaxShards, so
-// every range holds slots and some small tag falls in each.
+// shardKeys returns n keys "<base>:{<tag>}", the i-th with the first tag
+// whose slot falls in the i-th of n equal ranges of slots.
 func shardKeys(base string, n int) []string {
 	keys := make([]string, n)
 	for i := range n {
@@ -142,11 +121,9 @@ func shardKeys(base string, n int) []string {
 	return keys
 }
 
-// Claim records in Redis the number of shards h has, if no replica has
-// yet, and returns an error when the number there is another: replicas
-// that disagree would each read streams the others do not write. To
-// change the number, stop every replica and delete the key the error
-// names. It needs Redis to answer; a single shard claims nothing.
+// Claim records in Redis the number of shards h has, unless a replica
+// has, and returns an error when the number there is another: replicas
+// that disagree would each read streams the others do not write.
 func (h *ShardedRedisHub) Claim(ctx context.Context) error {
 	if len(h.shards) == 1 {
 		return nil
@@ -172,7 +149,6 @@ func (h *ShardedRedisHub) Claim(ctx context.Context) error {
 	return nil
 }
 
-// shard returns the hub of user's events.
 func (h *ShardedRedisHub) shard(user string) *RedisHub {
 	if len(h.shards) == 1 {
 		return h.shards[0]
@@ -182,11 +158,8 @@ func (h *ShardedRedisHub) shard(user string) *RedisHub {
 	return h.shards[f.Sum64()%uint64(len(h.shards))]
 }
 
-// Publish adds ev to its user's shard and returns the id that shard gave
-// it, as [RedisHub.Publish]. An event to every user is added to every
-// shard; its id would be a place in one shard only, so none is returned.
-// Its error is the first shard's that failed (each tells its users of the
-// gap once Redis answers); the shards that succeeded keep it.
+// Publish adds ev to its user's shard. An event to every user goes to
+// every shard and returns no id; its error is the first shard's.
 func (h *ShardedRedisHub) Publish(ctx context.Context, ev Event) (string, error) {
 	if ev.To != everyone {
 		return h.shard(ev.To).Publish(ctx, ev)
@@ -205,14 +178,12 @@ func (h *ShardedRedisHub) Publish(ctx context.Context, ev Event) (string, error)
 	return "", nil
 }
 
-// Subscribe follows user's events on this replica, from user's shard, as
-// [RedisHub.Subscribe].
+// Subscribe follows user's events, from user's shard.
 func (h *ShardedRedisHub) Subscribe(ctx context.Context, user, after string) (*Subscription, error) {
 	return h.shard(user).Subscribe(ctx, user, after)
 }
 
-// Run runs every shard's [RedisHub.Run] loop until ctx ends, and then
-// returns nil. A second Run at once returns an error.
+// Run runs every shard's [RedisHub.Run] loop until ctx ends.
 func (h *ShardedRedisHub) Run(ctx context.Context) error {
 	if !h.running.CompareAndSwap(false, true) {
 		return errors.New("streams: this ShardedRedisHub's Run is already running; run one loop per hub")
