@@ -1,76 +1,26 @@
 // Package connlimit bounds the connections an HTTP server holds open, in
 // total and from any one client address, and how slowly a request may
-// arrive on them, so that a crowd of connections that send nothing, or
-// send too slowly, can use up neither the process's file descriptors nor
-// its memory, and a new client is still served.
-//
-// A [Limiter] serves an [http.Server] on a listener and follows each
-// connection from its accept to its close:
+// arrive on them, so that connections that send nothing, or too slowly,
+// use up neither file descriptors nor memory, and a new client is served.
 //
 //	lim := connlimit.New(connlimit.Config{Max: 10000, MaxPerIP: 256})
 //	err := lim.Serve(&http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}, ln)
 //
-// # A request arrives at a minimum rate
+// A request (its headers, and its body to the end) must arrive at MinRate
+// bytes a second on average after a Grace, and never go a Grace without a
+// byte; one that falls behind has its reads cut. The server's
+// WriteTimeout counts again from the end of a body, or from a cut.
 //
-// A connection is receiving from its accept, or from the first byte of a
-// request after it idled, until that request has arrived whole: its
-// headers, and its body to the end. It must receive MinRate bytes a
-// second on average after a Grace (by Grace + n/MinRate after it began,
-// n bytes must have arrived), and never go a Grace without a byte. One
-// that falls behind has its reads cut (they fail at once, as a passed
-// read deadline makes them): net/http drops a request whose headers are
-// cut, and a handler reading a body gets a timeout error. With the
-// defaults, the headers and a small body arrive within 5 s, and an 8 MiB
-// body within 5 s + 8 MiB / 64 KiB/s = 133 s. The rest of a body a
-// handler leaves unread, which net/http reads after the answer to keep
-// the connection, arrives under the same rule. The server's WriteTimeout,
-// which net/http counts from a request's headers, counts again from the
-// end of its body, and from a cut: a slow upload's answer gets the whole
-// of it.
+// When a new connection would pass Max, the one that costs least to lose
+// makes room: the one idle longest; else the receiving one furthest behind,
+// if no faster than MinRate; else the one whose client has taken nothing of
+// its answer for longest, at least a second. Otherwise, and when its
+// address (an IPv6 /64) has MaxPerIP open and none of them idle, the new
+// connection gets [Config.TooMany] (or TooManyFromIP) and is closed. Peers
+// in [Config.Exempt] are held to Max only.
 //
-// # Idle and slow connections make room
-//
-// When a new connection would pass Max, the limiter makes room by closing
-// the connection that costs least to lose: the one idle the longest (kept
-// alive between requests, nothing read since: HTTP lets a server close
-// such a connection at any time, and clients retry on a new one); else
-// the receiving one furthest behind its cut, as long as it has received
-// no faster than MinRate on average; else the one whose client has taken
-// nothing of its answer for the longest, at least a second (a write waits
-// for it). A connection that sends faster than MinRate, one being served
-// whose client takes its answer, and one taken over (Hijack) are never
-// closed for another: when no connection can make room, the new one is
-// refused. When a new connection's address has MaxPerIP open, only that
-// address's connection idle the longest makes room: its slow ones are its
-// own, cut soon enough, and refusing a flood from one address is cheaper
-// than letting it churn them. A refused
-// connection gets [Config.TooMany] (or TooManyFromIP), written at once if
-// the kernel takes it, and is closed; Accept never returns an error for
-// it, so net/http's Serve never backs off.
-//
-// So a crowd of connections that send a request's first bytes and then
-// nothing, or a body a byte at a time, costs its sender the connections:
-// a new client's takes the place of the one furthest behind, and a
-// client's own connection, sending at once, is never furthest behind.
-//
-// # Addresses
-//
-// An address is the TCP peer's IP; an IPv6 peer counts by its /64, the
-// block one host is given. Peers in [Config.Exempt] (trusted reverse
-// proxies, which carry many clients' requests) are held to Max only.
-//
-// # Cost
-//
-// Each connection event (accept, a state change, the first byte read
-// after idling, a request arrived, close) is O(log n) at most, under one
-// mutex: idle connections are threaded through lists in the order they
-// became idle, receiving ones through heaps by the time they fall behind.
-// Reads and writes cost atomic stores: the time they note is the one the
-// sweep read last, at most 200 ms old (BenchmarkRequestLifecycle: some
-// 75 ns a keep-alive request, where reading the clock each time took
-// 225). Only when no idle or receiving connection can make room are the
-// writers looked through, one by one. A Limiter is safe for concurrent
-// use.
+// Each connection event is O(log n) at most, under one mutex; reads and
+// writes cost atomic stores. A Limiter is safe for concurrent use.
 package connlimit
 
 import (
@@ -88,24 +38,20 @@ import (
 type Config struct {
 	// Max is how many connections may be open at once, at least 1.
 	Max int
-	// MaxPerIP is how many of them may come from one address (an IPv6
-	// /64), at least 1.
+	// MaxPerIP is how many may come from one address, at least 1.
 	MaxPerIP int
 	// Exempt are peers not held to MaxPerIP: trusted reverse proxies.
 	Exempt []netip.Prefix
-	// MinRate is the slowest a request may arrive, in bytes a second on
-	// average, once its Grace has passed: 64 KiB when 0. Grace is also
-	// the longest it may go without a byte: 5 s when 0.
+	// MinRate is the slowest a request may arrive, in bytes a second, once
+	// Grace has passed (64 KiB when 0); Grace is also the longest it may go
+	// without a byte (5 s when 0).
 	MinRate int64
 	Grace   time.Duration
-	// TooMany is written to a connection refused because Max connections
-	// are open and none can make room; TooManyFromIP to one refused
-	// because its address has MaxPerIP open. Each is a whole response
-	// (the connection is closed after it); nil writes nothing.
+	// TooMany and TooManyFromIP are the whole responses written to a
+	// connection refused for Max or MaxPerIP; nil writes nothing.
 	TooMany, TooManyFromIP []byte
 	// Logger, when not nil, gets a warning at most once a minute while
-	// connections are refused, closed to make room or cut, with how many
-	// since its last.
+	// connections are refused, closed to make room or cut.
 	Logger *slog.Logger
 	// Now is the limiter's clock; nil means time.Now.
 	Now func() time.Time
@@ -122,37 +68,29 @@ type Stats struct {
 	Open      int // connections open now, hijacked ones included
 	Idle      int // of which idle
 	Receiving int // of which receiving a request, or accepted with nothing read yet
-	// Connections refused since the Limiter was made: with Max open and
-	// none that could make room, and with their address's MaxPerIP open.
+	// Connections refused for Max and for MaxPerIP.
 	RefusedMax, RefusedPerIP uint64
-	// Connections closed to make room: idle ones, and slow ones
-	// (receiving no faster than MinRate, or whose client took none of its
-	// answer for a second).
+	// Connections closed to make room: idle ones, and slow ones.
 	IdleClosed, SlowClosed uint64
-	// TooSlow is how many connections had their reads cut for falling
-	// behind MinRate, or going a Grace without a byte.
+	// TooSlow counts the connections whose reads were cut.
 	TooSlow uint64
 }
 
-// A Limiter bounds connections; see the package documentation. Make it
-// with [New].
+// A Limiter bounds connections. Make it with [New].
 type Limiter struct {
 	cfg Config
 	now func() time.Time
 
 	// writeTimeout is the server's WriteTimeout, which Serve sets.
 	writeTimeout time.Duration
-	// recent is the time (Unix ns) the sweep last read, for the clock
-	// readings of each request (see tick).
-	recent atomic.Int64
 
 	mu     sync.Mutex
 	stats  Stats
 	idle   connList // every idle connection, the one idle longest first
 	conns  connList // every connection
 	byRate dueHeap  // every receiving connection, by when it falls behind MinRate
-	// byQuiet is every receiving connection, by when it will have gone a
-	// Grace without a byte.
+	// byQuiet is every receiving connection, by when it will have gone a Grace
+	// without a byte.
 	byQuiet dueHeap
 	peers   map[netip.Addr]*peer
 	// The last warning, and the counts it reported up to.
@@ -183,7 +121,6 @@ func New(cfg Config) *Limiter {
 	if l.now == nil {
 		l.now = time.Now
 	}
-	l.recent.Store(l.now().UnixNano())
 	return l
 }
 
@@ -194,10 +131,9 @@ func (l *Limiter) Stats() Stats {
 	return l.stats
 }
 
-// admit counts nc in, when there is room or a connection can make it:
-// then victim, when not nil, is that connection, already counted out,
-// for the caller to close. Else c is nil and refusal is what to write to
-// nc before closing it.
+// admit counts nc in when there is room or a victim (counted out already,
+// for the caller to close) makes it; else c is nil and refusal is what to
+// write to nc.
 func (l *Limiter) admit(nc net.Conn) (c *conn, victim *conn, refusal []byte) {
 	addr, key := peerAddr(nc)
 	exempt := !addr.IsValid() || slices.ContainsFunc(l.cfg.Exempt, func(p netip.Prefix) bool { return p.Contains(addr) })
@@ -246,8 +182,8 @@ func (l *Limiter) victimLocked(now int64) *conn {
 		l.stats.IdleClosed++
 		return c
 	}
-	// A new connection falls behind at now + Grace: one due no later is
-	// doing no better than the new one would.
+	// A new connection falls behind at now + Grace: one due no later does no
+	// better.
 	if c, due := l.byRate.first(); c != nil && due <= now+int64(l.cfg.Grace) {
 		l.stats.SlowClosed++
 		return c
@@ -265,23 +201,11 @@ func (l *Limiter) victimLocked(now int64) *conn {
 	return writer
 }
 
-// tick is the time, Unix ns, for what happens on every request (a read,
-// a write, a request's start): the injected clock's when there is one,
-// else the time the sweep last read, at most sweepEvery old. A clock
-// reading costs some 50 ns on a VM, three times a request.
-func (l *Limiter) tick() int64 {
-	if l.cfg.Now != nil {
-		return l.now().UnixNano()
-	}
-	return l.recent.Load()
-}
-
-// stalledWrite is how long a write must have waited for the client to
-// take the answer before its connection may make room for another.
+// stalledWrite is how long a write must have waited before its connection
+// may make room for another.
 const stalledWrite = time.Second
 
-// rateDue is when receiving c falls behind MinRate: Grace after it began,
-// plus the time its bytes since are worth at MinRate. Guarded by l.mu.
+// rateDue is when receiving c falls behind MinRate. Guarded by l.mu.
 func (l *Limiter) rateDue(c *conn) int64 {
 	n := c.got.Load() - c.base
 	return c.start + int64(l.cfg.Grace) + int64(float64(n)/float64(l.cfg.MinRate)*1e9)
@@ -303,8 +227,7 @@ func (l *Limiter) receiveLocked(c *conn, now int64, n int) {
 	l.stats.Receiving++
 }
 
-// arriveLocked marks receiving c active: its request has arrived, or is
-// no longer waited for.
+// arriveLocked marks receiving c active: its request has arrived.
 func (l *Limiter) arriveLocked(c *conn) {
 	c.state = active
 	l.byRate.remove(c)
@@ -312,8 +235,7 @@ func (l *Limiter) arriveLocked(c *conn) {
 	l.stats.Receiving--
 }
 
-// setIdleLocked marks c, active or receiving, idle: the newest idle
-// connection.
+// setIdleLocked marks c, active or receiving, idle.
 func (l *Limiter) setIdleLocked(c *conn) {
 	if c.state == receiving {
 		l.arriveLocked(c)
@@ -327,7 +249,6 @@ func (l *Limiter) setIdleLocked(c *conn) {
 	l.stats.Idle++
 }
 
-// unidleLocked marks the idle c active.
 func (l *Limiter) unidleLocked(c *conn) {
 	c.state = active
 	c.idle.Store(false)
@@ -358,8 +279,8 @@ func (l *Limiter) releaseLocked(c *conn) {
 	}
 }
 
-// connState is the http.Server's ConnState hook that tells l which
-// connections are idle and which were taken over.
+// connState is the ConnState hook: which connections are idle, and which
+// were taken over.
 func (l *Limiter) connState(nc net.Conn, state http.ConnState) {
 	c := l.own(nc)
 	if c == nil {
@@ -373,7 +294,7 @@ func (l *Limiter) connState(nc net.Conn, state http.ConnState) {
 	switch state {
 	case http.StateActive: // a pipelined request, read ahead while the last was served
 		if c.state == idle {
-			l.receiveLocked(c, l.tick(), 0)
+			l.receiveLocked(c, l.now().UnixNano(), 0)
 		}
 	case http.StateIdle:
 		if c.state == active || c.state == receiving {
@@ -395,7 +316,7 @@ func (l *Limiter) connState(nc net.Conn, state http.ConnState) {
 }
 
 // own is nc as one of l's connections, looking through wrappers such as
-// *tls.Conn that tell what they wrap (NetConn); nil if it is not one.
+// *tls.Conn (NetConn); nil if it is not one.
 func (l *Limiter) own(nc net.Conn) *conn {
 	for range 8 { // a wrapper of a wrapper, but never a cycle
 		switch v := nc.(type) {
@@ -413,8 +334,8 @@ func (l *Limiter) own(nc net.Conn) *conn {
 	return nil
 }
 
-// warn logs, at most once a minute, how many connections were refused,
-// closed to make room and cut since the last warning.
+// warn logs, at most once a minute, the refusals, closes and cuts since
+// the last warning.
 func (l *Limiter) warn() {
 	if l.cfg.Logger == nil {
 		return
@@ -434,9 +355,8 @@ func (l *Limiter) warn() {
 		"open", s.Open, "max", l.cfg.Max, "max_per_ip", l.cfg.MaxPerIP)
 }
 
-// peerAddr is nc's peer address, and the key it counts by: the address,
-// or for IPv6 its /64. The address is not valid when nc's peer has none
-// (a Unix socket).
+// peerAddr is nc's peer address and the key it counts by (an IPv6 /64);
+// the address is not valid for a peer without one (a Unix socket).
 func peerAddr(nc net.Conn) (addr, key netip.Addr) {
 	var ap netip.AddrPort
 	switch a := nc.RemoteAddr().(type) {
@@ -483,18 +403,16 @@ type conn struct {
 	// Its places in the lists and the heaps.
 	links [3]struct{ prev, next *conn }
 	slots [2]slot
-	// cut makes its reads fail; guarded by dl, which orders it with
-	// net/http's read deadlines.
+	// cut makes its reads fail; dl orders it with net/http's read deadlines.
 	dl  sync.Mutex
 	cut bool
 }
 
-// Read reads from the connection; the first byte read makes an idle
-// connection receiving.
+// Read reads, and the first byte makes an idle connection receiving.
 func (c *conn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if n > 0 {
-		now := c.l.tick()
+		now := c.l.now().UnixNano()
 		c.got.Add(int64(n))
 		c.last.Store(now)
 		if c.idle.Load() {
@@ -508,10 +426,9 @@ func (c *conn) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// Write writes to the connection, noting while it waits for the client
-// to take what it writes.
+// Write writes, noting when it began waiting for the client.
 func (c *conn) Write(b []byte) (int, error) {
-	c.writing.Store(c.l.tick())
+	c.writing.Store(c.l.now().UnixNano())
 	n, err := c.Conn.Write(b)
 	c.writing.Store(0)
 	return n, err
@@ -528,8 +445,8 @@ func (c *conn) SetReadDeadline(t time.Time) error {
 	return c.Conn.SetReadDeadline(t)
 }
 
-// cutReads makes every read of c fail from now on, as a passed deadline
-// does, and gives its answer (a 408, say) a whole WriteTimeout.
+// cutReads makes every read of c fail from now on, and gives its answer a
+// whole WriteTimeout.
 func (c *conn) cutReads() {
 	c.dl.Lock()
 	defer c.dl.Unlock()
@@ -538,8 +455,7 @@ func (c *conn) cutReads() {
 	c.renewWrite()
 }
 
-// renewWrite gives the connection's writes the server's WriteTimeout
-// from now, when it has one.
+// renewWrite gives the writes the server's WriteTimeout from now.
 func (c *conn) renewWrite() {
 	if d := c.l.writeTimeout; d > 0 {
 		_ = c.Conn.SetWriteDeadline(time.Now().Add(d))
@@ -554,13 +470,11 @@ func (c *conn) Close() error {
 	return c.Conn.Close()
 }
 
-// NetConn is the connection c wraps, as crypto/tls names it: code that
-// needs the socket itself (its file descriptor) unwraps through it.
+// NetConn is the connection c wraps, as crypto/tls names it.
 func (c *conn) NetConn() net.Conn { return c.Conn }
 
-// CloseWrite shuts the writing side, where the wrapped connection can:
-// net/http does before closing a connection it answered with an error,
-// so that the client reads the answer.
+// CloseWrite shuts the writing side where it can, as net/http does before
+// closing a connection it answered with an error.
 func (c *conn) CloseWrite() error {
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()

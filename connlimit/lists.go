@@ -56,9 +56,8 @@ type slot struct {
 }
 
 // A dueHeap is a min-heap of receiving connections by when they are due
-// (due, in Unix ns), threaded through their slots[k]. A connection's due
-// only grows, so the heap keeps the due it last computed, a lower bound,
-// and brings it up to date when the connection comes to the top (first).
+// (Unix ns), threaded through their slots[k]. A due only grows, so the heap
+// keeps a lower bound and updates it when the connection comes to the top.
 type dueHeap struct {
 	cs  []*conn
 	k   int
@@ -89,8 +88,6 @@ func (h *dueHeap) update(c *conn, due int64) {
 	c.slots[h.k].due = due
 	heap.Fix(h, c.slots[h.k].i)
 }
-
-// The methods of heap.Interface.
 
 func (h *dueHeap) Len() int           { return len(h.cs) }
 func (h *dueHeap) Less(i, j int) bool { return h.cs[i].slots[h.k].due < h.cs[j].slots[h.k].due }

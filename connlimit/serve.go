@@ -9,10 +9,9 @@ import (
 )
 
 // Serve serves srv on ln, as srv.Serve(ln) does, under l's caps and
-// minimum rate. Before it starts, it sets srv's ConnState and
-// ConnContext hooks (calling any srv had after its own) and wraps srv's
-// Handler: they let l follow each connection's requests. Serve one
-// server with a Limiter.
+// minimum rate. It sets srv's ConnState and ConnContext hooks (calling any
+// srv had after its own) and wraps its Handler. Serve one server with a
+// Limiter.
 func (l *Limiter) Serve(srv *http.Server, ln net.Listener) error {
 	l.writeTimeout = srv.WriteTimeout
 	state, connCtx := srv.ConnState, srv.ConnContext
@@ -45,15 +44,10 @@ func (l *Limiter) Serve(srv *http.Server, ln net.Listener) error {
 // connKey is the context key of a request's connection.
 type connKey struct{}
 
-// receive is the handler wrapper that tells l when each request has
-// arrived: at once when it has no body, else when its body has been read
-// to the end. A body the handler leaves unread is still arriving while
-// net/http reads the rest of it (up to 256 KiB, to keep the connection):
-// that too is held to the minimum rate.
-//
-// The handler gets a copy of the request with the body wrapped: net/http
-// keeps its own, whose type says what to do with a body left unread (an
-// Expect: 100-continue one is never asked for).
+// receive wraps next to tell l when each request has arrived: at once
+// without a body, else when its body is read to the end (by the handler,
+// or by net/http, which reads up to 256 KiB left unread). The handler gets
+// a copy of the request with the body wrapped: net/http keeps its own.
 func (l *Limiter) receive(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if c, _ := r.Context().Value(connKey{}).(*conn); c != nil {
@@ -78,8 +72,7 @@ func (l *Limiter) arrive(c *conn) {
 	l.mu.Unlock()
 }
 
-// A body is a request's body that tells its Limiter when it has been
-// read to the end.
+// A body tells its Limiter when it has been read to the end.
 type body struct {
 	io.ReadCloser
 	c    *conn
@@ -100,12 +93,11 @@ func (b *body) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// sweepEvery is how often the connections to cut are looked for, and so
-// how late a cut may come.
+// sweepEvery is how often the connections to cut are looked for.
 const sweepEvery = 200 * time.Millisecond
 
-// sweep cuts the reads of the connections that fell behind MinRate, or
-// went a Grace without a byte, every sweepEvery until stop is closed.
+// sweep cuts the reads of the connections that fell behind, every
+// sweepEvery until stop is closed.
 func (l *Limiter) sweep(stop <-chan struct{}) {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
@@ -117,7 +109,6 @@ func (l *Limiter) sweep(stop <-chan struct{}) {
 		}
 		var behind []*conn
 		now := l.now().UnixNano()
-		l.recent.Store(now)
 		l.mu.Lock()
 		for _, h := range []*dueHeap{&l.byRate, &l.byQuiet} {
 			for c, due := h.first(); c != nil && due <= now; c, due = h.first() {
@@ -142,14 +133,12 @@ type listener struct {
 	l *Limiter
 }
 
-// refuseWriteTimeout bounds the write of a refusal. A new connection's
-// send buffer is empty, so the kernel takes a short response at once;
-// the deadline is there for the case it would not.
+// refuseWriteTimeout bounds the write of a refusal; a new connection's
+// send buffer takes a short response at once.
 const refuseWriteTimeout = 10 * time.Millisecond
 
-// Accept returns the next connection there is room for. It closes the
-// connections that made room, and answers and closes the ones refused,
-// without returning.
+// Accept returns the next connection there is room for, closing those that
+// made room and answering and closing those refused.
 func (ln *listener) Accept() (net.Conn, error) {
 	for {
 		nc, err := ln.Listener.Accept()

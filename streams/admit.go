@@ -1,10 +1,3 @@
-// This file is the front door of every stream, before a byte of its
-// response: the caller is resolved as for any operation (401, 403 and 503
-// alike), then one of the caller's slots is reserved, one of its user's,
-// and a token of the caller's open budget and one of its user's are taken,
-// or the request is refused with the API's one 429 (scope stream); then a
-// malformed Last-Event-ID is refused.
-
 package streams
 
 import (
@@ -24,24 +17,20 @@ import (
 	"github.com/brain-template/brain/ratelimit"
 )
 
-// lastEventID is what a Last-Event-ID may be: an id this API gave.
 var lastEventID = regexp.MustCompile(`^[0-9]{1,20}-[0-9]{1,20}$`)
 
-// open is the front door of every stream: it resolves the caller, then
-// takes the stream's places (admit), checks its Last-Event-ID, and
-// reports whether the stream may start. When it may not, it has
-// answered: 401, 403, 422, 503, or 429 with scope stream, before any
-// stream header.
+// open is the front door of every stream, before a byte of its response:
+// it resolves the caller (401, 403, 503), takes the stream's places
+// (admit: else 429 with scope stream, or 503), then checks its
+// Last-Event-ID (422), and reports whether the stream may start.
 func (p *Plane) open(op *huma.Operation, w http.ResponseWriter, r *http.Request) (*Stream, bool) {
 	id := p.s.RequireCaller(humachi.NewContext(op, r, w))
 	if id == nil {
 		return nil, false // answered
 	}
 	r = r.WithContext(auth.NewContext(r.Context(), id)) // whose refusals these are, and who the stream's is
-	// A malformed Last-Event-ID is refused once the stream is admitted,
-	// as any operation's parameters are checked after its rate limits:
-	// the 422 carries the plane's headers, and costs an open. Its slots
-	// are given back.
+	// A malformed Last-Event-ID is refused once the stream is admitted, as
+	// any operation's parameters are checked after its rate limits.
 	var malformed *api.Error
 	after := r.Header.Get("Last-Event-ID")
 	if after != "" && !lastEventID.MatchString(after) {
@@ -52,9 +41,8 @@ func (p *Plane) open(op *huma.Operation, w http.ResponseWriter, r *http.Request)
 		p.s.Refuse(w, r, e)
 		return nil, false
 	}
-	// The stream's context is its own: it outlives the handler once the
-	// stream has its connection (start). Until then it ends with the
-	// request's.
+	// The stream's context outlives the handler once the stream has its
+	// connection; until then it ends with the request's.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	if rc := chi.RouteContext(ctx); rc != nil { // chi reuses its own once the handler returns
 		var own *chi.Context // none for a stream without path parameters
@@ -72,15 +60,11 @@ func (p *Plane) open(op *huma.Operation, w http.ResponseWriter, r *http.Request)
 	return st, true
 }
 
-// admit takes a stream's places in order: one of the caller's slots, one
-// of its user's, then a token of the caller's open budget and one of its
-// user's. It writes the plane's headers for what it decided. When one
-// refuses, the places taken before it are given back, so a refused open
-// costs nothing, and it returns the refusal: 429 naming the refusing
-// policy (Retry-After RetryAfter for a cap, the time until the budget
-// admits an open for a budget), or 503 when a store fails. When all
-// admit it and then is not nil, it gives the slots back (the opens are
-// spent) and returns then.
+// admit takes one of the caller's slots, one of its user's, then a token
+// of the caller's open budget and one of its user's, and writes the
+// plane's headers. When one refuses, the places taken are given back and
+// it returns the refusal (429, or 503 when a store fails). When all admit
+// and then is not nil, it gives the slots back and returns then.
 func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity, then *api.Error) (slot, userSlot capSlot, e *api.Error) {
 	var buf [2]int
 	free := buf[:0] // of each cap decided
@@ -154,9 +138,8 @@ func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity, the
 }
 
 // reserve takes one of key's slots in c. When key has none free, the
-// streams of user must first prove that their clients are still there
-// (probe): one whose client left, though a balancer has not passed its
-// close on yet, ends and frees its slot, which this open then takes.
+// streams of user first prove that their clients are still there
+// (probe), and one whose client left frees its slot for this open.
 func (p *Plane) reserve(ctx context.Context, c Cap, key, user string) (capSlot, int, bool, error) {
 	slot, live, ok, err := c.reserve(ctx, key)
 	if ok || err != nil || !p.probe(ctx, user) {
@@ -165,8 +148,7 @@ func (p *Plane) reserve(ctx context.Context, c Cap, key, user string) (capSlot, 
 	return c.reserve(ctx, key)
 }
 
-// freeSlots is what a cap of capacity slots has free once it decided:
-// none when it refused.
+// freeSlots is what a cap of capacity slots has free once it decided.
 func freeSlots(capacity, live int, admitted bool) int {
 	if !admitted {
 		return 0
@@ -183,5 +165,4 @@ func capKey(id *auth.Identity) string {
 	return "k:" + id.APIKeyID
 }
 
-// userKey is the caller's user's key in the per-user cap and open budget.
 func userKey(id *auth.Identity) string { return "u:" + id.User.ID }

@@ -9,17 +9,11 @@ import (
 // MemoryCap caps streams in this process. Create it with [NewMemoryCap];
 // it is safe for concurrent use.
 //
-// Keys are hashed (hash/maphash, a per-cap seed) and the hash is all that
-// is kept of them. Two keys colliding on 64 bits would share one cap; at
-// a million keys with streams open the chance that any two do is about 1
-// in 40 million. State is split into shards, each with its own lock. A key
-// holds state only while it has a stream open: one row of a flat slice,
-// with its hash, its live count and the number of each live reservation.
-// A capSlot knows its row, so Release goes straight to it, and finds its own
-// reservation there: a second Release of the same slot finds nothing to
-// free. A key's row is given back when its last stream ends, and reused by
-// the next key, so churn allocates nothing once each shard has grown to
-// its peak of keys holding streams at once.
+// It keeps only a 64-bit hash of each key (maphash, a per-cap seed), in
+// shards each with its own lock. A key holds one row of a flat slice
+// while it has streams open (its hash, live count and reservation ids),
+// given back with its last stream, so churn allocates nothing once warm
+// (BENCHMARKS.md: under 100 ns and 0 allocs a slot).
 type MemoryCap struct {
 	max    int
 	stride int // uint64s per row: the key's hash, its live count, then max reservation ids
@@ -27,19 +21,16 @@ type MemoryCap struct {
 	shards [capShards]capShard
 }
 
-// capShards is how many shards a MemoryCap splits its keys into: a power
-// of two, at most 1<<(32-rowBits).
+// capShards is a power of two, at most 1<<(32-rowBits).
 const capShards = 32
 
-// A capSlot's at holds its shard above rowBits and its row below them, so a
-// shard holds rows for at most 1<<rowBits keys at once.
+// A slot's at holds its shard above rowBits and its row below them.
 const rowBits = 27
 
 type capShard struct {
 	mu    sync.Mutex
 	index map[uint64]uint32 // key hash -> row
-	// rows holds stride uint64s per row: the key's hash, its live count,
-	// then the ids of its live reservations, packed at the front.
+	// rows holds stride uint64s per row: hash, live count, reservation ids.
 	rows []uint64
 	free []uint32 // rows no key holds
 	next uint64   // the last reservation id given; ids never repeat
@@ -47,8 +38,7 @@ type capShard struct {
 }
 
 // NewMemoryCap returns a cap of max streams per key. It panics if max is
-// less than 1, as a misconfigured cap is a programming error caught at
-// start-up.
+// less than 1.
 func NewMemoryCap(max int) *MemoryCap {
 	if max < 1 {
 		panic("streams: NewMemoryCap needs a max of at least 1 stream per key")
@@ -60,11 +50,8 @@ func NewMemoryCap(max int) *MemoryCap {
 	return m
 }
 
-// Max is the most streams one key may hold open.
 func (m *MemoryCap) capacity() int { return m.max }
 
-// Reserve takes one of key's slots. It never fails, and does not
-// allocate once its shard has grown.
 func (m *MemoryCap) reserve(_ context.Context, key string) (s capSlot, live int, ok bool, err error) {
 	s, live, ok = m.reserveKey(key)
 	return s, live, ok, nil
@@ -95,8 +82,7 @@ func (m *MemoryCap) reserveKey(key string) (capSlot, int, bool) {
 	return capSlot{owner: m, key: key, id: id, at: shard<<rowBits | row}, int(n + 1), true
 }
 
-// take returns a row for a new key, with a live count of 0: a free one,
-// else a new one at the end.
+// take returns a free row for a new key, else a new one.
 func (sh *capShard) take(stride int) uint32 {
 	if n := len(sh.free); n > 0 {
 		row := sh.free[n-1]
@@ -111,8 +97,8 @@ func (sh *capShard) take(stride int) uint32 {
 	return uint32(row)
 }
 
-// release frees s's reservation if its row still holds it. The key's row
-// is given back with its last stream.
+// releaseSlot frees s's reservation if its row still holds it; the key's
+// row is given back with its last stream.
 func (m *MemoryCap) releaseSlot(s capSlot) {
 	sh := &m.shards[s.at>>rowBits]
 	row := int(s.at & (1<<rowBits - 1))
@@ -134,5 +120,4 @@ func (m *MemoryCap) releaseSlot(s capSlot) {
 	sh.mu.Unlock()
 }
 
-// refresh does nothing: a process's own streams need no lease.
 func (m *MemoryCap) refreshSlot(context.Context, capSlot) error { return nil }

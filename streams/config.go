@@ -1,5 +1,3 @@
-// This file is the configuration of a stream plane, and its defaults.
-
 package streams
 
 import (

@@ -1,8 +1,3 @@
-// This file declares a stream operation in the spec and mounts it: its
-// GET and HEAD, declared like any operation (their security, errors and
-// x-rate-limit come from api's hook), its Last-Event-ID, and the schema of
-// its messages, one of its event types each.
-
 package streams
 
 import (

@@ -1,7 +1,3 @@
-// This file is the stream front door for features: how a package declares
-// a stream operation on an api.Server and the events of its users'
-// GET /api/v1/events, whatever its place among api.Config.Features.
-
 package streams
 
 import (

@@ -1,7 +1,3 @@
-// This file is the events a stream sends: their types, as the spec
-// declares them, the two every stream may send (stream.closing and
-// stream.gap), and how a user's events are published to its streams.
-
 package streams
 
 import (

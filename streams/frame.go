@@ -1,6 +1,3 @@
-// This file writes SSE messages: one event's id, event and data lines,
-// and the loop that feeds a stream its values and its heartbeats.
-
 package streams
 
 import (

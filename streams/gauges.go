@@ -1,7 +1,3 @@
-// This file is the live snapshot's gauges: numbers a feature gives
-// GET /api/v1/system/live beside the platform's, each read at most once a
-// second.
-
 package streams
 
 import (

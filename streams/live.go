@@ -1,7 +1,3 @@
-// This file is GET /api/v1/system/live: a snapshot of this replica every
-// second, computed once a second whatever the number of streams that
-// send it.
-
 package streams
 
 import (

@@ -1,7 +1,3 @@
-// This file is the stream plane: the caps, the open budgets, the hub and
-// the streams open on this replica, served on an api.Server by its
-// Feature, and closed by CloseStreams when the server shuts down.
-
 package streams
 
 import (
@@ -18,33 +14,29 @@ import (
 	"github.com/brain-template/brain/ratelimit"
 )
 
-// A Plane is the stream endpoints of one server: its caps, its open
-// budgets (the server's, api.Limits.StreamOpens and StreamUserOpens), its
-// hub, the streams open on this replica, and the signal that closes them.
-// Make one with [New], serve it with its [Plane.Feature], and end its
-// streams with [Plane.CloseStreams] when the server shuts down.
+// A Plane is the stream endpoints of one server: its caps, open budgets
+// and hub, and the streams open on this replica. Make one with [New],
+// serve it with its [Plane.Feature], and end its streams with
+// [Plane.CloseStreams] when the server shuts down.
 type Plane struct {
 	cfg Config
 	// s is the server the plane serves, and d its door, once Feature ran.
 	s *api.Server
 	d *door
-	// opens are the open budgets, the caller's then its user's, none
-	// when the server's limits are disabled; headers writes what the caps
-	// and the budgets decided; keyCount and userCount count the caps'
-	// decisions for the metrics.
+	// opens are the open budgets (none when the server's limits are off);
+	// headers writes what the caps and budgets decided; keyCount and
+	// userCount count the caps' decisions.
 	opens               []*api.PlaneBudget
 	headers             *ratelimit.CapHeaders
 	keyCount, userCount api.Decisions
 	closing             chan struct{} // closed by CloseStreams
 	once                sync.Once
 	live                liveSnapshots
-	// prober carries probes to every replica (the hub, if it can).
+	// prober carries probes to every replica.
 	prober prober
-	// n counts the streams admitted and not yet finished on this
-	// replica, byUser holds them by user, for probes; ended, when not
-	// nil, is closed when n falls to 0. probing holds the users whose
-	// streams are being probed, each with the channel closed once the
-	// probe's wait is over.
+	// n counts the streams open on this replica, byUser holds them by user;
+	// ended is closed when n falls to 0; probing holds the users whose streams
+	// are probed, each with the channel closed when the probe's wait is over.
 	mu      sync.Mutex
 	n       int
 	byUser  map[string][]*Stream
@@ -57,14 +49,10 @@ func New(cfg Config) *Plane {
 	return &Plane{cfg: cfg.withDefaults(), closing: make(chan struct{}), byUser: map[string][]*Stream{}, probing: map[string]chan struct{}{}}
 }
 
-// Feature serves the plane on s: an api.Feature. It declares the
-// platform's streams, GET /api/v1/events (the events of the caller's
-// user: its account's, stream.gap, and those the features declare) and
-// GET /api/v1/system/live, and serves the streams the features add,
-// whether they come before it among api.Config.Features or after: put it
-// last, so that the spec lists the features' tags before Streams. A
-// plane serves one server, and a server one plane; s.Err reports a
-// mistake.
+// Feature serves the plane on s, as an api.Feature: it declares
+// GET /api/v1/events and GET /api/v1/system/live, and serves the streams
+// the features add before or after it. Put it last, so the spec lists the
+// features' tags before Streams. A plane serves one server.
 func (p *Plane) Feature(s *api.Server) {
 	d := doorOf(s)
 	switch {
@@ -106,15 +94,13 @@ func (p *Plane) Feature(s *api.Server) {
 	p.addPlatform()
 }
 
-// Hub is the hub the plane's streams follow (Config.Hub, or its
-// in-memory default): where a feature publishes its users' events
-// ([Publish]).
+// Hub is the hub the plane's streams follow, where a feature publishes
+// its users' events ([Publish]).
 func (p *Plane) Hub() Hub { return p.cfg.Hub }
 
 // CloseStreams makes every open stream send stream.closing and end, and
-// waits until they have, or until ctx is done. Call it when a shutdown
-// starts, beside http.Server.Shutdown: a stream never ends by itself,
-// and one that took its connection is not the server's to wait for.
+// waits until they have, or ctx is done. Call it when a shutdown starts:
+// a stream that took its connection is not http.Server's to wait for.
 func (p *Plane) CloseStreams(ctx context.Context) error {
 	p.once.Do(func() { close(p.closing) })
 	select {
@@ -125,7 +111,6 @@ func (p *Plane) CloseStreams(ctx context.Context) error {
 	}
 }
 
-// enter and leave count a stream in and out.
 func (p *Plane) enter(st *Stream) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -147,7 +132,6 @@ func (p *Plane) leave(st *Stream) {
 	}
 }
 
-// count is how many streams are open on this replica.
 func (p *Plane) count() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -1,7 +1,3 @@
-// This file is the platform's streams: GET /api/v1/events, the events of
-// the caller's user (its account's, and those the features declare), and
-// GET /api/v1/system/live (live.go).
-
 package streams
 
 import (

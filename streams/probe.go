@@ -1,19 +1,3 @@
-// This file is the probe: before a cap refuses an open, the streams of
-// the caller's user, on every replica, prove that their clients are
-// still there, so that a client that closed a stream and reconnects at
-// once is not refused for its own dead stream.
-//
-// A balancer may not pass a client's close on. haproxy (without option
-// abortonclose) keeps its connection to the replica open until a write to
-// the gone client fails, and that is the second write after the close:
-// the first only draws the client's reset. With heartbeats alone the
-// stream ends one to two heartbeats after its client left, holding its
-// slot meanwhile. A probe has every stream of the user write a heartbeat
-// at once and another probeGap later: a balancer fails the second, closes
-// the replica's side, the stream ends and frees its slots, and the open
-// tries again once probeWait has passed. A live stream just gets two
-// comment lines more.
-
 package streams
 
 import (

@@ -1,8 +1,3 @@
-// This file is one open stream: what its operation's Serve may do with
-// it, and its life — the goroutine it is served on, its start (the
-// takeover of its connection), its events, its heartbeats (which check
-// its client, its credentials and its slots) and its end.
-
 package streams
 
 import (
@@ -21,43 +16,32 @@ import (
 )
 
 // A Stream is one open SSE response, as its operation's Serve sees it:
-// until [Stream.Start] it may still be refused (Refuse, NoContent,
-// Unavailable); after, it sends events until Serve returns.
-//
-// On HTTP/1.x a stream that starts takes its connection over from
-// net/http (Hijack) and is served by a goroutine of its own, so the
-// handler returns and the connection's net/http goroutines and buffers
-// (some 20 KiB, see BENCHMARKS.md) are freed for as long as the stream
-// lives; the response's body then ends when the connection closes, and
-// stream.closing says why.
+// until [Stream.Start] it may still be refused; after, it sends events
+// until Serve returns. On HTTP/1.x a started stream takes its connection
+// over from net/http and runs on a goroutine of its own, so the
+// connection's net/http goroutines and buffers are freed.
 type Stream struct {
-	plane *Plane
-	// Its places in the caller's cap and in its user's.
-	slot, userSlot capSlot
-	// The response, until Start takes the connection, and its transport.
-	w http.ResponseWriter
-	c *sseConn
-	// The request, with the stream's context: cancel ends it; unfollow
-	// stops it from ending with the request's, once the stream has its
-	// connection.
+	plane          *Plane
+	slot, userSlot capSlot // the caller's and its user's
+	w              http.ResponseWriter
+	c              *sseConn
+	// The request, with the stream's context: cancel ends it; unfollow stops
+	// it from ending with the request's once the stream has its connection.
 	r           *http.Request
 	cancel      context.CancelFunc
 	unfollow    func() bool
 	caller      *auth.Identity
 	lastEventID string
-	// lastSent is the id of the last event sent, else lastEventID: where
-	// a gap starts (stream.gap's after). gapped says the last event sent
-	// was stream.gap.
+	// lastSent is the id of the last event sent, else lastEventID; gapped
+	// says the last event sent was stream.gap.
 	lastSent string
 	gapped   bool
 	declared map[string]bool // the event types the stream's operation declares
 	opened   time.Time
-	// probe asks the stream to prove that its client is still there
-	// (Plane.poke): Pump then writes a heartbeat at once.
+	// probe asks for a heartbeat now (Plane.poke).
 	probe chan struct{}
-	// handedOff is closed once the handler may return: the stream has
-	// its connection, or it has ended. panicked is a panic of serve
-	// before then, for the handler to raise.
+	// handedOff is closed once the handler may return; panicked is a panic
+	// of serve before then, for the handler to raise.
 	handedOff chan struct{}
 	panicked  any
 	started   bool // its 200 is sent
@@ -80,7 +64,7 @@ func (st *Stream) LastEventID() string { return st.lastEventID }
 func (st *Stream) LastSent() string { return st.lastSent }
 
 // Subscribe subscribes to the caller's user's events after LastEventID.
-// When the hub fails it logs why, answers 503, and returns false.
+// When the hub fails it answers 503 and returns false.
 func (st *Stream) Subscribe() (*Subscription, bool) {
 	sub, err := st.plane.cfg.Hub.Subscribe(st.r.Context(), st.caller.User.ID, st.lastEventID)
 	if err != nil {
@@ -94,14 +78,13 @@ func (st *Stream) Subscribe() (*Subscription, bool) {
 // Refuse answers e instead of a stream. Call it before Start only.
 func (st *Stream) Refuse(e *api.Error) { st.plane.s.Refuse(st.w, st.r, e) }
 
-// NoContent answers 204 instead of a stream: there is nothing to follow
-// (a browser's EventSource then stops reconnecting). Before Start only.
+// NoContent answers 204 instead of a stream (a browser's EventSource then
+// stops reconnecting). Before Start only.
 func (st *Stream) NoContent() { st.w.WriteHeader(http.StatusNoContent) }
 
-// Unavailable reports that a store the stream needs failed with err,
-// which is logged, never sent. Before Start it answers 503, as
-// api.StoreError does; after, it ends the stream with stream.closing
-// (unavailable), and the client reconnects.
+// Unavailable reports that a store the stream needs failed with err, which
+// is logged: before Start it answers 503; after, it ends the stream with
+// stream.closing (unavailable).
 func (st *Stream) Unavailable(err error) {
 	if st.started {
 		st.plane.s.LogOutage(st.r.Context(), err)
@@ -113,10 +96,8 @@ func (st *Stream) Unavailable(err error) {
 	st.Refuse(e)
 }
 
-// Start sends the stream's headers and its retry hint: from here on it
-// sends events. Where it can, it takes the connection over (see Stream)
-// and lets the handler return; the stream's transport (Conn.Start) says
-// how. An error ends the stream (a HEAD request ends here).
+// Start sends the stream's headers and its retry hint, and takes the
+// connection over where it can. An error ends the stream (as a HEAD does).
 func (st *Stream) Start() error {
 	st.started = true
 	if st.head {
@@ -129,9 +110,9 @@ func (st *Stream) Start() error {
 	}, st.cancel)
 }
 
-// Send sends one event of a declared type, with id ("" for none) and
-// data as JSON. An event type the operation does not declare is never
-// sent: the spec lists every event a stream sends.
+// Send sends one event of a type the operation declares (others are
+// dropped: the spec lists every event a stream sends), with id ("" for
+// none) and JSON data.
 func (st *Stream) Send(id, event string, data json.RawMessage) error {
 	if !st.declared[event] {
 		api.Logger(st.r.Context()).Error("stream: dropped an event its operation does not declare", "event", event)
@@ -149,7 +130,7 @@ func (st *Stream) Send(id, event string, data json.RawMessage) error {
 	return st.c.Write(msg)
 }
 
-// SendEvent sends one of the hub's events; its gap markers go out as
+// SendEvent sends one of the hub's events; gap markers go out as
 // stream.gap.
 func (st *Stream) SendEvent(ev *Event) error {
 	if ev.Type == EventGap {
@@ -158,9 +139,8 @@ func (st *Stream) SendEvent(ev *Event) error {
 	return st.Send(ev.ID, ev.Type, ev.Data)
 }
 
-// sendGap tells the client that events after the last it has may be
-// lost: stream.gap, with id when the hub marked the gap in its events. A
-// gap right after another says nothing new, and is not sent.
+// sendGap sends stream.gap, with id when the hub marked the gap in its
+// events, unless the last event sent was one.
 func (st *Stream) sendGap(id string) error {
 	if st.gapped {
 		return nil
@@ -172,7 +152,6 @@ func (st *Stream) sendGap(id string) error {
 	return st.Send(id, gapEvent.Name, b)
 }
 
-// sendValue writes an event without an id whose data is v as JSON.
 func (st *Stream) sendValue(event string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -181,24 +160,21 @@ func (st *Stream) sendValue(event string, v any) error {
 	return st.Send("", event, b)
 }
 
-// CloseSlow ends a stream that fell behind (the hub dropped it) with
-// stream.closing (slow).
+// CloseSlow ends a stream the hub dropped with stream.closing (slow).
 func (st *Stream) CloseSlow() { st.close("slow") }
 
 // Pump is the loop of a started stream: each value from source goes to
-// send (ok false once source is closed), and a heartbeat goes out when
-// due, or at once when the stream is probed (its user's caps refused an
-// open: see Plane.probe), until the client leaves, the server shuts down
-// (stream.closing), or send returns an error (ErrEnded to end the
-// stream).
+// send (ok false once source is closed), with heartbeats, until the
+// client leaves, the server shuts down (stream.closing), or send returns
+// an error (ErrEnded to end the stream).
 func Pump[T any](st *Stream, source <-chan T, send func(v T, ok bool) error) {
 	loop(st.r.Context(), st.plane.cfg.Heartbeat, st.plane.closing, st.probe, source, send, st.beat,
 		func() error { return st.c.Write(heartbeatLine) }, func() { st.close("shutdown") })
 }
 
-// serve runs the operation's serve on a goroutine of its own, and
-// returns once the stream has taken its connection or has ended. A panic
-// before that is raised here, for the recovery middleware to answer.
+// serve runs the operation's serve on a goroutine of its own, and returns
+// once the stream has its connection or has ended; a panic before then is
+// raised here, for the recovery middleware.
 func (st *Stream) serve(serve func(*Stream)) {
 	st.handedOff = make(chan struct{})
 	go func() {
@@ -219,8 +195,7 @@ func (st *Stream) serve(serve func(*Stream)) {
 	}
 }
 
-// A streamPanic is a panic of a stream's goroutine, raised again on its
-// handler's with the stack where it happened.
+// A streamPanic is a stream goroutine's panic, with its stack.
 type streamPanic struct {
 	value any
 	stack []byte
@@ -230,9 +205,8 @@ func (p streamPanic) String() string {
 	return fmt.Sprintf("%v\n\nin the stream's goroutine:\n%s", p.value, p.stack)
 }
 
-// beat is a stream's heartbeat: it ends a stream whose client has stopped
-// taking data or whose credentials no longer hold, writes the comment,
-// and renews the stream's slot.
+// beat ends a stream whose client stopped taking data or whose
+// credentials no longer hold, else writes a heartbeat and renews its slots.
 func (st *Stream) beat() error {
 	if st.c.Stalled() {
 		st.c.Abort() // nothing more will be taken: do not wait to finish the response
@@ -249,10 +223,7 @@ func (st *Stream) beat() error {
 }
 
 // callerHolds reports whether the stream's credentials still name its
-// caller: a revoked API key, or a session that ended or was logged out,
-// ends its streams within a heartbeat. Lookups go through the auth
-// service's caches, as for any request; a store that fails keeps the
-// stream going.
+// caller; a store that fails keeps the stream going.
 func (st *Stream) callerHolds() bool {
 	id, err := st.plane.s.Authenticate(st.r.Context(), st.r)
 	if err != nil && !errors.Is(err, auth.ErrUnauthenticated) {
@@ -261,10 +232,8 @@ func (st *Stream) callerHolds() bool {
 	return id != nil && capKey(id) == capKey(st.caller)
 }
 
-// renew extends the stream's slots, the caller's and its user's. A slot
-// whose lease was lost while its store failed, and whose place another
-// stream took meanwhile, ends the stream: its client reconnects. Any
-// other failure is logged; a lease outlives several heartbeats.
+// renew extends the stream's slots. A slot lost while its store failed,
+// its place taken, ends the stream; other failures are logged.
 func (st *Stream) renew() error {
 	for _, slot := range []capSlot{st.slot, st.userSlot} {
 		err := slot.refresh(st.r.Context())
@@ -284,9 +253,8 @@ func (st *Stream) close(reason string) {
 	_ = st.sendValue(closingEvent.Name, ClosingEvent{Reason: reason})
 }
 
-// finish ends the stream: it frees its slot, and closes the connection
-// it took, logging the stream's end (the access log saw the request end
-// when the handler returned). The handler may then return.
+// finish frees the stream's slots, closes the connection it took (logging
+// the stream's end) and lets the handler return.
 func (st *Stream) finish() {
 	st.cancel()
 	st.slot.release()

@@ -1,6 +1,3 @@
-// This file tells, on Linux, how much of what a stream wrote its peer has
-// not yet taken: what Conn.Stalled reads.
-
 package streams
 
 import (

@@ -1,7 +1,5 @@
 //go:build !linux
 
-// This file is unsentBytes off Linux, where the kernel cannot say.
-
 package streams
 
 import "net"
