@@ -6,31 +6,24 @@ import (
 	"github.com/brain-template/brain/api"
 )
 
-// Config configures a stream plane ([New]). Zero fields take their
-// defaults.
+// Config configures a stream plane ([New]); zero fields take defaults.
 type Config struct {
-	// Cap bounds each caller's open streams (a session's, an API key's),
+	// Cap bounds each caller's open streams (a session's, an API key's)
 	// across every stream endpoint: default NewMemoryCap(DefaultCap).
 	Cap Cap
-	// UserCap bounds each user's open streams, across all of the user's
-	// sessions and API keys and every stream endpoint: default
-	// NewMemoryCap(DefaultUserCap). Its Max must be at least Cap's
-	// (api.Server.Err says so).
+	// UserCap bounds each user's open streams, across all its sessions and
+	// keys: default NewMemoryCap(DefaultUserCap). Its max must be at least
+	// Cap's.
 	UserCap Cap
 	// Hub carries the callers' events: default an in-memory hub.
 	Hub Hub
-	// Heartbeat is how often an idle stream gets a comment line, which
-	// keeps proxies from closing it, finds dead clients, and renews the
-	// stream's slot: default 15 s.
+	// Heartbeat is how often an idle stream gets a comment line, which keeps
+	// proxies from closing it, finds dead clients and renews its slots.
 	Heartbeat time.Duration
-	// RetryAfter is the Retry-After of a 429 of the caps: their slots
-	// free when some stream ends, which no clock predicts. Default 5 s.
-	// (An open budget's is the time until it admits an open, as for any
-	// budget; they are api.Limits.StreamOpens and StreamUserOpens.)
+	// RetryAfter is the Retry-After of a 429 of the caps.
 	RetryAfter time.Duration
-	// LiveAccess is who may follow GET /api/v1/system/live, which shows
-	// this replica's load: api.Caller (the default when empty: every
-	// session and API key) or api.Admin (the user admin only).
+	// LiveAccess is who may follow GET /api/v1/system/live: api.Caller (the
+	// default) or api.Admin.
 	LiveAccess api.Access
 }
 
@@ -40,9 +33,7 @@ const (
 	DefaultUserCap    = 64
 	DefaultHeartbeat  = 15 * time.Second
 	DefaultRetryAfter = 5 * time.Second
-	// defaultReplay and defaultBuffer size the default in-memory hub: the
-	// events kept for reconnects, and those a slow stream may fall
-	// behind by before it is closed.
+	// The default in-memory hub's replay and per-subscription buffer.
 	defaultReplay = 1024
 	defaultBuffer = 64
 	// retry is the reconnection delay a stream asks clients for.

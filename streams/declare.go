@@ -16,18 +16,15 @@ import (
 	"github.com/brain-template/brain/internal/product"
 )
 
-// The names of the stream plane's caps, as the spec, the headers and the
-// 429 give them (their policy): the cap of each caller (a session or an
-// API key), and the cap of each user (all of its sessions and keys). Its
-// open budgets are api.StreamOpensBudget and api.StreamUserOpensBudget.
+// The names of the plane's caps in the spec, the headers and the 429: each
+// caller's (a session or an API key), and each user's.
 const (
 	capName     = "streams"
 	userCapName = "streams-per-user"
 )
 
-// declared is what a stream operation declares of its messages: the
-// event types it may send (names, which its streams read) and the spec's
-// schema of a message, one of them.
+// declared is what a stream operation declares of its messages: its event
+// types and the spec's schema of a message.
 type declared struct {
 	reg    huma.Registry
 	schema *huma.Schema // the component the response's x-events refers to
@@ -44,10 +41,8 @@ func (d *declared) declare(events ...EventType) {
 	d.schema.OneOf = eventSchemas(d.reg, d.events)
 }
 
-// add declares so's operation in the spec (its access is api.Caller, or
-// so.Access; api's hook adds its security, errors and x-rate-limit from
-// its declaration: the plane's caps, then its open budgets) and mounts
-// its handler on the router.
+// add declares so's GET and HEAD in the spec (api's hook adds security,
+// errors and x-rate-limit from the declaration) and mounts them.
 func (p *Plane) add(so Operation) *declared {
 	s := p.s
 	op := so.Operation
@@ -105,12 +100,10 @@ func (p *Plane) add(so Operation) *declared {
 	return d
 }
 
-// eventSchemas are the schemas of the messages of a stream that may send
-// events: each an object with the event's name, its data, its id and the
-// retry field, as huma's sse package and generated clients type SSE,
-// sorted by title. The data's schemas are declared in reg. The
-// text/event-stream response itself is a string (what a validating proxy
-// reads); its x-events points to their oneOf.
+// eventSchemas are the schemas of a stream's messages, each an object
+// with the event's name, data, id and retry, as generated clients type
+// SSE, sorted by title. The response itself is a string; its x-events
+// points to their oneOf.
 func eventSchemas(reg huma.Registry, events []EventType) []*huma.Schema {
 	var one []*huma.Schema
 	for _, e := range events {
@@ -130,10 +123,7 @@ func eventSchemas(reg huma.Registry, events []EventType) []*huma.Schema {
 }
 
 // schemaName is the component name of a stream's messages:
-// follow-events' is FollowEventsEvent. Operation ids are unique in a
-// spec, so two streams' names never collide; a type's schema of the same
-// name would, and s.Err reports it then (huma panics on a type of the
-// name of a stream's messages, added after them).
+// follow-events' is FollowEventsEvent.
 func schemaName(operationID string) string {
 	var b strings.Builder
 	for _, w := range strings.FieldsFunc(operationID, func(r rune) bool { return r == '-' || r == '/' || r == '{' || r == '}' }) {

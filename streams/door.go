@@ -9,10 +9,10 @@ import (
 	"github.com/brain-template/brain/api"
 )
 
-// An Operation is a stream endpoint: its operation (id, path, summary,
-// description, tags, parameters, other responses) as the spec shows it,
-// who may open it, every event type it may send, and Serve, which writes
-// events until the stream ends. Declare it with [Add].
+// An Operation is a stream endpoint: its operation as the spec shows it,
+// who may open it (api.Caller when empty), every event type it may send,
+// and Serve, which writes events until the stream ends. Declare it with
+// [Add].
 type Operation struct {
 	Operation huma.Operation
 	Access    api.Access // api.Caller when empty
@@ -20,14 +20,11 @@ type Operation struct {
 	Serve     func(st *Stream)
 }
 
-// Add declares a stream operation on s and mounts it: GET and HEAD on
-// op.Operation.Path, behind the stream plane's door (the caller's
-// resolution, Last-Event-ID's check, the caps, the open budget), each of
-// its messages one of op.Events or stream.closing. An operation without
-// Tags is tagged Streams. Call it from an api.Feature: before or after
-// the plane's own ([Plane.Feature]), which serves what was added before
-// it once it comes; a stream added to a server no plane serves is
-// reported by s.Err.
+// Add declares a stream operation on s and mounts its GET and HEAD behind
+// the plane's door (the caller, the caps, the open budgets, the
+// Last-Event-ID). An operation without Tags is tagged Streams. Call it
+// from an api.Feature, before or after the plane's; s.Err reports a
+// stream no plane serves.
 func Add(s *api.Server, op Operation) {
 	if len(op.Operation.Tags) == 0 {
 		op.Operation.Tags = api.Tag(s.API, tag, tagDoc)
@@ -40,12 +37,10 @@ func Add(s *api.Server, op Operation) {
 	d.plane.add(op)
 }
 
-// The spec's tag of every stream operation.
 const tag, tagDoc = "Streams", "Server-Sent Events: your events, the server's state, and what the features stream, live."
 
 // DeclareEvents adds events to those a user's GET /api/v1/events may
-// carry, and to the spec's schema of its messages. Call it from an
-// api.Feature, before or after the plane's.
+// carry. Call it from an api.Feature, before or after the plane's.
 func DeclareEvents(s *api.Server, events ...EventType) {
 	d := doorOf(s)
 	d.userEvents = append(d.userEvents, events...)
@@ -54,35 +49,26 @@ func DeclareEvents(s *api.Server, events ...EventType) {
 	}
 }
 
-// A door is the stream door of one api.Server, kept on it
-// (api.Server.Extension): the plane that serves it once the plane's
-// Feature ran, what the features declared meanwhile, and the mistakes
-// found, which s.Err reports.
+// A door is the stream state of one api.Server (its Extension): its plane
+// once the plane's Feature ran, what features declared, and the mistakes
+// s.Err reports.
 type door struct {
 	plane *Plane
-	// pending are the streams added before the plane came.
-	pending []Operation
-	// userEvents are the events the features declared for
-	// GET /api/v1/events; events is that stream, once declared.
+	// pending are the streams added before the plane came; userEvents are
+	// the events of GET /api/v1/events, and events that stream once declared.
+	pending    []Operation
 	userEvents []EventType
 	events     *declared
-	// gauges are the live snapshot's gauges (AddGauge), in order.
-	gauges []gauge
-	errs   []error
+	gauges     []gauge // the live snapshot's, in order
+	errs       []error
 }
 
-// doorKey is the key of a server's door among its extensions.
 type doorKey struct{}
 
-// doorOf returns s's door, made on the first call.
 func doorOf(s *api.Server) *door {
 	return s.Extension(doorKey{}, func() api.Extension { return &door{} }).(*door)
 }
 
-// Err reports the door's mistakes: streams, events or gauges declared on
-// a server no plane serves, a plane added twice, caps that contradict
-// each other, a gauge's name that is none, a stream whose messages'
-// schema has the name of another.
 func (d *door) Err() error {
 	errs := d.errs
 	if d.plane == nil && (len(d.pending) > 0 || len(d.userEvents) > 0 || len(d.gauges) > 0) {

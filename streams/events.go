@@ -9,8 +9,8 @@ import (
 )
 
 // An EventType is one kind of event a stream may send: its name (the SSE
-// event field), a value of its data's type (for the spec's schema, and to
-// check what is published), and what it means, for the spec.
+// event field), a value of its data's type (for the spec, and to check
+// what is published), and what it means.
 type EventType struct {
 	Name string
 	Data any
@@ -29,17 +29,13 @@ type GapEvent struct {
 }
 
 var (
-	// closingEvent ends every stream the server closes.
 	closingEvent = EventType{Name: "stream.closing", Data: ClosingEvent{}, Doc: "The stream's last event: the server closes it, for the reason given."}
-	// gapEvent is on the streams that follow the hub's events.
-	gapEvent = EventType{Name: EventGap, Data: GapEvent{}, Doc: "Some of your events after `after` may be lost: reload what they would have changed. It is the first event when Last-Event-ID is older than the oldest event kept, or not one this server knows (after a restart, say); and it comes live, or replayed, when an outage of the event store cost events (with an id when it marks a place in the events, so a resume after it does not repeat it)."}
+	gapEvent     = EventType{Name: EventGap, Data: GapEvent{}, Doc: "Some of your events after `after` may be lost: reload what they would have changed. It is the first event when Last-Event-ID is older than the oldest event kept, or not one this server knows (after a restart, say); and it comes live, or replayed, when an outage of the event store cost events (with an id when it marks a place in the events, so a resume after it does not repeat it)."}
 )
 
-// Publish publishes an event of type e with data to user's streams on
-// hub. Data whose type is not e's is logged and dropped; so is an event
-// that cannot be published: the request that caused it has succeeded,
-// and a stream that missed it learns so on reconnect (stream.gap) or
-// reloads.
+// Publish publishes an event of type e with data to user's streams on hub.
+// Data not of e's type, and an event that cannot be published, are logged
+// and dropped: a stream that missed it learns so (stream.gap) or reloads.
 func Publish(ctx context.Context, hub Hub, e EventType, user string, data any) {
 	if reflect.TypeOf(data) != reflect.TypeOf(e.Data) {
 		api.Logger(ctx).Error("stream: an event's data is not its declared type", "event", e.Name)
@@ -54,9 +50,8 @@ func Publish(ctx context.Context, hub Hub, e EventType, user string, data any) {
 	}
 }
 
-// Publisher returns the function that publishes an event of one of
-// events, by name, to a user's streams on hub, as [Publish] does: an
-// event of a type not among them is logged and dropped.
+// Publisher returns a function that publishes an event of one of events,
+// by name, as [Publish] does; other names are logged and dropped.
 func Publisher(hub Hub, events ...EventType) func(ctx context.Context, user, event string, data any) {
 	byName := make(map[string]EventType, len(events))
 	for _, e := range events {

@@ -9,13 +9,11 @@ import (
 	"time"
 )
 
-// errNotJSON is what appendEvent returns for data that is not JSON.
 var errNotJSON = errors.New("streams: an event's data is not JSON")
 
-// appendEvent appends to dst one SSE message: the event's id line (none
-// when id is ""), its event line and its data line. data is JSON; JSON
-// with a line break (which would end the data line) is compacted first,
-// and data that is not JSON is refused with errNotJSON.
+// appendEvent appends to dst one SSE message: its id line (none for ""),
+// event line and data line. JSON with a line break is compacted first;
+// data that is not JSON is refused with errNotJSON.
 func appendEvent(dst []byte, id, event string, data json.RawMessage) ([]byte, error) {
 	if bytes.ContainsAny(data, "\r\n") { // a line break would end the data: line; JSON needs none
 		var buf bytes.Buffer
@@ -32,12 +30,10 @@ func appendEvent(dst []byte, id, event string, data json.RawMessage) ([]byte, er
 	return append(append(append(dst, "data: "...), data...), "\n\n"...), nil
 }
 
-// Loop is the loop of a started stream, under [Pump]: each value from
-// source goes to send (ok false once source is closed), beat is called
-// every heartbeat, and ping each time probe delivers (the stream must
-// prove now that its client is still there), until ctx ends (the client
-// left), closing is closed (the server shuts down: shutdown is called, to
-// send the stream's last event), or send, beat or ping returns an error.
+// loop is the loop of a started stream, under [Pump]: each value from
+// source goes to send, beat is called every heartbeat and ping on each
+// probe, until ctx ends, closing is closed (shutdown is called), or send,
+// beat or ping returns an error.
 func loop[T any](ctx context.Context, heartbeat time.Duration, closing, probe <-chan struct{}, source <-chan T,
 	send func(v T, ok bool) error, beat, ping func() error, shutdown func()) {
 	every := time.NewTicker(heartbeat)

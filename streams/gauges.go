@@ -14,18 +14,16 @@ import (
 )
 
 // AddGauge adds a gauge to the live snapshot (GET /api/v1/system/live):
-// its gauges.name is what read returns, such as the rows of a queue
-// waiting for a worker, and doc says what it counts in the spec. The
-// snapshot reads it at most once a second, one stream at a time, with a
-// deadline of a second; while a read is under way, and when one fails
-// (which is logged as an outage), the streams send the last value read,
-// 0 before the first. Call it from an api.Feature, before or after the
-// plane's:
+// gauges.name is what read returns, and doc says what it counts. It is
+// read at most once a second, by one stream at a time, with a second's
+// deadline; while a read is under way or after one fails (logged as an
+// outage), streams send the last value, 0 before the first. Call it from
+// an api.Feature, before or after the plane's:
 //
 //	streams.AddGauge(s, "bookmarks_unread", "Bookmarks of every user not yet read.", store.CountUnread)
 //
-// A name is snake_case, at most 64 bytes, and added once; s.Err reports
-// one that is not.
+// A name is snake_case, at most 64 bytes, added once; s.Err reports one
+// that is not.
 func AddGauge(s *api.Server, name, doc string, read func(ctx context.Context) (int64, error)) {
 	d := doorOf(s)
 	if !gaugeName.MatchString(name) || slices.ContainsFunc(d.gauges, func(g gauge) bool { return g.name == name }) {
@@ -38,17 +36,14 @@ func AddGauge(s *api.Server, name, doc string, read func(ctx context.Context) (i
 	}
 }
 
-// A gauge is one of the live snapshot's gauges ([AddGauge]).
 type gauge struct {
 	name, doc string
 	read      func(ctx context.Context) (int64, error)
 }
 
-// gaugeName is what a gauge's name may be.
 var gaugeName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
-// declareGauges makes the schema of the snapshot's gauges, in reg, list
-// gauges, each an integer always present.
+// declareGauges lists gauges in the schema of the snapshot's gauges.
 func declareGauges(reg huma.Registry, gauges []gauge) {
 	p := reg.Schema(reflect.TypeFor[LiveSnapshot](), false, liveEvent.Name).Properties["gauges"]
 	p.Properties, p.Required = map[string]*huma.Schema{}, nil
@@ -58,10 +53,8 @@ func declareGauges(reg huma.Registry, gauges []gauge) {
 	}
 }
 
-// readGauges returns the values of gauges, each read with a deadline of a
-// second; one that fails keeps its value in last, and its failure is
-// logged as an outage, by the logger of ctx (the stream's). The stream's
-// end does not cut a read short.
+// readGauges reads gauges with a deadline of a second each; one that
+// fails keeps its value in last and is logged as an outage.
 func readGauges(ctx context.Context, s *api.Server, gauges []gauge, last map[string]int64) map[string]int64 {
 	values := make(map[string]int64, len(gauges))
 	for _, g := range gauges {

@@ -5,21 +5,18 @@ import (
 	"strings"
 )
 
-// An eventID is an [Event.ID] read as its two numbers: the Unix
-// millisecond it was given in, and its sequence within that millisecond.
-// Ids order by ms, then seq, as Redis orders the ids of a stream.
+// An eventID is an [Event.ID] read as its two numbers, the Unix
+// millisecond and the sequence within it, which order as Redis orders a
+// stream's ids.
 type eventID struct{ ms, seq uint64 }
 
-// maxIDLen is the length of the longest id: two 20-digit numbers (the
-// most a uint64 takes) and the dash. Longer input is not an id, and is
-// rejected before it is read any further.
+// maxIDLen is the length of the longest id: two 20-digit numbers and a
+// dash.
 const maxIDLen = 41
 
-// parseID reads id in the form the hubs give: "<ms>-<seq>", both decimal
-// numbers without sign or leading zeros, each at most a uint64. Anything
-// else (a client's Last-Event-ID is arbitrary input) reports false.
-// Leading zeros are refused so that two ids are equal only when their
-// strings are.
+// parseID reads an id "<ms>-<seq>", both decimal uint64s without sign or
+// leading zeros (so equal ids have equal strings), and reports false for
+// anything else: a client's Last-Event-ID is arbitrary input.
 func parseID(id string) (eventID, bool) {
 	if len(id) > maxIDLen {
 		return eventID{}, false
@@ -39,7 +36,6 @@ func parseID(id string) (eventID, bool) {
 	return eventID{a, b}, true
 }
 
-// parseUint reads a decimal uint64 of digits only, without leading zeros.
 func parseUint(s string) (uint64, bool) {
 	if s == "" || (s[0] == '0' && len(s) > 1) {
 		return 0, false
@@ -53,7 +49,6 @@ func parseUint(s string) (uint64, bool) {
 	return n, err == nil
 }
 
-// String returns the id as "<ms>-<seq>".
 func (id eventID) String() string {
 	var b [maxIDLen]byte
 	s := strconv.AppendUint(b[:0], id.ms, 10)

@@ -8,23 +8,19 @@ import (
 	"time"
 )
 
-// liveEvent is the one event of GET /api/v1/system/live.
 var liveEvent = EventType{Name: "system.live", Data: LiveSnapshot{}, Doc: "The server's state, every second."}
 
 // LiveSnapshot is the data of a system.live event.
 type LiveSnapshot struct {
-	At           time.Time `json:"at"`
-	RequestsPerS float64   `json:"requests_per_s" doc:"Requests this replica answered per second, over the last second."`
-	LimitedPerS  float64   `json:"limited_per_s" doc:"Of those, refused with 429, per second."`
-	OpenStreams  int64     `json:"open_streams" doc:"Streams open on this replica, this one included."`
-	// Gauges are the features' gauges (AddGauge), by name: never nil, so
-	// that the JSON has {} when there are none.
-	Gauges     map[string]int64 `json:"gauges" doc:"The gauges the server's features declare, by name (its properties list them): each an integer read at most once a second, the last value read while its source does not answer."`
-	Goroutines int              `json:"goroutines"`
-	HeapBytes  uint64           `json:"heap_bytes" doc:"Bytes of live and not yet collected heap objects."`
+	At           time.Time        `json:"at"`
+	RequestsPerS float64          `json:"requests_per_s" doc:"Requests this replica answered per second, over the last second."`
+	LimitedPerS  float64          `json:"limited_per_s" doc:"Of those, refused with 429, per second."`
+	OpenStreams  int64            `json:"open_streams" doc:"Streams open on this replica, this one included."`
+	Gauges       map[string]int64 `json:"gauges" doc:"The gauges the server's features declare, by name (its properties list them): each an integer read at most once a second, the last value read while its source does not answer."`
+	Goroutines   int              `json:"goroutines"`
+	HeapBytes    uint64           `json:"heap_bytes" doc:"Bytes of live and not yet collected heap objects."`
 }
 
-// serveLive sends a snapshot every second.
 func (p *Plane) serveLive(st *Stream) {
 	if st.Start() != nil {
 		return
@@ -37,9 +33,8 @@ func (p *Plane) serveLive(st *Stream) {
 }
 
 // liveSnapshots computes the snapshot at most once a second, whatever the
-// number of streams that send it. The gauges are read outside its lock,
-// by one stream at a time: while they are read, and when one cannot be,
-// the streams go on with the last values.
+// number of streams. One stream at a time reads the gauges, outside the
+// lock; meanwhile the others send the last values.
 type liveSnapshots struct {
 	mu             sync.Mutex
 	last           LiveSnapshot
@@ -47,8 +42,7 @@ type liveSnapshots struct {
 	reading        bool // a stream is reading the gauges
 }
 
-// snapshot is the snapshot to send now on the stream of ctx, whose
-// logger logs a gauge that fails.
+// snapshot is the snapshot to send now on the stream of ctx.
 func (l *liveSnapshots) snapshot(ctx context.Context, p *Plane) LiveSnapshot {
 	s := p.s
 	l.mu.Lock()
@@ -81,8 +75,7 @@ func (l *liveSnapshots) snapshot(ctx context.Context, p *Plane) LiveSnapshot {
 	return snap
 }
 
-// heapBytes reads the heap's object bytes without stopping the world
-// (runtime.ReadMemStats would).
+// heapBytes reads the heap's object bytes without stopping the world.
 func heapBytes() uint64 {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(sample)

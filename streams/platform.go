@@ -9,7 +9,8 @@ import (
 	"github.com/brain-template/brain/internal/product"
 )
 
-// addPlatform declares the platform's streams.
+// addPlatform declares GET /api/v1/events (the caller's user's events)
+// and GET /api/v1/system/live.
 func (p *Plane) addPlatform() {
 	tags := api.Tag(p.s.API, tag, tagDoc)
 	d := p.d
@@ -44,8 +45,8 @@ func (p *Plane) addPlatform() {
 	declareGauges(p.s.API.OpenAPI().Components.Schemas, d.gauges)
 }
 
-// serveEvents sends the caller's events: those kept after Last-Event-ID
-// first, then each as it is published.
+// serveEvents sends the events kept after Last-Event-ID, then each as it
+// is published.
 func (p *Plane) serveEvents(st *Stream) {
 	sub, ok := st.Subscribe()
 	if !ok {

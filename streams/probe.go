@@ -1,3 +1,10 @@
+// The probe: before a cap refuses an open, the streams of the caller's
+// user on every replica write a heartbeat at once and another probeGap
+// later. A balancer that does not pass a client's close on (haproxy
+// without abortonclose) fails the second write to a gone client and
+// closes the replica's side, so the dead stream ends and frees its slot
+// before the open tries again, probeWait later.
+
 package streams
 
 import (
@@ -6,33 +13,27 @@ import (
 )
 
 const (
-	// probeGap is the time between a probe's two heartbeats: longer than
-	// a round trip between a balancer and its clients, so that the reset
-	// the first draws from a gone client is back when the second comes.
+	// probeGap is longer than a round trip between a balancer and its
+	// clients, so the reset the first heartbeat draws is back for the second.
 	probeGap = 250 * time.Millisecond
-	// probeWait is how long a refused open waits for its probe: the
-	// second heartbeat, then the balancer's close, the stream's end and
-	// the release of its slots, on any replica.
+	// probeWait covers the second heartbeat, the balancer's close and the
+	// slots' release, on any replica.
 	probeWait = 2 * probeGap
-	// probeEvent is the type of the hub's entries that carry a probe to
-	// every replica; their Data is the user, and they go to no user.
+	// probeEvent is the type of the hub entries that carry a probe; their
+	// Data is the user, and they go to no user.
 	probeEvent = "stream.probe"
 )
 
-// A prober is a hub that carries probes: probe has every replica's hub
-// call the functions given to onProbe with user. The hubs of this package
-// are probers.
+// A prober is a hub that carries probes to every replica's hub, which
+// calls the functions given to onProbe.
 type prober interface {
 	probe(ctx context.Context, user string) error
 	onProbe(f func(user string))
 }
 
-// probe has the streams of user, on every replica, prove that their
-// clients are still there (poke), through the hub, and waits probeWait.
-// The opens of one user that are refused meanwhile on this replica wait
-// for the same probe, so a client that loops on refusals sends the hub
-// one probe a probeWait at most. It reports whether it waited: not when
-// the hub carries no probes, nor when ctx ended first.
+// probe has the streams of user on every replica prove their clients are
+// there, and waits probeWait; the opens of the user refused meanwhile
+// wait for the same probe. It reports whether it waited.
 func (p *Plane) probe(ctx context.Context, user string) bool {
 	if p.prober == nil {
 		return false
@@ -63,8 +64,8 @@ func (p *Plane) probe(ctx context.Context, user string) bool {
 	}
 }
 
-// poke has each stream of user on this replica write a heartbeat now,
-// and another probeGap later (Pump writes them).
+// poke has each stream of user on this replica write a heartbeat now and
+// another probeGap later.
 func (p *Plane) poke(user string) {
 	p.pokeNow(user)
 	time.AfterFunc(probeGap, func() { p.pokeNow(user) })
@@ -89,7 +90,6 @@ func (f *fanout) onProbe(probed func(user string)) {
 
 func (h *MemoryHub) onProbe(probed func(user string)) { h.f.onProbe(probed) }
 
-// probe calls this process's probed functions: it is every replica.
 func (h *MemoryHub) probe(_ context.Context, user string) error {
 	h.f.mu.Lock()
 	defer h.f.mu.Unlock()
@@ -99,9 +99,8 @@ func (h *MemoryHub) probe(_ context.Context, user string) error {
 
 func (h *RedisHub) onProbe(probed func(user string)) { h.f.onProbe(probed) }
 
-// probe adds an entry to the stream that every replica's Run hands to its
-// probed functions; it is to no user, so no subscription sees it or
-// replays it.
+// probe adds an entry, to no user, that every replica's Run hands to its
+// probed functions.
 func (h *RedisHub) probe(ctx context.Context, user string) error {
 	_, err := h.add(ctx, Event{Type: probeEvent, Data: []byte(user)})
 	return err
