@@ -66,58 +66,51 @@ func (p *Plane) open(op *huma.Operation, w http.ResponseWriter, r *http.Request)
 // it returns the refusal (429, or 503 when a store fails). When all admit
 // and then is not nil, it gives the slots back and returns then.
 func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity, then *api.Error) (slot, userSlot capSlot, e *api.Error) {
+	caps := [2]struct {
+		c         Cap
+		key, name string
+		count     api.Decisions
+	}{{p.cfg.Cap, capKey(id), capName, p.keyCount}, {p.cfg.UserCap, userKey(id), userCapName, p.userCount}}
+	var slots [2]capSlot
 	var buf [2]int
-	free := buf[:0] // of each cap decided
-	capacity, userCapacity := p.cfg.Cap.capacity(), p.cfg.UserCap.capacity()
-	failed := func(c api.Decisions, err error) *api.Error {
-		if errors.Is(ctx.Err(), context.Canceled) { // the client left: not the store's failure, and nobody is left to answer
-			return api.NewError(api.StatusClientClosedRequest, "")
+	free := buf[:0]           // of each cap decided
+	giveBack := func(n int) { // what a refusal leaves: the slots taken are back
+		for j := range n {
+			slots[j].release()
+			free[j]++
 		}
-		c.Failed()
-		p.s.LogOutage(ctx, err)
-		return api.NewError(http.StatusServiceUnavailable, product.Name+" cannot count your streams right now; retry shortly")
+	}
+	for i, c := range caps {
+		s, live, ok, err := p.reserve(ctx, c.c, c.key, id.User.ID)
+		if err != nil {
+			giveBack(i)
+			if errors.Is(ctx.Err(), context.Canceled) { // the client left: nobody is left to answer
+				return capSlot{}, capSlot{}, api.NewError(api.StatusClientClosedRequest, "")
+			}
+			c.count.Failed()
+			p.s.LogOutage(ctx, err)
+			return capSlot{}, capSlot{}, api.NewError(http.StatusServiceUnavailable, product.Name+" cannot count your streams right now; retry shortly")
+		}
+		free = append(free, freeSlots(c.c.capacity(), live, ok))
+		if !ok {
+			giveBack(i)
+			c.count.Limited()
+			p.headers.Write(h, free, nil, p.s.Now())
+			return capSlot{}, capSlot{}, api.RateLimited("stream", c.name, c.c.capacity(), 0, p.cfg.RetryAfter)
+		}
+		c.count.Allowed()
+		slots[i] = s
 	}
 
-	slot, live, ok, err := p.reserve(ctx, p.cfg.Cap, capKey(id), id.User.ID)
-	if err != nil {
-		return capSlot{}, capSlot{}, failed(p.keyCount, err)
-	}
-	free = append(free, freeSlots(capacity, live, ok))
-	if !ok {
-		p.keyCount.Limited()
-		p.headers.Write(h, free, nil, p.s.Now())
-		return capSlot{}, capSlot{}, api.RateLimited("stream", capName, capacity, 0, p.cfg.RetryAfter)
-	}
-	p.keyCount.Allowed()
-
-	userSlot, live, ok, err = p.reserve(ctx, p.cfg.UserCap, userKey(id), id.User.ID)
-	if err != nil {
-		slot.release()
-		return capSlot{}, capSlot{}, failed(p.userCount, err)
-	}
-	free = append(free, freeSlots(userCapacity, live, ok))
-	if !ok {
-		slot.release()
-		free[0]++ // what the refusal left: the caller's slot is back
-		p.userCount.Limited()
-		p.headers.Write(h, free, nil, p.s.Now())
-		return capSlot{}, capSlot{}, api.RateLimited("stream", userCapName, userCapacity, 0, p.cfg.RetryAfter)
-	}
-	p.userCount.Allowed()
-
-	keys := [2]string{capKey(id), userKey(id)} // the open budgets' keys, as the caps'
 	var ds [2]ratelimit.Decision
 	for i, opens := range p.opens {
-		d, e := opens.Draw(ctx, keys[i])
+		d, e := opens.Draw(ctx, caps[i].key) // the open budgets' keys are the caps'
 		if e != nil {
-			slot.release()
-			userSlot.release()
-			for j := range i { // what the refusal left: every open taken is back
-				p.opens[j].Refund(ctx, keys[j], &ds[j])
+			giveBack(2)
+			for j := range i { // and every open taken
+				p.opens[j].Refund(ctx, caps[j].key, &ds[j])
 			}
 			if e.GetStatus() == http.StatusTooManyRequests {
-				free[0]++ // and both slots
-				free[1]++
 				ds[i] = d
 				p.headers.Write(h, free, ds[:i+1], p.s.Now())
 			}
@@ -126,15 +119,12 @@ func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity, the
 		ds[i] = d
 	}
 	if then != nil {
-		slot.release()
-		userSlot.release()
-		free[0]++
-		free[1]++
+		giveBack(2)
 		p.headers.Write(h, free, ds[:len(p.opens)], p.s.Now())
 		return capSlot{}, capSlot{}, then
 	}
 	p.headers.Write(h, free, ds[:len(p.opens)], p.s.Now())
-	return slot, userSlot, nil
+	return slots[0], slots[1], nil
 }
 
 // reserve takes one of key's slots in c. When key has none free, the

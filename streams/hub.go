@@ -15,7 +15,7 @@ import (
 // Gap is set when the ring dropped an event after its after, or after is
 // outside the hub's ids (another process's, say) or no id at all.
 type MemoryHub struct {
-	// Now, when set, is the clock of event ids (default time.Now). Set it
+	// Now is the clock of event ids, time.Now from NewMemoryHub. Set it
 	// before the hub is used.
 	Now func() time.Time
 
@@ -42,7 +42,7 @@ func NewMemoryHub(replay, buffer int) *MemoryHub {
 	if replay < 0 {
 		panic("streams: a hub cannot keep fewer than 0 events")
 	}
-	h := &MemoryHub{ring: make([]keptEv, replay)}
+	h := &MemoryHub{Now: time.Now, ring: make([]keptEv, replay)}
 	h.f.init(buffer)
 	return h
 }
@@ -50,7 +50,7 @@ func NewMemoryHub(replay, buffer int) *MemoryHub {
 // Publish gives ev an id, keeps it and sends it to ev.To's subscriptions.
 // It never waits and never fails. Do not change ev.Data afterwards.
 func (h *MemoryHub) Publish(_ context.Context, ev Event) (string, error) {
-	now := h.now()
+	now := h.Now()
 	h.f.mu.Lock()
 	defer h.f.mu.Unlock()
 	id := h.nextLocked(now)
@@ -78,13 +78,6 @@ func (h *MemoryHub) Subscribe(_ context.Context, user, after string) (*Subscript
 		s.Replay = h.replayLocked(user, a)
 	}
 	return s, nil
-}
-
-func (h *MemoryHub) now() time.Time {
-	if h.Now != nil {
-		return h.Now()
-	}
-	return time.Now()
 }
 
 // nextLocked returns the id of an event published at now: in now's

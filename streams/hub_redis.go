@@ -219,28 +219,24 @@ func (h *RedisHub) Subscribe(ctx context.Context, user, after string) (*Subscrip
 		return nil, err
 	}
 	a, ok := parseID(after)
-	if !ok { // no after, or not an id: live events only
+	if ok {
+		h.f.mu.Lock()
+		ahead := a.compare(h.seen) > 0
+		h.f.mu.Unlock()
+		if ahead { // Run has not reached after: is it in the stream at all?
+			in, err := h.reaches(ctx, a)
+			if err != nil {
+				return nil, err
+			}
+			ok = in
+		}
+	}
+	if !ok { // no after, or none of this stream's: live events only
 		h.f.mu.Lock()
 		defer h.f.mu.Unlock()
 		s := h.f.addLocked(user, eventID{})
 		s.Gap, s.At = after != "", h.seen.String()
 		return s, nil
-	}
-	h.f.mu.Lock()
-	ahead := a.compare(h.seen) > 0
-	h.f.mu.Unlock()
-	if ahead { // Run has not reached after: is it in the stream at all?
-		in, err := h.reaches(ctx, a)
-		if err != nil {
-			return nil, err
-		}
-		if !in { // not an id of this stream: nothing to replay, nothing to skip
-			h.f.mu.Lock()
-			defer h.f.mu.Unlock()
-			s := h.f.addLocked(user, eventID{})
-			s.Gap, s.At = true, h.seen.String()
-			return s, nil
-		}
 	}
 	h.f.mu.Lock()
 	s := h.f.addLocked(user, a)

@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 )
@@ -40,33 +41,16 @@ func parseUint(s string) (uint64, bool) {
 	if s == "" || (s[0] == '0' && len(s) > 1) {
 		return 0, false
 	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseUint(s, 10, 64) // only overflow is left to refuse
+	n, err := strconv.ParseUint(s, 10, 64)
 	return n, err == nil
 }
 
+// String returns the id as "<ms>-<seq>".
 func (id eventID) String() string {
-	var b [maxIDLen]byte
-	s := strconv.AppendUint(b[:0], id.ms, 10)
-	s = append(s, '-')
-	return string(strconv.AppendUint(s, id.seq, 10))
+	return strconv.FormatUint(id.ms, 10) + "-" + strconv.FormatUint(id.seq, 10)
 }
 
 // compare returns -1, 0 or +1 as id is before, equal to or after o.
 func (id eventID) compare(o eventID) int {
-	switch {
-	case id.ms < o.ms:
-		return -1
-	case id.ms > o.ms:
-		return 1
-	case id.seq < o.seq:
-		return -1
-	case id.seq > o.seq:
-		return 1
-	}
-	return 0
+	return cmp.Or(cmp.Compare(id.ms, o.ms), cmp.Compare(id.seq, o.seq))
 }
