@@ -25,6 +25,9 @@ type User struct {
 	Username     string
 	PasswordHash string // argon2id, PHC string form
 	CreatedAt    time.Time
+	// Admin may call the operations of access api.Admin. The first user
+	// ever created is one.
+	Admin bool
 }
 
 // A Session is a logged-in browser. Only the SHA-256 of its token is kept.

@@ -19,20 +19,20 @@ var _ auth.Store = (*AuthStore)(nil)
 
 // CreateUser adds u; ErrConflict when the username is taken.
 func (s *AuthStore) CreateUser(ctx context.Context, u auth.User) error {
-	_, err := s.db.ExecContext(ctx, "INSERT INTO users (id, username, password_hash, created_at) VALUES ($1, $2, $3, $4)",
-		u.ID, u.Username, u.PasswordHash, Millis(u.CreatedAt))
+	_, err := s.db.ExecContext(ctx, "INSERT INTO users (id, username, password_hash, created_at, is_admin) VALUES ($1, $2, $3, $4, $5)",
+		u.ID, u.Username, u.PasswordHash, Millis(u.CreatedAt), u.Admin)
 	if IsUnique(err) {
 		return auth.ErrConflict
 	}
 	return Wrap("create user", err)
 }
 
-const userCols = "u.id, u.username, u.password_hash, u.created_at"
+const userCols = "u.id, u.username, u.password_hash, u.created_at, u.is_admin"
 
 func scanUser(sc interface{ Scan(...any) error }, extra ...any) (auth.User, error) {
 	var u auth.User
 	var created int64
-	err := sc.Scan(append([]any{&u.ID, &u.Username, &u.PasswordHash, &created}, extra...)...)
+	err := sc.Scan(append([]any{&u.ID, &u.Username, &u.PasswordHash, &created, &u.Admin}, extra...)...)
 	u.CreatedAt = FromMillis(created)
 	return u, NotFound(err)
 }
@@ -204,7 +204,7 @@ func (s *AuthStore) APIKeyByHash(ctx context.Context, keyHash string) (auth.APIK
 	var u auth.User
 	var created int64
 	k, err := scanKey(s.db.QueryRowContext(ctx, "SELECT "+keyCols+", "+userCols+" FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = $1", keyHash),
-		&u.ID, &u.Username, &u.PasswordHash, &created)
+		&u.ID, &u.Username, &u.PasswordHash, &created, &u.Admin)
 	u.CreatedAt = FromMillis(created)
 	return k, u, err
 }
