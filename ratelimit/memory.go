@@ -96,7 +96,6 @@ func (m *Memory) Len() int { return m.t.len() }
 // The clock of [Memory]: the monotonic clock, half the cost of time.Now
 // and immune to steps of the wall clock; X-RateLimit-Reset is off by as
 // much as the wall clock stepped since the process started.
-
 var (
 	clockBase     = time.Now()
 	clockBaseUnix = clockBase.UnixNano()
