@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,31 +11,28 @@ import (
 // Headers writes a budget's rate-limit headers: RateLimit and
 // RateLimit-Policy (draft-ietf-httpapi-ratelimit-headers-10), an item per
 // rate, and the legacy X-RateLimit-* of the rate with the fewest tokens
-// left. [NewHeaders] builds what is constant; writing costs two allocations.
-type Headers struct {
-	policy []string   // RateLimit-Policy: "session";q=120;w=60
+// left. [NewHeaders] builds what is constant.
+type Headers struct{ c *CapHeaders }
+
+// NewHeaders precomputes the headers of b.
+func NewHeaders(b Budget) *Headers { return &Headers{NewCapHeaders([]Budget{b}, 0)} }
+
+// rateHeaders are the constant parts of a budget's headers.
+type rateHeaders struct {
+	policy string     // RateLimit-Policy: "session";q=120;w=60
 	names  []string   // `"session";r=` per rate
 	limits [][]string // X-RateLimit-Limit per rate
 }
 
-// NewHeaders precomputes the headers of b.
-func NewHeaders(b Budget) *Headers {
-	h := &Headers{names: make([]string, len(b.Limits)), limits: make([][]string, len(b.Limits))}
-	var pol []byte
+func newRateHeaders(b Budget) rateHeaders {
+	h := rateHeaders{names: make([]string, len(b.Limits)), limits: make([][]string, len(b.Limits))}
+	pol := make([]string, len(b.Limits))
 	for i, l := range b.Limits {
-		if i > 0 {
-			pol = append(pol, ", "...)
-		}
-		pol = append(pol, '"')
-		pol = append(pol, l.Name...)
-		pol = append(pol, `";q=`...)
-		pol = strconv.AppendInt(pol, int64(l.Limit), 10)
-		pol = append(pol, ";w="...)
-		pol = strconv.AppendInt(pol, int64(l.Window/time.Second), 10)
+		pol[i] = fmt.Sprintf(`"%s";q=%d;w=%d`, l.Name, l.Limit, int64(l.Window/time.Second))
 		h.names[i] = `"` + l.Name + `";r=`
 		h.limits[i] = []string{strconv.Itoa(l.Limit)}
 	}
-	h.policy = []string{string(pol)}
+	h.policy = strings.Join(pol, ", ")
 	return h
 }
 
@@ -59,42 +57,10 @@ var HeaderNames = []string{"RateLimit", "RateLimit-Policy", "X-RateLimit-Limit",
 // refused the request. The values of RateLimit-Policy and
 // X-RateLimit-Limit are shared: callers must not modify them in place.
 func (h *Headers) Write(hdr http.Header, d *Decision) {
-	rem, t := d.remaining()
-	var buf [256]byte
-	b := buf[:0]
-	var remStart, remEnd int // X-RateLimit-Remaining is rate t's r= in RateLimit
-	for i := range int(d.N) {
-		if i > 0 {
-			b = append(b, ", "...)
-		}
-		b = append(b, h.names[i]...)
-		if i == t {
-			remStart = len(b)
-		}
-		b = strconv.AppendInt(b, int64(rem[i]), 10)
-		if i == t {
-			remEnd = len(b)
-		}
-		b = append(b, ";t="...)
-		b = strconv.AppendInt(b, ceilSeconds(d.Reset(i)), 10)
-	}
-	rl := len(b)
-	b = strconv.AppendInt(b, ceilUnix(d.at+int64(d.Reset(t))), 10)
-	reset := len(b)
+	ds := [1]Decision{*d}
+	h.c.Write(hdr, nil, ds[:], time.Time{})
 	if !d.Allowed {
-		b = strconv.AppendInt(b, RetryAfterSeconds(d.RetryAfter), 10)
-	}
-	s := string(b)
-	vals := make([]string, 4)
-	vals[0], vals[1], vals[2] = s[:rl], s[remStart:remEnd], s[rl:reset]
-	hdr[keyRateLimit] = vals[0:1:1]
-	hdr[keyRemaining] = vals[1:2:2]
-	hdr[keyReset] = vals[2:3:3]
-	hdr[keyLimit] = h.limits[t]
-	hdr[keyRateLimitPolicy] = h.policy
-	if !d.Allowed {
-		vals[3] = s[reset:]
-		hdr[keyRetryAfter] = vals[3:4:4]
+		hdr[keyRetryAfter] = []string{strconv.FormatInt(RetryAfterSeconds(d.RetryAfter), 10)}
 	}
 }
 
@@ -123,7 +89,7 @@ type CapHeaders struct {
 	caps       []Concurrency
 	names      []string // `"streams";r=` per cap
 	limits     [][]string
-	budgets    []*Headers
+	budgets    []rateHeaders
 	policy     []string // RateLimit-Policy: every cap's item, then every budget's
 	retryAfter time.Duration
 }
@@ -141,9 +107,9 @@ func NewCapHeaders(budgets []Budget, retryAfter time.Duration, caps ...Concurren
 		c.limits = append(c.limits, []string{n})
 	}
 	for _, b := range budgets {
-		h := NewHeaders(b)
+		h := newRateHeaders(b)
 		c.budgets = append(c.budgets, h)
-		items = append(items, h.policy[0])
+		items = append(items, h.policy)
 	}
 	c.policy = []string{strings.Join(items, ", ")}
 	return c
