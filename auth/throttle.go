@@ -16,16 +16,12 @@ type Backoff interface {
 	Abandon(a Attempt)
 }
 
-// A LoginThrottle slows password guessing with a back-off (docs/auth.md).
-// After UserFailures consecutive failures for a username, or IPFailures
-// for a client IP, each further attempt waits BaseDelay, doubling with
-// each failure up to MaxDelay. A success resets the username's count; an
-// IP's resets after IPReset without failures. It never bans.
-//
-// An attempt counts from when it is admitted ([LoginThrottle.Begin]), so
-// concurrent guesses cannot slip past; it becomes a failure only when its
-// password was found wrong (Fail), and leaves no trace when right
-// (Succeed) or never checked (Abandon). Create it with [NewLoginThrottle].
+// A LoginThrottle slows password guessing (docs/auth.md): after
+// UserFailures consecutive failures for a username, or IPFailures for an
+// IP, each attempt waits BaseDelay, doubling to MaxDelay. A success resets
+// the username's count; an IP's resets after IPReset. An attempt counts
+// from Begin, so concurrent guesses cannot slip past, and is a failure
+// only once Fail says so. Create it with [NewLoginThrottle].
 type LoginThrottle struct {
 	UserFailures, IPFailures int
 	BaseDelay, MaxDelay      time.Duration

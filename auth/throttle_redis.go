@@ -83,17 +83,12 @@ var (
 // being settled: far longer than a password check takes.
 const maxInFlight = 5 * time.Minute
 
-// RedisBackoff keeps the counts of a [LoginThrottle] in Redis, so every
-// replica on the same Redis and prefix decides from the same counts, with
-// the throttle's thresholds and waits on the Redis server's clock. Each
-// count is a hash of its own (on a cluster, in different slots): an
-// attempt is admitted into the username's count, then the address's,
-// which may refuse it and have the username's take it back.
-//
-// Calls go through the rate limits' breaker: while Redis fails, Begin and
-// Check decide as mode says, with the throttle's own counts (local),
-// admitting (open) or failing with ErrUnavailable (closed). An attempt is
-// settled where it was admitted. Create it with [NewRedisBackoff].
+// RedisBackoff keeps the counts of a [LoginThrottle] in Redis, shared by
+// every replica on the same Redis and prefix: the username's count admits
+// an attempt, then the address's, which may refuse it. Calls go through
+// the rate limits' breaker; while Redis fails, Begin and Check decide as
+// mode says (local: the throttle's own counts). Create it with
+// [NewRedisBackoff].
 type RedisBackoff struct {
 	th      *LoginThrottle
 	client  rueidis.Client

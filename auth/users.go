@@ -122,12 +122,8 @@ func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, cu
 	return nil
 }
 
-// SetPassword sets the password of username without asking for the old
-// one, as an operator may (`brain user passwd`), and ends every session
-// of the user, in one transaction: at once on this replica, within
-// CacheTTL on others. The user's API keys are left alone. It returns
-// ErrWeakPassword for a password out of bounds and ErrNotFound for an
-// unknown user.
+// SetPassword sets username's password without the old one (`brain user
+// passwd`) and ends every session of the user; API keys stay.
 func (s *Service) SetPassword(ctx context.Context, username, password string) error {
 	if n := len([]rune(password)); n < MinPasswordLen || n > MaxPasswordLen {
 		return ErrWeakPassword

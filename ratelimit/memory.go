@@ -9,12 +9,9 @@ import (
 // Memory decides a budget in this process. Create it with [NewMemory]; it is
 // safe for concurrent use.
 //
-// Only a key's hash (hash/maphash) is kept: 16 to 40 bytes an entry, in a
-// set-associative table (table.go) of at most MaxKeys keys that grows with
-// them. A new key whose set is full takes the entry of an idle key, else
-// the least recently used, so a key can be forgotten (its buckets reset to
-// full) before MaxKeys are held. Two keys share a bucket only if their
-// hashes agree in 61 bits: about 1 in 30 billion over 10 million keys.
+// Only a key's 61-bit hash is kept, in a table (table.go) of at most
+// MaxKeys keys that can forget a key (resetting its buckets to full)
+// before MaxKeys are held, when its set is full.
 type Memory struct {
 	budget Budget
 	g      gcra

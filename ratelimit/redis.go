@@ -125,15 +125,10 @@ var (
 )
 
 // Redis decides a budget in Redis, shared by every replica on the same
-// server (or Redis Cluster) and prefix. Create it with [NewRedis]; it is
-// safe for concurrent use. Decisions that arrive while others are in Redis
-// wait for the next batch: one script call decides up to maxBatch, with at
-// most maxFlights batches in flight; a lone caller's goes at once. On a
-// cluster a batch is one script call per hash slot, sent together.
-//
-// Its deny cache answers locally for a key Redis refused until the
-// refusal's Retry-After has passed, so a flood on one key costs Redis
-// about one call per retry window per replica.
+// server (or Cluster) and prefix. Create it with [NewRedis]. Decisions
+// that arrive while others are in Redis go in the next batch, one script
+// call (per hash slot on a cluster). A deny cache answers for a refused
+// key until its Retry-After has passed.
 type Redis struct {
 	client              rueidis.Client
 	cluster             bool // a Redis Cluster's client: a batch goes as one call per hash slot

@@ -16,15 +16,10 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 )
 
-// The job queue is River (github.com/riverqueue/river) in brain's own
-// database, so a job is enqueued in the transaction that creates what it
-// works on and exists if and only if that transaction commits. River uses
-// the *sql.DB under [DB] and bounds its own calls; only [Queue.EnqueueTx]
-// has a brain transaction's deadline. On PostgreSQL (riverdatabasesql) it
-// polls for jobs, as it listens only through a pgx pool; on SQLite
-// (riversqlite) it shares brain's pool, whose writers wait for the write
-// lock (busy_timeout, _txlock=immediate) instead of failing with
-// SQLITE_BUSY.
+// The job queue is River in brain's own database, so a job exists if and
+// only if the transaction that enqueues it commits. River uses the *sql.DB
+// under [DB] and bounds its own calls; on PostgreSQL it polls for jobs
+// (it listens only through a pgx pool).
 
 // ErrPermanent marks an error of a job that can never succeed: a work
 // function returns an error wrapping it and the job ends at once (River's
