@@ -42,14 +42,6 @@ type failures struct {
 	begun   time.Time // the latest admitted attempt, while any is pending
 }
 
-// latest is when the back-off counts from.
-func (f *failures) latest() time.Time {
-	if f.pending > 0 && f.begun.After(f.last) {
-		return f.begun
-	}
-	return f.last
-}
-
 // idle reports whether f has nothing in flight and no failure within d.
 func (f *failures) idle(now time.Time, d time.Duration) bool {
 	return f.pending == 0 && now.Sub(f.last) >= d
@@ -86,7 +78,11 @@ func (t *LoginThrottle) wait(f *failures, threshold int, now time.Time) time.Dur
 	if shift := f.n + f.pending - threshold; shift < 30 {
 		d = min(t.BaseDelay<<shift, t.MaxDelay)
 	}
-	return f.latest().Add(d).Sub(now)
+	from := f.last // the latest failure, or attempt in flight
+	if f.pending > 0 && f.begun.After(f.last) {
+		from = f.begun
+	}
+	return from.Add(d).Sub(now)
 }
 
 // An Attempt is an admitted login attempt. Settle it exactly once, with
@@ -152,8 +148,10 @@ func (t *LoginThrottle) refuse(u, i *failures, now time.Time) error {
 }
 
 // settle ends attempt a in each count that is still the one it was
-// admitted into, calling f on it.
+// admitted into, calling f on it, under t.mu.
 func (t *LoginThrottle) settle(a Attempt, f func(counts map[string]*failures, key string, c *failures)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	for _, x := range []struct {
 		counts map[string]*failures
 		key    string
@@ -168,8 +166,6 @@ func (t *LoginThrottle) settle(a Attempt, f func(counts map[string]*failures, ke
 
 // Fail records that an admitted attempt's password was checked and wrong.
 func (t *LoginThrottle) Fail(a Attempt) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.settle(a, func(_ map[string]*failures, _ string, c *failures) {
 		c.n++
 		if a.at.After(c.last) {
@@ -181,8 +177,6 @@ func (t *LoginThrottle) Fail(a Attempt) {
 // Succeed records that an admitted attempt was right: the username's count
 // resets; the address keeps its failures.
 func (t *LoginThrottle) Succeed(a Attempt) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.settle(a, func(counts map[string]*failures, key string, c *failures) {
 		if c == a.user || (c.n == 0 && c.pending == 0) {
 			delete(counts, key)
@@ -193,8 +187,6 @@ func (t *LoginThrottle) Succeed(a Attempt) {
 // Abandon takes back an admitted attempt whose password was never checked:
 // it leaves no trace in either count.
 func (t *LoginThrottle) Abandon(a Attempt) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.settle(a, func(counts map[string]*failures, key string, c *failures) {
 		if c.n == 0 && c.pending == 0 {
 			delete(counts, key)
