@@ -44,10 +44,8 @@ type credentialLookup[E cacheEntry] struct {
 }
 
 // lookupCached returns the entry for hash: the cached one while younger
-// than CacheTTL, else the one l.load reads, which it caches unless a
-// revocation raced the lookup (raced). A hash the store did not know
-// within CacheTTL, or does not know now, is ErrUnauthenticated; one not
-// cached when ctx allows no lookup, ErrNotCached.
+// than CacheTTL, else the one l.load reads, cached unless a revocation
+// raced it (raced). Unknown hashes are ErrUnauthenticated.
 func lookupCached[E cacheEntry](ctx context.Context, s *Service, l credentialLookup[E], hash string, now time.Time) (e E, raced bool, err error) {
 	var none E
 	s.mu.Lock()
@@ -84,9 +82,8 @@ func lookupCached[E cacheEntry](ctx context.Context, s *Service, l credentialLoo
 	return fresh, false, nil
 }
 
-// forgetGone drops what this replica keeps of hash, which the store has
-// just said it does not know (deleted on another replica), and remembers
-// it as unknown for CacheTTL.
+// forgetGone drops what this replica keeps of hash, which the store does
+// not know, and remembers it as unknown for CacheTTL.
 func forgetGone[E cacheEntry](s *Service, l credentialLookup[E], hash string, stale E, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -65,10 +65,8 @@ func verifyPassword(pw, encoded string) (bool, error) {
 }
 
 // hashSlots bounds the password hashes that run at once, each holding its
-// Memory and a core: a flood of logins waits for a slot and, past a short
-// wait, is turned away (ErrBusy). A hash whose login failed recently
-// (Attempt.failing) waits behind every other: a slot that frees goes to a
-// waiting hash of the first kind (handed over on first), else to any.
+// Memory and a core. A hash whose login failed recently waits behind the
+// others: a freed slot is handed on first to a waiting hash of the others.
 type hashSlots struct {
 	taken chan struct{} // one value per slot in use
 	first chan struct{} // a slot handed from one hash to a waiting first one

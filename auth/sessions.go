@@ -8,9 +8,7 @@ import (
 
 // Login checks a password and opens a session, returning its token, the
 // session and its user. Unknown users and wrong passwords return the same
-// ErrInvalidCredentials after the same work; a throttled attempt returns a
-// *ThrottledError; one whose password could not be checked
-// (ErrUnavailable) is no failure. Beyond MaxSessions the oldest end.
+// ErrInvalidCredentials after the same work.
 func (s *Service) Login(ctx context.Context, username, password, clientIP string) (string, Session, User, error) {
 	now := s.cfg.Now()
 	username = NormalizeUsername(username)

@@ -94,9 +94,8 @@ type CapHeaders struct {
 	retryAfter time.Duration
 }
 
-// NewCapHeaders precomputes the headers of caps, then budgets, in the
-// order decided. retryAfter is a cap's refusal's Retry-After, when the
-// X-RateLimit-Reset of a response no budget decided falls.
+// NewCapHeaders precomputes the headers of caps, then budgets. retryAfter
+// is a cap's refusal's Retry-After.
 func NewCapHeaders(budgets []Budget, retryAfter time.Duration, caps ...Concurrency) *CapHeaders {
 	c := &CapHeaders{caps: caps, retryAfter: retryAfter}
 	var items []string
@@ -116,10 +115,7 @@ func NewCapHeaders(budgets []Budget, retryAfter time.Duration, caps ...Concurren
 }
 
 // Write sets the headers of a response at now: free holds the free slots
-// of the caps decided, ds the decisions of the budgets decided. The
-// legacy X-RateLimit-* describe the refusing or tightest budget rate,
-// else the cap with the fewest slots free. Nothing decided, nothing is
-// written; Retry-After is the refusal's to set.
+// of the caps decided, ds the decisions of the budgets decided.
 func (c *CapHeaders) Write(hdr http.Header, free []int, ds []Decision, now time.Time) {
 	var buf [256]byte
 	b := buf[:0]

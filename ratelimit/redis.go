@@ -16,21 +16,14 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// gcraScript decides one budget for a batch of keys in one round trip:
-// for each key every rate is read, decided and (only if all admit)
-// written together. Times are µs on the Redis server's clock (TIME), so
-// replicas share one budget whatever their clocks; a non-zero ARGV[1]
-// replaces it (tests). A key holds its rates' TATs as little-endian
-// doubles and lives until its fullest rate is full again (TTL rounded up
-// to whole ms, plus 1), so a missing key is a full bucket: SET ... NX GET
-// (Redis 7.0) creates it already charged, or returns the existing value.
-//
-// KEYS the keys. ARGV[1] now (0: TIME); ARGV[2] a new key's PX in ms;
-// then each rate's interval and tolerance (interval * burst), in µs.
-//
-// Returns for each key and rate the µs until the rate is full again; -1
-// minus that when the key was refused. One number comes bare, not in a
-// table, which Redis returns more slowly.
+// gcraScript decides one budget for a batch of keys in one round trip, in
+// µs on the Redis server's clock (a non-zero ARGV[1] replaces it, in
+// tests). A key holds its rates' TATs as little-endian doubles and lives
+// until its fullest rate is full again, so a missing key is a full bucket:
+// SET ... NX GET (Redis 7.0) creates it charged or returns its value.
+// ARGV[2] is a new key's PX in ms, then come each rate's interval and
+// tolerance in µs. Returns per key and rate the µs until the rate is full
+// again, -1 minus that when refused; one number comes bare.
 const gcraScript = `
 local now = ARGV[1]
 if now == '0' then

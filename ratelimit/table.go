@@ -7,20 +7,12 @@ import (
 )
 
 // A table holds the state of a [Memory]'s keys: a set-associative cache
-// whose sets are 128 bytes, aligned to two cache lines, so a decision
-// waits for about one cache miss (a hash map pointing to separate storage
-// waits for two). An entry is a tag (the key's hash, its rank in the low
-// bits) then one TAT per rate: 8 entries a set for one rate, 5 for two, 4
-// for three, 3 for four.
-//
-// Ranks order a set's entries from 0, the most recently used. A new key
-// takes the first empty entry, else the least recently used idle one (all
-// buckets full again: nothing lost), else the least recently used.
-//
-// Stripes of sets each have a lock and a share of MaxKeys. A stripe starts
-// with one set and doubles when three quarters full, or earlier (half full
-// for one rate, a quarter for more) when a new key would take a busy
-// key's entry; doubling keeps every key's state and order of use.
+// of 128-byte sets (two cache lines), so a decision waits for about one
+// cache miss. An entry is a tag (the key's hash, its rank in the low bits)
+// then one TAT per rate. A new key takes the first empty entry, else the
+// least recently used idle one (buckets full again), else the least
+// recently used. Stripes of sets each have a lock and a share of MaxKeys,
+// and double when three quarters full, or sooner rather than forget a busy key.
 type table struct {
 	stripes     []stripe
 	stripeShift uint // a tag's stripe is tag >> stripeShift

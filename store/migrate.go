@@ -11,13 +11,10 @@ import (
 // pgMigrateLock is the advisory-lock key replicas take while migrating.
 const pgMigrateLock = 0x6272_6169_6e00 // "brain\0"; a renamed fork keeps it
 
-// Migrate brings the schema up to date: the platform's migration set,
-// then features' in the order given, then River's, each missing migration
-// in its own transaction, and returns how many of the sets' it applied.
-// Replicas starting at once take turns on a lock (PostgreSQL's advisory
-// lock, SQLite's write lock). A set the database holds at a newer version
-// than the binary is an [ErrSchemaTooNew]. Only ctx bounds it: a migration
-// may rebuild a large table.
+// Migrate applies the missing migrations of the platform's set, then
+// features' in order, then River's, each in a transaction, with replicas
+// taking turns on a lock; it returns how many of the sets' it applied. A
+// set newer in the database than the binary is an [ErrSchemaTooNew].
 func (db *DB) Migrate(ctx context.Context, features ...Migrations) (applied int, err error) {
 	sets, err := loadSets(db.Dialect, features)
 	if err != nil {

@@ -45,10 +45,8 @@ type QueueOptions struct {
 	MaxAttempts int
 	// JobTimeout bounds one attempt; DefaultJobTimeout when zero.
 	JobTimeout time.Duration
-	// RescueAfter is how long a job may stay "running" before River
-	// decides its worker died and tries it again; it must be longer than
-	// JobTimeout. JobTimeout + 10 s when zero. River's leader rescues every
-	// 30 s, so a job cut off by a crash is worked again 40 s to 80 s later.
+	// RescueAfter is how long a job may stay "running" before River tries
+	// it again; longer than JobTimeout, JobTimeout + 10 s when zero.
 	RescueAfter time.Duration
 	// PollInterval is how often a Queue looks for new jobs nothing told it
 	// of; 1 s when zero.
@@ -240,10 +238,8 @@ func (q *Queue) Start(ctx context.Context) error {
 
 const stopGrace = 5 * time.Second
 
-// Stop stops fetching jobs and waits for the running ones. If ctx ends
-// first, it cancels their contexts, waits up to stopGrace for them, and
-// returns ctx's error; a job whose work returns its context's error is
-// available again at once, without counting the attempt.
+// Stop stops fetching jobs and waits for the running ones; if ctx ends
+// first, it cancels their contexts and waits up to stopGrace.
 func (q *Queue) Stop(ctx context.Context) error {
 	q.mu.Lock()
 	started := q.client != nil && len(q.queues) > 0

@@ -9,11 +9,8 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 )
 
-// migrateQueue applies River's migrations on conn, which Migrate holds,
-// into the schema of brain's tables. Each version goes in a transaction of
-// its own that re-reads the applied versions under Migrate's lock (River's
-// Migrator.Migrate reads them once, so two replicas would both apply the
-// first); MigrateTx is deprecated only for several steps in one transaction.
+// migrateQueue applies River's migrations on conn, under Migrate's lock,
+// each in a transaction that re-reads the applied versions first.
 func (db *DB) migrateQueue(ctx context.Context, conn *sql.Conn) error {
 	m, err := rivermigrate.New(db.riverDriver(), &rivermigrate.Config{
 		Logger: slog.New(slog.DiscardHandler),
