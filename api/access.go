@@ -20,13 +20,10 @@ const (
 	Caller Access = "caller"
 	// Session: a logged-in session only; an API key gets 403.
 	Session Access = "session"
-	// Admin: the user admin only (the one brain creates on its first
-	// start), by session or API key; any other caller gets 403.
+	// Admin: a user with the admin role (auth.User.Admin), by session or
+	// API key; any other caller gets 403.
 	Admin Access = "admin"
 )
-
-// AdminUsername is the user [Admin] operations admit.
-const AdminUsername = "admin"
 
 // WithAccess returns a group of api whose operations declare access a.
 func WithAccess(api huma.API, a Access) huma.API {

@@ -84,7 +84,7 @@ func declareSecurity(op *huma.Operation, access Access) {
 // caller, charged to the ip plane (ps.failedAuth), which answers 429
 // instead once the address has spent its budget; 403 for an API key on a
 // session-only operation, charged to the key's budget (ps.refusedCaller), and
-// for any user but admin on an Admin operation. The caller then goes in the context
+// for a user without the admin role on an Admin operation. The caller then goes in the context
 // (auth.FromContext) for the planes and the handler, and every answer
 // from then on, whatever its status, is marked Cache-Control: no-store.
 // The cause of a 503 goes to outages, once per cause.
@@ -172,7 +172,7 @@ func (g *callerGate) unavailable(ctx huma.Context, r *http.Request, err error) {
 
 // forbidden answers 403 (or the caller's budget's 429) and returns true
 // when access does not admit id: an API key on a session-only operation,
-// or any user but admin on an Admin one.
+// or a user without the admin role on an Admin one.
 func (g *callerGate) forbidden(ctx huma.Context, access Access, id *auth.Identity) bool {
 	if access == Session && id.Method != auth.MethodSession {
 		if !g.ps.refusedCaller(ctx, id) { // the key's own budget pays for its 403s
@@ -180,9 +180,9 @@ func (g *callerGate) forbidden(ctx huma.Context, access Access, id *auth.Identit
 		}
 		return true
 	}
-	if access == Admin && id.User.Username != AdminUsername {
+	if access == Admin && !id.User.Admin {
 		if !g.ps.refusedCaller(ctx, id) { // the caller's budget pays for its 403s
-			writeHumaError(g.api, ctx, NewError(http.StatusForbidden, "this operation is for the user "+AdminUsername+" only"))
+			writeHumaError(g.api, ctx, NewError(http.StatusForbidden, "this operation is for admins only"))
 		}
 		return true
 	}

@@ -1,6 +1,3 @@
-// API keys: creating, listing and deleting a user's keys, and resolving a
-// request's key to its user (AuthenticateKey).
-
 package auth
 
 import (
@@ -18,7 +15,6 @@ func (s *Service) AuthenticateKey(ctx context.Context, key string) (*Identity, e
 	}
 	now := s.cfg.Now()
 	hash := hashSecret(key)
-	// A lookup a revocation raced (raced) is used once and not cached.
 	c, _, err := lookupCached(ctx, s, credentialLookup[*cachedKey]{
 		cache: s.keys,
 		load: func(*cachedKey) (*cachedKey, error) {
@@ -38,14 +34,13 @@ func (s *Service) AuthenticateKey(ctx context.Context, key string) (*Identity, e
 		return nil, err
 	}
 	s.mu.Lock()
-	s.used[c.key.ID] = now.UTC().Truncate(time.Millisecond) // as stored, and as every time the API shows
+	s.used[c.key.ID] = now.UTC().Truncate(time.Millisecond)
 	s.mu.Unlock()
 	return &Identity{User: c.user, Method: MethodAPIKey, APIKeyID: c.key.ID}, nil
 }
 
 // CreateAPIKey makes a key for the user and returns it with its secret,
-// which is shown once and never stored. A user with MaxAPIKeys keys
-// already gets ErrTooMany.
+// never stored; ErrTooMany beyond MaxAPIKeys.
 func (s *Service) CreateAPIKey(ctx context.Context, userID, name string) (APIKey, string, error) {
 	secret := newAPIKey()
 	k := APIKey{ID: newID(), UserID: userID, Name: name, Prefix: secret[:len(KeyPrefix)+8], KeyHash: hashSecret(secret), CreatedAt: s.stamp()}
@@ -55,13 +50,12 @@ func (s *Service) CreateAPIKey(ctx context.Context, userID, name string) (APIKey
 	return k, secret, nil
 }
 
-// ListAPIKeys returns a page of the user's keys: up to limit (at least 1)
-// after the cursor, newest first, with last-use times this replica has not
-// written yet. next is where the next page starts; it is zero on the last
-// page.
+// ListAPIKeys returns up to limit of the user's keys after the cursor,
+// newest first, with last uses not written yet, and the next page's cursor
+// (zero on the last).
 func (s *Service) ListAPIKeys(ctx context.Context, userID string, after Cursor, limit int) (keys []APIKey, next Cursor, err error) {
 	limit = max(limit, 1)
-	keys, err = s.store.ListAPIKeys(ctx, userID, after, limit+1) // one more tells whether a next page exists
+	keys, err = s.store.ListAPIKeys(ctx, userID, after, limit+1) // one more: is there a next page
 	if err != nil {
 		return nil, Cursor{}, unavailable(err)
 	}
@@ -76,8 +70,8 @@ func (s *Service) ListAPIKeys(ctx context.Context, userID string, after Cursor, 
 	return keys, next, nil
 }
 
-// DeleteAPIKey revokes one of the user's keys: at once on this replica,
-// within CacheTTL on others. ErrNotFound unless the user owns it.
+// DeleteAPIKey revokes one of the user's keys (on other replicas within
+// CacheTTL); ErrNotFound unless the user owns it.
 func (s *Service) DeleteAPIKey(ctx context.Context, userID, id string) error {
 	if err := s.store.DeleteAPIKey(ctx, userID, id); err != nil {
 		return unavailable(err)

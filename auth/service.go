@@ -1,9 +1,8 @@
-// The Service and its configuration: the defaults, the caches it keeps
-// and how it is made.
-
 package auth
 
 import (
+	"context"
+	"errors"
 	"runtime"
 	"sync"
 	"time"
@@ -15,81 +14,56 @@ import (
 type Config struct {
 	SessionLifetime time.Duration // absolute; default DefaultSessionLifetime
 	IdleTimeout     time.Duration // default DefaultIdleTimeout
-	// CacheTTL is how long a replica trusts a session or key it looked up
-	// before it asks the database again: how long a session revoked on
-	// another replica may still be accepted here. Default 10 s.
+	// CacheTTL is how long a replica trusts a session or key it looked up,
+	// so how long one revoked elsewhere may still pass here. Default 10 s.
 	CacheTTL time.Duration
 	// TouchInterval is how stale a session's last-seen time in the
-	// database may get before a request queues a write of it (Flush writes
-	// the queue). Default 1 min.
+	// database may get before a request queues a write. Default 1 min.
 	TouchInterval time.Duration
 	Argon2        Argon2Params
-	// HashConcurrency bounds the password hashes (each holding
-	// Argon2.Memory) that run at once. Default GOMAXPROCS: a hash needs a
-	// core, so more would only share the cores and multiply the memory.
+	// HashConcurrency bounds the password hashes that run at once, each
+	// holding Argon2.Memory and a core. Default GOMAXPROCS.
 	HashConcurrency int
 	// HashWait is how long a login or password change waits for a hashing
-	// slot before it gives up with ErrBusy. Default DefaultHashWait. Creating a user
-	// waits as long as its context allows.
+	// slot before ErrBusy. Default DefaultHashWait.
 	HashWait time.Duration
 	Now      func() time.Time
-
-	// MaxSessions caps each user's live sessions: a login beyond it ends
-	// the user's oldest session. Default DefaultMaxSessions.
+	// MaxSessions caps each user's sessions: a login beyond it ends the
+	// oldest. Default DefaultMaxSessions.
 	MaxSessions int
-	// MaxAPIKeys caps each user's API keys: creating one more fails with
-	// ErrTooMany. Default DefaultMaxAPIKeys.
+	// MaxAPIKeys caps each user's API keys (ErrTooMany). Default
+	// DefaultMaxAPIKeys.
 	MaxAPIKeys int
 }
 
-// The default caps per user.
+// The defaults of [Config]: the caps per user (every device a person
+// uses; a page of GET /apikeys), a session's lifetimes, and a login's wait
+// for a hashing slot.
 const (
-	// DefaultMaxSessions leaves room for every browser and device a person
-	// uses, and for logins whose cookies were lost, while it bounds the
-	// rows a user can make and the session rate budgets (one per session)
-	// a user can hold at once.
-	DefaultMaxSessions = 20
-	// DefaultMaxAPIKeys: one key per program or machine, with room to
-	// spare; a list of them is one page of GET /apikeys.
-	DefaultMaxAPIKeys = 100
-)
-
-// The default lifetimes of a session, and a login's wait for a hashing
-// slot.
-const (
+	DefaultMaxSessions     = 20
+	DefaultMaxAPIKeys      = 100
 	DefaultSessionLifetime = 7 * 24 * time.Hour
 	DefaultIdleTimeout     = 24 * time.Hour
-	// DefaultHashWait: a login that waits longer is better told to retry.
-	DefaultHashWait = time.Second
+	DefaultHashWait        = time.Second
 )
 
 // Service is authentication: logins, sessions, API keys. It is safe for
 // concurrent use. Run its maintenance loop with [Service.Run].
 type Service struct {
-	store Store
-	cfg   Config
-	// Throttle is the login back-off: its thresholds and waits, which the
-	// spec shows, and the counts it keeps in this process.
-	Throttle *LoginThrottle
-	// Backoff keeps the counts the login back-off decides from: Throttle
-	// itself, or a [RedisBackoff] over it that every replica shares.
-	Backoff Backoff
-	dummy   string // a hash to verify against when the user is unknown
-	hashes  hashSlots
+	store    Store
+	cfg      Config
+	Throttle *LoginThrottle // the login back-off's rule, and its counts in this process
+	Backoff  Backoff        // the counts it decides from: Throttle, or a RedisBackoff over it
+	dummy    string         // a hash to verify against when the user is unknown
+	hashes   hashSlots
 
-	mu sync.Mutex
-	// gen counts revocations (logout, password change, key deletion). A
-	// lookup that raced one is not cached: it could put back what was just
-	// revoked.
-	gen      uint64
+	mu       sync.Mutex
+	gen      uint64                    // revocations: a lookup that raced one is not cached
 	sessions map[string]*cachedSession // by token hash
 	keys     map[string]*cachedKey     // by key hash
-	// unknown holds the hashes of tokens and keys the store did not know,
-	// until CacheTTL after it said so: till then they are refused without
-	// a lookup. A new token or key cannot be among them: each is random.
-	unknown expiry.Set[string]
-	used    map[string]time.Time // API key id -> last use not yet written
-	seen    map[string]time.Time // session token hash -> last-seen time not yet written
+	unknown  expiry.Set[string]        // hashes the store did not know, for CacheTTL
+	used     map[string]time.Time      // API key id -> last use not yet written
+	seen     map[string]time.Time      // session token hash -> last-seen time not yet written
 }
 
 // NewService returns a Service over store.
@@ -104,9 +78,6 @@ func NewService(store Store, cfg Config) *Service {
 		cfg.CacheTTL = 10 * time.Second
 	}
 	if cfg.TouchInterval == 0 {
-		// Often enough that another replica's view of "last seen" lags
-		// by at most a quarter of the idle timeout, plus the interval at
-		// which Run flushes.
 		cfg.TouchInterval = min(time.Minute, cfg.IdleTimeout/4)
 	}
 	if cfg.MaxSessions == 0 {
@@ -142,3 +113,59 @@ func (s *Service) stamp() time.Time { return s.cfg.Now().UTC().Truncate(time.Mil
 
 // Config returns the service's effective configuration.
 func (s *Service) Config() Config { return s.cfg }
+
+// Flush writes the API keys' last-use and the sessions' last-seen times
+// requests recorded; what it fails to write is kept for the next Flush.
+func (s *Service) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	used, seen := s.used, s.seen
+	s.used, s.seen = map[string]time.Time{}, map[string]time.Time{}
+	s.mu.Unlock()
+	kerr := s.store.TouchAPIKeys(ctx, used)
+	serr := s.store.TouchSessions(ctx, seen)
+	s.mu.Lock()
+	if kerr != nil {
+		keepNewest(s.used, used)
+	}
+	if serr != nil {
+		keepNewest(s.seen, seen)
+	}
+	s.mu.Unlock()
+	return errors.Join(kerr, serr)
+}
+
+// keepNewest puts the times of from back into to, unless to has newer ones.
+func keepNewest(to, from map[string]time.Time) {
+	for k, t := range from {
+		if t.After(to[k]) {
+			to[k] = t
+		}
+	}
+}
+
+// Run flushes every interval and deletes dead sessions every hour until
+// ctx is done, then flushes once more.
+func (s *Service) Run(ctx context.Context, interval time.Duration, onError func(error)) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	lastPurge := time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			if err := s.Flush(context.WithoutCancel(ctx)); err != nil {
+				onError(err)
+			}
+			return
+		case <-tick.C:
+		}
+		if err := s.Flush(ctx); err != nil {
+			onError(err)
+		}
+		if now := s.cfg.Now(); now.Sub(lastPurge) >= time.Hour {
+			lastPurge = now
+			if _, err := s.store.DeleteExpiredSessions(ctx, now, s.cfg.IdleTimeout); err != nil {
+				onError(err)
+			}
+		}
+	}
+}

@@ -245,6 +245,37 @@ func TestEnsureAdmin(t *testing.T) {
 	if created, _, _ := svc.EnsureAdmin(ctx, ""); created {
 		t.Fatal("EnsureAdmin created a second admin")
 	}
+	if u, err := st.UserByUsername(ctx, "admin"); err != nil || !u.Admin {
+		t.Fatalf("the user admin = %+v, %v; want the admin role", u, err)
+	}
+}
+
+// Admin is a role: the first user ever created has it, whatever its
+// name; a later one has it only through AddAdmin.
+func TestAdminRole(t *testing.T) {
+	for _, d := range storetest.Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			st := store.NewAuthStore(storetest.Open(t, d))
+			svc := auth.NewService(st, auth.Config{Argon2: cheap})
+			ctx := context.Background()
+			for _, c := range []struct {
+				name  string
+				add   func(context.Context, string, string) (auth.User, error)
+				admin bool
+			}{{"ada", svc.AddUser, true}, {"admin", svc.AddUser, false}, {"bob", svc.AddAdmin, true}, {"carol", svc.AddUser, false}} {
+				u, err := c.add(ctx, c.name, "long enough password")
+				if err != nil || u.Admin != c.admin {
+					t.Fatalf("add %s = %+v, %v; want admin %v", c.name, u, err, c.admin)
+				}
+				if got, err := st.UserByID(ctx, u.ID); err != nil || got != u {
+					t.Fatalf("%s as stored = %+v, %v; want %+v", c.name, got, err, u)
+				}
+			}
+			if created, _, err := svc.EnsureAdmin(ctx, ""); created || err != nil {
+				t.Fatalf("EnsureAdmin with users = %v, %v; want nothing created", created, err)
+			}
+		})
+	}
 }
 
 func TestAddUserValidates(t *testing.T) {

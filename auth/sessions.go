@@ -1,6 +1,3 @@
-// Sessions: a login opens one (Login), a request's token resolves to one
-// (Authenticate), and a logout ends it (Logout).
-
 package auth
 
 import (
@@ -9,14 +6,9 @@ import (
 	"time"
 )
 
-// Login checks a password and opens a session. It returns the session's
-// token (for the cookie), the session and its user. Unknown users and
-// wrong passwords return the same ErrInvalidCredentials after the same
-// work; a throttled attempt returns a *ThrottledError. When the password
-// could not be checked (ErrUnavailable: the store failed, or ErrBusy) the
-// attempt is no failure: the throttle takes it back. When the user has
-// MaxSessions already, the oldest ones end: at once on this replica,
-// within CacheTTL on others.
+// Login checks a password and opens a session, returning its token, the
+// session and its user. Unknown users and wrong passwords return the same
+// ErrInvalidCredentials after the same work.
 func (s *Service) Login(ctx context.Context, username, password, clientIP string) (string, Session, User, error) {
 	now := s.cfg.Now()
 	username = NormalizeUsername(username)
@@ -26,7 +18,7 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 	}
 	var u User
 	err = ErrNotFound
-	if usernameRE.MatchString(username) { // one that cannot exist is simply unknown
+	if usernameRE.MatchString(username) {
 		u, err = s.store.UserByUsername(ctx, username)
 	}
 	hash := u.PasswordHash
@@ -38,7 +30,7 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 	}
 	var ok bool
 	var verr error
-	if herr := s.hashes.run(ctx, s.cfg.HashWait, attempt.failing, func() { ok, verr = VerifyPassword(password, hash) }); herr != nil {
+	if herr := s.hashes.run(ctx, s.cfg.HashWait, attempt.failing, func() { ok, verr = verifyPassword(password, hash) }); herr != nil {
 		s.Backoff.Abandon(attempt)
 		return "", Session{}, User{}, unavailable(herr)
 	}
@@ -65,19 +57,15 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 	if len(s.sessions) >= maxCached {
 		s.sweepLocked(now)
 	}
-	// The new session is known here: its first request needs no lookup.
 	s.sessions[se.TokenHash] = &cachedSession{session: se, user: u, fetched: now, written: at}
 	s.mu.Unlock()
 	return token, se, u, nil
 }
 
-// Authenticate resolves a session token. Within CacheTTL of its last
-// lookup it costs no database round trip. Every request counts as activity
-// for the idle timeout at once on this replica; the database's last-seen
-// time, which other replicas read, is queued for writing at most once per
-// TouchInterval and written by Flush (see Run), never by the request: a
-// database that does not answer cannot hold a request that needs no
-// lookup.
+// Authenticate resolves a session token, without a database round trip
+// within CacheTTL of its last lookup. Every request counts as activity at
+// once here; the last-seen time is queued for Flush at most once per
+// TouchInterval, never written by the request.
 func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, error) {
 	if !looksLikeToken(token) {
 		return nil, ErrUnauthenticated
@@ -111,9 +99,8 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 	return &Identity{User: u, Method: MethodSession, SessionHash: hash, ExpiresAt: se.ExpiresAt}, nil
 }
 
-// loadSession reads the session of hash from the store for the cache. The
-// activity this replica saw on the stale entry but has not written yet is
-// kept.
+// loadSession reads the session of hash for the cache, keeping activity
+// seen on the stale entry but not written yet.
 func (s *Service) loadSession(ctx context.Context, hash string, stale *cachedSession, now time.Time) (*cachedSession, error) {
 	se, u, err := s.store.SessionByTokenHash(ctx, hash)
 	if err != nil {
@@ -123,15 +110,14 @@ func (s *Service) loadSession(ctx context.Context, hash string, stale *cachedSes
 	if stale != nil {
 		s.mu.Lock()
 		if stale.session.LastSeenAt.After(se.LastSeenAt) {
-			fresh.session.LastSeenAt, fresh.written = stale.session.LastSeenAt, stale.written // activity not yet written
+			fresh.session.LastSeenAt, fresh.written = stale.session.LastSeenAt, stale.written
 		}
 		s.mu.Unlock()
 	}
 	return fresh, nil
 }
 
-// authenticateUncached reads a session that a revocation raced, without
-// caching it.
+// authenticateUncached reads a session a revocation raced, uncached.
 func (s *Service) authenticateUncached(ctx context.Context, hash string, now time.Time) (*Identity, error) {
 	se, u, err := s.store.SessionByTokenHash(ctx, hash)
 	if errors.Is(err, ErrNotFound) {
@@ -146,14 +132,12 @@ func (s *Service) authenticateUncached(ctx context.Context, hash string, now tim
 	return &Identity{User: u, Method: MethodSession, SessionHash: hash, ExpiresAt: se.ExpiresAt}, nil
 }
 
-// alive reports whether se has neither reached its end of life nor idled
-// out at now.
+// alive reports whether se has neither ended nor idled out at now.
 func (s *Service) alive(se Session, now time.Time) bool {
 	return now.Before(se.ExpiresAt) && now.Sub(se.LastSeenAt) < s.cfg.IdleTimeout
 }
 
-// Logout ends the caller's session at once on this replica (other replicas
-// within CacheTTL).
+// Logout ends the caller's session (other replicas within CacheTTL).
 func (s *Service) Logout(ctx context.Context, id *Identity) error {
 	if id == nil || id.Method != MethodSession {
 		return ErrUnauthenticated

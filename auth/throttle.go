@@ -6,11 +6,8 @@ import (
 	"time"
 )
 
-// A Backoff keeps the counts a [LoginThrottle] decides from: the
-// throttle itself keeps them in this process, a [RedisBackoff] in Redis
-// for every replica. Begin and Check may return an error that is no
-// *ThrottledError (marked [ErrUnavailable], or ctx's) when the counts
-// cannot be read.
+// A Backoff keeps the counts a [LoginThrottle] decides from: in this
+// process (the throttle itself) or in Redis ([RedisBackoff]).
 type Backoff interface {
 	Begin(ctx context.Context, username, ip string, now time.Time) (Attempt, error)
 	Check(ctx context.Context, username, ip string, now time.Time) error
@@ -19,31 +16,17 @@ type Backoff interface {
 	Abandon(a Attempt)
 }
 
-// A LoginThrottle slows password guessing with a back-off, not a token
-// bucket (docs/rate-limiting.md, docs/auth.md). After UserFailures consecutive failures
-// for a username, or IPFailures for a client IP, each further attempt must
-// wait: BaseDelay, doubling with each failure, capped at MaxDelay. A
-// success resets the username's count; an IP's count resets after IPReset
-// without failures. It never bans.
-//
-// An attempt counts against both counts from the moment it is admitted
-// ([LoginThrottle.Begin]), so concurrent guesses cannot slip past them
-// while their password hashes are being checked. It becomes a failure
-// only when its password was checked and found wrong
-// ([LoginThrottle.Fail]); one that succeeds ([LoginThrottle.Succeed]) or
-// whose password was never checked ([LoginThrottle.Abandon]: the store
-// failed, no hashing slot came free) leaves no trace.
-//
-// The zero value is not usable; create one with [NewLoginThrottle]. It is
-// safe for concurrent use. Its counts are this process's; a
-// [RedisBackoff] keeps them for every replica.
+// A LoginThrottle slows password guessing (docs/auth.md): after
+// UserFailures consecutive failures for a username, or IPFailures for an
+// IP, each attempt waits BaseDelay, doubling to MaxDelay. A success resets
+// the username's count; an IP's resets after IPReset. An attempt counts
+// from Begin, so concurrent guesses cannot slip past, and is a failure
+// only once Fail says so. Create it with [NewLoginThrottle].
 type LoginThrottle struct {
 	UserFailures, IPFailures int
 	BaseDelay, MaxDelay      time.Duration
 	IPReset                  time.Duration
-	// UserForget drops a username's count after this long without a
-	// failure, which bounds memory under a flood of invented usernames.
-	UserForget time.Duration
+	UserForget               time.Duration // a username's count goes after this long without a failure
 
 	mu    sync.Mutex
 	users map[string]*failures
@@ -59,23 +42,13 @@ type failures struct {
 	begun   time.Time // the latest admitted attempt, while any is pending
 }
 
-// latest is when the back-off counts from: the latest failure, or the
-// latest attempt still in flight.
-func (f *failures) latest() time.Time {
-	if f.pending > 0 && f.begun.After(f.last) {
-		return f.begun
-	}
-	return f.last
-}
-
-// idle reports whether f has nothing in flight and its latest failure is
-// at least d before now.
+// idle reports whether f has nothing in flight and no failure within d.
 func (f *failures) idle(now time.Time, d time.Duration) bool {
 	return f.pending == 0 && now.Sub(f.last) >= d
 }
 
-// NewLoginThrottle returns the default throttle: 5 failures per
-// username, 20 per IP, 1 s doubling to 15 min, IP counts reset after 15 min.
+// NewLoginThrottle returns the default throttle: 5 failures per username,
+// 20 per IP, 1 s doubling to 15 min, IP counts reset after 15 min.
 func NewLoginThrottle() *LoginThrottle {
 	return &LoginThrottle{
 		UserFailures: 5, IPFailures: 20,
@@ -88,10 +61,8 @@ func NewLoginThrottle() *LoginThrottle {
 // ThrottledError refuses a login attempt that came too soon.
 type ThrottledError struct {
 	RetryAfter time.Duration
-	// Key says which count refused it: "username" or "ip".
-	Key string
-	// Failures is the threshold of that count (5 or 20 by default).
-	Failures int
+	Key        string // the count that refused it: "username" or "ip"
+	Failures   int    // that count's threshold
 }
 
 // Error says how long the attempt must wait.
@@ -107,7 +78,11 @@ func (t *LoginThrottle) wait(f *failures, threshold int, now time.Time) time.Dur
 	if shift := f.n + f.pending - threshold; shift < 30 {
 		d = min(t.BaseDelay<<shift, t.MaxDelay)
 	}
-	return f.latest().Add(d).Sub(now)
+	from := f.last // the latest failure, or attempt in flight
+	if f.pending > 0 && f.begun.After(f.last) {
+		from = f.begun
+	}
+	return from.Add(d).Sub(now)
 }
 
 // An Attempt is an admitted login attempt. Settle it exactly once, with
@@ -117,14 +92,11 @@ type Attempt struct {
 	at           time.Time
 	user, addr   *failures // the counts it was admitted into, in memory
 	id           string    // its place in the counts in Redis
-	// failing: its username or its address has failed recently (their
-	// counts are not zero), so its password check waits behind the others.
-	failing bool
+	failing      bool      // its username or address failed recently: its check waits behind others
 }
 
 // Begin admits an attempt for username from ip at now, or refuses it with
-// a *ThrottledError saying how long to wait. Until it is settled, the
-// attempt counts as a failure for the attempts that follow.
+// a *ThrottledError. Until settled, it counts as a failure.
 func (t *LoginThrottle) Begin(_ context.Context, username, ip string, now time.Time) (Attempt, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -152,10 +124,8 @@ func (t *LoginThrottle) Begin(_ context.Context, username, ip string, now time.T
 	return Attempt{username: username, ip: ip, at: now, user: u, addr: i, failing: u.n > 0 || i.n > 0}, nil
 }
 
-// Check reports whether an attempt for username from ip at now would be
-// refused, with the same *ThrottledError as [LoginThrottle.Begin], but
-// counts nothing: a server asks it before charging the attempt to any
-// other budget, so a refused attempt costs the client nothing else.
+// Check reports whether Begin would refuse, and counts nothing: a server
+// asks it before charging the attempt to any other budget.
 func (t *LoginThrottle) Check(_ context.Context, username, ip string, now time.Time) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -177,10 +147,11 @@ func (t *LoginThrottle) refuse(u, i *failures, now time.Time) error {
 	return nil
 }
 
-// settle ends attempt a in both of its counts, calling f on each count
-// that is still the one a was admitted into (a success may have reset the
-// username's since).
+// settle ends attempt a in each count that is still the one it was
+// admitted into, calling f on it, under t.mu.
 func (t *LoginThrottle) settle(a Attempt, f func(counts map[string]*failures, key string, c *failures)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	for _, x := range []struct {
 		counts map[string]*failures
 		key    string
@@ -195,8 +166,6 @@ func (t *LoginThrottle) settle(a Attempt, f func(counts map[string]*failures, ke
 
 // Fail records that an admitted attempt's password was checked and wrong.
 func (t *LoginThrottle) Fail(a Attempt) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.settle(a, func(_ map[string]*failures, _ string, c *failures) {
 		c.n++
 		if a.at.After(c.last) {
@@ -206,11 +175,8 @@ func (t *LoginThrottle) Fail(a Attempt) {
 }
 
 // Succeed records that an admitted attempt was right: the username's count
-// resets; the address keeps its failures (and their times) but not this
-// attempt.
+// resets; the address keeps its failures.
 func (t *LoginThrottle) Succeed(a Attempt) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.settle(a, func(counts map[string]*failures, key string, c *failures) {
 		if c == a.user || (c.n == 0 && c.pending == 0) {
 			delete(counts, key)
@@ -219,12 +185,8 @@ func (t *LoginThrottle) Succeed(a Attempt) {
 }
 
 // Abandon takes back an admitted attempt whose password was never checked:
-// the store failed, or no hashing slot came free in time. Such an attempt
-// tells its sender nothing, so it is no failure: it leaves no trace in
-// either count, whatever else began or ended meanwhile.
+// it leaves no trace in either count.
 func (t *LoginThrottle) Abandon(a Attempt) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.settle(a, func(counts map[string]*failures, key string, c *failures) {
 		if c.n == 0 && c.pending == 0 {
 			delete(counts, key)

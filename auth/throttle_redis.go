@@ -10,23 +10,17 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// beginScript decides an attempt against one count (a username's or an
-// address's), a hash in Redis: n, its failures; last, the time of the
-// latest; and one field per attempt in flight, its id, holding when it
-// began. Times are µs on the Redis server's clock (TIME), so replicas
-// whose clocks disagree share one back-off; a non-zero ARGV[1] replaces
-// it (tests only). It is LoginThrottle's rule: the count forgotten once
-// nothing is in flight and its latest failure is ARGV[5] old; then, at
-// ARGV[2] failures and attempts in flight, a wait of ARGV[3] doubling
-// with each to ARGV[4], from the latest of them. An attempt in flight
-// longer than ARGV[6] was never settled (its replica died, or Redis
-// failed as it was), and is dropped. Each write keeps the hash ARGV[7]
-// ms, as long as anything in it matters.
+// beginScript decides an attempt against one count, a hash in Redis: n,
+// its failures; last, the latest one's time; and a field per attempt in
+// flight, by id, holding when it began. It is LoginThrottle's rule, in µs
+// on the Redis server's clock (a non-zero ARGV[1] replaces it, in tests):
+// the count is forgotten once nothing is in flight and its latest failure
+// is ARGV[5] old; at ARGV[2] failures and attempts in flight, the wait is
+// ARGV[3] doubling with each to ARGV[4]. An attempt in flight longer than
+// ARGV[6] is dropped; each write keeps the hash ARGV[7] ms.
 //
-// KEYS[1] the count. ARGV[8] the attempt's id, admitted into the count
-// unless it must wait; an empty one only checks.
-//
-// Returns {wait, n}: the µs to wait (0: admitted), and the failures.
+// KEYS[1] the count. ARGV[8] the attempt's id, admitted unless it must
+// wait; an empty one only checks. Returns {µs to wait, failures}.
 const beginScript = `
 local now = tonumber(ARGV[1])
 if now == 0 then
@@ -59,13 +53,9 @@ end
 return {math.max(wait, 0), n}
 `
 
-// settleScript ends an attempt in one count, if it is still there (a
-// success may have reset the count since): ARGV[2] fail counts it as the
-// count's latest failure, at the time it began; reset empties the count
-// (a username's, after a success); drop takes it back without a trace.
-//
-// KEYS[1] the count. ARGV[1] the attempt's id, ARGV[3] the hash's TTL in
-// ms.
+// settleScript ends attempt ARGV[1] in count KEYS[1], if still there, as
+// ARGV[2] says: fail counts it as a failure, reset empties the count,
+// drop takes it back. ARGV[3] is the hash's TTL in ms.
 const settleScript = `
 local at = redis.call('HGET', KEYS[1], ARGV[1])
 if not at then return 0 end
@@ -89,43 +79,24 @@ var (
 	settleLua = rueidis.NewLuaScript(settleScript)
 )
 
-// maxInFlight is how long an attempt counts as in flight in Redis
-// without being settled: far longer than a password check takes (its
-// store calls and its wait for a hashing slot are bounded by a minute
-// each), so only one whose settling never reached Redis is dropped.
+// maxInFlight is how long an attempt counts as in flight in Redis without
+// being settled: far longer than a password check takes.
 const maxInFlight = 5 * time.Minute
 
-// RedisBackoff keeps the counts of a [LoginThrottle] in Redis, so that
-// every replica on the same Redis and prefix decides from the same
-// counts: a username's fifth failure is its fifth whichever replicas
-// served the others. It decides as the throttle does, with its
-// thresholds and waits, on the Redis server's clock (the now it is given
-// is ignored). Each count is a hash of its own, which expires once
-// nothing in it matters: on a Redis Cluster a username's and an
-// address's are in different slots. So an attempt is admitted into the
-// username's count, then the address's; when the address refuses it,
-// the username's takes it back, and an attempt beside it may have been
-// refused meanwhile as if it were one more in flight.
-//
-// Calls go through the breaker of the rate limits' Redis: while Redis
-// fails, Begin and Check decide as mode says, with the throttle's own
-// counts on this replica (local), admitting (open) or failing with
-// ErrUnavailable (closed). An attempt is settled where it was admitted;
-// one whose settling cannot reach Redis counts as in flight there for
-// maxInFlight, and its failure is lost. Create it with [NewRedisBackoff];
-// it is safe for concurrent use.
+// RedisBackoff keeps the counts of a [LoginThrottle] in Redis, shared by
+// every replica on the same Redis and prefix: the username's count admits
+// an attempt, then the address's, which may refuse it. Calls go through
+// the rate limits' breaker; while Redis fails, Begin and Check decide as
+// mode says (local: the throttle's own counts). Create it with
+// [NewRedisBackoff].
 type RedisBackoff struct {
 	th      *LoginThrottle
 	client  rueidis.Client
 	prefix  string
 	mode    ratelimit.OnStoreError
 	breaker *ratelimit.Breaker
-	// Timeout bounds each Begin, Check or settling in Redis: 100 ms from
-	// NewRedisBackoff. Set it before use.
-	Timeout time.Duration
-	// UseNow, for tests, decides at the now each call is given instead of
-	// on the Redis server's clock. Keys still expire on that clock.
-	UseNow bool
+	Timeout time.Duration // of each call to Redis: 100 ms by default
+	UseNow  bool          // decide at the now given, not Redis's clock (tests)
 }
 
 // NewRedisBackoff returns the counts of th in Redis, under prefix, behind
@@ -148,9 +119,8 @@ func (r *RedisBackoff) Check(ctx context.Context, username, ip string, now time.
 	return err
 }
 
-// decide runs beginScript for a in the username's count, then the
-// address's; an a without id is only checked. While Redis fails, it
-// decides as r.mode says.
+// decide runs beginScript for a (an a without id is only checked), or,
+// while Redis fails, decides as r.mode says.
 func (r *RedisBackoff) decide(ctx context.Context, a Attempt, now time.Time) (Attempt, error) {
 	var refused error
 	ok, err := r.breaker.Do(ctx, r.Timeout, func(ctx context.Context) (bool, error) {
@@ -176,8 +146,7 @@ func (r *RedisBackoff) decide(ctx context.Context, a Attempt, now time.Time) (At
 }
 
 // begin runs beginScript in each count of a, and takes a back from the
-// username's when the address's refuses it. It reports whether either
-// count has failures, or the refusal.
+// username's when the address's refuses it.
 func (r *RedisBackoff) begin(ctx context.Context, a Attempt, now time.Time) (failing bool, refused, err error) {
 	at := "0"
 	if r.UseNow {
@@ -201,12 +170,11 @@ func (r *RedisBackoff) begin(ctx context.Context, a Attempt, now time.Time) (fai
 	return failing, nil, nil
 }
 
-// A redisCount is the username's or the address's count, as Redis
-// keeps it.
+// A redisCount is the username's or the address's count in Redis.
 type redisCount struct {
 	name, key string
 	threshold int
-	forget    time.Duration // since its latest failure, with nothing in flight
+	forget    time.Duration
 }
 
 func (r *RedisBackoff) counts(a Attempt) [2]redisCount {
@@ -216,8 +184,7 @@ func (r *RedisBackoff) counts(a Attempt) [2]redisCount {
 	}
 }
 
-// ttl is how long count c's hash lives after a write, in ms: as long as
-// its latest failure or an attempt in flight matters.
+// ttl is how long count c's hash lives after a write, in ms.
 func (r *RedisBackoff) ttl(c redisCount) string {
 	return strconv.FormatInt(max(c.forget, maxInFlight).Milliseconds(), 10)
 }
@@ -233,9 +200,8 @@ func (r *RedisBackoff) Succeed(a Attempt) { r.end(a, "reset", "drop", r.th.Succe
 // checked: it leaves no trace in either count.
 func (r *RedisBackoff) Abandon(a Attempt) { r.end(a, "drop", "drop", r.th.Abandon) }
 
-// end settles a in Redis, or, when it was admitted without Redis, with
-// local. It runs even when the request's context has ended: the
-// password was checked.
+// end settles a in Redis, or with local when it was admitted without
+// Redis, even when the request's context has ended.
 func (r *RedisBackoff) end(a Attempt, user, addr string, local func(Attempt)) {
 	if a.id == "" {
 		local(a)
@@ -246,8 +212,7 @@ func (r *RedisBackoff) end(a Attempt, user, addr string, local func(Attempt)) {
 	})
 }
 
-// settle runs settleScript for a in each count with how to settle it
-// there ("" leaves a count as it is).
+// settle runs settleScript for a in each count, as user and addr say.
 func (r *RedisBackoff) settle(ctx context.Context, a Attempt, user, addr string) error {
 	counts := r.counts(a)
 	for i, how := range [2]string{user, addr} {

@@ -1,5 +1,5 @@
 // Users and their passwords: the username and password rules, creating a
-// user (and the first admin), and a user changing their own password.
+// user (the first is an admin), and a user changing their own password.
 
 package auth
 
@@ -26,8 +26,18 @@ func NormalizeUsername(s string) string { return strings.ToLower(strings.TrimSpa
 // on even when the caller leaves, so that it happens whole or not at all.
 const passwordChangeTimeout = 10 * time.Second
 
-// AddUser creates a user. The username is normalized first.
+// AddUser creates a user, an admin when it is the first user. The
+// username is normalized first.
 func (s *Service) AddUser(ctx context.Context, username, password string) (User, error) {
+	return s.addUser(ctx, username, password, false)
+}
+
+// AddAdmin creates a user with the admin role.
+func (s *Service) AddAdmin(ctx context.Context, username, password string) (User, error) {
+	return s.addUser(ctx, username, password, true)
+}
+
+func (s *Service) addUser(ctx context.Context, username, password string, admin bool) (User, error) {
 	username = NormalizeUsername(username)
 	if !usernameRE.MatchString(username) {
 		return User{}, ErrInvalidUsername
@@ -35,7 +45,11 @@ func (s *Service) AddUser(ctx context.Context, username, password string) (User,
 	if n := len([]rune(password)); n < MinPasswordLen || n > MaxPasswordLen {
 		return User{}, ErrWeakPassword
 	}
-	u := User{ID: newID(), Username: username, CreatedAt: s.stamp()}
+	n, err := s.store.CountUsers(ctx)
+	if err != nil {
+		return User{}, unavailable(err)
+	}
+	u := User{ID: newID(), Username: username, CreatedAt: s.stamp(), Admin: admin || n == 0}
 	if err := s.hashes.run(ctx, -1, false, func() { u.PasswordHash = HashPassword(password, s.cfg.Argon2) }); err != nil {
 		return User{}, err
 	}
@@ -45,8 +59,9 @@ func (s *Service) AddUser(ctx context.Context, username, password string) (User,
 	return u, nil
 }
 
-// EnsureAdmin creates the user admin when there are no users: with
-// password, or with a random one it returns (to be shown once).
+// EnsureAdmin creates the user admin, an admin as the first user, when
+// there are no users: with password, or with a random one it returns (to
+// be shown once).
 func (s *Service) EnsureAdmin(ctx context.Context, password string) (created bool, generated string, err error) {
 	n, err := s.store.CountUsers(ctx)
 	if err != nil || n > 0 {
@@ -56,7 +71,7 @@ func (s *Service) EnsureAdmin(ctx context.Context, password string) (created boo
 		password = newToken()[:24]
 		generated = password
 	}
-	if _, err := s.AddUser(ctx, "admin", password); err != nil {
+	if _, err := s.AddAdmin(ctx, "admin", password); err != nil {
 		if errors.Is(err, ErrConflict) { // another replica won the race
 			return false, "", nil
 		}
@@ -85,7 +100,7 @@ func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, cu
 	var ok bool
 	var hash string
 	err = s.hashes.run(ctx, s.cfg.HashWait, attempt.failing, func() { // one slot for both hashes
-		if ok, _ = VerifyPassword(current, u.PasswordHash); ok {
+		if ok, _ = verifyPassword(current, u.PasswordHash); ok {
 			hash = HashPassword(next, s.cfg.Argon2)
 		}
 	})
@@ -105,4 +120,35 @@ func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, cu
 	}
 	s.revoke(func() { s.forgetSessionsLocked(u.ID, id.SessionHash) })
 	return nil
+}
+
+// SetPassword sets username's password without the old one (`brain user
+// passwd`) and ends every session of the user; API keys stay.
+func (s *Service) SetPassword(ctx context.Context, username, password string) error {
+	if n := len([]rune(password)); n < MinPasswordLen || n > MaxPasswordLen {
+		return ErrWeakPassword
+	}
+	u, err := s.store.UserByUsername(ctx, NormalizeUsername(username))
+	if err != nil {
+		return err
+	}
+	var hash string
+	if err := s.hashes.run(ctx, -1, false, func() { hash = HashPassword(password, s.cfg.Argon2) }); err != nil {
+		return err
+	}
+	if err := s.store.SetPasswordAndEndSessions(ctx, u.ID, hash, ""); err != nil {
+		return err
+	}
+	s.revoke(func() { s.forgetSessionsLocked(u.ID, "") })
+	return nil
+}
+
+// forgetSessionsLocked drops the user's sessions but keep from this
+// replica's cache, after the store ended them. s.mu is held.
+func (s *Service) forgetSessionsLocked(userID, keep string) {
+	for h, c := range s.sessions {
+		if c.user.ID == userID && h != keep {
+			delete(s.sessions, h)
+		}
+	}
 }

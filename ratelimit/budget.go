@@ -39,7 +39,7 @@ func (b Budget) Validate() error {
 }
 
 // A Decision is the outcome for one request and the state of each of the
-// budget's rates after it. It is 64 bytes, returned by value.
+// budget's rates after it (64 bytes).
 type Decision struct {
 	// RetryAfter is, when refused, the time until the request would be
 	// admitted: the longest wait among the rates that refused it.
@@ -51,9 +51,7 @@ type Decision struct {
 	// N is how many rates the decision covers, in the budget's order.
 	N       uint8
 	refused uint8 // bit i: rate i refused
-	// local says the shared store was not asked: the decision was replayed
-	// from a deny cache, or made by a Resilient's fallback.
-	local bool
+	local   bool  // not from the shared store: a deny cache's or a fallback's
 }
 
 // Reset returns the time until rate i is full again.
@@ -65,8 +63,7 @@ func (d *Decision) Refused(i int) bool { return d.refused&(1<<i) != 0 }
 // Time returns when the decision was made, as this process saw it.
 func (d *Decision) Time() time.Time { return time.Unix(0, d.at) }
 
-// Remaining returns the whole tokens rate i has left. It is derived
-// from its reset time, so a decision stays small and cheap to make.
+// Remaining returns the whole tokens rate i has left.
 func (d *Decision) Remaining(i int) int {
 	r := (d.g.tolerance[i] - int64(d.resets[i])) / d.g.interval[i]
 	return int(max(r, 0))
@@ -76,22 +73,21 @@ func (d *Decision) Remaining(i int) int {
 // first refusing one when refused): the one legacy X-RateLimit-* headers
 // describe.
 func (d *Decision) Tightest() int {
-	var rem [MaxLimits]int
+	_, t := d.remaining()
+	return t
+}
+
+// remaining returns each rate's Remaining and the Tightest.
+func (d *Decision) remaining() (rem [MaxLimits]int, best int) {
 	for i := range int(d.N) {
 		rem[i] = d.Remaining(i)
 	}
-	return d.tightest(&rem)
-}
-
-// tightest is Tightest given each rate's Remaining.
-func (d *Decision) tightest(rem *[MaxLimits]int) int {
-	best := 0
 	for i := 1; i < int(d.N); i++ {
 		if (d.Refused(i) && !d.Refused(best)) || (d.Refused(i) == d.Refused(best) && rem[i] < rem[best]) {
 			best = i
 		}
 	}
-	return best
+	return rem, best
 }
 
 // A Limiter decides for one budget. [Memory] and [Redis] implement it.
@@ -99,8 +95,7 @@ type Limiter interface {
 	Budget() Budget
 	Allow(ctx context.Context, key string) (Decision, error)
 	// Refund gives back the token that d, an admitted decision for key,
-	// took from each rate, and makes d say so: for a request that a
-	// check after this budget refused.
+	// took from each rate, and makes d say so.
 	Refund(ctx context.Context, key string, d *Decision) error
 }
 
@@ -111,8 +106,7 @@ func (d *Decision) refund() {
 	}
 }
 
-// gcra holds a budget's rates in GCRA terms: nanoseconds per token and
-// the bucket's depth in nanoseconds.
+// gcra holds a budget's rates in GCRA terms, in ns: per token, and depth.
 type gcra struct {
 	n         int
 	interval  [MaxLimits]int64
@@ -122,18 +116,14 @@ type gcra struct {
 func newGCRA(b Budget) gcra {
 	g := gcra{n: len(b.Limits)}
 	for i, l := range b.Limits {
-		g.interval[i] = int64(l.Window) / int64(l.Limit)
-		if g.interval[i] < 1 {
-			g.interval[i] = 1
-		}
+		g.interval[i] = max(int64(l.Window)/int64(l.Limit), 1)
 		g.tolerance[i] = g.interval[i] * int64(l.Burst)
 	}
 	return g
 }
 
-// decide takes one token from every rate at now, or from none, and
-// writes the outcome to d. tats holds each rate's theoretical arrival
-// time (Unix ns) and is updated in place when the request is admitted.
+// decide takes one token from every rate at now, or from none, into d;
+// tats, each rate's TAT (Unix ns), is updated when admitted.
 func (g *gcra) decide(tats []int64, now int64, d *Decision) {
 	d.N, d.g, d.at, d.Allowed, d.RetryAfter, d.refused = uint8(g.n), g, now, true, 0, 0
 	for i := 0; i < g.n; i++ {

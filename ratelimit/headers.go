@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -8,111 +9,58 @@ import (
 )
 
 // Headers writes a budget's rate-limit headers: RateLimit and
-// RateLimit-Policy as draft-ietf-httpapi-ratelimit-headers-10 defines them,
-// one list item per rate, and the legacy X-RateLimit-Limit, -Remaining and
-// -Reset for the rate with the fewest tokens left. What is constant per
-// budget is built once, by [NewHeaders]; writing costs two allocations.
-type Headers struct {
-	policy []string   // RateLimit-Policy: "session";q=120;w=60
+// RateLimit-Policy (draft-ietf-httpapi-ratelimit-headers-10), an item per
+// rate, and the legacy X-RateLimit-* of the rate with the fewest tokens
+// left. [NewHeaders] builds what is constant.
+type Headers struct{ c *CapHeaders }
+
+// NewHeaders precomputes the headers of b.
+func NewHeaders(b Budget) *Headers { return &Headers{NewCapHeaders([]Budget{b}, 0)} }
+
+// rateHeaders are the constant parts of a budget's headers.
+type rateHeaders struct {
+	policy string     // RateLimit-Policy: "session";q=120;w=60
 	names  []string   // `"session";r=` per rate
 	limits [][]string // X-RateLimit-Limit per rate
 }
 
-// NewHeaders precomputes the headers of b.
-func NewHeaders(b Budget) *Headers {
-	h := &Headers{names: make([]string, len(b.Limits)), limits: make([][]string, len(b.Limits))}
-	var pol []byte
+func newRateHeaders(b Budget) rateHeaders {
+	h := rateHeaders{names: make([]string, len(b.Limits)), limits: make([][]string, len(b.Limits))}
+	pol := make([]string, len(b.Limits))
 	for i, l := range b.Limits {
-		if i > 0 {
-			pol = append(pol, ", "...)
-		}
-		pol = append(pol, '"')
-		pol = append(pol, l.Name...)
-		pol = append(pol, `";q=`...)
-		pol = strconv.AppendInt(pol, int64(l.Limit), 10)
-		pol = append(pol, ";w="...)
-		pol = strconv.AppendInt(pol, int64(l.Window/time.Second), 10)
+		pol[i] = fmt.Sprintf(`"%s";q=%d;w=%d`, l.Name, l.Limit, int64(l.Window/time.Second))
 		h.names[i] = `"` + l.Name + `";r=`
 		h.limits[i] = []string{strconv.Itoa(l.Limit)}
 	}
-	h.policy = []string{string(pol)}
+	h.policy = strings.Join(pol, ", ")
 	return h
 }
 
-// The headers [Headers.Write] sets, as the spec and the drafts spell them.
+// The headers [Headers.Write] sets, in their canonical forms.
 const (
-	HeaderRateLimit       = "RateLimit"
-	HeaderRateLimitPolicy = "RateLimit-Policy"
-	HeaderLimit           = "X-RateLimit-Limit"
-	HeaderRemaining       = "X-RateLimit-Remaining"
-	HeaderReset           = "X-RateLimit-Reset"
-	HeaderRetryAfter      = "Retry-After"
+	keyRateLimit       = "Ratelimit"
+	keyRateLimitPolicy = "Ratelimit-Policy"
+	keyLimit           = "X-Ratelimit-Limit"
+	keyRemaining       = "X-Ratelimit-Remaining"
+	keyReset           = "X-Ratelimit-Reset"
+	keyRetryAfter      = HeaderRetryAfter
 )
 
-// HeaderNames lists the headers on every response a limiter decided,
-// in the order the spec declares them; a refusal adds HeaderRetryAfter.
-// It is the one list the server, the spec, CORS and the breaking-change
-// check share.
-var HeaderNames = []string{HeaderRateLimit, HeaderRateLimitPolicy, HeaderLimit, HeaderRemaining, HeaderReset}
+// HeaderRetryAfter is the header of a refusal's wait.
+const HeaderRetryAfter = "Retry-After"
 
-// Their canonical forms, the keys of an http.Header, so writes need no
-// canonicalization.
-var (
-	keyRateLimit       = http.CanonicalHeaderKey(HeaderRateLimit)
-	keyRateLimitPolicy = http.CanonicalHeaderKey(HeaderRateLimitPolicy)
-	keyLimit           = http.CanonicalHeaderKey(HeaderLimit)
-	keyRemaining       = http.CanonicalHeaderKey(HeaderRemaining)
-	keyReset           = http.CanonicalHeaderKey(HeaderReset)
-	keyRetryAfter      = http.CanonicalHeaderKey(HeaderRetryAfter)
-)
+// HeaderNames lists the headers on every response a limiter decided, as
+// the spec spells and orders them; a refusal adds Retry-After.
+var HeaderNames = []string{"RateLimit", "RateLimit-Policy", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
 
 // Write sets the headers for decision d on hdr, and Retry-After when d
-// refused the request. X-RateLimit-Reset counts from the decision's time.
-//
-// The values that never change (RateLimit-Policy, X-RateLimit-Limit) are
-// shared by every response, so callers must not modify them in place; the
-// others are slices of one string.
+// refused the request. The values of RateLimit-Policy and
+// X-RateLimit-Limit are shared: callers must not modify them in place.
 func (h *Headers) Write(hdr http.Header, d *Decision) {
-	var rem [MaxLimits]int
-	for i := range int(d.N) {
-		rem[i] = d.Remaining(i)
-	}
-	t := d.tightest(&rem)
-	var buf [256]byte
-	b := buf[:0]
-	var remStart, remEnd int // X-RateLimit-Remaining is rate t's r= in RateLimit
-	for i := range int(d.N) {
-		if i > 0 {
-			b = append(b, ", "...)
-		}
-		b = append(b, h.names[i]...)
-		if i == t {
-			remStart = len(b)
-		}
-		b = strconv.AppendInt(b, int64(rem[i]), 10)
-		if i == t {
-			remEnd = len(b)
-		}
-		b = append(b, ";t="...)
-		b = strconv.AppendInt(b, ceilSeconds(d.Reset(i)), 10)
-	}
-	rl := len(b)
-	b = strconv.AppendInt(b, (d.at+int64(d.Reset(t))+int64(time.Second)-1)/int64(time.Second), 10)
-	reset := len(b)
+	ds := [1]Decision{*d}
+	h.c.Write(hdr, nil, ds[:], time.Time{})
 	if !d.Allowed {
-		b = strconv.AppendInt(b, RetryAfterSeconds(d.RetryAfter), 10)
-	}
-	s := string(b)
-	vals := make([]string, 4)
-	vals[0], vals[1], vals[2] = s[:rl], s[remStart:remEnd], s[rl:reset]
-	hdr[keyRateLimit] = vals[0:1:1]
-	hdr[keyRemaining] = vals[1:2:2]
-	hdr[keyReset] = vals[2:3:3]
-	hdr[keyLimit] = h.limits[t]
-	hdr[keyRateLimitPolicy] = h.policy
-	if !d.Allowed {
-		vals[3] = s[reset:]
-		hdr[keyRetryAfter] = vals[3:4:4]
+		hdr[keyRetryAfter] = []string{strconv.FormatInt(RetryAfterSeconds(d.RetryAfter), 10)}
 	}
 }
 
@@ -120,40 +68,34 @@ func (h *Headers) Write(hdr http.Header, d *Decision) {
 // Retry-After says.
 func RetryAfterSeconds(d time.Duration) int64 { return max(ceilSeconds(d), 1) }
 
-func ceilSeconds(d time.Duration) int64 {
-	return int64((d + time.Second - 1) / time.Second)
-}
+func ceilSeconds(d time.Duration) int64 { return ceilUnix(int64(d)) }
+
+// ceilUnix is Unix nanoseconds ns rounded up to seconds.
+func ceilUnix(ns int64) int64 { return (ns + int64(time.Second) - 1) / int64(time.Second) }
 
 // A Concurrency is a cap on requests in flight at once, such as the stream
-// plane's caps on open streams: its name, as the headers call it, and its
-// capacity.
+// plane's caps on open streams, as the headers name it.
 type Concurrency struct {
 	Name     string
 	Capacity int
 }
 
 // CapHeaders writes the rate-limit headers of responses that caps on
-// concurrent requests decide first and, once they all admit the request,
-// budgets' rates: the stream plane's caps on open streams, then its open
-// budgets. Each cap is one item: RateLimit-Policy says
-// qu="concurrent-requests" and RateLimit gives the free slots, without a
-// reset (a slot frees when some request ends, which no clock predicts).
-// The legacy X-RateLimit-* describe a rate, whose reset is a time: a
-// budget's, whenever one was decided. Create it with [NewCapHeaders]; it
-// is safe for concurrent use.
+// concurrent requests decide first, then budgets' rates (the stream
+// plane's). A cap is an item with qu="concurrent-requests" and its free
+// slots, without a reset. The legacy X-RateLimit-* describe a budget's
+// rate whenever one was decided. Create it with [NewCapHeaders].
 type CapHeaders struct {
 	caps       []Concurrency
 	names      []string // `"streams";r=` per cap
 	limits     [][]string
-	budgets    []*Headers
+	budgets    []rateHeaders
 	policy     []string // RateLimit-Policy: every cap's item, then every budget's
 	retryAfter time.Duration
 }
 
-// NewCapHeaders precomputes the headers of caps, decided in that order,
-// then of budgets, in theirs. retryAfter is the Retry-After of a cap's
-// refusal: the legacy X-RateLimit-Reset of a response no budget decided
-// is when it ends.
+// NewCapHeaders precomputes the headers of caps, then budgets. retryAfter
+// is a cap's refusal's Retry-After.
 func NewCapHeaders(budgets []Budget, retryAfter time.Duration, caps ...Concurrency) *CapHeaders {
 	c := &CapHeaders{caps: caps, retryAfter: retryAfter}
 	var items []string
@@ -164,24 +106,16 @@ func NewCapHeaders(budgets []Budget, retryAfter time.Duration, caps ...Concurren
 		c.limits = append(c.limits, []string{n})
 	}
 	for _, b := range budgets {
-		h := NewHeaders(b)
+		h := newRateHeaders(b)
 		c.budgets = append(c.budgets, h)
-		items = append(items, h.policy[0])
+		items = append(items, h.policy)
 	}
 	c.policy = []string{strings.Join(items, ", ")}
 	return c
 }
 
-// Write sets the headers of a response at now. free holds the free slots
-// of the first len(free) caps, those that were decided (a cap that
-// refused has 0); ds the decisions of the first len(ds) budgets, made once
-// every cap admitted (a budget that refused is the last). The legacy
-// X-RateLimit-* describe, whenever a budget was decided, the rate that
-// refused, else the one with the fewest requests left; otherwise (a cap
-// refused, or there is no budget) the cap with the fewest slots free, the
-// refusing one, whose X-RateLimit-Reset is when the refusal's Retry-After
-// ends. Nothing decided (a store failed first), nothing is written.
-// Retry-After is the refusal's to set.
+// Write sets the headers of a response at now: free holds the free slots
+// of the caps decided, ds the decisions of the budgets decided.
 func (c *CapHeaders) Write(hdr http.Header, free []int, ds []Decision, now time.Time) {
 	var buf [256]byte
 	b := buf[:0]
@@ -198,7 +132,7 @@ func (c *CapHeaders) Write(hdr http.Header, free []int, ds []Decision, now time.
 		}
 	}
 	limit := []string(nil)
-	reset := (now.UnixNano() + RetryAfterSeconds(c.retryAfter)*int64(time.Second) + int64(time.Second) - 1) / int64(time.Second)
+	reset := ceilUnix(now.UnixNano() + RetryAfterSeconds(c.retryAfter)*int64(time.Second))
 	if legacy >= 0 {
 		limit = c.limits[legacy]
 	}
@@ -208,11 +142,7 @@ func (c *CapHeaders) Write(hdr http.Header, free []int, ds []Decision, now time.
 		if d.N == 0 {
 			continue // the store is down and the mode open: no rate to show
 		}
-		var rem [MaxLimits]int
-		for i := range int(d.N) {
-			rem[i] = d.Remaining(i)
-		}
-		t := d.tightest(&rem)
+		rem, t := d.remaining()
 		for i := range int(d.N) {
 			if len(b) > 0 {
 				b = append(b, ", "...)
@@ -224,7 +154,7 @@ func (c *CapHeaders) Write(hdr http.Header, free []int, ds []Decision, now time.
 		}
 		if !rated || !d.Allowed || rem[t] < left {
 			rated, left, limit = true, rem[t], c.budgets[j].limits[t]
-			reset = (d.at + int64(d.Reset(t)) + int64(time.Second) - 1) / int64(time.Second)
+			reset = ceilUnix(d.at + int64(d.Reset(t)))
 		}
 	}
 	if len(b) == 0 {

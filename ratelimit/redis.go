@@ -16,38 +16,14 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// gcraScript decides one budget for a batch of keys in Redis, in one round
-// trip: for each key every rate of the budget is read, decided and (only
-// if all admit) written together. Concurrent decisions of one replica are
-// batched into one call (see Redis.Allow), so the script's fixed cost is
-// paid once per batch, not once per decision. Times are microseconds on
-// the Redis server's clock (TIME), so replicas whose clocks disagree still
-// share one budget; a non-zero ARGV[1] replaces it (tests only). A key
-// holds its rates' TATs packed as little-endian doubles (exact for
-// microsecond times), read and written by Redis's struct library without
-// any string formatting (a value of another length counts as a full
-// bucket).
-//
-// A key lives only until its fullest rate is full again, so a missing
-// key is a full bucket, and that is what most decisions find. (Its TTL is
-// rounded up to whole ms, plus 1: PX counts from Redis's current
-// millisecond, which may have begun up to 1 ms before now, and a key
-// must not vanish before its TAT.) One command serves a missing key:
-// SET ... NX GET creates it already charged with this request (a full
-// bucket always admits one). When the key exists, that SET writes nothing
-// and returns its value instead, to be decided and written as before.
-// NX with GET needs Redis 7.0.
-//
-// KEYS the keys. ARGV[1] now (0: TIME); ARGV[2] the PX, in ms, of a key
-// the script creates; then for each rate its interval and its tolerance
-// (interval * burst), in µs.
-//
-// Returns for each key, for each rate, the µs until that rate is full
-// again; when the key was refused, -1 minus that, so its numbers are
-// negative. Which rates refused, and for how long, follows from these
-// (see Redis.decision). A reply of one number comes bare, not in a table:
-// Redis returns a table noticeably more slowly, and a lone caller with
-// one rate is the latency that counts.
+// gcraScript decides one budget for a batch of keys in one round trip, in
+// µs on the Redis server's clock (a non-zero ARGV[1] replaces it, in
+// tests). A key holds its rates' TATs as little-endian doubles and lives
+// until its fullest rate is full again, so a missing key is a full bucket:
+// SET ... NX GET (Redis 7.0) creates it charged or returns its value.
+// ARGV[2] is a new key's PX in ms, then come each rate's interval and
+// tolerance in µs. Returns per key and rate the µs until the rate is full
+// again, -1 minus that when refused; one number comes bare.
 const gcraScript = `
 local now = ARGV[1]
 if now == '0' then
@@ -122,8 +98,8 @@ if #out == 1 then return out[1] end
 return out
 `
 
-// refundScript gives back the token an admitted decision took for
-// KEYS[1]: each rate's TAT moves back one interval. ARGV is gcraScript's.
+// refundScript moves each rate's TAT of KEYS[1] back one interval. ARGV
+// is gcraScript's.
 const refundScript = `
 local v = redis.call('GET', KEYS[1])
 local n = (#ARGV - 2) / 2
@@ -136,56 +112,37 @@ return 1
 `
 
 var (
-	refundLua = rueidis.NewLuaScript(refundScript)
-	script    = rueidis.NewLuaScript(gcraScript)
-	// scriptSHA1 is the script's EVALSHA name, which rueidis computes
-	// but does not export.
+	refundLua  = rueidis.NewLuaScript(refundScript)
+	script     = rueidis.NewLuaScript(gcraScript)
 	scriptSHA1 = func() string { h := sha1.Sum([]byte(gcraScript)); return hex.EncodeToString(h[:]) }()
 )
 
-// Redis decides a budget in Redis, shared by every replica that uses the
-// same server (or Redis Cluster) and prefix. Create it with [NewRedis]; it
-// is safe for concurrent use and holds no lock across a network call.
-// Decisions that arrive while others are in Redis wait for the next batch:
-// one script call decides up to 128 of them, and at most 4 batches are in
-// flight, so the script's fixed cost is paid per batch. A lone caller's
-// decision goes at once, in a batch of one. On a cluster a batch is one
-// script call for each hash slot its keys fall in, sent together.
-//
-// Its deny cache answers locally, without asking Redis, for a key that
-// Redis refused until the refusal's Retry-After has passed: a flood on one
-// key costs Redis about one call per retry window per replica. A denial is
-// decided with the Redis clock and replayed with this one; skew between
-// them shifts only when this replica starts asking again.
+// Redis decides a budget in Redis, shared by every replica on the same
+// server (or Cluster) and prefix. Create it with [NewRedis]. Decisions
+// that arrive while others are in Redis go in the next batch, one script
+// call (per hash slot on a cluster). A deny cache answers for a refused
+// key until its Retry-After has passed.
 type Redis struct {
-	client  rueidis.Client
-	cluster bool // a Redis Cluster's client: a batch goes as one call per hash slot
-	budget  Budget
-	g       gcra
-	prefix  string
-	args    []string // the script's ARGV: now (0), a new key's PX, then interval and tolerance per rate (µs)
-	// interval and tolerance are each rate's, in µs, as the script has
-	// them; Go needs them to read its reply.
-	interval, tolerance [MaxLimits]int64
+	client              rueidis.Client
+	cluster             bool // a Redis Cluster's client: a batch goes as one call per hash slot
+	budget              Budget
+	g                   gcra
+	prefix              string
+	args                []string         // the script's ARGV: now (0), a new key's PX, then interval and tolerance per rate (µs)
+	interval, tolerance [MaxLimits]int64 // each rate's, in µs, as the script has them
 	// Now, when set, is sent as the time of each decision instead of the
-	// server's clock. For tests. Keys still expire on the server's clock,
-	// so a test clock that runs slower than real time may find a key gone
-	// (a full bucket) before its TAT.
+	// server's clock (tests); keys still expire on the server's clock.
 	Now func() time.Time
 
 	deny     denyCache
 	hits     atomic.Int64
 	requests atomic.Int64
 
-	// Batching: callers queue in pending; at most maxFlights batches are
-	// in Redis at once, and whatever queued meanwhile goes in the next.
 	mu      sync.Mutex
 	pending []*call
 	flights int
 }
 
-// maxFlights bounds the batches one limiter has in Redis at once; maxBatch
-// the decisions in one batch.
 const (
 	maxFlights = 4
 	maxBatch   = 128
@@ -211,15 +168,13 @@ func NewRedis(client rueidis.Client, prefix string, b Budget) *Redis {
 	}
 	r := &Redis{client: client, budget: b, g: newGCRA(b), prefix: prefix + b.Name + ":",
 		cluster: client.Mode() == rueidis.ClientModeCluster}
-	var newTTL int64 // ms: a new key holds one request, so it lives one interval (the longest)
+	var newTTL int64 // ms: a new key lives the longest interval
 	for i := range b.Limits {
 		us := max((r.g.interval[i]+999)/1000, 1) // rounded up: never a faster rate than configured
 		r.interval[i], r.tolerance[i] = us, us*int64(b.Limits[i].Burst)
-		// A decision's whole tokens left come from the script's µs, not
-		// from memory's ns: with an interval that is no whole number of µs
-		// (3/s), the ns would read one token less after the rounding.
+		// Tokens left come from the script's µs (3/s is no whole number of µs).
 		r.g.interval[i], r.g.tolerance[i] = us*1000, r.tolerance[i]*1000
-		newTTL = max(newTTL, (us+999)/1000+1) // rounded up, plus 1, as the script does
+		newTTL = max(newTTL, (us+999)/1000+1)
 	}
 	r.args = append(r.args, "0", strconv.FormatInt(newTTL, 10))
 	for i := range b.Limits {
@@ -229,12 +184,9 @@ func NewRedis(client rueidis.Client, prefix string, b Budget) *Redis {
 	return r
 }
 
-// CheckRedis makes one decision in Redis, on a key of its own under
-// prefix, to find at start-up a server that cannot run the limiter's
-// script: one older than Redis 7.0 (which lacks SET with both NX and GET),
-// or one that does not let this client run scripts. Such a server would
-// otherwise answer PING and then fail every decision, leaving each replica
-// to decide alone behind its circuit breaker.
+// CheckRedis makes one decision in Redis under prefix, to find at start-up
+// a server that cannot run the limiter's script (older than 7.0, or
+// scripts not allowed), which would answer PING and fail every decision.
 func CheckRedis(ctx context.Context, client rueidis.Client, prefix string) error {
 	probe := NewRedis(client, prefix, Budget{Name: "startup-check", Limits: []Limit{{Name: "check", Rate: Rate{Limit: 1000, Window: time.Second, Burst: 1000}}}})
 	if _, err := probe.Allow(ctx, "probe"); err != nil {
@@ -279,8 +231,7 @@ func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 	select {
 	case <-c.done:
 	case <-ctx.Done():
-		// The batch may still decide (and take a token) in Redis; this
-		// caller no longer waits for it. Its call is not reused.
+		// The batch may still take a token; the call is not reused.
 		return Decision{}, fmt.Errorf("ratelimit: redis: %w", ctx.Err())
 	}
 	d, err := c.d, c.err
@@ -302,9 +253,7 @@ func (r *Redis) Refund(ctx context.Context, key string, d *Decision) error {
 }
 
 // lead flushes the pending calls in batches. Once its own call (mine) is
-// decided it hands what is left to a goroutine and returns, so leading
-// never adds the others' waits to its own. No lock is held while a batch
-// is in Redis.
+// decided it hands what is left to a goroutine and returns.
 func (r *Redis) lead(ctx context.Context, mine *call) {
 	for {
 		r.mu.Lock()
@@ -340,10 +289,9 @@ func (r *Redis) lead(ctx context.Context, mine *call) {
 	}
 }
 
-// flush decides a batch for several callers: the call may take as long as
-// the most patient of them would wait (1 s for callers without a
-// deadline), so a stalled Redis cannot hold a flight for longer, and no
-// caller's cancellation fails the others' decisions.
+// flush decides a batch for several callers, as long as the most patient
+// of them waits (1 s without a deadline); no caller's cancellation fails
+// the others'.
 func (r *Redis) flush(batch []*call) {
 	var deadline time.Time
 	for _, c := range batch {
@@ -379,7 +327,7 @@ func (r *Redis) decide(ctx context.Context, batch []*call) {
 	if r.cluster && len(batch) > 1 {
 		errs = r.runSlots(ctx, keys, args, nums[:len(batch)*n])
 	} else {
-		err = r.run(ctx, keys, args, nums[:len(batch)*n])
+		err = read(script.Exec(ctx, r.client, keys, args), nums[:len(batch)*n])
 	}
 	for i, c := range batch {
 		if errs != nil {
@@ -394,18 +342,9 @@ func (r *Redis) decide(ctx context.Context, batch []*call) {
 	}
 }
 
-// run calls the script and reads its reply into nums, which has room for
-// exactly the numbers it returns.
-func (r *Redis) run(ctx context.Context, keys, args []string, nums []int64) error {
-	return read(script.Exec(ctx, r.client, keys, args), nums)
-}
-
 // runSlots decides a batch on a Redis Cluster, where one script's keys
-// must share a hash slot: one script call for each slot the keys fall in,
-// all sent at once (rueidis pipelines them to each slot's master). It
-// reads each key's numbers into its place in nums and returns each key's
-// error, so a slot that fails (its master failing over, say) fails only
-// its own keys.
+// must share a hash slot: one script call per slot, all sent at once. It
+// returns each key's error, so a slot that fails fails only its keys.
 func (r *Redis) runSlots(ctx context.Context, keys, args []string, nums []int64) []error {
 	n := r.g.n
 	slots := map[uint16][]int{} // slot: the indexes of its keys
@@ -463,10 +402,7 @@ func read(resp rueidis.RedisResult, nums []int64) error {
 	return err
 }
 
-// decision reads one key's numbers from the script (for each rate, µs
-// until it is full again, encoded as -1 - µs if refused). A refused key
-// was refused by each rate that could not give a token (the script's
-// test), and may try again once the last of those could.
+// decision reads one key's numbers from the script.
 func (r *Redis) decision(nums []int64, at int64) Decision {
 	d := Decision{Allowed: nums[0] >= 0, N: uint8(r.g.n), g: &r.g, at: at}
 	for i, v := range nums {
@@ -481,11 +417,9 @@ func (r *Redis) decision(nums []int64, at int64) Decision {
 	return d
 }
 
-// refusal sets which rates of refused decision d refuse and its
-// Retry-After, from each rate's reset: a rate refuses while taking a
-// token would overfill it (the script's test), and the request may try
-// again once the last of those could take one. The deny cache calls it
-// again when it replays d later, as rates recover one by one.
+// refusal sets which rates of refused decision d refuse, and its
+// Retry-After, from each rate's reset: the deny cache replays it as rates
+// recover.
 func (r *Redis) refusal(d *Decision) {
 	d.refused, d.RetryAfter = 0, 0
 	for i := range int(d.N) {
@@ -500,9 +434,8 @@ func (r *Redis) refusal(d *Decision) {
 // answered instead.
 func (r *Redis) Stats() (requests, denyCacheHits int64) { return r.requests.Load(), r.hits.Load() }
 
-// denyCache remembers refusals until they end. It is bounded: when full,
-// it drops what has ended, and if that is not enough, everything (a full
-// cache only costs Redis calls, never correctness).
+// denyCache remembers refusals until they end. When full it drops what
+// has ended, else everything (which only costs Redis calls).
 type denyCache struct {
 	seed maphash.Seed
 	mu   sync.Mutex
@@ -533,8 +466,7 @@ func (c *denyCache) get(key string, now int64) (Decision, bool) {
 	if !ok {
 		return Decision{}, false
 	}
-	// Replay the refusal as of now: the resets have shrunk by the time
-	// since (the caller works out the waits from them).
+	// Replay the refusal as of now: the resets have shrunk since.
 	d, elapsed := e.d, time.Duration(now-e.at)
 	d.at, d.local = now, true
 	for i := 0; i < int(d.N); i++ {

@@ -12,9 +12,8 @@ import (
 type OnStoreError string
 
 const (
-	// Local decides with an in-memory limiter on this replica: each replica
-	// enforces the whole budget on its own, so the cluster admits up to
-	// replicas × budget until the store is back. The default.
+	// Local decides with an in-memory limiter on each replica, so the
+	// cluster admits up to replicas × budget until the store is back.
 	Local OnStoreError = "local"
 	// Open admits every request.
 	Open OnStoreError = "open"
@@ -34,23 +33,19 @@ func ParseOnStoreError(s string) (OnStoreError, error) {
 // ErrStoreUnavailable is what a Closed limiter returns during an outage.
 var ErrStoreUnavailable = errors.New("ratelimit: store unavailable")
 
-// A Breaker is the circuit breaker of one shared store, used by the
-// [Resilient] limiter of every budget kept there, so an outage is noticed,
-// logged and recovered from once. After Failures consecutive failures it
-// opens: calls skip the store at once, so an outage never adds a timeout
-// to every request. After Cooldown one call probes the store; if it
-// succeeds the breaker closes, else the cooldown doubles, up to
-// MaxCooldown. Create it with [NewBreaker]; it is safe for concurrent use.
+// A Breaker is the circuit breaker of one shared store, for every
+// [Resilient] limiter kept there. After Failures consecutive failures it
+// opens and calls skip the store; after Cooldown one call probes it, and
+// the breaker closes, or the cooldown doubles up to MaxCooldown. Create it
+// with [NewBreaker]; it is safe for concurrent use.
 type Breaker struct {
 	Failures    int
 	Cooldown    time.Duration
 	MaxCooldown time.Duration
-	// OnStateChange is called once per transition, with the new state
-	// ("open" while the store is skipped, "closed" when it is used again)
-	// and the error that caused it. It must not block.
+	// OnStateChange is called once per transition with the new state,
+	// "open" or "closed", and its cause. It must not block.
 	OnStateChange func(state string, err error)
-	// Now defaults to time.Now.
-	Now func() time.Time
+	Now           func() time.Time // time.Now by default
 
 	mu       sync.Mutex
 	open     bool
@@ -68,8 +63,7 @@ func NewBreaker() *Breaker {
 }
 
 // allow reports whether a call may go to the store, and whether it is the
-// probe: always while closed; while open, only the one probe after the
-// cooldown.
+// probe.
 func (b *Breaker) allow() (ok, probe bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -83,9 +77,7 @@ func (b *Breaker) allow() (ok, probe bool) {
 	return true, true
 }
 
-// failed records a failed store call. While open, only the probe's failure
-// counts (it doubles the cooldown): calls that were already under way when
-// the breaker opened say nothing new.
+// failed records a failed store call; while open, only the probe's counts.
 func (b *Breaker) failed(err error, probe bool) {
 	b.errors.Add(1)
 	b.mu.Lock()
@@ -109,7 +101,6 @@ func (b *Breaker) failed(err error, probe bool) {
 	}
 }
 
-// succeeded records a store call that reached the store and worked.
 func (b *Breaker) succeeded() {
 	b.mu.Lock()
 	closed := b.open
@@ -120,8 +111,7 @@ func (b *Breaker) succeeded() {
 	}
 }
 
-// abandon records a call that says nothing about the store (its caller
-// gave up, or it never reached the store): a probe's turn is handed back.
+// abandon records a call that says nothing about the store.
 func (b *Breaker) abandon(probe bool) {
 	if probe {
 		b.mu.Lock()
@@ -130,12 +120,10 @@ func (b *Breaker) abandon(probe bool) {
 	}
 }
 
-// Do makes one call to the store through the breaker, with timeout: call
-// reports whether it asked the store (an answer from a local cache did
-// not) and the store's error. Do reports ok false when the call must be
-// decided without the store: the breaker is open, or the call failed. It
-// returns an error only when ctx ended first: the caller giving up says
-// nothing about the store.
+// Do makes one call to the store through the breaker, with timeout; call
+// reports whether it asked the store and the store's error. ok is false
+// when the call must be decided without the store. Do returns an error
+// only when ctx ended first.
 func (b *Breaker) Do(ctx context.Context, timeout time.Duration, call func(context.Context) (asked bool, err error)) (ok bool, err error) {
 	allowed, probe := b.allow()
 	if !allowed {
@@ -168,9 +156,7 @@ func (b *Breaker) Stats() (storeErrors int64, open bool) {
 }
 
 // Resilient decides with a shared store (Redis) through a [Breaker], and
-// with its fallback while the store fails. Each call to the store
-// gets Timeout. Create it with [NewResilient]; it is safe for concurrent
-// use.
+// as its mode says while the store fails. Create it with [NewResilient].
 type Resilient struct {
 	store    Limiter
 	fallback Limiter // for Local
@@ -181,8 +167,8 @@ type Resilient struct {
 	degradedN atomic.Int64
 }
 
-// NewResilient returns store guarded by breaker; fallback decides when
-// mode is Local (it must decide the same budget). Timeout starts at 100 ms.
+// NewResilient returns store guarded by breaker; fallback decides the same
+// budget when mode is Local.
 func NewResilient(store, fallback Limiter, mode OnStoreError, breaker *Breaker) *Resilient {
 	return &Resilient{store: store, fallback: fallback, mode: mode, breaker: breaker, Timeout: 100 * time.Millisecond}
 }
@@ -226,8 +212,7 @@ func (r *Resilient) degraded(ctx context.Context, key string) (Decision, error) 
 }
 
 // Refund gives back the token d, an admitted decision for key, took from
-// the store or from the fallback, whichever decided it, and makes d say
-// so.
+// whichever decided it.
 func (r *Resilient) Refund(ctx context.Context, key string, d *Decision) error {
 	switch {
 	case d.N == 0: // admitted while the store failed, in Open mode: nothing was taken

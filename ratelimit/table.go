@@ -6,45 +6,13 @@ import (
 	"unsafe"
 )
 
-// A table holds the state of a [Memory]'s keys. It is a set-associative
-// cache, laid out as a CPU's caches are: a key's hash picks one set of
-// 128 bytes, aligned to two cache lines, and the key's entry can only be
-// in that set. An entry is a tag (the key's hash, with the entry's rank
-// in its low bits), then one TAT per rate:
-//
-//	one rate:    8 entries of 16 bytes
-//	two rates:   5 entries of 24 bytes (8 bytes unused)
-//	three:       4 entries of 32 bytes
-//	four:        3 entries of 40 bytes (8 bytes unused)
-//
-// A decision reads and writes one set and nothing else of the table.
-// The set's two lines can be fetched together, their addresses known at
-// once, so a decision waits for about one miss of the cache; a hash map
-// pointing to separate storage waits for two, one after the other.
-// Measured beside 64-byte sets (one line: 4 entries for one rate, 2 for
-// two or three, 1 for four), 128-byte sets decide as fast or faster for
-// one to three rates, and their larger sets forget far fewer keys.
-//
-// A set's entries are ranked from 0, the most recently used, to ways-1,
-// the least; the ranks are always a permutation, empty entries included.
-// A new key takes, in this order of preference, the first empty entry
-// (so a set's first keys sit in its first line), the least recently
-// used of the idle entries (keys whose buckets are all full again,
-// which hold nothing a new entry would not), or the least recently used
-// entry. So the table forgets a key only when its set is full, and then
-// the key that loses least.
-//
-// The sets are split into stripes, each with its own lock, its own
-// array of sets and its own share of MaxKeys. A stripe starts with one
-// set and doubles (every key moved to its new set, under the stripe's
-// lock, O(1) amortized per key) when three quarters full, or earlier
-// (from half full for one rate, a quarter for more) when a new key would
-// otherwise take a busy key's entry; below that, a full set makes room
-// by forgetting an idle key, which costs nothing, and seldom a busy one.
-// Doubling moves each set's entries into two sets, in their order of
-// use, so every key keeps its state. The last step, to the stripe's
-// share, is not a doubling: a set given more entries than it holds
-// keeps the most recently used.
+// A table holds the state of a [Memory]'s keys: a set-associative cache
+// of 128-byte sets (two cache lines), so a decision waits for about one
+// cache miss. An entry is a tag (the key's hash, its rank in the low bits)
+// then one TAT per rate. A new key takes the first empty entry, else the
+// least recently used idle one (buckets full again), else the least
+// recently used. Stripes of sets each have a lock and a share of MaxKeys,
+// and double when three quarters full, or sooner rather than forget a busy key.
 type table struct {
 	stripes     []stripe
 	stripeShift uint // a tag's stripe is tag >> stripeShift
@@ -55,8 +23,7 @@ type table struct {
 	maxKeys     int  // as asked, before rounding
 }
 
-// A stripe is a lock and the sets it guards. It fills one cache line,
-// so that two cores deciding in two stripes do not share one.
+// A stripe is a lock and the sets it guards, filling one cache line.
 type stripe struct {
 	mu      sync.Mutex
 	words   []int64 // sets × setWords, aligned to 128 bytes
@@ -67,20 +34,16 @@ type stripe struct {
 }
 
 const (
-	// setWords is the words of a set: 128 bytes.
-	setWords = 16
-	// rankBits of a tag word hold the entry's rank; the rest hold the
-	// key's hash. A set has at most 1<<rankBits entries.
-	rankBits = 3
+	setWords = 16 // 128 bytes
+	rankBits = 3  // of a tag word, the entry's rank
 	rankMask = 1<<rankBits - 1
-	// A table has a stripe per keysPerStripe keys of MaxKeys, at most
-	// maxStripes (a power of two).
+	// A stripe per keysPerStripe keys of MaxKeys, at most maxStripes.
 	keysPerStripe = 1024
 	maxStripes    = 64
 )
 
 // newTable returns a table for rates rates that holds at most maxKeys
-// keys (rounded down to whole sets). It starts with one set a stripe.
+// keys (rounded down to whole sets).
 func newTable(rates, maxKeys int) table {
 	t := table{stride: rates + 1, maxKeys: maxKeys}
 	t.ways = min(setWords/t.stride, maxKeys)
@@ -109,8 +72,8 @@ func newTable(rates, maxKeys int) table {
 	return t
 }
 
-// tagOf returns the tag of a key's hash: the hash with the rank's bits
-// clear, and never zero, which marks an empty entry.
+// tagOf returns the tag of a key's hash: rank bits clear, never zero
+// (an empty entry).
 func tagOf(h uint64) uint64 {
 	if t := h &^ rankMask; t != 0 {
 		return t
@@ -118,22 +81,18 @@ func tagOf(h uint64) uint64 {
 	return 1 << rankBits
 }
 
-// stripe returns the stripe of tag.
 func (t *table) stripe(tag uint64) *stripe { return &t.stripes[tag>>t.stripeShift] }
 
-// set returns the set of tag in s, of s.sets: the tag's bits below the
-// stripe's, read as a fraction of 1 and scaled by s.sets. That is a
-// multiplication instead of a division, and it makes doubling split
-// set i into sets 2i and 2i+1.
+// set returns the set of tag in s: the tag's bits below the stripe's, as a
+// fraction of 1 scaled by s.sets, so doubling splits set i into 2i, 2i+1.
 func (t *table) set(s *stripe, tag uint64) []int64 {
 	i, _ := bits.Mul64(tag<<t.stripeBits, s.sets)
 	o := int(i) * setWords
 	return s.words[o : o+setWords]
 }
 
-// entry returns the state of tag, the key's TATs, with s locked: the
-// key's entry if it has one, else a new entry with its buckets full.
-// The entry becomes its set's most recently used.
+// entry returns the TATs of tag, with s locked, in a new entry (buckets
+// full) if it has none; the entry becomes its set's most recently used.
 func (t *table) entry(s *stripe, tag uint64, now int64) []int64 {
 	set, stride := t.set(s, tag), t.stride
 	for i := 0; i < t.ways; i++ {
@@ -163,8 +122,7 @@ func (t *table) insert(s *stripe, set []int64, tag uint64, now int64) []int64 {
 	return e[1:]
 }
 
-// touch makes entry i its set's most recently used: rank 0, and every
-// entry that was more recent than it one rank older.
+// touch makes entry i its set's most recently used.
 func (t *table) touch(set []int64, i int) {
 	r := set[i*t.stride] & rankMask
 	if r == 0 {
@@ -186,11 +144,7 @@ const (
 )
 
 // mustGrow reports whether s grows before a new key takes an entry of
-// class c: when three quarters full, or when the key would take a busy
-// key's entry and s is half full (sets of 8 entries: one rate) or a
-// quarter full (sets of 3 to 5, which fill sooner). Between growths a
-// stripe is at least a quarter or an eighth full, which bounds the
-// memory a key costs.
+// class c (see table).
 func (t *table) mustGrow(s *stripe, c int) bool {
 	if s.sets == s.maxSets {
 		return false
@@ -199,9 +153,7 @@ func (t *table) mustGrow(s *stripe, c int) bool {
 	return 4*s.keys >= 3*slots || c == busy && t.busyGrowth*s.keys >= slots
 }
 
-// victim returns the entry of set a new key takes, and its class: the
-// first empty one, else the least recently used of the idle ones (their
-// buckets full again at now), else the least recently used.
+// victim returns the entry of set a new key takes, and its class.
 func (t *table) victim(set []int64, now int64) (int, int) {
 	best, bestClass, bestRank := 0, busy+1, int64(-1)
 	for i := 0; i < t.ways; i++ {
@@ -229,13 +181,9 @@ func full(tats []int64, now int64) bool {
 	return true
 }
 
-// grow doubles s's sets (or takes them to s.maxSets), moving every
-// entry to its set in the new array. Entries are moved from each old
-// set's most recently used to its least, and each takes the first empty
-// entry of its new set, whose rank is its position, so every new set
-// keeps its keys' order of use. When doubling, a new set takes entries
-// of one old set only and always has room; in the last step, to
-// maxSets, one that is full drops the entries that come after.
+// grow doubles s's sets (or takes them to s.maxSets), moving entries from
+// most to least recently used into the first empty entry of their new
+// set, so order of use is kept; past maxSets a full set drops the rest.
 func (t *table) grow(s *stripe) {
 	old := s.words
 	s.sets = min(2*s.sets, s.maxSets)
@@ -263,10 +211,8 @@ func (t *table) grow(s *stripe) {
 	}
 }
 
-// newSets returns n empty sets, each entry i of each set at rank i. The
-// sets are aligned to 128 bytes, so that each fills two whole cache
-// lines. Go's allocator already aligns a block whose size is a multiple
-// of 128 bytes to 128 bytes; should it not, the block is padded.
+// newSets returns n empty sets, entry i at rank i, aligned to 128 bytes
+// (padded should the allocator not align them).
 func (t *table) newSets(n uint64) []int64 {
 	const size = setWords * 8
 	words := make([]int64, int(n)*setWords)
@@ -283,7 +229,6 @@ func (t *table) newSets(n uint64) []int64 {
 	return words
 }
 
-// len returns how many keys t holds.
 func (t *table) len() int {
 	n := 0
 	for i := range t.stripes {

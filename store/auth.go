@@ -8,8 +8,8 @@ import (
 	"github.com/brain-template/brain/auth"
 )
 
-// AuthStore keeps users, sessions and API keys. It implements auth.Store on
-// both dialects with the same SQL ($n placeholders work on both).
+// AuthStore keeps users, sessions and API keys: auth.Store on both
+// dialects, with the same SQL.
 type AuthStore struct{ db *DB }
 
 // NewAuthStore returns the auth store of db.
@@ -19,20 +19,22 @@ var _ auth.Store = (*AuthStore)(nil)
 
 // CreateUser adds u; ErrConflict when the username is taken.
 func (s *AuthStore) CreateUser(ctx context.Context, u auth.User) error {
-	_, err := s.db.ExecContext(ctx, "INSERT INTO users (id, username, password_hash, created_at) VALUES ($1, $2, $3, $4)",
-		u.ID, u.Username, u.PasswordHash, Millis(u.CreatedAt))
+	_, err := s.db.ExecContext(ctx, "INSERT INTO users (id, username, password_hash, created_at, is_admin) VALUES ($1, $2, $3, $4, $5)",
+		u.ID, u.Username, u.PasswordHash, Millis(u.CreatedAt), u.Admin)
 	if IsUnique(err) {
 		return auth.ErrConflict
 	}
 	return Wrap("create user", err)
 }
 
-const userCols = "u.id, u.username, u.password_hash, u.created_at"
+const userCols = "u.id, u.username, u.password_hash, u.created_at, u.is_admin"
 
-func scanUser(sc interface{ Scan(...any) error }, extra ...any) (auth.User, error) {
+type scanner interface{ Scan(...any) error }
+
+func scanUser(sc scanner, extra ...any) (auth.User, error) {
 	var u auth.User
 	var created int64
-	err := sc.Scan(append([]any{&u.ID, &u.Username, &u.PasswordHash, &created}, extra...)...)
+	err := sc.Scan(append([]any{&u.ID, &u.Username, &u.PasswordHash, &created, &u.Admin}, extra...)...)
 	u.CreatedAt = FromMillis(created)
 	return u, NotFound(err)
 }
@@ -54,28 +56,36 @@ func (s *AuthStore) CountUsers(ctx context.Context) (int, error) {
 	return n, Wrap("count users", err)
 }
 
+// inTx runs f in a transaction, committed when f returns nil; errors say
+// what failed.
+func (s *AuthStore) inTx(ctx context.Context, what string, f func(tx *Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return Wrap(what, err)
+	}
+	defer tx.Rollback()
+	if err := f(tx); err != nil {
+		return Wrap(what, err)
+	}
+	return Wrap(what, tx.Commit())
+}
+
 // SetPasswordAndEndSessions sets the user's password hash and deletes all
 // of its sessions but keepTokenHash's, in one transaction.
 func (s *AuthStore) SetPasswordAndEndSessions(ctx context.Context, userID, hash, keepTokenHash string) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return Wrap("set password", err)
-	}
-	defer tx.Rollback()
-	if err := AffectedOne(tx.ExecContext(ctx, "UPDATE users SET password_hash = $1 WHERE id = $2", hash, userID)); err != nil {
-		return Wrap("set password", err)
-	}
-	if _, err := tx.ExecContext(ctx, "DELETE FROM sessions WHERE user_id = $1 AND token_hash <> $2", userID, keepTokenHash); err != nil {
-		return Wrap("end sessions", err)
-	}
-	return Wrap("set password", tx.Commit())
+	return s.inTx(ctx, "set password", func(tx *Tx) error {
+		if err := AffectedOne(tx.ExecContext(ctx, "UPDATE users SET password_hash = $1 WHERE id = $2", hash, userID)); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "DELETE FROM sessions WHERE user_id = $1 AND token_hash <> $2", userID, keepTokenHash)
+		return err
+	})
 }
 
-// lockUser serializes the capped inserts of one user within tx. On
-// PostgreSQL it locks the user's row until tx ends (FOR NO KEY UPDATE: it
-// does not block inserts that merely reference the user). On SQLite,
-// BEGIN IMMEDIATE already holds the database's write lock; the query only
-// checks that the user exists.
+// lockUser serializes the capped inserts of one user within tx: on
+// PostgreSQL it locks the user's row (FOR NO KEY UPDATE does not block
+// inserts that reference it); on SQLite BEGIN IMMEDIATE holds the write
+// lock already. Either way it checks that the user exists.
 func (s *AuthStore) lockUser(ctx context.Context, tx *Tx, userID string) error {
 	q := "SELECT id FROM users WHERE id = $1"
 	if s.db.Dialect == Postgres {
@@ -86,44 +96,41 @@ func (s *AuthStore) lockUser(ctx context.Context, tx *Tx, userID string) error {
 }
 
 // CreateSession inserts se and, in the same transaction, deletes the
-// user's oldest sessions beyond the newest max-1, so the user has at most
-// max. It returns the deleted sessions' token hashes.
-func (s *AuthStore) CreateSession(ctx context.Context, se auth.Session, max int) ([]string, error) {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, Wrap("create session", err)
-	}
-	defer tx.Rollback()
-	if err := s.lockUser(ctx, tx, se.UserID); err != nil {
-		return nil, Wrap("create session", err)
-	}
-	rows, err := tx.QueryContext(ctx, `DELETE FROM sessions WHERE user_id = $1 AND token_hash NOT IN (
+// user's oldest sessions beyond the newest max-1. It returns the deleted
+// sessions' token hashes.
+func (s *AuthStore) CreateSession(ctx context.Context, se auth.Session, max int) (evicted []string, err error) {
+	err = s.inTx(ctx, "create session", func(tx *Tx) error {
+		if err := s.lockUser(ctx, tx, se.UserID); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `DELETE FROM sessions WHERE user_id = $1 AND token_hash NOT IN (
 		SELECT token_hash FROM sessions WHERE user_id = $1 ORDER BY created_at DESC, token_hash DESC LIMIT $2)
 		RETURNING token_hash`, se.UserID, max-1)
-	if err != nil {
-		return nil, Wrap("create session", err)
-	}
-	defer rows.Close()
-	var evicted []string
-	for rows.Next() {
-		var h string
-		if err := rows.Scan(&h); err != nil {
-			return nil, Wrap("create session", err)
+		if err != nil {
+			return err
 		}
-		evicted = append(evicted, h)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, Wrap("create session", err)
-	}
-	_, err = tx.ExecContext(ctx, "INSERT INTO sessions (token_hash, user_id, created_at, expires_at, last_seen_at) VALUES ($1, $2, $3, $4, $5)",
-		se.TokenHash, se.UserID, Millis(se.CreatedAt), Millis(se.ExpiresAt), Millis(se.LastSeenAt))
-	if IsUnique(err) {
-		return nil, auth.ErrConflict
-	}
+		defer rows.Close()
+		for rows.Next() {
+			var h string
+			if err := rows.Scan(&h); err != nil {
+				return err
+			}
+			evicted = append(evicted, h)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, "INSERT INTO sessions (token_hash, user_id, created_at, expires_at, last_seen_at) VALUES ($1, $2, $3, $4, $5)",
+			se.TokenHash, se.UserID, Millis(se.CreatedAt), Millis(se.ExpiresAt), Millis(se.LastSeenAt))
+		if IsUnique(err) {
+			return auth.ErrConflict
+		}
+		return err
+	})
 	if err != nil {
-		return nil, Wrap("create session", err)
+		return nil, err
 	}
-	return evicted, Wrap("create session", tx.Commit())
+	return evicted, nil
 }
 
 // SessionByTokenHash returns the session with tokenHash and its user, or
@@ -163,35 +170,29 @@ func (s *AuthStore) DeleteExpiredSessions(ctx context.Context, now time.Time, id
 // CreateAPIKey counts the user's keys and inserts k in one transaction,
 // so concurrent creates cannot pass max together.
 func (s *AuthStore) CreateAPIKey(ctx context.Context, k auth.APIKey, max int) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return Wrap("create api key", err)
-	}
-	defer tx.Rollback()
-	if err := s.lockUser(ctx, tx, k.UserID); err != nil {
-		return Wrap("create api key", err)
-	}
-	var n int
-	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM api_keys WHERE user_id = $1", k.UserID).Scan(&n); err != nil {
-		return Wrap("create api key", err)
-	}
-	if n >= max {
-		return auth.ErrTooMany
-	}
-	_, err = tx.ExecContext(ctx, "INSERT INTO api_keys (id, user_id, name, prefix, key_hash, created_at, last_used_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-		k.ID, k.UserID, k.Name, k.Prefix, k.KeyHash, Millis(k.CreatedAt), Millis(k.LastUsedAt))
-	if IsUnique(err) {
-		return auth.ErrConflict
-	}
-	if err != nil {
-		return Wrap("create api key", err)
-	}
-	return Wrap("create api key", tx.Commit())
+	return s.inTx(ctx, "create api key", func(tx *Tx) error {
+		if err := s.lockUser(ctx, tx, k.UserID); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM api_keys WHERE user_id = $1", k.UserID).Scan(&n); err != nil {
+			return err
+		}
+		if n >= max {
+			return auth.ErrTooMany
+		}
+		_, err := tx.ExecContext(ctx, "INSERT INTO api_keys (id, user_id, name, prefix, key_hash, created_at, last_used_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+			k.ID, k.UserID, k.Name, k.Prefix, k.KeyHash, Millis(k.CreatedAt), Millis(k.LastUsedAt))
+		if IsUnique(err) {
+			return auth.ErrConflict
+		}
+		return err
+	})
 }
 
 const keyCols = "k.id, k.user_id, k.name, k.prefix, k.key_hash, k.created_at, k.last_used_at"
 
-func scanKey(sc interface{ Scan(...any) error }, extra ...any) (auth.APIKey, error) {
+func scanKey(sc scanner, extra ...any) (auth.APIKey, error) {
 	var k auth.APIKey
 	var created, used int64
 	err := sc.Scan(append([]any{&k.ID, &k.UserID, &k.Name, &k.Prefix, &k.KeyHash, &created, &used}, extra...)...)
@@ -204,14 +205,14 @@ func (s *AuthStore) APIKeyByHash(ctx context.Context, keyHash string) (auth.APIK
 	var u auth.User
 	var created int64
 	k, err := scanKey(s.db.QueryRowContext(ctx, "SELECT "+keyCols+", "+userCols+" FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = $1", keyHash),
-		&u.ID, &u.Username, &u.PasswordHash, &created)
+		&u.ID, &u.Username, &u.PasswordHash, &created, &u.Admin)
 	u.CreatedAt = FromMillis(created)
 	return k, u, err
 }
 
 // ListAPIKeys returns a page of the user's keys, newest first.
 func (s *AuthStore) ListAPIKeys(ctx context.Context, userID string, after auth.Cursor, limit int) ([]auth.APIKey, error) {
-	cond, args := PageAfter("k", after, []any{userID, limit}) // the keys after it in the order below
+	cond, args := PageAfter("k", after, []any{userID, limit})
 	rows, err := s.db.QueryContext(ctx, "SELECT "+keyCols+" FROM api_keys k WHERE k.user_id = $1"+cond+" ORDER BY k.created_at DESC, k.id LIMIT $2", args...)
 	if err != nil {
 		return nil, Wrap("list api keys", err)
@@ -239,38 +240,30 @@ func (s *AuthStore) TouchAPIKeys(ctx context.Context, used map[string]time.Time)
 	return s.touch(ctx, "touch api keys", "UPDATE api_keys SET last_used_at = $1 WHERE id = $2 AND last_used_at < $1", used)
 }
 
-// touchBatch bounds the updates of one touch transaction, so that a flush
-// of many sessions or keys is several short transactions, each within the
-// store's deadline, none holding locks for long.
+// touchBatch bounds the updates of one touch transaction, so a flush of
+// many is several short transactions, each within the store's deadline.
 const touchBatch = 500
 
-// touch runs update ($1 a time, $2 a key of times) for every entry of
-// times, touchBatch to a transaction. On an error, the batches before it
-// stay written; writing them again is harmless (update only moves a time
-// forward).
+// touch runs update ($1 a time, $2 a key) for every entry of times,
+// touchBatch to a transaction. Batches written before an error stay
+// written, which is harmless: update only moves a time forward.
 func (s *AuthStore) touch(ctx context.Context, what, update string, times map[string]time.Time) error {
 	keys := make([]string, 0, len(times))
 	for k := range times {
 		keys = append(keys, k)
 	}
 	for batch := range slices.Chunk(keys, touchBatch) {
-		if err := s.touchBatch(ctx, update, batch, times); err != nil {
-			return Wrap(what, err)
-		}
-	}
-	return nil
-}
-
-func (s *AuthStore) touchBatch(ctx context.Context, update string, keys []string, times map[string]time.Time) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	for _, key := range keys {
-		if _, err := tx.ExecContext(ctx, update, Millis(times[key]), key); err != nil {
+		err := s.inTx(ctx, what, func(tx *Tx) error {
+			for _, key := range batch {
+				if _, err := tx.ExecContext(ctx, update, Millis(times[key]), key); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 	}
-	return tx.Commit()
+	return nil
 }

@@ -5,13 +5,6 @@ import (
 	"database/sql"
 )
 
-// This file is where database calls get their deadline: every statement,
-// ping and transaction of a [DB] ends within DB.Timeout, whether or not the
-// caller's context has a deadline. A database that accepts connections but
-// never answers then costs a request Timeout, not as long as the client
-// waits, and a background write (a session's last-seen time, an API key's
-// last use) ends too.
-
 // runner is what *sql.DB and *sql.Tx have in common.
 type runner interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
@@ -20,7 +13,8 @@ type runner interface {
 }
 
 // bounded runs statements, each under the deadline bound puts on its
-// context. [DB] and [Tx] embed it; only the bound differs.
+// context, so a database that never answers costs a call DB.Timeout. [DB]
+// and [Tx] embed it.
 type bounded struct {
 	run   runner
 	bound func(context.Context) (context.Context, context.CancelFunc)
@@ -33,8 +27,7 @@ func (b bounded) ExecContext(ctx context.Context, query string, args ...any) (sq
 	return b.run.ExecContext(ctx, query, args...)
 }
 
-// QueryContext runs a query. The deadline holds until the rows are
-// closed: the caller must Close them.
+// QueryContext runs a query; the deadline holds until the rows are closed.
 func (b bounded) QueryContext(ctx context.Context, query string, args ...any) (*Rows, error) {
 	ctx, cancel := b.bound(ctx)
 	rows, err := b.run.QueryContext(ctx, query, args...)
@@ -45,8 +38,8 @@ func (b bounded) QueryContext(ctx context.Context, query string, args ...any) (*
 	return &Rows{Rows: rows, cancel: cancel}, nil
 }
 
-// QueryRowContext runs a query for at most one row. The deadline holds
-// until Scan, which reads the row (cancelling before Scan would fail it).
+// QueryRowContext runs a query for at most one row; the deadline holds
+// until Scan.
 func (b bounded) QueryRowContext(ctx context.Context, query string, args ...any) *Row {
 	ctx, cancel := b.bound(ctx)
 	return &Row{row: b.run.QueryRowContext(ctx, query, args...), cancel: cancel}
@@ -70,16 +63,13 @@ type Row struct {
 	cancel context.CancelFunc
 }
 
-// Scan copies the row's columns into dest, then ends the deadline. Like
-// [sql.Row.Scan], it returns sql.ErrNoRows when there is no row.
+// Scan copies the row's columns into dest, then ends the deadline.
 func (r *Row) Scan(dest ...any) error {
 	defer r.cancel()
 	return r.row.Scan(dest...)
 }
 
-// WithTimeout is ctx bounded by db.Timeout: for a wait that must count
-// against the same deadline as the call or transaction it precedes (a
-// feature's own lock before BeginTx, say).
+// WithTimeout is ctx bounded by db.Timeout.
 func (db *DB) WithTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, db.Timeout)
 }
@@ -91,18 +81,16 @@ func (db *DB) PingContext(ctx context.Context) error {
 	return db.sql.PingContext(ctx)
 }
 
-// Tx is a transaction with one deadline for its whole life: BeginTx sets
-// it, Timeout from then, and every statement, Commit included, must be
-// done by it. A transaction that outlives it is rolled back. Always end a
-// Tx with Commit or Rollback (defer Rollback; after Commit it does nothing).
+// Tx is a transaction with one deadline, Timeout from BeginTx, for every
+// statement and Commit; past it, it is rolled back. End it with Commit or
+// Rollback.
 type Tx struct {
 	bounded
 	tx     *sql.Tx
 	cancel context.CancelFunc
 }
 
-// BeginTx starts a transaction (on SQLite, BEGIN IMMEDIATE: it holds the
-// write lock until it ends).
+// BeginTx starts a transaction (on SQLite, BEGIN IMMEDIATE).
 func (db *DB) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) {
 	ctx, cancel := db.WithTimeout(ctx)
 	tx, err := db.sql.BeginTx(ctx, opts)
@@ -119,19 +107,13 @@ func (db *DB) BeginTx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) {
 	}, nil
 }
 
-// sqlTx is the transaction underneath, for a library that takes a
-// *sql.Tx (a job queue's insert). Bound its calls with tx.bound: the
-// transaction's deadline holds for them too.
-func (tx *Tx) sqlTx() *sql.Tx { return tx.tx }
-
 // Commit commits the transaction.
 func (tx *Tx) Commit() error {
 	defer tx.cancel()
 	return tx.tx.Commit()
 }
 
-// Rollback aborts the transaction; after Commit it does nothing and
-// returns sql.ErrTxDone.
+// Rollback aborts the transaction; after Commit it does nothing.
 func (tx *Tx) Rollback() error {
 	defer tx.cancel()
 	return tx.tx.Rollback()

@@ -1,6 +1,3 @@
-// The migration runner: applies the platform's migration set, then each
-// feature's, then River's, one migration per transaction, under a lock
-// that replicas starting at once take turns on.
 package store
 
 import (
@@ -12,23 +9,12 @@ import (
 )
 
 // pgMigrateLock is the advisory-lock key replicas take while migrating.
-const pgMigrateLock = 0x6272_6169_6e00 // the template's first name in ASCII, NUL-ended; a renamed fork keeps it
+const pgMigrateLock = 0x6272_6169_6e00 // "brain\0"; a renamed fork keeps it
 
-// Migrate brings the schema up to date: the platform's migration set,
-// then each of features' in the order given (see [Migrations]), applying
-// each missing migration in its own transaction. It is safe when several
-// replicas start at once: on PostgreSQL they queue on an advisory lock;
-// on SQLite, on the write lock. A set the database holds at a newer
-// version than the binary knows is an [ErrSchemaTooNew]; the rows of a
-// set the binary does not hold (a feature since removed) are left alone.
-// Then come the job queue's tables, River's own migrations (see
-// migrateQueue), under the same lock; applied counts the sets'
-// migrations only.
-//
-// Migrate is not bounded by DB.Timeout, and has no bound of its own: a
-// migration may rebuild a large table, and a replica waits on the lock for
-// as long as another one migrates. Only ctx ends it (brain's start-up
-// context, which a signal cancels).
+// Migrate applies the missing migrations of the platform's set, then
+// features' in order, then River's, each in a transaction, with replicas
+// taking turns on a lock; it returns how many of the sets' it applied. A
+// set newer in the database than the binary is an [ErrSchemaTooNew].
 func (db *DB) Migrate(ctx context.Context, features ...Migrations) (applied int, err error) {
 	sets, err := loadSets(db.Dialect, features)
 	if err != nil {
@@ -37,11 +23,9 @@ func (db *DB) Migrate(ctx context.Context, features ...Migrations) (applied int,
 	return db.migrate(ctx, sets, true)
 }
 
-// MigrateBefore applies the platform's set and features' in order, up to
-// the migration named name of the set named set, which it does not apply;
-// the sets after it, and River's migrations, wait for a full Migrate. It
-// is for the test of a migration, which fills the tables as they were
-// before it, then runs Migrate.
+// MigrateBefore applies the sets in order up to, not including, migration
+// name of set: for the test of a migration, which fills the tables as
+// they were before it, then runs Migrate.
 func (db *DB) MigrateBefore(ctx context.Context, set, name string, features ...Migrations) error {
 	sets, err := loadSets(db.Dialect, features)
 	if err != nil {
@@ -60,8 +44,7 @@ func (db *DB) MigrateBefore(ctx context.Context, set, name string, features ...M
 	return err
 }
 
-// createBookkeeping makes schema_migrations on a fresh database: one row
-// per applied migration, keyed by its set and its version in the set.
+// createBookkeeping makes schema_migrations: a row per applied migration.
 const createBookkeeping = `CREATE TABLE IF NOT EXISTS schema_migrations (
 	set_name   TEXT NOT NULL,
 	version    INTEGER NOT NULL,
@@ -69,8 +52,7 @@ const createBookkeeping = `CREATE TABLE IF NOT EXISTS schema_migrations (
 	applied_at BIGINT NOT NULL,
 	PRIMARY KEY (set_name, version))`
 
-// migrate applies sets in order, then River's migrations when queue is
-// set.
+// migrate applies sets in order, then River's migrations when queue is set.
 func (db *DB) migrate(ctx context.Context, sets []loadedSet, queue bool) (applied int, err error) {
 	conn, err := db.sql.Conn(ctx)
 	if err != nil {
@@ -105,7 +87,7 @@ func (db *DB) migrate(ctx context.Context, sets []loadedSet, queue bool) (applie
 }
 
 // migrateOne applies the next missing migration of s, if any, in a
-// transaction that first re-reads the set's version under the write lock.
+// transaction that first re-reads the set's version.
 func (db *DB) migrateOne(ctx context.Context, conn *sql.Conn, s loadedSet) (done bool, err error) {
 	tx, err := conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE on SQLite: the write lock
 	if err != nil {

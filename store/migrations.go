@@ -1,6 +1,3 @@
-// Migration sets: the platform's (the account tables, embedded here) and
-// each feature's, each a numbered sequence of SQL files per dialect with
-// optional Go steps, and how they are read.
 package store
 
 import (
@@ -20,36 +17,26 @@ import (
 //go:embed migrations
 var platformFiles embed.FS
 
-// PlatformSet is the name of the platform's migration set (the account
-// tables), which Migrate applies before any feature's.
+// PlatformSet names the platform's migration set, applied first.
 const PlatformSet = "platform"
 
-// platform is the platform's migration set.
 var platform = Migrations{Name: PlatformSet, FS: SubFS(platformFiles, "migrations")}
 
 // Migrations is one migration set: a feature's schema, numbered on its
-// own, so that adding a feature adds its set and removing it removes the
-// set, without renumbering anyone else's. Migrate applies the platform's
-// set first, then the features' in the order given, and records each
-// applied migration by set and version in schema_migrations.
+// own, so features come and go without renumbering anyone else's.
 type Migrations struct {
-	// Name names the set in schema_migrations; it never changes once a
-	// database holds the set's rows. "platform" is the platform's.
+	// Name names the set in schema_migrations; it never changes.
 	Name string
-	// FS holds a directory per dialect, sqlite/ and postgres/, each with
-	// the same migrations: NNNN_name.sql, numbered 1, 2, 3… A migration
-	// once released never changes; a change is a new migration.
+	// FS holds sqlite/ and postgres/, each with the same migrations,
+	// NNNN_name.sql numbered 1, 2, 3…; a released one never changes.
 	FS fs.FS
-	// Steps are the Go parts of migrations, by migration name (the name
-	// of NNNN_name.sql): each runs right after its migration's SQL, in the
-	// same transaction, and writes what SQL alone cannot (rows computed by
-	// the feature's own code).
+	// Steps are Go parts of migrations, by name: each runs right after its
+	// migration's SQL, in the same transaction.
 	Steps map[string]func(ctx context.Context, tx *sql.Tx, d Dialect) error
 }
 
 // SubFS is fs.Sub for a directory that is there, such as an embedded
-// one: it panics otherwise. A feature embeds its migrations/ directory
-// and gives SubFS(files, "migrations") as its set's FS.
+// one: it panics otherwise.
 func SubFS(fsys fs.FS, dir string) fs.FS {
 	sub, err := fs.Sub(fsys, dir)
 	if err != nil {
@@ -58,7 +45,6 @@ func SubFS(fsys fs.FS, dir string) fs.FS {
 	return sub
 }
 
-// A migration is one numbered SQL file, NNNN_name.sql, of a set.
 type migration struct {
 	version int
 	name    string
@@ -72,8 +58,6 @@ type loadedSet struct {
 	ms   []migration
 }
 
-// load reads the set's migrations for dialect d, in version order, with
-// their steps.
 func (s Migrations) load(d Dialect) (loadedSet, error) {
 	if s.Name == "" || s.FS == nil {
 		return loadedSet{}, fmt.Errorf("store: a migration set needs a Name and an FS")
@@ -109,8 +93,7 @@ func (s Migrations) load(d Dialect) (loadedSet, error) {
 	return loadedSet{name: s.Name, ms: out}, nil
 }
 
-// loadSets loads the platform's set, then features', for dialect d: the
-// order Migrate applies them in. Two sets of one name are an error.
+// loadSets loads the platform's set, then features', for dialect d.
 func loadSets(d Dialect, features []Migrations) ([]loadedSet, error) {
 	all := append([]Migrations{platform}, features...)
 	out := make([]loadedSet, 0, len(all))

@@ -16,55 +16,19 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 )
 
-// This file is brain's job queue: River (github.com/riverqueue/river), in
-// the same database as everything else, so that a job is enqueued in the
-// transaction that creates what it will work on, and exists if and only if
-// that transaction commits. The queue knows no job kind: a feature
-// registers its own JobArgs and worker ([AddWorker]) and enqueues in its
-// own transactions ([Queue.EnqueueTx]).
-//
-// River reaches the database through the *sql.DB under [DB], not through
-// DB's deadlines: it bounds its own calls (its maintenance queries, its
-// fetches, its completions each have a timeout of their own), and a fetch
-// that waits for a lock is River's business, not a request's. Only
-// [Queue.EnqueueTx], which runs in a brain transaction, has that
-// transaction's deadline.
-//
-// Each dialect has its own River driver, both on database/sql:
-//
-//   - PostgreSQL: riverdatabasesql, on the same pool as the rest of brain.
-//     It fetches, works and completes jobs like River's pgx driver, but
-//     has no listener (River listens only through a pgx pool, which brain
-//     does not open), so River runs in poll-only mode: a replica finds new
-//     jobs every PollInterval, and leadership moves by polling too.
-//   - SQLite: riversqlite, also on brain's pool. River's advice for SQLite
-//     is a pool of one connection, so that its concurrent internal calls
-//     never meet SQLITE_BUSY ("database is locked"). Brain's pool avoids
-//     that error another way: a writer waits for the write lock
-//     (busy_timeout), and every transaction takes it at BEGIN
-//     (_txlock=immediate), so none fails upgrading from read to write.
-//     River's calls wait their turn like brain's own writers; a second,
-//     one-connection pool would only add a second line for the same lock.
-//     Two Queues on one file (two processes) share it the same way.
-//     SQLite has no LISTEN/NOTIFY: riversqlite writes its notifications
-//     (a job inserted, a leader resigning) to a table, river_notification,
-//     which every Queue reads every 50 ms (a fixed interval in River), so
-//     a new job is usually picked up within about that. River skips the
-//     notification of a job inserted within 100 ms of the one before; such
-//     a job waits for the next poll (PollInterval, 1 s).
+// The job queue is River in brain's own database, so a job exists if and
+// only if the transaction that enqueues it commits. River uses the *sql.DB
+// under [DB] and bounds its own calls; on PostgreSQL it polls for jobs
+// (it listens only through a pgx pool).
 
-// ErrPermanent marks an error of a job that can never succeed, however
-// often it is tried: a work function returns an error wrapping it
-// (fmt.Errorf("job %s: %w: no such record", id, ErrPermanent)) and the job
-// ends at once, in River's "cancelled" state, with that error's message,
-// instead of being retried. It is fault.ErrPermanent.
+// ErrPermanent marks an error of a job that can never succeed: a work
+// function returns an error wrapping it and the job ends at once (River's
+// "cancelled" state) instead of being retried. It is fault.ErrPermanent.
 var ErrPermanent = fault.ErrPermanent
 
-// ErrYield marks an error of a job that is no failure: the work function
-// hands the job back unfinished, to give its worker to a more urgent job
-// (a feature's own test, such as the memory example's yield). The job is
-// available again at once, behind the jobs of its priority waiting now,
-// and the attempt does not count.
+// ErrYield marks an error that is no failure: the work function hands
+// the job back unfinished, to free its worker for a more urgent job. The
+// job is available again at once and the attempt does not count.
 var ErrYield = errors.New("the job yields its worker")
 
 // The defaults of a queue's attempt and of a worker.
@@ -75,58 +39,29 @@ const (
 
 // QueueOptions configure a [Queue]. The zero value is the default of each.
 type QueueOptions struct {
-	// MaxAttempts is how many times a job is tried before River gives up on
-	// it (its state becomes "discarded"); 10 when zero. Between attempts,
-	// River waits attempt⁴ seconds (1 s, 16 s, 81 s, 4 min...), so ten
-	// attempts span about four hours.
+	// MaxAttempts is how many times a job is tried before River gives up
+	// on it ("discarded"); 10 when zero. River waits attempt⁴ seconds
+	// between attempts, so ten span about four hours.
 	MaxAttempts int
-
-	// JobTimeout bounds one attempt: work's context ends then, and the
-	// attempt counts as failed. DefaultJobTimeout when zero.
+	// JobTimeout bounds one attempt; DefaultJobTimeout when zero.
 	JobTimeout time.Duration
-
-	// RescueAfter is how long a job may stay "running" before River
-	// decides its worker died (a crash, a kill, a lost machine) and tries
-	// it again. It must be longer than JobTimeout, or a job still working
-	// could be started a second time beside itself; when zero it is
-	// JobTimeout + 10 s, the time River gives a job whose context has
-	// ended to return.
-	//
-	// River's rescuer runs on the leader (one replica River elects; a
-	// leader that died is replaced within about 15 s), as it starts
-	// leading and then every 30 s (a fixed interval in River); it makes
-	// a job that has been running for RescueAfter retryable, and River's
-	// scheduler (every 5 s) makes it available again after the usual
-	// back-off (1 s for a first attempt). With the defaults, a job cut off
-	// by a crash is worked again about 40 s to 80 s after it started,
-	// whether the crashed replica restarts or another one is running.
+	// RescueAfter is how long a job may stay "running" before River tries
+	// it again; longer than JobTimeout, JobTimeout + 10 s when zero.
 	RescueAfter time.Duration
-
-	// PollInterval is how often a Queue looks for new jobs when nothing
-	// told it of one: on PostgreSQL, how long a new job may wait; on
-	// SQLite, a fallback (see above). 1 s when zero.
+	// PollInterval is how often a Queue looks for new jobs nothing told it
+	// of; 1 s when zero.
 	PollInterval time.Duration
-
-	// Logger receives River's logs; slog.Default() when nil. River's
-	// warnings and errors (while the database is down, several a second)
-	// come at WARN, each message once a minute, with how many times it
-	// came since (repeats).
+	// Logger receives River's logs, its warnings and errors at WARN once a
+	// minute per message (quietOutages); slog.Default() when nil.
 	Logger *slog.Logger
 
-	// testOnly turns off River's random delay of up to a second before
-	// each maintenance task starts (set by tests, see export_test.go).
-	testOnly bool
+	testOnly bool // no random delay before River's maintenance tasks (tests)
 }
 
 // Queue is brain's job queue on a [DB]: it enqueues the features' jobs in
 // their transactions ([Queue.EnqueueTx]) and, once started, works each
-// with the worker its kind's feature added ([AddWorker]). Every replica
-// runs one; they share the jobs.
-//
-// A job is worked at least once: a replica that dies while working one
-// leaves it to be rescued (see QueueOptions.RescueAfter), and an attempt
-// may have done part of its work before it failed. So work must be
-// idempotent.
+// with its kind's worker ([AddWorker]). Every replica runs one. A job is
+// worked at least once, so work must be idempotent.
 type Queue struct {
 	db   *DB
 	opts QueueOptions
@@ -137,8 +72,8 @@ type Queue struct {
 	client  *river.Client[*sql.Tx] // built on first use; no worker is added after
 }
 
-// NewQueue returns a Queue on db with no workers: add each job kind's
-// with [AddWorker] before the Queue's first use (EnqueueTx or Start).
+// NewQueue returns a Queue on db; add each kind's worker with [AddWorker]
+// before its first use.
 func NewQueue(db *DB, opts QueueOptions) (*Queue, error) {
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = 10
@@ -161,34 +96,23 @@ func NewQueue(db *DB, opts QueueOptions) (*Queue, error) {
 	return &Queue{db: db, opts: opts, workers: river.NewWorkers(), queues: map[string]river.QueueConfig{}}, nil
 }
 
-// A Worker works the jobs of one kind, T (River's JobArgs: its Kind names
-// the kind, and its InsertOpts, if it has them, the queue and priority of
-// each job).
+// A Worker works the jobs of one kind, T.
 type Worker[T river.JobArgs] struct {
-	// Queue is the River queue the kind's jobs are in, which T's
-	// InsertOpts must name too: a queue of its own gives the kind
-	// workers of its own. river.QueueDefault when empty.
+	// Queue is the River queue of the kind's jobs, which T's InsertOpts
+	// must name too; river.QueueDefault when empty.
 	Queue string
-	// Workers is how many jobs of Queue one Queue works at once;
-	// DefaultWorkers when zero. Replicas add up: two replicas work up to
-	// twice as many.
+	// Workers is how many jobs of Queue one Queue works at once (per
+	// replica); DefaultWorkers when zero.
 	Workers int
-	// Work works one job, with a context that ends after
-	// QueueOptions.JobTimeout or when Stop gives up waiting. Its error
-	// decides what happens next: nil completes the job; an error
-	// wrapping [ErrPermanent] ends it at once; one wrapping [ErrYield]
-	// makes it available again at once, without counting the attempt;
-	// any other error (or a panic) is retried after River's back-off, up
-	// to QueueOptions.MaxAttempts.
+	// Work works one job. nil completes it; an error wrapping
+	// [ErrPermanent] ends it; one wrapping [ErrYield] hands it back; any
+	// other error (or a panic) is retried, up to QueueOptions.MaxAttempts.
 	Work func(ctx context.Context, job *river.Job[T]) error
-	// GiveUp, when set, is told of a job whose last attempt failed: River
-	// will not try it again, so whatever tracks the job must learn that
-	// it has failed.
+	// GiveUp, when set, is told of a job whose last attempt failed.
 	GiveUp func(ctx context.Context, job *river.Job[T], err error)
 }
 
-// AddWorker adds w, the worker of job kind T, to q. Call it before q's
-// first use; a kind added twice, or after, is an error.
+// AddWorker adds w, the worker of job kind T, to q before its first use.
 func AddWorker[T river.JobArgs](q *Queue, w Worker[T]) error {
 	if w.Work == nil {
 		return errors.New("store: AddWorker: Work is nil: pass the function that works a job")
@@ -213,9 +137,7 @@ func AddWorker[T river.JobArgs](q *Queue, w Worker[T]) error {
 	return nil
 }
 
-// work is w.Work as River runs it: a panic is an error of the attempt
-// (a bug in Work, which River retries), and the attempt's error is told
-// to River as settle says.
+// work is w.Work as River runs it: a panic is an error of the attempt.
 func (w Worker[T]) work(logger *slog.Logger) func(ctx context.Context, job *river.Job[T]) error {
 	return func(ctx context.Context, job *river.Job[T]) (err error) {
 		defer func() {
@@ -229,11 +151,8 @@ func (w Worker[T]) work(logger *slog.Logger) func(ctx context.Context, job *rive
 	}
 }
 
-// settle is what River is told of an attempt of job that ended with err:
-// ErrPermanent cancels the job, ErrYield snoozes it without counting the
-// attempt, and any other error is retried. When the last attempt failed,
-// on its own or by its timeout (not by Stop, which hands the job back),
-// River will not try it again, so GiveUp is told.
+// settle is what River is told of an attempt that ended with err. GiveUp
+// hears of a last attempt that failed, unless Stop cut it off.
 func (w Worker[T]) settle(ctx context.Context, job *river.Job[T], err error) error {
 	stopped := ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded)
 	permanent, yielded := errors.Is(err, ErrPermanent), errors.Is(err, ErrYield)
@@ -249,8 +168,7 @@ func (w Worker[T]) settle(ctx context.Context, job *river.Job[T], err error) err
 	return err
 }
 
-// riverClient is q's River client, built on first use with the workers
-// added so far.
+// riverClient is q's River client, built on first use.
 func (q *Queue) riverClient() (*river.Client[*sql.Tx], error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -262,9 +180,7 @@ func (q *Queue) riverClient() (*river.Client[*sql.Tx], error) {
 		JobTimeout:           q.opts.JobTimeout,
 		RescueStuckJobsAfter: q.opts.RescueAfter,
 		FetchPollInterval:    q.opts.PollInterval,
-		// River fetches up to the free workers' worth of jobs at most once
-		// per cooldown (its default 100 ms): 4 workers and 100 ms would
-		// cap a replica at 40 jobs a second whatever the machine has.
+		// River's default of 100 ms would cap 4 workers at 40 jobs a second.
 		FetchCooldown: min(fetchCooldown, q.opts.PollInterval),
 		Logger:        slog.New(quietOutages(q.opts.Logger.Handler(), time.Minute, time.Now)),
 		TestOnly:      q.opts.testOnly,
@@ -280,10 +196,8 @@ func (q *Queue) riverClient() (*river.Client[*sql.Tx], error) {
 	return client, nil
 }
 
-// fetchCooldown is the least time between two fetches of jobs.
 const fetchCooldown = 20 * time.Millisecond
 
-// riverDriver is River's driver for db's dialect, on db's pool.
 func (db *DB) riverDriver() riverdriver.Driver[*sql.Tx] {
 	if db.Dialect == SQLite {
 		return riversqlite.New(db.sql)
@@ -291,9 +205,8 @@ func (db *DB) riverDriver() riverdriver.Driver[*sql.Tx] {
 	return riverdatabasesql.New(db.sql)
 }
 
-// EnqueueTx adds a job of args' kind in tx: it exists, and will be
-// worked, if and only if tx commits. opts, when not nil, override args'
-// InsertOpts (a priority, say). The insert has tx's deadline.
+// EnqueueTx adds a job of args' kind in tx: it exists if and only if tx
+// commits. opts, when not nil, override args' InsertOpts.
 func (q *Queue) EnqueueTx(ctx context.Context, tx *Tx, args river.JobArgs, opts *river.InsertOpts) error {
 	client, err := q.riverClient()
 	if err != nil {
@@ -301,21 +214,20 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *Tx, args river.JobArgs, opts 
 	}
 	ctx, cancel := tx.bound(ctx)
 	defer cancel()
-	if _, err := client.InsertTx(ctx, tx.sqlTx(), args, opts); err != nil {
+	if _, err := client.InsertTx(ctx, tx.tx, args, opts); err != nil {
 		return fmt.Errorf("store: enqueue a job of kind %s: %w", args.Kind(), err)
 	}
 	return nil
 }
 
-// Start starts working jobs, in the background, until Stop. ctx's values
-// reach work's context, but its end does not stop the Queue: only Stop
-// does, so that a shutdown lets running jobs finish.
+// Start starts working jobs in the background until Stop. ctx's values
+// reach work's context; its end does not stop the Queue.
 func (q *Queue) Start(ctx context.Context) error {
 	client, err := q.riverClient()
 	if err != nil {
 		return err
 	}
-	if len(q.queues) == 0 { // no worker: nothing to work (q.queues is fixed once the client is built)
+	if len(q.queues) == 0 {
 		return nil
 	}
 	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
@@ -324,17 +236,10 @@ func (q *Queue) Start(ctx context.Context) error {
 	return nil
 }
 
-// stopGrace is how long Stop waits, after ctx has ended, for running jobs
-// to return once their contexts are cancelled.
 const stopGrace = 5 * time.Second
 
-// Stop stops fetching jobs and waits for the running ones to finish. If
-// ctx ends first, it cancels their contexts, waits up to a few seconds
-// for them to return, and returns ctx's error, as [http.Server.Shutdown]
-// does. A job whose work returns its context's error then (or an error
-// wrapping it) is available again at once, to this replica or another,
-// and the attempt does not count; a job whose work ignores its context is
-// left running and rescued later (see QueueOptions.RescueAfter).
+// Stop stops fetching jobs and waits for the running ones; if ctx ends
+// first, it cancels their contexts and waits up to stopGrace.
 func (q *Queue) Stop(ctx context.Context) error {
 	q.mu.Lock()
 	started := q.client != nil && len(q.queues) > 0

@@ -9,27 +9,11 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 )
 
-// migrateQueue applies River's migrations, the tables of the job queue
-// (see queue.go), after brain's own, on conn, which Migrate holds.
-//
-// River's tables live beside brain's: in the SQLite file, or in the
-// PostgreSQL schema the connection's search_path names first (River's
-// client and migrations leave table names unqualified when no schema is
-// configured, as here), so a fresh schema per test holds its own queue.
-//
-// River's Migrator.Migrate reads the applied versions once, then applies
-// the missing ones each in a transaction of its own: two replicas starting
-// at once would both apply the first. So each version is applied here in
-// a transaction on conn that re-reads the applied versions first, as
-// migrateOne does: on PostgreSQL, conn holds Migrate's advisory lock, so
-// replicas take turns; on SQLite, the transaction's BEGIN IMMEDIATE takes
-// the write lock, so the second replica reads what the first applied.
-// MigrateTx is deprecated because several migrations in one transaction
-// can fail on PostgreSQL; MaxSteps: 1 applies one per transaction, as
-// Migrate does.
+// migrateQueue applies River's migrations on conn, under Migrate's lock,
+// each in a transaction that re-reads the applied versions first.
 func (db *DB) migrateQueue(ctx context.Context, conn *sql.Conn) error {
 	m, err := rivermigrate.New(db.riverDriver(), &rivermigrate.Config{
-		Logger: slog.New(slog.DiscardHandler), // an error is returned; progress is not worth a line
+		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		return fmt.Errorf("store: migrate the job queue: %w", err)

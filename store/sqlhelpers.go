@@ -12,9 +12,6 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// The helpers every store shares, this package's and a feature's: how
-// times are kept, and what a statement's error means on either dialect.
-
 // Millis is t as the databases keep times: Unix milliseconds, 0 for the
 // zero time.
 func Millis(t time.Time) int64 {
@@ -45,8 +42,7 @@ func IsUnique(err error) bool {
 	return false
 }
 
-// NotFound is err, or ErrNotFound for sql.ErrNoRows: what a Scan of
-// one row returns when there is none.
+// NotFound is err, or ErrNotFound for sql.ErrNoRows.
 func NotFound(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
@@ -54,8 +50,7 @@ func NotFound(err error) error {
 	return err
 }
 
-// AffectedOne is err, or ErrNotFound when the statement changed no row:
-// a DELETE or UPDATE of one row by its key.
+// AffectedOne is err, or ErrNotFound when the statement changed no row.
 func AffectedOne(res sql.Result, err error) error {
 	if err != nil {
 		return err
@@ -78,11 +73,10 @@ func Wrap(what string, err error) error {
 	return fmt.Errorf("store: %s: %w", what, err)
 }
 
-// PageAfter is the condition, to AND to a WHERE, on the rows after c in
-// a list ordered newest first ("ORDER BY <alias>.created_at DESC,
-// <alias>.id"), and args with its two arguments appended; the zero
-// Cursor (the start of the list) adds nothing. Its placeholders number on
-// from len(args).
+// PageAfter is the condition, to AND to a WHERE, on the rows after c in a
+// list ordered "<alias>.created_at DESC, <alias>.id", and args with its
+// two arguments appended (placeholders from len(args)+1); nothing for the
+// zero Cursor.
 func PageAfter(alias string, c page.Cursor, args []any) (string, []any) {
 	if c == (page.Cursor{}) {
 		return "", args

@@ -6,30 +6,20 @@ import (
 	"sync"
 )
 
-// stmtCache runs a DB's statements (not a transaction's, which are
-// fewer) through prepared statements, one per query text, kept for the
-// DB's life: database/sql prepares each on a
-// connection the first time it runs there, and reuses it after. SQLite's
-// driver otherwise parses and plans a query anew at every call, a tenth
-// of the CPU of an idempotent replay, a request of a few small queries
-// (BENCHMARKS.md). PostgreSQL's driver (pgx) keeps its own cache and
-// needs none.
-//
-// Queries are few and fixed in this package, but some are built from
-// parts; past maxCachedStmts the rest run unprepared, so the cache stays
-// bounded whatever is asked of it.
+// stmtCache runs a SQLite DB's statements (not a transaction's) through
+// prepared statements kept for the DB's life: the driver otherwise plans
+// each query anew, a tenth of an idempotent replay's CPU (BENCHMARKS.md).
+// Past maxCachedStmts queries run unprepared. pgx keeps its own cache.
 type stmtCache struct {
 	db    *sql.DB
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
 }
 
-// maxCachedStmts bounds a stmtCache.
 const maxCachedStmts = 256
 
-// stmt is query's prepared statement, preparing it if need be; nil when
-// the cache is full or query does not prepare (running it unprepared then
-// reports why).
+// stmt is query's prepared statement; nil when the cache is full or query
+// does not prepare (running it unprepared then reports why).
 func (c *stmtCache) stmt(ctx context.Context, query string) *sql.Stmt {
 	c.mu.Lock()
 	st, ok := c.stmts[query]
@@ -73,7 +63,6 @@ func (c *stmtCache) QueryRowContext(ctx context.Context, query string, args ...a
 	return c.db.QueryRowContext(ctx, query, args...)
 }
 
-// close closes the statements.
 func (c *stmtCache) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -1,7 +1,5 @@
 // Package store holds brain's databases and their migrations: SQLite in the
-// data directory by default (pure Go, no cgo), PostgreSQL to scale out. The
-// domain stores in this package run the same SQL on both; where the
-// dialects differ, they say so.
+// data directory by default, PostgreSQL to scale out, with the same SQL.
 package store
 
 import (
@@ -29,33 +27,26 @@ const (
 	Postgres Dialect = "postgres" // the scale-out path
 )
 
-// ErrNotFound is what a store's method returns when no row is what it
-// names: fault.ErrNotFound, which every store returns (auth.ErrNotFound and
-// a feature's are the same error).
+// ErrNotFound is what a store returns when no row is what it names.
 var ErrNotFound = fault.ErrNotFound
 
-// DB is an open database. It is safe for concurrent use; call Close when done.
-//
-// Every call through a DB ends within Timeout (see deadline.go), so code in
-// this package reaches the database only through DB's methods, never
-// through the *sql.DB underneath.
+// DB is an open database, safe for concurrent use. Every call through it
+// ends within Timeout, so code reaches the database only through DB's
+// methods, never through the *sql.DB underneath.
 type DB struct {
 	bounded
 	sql     *sql.DB
 	stmts   *stmtCache // SQLite's prepared statements; nil on PostgreSQL
 	Dialect Dialect
 	// Timeout bounds each call: a statement, a ping, or a transaction from
-	// BeginTx to Commit. It must be positive. Open sets DefaultTimeout;
-	// change it before the DB is shared. Migrate is not bounded by it.
+	// BeginTx to Commit. Open sets DefaultTimeout; change it before use.
 	Timeout time.Duration
 }
 
-// DefaultTimeout is how long a call may wait for the database: far beyond
-// what a healthy one needs, short enough that a request fails before its
-// client gives up.
+// DefaultTimeout is far beyond what a healthy database needs, short enough
+// that a request fails before its client gives up.
 const DefaultTimeout = 5 * time.Second
 
-// newDB wraps sqldb with the default timeout.
 func newDB(sqldb *sql.DB, d Dialect) *DB {
 	db := &DB{sql: sqldb, Dialect: d, Timeout: DefaultTimeout}
 	db.bounded = bounded{run: sqldb, bound: db.WithTimeout}
@@ -75,11 +66,8 @@ func SQLitePath(dataDir string) string { return filepath.Join(dataDir, product.D
 
 // sqlitePragmas make concurrent writers wait instead of failing: WAL lets
 // readers run beside the writer, busy_timeout makes a writer wait for the
-// lock, and _txlock=immediate takes the write lock at BEGIN, so a
-// transaction never fails with SQLITE_BUSY when it upgrades from read to
-// write (where busy_timeout cannot help). The driver ends a wait for the
-// lock when the call's context is done, so DB.Timeout, when shorter, wins
-// over busy_timeout.
+// lock, and _txlock=immediate takes it at BEGIN, so no transaction fails
+// upgrading from read to write.
 const sqlitePragmas = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
 
 // Open opens the database: PostgreSQL when databaseURL is postgres://...,
@@ -116,16 +104,14 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite: %w", err)
 	}
-	// Connections are kept for reuse (database/sql keeps 2 by default):
-	// opening one costs a file open and the pragmas, which under load was
-	// a sixth of the CPU of an idempotent replay (BENCHMARKS.md).
+	// Opening a connection costs a sixth of an idempotent replay's CPU
+	// (BENCHMARKS.md): keep them.
 	sqldb.SetMaxIdleConns(32)
 	db := newDB(sqldb, SQLite)
 	db.stmts = &stmtCache{db: sqldb, stmts: map[string]*sql.Stmt{}}
 	db.bounded.run = db.stmts
-	// Switching a new file to WAL takes a lock that busy_timeout does not
-	// always wait for: when several processes open the same new database
-	// at once, the losers get SQLITE_BUSY. They try again for a while.
+	// Processes opening one new file at once race to switch it to WAL,
+	// which busy_timeout does not cover: the losers retry.
 	for wait := 10 * time.Millisecond; ; wait = min(wait*2, time.Second) {
 		err := db.PingContext(ctx)
 		if err == nil {

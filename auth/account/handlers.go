@@ -1,5 +1,3 @@
-// This file is the account operations' handlers: each reads the caller
-// (auth.FromContext) and hands the work to the auth service.
 package account
 
 import (
@@ -7,12 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/fault"
+	"github.com/brain-template/brain/internal/page"
+	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/streams"
 )
 
@@ -21,7 +24,7 @@ import (
 type handlers struct {
 	svc     *auth.Service
 	cfg     Config
-	maxKeys int              // the API-key cap the spec and the 409 name
+	maxKeys int              // the API-key cap the 409 names
 	now     func() time.Time // the server's clock (api.Server.Now)
 	hub     streams.Hub      // where the key events go (GET /api/v1/events)
 }
@@ -99,7 +102,7 @@ func (h *handlers) listAPIKeys(ctx context.Context, in *ListAPIKeysInput) (*List
 	for i, k := range keys {
 		out.Body.Keys[i] = apiKeyView(k)
 	}
-	out.Body.NextCursor = encodeCursor(next)
+	out.Body.NextCursor = page.Encode(next)
 	return out, nil
 }
 
@@ -112,10 +115,95 @@ func (h *handlers) deleteAPIKey(ctx context.Context, in *DeleteAPIKeyInput) (*st
 	return nil, nil
 }
 
-// publish sends an event of type e with data to user's streams, if the
-// feature has a hub.
+// publish sends an event of type e with data to user's streams, if any.
 func (h *handlers) publish(ctx context.Context, e streams.EventType, user string, data any) {
 	if h.hub != nil {
 		streams.Publish(ctx, h.hub, e, user, data)
 	}
+}
+
+// sessionCookie sets (token != "") or clears the session cookie api reads:
+// HttpOnly, SameSite=Lax, Secure when secure, expiring with the session.
+func sessionCookie(token string, expires time.Time, secure bool, now time.Time) http.Cookie {
+	c := http.Cookie{Name: api.SessionCookie, Value: token, Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode}
+	if token == "" {
+		c.MaxAge = -1
+		return c
+	}
+	c.Expires = expires
+	c.MaxAge = int(expires.Sub(now).Seconds())
+	return c
+}
+
+// cursorID is a key's id in a cursor (page.Encode), at most 70
+// characters in all; the spec allows 128.
+var cursorID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// decodeCursor reads a cursor parameter of the API keys; "" is the start.
+func decodeCursor(s string) (auth.Cursor, error) { return page.Decode(s, cursorID.MatchString) }
+
+// badCursor is the 422 for a cursor decodeCursor refused.
+func badCursor() *api.Error {
+	return api.NewError(http.StatusUnprocessableEntity, "the cursor is not one this list gave out: start again without it",
+		api.FieldError{Location: "query.cursor", Message: "not a cursor of this list"})
+}
+
+// displayable reports whether an API key's name can be shown as it is: not
+// blank, without control, bidi control or line separator characters (more
+// than the schema's pattern can portably say).
+func displayable(name string) bool {
+	if strings.TrimSpace(name) == "" {
+		return false
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\u2028' || r == '\u2029' {
+			return false
+		}
+	}
+	return true
+}
+
+// The API-key events, which a user's GET /api/v1/events carries.
+var (
+	apiKeyCreated = streams.EventType{Name: "apikey.created", Data: APIKeyView{}, Doc: "You created an API key (its secret is never sent again)."}
+	apiKeyDeleted = streams.EventType{Name: "apikey.deleted", Data: DeletedEvent{}, Doc: "You deleted an API key."}
+)
+
+// DeletedEvent names what was deleted.
+type DeletedEvent struct {
+	ID string `json:"id" doc:"The id of what was deleted."`
+}
+
+// admitPasswordAttempt decides a password attempt: the login back-off
+// first, whose refusal takes no token from any budget, then the
+// operation's plane (api.ChargeNow).
+func admitPasswordAttempt(ctx context.Context, svc *auth.Service, username, ip string, now time.Time) error {
+	if err := svc.Backoff.Check(ctx, username, ip, now); err != nil {
+		api.SkipCharge(ctx)
+		return authError(ctx, err, nil)
+	}
+	return api.ChargeNow(ctx)
+}
+
+// msgBusy is the 503's message when every password-hashing slot is taken.
+const msgBusy = product.Name + " is busy checking other passwords; retry shortly"
+
+// authError maps the auth package's errors to envelopes: its own here,
+// the error kinds by api.ErrorFor with msgs.
+func authError(ctx context.Context, err error, msgs api.Messages) error {
+	if errors.Is(err, auth.ErrBusy) {
+		return api.ErrorFor(err, api.Messages{fault.ErrUnavailable: msgBusy})
+	}
+	var te *auth.ThrottledError
+	switch {
+	case errors.As(err, &te):
+		return api.LoginBackedOff(ctx, te)
+	case errors.Is(err, auth.ErrInvalidCredentials):
+		return api.NewError(http.StatusUnauthorized, "wrong username or password")
+	case errors.Is(err, auth.ErrUnauthenticated):
+		return api.NewError(http.StatusUnauthorized, "log in first")
+	case errors.Is(err, auth.ErrWeakPassword):
+		return api.NewError(http.StatusUnprocessableEntity, "", api.FieldError{Location: "body.new", Message: "a password is 12 to 1024 characters"})
+	}
+	return api.ErrorFor(err, msgs)
 }

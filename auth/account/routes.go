@@ -1,6 +1,7 @@
-// This file is the account operations' HTTP surface: their inputs and
-// outputs, and [Feature], which registers them, each with its access, on
-// the platform's server.
+// Package account is the account operations over HTTP: logging in and
+// out, who the caller is, changing one's password, and one's API keys,
+// with their events. It is a feature like any other, over an
+// [auth.Service]; package api knows only the cookie and keys it makes.
 package account
 
 import (
@@ -17,12 +18,8 @@ import (
 // Config is what the account operations need beyond the auth service.
 // The zero value sets a session cookie without Secure.
 type Config struct {
-	// CookieSecure marks the session cookie Secure: browsers then send it
-	// over HTTPS only.
-	CookieSecure bool
-	// Hub is where the API-key events go: the stream plane's
-	// (streams.Plane.Hub), which a user's GET /api/v1/events follows. Nil:
-	// the feature neither declares nor publishes them, and needs no plane.
+	CookieSecure bool // the session cookie is Secure: sent over HTTPS only
+	// Hub is where the API-key events go (streams.Plane.Hub); nil: none.
 	Hub streams.Hub
 }
 
@@ -46,13 +43,10 @@ type LoginInput struct {
 }
 
 // smallBody is the body limit of the operations that read one: the
-// largest valid body (two 1024-character passwords, every character
-// JSON-escaped as a surrogate pair) is under 25 KiB, and anything larger
-// is refused (413) before a byte of it is parsed.
+// largest valid body (two 1024-character passwords, escaped) is under 25 KiB.
 const smallBody = 32 << 10
 
-// noStore is the Cache-Control of a response that carries a secret: no
-// cache, shared or private, may keep it.
+// noStore is the Cache-Control of a response that carries a secret.
 const noStore = "no-store"
 
 // LoginOutput sets the session cookie.
@@ -139,11 +133,9 @@ type DeleteAPIKeyInput struct {
 	ID string `path:"id" pattern:"^[0-9a-f]{32}$" maxLength:"32" doc:"The key's id, as listed."`
 }
 
-// Feature registers the account operations on a server, each with its
-// access, then (with cfg.Hub) declares the API-key events: the one line of wiring
-// (api.Config.Features), first of the features, so that the spec lists
-// its tag and its events first. svc serves them; for documenting the API
-// only (brain openapi) it is nil, and the spec states the default caps.
+// Feature registers the account operations on a server and (with cfg.Hub)
+// declares the API-key events; the first of api.Config.Features. svc is
+// nil for documenting the API only, whose spec states the default caps.
 func Feature(svc *auth.Service, cfg Config) api.Feature {
 	return func(s *api.Server) {
 		addRoutes(s, svc, cfg)
@@ -153,14 +145,11 @@ func Feature(svc *auth.Service, cfg Config) api.Feature {
 	}
 }
 
-// addRoutes registers the account operations: each declares its access
-// here, and those that check a password the login back-off.
+// addRoutes registers the account operations, each with its access.
 func addRoutes(s *api.Server, svc *auth.Service, cfg Config) {
 	h := &handlers{svc: svc, cfg: cfg, maxKeys: auth.DefaultMaxAPIKeys, now: s.Now, hub: cfg.Hub}
 	tags := api.Tag(s.API, "Auth", "Log in and out, see who you are, change your password, and manage your API keys.")
 	public, callers, sessions := api.WithAccess(s.API, api.Public), api.WithAccess(s.API, api.Caller), api.WithAccess(s.API, api.Session)
-	// The caps the spec shows: the running ones, or the defaults when
-	// there is no service (brain openapi).
 	maxSessions := auth.DefaultMaxSessions
 	if svc != nil {
 		h.maxKeys, maxSessions = svc.Config().MaxAPIKeys, svc.Config().MaxSessions

@@ -16,7 +16,7 @@ import (
 const userUsage = `usage: ` + product.Name + ` user <command> --username NAME [settings] < password
 
 commands:
-  add      create a user
+  add      create a user (--admin: with the admin role; the first user has it anyway)
   passwd   set a user's password and end all of their sessions
 
 Each reads the password (12 to 1024 characters) from the first line of stdin,
@@ -47,10 +47,16 @@ func runUser(ctx context.Context, args []string, getenv func(string) string, std
 		return fmt.Errorf("unknown user command %q", cmd)
 	}
 	var username string
+	var admin bool
 	cfg, err := parseConfig(product.Name+" user "+cmd, args, getenv, stderr,
 		helpText(fmt.Sprintf("usage: "+product.Name+" user %s --username NAME [settings] < password\n\n"+
 			"--username is required; of the settings, "+product.EnvPrefix+"DATA_DIR and "+product.EnvPrefix+"DATABASE_URL say which database:\n\n", cmd)),
-		func(fs *flag.FlagSet) { fs.StringVar(&username, "username", "", "the user's name (required)") })
+		func(fs *flag.FlagSet) {
+			fs.StringVar(&username, "username", "", "the user's name (required)")
+			if cmd == "add" {
+				fs.BoolVar(&admin, "admin", false, "give the user the admin role")
+			}
+		})
 	if err != nil {
 		return helpIsNoError(err)
 	}
@@ -68,7 +74,7 @@ func runUser(ctx context.Context, args []string, getenv func(string) string, std
 	defer db.Close()
 	svc := newAuth(db, cfg)
 	if cmd == "add" {
-		return addUser(ctx, svc, username, password, stdout)
+		return addUser(ctx, svc, username, password, admin, stdout)
 	}
 	return setPassword(ctx, svc, username, password, stdout)
 }
@@ -85,15 +91,23 @@ func readPassword(stdin io.Reader) (string, error) {
 	return strings.TrimRight(line, "\r\n"), nil
 }
 
-func addUser(ctx context.Context, svc *auth.Service, username, password string, stdout io.Writer) error {
-	u, err := svc.AddUser(ctx, username, password)
+func addUser(ctx context.Context, svc *auth.Service, username, password string, admin bool, stdout io.Writer) error {
+	add := svc.AddUser
+	if admin {
+		add = svc.AddAdmin
+	}
+	u, err := add(ctx, username, password)
 	if errors.Is(err, auth.ErrConflict) {
 		return fmt.Errorf("a user named %q exists already", auth.NormalizeUsername(username))
 	}
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "created user %s (id %s)\n", u.Username, u.ID)
+	role := ""
+	if u.Admin {
+		role = ", an admin"
+	}
+	fmt.Fprintf(stdout, "created user %s (id %s%s)\n", u.Username, u.ID, role)
 	return nil
 }
 

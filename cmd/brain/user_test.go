@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/brain-template/brain/store/storetest"
 )
@@ -66,5 +68,48 @@ func TestUserUsage(t *testing.T) {
 	var stdout bytes.Buffer
 	if err := run(ctx, []string{"user", "help"}, env(nil), nil, &stdout, io.Discard); err != nil || !strings.Contains(stdout.String(), "\n  passwd ") {
 		t.Errorf("brain user help: err = %v, stdout:\n%s", err, stdout.String())
+	}
+}
+
+// Admin is a role: the first user has it, and brain user add --admin
+// gives it; an Admin operation (the live load, with BRAIN_LIVE_ACCESS=admin)
+// admits those users whatever their names and refuses the others, a user
+// named admin among them.
+func TestUserAddAdmin(t *testing.T) {
+	kv := serveEnv(t, map[string]string{"BRAIN_DATA_DIR": t.TempDir(), "BRAIN_LIVE_ACCESS": "admin"})
+	ctx := context.Background()
+	const pw = "a long enough password"
+	for _, c := range []struct {
+		name  string
+		admin bool
+		args  []string
+	}{
+		{"grace", true, nil}, // the first user
+		{"admin", false, nil},
+		{"root", true, []string{"--admin"}},
+		{"dave", false, nil},
+	} {
+		var out bytes.Buffer
+		args := append([]string{"user", "add", "--username", c.name}, c.args...)
+		if err := run(ctx, args, env(kv), strings.NewReader(pw+"\n"), &out, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(out.String(), "an admin"); got != c.admin {
+			t.Fatalf("brain %s: %q; want admin %v", strings.Join(args, " "), out.String(), c.admin)
+		}
+	}
+	base, _, _ := runServer(t, kv)
+	cl := client{t, base}
+	for name, want := range map[string]int{"grace": 200, "root": 200, "admin": 403, "dave": 403} {
+		cookie, _ := sessionCookieOf(t, login(cl, name, pw).want(t, 200, "login "+name))
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, "GET", base+"/api/v1/system/live", nil)
+		req.Header.Set("Cookie", strings.TrimPrefix(cookie, "Cookie: "))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil || res.StatusCode != want {
+			t.Fatalf("%s on the admin-only live stream: %v %v; want %d", name, res, err, want)
+		}
+		res.Body.Close()
+		cancel()
 	}
 }

@@ -15,36 +15,27 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// A Cluster is a Redis Cluster of its own for one test: three masters
-// with a replica each, redis-server processes on free loopback ports,
-// stopped when the test ends.
+// A Cluster is a Redis Cluster for one test: three masters with a replica
+// each, on free loopback ports.
 type Cluster struct {
-	// Addrs are the nodes' host:port, masters first as created.
-	Addrs []string
-	tb    testing.TB
-	procs map[string]*os.Process
-
-	// Behind proxies: each node's proxy by the node's address, and the
-	// node's address by its proxy's, which the node announces.
-	proxies map[string]*testproxy.Proxy
-	real    map[string]string
+	Addrs   []string // the nodes' host:port, masters first as created
+	tb      testing.TB
+	procs   map[string]*os.Process
+	proxies map[string]*testproxy.Proxy // by node address
+	real    map[string]string           // node address by proxy address
 }
 
 // StartCluster starts a Cluster from the redis-server and redis-cli on
-// PATH (Debian's redis-server package), or skips the test when they are
-// missing (fails under CI=true). It takes a few seconds.
+// PATH, or skips the test (fails under CI=true) without them.
 func StartCluster(tb testing.TB) *Cluster {
 	tb.Helper()
 	return start(tb, false)
 }
 
 // StartClusterBehindProxies is StartCluster with a [testproxy.Proxy] in
-// front of each node, which the node announces as its address: clients
-// find every node through its proxy, so a test cuts or stalls one node's
-// clients (Proxy) while the cluster's own bus, and so its view of the
-// node, goes on. A replica reaches its master through the master's proxy
-// too. Addrs, Masters and the other methods name nodes by their own
-// addresses; Option and URL give the proxies'.
+// front of each node, which the node announces, so a test can cut one
+// node's clients while the cluster bus goes on. Methods name nodes by
+// their own addresses; Option and URL give the proxies'.
 func StartClusterBehindProxies(tb testing.TB) *Cluster {
 	tb.Helper()
 	return start(tb, true)
@@ -103,9 +94,7 @@ func start(tb testing.TB, proxied bool) *Cluster {
 	return c
 }
 
-// waitSynced waits until every replica has its master's data: a
-// failover before a replica's first sync ends would lose what the master
-// holds.
+// waitSynced waits until every replica has its master's data.
 func (c *Cluster) waitSynced() {
 	c.tb.Helper()
 	for _, a := range c.Addrs {
@@ -116,14 +105,12 @@ func (c *Cluster) waitSynced() {
 	}
 }
 
-// Option returns client options for the cluster, every node a seed, without
-// client-side caching.
+// Option returns client options for the cluster, without client caching.
 func (c *Cluster) Option() rueidis.ClientOption {
 	return rueidis.ClientOption{InitAddress: c.seeds(), DisableCache: true}
 }
 
-// URL is the cluster as a server's redis URL names it: the first node,
-// and the others as seeds (addr=).
+// URL is the cluster as a server's redis URL: the others as addr= seeds.
 func (c *Cluster) URL() string {
 	seeds := c.seeds()
 	u := "redis://" + seeds[0]
@@ -133,7 +120,6 @@ func (c *Cluster) URL() string {
 	return u
 }
 
-// seeds are the addresses clients are given: the proxies', if any.
 func (c *Cluster) seeds() []string {
 	if c.proxies == nil {
 		return c.Addrs
@@ -145,8 +131,7 @@ func (c *Cluster) seeds() []string {
 	return seeds
 }
 
-// Proxy returns the proxy in front of the node at addr (a cluster
-// started by StartClusterBehindProxies).
+// Proxy returns the proxy in front of the node at addr.
 func (c *Cluster) Proxy(addr string) *testproxy.Proxy {
 	c.tb.Helper()
 	p := c.proxies[addr]
@@ -156,8 +141,7 @@ func (c *Cluster) Proxy(addr string) *testproxy.Proxy {
 	return p
 }
 
-// node returns the address of the node that announces addr in CLUSTER
-// NODES: its own, or its proxy's.
+// node returns the address of the node that announces addr.
 func (c *Cluster) node(announced string) string {
 	addr := strings.Split(announced, "@")[0]
 	if real, ok := c.real[addr]; ok {
@@ -178,8 +162,8 @@ func (c *Cluster) Masters() []string {
 	return masters
 }
 
-// Failover makes the replica of master take its place (CLUSTER FAILOVER
-// on the replica), and waits until the cluster says so.
+// Failover makes the replica of master take its place and waits until the
+// cluster agrees.
 func (c *Cluster) Failover(master string) {
 	c.tb.Helper()
 	id := strings.TrimSpace(c.Do(master, "CLUSTER MYID"))
@@ -201,9 +185,8 @@ func (c *Cluster) Failover(master string) {
 	c.waitSynced()
 }
 
-// waitAgreed waits, for up to 30 s, until every node's CLUSTER NODES has
-// the node oldID as a replica and newID as a master: until then a node may
-// still name the old master, to Masters and to redis-cli alike.
+// waitAgreed waits until every node has oldID as a replica and newID as
+// a master.
 func (c *Cluster) waitAgreed(oldID, newID string) {
 	c.tb.Helper()
 	for _, a := range c.Addrs {
@@ -219,9 +202,7 @@ func (c *Cluster) waitAgreed(oldID, newID string) {
 	}
 }
 
-// Reshard moves n hash slots, and the keys in them, from the master at
-// from to the master at to (redis-cli --cluster reshard), while clients
-// go on: they meet the cluster's ASK and MOVED redirections meanwhile.
+// Reshard moves n hash slots and their keys from master from to master to.
 func (c *Cluster) Reshard(from, to string, n int) {
 	c.tb.Helper()
 	fromID := strings.TrimSpace(c.Do(from, "CLUSTER MYID"))
@@ -233,9 +214,8 @@ func (c *Cluster) Reshard(from, to string, n int) {
 	}
 }
 
-// Pause stops the node at addr (SIGSTOP) until Resume: a node that holds
-// its connections and answers nothing. Past the cluster's node timeout
-// (2 s) its replica takes over.
+// Pause stops the node at addr (SIGSTOP) until Resume; past 2 s its
+// replica takes over.
 func (c *Cluster) Pause(addr string) { c.signal(addr, syscall.SIGSTOP) }
 
 // Resume lets a paused node run again (SIGCONT).
@@ -255,15 +235,14 @@ func (c *Cluster) Do(addr, command string) string {
 	return string(out)
 }
 
-// waitFor runs command against addr until its output holds want, for up
-// to 30 s.
+// waitFor runs command against addr until its output holds want.
 func (c *Cluster) waitFor(addr, command, want string) {
 	c.tb.Helper()
 	c.waitUntil(addr, command, strconv.Quote(want), func(out string) bool { return strings.Contains(out, want) })
 }
 
 // waitUntil runs command against addr until ok accepts its output, for
-// up to 30 s; then it fails the test, saying what never came (what).
+// up to 30 s.
 func (c *Cluster) waitUntil(addr, command, what string, ok func(out string) bool) {
 	c.tb.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -279,8 +258,7 @@ func (c *Cluster) waitUntil(addr, command, what string, ok func(out string) bool
 	}
 }
 
-// freePorts returns n loopback ports that are free, each with its cluster
-// bus port (the port + 10000) free too.
+// freePorts returns n free loopback ports whose bus ports (+10000) are free.
 func freePorts(tb testing.TB, n int) []int {
 	tb.Helper()
 	var ports []int

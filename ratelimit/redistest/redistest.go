@@ -1,7 +1,6 @@
 // Package redistest connects tests to the real Redis named by
-// BRAIN_TEST_REDIS_URL. Without that variable Redis tests skip, except
-// under CI=true, where they fail. Each test isolates its keys with a
-// [Prefix] of its own, and never flushes the server other tests share.
+// BRAIN_TEST_REDIS_URL (skipped without it, but under CI=true). Each test
+// isolates its keys with a [Prefix] of its own.
 package redistest
 
 import (
@@ -40,8 +39,7 @@ func Option(tb testing.TB) rueidis.ClientOption {
 	return opt
 }
 
-// Client connects with opt and closes the client when the test ends. An
-// unreachable server skips the test (fails under CI=true).
+// Client connects with opt and closes the client when the test ends.
 func Client(tb testing.TB, opt rueidis.ClientOption) rueidis.Client {
 	tb.Helper()
 	c, err := rueidis.NewClient(opt)

@@ -1,9 +1,6 @@
 // Package storetest opens real, empty, migrated databases for tests: a
 // SQLite file in a temp dir, and a fresh schema on the PostgreSQL server
-// named by BRAIN_TEST_DATABASE_URL. Without that variable the PostgreSQL
-// tests skip, except under CI=true, where they fail. A database holds the
-// platform's tables, and those of the features a test binary names with
-// [Use].
+// named by BRAIN_TEST_DATABASE_URL (skipped without it, but under CI=true).
 package storetest
 
 import (
@@ -31,9 +28,7 @@ var (
 )
 
 // Use adds feature migration sets to every database this package opens
-// from now on in this test binary, after the platform's, in the order
-// added: a feature's tests call it from an init, as
-// storetest.Use(bookmarks.Migrations). A set added twice is added once.
+// from now on, once each: a feature's tests call it from an init.
 func Use(sets ...store.Migrations) {
 	featuresMu.Lock()
 	defer featuresMu.Unlock()
@@ -44,8 +39,7 @@ func Use(sets ...store.Migrations) {
 	}
 }
 
-// Features returns the migration sets added by [Use], for a test that
-// opens and migrates a database itself.
+// Features returns the migration sets added by [Use].
 func Features() []store.Migrations {
 	featuresMu.Lock()
 	defer featuresMu.Unlock()
@@ -59,9 +53,8 @@ func Run(t *testing.T, f func(t *testing.T, db *store.DB)) {
 	}
 }
 
-// Open returns an empty database of dialect d migrated with the
-// platform's set and those added by [Use], closed (and, on
-// PostgreSQL, dropped) when the test ends.
+// Open returns an empty, migrated database of dialect d, closed (and
+// dropped) when the test ends.
 func Open(tb testing.TB, d store.Dialect) *store.DB {
 	tb.Helper()
 	return open(tb, URL(tb, d), tb.TempDir())
@@ -80,16 +73,14 @@ func open(tb testing.TB, dsn, dataDir string) *store.DB {
 	return db
 }
 
-// A Stall makes a database stop answering, as a test decides. Create one
-// with [OpenStallable].
+// A Stall makes a database stop answering ([OpenStallable]).
 type Stall struct {
 	start, stop func()
 }
 
-// Start makes the database stop answering: PostgreSQL is black-holed (a
-// proxy in front of it accepts connections and forwards nothing, so every
-// call waits); SQLite has its write lock held by another connection (so
-// every write waits; reads still answer, as they do in WAL mode).
+// Start makes the database stop answering: PostgreSQL's proxy forwards
+// nothing; SQLite's write lock is held by another connection (reads still
+// answer).
 func (s *Stall) Start() { s.start() }
 
 // Stop lets the database answer again.
@@ -109,9 +100,7 @@ func OpenStallable(tb testing.TB, d store.Dialect) (*store.DB, *Stall) {
 	}
 	dir := tb.TempDir()
 	db := open(tb, "", dir)
-	// A connection of its own, not through store: its transaction must
-	// outlast any store deadline. _txlock=immediate makes BEGIN take the
-	// write lock.
+	// Its own connection, whose transaction outlasts any store deadline.
 	raw, err := sql.Open("sqlite", "file:"+store.SQLitePath(dir)+"?_txlock=immediate")
 	if err != nil {
 		tb.Fatal(err)
@@ -134,8 +123,7 @@ func OpenStallable(tb testing.TB, d store.Dialect) (*store.DB, *Stall) {
 }
 
 // URL returns a database URL for a fresh, empty database of dialect d: ""
-// for SQLite (a new data dir each time), or a PostgreSQL URL whose
-// search_path is a new schema, dropped when the test ends.
+// for SQLite, or a PostgreSQL URL whose search_path is a new schema.
 func URL(tb testing.TB, d store.Dialect) string {
 	tb.Helper()
 	if d == store.SQLite {
