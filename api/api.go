@@ -128,7 +128,7 @@ func New(cfg Config) *Server {
 	}
 	tr := newTraffic(cfg.Metrics)
 	r := chi.NewRouter()
-	r.Use(chain(cfg, tr))
+	r.Use(chain(cfg, tr)...)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		if cfg.Static != nil && isStatic(r) {
 			if rc := chi.RouteContext(r.Context()); rc != nil {

@@ -15,8 +15,8 @@ import (
 // chain is the router's middleware: middleware.Stack, every request's
 // id, nosniff, access log, panic answer, body-error mark, client address,
 // CORS, HEAD and CSRF in one layer.
-func chain(cfg Config, tr *traffic) func(http.Handler) http.Handler {
-	return middleware.Stack(middleware.Config{
+func chain(cfg Config, tr *traffic) []func(http.Handler) http.Handler {
+	return middleware.Chain(middleware.Config{
 		Logger:         cfg.Logger,
 		Now:            cfg.Now,
 		Observe:        tr.observe,

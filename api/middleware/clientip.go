@@ -1,9 +1,7 @@
-// This file finds the client's address, behind trusted proxies or not.
 package middleware
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -47,21 +45,6 @@ func ClientIP(trusted []netip.Prefix) func(http.Handler) http.Handler {
 
 var clientIPKey = &contextKey{"client-ip"}
 
-// peerIP is the address of r's TCP peer, as chi's ClientIPFromRemoteAddr
-// finds it (an IPv4 address mapped into IPv6 is the IPv4 one; a zone is
-// kept), or "" when RemoteAddr does not parse.
-func peerIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return ""
-	}
-	return a.Unmap().String()
-}
-
 // forwardedFallback is the client of a request from a trusted peer whose
 // X-Forwarded-For names no untrusted address chi accepts: the right-most
 // untrusted entry read as address:port, else the left-most entry that
@@ -100,11 +83,6 @@ func forwardedFallback(r *http.Request, trusted []netip.Prefix) netip.Addr {
 // shows it. It is "" only when even the peer address did not parse, or
 // outside [ClientIP].
 func GetClientIP(ctx context.Context) string {
-	if st := stateOf(ctx); st != nil { // NoteClientIP's, formatted once
-		if ip, _ := st.read(); ip != "" {
-			return ip
-		}
-	}
 	if a := chimw.GetClientIPAddr(ctx); a.IsValid() {
 		return a.String()
 	}

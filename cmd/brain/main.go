@@ -28,8 +28,6 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/auth/account"
-	"github.com/brain-template/brain/internal/logtext"
-	"github.com/brain-template/brain/internal/logwriter"
 	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
@@ -81,9 +79,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		if err != nil {
 			return helpIsNoError(err)
 		}
-		logs := logwriter.New(stderr) // the access log's lines leave the request path
-		defer logs.Close()
-		return serve(ctx, cfg, newLogger(cfg, logs))
+		return serve(ctx, cfg, newLogger(cfg, stderr))
 	case "migrate":
 		cfg, err := parseConfig(product.Name+" migrate", args, getenv, stderr, helpText("usage: "+product.Name+" migrate [settings]\n\nsettings:\n"))
 		if err != nil {
@@ -234,7 +230,7 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	if cfg.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
-	return slog.New(logtext.New(w, opts)) // slog's text, faster for the access log's lines
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // buildVersion is the module version the binary was built from, or the VCS
