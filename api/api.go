@@ -119,7 +119,10 @@ type Server struct {
 }
 
 // New builds the router, registers every operation and returns the server.
+// The first call makes huma's errors this package's envelope
+// (huma.NewError), for every huma API of the process.
 func New(cfg Config) *Server {
+	useEnvelope()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -377,17 +378,18 @@ func logCauses(outages *outageLog) huma.Transformer {
 	}
 }
 
-// The huma.NewError swap is the package's only mutable global; it happens
-// once, at init, before anything can register an operation, so every
-// operation documents and returns [Error].
-func init() {
+// useEnvelope makes huma's errors [Error]s, so every operation documents
+// and returns the envelope. It sets huma.NewError and NewErrorWithContext,
+// which are huma's globals: [New] calls it, once, before any operation
+// registers.
+var useEnvelope = sync.OnceFunc(func() {
 	huma.NewError = func(status int, msg string, errs ...error) huma.StatusError {
 		return fromHuma(nil, status, msg, errs...)
 	}
 	huma.NewErrorWithContext = func(ctx huma.Context, status int, msg string, errs ...error) huma.StatusError {
 		return fromHuma(ctx, status, msg, errs...)
 	}
-}
+})
 
 // WriteError writes e as a JSON response with e's status and headers and
 // any headers already set on w. It is for code outside huma operations:

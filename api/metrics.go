@@ -129,7 +129,11 @@ func (m *Metrics) observeLimiter(p *plane) {
 }
 
 // ObserveBreaker exports a store's breaker: errors and whether it is open.
+// On a nil m it does nothing.
 func (m *Metrics) ObserveBreaker(b *ratelimit.Breaker) {
+	if m == nil {
+		return
+	}
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: product.MetricNamespace + "_ratelimit_store_errors_total", Help: "Failed calls to the shared rate-limit store.",
 	}, func() float64 { e, _ := b.Stats(); return float64(e) }))
@@ -145,8 +149,12 @@ func (m *Metrics) ObserveBreaker(b *ratelimit.Breaker) {
 
 // ObserveConns exports the connections l holds: open and idle now, and
 // since the start, the connections refused at each cap, the idle and slow
-// ones closed to make room for new ones, and those cut as too slow.
+// ones closed to make room for new ones, and those cut as too slow. On a
+// nil m it does nothing.
 func (m *Metrics) ObserveConns(l *connlimit.Limiter) {
+	if m == nil {
+		return
+	}
 	gauge := func(name, help string, v func(connlimit.Stats) int) {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
 			func() float64 { return float64(v(l.Stats())) }))

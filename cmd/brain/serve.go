@@ -263,7 +263,10 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	// Redis, when set, must answer and agree with the other replicas
 	// before the database is opened or its first admin created.
-	metrics := api.NewMetrics()
+	var metrics *api.Metrics // nil with BRAIN_METRICS_ADDR=off: nothing is recorded
+	if metricsLn != nil {
+		metrics = api.NewMetrics()
+	}
 	sh, err := openShared(ctx, cfg, logger, metrics)
 	if err != nil {
 		return err
