@@ -60,9 +60,6 @@ func limitBody(op *huma.Operation) int64 {
 	return limit
 }
 
-// bodyLimit is the largest body op accepts; 0 when it reads none.
-func bodyLimit(op *huma.Operation) int64 { return declarationOf(op).bodyLimit }
-
 // check gives op, whose body limit is limit (0: it reads none), the
 // middleware that refuses a body by what its request declares, after the
 // rate limits: 413 for a Content-Length over limit, 415 for a charset

@@ -28,21 +28,11 @@ var faultAnswers = []struct {
 	{fault.ErrTooMany, http.StatusConflict, "you hold as many as allowed: delete some first"},
 }
 
-// StatusFor returns the status of err's kind in the table (404 for
-// fault.ErrNotFound, 409 for fault.ErrConflict and fault.ErrTooMany, 503 for
-// fault.ErrUnavailable), or 0 when err is of no kind the table has.
-func StatusFor(err error) int {
-	if i := faultAnswer(err); i >= 0 {
-		return faultAnswers[i].status
-	}
-	return 0
-}
-
 // Messages says, for an error kind (fault.ErrNotFound, ...), the message of
 // its envelope at one operation: "you have no bookmark with that id".
 type Messages map[error]string
 
-// ErrorFor is the envelope of err by its kind ([StatusFor]), with the
+// ErrorFor is the envelope of err by its kind (its status in faultAnswers), with the
 // message msgs gives that kind, or the table's. A 503 carries Retry-After
 // and keeps err as its cause, logged and never sent. An *Error stays
 // itself, nil stays nil, and an error of no kind the table has is

@@ -65,9 +65,6 @@ type Declaration struct {
 // *Declaration. Metadata never reaches the spec.
 const metaDeclaration = product.Name + ".declaration"
 
-// DeclarationOf returns what op declares.
-func DeclarationOf(op *huma.Operation) Declaration { return *declarationOf(op) }
-
 // undeclared is the declaration of an operation that declares nothing.
 var undeclared = &Declaration{}
 
