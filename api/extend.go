@@ -135,15 +135,11 @@ func (b *PlaneBudget) Refund(ctx context.Context, key string, d *ratelimit.Decis
 // only, for the access log. The headers already set on w are kept.
 func (s *Server) Refuse(w http.ResponseWriter, r *http.Request, e *Error) {
 	s.planes.refusals.observe(r.Context(), e, nil)
-	switch {
-	case e.status == StatusClientClosedRequest:
+	if e.status == StatusClientClosedRequest {
 		w.WriteHeader(StatusClientClosedRequest) // nobody is left to answer
 		return
-	case e.cause != nil && e.status == http.StatusServiceUnavailable:
-		s.outages.log(r.Context(), e.cause)
-	case e.cause != nil:
-		logger(r.Context()).Error("request failed", "status", e.status, "error", e.cause.Error())
 	}
+	logCause(r.Context(), s.outages, e)
 	WriteError(w, e)
 }
 
