@@ -22,11 +22,11 @@ import (
 	"github.com/go-chi/chi/v5"
 )
 
-// Title and Version name the API in its OpenAPI document. Version is the
-// contract's version, not the binary's: it changes when the API does.
+// apiTitle and apiVersion name the API in its OpenAPI document; the version is
+// the contract's, not the binary's.
 const (
-	Title   = product.Name
-	Version = "1.0.0"
+	apiTitle   = product.Name
+	apiVersion = "1.0.0"
 	// Prefix is the base path of every API operation.
 	Prefix = "/api/v1"
 )
@@ -139,7 +139,7 @@ func New(cfg Config) *Server {
 		WriteError(w, NewError(http.StatusMethodNotAllowed, "this method is not allowed here; the Allow header lists what is"))
 	})
 
-	hc := huma.DefaultConfig(Title, Version)
+	hc := huma.DefaultConfig(apiTitle, apiVersion)
 	hc.Components.Schemas = huma.NewMapRegistry("#/components/schemas/", schemaName)
 	hc.CreateHooks = nil // no $schema member in bodies, no Link header
 	hc.SchemasPath = ""

@@ -126,9 +126,9 @@ func (b BodyBudget) withDefaults() BodyBudget {
 	return b
 }
 
-// RetryBody is the Retry-After of a body the bytes in flight have no room
+// retryBody is the Retry-After of a body the bytes in flight have no room
 // for: bodies are read and answered in well under a second.
-const RetryBody = time.Second
+const retryBody = time.Second
 
 // bodiesInFlight counts the bytes of the bodies in flight: the lengths
 // each caller's bodies claim, and the bytes that have arrived.
@@ -205,7 +205,7 @@ func (s *Server) BodyBytesInFlight() int64 {
 // busyBodies is the 503 of a body there is no room for.
 func busyBodies(msg string) *Error {
 	e := unread(NewError(http.StatusServiceUnavailable, msg))
-	e.GetHeaders().Set("Retry-After", strconv.Itoa(int(RetryBody/time.Second)))
+	e.GetHeaders().Set("Retry-After", strconv.Itoa(int(retryBody/time.Second)))
 	return e
 }
 
@@ -226,7 +226,7 @@ func (b *bodiesInFlight) declare(op *huma.Operation, limit int64) {
 	}
 	op.Description += fmt.Sprintf("The body is at most %s, that many bytes included (413 past it). Large bodies in flight are bounded: their lengths to %s for one caller, and the bytes that have arrived to %s for all; "+
 		"a body past either is refused with 503 and Retry-After: %d, before it is read unless the server fills as it arrives. Send it again then.",
-		bytesText(limit), bytesText(b.limits.PerCaller), bytesText(b.limits.InFlight), int(RetryBody/time.Second))
+		bytesText(limit), bytesText(b.limits.PerCaller), bytesText(b.limits.InFlight), int(retryBody/time.Second))
 }
 
 // bytesText writes n bytes for a person: "8 MiB (8388608 bytes)".

@@ -45,7 +45,7 @@ var servers = []*huma.Server{{URL: "/", Description: "The server this document w
 
 // contact is the spec's info.contact. A fork writes its own: who runs the
 // service, and a URL or an email address to reach them.
-var contact = &huma.Contact{Name: Title + " maintainers"}
+var contact = &huma.Contact{Name: apiTitle + " maintainers"}
 
 // errorDescriptions say when each generic error status happens; operations
 // that raise other statuses declare them with huma.Operation.Errors.

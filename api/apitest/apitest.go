@@ -164,7 +164,7 @@ func Start(tb testing.TB, cfg api.Config, opts ...Option) *Server {
 		hs.Close()
 	})
 	tb.Cleanup(tr.CloseIdleConnections)
-	return &Server{Server: s, Client: NewClient(tb, hs.URL, &http.Client{Transport: tr, Timeout: 60 * time.Second}),
+	return &Server{Server: s, Client: newClient(tb, hs.URL, &http.Client{Transport: tr, Timeout: 60 * time.Second}),
 		Streams: plane, Auth: cfg.Auth, Logs: logs}
 }
 

@@ -18,9 +18,8 @@ import (
 )
 
 // A Client calls one server over HTTP on behalf of a test: JSON calls,
-// bodies sent as they are, streams. A [Server] is one; [Serve] and
-// [NewClient] make one for a handler the test builds itself, or a server
-// it runs itself.
+// bodies sent as they are, streams. A [Server] is one; [Serve] makes one
+// for a handler the test builds itself.
 type Client struct {
 	// URL is the server's base URL, such as http://127.0.0.1:41234.
 	URL string
@@ -29,8 +28,8 @@ type Client struct {
 	tb   testing.TB
 }
 
-// NewClient returns a client that calls url with hc; its calls fail tb.
-func NewClient(tb testing.TB, url string, hc *http.Client) *Client {
+// newClient returns a client that calls url with hc; its calls fail tb.
+func newClient(tb testing.TB, url string, hc *http.Client) *Client {
 	return &Client{URL: url, HTTP: hc, tb: tb}
 }
 
@@ -44,7 +43,7 @@ func Serve(tb testing.TB, h http.Handler) *Client {
 	tb.Cleanup(srv.Close)
 	tr := &http.Transport{MaxIdleConnsPerHost: 512}
 	tb.Cleanup(tr.CloseIdleConnections)
-	return NewClient(tb, srv.URL, &http.Client{Transport: tr, Timeout: 60 * time.Second})
+	return newClient(tb, srv.URL, &http.Client{Transport: tr, Timeout: 60 * time.Second})
 }
 
 // A Reply is a response read in full, and how long it took.
