@@ -1,5 +1,3 @@
-// This file is the client side of the harness: a [Client], its JSON
-// calls and their replies, read in full, with the envelope.
 package apitest
 
 import (
@@ -34,9 +32,7 @@ func newClient(tb testing.TB, url string, hc *http.Client) *Client {
 }
 
 // Serve serves h on a real port until the test ends and returns its
-// client, for a test that builds its handler itself (an [api.New] with
-// no help, or a wrapper around one). Every call times out after 60 s: a
-// hang fails the test instead of stalling it.
+// client. Every call times out after 60 s, so a hang fails the test.
 func Serve(tb testing.TB, h http.Handler) *Client {
 	tb.Helper()
 	srv := httptest.NewServer(h)
@@ -113,8 +109,7 @@ func Exchange(ctx context.Context, client *http.Client, method, url string, body
 }
 
 // send sends one request with body as contentType (none when "") and
-// headers as "Name: value", and reads the whole reply. A body of a known
-// length (a *bytes.Reader, *strings.Reader or *bytes.Buffer) is sent with
+// headers, and reads the whole reply. A body of known length is sent with
 // its Content-Length, any other chunked.
 func send(ctx context.Context, client *http.Client, method, url, contentType string, body io.Reader, headers []string) (Reply, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
