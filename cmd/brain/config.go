@@ -80,7 +80,7 @@ type Config struct {
 	LogFormat       string
 	LogLevel        slog.Level
 
-	// modules are this configuration's own modules, read into.
+	// modules are this configuration's own modules, its settings read into them.
 	modules []module
 }
 
