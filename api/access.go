@@ -2,10 +2,8 @@ package api
 
 import "github.com/danielgtaylor/huma/v2"
 
-// Access is who may call an operation. An operation declares it by being
-// registered on the group [WithAccess] returns, and everything else
-// follows from it: the security requirement and the 401/403 responses in
-// the spec, who is let through, and which rate-limit planes apply.
+// Access is who may call an operation, declared by registering it on the
+// group [WithAccess] returns; its security, 401/403 and planes follow.
 //
 //	sessions := api.WithAccess(s.API, api.Session)
 //	huma.Register(sessions, huma.Operation{OperationID: "create-api-key", ...}, handler)

@@ -1,10 +1,6 @@
 // Package api assembles brain's HTTP API: huma operations on a chi router,
 // the one error envelope, the middleware every request passes, and the
-// OpenAPI document those operations declare.
-//
-// The document is data, not prose: each operation's limits, errors and
-// headers are declared where it is registered, and the same declarations
-// drive what the server enforces.
+// OpenAPI document, built from the same declarations the server enforces.
 package api
 
 import (
@@ -26,11 +22,11 @@ import (
 	"github.com/go-chi/chi/v5"
 )
 
-// Title and Version name the API in its OpenAPI document. Version is the
-// contract's version, not the binary's: it changes when the API does.
+// apiTitle and apiVersion name the API in its OpenAPI document; the version is
+// the contract's, not the binary's.
 const (
-	Title   = product.Name
-	Version = "1.0.0"
+	apiTitle   = product.Name
+	apiVersion = "1.0.0"
 	// Prefix is the base path of every API operation.
 	Prefix = "/api/v1"
 )
@@ -66,22 +62,17 @@ type Config struct {
 	Limits Limits
 	// Metrics, when set, receives the rate-limit counters.
 	Metrics *Metrics
-	// Features add their operations, in order, after the platform's
-	// operations (see [Feature]). The stream endpoints are a feature too:
-	// package streams' Plane.Feature.
+	// Features add their operations, in order, after the platform's.
 	Features []Feature
 	// Bodies bounds the bytes of large request bodies in flight; its zero
 	// value takes the defaults.
 	Bodies BodyBudget
 
 	// Static, when set, answers the GET and HEAD requests no route
-	// matches, outside /api/ and /docs/: the dashboard's files (package
-	// web, which cmd/brain gives here). No rate plane applies to them.
-	// Nil: those requests get the 404 envelope like any other.
+	// matches outside /api/ and /docs/ (the dashboard); nil: 404.
 	Static http.Handler
-	// Docs, when set, serves /docs and every path under /docs/: the
-	// interactive reference (package web). Nil: /docs is the page this
-	// package renders from the spec, with no script.
+	// Docs, when set, serves /docs and below; nil: the page this package
+	// renders from the spec.
 	Docs http.Handler
 }
 
@@ -89,10 +80,8 @@ type Config struct {
 // concurrent use once created.
 type Server struct {
 	router chi.Router
-	// API is the huma API the operations are registered on. Tests and forks
-	// may register more operations; each picks up the same hooks. Register
-	// them before serving: the spec and /docs are rendered once, on their
-	// first request.
+	// API is the huma API the operations are registered on; register
+	// more before serving, as the spec is rendered once.
 	API huma.API
 
 	renders atomic.Int32 // of the spec and the reference page, for tests
@@ -101,25 +90,21 @@ type Server struct {
 	outages *outageLog
 	traffic *traffic
 	metrics *Metrics
-	// requireCaller is the middleware that resolves callers: huma runs it
-	// for every operation, and RequireCaller for a raw handler's door.
+	// requireCaller resolves callers, for every operation and RequireCaller.
 	requireCaller func(huma.Context, func(huma.Context))
 	auth          *auth.Service
 	now           func() time.Time
 	adapter       *inSpecOnly
-	// errs are the mistakes of the features' declarations
-	// (DeclareErrorCode), which Err reports.
-	errs []error
-	// described are the features' paragraphs of the spec's description
-	// (Describe), in order.
-	described []string
-	// extensions are the state packages that extend the server keep on it
-	// (Extension), in the order they were made.
-	extensions []extension
+	errs          []error     // the features' mistakes (DeclareErrorCode)
+	described     []string    // the features' paragraphs of the description
+	extensions    []extension // in the order they were made
 }
 
 // New builds the router, registers every operation and returns the server.
+// The first call makes huma's errors this package's envelope
+// (huma.NewError), for every huma API of the process.
 func New(cfg Config) *Server {
+	useEnvelope()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -128,7 +113,7 @@ func New(cfg Config) *Server {
 	}
 	tr := newTraffic(cfg.Metrics)
 	r := chi.NewRouter()
-	r.Use(chain(cfg, tr))
+	r.Use(chain(cfg, tr)...)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		if cfg.Static != nil && isStatic(r) {
 			if rc := chi.RouteContext(r.Context()); rc != nil {
@@ -154,17 +139,11 @@ func New(cfg Config) *Server {
 		WriteError(w, NewError(http.StatusMethodNotAllowed, "this method is not allowed here; the Allow header lists what is"))
 	})
 
-	hc := huma.DefaultConfig(Title, Version)
+	hc := huma.DefaultConfig(apiTitle, apiVersion)
 	hc.Components.Schemas = huma.NewMapRegistry("#/components/schemas/", schemaName)
-	// No SchemaLinkTransformer: it adds a `$schema` member to every response
-	// body and a Link header to every response. The envelope is exactly
-	// {code, message, details}, generated clients would carry a `$schema`
-	// field nobody sets, and the schemas are already in openapi.json.
-	hc.CreateHooks = nil
+	hc.CreateHooks = nil // no $schema member in bodies, no Link header
 	hc.SchemasPath = ""
-	// The spec and the reference page are served by this package (spec.go,
-	// docs.go) so the served bytes are the committed bytes.
-	hc.OpenAPIPath = ""
+	hc.OpenAPIPath = "" // spec.go and docs.go serve the committed bytes
 	hc.DocsPath = ""
 	hc.Info.Description = describe(nil)
 	hc.Info.Contact = contact
@@ -200,17 +179,11 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// Err reports the mistakes in the configuration found while the
-// operations registered: a budget override that is not a budget, an
-// invalid budget, two operations declaring one budget differently, an
-// operation accepting bodies larger than the bytes in flight allow, a
-// Hidden operation (huma skips the declaration's hook for it, so it
-// would run without its budgets: every operation is in the spec), an
-// error code that is none (DeclareErrorCode), and those the server's
-// extensions found (Extension: a stream added to a
-// server no stream plane serves, say). A server with any must not serve;
-// nothing panics. It sees the operations registered so far: call it after
-// the last one.
+// Err reports the configuration mistakes found while the operations
+// registered (an invalid or conflicting budget, a body larger than the
+// bytes in flight allow, a Hidden operation, a bad error code, the
+// extensions' own). A server with any must not serve. Call it after the
+// last operation.
 func (s *Server) Err() error {
 	errs := slices.Concat(s.adapter.errs, s.planes.errs, s.bodies.errs, s.errs)
 	for _, x := range s.extensions {
@@ -226,8 +199,7 @@ func (s *Server) Budgets() []string { return slices.Sorted(maps.Keys(s.planes.op
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.router.ServeHTTP(w, r) }
 
-// The spec's description: what the platform is, then what each feature
-// adds ([Describe]), then the envelope every error shares.
+// The spec's description: the platform, the features' ([Describe]), the envelope.
 const (
 	about    = product.Name + ` is an HTTP API: users sign in with a session or an API key, every operation has its rate limits, and streams carry each user's events live.`
 	envelope = `Every error response has the same envelope: {"code", "message", "details"}. ` +

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"net/http"
-	"net/textproto"
 	"strings"
 
 	"github.com/brain-template/brain/auth"
@@ -22,8 +21,8 @@ func resolveCaller(ctx context.Context, svc *auth.Service, r *http.Request) (*au
 	if key := apiKeyFrom(r); key != "" {
 		return svc.AuthenticateKey(ctx, key)
 	}
-	if token, ok := sessionToken(r); ok {
-		return svc.Authenticate(ctx, token)
+	if c, err := r.Cookie(SessionCookie); err == nil {
+		return svc.Authenticate(ctx, c.Value)
 	}
 	return nil, nil
 }
@@ -35,40 +34,4 @@ func apiKeyFrom(r *http.Request) string {
 		}
 	}
 	return r.Header.Get("X-Api-Key") // X-API-Key, in the form Get would make of it each time
-}
-
-// sessionToken is the value of r's session cookie: r.Cookie(SessionCookie)'s,
-// without a Cookie made for every cookie the request sends. Where the
-// first cookie of that name is anything but plain (quoted, or of bytes a
-// token never holds) it asks r.Cookie, which decides.
-func sessionToken(r *http.Request) (string, bool) {
-	for _, line := range r.Header["Cookie"] {
-		for part := range strings.SplitSeq(line, ";") {
-			name, value, _ := strings.Cut(textproto.TrimString(part), "=")
-			if textproto.TrimString(name) != SessionCookie {
-				continue
-			}
-			if plainCookieValue(value) {
-				return value, true
-			}
-			c, err := r.Cookie(SessionCookie)
-			if err != nil {
-				return "", false
-			}
-			return c.Value, true
-		}
-	}
-	return "", false
-}
-
-// plainCookieValue reports whether v is a cookie value net/http would
-// take as it is: not empty, no quotes, no space, comma, semicolon or
-// backslash, printable ASCII.
-func plainCookieValue(v string) bool {
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c <= ' ' || c >= 0x7f || c == '"' || c == ',' || c == ';' || c == '\\' {
-			return false
-		}
-	}
-	return v != ""
 }

@@ -17,37 +17,20 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 )
 
-// What every request body must be, the same for every operation that
-// reads one, from what the operation declares where it is registered:
-//
-//   - At most MaxBodyBytes long, that many bytes included (huma's default,
-//     1 MiB, when it declares none). A request that declares a longer
-//     Content-Length is refused 413 before a byte is read; one that
-//     declares none (chunked) is refused 413 at the byte past the limit.
-//     Either is refused once the caller is known and the request charged
-//     to its budget, as huma's validation is, so that its answer carries
-//     the rate-limit headers the spec declares on every 413.
-//   - UTF-8: a Content-Type that names another charset is refused 415,
-//     rather than its text misread.
-//   - Room for it: an operation whose limit is over [LargeBody] (a batch
-//     of 8 MiB, an upload) counts its bodies in the bytes in flight
-//     until the handler returns: the length each claims for its caller,
-//     and the bytes that have arrived for the server. A body past either
-//     bound is refused 503 with Retry-After: 1 (see [BodyBudget]), before
-//     it is read, or as a byte arrives that the server has no room for:
-//     the bytes of bodies held at once, and the memory they take, are
-//     bounded whatever the clients send, and bodies that are slow to come
-//     hold only their own caller's room, so they cannot keep out another
-//     caller's.
+// Every request body is at most its operation's MaxBodyBytes (huma's
+// 1 MiB by default; 413 past it, once the request is charged, so the 413
+// carries the rate-limit headers), UTF-8 (415 for another charset), and,
+// over [LargeBody], counted in the bytes in flight ([BodyBudget]): 503
+// with Retry-After: 1 when there is no room, before it is read or as a
+// byte arrives. A slow body holds only its own caller's room.
 
 // LargeBody is the body limit above which an operation's bodies draw from
 // the bytes in flight. Smaller bodies are not worth the count.
 const LargeBody = 64 << 10
 
-// limitBody returns the largest body op accepts, as it declared it (0 when
-// it reads none), and gives huma's reader a limit one byte larger, since
-// huma refuses a body whose length equals its limit: MaxBodyBytes is then
-// the largest body accepted, as documented.
+// limitBody returns the largest body op accepts (0: it reads none), and
+// gives huma's reader a limit one byte larger, as huma refuses a body of
+// exactly its limit.
 func limitBody(op *huma.Operation) int64 {
 	if op.RequestBody == nil {
 		return 0
@@ -60,14 +43,9 @@ func limitBody(op *huma.Operation) int64 {
 	return limit
 }
 
-// bodyLimit is the largest body op accepts; 0 when it reads none.
-func bodyLimit(op *huma.Operation) int64 { return declarationOf(op).bodyLimit }
-
-// check gives op, whose body limit is limit (0: it reads none), the
-// middleware that refuses a body by what its request declares, after the
-// rate limits: 413 for a Content-Length over limit, 415 for a charset
-// other than UTF-8. Neither reads a byte of the body. It also writes the
-// media type in lower case, as huma reads it.
+// check gives op the middleware that refuses a body, unread, by what its
+// request declares: 413 for a Content-Length over limit, 415 for a charset
+// other than UTF-8. It lower-cases the media type, as huma reads it.
 func (b *bodiesInFlight) check(op *huma.Operation, limit int64) {
 	if limit == 0 {
 		return
@@ -88,20 +66,16 @@ func (b *bodiesInFlight) check(op *huma.Operation, limit int64) {
 	})
 }
 
-// unread marks e as the answer to a request whose body is left unread:
-// it closes the connection. Otherwise net/http would read the body, up to
-// 256 KiB of it, before answering (to keep the connection for the next
-// request), and a client that sent Expect: 100-continue would be asked
-// for the body it is being refused.
+// unread marks e as the answer to a request whose body is left unread: it
+// closes the connection, so net/http neither reads the body first nor asks
+// an Expect: 100-continue client for it.
 func unread(e *Error) *Error {
 	e.GetHeaders().Set("Connection", "close")
 	return e
 }
 
-// lowerMediaType rewrites the media type of h's Content-Type in lower
-// case, without the spaces around it: a media type is case-insensitive
-// (RFC 9110), but huma finds the format of a body by its exact name, and
-// would refuse APPLICATION/JSON with 415.
+// lowerMediaType lower-cases the media type of h's Content-Type: it is
+// case-insensitive, but huma would refuse APPLICATION/JSON with 415.
 func lowerMediaType(h http.Header) {
 	ct := h.Get("Content-Type")
 	mt, params, ok := strings.Cut(ct, ";")
@@ -128,16 +102,11 @@ func utf8Charset(contentType string) bool {
 // operations whose body limit is over [LargeBody], for each caller and
 // for the whole server. The zero value takes the defaults.
 type BodyBudget struct {
-	// InFlight bounds the bytes of every caller's bodies that have
-	// arrived and are held, together. A body is refused before it is read
-	// when its length would take them past it, and when a byte that
-	// arrives would. Default 64 MiB: eight bodies of 8 MiB.
+	// InFlight bounds the bytes of all callers' bodies arrived and held.
+	// Default 64 MiB: eight bodies of 8 MiB.
 	InFlight int64
-	// PerCaller bounds the lengths of one caller's bodies in flight (as
-	// they declare them, or the operation's limit when they do not): a
-	// user's, whatever session or API key it calls with, or a client
-	// address's for a public operation. A body past it is refused before
-	// it is read. Default 16 MiB: two bodies of 8 MiB.
+	// PerCaller bounds the declared lengths (else the operation's limit)
+	// of one user's or client address's bodies in flight. Default 16 MiB.
 	PerCaller int64
 }
 
@@ -157,14 +126,12 @@ func (b BodyBudget) withDefaults() BodyBudget {
 	return b
 }
 
-// RetryBody is the Retry-After of a body the bytes in flight have no room
+// retryBody is the Retry-After of a body the bytes in flight have no room
 // for: bodies are read and answered in well under a second.
-const RetryBody = time.Second
+const retryBody = time.Second
 
 // bodiesInFlight counts the bytes of the bodies in flight: the lengths
-// each caller's bodies claim, and the bytes that have arrived. A body that
-// is slow to come claims its caller's room, not the server's: slow bodies
-// cannot keep out another caller's.
+// each caller's bodies claim, and the bytes that have arrived.
 type bodiesInFlight struct {
 	api    huma.API // set before the first operation is registered
 	limits BodyBudget
@@ -179,9 +146,8 @@ func newBodiesInFlight(b BodyBudget) *bodiesInFlight {
 	return &bodiesInFlight{limits: b.withDefaults(), claimed: map[string]int64{}}
 }
 
-// admit claims length bytes for a body of caller, unless that would put
-// the caller over its bound, or the bytes arrived with length over the
-// server's: then it claims nothing and returns the refusal.
+// admit claims length bytes for a body of caller, or returns the refusal
+// when the caller's bound or the server's has no room.
 func (b *bodiesInFlight) admit(caller string, length int64) *Error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -197,8 +163,7 @@ func (b *bodiesInFlight) admit(caller string, length int64) *Error {
 	return nil
 }
 
-// roomLocked refuses n more bytes arrived when the server has no room
-// for them.
+// roomLocked refuses n more bytes when the server has no room for them.
 func (b *bodiesInFlight) roomLocked(n int64) *Error {
 	if b.arrived+n > b.limits.InFlight {
 		return busyBodies(product.Name + " is receiving as many large request bodies as it holds at once; retry in a second")
@@ -206,8 +171,7 @@ func (b *bodiesInFlight) roomLocked(n int64) *Error {
 	return nil
 }
 
-// take counts n more bytes arrived, unless the server has no room for
-// them: then it counts nothing and returns the refusal.
+// take counts n more bytes arrived, or returns the refusal.
 func (b *bodiesInFlight) take(n int64) *Error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -231,9 +195,7 @@ func (b *bodiesInFlight) release(caller string, length, arrived int64) {
 	}
 }
 
-// BodyBytesInFlight is the bytes of request bodies s holds now, arrived,
-// all callers together: what a test of a feature with large bodies waits
-// on.
+// BodyBytesInFlight is the bytes of request bodies s holds now, for tests.
 func (s *Server) BodyBytesInFlight() int64 {
 	s.bodies.mu.Lock()
 	defer s.bodies.mu.Unlock()
@@ -243,13 +205,12 @@ func (s *Server) BodyBytesInFlight() int64 {
 // busyBodies is the 503 of a body there is no room for.
 func busyBodies(msg string) *Error {
 	e := unread(NewError(http.StatusServiceUnavailable, msg))
-	e.GetHeaders().Set("Retry-After", strconv.Itoa(int(RetryBody/time.Second)))
+	e.GetHeaders().Set("Retry-After", strconv.Itoa(int(retryBody/time.Second)))
 	return e
 }
 
-// declare makes op, whose body limit is limit, count its bodies in the
-// bytes in flight (the middleware enforce returns) when limit is over
-// LargeBody, and says so in its description and its 503 response.
+// declare makes op count its bodies in the bytes in flight when limit is
+// over LargeBody, and says so in its description and 503 response.
 func (b *bodiesInFlight) declare(op *huma.Operation, limit int64) {
 	if limit <= LargeBody {
 		return
@@ -265,7 +226,7 @@ func (b *bodiesInFlight) declare(op *huma.Operation, limit int64) {
 	}
 	op.Description += fmt.Sprintf("The body is at most %s, that many bytes included (413 past it). Large bodies in flight are bounded: their lengths to %s for one caller, and the bytes that have arrived to %s for all; "+
 		"a body past either is refused with 503 and Retry-After: %d, before it is read unless the server fills as it arrives. Send it again then.",
-		bytesText(limit), bytesText(b.limits.PerCaller), bytesText(b.limits.InFlight), int(RetryBody/time.Second))
+		bytesText(limit), bytesText(b.limits.PerCaller), bytesText(b.limits.InFlight), int(retryBody/time.Second))
 }
 
 // bytesText writes n bytes for a person: "8 MiB (8388608 bytes)".
@@ -276,12 +237,10 @@ func bytesText(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// enforce returns the middleware that counts the body of each request
-// to an operation accepting up to limit bytes in the bytes in flight, for
-// as long as the rest of the request runs: its length, claimed before it
-// is read, and its bytes as they arrive. A refusal before the body is
-// answered at once; a read whose bytes the server has no room for fails
-// with the refusal, which the operation answers.
+// enforce returns the middleware that counts a request's body in the
+// bytes in flight while the request runs: its length, claimed before it
+// is read, and its bytes as they arrive (a read without room fails with
+// the refusal).
 func (b *bodiesInFlight) enforce(limit int64) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
 		r, w := humachi.Unwrap(ctx)

@@ -1,6 +1,3 @@
-// This file is the middleware every request passes before its route
-// (package middleware), and the forwards by which this package reads what
-// it stored.
 package api
 
 import (
@@ -12,11 +9,10 @@ import (
 	"github.com/brain-template/brain/internal/product"
 )
 
-// chain is the router's middleware: middleware.Stack, every request's
-// id, nosniff, access log, panic answer, body-error mark, client address,
-// CORS, HEAD and CSRF in one layer.
-func chain(cfg Config, tr *traffic) func(http.Handler) http.Handler {
-	return middleware.Stack(middleware.Config{
+// chain is the router's middleware (middleware.Chain), in order, with this
+// package's answers.
+func chain(cfg Config, tr *traffic) []func(http.Handler) http.Handler {
+	return middleware.Chain(middleware.Config{
 		Logger:         cfg.Logger,
 		Now:            cfg.Now,
 		Observe:        tr.observe,
@@ -28,8 +24,7 @@ func chain(cfg Config, tr *traffic) func(http.Handler) http.Handler {
 	})
 }
 
-// internalError is the answer to a panic: the 500 envelope, nothing of
-// the panic in it.
+// internalError is the answer to a panic: the 500 envelope.
 func internalError(w http.ResponseWriter, _ *http.Request) {
 	WriteError(w, NewError(http.StatusInternalServerError, ""))
 }
@@ -43,6 +38,5 @@ func crossSite(w http.ResponseWriter, _ *http.Request) {
 	WriteError(w, NewError(http.StatusForbidden, "cross-site request refused: a cookie-authenticated change must come from "+product.Name+"'s own pages or a trusted origin"))
 }
 
-// logger is the logger of ctx (middleware.Logger): a request's, with its
-// id, else slog.Default.
+// logger is the logger of ctx (middleware.Logger).
 func logger(ctx context.Context) *slog.Logger { return middleware.Logger(ctx) }

@@ -7,21 +7,15 @@ import (
 	"github.com/danielgtaylor/huma/v2/validation"
 )
 
-// huma's validation details can carry the client's bytes: the location of
-// an unexpected property or an unknown query parameter is its name, and a
-// format check quotes the parser's error, which quotes the input. An
-// envelope keeps only what the schema defines: the location up to the last
-// name the operation declares, and the message if it is one huma's
-// validator writes, without any quoted input. The value of a detail is the
-// input itself and is never read (for an unexpected property it is the
-// whole object around it).
+// huma's validation details can carry the client's bytes (an unexpected
+// property's name, a parser's quoted error). An envelope keeps only what
+// the schema defines: the location up to the last declared name, and the
+// message if huma's validator writes it, without quoted input.
 
 // schemaLocation returns the longest prefix of loc that names only what op
-// declares: "body" followed by declared properties and array indexes
-// (body.items[3].text), or a declared parameter (query.limit). Whatever
-// follows is a name the client made up (an unexpected property, a map key,
-// an unknown query parameter) and is cut, so such a problem is reported at
-// its parent. Without op, only the part (body, query, ...) is kept.
+// declares (body.items[3].text, query.limit): a name the client made up is
+// cut, so the problem is reported at its parent. Without op, only the part
+// (body, query, ...) is kept.
 func schemaLocation(op *huma.Operation, loc string) string {
 	end := strings.IndexAny(loc, ".[")
 	if end < 0 {
@@ -49,9 +43,8 @@ func paramLocation(op *huma.Operation, part, rest string) string {
 	return part
 }
 
-// bodyLocation returns the longest prefix of loc, whose first end bytes
-// are "body", that follows the properties and array items op's request
-// body declares.
+// bodyLocation returns the longest prefix of loc (which starts with
+// "body") that follows what op's request body declares.
 func bodyLocation(op *huma.Operation, loc string, end int) string {
 	if op == nil || op.RequestBody == nil {
 		return loc[:end]
@@ -75,9 +68,8 @@ func bodyLocation(op *huma.Operation, loc string, end int) string {
 	return loc[:end]
 }
 
-// declaredStep returns the length of the segment rest starts with (an
-// array index or a property) and the schema it leads to within s; next is
-// nil when rest is empty or its first segment is not one s declares.
+// declaredStep returns the length of rest's first segment and the schema
+// it leads to within s; next is nil when s does not declare it.
 func declaredStep(s *huma.Schema, rest string) (n int, next *huma.Schema) {
 	if rest == "" {
 		return 0, nil
@@ -100,8 +92,7 @@ func declaredStep(s *huma.Schema, rest string) (n int, next *huma.Schema) {
 	return 1 + len(name), next
 }
 
-// hasSegment reports whether rest starts with seg followed by the end or
-// the start of another segment.
+// hasSegment reports whether rest starts with the whole segment seg.
 func hasSegment(rest, seg string) bool {
 	if !strings.HasPrefix(rest, seg) {
 		return false
@@ -126,12 +117,9 @@ func arrayIndex(rest string) int {
 	return 0
 }
 
-// schemaMessage returns msg when it is one of the messages huma writes
-// into validation details, and "invalid value" otherwise (a JSON decoder's
-// error, or a handler's own detail). A message whose template ends in
-// ": %v" quotes a parser's error, so it is cut there; the other verbs are
-// filled from the schema (a bound, a pattern, a property's name).
-// templates is validationMessages().
+// schemaMessage returns msg when it is one of huma's validation messages
+// (templates), cut before a quoted parser error (": %v"), and "invalid
+// value" otherwise.
 func schemaMessage(templates []string, msg string) string {
 	for _, t := range templates {
 		if fixed, ok := strings.CutSuffix(t, ": %v"); ok && strings.HasPrefix(msg, fixed) {
@@ -154,8 +142,8 @@ func schemaMessage(templates []string, msg string) string {
 	return "invalid value"
 }
 
-// validationMessages lists the messages of huma's validator (a fork may
-// reword them, so they are read when needed) and of its parameter parser.
+// validationMessages lists the messages of huma's validator and parameter
+// parser, read when needed, as a fork may reword them.
 func validationMessages() []string {
 	return []string{
 		validation.MsgUnexpectedProperty,

@@ -80,8 +80,7 @@ type oasOperation struct {
 var methodOrder = map[string]int{"get": 0, "post": 1, "put": 2, "patch": 3, "delete": 4, "head": 5, "options": 6, "trace": 7}
 
 // buildDocsPage decodes the spec and arranges it for the page: operations
-// grouped by their first tag, groups by name, operations by path and
-// method, then the schemas.
+// by first tag, path and method, then the schemas.
 func buildDocsPage(spec []byte) (*docsPage, error) {
 	var doc oasDoc
 	if err := json.Unmarshal(spec, &doc); err != nil {
@@ -121,7 +120,7 @@ func buildDocsPage(spec []byte) (*docsPage, error) {
 }
 
 // docsOperationOf is one operation as the page shows it; members holds
-// the operation's raw members, where its x- extensions are.
+// its raw members, with its x- extensions.
 func docsOperationOf(path, method string, op oasOperation, members map[string]json.RawMessage) docsOperation {
 	d := docsOperation{ID: op.OperationID, Method: strings.ToUpper(method), Path: path, Summary: op.Summary, Description: op.Description}
 	for _, p := range op.Parameters {

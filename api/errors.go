@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -20,14 +22,13 @@ import (
 	"github.com/brain-template/brain/internal/product"
 )
 
-// Error is the one error envelope of the API. Every non-2xx response has this
-// shape, whether huma, a middleware or a raw handler wrote it:
+// Error is the one error envelope of the API, of every non-2xx response:
 //
 //	{"code": "not-found", "message": "no route matches /api/v1/nope", "details": {}}
 //
-// Code is derived from the HTTP status (see [CodeForStatus]), never from a
-// message, so clients can switch on it. Message is plain English for a person.
-// No Error ever carries a request body, a secret or an internal error string.
+// Code comes from the HTTP status ([CodeForStatus]), so clients can switch
+// on it. An Error never carries a request body, a secret or an internal
+// error string.
 type Error struct {
 	status int
 	cause  error       // what the log gets for a 5xx; never serialized
@@ -38,8 +39,8 @@ type Error struct {
 	Details ErrorDetails `json:"details" doc:"Structured details; which members appear depends on the code."`
 }
 
-// ErrorDetails holds the structured part of an [Error]. Members are added
-// here as the API grows; each is optional so adding one never breaks a client.
+// ErrorDetails holds the structured part of an [Error]; each member is
+// optional, so adding one never breaks a client.
 type ErrorDetails struct {
 	Errors []FieldError `json:"errors,omitempty" maxItems:"100" nullable:"false" doc:"For invalid-request and unprocessable: each problem and where it is."`
 
@@ -50,8 +51,7 @@ type ErrorDetails struct {
 	WindowS     int    `json:"window_s,omitempty" doc:"rate-limited: the budget's window in seconds."`
 	RetryAfterS int    `json:"retry_after_s,omitempty" doc:"rate-limited: seconds until a request would be admitted; also the Retry-After header."`
 
-	// For conflict (409) from a per-user quota: which quota, and how much
-	// of it the caller holds.
+	// For conflict (409) from a per-user quota.
 	Quota string `json:"quota,omitempty" doc:"conflict: the per-user quota the request would pass, one of those the server's operations have (each operation's description says what its quotas count)."`
 	Used  *int   `json:"used,omitempty" doc:"conflict with quota: how much of the quota the caller holds now."`
 }
@@ -90,10 +90,8 @@ func (e *Error) GetHeaders() http.Header {
 	return e.header
 }
 
-// RetryUnavailable is the Retry-After of every 503: an error that is not
-// the client's (a store down or too slow, too many logins at once) is
-// worth retrying, after a pause that gives the trouble a chance to pass
-// without a stampede of retries.
+// RetryUnavailable is the Retry-After of every 503: long enough for the
+// trouble to pass without a stampede of retries.
 const RetryUnavailable = 5 * time.Second
 
 // NewError returns an envelope for status with message msg. An empty msg
@@ -117,9 +115,8 @@ func unavailable(msg string, err error) *Error {
 	return e
 }
 
-// codes maps the statuses the API uses to their envelope codes (the
-// docs/errors.md lists them). Statuses not listed get a
-// kebab-case form of their status text.
+// codes maps the statuses the API uses to their envelope codes; others get
+// their status text in kebab case.
 var codes = map[int]string{
 	http.StatusBadRequest:            "invalid-request",
 	http.StatusUnauthorized:          "unauthenticated",
@@ -138,10 +135,8 @@ var codes = map[int]string{
 	StatusClientClosedRequest:        "client-closed-request", // never reaches a client: only the access log sees it
 }
 
-// Codes returns the platform's codes, sorted: those of the statuses in
-// codes, but the 499 no client sees. The spec's enum of Error.code is
-// this list and the codes the server's features declare
-// ([DeclareErrorCode]).
+// Codes returns the platform's codes, sorted, but the 499 no client sees:
+// the spec's enum of Error.code, with the features' ([DeclareErrorCode]).
 func Codes() []string {
 	var out []string
 	for status, c := range codes {
@@ -153,20 +148,16 @@ func Codes() []string {
 	return slices.Compact(out)
 }
 
-// DeclareErrorCode adds code to the codes s's envelopes may carry: one
-// that a feature's handler sets on an [Error]'s Code, in place of its
-// status's, for a refusal a client must tell from the status's others.
-// The spec's enum of Error.code lists it beside [Codes]. Call it from
-// the Feature, and say in the operation's description when the code
-// comes:
+// DeclareErrorCode adds code to the spec's enum of Error.code: a code a
+// feature's handler sets in place of its status's, for a refusal a client
+// must tell apart. Call it from the Feature:
 //
 //	api.DeclareErrorCode(s, "bookmark-exists")
 //	...
 //	e := api.NewError(http.StatusConflict, "you keep that URL already")
 //	e.Code = "bookmark-exists"
 //
-// A code is kebab-case, at most 64 bytes, as the schema says; s.Err
-// reports one that is not.
+// A code is kebab-case, at most 64 bytes; s.Err reports one that is not.
 func DeclareErrorCode(s *Server, code string) {
 	if len(code) > 64 || !kebab.MatchString(code) {
 		s.errs = append(s.errs, fmt.Errorf("error code %q is not kebab-case of at most 64 bytes (such as bookmark-exists)", code))
@@ -175,20 +166,16 @@ func DeclareErrorCode(s *Server, code string) {
 	addToEnum(s.errorSchema().Properties["code"], code)
 }
 
-// DeclareQuota adds name to the per-user quotas s's refusals may name in
-// details.quota: a feature's handler sets it on the 409 of a request
-// that would pass the quota, with details.limit and details.used. The
-// spec's enum of details.quota lists the quotas of the features wired
-// in. Call it from the Feature, and say in the operation's description
-// what the quota counts:
+// DeclareQuota adds name to the spec's enum of details.quota, which a
+// feature's handler sets on the 409 of a request past a per-user quota,
+// with details.limit and details.used. Call it from the Feature:
 //
 //	api.DeclareQuota(s, "bookmarks")
 //	...
 //	e := api.NewError(http.StatusConflict, "you keep 1000 bookmarks, the most allowed")
 //	e.Details.Quota, e.Details.Limit, e.Details.Used = "bookmarks", 1000, &held
 //
-// A quota's name is snake_case, at most 64 bytes; s.Err reports one that
-// is not.
+// A name is snake_case, at most 64 bytes; s.Err reports one that is not.
 func DeclareQuota(s *Server, name string) {
 	if len(name) > 64 || !snake.MatchString(name) {
 		s.errs = append(s.errs, fmt.Errorf("quota %q is not snake_case of at most 64 bytes (such as bookmarks)", name))
@@ -211,8 +198,7 @@ func addToEnum(p *huma.Schema, v string) {
 	}
 }
 
-// kebab is what an error code may be: the schema's pattern; snake, what
-// a quota's name may be.
+// kebab is what an error code may be; snake, what a quota's name may be.
 var (
 	kebab = regexp.MustCompile(`^[a-z]+(-[a-z]+)*$`)
 	snake = regexp.MustCompile(`^[a-z]+(_[a-z]+)*$`)
@@ -249,21 +235,16 @@ func defaultMessage(status int) string {
 	return strings.ToLower(http.StatusText(status))
 }
 
-// Messages that replace huma's where huma's would say too much: a JSON
-// decoder's error names Go types and quotes bytes of the body, and an
-// unknown content type is quoted from the request.
+// Messages that replace huma's, which would quote the request or name Go
+// types.
 const (
 	msgMalformedBody   = "the request body is not valid JSON"
 	msgUnsupportedBody = "the request body must be application/json"
 )
 
-// fromHuma builds the envelope for an error huma raises (validation, body
-// parsing, content negotiation, handler errors); ctx is nil when huma has
-// no request at hand. Each validation detail keeps only what the schema
-// defines (see [schemaLocation] and [schemaMessage]); its value, which is
-// the client's input, is never read. Internal errors keep nothing of the
-// cause, except that a failed read of the request body is the client's
-// mistake ([bodyReadError]) and a client that left gets 499.
+// fromHuma builds the envelope for an error huma raises; ctx is nil when
+// huma has no request at hand. A validation detail keeps only what the
+// schema defines, never the client's input.
 func fromHuma(ctx huma.Context, status int, msg string, errs ...error) *Error {
 	if status == 0 { // huma asks with status 0 to learn the error type
 		return &Error{}
@@ -290,8 +271,8 @@ func fromHuma(ctx huma.Context, status int, msg string, errs ...error) *Error {
 }
 
 // internalFromHuma builds the envelope for a 5xx huma raises: the client's
-// mistake when the request body failed to read, 499 when the client left,
-// and otherwise the status alone, with msg and errs as its cause.
+// mistake when its body failed to read, 499 when it left, else the status
+// alone, with msg and errs as the logged cause.
 func internalFromHuma(ctx huma.Context, status int, msg string, errs []error) *Error {
 	for _, err := range errs {
 		if e := bodyReadError(err); e != nil {
@@ -301,32 +282,24 @@ func internalFromHuma(ctx huma.Context, status int, msg string, errs []error) *E
 	if ctx != nil && clientGone(ctx.Context()) {
 		return NewError(StatusClientClosedRequest, "")
 	}
-	// The message and causes (huma's "unexpected error occurred", a
-	// handler's wrapped error) go to the log through logCauses; the
-	// client gets the status's default message only.
 	e := NewError(status, "")
 	e.cause = errors.Join(append([]error{errors.New(msg)}, errs...)...)
 	return e
 }
 
-// validationDetails returns the distinct details of errs, each cut to what
-// op's schema defines, at most maxDetails of them from the first
-// maxExamined errors.
+// validationDetails returns the distinct details of errs, cut to what op's
+// schema defines: at most maxDetails, from the first maxExamined errors.
 func validationDetails(op *huma.Operation, status int, errs []error) []FieldError {
 	var details []FieldError
 	seen := map[FieldError]bool{}
 	templates := validationMessages()
 	for i, err := range errs {
-		// huma reports one error per unexpected member, however many: the
-		// work here stops at what the envelope can hold. huma checks the
-		// declared members first, so what comes late is more of the same.
 		if len(details) == maxDetails || i == maxExamined {
 			break
 		}
 		var d huma.ErrorDetailer
 		if !errors.As(err, &d) {
-			// A handler's wrapped error (huma.Error404NotFound(msg, err))
-			// may be internal: only its message goes out.
+			// a handler's wrapped error may be internal
 			continue
 		}
 		ed := d.ErrorDetail()
@@ -342,8 +315,7 @@ func validationDetails(op *huma.Operation, status int, errs []error) []FieldErro
 	return details
 }
 
-// maxDetails bounds details.errors, as the schema says; maxExamined bounds
-// the validation errors read to fill it.
+// maxDetails bounds details.errors; maxExamined, the errors read to fill it.
 const (
 	maxDetails  = 100
 	maxExamined = 10 * maxDetails
@@ -360,38 +332,43 @@ func clip(s string, n int) string {
 	return s[:n]
 }
 
-// logCauses returns a huma transformer: when a response is an [Error]
-// with a cause (a 5xx), it logs the cause with the request id, so the
-// envelope can stay opaque while the log keeps what happened. A 503's
-// cause is not brain's fault and repeats while it lasts: outages logs it.
+// logCauses returns a huma transformer that logs an [Error]'s cause, so the
+// envelope stays opaque while the log keeps what happened.
 func logCauses(outages *outageLog) huma.Transformer {
 	return func(ctx huma.Context, status string, v any) (any, error) {
-		if e, ok := v.(*Error); ok && e.cause != nil {
-			if e.status == http.StatusServiceUnavailable {
-				outages.log(ctx.Context(), e.cause)
-			} else {
-				logger(ctx.Context()).Error("request failed", "status", e.status, "error", e.cause.Error())
-			}
+		if e, ok := v.(*Error); ok {
+			logCause(ctx.Context(), outages, e)
 		}
 		return v, nil
 	}
 }
 
-// The huma.NewError swap is the package's only mutable global; it happens
-// once, at init, before anything can register an operation, so every
-// operation documents and returns [Error].
-func init() {
+// logCause logs e's cause, if any, with the request id: a 503's, which
+// repeats while an outage lasts, through outages.
+func logCause(ctx context.Context, outages *outageLog, e *Error) {
+	switch {
+	case e.cause != nil && e.status == http.StatusServiceUnavailable:
+		outages.log(ctx, e.cause)
+	case e.cause != nil:
+		logger(ctx).Error("request failed", "status", e.status, "error", e.cause.Error())
+	}
+}
+
+// useEnvelope makes huma's errors [Error]s, so every operation documents
+// and returns the envelope. It sets huma.NewError and NewErrorWithContext,
+// which are huma's globals: [New] calls it, once, before any operation
+// registers.
+var useEnvelope = sync.OnceFunc(func() {
 	huma.NewError = func(status int, msg string, errs ...error) huma.StatusError {
 		return fromHuma(nil, status, msg, errs...)
 	}
 	huma.NewErrorWithContext = func(ctx huma.Context, status int, msg string, errs ...error) huma.StatusError {
 		return fromHuma(ctx, status, msg, errs...)
 	}
-}
+})
 
-// WriteError writes e as a JSON response with e's status and headers and
-// any headers already set on w. It is for code outside huma operations:
-// router fallbacks, middleware and raw stream handlers.
+// WriteError writes e as a JSON response with e's status and headers, and
+// those already set on w: for code outside huma operations.
 func WriteError(w http.ResponseWriter, e *Error) {
 	h := w.Header()
 	setErrorHeaders(h, e)
@@ -410,9 +387,7 @@ func setErrorHeaders(h http.Header, e *Error) {
 }
 
 // ErrorResponse is e as a whole HTTP/1.1 response that closes its
-// connection, with the headers and body WriteError writes: the bytes to
-// write on a connection net/http never serves, such as one that
-// connlimit refuses before a request is read.
+// connection: for a connection net/http never serves (connlimit's refusal).
 func ErrorResponse(e *Error) []byte {
 	body, _ := json.Marshal(e)
 	body = append(body, '\n')

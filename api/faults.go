@@ -1,6 +1,3 @@
-// This file is the one table from error kinds (package fault) to HTTP
-// statuses, and ErrorFor, which the platform's handlers and a feature's
-// use to answer an error of their domain.
 package api
 
 import (
@@ -14,9 +11,8 @@ import (
 // msgStoreUnavailable is the message of a 503 for a store that failed.
 const msgStoreUnavailable = product.Name + "'s database does not answer right now; retry shortly"
 
-// faultAnswers maps each error kind to its status and the message sent
-// when the operation gives none, tested in order. Unavailable comes first:
-// it is never the client's fault, whatever else the error wraps.
+// faultAnswers maps each error kind (package fault) to its status and
+// default message, in order: Unavailable first, never the client's fault.
 var faultAnswers = []struct {
 	kind    error
 	status  int
@@ -28,25 +24,13 @@ var faultAnswers = []struct {
 	{fault.ErrTooMany, http.StatusConflict, "you hold as many as allowed: delete some first"},
 }
 
-// StatusFor returns the status of err's kind in the table (404 for
-// fault.ErrNotFound, 409 for fault.ErrConflict and fault.ErrTooMany, 503 for
-// fault.ErrUnavailable), or 0 when err is of no kind the table has.
-func StatusFor(err error) int {
-	if i := faultAnswer(err); i >= 0 {
-		return faultAnswers[i].status
-	}
-	return 0
-}
-
 // Messages says, for an error kind (fault.ErrNotFound, ...), the message of
 // its envelope at one operation: "you have no bookmark with that id".
 type Messages map[error]string
 
-// ErrorFor is the envelope of err by its kind ([StatusFor]), with the
-// message msgs gives that kind, or the table's. A 503 carries Retry-After
-// and keeps err as its cause, logged and never sent. An *Error stays
-// itself, nil stays nil, and an error of no kind the table has is
-// returned as it is (huma answers it 500 and logs it).
+// ErrorFor is the envelope of err by its kind, with msgs' message for it
+// or the table's; a 503 keeps err as its logged cause. An *Error, nil, and
+// an error of no kind are returned as they are.
 //
 //	if err != nil {
 //		return nil, api.ErrorFor(err, api.Messages{fault.ErrNotFound: "you have no bookmark with that id"})
@@ -81,11 +65,8 @@ func faultAnswer(err error) int {
 	return -1
 }
 
-// storeError is the answer to an error from the database that a handler
-// did not handle itself (it handles store.ErrNotFound, say): the
-// database failing or too slow, which is never the client's fault. It is
-// 503 with Retry-After, the table's message for fault.ErrUnavailable, its
-// cause logged and never sent; nil stays nil.
+// storeError is the 503 of a database error a handler did not handle
+// itself, its cause logged and never sent; nil stays nil.
 func storeError(err error) error {
 	if err == nil {
 		return nil

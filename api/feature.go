@@ -1,7 +1,5 @@
-// This file is the door a feature comes in by: a package outside api that
-// adds operations to the server, using only the exported names below
-// (its streams and events come in by package streams' door, which is
-// built on this package's).
+// This file is the door a feature, a package that adds operations to the
+// server, comes in by.
 package api
 
 import (
@@ -13,25 +11,19 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 )
 
-// A Feature adds a feature's operations to s: its huma operations on
-// s.API (with [WithAccess], [WithBudget], [Tag]), and, through package
-// streams, its streams (streams.Add) and the events its users'
-// GET /api/v1/events carries (streams.DeclareEvents). [New] calls each of
-// Config.Features in order, after the platform's operations, so that the
-// spec lists the features' tags after the platform's. The stream
-// endpoints are a Feature too (package streams' Plane.Feature).
+// A Feature adds a feature's operations to s: huma operations on s.API
+// ([WithAccess], [WithBudget], [Tag]) and, through package streams, its
+// streams and events. [New] calls each of Config.Features in order.
 type Feature func(s *Server)
 
-// Tag declares the spec's tag name, with its description, the first time
-// it is asked for, and returns the operation's Tags: []string{name}. Ask
-// for it once per group of operations:
+// Tag declares the spec's tag name, with its description, once, and
+// returns the operation's Tags:
 //
 //	tags := api.Tag(s.API, "Bookmarks", "URLs you keep.")
 func Tag(api huma.API, name, description string) []string { return tagged(api, name, description) }
 
-// Describe adds text, a paragraph saying what a feature is, to the
-// spec's description (info.description), after the platform's paragraph
-// and those of the features before it. Call it from the Feature:
+// Describe adds a paragraph saying what a feature is to the spec's
+// description, after those before it. Call it from the Feature:
 //
 //	api.Describe(s, "Bookmarks: keep the URLs you want to read again.")
 func Describe(s *Server, text string) {
@@ -59,8 +51,7 @@ func (s *Server) Metrics() *Metrics { return s.metrics }
 func Logger(ctx context.Context) *slog.Logger { return logger(ctx) }
 
 // WithLogger returns ctx carrying l, the logger [Logger] gives outside a
-// request. The server starts features' background work (their job
-// queues' workers, their sweeps) with its logger so.
+// request, as features' background work is started.
 func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
 	return middleware.WithLogger(ctx, l)
 }

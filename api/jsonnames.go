@@ -6,20 +6,13 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 )
 
-// huma validates a request body in a generic copy (maps and slices) before
-// decoding it into the operation's input. Its validator tracks where it is
-// in a path buffer that steps back to the last '.' or '[' when it leaves a
-// member (huma v2.37.2, PathBuffer.Pop). A member whose name holds one of
-// those leaves part of its name behind, so the path grows with every such
-// name and every later error copies it: a 1 MiB body of names like ".1"
-// took 13 s of CPU and gigabytes of memory. Escaping those characters in
-// the names of the validated copy keeps the path exact and the work linear.
-//
-// The escaping changes nothing that validation decides: it is injective
-// (no two names become one), and a name the schema declares never holds
-// '%', '.' or '[' (TestSpecPropertyNames), so it is never escaped and an
-// escaped name is never mistaken for it. The input the handler receives is
-// decoded from the original bytes.
+// huma's validator tracks its place in a path buffer that steps back to
+// the last '.' or '[' (huma v2.37.2, PathBuffer.Pop), so member names that
+// hold them grow the path with every error: a 1 MiB body of names like ".1"
+// took 13 s of CPU. Escaping those characters in the validated copy keeps
+// the work linear and decides nothing differently: the escaping is
+// injective, and no declared name holds '%', '.' or '['
+// (TestSpecPropertyNames). The handler's input is decoded from the bytes.
 
 // nameEscaper percent-encodes the characters that end a path segment, and
 // '%' itself so that the encoding stays injective.

@@ -11,17 +11,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Metrics is the server's Prometheus registry. Serve it with
-// [Metrics.Handler] on a listener of its own (BRAIN_METRICS_ADDR, loopback
-// by default): it is not part of the API and not rate limited.
+// Metrics is the server's Prometheus registry, served by [Metrics.Handler]
+// on a listener of its own, outside the API.
 type Metrics struct {
 	reg       *prometheus.Registry
 	decisions *prometheus.CounterVec
 }
 
-// Counter returns a feature's counter, registered with m on the first
-// call and the same counter on the next ones (each server built on m asks
-// for it again). On a nil m it is a counter nobody scrapes.
+// Counter returns a feature's counter, registered with m on the first call
+// and the same one after. On a nil m nobody scrapes it.
 func (m *Metrics) Counter(opts prometheus.CounterOpts) prometheus.Counter {
 	c := prometheus.NewCounter(opts)
 	if m == nil {
@@ -57,13 +55,11 @@ func (m *Metrics) Handler() http.Handler {
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // Decisions are the counters of one policy's decisions by outcome
-// (brain_ratelimit_decisions_total{plane, policy, outcome}), resolved once
-// so that counting costs an atomic add. The zero Decisions counts nothing.
+// (brain_ratelimit_decisions_total). The zero Decisions counts nothing.
 type Decisions struct{ allowed, limited, failed prometheus.Counter }
 
-// Decisions returns the counters of the decisions of policy on plane, for
-// a limit decided outside this package (package streams' caps of open
-// streams). On a nil m they count nothing.
+// Decisions returns the counters of policy on plane, for a limit decided
+// outside this package. On a nil m they count nothing.
 func (m *Metrics) Decisions(plane, policy string) Decisions { return m.countersFor(plane, policy) }
 
 // Allowed counts a request the policy admitted.
@@ -92,9 +88,7 @@ func inc(c prometheus.Counter) {
 	}
 }
 
-// observeLimiter exports what a plane's limiter knows of itself: keys
-// tracked in memory, Redis calls and deny-cache hits, decisions made
-// without the store.
+// observeLimiter exports what a plane's limiter knows of itself.
 func (m *Metrics) observeLimiter(p *plane) {
 	if m == nil {
 		return
@@ -129,7 +123,11 @@ func (m *Metrics) observeLimiter(p *plane) {
 }
 
 // ObserveBreaker exports a store's breaker: errors and whether it is open.
+// On a nil m it does nothing.
 func (m *Metrics) ObserveBreaker(b *ratelimit.Breaker) {
+	if m == nil {
+		return
+	}
 	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: product.MetricNamespace + "_ratelimit_store_errors_total", Help: "Failed calls to the shared rate-limit store.",
 	}, func() float64 { e, _ := b.Stats(); return float64(e) }))
@@ -143,10 +141,12 @@ func (m *Metrics) ObserveBreaker(b *ratelimit.Breaker) {
 	}))
 }
 
-// ObserveConns exports the connections l holds: open and idle now, and
-// since the start, the connections refused at each cap, the idle and slow
-// ones closed to make room for new ones, and those cut as too slow.
+// ObserveConns exports l's connections: open, idle, refused, closed for
+// room and cut as too slow. On a nil m it does nothing.
 func (m *Metrics) ObserveConns(l *connlimit.Limiter) {
+	if m == nil {
+		return
+	}
 	gauge := func(name, help string, v func(connlimit.Stats) int) {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help},
 			func() float64 { return float64(v(l.Stats())) }))

@@ -1,6 +1,3 @@
-// This file is an operation's declaration: what an operation says about
-// itself beyond huma's Operation, kept in one value, and the one hook that
-// turns it into the spec and into the middleware that enforces it.
 package api
 
 import (
@@ -15,23 +12,17 @@ import (
 	"github.com/brain-template/brain/internal/product"
 )
 
-// A Declaration is what an operation declares beyond huma's Operation:
-// who may call it, what it draws from, how its body is read. An operation
-// gets one from the helpers that set each field where it is registered —
-// [WithAccess], [WithBudget], [WithJSONBody], [WithLoginBackoff] — and
-// [New]'s one OnAddOperation hook reads it once, when the operation is
-// added, to write the spec (security, error responses, x-rate-limit,
-// headers) and to give the operation the middleware that enforces exactly
-// what the spec then says.
+// A Declaration is what an operation declares beyond huma's Operation, set
+// by [WithAccess], [WithBudget], [WithJSONBody] and [WithLoginBackoff].
+// [New]'s OnAddOperation hook turns it into the spec and into the
+// middleware that enforces what the spec says.
 type Declaration struct {
-	// Access is who may call it; "" is Caller (fail closed), which
-	// TestEveryOperationDeclaresAccess refuses in the server.
+	// Access is who may call it; "" is Caller (fail closed).
 	Access Access
 	// Budget, when it has a Name, is what its API-key callers draw from
 	// instead of the key's default budget.
 	Budget Budget
-	// JSONBody is the type the handler of an operation that reads its
-	// body raw parses it as, documented as the request body.
+	// JSONBody is the type a handler that reads its body raw parses it as.
 	JSONBody reflect.Type
 	// LoginBackoff says the handler checks the login back-off before the
 	// request is charged to its plane ([ChargeNow], [SkipCharge]).
@@ -41,38 +32,24 @@ type Declaration struct {
 	RateKey func(*http.Request) string
 
 	// Caps are the concurrency caps the operation's handler holds its
-	// requests to (open streams per caller, say), listed first in
-	// x-rate-limit with their sizes. An operation that declares Caps or
-	// Draws admits its requests itself, in its handler: no budget of the
-	// session, ip or API-key planes is charged for it, but its callers'
-	// 401s (the ip plane's) and, on an Admin operation, their 403s (the
-	// caller's session or key budget), as for any operation.
+	// requests to. An operation that declares Caps or Draws admits its
+	// requests itself: only its 401s and an Admin operation's 403s are
+	// charged to the planes.
 	Caps []ConcurrencyCap
-	// Draws names the plane budgets the operation's handler draws each
-	// request from, in order ([Server.PlaneBudget]), listed so in
-	// x-rate-limit after Caps: [StreamOpensBudget] and
-	// [StreamUserOpensBudget] are those there are.
-	Draws []string
-	// bodyLimit is the largest body the operation accepts, that many bytes
-	// included; 0 when it reads none. Set when the operation is added.
-	bodyLimit int64
-	// schemas is the registry the operation's body schema is in, for the
-	// places of validation errors. Set when the operation is added.
-	schemas huma.Registry
+	// Draws names the plane budgets the handler draws each request from,
+	// in order ([Server.PlaneBudget]).
+	Draws     []string
+	bodyLimit int64         // the largest body accepted; 0: it reads none
+	schemas   huma.Registry // of its body's schema, for validation errors' places
 }
 
-// metaDeclaration is the Operation.Metadata key of an operation's
-// *Declaration. Metadata never reaches the spec.
+// metaDeclaration is the Operation.Metadata key of its *Declaration.
 const metaDeclaration = product.Name + ".declaration"
-
-// DeclarationOf returns what op declares.
-func DeclarationOf(op *huma.Operation) Declaration { return *declarationOf(op) }
 
 // undeclared is the declaration of an operation that declares nothing.
 var undeclared = &Declaration{}
 
-// declarationOf returns op's declaration, which the caller must not
-// change (use declare).
+// declarationOf returns op's declaration, not to be changed (use declare).
 func declarationOf(op *huma.Operation) *Declaration {
 	if op == nil {
 		return undeclared
@@ -91,9 +68,8 @@ func (d *Declaration) access() Access {
 	return d.Access
 }
 
-// declare changes op's declaration by change, in a copy: op's Metadata map
-// and its declaration may be shared with other operations (a literal
-// reused, a group's modifier), so neither is written in place.
+// declare changes op's declaration in a copy: its Metadata and declaration
+// may be shared with other operations.
 func declare(op *huma.Operation, change func(*Declaration)) {
 	d := *declarationOf(op)
 	change(&d)
@@ -104,48 +80,27 @@ func declare(op *huma.Operation, change func(*Declaration)) {
 	op.Metadata[metaDeclaration] = &d
 }
 
-// WithDeclaration returns op declaring d, in place of what it declared:
-// for an operation added to the spec outside huma.Register and the
-// helpers above, whose door sets every field itself (package streams
-// declares each stream so, with its caps and the budget it draws from).
+// WithDeclaration returns op declaring d in place of what it declared: for
+// an operation whose door sets every field itself (package streams').
 func WithDeclaration(op huma.Operation, d Declaration) huma.Operation {
 	declare(&op, func(old *Declaration) { *old = d })
 	return op
 }
 
-// WithLoginBackoff returns op checking the login back-off from its
-// handler before the request is charged (see [ChargeNow] and
-// [SkipCharge]): an operation that checks a password, whose back-off
-// refusal must take no token from any budget. The spec then shows the
-// back-off in x-rate-limit, and a 429 that may come without budget headers.
+// WithLoginBackoff returns op checking the login back-off in its handler
+// before the request is charged ([ChargeNow], [SkipCharge]), so a back-off
+// refusal takes no token from any budget.
 func WithLoginBackoff(op huma.Operation) huma.Operation {
 	declare(&op, func(d *Declaration) { d.LoginBackoff = true })
 	return op
 }
 
-// declareOperation is the one OnAddOperation hook. It reads op's
-// declaration and writes, in this order (each step reads what the one
-// before it wrote):
-//
-//  1. the security requirement, and the 401/403/503 it implies, into
-//     op.Errors (security.go);
-//  2. the JSON schema of a body read raw (jsonbody.go);
-//  3. a response with the envelope for every status in op.Errors and
-//     those any operation with parameters or a body can give (spec.go);
-//  4. the body limit, exact (body.go).
-//
-// Then the operation's own middleware, in the order a request meets it
-// (after requireCaller, which every operation runs):
-//
-//  5. room for a large body (body.go), so that a body refused for room
-//     costs its caller nothing from a budget;
-//  6. the rate limits, with x-rate-limit, the 429 and the headers in the
-//     spec (ratelimit.go);
-//  7. the body's declared length and charset (body.go), and the refusal
-//     of a number or boolean query parameter sent empty (params.go),
-//     which huma would take for one left out: refused as huma's own
-//     validation is, after the rate limits, so their answers carry the
-//     same headers.
+// declareOperation is the one OnAddOperation hook. It writes op's security,
+// raw body schema, error responses and body limit into the spec, then
+// gives it its middleware in the order a request meets it: room for a
+// large body (a refusal for room costs no budget), the rate limits, the
+// body's declared length and charset, and the refusal of empty number or
+// boolean query parameters.
 func declareOperation(ps *planes, bodies *bodiesInFlight) func(*huma.OpenAPI, *huma.Operation) {
 	return func(oapi *huma.OpenAPI, op *huma.Operation) {
 		ownFields(op)
@@ -163,10 +118,8 @@ func declareOperation(ps *planes, bodies *bodiesInFlight) func(*huma.OpenAPI, *h
 	}
 }
 
-// ownFields gives op its own copies of what the hook writes into: an
-// operation literal registered twice, or built from another, may share
-// these with it, and neither may see the other's errors, middleware,
-// extensions or body.
+// ownFields gives op its own copies of what the hook writes into, which an
+// operation literal registered twice would otherwise share.
 func ownFields(op *huma.Operation) {
 	op.Errors = slices.Clip(op.Errors)
 	op.Middlewares = slices.Clip(op.Middlewares)
@@ -178,10 +131,8 @@ func ownFields(op *huma.Operation) {
 }
 
 // inSpecOnly is the router's huma adapter. It refuses to serve a Hidden
-// operation, and [Server.Err] reports it: huma calls the OnAddOperation
-// hooks only for an operation it adds to the spec, so a hidden one would
-// run with no rate limits and no body bound, whatever it declares, and
-// the spec is to say what the server enforces.
+// operation ([Server.Err] reports it): huma skips the hooks for one, so it
+// would run with no rate limits and no body bound.
 type inSpecOnly struct {
 	huma.Adapter
 	errs []error

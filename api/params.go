@@ -1,6 +1,3 @@
-// This file refuses a query parameter sent empty where its schema is no
-// string: huma takes "limit=" for no limit at all and answers with the
-// default, where the client sent something no integer can mean.
 package api
 
 import (
@@ -9,11 +6,9 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 )
 
-// refuseEmptyParams gives op, when it has query parameters typed integer,
-// number or boolean, the middleware that answers 422 to a request that
-// sends one of them empty ("?limit="), as huma answers one that does not
-// parse. It runs after the rate limits, as huma's own validation does, so
-// the 422 carries the same headers; ps.api writes it.
+// refuseEmptyParams answers 422 to a request that sends an integer,
+// number or boolean query parameter empty ("?limit="), which huma would
+// take for one left out.
 func refuseEmptyParams(op *huma.Operation, ps *planes) {
 	var names []string
 	for _, p := range op.Parameters {

@@ -17,35 +17,26 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 )
 
-// Limits is every request-rate budget of the API. The spec's x-rate-limit
-// entries and the enforcement are both built from it, so they cannot
-// disagree.
+// Limits is every request-rate budget of the API, from which both the
+// spec's x-rate-limit and the enforcement are built.
 type Limits struct {
 	Session ratelimit.Rate // per session, every operation
 	IP      ratelimit.Rate // per client IP, public operations
 	APIKey  ratelimit.Rate // per API key, operations without their own budget
-	// StreamOpens is the stream plane's open budget (StreamOpensBudget):
-	// the streams a session or API key may open, across every stream
-	// endpoint, whatever its caps of open streams leave it; and
-	// StreamUserOpens (StreamUserOpensBudget) the streams a user may open
-	// across all of its sessions and API keys. Package streams draws from
-	// both ([Server.PlaneBudget]).
+	// StreamOpens is the streams a session or API key may open, and
+	// StreamUserOpens those a user may open across all of its callers
+	// ([Server.PlaneBudget]).
 	StreamOpens, StreamUserOpens ratelimit.Rate
-	// Override returns the limits that replace the defaults of the budget
-	// an operation declares by name (see [WithBudget]), and whether there
-	// are any; an error says the configured value is not a budget. Nil:
-	// every budget keeps its defaults.
+	// Override returns the configured limits of the budget named name
+	// ([WithBudget]), if any. Nil: every budget keeps its defaults.
 	Override func(name string) ([]ratelimit.Rate, bool, error)
-	// Store makes the limiter of a budget: in memory (the default) or in
-	// Redis, shared by replicas.
+	// Store makes the limiter of a budget; nil: in memory.
 	Store func(ratelimit.Budget) ratelimit.Limiter
-	// Disabled turns every plane off: no limits, no headers, nothing in the
-	// spec. It exists to measure what limiting costs; no setting exposes it.
+	// Disabled turns every plane off, to measure what limiting costs.
 	Disabled bool
 }
 
-// The names of the stream plane's open budgets (Limits.StreamOpens and
-// StreamUserOpens), as the spec, the headers and the 429 give them.
+// The names of the stream plane's open budgets.
 const (
 	StreamOpensBudget     = "stream-opens"
 	StreamUserOpensBudget = "stream-opens-per-user"
@@ -57,19 +48,14 @@ func DefaultLimits() Limits {
 		Session: ratelimit.Rate{Limit: 120, Window: time.Minute, Burst: 60},
 		IP:      ratelimit.Rate{Limit: 30, Window: time.Minute, Burst: 30},
 		APIKey:  ratelimit.Rate{Limit: 120, Window: time.Minute, Burst: 60},
-		// A client reconnecting after every network blip opens a stream a
-		// few times a minute; one that loops on opens is held to one a
-		// second, so that each open's work (a replay, a read of what it
-		// follows) stays small.
+		// a reconnecting client opens a few a minute; a loop is held to one a second
 		StreamOpens: ratelimit.Rate{Limit: 60, Window: time.Minute, Burst: 20},
-		// A user's sessions and keys together: four callers' worth, as
-		// its cap of streams is four callers'.
+		// four callers' worth, as the user's cap of streams is
 		StreamUserOpens: ratelimit.Rate{Limit: 240, Window: time.Minute, Burst: 80},
 	}
 }
 
-// withDefaults is l with each plane's zero budget replaced by its default;
-// the other fields stay as they are.
+// withDefaults is l with each plane's zero budget replaced by its default.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
 	for _, b := range []struct{ v, def *ratelimit.Rate }{{&l.Session, &d.Session}, {&l.IP, &d.IP}, {&l.APIKey, &d.APIKey}, {&l.StreamOpens, &d.StreamOpens}, {&l.StreamUserOpens, &d.StreamUserOpens}} {
@@ -82,28 +68,23 @@ func (l Limits) withDefaults() Limits {
 
 // A Budget is a named set of rates that the API-key callers of the
 // operations declaring it draw from, instead of the key's default budget.
-// Declare it once, as a variable, and name it on each operation that
-// shares it:
+// Declare it once, as a variable:
 //
 //	var bookmarkBudget = api.Budget{Name: "bookmarks", Default: "100/h; 10/s"}
 //	huma.Register(callers, api.WithBudget(op, bookmarkBudget), handler)
 type Budget struct {
-	// Name is 1 to 32 of a-z, 0-9 and -, starting with a letter. It is the
-	// key of the budget's setting (BRAIN_BUDGETS="bookmarks=200/h") and,
-	// in the spec and the headers, the name of its first limit; the second
-	// is name-burst, any further name-3, name-4.
+	// Name is 1 to 32 of a-z, 0-9 and -, starting with a letter: the key
+	// of its setting (BRAIN_BUDGETS="bookmarks=200/h") and the name of its
+	// first limit; the others are name-burst, name-3, ...
 	Name string
-	// Default is its limits unless configuration replaces them, in the
-	// syntax of the settings: "100/h; 10/s" is 100 an hour and 10 a
-	// second, and a request must pass both.
+	// Default is its limits unless configured: "100/h; 10/s" is 100 an
+	// hour and 10 a second, and a request must pass both.
 	Default string
 }
 
-// WithBudget returns op drawing, for API-key callers, from budget b.
-// Sessions keep their session budget. Only an operation with Caller
-// access may declare one. Operations that name the same budget share it,
-// and must give it the same default. A mistake (a bad name or default) is
-// reported by Server.Err, never a panic.
+// WithBudget returns op drawing, for API-key callers, from budget b;
+// sessions keep theirs. Only a Caller operation may declare one; those
+// naming the same budget share it. Server.Err reports a mistake.
 func WithBudget(op huma.Operation, b Budget) huma.Operation {
 	declare(&op, func(d *Declaration) { d.Budget = b })
 	return op
@@ -136,37 +117,28 @@ type plane struct {
 // plan is which plane applies to an operation for each kind of caller.
 type plan struct {
 	session, apikey, ip *plane
-	// deferred: the handler checks the login back-off, then charges the
-	// request (Declaration.LoginBackoff).
-	deferred bool
-	// ownDoor: the operation's handler admits its requests itself, from
-	// its caps and its plane budgets own (Declaration.Caps and Draws; a
-	// stream's door, in package streams); its callers' 401s still draw
-	// from the ip plane.
-	ownDoor bool
-	caps    []ConcurrencyCap
-	own     []*plane
+	deferred            bool // the handler charges after the login back-off
+	ownDoor             bool // the handler admits its requests, from caps and own
+	caps                []ConcurrencyCap
+	own                 []*plane
 }
 
 // planes are the limiters of one server.
 type planes struct {
-	api      huma.API // set before the first operation is registered
-	limits   Limits
-	now      func() time.Time
-	refused  refusedIPs          // by the ip plane: see requireCaller
-	login    *auth.LoginThrottle // the back-off operations with LoginBackoff run
-	session  *plane
-	ip       *plane
-	apikey   *plane
-	metrics  *Metrics
-	ops      map[string]*plane // by budget name
-	declared map[string]Budget // each budget as first declared
-	errs     []error           // configuration mistakes found while registering
-	failed   map[string]bool   // budgets whose mistake is in errs
-	refusals *refusals         // counts and logs every 429
-	// streamOpens and streamUserOpens are the stream plane's open
-	// budgets, which a stream's handler draws from (Declaration.Draws,
-	// Server.PlaneBudget).
+	api                          huma.API // set before the first operation is registered
+	limits                       Limits
+	now                          func() time.Time
+	refused                      refusedIPs          // by the ip plane: see requireCaller
+	login                        *auth.LoginThrottle // the back-off operations with LoginBackoff run
+	session                      *plane
+	ip                           *plane
+	apikey                       *plane
+	metrics                      *Metrics
+	ops                          map[string]*plane // by budget name
+	declared                     map[string]Budget // each budget as first declared
+	errs                         []error           // configuration mistakes found while registering
+	failed                       map[string]bool   // budgets whose mistake is in errs
+	refusals                     *refusals         // counts and logs every 429
 	streamOpens, streamUserOpens *plane
 }
 
@@ -192,8 +164,7 @@ func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThro
 	return ps
 }
 
-// newPlane makes the plane of one budget, with its limiter, its headers
-// and its metrics.
+// newPlane makes the plane of one budget.
 func (ps *planes) newPlane(planeName, budget string, limits ...ratelimit.Limit) *plane {
 	b := ratelimit.Budget{Name: budget, Limits: limits}
 	pl := &plane{name: planeName, limiter: ps.limits.Store(b), headers: ratelimit.NewHeaders(b), count: ps.metrics.countersFor(planeName, budget)}
@@ -201,10 +172,8 @@ func (ps *planes) newPlane(planeName, budget string, limits ...ratelimit.Limit) 
 	return pl
 }
 
-// budgetPlane returns the apikey plane of budget b, made on its first
-// use with the configured limits or else b's default. A mistake in either
-// is recorded in ps.errs and the key's default budget serves instead: the
-// server reports it at start-up (Server.Err).
+// budgetPlane returns the apikey plane of budget b, made on its first use.
+// A mistake goes to ps.errs, and the key's default budget serves instead.
 func (ps *planes) budgetPlane(op *huma.Operation, b Budget) *plane {
 	if !budgetName.MatchString(b.Name) || reserved[b.Name] {
 		ps.errs = append(ps.errs, fmt.Errorf("operation %s: budget %q: a name is 1 to 32 of a-z, 0-9 and -, starting with a letter, and not session, ip, apikey, login, stream, streams, streams-per-user, %s or %s", op.OperationID, b.Name, StreamOpensBudget, StreamUserOpensBudget))
@@ -252,14 +221,11 @@ func (ps *planes) override(name string) ([]ratelimit.Rate, bool, error) {
 // budgetName is what a budget's name may be: it is also a setting's key.
 var budgetName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 
-// reserved are the names of the planes' own budgets and caps, which no
-// operation's budget may take: the stream plane's caps (package streams
-// declares them) among them.
+// reserved are the names of the planes' own budgets and caps.
 var reserved = map[string]bool{"session": true, "ip": true, "apikey": true, "login": true, "stream": true,
 	"streams": true, "streams-per-user": true, StreamOpensBudget: true, StreamUserOpensBudget: true}
 
-// planeBudget is the plane budget named name that a handler draws from
-// (Declaration.Draws), nil for none of that name.
+// planeBudget is the plane budget named name, or nil.
 func (ps *planes) planeBudget(name string) *plane {
 	switch name {
 	case StreamOpensBudget:
@@ -302,9 +268,7 @@ func (ps *planes) planFor(op *huma.Operation, d *Declaration) *plan {
 }
 
 // A ConcurrencyCap bounds the requests of an operation in progress at
-// once (the streams a caller holds open, say), as x-rate-limit lists it:
-// {plane, policy, concurrent}. The operation's handler enforces it
-// (Declaration.Caps).
+// once, which its handler enforces (Declaration.Caps).
 type ConcurrencyCap struct {
 	Plane, Policy string
 	Concurrent    int
@@ -321,12 +285,8 @@ type RateLimitEntry struct {
 	Failures   int    `json:"failures,omitempty"`
 	IPFailures int    `json:"ip_failures,omitempty"`
 	BackoffS   []int  `json:"backoff_s,omitempty"`
-	// AppliesTo narrows the callers a budget applies to: "unauthenticated"
-	// for the ip budget of an operation that needs a caller, which every
-	// request whose credentials fail (or that sends none) draws from;
-	// "forbidden" for the budgets a caller refused with 403 draws from:
-	// an API key's on an operation that needs a session, a session's or
-	// an API key's on an Admin stream.
+	// AppliesTo narrows the requests a budget applies to: "unauthenticated"
+	// (401s, to the ip plane) or "forbidden" (403s, to the caller's).
 	AppliesTo string `json:"applies_to,omitempty"`
 }
 
@@ -345,8 +305,7 @@ const (
 	refHeader                 = "#/components/headers/"
 )
 
-// declareComponents adds the 429 response and the rate-limit headers to
-// the spec's components, once.
+// declareComponents adds the 429 responses and rate-limit headers.
 func declareComponents(c *huma.Components) {
 	str := func(desc, example string) *huma.Header {
 		return &huma.Header{Description: desc, Required: true, Schema: &huma.Schema{Type: "string", Examples: []any{example}}}
@@ -376,8 +335,6 @@ func declareComponents(c *huma.Components) {
 		Headers:     headers,
 		Content:     map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Ref: errorSchemaRef}}},
 	}
-	// An operation that defers its charge (login) can also refuse before
-	// any budget is charged; that refusal has no budget to describe.
 	optional := map[string]*huma.Header{"Retry-After": {Ref: refHeader + "Retry-After"}}
 	for _, h := range ratelimit.HeaderNames {
 		o := *c.Headers[h]
@@ -394,10 +351,8 @@ func declareComponents(c *huma.Components) {
 
 func ptr[T any](v T) *T { return &v }
 
-// declareRateLimits makes the plan of op, which declares d, and documents
-// exactly that plan: the x-rate-limit extension, the 429 response and the
-// headers on every response the limiter sees; and it gives the operation
-// the middleware that enforces exactly that plan.
+// declareRateLimits makes op's plan, documents it (x-rate-limit, the 429,
+// the headers) and gives op the middleware that enforces it.
 func (ps *planes) declareRateLimits(op *huma.Operation, d *Declaration) {
 	if d.LoginBackoff { // its handler's back-off refusals are counted even with no plane (LoginBackedOff)
 		op.Middlewares = append(op.Middlewares, ps.refusals.carry)
@@ -416,9 +371,8 @@ func (ps *planes) declareRateLimits(op *huma.Operation, d *Declaration) {
 	declareRateLimitResponses(op, pl)
 }
 
-// rateLimitEntries lists, in the x-rate-limit extension's order, every
-// budget and cap that can refuse a request to an operation of access
-// under plan pl.
+// rateLimitEntries lists every budget and cap that can refuse a request
+// under plan pl, in x-rate-limit's order.
 func (ps *planes) rateLimitEntries(pl *plan, access Access) []RateLimitEntry {
 	var entries []RateLimitEntry
 	for _, c := range pl.caps { // its caps, then its budget: the order its door decides them in
@@ -444,8 +398,7 @@ func (ps *planes) rateLimitEntries(pl *plan, access Access) []RateLimitEntry {
 	return entries
 }
 
-// forbiddenPlanes returns the planes a caller's 403 to an operation of
-// access under plan pl draws from (refusedCaller).
+// forbiddenPlanes returns the planes a caller's 403 draws from.
 func (ps *planes) forbiddenPlanes(pl *plan, access Access) []*plane {
 	switch {
 	case pl.ip == nil && pl.apikey == nil && !pl.ownDoor: // session-only: an API key's 403s draw from its budget
@@ -456,8 +409,7 @@ func (ps *planes) forbiddenPlanes(pl *plan, access Access) []*plane {
 	return nil
 }
 
-// appendApplying appends the entries of the planes ps, each marked as
-// applying only to the refusals named appliesTo.
+// appendApplying appends the entries of ps, marked as applying to appliesTo.
 func appendApplying(entries []RateLimitEntry, appliesTo string, ps ...*plane) []RateLimitEntry {
 	for _, p := range ps {
 		for _, e := range entriesOf(p) {
@@ -489,12 +441,9 @@ func declareRateLimitResponses(op *huma.Operation, pl *plan) {
 	}
 }
 
-// enforce returns the huma middleware that applies plan pl to one
-// operation: it picks the plane for the caller and charges it, under the
-// key the plane keeps for the caller, or the one rateKey gives when not
-// nil and not "". Operation middleware runs after the API's
-// (requireCaller), so a caller's 403 costs no budget, and a 401 was
-// charged to the ip plane there.
+// enforce returns the middleware that charges the caller's plane under
+// pl, keyed by the caller or by rateKey's non-empty key. It runs after
+// requireCaller, which charged a 401 to the ip plane.
 func (ps *planes) enforce(pl *plan, rateKey func(*http.Request) string) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
 		var p *plane
@@ -528,10 +477,8 @@ func (ps *planes) enforce(pl *plan, rateKey func(*http.Request) string) func(hum
 	}
 }
 
-// failedAuth charges a request to an operation that needs a caller, whose
-// credentials failed or that sent none, to the ip plane. It reports
-// whether it answered the request (429, or 503 when the plane's store is
-// down and the policy is closed); else the caller answers 401.
+// failedAuth charges a request without valid credentials to the ip
+// plane, and reports whether it answered it (429 or 503).
 func (ps *planes) failedAuth(ctx huma.Context, ip string) (answered bool) {
 	if ps.limits.Disabled {
 		return false
@@ -539,11 +486,9 @@ func (ps *planes) failedAuth(ctx huma.Context, ip string) (answered bool) {
 	return ps.charge(ctx, ps.ip, ip)
 }
 
-// refusedCaller charges a caller refused with 403 (an API key on an
-// operation that needs a session, any user but admin on an Admin one) to
-// the budget it draws from elsewhere: its session's, or its key's
-// default budget; so a caller looping on a refusal is throttled like any
-// other. It reports whether it answered the request (429, or 503).
+// refusedCaller charges a caller refused with 403 to its session's or
+// key's default budget, so a loop on a refusal is throttled, and reports
+// whether it answered the request (429 or 503).
 func (ps *planes) refusedCaller(ctx huma.Context, id *auth.Identity) (answered bool) {
 	if ps.limits.Disabled {
 		return false
@@ -558,9 +503,7 @@ func (ps *planes) refusedCaller(ctx huma.Context, id *auth.Identity) (answered b
 // not admit a request yet.
 func (ps *planes) refusing(ip string) bool { return ps.refused.refusing(ip, ps.now()) }
 
-// charge asks plane p to admit a request for key and writes the plane's
-// headers. When it refuses, it answers the request itself and reports
-// true.
+// charge admits a request for key on p, or answers it and reports true.
 func (ps *planes) charge(ctx huma.Context, p *plane, key string) (answered bool) {
 	if e := ps.admit(ctx, p, key); e != nil {
 		writeHumaError(ps.api, ctx, e)
@@ -569,9 +512,8 @@ func (ps *planes) charge(ctx huma.Context, p *plane, key string) (answered bool)
 	return false
 }
 
-// admit asks plane p to admit a request for key, writes the plane's
-// headers, and returns the envelope that refuses the request — 429, or
-// 503 when the plane's store fails under the closed policy — or nil.
+// admit asks p to admit a request for key, writes p's headers, and
+// returns the refusal (429, 503, 499) or nil.
 func (ps *planes) admit(ctx huma.Context, p *plane, key string) *Error {
 	d, err := p.limiter.Allow(ctx.Context(), key)
 	if err != nil {
@@ -598,8 +540,8 @@ func (ps *planes) admit(ctx huma.Context, p *plane, key string) *Error {
 	return nil
 }
 
-// protectedKeyPrefix starts the keys Protect's key functions give, within
-// their planes: no client can name another's bucket through one.
+// protectedKeyPrefix starts the keys of Protect's key functions, apart
+// from any client's bucket.
 const protectedKeyPrefix = "protect:"
 
 // refusal is the 429 envelope for decision d of plane p.
@@ -608,12 +550,9 @@ func refusal(p *plane, d *ratelimit.Decision) *Error {
 	return RateLimited(p.name, l.Name, l.Limit, l.Window, d.RetryAfter)
 }
 
-// RateLimited is the one 429 of the API, whatever refused the request: a
-// budget of a plane (scope), a concurrency cap, or the login back-off
-// (which have no window: window 0 leaves window_s out). policy names the
-// budget's limit or the cap, limit its size. wait is the true time until
-// a request would be admitted; details.retry_after_s and Retry-After give
-// it in whole seconds, rounded up, at least 1.
+// RateLimited is the one 429 of the API: of a plane's budget (scope), a
+// cap or the login back-off (window 0). wait, rounded up to whole seconds
+// and at least 1, is its Retry-After.
 func RateLimited(scope, policy string, limit int, window, wait time.Duration) *Error {
 	secs := ratelimit.RetryAfterSeconds(wait)
 	e := NewError(http.StatusTooManyRequests, product.Name+" is busy — please retry in a moment.")

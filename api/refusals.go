@@ -14,12 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// refusals observes every 429 the API gives, whatever refused it (a
-// plane's budget, a stream cap, the login back-off): it counts it by plane
-// and policy (brain_ratelimit_refusals_total) and logs it, at most once a
-// minute per plane, policy and client (its address for the ip and login
-// planes, at WARN; its user for the caller planes, at INFO), with how
-// many refusals of that client it did not log since its last line.
+// refusals counts every 429 by plane and policy
+// (brain_ratelimit_refusals_total) and logs it at most once a minute per
+// plane, policy and client (an address at WARN, a user at INFO), with the
+// refusals not logged since.
 type refusals struct {
 	sample *logsample.Counts
 	count  *prometheus.CounterVec // nil without metrics
@@ -41,20 +39,16 @@ func newRefusals(m *Metrics, now func() time.Time) *refusals {
 	return r
 }
 
-// refusalsKey is the context key of the observer an operation that
-// declares LoginBackoff carries (carry), for LoginBackedOff.
+// refusalsKey is the context key of the observer carry gives.
 type refusalsKey struct{}
 
-// carry is the huma middleware that gives the request's context r, so
-// that a refusal its handler makes itself (LoginBackedOff) is observed.
+// carry gives the request's context r, for LoginBackedOff.
 func (r *refusals) carry(ctx huma.Context, next func(huma.Context)) {
 	next(huma.WithValue(ctx, refusalsKey{}, r))
 }
 
-// observe reports refusal e (a 429 of RateLimited) of the request of ctx,
-// whose caller is id (nil: the one in ctx, if any). The server's one
-// observer reaches every refusal through the planes (a budget's, the
-// login back-off's) or the server (Refuse), so no request carries it.
+// observe reports refusal e (a 429) of the request of ctx, whose caller
+// is id (nil: the one in ctx, if any).
 func (r *refusals) observe(ctx context.Context, e *Error, id *auth.Identity) {
 	if r == nil || e == nil || e.status != http.StatusTooManyRequests {
 		return

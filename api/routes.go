@@ -35,28 +35,28 @@ func addRoutes(api huma.API, cfg Config) {
 	}, handleReady(cfg.Ready))
 }
 
-// HealthOutput is the body of GET /api/v1/health.
-type HealthOutput struct {
+// healthOutput is the body of GET /api/v1/health.
+type healthOutput struct {
 	Body struct {
 		Status  string `json:"status" enum:"ok" doc:"Always ok while the server answers."`
 		Version string `json:"version" example:"v1.2.3" doc:"The server binary's version."`
 	}
 }
 
-func handleHealth(version string) func(context.Context, *struct{}) (*HealthOutput, error) {
+func handleHealth(version string) func(context.Context, *struct{}) (*healthOutput, error) {
 	if version == "" {
 		version = "dev"
 	}
-	return func(ctx context.Context, _ *struct{}) (*HealthOutput, error) {
-		out := &HealthOutput{}
+	return func(ctx context.Context, _ *struct{}) (*healthOutput, error) {
+		out := &healthOutput{}
 		out.Body.Status = "ok"
 		out.Body.Version = version
 		return out, nil
 	}
 }
 
-// ReadyOutput is the body of GET /api/v1/ready.
-type ReadyOutput struct {
+// readyOutput is the body of GET /api/v1/ready.
+type readyOutput struct {
 	Body struct {
 		Status string   `json:"status" enum:"ready" doc:"Always ready on a 200."`
 		Checks []string `json:"checks" nullable:"false" doc:"The checks that passed."`
@@ -67,9 +67,9 @@ type ReadyOutput struct {
 // before the prober gives up.
 const readyTimeout = 2 * time.Second
 
-func handleReady(checks []Check) func(context.Context, *struct{}) (*ReadyOutput, error) {
-	return func(ctx context.Context, _ *struct{}) (*ReadyOutput, error) {
-		out := &ReadyOutput{}
+func handleReady(checks []Check) func(context.Context, *struct{}) (*readyOutput, error) {
+	return func(ctx context.Context, _ *struct{}) (*readyOutput, error) {
+		out := &readyOutput{}
 		out.Body.Status = "ready"
 		out.Body.Checks = []string{}
 		var failed []FieldError

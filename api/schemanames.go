@@ -13,22 +13,13 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 )
 
-// schemaName names the component schema of the Go type t: huma's name
-// (huma.DefaultSchemaNamer: the type's name, a generic's type arguments
-// appended, an unnamed type by huma's hint), with each name in it that a
-// feature declares led by its package's name, unless it leads with it
-// already. So the type bookmarks.View is BookmarksView and the body of
-// bookmarks.CreateInput, an unnamed struct, is BookmarksCreateInputBody;
-// bookmarks.BookmarksPage stays BookmarksPage, and api.Page[bookmarks.View]
-// would be PageBookmarksView. Two features' names never collide, and a
-// generated client's names say whose they are.
-//
-// A feature is any package of this module outside the platform: outside
-// api, auth and streams and the packages under them, whose types (Error,
-// APIKeyView, GapEvent, …) keep huma's names, as do those of other
-// modules. A test package counts as the package it tests. An unnamed
-// struct belongs to the package whose code asked huma for its schema: the
-// one that called huma.Register with it, say.
+// schemaName names the component schema of the Go type t: huma's name,
+// with each name a feature declares led by its package's name unless it
+// leads with it already (bookmarks.View is BookmarksView, bookmarks'
+// unnamed CreateInput body BookmarksCreateInputBody), so two features'
+// names never collide. A feature is a package of this module outside api,
+// auth and streams; an unnamed struct belongs to the package that asked
+// huma for its schema.
 func schemaName(t reflect.Type, hint string) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -65,9 +56,8 @@ func schemaName(t reflect.Type, hint string) string {
 // moduleRoot is this module's path: api's, less /api.
 var moduleRoot = path.Dir(reflect.TypeFor[Error]().PkgPath())
 
-// featureName is the name that leads the names of the package at path
-// pkg: its last element, upper-cased; "" for the platform's packages and
-// those of other modules.
+// featureName is the name that leads the names of package pkg: its last
+// element, upper-cased; "" for the platform's and other modules'.
 func featureName(pkg string) string {
 	pkg = strings.TrimSuffix(pkg, "_test")
 	rel, ok := strings.CutPrefix(pkg, moduleRoot+"/")
@@ -84,8 +74,8 @@ func featureName(pkg string) string {
 // humaPath is huma's module path.
 var humaPath = reflect.TypeFor[huma.Schema]().PkgPath()
 
-// callerPackage is the import path of the code that asked huma for a
-// schema: the first function on the stack, above schemaName, outside huma.
+// callerPackage is the import path of the first function on the stack,
+// above schemaName, outside huma.
 func callerPackage() string {
 	pcs := make([]uintptr, 128)
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
@@ -101,9 +91,8 @@ func callerPackage() string {
 	}
 }
 
-// funcPackage is the import path in a function's name as the runtime
-// gives it: github.com/x/y.(*T).M.func1 and github.com/x/y.F[...] are in
-// github.com/x/y.
+// funcPackage is the import path in a runtime function name
+// (github.com/x/y.(*T).M.func1 is in github.com/x/y).
 func funcPackage(fn string) string {
 	fn, _, _ = strings.Cut(fn, "[")
 	slash := strings.LastIndexByte(fn, '/') + 1

@@ -26,18 +26,12 @@ var securitySchemes = map[string]*huma.SecurityScheme{
 	schemeAPIKey:  {Type: "apiKey", In: "header", Name: "X-API-Key", Description: "An API key (brk_...)."},
 }
 
-// noStore is the Cache-Control of every answer to a request whose caller
-// is known: the answer is that caller's (its data, or a secret), and no
-// cache, shared or private, may keep it.
+// noStore is the Cache-Control of every answer to a known caller, which no
+// cache may keep.
 const noStore = "no-store"
 
-// noStoreValue is noStore as a header's values, shared by every answer
-// (its capacity of one makes an Add copy it): one allocation less a
-// request.
-var noStoreValue = []string{noStore}
-
-// refNoStore is the header, in the spec's components, that every success
-// of an operation that needs a caller declares.
+// refNoStore is the header that every success of an operation that needs a
+// caller declares.
 const refNoStore = refHeader + "Cache-Control"
 
 // declareNoStore adds the Cache-Control header to the spec's components.
@@ -80,18 +74,13 @@ func declareSecurity(op *huma.Operation, access Access) {
 
 // requireCaller returns the huma middleware that resolves the caller of
 // every operation that needs one and enforces what declareSecurity
-// documents: 503 when the store cannot say who it is; 401 without a
-// caller, charged to the ip plane (ps.failedAuth), which answers 429
-// instead once the address has spent its budget; 403 for an API key on a
-// session-only operation, charged to the key's budget (ps.refusedCaller), and
-// for a user without the admin role on an Admin operation. The caller then goes in the context
-// (auth.FromContext) for the planes and the handler, and every answer
-// from then on, whatever its status, is marked Cache-Control: no-store.
-// The cause of a 503 goes to outages, once per cause.
-//
-// An address the ip plane refuses gets no store lookups until its budget
-// would admit again: its credentials are checked against the caches only,
-// so a flood of made-up keys or cookies never reaches the database.
+// documents: 503 when the store cannot say; 401 without a caller, charged
+// to the ip plane (429 once spent); 403 (an API key on a session-only operation, a user without the admin
+// role on an Admin one), charged to the caller's budget.
+// The caller goes in the context (auth.FromContext), and every answer is
+// then Cache-Control: no-store. An address the ip plane refuses is checked
+// against the caches only, so a flood of made-up keys never reaches the
+// database.
 func requireCaller(api huma.API, svc *auth.Service, ps *planes, outages *outageLog) func(huma.Context, func(huma.Context)) {
 	g := &callerGate{api: api, svc: svc, ps: ps, outages: outages}
 	return func(ctx huma.Context, next func(huma.Context)) {
@@ -105,7 +94,7 @@ func requireCaller(api huma.API, svc *auth.Service, ps *planes, outages *outageL
 			return
 		}
 		_, w := humachi.Unwrap(ctx)
-		w.Header()["Cache-Control"] = noStoreValue
+		w.Header().Set("Cache-Control", noStore)
 		if g.forbidden(ctx, access, id) {
 			return
 		}
@@ -174,19 +163,19 @@ func (g *callerGate) unavailable(ctx huma.Context, r *http.Request, err error) {
 // when access does not admit id: an API key on a session-only operation,
 // or a user without the admin role on an Admin one.
 func (g *callerGate) forbidden(ctx huma.Context, access Access, id *auth.Identity) bool {
-	if access == Session && id.Method != auth.MethodSession {
-		if !g.ps.refusedCaller(ctx, id) { // the key's own budget pays for its 403s
-			writeHumaError(g.api, ctx, NewError(http.StatusForbidden, "this operation needs a logged-in session; an API key cannot call it"))
-		}
-		return true
+	var msg string
+	switch {
+	case access == Session && id.Method != auth.MethodSession:
+		msg = "this operation needs a logged-in session; an API key cannot call it"
+	case access == Admin && !id.User.Admin:
+		msg = "this operation is for admins only"
+	default:
+		return false
 	}
-	if access == Admin && !id.User.Admin {
-		if !g.ps.refusedCaller(ctx, id) { // the caller's budget pays for its 403s
-			writeHumaError(g.api, ctx, NewError(http.StatusForbidden, "this operation is for admins only"))
-		}
-		return true
+	if !g.ps.refusedCaller(ctx, id) { // the caller's budget pays for its 403s
+		writeHumaError(g.api, ctx, NewError(http.StatusForbidden, msg))
 	}
-	return false
+	return true
 }
 
 // writeHumaError writes e, with its headers, from inside a huma middleware.

@@ -19,17 +19,11 @@ import (
 	"github.com/brain-template/brain/internal/product"
 )
 
-// errorSchemaRef points at the envelope's schema. huma registers the schema
-// under this name because [Error] is the type huma.NewError returns.
+// errorSchemaRef points at the envelope's schema, [Error]'s.
 const errorSchemaRef = "#/components/schemas/Error"
 
 // tagged declares the tag name in the spec's global tags, with its
-// description, once, and returns the Tags of an operation that has it:
-//
-//	tags := tagged(api, "Bookmarks", "URLs you keep.")
-//	huma.Register(api, huma.Operation{..., Tags: tags}, handler)
-//
-// A test refuses an operation whose tag is not declared this way.
+// description, once, and returns the Tags of an operation that has it.
 func tagged(api huma.API, name, description string) []string {
 	oapi := api.OpenAPI()
 	if !slices.ContainsFunc(oapi.Tags, func(t *huma.Tag) bool { return t.Name == name }) {
@@ -38,17 +32,13 @@ func tagged(api huma.API, name, description string) []string {
 	return []string{name}
 }
 
-// servers is the spec's one server: relative, the host that serves the
-// document, so the committed spec holds no host name and a client that
-// fetched it knows where the operations are.
+// servers is the spec's one server: relative, so the spec names no host.
 var servers = []*huma.Server{{URL: "/", Description: "The server this document was read from."}}
 
-// contact is the spec's info.contact. A fork writes its own: who runs the
-// service, and a URL or an email address to reach them.
-var contact = &huma.Contact{Name: Title + " maintainers"}
+// contact is the spec's info.contact, which a fork writes its own.
+var contact = &huma.Contact{Name: apiTitle + " maintainers"}
 
-// errorDescriptions say when each generic error status happens; operations
-// that raise other statuses declare them with huma.Operation.Errors.
+// errorDescriptions say when each generic error status happens.
 var errorDescriptions = map[int]string{
 	http.StatusBadRequest:            "invalid-request: the body is not valid JSON, or is missing.",
 	http.StatusRequestTimeout:        "request-timeout: the body did not arrive in time.",
@@ -59,12 +49,10 @@ var errorDescriptions = map[int]string{
 	http.StatusInternalServerError:   "internal: the server failed; the X-Request-Id header identifies the failure in its log.",
 }
 
-// refUnavailable is the one 503 response, in the spec's components, that
-// every operation able to answer 503 refers to.
+// refUnavailable is the one 503 response of the spec's components.
 const refUnavailable = "#/components/responses/Unavailable"
 
-// declareUnavailable adds the 503 response to the spec's components: the
-// envelope and Retry-After (the header declareComponents declares).
+// declareUnavailable adds the 503 response to the spec's components.
 func declareUnavailable(c *huma.Components) {
 	if c.Responses == nil {
 		c.Responses = map[string]*huma.Response{}
@@ -78,10 +66,9 @@ func declareUnavailable(c *huma.Components) {
 	}
 }
 
-// declareErrors documents the error responses op can give, each with the
-// envelope: those of op.Errors and those of any operation with parameters
-// or a body. It replaces huma's catch-all "default" response with explicit
-// statuses, so generated clients get a typed error for each.
+// declareErrors documents each error response op can give, with the
+// envelope, in place of huma's catch-all "default", so generated clients
+// get a typed error for each.
 func declareErrors(op *huma.Operation) {
 	if op.Responses == nil {
 		op.Responses = map[string]*huma.Response{}
@@ -135,9 +122,7 @@ func (s *Server) Spec() ([]byte, error) {
 }
 
 // document is a response rendered once, on its first request, and served
-// from memory after: the spec and the reference page depend only on the
-// configuration, which never changes once the server runs. Operations
-// registered on Server.API after the first request do not appear in it.
+// from memory after, as the configuration never changes.
 type document struct {
 	contentType string
 	render      func() ([]byte, error)
@@ -160,10 +145,8 @@ func (d *document) get() ([]byte, error) {
 	return d.body, d.err
 }
 
-// serve writes the document with a strong ETag (a hash of its bytes) and
-// Cache-Control: no-cache, so a client may keep it but asks each time
-// whether it changed; If-None-Match with the current ETag gets 304 and no
-// body (ServeBytes).
+// serve writes the document with a strong ETag and Cache-Control:
+// no-cache, so a client may keep it but asks whether it changed.
 func (d *document) serve(w http.ResponseWriter, r *http.Request) {
 	if _, err := d.get(); err != nil {
 		logger(r.Context()).Error("render "+r.URL.Path, "error", err)
@@ -176,11 +159,9 @@ func (d *document) serve(w http.ResponseWriter, r *http.Request) {
 	ServeBytes(w, r, d.body, d.etag)
 }
 
-// ServeBytes writes body, whose ETag is etag, with http.ServeContent,
-// which answers If-None-Match (304) and HEAD. Range is ignored: thousands
-// of one-byte ranges would make a small request cost the server a
-// multipart answer many times the body's size. An If-Match that names
-// neither etag nor * is answered 412 in the error envelope.
+// ServeBytes writes body, whose ETag is etag, with http.ServeContent (304,
+// HEAD). Range is ignored, as many one-byte ranges would cost far more
+// than the body; an If-Match of another etag is answered 412.
 func ServeBytes(w http.ResponseWriter, r *http.Request, body []byte, etag string) {
 	w.Header().Set("ETag", etag)
 	if im := r.Header.Get("If-Match"); im != "" && !slices.ContainsFunc(strings.Split(im, ","), func(t string) bool {
@@ -198,8 +179,7 @@ func ServeBytes(w http.ResponseWriter, r *http.Request, body []byte, etag string
 }
 
 // serveDocuments routes the spec (JSON and YAML) and the reference: ui at
-// /docs and under /docs/ when it is not nil, else the page rendered here,
-// built from the served JSON, so the two never disagree.
+// /docs when it is not nil, else the page rendered here from the spec.
 func (s *Server) serveDocuments(r chi.Router, ui http.Handler) {
 	specJSON := &document{contentType: "application/json", render: s.Spec, renders: &s.renders}
 	specYAML := &document{contentType: "application/yaml", render: s.API.OpenAPI().YAML, renders: &s.renders}

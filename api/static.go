@@ -7,9 +7,8 @@ import (
 )
 
 // isStatic reports whether a request no route matched is one for
-// Config.Static: a GET or HEAD outside /api/ and /docs/, whichever way its
-// path is spelled ("/x/../api/v1" and "/api%2fv1" are the API's). Those
-// stay the API's, so an unknown API path is always the 404 envelope.
+// Config.Static: a GET or HEAD outside /api/ and /docs/, however spelled
+// ("/x/../api/v1" and "/api%2fv1" are the API's).
 func isStatic(r *http.Request) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return false

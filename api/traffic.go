@@ -11,19 +11,16 @@ import (
 	"github.com/brain-template/brain/internal/product"
 )
 
-// traffic counts the requests the server answers, and those it refuses
-// with 429, for the live snapshot (GET /api/v1/system/live); and, with
-// metrics, each request's duration by route and status
-// (brain_http_request_duration_seconds). The access log reports each
-// response to it.
+// traffic counts the requests the server answers, and its 429s, for the
+// live snapshot; with metrics, and only then, it records each request's
+// duration by route and status (brain_http_request_duration_seconds).
 type traffic struct {
 	requests  atomic.Uint64
 	limited   atomic.Uint64
 	durations *prometheus.HistogramVec // nil without metrics
 }
 
-// newTraffic returns the traffic counters, registering the histogram on m
-// when it is not nil.
+// newTraffic returns the counters, with the histogram on m if not nil.
 func newTraffic(m *Metrics) *traffic {
 	t := &traffic{}
 	if m != nil {

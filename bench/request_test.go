@@ -23,7 +23,6 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/api/apitest"
 	"github.com/brain-template/brain/auth/account"
-	"github.com/brain-template/brain/internal/logtext"
 	"github.com/brain-template/brain/ratelimit"
 )
 
@@ -51,7 +50,7 @@ func BenchmarkWholeRequest(b *testing.B) {
 	never := ratelimit.Rate{Limit: 1 << 30, Window: time.Second, Burst: 1 << 30}
 	l := api.DefaultLimits()
 	l.Session, l.IP, l.APIKey = never, never, never
-	brain := api.New(api.Config{Auth: svc, Limits: l, Logger: slog.New(logtext.New(io.Discard, nil)), // as cmd/brain logs
+	brain := api.New(api.Config{Auth: svc, Limits: l, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), // as cmd/brain logs
 		Features: []api.Feature{account.Feature(svc, account.Config{})}})
 	if err := brain.Err(); err != nil {
 		b.Fatal(err)

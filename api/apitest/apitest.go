@@ -106,14 +106,10 @@ func HTTPServer(f func(*httptest.Server)) Option {
 }
 
 // Start serves cfg on a port of its own until the test ends, completing
-// cfg: an auth service with ada ([NewAuth]) on a database of its own
-// ([OpenDB]) when Auth is nil, the account operations on that
-// service (package auth/account: log in, API keys) first of the features,
-// as brain serves them, a logger into [Server.Logs], the stream plane
-// (package streams, last of the features: [Streams], or the default) with
-// an in-memory hub and a 50 ms heartbeat unless the plane sets them, and
-// budgets no test meets in place of the session, API-key and stream-open
-// budgets left zero. Streams are closed before the server.
+// it as brain does: an auth service with ada when Auth is nil, the account
+// operations first, a logger into [Server.Logs], the stream plane last
+// (in memory, a 50 ms heartbeat), and budgets no test meets for those
+// left zero. Streams are closed before the server.
 func Start(tb testing.TB, cfg api.Config, opts ...Option) *Server {
 	tb.Helper()
 	var o options
@@ -164,12 +160,11 @@ func Start(tb testing.TB, cfg api.Config, opts ...Option) *Server {
 		hs.Close()
 	})
 	tb.Cleanup(tr.CloseIdleConnections)
-	return &Server{Server: s, Client: NewClient(tb, hs.URL, &http.Client{Transport: tr, Timeout: 60 * time.Second}),
+	return &Server{Server: s, Client: newClient(tb, hs.URL, &http.Client{Transport: tr, Timeout: 60 * time.Second}),
 		Streams: plane, Auth: cfg.Auth, Logs: logs}
 }
 
-// Session logs [User] in and returns the "Cookie: ..." header of the
-// session.
+// Session logs [User] in and returns the session's "Cookie: ..." header.
 func (s *Server) Session() string {
 	s.tb.Helper()
 	return s.Login(User, Password).Cookie(s.tb)

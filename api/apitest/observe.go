@@ -1,5 +1,3 @@
-// This file reads what a server says of itself: its /metrics, and the
-// snapshot of its live stream.
 package apitest
 
 import (
@@ -31,10 +29,9 @@ func Scrape(tb testing.TB, m *api.Metrics) string {
 	return string(body)
 }
 
-// LiveSnapshot opens GET /api/v1/system/live with headers as
-// "Name: value" and returns its first snapshot, failing the test when
-// the stream does not start or its first event is not a system.live
-// snapshot. The stream stays open until the test ends.
+// LiveSnapshot opens GET /api/v1/system/live with headers and returns its
+// first snapshot, failing the test without one. The stream stays open
+// until the test ends.
 func (c *Client) LiveSnapshot(headers ...string) streams.LiveSnapshot {
 	c.tb.Helper()
 	st, r := c.OpenStream(api.Prefix+"/system/live", headers...)

@@ -1,6 +1,3 @@
-// This file sends bodies as they are, for tests of how the server reads
-// them: any bytes with any Content-Type, with or without a Content-Length,
-// or a request the test writes itself on a connection of its own.
 package apitest
 
 import (
@@ -13,9 +10,8 @@ import (
 )
 
 // Post sends body to path as it is, as contentType, with headers as
-// "Name: value": with its Content-Length, or, when chunked, without one
-// (Transfer-Encoding: chunked), as a client sends a body whose length it
-// does not know. A request that gets no reply fails the test.
+// "Name: value", with its Content-Length or chunked. No reply fails the
+// test.
 func (c *Client) Post(path, contentType string, body []byte, chunked bool, headers ...string) Reply {
 	c.tb.Helper()
 	var rd io.Reader = bytes.NewReader(body)
@@ -29,13 +25,10 @@ func (c *Client) Post(path, contentType string, body []byte, chunked bool, heade
 	return r
 }
 
-// OpenRequest opens a connection of its own to the server, closed when
-// the test ends, and writes on it the head of a POST of JSON to path, with
-// headers as "Name: value", and then body: the head says how long the
-// body is (a Content-Length or Transfer-Encoding header among headers),
-// and body may be only its start, the test writing the rest, or never. It
-// returns the connection and the reader of its answer
-// (http.ReadResponse).
+// OpenRequest opens a connection of its own, closed when the test ends,
+// and writes the head of a POST of JSON to path with headers (which say
+// the body's length), then body, which may be only its start. It returns
+// the connection and the reader of its answer.
 func (c *Client) OpenRequest(path string, headers []string, body []byte) (net.Conn, *bufio.Reader) {
 	c.tb.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(c.URL, "http://"))

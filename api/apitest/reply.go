@@ -1,5 +1,3 @@
-// This file is the client side of the harness: a [Client], its JSON
-// calls and their replies, read in full, with the envelope.
 package apitest
 
 import (
@@ -18,9 +16,8 @@ import (
 )
 
 // A Client calls one server over HTTP on behalf of a test: JSON calls,
-// bodies sent as they are, streams. A [Server] is one; [Serve] and
-// [NewClient] make one for a handler the test builds itself, or a server
-// it runs itself.
+// bodies sent as they are, streams. A [Server] is one; [Serve] makes one
+// for a handler the test builds itself.
 type Client struct {
 	// URL is the server's base URL, such as http://127.0.0.1:41234.
 	URL string
@@ -29,22 +26,20 @@ type Client struct {
 	tb   testing.TB
 }
 
-// NewClient returns a client that calls url with hc; its calls fail tb.
-func NewClient(tb testing.TB, url string, hc *http.Client) *Client {
+// newClient returns a client that calls url with hc; its calls fail tb.
+func newClient(tb testing.TB, url string, hc *http.Client) *Client {
 	return &Client{URL: url, HTTP: hc, tb: tb}
 }
 
 // Serve serves h on a real port until the test ends and returns its
-// client, for a test that builds its handler itself (an [api.New] with
-// no help, or a wrapper around one). Every call times out after 60 s: a
-// hang fails the test instead of stalling it.
+// client. Every call times out after 60 s, so a hang fails the test.
 func Serve(tb testing.TB, h http.Handler) *Client {
 	tb.Helper()
 	srv := httptest.NewServer(h)
 	tb.Cleanup(srv.Close)
 	tr := &http.Transport{MaxIdleConnsPerHost: 512}
 	tb.Cleanup(tr.CloseIdleConnections)
-	return NewClient(tb, srv.URL, &http.Client{Transport: tr, Timeout: 60 * time.Second})
+	return newClient(tb, srv.URL, &http.Client{Transport: tr, Timeout: 60 * time.Second})
 }
 
 // A Reply is a response read in full, and how long it took.
@@ -114,8 +109,7 @@ func Exchange(ctx context.Context, client *http.Client, method, url string, body
 }
 
 // send sends one request with body as contentType (none when "") and
-// headers as "Name: value", and reads the whole reply. A body of a known
-// length (a *bytes.Reader, *strings.Reader or *bytes.Buffer) is sent with
+// headers, and reads the whole reply. A body of known length is sent with
 // its Content-Length, any other chunked.
 func send(ctx context.Context, client *http.Client, method, url, contentType string, body io.Reader, headers []string) (Reply, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, body)

@@ -1,5 +1,3 @@
-// This file reads a stream of a [Client]'s server (text/event-stream)
-// message by message.
 package apitest
 
 import (

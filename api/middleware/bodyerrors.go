@@ -1,4 +1,3 @@
-// This file marks the errors of reading a request body as the client's.
 package middleware
 
 import (
@@ -6,11 +5,8 @@ import (
 	"net/http"
 )
 
-// ReadError is an error that came out of reading the request body, so it
-// can be told apart from an error of the same type that a handler got
-// from a store (an io.ErrUnexpectedEOF from a database connection is the
-// server's problem; from the request body it is the client's). Find it
-// with errors.As.
+// ReadError is an error from reading the request body: the client's, unlike
+// the same error from a store's connection. Find it with errors.As.
 type ReadError struct{ Err error }
 
 // Error is the read error's text.
@@ -36,14 +32,9 @@ func (b markedBody) Read(p []byte) (int, error) {
 // answers 400, 408, 413 or 499 instead.
 func MarkBodyErrors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		markBody(r)
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = markedBody{r.Body}
+		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// markBody wraps r's body, if it has one, in place.
-func markBody(r *http.Request) {
-	if r.Body != nil && r.Body != http.NoBody {
-		r.Body = markedBody{r.Body}
-	}
 }

@@ -1,9 +1,7 @@
-// This file finds the client's address, behind trusted proxies or not.
 package middleware
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -13,16 +11,10 @@ import (
 )
 
 // ClientIP returns a middleware that stores the client's address for
-// [GetClientIP]: the TCP peer, unless the peer is a trusted proxy; then the
-// right-most X-Forwarded-For address that is not itself trusted. It is
-// chi's ClientIPFromXFF (never the spoofable left-most entry, never the
-// deprecated RealIP), or ClientIPFromRemoteAddr when nothing is trusted.
-//
-// Where chi finds no such address behind a trusted peer, the client is
-// never the empty address that all such requests would share: an entry
-// written as address:port counts by its address; a chain of trusted hops
-// only (a caller inside the proxy's network) is its left-most hop; no
-// X-Forwarded-For at all, or none that parses, is the peer itself.
+// [GetClientIP]: the TCP peer, unless it is a trusted proxy; then the
+// right-most untrusted X-Forwarded-For address (chi's ClientIPFromXFF).
+// Where chi finds none, it is never the empty address all would share:
+// see forwardedFallback.
 func ClientIP(trusted []netip.Prefix) func(http.Handler) http.Handler {
 	if len(trusted) == 0 {
 		return chimw.ClientIPFromRemoteAddr
@@ -46,21 +38,6 @@ func ClientIP(trusted []netip.Prefix) func(http.Handler) http.Handler {
 }
 
 var clientIPKey = &contextKey{"client-ip"}
-
-// peerIP is the address of r's TCP peer, as chi's ClientIPFromRemoteAddr
-// finds it (an IPv4 address mapped into IPv6 is the IPv4 one; a zone is
-// kept), or "" when RemoteAddr does not parse.
-func peerIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return ""
-	}
-	return a.Unmap().String()
-}
 
 // forwardedFallback is the client of a request from a trusted peer whose
 // X-Forwarded-For names no untrusted address chi accepts: the right-most
@@ -96,15 +73,8 @@ func forwardedFallback(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	return netip.Addr{}
 }
 
-// GetClientIP returns the address [ClientIP] stored, as the access log
-// shows it. It is "" only when even the peer address did not parse, or
-// outside [ClientIP].
+// GetClientIP returns the address [ClientIP] stored, or "".
 func GetClientIP(ctx context.Context) string {
-	if st := stateOf(ctx); st != nil { // NoteClientIP's, formatted once
-		if ip, _ := st.read(); ip != "" {
-			return ip
-		}
-	}
 	if a := chimw.GetClientIPAddr(ctx); a.IsValid() {
 		return a.String()
 	}
@@ -114,11 +84,9 @@ func GetClientIP(ctx context.Context) string {
 	return ""
 }
 
-// ClientKey is what the per-address limits (the ip plane, the login
-// back-off, the bytes of bodies in flight) count the client by: its
-// address from [GetClientIP], or for IPv6 the /64 it is in, the block one
-// host is given and can draw new addresses from at will (the connection
-// caps count it so too).
+// ClientKey is what the per-address limits count the client by: its
+// address, or for IPv6 the /64 it is in, which one host can draw new
+// addresses from at will.
 func ClientKey(ctx context.Context) string {
 	ip := GetClientIP(ctx)
 	if a, err := netip.ParseAddr(ip); err == nil && a.Is6() {

@@ -1,4 +1,3 @@
-// This file lets the configured origins call the API from a browser.
 package middleware
 
 import (

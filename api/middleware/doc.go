@@ -2,13 +2,9 @@
 // server passes before its route: request id, nosniff, access log, panic
 // recovery, body-error marking, client address, CORS and CSRF.
 //
-// Each is chi style (a func(http.Handler) http.Handler, or a constructor
-// returning one), knows nothing of huma or of the operations, and is
-// tested alone. [Stack] does the work of all of them in one layer, which
-// is how package api mounts them: one copy of the request, one wrapped
-// response writer, a short stack. What one needs of package api, such as the error envelope
-// it answers with, it takes as a parameter: api imports middleware, never
-// the reverse.
+// Each is chi style, knows nothing of huma, and is tested alone; [Chain]
+// lists them in the order package api mounts them. What one needs of
+// package api, such as the error envelope, it takes as a parameter.
 package middleware
 
 // contextKey is the type of this package's request-context keys.

@@ -11,12 +11,12 @@ import (
 	"github.com/go-chi/chi/v5"
 )
 
-// The middleware mounts on any chi router, one by one or all in one layer
-// (Stack), as package api mounts it, with its error envelope as the
+// The middleware mounts on any chi router, one by one or all in order
+// (Chain), as package api mounts it, with its error envelope as the
 // answers.
 func Example() {
 	r := chi.NewRouter()
-	r.Use(middleware.Stack(middleware.Config{Logger: slog.New(slog.DiscardHandler), Now: time.Now}))
+	r.Use(middleware.Chain(middleware.Config{Logger: slog.New(slog.DiscardHandler), Now: time.Now})...)
 	r.Get("/hello", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "hello %s, request %s", middleware.GetClientIP(r.Context()), middleware.GetRequestID(r.Context()))
 	})

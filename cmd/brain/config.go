@@ -19,9 +19,9 @@ import (
 	"github.com/brain-template/brain/streams"
 )
 
-// Config is every setting of the server. Each is a flag and an environment
-// variable (the table in docs/configuration.md); a flag wins over the variable, and the
-// variable over the default. Defaults need nothing installed.
+// Config is every setting of the server, each a flag and an environment
+// variable (docs/configuration.md); a flag wins over the variable, and the
+// variable over the default.
 type Config struct {
 	Addr        string
 	DataDir     string
@@ -32,8 +32,7 @@ type Config struct {
 	// 0: 1 on a single Redis, clusterEventShards on a cluster.
 	RedisEventShards int
 	TrustedProxies   []netip.Prefix
-	// TrustEveryPeer lets TrustedProxies hold a prefix of every address
-	// (a /0), which start-up otherwise refuses.
+	// TrustEveryPeer lets TrustedProxies hold a /0, else refused.
 	TrustEveryPeer bool
 	CORSOrigins    []string
 	CookieSecure   bool
@@ -54,18 +53,15 @@ type Config struct {
 	RateLimitSession ratelimit.Rate
 	RateLimitIP      ratelimit.Rate
 	RateLimitAPIKey  ratelimit.Rate
-	// Budgets are the overrides of the budgets operations declare, by
-	// name: BRAIN_BUDGETS (space-separated name=limits), then the
-	// --budget name=limits flags. budgetFrom says where each came from.
+	// Budgets are the overrides of budgets by name (BRAIN_BUDGETS, then
+	// --budget); budgetFrom says where each came from.
 	Budgets    map[string]string
 	budgetFrom map[string]string
-	// strays are the variables set that look like budget settings but
-	// are none (budgetFamilies): newServer, which knows the budgets the
-	// operations declare, refuses them.
+	// strays are variables set that look like budget settings but are
+	// none (budgetFamilies), which newServer refuses.
 	strays []string
 
-	// BodyBytesInFlight and BodyBytesPerUser bound the bytes of large
-	// request bodies held at once (api.BodyBudget).
+	// api.BodyBudget's bounds
 	BodyBytesInFlight int64
 	BodyBytesPerUser  int64
 
@@ -84,20 +80,16 @@ type Config struct {
 	LogFormat       string
 	LogLevel        slog.Level
 
-	// modules are brain's modules (modules.go) as this configuration
-	// has them: their settings are read into them, so each configuration
-	// has modules of its own (newConfig).
+	// modules are this configuration's own modules, its settings read into them.
 	modules []module
 }
 
-// newConfig is a configuration whose settings are not read yet, with
-// modules of its own.
+// newConfig is a configuration not read yet, with modules of its own.
 func newConfig() *Config { return &Config{modules: modules()} }
 
-// parseConfig reads the settings from args (flags) and getenv. A bad value
-// is an error naming the setting. flag.ErrHelp means -h was asked for; the
-// usage has then been written to usage.
-// extra defines flags of a subcommand beside the settings.
+// parseConfig reads the settings from args (flags) and getenv; a bad value
+// is an error naming the setting, and flag.ErrHelp means -h printed the
+// usage. extra defines a subcommand's flags beside the settings.
 func parseConfig(name string, args []string, getenv func(string) string, usage io.Writer, extra ...func(*flag.FlagSet)) (Config, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(usage)
@@ -133,10 +125,9 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 	return *c, nil
 }
 
-// defineSettings defines the flag of each row on fs and returns where
-// each row's value will be: the flag's, else its variable's (with
-// getenv), else its default. A secret's value is no flag default, which
-// -h would print.
+// defineSettings defines each row's flag on fs and returns where its value
+// will be: the flag's, else its variable's, else its default. A secret is
+// no flag default, which -h would print.
 func defineSettings(fs *flag.FlagSet, rows []settings.Setting, getenv func(string) string) []*string {
 	values := make([]*string, len(rows))
 	for i, s := range rows {
@@ -173,8 +164,7 @@ func envBudgets(getenv func(string) string) (budgets budgetFlags, from map[strin
 	return budgets, from, nil
 }
 
-// givenAs names a setting as the user gave it: its flag, when given on
-// the command line, else its variable.
+// givenAs names a setting as given: its flag if given, else its variable.
 type givenAs map[string]bool
 
 // flagsGiven is the flags given on fs's command line.
@@ -192,8 +182,8 @@ func (g givenAs) name(flagName, env string) string {
 	return env
 }
 
-// setAll sets each row to its value. A bad value is an error naming the
-// setting as given, and quoting the value unless it is a secret.
+// setAll sets each row to its value; an error names the setting as given,
+// and quotes the value unless it is a secret.
 func setAll(rows []settings.Setting, values []*string, named givenAs) error {
 	for i, s := range rows {
 		if err := s.Set(*values[i]); err != nil {
@@ -228,10 +218,8 @@ func (c *Config) checkTogether(named givenAs) error {
 	return nil
 }
 
-// broadPrefix returns the first of prefixes that holds a large part of
-// every address, and whether there is one: an IPv4 prefix wider than a
-// /8 (0.0.0.0/0, or its halves), an IPv6 one wider than a /16. A proxy
-// fleet's addresses, even 10.0.0.0/8, are narrower.
+// broadPrefix returns the first of prefixes wider than an IPv4 /8 or an
+// IPv6 /16, a large part of every address, if any.
 func broadPrefix(prefixes []netip.Prefix) (netip.Prefix, bool) {
 	for _, p := range prefixes {
 		if p.Bits() < 8 || (p.Addr().Is6() && p.Bits() < 16) {
@@ -241,8 +229,7 @@ func broadPrefix(prefixes []netip.Prefix) (netip.Prefix, bool) {
 	return netip.Prefix{}, false
 }
 
-// The settings parseConfig checks together: the bytes of bodies in
-// flight, and the proxies trusted.
+// The settings parseConfig checks together.
 const (
 	trustedProxiesEnv   = product.EnvPrefix + "TRUSTED_PROXIES"
 	trustEveryPeerEnv   = product.EnvPrefix + "TRUST_EVERY_PEER"
@@ -266,20 +253,16 @@ func (b budgetFlags) Set(v string) error {
 	return nil
 }
 
-// budgetFamilies are the prefixes of the platform's variables that set
-// budgets (settings.Table.Families): a variable set under one of them
-// that is no setting is a typo, which stops start-up rather than change
-// nothing. A module's table adds its own.
+// budgetFamilies are the prefixes of the platform's budget variables: one
+// set under them that is no setting is a typo, which stops start-up.
 var budgetFamilies = []string{product.EnvPrefix + "RATE_LIMIT", product.EnvPrefix + "RATELIMIT_", product.EnvPrefix + "BUDGET", product.EnvPrefix + "STREAM_OPEN"}
 
-// environ lists the variables of the environment, as os.Environ does:
-// how parseConfig finds a misspelt budget setting, which getenv cannot
-// name. The values are still read through getenv.
+// environ lists the environment's variables, to find a misspelt budget
+// setting, which getenv cannot name.
 var environ = os.Environ
 
-// budgetSettings returns the budget families of every table
-// (settings.Table.Families), and the variables under them that are
-// settings, budgetsEnv among them, sorted.
+// budgetSettings returns every table's budget families, and the settings
+// under them, sorted.
 func budgetSettings() (known, families []string) {
 	c := newConfig()
 	for _, t := range tables(c) {
@@ -318,8 +301,7 @@ func strayBudgetSettings(getenv func(string) string) []string {
 // budgetsEnv holds budget overrides, space-separated name=limits.
 const budgetsEnv = product.EnvPrefix + "BUDGETS"
 
-// budgetOverride is the api.Limits.Override of c. A bad value is an error
-// naming where it came from.
+// budgetOverride is the api.Limits.Override of c.
 func (c Config) budgetOverride(name string) ([]ratelimit.Rate, bool, error) {
 	v, ok := c.Budgets[name]
 	if !ok {
@@ -332,8 +314,7 @@ func (c Config) budgetOverride(name string) ([]ratelimit.Rate, bool, error) {
 	return b, true, nil
 }
 
-// defaultConfig is the configuration with no flags and no environment:
-// what `brain openapi` documents.
+// defaultConfig is the configuration `brain openapi` documents.
 func defaultConfig() Config {
 	c, err := parseConfig(product.Name, nil, func(string) string { return "" }, io.Discard)
 	if err != nil {

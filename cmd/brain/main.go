@@ -28,8 +28,6 @@ import (
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/auth/account"
-	"github.com/brain-template/brain/internal/logtext"
-	"github.com/brain-template/brain/internal/logwriter"
 	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
@@ -81,9 +79,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		if err != nil {
 			return helpIsNoError(err)
 		}
-		logs := logwriter.New(stderr) // the access log's lines leave the request path
-		defer logs.Close()
-		return serve(ctx, cfg, newLogger(cfg, logs))
+		return serve(ctx, cfg, newLogger(cfg, stderr))
 	case "migrate":
 		cfg, err := parseConfig(product.Name+" migrate", args, getenv, stderr, helpText("usage: "+product.Name+" migrate [settings]\n\nsettings:\n"))
 		if err != nil {
@@ -140,10 +136,8 @@ func helpText(text string) func(*flag.FlagSet) {
 	}
 }
 
-// running is what a serving brain gives its API beyond the settings: the
-// database, the auth service, the rate limiters' store, the metrics, the
-// readiness checks, the stream plane and the operations of the modules it
-// started, in order. `brain openapi`, which only documents, has none.
+// running is what a serving brain gives its API beyond the settings;
+// `brain openapi` has none of it.
 type running struct {
 	db       *store.DB
 	auth     *auth.Service
@@ -154,10 +148,8 @@ type running struct {
 	modules  []api.Feature
 }
 
-// newServer builds the API for cfg. `brain openapi` and `brain serve` both
-// use it, so the served document is the printed one for the same settings.
-// It fails when a budget setting names a budget no operation declares, or
-// when a budget cannot be enforced.
+// newServer builds the API for cfg, for `brain openapi` and `brain serve`
+// alike. It fails on a budget setting no operation declares or enforces.
 func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) {
 	l := limits(cfg)
 	l.Store = r.limiters
@@ -209,9 +201,7 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 	return s, nil
 }
 
-// streamsOf is the stream plane a serving brain runs (p), or, when it
-// has none (brain openapi), the one cfg describes in memory: the spec
-// shows the configured caps either way.
+// streamsOf is p, or without one the plane cfg describes, in memory.
 func streamsOf(cfg Config, p *streams.Plane) *streams.Plane {
 	if p == nil {
 		p = streams.New(streams.Config{Cap: streams.NewMemoryCap(cfg.StreamCap), UserCap: streams.NewMemoryCap(cfg.StreamUserCap),
@@ -234,7 +224,7 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	if cfg.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
-	return slog.New(logtext.New(w, opts)) // slog's text, faster for the access log's lines
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // buildVersion is the module version the binary was built from, or the VCS

@@ -1,7 +1,3 @@
-// This file is brain's modules: the features that bring more than
-// operations. Each is wired in by a file of its own in cmd/brain, which
-// registers it (see wire), so adding or removing one edits no file of
-// the platform.
 package main
 
 import (
@@ -14,47 +10,31 @@ import (
 	"github.com/brain-template/brain/streams"
 )
 
-// A module is a feature with more than operations: settings of its own,
-// tables of its own, work it runs beside the server (a job queue, a
-// sweep). Wired in once (wire), it is wired in everywhere, always after
-// the platform: parseConfig reads its settings after the platform's,
-// openStore applies its migrations after the platform's, serve starts it
-// once the platform's parts run and stops it before they stop, and
-// newServer serves its operations after the account operations. A
-// feature with operations only (auth/account) is a line in newServer's
-// Features instead.
-//
-// A package satisfies it with exported methods, and never imports
-// cmd/brain.
+// A module is a feature with more than operations: settings, tables, and
+// work it runs beside the server (a job queue, a sweep). Wired in once
+// (wire), its settings, migrations, work and operations each come after
+// the platform's. A feature with operations only is a line in newServer.
 type module interface {
-	// Settings is the module's settings table, whose rows read into the
-	// module itself.
+	// Settings is the module's settings table, read into the module.
 	Settings() settings.Table
 	// Migrations is the module's migration set (store.Migrations).
 	Migrations() store.Migrations
-	// Start runs the module's work on db, as its settings say, with
-	// events published on hub, and returns its operations and stop,
-	// which ends that work; serve calls stop before hub and db close.
-	// With db nil (brain openapi, and serve's check of the settings
-	// before it opens anything) nothing runs: the operations are those
-	// to document, stated as the settings say, and stop does nothing.
+	// Start runs the module's work on db, publishing on hub, and returns
+	// its operations and stop, called before hub and db close. With db
+	// nil (brain openapi) nothing runs: the operations are to document.
 	Start(ctx context.Context, db *store.DB, hub streams.Hub, logger *slog.Logger) (ops api.Feature, stop func(), err error)
 }
 
-// wired are the constructors of brain's modules, in the order wire
-// was called: that of their files' names, as Go runs init functions.
+// wired are the constructors of brain's modules, in their files' order.
 var wired []func() module
 
-// wire adds a module to the binary. A module's whole wiring is one file
-// of cmd/brain that calls it from init, so that deleting the file (with
-// the module's package) removes the module, and adding one edits no
-// other file:
+// wire adds a module to the binary, from the init of a file of its own, so
+// that deleting the file removes the module:
 //
 //	func init() { wire(func() module { return bookmarks.NewModule() }) }
 func wire(newModule func() module) { wired = append(wired, newModule) }
 
-// modules are brain's modules, made anew for each configuration read
-// (newConfig), in the order they are wired in.
+// modules are brain's modules, made anew for each configuration.
 func modules() []module {
 	ms := make([]module, len(wired))
 	for i, newModule := range wired {
@@ -63,8 +43,7 @@ func modules() []module {
 	return ms
 }
 
-// migrationSets are the migration sets of ms, in order: what
-// store.DB.Migrate applies after the platform's.
+// migrationSets are the migration sets of ms, in order.
 func migrationSets(ms []module) []store.Migrations {
 	sets := make([]store.Migrations, len(ms))
 	for i, m := range ms {
@@ -73,10 +52,8 @@ func migrationSets(ms []module) []store.Migrations {
 	return sets
 }
 
-// moduleFeatures are the operations of cfg's modules, in order: those of
-// the modules serve started (r.modules), or, in a brain that runs
-// nothing (no database: brain openapi, serve's first check), those each
-// module documents.
+// moduleFeatures are the operations of cfg's modules: those serve
+// started, or without a database those each module documents.
 func moduleFeatures(cfg Config, r running, logger *slog.Logger) ([]api.Feature, error) {
 	if r.db != nil {
 		return r.modules, nil

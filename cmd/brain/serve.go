@@ -31,11 +31,8 @@ func openRedis(cfg Config) (rueidis.Client, *api.Check, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf(product.EnvPrefix+"REDIS_URL: %w", err)
 	}
-	opt.DisableCache = true // no client-side caching: every decision is the server's
-	// The limiter batches concurrent decisions into one script call itself;
-	// rueidis's auto-pipelining on top only added a goroutine hand-off per
-	// call (see BENCHMARKS.md), so each batch takes a pooled connection.
-	opt.DisableAutoPipelining = true
+	opt.DisableCache = true          // every decision is the server's
+	opt.DisableAutoPipelining = true // the limiter batches its calls itself
 	client, err := rueidis.NewClient(opt)
 	if err != nil {
 		return nil, nil, fmt.Errorf(product.EnvPrefix+"REDIS_URL: cannot reach Redis: %w", err)
@@ -47,9 +44,8 @@ func openRedis(cfg Config) (rueidis.Client, *api.Check, error) {
 }
 
 // rateLimitStore returns how limiters are made, and where the login
-// back-off keeps its counts: in memory without Redis; else in Redis,
-// behind the one breaker of that server with an in-memory fallback, as
-// BRAIN_RATELIMIT_ON_STORE_ERROR says.
+// back-off counts: in memory, or in Redis behind one breaker with an
+// in-memory fallback (BRAIN_RATELIMIT_ON_STORE_ERROR).
 func rateLimitStore(cfg Config, client rueidis.Client, logger *slog.Logger, metrics *api.Metrics) (limiters func(ratelimit.Budget) ratelimit.Limiter, backoff func(*auth.LoginThrottle) auth.Backoff, err error) {
 	memory := func(p ratelimit.Budget) ratelimit.Limiter { return ratelimit.NewMemory(p, ratelimit.MemoryOptions{}) }
 	if client == nil {
@@ -87,17 +83,14 @@ const (
 	memoryKeep       = 1024 // in memory, the newest events kept for replays
 	streamBuffer     = 64
 	// clusterEventShards is the events' streams on a Redis Cluster by
-	// default: two for each master of the smallest cluster (three), or
-	// one each of six. More shards spread over more masters, but each
-	// read of a shard takes fewer events, so the Redis tier spends more
-	// per event (BenchmarkRedisClusterEvents).
+	// default: two for each master of the smallest cluster
+	// (BenchmarkRedisClusterEvents).
 	clusterEventShards = 6
 )
 
-// streamConfig is the stream plane of cfg: in memory without Redis; else
-// a cap and a hub every replica shares, whose hub must run (run) for
-// events from other replicas to arrive. It fails when the replicas on
-// this Redis spread events over another number of shards.
+// streamConfig is the stream plane of cfg: in memory, or in Redis, shared
+// by every replica, whose hub must run for other replicas' events. It
+// fails when the replicas spread events over another number of shards.
 func streamConfig(ctx context.Context, cfg Config, client rueidis.Client, logger *slog.Logger) (sc streams.Config, run func(context.Context), err error) {
 	sc = streams.Config{Cap: streams.NewMemoryCap(cfg.StreamCap), UserCap: streams.NewMemoryCap(cfg.StreamUserCap),
 		Hub: streams.NewMemoryHub(memoryKeep, streamBuffer), Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter, LiveAccess: cfg.LiveAccess}
@@ -117,9 +110,7 @@ func streamConfig(ctx context.Context, cfg Config, client rueidis.Client, logger
 			shards = clusterEventShards
 		}
 	}
-	// Up to 9 shards share streamKeep: each holds its users' part of the
-	// same span of time, and Redis the same memory, as one stream would.
-	// Past that, each keeps memoryKeep.
+	// up to 9 shards share streamKeep; past that, each keeps memoryKeep
 	hub := streams.NewShardedRedisHub(client, prefix, shards, max(streamKeep/shards, memoryKeep), streamBuffer)
 	if err := hub.Claim(ctx); err != nil {
 		return sc, nil, err
@@ -129,14 +120,11 @@ func streamConfig(ctx context.Context, cfg Config, client rueidis.Client, logger
 	return sc, func(ctx context.Context) { _ = hub.Run(ctx) }, nil
 }
 
-// listen opens the server's listeners. The tests replace it with one that
-// refuses brain's default ports, so `go test` never collides with a brain
-// running beside it.
+// listen opens the server's listeners; tests refuse brain's default ports.
 var listen = net.Listen
 
 // listeners binds BRAIN_ADDR and, unless it is off, BRAIN_METRICS_ADDR
-// (metrics is then nil). serve binds both before it opens or creates
-// anything: a port in use changes nothing on disk.
+// (metrics is then nil), before anything is opened or created.
 func listeners(cfg Config) (main, metrics net.Listener, err error) {
 	main, err = listen("tcp", cfg.Addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
@@ -171,12 +159,8 @@ func serveMetrics(ln net.Listener, m *api.Metrics, logger *slog.Logger) (stop fu
 	return func() { srv.Close() }
 }
 
-// Server timeouts. A slow client cannot hold a connection by trickling
-// headers or a body (the connection caps' minimum rate cuts it: headers
-// within readHeaderTimeout, a body at BRAIN_MIN_RECEIVE_RATE after it),
-// nor park idle connections for long. Streaming handlers outlive
-// WriteTimeout by moving their own deadlines with http.ResponseController,
-// message by message.
+// Server timeouts. A trickling client is cut by the connection caps'
+// minimum rate; streams move their own write deadlines.
 const (
 	readHeaderTimeout = 5 * time.Second
 	writeTimeout      = 60 * time.Second
@@ -197,9 +181,8 @@ func maxConns(cfg Config) (n, limit int, err error) {
 	return n, limit, nil
 }
 
-// connRefusal is the answer of a connection the connection caps refuse
-// (every one open is busy): the API's 503 envelope, retried in a second,
-// when a request has likely ended.
+// connRefusal is the 503 envelope of a connection the caps refuse, retried
+// in a second.
 func connRefusal(msg string) []byte {
 	e := api.NewError(http.StatusServiceUnavailable, msg)
 	e.GetHeaders().Set("Retry-After", "1")
@@ -217,9 +200,8 @@ type shared struct {
 	close    func()
 }
 
-// openShared opens Redis, when set, and the rate limits and the stream
-// plane on it (else in memory). It fails when Redis does not answer, or
-// the replicas on it spread events over another number of shards.
+// openShared opens Redis, when set, and the rate limits and stream plane
+// on it (else in memory).
 func openShared(ctx context.Context, cfg Config, logger *slog.Logger, metrics *api.Metrics) (sh shared, err error) {
 	redis, ready, err := openRedis(cfg)
 	if err != nil {
@@ -243,9 +225,7 @@ func openShared(ctx context.Context, cfg Config, logger *slog.Logger, metrics *a
 
 // serve runs the server until ctx is done, then shuts it down gracefully.
 func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
-	// The budget overrides and the connection cap are checked, and the
-	// ports bound, before anything is opened or created: a mistake there
-	// changes nothing.
+	// settings checked and ports bound before anything is opened or created
 	if _, err := newServer(cfg, slog.New(slog.DiscardHandler), running{}); err != nil {
 		return err
 	}
@@ -261,9 +241,10 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if metricsLn != nil {
 		defer metricsLn.Close()
 	}
-	// Redis, when set, must answer and agree with the other replicas
-	// before the database is opened or its first admin created.
-	metrics := api.NewMetrics()
+	var metrics *api.Metrics // nil with BRAIN_METRICS_ADDR=off: nothing is recorded
+	if metricsLn != nil {
+		metrics = api.NewMetrics()
+	}
 	sh, err := openShared(ctx, cfg, logger, metrics)
 	if err != nil {
 		return err
@@ -282,16 +263,13 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer runBeside(stopBG, func() { // stopping flushes API-key last-use times
-		// Its writes fail only when the database does: an outage, which
-		// the next run retries, not a fault of brain's.
 		svc.Run(bg, 30*time.Second, func(err error) { logger.Warn("auth maintenance failed; retrying in 30s", "error", err) })
 	})()
 
 	ready := append([]api.Check{{Name: "database", Check: func(ctx context.Context) error { return db.PingContext(ctx) }}}, sh.ready...)
 	defer runBeside(stopBG, func() { sh.runHub(bg) })()
 	run := running{db: db, auth: svc, limiters: sh.limiters, metrics: metrics, ready: ready, streams: streams.New(sh.streams)}
-	// The modules start in order and stop in reverse, before the hub and
-	// the database: a job queue finishes or hands back the jobs it works.
+	// modules start in order and stop in reverse, before the hub and database
 	for _, m := range cfg.modules {
 		ops, stop, err := m.Start(api.WithLogger(bg, logger), db, sh.streams.Hub, logger)
 		if err != nil {
@@ -360,9 +338,8 @@ func httpServer(handler http.Handler, logger *slog.Logger) *http.Server {
 	}
 }
 
-// connCaps are the connection caps: maxConns in all, and
-// BRAIN_MAX_CONNS_PER_IP from one address; and the minimum rate a
-// request arrives at, BRAIN_MIN_RECEIVE_RATE after readHeaderTimeout.
+// connCaps are the connection caps: maxConns in all, MaxConnsPerIP from
+// one address, and the minimum receive rate after readHeaderTimeout.
 func connCaps(cfg Config, maxConns int, logger *slog.Logger) *connlimit.Limiter {
 	return connlimit.New(connlimit.Config{
 		Max: maxConns, MaxPerIP: cfg.MaxConnsPerIP, Exempt: cfg.TrustedProxies,
@@ -382,11 +359,9 @@ func logListening(addr string, logger *slog.Logger) {
 	}
 }
 
-// serveUntilDone serves srv (serve runs it) until ctx is done. Then it stops accepting,
-// lets in-flight requests finish for up to drain, closes what is left, and
-// returns nil: a shutdown asked for by a signal is a clean exit. Beside
-// the drain, closeStreams (when not nil) ends the streams, which never end
-// by themselves, and the wait is for them too.
+// serveUntilDone serves srv (serve runs it) until ctx is done, then drains
+// in-flight requests for up to drain, closing the streams (closeStreams)
+// beside, and returns nil: a signal's shutdown is a clean exit.
 func serveUntilDone(ctx context.Context, srv *http.Server, serve func() error, drain time.Duration, logger *slog.Logger, closeStreams func(context.Context) error) error {
 	errc := make(chan error, 1)
 	go func() { errc <- serve() }()

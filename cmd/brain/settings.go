@@ -1,5 +1,3 @@
-// This file is brain's settings table: the platform's rows, each default
-// made from the constant the code uses, then each module's table.
 package main
 
 import (
@@ -315,7 +313,5 @@ func splitList(v string) []string {
 	return out
 }
 
-// leastBodyBytes is the least the body budgets accept, one body of 8 MiB:
-// room for an operation's large body (api.New refuses an operation that
-// reads more than the budgets allow).
+// leastBodyBytes is the least the body budgets accept: one body of 8 MiB.
 const leastBodyBytes = 8 << 20

@@ -28,9 +28,8 @@ func openStore(ctx context.Context, cfg Config) (*store.DB, int, error) {
 	return db, applied, nil
 }
 
-// databaseName names cfg's database for people: the SQLite file, or the
-// PostgreSQL host and database. It never shows the URL's user, password or
-// query parameters, so it is safe to log.
+// databaseName names cfg's database for the log: the SQLite file, or the
+// PostgreSQL host and database, never a user, password or parameter.
 func databaseName(cfg Config) string {
 	if cfg.DatabaseURL == "" {
 		path := store.SQLitePath(cfg.DataDir)

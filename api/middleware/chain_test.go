@@ -13,7 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 )
 
-// stackRouter is a router behind Stack as package api mounts it, with the
+// stackRouter is a router behind Chain as package api mounts it, with the
 // answers it takes from api made recognisable.
 func stackRouter(t *testing.T, cfg middleware.Config, routes func(chi.Router)) (http.Handler, *logBuffer) {
 	t.Helper()
@@ -28,15 +28,15 @@ func stackRouter(t *testing.T, cfg middleware.Config, routes func(chi.Router)) (
 		io.WriteString(w, "cross-site envelope")
 	})
 	r := chi.NewRouter()
-	r.Use(middleware.Stack(cfg))
+	r.Use(middleware.Chain(cfg)...)
 	routes(r)
 	return r, logs
 }
 
-// Stack does each middleware's work, in their order: a panic is answered
+// Chain does each middleware's work, in their order: a panic is answered
 // inside the access log (which records the 500, the client and the id),
 // with the headers of the layers outside it.
-func TestStackPanicIsLoggedWithEverything(t *testing.T) {
+func TestChainPanicIsLoggedWithEverything(t *testing.T) {
 	h, logs := stackRouter(t, middleware.Config{}, func(r chi.Router) {
 		r.Get("/boom/{n}", func(http.ResponseWriter, *http.Request) { panic("kaboom") })
 	})
@@ -63,7 +63,7 @@ func TestStackPanicIsLoggedWithEverything(t *testing.T) {
 
 // After the response has started a panic cannot be answered: the access
 // log keeps the status that went out.
-func TestStackPanicAfterTheHeaders(t *testing.T) {
+func TestChainPanicAfterTheHeaders(t *testing.T) {
 	h, logs := stackRouter(t, middleware.Config{}, func(r chi.Router) {
 		r.Get("/", func(w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(http.StatusAccepted)
@@ -82,7 +82,7 @@ func TestStackPanicAfterTheHeaders(t *testing.T) {
 
 // HEAD is served by the GET route; CSRF refuses a cross-site change with
 // its answer (logged), and lets through what exempt names.
-func TestStackHeadAndCSRF(t *testing.T) {
+func TestChainHeadAndCSRF(t *testing.T) {
 	h, logs := stackRouter(t, middleware.Config{
 		CSRFExempt: func(r *http.Request) bool { return r.Header.Get("X-API-Key") != "" },
 	}, func(r chi.Router) {
@@ -112,7 +112,7 @@ func TestStackHeadAndCSRF(t *testing.T) {
 
 // With origins, a preflight is answered without a route; behind a trusted
 // proxy the client is the forwarded address.
-func TestStackCORSAndTrustedProxies(t *testing.T) {
+func TestChainCORSAndTrustedProxies(t *testing.T) {
 	var seen string
 	h, logs := stackRouter(t, middleware.Config{
 		Origins:        []string{"https://app.example"},
@@ -138,7 +138,7 @@ func TestStackCORSAndTrustedProxies(t *testing.T) {
 
 // A body's read error reaches the handler marked as the client's, and a
 // stream's flush reaches the connection through the recorder.
-func TestStackBodyAndFlush(t *testing.T) {
+func TestChainBodyAndFlush(t *testing.T) {
 	var readErr error
 	h, _ := stackRouter(t, middleware.Config{}, func(r chi.Router) {
 		r.Post("/", func(_ http.ResponseWriter, r *http.Request) { _, readErr = io.ReadAll(r.Body) })
