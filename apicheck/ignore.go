@@ -14,13 +14,9 @@ import (
 //	api-path-removed-without-deprecation GET /api/v1/old  # replaced by /api/v1/new in v2
 //	api-security-component-api-key-name-changed securitySchemes/session  # renamed from brain to notes
 //
-// The fields are the finding's id, then its method and path, or, for a
-// change tied to no operation, its component (Finding.Component): a line
-// accepts changes of its id to that operation or component only, not to
-// another, for as long as it stays in the file (remove it once the
-// change is behind the base). The reason
-// after '#' is required, so nobody accepts a break without saying why.
-// [IgnoreLine] writes the line that accepts a finding.
+// The fields are the finding's id, then its method and path, or its
+// component (Finding.Component); a line accepts that change only. The
+// reason after '#' is required. [IgnoreLine] writes the line for a finding.
 type IgnoreList struct {
 	entries []ignoreEntry
 }

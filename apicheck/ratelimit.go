@@ -32,9 +32,8 @@ var (
 var methods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
 // rateLimitBreaking reports what oasdiff does not: for each operation in
-// both documents, a lost 429 response, a lost rate-limit header on any
-// response, and an x-rate-limit removed or tightened (a lower limit, burst
-// or cap, a longer window or back-off, a budget added). Loosening passes.
+// both documents, a lost 429 response or rate-limit header, and an
+// x-rate-limit removed or tightened. Loosening passes.
 func rateLimitBreaking(base, rev []byte) ([]Finding, error) {
 	var b, r jsonDoc
 	if err := json.Unmarshal(base, &b.root); err != nil {
@@ -113,8 +112,7 @@ func checkPolicies(bRL, rRL any, add func(id, format string, args ...any)) {
 }
 
 // compareBudget reports each way budget name is tighter in the revision
-// (re) than in the base (be): a lower limit, burst or cap, a longer window
-// or back-off step.
+// (re) than in the base (be).
 func compareBudget(name string, be, re map[string]any, add func(id, format string, args ...any)) {
 	for _, k := range lowerIsTighter {
 		if bv, rv, ok := numbers(be[k], re[k]); ok && rv < bv {

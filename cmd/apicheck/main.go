@@ -1,27 +1,18 @@
-// Command apicheck is the breaking-change gate (make api-check): it walks
-// the commits since a base revision along first parents and fails when
-// any one of them changed openapi.json in a way that breaks an existing
-// client; then it checks the work tree's file against HEAD's the same way.
-// A break is caught in the commit that made it, whatever came after.
+// Command apicheck is the breaking-change gate (make api-check): it fails
+// when any commit since a base revision (along first parents) changed
+// openapi.json in a way that breaks an existing client, then checks the
+// work tree's file against HEAD's the same way.
 //
-// The base is, in order: -base or API_BASE when given (CI passes the
-// previous head of a push, or a pull request's target; the walk starts at
-// its merge-base with HEAD); on a branch other than main, its merge-base
-// with main; on main (or a detached HEAD), the newest v* tag reachable
-// from HEAD; else the root, at most 200 commits back (-max-walk). A commit
-// is compared with the spec its parent has, or, when the parent has none,
-// with the spec as the nearest earlier first-parent commit had it: a spec
-// removed and brought back is checked against what it was. Only the first
-// spec of a history breaks nothing. Deliberate breaks are listed in
-// the ignore file, one line each with a reason (see apicheck.ParseIgnore):
-// a commit's break is accepted by the file as that commit has it, or as
-// the work tree has it.
+// The base is -base or API_BASE (its merge-base with HEAD); else, on a
+// branch other than main, its merge-base with main; else the newest v*
+// tag; else the root, at most -max-walk commits back. A commit is
+// compared with the nearest earlier spec on its first-parent line.
+// Deliberate breaks are listed in the ignore file with a reason (see
+// apicheck.ParseIgnore), as the commit or the work tree has it.
 //
 // With -accept REASON it checks nothing: it appends to the ignore file a
 // line, with REASON, for each break of the work tree's spec against
-// HEAD's that the file does not accept yet. make rename runs it for the
-// breaks a rename makes (the session cookie's name), so that the gate is
-// green from the renamed tree's first commit on.
+// HEAD's that the file does not accept yet (make rename uses it).
 package main
 
 import (
@@ -39,8 +30,7 @@ import (
 	"github.com/brain-template/brain/apicheck"
 )
 
-// maxWalk bounds the walk when there is no other base (-max-walk): the
-// last maxWalk commits on the first-parent line.
+// maxWalk bounds the walk when there is no other base (-max-walk).
 const maxWalk = 200
 
 func main() {
@@ -169,9 +159,8 @@ func (c *checker) check(what string, base, revised []byte, ignore *apicheck.Igno
 	return nil
 }
 
-// checkCommit checks the spec at rel as commit changed it, against its
-// parent's (or the last one before, when the parent has none), with the
-// ignore list at ignoreRel as the commit has it.
+// checkCommit checks the spec at rel as commit changed it against the
+// spec before it, with the ignore list at ignoreRel as the commit has it.
 func (c *checker) checkCommit(g gitFunc, commit, rel, ignoreRel string) error {
 	spec, err := g("show", commit+":"+rel)
 	if err != nil {
@@ -197,8 +186,7 @@ func (c *checker) checkCommit(g gitFunc, commit, rel, ignoreRel string) error {
 	return c.check(what, []byte(parent), []byte(spec), ignore)
 }
 
-// checkWorktree checks the work tree's spec against HEAD's (or the last
-// one before, when HEAD has none).
+// checkWorktree checks the work tree's spec against HEAD's.
 func (c *checker) checkWorktree(g gitFunc, rel string, rev []byte) error {
 	head, from, ok := lastSpec(g, "HEAD", rel)
 	if !ok || head == strings.TrimSpace(string(rev)) {
@@ -278,15 +266,13 @@ func topPath(g gitFunc, path string) (string, error) {
 }
 
 // lastSpec is the spec at path as rev has it, or, when rev has none, as
-// the nearest commit before it along first parents that has one: a spec
-// removed and brought back is compared with what it was before. from is
-// rev, or that commit; ok is false when there is no such spec (or no rev).
+// the nearest earlier first-parent commit that has one (from). ok is false
+// when there is no such spec.
 func lastSpec(g gitFunc, rev, path string) (spec, from string, ok bool) {
 	if spec, err := g("show", rev+":"+path); err == nil {
 		return spec, rev, true
 	}
-	// The commits that changed the spec, newest first: the spec after the
-	// newest one that has it is the spec rev's history last had.
+	// The commits that changed the spec, newest first.
 	out, err := g("rev-list", "--first-parent", rev, "--", path)
 	if err != nil {
 		return "", "", false

@@ -1,11 +1,7 @@
-// Package product is the product's name, in one place. Everything that
-// carries the name derives from Name: the environment variables
-// (EnvPrefix), the session cookie, the Redis key prefix, the metric
-// namespace, the SQLite database file and the messages a client reads.
-//
-// `make rename MODULE=… NAME=…` rewrites the two constants below (and
-// the few literals that cannot be derived: struct tags, the docs, the
-// spec); see docs/fork.md. A test checks that EnvPrefix is Name's.
+// Package product is the product's name, in one place: the environment
+// variables, the session cookie, the Redis key prefix, the metric
+// namespace and the SQLite file all derive from Name.
+// `make rename MODULE=… NAME=…` rewrites it (docs/fork.md).
 package product
 
 // Name is the product's name: lower case, a letter then letters, digits
