@@ -92,10 +92,10 @@ type jobQueue struct {
 	q  *store.Queue
 }
 
-// newJobQueue adds the ingest jobs' worker to q: work is called with each
-// job's id (its error as store.Worker.Work's), workers at once; giveUp,
-// when set, is told of a job River will not try again.
-func newJobQueue(db *store.DB, q *store.Queue, workers int, work func(ctx context.Context, jobID string) error, giveUp func(ctx context.Context, jobID string, err error)) (*jobQueue, error) {
+// addWorker adds the ingest jobs' worker to j's queue: work is called
+// with each job's id, workers at once; giveUp, when set, is told of a job
+// River will not try again.
+func (j *jobQueue) addWorker(workers int, work func(ctx context.Context, jobID string) error, giveUp func(ctx context.Context, jobID string, err error)) error {
 	w := store.Worker[jobArgs]{Queue: queueName, Workers: workers,
 		Work: func(ctx context.Context, job *river.Job[jobArgs]) error {
 			return work(context.WithValue(ctx, runningKey{}, running{job.Args.JobID, job.Priority}), job.Args.JobID)
@@ -103,10 +103,7 @@ func newJobQueue(db *store.DB, q *store.Queue, workers int, work func(ctx contex
 	if giveUp != nil {
 		w.GiveUp = func(ctx context.Context, job *river.Job[jobArgs], err error) { giveUp(ctx, job.Args.JobID, err) }
 	}
-	if err := store.AddWorker(q, w); err != nil {
-		return nil, err
-	}
-	return &jobQueue{db: db, q: q}, nil
+	return store.AddWorker(j.q, w)
 }
 
 // enqueueTx adds an ingest job for jobID in tx: it exists, and will be

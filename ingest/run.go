@@ -24,14 +24,11 @@ func start(bg context.Context, db *store.DB, cfg Settings, hub streams.Hub, logg
 	if err != nil {
 		return nil, nil, fmt.Errorf("the job queue: %w", err)
 	}
-	var jobs *jobQueue
-	svc = NewService(NewSQLStore(db, func(ctx context.Context, tx *store.Tx, jobID string, backlog int) error {
-		return jobs.enqueueTx(ctx, tx, jobID, backlog)
-	}), Config{TTL: cfg.TTL, Publish: Publisher(hub), MaxItems: cfg.MaxItems, MaxQueuedJobs: cfg.MaxQueuedJobs, Rates: cfg.Rates,
-		Yield: func(ctx context.Context) bool { return jobs.yield(ctx) }})
+	jobs := &jobQueue{db: db, q: queue}
+	svc = NewService(NewSQLStore(db, jobs.enqueueTx), Config{TTL: cfg.TTL, Publish: Publisher(hub), MaxItems: cfg.MaxItems,
+		MaxQueuedJobs: cfg.MaxQueuedJobs, Rates: cfg.Rates, Yield: jobs.yield})
 	// svc.Process's ErrYield and ErrPermanent are the queue's own.
-	jobs, err = newJobQueue(db, queue, cfg.Workers, svc.Process, giveUpJob(svc, logger))
-	if err != nil {
+	if err := jobs.addWorker(cfg.Workers, svc.Process, giveUpJob(svc, logger)); err != nil {
 		return nil, nil, fmt.Errorf("the job queue: %w", err)
 	}
 	if err := queue.Start(bg); err != nil {
