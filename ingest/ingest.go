@@ -111,11 +111,11 @@ const (
 // those above U+00FF differently.
 const (
 	white = "\\t\\n\\v\\f\\r \\x85\\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
-	// TextPattern is an item's text: not only white space, and no U+0000.
-	TextPattern = "^[" + white + "]*[^\\x00" + white + "][^\\x00]*$"
-	// LabelPattern is a project, kind, skill or tag: no control
+	// textPattern is an item's text: not only white space, and no U+0000.
+	textPattern = "^[" + white + "]*[^\\x00" + white + "][^\\x00]*$"
+	// labelPattern is a project, kind, skill or tag: no control
 	// character, no white space at either end.
-	LabelPattern = "^[^\\x00-\\x1f\\x7f-\\x9f" + white + "](?:[^\\x00-\\x1f\\x7f-\\x9f]*[^\\x00-\\x1f\\x7f-\\x9f" + white + "])?$"
+	labelPattern = "^[^\\x00-\\x1f\\x7f-\\x9f" + white + "](?:[^\\x00-\\x1f\\x7f-\\x9f]*[^\\x00-\\x1f\\x7f-\\x9f" + white + "])?$"
 )
 
 // DefaultKind is the kind of an item that names none.

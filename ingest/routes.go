@@ -75,7 +75,7 @@ type IngestItem struct {
 // TransformSchema states ingest's rules of an item.
 func (IngestItem) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
 	text := s.Properties["text"]
-	text.MinLength, text.MaxLength, text.Pattern = ptr(1), ptr(MaxTextChars), TextPattern
+	text.MinLength, text.MaxLength, text.Pattern = ptr(1), ptr(MaxTextChars), textPattern
 	label(s.Properties["kind"], MaxKindChars)
 	label(s.Properties["skill"], MaxSkillChars)
 	tags := s.Properties["tags"]
@@ -95,12 +95,12 @@ func (Tag) Schema(huma.Registry) *huma.Schema {
 // label states on s ingest's rules of a name (a project, kind, skill or
 // tag) of at most max characters, and returns s.
 func label(s *huma.Schema, max int) *huma.Schema {
-	s.MinLength, s.MaxLength, s.Pattern = ptr(1), ptr(max), LabelPattern
+	s.MinLength, s.MaxLength, s.Pattern = ptr(1), ptr(max), labelPattern
 	return s
 }
 
-// IngestInput is the raw body of POST /memory/ingest, and its type.
-type IngestInput struct {
+// ingestInput is the raw body of POST /memory/ingest, and its type.
+type ingestInput struct {
 	RawBody []byte `contentType:"application/json"`
 	// contentType is the request's Content-Type, read by Resolve: the
 	// request body's media type says it in the spec, which ignores a
@@ -109,13 +109,13 @@ type IngestInput struct {
 }
 
 // Resolve reads the request's Content-Type.
-func (in *IngestInput) Resolve(ctx huma.Context) []error {
+func (in *ingestInput) Resolve(ctx huma.Context) []error {
 	in.contentType = ctx.Header("Content-Type")
 	return nil
 }
 
-// IngestOutput answers an accepted batch.
-type IngestOutput struct {
+// ingestOutput answers an accepted batch.
+type ingestOutput struct {
 	Location string `header:"Location" doc:"The job: /api/v1/jobs/{job_id}."`
 	Replayed string `header:"Idempotent-Replayed" enum:"true" doc:"true when this batch was accepted before, within the idempotency window: the job is that earlier one."`
 	Body     struct {
@@ -152,38 +152,38 @@ func jobView(j Job) JobView {
 // uuidPattern is the form of job and item ids.
 const uuidPattern = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
-// JobInput names a job.
-type JobInput struct {
+// jobInput names a job.
+type jobInput struct {
 	ID string `path:"id" pattern:"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$" maxLength:"36" doc:"The job's id."`
 }
 
-// JobOutput is one job.
-type JobOutput struct{ Body JobView }
+// jobOutput is one job.
+type jobOutput struct{ Body JobView }
 
-// ListJobsInput asks for a page of the caller's jobs.
-type ListJobsInput struct {
+// listJobsInput asks for a page of the caller's jobs.
+type listJobsInput struct {
 	Limit  int    `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"At most this many jobs, newest first."`
 	Cursor string `query:"cursor" maxLength:"256" pattern:"^[A-Za-z0-9_-]*$" doc:"The next_cursor of the previous page; absent for the first."`
 }
 
-// ListJobsOutput is a page of jobs.
-type ListJobsOutput struct {
+// listJobsOutput is a page of jobs.
+type listJobsOutput struct {
 	Body struct {
 		Jobs       []JobView `json:"jobs" nullable:"false" maxItems:"100"`
 		NextCursor string    `json:"next_cursor,omitempty" doc:"The cursor of the next page; absent on the last."`
 	}
 }
 
-// QueryInput asks for the caller's items that hold some words.
-type QueryInput struct {
+// queryInput asks for the caller's items that hold some words.
+type queryInput struct {
 	Q       string `query:"q" required:"true" minLength:"1" maxLength:"1024" doc:"The words to find, all of them, in any case: at most 1024 characters, of which at most 32 words (runs of letters and digits), and at least one. Nothing in it is syntax."`
 	Project string `query:"project" maxLength:"128" doc:"Only this project's items."`
 	Limit   int    `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"At most this many results."`
 	Cursor  string `query:"cursor" maxLength:"512" pattern:"^[A-Za-z0-9_-]*$" doc:"The next_cursor of the previous page of the same query."`
 }
 
-// ResultView is one item a query found.
-type ResultView struct {
+// resultView is one item a query found.
+type resultView struct {
 	ID         string    `json:"id" format:"uuid"`
 	Project    string    `json:"project"`
 	Text       string    `json:"text"`
@@ -195,42 +195,42 @@ type ResultView struct {
 	OccurredAt time.Time `json:"occurred_at"`
 }
 
-// QueryOutput is a page of results, best first.
-type QueryOutput struct {
+// queryOutput is a page of results, best first.
+type queryOutput struct {
 	Body struct {
-		Results    []ResultView `json:"results" nullable:"false" maxItems:"100"`
+		Results    []resultView `json:"results" nullable:"false" maxItems:"100"`
 		NextCursor string       `json:"next_cursor,omitempty"`
 	}
 }
 
-// ItemInput names an item.
-type ItemInput struct {
+// itemInput names an item.
+type itemInput struct {
 	ID string `path:"id" pattern:"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$" maxLength:"36" doc:"The item's id, as a query returned it."`
 }
 
-// SkillsOutput lists the caller's skills.
-type SkillsOutput struct {
+// skillsOutput lists the caller's skills.
+type skillsOutput struct {
 	Body struct {
-		Skills []SkillView `json:"skills" nullable:"false" maxItems:"1000"`
+		Skills []skillView `json:"skills" nullable:"false" maxItems:"1000"`
 	}
 }
 
-// SkillView is a skill and how many items name it.
-type SkillView struct {
+// skillView is a skill and how many items name it.
+type skillView struct {
 	Name  string `json:"name"`
 	Count int    `json:"count"`
 }
 
-// ProjectsOutput lists the caller's projects.
-type ProjectsOutput struct {
+// projectsOutput lists the caller's projects.
+type projectsOutput struct {
 	Body struct {
-		Projects []ProjectView `json:"projects" nullable:"false" maxItems:"1000"`
+		Projects []projectView `json:"projects" nullable:"false" maxItems:"1000"`
 	}
 }
 
-// ProjectView is a project, how many items it has, and when it last
+// projectView is a project, how many items it has, and when it last
 // received some.
-type ProjectView struct {
+type projectView struct {
 	Name         string    `json:"name"`
 	Items        int       `json:"items"`
 	LastIngestAt time.Time `json:"last_ingest_at"`
@@ -322,7 +322,7 @@ type memoryHandlers struct {
 	replays prometheus.Counter // the idempotent replays answered
 }
 
-func (h *memoryHandlers) ingest(ctx context.Context, in *IngestInput) (*IngestOutput, error) {
+func (h *memoryHandlers) ingest(ctx context.Context, in *ingestInput) (*ingestOutput, error) {
 	if mt, _, _ := mime.ParseMediaType(in.contentType); in.contentType != "" && mt != "application/json" {
 		return nil, api.NewError(http.StatusUnsupportedMediaType, "send the batch as application/json")
 	}
@@ -330,7 +330,7 @@ func (h *memoryHandlers) ingest(ctx context.Context, in *IngestInput) (*IngestOu
 	if err != nil {
 		return nil, ingestError(err)
 	}
-	out := &IngestOutput{Location: api.Prefix + "/jobs/" + a.JobID}
+	out := &ingestOutput{Location: api.Prefix + "/jobs/" + a.JobID}
 	out.Body.JobID, out.Body.IngestID, out.Body.Status, out.Body.Replayed = a.JobID, a.IngestID, string(a.Status), a.Replayed
 	if a.Replayed {
 		h.replays.Inc()
@@ -339,12 +339,12 @@ func (h *memoryHandlers) ingest(ctx context.Context, in *IngestInput) (*IngestOu
 	return out, nil
 }
 
-func (h *memoryHandlers) listJobs(ctx context.Context, in *ListJobsInput) (*ListJobsOutput, error) {
+func (h *memoryHandlers) listJobs(ctx context.Context, in *listJobsInput) (*listJobsOutput, error) {
 	jobs, next, err := h.svc.Jobs(ctx, auth.FromContext(ctx).User.ID, in.Cursor, in.Limit)
 	if err != nil {
 		return nil, ingestError(err)
 	}
-	out := &ListJobsOutput{}
+	out := &listJobsOutput{}
 	out.Body.Jobs = make([]JobView, len(jobs))
 	for i, j := range jobs {
 		out.Body.Jobs[i] = jobView(j)
@@ -353,54 +353,54 @@ func (h *memoryHandlers) listJobs(ctx context.Context, in *ListJobsInput) (*List
 	return out, nil
 }
 
-func (h *memoryHandlers) getJob(ctx context.Context, in *JobInput) (*JobOutput, error) {
+func (h *memoryHandlers) getJob(ctx context.Context, in *jobInput) (*jobOutput, error) {
 	j, err := h.svc.Job(ctx, auth.FromContext(ctx).User.ID, in.ID)
 	if err != nil {
 		return nil, ingestError(err)
 	}
-	return &JobOutput{Body: jobView(j)}, nil
+	return &jobOutput{Body: jobView(j)}, nil
 }
 
-func (h *memoryHandlers) query(ctx context.Context, in *QueryInput) (*QueryOutput, error) {
+func (h *memoryHandlers) query(ctx context.Context, in *queryInput) (*queryOutput, error) {
 	res, err := h.svc.Query(ctx, auth.FromContext(ctx).User.ID, Query{Q: in.Q, Project: in.Project, Limit: in.Limit, Cursor: in.Cursor})
 	if err != nil {
 		return nil, ingestError(err)
 	}
-	out := &QueryOutput{}
-	out.Body.Results = make([]ResultView, len(res.Results))
+	out := &queryOutput{}
+	out.Body.Results = make([]resultView, len(res.Results))
 	for i, r := range res.Results {
-		out.Body.Results[i] = ResultView(r)
+		out.Body.Results[i] = resultView(r)
 	}
 	out.Body.NextCursor = res.Next
 	return out, nil
 }
 
-func (h *memoryHandlers) deleteItem(ctx context.Context, in *ItemInput) (*struct{}, error) {
+func (h *memoryHandlers) deleteItem(ctx context.Context, in *itemInput) (*struct{}, error) {
 	return nil, ingestError(h.svc.DeleteItem(ctx, auth.FromContext(ctx).User.ID, in.ID))
 }
 
-func (h *memoryHandlers) skills(ctx context.Context, _ *struct{}) (*SkillsOutput, error) {
+func (h *memoryHandlers) skills(ctx context.Context, _ *struct{}) (*skillsOutput, error) {
 	skills, err := h.svc.Skills(ctx, auth.FromContext(ctx).User.ID)
 	if err != nil {
 		return nil, ingestError(err)
 	}
-	out := &SkillsOutput{}
-	out.Body.Skills = make([]SkillView, len(skills))
+	out := &skillsOutput{}
+	out.Body.Skills = make([]skillView, len(skills))
 	for i, s := range skills {
-		out.Body.Skills[i] = SkillView(s)
+		out.Body.Skills[i] = skillView(s)
 	}
 	return out, nil
 }
 
-func (h *memoryHandlers) projects(ctx context.Context, _ *struct{}) (*ProjectsOutput, error) {
+func (h *memoryHandlers) projects(ctx context.Context, _ *struct{}) (*projectsOutput, error) {
 	projects, err := h.svc.Projects(ctx, auth.FromContext(ctx).User.ID)
 	if err != nil {
 		return nil, ingestError(err)
 	}
-	out := &ProjectsOutput{}
-	out.Body.Projects = make([]ProjectView, len(projects))
+	out := &projectsOutput{}
+	out.Body.Projects = make([]projectView, len(projects))
 	for i, p := range projects {
-		out.Body.Projects[i] = ProjectView(p)
+		out.Body.Projects[i] = projectView(p)
 	}
 	return out, nil
 }

@@ -594,7 +594,7 @@ func parseTime(s string) (time.Time, bool) {
 }
 
 // textProblem says what is wrong with an item's text s of n characters
-// ("" if nothing). What it allows is what TextPattern matches.
+// ("" if nothing). What it allows is what textPattern matches.
 func textProblem(s string, n int) string {
 	switch {
 	case n > MaxTextChars:
@@ -610,7 +610,7 @@ func textProblem(s string, n int) string {
 // labelProblem says what is wrong with a name s of n characters (a
 // project, kind, skill or tag), "" if nothing: it has 1 to max
 // characters, no control characters, no white space at either end. What
-// it allows is what LabelPattern matches.
+// it allows is what labelPattern matches.
 func labelProblem(s string, n, max int) string {
 	switch {
 	case n == 0:
