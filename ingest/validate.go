@@ -219,34 +219,6 @@ var (
 	notItemMember  = "has a member that is not one of " + strings.Join(itemMembers, ", ")
 )
 
-// A place is where in a batch a problem is: the batch, one of its
-// members, an item, one of an item's members, or a tag. It becomes a
-// location ("body.items[3].tags[1]") only when a problem is recorded.
-type place struct {
-	item   int    // the item's index, -1 outside the items
-	member string // of the batch (item < 0) or of the item; "" for the object itself
-	tag    int    // the tag's index, -1 when not a tag
-}
-
-var body = place{item: -1, tag: -1}
-
-// at is the place of member m of the object at p.
-func (p place) at(m string) place { p.member = m; return p }
-
-func (p place) String() string {
-	s := "body"
-	if p.item >= 0 {
-		s += ".items[" + strconv.Itoa(p.item) + "]"
-	}
-	if p.member != "" {
-		s += "." + p.member
-	}
-	if p.tag >= 0 {
-		s += "[" + strconv.Itoa(p.tag) + "]"
-	}
-	return s
-}
-
 // A parser reads a batch from a json.Decoder over raw, recording its
 // problems.
 type parser struct {
@@ -257,10 +229,10 @@ type parser struct {
 	broken bool // at bytes that are not JSON
 }
 
-func (p *parser) add(at place, message string) { p.v.add(at.String(), message) }
+func (p *parser) add(at, message string) { p.v.add(at, message) }
 
 // halt records a problem at p and stops the parse.
-func (p *parser) halt(at place, message string) {
+func (p *parser) halt(at, message string) {
 	p.add(at, message)
 	p.halted = true
 }
@@ -307,7 +279,7 @@ func (p *parser) peek() byte {
 
 // mistyped records that the value at p is not of the kind message says,
 // and passes over it.
-func (p *parser) mistyped(at place, message string) {
+func (p *parser) mistyped(at, message string) {
 	if p.peek() == 0 {
 		p.broken = true
 		return
@@ -319,7 +291,7 @@ func (p *parser) mistyped(at place, message string) {
 // object reads the members of the object that comes next, calling read
 // with the index in names of each; it stops the parse at a name not in
 // names, or given twice.
-func (p *parser) object(at place, names []string, unknown string, read func(m int)) {
+func (p *parser) object(at string, names []string, unknown string, read func(m int)) {
 	p.token() // {
 	var seen uint32
 	for p.more() {
@@ -331,7 +303,7 @@ func (p *parser) object(at place, names []string, unknown string, read func(m in
 			p.halt(at, unknown)
 			return
 		case seen&(1<<m) != 0:
-			p.halt(at.at(names[m]), "is given twice: give each member once")
+			p.halt(at+"."+names[m], "is given twice: give each member once")
 			return
 		}
 		seen |= 1 << m
@@ -359,12 +331,12 @@ func (p *parser) batch() (b Batch, sent []sentItem) {
 			p.broken = true
 			return
 		}
-		p.halt(body, "must be a JSON object")
+		p.halt("body", "must be a JSON object")
 		return
 	}
 	var hasProject, hasItems bool
-	p.object(body, batchMembers, notBatchMember, func(m int) {
-		at := body.at(batchMembers[m])
+	p.object("body", batchMembers, notBatchMember, func(m int) {
+		at := "body." + batchMembers[m]
 		switch m {
 		case 0:
 			if id, n, ok := p.str(at, 64); ok && (n != 64 || !isHex64(id)) {
@@ -384,16 +356,16 @@ func (p *parser) batch() (b Batch, sent []sentItem) {
 		return
 	}
 	if !hasProject {
-		p.add(body.at("project"), "is required: the project the items belong to")
+		p.add("body.project", "is required: the project the items belong to")
 	}
 	if !hasItems {
-		p.add(body.at("items"), fmt.Sprintf("is required: 1 to %d items", MaxItems))
+		p.add("body.items", fmt.Sprintf("is required: 1 to %d items", MaxItems))
 	}
 	return b, sent
 }
 
 func (p *parser) items() ([]Item, []sentItem) {
-	at := body.at("items")
+	const at = "body.items"
 	if p.peek() != '[' {
 		p.mistyped(at, "must be an array of items")
 		return nil, nil
@@ -418,14 +390,14 @@ func (p *parser) items() ([]Item, []sentItem) {
 
 func (p *parser) item(i int) (Item, sentItem) {
 	it, sent := Item{Kind: DefaultKind, Tags: []string{}}, sentItem{}
-	at := place{item: i, tag: -1}
+	at := "body.items[" + strconv.Itoa(i) + "]"
 	if p.peek() != '{' {
 		p.mistyped(at, "must be a JSON object")
 		return it, sent
 	}
 	hasText := false
 	p.object(at, itemMembers, notItemMember, func(m int) {
-		mat := at.at(itemMembers[m])
+		mat := at + "." + itemMembers[m]
 		switch m {
 		case 0:
 			hasText = true
@@ -442,7 +414,7 @@ func (p *parser) item(i int) (Item, sentItem) {
 			it.Skill = p.label(mat, MaxSkillChars)
 		case 3:
 			sent.tags = true
-			it.Tags = p.tags(i)
+			it.Tags = p.tags(mat)
 		case 4:
 			if s, n, ok := p.str(mat, MaxOccurredAtChars); ok {
 				t, ok := parseTime(s)
@@ -457,14 +429,13 @@ func (p *parser) item(i int) (Item, sentItem) {
 		}
 	})
 	if !p.stopped() && !hasText {
-		p.add(at.at("text"), "is required: the note itself")
+		p.add(at+".text", "is required: the note itself")
 	}
 	return it, sent
 }
 
-// tags reads the tags of item i.
-func (p *parser) tags(i int) []string {
-	at := place{item: i, member: "tags", tag: -1}
+// tags reads the tags of an item, at at.
+func (p *parser) tags(at string) []string {
 	tags := []string{}
 	if p.peek() != '[' {
 		p.mistyped(at, "must be an array of strings")
@@ -477,8 +448,7 @@ func (p *parser) tags(i int) []string {
 			p.halt(at, fmt.Sprintf("has more than %d tags: an item has at most %d", MaxTags, MaxTags))
 			return []string{}
 		}
-		tat := at
-		tat.tag = j
+		tat := at + "[" + strconv.Itoa(j) + "]"
 		t, n, ok := p.str(tat, MaxTagChars)
 		if !ok {
 			continue
@@ -488,9 +458,7 @@ func (p *parser) tags(i int) []string {
 			continue
 		}
 		if k := slices.Index(tags, t); k >= 0 {
-			earlier := at
-			earlier.tag = from[k]
-			p.add(tat, "repeats "+earlier.String()+": give each tag once")
+			p.add(tat, "repeats "+at+"["+strconv.Itoa(from[k])+"]: give each tag once")
 			continue
 		}
 		from[len(tags)] = j
@@ -505,7 +473,7 @@ func (p *parser) tags(i int) []string {
 // whether it is a string. A value of another kind is recorded as a
 // problem, and passed over; a string longer than max is measured in
 // place, not read, and stops the parse.
-func (p *parser) str(at place, max int) (value string, n int, ok bool) {
+func (p *parser) str(at string, max int) (value string, n int, ok bool) {
 	start := p.next()
 	if start == len(p.raw) || p.raw[start] != '"' {
 		p.mistyped(at, "must be a string (leave the member out rather than send null)")
@@ -564,7 +532,7 @@ func chars(s []byte) int {
 
 // label reads a name at p (a project, kind, skill or tag) of at most max
 // characters, and checks it (see labelProblem).
-func (p *parser) label(at place, max int) string {
+func (p *parser) label(at string, max int) string {
 	s, n, ok := p.str(at, max)
 	if msg := labelProblem(s, n, max); ok && msg != "" {
 		p.add(at, msg)
