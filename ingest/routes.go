@@ -21,12 +21,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Rates are the rates of the memory operations' budgets, what one API
-// key may spend on each: ingests, queries and project lists an hour, and
-// requests a second to each of those and skills (which has no hourly
-// limit). Sessions keep their session budget. Configuration sets them
-// (MEM_RATE_LIMIT_*), or replaces a budget whole by its name
-// (BRAIN_BUDGETS="ingest=200/h;10/s").
+// Rates are what one API key may spend on the memory operations: ingests,
+// queries and project lists an hour, and requests a second to each of
+// those and skills (MEM_RATE_LIMIT_*).
 type Rates struct {
 	IngestPerHour, QueryPerHour, ProjectsPerHour, PerSecond int
 }
@@ -44,11 +41,9 @@ func (r Rates) budget(name string, perHour int) api.Budget {
 	return api.Budget{Name: name, Default: rates}
 }
 
-// IngestRequest is the body of POST /memory/ingest as the spec shows it.
-// The handler reads the body itself, byte for byte (Parse): the
-// ingest_id may be derived from those bytes. Its rules are ingest's (the
-// bounds and patterns in go), which TransformSchema writes into
-// the spec: what the schema admits, Parse accepts.
+// IngestRequest is the body of POST /memory/ingest as the spec shows it;
+// the handler reads the raw bytes with Parse, whose rules TransformSchema
+// writes into the spec.
 type IngestRequest struct {
 	IngestID string       `json:"ingest_id,omitempty" pattern:"^[0-9a-f]{64}$" maxLength:"64" doc:"The batch's idempotency key: 64 lowercase hex digits. Leave it out to have it derived: the SHA-256 of the RFC 8785 canonical JSON of the body as sent."`
 	Project  string       `json:"project" doc:"The project the items belong to: no control characters, no white space at either end."`
@@ -236,11 +231,9 @@ type projectView struct {
 	LastIngestAt time.Time `json:"last_ingest_at"`
 }
 
-// Feature registers the memory operations on a server, each with its
-// access and budget, then the job log's stream and the job events: the one
-// line of wiring (api.Config.Features). svc serves them; for documenting
-// the API only (brain openapi), a service without a store states the
-// configured window and quotas.
+// Feature registers the memory operations, the job log's stream and the
+// job events on a server (api.Config.Features), served by svc; a service
+// without a store documents the API only.
 func Feature(svc *Service) api.Feature {
 	return func(s *api.Server) {
 		api.Describe(s, description)
@@ -345,11 +338,7 @@ func (h *memoryHandlers) listJobs(ctx context.Context, in *listJobsInput) (*list
 		return nil, ingestError(err)
 	}
 	out := &listJobsOutput{}
-	out.Body.Jobs = make([]JobView, len(jobs))
-	for i, j := range jobs {
-		out.Body.Jobs[i] = jobView(j)
-	}
-	out.Body.NextCursor = next
+	out.Body.Jobs, out.Body.NextCursor = views(jobs, jobView), next
 	return out, nil
 }
 
@@ -367,11 +356,7 @@ func (h *memoryHandlers) query(ctx context.Context, in *queryInput) (*queryOutpu
 		return nil, ingestError(err)
 	}
 	out := &queryOutput{}
-	out.Body.Results = make([]resultView, len(res.Results))
-	for i, r := range res.Results {
-		out.Body.Results[i] = resultView(r)
-	}
-	out.Body.NextCursor = res.Next
+	out.Body.Results, out.Body.NextCursor = views(res.Results, func(r Result) resultView { return resultView(r) }), res.Next
 	return out, nil
 }
 
@@ -385,10 +370,7 @@ func (h *memoryHandlers) skills(ctx context.Context, _ *struct{}) (*skillsOutput
 		return nil, ingestError(err)
 	}
 	out := &skillsOutput{}
-	out.Body.Skills = make([]skillView, len(skills))
-	for i, s := range skills {
-		out.Body.Skills[i] = skillView(s)
-	}
+	out.Body.Skills = views(skills, func(s Skill) skillView { return skillView(s) })
 	return out, nil
 }
 
@@ -398,10 +380,7 @@ func (h *memoryHandlers) projects(ctx context.Context, _ *struct{}) (*projectsOu
 		return nil, ingestError(err)
 	}
 	out := &projectsOutput{}
-	out.Body.Projects = make([]projectView, len(projects))
-	for i, p := range projects {
-		out.Body.Projects[i] = projectView(p)
-	}
+	out.Body.Projects = views(projects, func(p Project) projectView { return projectView(p) })
 	return out, nil
 }
 
@@ -450,3 +429,12 @@ func quotaError(qe *QuotaError) *api.Error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// views is each of xs as the API shows it, never nil.
+func views[T, V any](xs []T, view func(T) V) []V {
+	out := make([]V, len(xs))
+	for i, x := range xs {
+		out[i] = view(x)
+	}
+	return out
+}

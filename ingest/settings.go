@@ -1,9 +1,5 @@
-// This file declares the memory example's settings: the rows that fill
-// Settings (MEM_IDEMPOTENCY_TTL_SECS, BRAIN_MAX_ITEMS,
-// BRAIN_MAX_QUEUED_JOBS, BRAIN_JOB_WORKERS, BRAIN_JOB_TIMEOUT, and the
-// MEM_RATE_LIMIT_* rates of the memory budgets), each default made from
-// the constant the code uses. cmd/brain reads them through the module
-// (Module.Settings), after its own; BRAIN_BUDGETS and --budget, which
+// This file declares the memory example's settings, each default made
+// from the constant the code uses; BRAIN_BUDGETS and --budget, which
 // replace a budget whole, win over the rates.
 package ingest
 
