@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"regexp"
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/streams"
@@ -48,7 +47,7 @@ type jobLog struct{ svc *Service }
 func (l *jobLog) serve(st *streams.Stream) {
 	r := st.Request()
 	id, user := chi.URLParam(r, "id"), st.Caller().User.ID
-	if !jobID.MatchString(id) {
+	if !isUUID(id) {
 		st.Refuse(api.NewError(http.StatusUnprocessableEntity, "", api.FieldError{Location: "path.id", Message: "not a job id: a UUID, as the ingest answered"}))
 		return
 	}
@@ -210,6 +209,3 @@ func sendJobState(st *streams.Stream, job Job, at string) error {
 	}
 	return nil
 }
-
-// jobID is the form of a job's id.
-var jobID = regexp.MustCompile(uuidPattern)
