@@ -18,7 +18,7 @@ import (
 // server and gives its operations. A binary makes one for each
 // configuration it reads, so two configurations never share a setting.
 type Module struct {
-	settings Settings
+	settings moduleSettings
 }
 
 // NewModule returns the memory example with its settings not read yet:

@@ -63,7 +63,7 @@ type IngestItem struct {
 	Text       string     `json:"text" doc:"The note: not blank (not only white space), no U+0000."`
 	Kind       string     `json:"kind,omitempty" doc:"What kind of note; note when left out."`
 	Skill      string     `json:"skill,omitempty" doc:"The skill it is about, if any."`
-	Tags       []Tag      `json:"tags,omitempty" nullable:"false" doc:"Its tags, each given once."`
+	Tags       []tag      `json:"tags,omitempty" nullable:"false" doc:"Its tags, each given once."`
 	OccurredAt *time.Time `json:"occurred_at,omitempty" doc:"When what it records happened, to the millisecond; when the batch was accepted if left out. An RFC 3339 date and time: T and Z in either case; a leap second (:60) is taken as the last instant of the second before it (23:59:59.999)."`
 }
 
@@ -79,11 +79,11 @@ func (IngestItem) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema 
 	return s
 }
 
-// Tag is one tag of an item.
-type Tag string
+// tag is one tag of an item.
+type tag string
 
 // Schema states ingest's rules of a tag.
-func (Tag) Schema(huma.Registry) *huma.Schema {
+func (tag) Schema(huma.Registry) *huma.Schema {
 	return label(&huma.Schema{Type: huma.TypeString, Description: "No control characters, no white space at either end."}, MaxTagChars)
 }
 

@@ -19,7 +19,7 @@ import (
 // sweep of expired idempotency keys and of jobs the queue lost
 // (FailAbandoned). stop ends both, letting running jobs finish for up to
 // 10 s (a job cut off is worked again later).
-func start(bg context.Context, db *store.DB, cfg Settings, hub streams.Hub, logger *slog.Logger) (svc *Service, stop func(), err error) {
+func start(bg context.Context, db *store.DB, cfg moduleSettings, hub streams.Hub, logger *slog.Logger) (svc *Service, stop func(), err error) {
 	queue, err := store.NewQueue(db, store.QueueOptions{JobTimeout: cfg.JobTimeout, Logger: logger})
 	if err != nil {
 		return nil, nil, fmt.Errorf("the job queue: %w", err)

@@ -14,9 +14,9 @@ import (
 	"github.com/brain-template/brain/store"
 )
 
-// Settings are the memory example's settings, which settingsTable
+// moduleSettings are the memory example's settings, which settingsTable
 // declares. Zero fields take the defaults.
-type Settings struct {
+type moduleSettings struct {
 	TTL           time.Duration // Config.TTL
 	MaxItems      int           // Config.MaxItems
 	MaxQueuedJobs int           // Config.MaxQueuedJobs
@@ -32,7 +32,7 @@ const maxRate = 1_000_000
 // family of its variables that set rate limits, MEM_RATE_LIMIT_* (and
 // MEM_RATELIMIT*, a likely misspelling): another variable under them is a
 // typo, which stops start-up.
-func settingsTable(s *Settings) settings.Table {
+func settingsTable(s *moduleSettings) settings.Table {
 	return settings.Table{
 		Rows: []settings.Setting{
 			{Flag: "idempotency-ttl", Env: "MEM_IDEMPOTENCY_TTL_SECS", Default: strconv.Itoa(int(DefaultTTL / time.Second)),
