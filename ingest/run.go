@@ -13,12 +13,9 @@ import (
 	"github.com/brain-template/brain/streams"
 )
 
-// start builds the ingest service on db, publishing its events on hub,
-// and starts its job queue, whose workers process the batches it accepts
-// (in this replica and, on PostgreSQL, in any other), and, every hour, a
-// sweep of expired idempotency keys and of jobs the queue lost
-// (FailAbandoned). stop ends both, letting running jobs finish for up to
-// 10 s (a job cut off is worked again later).
+// start builds the ingest service on db, publishing on hub, and starts its
+// job queue and an hourly sweep of expired keys and lost jobs. stop ends
+// both, letting running jobs finish for up to 10 s.
 func start(bg context.Context, db *store.DB, cfg moduleSettings, hub streams.Hub, logger *slog.Logger) (svc *Service, stop func(), err error) {
 	queue, err := store.NewQueue(db, store.QueueOptions{JobTimeout: cfg.JobTimeout, Logger: logger})
 	if err != nil {

@@ -71,20 +71,14 @@ func invalid(location, message string) *ValidationError {
 	return &ValidationError{Errors: []FieldError{{Location: location, Message: message}}}
 }
 
-// Parse reads and checks the body of an ingest request:
-//
-//	{"ingest_id": "<64 hex>", "project": "...", "items": [{"text": "...",
-//	  "kind": "...", "skill": "...", "tags": ["..."], "occurred_at": "<RFC 3339>"}]}
-//
-// ingest_id is optional; so are each item's kind, skill, tags and
-// occurred_at. A member may not be null (leave it out instead), given
-// twice, or be one not shown above (names match exactly, case included).
-// Every problem found, up to a hundred, is in the returned
-// [*ValidationError], at its place; no message repeats the body's text.
-//
-// Parse streams the body with encoding/json and stops at the first thing
-// no batch can be (JSON it cannot read, an unknown or repeated member, a
-// 1001st item or a 33rd tag), so junk costs no more than a batch.
+// Parse reads and checks the body of an ingest request, {"ingest_id"?,
+// "project", "items": [{"text", "kind"?, "skill"?, "tags"?,
+// "occurred_at"?}]}: no member null, repeated or unknown. The problems
+// found, each at its place, are in a [*ValidationError], which never
+// repeats the body's text. Parse streams the body with encoding/json and
+// stops at the first thing no batch can be (bad JSON, an unknown or
+// repeated member, a 1001st item, a 33rd tag, an over-long string), so
+// junk costs less than a batch.
 func Parse(raw []byte) (Batch, error) {
 	b, _, err := parse(raw)
 	return b, err
