@@ -321,11 +321,11 @@ func (p *parser) name(names []string) int {
 
 func (p *parser) batch() (b Batch, sent []sentItem) {
 	if c := p.peek(); c != '{' {
-		if strings.IndexByte(`["-0123456789tfn`, c) < 0 {
-			p.broken = true // not JSON, or empty
-		} else {
-			p.halt("body", "must be a JSON object")
+		if c == 0 {
+			p.broken = true
+			return
 		}
+		p.halt("body", "must be a JSON object")
 		return
 	}
 	var hasProject, hasItems bool
@@ -473,8 +473,7 @@ func (p *parser) str(at string, max int) (value string, n int, ok bool) {
 		p.mistyped(at, "must be a string (leave the member out rather than send null)")
 		return "", 0, false
 	}
-	if end := strEnd(p.raw, start); end-start-1 > max && end < len(p.raw) {
-		s := p.raw[start+1 : end]
+	if s := p.raw[start+1 : strEnd(p.raw, start)]; len(s) > max {
 		if n = chars(s); n > max {
 			p.halted = true
 			return "", n, true
