@@ -213,6 +213,34 @@ var (
 	notItemMember  = "has a member that is not one of " + strings.Join(itemMembers, ", ")
 )
 
+// A place is where in a batch a problem is: the batch, one of its
+// members, an item, one of an item's members, or a tag. It becomes a
+// location ("body.items[3].tags[1]") only when a problem is recorded.
+type place struct {
+	item   int    // the item's index, -1 outside the items
+	member string // of the batch (item < 0) or of the item; "" for the object itself
+	tag    int    // the tag's index, -1 when not a tag
+}
+
+var body = place{item: -1, tag: -1}
+
+// at is the place of member m of the object at p.
+func (p place) at(m string) place { p.member = m; return p }
+
+func (p place) String() string {
+	s := "body"
+	if p.item >= 0 {
+		s += ".items[" + strconv.Itoa(p.item) + "]"
+	}
+	if p.member != "" {
+		s += "." + p.member
+	}
+	if p.tag >= 0 {
+		s += "[" + strconv.Itoa(p.tag) + "]"
+	}
+	return s
+}
+
 // A parser reads a batch from a json.Decoder over raw, recording its
 // problems.
 type parser struct {
@@ -223,10 +251,10 @@ type parser struct {
 	broken bool // at bytes that are not JSON
 }
 
-func (p *parser) add(at, message string) { p.v.add(at, message) }
+func (p *parser) add(at place, message string) { p.v.add(at.String(), message) }
 
 // halt records a problem at p and stops the parse.
-func (p *parser) halt(at, message string) {
+func (p *parser) halt(at place, message string) {
 	p.add(at, message)
 	p.halted = true
 }
@@ -273,7 +301,7 @@ func (p *parser) peek() byte {
 
 // mistyped records that the value at p is not of the kind message says,
 // and passes over it.
-func (p *parser) mistyped(at, message string) {
+func (p *parser) mistyped(at place, message string) {
 	if p.peek() == 0 {
 		p.broken = true
 		return
@@ -285,7 +313,7 @@ func (p *parser) mistyped(at, message string) {
 // object reads the members of the object that comes next, calling read
 // with the index in names of each; it stops the parse at a name not in
 // names, or given twice.
-func (p *parser) object(at string, names []string, unknown string, read func(m int)) {
+func (p *parser) object(at place, names []string, unknown string, read func(m int)) {
 	p.token() // {
 	var seen uint32
 	for p.more() {
@@ -297,7 +325,7 @@ func (p *parser) object(at string, names []string, unknown string, read func(m i
 			p.halt(at, unknown)
 			return
 		case seen&(1<<m) != 0:
-			p.halt(at+"."+names[m], "is given twice: give each member once")
+			p.halt(at.at(names[m]), "is given twice: give each member once")
 			return
 		}
 		seen |= 1 << m
@@ -325,12 +353,12 @@ func (p *parser) batch() (b Batch, sent []sentItem) {
 			p.broken = true
 			return
 		}
-		p.halt("body", "must be a JSON object")
+		p.halt(body, "must be a JSON object")
 		return
 	}
 	var hasProject, hasItems bool
-	p.object("body", batchMembers, notBatchMember, func(m int) {
-		at := "body." + batchMembers[m]
+	p.object(body, batchMembers, notBatchMember, func(m int) {
+		at := body.at(batchMembers[m])
 		switch m {
 		case 0:
 			if id, n, ok := p.str(at, 64); ok && (n != 64 || !isHex64(id)) {
@@ -350,16 +378,16 @@ func (p *parser) batch() (b Batch, sent []sentItem) {
 		return
 	}
 	if !hasProject {
-		p.add("body.project", "is required: the project the items belong to")
+		p.add(body.at("project"), "is required: the project the items belong to")
 	}
 	if !hasItems {
-		p.add("body.items", fmt.Sprintf("is required: 1 to %d items", MaxItems))
+		p.add(body.at("items"), fmt.Sprintf("is required: 1 to %d items", MaxItems))
 	}
 	return b, sent
 }
 
 func (p *parser) items() ([]Item, []sentItem) {
-	const at = "body.items"
+	at := body.at("items")
 	if p.peek() != '[' {
 		p.mistyped(at, "must be an array of items")
 		return nil, nil
@@ -384,14 +412,14 @@ func (p *parser) items() ([]Item, []sentItem) {
 
 func (p *parser) item(i int) (Item, sentItem) {
 	it, sent := Item{Kind: DefaultKind, Tags: []string{}}, sentItem{}
-	at := "body.items[" + strconv.Itoa(i) + "]"
+	at := place{item: i, tag: -1}
 	if p.peek() != '{' {
 		p.mistyped(at, "must be a JSON object")
 		return it, sent
 	}
 	hasText := false
 	p.object(at, itemMembers, notItemMember, func(m int) {
-		mat := at + "." + itemMembers[m]
+		mat := at.at(itemMembers[m])
 		switch m {
 		case 0:
 			hasText = true
@@ -408,7 +436,7 @@ func (p *parser) item(i int) (Item, sentItem) {
 			it.Skill = p.label(mat, MaxSkillChars)
 		case 3:
 			sent.tags = true
-			it.Tags = p.tags(mat)
+			it.Tags = p.tags(i)
 		case 4:
 			if s, n, ok := p.str(mat, MaxOccurredAtChars); ok {
 				t, ok := parseTime(s)
@@ -423,13 +451,14 @@ func (p *parser) item(i int) (Item, sentItem) {
 		}
 	})
 	if !p.stopped() && !hasText {
-		p.add(at+".text", "is required: the note itself")
+		p.add(at.at("text"), "is required: the note itself")
 	}
 	return it, sent
 }
 
-// tags reads the tags of an item, at at.
-func (p *parser) tags(at string) []string {
+// tags reads the tags of item i.
+func (p *parser) tags(i int) []string {
+	at := place{item: i, member: "tags", tag: -1}
 	tags := []string{}
 	if p.peek() != '[' {
 		p.mistyped(at, "must be an array of strings")
@@ -442,7 +471,8 @@ func (p *parser) tags(at string) []string {
 			p.halt(at, fmt.Sprintf("has more than %d tags: an item has at most %d", MaxTags, MaxTags))
 			return []string{}
 		}
-		tat := at + "[" + strconv.Itoa(j) + "]"
+		tat := at
+		tat.tag = j
 		t, n, ok := p.str(tat, MaxTagChars)
 		if !ok {
 			continue
@@ -452,7 +482,9 @@ func (p *parser) tags(at string) []string {
 			continue
 		}
 		if k := slices.Index(tags, t); k >= 0 {
-			p.add(tat, "repeats "+at+"["+strconv.Itoa(from[k])+"]: give each tag once")
+			earlier := at
+			earlier.tag = from[k]
+			p.add(tat, "repeats "+earlier.String()+": give each tag once")
 			continue
 		}
 		from[len(tags)] = j
@@ -467,7 +499,7 @@ func (p *parser) tags(at string) []string {
 // whether it is a string. A value of another kind is recorded as a
 // problem, and passed over; a string longer than max is measured in
 // place, not read, and stops the parse.
-func (p *parser) str(at string, max int) (value string, n int, ok bool) {
+func (p *parser) str(at place, max int) (value string, n int, ok bool) {
 	start := p.next()
 	if start == len(p.raw) || p.raw[start] != '"' {
 		p.mistyped(at, "must be a string (leave the member out rather than send null)")
@@ -526,7 +558,7 @@ func chars(s []byte) int {
 
 // label reads a name at p (a project, kind, skill or tag) of at most max
 // characters, and checks it (see labelProblem).
-func (p *parser) label(at string, max int) string {
+func (p *parser) label(at place, max int) string {
 	s, n, ok := p.str(at, max)
 	if msg := labelProblem(s, n, max); ok && msg != "" {
 		p.add(at, msg)
