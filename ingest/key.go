@@ -1,9 +1,9 @@
 package ingest
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"hash"
 	"io"
 )
 
@@ -29,11 +29,9 @@ type batchKey struct{ ingestID, fingerprint string }
 // canonical form is written from b and sent, members in name order,
 // straight into the hash.
 func key(b Batch, sent []sentItem) batchKey {
-	h := sha256.New()
-	w := bufio.NewWriterSize(h, 4096)
-	writeCanonical(w, b, sent)
-	w.Flush()
-	fp := hex.EncodeToString(h.Sum(nil))
+	h := hashWriter{h: sha256.New()}
+	writeCanonical(&h, b, sent)
+	fp := hex.EncodeToString(h.sum())
 	if b.IngestID != "" {
 		return batchKey{ingestID: b.IngestID, fingerprint: fp}
 	}
@@ -83,8 +81,8 @@ func writeCanonical(w jsonWriter, b Batch, sent []sentItem) {
 	w.WriteByte('}')
 }
 
-// A jsonWriter is where JSON is written: a strings.Builder, a buffered
-// hash, or a counter of bytes.
+// A jsonWriter is where JSON is written: a strings.Builder, a hash, or a
+// counter of bytes.
 type jsonWriter interface {
 	io.StringWriter
 	io.ByteWriter
@@ -127,6 +125,47 @@ func writeString(w jsonWriter, s string) {
 	}
 	w.WriteString(s[start:])
 	w.WriteByte('"')
+}
+
+// A hashWriter feeds a hash through a buffer, so that the many small
+// writes of a canonical form cost one call of the hash per 4 KiB.
+type hashWriter struct {
+	h   hash.Hash
+	buf [4096]byte
+	n   int
+}
+
+func (w *hashWriter) WriteString(s string) (int, error) {
+	written := len(s)
+	for len(s) > 0 {
+		if w.n == len(w.buf) {
+			w.flush()
+		}
+		c := copy(w.buf[w.n:], s)
+		w.n += c
+		s = s[c:]
+	}
+	return written, nil
+}
+
+func (w *hashWriter) WriteByte(c byte) error {
+	if w.n == len(w.buf) {
+		w.flush()
+	}
+	w.buf[w.n] = c
+	w.n++
+	return nil
+}
+
+func (w *hashWriter) flush() {
+	w.h.Write(w.buf[:w.n])
+	w.n = 0
+}
+
+// sum is the hash of everything written.
+func (w *hashWriter) sum() []byte {
+	w.flush()
+	return w.h.Sum(nil)
 }
 
 // ingestIDRule is what a well-formed ingest_id is, as a message.

@@ -1,7 +1,7 @@
-// This file times the body's hot path: the parse of a batch, its check
-// and its idempotency key.
+// This file times the body's hot path: the scanner over any JSON, the
+// parse of a batch, its check and its idempotency key.
 //
-//	go test -run '^$' -bench 'Parse|Key|Validate' -benchmem ./ingest
+//	go test -run '^$' -bench 'Scan|Parse|Key|Validate' -benchmem ./ingest
 package ingest
 
 import (
@@ -36,6 +36,30 @@ func benchBatch(n int) []byte {
 		panic(err)
 	}
 	return b
+}
+
+// benchJSON is JSON of every kind, numbers most: what skip reads.
+func benchJSON(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`{"rows": [`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id": %d, "x": -%d.25e-3, "ok": true, "no": null, "f": false, "s": "a\u00e9\n", "xs": [0, 1.5, %d]}`, i, i, i*31)
+	}
+	b.WriteString(`]}`)
+	return []byte(b.String())
+}
+
+func BenchmarkScan(b *testing.B) {
+	data := benchJSON(1000)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if good, f := validJSON(data, maxDepth); !good {
+			b.Fatal(f.message())
+		}
+	}
 }
 
 func BenchmarkParse(b *testing.B) {

@@ -1,16 +1,11 @@
 package ingest
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -27,16 +22,17 @@ type FieldError struct {
 // its place. Callers answer it with 422 and the list, or with 400 when it
 // is Malformed.
 type ValidationError struct {
-	Errors []FieldError // at least one, at most maxFieldErrors
-	// Malformed says the body is not JSON at all (empty, cut short, a
-	// character out of place, not UTF-8, more after the value); Errors
-	// then holds that one problem, at "body".
+	Errors []FieldError // at least one, at most MaxFieldErrors
+	// Malformed says the body is not JSON at all (RFC 8259: empty, cut
+	// short, a character out of place, not UTF-8, more after the value),
+	// rather than JSON that breaks a batch's rules; Errors then holds
+	// that one problem, at "body".
 	Malformed bool
 }
 
-// maxFieldErrors bounds a [ValidationError]'s list: a batch of a thousand
+// MaxFieldErrors bounds a [ValidationError]'s list: a batch of a thousand
 // bad items is told of its first hundred problems.
-const maxFieldErrors = 100
+const MaxFieldErrors = 100
 
 // Error lists the problems on one line.
 func (e *ValidationError) Error() string {
@@ -51,9 +47,9 @@ func (e *ValidationError) Error() string {
 	return b.String()
 }
 
-// add records a problem, up to maxFieldErrors.
+// add records a problem, up to MaxFieldErrors.
 func (e *ValidationError) add(location, message string) {
-	if len(e.Errors) < maxFieldErrors {
+	if len(e.Errors) < MaxFieldErrors {
 		e.Errors = append(e.Errors, FieldError{Location: location, Message: message})
 	}
 }
@@ -71,14 +67,26 @@ func invalid(location, message string) *ValidationError {
 	return &ValidationError{Errors: []FieldError{{Location: location, Message: message}}}
 }
 
-// Parse reads and checks the body of an ingest request, {"ingest_id"?,
-// "project", "items": [{"text", "kind"?, "skill"?, "tags"?,
-// "occurred_at"?}]}: no member null, repeated or unknown. The problems
-// found, each at its place, are in a [*ValidationError], which never
-// repeats the body's text. Parse streams the body with encoding/json and
-// stops at the first thing no batch can be (bad JSON, an unknown or
-// repeated member, a 1001st item, a 33rd tag, an over-long string), so
-// junk costs less than a batch.
+// Parse reads and checks the body of an ingest request:
+//
+//	{"ingest_id": "<64 hex>", "project": "...", "items": [{"text": "...",
+//	  "kind": "...", "skill": "...", "tags": ["..."], "occurred_at": "<RFC 3339>"}]}
+//
+// ingest_id is optional; so are each item's kind, skill, tags and
+// occurred_at. A member may not be null (leave it out instead), nor may
+// the body or an item have a member not shown above: a misspelt name
+// would otherwise be dropped without a word. Member names are matched
+// exactly, case included, and none may be given twice. Every problem
+// found, up to MaxFieldErrors, is in the returned [*ValidationError], at
+// its place; no message repeats the body's text.
+//
+// Parse reads the body once, from its first byte, and keeps only what a
+// batch holds: what it costs grows with the body's bytes, never with its
+// shape. It stops at the first thing no batch can be, with what it found
+// so far: JSON it cannot read, a member no batch or item has, a member
+// given twice, a 1001st item or a 33rd tag, nesting deeper than a batch
+// ever goes. A string longer than its member allows is measured, not
+// kept.
 func Parse(raw []byte) (Batch, error) {
 	b, _, err := parse(raw)
 	return b, err
@@ -96,23 +104,18 @@ func parse(raw []byte) (Batch, []sentItem, error) {
 	if len(raw) > MaxBodyBytes {
 		return Batch{}, nil, invalid("body", fmt.Sprintf("is %d bytes, more than %d (8 MiB): split it into smaller batches", len(raw), MaxBodyBytes))
 	}
-	if !utf8.Valid(raw) {
-		at := 0
-		for r, n := utf8.DecodeRune(raw); r != utf8.RuneError || n != 1; r, n = utf8.DecodeRune(raw[at:]) {
-			at += n
-		}
-		return Batch{}, nil, malformed(fmt.Sprintf("is not valid UTF-8 (at byte %d)", at))
-	}
-	p := parser{raw: raw, dec: json.NewDecoder(bytes.NewReader(raw))}
+	p := parser{s: scanner{data: raw, maxDepth: maxDepth}}
 	b, sent := p.batch()
-	if !p.stopped() && len(bytes.TrimSpace(raw[p.dec.InputOffset():])) > 0 {
-		p.broken = true
+	if p.s.failed.syntax() || p.notJSON != "" {
+		// Not JSON: what was found before it is moot.
+		msg := p.notJSON
+		if msg == "" {
+			msg = fmt.Sprintf("%s (at byte %d)", p.s.failed.message(), p.s.failedAt)
+		}
+		return Batch{}, nil, &ValidationError{Errors: []FieldError{{Location: "body", Message: msg}}, Malformed: true}
 	}
-	if p.broken {
-		return Batch{}, nil, notJSON(raw)
-	}
-	if !p.halted && loneSurrogate(raw) {
-		p.v.add("body", `holds a \u escape of half a UTF-16 surrogate pair (U+D800 to U+DFFF alone), which RFC 8785 canonical JSON cannot hold`)
+	if p.s.failed != ok {
+		p.v.add("body", fmt.Sprintf("%s (at byte %d)", p.s.failed.message(), p.s.failedAt))
 	}
 	if err := p.v.err(); err != nil {
 		return Batch{}, nil, err
@@ -120,88 +123,10 @@ func parse(raw []byte) (Batch, []sentItem, error) {
 	return b, sent, nil
 }
 
-// malformed is the ValidationError of a body that is not JSON.
-func malformed(message string) *ValidationError {
-	return &ValidationError{Errors: []FieldError{{Location: "body", Message: message}}, Malformed: true}
-}
-
-// notJSON says where and why raw, which the parse could not read, is not
-// JSON: encoding/json's own check finds the first bad byte.
-func notJSON(raw []byte) *ValidationError {
-	var se *json.SyntaxError
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return malformed("is empty: send the batch as a JSON object")
-	}
-	if !errors.As(json.Unmarshal(raw, &discard{}), &se) {
-		return malformed("is not valid JSON")
-	}
-	at := int(se.Offset) - 1 // the byte the check stopped at
-	var why string
-	switch msg := se.Error(); {
-	case strings.Contains(msg, "after top-level value"):
-		return malformed("has more after its closing brace")
-	case int(se.Offset) >= len(raw):
-		why, at = "it ends too soon", len(raw)
-	case raw[at] < 0x20:
-		why = "a control character in a string (escape it)"
-	case strings.Contains(msg, "escape"):
-		why = "a malformed escape in a string"
-	case strings.Contains(msg, "depth"):
-		why = "arrays and objects nested too deeply"
-	default:
-		why = "a character that JSON does not allow there"
-	}
-	return malformed(fmt.Sprintf("is not valid JSON: %s (at byte %d)", why, at))
-}
-
-// discard reads a JSON value and keeps nothing of it.
-type discard struct{}
-
-func (*discard) UnmarshalJSON([]byte) error { return nil }
-
-// loneSurrogate reports whether a string of raw, JSON, holds a \u escape
-// of half a UTF-16 surrogate pair: encoding/json reads it as U+FFFD, and
-// the body's canonical form would not be the client's. In JSON every
-// backslash starts an escape, so the check needs no parse.
-func loneSurrogate(raw []byte) bool {
-	for i := 0; ; {
-		j := bytes.IndexByte(raw[i:], '\\')
-		if j < 0 || i+j+6 > len(raw) {
-			return false
-		}
-		i += j
-		if raw[i+1] != 'u' {
-			i += 2
-			continue
-		}
-		r := hex4(raw[i+2:])
-		switch {
-		case !utf16.IsSurrogate(r):
-			i += 6
-		case r >= 0xdc00 || i+12 > len(raw) || raw[i+6] != '\\' || raw[i+7] != 'u':
-			return true
-		case hex4(raw[i+8:]) < 0xdc00 || hex4(raw[i+8:]) > 0xdfff:
-			return true
-		default:
-			i += 12
-		}
-	}
-}
-
-// hex4 reads the four hex digits of a \u escape.
-func hex4(b []byte) rune {
-	var r rune
-	for _, c := range b[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c|0x20 >= 'a' && c|0x20 <= 'f':
-			c = c | 0x20 - 'a' + 10
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
-}
+// maxDepth is how deep a body may nest arrays and objects. A valid batch
+// nests four deep (the batch, its items, an item, its tags); the rest is
+// room to report a value of the wrong type at its place.
+const maxDepth = 16
 
 // The members of a batch and of an item, and the message that a member
 // is none of them: it names the place, never the member, whose name is
@@ -228,153 +153,120 @@ var body = place{item: -1, tag: -1}
 func (p place) at(m string) place { p.member = m; return p }
 
 func (p place) String() string {
-	s := "body"
+	var b strings.Builder
+	b.WriteString("body")
 	if p.item >= 0 {
-		s += ".items[" + strconv.Itoa(p.item) + "]"
+		b.WriteString(".items[" + strconv.Itoa(p.item) + "]")
 	}
 	if p.member != "" {
-		s += "." + p.member
+		b.WriteString("." + p.member)
 	}
 	if p.tag >= 0 {
-		s += "[" + strconv.Itoa(p.tag) + "]"
+		b.WriteString("[" + strconv.Itoa(p.tag) + "]")
 	}
-	return s
+	return b.String()
 }
 
-// A parser reads a batch from a json.Decoder over raw, recording its
-// problems.
+// depth is how deep a value at p is nested: the batch is 1.
+func (p place) depth() int {
+	switch {
+	case p.tag >= 0:
+		return 5
+	case p.item >= 0 && p.member != "":
+		return 4
+	case p.item >= 0:
+		return 3
+	case p.member != "":
+		return 2
+	}
+	return 1
+}
+
+// A parser reads a batch from a scanner, recording its problems.
 type parser struct {
-	raw    []byte
-	dec    *json.Decoder
+	s      scanner
 	v      ValidationError
 	halted bool // at a problem after which nothing more is read
-	broken bool // at bytes that are not JSON
+	// notJSON is why the body is not JSON, where the scanner did not
+	// find it (an empty body, more after the batch); "" when it is.
+	notJSON string
 }
 
-func (p *parser) add(at place, message string) { p.v.add(at.String(), message) }
+// add records a problem at p.
+func (p *parser) add(at place, message string) {
+	if len(p.v.Errors) < MaxFieldErrors {
+		p.v.add(at.String(), message)
+	}
+}
 
-// halt records a problem at p and stops the parse.
-func (p *parser) halt(at place, message string) {
+// halt records a problem at p and stops the parse; it returns false.
+func (p *parser) halt(at place, message string) bool {
 	p.add(at, message)
 	p.halted = true
+	return false
 }
 
-func (p *parser) stopped() bool { return p.halted || p.broken }
-
-// token reads the next token; nil once the parse has stopped.
-func (p *parser) token() json.Token {
-	if p.stopped() {
-		return nil
-	}
-	t, err := p.dec.Token()
-	p.broken = err != nil
-	return t
-}
-
-// decode reads the next value into v, and reports whether it could.
-func (p *parser) decode(v any) bool {
-	if !p.stopped() {
-		p.broken = p.dec.Decode(v) != nil
-	}
-	return !p.stopped()
-}
-
-// more reports whether the array or object being read has another element.
-func (p *parser) more() bool { return !p.stopped() && p.dec.More() }
-
-// next is where the next value or member name starts in raw, and peek
-// its first byte (0 at the end).
-func (p *parser) next() int {
-	i := int(p.dec.InputOffset())
-	for i < len(p.raw) && strings.IndexByte(" \t\r\n:,", p.raw[i]) >= 0 {
-		i++
-	}
-	return i
-}
-
-func (p *parser) peek() byte {
-	if i := p.next(); i < len(p.raw) {
-		return p.raw[i]
-	}
-	return 0
-}
-
-// mistyped records that the value at p is not of the kind message says,
-// and passes over it.
-func (p *parser) mistyped(at place, message string) {
-	if p.peek() == 0 {
-		p.broken = true
-		return
-	}
-	p.add(at, message)
-	p.decode(&discard{})
-}
-
-// object reads the members of the object that comes next, calling read
-// with the index in names of each; it stops the parse at a name not in
-// names, or given twice.
-func (p *parser) object(at place, names []string, unknown string, read func(m int)) {
-	p.token() // {
-	var seen uint32
-	for p.more() {
-		m := p.name(names)
-		switch {
-		case p.stopped():
-			return
-		case m < 0:
-			p.halt(at, unknown)
-			return
-		case seen&(1<<m) != 0:
-			p.halt(at.at(names[m]), "is given twice: give each member once")
-			return
-		}
-		seen |= 1 << m
-		read(m)
-	}
-	p.token() // }
-}
-
-// name reads a member's name and returns its index in names, or -1. A
-// name longer than any of names, however escaped, is not read at all.
-func (p *parser) name(names []string) int {
-	if rest := p.raw[p.next():]; len(rest) > 0 && rest[0] == '"' {
-		end := bytes.IndexByte(rest[1:min(len(rest), 80)], '"')
-		if end < 0 || rest[end] == '\\' {
-			return -1
-		}
-	}
-	s, _ := p.token().(string)
-	return slices.Index(names, s)
-}
+// stopped reports whether the parse has stopped, at a problem or at JSON
+// it cannot read.
+func (p *parser) stopped() bool { return p.halted || p.s.failed != ok }
 
 func (p *parser) batch() (b Batch, sent []sentItem) {
-	if c := p.peek(); c != '{' {
-		if c == 0 {
-			p.broken = true
-			return
-		}
-		p.halt(body, "must be a JSON object")
+	if !p.batchOpens() {
 		return
 	}
+	o := object{at: body, names: batchMembers, unknown: notBatchMember}
 	var hasProject, hasItems bool
-	p.object(body, batchMembers, notBatchMember, func(m int) {
+	for m, more := p.member(&o); more; m, more = p.member(&o) {
 		at := body.at(batchMembers[m])
 		switch m {
-		case 0:
-			if id, n, ok := p.str(at, 64); ok && (n != 64 || !isHex64(id)) {
-				p.add(at, ingestIDRule)
-			} else {
-				b.IngestID = id
-			}
-		case 1:
+		case 0: // ingest_id
+			b.IngestID = p.ingestID(at)
+		case 1: // project
 			hasProject = true
 			b.Project = p.label(at, MaxProjectChars)
-		case 2:
+		case 2: // items
 			hasItems = true
 			b.Items, sent = p.items()
 		}
-	})
+	}
+	p.batchEnds(hasProject, hasItems)
+	return b, sent
+}
+
+// batchOpens reports whether the body starts as a batch does, with an
+// object; else it records what it is instead.
+func (p *parser) batchOpens() bool {
+	s := &p.s
+	switch c := s.peek(); {
+	case c == '{':
+		return true
+	case c == 0 && s.pos >= len(s.data):
+		p.notJSON, p.halted = "is empty: send the batch as a JSON object", true
+	case startsValue(c):
+		p.halt(body, "must be a JSON object")
+	default:
+		s.unexpected()
+	}
+	return false
+}
+
+// ingestID reads the batch's ingest_id at at: "" when it is no string.
+func (p *parser) ingestID(at place) string {
+	id, n, isString := p.string(at, 64)
+	if isString && (n != 64 || !isHex64(id)) {
+		p.add(at, ingestIDRule)
+	}
+	return id
+}
+
+// batchEnds checks, once the batch's members are read, that nothing
+// follows it and that it had the members it must.
+func (p *parser) batchEnds(hasProject, hasItems bool) {
 	if p.stopped() {
+		return
+	}
+	if p.s.peek(); p.s.pos < len(p.s.data) {
+		p.notJSON, p.halted = "has more after its closing brace", true
 		return
 	}
 	if !hasProject {
@@ -383,19 +275,19 @@ func (p *parser) batch() (b Batch, sent []sentItem) {
 	if !hasItems {
 		p.add(body.at("items"), fmt.Sprintf("is required: 1 to %d items", MaxItems))
 	}
-	return b, sent
 }
 
+// items reads the items array.
 func (p *parser) items() ([]Item, []sentItem) {
 	at := body.at("items")
-	if p.peek() != '[' {
+	if p.s.peek() != '[' {
 		p.mistyped(at, "must be an array of items")
 		return nil, nil
 	}
 	var items []Item
 	var sent []sentItem
-	p.token() // [
-	for i := 0; p.more(); i++ {
+	var a array
+	for i := 0; p.element(&a); i++ {
 		if i == MaxItems {
 			p.halt(at, fmt.Sprintf("has more than %d items: split the batch into batches of 1 to %d", MaxItems, MaxItems))
 			return nil, nil
@@ -403,42 +295,43 @@ func (p *parser) items() ([]Item, []sentItem) {
 		it, st := p.item(i)
 		items, sent = append(items, it), append(sent, st)
 	}
-	p.token() // ]
 	if !p.stopped() && len(items) == 0 {
 		p.add(at, fmt.Sprintf("has no items: a batch has 1 to %d", MaxItems))
 	}
 	return items, sent
 }
 
+// item reads item i.
 func (p *parser) item(i int) (Item, sentItem) {
 	it, sent := Item{Kind: DefaultKind, Tags: []string{}}, sentItem{}
 	at := place{item: i, tag: -1}
-	if p.peek() != '{' {
+	if p.s.peek() != '{' {
 		p.mistyped(at, "must be a JSON object")
 		return it, sent
 	}
+	o := object{at: at, names: itemMembers, unknown: notItemMember}
 	hasText := false
-	p.object(at, itemMembers, notItemMember, func(m int) {
+	for m, more := p.member(&o); more; m, more = p.member(&o) {
 		mat := at.at(itemMembers[m])
 		switch m {
-		case 0:
+		case 0: // text
 			hasText = true
-			if s, n, ok := p.str(mat, MaxTextChars); ok {
+			if s, n, isString := p.string(mat, MaxTextChars); isString {
 				if msg := textProblem(s, n); msg != "" {
 					p.add(mat, msg)
 				}
 				it.Text = s
 			}
-		case 1:
+		case 1: // kind
 			sent.kind = true
 			it.Kind = p.label(mat, MaxKindChars)
-		case 2:
+		case 2: // skill
 			it.Skill = p.label(mat, MaxSkillChars)
-		case 3:
+		case 3: // tags
 			sent.tags = true
 			it.Tags = p.tags(i)
-		case 4:
-			if s, n, ok := p.str(mat, MaxOccurredAtChars); ok {
+		case 4: // occurred_at
+			if s, n, isString := p.string(mat, MaxOccurredAtChars); isString {
 				t, ok := parseTime(s)
 				switch {
 				case n > MaxOccurredAtChars:
@@ -449,130 +342,27 @@ func (p *parser) item(i int) (Item, sentItem) {
 				it.OccurredAt, sent.occurredAt = t.UTC().Truncate(time.Millisecond), s
 			}
 		}
-	})
+	}
 	if !p.stopped() && !hasText {
 		p.add(at.at("text"), "is required: the note itself")
 	}
 	return it, sent
 }
 
-// tags reads the tags of item i.
-func (p *parser) tags(i int) []string {
-	at := place{item: i, member: "tags", tag: -1}
-	tags := []string{}
-	if p.peek() != '[' {
-		p.mistyped(at, "must be an array of strings")
-		return tags
-	}
-	var from [MaxTags]int // where each of tags was in the array
-	p.token()             // [
-	for j := 0; p.more(); j++ {
-		if j == MaxTags {
-			p.halt(at, fmt.Sprintf("has more than %d tags: an item has at most %d", MaxTags, MaxTags))
-			return []string{}
-		}
-		tat := at
-		tat.tag = j
-		t, n, ok := p.str(tat, MaxTagChars)
-		if !ok {
-			continue
-		}
-		if msg := labelProblem(t, n, MaxTagChars); msg != "" {
-			p.add(tat, msg)
-			continue
-		}
-		if k := slices.Index(tags, t); k >= 0 {
-			earlier := at
-			earlier.tag = from[k]
-			p.add(tat, "repeats "+earlier.String()+": give each tag once")
-			continue
-		}
-		from[len(tags)] = j
-		tags = append(tags, t)
-	}
-	p.token() // ]
-	return tags
-}
-
-// str reads the string at p, of at most max characters: its value, its
-// length in characters (as JSON Schema's maxLength counts them), and
-// whether it is a string. A value of another kind is recorded as a
-// problem, and passed over; a string longer than max is measured in
-// place, not read, and stops the parse.
-func (p *parser) str(at place, max int) (value string, n int, ok bool) {
-	start := p.next()
-	if start == len(p.raw) || p.raw[start] != '"' {
-		p.mistyped(at, "must be a string (leave the member out rather than send null)")
-		return "", 0, false
-	}
-	if s := p.raw[start+1 : strEnd(p.raw, start)]; len(s) > max {
-		if n = chars(s); n > max {
-			p.halted = true
-			return "", n, true
-		}
-	}
-	if !p.decode(&value) {
-		return "", 0, false
-	}
-	return value, utf8.RuneCountInString(value), true
-}
-
-// strEnd is the index of the quote that closes the string whose opening
-// quote is raw[i] (len(raw) if none does).
-func strEnd(raw []byte, i int) int {
-	for i++; ; i++ {
-		j := bytes.IndexByte(raw[i:], '"')
-		if j < 0 {
-			return len(raw)
-		}
-		i += j
-		k := i
-		for raw[k-1] == '\\' {
-			k--
-		}
-		if (i-k)%2 == 0 {
-			return i
-		}
-	}
-}
-
-// chars counts the characters of the string whose bytes between its
-// quotes are s, without unescaping it.
-func chars(s []byte) int {
-	n := 0
-	for i := 0; i < len(s); n++ {
-		switch {
-		case s[i] != '\\':
-			_, size := utf8.DecodeRune(s[i:])
-			i += size
-		case i+6 > len(s) || s[i+1] != 'u':
-			i += 2
-		case utf16.IsSurrogate(hex4(s[i+2:])) && i+12 <= len(s) && s[i+6] == '\\':
-			i += 12
-		default:
-			i += 6
-		}
-	}
-	return n
-}
-
-// label reads a name at p (a project, kind, skill or tag) of at most max
-// characters, and checks it (see labelProblem).
-func (p *parser) label(at place, max int) string {
-	s, n, ok := p.str(at, max)
-	if msg := labelProblem(s, n, max); ok && msg != "" {
-		p.add(at, msg)
-	}
-	return s
-}
-
-var upperTZ = strings.NewReplacer("t", "T", "z", "Z")
-
 // parseTime reads an RFC 3339 date and time (section 5.6): its T and Z
 // in either case, and a leap second (:60) taken as the last nanosecond of
-// the second before it (Go's time has no leap seconds).
+// the second before it, 23:59:59.999999999 (Go's time has no leap
+// seconds).
 func parseTime(s string) (time.Time, bool) {
-	s = upperTZ.Replace(s)
+	s = strings.Map(func(r rune) rune {
+		switch r {
+		case 't':
+			return 'T'
+		case 'z':
+			return 'Z'
+		}
+		return r
+	}, s)
 	leap := len(s) > 19 && s[10] == 'T' && s[16] == ':' && s[17:19] == "60"
 	if leap {
 		s = s[:17] + "59" + s[19:]
@@ -587,8 +377,104 @@ func parseTime(s string) (time.Time, bool) {
 	return t, true
 }
 
+// tags reads the tags of item i.
+func (p *parser) tags(i int) []string {
+	at := place{item: i, member: "tags", tag: -1}
+	if p.s.peek() != '[' {
+		p.mistyped(at, "must be an array of strings")
+		return []string{}
+	}
+	tags := []string{}
+	var from [MaxTags]int // where each of tags was in the array
+	var a array
+	for j := 0; p.element(&a); j++ {
+		if j == MaxTags {
+			p.halt(at, fmt.Sprintf("has more than %d tags: an item has at most %d", MaxTags, MaxTags))
+			return []string{}
+		}
+		tat := at
+		tat.tag = j
+		t, n, isString := p.string(tat, MaxTagChars)
+		if !isString {
+			continue
+		}
+		if msg := labelProblem(t, n, MaxTagChars); msg != "" {
+			p.add(tat, msg)
+			continue
+		}
+		if k := indexOf(tags, t); k >= 0 {
+			earlier := at
+			earlier.tag = from[k]
+			p.add(tat, "repeats "+earlier.String()+": give each tag once")
+			continue
+		}
+		from[len(tags)] = j
+		tags = append(tags, t)
+	}
+	return tags
+}
+
+func indexOf(list []string, s string) int {
+	for i, t := range list {
+		if t == s {
+			return i
+		}
+	}
+	return -1
+}
+
+// string reads the string at p, of at most max characters: its value,
+// its length in characters, and whether it is a string. A string longer than max
+// is measured, not kept (the value is then ""). A value of another kind
+// is recorded as a problem, and passed over.
+func (p *parser) string(at place, max int) (value string, n int, isString bool) {
+	if p.s.peek() != '"' {
+		p.mistyped(at, "must be a string (leave the member out rather than send null)")
+		return "", 0, false
+	}
+	raw, escaped, good := p.s.str()
+	if !good {
+		return "", 0, false
+	}
+	if n = valueChars(raw, escaped); n > max {
+		return "", n, true
+	}
+	if escaped {
+		return unescape(raw), n, true
+	}
+	return string(raw), n, true
+}
+
+// mistyped records that the value at p is not of the kind message says,
+// and passes over it; a value that is no JSON at all stops the parse.
+func (p *parser) mistyped(at place, message string) {
+	if !startsValue(p.s.peek()) {
+		p.s.unexpected()
+		return
+	}
+	p.add(at, message)
+	p.s.skip(at.depth())
+}
+
+// startsValue reports whether c can start a JSON value.
+func startsValue(c byte) bool { return c != 0 && strings.IndexByte(`{["-0123456789tfn`, c) >= 0 }
+
+// label reads a name at p (a project, kind, skill or tag) of at most max
+// characters, and checks it (see labelProblem).
+func (p *parser) label(at place, max int) string {
+	s, n, isString := p.string(at, max)
+	if !isString {
+		return ""
+	}
+	if msg := labelProblem(s, n, max); msg != "" {
+		p.add(at, msg)
+	}
+	return s
+}
+
 // textProblem says what is wrong with an item's text s of n characters
-// ("" if nothing). What it allows is what textPattern matches.
+// ("" if nothing); s is "" when it was too long to keep. What it allows
+// is what TextPattern matches, up to MaxTextChars.
 func textProblem(s string, n int) string {
 	switch {
 	case n > MaxTextChars:
@@ -604,7 +490,7 @@ func textProblem(s string, n int) string {
 // labelProblem says what is wrong with a name s of n characters (a
 // project, kind, skill or tag), "" if nothing: it has 1 to max
 // characters, no control characters, no white space at either end. What
-// it allows is what labelPattern matches.
+// it allows is what LabelPattern matches, up to max.
 func labelProblem(s string, n, max int) string {
 	switch {
 	case n == 0:
@@ -634,4 +520,104 @@ func (e *ValidationError) label(loc, s string, max int) bool {
 		return false
 	}
 	return true
+}
+
+// An object is the state of reading one JSON object's members.
+type object struct {
+	at      place
+	names   []string // the members it may have, each at most once
+	unknown string   // the problem of a member not in names
+	seen    uint32   // the names read so far, a bit each
+	begun   bool
+}
+
+// member reads up to the value of the object's next member, whose name's
+// index in o.names it returns, with true. At the object's end it returns
+// false; so it does when the parse stops: at JSON it cannot read, at a
+// name not in o.names, or at a name given twice.
+func (p *parser) member(o *object) (int, bool) {
+	s := &p.s
+	if p.stopped() {
+		return -1, false
+	}
+	if !o.begun {
+		o.begun = true
+		s.pos++ // the '{' the caller saw
+		if s.peek() == '}' {
+			s.pos++
+			return -1, false
+		}
+	} else {
+		switch s.peek() {
+		case ',':
+			s.pos++
+		case '}':
+			s.pos++
+			return -1, false
+		default:
+			return -1, s.unexpected()
+		}
+	}
+	raw, escaped, good := s.str()
+	if !good {
+		return -1, false
+	}
+	m := lookup(o.names, raw, escaped)
+	switch {
+	case m < 0:
+		return -1, p.halt(o.at, o.unknown)
+	case o.seen&(1<<m) != 0:
+		return -1, p.halt(o.at.at(o.names[m]), "is given twice: give each member once")
+	}
+	o.seen |= 1 << m
+	if !s.consume(':') {
+		return -1, false
+	}
+	return m, true
+}
+
+// lookup returns the index in names of the name written raw, or -1.
+func lookup(names []string, raw []byte, escaped bool) int {
+	if escaped {
+		if len(raw) > 6*len("occurred_at") { // too long to be any name, however escaped
+			return -1
+		}
+		return indexOf(names, unescape(raw))
+	}
+	for i, n := range names {
+		if string(raw) == n {
+			return i
+		}
+	}
+	return -1
+}
+
+// An array is the state of reading one JSON array's elements.
+type array struct{ begun bool }
+
+// element reads up to the array's next element, and reports whether
+// there is one: false at the array's end, or when the parse stopped.
+func (p *parser) element(a *array) bool {
+	s := &p.s
+	if p.stopped() {
+		return false
+	}
+	if !a.begun {
+		a.begun = true
+		s.pos++ // the '[' the caller saw
+		if s.peek() == ']' {
+			s.pos++
+			return false
+		}
+		return true
+	}
+	switch s.peek() {
+	case ',':
+		s.pos++
+		return true
+	case ']':
+		s.pos++
+		return false
+	}
+	return s.unexpected()
 }

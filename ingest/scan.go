@@ -1,0 +1,434 @@
+package ingest
+
+import (
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// A scanner reads JSON (RFC 8259) from bytes, one token at a time, and
+// checks it as it goes: white space, strings (UTF-8, escapes, control
+// characters), numbers, literals and nesting. It builds nothing: the
+// parser on top of it decides what to keep, so a body costs the work of
+// reading its bytes once and the memory of what a batch holds, whatever
+// its shape.
+//
+// It is stricter than RFC 8259 in two ways, both RFC 8785's: a string's
+// bytes must be UTF-8, and a \u escape of a UTF-16 surrogate must be one
+// half of a pair (encoding/json would turn "\ud800" into U+FFFD, and the
+// body's canonical form would then not be the client's).
+//
+// Once it fails, it stays failed: fail records the first reason and
+// where, and every later call reports failure without reading.
+type scanner struct {
+	data []byte
+	pos  int
+	// maxDepth bounds how deep skip may nest arrays and objects.
+	maxDepth int
+	failed   failure
+	failedAt int // the byte where it failed
+}
+
+// A failure is why a body is not JSON a batch can be read from.
+type failure int
+
+const (
+	ok failure = iota
+	failEnd
+	failChar
+	failControl
+	failUTF8
+	failEscape
+	failSurrogate
+	failDepth
+)
+
+// syntax reports whether f makes the bytes no JSON text at all (RFC
+// 8259), rather than JSON no batch can be: a lone surrogate escape and
+// deep nesting are JSON.
+func (f failure) syntax() bool {
+	switch f {
+	case failEnd, failChar, failControl, failUTF8, failEscape:
+		return true
+	}
+	return false
+}
+
+// message is the failure as the client reads it: a fixed phrase that
+// never quotes the body.
+func (f failure) message() string {
+	switch f {
+	case failEnd:
+		return "is not valid JSON: it ends too soon"
+	case failChar:
+		return "is not valid JSON: a character that JSON does not allow there"
+	case failControl:
+		return "is not valid JSON: a control character in a string (escape it)"
+	case failUTF8:
+		return "is not valid UTF-8"
+	case failEscape:
+		return `is not valid JSON: a malformed escape in a string`
+	case failSurrogate:
+		return `holds a \u escape of half a UTF-16 surrogate pair (U+D800 to U+DFFF alone), which RFC 8785 canonical JSON cannot hold`
+	case failDepth:
+		return "nests arrays and objects deeper than a batch ever does"
+	}
+	return ""
+}
+
+// fail records why the scan stops, unless it has stopped already, and
+// returns false.
+func (s *scanner) fail(f failure) bool {
+	if s.failed == ok {
+		s.failed, s.failedAt = f, min(s.pos, len(s.data))
+	}
+	return false
+}
+
+// peek skips white space and returns the next byte, 0 at the end (a 0
+// byte is not JSON either, so nothing mistakes the two).
+func (s *scanner) peek() byte {
+	for s.pos < len(s.data) {
+		switch c := s.data[s.pos]; c {
+		case ' ', '\t', '\n', '\r':
+			s.pos++
+		default:
+			return c
+		}
+	}
+	return 0
+}
+
+// consume reads c, which must be the next byte after white space.
+func (s *scanner) consume(c byte) bool {
+	if s.failed != ok {
+		return false
+	}
+	if s.peek() != c {
+		return s.unexpected()
+	}
+	s.pos++
+	return true
+}
+
+// unexpected fails at the next byte: the end, or a byte out of place.
+func (s *scanner) unexpected() bool {
+	if s.peek() == 0 && s.pos >= len(s.data) {
+		return s.fail(failEnd)
+	}
+	return s.fail(failChar)
+}
+
+// str reads the string whose opening quote is the next byte and returns
+// its bytes between the quotes, as written, and whether they hold an
+// escape (then unescape gives the string's value; else raw is the value).
+func (s *scanner) str() (raw []byte, escaped, good bool) {
+	if !s.consume('"') {
+		return nil, false, false
+	}
+	d, start := s.data, s.pos
+	for i := start; ; {
+		for i < len(d) && d[i] >= 0x20 && d[i] < 0x80 && d[i] != '"' && d[i] != '\\' {
+			i++ // plain ASCII, the usual case
+		}
+		if i >= len(d) {
+			s.pos = i
+			return nil, false, s.fail(failEnd)
+		}
+		switch c := d[i]; {
+		case c == '"':
+			s.pos = i + 1
+			return d[start:i], escaped, true
+		case c == '\\':
+			escaped = true
+			n, f := escapeLen(d[i:])
+			if f != ok {
+				s.pos = i
+				return nil, false, s.fail(f)
+			}
+			i += n
+		case c < 0x20:
+			s.pos = i
+			return nil, false, s.fail(failControl)
+		default:
+			r, size := utf8.DecodeRune(d[i:])
+			if r == utf8.RuneError && size == 1 {
+				s.pos = i
+				return nil, false, s.fail(failUTF8)
+			}
+			i += size
+		}
+	}
+}
+
+// escapeLen checks the escape that b starts with (at its backslash) and
+// returns its length: 2 for \n and the like, 6 for \uXXXX, 12 for a
+// surrogate pair written as two.
+func escapeLen(b []byte) (int, failure) {
+	if len(b) < 2 {
+		return 0, failEnd
+	}
+	switch b[1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 2, ok
+	case 'u':
+	default:
+		return 0, failEscape
+	}
+	r, f := hex4(b[2:])
+	switch {
+	case f != ok:
+		return 0, f
+	case r < 0xd800 || r > 0xdfff:
+		return 6, ok
+	case r >= 0xdc00: // a low surrogate first
+		return 0, failSurrogate
+	}
+	if len(b) < 12 || b[6] != '\\' || b[7] != 'u' {
+		return 0, failSurrogate // a high surrogate alone
+	}
+	lo, f := hex4(b[8:])
+	switch {
+	case f != ok:
+		return 0, f
+	case lo < 0xdc00 || lo > 0xdfff:
+		return 0, failSurrogate
+	}
+	return 12, ok
+}
+
+// hex4 reads the four hex digits of a \u escape.
+func hex4(b []byte) (rune, failure) {
+	if len(b) < 4 {
+		return 0, failEnd
+	}
+	var r rune
+	for _, c := range b[:4] {
+		v := unhex(c)
+		if v < 0 {
+			return 0, failEscape
+		}
+		r = r<<4 | v
+	}
+	return r, ok
+}
+
+func unhex(c byte) rune {
+	switch {
+	case '0' <= c && c <= '9':
+		return rune(c - '0')
+	case 'a' <= c && c <= 'f':
+		return rune(c - 'a' + 10)
+	case 'A' <= c && c <= 'F':
+		return rune(c - 'A' + 10)
+	}
+	return -1
+}
+
+// unescape returns the value of a string whose bytes raw, between its
+// quotes, str has checked and found to hold escapes.
+func unescape(raw []byte) string {
+	var b strings.Builder
+	b.Grow(len(raw)) // a value is never longer than its escaped form
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		if c != '\\' {
+			j := i + 1
+			for j < len(raw) && raw[j] != '\\' {
+				j++
+			}
+			b.Write(raw[i:j])
+			i = j
+			continue
+		}
+		switch raw[i+1] {
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case 't':
+			b.WriteByte('\t')
+		case 'u':
+			r, _ := hex4(raw[i+2:])
+			if utf16.IsSurrogate(r) {
+				lo, _ := hex4(raw[i+8:])
+				r = utf16.DecodeRune(r, lo)
+				i += 6
+			}
+			b.WriteRune(r)
+			i += 6
+			continue
+		default: // '"', '\\', '/'
+			b.WriteByte(raw[i+1])
+		}
+		i += 2
+	}
+	return b.String()
+}
+
+// valueChars is the length in characters (Unicode code points, as JSON
+// Schema's maxLength counts them) of the value of a string str read as
+// raw, computed without building it.
+func valueChars(raw []byte, escaped bool) int {
+	if !escaped {
+		return utf8.RuneCount(raw)
+	}
+	n := 0
+	for i := 0; i < len(raw); n++ {
+		switch {
+		case raw[i] != '\\':
+			_, size := utf8.DecodeRune(raw[i:])
+			i += size
+		case raw[i+1] != 'u':
+			i += 2
+		default:
+			r, _ := hex4(raw[i+2:])
+			i += 6
+			if utf16.IsSurrogate(r) { // str checked that a pair follows
+				i += 6
+			}
+		}
+	}
+	return n
+}
+
+// skip reads one JSON value of any kind, nested at depth (the top level
+// is 1), and checks it; it keeps nothing of it. An array or object
+// nested deeper than s.maxDepth fails.
+func (s *scanner) skip(depth int) bool {
+	if s.failed != ok {
+		return false
+	}
+	switch c := s.peek(); c {
+	case '"':
+		_, _, good := s.str()
+		return good
+	case '{', '[':
+		if depth > s.maxDepth {
+			return s.fail(failDepth)
+		}
+		end := closing[c]
+		s.pos++
+		if s.peek() == end {
+			s.pos++
+			return true
+		}
+		for {
+			if c == '{' {
+				if _, _, good := s.str(); !good || !s.consume(':') {
+					return false
+				}
+			}
+			if !s.skip(depth + 1) {
+				return false
+			}
+			switch s.peek() {
+			case ',':
+				s.pos++
+			case end:
+				s.pos++
+				return true
+			default:
+				return s.unexpected()
+			}
+		}
+	case 't', 'f', 'n':
+		return s.literal(literals[c])
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return s.number()
+	}
+	return s.unexpected()
+}
+
+// closing is the byte that closes an object or array, by the byte that
+// opens it; literals are the literals, by their first byte.
+var (
+	closing  = [...]byte{'{': '}', '[': ']'}
+	literals = [...]string{'t': "true", 'f': "false", 'n': "null"}
+)
+
+// literal reads the literal lit (true, false or null).
+func (s *scanner) literal(lit string) bool {
+	for i := 0; i < len(lit); i++ {
+		if s.pos >= len(s.data) {
+			return s.fail(failEnd)
+		}
+		if s.data[s.pos] != lit[i] {
+			return s.fail(failChar)
+		}
+		s.pos++
+	}
+	return true
+}
+
+// number reads a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (s *scanner) number() bool {
+	d := s.data
+	if d[s.pos] == '-' {
+		s.pos++
+	}
+	if byteAt(d, s.pos) == '0' {
+		s.pos++
+	} else if s.digits() == 0 {
+		return s.noDigit()
+	}
+	if byteAt(d, s.pos) == '.' {
+		s.pos++
+		if s.digits() == 0 {
+			return s.noDigit()
+		}
+	}
+	if c := byteAt(d, s.pos); c == 'e' || c == 'E' {
+		s.pos++
+		if c := byteAt(d, s.pos); c == '+' || c == '-' {
+			s.pos++
+		}
+		if s.digits() == 0 {
+			return s.noDigit()
+		}
+	}
+	return true
+}
+
+// byteAt is d[i], or 0 past the end of d (a 0 byte is no JSON, as peek
+// says).
+func byteAt(d []byte, i int) byte {
+	if i < len(d) {
+		return d[i]
+	}
+	return 0
+}
+
+// digits reads the digits that come next and returns how many it read.
+func (s *scanner) digits() int {
+	d, i := s.data, s.pos
+	for i < len(d) && d[i]-'0' <= 9 {
+		i++
+	}
+	n := i - s.pos
+	s.pos = i
+	return n
+}
+
+// noDigit fails where a digit was due: at the end, or at the byte there.
+func (s *scanner) noDigit() bool {
+	if s.pos >= len(s.data) {
+		return s.fail(failEnd)
+	}
+	return s.fail(failChar)
+}
+
+// end reads white space to the end of the data, which must come next.
+func (s *scanner) end() bool {
+	if s.failed != ok {
+		return false
+	}
+	if s.peek(); s.pos < len(s.data) {
+		return s.fail(failChar)
+	}
+	return true
+}
