@@ -12,10 +12,7 @@ import (
 )
 
 // A job keeps its batch, until it is final, as the JSON of a storedBatch:
-// the items as Parse read them (defaults filled in), with a version so
-// that a later brain can still read the batches of jobs an earlier one
-// accepted. encodeBatch writes it; decodeBatch reads it with
-// encoding/json.
+// the items as Parse read them, with a version a later brain can read.
 type storedBatch struct {
 	V     int          `json:"v"`
 	Items []storedItem `json:"items"`
@@ -33,10 +30,8 @@ type storedItem struct {
 const batchVersion = 1
 
 // encodeBatch encodes b's items for a job to keep: the JSON of a
-// storedBatch, written directly into a string of exactly its size (the
-// store passes it to the database as it is). json.Marshal would build it
-// in a buffer grown by doubling, then copy it: about four times the
-// batch in all, where this is one.
+// storedBatch, written into a string of exactly its size (json.Marshal
+// would allocate about four times the batch).
 func encodeBatch(b Batch) string {
 	var n counter
 	writeStored(&n, b)
@@ -46,9 +41,7 @@ func encodeBatch(b Batch) string {
 	return sb.String()
 }
 
-// writeStored writes the storedBatch of b to w, as json.Marshal would
-// write it but for the escapes in strings (see writeString): what
-// decodeBatch reads.
+// writeStored writes the storedBatch of b to w.
 func writeStored(w jsonWriter, b Batch) {
 	w.WriteString(`{"v":` + strconv.Itoa(batchVersion) + `,"items":[`)
 	for i, it := range b.Items {
@@ -88,8 +81,7 @@ func (c *counter) WriteString(s string) (int, error) { *c += counter(len(s)); re
 func (c *counter) WriteByte(byte) error              { *c++; return nil }
 
 // decodeBatch reads the items of a batch encodeBatch wrote for job j, and
-// checks them again: a batch that does not read back, or whose items
-// break a rule, is no batch this service accepted.
+// checks them again.
 func decodeBatch(data []byte, j Job) ([]Item, error) {
 	var sb storedBatch
 	if err := json.Unmarshal(data, &sb); err != nil {

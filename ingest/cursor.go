@@ -9,16 +9,10 @@ import (
 	"strings"
 )
 
-// Cursors are opaque to clients: they send back the next cursor a page
-// gave them. Inside, base64url without padding, is the place of the last
-// item of that page in the list's order, which later inserts and deletes
-// do not move:
-//
-//   - jobs: a page.Cursor, "<created_at in Unix ms>.<job id>";
-//   - query results: "<score, the 16 hex digits of its float64 bits>.<item
-//     id>.<8 hex digits of a hash of the query>". The bits keep the score
-//     exact; the hash refuses a cursor of another query, whose place would
-//     mean nothing here.
+// Cursors are opaque to clients: base64url of the place of a page's last
+// item, "<created_at ms>.<job id>" for jobs (page.Cursor) and, for query
+// results, "<score's float64 bits in hex>.<item id>.<query hash>", whose
+// hash refuses a cursor of another query.
 
 // queryHash identifies a query for its cursors: its terms and project.
 func queryHash(terms []string, project string) string {

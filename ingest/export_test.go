@@ -24,7 +24,10 @@ var JobCountQueries = []string{queuedJobsSQL, jobCountsSQL}
 type JobQueue = jobQueue
 
 // NewJobQueue adds the ingest jobs' worker to q.
-var NewJobQueue = newJobQueue
+func NewJobQueue(db *store.DB, q *store.Queue, workers int, work func(context.Context, string) error, giveUp func(context.Context, string, error)) (*JobQueue, error) {
+	j := &jobQueue{db: db, q: q}
+	return j, j.addWorker(workers, work, giveUp)
+}
 
 // EnqueueTx enqueues jobID in tx behind backlog jobs of its user.
 func (j *jobQueue) EnqueueTx(ctx context.Context, tx *store.Tx, jobID string, backlog int) error {

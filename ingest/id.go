@@ -2,20 +2,15 @@ package ingest
 
 import "github.com/google/uuid"
 
-// newJobID returns a job's id: a time-ordered (version 7) UUID, so the ids
-// of a user's jobs sort as they were accepted, as the list shows them.
-// (The list pages by created_at, then id: it needs ids unique, not
-// ordered.)
+// newJobID returns a job's id: a time-ordered (version 7) UUID.
 func newJobID() string { return uuid.Must(uuid.NewV7()).String() }
 
 // newItemID returns an item's id: a random (version 4) UUID. Items are
 // ordered by their score or their place in the table, never by id.
 func newItemID() string { return uuid.NewString() }
 
-// isUUID reports whether s has the canonical form of a UUID, as the ids
-// are written: 36 characters, lowercase hex digits and four dashes (any
-// version). An id of another form names nothing, and is answered without
-// a lookup.
+// isUUID reports whether s has the canonical form of a UUID, as ids are
+// written: an id of another form names nothing, without a lookup.
 func isUUID(s string) bool {
 	if len(s) != 36 {
 		return false

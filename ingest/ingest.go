@@ -12,36 +12,23 @@ import (
 // Errors of the [Service]. A [*ValidationError] says what is wrong with a
 // request; the others below are the answers a caller switches on.
 var (
-	// ErrKeyReused: the ingest_id names a batch, accepted within its time
-	// to live, whose content differs from this one. Send the batch under
-	// a new ingest_id, or leave ingest_id out to have one derived from
-	// the content.
+	// ErrKeyReused: the ingest_id names a live batch of other content.
 	ErrKeyReused = errors.New("ingest: the ingest_id was used for a batch with different content; send this batch under a new ingest_id")
-	// ErrNotFound: no job or item of the caller's has that id. It is
-	// fault.ErrNotFound, as every store's.
+	// ErrNotFound: no job or item of the caller's has that id.
 	ErrNotFound = fault.ErrNotFound
 	// ErrPermanent marks an error of [Service.Process] that another
-	// attempt cannot cure: the job has failed, and the queue should not
-	// retry it. Test for it with errors.Is. It is fault.ErrPermanent, which
-	// is store.ErrPermanent: the queue ends such a job at once.
+	// attempt cannot cure: the queue ends the job at once.
 	ErrPermanent = fault.ErrPermanent
 	// ErrYield marks an error of [Service.Process] that is no failure: the
-	// job gives its worker back, with items left to store, because
-	// Config.Yield asked it to. The queue works it again once the more
-	// urgent jobs have theirs; that run goes on where this one stopped.
-	// It is store.ErrYield, which the queue knows.
+	// job gives its worker back, and the queue resumes it later.
 	ErrYield = store.ErrYield
-	// ErrUnavailable: not the caller's fault, and worth retrying shortly;
-	// it is fault.ErrUnavailable. It wraps every store error other than
-	// ErrNotFound, ErrKeyReused and a [*QuotaError] (the store is down or
-	// too slow). A caller that left (context.Canceled) is not marked.
+	// ErrUnavailable wraps every store error that is not an answer (the
+	// store is down or too slow): worth retrying shortly.
 	ErrUnavailable = fault.ErrUnavailable
 )
 
-// unavailable marks err, from a store or a context, with ErrUnavailable
-// unless it is the store's answer (ErrNotFound, ErrKeyReused, a
-// *QuotaError), the caller's leaving (context.Canceled), or marked
-// already: [fault.Outage], which knows every answer but ErrKeyReused.
+// unavailable marks err with ErrUnavailable unless it is an answer
+// (ErrKeyReused, or one [fault.Outage] knows) or context.Canceled.
 func unavailable(err error) error {
 	if errors.Is(err, ErrKeyReused) {
 		return err
@@ -51,10 +38,8 @@ func unavailable(err error) error {
 
 // The quotas of a user's ingestion ([QuotaError].Quota).
 const (
-	// QuotaItems caps the items a user holds: the items stored, and the
-	// items of their batches whose jobs are not final yet (counted when
-	// the batch is accepted, so that batches waiting in the queue cannot
-	// take the user past the cap).
+	// QuotaItems caps the items a user holds: stored, or in batches whose
+	// jobs are not final yet.
 	QuotaItems = "items"
 	// QuotaJobs caps a user's jobs that are not final: queued or running.
 	QuotaJobs = "queued_jobs"
@@ -80,11 +65,8 @@ func (e *QuotaError) Error() string {
 	return fmt.Sprintf("ingest: you hold %d items (stored, or in jobs not finished) of the %d allowed, and the batch has %d: delete items or send fewer", e.Used, e.Limit, e.Asked)
 }
 
-// Limits of a batch. A string's length is counted in characters (Unicode
-// code points), as JSON Schema's minLength and maxLength count it, so
-// what the spec states is what a client's validator checks: 65,536 "é"
-// are a text of 65,536 characters (131,072 bytes). The body's bound is in
-// bytes, and bounds what the server holds whatever the characters.
+// Limits of a batch. A string's length is in characters (code points), as
+// JSON Schema's maxLength counts it; the body's bound is in bytes.
 const (
 	MaxBodyBytes    = 8 << 20  // a whole request body
 	MaxItems        = 1000     // items in one batch
@@ -94,28 +76,22 @@ const (
 	MaxSkillChars   = 128
 	MaxTags         = 32 // tags of one item
 	MaxTagChars     = 64
-	// MaxOccurredAtChars bounds an item's occurred_at: RFC 3339 sets no
-	// bound on a fraction of a second; one of nanoseconds with an offset
-	// is 35 characters.
+	// MaxOccurredAtChars bounds an item's occurred_at, whose fraction of a
+	// second RFC 3339 does not bound.
 	MaxOccurredAtChars = 64
 )
 
-// The rules of a batch's strings beyond their length, as the ECMA-262
-// regular expressions the spec states (JSON Schema's pattern) and Go's
-// regexp reads alike. The checks (textProblem, labelProblem) are code, to
-// name what is wrong; a test holds each pattern to its check on every
-// character that matters.
-//
-// white is the white space strings.TrimSpace trims (Unicode's White_Space):
-// written as the characters themselves, since the two dialects escape
-// those above U+00FF differently.
+// The rules of a batch's strings beyond their length, as the regular
+// expressions the spec states; a test holds each to its check
+// (textProblem, labelProblem). white is what strings.TrimSpace trims,
+// written as the characters themselves, which both dialects read alike.
 const (
 	white = "\\t\\n\\v\\f\\r \\x85\\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
-	// TextPattern is an item's text: not only white space, and no U+0000.
-	TextPattern = "^[" + white + "]*[^\\x00" + white + "][^\\x00]*$"
-	// LabelPattern is a project, kind, skill or tag: no control
+	// textPattern is an item's text: not only white space, and no U+0000.
+	textPattern = "^[" + white + "]*[^\\x00" + white + "][^\\x00]*$"
+	// labelPattern is a project, kind, skill or tag: no control
 	// character, no white space at either end.
-	LabelPattern = "^[^\\x00-\\x1f\\x7f-\\x9f" + white + "](?:[^\\x00-\\x1f\\x7f-\\x9f]*[^\\x00-\\x1f\\x7f-\\x9f" + white + "])?$"
+	labelPattern = "^[^\\x00-\\x1f\\x7f-\\x9f" + white + "](?:[^\\x00-\\x1f\\x7f-\\x9f]*[^\\x00-\\x1f\\x7f-\\x9f" + white + "])?$"
 )
 
 // DefaultKind is the kind of an item that names none.
@@ -128,8 +104,7 @@ type Item struct {
 	Skill string   // "" for none
 	Tags  []string // never nil
 	// OccurredAt is when what the note records happened, to the
-	// millisecond; the zero time when the client gave none (the stored
-	// item then takes the time the batch was accepted).
+	// millisecond; zero when the client gave none.
 	OccurredAt time.Time
 }
 
@@ -177,8 +152,8 @@ type Accepted struct {
 	JobID    string
 	IngestID string
 	Status   Status // the job's status now: on a replay it may be final
-	// Replayed is true when the batch had been accepted before under the
-	// same key: JobID is that earlier job's, and nothing was enqueued.
+	// Replayed: the batch was accepted before under the same key, JobID
+	// is that job's, and nothing was enqueued.
 	Replayed bool
 }
 

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"regexp"
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/streams"
@@ -40,24 +39,15 @@ func addJobLog(s *api.Server, svc *Service) {
 // jobLog serves job logs from the ingest service.
 type jobLog struct{ svc *Service }
 
-// serve sends one job's progress until it ends.
-//
-// Every event of the log has an id, so a client resuming with
-// Last-Event-ID gets exactly what it lacks: the job's steps the hub kept
-// after that id, ending with the job's end when the job has ended since
-// (then the log ends), and the live steps that follow. The first event of
-// a log opened without one is the job's state as the database has it,
-// whose id is the hub's place when the log subscribed (streams'
-// Subscription.At): a resume from it replays what followed. Where the hub
-// lost some of the job's steps (a gap), the database's state stands for
-// them, with the same kind of id; so does it for the job's end when the
-// database has it and the hub does not (the process that ended the job
-// stopped before publishing it, or the publish was lost), and the log
-// ends.
+// serve sends one job's progress until it ends. Every event has an id, so
+// a client resuming with Last-Event-ID gets exactly what it lacks: the
+// steps the hub kept after it, then the live ones. A new log starts with
+// the job's state from the database, with the hub's place as its id; that
+// state also stands for steps the hub lost, and for an end it never got.
 func (l *jobLog) serve(st *streams.Stream) {
 	r := st.Request()
 	id, user := chi.URLParam(r, "id"), st.Caller().User.ID
-	if !jobID.MatchString(id) {
+	if !isUUID(id) {
 		st.Refuse(api.NewError(http.StatusUnprocessableEntity, "", api.FieldError{Location: "path.id", Message: "not a job id: a UUID, as the ingest answered"}))
 		return
 	}
@@ -219,6 +209,3 @@ func sendJobState(st *streams.Stream, job Job, at string) error {
 	}
 	return nil
 }
-
-// jobID is the form of a job's id.
-var jobID = regexp.MustCompile(uuidPattern)

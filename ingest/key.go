@@ -7,24 +7,11 @@ import (
 	"io"
 )
 
-// Key returns the idempotency key of an ingest request's body, raw exactly
-// as received: the ingest_id it names and the fingerprint of its content.
-// A body that is not a valid batch has no key: Key returns [Parse]'s
-// error.
-//
-// Both are hashes of the body's canonical form (RFC 8785, JSON
-// Canonicalization Scheme): its members sorted, no insignificant white
-// space, strings written one way. Two bodies that mean the same JSON have
-// the same canonical form, however they were spaced, ordered or escaped.
-//
-//   - The fingerprint is the SHA-256, in lowercase hex, of the canonical
-//     form of the body without its ingest_id member.
-//   - The ingest_id is the body's ingest_id member, 64 lowercase hex
-//     digits, when it has one; otherwise it is the SHA-256 of the
-//     canonical form of the whole body, which is then the fingerprint.
-//
-// A client computes the same key with any RFC 8785 library (the tests
-// hold Key to github.com/gowebpki/jcs, byte for byte).
+// Key returns the idempotency key of an ingest request's body, raw as
+// received, or [Parse]'s error. The fingerprint is the SHA-256 (lowercase
+// hex) of the RFC 8785 canonical JSON of the body without its ingest_id;
+// the ingest_id is the body's own, or else the fingerprint. A client
+// computes the same with any RFC 8785 library.
 func Key(raw []byte) (ingestID, fingerprint string, err error) {
 	b, sent, err := parse(raw)
 	if err != nil {
@@ -38,15 +25,9 @@ func Key(raw []byte) (ingestID, fingerprint string, err error) {
 type batchKey struct{ ingestID, fingerprint string }
 
 // key is the key of batch b, which parse read with what each item sent.
-//
-// A valid batch holds only objects with known members, arrays and
-// strings (no numbers, no literals), and parse kept what a canonical form
-// needs: each string's value, and which optional members each item gave
-// (a given "tags": [] is in the form, an absent kind is not; occurred_at
-// as written). So its canonical form is written from the batch, members
-// sorted by name (the batch's items, project; an item's kind,
-// occurred_at, skill, tags, text: all ASCII, so UTF-16 order is byte
-// order), straight into the hash: no canonical copy is ever held.
+// A valid batch holds only known members, arrays and strings, so its
+// canonical form is written from b and sent, members in name order,
+// straight into the hash.
 func key(b Batch, sent []sentItem) batchKey {
 	h := hashWriter{h: sha256.New()}
 	writeCanonical(&h, b, sent)

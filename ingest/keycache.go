@@ -6,15 +6,10 @@ import (
 )
 
 // keyCache remembers the keys of valid batches sent lately, by the
-// SHA-256 of their bytes: a client that retries sends the same bytes, and
-// hashing them costs a fraction of parsing them. An entry maps bytes to
-// what Key computes from them, which depends on nothing else, so it is
-// never stale, whoever sent it; and only bytes that parsed as a valid
-// batch are put in, so a hit also says that the bytes are a valid batch.
-//
-// It holds at most 2 × size entries: when the current generation is
-// full it becomes the old one, and the old one is dropped. A body found
-// in the old generation moves to the current.
+// SHA-256 of their bytes: a retry sends the same bytes, and hashing them
+// costs a fraction of parsing them. A key depends on the bytes alone, so
+// an entry is never stale. It holds at most two generations of size
+// entries; a hit in the old one moves to the current.
 type keyCache struct {
 	size     int
 	mu       sync.Mutex

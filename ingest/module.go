@@ -18,7 +18,7 @@ import (
 // server and gives its operations. A binary makes one for each
 // configuration it reads, so two configurations never share a setting.
 type Module struct {
-	settings Settings
+	settings moduleSettings
 }
 
 // NewModule returns the memory example with its settings not read yet:
@@ -34,15 +34,10 @@ func (m *Module) Settings() settings.Table { return settingsTable(&m.settings) }
 // Migrations is the example's migration set, [Migrations].
 func (m *Module) Migrations() store.Migrations { return Migrations }
 
-// Start runs the example on db, as m's settings say: its service, which
-// publishes its events on hub, the job queue's workers and the hourly
-// sweep. It returns the example's operations on that service, and stop,
-// which ends the workers and the sweep; it must be called before hub and
-// db close.
-//
-// With db nil (a binary that only documents its API) nothing runs: the
-// operations are those of a service without a store, which states m's
-// window and quotas in the spec, and stop does nothing.
+// Start runs the example's service, job workers and hourly sweep on db,
+// publishing on hub, and returns its operations and stop, to call before
+// hub and db close. With db nil nothing runs: the operations only document
+// the API.
 func (m *Module) Start(ctx context.Context, db *store.DB, hub streams.Hub, logger *slog.Logger) (ops api.Feature, stop func(), err error) {
 	if db == nil {
 		s := m.settings

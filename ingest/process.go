@@ -6,38 +6,25 @@ import (
 	"fmt"
 )
 
-// Process bounds on one transaction of StoreItems: a chunk of a batch is
-// at most chunkItems items and, past its first item, at most chunkBytes
-// of text. Each chunk is one job.progress event. On SQLite every other
-// write, another user's ingest or job included, waits for the chunk being
-// written: 256 KiB of text and its full-text index keep that wait short
-// (1 MiB made another user's job take 2.6–3.5 s behind a flood, 256 KiB
-// 1.0–1.3 s; BENCHMARKS.md, Fair jobs).
+// A chunk of a batch, one transaction of StoreItems and one job.progress
+// event, is at most chunkItems items and, past its first, chunkBytes of
+// text: on SQLite every other write waits for it (BENCHMARKS.md, Fair
+// jobs).
 const (
 	chunkItems = 100
 	chunkBytes = 256 << 10
 )
 
-// Process is the queue's work on job id: it stores the job's items, where
-// [Service.Query] finds them, a chunk at a time, moving ItemsDone forward
-// and publishing job.progress after each; then it marks the job succeeded
-// and publishes job.succeeded and memory.ingested.
+// Process is the queue's work on job id: it stores the job's items a
+// chunk at a time, publishing job.progress after each, then marks the job
+// succeeded and publishes job.succeeded and memory.ingested. A run
+// resumes after the items done, stores none twice, and leaves a final job
+// alone.
 //
-// It may run again on the same job, after a crash or an error, even
-// while another run goes on: it resumes after the items the job has done,
-// and stores no item twice. A job final already is left alone (nil).
-//
-// After each chunk, with items left, Process asks Config.Yield whether
-// to give the worker back; if so it returns an error wrapping ErrYield,
-// and the queue runs the job again later. So a batch of 1000 large items
-// holds a worker for a chunk at most while a more urgent job waits. Each
-// run stores at least one chunk.
-//
-// An error wrapping ErrPermanent means the job can never be processed:
-// it has been marked failed (job.failed published), and the queue must
-// not retry it. One wrapping ErrYield is no failure (above). Any other
-// error (the store failed) is worth retrying; a queue that gives up on a
-// job calls [Service.Fail].
+// After each chunk with items left it asks Config.Yield, and returns an
+// error wrapping ErrYield if told to give the worker back. An error
+// wrapping ErrPermanent means the job has been marked failed and must not
+// be retried; any other error is worth retrying.
 func (s *Service) Process(ctx context.Context, id string) error {
 	job, items, err := s.startJob(ctx, id)
 	if err != nil || job.Status.Final() {

@@ -14,44 +14,13 @@ import (
 
 // Fair between users
 //
-// One user's flood of large batches must not hold another user's small
-// one back for more than a moment. River has no notion of users: it
-// fetches the available jobs of a queue by priority (1, the most urgent,
-// to 4), then by scheduled time, then by id, whenever a worker is free.
-// Two things make that fair enough:
-//
-//   - Priority by backlog. [jobQueue.enqueueTx] gives a job a priority from
-//     how many jobs its user had that were not final yet (the backlog,
-//     which Accept reads from the user's usage row in the same
-//     transaction): none gives 1, 1 to 3 give 2, 4 to 15 give 3, more
-//     give 4 (see [Priority]). So the batch of a user who sends one now
-//     and then is fetched before the backlog of a user who sent sixty,
-//     whose own jobs keep their order. A priority is fixed when the job
-//     is enqueued.
-//   - Yielding. A job of 1000 large items takes seconds, and a worker
-//     busy with it is free for no one. So between two chunks of its
-//     items a job asks [jobQueue.yield] whether another user's more urgent
-//     job (a smaller priority number; among light users, one as urgent
-//     that has not started) is available; if one is, the work returns an
-//     error wrapping [store.ErrYield] and the Queue snoozes the job (River's
-//     JobSnooze(0), which does not count as an attempt): it is available
-//     again at once, scheduled now, behind the jobs of its priority that
-//     waited, and its next run goes on where this one stopped. The
-//     urgent job gets the worker within a chunk's time: River fetches as
-//     soon as a worker frees when the last fetch found more jobs than
-//     free workers, whatever PollInterval. A job that nobody waits behind
-//     never yields, so a lone flood costs nothing more; each yield costs
-//     its job a second read of its batch.
-//
-// A job waits as long as more urgent ones keep the workers busy: a heavy
-// user's jobs wait for the light users', which is the point, and two
-// heavy users' jobs of one priority go in the order they were sent. With
-// one user's 60 batches of 1000 items of 8 KiB queued, another user's
-// batch of one item is done in 1.5–2 s on SQLite (each of its writes
-// waits for a chunk of the flood's) and 0.05–0.25 s on PostgreSQL, where
-// it waited 31–151 s in one FIFO queue (BENCHMARKS.md, Fair jobs). An
-// idle store.Queue finds a new job by its notification on SQLite, and by its
-// poll on PostgreSQL (PollInterval).
+// River fetches a queue's available jobs by priority (1 to 4), then by
+// time. enqueueTx gives a job a priority from its user's backlog (see
+// [Priority]), so a user who sends a batch now and then is served before
+// another's flood. And between two chunks a job asks yield whether another
+// user's more urgent job waits; if one does, it returns store.ErrYield and
+// is snoozed, to resume where it stopped, so the urgent job gets a worker
+// within a chunk's time (BENCHMARKS.md, Fair jobs).
 
 // queueName is the River queue, and jobKind the job kind, of ingest jobs.
 const (
@@ -92,10 +61,10 @@ type jobQueue struct {
 	q  *store.Queue
 }
 
-// newJobQueue adds the ingest jobs' worker to q: work is called with each
-// job's id (its error as store.Worker.Work's), workers at once; giveUp,
-// when set, is told of a job River will not try again.
-func newJobQueue(db *store.DB, q *store.Queue, workers int, work func(ctx context.Context, jobID string) error, giveUp func(ctx context.Context, jobID string, err error)) (*jobQueue, error) {
+// addWorker adds the ingest jobs' worker to j's queue: work is called
+// with each job's id, workers at once; giveUp, when set, is told of a job
+// River will not try again.
+func (j *jobQueue) addWorker(workers int, work func(ctx context.Context, jobID string) error, giveUp func(ctx context.Context, jobID string, err error)) error {
 	w := store.Worker[jobArgs]{Queue: queueName, Workers: workers,
 		Work: func(ctx context.Context, job *river.Job[jobArgs]) error {
 			return work(context.WithValue(ctx, runningKey{}, running{job.Args.JobID, job.Priority}), job.Args.JobID)
@@ -103,10 +72,7 @@ func newJobQueue(db *store.DB, q *store.Queue, workers int, work func(ctx contex
 	if giveUp != nil {
 		w.GiveUp = func(ctx context.Context, job *river.Job[jobArgs], err error) { giveUp(ctx, job.Args.JobID, err) }
 	}
-	if err := store.AddWorker(q, w); err != nil {
-		return nil, err
-	}
-	return &jobQueue{db: db, q: q}, nil
+	return store.AddWorker(j.q, w)
 }
 
 // enqueueTx adds an ingest job for jobID in tx: it exists, and will be
@@ -132,21 +98,12 @@ type running struct {
 }
 
 // yield reports whether the job that work is running with ctx should give
-// its worker back: another user's ingest job is available, waiting for a
-// worker, and is more urgent (a smaller priority number), or, among light
-// users (priority 1 or 2), as urgent and not started yet. (Not the same
-// user's: as a user's jobs end, their backlog shrinks and their newer jobs
-// may be more urgent than their older ones, which must not take turns.
-// Ties yield only to a job not started, so two light users' jobs never
-// take turns either; and not among heavy users, whose large jobs would
-// take turns at every chunk.) It is one read, of at most two probes of
-// River's table by its fetching index (state, queue, priority), each job
-// found joined to the jobs table by its id: the jobs of a smaller
-// priority number, then, for a light user, those of the same one. Neither
-// probe reads the job's own priority level whole, where a heavy user's
-// backlog waits, so it costs the same however long that backlog is. With
-// a ctx that is not work's, or when the read fails, it reports false: the
-// job keeps its worker.
+// its worker back: another user's job is available and more urgent (a
+// smaller priority number) or, among light users (priority 1 or 2), as
+// urgent and not started yet, so that jobs never take turns at every
+// chunk. It is one read of at most two probes of River's fetching index,
+// whose cost does not grow with a backlog. It reports false when ctx is
+// not work's or the read fails.
 func (j *jobQueue) yield(ctx context.Context) bool {
 	r, ok := ctx.Value(runningKey{}).(running)
 	if !ok {

@@ -21,12 +21,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Rates are the rates of the memory operations' budgets, what one API
-// key may spend on each: ingests, queries and project lists an hour, and
-// requests a second to each of those and skills (which has no hourly
-// limit). Sessions keep their session budget. Configuration sets them
-// (MEM_RATE_LIMIT_*), or replaces a budget whole by its name
-// (BRAIN_BUDGETS="ingest=200/h;10/s").
+// Rates are what one API key may spend on the memory operations: ingests,
+// queries and project lists an hour, and requests a second to each of
+// those and skills (MEM_RATE_LIMIT_*).
 type Rates struct {
 	IngestPerHour, QueryPerHour, ProjectsPerHour, PerSecond int
 }
@@ -44,11 +41,9 @@ func (r Rates) budget(name string, perHour int) api.Budget {
 	return api.Budget{Name: name, Default: rates}
 }
 
-// IngestRequest is the body of POST /memory/ingest as the spec shows it.
-// The handler reads the body itself, byte for byte (Parse): the
-// ingest_id may be derived from those bytes. Its rules are ingest's (the
-// bounds and patterns in go), which TransformSchema writes into
-// the spec: what the schema admits, Parse accepts.
+// IngestRequest is the body of POST /memory/ingest as the spec shows it;
+// the handler reads the raw bytes with Parse, whose rules TransformSchema
+// writes into the spec.
 type IngestRequest struct {
 	IngestID string       `json:"ingest_id,omitempty" pattern:"^[0-9a-f]{64}$" maxLength:"64" doc:"The batch's idempotency key: 64 lowercase hex digits. Leave it out to have it derived: the SHA-256 of the RFC 8785 canonical JSON of the body as sent."`
 	Project  string       `json:"project" doc:"The project the items belong to: no control characters, no white space at either end."`
@@ -68,14 +63,14 @@ type IngestItem struct {
 	Text       string     `json:"text" doc:"The note: not blank (not only white space), no U+0000."`
 	Kind       string     `json:"kind,omitempty" doc:"What kind of note; note when left out."`
 	Skill      string     `json:"skill,omitempty" doc:"The skill it is about, if any."`
-	Tags       []Tag      `json:"tags,omitempty" nullable:"false" doc:"Its tags, each given once."`
+	Tags       []tag      `json:"tags,omitempty" nullable:"false" doc:"Its tags, each given once."`
 	OccurredAt *time.Time `json:"occurred_at,omitempty" doc:"When what it records happened, to the millisecond; when the batch was accepted if left out. An RFC 3339 date and time: T and Z in either case; a leap second (:60) is taken as the last instant of the second before it (23:59:59.999)."`
 }
 
 // TransformSchema states ingest's rules of an item.
 func (IngestItem) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
 	text := s.Properties["text"]
-	text.MinLength, text.MaxLength, text.Pattern = ptr(1), ptr(MaxTextChars), TextPattern
+	text.MinLength, text.MaxLength, text.Pattern = ptr(1), ptr(MaxTextChars), textPattern
 	label(s.Properties["kind"], MaxKindChars)
 	label(s.Properties["skill"], MaxSkillChars)
 	tags := s.Properties["tags"]
@@ -84,23 +79,23 @@ func (IngestItem) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema 
 	return s
 }
 
-// Tag is one tag of an item.
-type Tag string
+// tag is one tag of an item.
+type tag string
 
 // Schema states ingest's rules of a tag.
-func (Tag) Schema(huma.Registry) *huma.Schema {
+func (tag) Schema(huma.Registry) *huma.Schema {
 	return label(&huma.Schema{Type: huma.TypeString, Description: "No control characters, no white space at either end."}, MaxTagChars)
 }
 
 // label states on s ingest's rules of a name (a project, kind, skill or
 // tag) of at most max characters, and returns s.
 func label(s *huma.Schema, max int) *huma.Schema {
-	s.MinLength, s.MaxLength, s.Pattern = ptr(1), ptr(max), LabelPattern
+	s.MinLength, s.MaxLength, s.Pattern = ptr(1), ptr(max), labelPattern
 	return s
 }
 
-// IngestInput is the raw body of POST /memory/ingest, and its type.
-type IngestInput struct {
+// ingestInput is the raw body of POST /memory/ingest, and its type.
+type ingestInput struct {
 	RawBody []byte `contentType:"application/json"`
 	// contentType is the request's Content-Type, read by Resolve: the
 	// request body's media type says it in the spec, which ignores a
@@ -109,13 +104,13 @@ type IngestInput struct {
 }
 
 // Resolve reads the request's Content-Type.
-func (in *IngestInput) Resolve(ctx huma.Context) []error {
+func (in *ingestInput) Resolve(ctx huma.Context) []error {
 	in.contentType = ctx.Header("Content-Type")
 	return nil
 }
 
-// IngestOutput answers an accepted batch.
-type IngestOutput struct {
+// ingestOutput answers an accepted batch.
+type ingestOutput struct {
 	Location string `header:"Location" doc:"The job: /api/v1/jobs/{job_id}."`
 	Replayed string `header:"Idempotent-Replayed" enum:"true" doc:"true when this batch was accepted before, within the idempotency window: the job is that earlier one."`
 	Body     struct {
@@ -152,38 +147,38 @@ func jobView(j Job) JobView {
 // uuidPattern is the form of job and item ids.
 const uuidPattern = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
-// JobInput names a job.
-type JobInput struct {
+// jobInput names a job.
+type jobInput struct {
 	ID string `path:"id" pattern:"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$" maxLength:"36" doc:"The job's id."`
 }
 
-// JobOutput is one job.
-type JobOutput struct{ Body JobView }
+// jobOutput is one job.
+type jobOutput struct{ Body JobView }
 
-// ListJobsInput asks for a page of the caller's jobs.
-type ListJobsInput struct {
+// listJobsInput asks for a page of the caller's jobs.
+type listJobsInput struct {
 	Limit  int    `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"At most this many jobs, newest first."`
 	Cursor string `query:"cursor" maxLength:"256" pattern:"^[A-Za-z0-9_-]*$" doc:"The next_cursor of the previous page; absent for the first."`
 }
 
-// ListJobsOutput is a page of jobs.
-type ListJobsOutput struct {
+// listJobsOutput is a page of jobs.
+type listJobsOutput struct {
 	Body struct {
 		Jobs       []JobView `json:"jobs" nullable:"false" maxItems:"100"`
 		NextCursor string    `json:"next_cursor,omitempty" doc:"The cursor of the next page; absent on the last."`
 	}
 }
 
-// QueryInput asks for the caller's items that hold some words.
-type QueryInput struct {
+// queryInput asks for the caller's items that hold some words.
+type queryInput struct {
 	Q       string `query:"q" required:"true" minLength:"1" maxLength:"1024" doc:"The words to find, all of them, in any case: at most 1024 characters, of which at most 32 words (runs of letters and digits), and at least one. Nothing in it is syntax."`
 	Project string `query:"project" maxLength:"128" doc:"Only this project's items."`
 	Limit   int    `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"At most this many results."`
 	Cursor  string `query:"cursor" maxLength:"512" pattern:"^[A-Za-z0-9_-]*$" doc:"The next_cursor of the previous page of the same query."`
 }
 
-// ResultView is one item a query found.
-type ResultView struct {
+// resultView is one item a query found.
+type resultView struct {
 	ID         string    `json:"id" format:"uuid"`
 	Project    string    `json:"project"`
 	Text       string    `json:"text"`
@@ -195,52 +190,50 @@ type ResultView struct {
 	OccurredAt time.Time `json:"occurred_at"`
 }
 
-// QueryOutput is a page of results, best first.
-type QueryOutput struct {
+// queryOutput is a page of results, best first.
+type queryOutput struct {
 	Body struct {
-		Results    []ResultView `json:"results" nullable:"false" maxItems:"100"`
+		Results    []resultView `json:"results" nullable:"false" maxItems:"100"`
 		NextCursor string       `json:"next_cursor,omitempty"`
 	}
 }
 
-// ItemInput names an item.
-type ItemInput struct {
+// itemInput names an item.
+type itemInput struct {
 	ID string `path:"id" pattern:"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$" maxLength:"36" doc:"The item's id, as a query returned it."`
 }
 
-// SkillsOutput lists the caller's skills.
-type SkillsOutput struct {
+// skillsOutput lists the caller's skills.
+type skillsOutput struct {
 	Body struct {
-		Skills []SkillView `json:"skills" nullable:"false" maxItems:"1000"`
+		Skills []skillView `json:"skills" nullable:"false" maxItems:"1000"`
 	}
 }
 
-// SkillView is a skill and how many items name it.
-type SkillView struct {
+// skillView is a skill and how many items name it.
+type skillView struct {
 	Name  string `json:"name"`
 	Count int    `json:"count"`
 }
 
-// ProjectsOutput lists the caller's projects.
-type ProjectsOutput struct {
+// projectsOutput lists the caller's projects.
+type projectsOutput struct {
 	Body struct {
-		Projects []ProjectView `json:"projects" nullable:"false" maxItems:"1000"`
+		Projects []projectView `json:"projects" nullable:"false" maxItems:"1000"`
 	}
 }
 
-// ProjectView is a project, how many items it has, and when it last
+// projectView is a project, how many items it has, and when it last
 // received some.
-type ProjectView struct {
+type projectView struct {
 	Name         string    `json:"name"`
 	Items        int       `json:"items"`
 	LastIngestAt time.Time `json:"last_ingest_at"`
 }
 
-// Feature registers the memory operations on a server, each with its
-// access and budget, then the job log's stream and the job events: the one
-// line of wiring (api.Config.Features). svc serves them; for documenting
-// the API only (brain openapi), a service without a store states the
-// configured window and quotas.
+// Feature registers the memory operations, the job log's stream and the
+// job events on a server (api.Config.Features), served by svc; a service
+// without a store documents the API only.
 func Feature(svc *Service) api.Feature {
 	return func(s *api.Server) {
 		api.Describe(s, description)
@@ -322,7 +315,7 @@ type memoryHandlers struct {
 	replays prometheus.Counter // the idempotent replays answered
 }
 
-func (h *memoryHandlers) ingest(ctx context.Context, in *IngestInput) (*IngestOutput, error) {
+func (h *memoryHandlers) ingest(ctx context.Context, in *ingestInput) (*ingestOutput, error) {
 	if mt, _, _ := mime.ParseMediaType(in.contentType); in.contentType != "" && mt != "application/json" {
 		return nil, api.NewError(http.StatusUnsupportedMediaType, "send the batch as application/json")
 	}
@@ -330,7 +323,7 @@ func (h *memoryHandlers) ingest(ctx context.Context, in *IngestInput) (*IngestOu
 	if err != nil {
 		return nil, ingestError(err)
 	}
-	out := &IngestOutput{Location: api.Prefix + "/jobs/" + a.JobID}
+	out := &ingestOutput{Location: api.Prefix + "/jobs/" + a.JobID}
 	out.Body.JobID, out.Body.IngestID, out.Body.Status, out.Body.Replayed = a.JobID, a.IngestID, string(a.Status), a.Replayed
 	if a.Replayed {
 		h.replays.Inc()
@@ -339,69 +332,55 @@ func (h *memoryHandlers) ingest(ctx context.Context, in *IngestInput) (*IngestOu
 	return out, nil
 }
 
-func (h *memoryHandlers) listJobs(ctx context.Context, in *ListJobsInput) (*ListJobsOutput, error) {
+func (h *memoryHandlers) listJobs(ctx context.Context, in *listJobsInput) (*listJobsOutput, error) {
 	jobs, next, err := h.svc.Jobs(ctx, auth.FromContext(ctx).User.ID, in.Cursor, in.Limit)
 	if err != nil {
 		return nil, ingestError(err)
 	}
-	out := &ListJobsOutput{}
-	out.Body.Jobs = make([]JobView, len(jobs))
-	for i, j := range jobs {
-		out.Body.Jobs[i] = jobView(j)
-	}
-	out.Body.NextCursor = next
+	out := &listJobsOutput{}
+	out.Body.Jobs, out.Body.NextCursor = views(jobs, jobView), next
 	return out, nil
 }
 
-func (h *memoryHandlers) getJob(ctx context.Context, in *JobInput) (*JobOutput, error) {
+func (h *memoryHandlers) getJob(ctx context.Context, in *jobInput) (*jobOutput, error) {
 	j, err := h.svc.Job(ctx, auth.FromContext(ctx).User.ID, in.ID)
 	if err != nil {
 		return nil, ingestError(err)
 	}
-	return &JobOutput{Body: jobView(j)}, nil
+	return &jobOutput{Body: jobView(j)}, nil
 }
 
-func (h *memoryHandlers) query(ctx context.Context, in *QueryInput) (*QueryOutput, error) {
+func (h *memoryHandlers) query(ctx context.Context, in *queryInput) (*queryOutput, error) {
 	res, err := h.svc.Query(ctx, auth.FromContext(ctx).User.ID, Query{Q: in.Q, Project: in.Project, Limit: in.Limit, Cursor: in.Cursor})
 	if err != nil {
 		return nil, ingestError(err)
 	}
-	out := &QueryOutput{}
-	out.Body.Results = make([]ResultView, len(res.Results))
-	for i, r := range res.Results {
-		out.Body.Results[i] = ResultView(r)
-	}
-	out.Body.NextCursor = res.Next
+	out := &queryOutput{}
+	out.Body.Results, out.Body.NextCursor = views(res.Results, func(r Result) resultView { return resultView(r) }), res.Next
 	return out, nil
 }
 
-func (h *memoryHandlers) deleteItem(ctx context.Context, in *ItemInput) (*struct{}, error) {
+func (h *memoryHandlers) deleteItem(ctx context.Context, in *itemInput) (*struct{}, error) {
 	return nil, ingestError(h.svc.DeleteItem(ctx, auth.FromContext(ctx).User.ID, in.ID))
 }
 
-func (h *memoryHandlers) skills(ctx context.Context, _ *struct{}) (*SkillsOutput, error) {
+func (h *memoryHandlers) skills(ctx context.Context, _ *struct{}) (*skillsOutput, error) {
 	skills, err := h.svc.Skills(ctx, auth.FromContext(ctx).User.ID)
 	if err != nil {
 		return nil, ingestError(err)
 	}
-	out := &SkillsOutput{}
-	out.Body.Skills = make([]SkillView, len(skills))
-	for i, s := range skills {
-		out.Body.Skills[i] = SkillView(s)
-	}
+	out := &skillsOutput{}
+	out.Body.Skills = views(skills, func(s Skill) skillView { return skillView(s) })
 	return out, nil
 }
 
-func (h *memoryHandlers) projects(ctx context.Context, _ *struct{}) (*ProjectsOutput, error) {
+func (h *memoryHandlers) projects(ctx context.Context, _ *struct{}) (*projectsOutput, error) {
 	projects, err := h.svc.Projects(ctx, auth.FromContext(ctx).User.ID)
 	if err != nil {
 		return nil, ingestError(err)
 	}
-	out := &ProjectsOutput{}
-	out.Body.Projects = make([]ProjectView, len(projects))
-	for i, p := range projects {
-		out.Body.Projects[i] = ProjectView(p)
-	}
+	out := &projectsOutput{}
+	out.Body.Projects = views(projects, func(p Project) projectView { return projectView(p) })
 	return out, nil
 }
 
@@ -450,3 +429,12 @@ func quotaError(qe *QuotaError) *api.Error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// views is each of xs as the API shows it, never nil.
+func views[T, V any](xs []T, view func(T) V) []V {
+	out := make([]V, len(xs))
+	for i, x := range xs {
+		out[i] = view(x)
+	}
+	return out
+}

@@ -13,25 +13,19 @@ import (
 	"github.com/brain-template/brain/streams"
 )
 
-// start builds the ingest service on db, publishing its events on hub,
-// and starts its job queue, whose workers process the batches it accepts
-// (in this replica and, on PostgreSQL, in any other), and, every hour, a
-// sweep of expired idempotency keys and of jobs the queue lost
-// (FailAbandoned). stop ends both, letting running jobs finish for up to
-// 10 s (a job cut off is worked again later).
-func start(bg context.Context, db *store.DB, cfg Settings, hub streams.Hub, logger *slog.Logger) (svc *Service, stop func(), err error) {
+// start builds the ingest service on db, publishing on hub, and starts its
+// job queue and an hourly sweep of expired keys and lost jobs. stop ends
+// both, letting running jobs finish for up to 10 s.
+func start(bg context.Context, db *store.DB, cfg moduleSettings, hub streams.Hub, logger *slog.Logger) (svc *Service, stop func(), err error) {
 	queue, err := store.NewQueue(db, store.QueueOptions{JobTimeout: cfg.JobTimeout, Logger: logger})
 	if err != nil {
 		return nil, nil, fmt.Errorf("the job queue: %w", err)
 	}
-	var jobs *jobQueue
-	svc = NewService(NewSQLStore(db, func(ctx context.Context, tx *store.Tx, jobID string, backlog int) error {
-		return jobs.enqueueTx(ctx, tx, jobID, backlog)
-	}), Config{TTL: cfg.TTL, Publish: Publisher(hub), MaxItems: cfg.MaxItems, MaxQueuedJobs: cfg.MaxQueuedJobs, Rates: cfg.Rates,
-		Yield: func(ctx context.Context) bool { return jobs.yield(ctx) }})
+	jobs := &jobQueue{db: db, q: queue}
+	svc = NewService(NewSQLStore(db, jobs.enqueueTx), Config{TTL: cfg.TTL, Publish: Publisher(hub), MaxItems: cfg.MaxItems,
+		MaxQueuedJobs: cfg.MaxQueuedJobs, Rates: cfg.Rates, Yield: jobs.yield})
 	// svc.Process's ErrYield and ErrPermanent are the queue's own.
-	jobs, err = newJobQueue(db, queue, cfg.Workers, svc.Process, giveUpJob(svc, logger))
-	if err != nil {
+	if err := jobs.addWorker(cfg.Workers, svc.Process, giveUpJob(svc, logger)); err != nil {
 		return nil, nil, fmt.Errorf("the job queue: %w", err)
 	}
 	if err := queue.Start(bg); err != nil {

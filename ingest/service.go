@@ -14,15 +14,12 @@ import (
 // Config tunes a [Service]. Zero fields take the defaults.
 type Config struct {
 	// TTL is how long an idempotency key names its batch, from the first
-	// request: within it the same batch sent again is a replay, and the
-	// same key with other content is refused. After it the key may be
-	// used afresh. Default 24 h.
+	// request. Default 24 h.
 	TTL time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
-	// Publish sends an event to a user's streams (see events.go). It must
-	// not block for long: Process calls it between its writes. Default:
-	// events go nowhere.
+	// Publish sends an event to a user's streams without blocking for
+	// long. Default: events go nowhere.
 	Publish func(ctx context.Context, userID, eventType string, data any)
 
 	// MaxItems is each user's quota of items ([QuotaItems]): stored, or
@@ -34,27 +31,16 @@ type Config struct {
 	// Rates are the rates of the operations' budgets; a field left 0
 	// takes DefaultRates'.
 	Rates Rates
-	// Yield, when set, is asked by Process after each chunk of a job,
-	// while items are left, whether the job should give its worker back
-	// ([ErrYield]): the queue says yes when a more urgent job waits for
-	// a worker, so that a large batch does not hold one for seconds while
-	// another user's job waits. Default: a job keeps its worker.
+	// Yield, when set, is asked by Process after each chunk of a job
+	// whether to give its worker back ([ErrYield]) to a more urgent job.
 	Yield func(ctx context.Context) bool
 }
 
 // The defaults of Config.
 const (
-	// DefaultTTL: a client that retries a batch retries it within a day,
-	// or not at all.
-	DefaultTTL = 24 * time.Hour
-	// DefaultMaxItems: a hundred notes a day, every day, take 27 years
-	// to reach it; a memory that does is due for pruning, not more room.
-	DefaultMaxItems = 1_000_000
-	// DefaultMaxQueuedJobs: a client that sends batches one after the
-	// other never has more than a few waiting; one that floods from 32
-	// connections, as bench/ingestflood does, outruns the workers by about
-	// 200 small batches a second, and meets it after a minute or so.
-	DefaultMaxQueuedJobs = 10_000
+	DefaultTTL           = 24 * time.Hour
+	DefaultMaxItems      = 1_000_000 // 100 notes a day for 27 years
+	DefaultMaxQueuedJobs = 10_000    // a flood meets it within minutes
 )
 
 // Limits of the lists.
@@ -100,28 +86,15 @@ func (s *Service) Config() Config { return s.cfg }
 // stamp is now as stored: UTC, to the millisecond.
 func (s *Service) stamp() time.Time { return s.cfg.Now().UTC().Truncate(time.Millisecond) }
 
-// Ingest accepts the body of an ingest request, raw exactly as the client
-// sent it (see [Parse] for its form), for userID. When it returns without
-// an error the batch is durably stored and its job enqueued.
+// Ingest accepts for userID the body of an ingest request, raw as sent
+// (see [Parse]); without an error, the batch is durably stored and its job
+// enqueued. Within Config.TTL of its key's ([Key]) first request, the same
+// content under the user's same key is a replay of the first job, and
+// other content is ErrKeyReused. A new batch takes from the user's quotas.
 //
-// The batch's key is its ingest_id, or one derived from its content (see
-// [Key]). Within Config.TTL of the key's first request, the same content
-// under the same key is a replay: Ingest returns the first request's job
-// with Replayed true, and enqueues nothing. The same key with other
-// content is ErrKeyReused. Keys are the user's own: another user's
-// identical batch is another job.
-//
-// A new batch takes its items and one job from the user's quotas
-// (Config.MaxItems, Config.MaxQueuedJobs); a replay takes nothing.
-//
-// Errors: a [*ValidationError] for a body that breaks the rules,
-// ErrKeyReused, a [*QuotaError] when a quota is reached, or
-// ErrUnavailable when the store failed. The body's errors come first: a
-// body is parsed before its key is looked up.
-//
-// A replay is cheap: the keys of valid batches sent lately are
-// remembered by the SHA-256 of their bytes, so the same bytes again are
-// answered from the key and one read, without being parsed again.
+// Errors: a [*ValidationError], ErrKeyReused, a [*QuotaError], or
+// ErrUnavailable. The keys of valid bodies sent lately are remembered by
+// the SHA-256 of their bytes, so a replay is not parsed again.
 func (s *Service) Ingest(ctx context.Context, userID string, raw []byte) (Accepted, error) {
 	now := s.stamp()
 	sum := sha256.Sum256(raw)
@@ -179,11 +152,9 @@ func (s *Service) Job(ctx context.Context, userID, id string) (Job, error) {
 	return j, unavailable(err)
 }
 
-// Jobs returns a page of up to limit of the user's jobs, newest first,
-// starting after cursor ("" for the first page), and the cursor of the
-// next page ("" when there is none). A limit of 0 is DefaultLimit; one
-// outside 1 to MaxLimit, or a cursor this list did not give, is a
-// [*ValidationError].
+// Jobs returns a page of up to limit (0: DefaultLimit) of the user's
+// jobs, newest first, after cursor, and the next page's cursor ("" after
+// the last). A bad limit or cursor is a [*ValidationError].
 func (s *Service) Jobs(ctx context.Context, userID, cursor string, limit int) (jobs []Job, next string, err error) {
 	limit, err = pageLimit(limit)
 	if err != nil {
@@ -212,9 +183,8 @@ func pageLimit(limit int) (int, error) {
 	return limit, nil
 }
 
-// DeleteItem deletes the user's item id: it is found no more, and it
-// frees room under the user's quota of items. Another user's item, or
-// none, is ErrNotFound.
+// DeleteItem deletes the user's item id, freeing room under their quota
+// of items; another user's item, or none, is ErrNotFound.
 func (s *Service) DeleteItem(ctx context.Context, userID, id string) error {
 	if !isUUID(id) {
 		return ErrNotFound
@@ -236,28 +206,23 @@ func (s *Service) Projects(ctx context.Context, userID string) ([]Project, error
 	return projects, unavailable(err)
 }
 
-// Sweep deletes the idempotency keys past their TTL, and returns how
-// many. Run it now and then (once an hour is plenty): expired keys are
-// already ignored by Ingest, so Sweep only frees their space.
+// Sweep deletes the idempotency keys past their TTL, which Ingest ignores
+// already, and returns how many.
 func (s *Service) Sweep(ctx context.Context) (int, error) {
 	n, err := s.store.DeleteExpiredKeys(ctx, s.stamp())
 	return n, unavailable(err)
 }
 
 // AbandonAfter is how long a job may stay unfinished before
-// [Service.FailAbandoned] fails it: far longer than its attempts and the
-// queue's back-off between them take (ten attempts span about four
-// hours), so a job this old and unfinished is one the queue has lost (it
-// gave up on it while its failure could not be recorded, say). Until it
-// is failed, it holds its share of its user's quotas.
+// [Service.FailAbandoned] fails it: far past its ten attempts (about four
+// hours), so such a job is one the queue lost.
 const AbandonAfter = 24 * time.Hour
 
 // abandonBatch is how many abandoned jobs one read of FailAbandoned finds.
 const abandonBatch = 100
 
-// FailAbandoned fails the jobs that have been unfinished for longer than
-// AbandonAfter, as Fail does (job.failed published, the quotas given
-// back), and returns how many. Run it now and then, beside Sweep.
+// FailAbandoned fails, as Fail does, the jobs unfinished for longer than
+// AbandonAfter, and returns how many.
 func (s *Service) FailAbandoned(ctx context.Context) (int, error) {
 	before, failed := s.stamp().Add(-AbandonAfter), 0
 	for {

@@ -1,9 +1,5 @@
-// This file declares the memory example's settings: the rows that fill
-// Settings (MEM_IDEMPOTENCY_TTL_SECS, BRAIN_MAX_ITEMS,
-// BRAIN_MAX_QUEUED_JOBS, BRAIN_JOB_WORKERS, BRAIN_JOB_TIMEOUT, and the
-// MEM_RATE_LIMIT_* rates of the memory budgets), each default made from
-// the constant the code uses. cmd/brain reads them through the module
-// (Module.Settings), after its own; BRAIN_BUDGETS and --budget, which
+// This file declares the memory example's settings, each default made
+// from the constant the code uses; BRAIN_BUDGETS and --budget, which
 // replace a budget whole, win over the rates.
 package ingest
 
@@ -18,9 +14,9 @@ import (
 	"github.com/brain-template/brain/store"
 )
 
-// Settings are the memory example's settings, which settingsTable
+// moduleSettings are the memory example's settings, which settingsTable
 // declares. Zero fields take the defaults.
-type Settings struct {
+type moduleSettings struct {
 	TTL           time.Duration // Config.TTL
 	MaxItems      int           // Config.MaxItems
 	MaxQueuedJobs int           // Config.MaxQueuedJobs
@@ -36,7 +32,7 @@ const maxRate = 1_000_000
 // family of its variables that set rate limits, MEM_RATE_LIMIT_* (and
 // MEM_RATELIMIT*, a likely misspelling): another variable under them is a
 // typo, which stops start-up.
-func settingsTable(s *Settings) settings.Table {
+func settingsTable(s *moduleSettings) settings.Table {
 	return settings.Table{
 		Rows: []settings.Setting{
 			{Flag: "idempotency-ttl", Env: "MEM_IDEMPOTENCY_TTL_SECS", Default: strconv.Itoa(int(DefaultTTL / time.Second)),

@@ -14,21 +14,21 @@ import (
 )
 
 func TestSettingsDefaultsAreTheConstants(t *testing.T) {
-	var s Settings
+	var s moduleSettings
 	table := settingsTable(&s)
 	for _, r := range table.Rows {
 		if err := r.Set(r.Default); err != nil {
 			t.Fatalf("%s's default %q does not parse: %v", r.Env, r.Default, err)
 		}
 	}
-	want := Settings{TTL: DefaultTTL, MaxItems: DefaultMaxItems, MaxQueuedJobs: DefaultMaxQueuedJobs, Workers: store.DefaultWorkers, JobTimeout: store.DefaultJobTimeout, Rates: DefaultRates}
+	want := moduleSettings{TTL: DefaultTTL, MaxItems: DefaultMaxItems, MaxQueuedJobs: DefaultMaxQueuedJobs, Workers: store.DefaultWorkers, JobTimeout: store.DefaultJobTimeout, Rates: DefaultRates}
 	if s != want {
 		t.Fatalf("the defaults read as %+v, want the constants %+v", s, want)
 	}
 }
 
 func TestSettingsRefuseOutOfBounds(t *testing.T) {
-	var s Settings
+	var s moduleSettings
 	rows := map[string]settings.Setting{}
 	for _, r := range settingsTable(&s).Rows {
 		rows[r.Env] = r
@@ -54,7 +54,7 @@ func TestSettingsRefuseOutOfBounds(t *testing.T) {
 			}
 		}
 	}
-	if s != (Settings{}) {
+	if s != (moduleSettings{}) {
 		t.Errorf("a refused value was stored: %+v", s)
 	}
 	if err := rows["MEM_IDEMPOTENCY_TTL_SECS"].Set("3600"); err != nil || s.TTL != time.Hour {
@@ -66,7 +66,7 @@ func TestSettingsRefuseOutOfBounds(t *testing.T) {
 // example declares: the hourly limit of ingest, query and projects, and
 // the per-second limit of those and skills, which has no hourly one.
 func TestSettingsRatesMakeTheBudgets(t *testing.T) {
-	var s Settings
+	var s moduleSettings
 	rows := map[string]settings.Setting{}
 	for _, r := range settingsTable(&s).Rows {
 		rows[r.Env] = r

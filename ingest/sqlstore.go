@@ -13,19 +13,12 @@ import (
 	"github.com/brain-template/brain/store"
 )
 
-// SQLStore keeps idempotency keys, jobs and items, and searches the
-// items' text. It implements Store with the same SQL on both
-// dialects, except for the full-text search (search.go).
+// SQLStore is the [Store] of a store.DB, with the same SQL on both
+// dialects except for the full-text search (sqlsearch.go).
 //
-// Each user's share of the quotas (QuotaItems, QuotaJobs)
-// is one row of user_usage, changed in the transactions that change what
-// it counts: Accept takes a batch's items and one job, FinishJob gives the
-// job back with the items it did not store, DeleteItem gives one item
-// back. Checking a quota is then one statement, whatever the user holds,
-// and exact under concurrency: on PostgreSQL the row's lock puts one
-// user's Accepts in line from that statement, their last, to their
-// commit (other users' do not wait); on SQLite writers are in line
-// anyway.
+// Each user's share of the quotas is one row of user_usage, changed in
+// the transactions that change what it counts, so checking a quota is one
+// statement, exact under concurrency (the row's lock on PostgreSQL).
 type SQLStore struct {
 	db      *store.DB
 	enqueue func(ctx context.Context, tx *store.Tx, jobID string, backlog int) error
@@ -34,12 +27,10 @@ type SQLStore struct {
 	gate chan struct{}
 }
 
-// NewSQLStore returns the ingest store of db. Accept calls enqueue in
-// its transaction (Queue.EnqueueTx), with the transaction, the new job's
-// id and its user's backlog (how many of their jobs were not final before
-// it), so that the job is queued if and only if it is created; nil
-// enqueues nothing (the jobs are then processed only when something calls
-// Process).
+// NewSQLStore returns the ingest store of db. Accept calls enqueue in its
+// transaction with the new job's id and its user's backlog (jobs not
+// final before it), so the job is queued if and only if it is created;
+// nil enqueues nothing.
 func NewSQLStore(db *store.DB, enqueue func(ctx context.Context, tx *store.Tx, jobID string, backlog int) error) *SQLStore {
 	s := &SQLStore{db: db, enqueue: enqueue}
 	if db.Dialect == store.SQLite {
@@ -49,16 +40,9 @@ func NewSQLStore(db *store.DB, enqueue func(ctx context.Context, tx *store.Tx, j
 }
 
 // begin starts a transaction that writes; call done once it has ended.
-//
-// SQLite has one writer at a time, and a writer that finds the lock
-// taken polls for it, sleeping longer and longer between tries: under a
-// burst of writers (a client retrying a batch from many threads) the
-// lock sits free while they sleep, and the unlucky ones wait out
-// DB.Timeout. So on SQLite this process's writers of this store wait in
-// line instead (a channel's waiting senders are served first come, first
-// served), each holding the gate from BEGIN to COMMIT, and the lock is
-// handed on at once. The wait counts against DB.Timeout, like the
-// transaction. Writers of other stores or processes still poll.
+// On SQLite, whose writers poll for its one lock with growing sleeps,
+// this store's writers wait in line on s.gate instead, so the lock is
+// handed on at once; the wait counts against DB.Timeout.
 func (s *SQLStore) begin(ctx context.Context) (tx *store.Tx, done func(), err error) {
 	if s.gate == nil {
 		tx, err := s.db.BeginTx(ctx, nil)
@@ -81,18 +65,11 @@ func (s *SQLStore) begin(ctx context.Context) (tx *store.Tx, done func(), err er
 
 var _ Store = (*SQLStore)(nil)
 
-// Accept records the key of a, or finds it (see Store).
-//
-// One transaction takes the key, creates the job, enqueues it and, last,
-// takes its share of the quotas (reserve). The
-// upsert that takes the key inserts a new key, replaces an expired one,
-// and leaves a live one as it is, and then returns no row: the key is
-// read then, as a replay's. (The service calls Replay first and answers
-// a live key without Accept, so here that is a request that raced this
-// one.) On PostgreSQL a concurrent Accept of the same key waits at
-// the upsert (the key's unique index) until this transaction ends, then
-// finds the key it committed; on SQLite, transactions that write run one
-// at a time.
+// Accept records the key of a, or finds it (see Store). One transaction
+// takes the key, creates and enqueues the job and, last, takes its share
+// of the quotas. The key's upsert replaces an expired key and returns no
+// row for a live one, which is then read as a replay: a concurrent Accept
+// of the same key waits at the key's unique index, then finds it.
 func (s *SQLStore) Accept(ctx context.Context, a Acceptance) (Job, bool, error) {
 	tx, done, err := s.begin(ctx)
 	if err != nil {
@@ -126,9 +103,8 @@ func (s *SQLStore) Accept(ctx context.Context, a Acceptance) (Job, bool, error) 
 		return Job{}, false, store.Wrap("accept: create the job", err)
 	}
 	if s.enqueue != nil {
-		// The backlog sets the job's priority. Read without a lock, it may
-		// miss a concurrent Accept's job of the same user: two jobs then
-		// share a priority, which is no harm.
+		// The backlog sets the priority; read without a lock, it may miss a
+		// concurrent job of the same user, which is no harm.
 		var backlog int
 		err := tx.QueryRowContext(ctx, "SELECT jobs FROM user_usage WHERE user_id = $1", a.UserID).Scan(&backlog)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -138,9 +114,7 @@ func (s *SQLStore) Accept(ctx context.Context, a Acceptance) (Job, bool, error) 
 			return Job{}, false, store.Wrap("accept: enqueue the job", err)
 		}
 	}
-	// Last: on PostgreSQL the user's row stays locked from here to the
-	// commit, so one user's Accepts wait for each other's commits (and
-	// only that).
+	// Last, so the user's row is locked only from here to the commit.
 	if err := reserve(ctx, tx, a); err != nil {
 		return Job{}, false, err
 	}
@@ -151,14 +125,9 @@ func (s *SQLStore) Accept(ctx context.Context, a Acceptance) (Job, bool, error) 
 // and an INTEGER on both databases.
 const noQuota = math.MaxInt32
 
-// reserve takes a.ItemsTotal items and one job from a's user's usage row
-// in tx, creating the row if the user has none, unless that would take
-// them past a.MaxItems or a.MaxJobs: then it changes nothing and returns
-// a *QuotaError.
-//
-// One statement checks and takes: the upsert's insert is of a user who
-// holds nothing, and its update, of one who holds something, happens
-// only under both quotas; no row comes back otherwise.
+// reserve takes a.ItemsTotal items and one job from the user's usage row
+// in tx, in one statement that checks both quotas, or changes nothing and
+// returns a *QuotaError.
 func reserve(ctx context.Context, tx *store.Tx, a Acceptance) error {
 	maxItems, maxJobs := a.MaxItems, a.MaxJobs
 	if maxItems <= 0 {
@@ -248,25 +217,29 @@ func (s *SQLStore) Job(ctx context.Context, userID, id string) (Job, error) {
 func (s *SQLStore) Jobs(ctx context.Context, userID string, after Cursor, limit int) ([]Job, error) {
 	cond, args := store.PageAfter("j", after, []any{userID, limit}) // the jobs after it in the order below
 	rows, err := s.db.QueryContext(ctx, "SELECT "+jobCols+" FROM jobs j WHERE j.user_id = $1"+cond+" ORDER BY j.created_at DESC, j.id LIMIT $2", args...)
+	return scanAll(rows, err, "list jobs", func(j *Job) (err error) { *j, err = scanJob(rows); return err })
+}
+
+// scanAll reads every row of a query, each as scan reads it, and closes
+// rows; what names the query in its error.
+func scanAll[T any](rows *store.Rows, err error, what string, scan func(*T) error) ([]T, error) {
 	if err != nil {
-		return nil, store.Wrap("list jobs", err)
+		return nil, store.Wrap(what, err)
 	}
 	defer rows.Close()
-	jobs := []Job{}
+	all := []T{}
 	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, store.Wrap("list jobs", err)
+		var v T
+		if err := scan(&v); err != nil {
+			return nil, store.Wrap(what, err)
 		}
-		jobs = append(jobs, j)
+		all = append(all, v)
 	}
-	return jobs, store.Wrap("list jobs", rows.Err())
+	return all, store.Wrap(what, rows.Err())
 }
 
 // StartJob moves job id from queued to running and returns it with its
-// batch (see Store). Only a queued job is written to, in line with
-// the other writers (begin): a job worked again, after it yielded its
-// worker or failed an attempt, is only read, so that its run does not
+// batch (see Store). A job worked again is only read, so its run does not
 // wait for SQLite's write lock.
 func (s *SQLStore) StartJob(ctx context.Context, id string, now time.Time) (Job, []byte, error) {
 	var status string
@@ -309,16 +282,11 @@ func (s *SQLStore) start(ctx context.Context, id string, now time.Time) error {
 const itemCols = "id, user_id, job_id, seq, project, text, kind, skill, tags, occurred_at, created_at"
 
 // StoreItems stores items of running job id and moves its ItemsDone to
-// done, in one transaction (see Store). It first updates the job,
-// which checks that it is running and, on PostgreSQL, locks its row until
-// the items are in: a FinishJob waits, so a job's ItemsDone always counts
-// the items it stored. All the items go in one INSERT, and into the
-// full-text index with them (search.go): on PostgreSQL in the same rows,
-// on SQLite in items_terms, for the rows the INSERT stored; and the heads
-// of the long ones into item_heads. When the job's ItemsDone reaches its
-// ItemsTotal, the same transaction makes it succeeded and gives it back
-// to its user's quota of jobs, as FinishJob does: no reader ever sees a
-// running job with every item stored.
+// done, in one transaction (see Store). Updating the job first checks it
+// is running and locks its row (PostgreSQL), so ItemsDone always counts
+// the items stored. The items go in one INSERT and into the full-text
+// index (sqlsearch.go); the job that reaches ItemsTotal succeeds in the
+// same transaction.
 func (s *SQLStore) StoreItems(ctx context.Context, id string, items []StoredItem, done int, now time.Time) (bool, error) {
 	tx, end, err := s.begin(ctx)
 	if err != nil {
@@ -448,11 +416,9 @@ func insertedItems(rows *store.Rows, items []StoredItem) ([]indexed, error) {
 	return stored, err
 }
 
-// FinishJob makes job id final, unless it is already, and gives back
-// to its user's quotas the job and the items it did not store, in one
-// transaction (see Store). On PostgreSQL the job's row is locked
-// from the update on, so a StoreItems of another run waits, and then finds
-// the job final: the items_done read here are the items stored.
+// FinishJob makes job id final, unless it is already, and gives back to
+// its user's quotas the job and the items it did not store, in one
+// transaction (see Store).
 func (s *SQLStore) FinishJob(ctx context.Context, id string, status Status, message string, now time.Time) (Job, bool, error) {
 	tx, done, err := s.begin(ctx)
 	if err != nil {
@@ -482,8 +448,7 @@ func (s *SQLStore) FinishJob(ctx context.Context, id string, status Status, mess
 }
 
 // DeleteItem deletes the user's item id and gives it back to their quota
-// of items, in one transaction; on SQLite a trigger takes it out of the
-// full-text index, on PostgreSQL the index is of the row itself.
+// of items, in one transaction.
 func (s *SQLStore) DeleteItem(ctx context.Context, userID, id string) error {
 	tx, done, err := s.begin(ctx)
 	if err != nil {
@@ -504,19 +469,7 @@ func (s *SQLStore) DeleteItem(ctx context.Context, userID, id string) error {
 func (s *SQLStore) Skills(ctx context.Context, userID string, limit int) ([]Skill, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT skill, COUNT(*) FROM items WHERE user_id = $1 AND skill <> ''
 		GROUP BY skill ORDER BY COUNT(*) DESC, skill LIMIT $2`, userID, limit)
-	if err != nil {
-		return nil, store.Wrap("list skills", err)
-	}
-	defer rows.Close()
-	skills := []Skill{}
-	for rows.Next() {
-		var sk Skill
-		if err := rows.Scan(&sk.Name, &sk.Count); err != nil {
-			return nil, store.Wrap("list skills", err)
-		}
-		skills = append(skills, sk)
-	}
-	return skills, store.Wrap("list skills", rows.Err())
+	return scanAll(rows, err, "list skills", func(sk *Skill) error { return rows.Scan(&sk.Name, &sk.Count) })
 }
 
 // Projects counts the user's items by project, the most recently
@@ -524,26 +477,16 @@ func (s *SQLStore) Skills(ctx context.Context, userID string, limit int) ([]Skil
 func (s *SQLStore) Projects(ctx context.Context, userID string, limit int) ([]Project, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT project, COUNT(*), MAX(created_at) FROM items WHERE user_id = $1
 		GROUP BY project ORDER BY MAX(created_at) DESC, project LIMIT $2`, userID, limit)
-	if err != nil {
-		return nil, store.Wrap("list projects", err)
-	}
-	defer rows.Close()
-	projects := []Project{}
-	for rows.Next() {
-		var p Project
+	return scanAll(rows, err, "list projects", func(p *Project) error {
 		var last int64
-		if err := rows.Scan(&p.Name, &p.Items, &last); err != nil {
-			return nil, store.Wrap("list projects", err)
-		}
+		err := rows.Scan(&p.Name, &p.Items, &last)
 		p.LastIngestAt = store.FromMillis(last)
-		projects = append(projects, p)
-	}
-	return projects, store.Wrap("list projects", rows.Err())
+		return err
+	})
 }
 
 // sweepBatch bounds the keys one statement of DeleteExpiredKeys deletes,
-// so that a sweep after a long pause is many short statements, none
-// holding locks for long.
+// so that no statement holds locks for long.
 const sweepBatch = 1000
 
 // DeleteExpiredKeys deletes the keys expired at now, sweepBatch at a time.
@@ -567,26 +510,12 @@ func (s *SQLStore) DeleteExpiredKeys(ctx context.Context, now time.Time) (int, e
 }
 
 // UnfinishedJobs returns the ids of up to limit jobs not final and created
-// before before, the oldest first (see Store), by the index of
-// unfinished jobs.
+// before before, the oldest first (see Store). The statuses are written
+// out: a partial index serves only the predicate it was made with.
 func (s *SQLStore) UnfinishedJobs(ctx context.Context, before time.Time, limit int) ([]string, error) {
-	// The statuses written out: a partial index is used only for the
-	// predicate it was made with.
 	rows, err := s.db.QueryContext(ctx, `SELECT id FROM jobs WHERE status IN ('queued', 'running') AND created_at < $1 ORDER BY created_at LIMIT $2`,
 		store.Millis(before), limit)
-	if err != nil {
-		return nil, store.Wrap("unfinished jobs", err)
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, store.Wrap("unfinished jobs", err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, store.Wrap("unfinished jobs", rows.Err())
+	return scanAll(rows, err, "unfinished jobs", func(id *string) error { return rows.Scan(id) })
 }
 
 // JobCounts are every user's jobs by status: the load of the job queue.
@@ -606,9 +535,7 @@ const (
 )
 
 // JobCounts counts every user's jobs that are queued, running and failed,
-// in one read of two partial indexes: that of the unfinished jobs, and
-// that of the failed ones (jobs are never deleted, so no count reads the
-// table itself).
+// in one read of two partial indexes.
 func (s *SQLStore) JobCounts(ctx context.Context) (JobCounts, error) {
 	var c JobCounts
 	err := s.db.QueryRowContext(ctx, jobCountsSQL).Scan(&c.Queued, &c.Running, &c.Failed)

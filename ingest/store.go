@@ -7,33 +7,23 @@ import (
 	"github.com/brain-template/brain/internal/page"
 )
 
-// Store keeps idempotency keys, jobs and items. Package store implements
-// it on SQLite and PostgreSQL; one test suite holds both to it.
-//
-// Every call must end in bounded time even when ctx has no deadline
-// (package store bounds each with DB.Timeout). Methods that name a user
-// see only that user's rows: another user's is ErrNotFound.
+// Store keeps idempotency keys, jobs and items. Every call ends in bounded
+// time, and methods that name a user see only that user's rows (another
+// user's is ErrNotFound).
 type Store interface {
 	// Accept records a's key and, unless the key is taken, creates its
-	// job and enqueues it, all in one transaction: either all of it is
-	// durable when Accept returns, or none of it.
+	// job and enqueues it, all in one transaction:
 	//
-	//   - The key (a.UserID, a.IngestID) is new, or its entry expired at
-	//     or before a.CreatedAt: Accept takes a.ItemsTotal items and one
-	//     job from the user's quotas, stores the entry (until
-	//     a.ExpiresAt), a job a.JobID in StatusQueued with a.Batch, and
-	//     enqueues the job; it returns the job and replayed false.
-	//   - The key's entry is live and has a.Fingerprint: Accept returns
-	//     that entry's job and replayed true, and changes nothing (a
-	//     replay takes nothing from the quotas).
-	//   - The key's entry is live with another fingerprint: ErrKeyReused.
-	//   - The user holds a.MaxItems items already, counting a.ItemsTotal,
-	//     or a.MaxJobs jobs that are not final: a [*QuotaError], and
-	//     nothing changes.
+	//   - a new key, or one expired at a.CreatedAt: it takes a.ItemsTotal
+	//     items and one job from the user's quotas, stores the key until
+	//     a.ExpiresAt and job a.JobID (queued, with a.Batch), and enqueues
+	//     it; replayed is false.
+	//   - a live key with a.Fingerprint: that key's job, replayed true,
+	//     and nothing changes.
+	//   - a live key with another fingerprint: ErrKeyReused.
+	//   - past a.MaxItems or a.MaxJobs: a [*QuotaError], nothing changes.
 	//
-	// Concurrent calls with one key must behave as if they ran one after
-	// the other: one job, and every call returns it. Concurrent calls of
-	// one user never take them past a quota together.
+	// Concurrent calls with one key behave as if they ran in turn.
 	Accept(ctx context.Context, a Acceptance) (job Job, replayed bool, err error)
 	// Replay looks the user's key ingestID up as Accept would at now,
 	// without writing or waiting for a writer: the live entry's job and
@@ -52,29 +42,22 @@ type Store interface {
 	// returns the job as it then is, and its batch (nil once the job is
 	// final). It is for the queue's worker: it sees every user's jobs.
 	StartJob(ctx context.Context, id string, now time.Time) (Job, []byte, error)
-	// StoreItems stores items of running job id, in one transaction, and
-	// sets the job's ItemsDone to done unless it is higher already. An
-	// item whose (job, Seq) is stored already is skipped: storing the
-	// same items again stores nothing twice. ErrNotFound when there is no
-	// running job id (it is final, or gone): then nothing is stored.
-	// When done reaches the job's ItemsTotal, the same transaction makes
-	// the job succeeded (FinishedAt now) and gives it back to its user's
-	// quota of jobs, as FinishJob does, and finished is true: a job is
-	// never read running with every item stored.
+	// StoreItems stores items of running job id, skipping those whose
+	// (job, Seq) is stored already, and raises the job's ItemsDone to done,
+	// in one transaction; ErrNotFound when job id is not running. When done
+	// reaches ItemsTotal the same transaction makes the job succeeded, as
+	// FinishJob does, and finished is true.
 	StoreItems(ctx context.Context, id string, items []StoredItem, done int, now time.Time) (finished bool, err error)
-	// FinishJob gives job id its final status (StatusSucceeded or
-	// StatusFailed), message as its Error, and FinishedAt now, and drops
-	// its batch; in the same transaction it gives the job back to its
-	// user's quota of jobs, and the items it did not store (ItemsTotal -
-	// ItemsDone) to their quota of items. A job final already is left as
-	// it is; finished then says whether this call made it final.
+	// FinishJob gives job id its final status, message as its Error and
+	// FinishedAt now, drops its batch, and gives back to its user's quotas
+	// the job and the items it did not store. A job final already is left
+	// as it is; finished says whether this call made it final.
 	FinishJob(ctx context.Context, id string, status Status, message string, now time.Time) (job Job, finished bool, err error)
 
 	// Search returns up to s.Limit of the user's items that hold every
-	// word of s.Words (in s.Project, when it is not ""), the most recently
-	// stored first, each with its head (see [Head]). Its cost grows with
-	// s.Limit, never with how many of the user's items match, nor with
-	// anything of another user's: the index keeps each user's words apart.
+	// word of s.Words (in s.Project, when not ""), the most recently stored
+	// first, each with its head (see [Head]); its cost grows with s.Limit
+	// only.
 	Search(ctx context.Context, userID string, s Search) ([]Hit, error)
 	// Items returns the user's items ids, whole (Score and Snippet left
 	// empty), in any order; an id that names none of them is left out.
@@ -105,9 +88,8 @@ type Acceptance struct {
 	JobID       string // the id of the job to create, a new UUID
 	Project     string
 	ItemsTotal  int
-	// Batch is the batch, encoded by the service (JSON). The store keeps
-	// it as it is until the job is final, and gives it back to StartJob.
-	// A string, so the driver is handed it without a copy.
+	// Batch is the batch as the service encoded it, kept until the job is
+	// final and given back to StartJob.
 	Batch     string
 	CreatedAt time.Time // now, to the millisecond
 	ExpiresAt time.Time // when the key may name another batch
@@ -127,10 +109,8 @@ type StoredItem struct {
 	CreatedAt time.Time // when its batch was accepted
 }
 
-// A Cursor is a place in the list of a user's jobs, ordered newest first
-// (CreatedAt descending, then ID ascending): the created time and id of
-// the last job a page showed. The next page starts after it. The zero
-// Cursor is the start of the list. It is [page.Cursor], every list's.
+// A Cursor is the created time and id of the last job a page showed, in
+// the list of a user's jobs, newest first; the zero Cursor is its start.
 type Cursor = page.Cursor
 
 // Search is what [Store.Search] looks for.
