@@ -137,58 +137,29 @@ func (s *SQLStore) Search(ctx context.Context, userID string, q Search) ([]Hit, 
 	return scanHits(rows)
 }
 
-// searchPostgres is Search on PostgreSQL, in one of two ways, chosen here
-// rather than by the planner. The planner judges each term alone: terms
-// that many items hold apart and few together (or that only old items
-// hold) would have it walk all of the user's items, checking each.
+// searchPostgres is Search on PostgreSQL, in one statement that takes
+// one of two ways. The planner judges each term alone: terms that many
+// items hold apart and few together (or that only old items hold) would
+// have it walk all of the user's items, checking each.
 //
-//   - First, the user's newest limit items, each checked: when they
+//   - recent: the user's newest limit items, each checked. When they
 //     hold limit matches, as they do for words most items hold, that is
 //     the answer, and all a query costs.
-//   - Else the GIN index's bitmap of the items that hold every term,
-//     newest first: it costs what those items are, few for rare words,
-//     none for words never together, and never the rest of the user's
-//     items. (Index scans and sequential scans are turned off for that
-//     statement, so that the planner cannot walk instead.)
+//   - older: else the GIN index's bitmap of the items that hold every
+//     term, older than those: it costs what those items are, few for
+//     rare words, none for words never together. The user's id is
+//     compared in a form no index serves, and the tsquery is a value the
+//     planner cannot see, so that it plans the bitmap, never a walk.
 func (s *SQLStore) searchPostgres(ctx context.Context, userID string, terms []string, limit int) ([]Hit, error) {
 	query := "'" + strings.Join(terms, "' & '") + "'" // tsquery syntax; terms have no quote to escape
-	rows, err := s.db.QueryContext(ctx, `SELECT i.id, CASE WHEN i.search @@ $2::tsquery THEN `+pgHead+` END
-		FROM items i WHERE i.user_id = $1 ORDER BY i.n DESC LIMIT $3`, userID, query, limit)
-	if err != nil {
-		return nil, store.Wrap("search", err)
-	}
-	hits, walked := []Hit{}, 0
-	for rows.Next() {
-		var h Hit
-		var head sql.NullString
-		if err := rows.Scan(&h.ID, &head); err != nil {
-			rows.Close()
-			return nil, store.Wrap("search", err)
-		}
-		walked++
-		if head.Valid {
-			h.Head = head.String
-			hits = append(hits, h)
-		}
-	}
-	err = rows.Err()
-	if cerr := rows.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil || len(hits) == limit || walked < limit {
-		return hits, store.Wrap("search", err)
-	}
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, store.Wrap("search", err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, "SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off"); err != nil {
-		return nil, store.Wrap("search", err)
-	}
-	rows, err = tx.QueryContext(ctx, `SELECT i.id, `+pgHead+`
-		FROM (SELECT n FROM items WHERE user_id = $1 AND search @@ $2::tsquery ORDER BY n DESC LIMIT $3) m
-		JOIN items i ON i.n = m.n AND i.user_id = $1 ORDER BY m.n DESC`, userID, query, limit)
+	rows, err := s.db.QueryContext(ctx, `WITH recent AS (
+			SELECT n, search @@ $2::tsquery AS hit FROM items WHERE user_id = $1 ORDER BY n DESC LIMIT $3),
+		older AS (SELECT n FROM items WHERE search @@ (SELECT $2::tsquery) AND user_id || '' = $1
+			AND n < (SELECT min(n) FROM recent) AND (SELECT count(*) FROM recent WHERE hit) < $3
+			ORDER BY n DESC LIMIT $3),
+		m AS (SELECT n FROM recent WHERE hit UNION ALL SELECT n FROM older)
+		SELECT i.id, `+pgHead+` FROM m JOIN items i ON i.n = m.n AND i.user_id = $1
+		ORDER BY m.n DESC LIMIT $3`, userID, query, limit)
 	if err != nil {
 		return nil, store.Wrap("search", err)
 	}
@@ -204,8 +175,8 @@ const pgHead = "COALESCE((SELECT h.head FROM item_heads h WHERE h.id = i.id), i.
 func scanHits(rows *store.Rows) ([]Hit, error) {
 	defer rows.Close()
 	hits := []Hit{}
+	var h Hit
 	for rows.Next() {
-		var h Hit
 		if err := rows.Scan(&h.ID, &h.Head); err != nil {
 			return nil, store.Wrap("search", err)
 		}
@@ -219,7 +190,8 @@ func (s *SQLStore) Items(ctx context.Context, userID string, ids []string) ([]Re
 	if len(ids) == 0 {
 		return []Result{}, nil
 	}
-	args := []any{userID}
+	args := make([]any, 1, len(ids)+1)
+	args[0] = userID
 	marks := make([]string, len(ids))
 	for i, id := range ids {
 		args = append(args, id)
@@ -231,17 +203,18 @@ func (s *SQLStore) Items(ctx context.Context, userID string, ids []string) ([]Re
 		return nil, store.Wrap("read items", err)
 	}
 	defer rows.Close()
-	results := []Result{}
+	results := make([]Result, 0, len(ids))
+	var r Result // reused: each row sets every field
+	var tags string
+	var occurred int64
 	for rows.Next() {
-		var r Result
-		var tags string
-		var occurred int64
 		if err := rows.Scan(&r.ID, &r.Project, &r.Text, &r.Kind, &r.Skill, &tags, &occurred); err != nil {
 			return nil, store.Wrap("read items", err)
 		}
-		r.Tags = []string{}
-		if err := json.Unmarshal([]byte(tags), &r.Tags); err != nil {
-			return nil, store.Wrap("read items: the tags of item "+r.ID, err)
+		if r.Tags = []string{}; tags != "[]" {
+			if err := json.Unmarshal([]byte(tags), &r.Tags); err != nil {
+				return nil, store.Wrap("read items: the tags of item "+r.ID, err)
+			}
 		}
 		r.OccurredAt = store.FromMillis(occurred)
 		results = append(results, r)
