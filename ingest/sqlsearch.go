@@ -150,26 +150,24 @@ func (s *SQLStore) Search(ctx context.Context, userID string, q Search) ([]Hit, 
 //     rare words, none for words never together. The user's id is
 //     compared in a form no index serves, and the tsquery is a value the
 //     planner cannot see, so that it plans the bitmap, never a walk.
+//
+// The matches' heads are read by id, one lookup each, so that no join
+// can be planned as a walk of the user's items.
 func (s *SQLStore) searchPostgres(ctx context.Context, userID string, terms []string, limit int) ([]Hit, error) {
 	query := "'" + strings.Join(terms, "' & '") + "'" // tsquery syntax; terms have no quote to escape
 	rows, err := s.db.QueryContext(ctx, `WITH recent AS (
-			SELECT n, search @@ $2::tsquery AS hit FROM items WHERE user_id = $1 ORDER BY n DESC LIMIT $3),
-		older AS (SELECT n FROM items WHERE search @@ (SELECT $2::tsquery) AND user_id || '' = $1
-			AND n < (SELECT min(n) FROM recent) AND (SELECT count(*) FROM recent WHERE hit) < $3
-			ORDER BY n DESC LIMIT $3),
-		m AS (SELECT n FROM recent WHERE hit UNION ALL SELECT n FROM older)
-		SELECT i.id, `+pgHead+` FROM m JOIN items i ON i.n = m.n AND i.user_id = $1
-		ORDER BY m.n DESC LIMIT $3`, userID, query, limit)
+			SELECT n, id, search @@ $2::tsquery AS hit FROM items WHERE user_id = $1 ORDER BY n DESC LIMIT $3),
+		older AS (SELECT n, id FROM items
+			WHERE search @@ (SELECT $2::tsquery) AND user_id || '' = $1
+			AND n < (SELECT min(n) FROM recent) ORDER BY n DESC LIMIT $3 - (SELECT count(*) FROM recent WHERE hit)),
+		m AS (SELECT n, id FROM recent WHERE hit UNION ALL SELECT n, id FROM older)
+		SELECT id, COALESCE((SELECT head FROM item_heads h WHERE h.id = m.id),
+			(SELECT text FROM items i WHERE i.id = m.id)) FROM m ORDER BY n DESC`, userID, query, limit)
 	if err != nil {
 		return nil, store.Wrap("search", err)
 	}
 	return scanHits(rows)
 }
-
-// pgHead is an item's head in PostgreSQL's searches (items i): its row
-// in item_heads, read only for the items that match, or else its text,
-// which is then no longer than a head.
-const pgHead = "COALESCE((SELECT h.head FROM item_heads h WHERE h.id = i.id), i.text)"
 
 // scanHits reads rows of ids and heads, and closes them.
 func scanHits(rows *store.Rows) ([]Hit, error) {
