@@ -151,18 +151,18 @@ func (s *SQLStore) Search(ctx context.Context, userID string, q Search) ([]Hit, 
 //     compared in a form no index serves, and the tsquery is a value the
 //     planner cannot see, so that it plans the bitmap, never a walk.
 //
-// The matches' heads are read by id, one lookup each, so that no join
-// can be planned as a walk of the user's items.
+// A long match's head is read by id, one lookup each (a short one's is
+// its text), so that no join can be planned as a walk of the user's items.
 func (s *SQLStore) searchPostgres(ctx context.Context, userID string, terms []string, limit int) ([]Hit, error) {
 	query := "'" + strings.Join(terms, "' & '") + "'" // tsquery syntax; terms have no quote to escape
 	rows, err := s.db.QueryContext(ctx, `WITH recent AS (
-			SELECT n, id, search @@ $2::tsquery AS hit FROM items WHERE user_id = $1 ORDER BY n DESC LIMIT $3),
-		older AS (SELECT n, id FROM items
+			SELECT n, id, text, search @@ $2::tsquery AS hit FROM items WHERE user_id = $1 ORDER BY n DESC LIMIT $3),
+		older AS (SELECT n, id, text FROM items
 			WHERE search @@ (SELECT $2::tsquery) AND user_id || '' = $1
 			AND n < (SELECT min(n) FROM recent) ORDER BY n DESC LIMIT $3 - (SELECT count(*) FROM recent WHERE hit)),
-		m AS (SELECT n, id FROM recent WHERE hit UNION ALL SELECT n, id FROM older)
-		SELECT id, COALESCE((SELECT head FROM item_heads h WHERE h.id = m.id),
-			(SELECT text FROM items i WHERE i.id = m.id)) FROM m ORDER BY n DESC`, userID, query, limit)
+		m AS (SELECT n, id, text FROM recent WHERE hit UNION ALL SELECT n, id, text FROM older)
+		SELECT id, COALESCE((SELECT head FROM item_heads h WHERE h.id = m.id), text)
+		FROM m ORDER BY n DESC`, userID, query, limit)
 	if err != nil {
 		return nil, store.Wrap("search", err)
 	}
