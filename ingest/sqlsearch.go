@@ -33,7 +33,7 @@ import (
 // item_heads, so that a query reads 2 KiB of a long item, never its whole
 // text. A query asks for every term of its words (and its project's), the
 // newest items first (the highest n), at most RankedItems of them
-// (see Search and searchPostgres for what that costs).
+// (see sqliteSearch and postgresSearch for what that costs).
 
 // userKeyLen is the length of a user's key in the index: 16 characters
 // of base32, 80 bits of the SHA-256 of the user's id, so that among a
@@ -120,24 +120,37 @@ func (s *SQLStore) Search(ctx context.Context, userID string, q Search) ([]Hit, 
 	if len(q.Words) == 0 {
 		return []Hit{}, nil
 	}
+	// FTS5's syntax: the terms quoted, all of them required; tsquery's: the
+	// terms joined by &. Terms have no quote to escape.
 	terms := indexQueryTerms(userID, q)
+	query, match := sqliteSearch, `"`+strings.Join(terms, `" "`)+`"`
 	if s.db.Dialect == store.Postgres {
-		return s.searchPostgres(ctx, userID, terms, q.Limit)
+		query, match = postgresSearch, "'"+strings.Join(terms, "' & '")+"'"
 	}
-	// FTS5 syntax: the terms quoted, all of them required. FTS5 reads the
-	// terms' entries from the newest down and stops at the limit; the
-	// user's id is checked before a row counts (see userKeyLen).
-	rows, err := s.db.QueryContext(ctx, `SELECT i.id, COALESCE(h.head, i.text)
-		FROM items_terms t JOIN items i ON i.n = t.rowid LEFT JOIN item_heads h ON h.id = i.id
-		WHERE items_terms MATCH $2 AND i.user_id = $1 ORDER BY t.rowid DESC LIMIT $3`,
-		userID, `"`+strings.Join(terms, `" "`)+`"`, q.Limit)
+	rows, err := s.db.QueryContext(ctx, query, userID, match, q.Limit)
 	if err != nil {
 		return nil, store.Wrap("search", err)
 	}
-	return scanHits(rows)
+	defer rows.Close()
+	hits := []Hit{}
+	var h Hit
+	for rows.Next() {
+		if err := rows.Scan(&h.ID, &h.Head); err != nil {
+			return nil, store.Wrap("search", err)
+		}
+		hits = append(hits, h)
+	}
+	return hits, store.Wrap("search", rows.Err())
 }
 
-// searchPostgres is Search on PostgreSQL, in one statement that takes
+// sqliteSearch is Search on SQLite: FTS5 reads the terms' entries from
+// the newest down and stops at the limit; the user's id is checked before
+// a row counts (see userKeyLen).
+const sqliteSearch = `SELECT i.id, COALESCE(h.head, i.text)
+	FROM items_terms t JOIN items i ON i.n = t.rowid LEFT JOIN item_heads h ON h.id = i.id
+	WHERE items_terms MATCH $2 AND i.user_id = $1 ORDER BY t.rowid DESC LIMIT $3`
+
+// postgresSearch is Search on PostgreSQL, in one statement that takes
 // one of two ways. The planner judges each term alone: terms that many
 // items hold apart and few together (or that only old items hold) would
 // have it walk all of the user's items, checking each.
@@ -153,35 +166,13 @@ func (s *SQLStore) Search(ctx context.Context, userID string, q Search) ([]Hit, 
 //
 // A long match's head is read by id, one lookup each (a short one's is
 // its text), so that no join can be planned as a walk of the user's items.
-func (s *SQLStore) searchPostgres(ctx context.Context, userID string, terms []string, limit int) ([]Hit, error) {
-	query := "'" + strings.Join(terms, "' & '") + "'" // tsquery syntax; terms have no quote to escape
-	rows, err := s.db.QueryContext(ctx, `WITH recent AS (
-			SELECT n, id, text, search @@ $2::tsquery AS hit FROM items WHERE user_id = $1 ORDER BY n DESC LIMIT $3),
-		older AS (SELECT n, id, text FROM items
-			WHERE search @@ (SELECT $2::tsquery) AND user_id || '' = $1
-			AND n < (SELECT min(n) FROM recent) ORDER BY n DESC LIMIT $3 - (SELECT count(*) FROM recent WHERE hit)),
-		m AS (SELECT n, id, text FROM recent WHERE hit UNION ALL SELECT n, id, text FROM older)
-		SELECT id, COALESCE((SELECT head FROM item_heads h WHERE h.id = m.id), text)
-		FROM m ORDER BY n DESC`, userID, query, limit)
-	if err != nil {
-		return nil, store.Wrap("search", err)
-	}
-	return scanHits(rows)
-}
-
-// scanHits reads rows of ids and heads, and closes them.
-func scanHits(rows *store.Rows) ([]Hit, error) {
-	defer rows.Close()
-	hits := []Hit{}
-	var h Hit
-	for rows.Next() {
-		if err := rows.Scan(&h.ID, &h.Head); err != nil {
-			return nil, store.Wrap("search", err)
-		}
-		hits = append(hits, h)
-	}
-	return hits, store.Wrap("search", rows.Err())
-}
+const postgresSearch = `WITH recent AS (
+		SELECT n, id, text, search @@ $2::tsquery AS hit FROM items WHERE user_id = $1 ORDER BY n DESC LIMIT $3),
+	older AS (SELECT n, id, text FROM items
+		WHERE search @@ (SELECT $2::tsquery) AND user_id || '' = $1
+		AND n < (SELECT min(n) FROM recent) ORDER BY n DESC LIMIT $3 - (SELECT count(*) FROM recent WHERE hit)),
+	m AS (SELECT n, id, text FROM recent WHERE hit UNION ALL SELECT n, id, text FROM older)
+	SELECT id, COALESCE((SELECT head FROM item_heads h WHERE h.id = m.id), text) FROM m ORDER BY n DESC`
 
 // Items returns the user's items ids, whole (see Store).
 func (s *SQLStore) Items(ctx context.Context, userID string, ids []string) ([]Result, error) {
