@@ -230,7 +230,7 @@ func snippet(text string, query map[string]bool) string {
 		match      bool
 	}
 	head := Head(text)
-	var words []span
+	words := make([]span, 0, 2*SnippetWords)
 	first := -1
 	eachWord(head, func(start, end int, w string) bool {
 		if query[w] && first < 0 {
@@ -246,6 +246,7 @@ func snippet(text string, query map[string]bool) string {
 	to := min(len(words), from+SnippetWords)
 	const ellipsis = "…"
 	var b strings.Builder
+	b.Grow(MaxSnippetBytes)
 	// room is what is left for more of the passage, keeping room for a
 	// last ellipsis.
 	room := func() int { return MaxSnippetBytes - len(ellipsis) - b.Len() }
@@ -287,6 +288,9 @@ func snippet(text string, query map[string]bool) string {
 // short run as it is, but each run of white space in it one space; a
 // long one " … ", or " " when it is all white space.
 func separator(s string) string {
+	if s == " " {
+		return s
+	}
 	if len(s) > 8 {
 		if strings.TrimSpace(s) == "" {
 			return " "

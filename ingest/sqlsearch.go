@@ -33,7 +33,7 @@ import (
 // item_heads, so that a query reads 2 KiB of a long item, never its whole
 // text. A query asks for every term of its words (and its project's), the
 // newest items first (the highest n), at most RankedItems of them
-// (see Search and searchPostgres for what that costs).
+// (see sqliteSearch and postgresSearch for what that costs).
 
 // userKeyLen is the length of a user's key in the index: 16 characters
 // of base32, 80 bits of the SHA-256 of the user's id, so that among a
@@ -120,92 +120,21 @@ func (s *SQLStore) Search(ctx context.Context, userID string, q Search) ([]Hit, 
 	if len(q.Words) == 0 {
 		return []Hit{}, nil
 	}
+	// FTS5's syntax: the terms quoted, all of them required; tsquery's: the
+	// terms joined by &. Terms have no quote to escape.
 	terms := indexQueryTerms(userID, q)
+	query, match := sqliteSearch, `"`+strings.Join(terms, `" "`)+`"`
 	if s.db.Dialect == store.Postgres {
-		return s.searchPostgres(ctx, userID, terms, q.Limit)
+		query, match = postgresSearch, "'"+strings.Join(terms, "' & '")+"'"
 	}
-	// FTS5 syntax: the terms quoted, all of them required. FTS5 reads the
-	// terms' entries from the newest down and stops at the limit; the
-	// user's id is checked before a row counts (see userKeyLen).
-	rows, err := s.db.QueryContext(ctx, `SELECT i.id, COALESCE(h.head, i.text)
-		FROM items_terms t JOIN items i ON i.n = t.rowid LEFT JOIN item_heads h ON h.id = i.id
-		WHERE items_terms MATCH $2 AND i.user_id = $1 ORDER BY t.rowid DESC LIMIT $3`,
-		userID, `"`+strings.Join(terms, `" "`)+`"`, q.Limit)
+	rows, err := s.db.QueryContext(ctx, query, userID, match, q.Limit)
 	if err != nil {
 		return nil, store.Wrap("search", err)
 	}
-	return scanHits(rows)
-}
-
-// searchPostgres is Search on PostgreSQL, in one of two ways, chosen here
-// rather than by the planner. The planner judges each term alone: terms
-// that many items hold apart and few together (or that only old items
-// hold) would have it walk all of the user's items, checking each.
-//
-//   - First, the user's newest limit items, each checked: when they
-//     hold limit matches, as they do for words most items hold, that is
-//     the answer, and all a query costs.
-//   - Else the GIN index's bitmap of the items that hold every term,
-//     newest first: it costs what those items are, few for rare words,
-//     none for words never together, and never the rest of the user's
-//     items. (Index scans and sequential scans are turned off for that
-//     statement, so that the planner cannot walk instead.)
-func (s *SQLStore) searchPostgres(ctx context.Context, userID string, terms []string, limit int) ([]Hit, error) {
-	query := "'" + strings.Join(terms, "' & '") + "'" // tsquery syntax; terms have no quote to escape
-	rows, err := s.db.QueryContext(ctx, `SELECT i.id, CASE WHEN i.search @@ $2::tsquery THEN `+pgHead+` END
-		FROM items i WHERE i.user_id = $1 ORDER BY i.n DESC LIMIT $3`, userID, query, limit)
-	if err != nil {
-		return nil, store.Wrap("search", err)
-	}
-	hits, walked := []Hit{}, 0
-	for rows.Next() {
-		var h Hit
-		var head sql.NullString
-		if err := rows.Scan(&h.ID, &head); err != nil {
-			rows.Close()
-			return nil, store.Wrap("search", err)
-		}
-		walked++
-		if head.Valid {
-			h.Head = head.String
-			hits = append(hits, h)
-		}
-	}
-	err = rows.Err()
-	if cerr := rows.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil || len(hits) == limit || walked < limit {
-		return hits, store.Wrap("search", err)
-	}
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
-	if err != nil {
-		return nil, store.Wrap("search", err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, "SET LOCAL enable_indexscan = off; SET LOCAL enable_seqscan = off"); err != nil {
-		return nil, store.Wrap("search", err)
-	}
-	rows, err = tx.QueryContext(ctx, `SELECT i.id, `+pgHead+`
-		FROM (SELECT n FROM items WHERE user_id = $1 AND search @@ $2::tsquery ORDER BY n DESC LIMIT $3) m
-		JOIN items i ON i.n = m.n AND i.user_id = $1 ORDER BY m.n DESC`, userID, query, limit)
-	if err != nil {
-		return nil, store.Wrap("search", err)
-	}
-	return scanHits(rows)
-}
-
-// pgHead is an item's head in PostgreSQL's searches (items i): its row
-// in item_heads, read only for the items that match, or else its text,
-// which is then no longer than a head.
-const pgHead = "COALESCE((SELECT h.head FROM item_heads h WHERE h.id = i.id), i.text)"
-
-// scanHits reads rows of ids and heads, and closes them.
-func scanHits(rows *store.Rows) ([]Hit, error) {
 	defer rows.Close()
 	hits := []Hit{}
+	var h Hit
 	for rows.Next() {
-		var h Hit
 		if err := rows.Scan(&h.ID, &h.Head); err != nil {
 			return nil, store.Wrap("search", err)
 		}
@@ -214,12 +143,44 @@ func scanHits(rows *store.Rows) ([]Hit, error) {
 	return hits, store.Wrap("search", rows.Err())
 }
 
+// sqliteSearch is Search on SQLite: FTS5 reads the terms' entries from
+// the newest down and stops at the limit; the user's id is checked before
+// a row counts (see userKeyLen).
+const sqliteSearch = `SELECT i.id, COALESCE(h.head, i.text)
+	FROM items_terms t JOIN items i ON i.n = t.rowid LEFT JOIN item_heads h ON h.id = i.id
+	WHERE items_terms MATCH $2 AND i.user_id = $1 ORDER BY t.rowid DESC LIMIT $3`
+
+// postgresSearch is Search on PostgreSQL, in one statement that takes
+// one of two ways. The planner judges each term alone: terms that many
+// items hold apart and few together (or that only old items hold) would
+// have it walk all of the user's items, checking each.
+//
+//   - recent: the user's newest limit items, each checked. When they
+//     hold limit matches, as they do for words most items hold, that is
+//     the answer, and all a query costs.
+//   - older: else the GIN index's bitmap of the items that hold every
+//     term, older than those: it costs what those items are, few for
+//     rare words, none for words never together. The user's id is
+//     compared in a form no index serves, and the tsquery is a value the
+//     planner cannot see, so that it plans the bitmap, never a walk.
+//
+// A long match's head is read by id, one lookup each (a short one's is
+// its text), so that no join can be planned as a walk of the user's items.
+const postgresSearch = `WITH recent AS (
+		SELECT n, id, text, search @@ $2::tsquery AS hit FROM items WHERE user_id = $1 ORDER BY n DESC LIMIT $3),
+	older AS (SELECT n, id, text FROM items
+		WHERE search @@ (SELECT $2::tsquery) AND user_id || '' = $1
+		AND n < (SELECT min(n) FROM recent) ORDER BY n DESC LIMIT $3 - (SELECT count(*) FROM recent WHERE hit)),
+	m AS (SELECT n, id, text FROM recent WHERE hit UNION ALL SELECT n, id, text FROM older)
+	SELECT id, COALESCE((SELECT head FROM item_heads h WHERE h.id = m.id), text) FROM m ORDER BY n DESC`
+
 // Items returns the user's items ids, whole (see Store).
 func (s *SQLStore) Items(ctx context.Context, userID string, ids []string) ([]Result, error) {
 	if len(ids) == 0 {
 		return []Result{}, nil
 	}
-	args := []any{userID}
+	args := make([]any, 1, len(ids)+1)
+	args[0] = userID
 	marks := make([]string, len(ids))
 	for i, id := range ids {
 		args = append(args, id)
@@ -231,17 +192,18 @@ func (s *SQLStore) Items(ctx context.Context, userID string, ids []string) ([]Re
 		return nil, store.Wrap("read items", err)
 	}
 	defer rows.Close()
-	results := []Result{}
+	results := make([]Result, 0, len(ids))
+	var r Result // reused: each row sets every field
+	var tags string
+	var occurred int64
 	for rows.Next() {
-		var r Result
-		var tags string
-		var occurred int64
 		if err := rows.Scan(&r.ID, &r.Project, &r.Text, &r.Kind, &r.Skill, &tags, &occurred); err != nil {
 			return nil, store.Wrap("read items", err)
 		}
-		r.Tags = []string{}
-		if err := json.Unmarshal([]byte(tags), &r.Tags); err != nil {
-			return nil, store.Wrap("read items: the tags of item "+r.ID, err)
+		if r.Tags = []string{}; tags != "[]" {
+			if err := json.Unmarshal([]byte(tags), &r.Tags); err != nil {
+				return nil, store.Wrap("read items: the tags of item "+r.ID, err)
+			}
 		}
 		r.OccurredAt = store.FromMillis(occurred)
 		results = append(results, r)

@@ -15,11 +15,8 @@ import (
 // written one way: its Unicode compatibility composition (NFKC), in lower
 // case. So "Café", "CAFE\u0301" and "café" are one word, and so are the
 // full-width "ＡＢＣ" and "abc"; case and the spelling of accents never
-// decide whether an item is found.
-//
-// The index (package store) keeps the Words of each item, a query looks
-// for the Words of its text, and both databases see the same words: what
-// a query finds never depends on the database.
+// decide whether an item is found. The index keeps each item's Words and
+// a query looks for its own, so both databases find the same items.
 func Words(s string) []string {
 	var words []string
 	eachWord(s, func(_, _ int, w string) bool {
