@@ -53,9 +53,11 @@ bench-e2e: ## CPU per request and latency of whole requests, brain beside a bare
 soak: ## chaos soak: mixed traffic through haproxy to 3 replicas on PostgreSQL and a Redis Cluster while replicas, PostgreSQL and Redis masters fail (DURATION=5m; needs BRAIN_TEST_DATABASE_URL, redis-server, haproxy)
 	BRAIN_SOAK_DURATION=$(or $(DURATION),5m) $(GO) test -count=1 -run '^TestSoak$$' -v -timeout 60m ./cmd/brain
 
-bench-smoke: ## every benchmark of both modules run once (-benchtime 1x, -short: small data sets), so none rots; make test runs it
-	BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} $(GO) test -count=1 -short -run '^$$' -bench . -benchtime 1x -timeout 15m ./... >/dev/null
-	cd bench && BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} $(GO) test -count=1 -short -run '^$$' -bench . -benchtime 1x -timeout 15m ./... >/dev/null
+bench-smoke: ## every benchmark of both modules run once (-benchtime 1x, -short: small data sets), so none rots; make test runs it. Its Redis keys start with brain-bench-smoke:, each benchmark's deleted as it ends
+	BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} BRAIN_TEST_REDIS_PREFIX=brain-bench-smoke: \
+	$(GO) test -count=1 -short -run '^$$' -bench . -benchtime 1x -timeout 15m ./... >/dev/null
+	cd bench && BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} BRAIN_TEST_REDIS_PREFIX=brain-bench-smoke: \
+	$(GO) test -count=1 -short -run '^$$' -bench . -benchtime 1x -timeout 15m ./... >/dev/null
 	@echo "bench smoke: every benchmark ran once"
 
 size: ## non-test lines of Go per package of the main module (bench/ and generated files aside) and their total; fails above SIZE_BUDGET (18000)

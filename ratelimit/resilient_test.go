@@ -48,7 +48,7 @@ func outage(t *testing.T, mode ratelimit.OnStoreError) (*ratelimit.Resilient, *t
 	opt.DisableRetry = true
 	client := redistest.Client(t, opt)
 	b := budget("p", lim("p", 3, time.Hour, 3))
-	store := &countingLimiter{Limiter: ratelimit.NewRedis(client, redistest.Prefix(), b)}
+	store := &countingLimiter{Limiter: ratelimit.NewRedis(client, redistest.Prefix(t), b)}
 	clk := testclock.New(t0)
 	fallback := ratelimit.NewMemory(b, ratelimit.MemoryOptions{})
 	fallback.Now = clk.Now

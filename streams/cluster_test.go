@@ -19,7 +19,7 @@ import (
 // and new ones still arrive.
 func TestRedisCluster(t *testing.T) {
 	cluster := redistest.StartCluster(t)
-	prefix := redistest.Prefix()
+	prefix := redistest.Prefix(t)
 	const max = 2
 	var caps []*streams.RedisCap
 	var hubs []*streams.ShardedRedisHub

@@ -21,7 +21,7 @@ import (
 // replicas are, with their Run loops going until the test ends.
 func replicas(t *testing.T, n, maxLen, buffer int) []*streams.RedisHub {
 	t.Helper()
-	prefix := redistest.Prefix()
+	prefix := redistest.Prefix(t)
 	hubs := make([]*streams.RedisHub, n)
 	for i := range hubs {
 		hubs[i] = streams.NewRedisHub(redistest.Client(t, redistest.Option(t)), prefix, maxLen, buffer)
@@ -214,7 +214,7 @@ func TestRedisHubResumeRacesPublish(t *testing.T) {
 // from a replica whose Run is ahead, on a replica whose Run has not yet
 // read that far. Events up to its id are not sent again.
 func TestRedisHubSkipsWhatTheSubscriberHas(t *testing.T) {
-	prefix := redistest.Prefix()
+	prefix := redistest.Prefix(t)
 	a := streams.NewRedisHub(redistest.Client(t, redistest.Option(t)), prefix, 1000, 16)
 	b := streams.NewRedisHub(redistest.Client(t, redistest.Option(t)), prefix, 1000, 16)
 	subscribe(t, b, "alice", "").Close() // b knows where it starts; its Run waits
@@ -241,7 +241,7 @@ func TestRedisHubSkipsWhatTheSubscriberHas(t *testing.T) {
 
 func TestRedisHubGap(t *testing.T) {
 	const maxLen = 10
-	prefix := redistest.Prefix()
+	prefix := redistest.Prefix(t)
 	h := streams.NewRedisHub(redistest.Client(t, redistest.Option(t)), prefix, maxLen, 16)
 	run(t, h)
 	// Redis trims only whole blocks of entries: publish until it has.
@@ -318,7 +318,7 @@ func TestRedisHubTakesAnyLastEventID(t *testing.T) {
 }
 
 func TestRedisHubRunEndsWithItsContext(t *testing.T) {
-	h := streams.NewRedisHub(redistest.Client(t, redistest.Option(t)), redistest.Prefix(), 100, 16)
+	h := streams.NewRedisHub(redistest.Client(t, redistest.Option(t)), redistest.Prefix(t), 100, 16)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 2)
 	go func() { done <- h.Run(ctx) }()
@@ -351,7 +351,7 @@ func TestRedisHubWithoutRedis(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	h := streams.NewRedisHub(client, redistest.Prefix(), 100, 16)
+	h := streams.NewRedisHub(client, redistest.Prefix(t), 100, 16)
 	client.Close()
 	if _, err := h.Publish(context.Background(), streams.Event{To: "alice"}); err == nil {
 		t.Fatal("Publish without Redis: no error")
@@ -410,7 +410,7 @@ func proxiedHub(t *testing.T, prefix string, maxLen int) (*streams.RedisHub, *te
 // it, with an id, and a subscriber resuming from before the cut replays
 // it. Other users get nothing.
 func TestRedisHubGapAfterLostPublish(t *testing.T) {
-	prefix := redistest.Prefix()
+	prefix := redistest.Prefix(t)
 	b := streams.NewRedisHub(redistest.Client(t, redistest.Option(t)), prefix, 1000, 64)
 	run(t, b)
 	a, p := proxiedHub(t, prefix, 1000)
@@ -459,7 +459,7 @@ func TestRedisHubGapAfterEntriesTrimmedInACut(t *testing.T) {
 		{"trimmed", 600, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			prefix := redistest.Prefix()
+			prefix := redistest.Prefix(t)
 			const maxLen = 10 // trimmed in whole blocks of (by default) 100 entries
 			b := streams.NewRedisHub(redistest.Client(t, redistest.Option(t)), prefix, maxLen, 64)
 			run(t, b)

@@ -31,7 +31,7 @@ func TestReplicasBehindABalancer(t *testing.T) {
 	env := memoryEnv(map[string]string{
 		"BRAIN_DATABASE_URL":     storetest.URL(t, store.Postgres),
 		"BRAIN_REDIS_URL":        cluster.URL(),
-		"BRAIN_REDIS_PREFIX":     redistest.Prefix(),
+		"BRAIN_REDIS_PREFIX":     redistest.Prefix(t),
 		"BRAIN_TRUSTED_PROXIES":  "127.0.0.1/32",
 		"BRAIN_RATE_LIMIT_IP":    "20/h,burst=20", // nothing refills during the test
 		"BRAIN_STREAM_HEARTBEAT": "300ms",

@@ -19,7 +19,7 @@ import (
 // but the database and Redis.
 func TestIngestAcrossReplicas(t *testing.T) {
 	t.Parallel() // mostly waits: for processes, and for the queue's polls
-	dbURL, redisURL, prefix := storetest.URL(t, store.Postgres), redistest.URL(t), redistest.Prefix()
+	dbURL, redisURL, prefix := storetest.URL(t, store.Postgres), redistest.URL(t), redistest.Prefix(t)
 	kv := func() map[string]string {
 		return memoryEnv(map[string]string{"BRAIN_DATABASE_URL": dbURL, "BRAIN_REDIS_URL": redisURL, "BRAIN_REDIS_PREFIX": prefix})
 	}

@@ -26,7 +26,7 @@ func TestAClosedStreamFreesItsSlotForItsReconnection(t *testing.T) {
 	env := map[string]string{
 		"BRAIN_DATABASE_URL":       storetest.URL(t, store.Postgres),
 		"BRAIN_REDIS_URL":          redistest.URL(t),
-		"BRAIN_REDIS_PREFIX":       redistest.Prefix(),
+		"BRAIN_REDIS_PREFIX":       redistest.Prefix(t),
 		"BRAIN_STREAM_HEARTBEAT":   "1m",
 		"BRAIN_ADMIN_PASSWORD":     adminPassword,
 		"BRAIN_COOKIE_SECURE":      "false",
