@@ -352,8 +352,10 @@ func TestRedisCapStalledRedisTimesOut(t *testing.T) {
 	c.Timeout = redisTimeout
 	start := time.Now()
 	mustReserve(t, c, "k", 1)
-	if took := time.Since(start); took > redisTimeout+200*time.Millisecond {
-		t.Fatalf("Reserve against a stalled Redis took %v, want about %v", took, redisTimeout)
+	// Ended by Timeout: a stalled call never ends of itself, and rueidis's
+	// own write timeout (10 s) ends it later than this bound.
+	if took := time.Since(start); took > redisTimeout+5*time.Second {
+		t.Fatalf("Reserve against a stalled Redis took %v, want about %v (its Timeout)", took, redisTimeout)
 	}
 	if fallback.live("k") != 1 || len(errs()) != 1 {
 		t.Fatalf("Reserve against a stalled Redis: the replica counts %d, errors reported %v; want 1 and 1 error", fallback.live("k"), errs())

@@ -95,7 +95,7 @@ func TestReplicasBehindABalancer(t *testing.T) {
 	time.Sleep(balancerIdle + time.Second) // what is tested is the passing of real time
 	id := s.accepted(s.ingest(map[string]any{"project": "balanced", "items": []map[string]any{{"text": "a heron by the weir"}}}), false)
 	for i, events := range streams {
-		deadline := time.After(15 * time.Second)
+		deadline := time.After(serverWork)
 		for done := false; !done; {
 			select {
 			case ev, ok := <-events:
@@ -104,11 +104,11 @@ func TestReplicasBehindABalancer(t *testing.T) {
 				}
 				done = ev.Type == "job.succeeded" && strings.Contains(ev.Data, id)
 			case <-deadline:
-				t.Fatalf("stream %d did not see job %s succeed within 15 s", i, id)
+				t.Fatalf("stream %d did not see job %s succeed within %v", i, id, serverWork)
 			}
 		}
 	}
-	if j := s.waitJob(id, 5*time.Second); j.ItemsTotal != 1 {
+	if j := s.waitJob(id, serverWork); j.ItemsTotal != 1 {
 		t.Fatalf("job %s: %+v, want 1 item", id, j)
 	}
 	if again := s.ingest(map[string]any{"project": "balanced", "items": []map[string]any{{"text": "a heron by the weir"}}}); s.accepted(again, true) != id {
