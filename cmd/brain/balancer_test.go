@@ -124,7 +124,7 @@ func TestReplicasBehindABalancer(t *testing.T) {
 	call("DELETE", "/api/v1/apikeys/"+created.str("id"), nil, cookie).want(t, 204, "revoke")
 	revoked := time.Now()
 	for {
-		ok := 0
+		sent, ok := time.Now(), 0
 		for range 3 { // a refusal is 401, or once this client's failures spend its ip budget, 429
 			r := call("GET", "/api/v1/auth/me", nil, key)
 			if r.status == http.StatusUnauthorized || r.status == http.StatusTooManyRequests && r.str("details", "scope") == "ip" {
@@ -134,8 +134,8 @@ func TestReplicasBehindABalancer(t *testing.T) {
 		if ok == 3 {
 			break
 		}
-		if time.Since(revoked) > 10*time.Second+time.Second { // a second for the requests themselves
-			t.Fatalf("a revoked key still works on a replica %v after", time.Since(revoked))
+		if sent.Sub(revoked) > 10*time.Second+time.Second { // sent past the cache's 10 s, and a second of slack
+			t.Fatalf("a revoked key still works on a replica %v after", sent.Sub(revoked))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
