@@ -52,6 +52,7 @@ func TestCapsAndStoreTimeoutFromSettings(t *testing.T) {
 	start = time.Now()
 	res := login(c, "admin", adminPassword)
 	if took := time.Since(start); res.status < 500 || res.str("code") == "" || took > normal+8*time.Second {
-		t.Fatalf("login under a held write lock: %d %s after %v (a login takes %v); want an error envelope after the 2 s store timeout, before the 10 s busy timeout", res.status, res.raw, took, normal)
+		t.Fatalf("login under a held write lock: %d %s after %v (a login takes %v); "+
+			"want an error envelope after the 2 s store timeout, before the 10 s busy timeout", res.status, res.raw, took, normal)
 	}
 }

@@ -216,7 +216,8 @@ func runServer(tb testing.TB, kv map[string]string) (string, *logPipe, func()) {
 					tb.Errorf("run returned %v after shutdown, want nil", runErr)
 				}
 			case <-time.After(serverStop):
-				tb.Errorf("run did not return within %v of its context's cancelling (the listeners closed, the requests drained, the storage closed)", serverStop)
+				tb.Errorf("run did not return within %v of its context's cancelling "+
+					"(the listeners closed, the requests drained, the storage closed)", serverStop)
 			}
 		})
 	}
