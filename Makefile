@@ -1,7 +1,8 @@
 # brain's tasks. `make test` is the one command that runs every test.
-.PHONY: run web test fork-check openapi client client-check client-server-check api-check bench bench-e2e bench-smoke soak lint rename
+.PHONY: run web test fork-check openapi client client-check client-server-check api-check bench bench-e2e bench-smoke soak lint rename size
 
 GO ?= go
+SIZE_BUDGET ?= 18000
 WEB_DEPS := web/node_modules/.package-lock.json
 
 run: web ## build the dashboard and the /docs UI, then run the server with its defaults (SQLite and in-memory state): the dashboard at /, the API reference at /docs
@@ -11,15 +12,15 @@ web: $(WEB_DEPS) ## build the dashboard and the /docs UI into web/dist/, which t
 	cd web && npm run --silent build
 
 test: $(WEB_DEPS) ## every test: the benchmark module compiled, Go with -race (spec drift and a fork's first week included), the floods and costs the race detector would distort without it, the TypeScript client check, its tests against a real server and the dashboard's in Chromium, every benchmark once
-	cd bench && $(GO) vet ./... && $(GO) test -count=1 -run '^$$' ./... >/dev/null
-	$(GO) test -race ./...
-	$(GO) test -count=1 -run 'Flood$$|Cost$$' ./cmd/brain
+	cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m -run '^$$' ./... >/dev/null
+	$(GO) test -race -timeout 30m ./...
+	$(GO) test -count=1 -timeout 20m -run 'Flood$$|Cost$$' ./cmd/brain
 	$(MAKE) --no-print-directory client-check
 	$(MAKE) --no-print-directory client-server-check
 	$(MAKE) --no-print-directory bench-smoke
 
 fork-check: $(WEB_DEPS) ## a fork's first week in a copy (rename, two features by the guide, the example removed: docs/fork.md), then the fork's whole make test, on the services this run has (BRAIN_TEST_DATABASE_URL, BRAIN_TEST_REDIS_URL)
-	FORK_CHECK=all $(GO) test -count=1 -run '^TestForkFirstWeek$$' -v -timeout 45m .
+	FORK_CHECK=all $(GO) test -count=1 -run '^TestForkFirstWeek$$' -v -timeout 90m .
 
 openapi: ## regenerate openapi.json from the code (then run make client)
 	$(GO) run ./cmd/brain openapi > openapi.json.tmp
@@ -43,8 +44,8 @@ api-check: ## fail on changes to openapi.json that break clients (see cmd/apiche
 	$(GO) run ./cmd/apicheck
 
 bench: ## brain's benchmarks, and those beside their peers in bench/ (needs Redis for the Redis ones); figures go to BENCHMARKS.md
-	BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} $(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
-	cd bench && BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} $(GO) test -run '^$$' -bench . -benchmem -count 6 ./...
+	BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} $(GO) test -run '^$$' -bench . -benchmem -count 6 -timeout 60m ./...
+	cd bench && BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} $(GO) test -run '^$$' -bench . -benchmem -count 6 -timeout 60m ./...
 
 bench-e2e: ## CPU per request and latency of whole requests, brain beside a bare huma + chi server (interleaved pairs); E2E_FLAGS="-redis URL -database-url URL" for the scale-out stores
 	cd bench && $(GO) run ./e2e $(E2E_FLAGS)
@@ -52,10 +53,18 @@ bench-e2e: ## CPU per request and latency of whole requests, brain beside a bare
 soak: ## chaos soak: mixed traffic through haproxy to 3 replicas on PostgreSQL and a Redis Cluster while replicas, PostgreSQL and Redis masters fail (DURATION=5m; needs BRAIN_TEST_DATABASE_URL, redis-server, haproxy)
 	BRAIN_SOAK_DURATION=$(or $(DURATION),5m) $(GO) test -count=1 -run '^TestSoak$$' -v -timeout 60m ./cmd/brain
 
-bench-smoke: ## every benchmark of both modules run once (-benchtime 1x, -short: small data sets), so none rots; make test runs it
-	BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} $(GO) test -count=1 -short -run '^$$' -bench . -benchtime 1x ./... >/dev/null
-	cd bench && BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} $(GO) test -count=1 -short -run '^$$' -bench . -benchtime 1x ./... >/dev/null
+bench-smoke: ## every benchmark of both modules run once (-benchtime 1x, -short: small data sets), so none rots; make test runs it. Its Redis keys start with brain-bench-smoke:, each benchmark's deleted as it ends
+	BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} BRAIN_TEST_REDIS_PREFIX=brain-bench-smoke: \
+	$(GO) test -count=1 -short -run '^$$' -bench . -benchtime 1x -timeout 15m ./... >/dev/null
+	cd bench && BRAIN_TEST_REDIS_URL=$${BRAIN_TEST_REDIS_URL:-redis://127.0.0.1:6379/0} BRAIN_TEST_REDIS_PREFIX=brain-bench-smoke: \
+	$(GO) test -count=1 -short -run '^$$' -bench . -benchtime 1x -timeout 15m ./... >/dev/null
 	@echo "bench smoke: every benchmark ran once"
+
+size: ## non-test lines of Go per package of the main module (bench/ and generated files aside) and their total; fails above SIZE_BUDGET (18000)
+	@git ls-files '*.go' ':!:*_test.go' ':!:bench/' | xargs grep -L '^// Code generated' | xargs wc -l | \
+	awk -v budget=$(SIZE_BUDGET) '$$2 != "total" { d = $$2; if (!sub("/[^/]*$$", "", d)) d = "."; n[d] += $$1; t += $$1 } \
+	END { for (d in n) printf "%6d %s\n", n[d], d | "sort -n"; close("sort -n"); printf "%6d total, budget %d\n", t, budget; \
+	if (t > budget) { print "size: over budget by " t - budget " lines"; exit 1 } }'
 
 lint: ## gofmt, go vet and staticcheck (pinned)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

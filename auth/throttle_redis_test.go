@@ -21,7 +21,7 @@ import (
 // 20 across both. The counts expire on their own.
 func TestRedisBackoffReplicas(t *testing.T) {
 	run := func(t *testing.T, opt rueidis.ClientOption) {
-		th, prefix := auth.NewLoginThrottle(), redistest.Prefix()
+		th, prefix := auth.NewLoginThrottle(), redistest.Prefix(t)
 		replicas := []auth.Backoff{
 			redisBackoff(t, redistest.Client(t, opt), prefix, th, ratelimit.Closed),
 			redisBackoff(t, redistest.Client(t, opt), prefix, th, ratelimit.Closed),
@@ -78,7 +78,7 @@ func TestRedisBackoffReplicas(t *testing.T) {
 // An attempt whose settling never reached Redis (its replica died) counts
 // as in flight for 5 minutes, then no more.
 func TestRedisBackoffUnsettled(t *testing.T) {
-	b := redisBackoff(t, redistest.Client(t, redistest.Option(t)), redistest.Prefix(), auth.NewLoginThrottle(), ratelimit.Closed)
+	b := redisBackoff(t, redistest.Client(t, redistest.Option(t)), redistest.Prefix(t), auth.NewLoginThrottle(), ratelimit.Closed)
 	for range 5 {
 		if _, err := b.Begin(t.Context(), "ada", "198.51.100.1", t0); err != nil { // never settled
 			t.Fatal(err)
@@ -101,7 +101,7 @@ func TestRedisBackoffUnsettled(t *testing.T) {
 func TestRedisBackoffOutage(t *testing.T) {
 	healthy := redistest.Client(t, redistest.Option(t))
 	down := redistest.Client(t, redistest.Option(t))
-	prefix := redistest.Prefix()
+	prefix := redistest.Prefix(t)
 	inRedis, err := redisBackoff(t, down, prefix, auth.NewLoginThrottle(), ratelimit.Closed).Begin(t.Context(), "ada", "198.51.100.1", t0)
 	if err != nil {
 		t.Fatal(err)

@@ -44,7 +44,7 @@ func eachBackoff(t *testing.T, test func(t *testing.T, th *auth.LoginThrottle, b
 	})
 	t.Run("redis", func(t *testing.T) {
 		th := auth.NewLoginThrottle()
-		test(t, th, redisBackoff(t, redistest.Client(t, redistest.Option(t)), redistest.Prefix(), th, ratelimit.Closed))
+		test(t, th, redisBackoff(t, redistest.Client(t, redistest.Option(t)), redistest.Prefix(t), th, ratelimit.Closed))
 	})
 }
 

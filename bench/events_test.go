@@ -22,7 +22,7 @@ func BenchmarkRedisClusterEvents(b *testing.B) {
 	cluster := redistest.StartCluster(b)
 	for _, shards := range []int{1, 3, 6, 16} {
 		b.Run(fmt.Sprint("shards=", shards), func(b *testing.B) {
-			prefix := redistest.Prefix()
+			prefix := redistest.Prefix(b)
 			var pub *streams.ShardedRedisHub
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

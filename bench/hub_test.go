@@ -22,7 +22,7 @@ import (
 //
 //	cd bench && BRAIN_TEST_REDIS_URL=redis://127.0.0.1:6379/0 go test -run '^$' -bench 'RedisHub$' -count 6 .
 func BenchmarkRedisHub(b *testing.B) {
-	prefix := redistest.Prefix()
+	prefix := redistest.Prefix(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pub := streams.NewRedisHub(redistest.Client(b, redistest.Option(b)), prefix, 10000, 1<<16)

@@ -35,7 +35,7 @@ func redisDeciders(b *testing.B) map[string]func(ctx context.Context, key string
 	addr := opt.InitAddress[0]
 	host, portS, _ := strings.Cut(addr, ":")
 	port, _ := strconv.Atoi(portS)
-	pfx := redistest.Prefix()
+	pfx := redistest.Prefix(b)
 
 	oursOpt := opt
 	oursOpt.DisableAutoPipelining = true // as cmd/brain configures it: the limiter batches itself
@@ -114,7 +114,7 @@ func BenchmarkRedis1Caller(b *testing.B) {
 func BenchmarkRedisFlood(b *testing.B) {
 	for b.Loop() {
 		clk := testclock.New(t0)
-		l := ratelimit.NewRedis(redistest.Client(b, redistest.Option(b)), redistest.Prefix(), budget("p", lim("p", 10, time.Second, 10)))
+		l := ratelimit.NewRedis(redistest.Client(b, redistest.Option(b)), redistest.Prefix(b), budget("p", lim("p", 10, time.Second, 10)))
 		l.Now = clk.Now
 		offered, admitted := 0, 0
 		for range 10 * 100 { // 100 requests per second, 10 seconds: 10x overload
@@ -148,7 +148,7 @@ func BenchmarkRedisRealistic(b *testing.B) {
 	b.Cleanup(func() { rdb.Close() })
 	for _, name := range []string{"brain", "redis_rate"} {
 		b.Run(name, func(b *testing.B) {
-			pfx := redistest.Prefix() // every run starts with full buckets
+			pfx := redistest.Prefix(b) // every run starts with full buckets
 			var allow func(ctx context.Context, key string) (bool, error)
 			if name == "brain" {
 				l := ratelimit.NewRedis(redistest.Client(b, opt), pfx, budget("p", lim("p", 120, time.Minute, 60)))
@@ -216,7 +216,7 @@ func BenchmarkRedisCluster(b *testing.B) {
 			}
 			opt.DisableAutoPipelining = true // as cmd/brain configures it
 			client := redistest.Client(b, opt)
-			l := ratelimit.NewRedis(client, redistest.Prefix(), budget("p", lim("p", 120, time.Minute, 60)))
+			l := ratelimit.NewRedis(client, redistest.Prefix(b), budget("p", lim("p", 120, time.Minute, 60)))
 			used := func() time.Duration { return redisCPU(b, client) }
 			if name == "cluster" { // every node, its replicas too: the client may not know them
 				used = func() (sum time.Duration) {

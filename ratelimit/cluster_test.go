@@ -19,7 +19,7 @@ import (
 // again, as exactly.
 func TestRedisCluster(t *testing.T) {
 	cluster := redistest.StartCluster(t)
-	pfx := redistest.Prefix()
+	pfx := redistest.Prefix(t)
 	b := budget("p", lim("hourly", 5, time.Hour, 5))
 	replicas := []*ratelimit.Redis{
 		ratelimit.NewRedis(redistest.Client(t, cluster.Option()), pfx, b),

@@ -30,7 +30,7 @@ func stores() map[string]func(*testing.T, ratelimit.Budget, *clock) ratelimit.Li
 			return m
 		},
 		"redis": func(t *testing.T, p ratelimit.Budget, c *clock) ratelimit.Limiter {
-			r := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(), p)
+			r := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(t), p)
 			r.Now = c.Now
 			return r
 		},
@@ -144,7 +144,7 @@ func TestConcurrentOneKey(t *testing.T) {
 	for name, newLimiter := range map[string]func(*testing.T) ratelimit.Limiter{
 		"memory": func(*testing.T) ratelimit.Limiter { return ratelimit.NewMemory(p, ratelimit.MemoryOptions{}) },
 		"redis": func(t *testing.T) ratelimit.Limiter {
-			return ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(), p)
+			return ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(t), p)
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -173,7 +173,7 @@ func TestConcurrentOneKey(t *testing.T) {
 // Two replicas (two clients) sharing one Redis enforce one budget.
 func TestRedisSharedBudget(t *testing.T) {
 	opt := redistest.Option(t)
-	pfx := redistest.Prefix()
+	pfx := redistest.Prefix(t)
 	p := budget("p", lim("p", 10, time.Hour, 10))
 	a := ratelimit.NewRedis(redistest.Client(t, opt), pfx, p)
 	b := ratelimit.NewRedis(redistest.Client(t, opt), pfx, p)
@@ -195,7 +195,7 @@ func TestRedisSharedBudget(t *testing.T) {
 // Keys expire on their own once their buckets would be full, never before.
 func TestRedisKeysExpire(t *testing.T) {
 	c := redistest.Client(t, redistest.Option(t))
-	pfx := redistest.Prefix()
+	pfx := redistest.Prefix(t)
 	l := ratelimit.NewRedis(c, pfx, budget("p", lim("p", 10, time.Minute, 10)))
 	pttl := func() int64 {
 		t.Helper()
@@ -276,7 +276,7 @@ func TestRedisMatchesMemory(t *testing.T) {
 // full bucket and is replaced.
 func TestRedisReadsStoredValues(t *testing.T) {
 	c := redistest.Client(t, redistest.Option(t))
-	pfx := redistest.Prefix()
+	pfx := redistest.Prefix(t)
 	clk := testclock.New(t0)
 	l := ratelimit.NewRedis(c, pfx, budget("p", lim("p", 10, time.Minute, 10))) // a token every 6 s
 	l.Now = clk.Now
@@ -306,7 +306,7 @@ func TestRedisReadsStoredValues(t *testing.T) {
 // Batched decisions over several keys and two rates: exactly each key's
 // burst passes, whichever path each decision took in the script.
 func TestRedisConcurrentManyKeys(t *testing.T) {
-	l := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(),
+	l := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(t),
 		budget("p", lim("hourly", 50, time.Hour, 5), lim("burst", 3600, time.Hour, 8)))
 	var mu sync.Mutex
 	passed := map[string]int{}
@@ -345,7 +345,7 @@ func TestRedisConcurrentManyKeys(t *testing.T) {
 // refusal ends: a flood costs Redis one call, not one per request.
 func TestRedisDenyCache(t *testing.T) {
 	clk := testclock.New(t0)
-	l := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(), budget("p", lim("p", 2, time.Minute, 2)))
+	l := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(t), budget("p", lim("p", 2, time.Minute, 2)))
 	l.Now = clk.Now
 	allow(t, l, "k")
 	allow(t, l, "k")
@@ -368,7 +368,7 @@ func TestRedisDenyCache(t *testing.T) {
 // one may have recovered since Redis refused.
 func TestRedisDenyCacheReplaysRecovery(t *testing.T) {
 	clk := testclock.New(t0)
-	l := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(),
+	l := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(t),
 		budget("p", lim("fast", 1, time.Second, 1), lim("slow", 2, time.Minute, 2)))
 	l.Now = clk.Now
 	allow(t, l, "k")
@@ -394,10 +394,10 @@ func TestCheckRedis(t *testing.T) {
 	opt := redistest.Option(t)
 	admin := redistest.Client(t, opt)
 	ctx := context.Background()
-	if err := ratelimit.CheckRedis(ctx, admin, redistest.Prefix()); err != nil {
+	if err := ratelimit.CheckRedis(ctx, admin, redistest.Prefix(t)); err != nil {
 		t.Fatalf("a Redis that runs the script: %v", err)
 	}
-	user := "brain-test-noscript-" + strings.TrimSuffix(strings.TrimPrefix(redistest.Prefix(), "brain-test:"), ":")
+	user := "brain-test-noscript-" + strings.TrimSuffix(strings.TrimPrefix(redistest.Prefix(t), "brain-test:"), ":")
 	acl := func(args ...string) {
 		t.Helper()
 		if err := admin.Do(ctx, admin.B().Arbitrary("ACL").Args(args...).Build()).Error(); err != nil {
@@ -407,7 +407,7 @@ func TestCheckRedis(t *testing.T) {
 	acl("SETUSER", user, "on", ">pw", "~brain-test:*", "+@all", "-@scripting")
 	t.Cleanup(func() { admin.Do(context.Background(), admin.B().Arbitrary("ACL").Args("DELUSER", user).Build()) })
 	opt.Username, opt.Password = user, "pw"
-	err := ratelimit.CheckRedis(ctx, redistest.Client(t, opt), redistest.Prefix())
+	err := ratelimit.CheckRedis(ctx, redistest.Client(t, opt), redistest.Prefix(t))
 	if err == nil || !strings.Contains(err.Error(), "7.0 or later") {
 		t.Fatalf("a Redis that refuses scripts: %v, want the check to fail and say what it needs", err)
 	}

@@ -12,7 +12,7 @@ import (
 // gap marker to every user, which each user's resume replays: its memory
 // stays bounded, and nobody misses the gap.
 func TestRedisHubLostTooManyUsersMarksEveryone(t *testing.T) {
-	h := NewRedisHub(redistest.Client(t, redistest.Option(t)), redistest.Prefix(), 100, 16)
+	h := NewRedisHub(redistest.Client(t, redistest.Option(t)), redistest.Prefix(t), 100, 16)
 	ctx := context.Background()
 	first, err := h.Publish(ctx, Event{Type: "first", To: "someone"})
 	if err != nil {

@@ -27,7 +27,7 @@ func sharded(t *testing.T, opt rueidis.ClientOption, prefix string, shards int) 
 // else's, an event to every user reaches each stream once, and a stream
 // resumes on either replica from an id of its user's shard.
 func TestShardedRedisHub(t *testing.T) {
-	prefix := redistest.Prefix()
+	prefix := redistest.Prefix(t)
 	a := sharded(t, redistest.Option(t), prefix, 4)
 	b := sharded(t, redistest.Option(t), prefix, 4)
 	if !slices.Equal(a.Keys(), b.Keys()) || len(a.Keys()) != 4 || len(slices.Compact(slices.Sorted(slices.Values(a.Keys())))) != 4 {
@@ -94,7 +94,7 @@ func TestShardedRedisHub(t *testing.T) {
 // claims its number in Redis, and one with another is refused, naming
 // both and the key to delete to change it.
 func TestShardedRedisHubClaim(t *testing.T) {
-	prefix := redistest.Prefix()
+	prefix := redistest.Prefix(t)
 	client := redistest.Client(t, redistest.Option(t))
 	ctx := context.Background()
 	for _, n := range []int{4, 4} {
@@ -106,7 +106,7 @@ func TestShardedRedisHubClaim(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "over 4 shards") || !strings.Contains(err.Error(), "this one over 2") || !strings.Contains(err.Error(), prefix+"events:shards") {
 		t.Fatalf("2 shards where replicas use 4: %v; want refused, naming both and the key", err)
 	}
-	if err := streams.NewShardedRedisHub(client, redistest.Prefix(), 1, 100, 16).Claim(ctx); err != nil {
+	if err := streams.NewShardedRedisHub(client, redistest.Prefix(t), 1, 100, 16).Claim(ctx); err != nil {
 		t.Fatalf("one shard claims nothing: %v", err)
 	}
 }
@@ -115,7 +115,7 @@ func TestShardedRedisHubClaim(t *testing.T) {
 // of a gap, whichever user: the keys name the number, so the new streams
 // (begun once every replica has the new number) hold only later events.
 func TestShardedRedisHubCountChangeIsAGap(t *testing.T) {
-	prefix := redistest.Prefix()
+	prefix := redistest.Prefix(t)
 	before := sharded(t, redistest.Option(t), prefix, 2)
 	last := make([]string, 16)
 	for u := range last {

@@ -101,7 +101,7 @@ func newReplicaWith(t *testing.T, svc *auth.Service, db *store.DB, prefix string
 // with their leases.
 func TestStreamsAcrossReplicas(t *testing.T) {
 	svc, db := cluster(t)
-	prefix := redistest.Prefix()
+	prefix := redistest.Prefix(t)
 	// A lease outlives by far a refused open's wait for its probe (half
 	// a second), which comes before "right after a died" is checked.
 	const lease = 2 * time.Second
@@ -160,7 +160,7 @@ func TestStreamsAcrossReplicas(t *testing.T) {
 // over both replicas and two keys stop at its cap, until one ends.
 func TestStreamLimitsAcrossReplicas(t *testing.T) {
 	svc, db := cluster(t)
-	prefix := redistest.Prefix()
+	prefix := redistest.Prefix(t)
 	clk := testclock.New(t0)
 	var never atomic.Bool
 	o := replicaOptions{userCap: 20, opens: api.DefaultLimits().StreamOpens, now: clk.Now}
@@ -210,7 +210,7 @@ func TestStreamLimitsAcrossReplicas(t *testing.T) {
 // time while the test's clock stands still.
 func TestStreamUserOpensAcrossReplicas(t *testing.T) {
 	svc, db := cluster(t)
-	prefix := redistest.Prefix()
+	prefix := redistest.Prefix(t)
 	clk := testclock.New(t0)
 	var never atomic.Bool
 	o := replicaOptions{userCap: streams.DefaultUserCap, opens: ratelimit.Rate{Limit: 6, Window: time.Minute, Burst: 20},
@@ -270,7 +270,7 @@ func leases(t *testing.T, c rueidis.Client, prefix, kind string) map[string]int6
 // user, and the 17th is refused again on any replica.
 func TestStreamsThroughARedisCut(t *testing.T) {
 	svc, db := cluster(t)
-	prefix := redistest.Prefix()
+	prefix := redistest.Prefix(t)
 	const beat = 100 * time.Millisecond
 	opt := redistest.Option(t)
 	proxy := testproxy.New(t, opt.InitAddress[0])

@@ -69,13 +69,13 @@ backend replicas
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	for deadline := time.Now().Add(serverStart); ; {
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
 			return "http://" + addr
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("haproxy did not listen on %s:\n%s", addr, logs)
+			t.Fatalf("haproxy did not listen on %s within %v:\n%s", addr, serverStart, logs)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

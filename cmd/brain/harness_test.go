@@ -69,8 +69,8 @@ func TestHarnessReportsAFailedStartOnce(t *testing.T) {
 			}()
 			<-started
 			rec.runCleanups()
-			if took := time.Since(began); took > 5*time.Second {
-				t.Errorf("the failed start-up was reported after %v, want at once", took)
+			if took := time.Since(began); took >= serverStart/2 { // not by the wait for a start
+				t.Errorf("the failed start-up was reported after %v, want at once (well within %v)", took, serverStart)
 			}
 			if len(rec.errs) != 1 || !strings.Contains(rec.errs[0], `invalid BRAIN_RATE_LIMIT_IP="lots"`) {
 				t.Fatalf("reported %d error(s): %q; want one naming BRAIN_RATE_LIMIT_IP", len(rec.errs), rec.errs)

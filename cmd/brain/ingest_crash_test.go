@@ -158,10 +158,10 @@ func TestIngestSurvivesKill(t *testing.T) {
 	}
 	select {
 	case <-enough:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%d of %d batches accepted within 20s", accepted.Load(), killAfter)
+	case <-time.After(serverWork):
+		t.Fatalf("%d of %d batches accepted within %v", accepted.Load(), killAfter, serverWork)
 	}
-	cut := halfDone(t, events, 10*time.Second)
+	cut := halfDone(t, events, serverWork)
 	killing.Store(true)
 	close(stop)
 	p.kill()
@@ -181,7 +181,7 @@ func TestIngestSurvivesKill(t *testing.T) {
 	p = startProc(t, kv)
 	s.base = p.base // the session outlives the process
 	for i, id := range jobs {
-		if j := s.waitJob(id, 20*time.Second); j.ItemsTotal != size(i) {
+		if j := s.waitJob(id, serverWork); j.ItemsTotal != size(i) {
 			t.Fatalf("batch %d's job has %d items, want %d", i, j.ItemsTotal, size(i))
 		}
 	}
@@ -200,7 +200,7 @@ func TestIngestSurvivesKill(t *testing.T) {
 		}
 	}
 	for i, id := range fresh {
-		if j := s.waitJob(id, 20*time.Second); j.ItemsTotal != size(i) {
+		if j := s.waitJob(id, serverWork); j.ItemsTotal != size(i) {
 			t.Fatalf("batch %d's job has %d items, want %d", i, j.ItemsTotal, size(i))
 		}
 	}

@@ -168,7 +168,7 @@ func TestIngestEndToEnd(t *testing.T) {
 	if first.str("status") != "queued" {
 		t.Errorf("a new batch's status is %q, want queued", first.str("status"))
 	}
-	if j := s.waitJob(id, 10*time.Second); j.ItemsTotal != 3 {
+	if j := s.waitJob(id, serverWork); j.ItemsTotal != 3 {
 		t.Fatalf("the job has %d items, want 3", j.ItemsTotal)
 	}
 	if got := s.query("SOURDOUGH"); !slices.Equal(got, []string{"Sourdough wants a warm kitchen"}) {

@@ -19,7 +19,7 @@ import (
 // but the database and Redis.
 func TestIngestAcrossReplicas(t *testing.T) {
 	t.Parallel() // mostly waits: for processes, and for the queue's polls
-	dbURL, redisURL, prefix := storetest.URL(t, store.Postgres), redistest.URL(t), redistest.Prefix()
+	dbURL, redisURL, prefix := storetest.URL(t, store.Postgres), redistest.URL(t), redistest.Prefix(t)
 	kv := func() map[string]string {
 		return memoryEnv(map[string]string{"BRAIN_DATABASE_URL": dbURL, "BRAIN_REDIS_URL": redisURL, "BRAIN_REDIS_PREFIX": prefix})
 	}
@@ -32,7 +32,7 @@ func TestIngestAcrossReplicas(t *testing.T) {
 	batch := map[string]any{"project": "replicas", "items": []map[string]any{{"text": "kestrel over the ring road"}, {"text": "second kestrel"}}}
 	id := sa.accepted(sa.ingest(batch), false)
 	want := map[string]bool{"job.queued": true, "job.succeeded": true}
-	deadline := time.After(15 * time.Second)
+	deadline := time.After(serverWork)
 	for len(want) > 0 {
 		select {
 		case ev, ok := <-events:
@@ -46,10 +46,10 @@ func TestIngestAcrossReplicas(t *testing.T) {
 				delete(want, ev.Type)
 			}
 		case <-deadline:
-			t.Fatalf("replica b's event stream did not carry %v for job %s within 15s\na:\n%s\nb:\n%s", want, id, a.logs, b.logs)
+			t.Fatalf("replica b's event stream did not carry %v for job %s within %v\na:\n%s\nb:\n%s", want, id, serverWork, a.logs, b.logs)
 		}
 	}
-	if j := sb.waitJob(id, 5*time.Second); j.ItemsTotal != 2 {
+	if j := sb.waitJob(id, serverWork); j.ItemsTotal != 2 {
 		t.Fatalf("replica b shows the job with %d items, want 2", j.ItemsTotal)
 	}
 	if got := sb.query("kestrel"); !slices.Equal(got, []string{"kestrel over the ring road", "second kestrel"}) {

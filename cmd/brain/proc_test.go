@@ -67,8 +67,9 @@ func startProc(tb testing.TB, kv map[string]string) *proc {
 		return p
 	case <-p.done:
 		tb.Fatalf("brain exited before listening: %v\n%s", p.err, p.logs)
-	case <-time.After(20 * time.Second):
-		tb.Fatalf("brain did not listen within 20s:\n%s", p.logs)
+	case <-time.After(serverStart):
+		tb.Fatalf("brain did not log that it listens within %v (settings read, storage opened and migrated, "+
+			"the listeners bound):\n%s", serverStart, p.logs)
 	}
 	return nil
 }

@@ -102,7 +102,7 @@ func TestIngestQuotasEndToEnd(t *testing.T) {
 				t.Fatalf("%d of %d concurrent batches of 2 accepted under a quota of 10 items, want 5", len(accepted), n)
 			}
 			for _, id := range accepted {
-				s.waitJob(id, 15*time.Second)
+				s.waitJob(id, serverWork)
 			}
 			if got := len(s.query("note")); got != 10 {
 				t.Fatalf("%d items stored, want 10", got)
@@ -127,7 +127,7 @@ func TestIngestQuotasEndToEnd(t *testing.T) {
 			for _, res := range found.Results {
 				s.do("DELETE", "/api/v1/memory/items/"+res.ID, nil).want(t, 204, "delete an item")
 			}
-			s.waitJob(s.accepted(s.ingest(json.RawMessage(notes("after-delete", 2))), false), 15*time.Second)
+			s.waitJob(s.accepted(s.ingest(json.RawMessage(notes("after-delete", 2))), false), serverWork)
 		})
 	}
 }
@@ -217,7 +217,7 @@ func fairJobs(t *testing.T, d store.Dialect) {
 
 	t0 := time.Now()
 	id := b.accepted(b.ingest(json.RawMessage(`{"project":"light","items":[{"text":"B's one note"}]}`)), false)
-	b.waitJob(id, 30*time.Second)
+	b.waitJob(id, serverWork)
 	took, left := time.Since(t0), unfinished()
 	t.Logf("A's %d batches posted in %v, %d not finished; B's job succeeded %v after its post, with %d of A's not finished",
 		batches, posted.Round(time.Millisecond), backlog, took.Round(time.Millisecond), left)

@@ -22,7 +22,7 @@ import (
 func TestReplicasShareRedisBudget(t *testing.T) {
 	env := map[string]string{
 		"BRAIN_REDIS_URL":     redistest.URL(t),
-		"BRAIN_REDIS_PREFIX":  redistest.Prefix(),
+		"BRAIN_REDIS_PREFIX":  redistest.Prefix(t),
 		"BRAIN_RATE_LIMIT_IP": "4/min,burst=4",
 	}
 	copyEnv := func() map[string]string {
@@ -136,7 +136,7 @@ func TestServedSpecShowsRunningBudgets(t *testing.T) {
 // of shards: one with another number refuses to start, and says how to
 // change it.
 func TestReplicasAgreeOnEventShards(t *testing.T) {
-	kv := map[string]string{"BRAIN_REDIS_URL": redistest.URL(t), "BRAIN_REDIS_PREFIX": redistest.Prefix(), "BRAIN_REDIS_EVENT_SHARDS": "4"}
+	kv := map[string]string{"BRAIN_REDIS_URL": redistest.URL(t), "BRAIN_REDIS_PREFIX": redistest.Prefix(t), "BRAIN_REDIS_EVENT_SHARDS": "4"}
 	MustRunServer(t, maps.Clone(kv))
 	MustRunServer(t, maps.Clone(kv))
 	kv["BRAIN_REDIS_EVENT_SHARDS"] = "2"

@@ -26,7 +26,7 @@ func TestAClosedStreamFreesItsSlotForItsReconnection(t *testing.T) {
 	env := map[string]string{
 		"BRAIN_DATABASE_URL":       storetest.URL(t, store.Postgres),
 		"BRAIN_REDIS_URL":          redistest.URL(t),
-		"BRAIN_REDIS_PREFIX":       redistest.Prefix(),
+		"BRAIN_REDIS_PREFIX":       redistest.Prefix(t),
 		"BRAIN_STREAM_HEARTBEAT":   "1m",
 		"BRAIN_ADMIN_PASSWORD":     adminPassword,
 		"BRAIN_COOKIE_SECURE":      "false",
@@ -39,14 +39,14 @@ func TestAClosedStreamFreesItsSlotForItsReconnection(t *testing.T) {
 	// id (a replica's log reaches its output a moment late).
 	replicaOf := func(res *http.Response) int {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(serverWork); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			for i, p := range procs {
 				if strings.Contains(p.logs.String(), "request_id="+res.Header.Get("X-Request-Id")) {
 					return i
 				}
 			}
 		}
-		t.Fatalf("no replica logged request %s", res.Header.Get("X-Request-Id"))
+		t.Fatalf("no replica logged request %s within %v", res.Header.Get("X-Request-Id"), serverWork)
 		return -1
 	}
 	var moved, stayed int // reconnections on another replica than their stream, and on its own
@@ -135,8 +135,8 @@ func nextEventID(t *testing.T, res *http.Response) string {
 			t.Fatal("the stream ended before an event with an id")
 		}
 		return v
-	case <-time.After(10 * time.Second):
-		t.Fatal("no event with an id within 10 s")
+	case <-time.After(serverWork):
+		t.Fatalf("no event with an id within %v", serverWork)
 	}
 	return ""
 }

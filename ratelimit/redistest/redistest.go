@@ -1,13 +1,15 @@
 // Package redistest connects tests to the real Redis named by
 // BRAIN_TEST_REDIS_URL (skipped without it, but under CI=true). Each test
-// isolates its keys with a [Prefix] of its own.
+// isolates its keys with a [Prefix] of its own, deleted when the test ends.
 package redistest
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -53,9 +55,55 @@ func Client(tb testing.TB, opt rueidis.ClientOption) rueidis.Client {
 	return c
 }
 
-// Prefix returns a key prefix no other test run uses.
-func Prefix() string {
+// Prefix returns a key prefix no other test uses, and deletes the keys
+// holding it from the Redis at BRAIN_TEST_REDIS_URL when the test ends. It
+// starts with BRAIN_TEST_REDIS_PREFIX ("brain-test:" when unset), so that
+// a run can tell its keys apart (make bench-smoke).
+func Prefix(tb testing.TB) string {
+	tb.Helper()
+	base := os.Getenv(product.EnvPrefix + "TEST_REDIS_PREFIX")
+	if base == "" {
+		base = product.Name + "-test:"
+	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
-	return product.Name + "-test:" + hex.EncodeToString(b[:]) + ":"
+	prefix := base + hex.EncodeToString(b[:]) + ":"
+	if url := os.Getenv(product.EnvPrefix + "TEST_REDIS_URL"); url != "" {
+		tb.Cleanup(func() {
+			if err := deleteKeys(url, prefix); err != nil && !tb.Skipped() {
+				tb.Errorf("deleting the test's Redis keys (%s*): %v", prefix, err)
+			}
+		})
+	}
+	return prefix
+}
+
+// deleteKeys deletes every key holding prefix (a hash tag may wrap it).
+func deleteKeys(url, prefix string) error {
+	opt, err := rueidis.ParseURL(url)
+	if err != nil {
+		return err
+	}
+	opt.DisableCache = true
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for cursor := uint64(0); ; {
+		e, err := c.Do(ctx, c.B().Scan().Cursor(cursor).Match("*"+prefix+"*").Count(1000).Build()).AsScanEntry()
+		if err != nil {
+			return err
+		}
+		if len(e.Elements) > 0 {
+			if err := c.Do(ctx, c.B().Del().Key(e.Elements...).Build()).Error(); err != nil {
+				return err
+			}
+		}
+		if cursor = e.Cursor; cursor == 0 {
+			return nil
+		}
+	}
 }
