@@ -66,11 +66,13 @@ size: ## non-test lines of Go per package of the main module (bench/ and generat
 	END { for (d in n) printf "%6d %s\n", n[d], d | "sort -n"; close("sort -n"); printf "%6d total, budget %d\n", t, budget; \
 	if (t > budget) { print "size: over budget by " t - budget " lines"; exit 1 } }'
 
-lint: ## gofmt, go vet and staticcheck (pinned)
+lint: ## gofmt, go vet, staticcheck (pinned, with ST1000: package comments), and no file note above `package`, where go doc would take it for the package's
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	@out=$$(for f in $$(git ls-files '*.go'); do awk '/^\/\//{ if (g == "") g = $$0; next } /^package /{ if (g != "" && g !~ /^\/\/ (Package|Command) /) print FILENAME; exit } { g = "" }' $$f; done); \
+	if [ -n "$$out" ]; then echo "a comment above package that is not the package's doc (leave a blank line after it):"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
-	cd bench && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -checks inherit,ST1000 ./...
+	cd bench && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -checks inherit,ST1000 ./...
 
 rename: ## make rename MODULE=example.com/you/svc NAME=svc: give a fork its own module path and (NAME) its own product name — env prefix, cookie, Redis prefix, metrics, database file, messages, cmd/NAME — and accept in openapi-breaking.ignore the breaks the new name makes (docs/fork.md); either alone works too
 	@test -n "$(MODULE)$(NAME)" || { echo "usage: make rename MODULE=example.com/you/svc NAME=svc"; exit 2; }
