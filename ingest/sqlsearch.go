@@ -155,10 +155,10 @@ const sqliteSearch = `SELECT i.id, COALESCE(h.head, i.text)
 // items hold apart and few together (or that only old items hold) would
 // have it walk all of the user's items, checking each.
 //
-//   - walk: when the user's newest item matches, their newest limit
-//     items, each checked, read until one does not match. When all do,
-//     as for words most items hold, they are the answer, and all a query
-//     costs.
+//   - walk: when the user's newest items match, as for words most items
+//     hold, the newest limit of them are the answer, and all a query
+//     costs. It starts only if the newest item matches and stops at the
+//     first that does not.
 //   - bitmap: else the GIN index's bitmap of the items that hold every
 //     term: it costs what those items are, few for rare words, none for
 //     words never together. The user's id is compared in a form no index
