@@ -179,20 +179,28 @@ const postgresSearch = `WITH newest AS (
 			ORDER BY n DESC LIMIT $3))
 	SELECT id, COALESCE((SELECT head FROM item_heads h WHERE h.id = m.id), text) FROM m ORDER BY n DESC`
 
-// Items returns the user's items ids, whole (see Store).
+// Items returns the user's items ids, whole (see Store). On PostgreSQL
+// each is read by its id, a lookup each: a plan that filters all of the
+// user's items can look cheaper to the planner, and takes longer.
 func (s *SQLStore) Items(ctx context.Context, userID string, ids []string) ([]Result, error) {
 	if len(ids) == 0 {
 		return []Result{}, nil
 	}
-	args := make([]any, 1, len(ids)+1)
-	args[0] = userID
-	marks := make([]string, len(ids))
-	for i, id := range ids {
-		args = append(args, id)
-		marks[i] = "$" + strconv.Itoa(i+2)
+	query, args := `SELECT i.* FROM unnest($2::text[]) AS w (id), LATERAL (
+		SELECT id, project, text, kind, skill, tags, occurred_at FROM items WHERE id = w.id AND user_id = $1 OFFSET 0) i`,
+		[]any{userID, ids}
+	if s.db.Dialect == store.SQLite {
+		args = make([]any, 1, len(ids)+1)
+		args[0] = userID
+		marks := make([]string, len(ids))
+		for i, id := range ids {
+			args = append(args, id)
+			marks[i] = "$" + strconv.Itoa(i+2)
+		}
+		query = `SELECT id, project, text, kind, skill, tags, occurred_at FROM items
+			WHERE user_id = $1 AND id IN (` + strings.Join(marks, ", ") + `)`
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, project, text, kind, skill, tags, occurred_at FROM items
-		WHERE user_id = $1 AND id IN (`+strings.Join(marks, ", ")+`)`, args...)
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, store.Wrap("read items", err)
 	}
