@@ -159,20 +159,18 @@ func (s *Service) pageItems(ctx context.Context, userID string, page []ranked, w
 	if err != nil {
 		return nil, unavailable(err)
 	}
-	byID := make(map[string]Result, len(items))
-	for _, it := range items {
-		byID[it.ID] = it
-	}
-	results := make([]Result, 0, len(page))
+	// Put items in page's order, in place: a page is at most MaxLimit.
+	n := 0
 	for _, r := range page {
-		it, ok := byID[r.id]
-		if !ok { // deleted since it was found
+		i := slices.IndexFunc(items[n:], func(it Result) bool { return it.ID == r.id })
+		if i < 0 { // deleted since it was found
 			continue
 		}
-		it.Score, it.Snippet = r.score, snippet(it.Text, words)
-		results = append(results, it)
+		items[n], items[n+i] = items[n+i], items[n]
+		items[n].Score, items[n].Snippet = r.score, snippet(items[n].Text, words)
+		n++
 	}
-	return results, nil
+	return items[:n], nil
 }
 
 // queryTerms returns the words of q (see [Words]), each once, in the

@@ -39,6 +39,34 @@ func texts(rs []ingest.Result) []string {
 	return s
 }
 
+// shuffledItems is a store whose Items returns the items in reverse
+// order, leaving out the one with the text gone.
+type shuffledItems struct {
+	ingest.Store
+	gone string
+}
+
+func (s shuffledItems) Items(ctx context.Context, userID string, ids []string) ([]ingest.Result, error) {
+	items, err := s.Store.Items(ctx, userID, ids)
+	slices.Reverse(items)
+	return slices.DeleteFunc(items, func(r ingest.Result) bool { return r.Text == s.gone }), err
+}
+
+// A page keeps its order, whatever the order the store reads its items
+// in, and leaves out an item deleted since the search found it.
+func TestQueryPageOrder(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db, func(s ingest.Store) ingest.Store { return shuffledItems{s, "kiwi kiwi b"} })
+		e.ingestAndProcess(t, "alice", "p", `{"text":"kiwi a b c"}`, `{"text":"kiwi kiwi b"}`,
+			`{"text":"kiwi kiwi kiwi c"}`, `{"text":"kiwi a b c d e"}`)
+		got := texts(e.query(t, "alice", ingest.Query{Q: "kiwi"}).Results)
+		if want := []string{"kiwi kiwi kiwi c", "kiwi a b c", "kiwi a b c d e"}; !slices.Equal(got, want) {
+			t.Fatalf("kiwi: %q, want %q", got, want)
+		}
+	})
+}
+
 func TestQuery(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, db *store.DB) {

@@ -155,39 +155,52 @@ const sqliteSearch = `SELECT i.id, COALESCE(h.head, i.text)
 // items hold apart and few together (or that only old items hold) would
 // have it walk all of the user's items, checking each.
 //
-//   - recent: the user's newest limit items, each checked. When they
-//     hold limit matches, as they do for words most items hold, that is
-//     the answer, and all a query costs.
-//   - older: else the GIN index's bitmap of the items that hold every
-//     term, older than those: it costs what those items are, few for
-//     rare words, none for words never together. The user's id is
-//     compared in a form no index serves, and the tsquery is a value the
-//     planner cannot see, so that it plans the bitmap, never a walk.
+//   - walk: when the user's newest items match, as for words most items
+//     hold, the newest limit of them are the answer, and all a query
+//     costs. It starts only if the newest item matches and stops at the
+//     first that does not.
+//   - bitmap: else the GIN index's bitmap of the items that hold every
+//     term: it costs what those items are, few for rare words, none for
+//     words never together. The user's id is compared in a form no index
+//     serves, and the tsquery is a value the planner cannot see, so that
+//     it plans the bitmap, never a walk.
 //
 // A long match's head is read by id, one lookup each (a short one's is
 // its text), so that no join can be planned as a walk of the user's items.
-const postgresSearch = `WITH recent AS (
-		SELECT n, id, text, search @@ $2::tsquery AS hit FROM items WHERE user_id = $1 ORDER BY n DESC LIMIT $3),
-	older AS (SELECT n, id, text FROM items
-		WHERE search @@ (SELECT $2::tsquery) AND user_id || '' = $1
-		AND n < (SELECT min(n) FROM recent) ORDER BY n DESC LIMIT $3 - (SELECT count(*) FROM recent WHERE hit)),
-	m AS (SELECT n, id, text FROM recent WHERE hit UNION ALL SELECT n, id, text FROM older)
+const postgresSearch = `WITH newest AS (
+		SELECT search @@ $2::tsquery AS hit FROM items WHERE user_id = $1 ORDER BY n DESC LIMIT 1),
+	recent AS (SELECT n, id, text, search @@ $2::tsquery AS hit FROM items
+		WHERE user_id = $1 AND (SELECT hit FROM newest) ORDER BY n DESC LIMIT $3),
+	walked AS (SELECT COALESCE((SELECT hit FROM newest), false)
+		AND NOT EXISTS (SELECT FROM recent WHERE NOT hit) AS yes),
+	m AS (SELECT n, id, text FROM recent WHERE (SELECT yes FROM walked)
+		UNION ALL (SELECT n, id, text FROM items
+			WHERE search @@ (SELECT $2::tsquery) AND user_id || '' = $1 AND NOT (SELECT yes FROM walked)
+			ORDER BY n DESC LIMIT $3))
 	SELECT id, COALESCE((SELECT head FROM item_heads h WHERE h.id = m.id), text) FROM m ORDER BY n DESC`
 
-// Items returns the user's items ids, whole (see Store).
+// Items returns the user's items ids, whole (see Store). On PostgreSQL
+// each is read by its id, a lookup each: a plan that filters all of the
+// user's items can look cheaper to the planner, and takes longer.
 func (s *SQLStore) Items(ctx context.Context, userID string, ids []string) ([]Result, error) {
 	if len(ids) == 0 {
 		return []Result{}, nil
 	}
-	args := make([]any, 1, len(ids)+1)
-	args[0] = userID
-	marks := make([]string, len(ids))
-	for i, id := range ids {
-		args = append(args, id)
-		marks[i] = "$" + strconv.Itoa(i+2)
+	query, args := `SELECT i.* FROM unnest($2::text[]) AS w (id), LATERAL (
+		SELECT id, project, text, kind, skill, tags, occurred_at FROM items WHERE id = w.id AND user_id = $1 OFFSET 0) i`,
+		[]any{userID, ids}
+	if s.db.Dialect == store.SQLite {
+		args = make([]any, 1, len(ids)+1)
+		args[0] = userID
+		marks := make([]string, len(ids))
+		for i, id := range ids {
+			args = append(args, id)
+			marks[i] = "$" + strconv.Itoa(i+2)
+		}
+		query = `SELECT id, project, text, kind, skill, tags, occurred_at FROM items
+			WHERE user_id = $1 AND id IN (` + strings.Join(marks, ", ") + `)`
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, project, text, kind, skill, tags, occurred_at FROM items
-		WHERE user_id = $1 AND id IN (`+strings.Join(marks, ", ")+`)`, args...)
+	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, store.Wrap("read items", err)
 	}

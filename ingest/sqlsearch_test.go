@@ -186,7 +186,7 @@ func TestSearchWithCollidingUserKeys(t *testing.T) {
 // When the newest items hold fewer matches than the search asks for (the
 // words are in older items only, or never together), the search still
 // finds the newest of those there are: on PostgreSQL by the index's
-// bitmap, after the walk over the newest came up short.
+// bitmap, at once or after the walk over the newest came up short.
 func TestSearchFindsOlderMatches(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, db *store.DB) {
@@ -194,7 +194,7 @@ func TestSearchFindsOlderMatches(t *testing.T) {
 		mustUser(t, store.NewAuthStore(db), "u1", "ada")
 		s := ingest.NewSQLStore(db, nil)
 		old := storeTexts(t, s, "u1", "j1", "p", "apple one", "apple two", "apple three", "pear")
-		storeTexts(t, s, "u1", "j2", "p", "odd", "even", "odd", "even", "plum", "plum")
+		recent := storeTexts(t, s, "u1", "j2", "p", "odd", "even", "odd", "even", "plum", "plum")
 		for _, c := range []struct {
 			words []string
 			limit int
@@ -204,6 +204,8 @@ func TestSearchFindsOlderMatches(t *testing.T) {
 			{[]string{"apple"}, 10, []string{old[2], old[1], old[0]}},
 			{[]string{"odd", "even"}, 2, nil}, // each in two items, never together
 			{[]string{"pear"}, 1, []string{old[3]}},
+			{[]string{"plum"}, 2, []string{recent[5], recent[4]}}, // the newest 2 items hold it
+			{[]string{"plum"}, 3, []string{recent[5], recent[4]}}, // the third newest does not
 		} {
 			hits, err := s.Search(ctx, "u1", ingest.Search{Words: c.words, Limit: c.limit})
 			if err != nil || !slices.Equal(hitIDs(hits), c.want) {
