@@ -27,8 +27,7 @@ var (
 	features   []store.Migrations
 )
 
-// Use adds feature migration sets to every database this package opens
-// from now on, once each: a feature's tests call it from an init.
+// Use adds feature migration sets to every database opened from now on.
 func Use(sets ...store.Migrations) {
 	featuresMu.Lock()
 	defer featuresMu.Unlock()
@@ -53,8 +52,7 @@ func Run(t *testing.T, f func(t *testing.T, db *store.DB)) {
 	}
 }
 
-// Open returns an empty, migrated database of dialect d, closed (and
-// dropped) when the test ends.
+// Open returns an empty, migrated database of dialect d for the test.
 func Open(tb testing.TB, d store.Dialect) *store.DB {
 	tb.Helper()
 	return open(tb, URL(tb, d), tb.TempDir())
@@ -78,9 +76,7 @@ type Stall struct {
 	start, stop func()
 }
 
-// Start makes the database stop answering: PostgreSQL's proxy forwards
-// nothing; SQLite's write lock is held by another connection (reads still
-// answer).
+// Start makes the database stop answering (SQLite's still reads).
 func (s *Stall) Start() { s.start() }
 
 // Stop lets the database answer again.
@@ -100,7 +96,6 @@ func OpenStallable(tb testing.TB, d store.Dialect) (*store.DB, *Stall) {
 	}
 	dir := tb.TempDir()
 	db := open(tb, "", dir)
-	// Its own connection, whose transaction outlasts any store deadline.
 	raw, err := sql.Open("sqlite", "file:"+store.SQLitePath(dir)+"?_txlock=immediate")
 	if err != nil {
 		tb.Fatal(err)
@@ -122,8 +117,8 @@ func OpenStallable(tb testing.TB, d store.Dialect) (*store.DB, *Stall) {
 	}
 }
 
-// URL returns a database URL for a fresh, empty database of dialect d: ""
-// for SQLite, or a PostgreSQL URL whose search_path is a new schema.
+// URL returns a fresh, empty database of dialect d: "" for SQLite, or a
+// PostgreSQL URL whose search_path is a new schema.
 func URL(tb testing.TB, d store.Dialect) string {
 	tb.Helper()
 	if d == store.SQLite {
