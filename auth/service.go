@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"runtime"
@@ -54,27 +55,13 @@ type Service struct {
 
 // NewService returns a Service over store.
 func NewService(store Store, cfg Config) *Service {
-	if cfg.SessionLifetime == 0 {
-		cfg.SessionLifetime = DefaultSessionLifetime
-	}
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.CacheTTL == 0 {
-		cfg.CacheTTL = 10 * time.Second
-	}
-	if cfg.TouchInterval == 0 {
-		cfg.TouchInterval = min(time.Minute, cfg.IdleTimeout/4)
-	}
-	if cfg.MaxSessions == 0 {
-		cfg.MaxSessions = DefaultMaxSessions
-	}
-	if cfg.MaxAPIKeys == 0 {
-		cfg.MaxAPIKeys = DefaultMaxAPIKeys
-	}
-	if cfg.Argon2 == (Argon2Params{}) {
-		cfg.Argon2 = DefaultArgon2
-	}
+	cfg.SessionLifetime = cmp.Or(cfg.SessionLifetime, DefaultSessionLifetime)
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
+	cfg.CacheTTL = cmp.Or(cfg.CacheTTL, 10*time.Second)
+	cfg.TouchInterval = cmp.Or(cfg.TouchInterval, min(time.Minute, cfg.IdleTimeout/4))
+	cfg.MaxSessions = cmp.Or(cfg.MaxSessions, DefaultMaxSessions)
+	cfg.MaxAPIKeys = cmp.Or(cfg.MaxAPIKeys, DefaultMaxAPIKeys)
+	cfg.Argon2 = cmp.Or(cfg.Argon2, DefaultArgon2)
 	if cfg.HashConcurrency <= 0 {
 		cfg.HashConcurrency = runtime.GOMAXPROCS(0)
 	}

@@ -77,8 +77,14 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 	if err != nil {
 		return nil, err
 	}
-	if raced {
-		return s.authenticateUncached(ctx, hash, now)
+	if raced { // read again, uncached, after the revocation
+		c, err = s.loadSession(ctx, hash, nil, now)
+		if errors.Is(err, ErrNotFound) {
+			return nil, ErrUnauthenticated
+		}
+		if err != nil {
+			return nil, unavailable(err)
+		}
 	}
 	s.mu.Lock()
 	se, u := c.session, c.user
@@ -111,20 +117,6 @@ func (s *Service) loadSession(ctx context.Context, hash string, stale *cachedSes
 		s.mu.Unlock()
 	}
 	return fresh, nil
-}
-
-func (s *Service) authenticateUncached(ctx context.Context, hash string, now time.Time) (*Identity, error) {
-	se, u, err := s.store.SessionByTokenHash(ctx, hash)
-	if errors.Is(err, ErrNotFound) {
-		return nil, ErrUnauthenticated
-	}
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	if !s.alive(se, now) {
-		return nil, ErrUnauthenticated
-	}
-	return &Identity{User: u, Method: MethodSession, SessionHash: hash, ExpiresAt: se.ExpiresAt}, nil
 }
 
 func (s *Service) alive(se Session, now time.Time) bool {

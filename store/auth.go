@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
@@ -121,10 +122,7 @@ func (s *AuthStore) CreateSession(ctx context.Context, se auth.Session, max int)
 		}
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return evicted, nil
+	return evicted, err
 }
 
 // SessionByTokenHash returns the session with tokenHash and its user.
@@ -234,11 +232,7 @@ const touchBatch = 500
 
 // touch runs update ($1 a time, $2 a key) for every entry of times.
 func (s *AuthStore) touch(ctx context.Context, what, update string, times map[string]time.Time) error {
-	keys := make([]string, 0, len(times))
-	for k := range times {
-		keys = append(keys, k)
-	}
-	for batch := range slices.Chunk(keys, touchBatch) {
+	for batch := range slices.Chunk(slices.Collect(maps.Keys(times)), touchBatch) {
 		err := s.inTx(ctx, what, func(tx *Tx) error {
 			for _, key := range batch {
 				if _, err := tx.ExecContext(ctx, update, Millis(times[key]), key); err != nil {

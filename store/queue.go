@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -69,9 +70,7 @@ func NewQueue(db *DB, opts QueueOptions) (*Queue, error) {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = time.Second
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.Default())
 	return &Queue{db: db, opts: opts, workers: river.NewWorkers(), queues: map[string]river.QueueConfig{}}, nil
 }
 
@@ -90,9 +89,7 @@ func AddWorker[T river.JobArgs](q *Queue, w Worker[T]) error {
 	if w.Work == nil {
 		return errors.New("store: AddWorker: Work is nil: pass the function that works a job")
 	}
-	if w.Queue == "" {
-		w.Queue = river.QueueDefault
-	}
+	w.Queue = cmp.Or(w.Queue, river.QueueDefault)
 	if w.Workers <= 0 {
 		w.Workers = DefaultWorkers
 	}
