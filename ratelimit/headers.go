@@ -33,15 +33,6 @@ func newRateHeaders(b Budget) rateHeaders {
 	return h
 }
 
-const (
-	keyRateLimit       = "Ratelimit"
-	keyRateLimitPolicy = "Ratelimit-Policy"
-	keyLimit           = "X-Ratelimit-Limit"
-	keyRemaining       = "X-Ratelimit-Remaining"
-	keyReset           = "X-Ratelimit-Reset"
-	keyRetryAfter      = HeaderRetryAfter
-)
-
 // HeaderRetryAfter is the header of a refusal's wait.
 const HeaderRetryAfter = "Retry-After"
 
@@ -54,7 +45,7 @@ func (h *Headers) Write(hdr http.Header, d *Decision) {
 	ds := [1]Decision{*d}
 	h.c.Write(hdr, nil, ds[:], time.Time{})
 	if !d.Allowed {
-		hdr[keyRetryAfter] = []string{strconv.FormatInt(RetryAfterSeconds(d.RetryAfter), 10)}
+		hdr[HeaderRetryAfter] = []string{strconv.FormatInt(RetryAfterSeconds(d.RetryAfter), 10)}
 	}
 }
 
@@ -146,9 +137,9 @@ func (c *CapHeaders) Write(hdr http.Header, free []int, ds []Decision, now time.
 	if len(b) == 0 {
 		return
 	}
-	hdr[keyRateLimitPolicy] = c.policy
-	hdr[keyRateLimit] = []string{string(b)}
-	hdr[keyLimit] = limit
-	hdr[keyRemaining] = []string{strconv.Itoa(left)}
-	hdr[keyReset] = []string{strconv.FormatInt(reset, 10)}
+	hdr["Ratelimit-Policy"] = c.policy // canonical forms
+	hdr["Ratelimit"] = []string{string(b)}
+	hdr["X-Ratelimit-Limit"] = limit
+	hdr["X-Ratelimit-Remaining"] = []string{strconv.Itoa(left)}
+	hdr["X-Ratelimit-Reset"] = []string{strconv.FormatInt(reset, 10)}
 }

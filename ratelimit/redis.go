@@ -169,7 +169,7 @@ func NewRedis(client rueidis.Client, prefix string, b Budget) *Redis {
 	for i := range b.Limits {
 		r.args = append(r.args, strconv.FormatInt(r.interval[i], 10), strconv.FormatInt(r.tolerance[i], 10))
 	}
-	r.deny.init()
+	r.deny = denyCache{seed: maphash.MakeSeed(), m: map[uint64]denied{}}
 	return r
 }
 
@@ -257,8 +257,16 @@ func (r *Redis) lead(ctx context.Context, mine *call) {
 		r.mu.Unlock()
 		if len(batch) == 1 && batch[0] == mine {
 			r.decide(ctx, batch) // alone: the caller's own context serves
-		} else {
-			r.flush(batch)
+		} else { // as long as the most patient caller waits
+			deadline := batch[0].deadline
+			for _, c := range batch {
+				if c.deadline.After(deadline) {
+					deadline = c.deadline
+				}
+			}
+			bctx, cancel := context.WithDeadline(context.Background(), deadline)
+			r.decide(bctx, batch)
+			cancel()
 		}
 		if mine != nil && slices.Contains(batch, mine) {
 			r.mu.Lock()
@@ -273,19 +281,6 @@ func (r *Redis) lead(ctx context.Context, mine *call) {
 			return
 		}
 	}
-}
-
-// flush decides a batch for as long as its most patient caller waits.
-func (r *Redis) flush(batch []*call) {
-	var deadline time.Time
-	for _, c := range batch {
-		if c.deadline.After(deadline) {
-			deadline = c.deadline
-		}
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	r.decide(ctx, batch)
 }
 
 func (r *Redis) decide(ctx context.Context, batch []*call) {
@@ -423,11 +418,6 @@ type denied struct {
 }
 
 const denyCacheMax = 100_000
-
-func (c *denyCache) init() {
-	c.seed = maphash.MakeSeed()
-	c.m = map[uint64]denied{}
-}
 
 func (c *denyCache) get(key string, now int64) (Decision, bool) {
 	h := maphash.String(c.seed, key)

@@ -86,9 +86,10 @@ func (h *handlers) createAPIKey(ctx context.Context, in *CreateAPIKeyInput) (*Cr
 }
 
 func (h *handlers) listAPIKeys(ctx context.Context, in *ListAPIKeysInput) (*ListAPIKeysOutput, error) {
-	after, err := decodeCursor(in.Cursor)
+	after, err := page.Decode(in.Cursor, cursorID.MatchString)
 	if err != nil {
-		return nil, badCursor()
+		return nil, api.NewError(http.StatusUnprocessableEntity, "the cursor is not one this list gave out: start again without it",
+			api.FieldError{Location: "query.cursor", Message: "not a cursor of this list"})
 	}
 	keys, next, err := h.svc.ListAPIKeys(ctx, auth.FromContext(ctx).User.ID, after, in.Limit)
 	if err != nil {
@@ -131,13 +132,6 @@ func sessionCookie(token string, expires time.Time, secure bool, now time.Time) 
 }
 
 var cursorID = regexp.MustCompile(`^[0-9a-f]{32}$`)
-
-func decodeCursor(s string) (auth.Cursor, error) { return page.Decode(s, cursorID.MatchString) }
-
-func badCursor() *api.Error {
-	return api.NewError(http.StatusUnprocessableEntity, "the cursor is not one this list gave out: start again without it",
-		api.FieldError{Location: "query.cursor", Message: "not a cursor of this list"})
-}
 
 // displayable reports whether an API key's name is not blank and has no
 // control, bidi control or line separator characters.

@@ -73,14 +73,9 @@ func open(tb testing.TB, dsn, dataDir string) *store.DB {
 
 // A Stall makes a database stop answering ([OpenStallable]).
 type Stall struct {
-	start, stop func()
+	Start func() // the database stops answering (SQLite's still reads)
+	Stop  func() // it answers again
 }
-
-// Start makes the database stop answering (SQLite's still reads).
-func (s *Stall) Start() { s.start() }
-
-// Stop lets the database answer again.
-func (s *Stall) Stop() { s.stop() }
 
 // OpenStallable is [Open] for a database whose calls the test can stall.
 func OpenStallable(tb testing.TB, d store.Dialect) (*store.DB, *Stall) {
@@ -92,7 +87,7 @@ func OpenStallable(tb testing.TB, d store.Dialect) (*store.DB, *Stall) {
 		}
 		p := testproxy.New(tb, u.Host)
 		u.Host = p.Addr()
-		return open(tb, u.String(), ""), &Stall{start: p.Stall, stop: p.Restore}
+		return open(tb, u.String(), ""), &Stall{Start: p.Stall, Stop: p.Restore}
 	}
 	dir := tb.TempDir()
 	db := open(tb, "", dir)
@@ -103,12 +98,12 @@ func OpenStallable(tb testing.TB, d store.Dialect) (*store.DB, *Stall) {
 	tb.Cleanup(func() { raw.Close() })
 	var tx *sql.Tx
 	return db, &Stall{
-		start: func() {
+		Start: func() {
 			if tx, err = raw.Begin(); err != nil {
 				tb.Fatal(err)
 			}
 		},
-		stop: func() {
+		Stop: func() {
 			if tx != nil {
 				tx.Rollback()
 				tx = nil
