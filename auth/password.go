@@ -45,11 +45,9 @@ func verifyPassword(pw, encoded string) (bool, error) {
 		return false, errBadHash
 	}
 	var version int
-	if _, err := fmt.Sscanf(parts[2], "v=%d", &version); err != nil || version != argon2.Version {
-		return false, errBadHash
-	}
 	var p Argon2Params
-	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &p.Memory, &p.Time, &p.Threads); err != nil {
+	_, err := fmt.Sscanf(parts[2]+" "+parts[3], "v=%d m=%d,t=%d,p=%d", &version, &p.Memory, &p.Time, &p.Threads)
+	if err != nil || version != argon2.Version {
 		return false, errBadHash
 	}
 	salt, err1 := b64.DecodeString(parts[4])

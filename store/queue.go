@@ -107,6 +107,8 @@ func AddWorker[T river.JobArgs](q *Queue, w Worker[T]) error {
 	return nil
 }
 
+// work is w.Work as River runs it: a panic fails the attempt, and GiveUp
+// hears of a last failed attempt unless Stop cut it off.
 func (w Worker[T]) work(logger *slog.Logger) func(ctx context.Context, job *river.Job[T]) error {
 	return func(ctx context.Context, job *river.Job[T]) (err error) {
 		defer func() {
@@ -114,26 +116,20 @@ func (w Worker[T]) work(logger *slog.Logger) func(ctx context.Context, job *rive
 				err = fmt.Errorf("store: job %d (%s) panicked: %v", job.ID, job.Kind, r)
 				logger.Error("queue: a job panicked", "job", job.ID, "kind", job.Kind, "panic", r)
 			}
-			err = w.settle(ctx, job, err)
+			stopped := ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded)
+			permanent, yielded := errors.Is(err, ErrPermanent), errors.Is(err, ErrYield)
+			if err != nil && !permanent && !yielded && !stopped && job.Attempt >= job.MaxAttempts && w.GiveUp != nil {
+				w.GiveUp(context.WithoutCancel(ctx), job, err)
+			}
+			switch {
+			case permanent:
+				err = river.JobCancel(err)
+			case yielded:
+				err = river.JobSnooze(0)
+			}
 		}()
 		return w.Work(ctx, job)
 	}
-}
-
-// settle is what River is told of an attempt that ended with err.
-func (w Worker[T]) settle(ctx context.Context, job *river.Job[T], err error) error {
-	stopped := ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded)
-	permanent, yielded := errors.Is(err, ErrPermanent), errors.Is(err, ErrYield)
-	if err != nil && !permanent && !yielded && !stopped && job.Attempt >= job.MaxAttempts && w.GiveUp != nil {
-		w.GiveUp(context.WithoutCancel(ctx), job, err)
-	}
-	switch {
-	case permanent:
-		return river.JobCancel(err)
-	case yielded:
-		return river.JobSnooze(0)
-	}
-	return err
 }
 
 func (q *Queue) riverClient() (*river.Client[*sql.Tx], error) {
