@@ -7,8 +7,7 @@ import (
 	"github.com/brain-template/brain/internal/page"
 )
 
-// AuthenticateKey resolves an API key, with the same cache as sessions.
-// Its last-use time is recorded in memory and written by [Service.Flush].
+// AuthenticateKey resolves an API key; [Service.Flush] writes its last use.
 func (s *Service) AuthenticateKey(ctx context.Context, key string) (*Identity, error) {
 	if !looksLikeKey(key) {
 		return nil, ErrUnauthenticated
@@ -39,8 +38,7 @@ func (s *Service) AuthenticateKey(ctx context.Context, key string) (*Identity, e
 	return &Identity{User: c.user, Method: MethodAPIKey, APIKeyID: c.key.ID}, nil
 }
 
-// CreateAPIKey makes a key for the user and returns it with its secret,
-// never stored; ErrTooMany beyond MaxAPIKeys.
+// CreateAPIKey makes a key for the user and returns it with its secret.
 func (s *Service) CreateAPIKey(ctx context.Context, userID, name string) (APIKey, string, error) {
 	secret := newAPIKey()
 	k := APIKey{ID: newID(), UserID: userID, Name: name, Prefix: secret[:len(KeyPrefix)+8], KeyHash: hashSecret(secret), CreatedAt: s.stamp()}
@@ -50,12 +48,11 @@ func (s *Service) CreateAPIKey(ctx context.Context, userID, name string) (APIKey
 	return k, secret, nil
 }
 
-// ListAPIKeys returns up to limit of the user's keys after the cursor,
-// newest first, with last uses not written yet, and the next page's cursor
-// (zero on the last).
+// ListAPIKeys returns a page of the user's keys, newest first, and the
+// next page's cursor (zero on the last).
 func (s *Service) ListAPIKeys(ctx context.Context, userID string, after Cursor, limit int) (keys []APIKey, next Cursor, err error) {
 	limit = max(limit, 1)
-	keys, err = s.store.ListAPIKeys(ctx, userID, after, limit+1) // one more: is there a next page
+	keys, err = s.store.ListAPIKeys(ctx, userID, after, limit+1)
 	if err != nil {
 		return nil, Cursor{}, unavailable(err)
 	}
@@ -70,8 +67,7 @@ func (s *Service) ListAPIKeys(ctx context.Context, userID string, after Cursor, 
 	return keys, next, nil
 }
 
-// DeleteAPIKey revokes one of the user's keys (on other replicas within
-// CacheTTL); ErrNotFound unless the user owns it.
+// DeleteAPIKey revokes one of the user's keys; ErrNotFound if not theirs.
 func (s *Service) DeleteAPIKey(ctx context.Context, userID, id string) error {
 	if err := s.store.DeleteAPIKey(ctx, userID, id); err != nil {
 		return unavailable(err)

@@ -28,24 +28,20 @@ type cacheEntry interface {
 	fetchedAt() time.Time
 }
 
-// maxCached bounds each cache (past it, stale entries go), maxUnknown the
-// unknown credentials remembered.
 const (
 	maxCached  = 100_000
 	maxUnknown = 10_000
 )
 
-// A credentialLookup is what differs between a session's lookup and a
-// key's in [lookupCached].
+// A credentialLookup is what differs between a session's lookup and a key's.
 type credentialLookup[E cacheEntry] struct {
-	cache  map[string]E             // s.sessions or s.keys, guarded by s.mu
+	cache  map[string]E             // guarded by s.mu
 	load   func(stale E) (E, error) // reads the credential from the store
 	forget func(stale E)            // drops its queued writes, under s.mu
 }
 
-// lookupCached returns the entry for hash: the cached one while younger
-// than CacheTTL, else the one l.load reads, cached unless a revocation
-// raced it (raced). Unknown hashes are ErrUnauthenticated.
+// lookupCached returns hash's entry, cached for CacheTTL unless a
+// revocation raced the load (raced).
 func lookupCached[E cacheEntry](ctx context.Context, s *Service, l credentialLookup[E], hash string, now time.Time) (e E, raced bool, err error) {
 	var none E
 	s.mu.Lock()
@@ -82,8 +78,7 @@ func lookupCached[E cacheEntry](ctx context.Context, s *Service, l credentialLoo
 	return fresh, false, nil
 }
 
-// forgetGone drops what this replica keeps of hash, which the store does
-// not know, and remembers it as unknown for CacheTTL.
+// forgetGone drops hash, which the store does not know, for CacheTTL.
 func forgetGone[E cacheEntry](s *Service, l credentialLookup[E], hash string, stale E, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -94,9 +89,8 @@ func forgetGone[E cacheEntry](s *Service, l credentialLookup[E], hash string, st
 	s.unknown.Add(hash, now.Add(s.cfg.CacheTTL), now)
 }
 
-// revoke records a revocation the store has committed: under one lock it
-// runs drop and bumps the generation, so a lookup that read the revoked
-// row before the write does not cache it.
+// revoke runs drop and bumps the generation, so a lookup that read a
+// revoked row does not cache it.
 func (s *Service) revoke(drop func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -24,14 +24,12 @@ type Argon2Params struct {
 	SaltLen uint32
 }
 
-// DefaultArgon2 is OWASP's minimum for argon2id: 19 MiB, two passes, one
-// thread, about 20-40 ms on one core.
+// DefaultArgon2 is OWASP's minimum for argon2id: 19 MiB, two passes.
 var DefaultArgon2 = Argon2Params{Memory: 19 * 1024, Time: 2, Threads: 1, KeyLen: 32, SaltLen: 16}
 
 var b64 = base64.RawStdEncoding
 
-// HashPassword hashes pw with argon2id and a random salt, in the PHC string
-// form: $argon2id$v=19$m=19456,t=2,p=1$<salt>$<hash>.
+// HashPassword hashes pw with argon2id and a random salt, in PHC form.
 func HashPassword(pw string, p Argon2Params) string {
 	salt := make([]byte, p.SaltLen)
 	_, _ = rand.Read(salt)
@@ -41,18 +39,15 @@ func HashPassword(pw string, p Argon2Params) string {
 
 var errBadHash = errors.New("auth: not an argon2id hash")
 
-// verifyPassword reports whether pw matches encoded, in constant time.
 func verifyPassword(pw, encoded string) (bool, error) {
 	parts := strings.Split(encoded, "$")
 	if len(parts) != 6 || parts[1] != "argon2id" {
 		return false, errBadHash
 	}
 	var version int
-	if _, err := fmt.Sscanf(parts[2], "v=%d", &version); err != nil || version != argon2.Version {
-		return false, errBadHash
-	}
 	var p Argon2Params
-	if _, err := fmt.Sscanf(parts[3], "m=%d,t=%d,p=%d", &p.Memory, &p.Time, &p.Threads); err != nil {
+	_, err := fmt.Sscanf(parts[2]+" "+parts[3], "v=%d m=%d,t=%d,p=%d", &version, &p.Memory, &p.Time, &p.Threads)
+	if err != nil || version != argon2.Version {
 		return false, errBadHash
 	}
 	salt, err1 := b64.DecodeString(parts[4])
@@ -64,20 +59,18 @@ func verifyPassword(pw, encoded string) (bool, error) {
 	return subtle.ConstantTimeCompare(got, want) == 1, nil
 }
 
-// hashSlots bounds the password hashes that run at once, each holding its
-// Memory and a core. A hash whose login failed recently waits behind the
-// others: a freed slot is handed on first to a waiting hash of the others.
+// hashSlots bounds the password hashes that run at once. A hash whose
+// login failed recently waits behind the others.
 type hashSlots struct {
 	taken chan struct{} // one value per slot in use
-	first chan struct{} // a slot handed from one hash to a waiting first one
+	first chan struct{} // a slot handed on to a waiting first-class hash
 }
 
 func newHashSlots(n int) hashSlots {
 	return hashSlots{taken: make(chan struct{}, n), first: make(chan struct{})}
 }
 
-// run runs f in a slot, waiting at most wait (then ErrBusy), or as long as
-// ctx allows when wait is negative. When last, it takes no handed slot.
+// run runs f in a slot, waiting at most wait (forever when negative).
 func (h hashSlots) run(ctx context.Context, wait time.Duration, last bool, f func()) error {
 	select {
 	case h.taken <- struct{}{}:
@@ -106,7 +99,6 @@ func (h hashSlots) run(ctx context.Context, wait time.Duration, last bool, f fun
 	return nil
 }
 
-// free hands the slot to a hash that waits for it first, or frees it.
 func (h hashSlots) free() {
 	select {
 	case h.first <- struct{}{}:
@@ -115,40 +107,30 @@ func (h hashSlots) free() {
 	}
 }
 
-// KeyPrefix starts every API key, so secret scanners and people can tell
-// one when they see it.
+// KeyPrefix starts every API key, for secret scanners and people.
 const KeyPrefix = "brk_"
 
-// random returns n random bytes.
 func random(n int) []byte {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return b
 }
 
-// newToken returns a session token: 256 random bits, URL-safe.
-func newToken() string { return base64.RawURLEncoding.EncodeToString(random(32)) }
-
-// newAPIKey returns brk_ and 192 random bits.
+func newToken() string  { return base64.RawURLEncoding.EncodeToString(random(32)) }
 func newAPIKey() string { return KeyPrefix + base64.RawURLEncoding.EncodeToString(random(24)) }
+func newID() string     { return hex.EncodeToString(random(16)) }
 
-// newID returns a random 128-bit id in hex.
-func newID() string { return hex.EncodeToString(random(16)) }
-
-// hashSecret is what is stored of a token or key: its SHA-256, in hex
-// (the secrets are random and long).
+// hashSecret is what is stored of a token or key: its SHA-256, in hex.
 func hashSecret(secret string) string {
-	var buf [64]byte // keys and tokens fit: no allocation for the bytes hashed
+	var buf [64]byte // no allocation for the bytes hashed
 	sum := sha256.Sum256(append(buf[:0], secret...))
-	var text [2 * sha256.Size]byte // one allocation, the string's: EncodeToString makes two
+	var text [2 * sha256.Size]byte
 	hex.Encode(text[:], sum[:])
 	return string(text[:])
 }
 
-// looksLikeKey reports whether s has the shape of an API key.
 func looksLikeKey(s string) bool {
 	return strings.HasPrefix(s, KeyPrefix) && len(s) == len(KeyPrefix)+32
 }
 
-// looksLikeToken reports whether s has the shape of a session token.
 func looksLikeToken(s string) bool { return len(s) == 43 }

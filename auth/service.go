@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"runtime"
@@ -14,31 +15,17 @@ import (
 type Config struct {
 	SessionLifetime time.Duration // absolute; default DefaultSessionLifetime
 	IdleTimeout     time.Duration // default DefaultIdleTimeout
-	// CacheTTL is how long a replica trusts a session or key it looked up,
-	// so how long one revoked elsewhere may still pass here. Default 10 s.
-	CacheTTL time.Duration
-	// TouchInterval is how stale a session's last-seen time in the
-	// database may get before a request queues a write. Default 1 min.
-	TouchInterval time.Duration
-	Argon2        Argon2Params
-	// HashConcurrency bounds the password hashes that run at once, each
-	// holding Argon2.Memory and a core. Default GOMAXPROCS.
-	HashConcurrency int
-	// HashWait is how long a login or password change waits for a hashing
-	// slot before ErrBusy. Default DefaultHashWait.
-	HashWait time.Duration
-	Now      func() time.Time
-	// MaxSessions caps each user's sessions: a login beyond it ends the
-	// oldest. Default DefaultMaxSessions.
-	MaxSessions int
-	// MaxAPIKeys caps each user's API keys (ErrTooMany). Default
-	// DefaultMaxAPIKeys.
-	MaxAPIKeys int
+	CacheTTL        time.Duration // how long a replica trusts a lookup; default 10 s
+	TouchInterval   time.Duration // how stale a stored last-seen time gets; default 1 min
+	Argon2          Argon2Params
+	HashConcurrency int           // password hashes at once; default GOMAXPROCS
+	HashWait        time.Duration // wait for a hashing slot before ErrBusy
+	Now             func() time.Time
+	MaxSessions     int // per user: a login beyond it ends the oldest
+	MaxAPIKeys      int // per user (ErrTooMany)
 }
 
-// The defaults of [Config]: the caps per user (every device a person
-// uses; a page of GET /apikeys), a session's lifetimes, and a login's wait
-// for a hashing slot.
+// The defaults of [Config].
 const (
 	DefaultMaxSessions     = 20
 	DefaultMaxAPIKeys      = 100
@@ -52,43 +39,29 @@ const (
 type Service struct {
 	store    Store
 	cfg      Config
-	Throttle *LoginThrottle // the login back-off's rule, and its counts in this process
-	Backoff  Backoff        // the counts it decides from: Throttle, or a RedisBackoff over it
-	dummy    string         // a hash to verify against when the user is unknown
+	Throttle *LoginThrottle // the login back-off's rule and local counts
+	Backoff  Backoff        // Throttle, or a RedisBackoff over it
+	dummy    string         // verified against when the user is unknown
 	hashes   hashSlots
 
 	mu       sync.Mutex
 	gen      uint64                    // revocations: a lookup that raced one is not cached
 	sessions map[string]*cachedSession // by token hash
 	keys     map[string]*cachedKey     // by key hash
-	unknown  expiry.Set[string]        // hashes the store did not know, for CacheTTL
-	used     map[string]time.Time      // API key id -> last use not yet written
-	seen     map[string]time.Time      // session token hash -> last-seen time not yet written
+	unknown  expiry.Set[string]        // hashes the store did not know
+	used     map[string]time.Time      // unwritten last use by key id
+	seen     map[string]time.Time      // unwritten last-seen by token hash
 }
 
 // NewService returns a Service over store.
 func NewService(store Store, cfg Config) *Service {
-	if cfg.SessionLifetime == 0 {
-		cfg.SessionLifetime = DefaultSessionLifetime
-	}
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.CacheTTL == 0 {
-		cfg.CacheTTL = 10 * time.Second
-	}
-	if cfg.TouchInterval == 0 {
-		cfg.TouchInterval = min(time.Minute, cfg.IdleTimeout/4)
-	}
-	if cfg.MaxSessions == 0 {
-		cfg.MaxSessions = DefaultMaxSessions
-	}
-	if cfg.MaxAPIKeys == 0 {
-		cfg.MaxAPIKeys = DefaultMaxAPIKeys
-	}
-	if cfg.Argon2 == (Argon2Params{}) {
-		cfg.Argon2 = DefaultArgon2
-	}
+	cfg.SessionLifetime = cmp.Or(cfg.SessionLifetime, DefaultSessionLifetime)
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, DefaultIdleTimeout)
+	cfg.CacheTTL = cmp.Or(cfg.CacheTTL, 10*time.Second)
+	cfg.TouchInterval = cmp.Or(cfg.TouchInterval, min(time.Minute, cfg.IdleTimeout/4))
+	cfg.MaxSessions = cmp.Or(cfg.MaxSessions, DefaultMaxSessions)
+	cfg.MaxAPIKeys = cmp.Or(cfg.MaxAPIKeys, DefaultMaxAPIKeys)
+	cfg.Argon2 = cmp.Or(cfg.Argon2, DefaultArgon2)
 	if cfg.HashConcurrency <= 0 {
 		cfg.HashConcurrency = runtime.GOMAXPROCS(0)
 	}
@@ -108,14 +81,13 @@ func NewService(store Store, cfg Config) *Service {
 	}
 }
 
-// stamp is now as stored: UTC, to the millisecond.
 func (s *Service) stamp() time.Time { return s.cfg.Now().UTC().Truncate(time.Millisecond) }
 
 // Config returns the service's effective configuration.
 func (s *Service) Config() Config { return s.cfg }
 
-// Flush writes the API keys' last-use and the sessions' last-seen times
-// requests recorded; what it fails to write is kept for the next Flush.
+// Flush writes the last-use and last-seen times requests recorded, keeping
+// what fails for the next Flush.
 func (s *Service) Flush(ctx context.Context) error {
 	s.mu.Lock()
 	used, seen := s.used, s.seen
@@ -134,7 +106,6 @@ func (s *Service) Flush(ctx context.Context) error {
 	return errors.Join(kerr, serr)
 }
 
-// keepNewest puts the times of from back into to, unless to has newer ones.
 func keepNewest(to, from map[string]time.Time) {
 	for k, t := range from {
 		if t.After(to[k]) {

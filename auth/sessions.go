@@ -6,9 +6,8 @@ import (
 	"time"
 )
 
-// Login checks a password and opens a session, returning its token, the
-// session and its user. Unknown users and wrong passwords return the same
-// ErrInvalidCredentials after the same work.
+// Login checks a password and opens a session. Unknown users and wrong
+// passwords get the same ErrInvalidCredentials after the same work.
 func (s *Service) Login(ctx context.Context, username, password, clientIP string) (string, Session, User, error) {
 	now := s.cfg.Now()
 	username = NormalizeUsername(username)
@@ -48,7 +47,7 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 	}
 	s.mu.Lock()
 	if len(evicted) > 0 {
-		s.gen++ // a lookup that read one of them before the delete must not cache it
+		s.gen++
 		for _, h := range evicted {
 			delete(s.sessions, h)
 			delete(s.seen, h)
@@ -62,10 +61,8 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 	return token, se, u, nil
 }
 
-// Authenticate resolves a session token, without a database round trip
-// within CacheTTL of its last lookup. Every request counts as activity at
-// once here; the last-seen time is queued for Flush at most once per
-// TouchInterval, never written by the request.
+// Authenticate resolves a session token; its last-seen time is queued for
+// Flush at most once per TouchInterval.
 func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, error) {
 	if !looksLikeToken(token) {
 		return nil, ErrUnauthenticated
@@ -80,8 +77,14 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 	if err != nil {
 		return nil, err
 	}
-	if raced {
-		return s.authenticateUncached(ctx, hash, now)
+	if raced { // read again, uncached, after the revocation
+		c, err = s.loadSession(ctx, hash, nil, now)
+		if errors.Is(err, ErrNotFound) {
+			return nil, ErrUnauthenticated
+		}
+		if err != nil {
+			return nil, unavailable(err)
+		}
 	}
 	s.mu.Lock()
 	se, u := c.session, c.user
@@ -99,8 +102,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 	return &Identity{User: u, Method: MethodSession, SessionHash: hash, ExpiresAt: se.ExpiresAt}, nil
 }
 
-// loadSession reads the session of hash for the cache, keeping activity
-// seen on the stale entry but not written yet.
+// loadSession reads hash's session, keeping the stale entry's newer activity.
 func (s *Service) loadSession(ctx context.Context, hash string, stale *cachedSession, now time.Time) (*cachedSession, error) {
 	se, u, err := s.store.SessionByTokenHash(ctx, hash)
 	if err != nil {
@@ -117,27 +119,11 @@ func (s *Service) loadSession(ctx context.Context, hash string, stale *cachedSes
 	return fresh, nil
 }
 
-// authenticateUncached reads a session a revocation raced, uncached.
-func (s *Service) authenticateUncached(ctx context.Context, hash string, now time.Time) (*Identity, error) {
-	se, u, err := s.store.SessionByTokenHash(ctx, hash)
-	if errors.Is(err, ErrNotFound) {
-		return nil, ErrUnauthenticated
-	}
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	if !s.alive(se, now) {
-		return nil, ErrUnauthenticated
-	}
-	return &Identity{User: u, Method: MethodSession, SessionHash: hash, ExpiresAt: se.ExpiresAt}, nil
-}
-
-// alive reports whether se has neither ended nor idled out at now.
 func (s *Service) alive(se Session, now time.Time) bool {
 	return now.Before(se.ExpiresAt) && now.Sub(se.LastSeenAt) < s.cfg.IdleTimeout
 }
 
-// Logout ends the caller's session (other replicas within CacheTTL).
+// Logout ends the caller's session.
 func (s *Service) Logout(ctx context.Context, id *Identity) error {
 	if id == nil || id.Method != MethodSession {
 		return ErrUnauthenticated

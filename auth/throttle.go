@@ -6,8 +6,7 @@ import (
 	"time"
 )
 
-// A Backoff keeps the counts a [LoginThrottle] decides from: in this
-// process (the throttle itself) or in Redis ([RedisBackoff]).
+// A Backoff keeps a [LoginThrottle]'s counts: in this process or in Redis.
 type Backoff interface {
 	Begin(ctx context.Context, username, ip string, now time.Time) (Attempt, error)
 	Check(ctx context.Context, username, ip string, now time.Time) error
@@ -16,17 +15,14 @@ type Backoff interface {
 	Abandon(a Attempt)
 }
 
-// A LoginThrottle slows password guessing (docs/auth.md): after
-// UserFailures consecutive failures for a username, or IPFailures for an
-// IP, each attempt waits BaseDelay, doubling to MaxDelay. A success resets
-// the username's count; an IP's resets after IPReset. An attempt counts
-// from Begin, so concurrent guesses cannot slip past, and is a failure
-// only once Fail says so. Create it with [NewLoginThrottle].
+// A LoginThrottle slows password guessing (docs/auth.md): past UserFailures
+// failures for a username, or IPFailures for an IP, each attempt waits
+// BaseDelay, doubling to MaxDelay. Create it with [NewLoginThrottle].
 type LoginThrottle struct {
 	UserFailures, IPFailures int
 	BaseDelay, MaxDelay      time.Duration
 	IPReset                  time.Duration
-	UserForget               time.Duration // a username's count goes after this long without a failure
+	UserForget               time.Duration // a username's count goes after this long idle
 
 	mu    sync.Mutex
 	users map[string]*failures
@@ -34,7 +30,6 @@ type LoginThrottle struct {
 	swept time.Time
 }
 
-// failures is one username's or one address's count.
 type failures struct {
 	n       int       // checked failures
 	last    time.Time // the latest checked failure
@@ -42,13 +37,12 @@ type failures struct {
 	begun   time.Time // the latest admitted attempt, while any is pending
 }
 
-// idle reports whether f has nothing in flight and no failure within d.
 func (f *failures) idle(now time.Time, d time.Duration) bool {
 	return f.pending == 0 && now.Sub(f.last) >= d
 }
 
 // NewLoginThrottle returns the default throttle: 5 failures per username,
-// 20 per IP, 1 s doubling to 15 min, IP counts reset after 15 min.
+// 20 per IP, 1 s doubling to 15 min.
 func NewLoginThrottle() *LoginThrottle {
 	return &LoginThrottle{
 		UserFailures: 5, IPFailures: 20,
@@ -85,18 +79,18 @@ func (t *LoginThrottle) wait(f *failures, threshold int, now time.Time) time.Dur
 	return from.Add(d).Sub(now)
 }
 
-// An Attempt is an admitted login attempt. Settle it exactly once, with
-// the Fail, Succeed or Abandon of the [Backoff] that began it.
+// An Attempt is an admitted login attempt, settled exactly once by the
+// [Backoff] that began it.
 type Attempt struct {
 	username, ip string
 	at           time.Time
-	user, addr   *failures // the counts it was admitted into, in memory
-	id           string    // its place in the counts in Redis
-	failing      bool      // its username or address failed recently: its check waits behind others
+	user, addr   *failures // in memory
+	id           string    // in Redis
+	failing      bool      // failed recently: its hash waits behind others
 }
 
-// Begin admits an attempt for username from ip at now, or refuses it with
-// a *ThrottledError. Until settled, it counts as a failure.
+// Begin admits an attempt, which counts as a failure until settled, or
+// refuses it with a *ThrottledError.
 func (t *LoginThrottle) Begin(_ context.Context, username, ip string, now time.Time) (Attempt, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -124,8 +118,7 @@ func (t *LoginThrottle) Begin(_ context.Context, username, ip string, now time.T
 	return Attempt{username: username, ip: ip, at: now, user: u, addr: i, failing: u.n > 0 || i.n > 0}, nil
 }
 
-// Check reports whether Begin would refuse, and counts nothing: a server
-// asks it before charging the attempt to any other budget.
+// Check reports whether Begin would refuse, and counts nothing.
 func (t *LoginThrottle) Check(_ context.Context, username, ip string, now time.Time) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -136,7 +129,6 @@ func (t *LoginThrottle) Check(_ context.Context, username, ip string, now time.T
 	return t.refuse(t.users[username], i, now)
 }
 
-// refuse returns the *ThrottledError for counts u and i at now, or nil.
 func (t *LoginThrottle) refuse(u, i *failures, now time.Time) error {
 	if w := t.wait(u, t.UserFailures, now); w > 0 {
 		return &ThrottledError{RetryAfter: w, Key: "username", Failures: t.UserFailures}
@@ -147,8 +139,7 @@ func (t *LoginThrottle) refuse(u, i *failures, now time.Time) error {
 	return nil
 }
 
-// settle ends attempt a in each count that is still the one it was
-// admitted into, calling f on it, under t.mu.
+// settle ends a in each count it was admitted into, calling f on it.
 func (t *LoginThrottle) settle(a Attempt, f func(counts map[string]*failures, key string, c *failures)) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -174,8 +165,7 @@ func (t *LoginThrottle) Fail(a Attempt) {
 	})
 }
 
-// Succeed records that an admitted attempt was right: the username's count
-// resets; the address keeps its failures.
+// Succeed records that an admitted attempt was right: the username's count resets.
 func (t *LoginThrottle) Succeed(a Attempt) {
 	t.settle(a, func(counts map[string]*failures, key string, c *failures) {
 		if c == a.user || (c.n == 0 && c.pending == 0) {
@@ -184,8 +174,7 @@ func (t *LoginThrottle) Succeed(a Attempt) {
 	})
 }
 
-// Abandon takes back an admitted attempt whose password was never checked:
-// it leaves no trace in either count.
+// Abandon takes back an attempt whose password was never checked.
 func (t *LoginThrottle) Abandon(a Attempt) {
 	t.settle(a, func(counts map[string]*failures, key string, c *failures) {
 		if c.n == 0 && c.pending == 0 {
@@ -194,7 +183,6 @@ func (t *LoginThrottle) Abandon(a Attempt) {
 	})
 }
 
-// sweep drops counts that no longer matter, at most once a minute.
 func (t *LoginThrottle) sweep(now time.Time) {
 	if now.Sub(t.swept) < time.Minute {
 		return

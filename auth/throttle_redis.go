@@ -10,17 +10,11 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// beginScript decides an attempt against one count, a hash in Redis: n,
-// its failures; last, the latest one's time; and a field per attempt in
-// flight, by id, holding when it began. It is LoginThrottle's rule, in µs
-// on the Redis server's clock (a non-zero ARGV[1] replaces it, in tests):
-// the count is forgotten once nothing is in flight and its latest failure
-// is ARGV[5] old; at ARGV[2] failures and attempts in flight, the wait is
-// ARGV[3] doubling with each to ARGV[4]. An attempt in flight longer than
-// ARGV[6] is dropped; each write keeps the hash ARGV[7] ms.
-//
-// KEYS[1] the count. ARGV[8] the attempt's id, admitted unless it must
-// wait; an empty one only checks. Returns {µs to wait, failures}.
+// beginScript is LoginThrottle's rule for one count KEYS[1], a hash of n
+// (failures), last (the latest's time) and a begin time per attempt in
+// flight, in µs on the server's clock (or ARGV[1]'s). ARGV: 2 threshold,
+// 3 base delay, 4 max delay, 5 forget after, 6 max in flight, 7 TTL ms,
+// 8 the attempt's id ("" only checks). Returns {µs to wait, failures}.
 const beginScript = `
 local now = tonumber(ARGV[1])
 if now == 0 then
@@ -53,9 +47,8 @@ end
 return {math.max(wait, 0), n}
 `
 
-// settleScript ends attempt ARGV[1] in count KEYS[1], if still there, as
-// ARGV[2] says: fail counts it as a failure, reset empties the count,
-// drop takes it back. ARGV[3] is the hash's TTL in ms.
+// settleScript ends attempt ARGV[1] in count KEYS[1] as ARGV[2] says
+// (fail, reset or drop); ARGV[3] is the hash's TTL in ms.
 const settleScript = `
 local at = redis.call('HGET', KEYS[1], ARGV[1])
 if not at then return 0 end
@@ -79,48 +72,40 @@ var (
 	settleLua = rueidis.NewLuaScript(settleScript)
 )
 
-// maxInFlight is how long an attempt counts as in flight in Redis without
-// being settled: far longer than a password check takes.
+// maxInFlight is how long an unsettled attempt counts in Redis.
 const maxInFlight = 5 * time.Minute
 
-// RedisBackoff keeps the counts of a [LoginThrottle] in Redis, shared by
-// every replica on the same Redis and prefix: the username's count admits
-// an attempt, then the address's, which may refuse it. Calls go through
-// the rate limits' breaker; while Redis fails, Begin and Check decide as
-// mode says (local: the throttle's own counts). Create it with
-// [NewRedisBackoff].
+// RedisBackoff keeps a [LoginThrottle]'s counts in Redis, shared by the
+// replicas, behind the rate limits' breaker; while Redis fails it decides
+// as mode says. Create it with [NewRedisBackoff].
 type RedisBackoff struct {
 	th      *LoginThrottle
 	client  rueidis.Client
 	prefix  string
 	mode    ratelimit.OnStoreError
 	breaker *ratelimit.Breaker
-	Timeout time.Duration // of each call to Redis: 100 ms by default
+	Timeout time.Duration // of each call to Redis
 	UseNow  bool          // decide at the now given, not Redis's clock (tests)
 }
 
-// NewRedisBackoff returns the counts of th in Redis, under prefix, behind
-// breaker, deciding as mode says while Redis fails.
+// NewRedisBackoff returns th's counts in Redis under prefix.
 func NewRedisBackoff(client rueidis.Client, prefix string, th *LoginThrottle, mode ratelimit.OnStoreError, breaker *ratelimit.Breaker) *RedisBackoff {
 	return &RedisBackoff{th: th, client: client, prefix: prefix, mode: mode, breaker: breaker, Timeout: 100 * time.Millisecond}
 }
 
-// Begin admits an attempt into both counts, or refuses it with a
-// *ThrottledError, as [LoginThrottle.Begin] does.
+// Begin admits an attempt, as [LoginThrottle.Begin] does.
 func (r *RedisBackoff) Begin(ctx context.Context, username, ip string, now time.Time) (Attempt, error) {
 	a := Attempt{username: username, ip: ip, id: rand.Text()}
 	return r.decide(ctx, a, now)
 }
 
-// Check reports whether an attempt would be refused, as
-// [LoginThrottle.Check] does, and counts nothing.
+// Check reports whether Begin would refuse, as [LoginThrottle.Check] does.
 func (r *RedisBackoff) Check(ctx context.Context, username, ip string, now time.Time) error {
 	_, err := r.decide(ctx, Attempt{username: username, ip: ip}, now)
 	return err
 }
 
-// decide runs beginScript for a (an a without id is only checked), or,
-// while Redis fails, decides as r.mode says.
+// decide runs beginScript for a, or decides as r.mode says without Redis.
 func (r *RedisBackoff) decide(ctx context.Context, a Attempt, now time.Time) (Attempt, error) {
 	var refused error
 	ok, err := r.breaker.Do(ctx, r.Timeout, func(ctx context.Context) (bool, error) {
@@ -145,7 +130,7 @@ func (r *RedisBackoff) decide(ctx context.Context, a Attempt, now time.Time) (At
 	return r.th.Begin(ctx, a.username, a.ip, now)
 }
 
-// begin runs beginScript in each count of a, and takes a back from the
+// begin runs beginScript in each count of a, taking a back from the
 // username's when the address's refuses it.
 func (r *RedisBackoff) begin(ctx context.Context, a Attempt, now time.Time) (failing bool, refused, err error) {
 	at := "0"
@@ -170,7 +155,6 @@ func (r *RedisBackoff) begin(ctx context.Context, a Attempt, now time.Time) (fai
 	return failing, nil, nil
 }
 
-// A redisCount is the username's or the address's count in Redis.
 type redisCount struct {
 	name, key string
 	threshold int
@@ -184,7 +168,6 @@ func (r *RedisBackoff) counts(a Attempt) [2]redisCount {
 	}
 }
 
-// ttl is how long count c's hash lives after a write, in ms.
 func (r *RedisBackoff) ttl(c redisCount) string {
 	return strconv.FormatInt(max(c.forget, maxInFlight).Milliseconds(), 10)
 }
@@ -192,16 +175,13 @@ func (r *RedisBackoff) ttl(c redisCount) string {
 // Fail records that an admitted attempt's password was wrong.
 func (r *RedisBackoff) Fail(a Attempt) { r.end(a, "fail", "fail", r.th.Fail) }
 
-// Succeed records that an admitted attempt was right: the username's
-// count resets, the address's keeps its failures.
+// Succeed records that an admitted attempt was right.
 func (r *RedisBackoff) Succeed(a Attempt) { r.end(a, "reset", "drop", r.th.Succeed) }
 
-// Abandon takes back an admitted attempt whose password was never
-// checked: it leaves no trace in either count.
+// Abandon takes back an attempt whose password was never checked.
 func (r *RedisBackoff) Abandon(a Attempt) { r.end(a, "drop", "drop", r.th.Abandon) }
 
-// end settles a in Redis, or with local when it was admitted without
-// Redis, even when the request's context has ended.
+// end settles a in Redis, or with local when admitted without Redis.
 func (r *RedisBackoff) end(a Attempt, user, addr string, local func(Attempt)) {
 	if a.id == "" {
 		local(a)
@@ -212,7 +192,6 @@ func (r *RedisBackoff) end(a Attempt, user, addr string, local func(Attempt)) {
 	})
 }
 
-// settle runs settleScript for a in each count, as user and addr say.
 func (r *RedisBackoff) settle(ctx context.Context, a Attempt, user, addr string) error {
 	counts := r.counts(a)
 	for i, how := range [2]string{user, addr} {

@@ -1,6 +1,3 @@
-// Users and their passwords: the username and password rules, creating a
-// user (the first is an admin), and a user changing their own password.
-
 package auth
 
 import (
@@ -19,15 +16,20 @@ const (
 
 var usernameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
+func checkPassword(pw string) error {
+	if n := len([]rune(pw)); n < MinPasswordLen || n > MaxPasswordLen {
+		return ErrWeakPassword
+	}
+	return nil
+}
+
 // NormalizeUsername lower-cases and trims a username.
 func NormalizeUsername(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
 
-// passwordChangeTimeout bounds the write of a password change, which runs
-// on even when the caller leaves, so that it happens whole or not at all.
+// passwordChangeTimeout bounds a password change's write, which outlives the caller.
 const passwordChangeTimeout = 10 * time.Second
 
-// AddUser creates a user, an admin when it is the first user. The
-// username is normalized first.
+// AddUser creates a user, an admin when it is the first.
 func (s *Service) AddUser(ctx context.Context, username, password string) (User, error) {
 	return s.addUser(ctx, username, password, false)
 }
@@ -42,8 +44,8 @@ func (s *Service) addUser(ctx context.Context, username, password string, admin 
 	if !usernameRE.MatchString(username) {
 		return User{}, ErrInvalidUsername
 	}
-	if n := len([]rune(password)); n < MinPasswordLen || n > MaxPasswordLen {
-		return User{}, ErrWeakPassword
+	if err := checkPassword(password); err != nil {
+		return User{}, err
 	}
 	n, err := s.store.CountUsers(ctx)
 	if err != nil {
@@ -59,9 +61,8 @@ func (s *Service) addUser(ctx context.Context, username, password string, admin 
 	return u, nil
 }
 
-// EnsureAdmin creates the user admin, an admin as the first user, when
-// there are no users: with password, or with a random one it returns (to
-// be shown once).
+// EnsureAdmin creates the user admin when there are no users, with
+// password or a random one it returns.
 func (s *Service) EnsureAdmin(ctx context.Context, password string) (created bool, generated string, err error) {
 	n, err := s.store.CountUsers(ctx)
 	if err != nil || n > 0 {
@@ -72,7 +73,7 @@ func (s *Service) EnsureAdmin(ctx context.Context, password string) (created boo
 		generated = password
 	}
 	if _, err := s.AddAdmin(ctx, "admin", password); err != nil {
-		if errors.Is(err, ErrConflict) { // another replica won the race
+		if errors.Is(err, ErrConflict) { // another replica won
 			return false, "", nil
 		}
 		return false, "", err
@@ -80,13 +81,11 @@ func (s *Service) EnsureAdmin(ctx context.Context, password string) (created boo
 	return true, generated, nil
 }
 
-// ChangePassword checks current, then sets next and ends every other
-// session of the user in one write: both happen or neither, even when the
-// caller leaves half-way. A wrong current password counts as a failed
-// login; one that could not be checked (ErrUnavailable) does not.
+// ChangePassword checks current, then sets next and ends the user's other
+// sessions in one write. A wrong current password counts as a failed login.
 func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, current, next string) error {
-	if n := len([]rune(next)); n < MinPasswordLen || n > MaxPasswordLen {
-		return ErrWeakPassword
+	if err := checkPassword(next); err != nil {
+		return err
 	}
 	attempt, err := s.Backoff.Begin(ctx, id.User.Username, clientIP, s.cfg.Now())
 	if err != nil {
@@ -99,7 +98,7 @@ func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, cu
 	}
 	var ok bool
 	var hash string
-	err = s.hashes.run(ctx, s.cfg.HashWait, attempt.failing, func() { // one slot for both hashes
+	err = s.hashes.run(ctx, s.cfg.HashWait, attempt.failing, func() {
 		if ok, _ = verifyPassword(current, u.PasswordHash); ok {
 			hash = HashPassword(next, s.cfg.Argon2)
 		}
@@ -122,11 +121,10 @@ func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, cu
 	return nil
 }
 
-// SetPassword sets username's password without the old one (`brain user
-// passwd`) and ends every session of the user; API keys stay.
+// SetPassword sets username's password and ends all their sessions.
 func (s *Service) SetPassword(ctx context.Context, username, password string) error {
-	if n := len([]rune(password)); n < MinPasswordLen || n > MaxPasswordLen {
-		return ErrWeakPassword
+	if err := checkPassword(password); err != nil {
+		return err
 	}
 	u, err := s.store.UserByUsername(ctx, NormalizeUsername(username))
 	if err != nil {
@@ -143,8 +141,7 @@ func (s *Service) SetPassword(ctx context.Context, username, password string) er
 	return nil
 }
 
-// forgetSessionsLocked drops the user's sessions but keep from this
-// replica's cache, after the store ended them. s.mu is held.
+// forgetSessionsLocked drops the user's cached sessions but keep.
 func (s *Service) forgetSessionsLocked(userID, keep string) {
 	for h, c := range s.sessions {
 		if c.user.ID == userID && h != keep {

@@ -9,8 +9,7 @@ import (
 // MaxLimits is the most rates one budget may combine.
 const MaxLimits = 4
 
-// A Limit is a named rate within a budget. The name is what the
-// RateLimit and RateLimit-Policy headers call it.
+// A Limit is a named rate within a budget, as the headers name it.
 type Limit struct {
 	Name string
 	Rate
@@ -38,20 +37,16 @@ func (b Budget) Validate() error {
 	return nil
 }
 
-// A Decision is the outcome for one request and the state of each of the
-// budget's rates after it (64 bytes).
+// A Decision is the outcome for one request and each rate's state after it.
 type Decision struct {
-	// RetryAfter is, when refused, the time until the request would be
-	// admitted: the longest wait among the rates that refused it.
-	RetryAfter time.Duration
+	RetryAfter time.Duration // when refused, the wait until it would pass
 	resets     [MaxLimits]time.Duration
 	g          *gcra
 	at         int64 // when it was decided, Unix ns (this process's clock)
 	Allowed    bool
-	// N is how many rates the decision covers, in the budget's order.
-	N       uint8
-	refused uint8 // bit i: rate i refused
-	local   bool  // not from the shared store: a deny cache's or a fallback's
+	N          uint8 // how many rates the decision covers
+	refused    uint8 // bit i: rate i refused
+	local      bool  // a deny cache's or a fallback's, not the shared store's
 }
 
 // Reset returns the time until rate i is full again.
@@ -69,15 +64,12 @@ func (d *Decision) Remaining(i int) int {
 	return int(max(r, 0))
 }
 
-// Tightest returns the index of the rate with the fewest tokens left (the
-// first refusing one when refused): the one legacy X-RateLimit-* headers
-// describe.
+// Tightest returns the rate with the fewest tokens left, a refusing one first.
 func (d *Decision) Tightest() int {
 	_, t := d.remaining()
 	return t
 }
 
-// remaining returns each rate's Remaining and the Tightest.
 func (d *Decision) remaining() (rem [MaxLimits]int, best int) {
 	for i := range int(d.N) {
 		rem[i] = d.Remaining(i)
@@ -94,19 +86,16 @@ func (d *Decision) remaining() (rem [MaxLimits]int, best int) {
 type Limiter interface {
 	Budget() Budget
 	Allow(ctx context.Context, key string) (Decision, error)
-	// Refund gives back the token that d, an admitted decision for key,
-	// took from each rate, and makes d say so.
-	Refund(ctx context.Context, key string, d *Decision) error
+	Refund(ctx context.Context, key string, d *Decision) error // gives back an admitted d's token
 }
 
-// refund makes d, an admitted decision, say that its token is back.
 func (d *Decision) refund() {
 	for i := range int(d.N) {
 		d.resets[i] = max(d.resets[i]-time.Duration(d.g.interval[i]), 0)
 	}
 }
 
-// gcra holds a budget's rates in GCRA terms, in ns: per token, and depth.
+// gcra holds a budget's rates in ns: per token, and bucket depth.
 type gcra struct {
 	n         int
 	interval  [MaxLimits]int64
@@ -122,8 +111,7 @@ func newGCRA(b Budget) gcra {
 	return g
 }
 
-// decide takes one token from every rate at now, or from none, into d;
-// tats, each rate's TAT (Unix ns), is updated when admitted.
+// decide takes one token from every rate of tats at now, or from none.
 func (g *gcra) decide(tats []int64, now int64, d *Decision) {
 	d.N, d.g, d.at, d.Allowed, d.RetryAfter, d.refused = uint8(g.n), g, now, true, 0, 0
 	for i := 0; i < g.n; i++ {

@@ -8,16 +8,13 @@ import (
 	"time"
 )
 
-// Headers writes a budget's rate-limit headers: RateLimit and
-// RateLimit-Policy (draft-ietf-httpapi-ratelimit-headers-10), an item per
-// rate, and the legacy X-RateLimit-* of the rate with the fewest tokens
-// left. [NewHeaders] builds what is constant.
+// Headers writes a budget's RateLimit and RateLimit-Policy headers
+// (draft-ietf-httpapi-ratelimit-headers-10) and the legacy X-RateLimit-*.
 type Headers struct{ c *CapHeaders }
 
 // NewHeaders precomputes the headers of b.
 func NewHeaders(b Budget) *Headers { return &Headers{NewCapHeaders([]Budget{b}, 0)} }
 
-// rateHeaders are the constant parts of a budget's headers.
 type rateHeaders struct {
 	policy string     // RateLimit-Policy: "session";q=120;w=60
 	names  []string   // `"session";r=` per rate
@@ -36,55 +33,37 @@ func newRateHeaders(b Budget) rateHeaders {
 	return h
 }
 
-// The headers [Headers.Write] sets, in their canonical forms.
-const (
-	keyRateLimit       = "Ratelimit"
-	keyRateLimitPolicy = "Ratelimit-Policy"
-	keyLimit           = "X-Ratelimit-Limit"
-	keyRemaining       = "X-Ratelimit-Remaining"
-	keyReset           = "X-Ratelimit-Reset"
-	keyRetryAfter      = HeaderRetryAfter
-)
-
 // HeaderRetryAfter is the header of a refusal's wait.
 const HeaderRetryAfter = "Retry-After"
 
-// HeaderNames lists the headers on every response a limiter decided, as
-// the spec spells and orders them; a refusal adds Retry-After.
+// HeaderNames lists the headers on every response a limiter decided.
 var HeaderNames = []string{"RateLimit", "RateLimit-Policy", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
 
-// Write sets the headers for decision d on hdr, and Retry-After when d
-// refused the request. The values of RateLimit-Policy and
-// X-RateLimit-Limit are shared: callers must not modify them in place.
+// Write sets the headers for d on hdr, and Retry-After when d refused.
+// Some values are shared: callers must not modify them in place.
 func (h *Headers) Write(hdr http.Header, d *Decision) {
 	ds := [1]Decision{*d}
 	h.c.Write(hdr, nil, ds[:], time.Time{})
 	if !d.Allowed {
-		hdr[keyRetryAfter] = []string{strconv.FormatInt(RetryAfterSeconds(d.RetryAfter), 10)}
+		hdr[HeaderRetryAfter] = []string{strconv.FormatInt(RetryAfterSeconds(d.RetryAfter), 10)}
 	}
 }
 
-// RetryAfterSeconds rounds a wait up to whole seconds, at least 1: what
-// Retry-After says.
+// RetryAfterSeconds rounds a wait up to whole seconds, at least 1.
 func RetryAfterSeconds(d time.Duration) int64 { return max(ceilSeconds(d), 1) }
 
 func ceilSeconds(d time.Duration) int64 { return ceilUnix(int64(d)) }
 
-// ceilUnix is Unix nanoseconds ns rounded up to seconds.
 func ceilUnix(ns int64) int64 { return (ns + int64(time.Second) - 1) / int64(time.Second) }
 
-// A Concurrency is a cap on requests in flight at once, such as the stream
-// plane's caps on open streams, as the headers name it.
+// A Concurrency is a named cap on requests in flight at once.
 type Concurrency struct {
 	Name     string
 	Capacity int
 }
 
-// CapHeaders writes the rate-limit headers of responses that caps on
-// concurrent requests decide first, then budgets' rates (the stream
-// plane's). A cap is an item with qu="concurrent-requests" and its free
-// slots, without a reset. The legacy X-RateLimit-* describe a budget's
-// rate whenever one was decided. Create it with [NewCapHeaders].
+// CapHeaders writes the rate-limit headers of caps on concurrent requests,
+// then budgets' rates. Create it with [NewCapHeaders].
 type CapHeaders struct {
 	caps       []Concurrency
 	names      []string // `"streams";r=` per cap
@@ -94,8 +73,7 @@ type CapHeaders struct {
 	retryAfter time.Duration
 }
 
-// NewCapHeaders precomputes the headers of caps, then budgets. retryAfter
-// is a cap's refusal's Retry-After.
+// NewCapHeaders precomputes the headers; retryAfter is a cap's refusal's.
 func NewCapHeaders(budgets []Budget, retryAfter time.Duration, caps ...Concurrency) *CapHeaders {
 	c := &CapHeaders{caps: caps, retryAfter: retryAfter}
 	var items []string
@@ -114,8 +92,7 @@ func NewCapHeaders(budgets []Budget, retryAfter time.Duration, caps ...Concurren
 	return c
 }
 
-// Write sets the headers of a response at now: free holds the free slots
-// of the caps decided, ds the decisions of the budgets decided.
+// Write sets the headers for the caps' free slots and the budgets' ds.
 func (c *CapHeaders) Write(hdr http.Header, free []int, ds []Decision, now time.Time) {
 	var buf [256]byte
 	b := buf[:0]
@@ -160,9 +137,9 @@ func (c *CapHeaders) Write(hdr http.Header, free []int, ds []Decision, now time.
 	if len(b) == 0 {
 		return
 	}
-	hdr[keyRateLimitPolicy] = c.policy
-	hdr[keyRateLimit] = []string{string(b)}
-	hdr[keyLimit] = limit
-	hdr[keyRemaining] = []string{strconv.Itoa(left)}
-	hdr[keyReset] = []string{strconv.FormatInt(reset, 10)}
+	hdr["Ratelimit-Policy"] = c.policy // canonical forms
+	hdr["Ratelimit"] = []string{string(b)}
+	hdr["X-Ratelimit-Limit"] = limit
+	hdr["X-Ratelimit-Remaining"] = []string{strconv.Itoa(left)}
+	hdr["X-Ratelimit-Reset"] = []string{strconv.FormatInt(reset, 10)}
 }

@@ -8,17 +8,14 @@ import (
 	"time"
 )
 
-// A Rate is a token bucket: Burst tokens of capacity, refilled at Limit
-// tokens per Window. "120/min,burst=60" holds at most 60 tokens and gains
-// one every half second.
+// A Rate is a token bucket: Burst tokens, refilled at Limit per Window.
 type Rate struct {
 	Limit  int
 	Window time.Duration
 	Burst  int
 }
 
-// ParseRate reads a rate written as <n>/<s|min|h>[,burst=<b>], the one
-// syntax of brain's configuration. Without a burst, the burst is n.
+// ParseRate reads <n>/<s|min|h>[,burst=<b>]; the burst defaults to n.
 func ParseRate(s string) (Rate, error) {
 	rate, burst, hasBurst := strings.Cut(strings.TrimSpace(s), ",")
 	n, unit, ok := strings.Cut(rate, "/")
@@ -27,7 +24,7 @@ func ParseRate(s string) (Rate, error) {
 	}
 	var r Rate
 	var err error
-	if r.Limit, err = positive(n); err != nil {
+	if r.Limit, err = whole(n); err != nil {
 		return Rate{}, fmt.Errorf("ratelimit: rate %q: limit: %w", s, err)
 	}
 	switch strings.TrimSpace(unit) {
@@ -46,7 +43,7 @@ func ParseRate(s string) (Rate, error) {
 		if !ok || strings.TrimSpace(k) != "burst" {
 			return Rate{}, fmt.Errorf("ratelimit: rate %q: want burst=<b> after the comma", s)
 		}
-		if r.Burst, err = positive(v); err != nil {
+		if r.Burst, err = whole(v); err != nil {
 			return Rate{}, fmt.Errorf("ratelimit: rate %q: burst: %w", s, err)
 		}
 	}
@@ -56,15 +53,11 @@ func ParseRate(s string) (Rate, error) {
 	return r, nil
 }
 
-// MaxRefill is the longest a rate may take to refill its whole burst
-// (Window/Limit × Burst). It keeps every time the limiters compute far
-// from overflow, and refuses settings such as "1/h,burst=10000000", which
-// would take over a thousand years to refill.
+// MaxRefill is the longest a rate may take to refill its whole burst; it
+// keeps the limiters' times far from overflow.
 const MaxRefill = 30 * 24 * time.Hour
 
-// Validate reports a rate that cannot be enforced: a limit or burst
-// outside 1..2^30, a window that is not positive, or one that takes longer
-// than [MaxRefill] to refill its burst.
+// Validate reports a rate that cannot be enforced.
 func (r Rate) Validate() error {
 	switch {
 	case r.Limit < 1 || r.Limit > maxCount || r.Burst < 1 || r.Burst > maxCount:
@@ -79,8 +72,7 @@ func (r Rate) Validate() error {
 	return nil
 }
 
-// ParseRates reads a list of rates separated by ";", all of which a
-// request must pass: "100/h; 10/s", the limits of one budget.
+// ParseRates reads rates separated by ";", such as "100/h; 10/s".
 func ParseRates(s string) ([]Rate, error) {
 	var out []Rate
 	for _, part := range strings.Split(s, ";") {
@@ -111,15 +103,10 @@ func (r Rate) String() string {
 // maxCount keeps rates far from overflow in any arithmetic on them.
 const maxCount = 1 << 30
 
-func positive(s string) (int, error) {
+func whole(s string) (int, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
-	switch {
-	case err != nil:
+	if err != nil {
 		return 0, errors.New("not a whole number")
-	case n < 1:
-		return 0, errors.New("must be at least 1")
-	case n > maxCount:
-		return 0, fmt.Errorf("must be at most %d", maxCount)
 	}
 	return n, nil
 }

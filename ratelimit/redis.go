@@ -16,14 +16,11 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// gcraScript decides one budget for a batch of keys in one round trip, in
-// µs on the Redis server's clock (a non-zero ARGV[1] replaces it, in
-// tests). A key holds its rates' TATs as little-endian doubles and lives
-// until its fullest rate is full again, so a missing key is a full bucket:
-// SET ... NX GET (Redis 7.0) creates it charged or returns its value.
-// ARGV[2] is a new key's PX in ms, then come each rate's interval and
-// tolerance in µs. Returns per key and rate the µs until the rate is full
-// again, -1 minus that when refused; one number comes bare.
+// gcraScript decides one budget for a batch of keys, in µs on the server's
+// clock (or ARGV[1]'s). A key holds its rates' TATs as doubles and expires
+// when full. ARGV[2] is a new key's PX in ms, then each rate's interval and
+// tolerance. Returns per key and rate the µs until full, -1 minus that
+// when refused; one number comes bare.
 const gcraScript = `
 local now = ARGV[1]
 if now == '0' then
@@ -35,8 +32,7 @@ end
 local n = (#ARGV - 2) / 2
 local out = {}
 if n == 1 then
-  -- One rate (most budgets): no tables per key, and nothing to format
-  -- for a new key.
+  -- one rate (most budgets): no tables per key
   local iv = tonumber(ARGV[3])
   local new = struct.pack('<d', now + iv)
   for k = 1, #KEYS do
@@ -98,8 +94,7 @@ if #out == 1 then return out[1] end
 return out
 `
 
-// refundScript moves each rate's TAT of KEYS[1] back one interval. ARGV
-// is gcraScript's.
+// refundScript moves each rate's TAT of KEYS[1] back one interval.
 const refundScript = `
 local v = redis.call('GET', KEYS[1])
 local n = (#ARGV - 2) / 2
@@ -118,21 +113,17 @@ var (
 )
 
 // Redis decides a budget in Redis, shared by every replica on the same
-// server (or Cluster) and prefix. Create it with [NewRedis]. Decisions
-// that arrive while others are in Redis go in the next batch, one script
-// call (per hash slot on a cluster). A deny cache answers for a refused
-// key until its Retry-After has passed.
+// server and prefix, batching concurrent decisions into one script call.
+// A deny cache answers for a refused key until its Retry-After has passed.
 type Redis struct {
 	client              rueidis.Client
-	cluster             bool // a Redis Cluster's client: a batch goes as one call per hash slot
+	cluster             bool // a batch goes as one call per hash slot
 	budget              Budget
 	g                   gcra
 	prefix              string
-	args                []string         // the script's ARGV: now (0), a new key's PX, then interval and tolerance per rate (µs)
-	interval, tolerance [MaxLimits]int64 // each rate's, in µs, as the script has them
-	// Now, when set, is sent as the time of each decision instead of the
-	// server's clock (tests); keys still expire on the server's clock.
-	Now func() time.Time
+	args                []string         // the script's ARGV
+	interval, tolerance [MaxLimits]int64 // in µs
+	Now                 func() time.Time // when set, the decisions' clock (tests)
 
 	deny     denyCache
 	hits     atomic.Int64
@@ -148,7 +139,6 @@ const (
 	maxBatch   = 128
 )
 
-// A call is one decision waiting for its batch.
 type call struct {
 	key      string
 	now      int64
@@ -160,8 +150,7 @@ type call struct {
 
 var callPool = sync.Pool{New: func() any { return &call{done: make(chan struct{}, 1)} }}
 
-// NewRedis returns a limiter for b in Redis. prefix starts its keys, so
-// several budgets and deployments can share a server.
+// NewRedis returns a limiter for b in Redis, its keys under prefix.
 func NewRedis(client rueidis.Client, prefix string, b Budget) *Redis {
 	if err := b.Validate(); err != nil {
 		panic(err.Error())
@@ -180,13 +169,12 @@ func NewRedis(client rueidis.Client, prefix string, b Budget) *Redis {
 	for i := range b.Limits {
 		r.args = append(r.args, strconv.FormatInt(r.interval[i], 10), strconv.FormatInt(r.tolerance[i], 10))
 	}
-	r.deny.init()
+	r.deny = denyCache{seed: maphash.MakeSeed(), m: map[uint64]denied{}}
 	return r
 }
 
-// CheckRedis makes one decision in Redis under prefix, to find at start-up
-// a server that cannot run the limiter's script (older than 7.0, or
-// scripts not allowed), which would answer PING and fail every decision.
+// CheckRedis makes one decision under prefix, to find at start-up a server
+// that cannot run the limiter's script.
 func CheckRedis(ctx context.Context, client rueidis.Client, prefix string) error {
 	probe := NewRedis(client, prefix, Budget{Name: "startup-check", Limits: []Limit{{Name: "check", Rate: Rate{Limit: 1000, Window: time.Second, Burst: 1000}}}})
 	if _, err := probe.Allow(ctx, "probe"); err != nil {
@@ -198,8 +186,7 @@ func CheckRedis(ctx context.Context, client rueidis.Client, prefix string) error
 // Budget returns the budget r decides.
 func (r *Redis) Budget() Budget { return r.budget }
 
-// Allow decides a request for key: from the deny cache while a refusal
-// lasts, else in Redis.
+// Allow decides a request for key.
 func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 	wall := time.Now()
 	now := wall
@@ -242,8 +229,7 @@ func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 	return d, err
 }
 
-// Refund gives back the token d, an admitted decision for key, took in
-// Redis, and makes d say so.
+// Refund gives back the token d, an admitted decision for key, took.
 func (r *Redis) Refund(ctx context.Context, key string, d *Decision) error {
 	if err := refundLua.Exec(ctx, r.client, []string{r.prefix + key}, r.args).Error(); err != nil {
 		return fmt.Errorf("ratelimit: redis: %w", err)
@@ -252,8 +238,8 @@ func (r *Redis) Refund(ctx context.Context, key string, d *Decision) error {
 	return nil
 }
 
-// lead flushes the pending calls in batches. Once its own call (mine) is
-// decided it hands what is left to a goroutine and returns.
+// lead flushes the pending calls in batches until its own (mine) is
+// decided, then hands the rest to a goroutine.
 func (r *Redis) lead(ctx context.Context, mine *call) {
 	for {
 		r.mu.Lock()
@@ -271,8 +257,16 @@ func (r *Redis) lead(ctx context.Context, mine *call) {
 		r.mu.Unlock()
 		if len(batch) == 1 && batch[0] == mine {
 			r.decide(ctx, batch) // alone: the caller's own context serves
-		} else {
-			r.flush(batch)
+		} else { // as long as the most patient caller waits
+			deadline := batch[0].deadline
+			for _, c := range batch {
+				if c.deadline.After(deadline) {
+					deadline = c.deadline
+				}
+			}
+			bctx, cancel := context.WithDeadline(context.Background(), deadline)
+			r.decide(bctx, batch)
+			cancel()
 		}
 		if mine != nil && slices.Contains(batch, mine) {
 			r.mu.Lock()
@@ -289,22 +283,6 @@ func (r *Redis) lead(ctx context.Context, mine *call) {
 	}
 }
 
-// flush decides a batch for several callers, as long as the most patient
-// of them waits (1 s without a deadline); no caller's cancellation fails
-// the others'.
-func (r *Redis) flush(batch []*call) {
-	var deadline time.Time
-	for _, c := range batch {
-		if c.deadline.After(deadline) {
-			deadline = c.deadline
-		}
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	r.decide(ctx, batch)
-}
-
-// decide runs one script call for a batch and wakes its callers.
 func (r *Redis) decide(ctx context.Context, batch []*call) {
 	keys := make([]string, len(batch))
 	for i, c := range batch {
@@ -317,13 +295,13 @@ func (r *Redis) decide(ctx context.Context, batch []*call) {
 	}
 	r.requests.Add(int64(len(batch)))
 	n := r.g.n
-	var buf [MaxLimits]int64 // a lone caller's numbers need no allocation
+	var buf [MaxLimits]int64
 	nums := buf[:]
 	if len(batch) > 1 {
 		nums = make([]int64, len(batch)*n)
 	}
 	var err error
-	var errs []error // a cluster's: each key's
+	var errs []error // per key, on a cluster
 	if r.cluster && len(batch) > 1 {
 		errs = r.runSlots(ctx, keys, args, nums[:len(batch)*n])
 	} else {
@@ -342,9 +320,8 @@ func (r *Redis) decide(ctx context.Context, batch []*call) {
 	}
 }
 
-// runSlots decides a batch on a Redis Cluster, where one script's keys
-// must share a hash slot: one script call per slot, all sent at once. It
-// returns each key's error, so a slot that fails fails only its keys.
+// runSlots decides a batch on a Redis Cluster with one script call per
+// hash slot, all sent at once, and returns each key's error.
 func (r *Redis) runSlots(ctx context.Context, keys, args []string, nums []int64) []error {
 	n := r.g.n
 	slots := map[uint16][]int{} // slot: the indexes of its keys
@@ -381,8 +358,6 @@ func (r *Redis) runSlots(ctx context.Context, keys, args []string, nums []int64)
 	return errs
 }
 
-// read reads a script's reply into nums, which has room for exactly the
-// numbers it returns.
 func read(resp rueidis.RedisResult, nums []int64) error {
 	if len(nums) == 1 { // one number comes bare
 		v, err := resp.AsInt64()
@@ -402,7 +377,6 @@ func read(resp rueidis.RedisResult, nums []int64) error {
 	return err
 }
 
-// decision reads one key's numbers from the script.
 func (r *Redis) decision(nums []int64, at int64) Decision {
 	d := Decision{Allowed: nums[0] >= 0, N: uint8(r.g.n), g: &r.g, at: at}
 	for i, v := range nums {
@@ -417,9 +391,7 @@ func (r *Redis) decision(nums []int64, at int64) Decision {
 	return d
 }
 
-// refusal sets which rates of refused decision d refuse, and its
-// Retry-After, from each rate's reset: the deny cache replays it as rates
-// recover.
+// refusal sets which rates of refused d refuse, and its Retry-After.
 func (r *Redis) refusal(d *Decision) {
 	d.refused, d.RetryAfter = 0, 0
 	for i := range int(d.N) {
@@ -430,12 +402,10 @@ func (r *Redis) refusal(d *Decision) {
 	}
 }
 
-// Stats reports how many decisions asked Redis and how many the deny cache
-// answered instead.
+// Stats reports the decisions that asked Redis and the deny cache's.
 func (r *Redis) Stats() (requests, denyCacheHits int64) { return r.requests.Load(), r.hits.Load() }
 
-// denyCache remembers refusals until they end. When full it drops what
-// has ended, else everything (which only costs Redis calls).
+// denyCache remembers refusals until they end; when full it drops them.
 type denyCache struct {
 	seed maphash.Seed
 	mu   sync.Mutex
@@ -449,11 +419,6 @@ type denied struct {
 
 const denyCacheMax = 100_000
 
-func (c *denyCache) init() {
-	c.seed = maphash.MakeSeed()
-	c.m = map[uint64]denied{}
-}
-
 func (c *denyCache) get(key string, now int64) (Decision, bool) {
 	h := maphash.String(c.seed, key)
 	c.mu.Lock()
@@ -466,7 +431,6 @@ func (c *denyCache) get(key string, now int64) (Decision, bool) {
 	if !ok {
 		return Decision{}, false
 	}
-	// Replay the refusal as of now: the resets have shrunk since.
 	d, elapsed := e.d, time.Duration(now-e.at)
 	d.at, d.local = now, true
 	for i := 0; i < int(d.N); i++ {

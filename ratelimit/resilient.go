@@ -12,13 +12,9 @@ import (
 type OnStoreError string
 
 const (
-	// Local decides with an in-memory limiter on each replica, so the
-	// cluster admits up to replicas × budget until the store is back.
-	Local OnStoreError = "local"
-	// Open admits every request.
-	Open OnStoreError = "open"
-	// Closed refuses every request with an error (the API answers 503).
-	Closed OnStoreError = "closed"
+	Local  OnStoreError = "local"  // an in-memory limiter per replica decides
+	Open   OnStoreError = "open"   // every request passes
+	Closed OnStoreError = "closed" // every request fails (503)
 )
 
 // ParseOnStoreError reads local, open or closed.
@@ -33,19 +29,15 @@ func ParseOnStoreError(s string) (OnStoreError, error) {
 // ErrStoreUnavailable is what a Closed limiter returns during an outage.
 var ErrStoreUnavailable = errors.New("ratelimit: store unavailable")
 
-// A Breaker is the circuit breaker of one shared store, for every
-// [Resilient] limiter kept there. After Failures consecutive failures it
-// opens and calls skip the store; after Cooldown one call probes it, and
-// the breaker closes, or the cooldown doubles up to MaxCooldown. Create it
-// with [NewBreaker]; it is safe for concurrent use.
+// A Breaker is the circuit breaker of one shared store: after Failures
+// failures in a row calls skip the store, until a probe after Cooldown
+// (doubling to MaxCooldown) succeeds. Create it with [NewBreaker].
 type Breaker struct {
-	Failures    int
-	Cooldown    time.Duration
-	MaxCooldown time.Duration
-	// OnStateChange is called once per transition with the new state,
-	// "open" or "closed", and its cause. It must not block.
-	OnStateChange func(state string, err error)
-	Now           func() time.Time // time.Now by default
+	Failures      int
+	Cooldown      time.Duration
+	MaxCooldown   time.Duration
+	OnStateChange func(state string, err error) // "open" or "closed"; must not block
+	Now           func() time.Time              // time.Now by default
 
 	mu       sync.Mutex
 	open     bool
@@ -56,14 +48,11 @@ type Breaker struct {
 	errors   atomic.Int64
 }
 
-// NewBreaker returns a breaker that opens after 3 failures and probes
-// after 1 s, doubling to 30 s.
+// NewBreaker opens after 3 failures and probes after 1 s, doubling to 30 s.
 func NewBreaker() *Breaker {
 	return &Breaker{Failures: 3, Cooldown: time.Second, MaxCooldown: 30 * time.Second, Now: time.Now}
 }
 
-// allow reports whether a call may go to the store, and whether it is the
-// probe.
 func (b *Breaker) allow() (ok, probe bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -77,7 +66,6 @@ func (b *Breaker) allow() (ok, probe bool) {
 	return true, true
 }
 
-// failed records a failed store call; while open, only the probe's counts.
 func (b *Breaker) failed(err error, probe bool) {
 	b.errors.Add(1)
 	b.mu.Lock()
@@ -111,7 +99,6 @@ func (b *Breaker) succeeded() {
 	}
 }
 
-// abandon records a call that says nothing about the store.
 func (b *Breaker) abandon(probe bool) {
 	if probe {
 		b.mu.Lock()
@@ -120,10 +107,8 @@ func (b *Breaker) abandon(probe bool) {
 	}
 }
 
-// Do makes one call to the store through the breaker, with timeout; call
-// reports whether it asked the store and the store's error. ok is false
-// when the call must be decided without the store. Do returns an error
-// only when ctx ended first.
+// Do runs call through the breaker with timeout; ok is false when the
+// request must be decided without the store. It fails only if ctx ended.
 func (b *Breaker) Do(ctx context.Context, timeout time.Duration, call func(context.Context) (asked bool, err error)) (ok bool, err error) {
 	allowed, probe := b.allow()
 	if !allowed {
@@ -155,8 +140,8 @@ func (b *Breaker) Stats() (storeErrors int64, open bool) {
 	return b.errors.Load(), open
 }
 
-// Resilient decides with a shared store (Redis) through a [Breaker], and
-// as its mode says while the store fails. Create it with [NewResilient].
+// Resilient decides with a shared store through a [Breaker], and as its
+// mode says while the store fails. Create it with [NewResilient].
 type Resilient struct {
 	store    Limiter
 	fallback Limiter // for Local
@@ -167,8 +152,7 @@ type Resilient struct {
 	degradedN atomic.Int64
 }
 
-// NewResilient returns store guarded by breaker; fallback decides the same
-// budget when mode is Local.
+// NewResilient guards store with breaker; fallback decides in Local mode.
 func NewResilient(store, fallback Limiter, mode OnStoreError, breaker *Breaker) *Resilient {
 	return &Resilient{store: store, fallback: fallback, mode: mode, breaker: breaker, Timeout: 100 * time.Millisecond}
 }
@@ -179,7 +163,7 @@ func (r *Resilient) Budget() Budget { return r.store.Budget() }
 // Store returns the shared store.
 func (r *Resilient) Store() Limiter { return r.store }
 
-// Fallback returns the local limiter that decides while the store fails.
+// Fallback returns the limiter of Local mode.
 func (r *Resilient) Fallback() Limiter { return r.fallback }
 
 // Allow decides with the store, or without it while it fails.
@@ -211,11 +195,10 @@ func (r *Resilient) degraded(ctx context.Context, key string) (Decision, error) 
 	return d, err
 }
 
-// Refund gives back the token d, an admitted decision for key, took from
-// whichever decided it.
+// Refund gives back the token d took from whichever decided it.
 func (r *Resilient) Refund(ctx context.Context, key string, d *Decision) error {
 	switch {
-	case d.N == 0: // admitted while the store failed, in Open mode: nothing was taken
+	case d.N == 0: // Open mode: nothing was taken
 		return nil
 	case d.local:
 		return r.fallback.Refund(ctx, key, d)

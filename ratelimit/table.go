@@ -6,24 +6,21 @@ import (
 	"unsafe"
 )
 
-// A table holds the state of a [Memory]'s keys: a set-associative cache
-// of 128-byte sets (two cache lines), so a decision waits for about one
-// cache miss. An entry is a tag (the key's hash, its rank in the low bits)
-// then one TAT per rate. A new key takes the first empty entry, else the
-// least recently used idle one (buckets full again), else the least
-// recently used. Stripes of sets each have a lock and a share of MaxKeys,
-// and double when three quarters full, or sooner rather than forget a busy key.
+// A table holds a [Memory]'s keys: a set-associative cache of 128-byte
+// sets, entries of a tag (hash, LRU rank in the low bits) then a TAT per
+// rate. A new key takes an empty entry, else the least recently used idle
+// one, else the least recently used. Locked stripes of sets double when
+// three quarters full, or sooner rather than forget a busy key.
 type table struct {
 	stripes     []stripe
 	stripeShift uint // a tag's stripe is tag >> stripeShift
-	stripeBits  uint // 64 - stripeShift: the bits of a tag that its stripe uses
-	stride      int  // words per entry: the tag, then one TAT per rate
+	stripeBits  uint // 64 - stripeShift
+	stride      int  // words per entry
 	ways        int  // entries per set
 	busyGrowth  int  // a stripe 1/busyGrowth full grows rather than forget a busy key
 	maxKeys     int  // as asked, before rounding
 }
 
-// A stripe is a lock and the sets it guards, filling one cache line.
 type stripe struct {
 	mu      sync.Mutex
 	words   []int64 // sets × setWords, aligned to 128 bytes
@@ -34,16 +31,13 @@ type stripe struct {
 }
 
 const (
-	setWords = 16 // 128 bytes
-	rankBits = 3  // of a tag word, the entry's rank
-	rankMask = 1<<rankBits - 1
-	// A stripe per keysPerStripe keys of MaxKeys, at most maxStripes.
+	setWords      = 16 // 128 bytes
+	rankBits      = 3  // of a tag word, the entry's rank
+	rankMask      = 1<<rankBits - 1
 	keysPerStripe = 1024
 	maxStripes    = 64
 )
 
-// newTable returns a table for rates rates that holds at most maxKeys
-// keys (rounded down to whole sets).
 func newTable(rates, maxKeys int) table {
 	t := table{stride: rates + 1, maxKeys: maxKeys}
 	t.ways = min(setWords/t.stride, maxKeys)
@@ -72,8 +66,7 @@ func newTable(rates, maxKeys int) table {
 	return t
 }
 
-// tagOf returns the tag of a key's hash: rank bits clear, never zero
-// (an empty entry).
+// tagOf returns a hash's tag: rank bits clear, never zero (empty).
 func tagOf(h uint64) uint64 {
 	if t := h &^ rankMask; t != 0 {
 		return t
@@ -83,16 +76,14 @@ func tagOf(h uint64) uint64 {
 
 func (t *table) stripe(tag uint64) *stripe { return &t.stripes[tag>>t.stripeShift] }
 
-// set returns the set of tag in s: the tag's bits below the stripe's, as a
-// fraction of 1 scaled by s.sets, so doubling splits set i into 2i, 2i+1.
+// set returns tag's set in s; doubling s splits set i into 2i and 2i+1.
 func (t *table) set(s *stripe, tag uint64) []int64 {
 	i, _ := bits.Mul64(tag<<t.stripeBits, s.sets)
 	o := int(i) * setWords
 	return s.words[o : o+setWords]
 }
 
-// entry returns the TATs of tag, with s locked, in a new entry (buckets
-// full) if it has none; the entry becomes its set's most recently used.
+// entry returns the TATs of tag, with s locked, making it most recently used.
 func (t *table) entry(s *stripe, tag uint64, now int64) []int64 {
 	set, stride := t.set(s, tag), t.stride
 	for i := 0; i < t.ways; i++ {
@@ -104,7 +95,6 @@ func (t *table) entry(s *stripe, tag uint64, now int64) []int64 {
 	return t.insert(s, set, tag, now)
 }
 
-// insert gives tag, absent from its set, an entry with its buckets full.
 func (t *table) insert(s *stripe, set []int64, tag uint64, now int64) []int64 {
 	i, class := t.victim(set, now)
 	if t.mustGrow(s, class) {
@@ -122,7 +112,6 @@ func (t *table) insert(s *stripe, set []int64, tag uint64, now int64) []int64 {
 	return e[1:]
 }
 
-// touch makes entry i its set's most recently used.
 func (t *table) touch(set []int64, i int) {
 	r := set[i*t.stride] & rankMask
 	if r == 0 {
@@ -138,13 +127,11 @@ func (t *table) touch(set []int64, i int) {
 
 // The classes of entry a new key can take, in order of preference.
 const (
-	empty = iota // no key
-	idle         // a key whose buckets are all full again: no state
-	busy         // a key with state
+	empty = iota
+	idle  // buckets all full again: no state
+	busy
 )
 
-// mustGrow reports whether s grows before a new key takes an entry of
-// class c (see table).
 func (t *table) mustGrow(s *stripe, c int) bool {
 	if s.sets == s.maxSets {
 		return false
@@ -153,7 +140,6 @@ func (t *table) mustGrow(s *stripe, c int) bool {
 	return 4*s.keys >= 3*slots || c == busy && t.busyGrowth*s.keys >= slots
 }
 
-// victim returns the entry of set a new key takes, and its class.
 func (t *table) victim(set []int64, now int64) (int, int) {
 	best, bestClass, bestRank := 0, busy+1, int64(-1)
 	for i := 0; i < t.ways; i++ {
@@ -171,7 +157,6 @@ func (t *table) victim(set []int64, now int64) (int, int) {
 	return best, bestClass
 }
 
-// full reports whether every bucket of tats is full at now.
 func full(tats []int64, now int64) bool {
 	for _, tat := range tats {
 		if tat > now {
@@ -181,9 +166,8 @@ func full(tats []int64, now int64) bool {
 	return true
 }
 
-// grow doubles s's sets (or takes them to s.maxSets), moving entries from
-// most to least recently used into the first empty entry of their new
-// set, so order of use is kept; past maxSets a full set drops the rest.
+// grow doubles s's sets (up to maxSets), moving entries from most to least
+// recently used so their order of use is kept.
 func (t *table) grow(s *stripe) {
 	old := s.words
 	s.sets = min(2*s.sets, s.maxSets)
@@ -211,8 +195,7 @@ func (t *table) grow(s *stripe) {
 	}
 }
 
-// newSets returns n empty sets, entry i at rank i, aligned to 128 bytes
-// (padded should the allocator not align them).
+// newSets returns n empty sets, aligned to 128 bytes.
 func (t *table) newSets(n uint64) []int64 {
 	const size = setWords * 8
 	words := make([]int64, int(n)*setWords)

@@ -2,14 +2,14 @@ package store
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"time"
 
 	"github.com/brain-template/brain/auth"
 )
 
-// AuthStore keeps users, sessions and API keys: auth.Store on both
-// dialects, with the same SQL.
+// AuthStore keeps users, sessions and API keys: auth.Store.
 type AuthStore struct{ db *DB }
 
 // NewAuthStore returns the auth store of db.
@@ -56,8 +56,6 @@ func (s *AuthStore) CountUsers(ctx context.Context) (int, error) {
 	return n, Wrap("count users", err)
 }
 
-// inTx runs f in a transaction, committed when f returns nil; errors say
-// what failed.
 func (s *AuthStore) inTx(ctx context.Context, what string, f func(tx *Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -70,8 +68,8 @@ func (s *AuthStore) inTx(ctx context.Context, what string, f func(tx *Tx) error)
 	return Wrap(what, tx.Commit())
 }
 
-// SetPasswordAndEndSessions sets the user's password hash and deletes all
-// of its sessions but keepTokenHash's, in one transaction.
+// SetPasswordAndEndSessions sets the user's password hash and deletes the
+// user's sessions but keepTokenHash's.
 func (s *AuthStore) SetPasswordAndEndSessions(ctx context.Context, userID, hash, keepTokenHash string) error {
 	return s.inTx(ctx, "set password", func(tx *Tx) error {
 		if err := AffectedOne(tx.ExecContext(ctx, "UPDATE users SET password_hash = $1 WHERE id = $2", hash, userID)); err != nil {
@@ -82,10 +80,8 @@ func (s *AuthStore) SetPasswordAndEndSessions(ctx context.Context, userID, hash,
 	})
 }
 
-// lockUser serializes the capped inserts of one user within tx: on
-// PostgreSQL it locks the user's row (FOR NO KEY UPDATE does not block
-// inserts that reference it); on SQLite BEGIN IMMEDIATE holds the write
-// lock already. Either way it checks that the user exists.
+// lockUser serializes the capped inserts of one user within tx (SQLite's
+// BEGIN IMMEDIATE has already) and checks that the user exists.
 func (s *AuthStore) lockUser(ctx context.Context, tx *Tx, userID string) error {
 	q := "SELECT id FROM users WHERE id = $1"
 	if s.db.Dialect == Postgres {
@@ -95,9 +91,8 @@ func (s *AuthStore) lockUser(ctx context.Context, tx *Tx, userID string) error {
 	return NotFound(tx.QueryRowContext(ctx, q, userID).Scan(&id))
 }
 
-// CreateSession inserts se and, in the same transaction, deletes the
-// user's oldest sessions beyond the newest max-1. It returns the deleted
-// sessions' token hashes.
+// CreateSession inserts se and deletes the user's oldest sessions beyond
+// max, returning their token hashes.
 func (s *AuthStore) CreateSession(ctx context.Context, se auth.Session, max int) (evicted []string, err error) {
 	err = s.inTx(ctx, "create session", func(tx *Tx) error {
 		if err := s.lockUser(ctx, tx, se.UserID); err != nil {
@@ -127,14 +122,10 @@ func (s *AuthStore) CreateSession(ctx context.Context, se auth.Session, max int)
 		}
 		return err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return evicted, nil
+	return evicted, err
 }
 
-// SessionByTokenHash returns the session with tokenHash and its user, or
-// ErrNotFound.
+// SessionByTokenHash returns the session with tokenHash and its user.
 func (s *AuthStore) SessionByTokenHash(ctx context.Context, tokenHash string) (auth.Session, auth.User, error) {
 	se := auth.Session{TokenHash: tokenHash}
 	var created, expires, seen int64
@@ -144,8 +135,7 @@ func (s *AuthStore) SessionByTokenHash(ctx context.Context, tokenHash string) (a
 	return se, u, err
 }
 
-// TouchSessions moves sessions' last-seen times forward (never back), by
-// token hash.
+// TouchSessions moves sessions' last-seen times forward, by token hash.
 func (s *AuthStore) TouchSessions(ctx context.Context, seen map[string]time.Time) error {
 	return s.touch(ctx, "touch sessions", "UPDATE sessions SET last_seen_at = $1 WHERE token_hash = $2 AND last_seen_at < $1", seen)
 }
@@ -156,8 +146,7 @@ func (s *AuthStore) DeleteSession(ctx context.Context, tokenHash string) error {
 	return Wrap("delete session", err)
 }
 
-// DeleteExpiredSessions deletes the sessions past their end of life or idle
-// for idle at now, and returns how many.
+// DeleteExpiredSessions deletes the sessions ended or idle at now.
 func (s *AuthStore) DeleteExpiredSessions(ctx context.Context, now time.Time, idle time.Duration) (int, error) {
 	res, err := s.db.ExecContext(ctx, "DELETE FROM sessions WHERE expires_at <= $1 OR last_seen_at <= $2", Millis(now), Millis(now.Add(-idle)))
 	if err != nil {
@@ -167,8 +156,7 @@ func (s *AuthStore) DeleteExpiredSessions(ctx context.Context, now time.Time, id
 	return int(n), err
 }
 
-// CreateAPIKey counts the user's keys and inserts k in one transaction,
-// so concurrent creates cannot pass max together.
+// CreateAPIKey inserts k unless the user has max keys.
 func (s *AuthStore) CreateAPIKey(ctx context.Context, k auth.APIKey, max int) error {
 	return s.inTx(ctx, "create api key", func(tx *Tx) error {
 		if err := s.lockUser(ctx, tx, k.UserID); err != nil {
@@ -200,7 +188,7 @@ func scanKey(sc scanner, extra ...any) (auth.APIKey, error) {
 	return k, NotFound(err)
 }
 
-// APIKeyByHash returns the key with keyHash and its user, or ErrNotFound.
+// APIKeyByHash returns the key with keyHash and its user.
 func (s *AuthStore) APIKeyByHash(ctx context.Context, keyHash string) (auth.APIKey, auth.User, error) {
 	var u auth.User
 	var created int64
@@ -229,30 +217,22 @@ func (s *AuthStore) ListAPIKeys(ctx context.Context, userID string, after auth.C
 	return keys, Wrap("list api keys", rows.Err())
 }
 
-// DeleteAPIKey deletes the user's key id; ErrNotFound unless the user owns
-// it.
+// DeleteAPIKey deletes the user's key id.
 func (s *AuthStore) DeleteAPIKey(ctx context.Context, userID, id string) error {
 	return AffectedOne(s.db.ExecContext(ctx, "DELETE FROM api_keys WHERE id = $1 AND user_id = $2", id, userID))
 }
 
-// TouchAPIKeys moves keys' last-used times forward (never back), by key id.
+// TouchAPIKeys moves keys' last-used times forward, by key id.
 func (s *AuthStore) TouchAPIKeys(ctx context.Context, used map[string]time.Time) error {
 	return s.touch(ctx, "touch api keys", "UPDATE api_keys SET last_used_at = $1 WHERE id = $2 AND last_used_at < $1", used)
 }
 
-// touchBatch bounds the updates of one touch transaction, so a flush of
-// many is several short transactions, each within the store's deadline.
+// touchBatch bounds the updates of one transaction, to end within Timeout.
 const touchBatch = 500
 
-// touch runs update ($1 a time, $2 a key) for every entry of times,
-// touchBatch to a transaction. Batches written before an error stay
-// written, which is harmless: update only moves a time forward.
+// touch runs update ($1 a time, $2 a key) for every entry of times.
 func (s *AuthStore) touch(ctx context.Context, what, update string, times map[string]time.Time) error {
-	keys := make([]string, 0, len(times))
-	for k := range times {
-		keys = append(keys, k)
-	}
-	for batch := range slices.Chunk(keys, touchBatch) {
+	for batch := range slices.Chunk(slices.Collect(maps.Keys(times)), touchBatch) {
 		err := s.inTx(ctx, what, func(tx *Tx) error {
 			for _, key := range batch {
 				if _, err := tx.ExecContext(ctx, update, Millis(times[key]), key); err != nil {

@@ -12,9 +12,7 @@ type runner interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// bounded runs statements, each under the deadline bound puts on its
-// context, so a database that never answers costs a call DB.Timeout. [DB]
-// and [Tx] embed it.
+// bounded runs statements, each under the deadline bound puts on its context.
 type bounded struct {
 	run   runner
 	bound func(context.Context) (context.Context, context.CancelFunc)
@@ -81,9 +79,8 @@ func (db *DB) PingContext(ctx context.Context) error {
 	return db.sql.PingContext(ctx)
 }
 
-// Tx is a transaction with one deadline, Timeout from BeginTx, for every
-// statement and Commit; past it, it is rolled back. End it with Commit or
-// Rollback.
+// Tx is a transaction whose statements and Commit end within Timeout of
+// BeginTx. End it with Commit or Rollback.
 type Tx struct {
 	bounded
 	tx     *sql.Tx

@@ -4,17 +4,19 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
+
+	"github.com/riverqueue/river/rivermigrate"
 )
 
 // pgMigrateLock is the advisory-lock key replicas take while migrating.
 const pgMigrateLock = 0x6272_6169_6e00 // "brain\0"; a renamed fork keeps it
 
-// Migrate applies the missing migrations of the platform's set, then
-// features' in order, then River's, each in a transaction, with replicas
-// taking turns on a lock; it returns how many of the sets' it applied. A
-// set newer in the database than the binary is an [ErrSchemaTooNew].
+// Migrate applies the missing migrations of the platform, then features',
+// then River's, with replicas taking turns on a lock. A set newer in the
+// database than the binary is an [ErrSchemaTooNew].
 func (db *DB) Migrate(ctx context.Context, features ...Migrations) (applied int, err error) {
 	sets, err := loadSets(db.Dialect, features)
 	if err != nil {
@@ -23,9 +25,8 @@ func (db *DB) Migrate(ctx context.Context, features ...Migrations) (applied int,
 	return db.migrate(ctx, sets, true)
 }
 
-// MigrateBefore applies the sets in order up to, not including, migration
-// name of set: for the test of a migration, which fills the tables as
-// they were before it, then runs Migrate.
+// MigrateBefore applies the sets up to, not including, migration name of
+// set: for a migration's test.
 func (db *DB) MigrateBefore(ctx context.Context, set, name string, features ...Migrations) error {
 	sets, err := loadSets(db.Dialect, features)
 	if err != nil {
@@ -44,7 +45,6 @@ func (db *DB) MigrateBefore(ctx context.Context, set, name string, features ...M
 	return err
 }
 
-// createBookkeeping makes schema_migrations: a row per applied migration.
 const createBookkeeping = `CREATE TABLE IF NOT EXISTS schema_migrations (
 	set_name   TEXT NOT NULL,
 	version    INTEGER NOT NULL,
@@ -83,11 +83,17 @@ func (db *DB) migrate(ctx context.Context, sets []loadedSet, queue bool) (applie
 	if !queue {
 		return applied, nil
 	}
-	return applied, db.migrateQueue(ctx, conn)
+	m, err := rivermigrate.New(db.riverDriver(), &rivermigrate.Config{Logger: slog.New(slog.DiscardHandler)})
+	for done := false; err == nil && !done; {
+		done, err = migrateQueueOne(ctx, conn, m)
+	}
+	if err != nil {
+		return applied, fmt.Errorf("store: migrate the job queue: %w", err)
+	}
+	return applied, nil
 }
 
-// migrateOne applies the next missing migration of s, if any, in a
-// transaction that first re-reads the set's version.
+// migrateOne applies the next missing migration of s, if any.
 func (db *DB) migrateOne(ctx context.Context, conn *sql.Conn, s loadedSet) (done bool, err error) {
 	tx, err := conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE on SQLite: the write lock
 	if err != nil {
@@ -116,6 +122,25 @@ func (db *DB) migrateOne(ctx context.Context, conn *sql.Conn, s loadedSet) (done
 	if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (set_name, version, name, applied_at) VALUES ($1, $2, $3, $4)",
 		s.name, m.version, m.name, time.Now().UnixMilli()); err != nil {
 		return false, fmt.Errorf("store: migration %s %d: %w", s.name, m.version, err)
+	}
+	return false, tx.Commit()
+}
+
+// migrateQueueOne applies River's next missing migration, if any, in a
+// transaction that re-reads the applied versions under Migrate's lock.
+func migrateQueueOne(ctx context.Context, conn *sql.Conn, m *rivermigrate.Migrator[*sql.Tx]) (done bool, err error) {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback()
+	//lint:ignore SA1019 one version per transaction, re-read under the lock
+	res, err := m.MigrateTx(ctx, tx, rivermigrate.DirectionUp, &rivermigrate.MigrateOpts{MaxSteps: 1})
+	if err != nil {
+		return false, err
+	}
+	if len(res.Versions) == 0 {
+		return true, nil
 	}
 	return false, tx.Commit()
 }

@@ -22,21 +22,16 @@ const PlatformSet = "platform"
 
 var platform = Migrations{Name: PlatformSet, FS: SubFS(platformFiles, "migrations")}
 
-// Migrations is one migration set: a feature's schema, numbered on its
-// own, so features come and go without renumbering anyone else's.
+// Migrations is one migration set, a feature's schema, numbered on its own.
 type Migrations struct {
-	// Name names the set in schema_migrations; it never changes.
-	Name string
-	// FS holds sqlite/ and postgres/, each with the same migrations,
-	// NNNN_name.sql numbered 1, 2, 3…; a released one never changes.
+	Name string // in schema_migrations; it never changes
+	// FS holds sqlite/ and postgres/, each with NNNN_name.sql numbered 1, 2, 3…
 	FS fs.FS
-	// Steps are Go parts of migrations, by name: each runs right after its
-	// migration's SQL, in the same transaction.
+	// Steps, by migration name, run after its SQL in its transaction.
 	Steps map[string]func(ctx context.Context, tx *sql.Tx, d Dialect) error
 }
 
-// SubFS is fs.Sub for a directory that is there, such as an embedded
-// one: it panics otherwise.
+// SubFS is fs.Sub for a directory that is there: it panics otherwise.
 func SubFS(fsys fs.FS, dir string) fs.FS {
 	sub, err := fs.Sub(fsys, dir)
 	if err != nil {
@@ -52,7 +47,6 @@ type migration struct {
 	step    func(ctx context.Context, tx *sql.Tx, d Dialect) error
 }
 
-// A loadedSet is a set's migrations for one dialect, in version order.
 type loadedSet struct {
 	name string
 	ms   []migration
@@ -93,7 +87,6 @@ func (s Migrations) load(d Dialect) (loadedSet, error) {
 	return loadedSet{name: s.Name, ms: out}, nil
 }
 
-// loadSets loads the platform's set, then features', for dialect d.
 func loadSets(d Dialect, features []Migrations) ([]loadedSet, error) {
 	all := append([]Migrations{platform}, features...)
 	out := make([]loadedSet, 0, len(all))
@@ -110,8 +103,7 @@ func loadSets(d Dialect, features []Migrations) ([]loadedSet, error) {
 	return out, nil
 }
 
-// SchemaVersions says, for people, the newest migration of each set the
-// binary knows: "platform 1, bookmarks 2".
+// SchemaVersions says the newest migration of each set: "platform 1, bookmarks 2".
 func SchemaVersions(d Dialect, features ...Migrations) string {
 	sets, err := loadSets(d, features)
 	if err != nil {
@@ -124,8 +116,7 @@ func SchemaVersions(d Dialect, features ...Migrations) string {
 	return strings.Join(parts, ", ")
 }
 
-// ErrSchemaTooNew means a migration set in the database was migrated by a
-// newer brain.
+// ErrSchemaTooNew means a set in the database was migrated by a newer brain.
 type ErrSchemaTooNew struct {
 	Set              string // the set's name
 	Database, Binary int    // the set's newest version in each

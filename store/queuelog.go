@@ -8,19 +8,15 @@ import (
 	"github.com/brain-template/brain/internal/logsample"
 )
 
-// outageHandler is the slog.Handler River logs through. While the database
-// is down River logs several ERRORs a second; as the rest of brain logs an
-// outage, a record at WARN or above goes on at WARN, each message once per
-// interval, with how many times it came since (repeats).
+// outageHandler is River's slog.Handler: records at WARN or above go on at
+// WARN, each message once per interval with its repeats.
 type outageHandler struct {
 	next   slog.Handler
-	counts *logsample.Counts // shared by the handlers WithAttrs and WithGroup make
+	counts *logsample.Counts // shared with WithAttrs' and WithGroup's
 }
 
-// maxOutageMessages bounds the messages remembered (River's are constants).
 const maxOutageMessages = 100
 
-// quietOutages returns next as River should log through it.
 func quietOutages(next slog.Handler, every time.Duration, now func() time.Time) slog.Handler {
 	return &outageHandler{next: next, counts: logsample.New(every, now, maxOutageMessages)}
 }

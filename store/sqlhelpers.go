@@ -12,8 +12,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// Millis is t as the databases keep times: Unix milliseconds, 0 for the
-// zero time.
+// Millis is t as the databases keep it: Unix ms, 0 for the zero time.
 func Millis(t time.Time) int64 {
 	if t.IsZero() {
 		return 0
@@ -73,10 +72,8 @@ func Wrap(what string, err error) error {
 	return fmt.Errorf("store: %s: %w", what, err)
 }
 
-// PageAfter is the condition, to AND to a WHERE, on the rows after c in a
-// list ordered "<alias>.created_at DESC, <alias>.id", and args with its
-// two arguments appended (placeholders from len(args)+1); nothing for the
-// zero Cursor.
+// PageAfter is the condition (and args) on the rows after c in a list
+// ordered "<alias>.created_at DESC, <alias>.id"; "" for the zero Cursor.
 func PageAfter(alias string, c page.Cursor, args []any) (string, []any) {
 	if c == (page.Cursor{}) {
 		return "", args

@@ -6,10 +6,8 @@ import (
 	"sync"
 )
 
-// stmtCache runs a SQLite DB's statements (not a transaction's) through
-// prepared statements kept for the DB's life: the driver otherwise plans
-// each query anew, a tenth of an idempotent replay's CPU (BENCHMARKS.md).
-// Past maxCachedStmts queries run unprepared. pgx keeps its own cache.
+// stmtCache runs a SQLite DB's statements through prepared statements
+// kept for its life (BENCHMARKS.md); pgx keeps its own.
 type stmtCache struct {
 	db    *sql.DB
 	mu    sync.Mutex
@@ -18,8 +16,7 @@ type stmtCache struct {
 
 const maxCachedStmts = 256
 
-// stmt is query's prepared statement; nil when the cache is full or query
-// does not prepare (running it unprepared then reports why).
+// stmt is query's prepared statement, or nil.
 func (c *stmtCache) stmt(ctx context.Context, query string) *sql.Stmt {
 	c.mu.Lock()
 	st, ok := c.stmts[query]
@@ -34,7 +31,7 @@ func (c *stmtCache) stmt(ctx context.Context, query string) *sql.Stmt {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if had, ok := c.stmts[query]; ok { // prepared meanwhile by another call
+	if had, ok := c.stmts[query]; ok {
 		st.Close()
 		return had
 	}

@@ -30,21 +30,17 @@ const (
 // ErrNotFound is what a store returns when no row is what it names.
 var ErrNotFound = fault.ErrNotFound
 
-// DB is an open database, safe for concurrent use. Every call through it
-// ends within Timeout, so code reaches the database only through DB's
-// methods, never through the *sql.DB underneath.
+// DB is an open database, safe for concurrent use, whose every call ends
+// within Timeout.
 type DB struct {
 	bounded
 	sql     *sql.DB
-	stmts   *stmtCache // SQLite's prepared statements; nil on PostgreSQL
+	stmts   *stmtCache // nil on PostgreSQL
 	Dialect Dialect
-	// Timeout bounds each call: a statement, a ping, or a transaction from
-	// BeginTx to Commit. Open sets DefaultTimeout; change it before use.
-	Timeout time.Duration
+	Timeout time.Duration // of each statement, ping or transaction
 }
 
-// DefaultTimeout is far beyond what a healthy database needs, short enough
-// that a request fails before its client gives up.
+// DefaultTimeout is far beyond what a healthy database needs.
 const DefaultTimeout = 5 * time.Second
 
 func newDB(sqldb *sql.DB, d Dialect) *DB {
@@ -64,10 +60,7 @@ func (db *DB) Close() error {
 // SQLitePath is where the embedded database lives in dataDir.
 func SQLitePath(dataDir string) string { return filepath.Join(dataDir, product.DatabaseFile) }
 
-// sqlitePragmas make concurrent writers wait instead of failing: WAL lets
-// readers run beside the writer, busy_timeout makes a writer wait for the
-// lock, and _txlock=immediate takes it at BEGIN, so no transaction fails
-// upgrading from read to write.
+// sqlitePragmas make concurrent writers wait instead of failing.
 const sqlitePragmas = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
 
 // Open opens the database: PostgreSQL when databaseURL is postgres://...,
@@ -104,14 +97,11 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open sqlite: %w", err)
 	}
-	// Opening a connection costs a sixth of an idempotent replay's CPU
-	// (BENCHMARKS.md): keep them.
-	sqldb.SetMaxIdleConns(32)
+	sqldb.SetMaxIdleConns(32) // opening one is costly (BENCHMARKS.md)
 	db := newDB(sqldb, SQLite)
 	db.stmts = &stmtCache{db: sqldb, stmts: map[string]*sql.Stmt{}}
 	db.bounded.run = db.stmts
-	// Processes opening one new file at once race to switch it to WAL,
-	// which busy_timeout does not cover: the losers retry.
+	// Processes racing to switch a new file to WAL retry.
 	for wait := 10 * time.Millisecond; ; wait = min(wait*2, time.Second) {
 		err := db.PingContext(ctx)
 		if err == nil {

@@ -19,14 +19,11 @@ import (
 	"github.com/brain-template/brain/streams"
 )
 
-// handlers are the handlers of the account operations, over one
-// auth.Service.
 type handlers struct {
 	svc     *auth.Service
 	cfg     Config
-	maxKeys int              // the API-key cap the 409 names
-	now     func() time.Time // the server's clock (api.Server.Now)
-	hub     streams.Hub      // where the key events go (GET /api/v1/events)
+	maxKeys int // the API-key cap the 409 names
+	now     func() time.Time
 }
 
 func (h *handlers) login(ctx context.Context, in *LoginInput) (*LoginOutput, error) {
@@ -82,16 +79,17 @@ func (h *handlers) createAPIKey(ctx context.Context, in *CreateAPIKeyInput) (*Cr
 	if err != nil {
 		return nil, authError(ctx, err, api.Messages{fault.ErrTooMany: fmt.Sprintf("you have %d API keys, the most allowed: delete one before creating another", h.maxKeys)})
 	}
-	out := &CreateAPIKeyOutput{} // its Cache-Control: no-store is every authenticated answer's
+	out := &CreateAPIKeyOutput{}
 	out.Body.APIKeyView, out.Body.Key = apiKeyView(k), secret
 	h.publish(ctx, apiKeyCreated, k.UserID, out.Body.APIKeyView)
 	return out, nil
 }
 
 func (h *handlers) listAPIKeys(ctx context.Context, in *ListAPIKeysInput) (*ListAPIKeysOutput, error) {
-	after, err := decodeCursor(in.Cursor)
+	after, err := page.Decode(in.Cursor, cursorID.MatchString)
 	if err != nil {
-		return nil, badCursor()
+		return nil, api.NewError(http.StatusUnprocessableEntity, "the cursor is not one this list gave out: start again without it",
+			api.FieldError{Location: "query.cursor", Message: "not a cursor of this list"})
 	}
 	keys, next, err := h.svc.ListAPIKeys(ctx, auth.FromContext(ctx).User.ID, after, in.Limit)
 	if err != nil {
@@ -115,15 +113,13 @@ func (h *handlers) deleteAPIKey(ctx context.Context, in *DeleteAPIKeyInput) (*st
 	return nil, nil
 }
 
-// publish sends an event of type e with data to user's streams, if any.
 func (h *handlers) publish(ctx context.Context, e streams.EventType, user string, data any) {
-	if h.hub != nil {
-		streams.Publish(ctx, h.hub, e, user, data)
+	if h.cfg.Hub != nil {
+		streams.Publish(ctx, h.cfg.Hub, e, user, data)
 	}
 }
 
-// sessionCookie sets (token != "") or clears the session cookie api reads:
-// HttpOnly, SameSite=Lax, Secure when secure, expiring with the session.
+// sessionCookie sets (token != "") or clears the session cookie.
 func sessionCookie(token string, expires time.Time, secure bool, now time.Time) http.Cookie {
 	c := http.Cookie{Name: api.SessionCookie, Value: token, Path: "/", HttpOnly: true, Secure: secure, SameSite: http.SameSiteLaxMode}
 	if token == "" {
@@ -135,22 +131,10 @@ func sessionCookie(token string, expires time.Time, secure bool, now time.Time) 
 	return c
 }
 
-// cursorID is a key's id in a cursor (page.Encode), at most 70
-// characters in all; the spec allows 128.
 var cursorID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
-// decodeCursor reads a cursor parameter of the API keys; "" is the start.
-func decodeCursor(s string) (auth.Cursor, error) { return page.Decode(s, cursorID.MatchString) }
-
-// badCursor is the 422 for a cursor decodeCursor refused.
-func badCursor() *api.Error {
-	return api.NewError(http.StatusUnprocessableEntity, "the cursor is not one this list gave out: start again without it",
-		api.FieldError{Location: "query.cursor", Message: "not a cursor of this list"})
-}
-
-// displayable reports whether an API key's name can be shown as it is: not
-// blank, without control, bidi control or line separator characters (more
-// than the schema's pattern can portably say).
+// displayable reports whether an API key's name is not blank and has no
+// control, bidi control or line separator characters.
 func displayable(name string) bool {
 	if strings.TrimSpace(name) == "" {
 		return false
@@ -163,7 +147,6 @@ func displayable(name string) bool {
 	return true
 }
 
-// The API-key events, which a user's GET /api/v1/events carries.
 var (
 	apiKeyCreated = streams.EventType{Name: "apikey.created", Data: APIKeyView{}, Doc: "You created an API key (its secret is never sent again)."}
 	apiKeyDeleted = streams.EventType{Name: "apikey.deleted", Data: DeletedEvent{}, Doc: "You deleted an API key."}
@@ -174,9 +157,8 @@ type DeletedEvent struct {
 	ID string `json:"id" doc:"The id of what was deleted."`
 }
 
-// admitPasswordAttempt decides a password attempt: the login back-off
-// first, whose refusal takes no token from any budget, then the
-// operation's plane (api.ChargeNow).
+// admitPasswordAttempt checks the login back-off, whose refusal takes no
+// token, then charges the operation's plane.
 func admitPasswordAttempt(ctx context.Context, svc *auth.Service, username, ip string, now time.Time) error {
 	if err := svc.Backoff.Check(ctx, username, ip, now); err != nil {
 		api.SkipCharge(ctx)
@@ -185,11 +167,9 @@ func admitPasswordAttempt(ctx context.Context, svc *auth.Service, username, ip s
 	return api.ChargeNow(ctx)
 }
 
-// msgBusy is the 503's message when every password-hashing slot is taken.
 const msgBusy = product.Name + " is busy checking other passwords; retry shortly"
 
-// authError maps the auth package's errors to envelopes: its own here,
-// the error kinds by api.ErrorFor with msgs.
+// authError maps the auth package's errors to envelopes.
 func authError(ctx context.Context, err error, msgs api.Messages) error {
 	if errors.Is(err, auth.ErrBusy) {
 		return api.ErrorFor(err, api.Messages{fault.ErrUnavailable: msgBusy})

@@ -1,7 +1,5 @@
-// Package account is the account operations over HTTP: logging in and
-// out, who the caller is, changing one's password, and one's API keys,
-// with their events. It is a feature like any other, over an
-// [auth.Service]; package api knows only the cookie and keys it makes.
+// Package account is the account operations over HTTP, over an
+// [auth.Service]: login, logout, who am I, password, API keys and their events.
 package account
 
 import (
@@ -16,11 +14,9 @@ import (
 )
 
 // Config is what the account operations need beyond the auth service.
-// The zero value sets a session cookie without Secure.
 type Config struct {
-	CookieSecure bool // the session cookie is Secure: sent over HTTPS only
-	// Hub is where the API-key events go (streams.Plane.Hub); nil: none.
-	Hub streams.Hub
+	CookieSecure bool        // the session cookie is Secure
+	Hub          streams.Hub // where the API-key events go; nil: none
 }
 
 // UserView is a user as the API shows it.
@@ -42,11 +38,9 @@ type LoginInput struct {
 	}
 }
 
-// smallBody is the body limit of the operations that read one: the
-// largest valid body (two 1024-character passwords, escaped) is under 25 KiB.
+// smallBody is the body limit: the largest valid body is under 25 KiB.
 const smallBody = 32 << 10
 
-// noStore is the Cache-Control of a response that carries a secret.
 const noStore = "no-store"
 
 // LoginOutput sets the session cookie.
@@ -133,9 +127,8 @@ type DeleteAPIKeyInput struct {
 	ID string `path:"id" pattern:"^[0-9a-f]{32}$" maxLength:"32" doc:"The key's id, as listed."`
 }
 
-// Feature registers the account operations on a server and (with cfg.Hub)
-// declares the API-key events; the first of api.Config.Features. svc is
-// nil for documenting the API only, whose spec states the default caps.
+// Feature registers the account operations and (with cfg.Hub) the API-key
+// events. svc is nil for documenting the API only.
 func Feature(svc *auth.Service, cfg Config) api.Feature {
 	return func(s *api.Server) {
 		addRoutes(s, svc, cfg)
@@ -145,9 +138,8 @@ func Feature(svc *auth.Service, cfg Config) api.Feature {
 	}
 }
 
-// addRoutes registers the account operations, each with its access.
 func addRoutes(s *api.Server, svc *auth.Service, cfg Config) {
-	h := &handlers{svc: svc, cfg: cfg, maxKeys: auth.DefaultMaxAPIKeys, now: s.Now, hub: cfg.Hub}
+	h := &handlers{svc: svc, cfg: cfg, maxKeys: auth.DefaultMaxAPIKeys, now: s.Now}
 	tags := api.Tag(s.API, "Auth", "Log in and out, see who you are, change your password, and manage your API keys.")
 	public, callers, sessions := api.WithAccess(s.API, api.Public), api.WithAccess(s.API, api.Caller), api.WithAccess(s.API, api.Session)
 	maxSessions := auth.DefaultMaxSessions

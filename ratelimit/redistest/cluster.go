@@ -25,17 +25,14 @@ type Cluster struct {
 	real    map[string]string           // node address by proxy address
 }
 
-// StartCluster starts a Cluster from the redis-server and redis-cli on
-// PATH, or skips the test (fails under CI=true) without them.
+// StartCluster starts a Cluster with redis-server and redis-cli, or skips.
 func StartCluster(tb testing.TB) *Cluster {
 	tb.Helper()
 	return start(tb, false)
 }
 
 // StartClusterBehindProxies is StartCluster with a [testproxy.Proxy] in
-// front of each node, which the node announces, so a test can cut one
-// node's clients while the cluster bus goes on. Methods name nodes by
-// their own addresses; Option and URL give the proxies'.
+// front of each node; Option and URL give the proxies' addresses.
 func StartClusterBehindProxies(tb testing.TB) *Cluster {
 	tb.Helper()
 	return start(tb, true)
@@ -94,7 +91,6 @@ func start(tb testing.TB, proxied bool) *Cluster {
 	return c
 }
 
-// waitSynced waits until every replica has its master's data.
 func (c *Cluster) waitSynced() {
 	c.tb.Helper()
 	for _, a := range c.Addrs {
@@ -141,7 +137,6 @@ func (c *Cluster) Proxy(addr string) *testproxy.Proxy {
 	return p
 }
 
-// node returns the address of the node that announces addr.
 func (c *Cluster) node(announced string) string {
 	addr := strings.Split(announced, "@")[0]
 	if real, ok := c.real[addr]; ok {
@@ -185,8 +180,6 @@ func (c *Cluster) Failover(master string) {
 	c.waitSynced()
 }
 
-// waitAgreed waits until every node has oldID as a replica and newID as
-// a master.
 func (c *Cluster) waitAgreed(oldID, newID string) {
 	c.tb.Helper()
 	for _, a := range c.Addrs {
@@ -214,8 +207,7 @@ func (c *Cluster) Reshard(from, to string, n int) {
 	}
 }
 
-// Pause stops the node at addr (SIGSTOP) until Resume; past 2 s its
-// replica takes over.
+// Pause stops the node at addr (SIGSTOP) until Resume.
 func (c *Cluster) Pause(addr string) { c.signal(addr, syscall.SIGSTOP) }
 
 // Resume lets a paused node run again (SIGCONT).
@@ -235,14 +227,12 @@ func (c *Cluster) Do(addr, command string) string {
 	return string(out)
 }
 
-// waitFor runs command against addr until its output holds want.
 func (c *Cluster) waitFor(addr, command, want string) {
 	c.tb.Helper()
 	c.waitUntil(addr, command, strconv.Quote(want), func(out string) bool { return strings.Contains(out, want) })
 }
 
-// waitUntil runs command against addr until ok accepts its output, for
-// up to 30 s.
+// waitUntil runs command against addr until ok accepts its output.
 func (c *Cluster) waitUntil(addr, command, what string, ok func(out string) bool) {
 	c.tb.Helper()
 	deadline := time.Now().Add(30 * time.Second)

@@ -27,8 +27,7 @@ var (
 	features   []store.Migrations
 )
 
-// Use adds feature migration sets to every database this package opens
-// from now on, once each: a feature's tests call it from an init.
+// Use adds feature migration sets to every database opened from now on.
 func Use(sets ...store.Migrations) {
 	featuresMu.Lock()
 	defer featuresMu.Unlock()
@@ -53,8 +52,7 @@ func Run(t *testing.T, f func(t *testing.T, db *store.DB)) {
 	}
 }
 
-// Open returns an empty, migrated database of dialect d, closed (and
-// dropped) when the test ends.
+// Open returns an empty, migrated database of dialect d for the test.
 func Open(tb testing.TB, d store.Dialect) *store.DB {
 	tb.Helper()
 	return open(tb, URL(tb, d), tb.TempDir())
@@ -75,16 +73,9 @@ func open(tb testing.TB, dsn, dataDir string) *store.DB {
 
 // A Stall makes a database stop answering ([OpenStallable]).
 type Stall struct {
-	start, stop func()
+	Start func() // the database stops answering (SQLite's still reads)
+	Stop  func() // it answers again
 }
-
-// Start makes the database stop answering: PostgreSQL's proxy forwards
-// nothing; SQLite's write lock is held by another connection (reads still
-// answer).
-func (s *Stall) Start() { s.start() }
-
-// Stop lets the database answer again.
-func (s *Stall) Stop() { s.stop() }
 
 // OpenStallable is [Open] for a database whose calls the test can stall.
 func OpenStallable(tb testing.TB, d store.Dialect) (*store.DB, *Stall) {
@@ -96,11 +87,10 @@ func OpenStallable(tb testing.TB, d store.Dialect) (*store.DB, *Stall) {
 		}
 		p := testproxy.New(tb, u.Host)
 		u.Host = p.Addr()
-		return open(tb, u.String(), ""), &Stall{start: p.Stall, stop: p.Restore}
+		return open(tb, u.String(), ""), &Stall{Start: p.Stall, Stop: p.Restore}
 	}
 	dir := tb.TempDir()
 	db := open(tb, "", dir)
-	// Its own connection, whose transaction outlasts any store deadline.
 	raw, err := sql.Open("sqlite", "file:"+store.SQLitePath(dir)+"?_txlock=immediate")
 	if err != nil {
 		tb.Fatal(err)
@@ -108,12 +98,12 @@ func OpenStallable(tb testing.TB, d store.Dialect) (*store.DB, *Stall) {
 	tb.Cleanup(func() { raw.Close() })
 	var tx *sql.Tx
 	return db, &Stall{
-		start: func() {
+		Start: func() {
 			if tx, err = raw.Begin(); err != nil {
 				tb.Fatal(err)
 			}
 		},
-		stop: func() {
+		Stop: func() {
 			if tx != nil {
 				tx.Rollback()
 				tx = nil
@@ -122,8 +112,8 @@ func OpenStallable(tb testing.TB, d store.Dialect) (*store.DB, *Stall) {
 	}
 }
 
-// URL returns a database URL for a fresh, empty database of dialect d: ""
-// for SQLite, or a PostgreSQL URL whose search_path is a new schema.
+// URL returns a fresh, empty database of dialect d: "" for SQLite, or a
+// PostgreSQL URL whose search_path is a new schema.
 func URL(tb testing.TB, d store.Dialect) string {
 	tb.Helper()
 	if d == store.SQLite {
