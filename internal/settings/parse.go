@@ -58,13 +58,15 @@ func Size(lo, hi int64, dst *int64) func(string) error {
 }
 
 // Rate reads one rate, <n>/<s|min|h>[,burst=<b>], into dst.
-func Rate(dst *ratelimit.Rate) func(string) error {
+func Rate(dst *ratelimit.Rate) func(string) error { return Parsed(dst, ratelimit.ParseRate) }
+
+// Parsed reads a value with parse into dst; a refused value leaves dst as it is.
+func Parsed[T any](dst *T, parse func(string) (T, error)) func(string) error {
 	return func(v string) error {
-		r, err := ratelimit.ParseRate(v)
-		if err != nil {
-			return err
+		x, err := parse(v)
+		if err == nil {
+			*dst = x
 		}
-		*dst = r
-		return nil
+		return err
 	}
 }
