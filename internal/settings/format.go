@@ -1,5 +1,3 @@
-// The formatters of defaults: a row's Default is made from the constant
-// the code uses, in the form a user would type.
 package settings
 
 import (
@@ -8,8 +6,7 @@ import (
 	"time"
 )
 
-// FormatDuration is d as a user would type it: 168h, 30s, 1m30s (not
-// time.Duration's 168h0m0s).
+// FormatDuration is d as a user would type it: 168h, not 168h0m0s.
 func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
@@ -21,8 +18,7 @@ func FormatDuration(d time.Duration) string {
 	return s
 }
 
-// FormatSize is n bytes in the largest of GiB, MiB and KiB that divides
-// it (64MiB), or in bytes.
+// FormatSize is n bytes in the largest of GiB, MiB and KiB that divides it.
 func FormatSize(n int64) string {
 	for _, u := range []struct {
 		suffix string

@@ -1,5 +1,3 @@
-// The parsers rows share: each returns a Setting.Set that reads text into
-// a field, within bounds, with an error saying what is wanted.
 package settings
 
 import (
@@ -23,9 +21,7 @@ func Int(lo, hi int, dst *int) func(string) error {
 	}
 }
 
-// Duration reads a duration from least to most into dst: every duration
-// setting has both bounds, so none can overflow a deadline or promise a
-// client a wait of a century.
+// Duration reads a duration from least to most into dst.
 func Duration(least, most time.Duration, dst *time.Duration) func(string) error {
 	return func(v string) error {
 		d, err := time.ParseDuration(strings.TrimSpace(v))
@@ -37,8 +33,7 @@ func Duration(least, most time.Duration, dst *time.Duration) func(string) error 
 	}
 }
 
-// Size reads a number of bytes, lo to hi, into dst: a whole number, or
-// one with the suffix KiB, MiB or GiB (64MiB).
+// Size reads a number of bytes, lo to hi, into dst, with or without a suffix KiB, MiB or GiB.
 func Size(lo, hi int64, dst *int64) func(string) error {
 	return func(v string) error {
 		v = strings.TrimSpace(v)
