@@ -46,8 +46,7 @@ func main() {
 	}
 }
 
-// usage lists the commands. `brain -h` and `brain help` follow it with
-// settingsIntro and the settings.
+// usage lists the commands; -h and help follow it with settingsIntro and the settings.
 const usage = `usage: ` + product.Name + ` [command] [settings]
 
 commands:
@@ -66,8 +65,8 @@ variable (a flag wins over the variable, the variable over the default):
 
 `
 
-// run is the whole program: main only adds the process's signals,
-// arguments, environment and standard streams, so tests can run it all.
+// run is the whole program but the process's signals, arguments, environment
+// and standard streams, so tests can run it.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cmd := "serve"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
@@ -91,7 +90,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "openapi":
 		return printSpec(args, stdout)
 	case "help":
-		// What `brain -h` writes to stderr, on stdout.
 		_, err := parseConfig(product.Name, []string{"-h"}, getenv, stdout, helpText(usage+settingsIntro))
 		return helpIsNoError(err)
 	default:
@@ -100,8 +98,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 }
 
-// helpIsNoError is err, except that -h (flag.ErrHelp), which has printed
-// the help, is a success.
+// helpIsNoError is err, but nil for flag.ErrHelp: the help is printed.
 func helpIsNoError(err error) error {
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -136,8 +133,7 @@ func helpText(text string) func(*flag.FlagSet) {
 	}
 }
 
-// running is what a serving brain gives its API beyond the settings;
-// `brain openapi` has none of it.
+// running is what a serving brain gives its API beyond the settings.
 type running struct {
 	db       *store.DB
 	auth     *auth.Service
@@ -148,8 +144,8 @@ type running struct {
 	modules  []api.Feature
 }
 
-// newServer builds the API for cfg, for `brain openapi` and `brain serve`
-// alike. It fails on a budget setting no operation declares or enforces.
+// newServer builds the API for cfg, for openapi and serve alike. It fails on
+// a budget setting no operation declares.
 func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) {
 	l := limits(cfg)
 	l.Store = r.limiters
@@ -178,10 +174,8 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 			[]api.Feature{ // each feature's operations, a line each
 				account.Feature(r.auth, account.Config{CookieSecure: cfg.CookieSecure, Hub: plane.Hub()}),
 			},
-			moduleOps, // then each module's (modules.go), in order
-			// The stream endpoints, and the features' streams: last, so
-			// that the spec lists the Streams tag after the features'.
-			[]api.Feature{plane.Feature},
+			moduleOps,
+			[]api.Feature{plane.Feature}, // last: the spec lists the Streams tag after the features'
 		),
 	})
 	if err := s.Err(); err != nil {
@@ -227,8 +221,7 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// buildVersion is the module version the binary was built from, or the VCS
-// revision, or "dev".
+// buildVersion is the module version, or the VCS revision, or "dev".
 func buildVersion() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {

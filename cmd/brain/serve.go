@@ -21,8 +21,7 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// openRedis connects to BRAIN_REDIS_URL, or returns nil without one. It
-// also returns Redis's readiness check.
+// openRedis connects to BRAIN_REDIS_URL, if set, and returns its readiness check.
 func openRedis(cfg Config) (rueidis.Client, *api.Check, error) {
 	if cfg.RedisURL == "" {
 		return nil, nil, nil
@@ -43,9 +42,8 @@ func openRedis(cfg Config) (rueidis.Client, *api.Check, error) {
 	return client, check, nil
 }
 
-// rateLimitStore returns how limiters are made, and where the login
-// back-off counts: in memory, or in Redis behind one breaker with an
-// in-memory fallback (BRAIN_RATELIMIT_ON_STORE_ERROR).
+// rateLimitStore returns how limiters are made and where the login back-off
+// counts: in memory, or in Redis behind one breaker with an in-memory fallback.
 func rateLimitStore(cfg Config, client rueidis.Client, logger *slog.Logger, metrics *api.Metrics) (limiters func(ratelimit.Budget) ratelimit.Limiter, backoff func(*auth.LoginThrottle) auth.Backoff, err error) {
 	memory := func(p ratelimit.Budget) ratelimit.Limiter { return ratelimit.NewMemory(p, ratelimit.MemoryOptions{}) }
 	if client == nil {
@@ -75,22 +73,18 @@ func rateLimitStore(cfg Config, client rueidis.Client, logger *slog.Logger, metr
 	return limiters, backoff, nil
 }
 
-// The stream plane in Redis: a slot's lease outlives a few missed
-// heartbeats, and the events stream keeps the newest for replays.
+// The stream plane: a slot's lease outlives a few missed heartbeats, and the
+// events stream keeps the newest for replays.
 const (
-	streamLeaseBeats = 4 // a lease lasts 4 heartbeats: 60 s by default
-	streamKeep       = 10000
-	memoryKeep       = 1024 // in memory, the newest events kept for replays
-	streamBuffer     = 64
-	// clusterEventShards is the events' streams on a Redis Cluster by
-	// default: two for each master of the smallest cluster
-	// (BenchmarkRedisClusterEvents).
-	clusterEventShards = 6
+	streamLeaseBeats   = 4 // 60 s by default
+	streamKeep         = 10000
+	memoryKeep         = 1024
+	streamBuffer       = 64
+	clusterEventShards = 6 // two for each master of the smallest cluster (BENCHMARKS.md)
 )
 
-// streamConfig is the stream plane of cfg: in memory, or in Redis, shared
-// by every replica, whose hub must run for other replicas' events. It
-// fails when the replicas spread events over another number of shards.
+// streamConfig is the stream plane of cfg: in memory, or in Redis, whose hub
+// must run for other replicas' events.
 func streamConfig(ctx context.Context, cfg Config, client rueidis.Client, logger *slog.Logger) (sc streams.Config, run func(context.Context), err error) {
 	sc = streams.Config{Cap: streams.NewMemoryCap(cfg.StreamCap), UserCap: streams.NewMemoryCap(cfg.StreamUserCap),
 		Hub: streams.NewMemoryHub(memoryKeep, streamBuffer), Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter, LiveAccess: cfg.LiveAccess}
@@ -123,8 +117,7 @@ func streamConfig(ctx context.Context, cfg Config, client rueidis.Client, logger
 // listen opens the server's listeners; tests refuse brain's default ports.
 var listen = net.Listen
 
-// listeners binds BRAIN_ADDR and, unless it is off, BRAIN_METRICS_ADDR
-// (metrics is then nil), before anything is opened or created.
+// listeners binds BRAIN_ADDR and, unless off, BRAIN_METRICS_ADDR.
 func listeners(cfg Config) (main, metrics net.Listener, err error) {
 	main, err = listen("tcp", cfg.Addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
@@ -140,7 +133,7 @@ func listeners(cfg Config) (main, metrics net.Listener, err error) {
 	if err != nil {
 		main.Close()
 	}
-	if errors.Is(err, syscall.EADDRINUSE) { // a second brain on one machine, most likely
+	if errors.Is(err, syscall.EADDRINUSE) {
 		return nil, nil, fmt.Errorf("metrics: %s is in use (another "+product.Name+"?); set "+product.EnvPrefix+"METRICS_ADDR to another host:port, or off", cfg.MetricsAddr)
 	}
 	if err != nil {
@@ -159,8 +152,7 @@ func serveMetrics(ln net.Listener, m *api.Metrics, logger *slog.Logger) (stop fu
 	return func() { srv.Close() }
 }
 
-// Server timeouts. A trickling client is cut by the connection caps'
-// minimum rate; streams move their own write deadlines.
+// Server timeouts; a trickling client is cut by the connection caps' minimum rate.
 const (
 	readHeaderTimeout = 5 * time.Second
 	writeTimeout      = 60 * time.Second
@@ -168,8 +160,7 @@ const (
 	maxHeaderBytes    = 64 << 10
 )
 
-// maxConns is BRAIN_MAX_CONNS, or with auto what the descriptor limit
-// allows (connlimit.Auto); and that limit, 0 where the system has none.
+// maxConns is BRAIN_MAX_CONNS, or what the descriptor limit allows; and that limit.
 func maxConns(cfg Config) (n, limit int, err error) {
 	limit, _ = connlimit.DescriptorLimit()
 	if cfg.MaxConns > 0 {
@@ -181,27 +172,23 @@ func maxConns(cfg Config) (n, limit int, err error) {
 	return n, limit, nil
 }
 
-// connRefusal is the 503 envelope of a connection the caps refuse, retried
-// in a second.
+// connRefusal is the 503 envelope of a connection the caps refuse.
 func connRefusal(msg string) []byte {
 	e := api.NewError(http.StatusServiceUnavailable, msg)
 	e.GetHeaders().Set("Retry-After", "1")
 	return api.ErrorResponse(e)
 }
 
-// shared is the state replicas share through Redis, or, without it, this
-// process keeps in memory.
+// shared is the state replicas share through Redis, or else keep in memory.
 type shared struct {
 	limiters func(ratelimit.Budget) ratelimit.Limiter
-	backoff  func(*auth.LoginThrottle) auth.Backoff // the login back-off's counts, for the auth service's throttle
+	backoff  func(*auth.LoginThrottle) auth.Backoff
 	streams  streams.Config
-	runHub   func(context.Context) // delivers other replicas' events until its context ends
-	ready    []api.Check           // Redis's, when set
+	runHub   func(context.Context) // delivers other replicas' events
+	ready    []api.Check
 	close    func()
 }
 
-// openShared opens Redis, when set, and the rate limits and stream plane
-// on it (else in memory).
 func openShared(ctx context.Context, cfg Config, logger *slog.Logger, metrics *api.Metrics) (sh shared, err error) {
 	redis, ready, err := openRedis(cfg)
 	if err != nil {
@@ -298,8 +285,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	return serveUntilDone(ctx, srv, func() error { return conns.Serve(srv, ln) }, cfg.ShutdownTimeout, logger, run.streams.CloseStreams)
 }
 
-// ensureAdmin creates the user admin on first start, with password or,
-// without one, a random password it logs once.
+// ensureAdmin creates the first admin on first start, with password or a
+// random one it logs once.
 func ensureAdmin(ctx context.Context, svc *auth.Service, password string, logger *slog.Logger) error {
 	created, generated, err := svc.EnsureAdmin(ctx, password)
 	switch {
@@ -315,8 +302,7 @@ func ensureAdmin(ctx context.Context, svc *auth.Service, password string, logger
 	return nil
 }
 
-// runBeside runs run in a goroutine of its own; the function it returns
-// calls stop and waits for run to return.
+// runBeside runs run in a goroutine; stopAndWait calls stop and waits for it.
 func runBeside(stop func(), run func()) (stopAndWait func()) {
 	done := make(chan struct{})
 	go func() {
@@ -326,7 +312,6 @@ func runBeside(stop func(), run func()) (stopAndWait func()) {
 	return func() { stop(); <-done }
 }
 
-// httpServer is the server of handler, with the server timeouts.
 func httpServer(handler http.Handler, logger *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           handler,
@@ -338,8 +323,6 @@ func httpServer(handler http.Handler, logger *slog.Logger) *http.Server {
 	}
 }
 
-// connCaps are the connection caps: maxConns in all, MaxConnsPerIP from
-// one address, and the minimum receive rate after readHeaderTimeout.
 func connCaps(cfg Config, maxConns int, logger *slog.Logger) *connlimit.Limiter {
 	return connlimit.New(connlimit.Config{
 		Max: maxConns, MaxPerIP: cfg.MaxConnsPerIP, Exempt: cfg.TrustedProxies,
@@ -350,8 +333,6 @@ func connCaps(cfg Config, maxConns int, logger *slog.Logger) *connlimit.Limiter 
 	})
 }
 
-// logListening logs where brain listens at addr, and whether the
-// dashboard is built.
 func logListening(addr string, logger *slog.Logger) {
 	logger.Info(product.Name+" listening", "addr", addr, "docs", "http://"+addr+"/docs", "dashboard", "http://"+addr+"/")
 	if site, _ := dashboard(); site != nil && !site.Built() {
@@ -359,9 +340,8 @@ func logListening(addr string, logger *slog.Logger) {
 	}
 }
 
-// serveUntilDone serves srv (serve runs it) until ctx is done, then drains
-// in-flight requests for up to drain, closing the streams (closeStreams)
-// beside, and returns nil: a signal's shutdown is a clean exit.
+// serveUntilDone serves until ctx is done, then drains in-flight requests for
+// up to drain while closing the streams; a signal's shutdown returns nil.
 func serveUntilDone(ctx context.Context, srv *http.Server, serve func() error, drain time.Duration, logger *slog.Logger, closeStreams func(context.Context) error) error {
 	errc := make(chan error, 1)
 	go func() { errc <- serve() }()

@@ -27,8 +27,7 @@ so that it shows neither in ps nor in the shell's history:
 Both take the settings of serve to find the database ('` + product.Name + ` -h' lists them).
 `
 
-// runUser runs `brain user <command>`: the users of the configured
-// database, managed from the command line.
+// runUser runs `brain user <command>`.
 func runUser(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var cmd string
 	if len(args) > 0 {
@@ -111,8 +110,7 @@ func addUser(ctx context.Context, svc *auth.Service, username, password string, 
 	return nil
 }
 
-// setPassword is `brain user passwd`: a password reset by the operator,
-// who need not know the old one.
+// setPassword is `brain user passwd`: the operator need not know the old one.
 func setPassword(ctx context.Context, svc *auth.Service, username, password string, stdout io.Writer) error {
 	name := auth.NormalizeUsername(username)
 	err := svc.SetPassword(ctx, name, password)
