@@ -119,27 +119,27 @@ var listen = net.Listen
 
 // listeners binds BRAIN_ADDR and, unless off, BRAIN_METRICS_ADDR.
 func listeners(cfg Config) (main, metrics net.Listener, err error) {
-	main, err = listen("tcp", cfg.Addr)
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, nil, fmt.Errorf("%s is in use (another "+product.Name+"?); set "+product.EnvPrefix+"ADDR to another host:port", cfg.Addr)
+	main, err = listenOn(cfg.Addr, "", product.EnvPrefix+"ADDR", "")
+	if err != nil || cfg.MetricsAddr == "off" {
+		return main, nil, err
 	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen ("+product.EnvPrefix+"ADDR): %w", err)
-	}
-	if cfg.MetricsAddr == "off" {
-		return main, nil, nil
-	}
-	metrics, err = listen("tcp", cfg.MetricsAddr)
-	if err != nil {
+	if metrics, err = listenOn(cfg.MetricsAddr, "metrics: ", product.EnvPrefix+"METRICS_ADDR", ", or off"); err != nil {
 		main.Close()
-	}
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, nil, fmt.Errorf("metrics: %s is in use (another "+product.Name+"?); set "+product.EnvPrefix+"METRICS_ADDR to another host:port, or off", cfg.MetricsAddr)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("metrics: listen ("+product.EnvPrefix+"METRICS_ADDR): %w", err)
+		return nil, nil, err
 	}
 	return main, metrics, nil
+}
+
+// listenOn binds addr, the setting env; an error begins with prefix.
+func listenOn(addr, prefix, env, orOff string) (net.Listener, error) {
+	ln, err := listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("%s%s is in use (another "+product.Name+"?); set %s to another host:port%s", prefix, addr, env, orOff)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%slisten (%s): %w", prefix, env, err)
+	}
+	return ln, nil
 }
 
 // serveMetrics serves /metrics on ln until stop.
@@ -224,12 +224,10 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	defer ln.Close() // on an early return; serving closes it itself
-	if metricsLn != nil {
-		defer metricsLn.Close()
-	}
+	defer ln.Close()         // on an early return; serving closes it itself
 	var metrics *api.Metrics // nil with BRAIN_METRICS_ADDR=off: nothing is recorded
 	if metricsLn != nil {
+		defer metricsLn.Close()
 		metrics = api.NewMetrics()
 	}
 	sh, err := openShared(ctx, cfg, logger, metrics)
