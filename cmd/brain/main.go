@@ -153,7 +153,10 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 	if err != nil {
 		return nil, err
 	}
-	plane := streamsOf(cfg, r.streams)
+	plane := r.streams
+	if plane == nil {
+		plane = streams.New(memoryStreams(cfg))
+	}
 	moduleOps, err := moduleFeatures(cfg, r, logger)
 	if err != nil {
 		return nil, err
@@ -195,13 +198,10 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 	return s, nil
 }
 
-// streamsOf is p, or without one the plane cfg describes, in memory.
-func streamsOf(cfg Config, p *streams.Plane) *streams.Plane {
-	if p == nil {
-		p = streams.New(streams.Config{Cap: streams.NewMemoryCap(cfg.StreamCap), UserCap: streams.NewMemoryCap(cfg.StreamUserCap),
-			Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter, LiveAccess: cfg.LiveAccess})
-	}
-	return p
+// memoryStreams is the stream plane of cfg in memory, its hub not set.
+func memoryStreams(cfg Config) streams.Config {
+	return streams.Config{Cap: streams.NewMemoryCap(cfg.StreamCap), UserCap: streams.NewMemoryCap(cfg.StreamUserCap),
+		Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter, LiveAccess: cfg.LiveAccess}
 }
 
 // limits are the budgets of cfg, for the planes and the spec alike.

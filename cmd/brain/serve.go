@@ -21,25 +21,22 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// openRedis connects to BRAIN_REDIS_URL, if set, and returns its readiness check.
-func openRedis(cfg Config) (rueidis.Client, *api.Check, error) {
+// openRedis connects to BRAIN_REDIS_URL, if set.
+func openRedis(cfg Config) (rueidis.Client, error) {
 	if cfg.RedisURL == "" {
-		return nil, nil, nil
+		return nil, nil
 	}
 	opt, err := rueidis.ParseURL(cfg.RedisURL)
 	if err != nil {
-		return nil, nil, fmt.Errorf(product.EnvPrefix+"REDIS_URL: %w", err)
+		return nil, fmt.Errorf(product.EnvPrefix+"REDIS_URL: %w", err)
 	}
 	opt.DisableCache = true          // every decision is the server's
 	opt.DisableAutoPipelining = true // the limiter batches its calls itself
 	client, err := rueidis.NewClient(opt)
 	if err != nil {
-		return nil, nil, fmt.Errorf(product.EnvPrefix+"REDIS_URL: cannot reach Redis: %w", err)
+		return nil, fmt.Errorf(product.EnvPrefix+"REDIS_URL: cannot reach Redis: %w", err)
 	}
-	check := &api.Check{Name: "redis", Check: func(ctx context.Context) error {
-		return client.Do(ctx, client.B().Ping().Build()).Error()
-	}}
-	return client, check, nil
+	return client, nil
 }
 
 // rateLimitStore returns how limiters are made and where the login back-off
@@ -86,8 +83,8 @@ const (
 // streamConfig is the stream plane of cfg: in memory, or in Redis, whose hub
 // must run for other replicas' events.
 func streamConfig(ctx context.Context, cfg Config, client rueidis.Client, logger *slog.Logger) (sc streams.Config, run func(context.Context), err error) {
-	sc = streams.Config{Cap: streams.NewMemoryCap(cfg.StreamCap), UserCap: streams.NewMemoryCap(cfg.StreamUserCap),
-		Hub: streams.NewMemoryHub(memoryKeep, streamBuffer), Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter, LiveAccess: cfg.LiveAccess}
+	sc = memoryStreams(cfg)
+	sc.Hub = streams.NewMemoryHub(memoryKeep, streamBuffer)
 	if client == nil {
 		return sc, func(context.Context) {}, nil
 	}
@@ -190,13 +187,16 @@ type shared struct {
 }
 
 func openShared(ctx context.Context, cfg Config, logger *slog.Logger, metrics *api.Metrics) (sh shared, err error) {
-	redis, ready, err := openRedis(cfg)
+	redis, err := openRedis(cfg)
 	if err != nil {
 		return sh, err
 	}
 	sh.close = func() {}
 	if redis != nil {
-		sh.ready, sh.close = []api.Check{*ready}, redis.Close
+		sh.close = redis.Close
+		sh.ready = []api.Check{{Name: "redis", Check: func(ctx context.Context) error {
+			return redis.Do(ctx, redis.B().Ping().Build()).Error()
+		}}}
 	}
 	defer func() {
 		if err != nil {

@@ -17,15 +17,14 @@ var (
 	ErrPermanent   = errors.New("permanent failure") // no other attempt can cure it: not retried
 )
 
-// Kinds lists the kinds, in the order [Kind] tests them.
-var Kinds = []error{ErrUnavailable, ErrNotFound, ErrConflict, ErrTooMany, ErrPermanent}
+var kinds = []error{ErrUnavailable, ErrNotFound, ErrConflict, ErrTooMany, ErrPermanent}
 
-// Kind returns the first of [Kinds] err wraps, or nil.
+// Kind returns the first kind err wraps (ErrUnavailable first), or nil.
 func Kind(err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, k := range Kinds {
+	for _, k := range kinds {
 		if errors.Is(err, k) {
 			return k
 		}
