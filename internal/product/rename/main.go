@@ -50,7 +50,7 @@ func run(name string) error {
 		fmt.Printf("the name is %s already\n", name)
 		return nil
 	}
-	n, err := rewriteTree(newRewriter(old, name))
+	n, err := rewriteTree(rewriter(old, name))
 	if err != nil {
 		return err
 	}
@@ -75,22 +75,19 @@ func currentName() (string, error) {
 	return string(m[1]), nil
 }
 
-// rewriteTree rewrites the tree's files and returns how many changed.
-func rewriteTree(r *rewriter) (n int, err error) {
+// rewriteTree rewrites the tree's text files and returns how many changed.
+func rewriteTree(rewrite func([]byte) []byte) (n int, err error) {
 	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
-		}
-		if d.IsDir() {
-			if skipDirs[d.Name()] && path != "." {
-				return filepath.SkipDir
-			}
+		case d.IsDir() && skipDirs[d.Name()] && path != ".":
+			return filepath.SkipDir
+		case !d.Type().IsRegular() || d.Name() == "package-lock.json" ||
+			!textExts[filepath.Ext(path)] && d.Name() != "Makefile" && !strings.HasPrefix(path, ".ci/"):
 			return nil
 		}
-		if !rewritten(path, d) {
-			return nil
-		}
-		changed, err := r.file(path)
+		changed, err := rewriteFile(path, rewrite)
 		if changed {
 			n++
 		}
@@ -99,69 +96,49 @@ func rewriteTree(r *rewriter) (n int, err error) {
 	return n, err
 }
 
-func rewritten(path string, d fs.DirEntry) bool {
-	return d.Type().IsRegular() && (textExts[filepath.Ext(path)] || d.Name() == "Makefile" || strings.HasPrefix(path, ".ci/")) && d.Name() != "package-lock.json"
-}
-
-// A rewriter replaces one name by another in text.
-type rewriter struct {
-	old, new string
-	env      *regexp.Regexp // OLD_
-	cmd      *regexp.Regexp // cmd/old
-	db       *regexp.Regexp // old.db, after a / too (data/old.db)
-	word     *regexp.Regexp // old, checked around by keepWord
-}
-
-func newRewriter(old, new string) *rewriter {
-	return &rewriter{
-		old: old, new: new,
-		env:  regexp.MustCompile(`\b` + regexp.QuoteMeta(strings.ToUpper(old)) + `_`),
-		cmd:  regexp.MustCompile(`\bcmd/` + regexp.QuoteMeta(old) + `\b`),
-		db:   regexp.MustCompile(`\b` + regexp.QuoteMeta(old) + `\.db\b`),
-		word: regexp.MustCompile(regexp.QuoteMeta(old)),
-	}
-}
-
-func (r *rewriter) text(b []byte) []byte {
-	b = r.env.ReplaceAll(b, []byte(strings.ToUpper(r.new)+"_"))
-	b = r.cmd.ReplaceAll(b, []byte("cmd/"+r.new))
-	b = r.db.ReplaceAll(b, []byte(r.new+".db"))
-	var out bytes.Buffer
-	last := 0
-	for _, loc := range r.word.FindAllIndex(b, -1) {
-		if !r.isWord(b, loc[0], loc[1]) {
-			continue
+// rewriter replaces the name old by new in text.
+func rewriter(old, new string) func([]byte) []byte {
+	env := regexp.MustCompile(`\b` + regexp.QuoteMeta(strings.ToUpper(old)) + `_`)
+	cmd := regexp.MustCompile(`\bcmd/` + regexp.QuoteMeta(old) + `\b`)
+	db := regexp.MustCompile(`\b` + regexp.QuoteMeta(old) + `\.db\b`) // after a / too (data/old.db)
+	word := regexp.MustCompile(regexp.QuoteMeta(old))
+	return func(b []byte) []byte {
+		b = env.ReplaceAll(b, []byte(strings.ToUpper(new)+"_"))
+		b = cmd.ReplaceAll(b, []byte("cmd/"+new))
+		b = db.ReplaceAll(b, []byte(new+".db"))
+		var out bytes.Buffer
+		last := 0
+		for _, loc := range word.FindAllIndex(b, -1) {
+			if isWord(b, loc[0], loc[1]) {
+				out.Write(b[last:loc[0]])
+				out.WriteString(new)
+				last = loc[1]
+			}
 		}
-		out.Write(b[last:loc[0]])
-		out.WriteString(r.new)
-		last = loc[1]
+		out.Write(b[last:])
+		return out.Bytes()
 	}
-	out.Write(b[last:])
-	return out.Bytes()
 }
 
 // isWord says whether b[i:j] is the name as a word to rewrite (old_session
 // is; a path, host or module is not).
-func (r *rewriter) isWord(b []byte, i, j int) bool {
+func isWord(b []byte, i, j int) bool {
 	if i > 0 && (isIdent(b[i-1]) || strings.IndexByte("/.-", b[i-1]) >= 0) {
 		return false
 	}
-	if j < len(b) && ((isIdent(b[j]) && b[j] != '_') || b[j] == '/') {
-		return false
-	}
-	return true
+	return j == len(b) || !(isIdent(b[j]) && b[j] != '_' || b[j] == '/')
 }
 
 func isIdent(c byte) bool {
 	return c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
-func (r *rewriter) file(path string) (bool, error) {
+func rewriteFile(path string, rewrite func([]byte) []byte) (bool, error) {
 	b, err := os.ReadFile(path)
 	if err != nil || bytes.IndexByte(b, 0) >= 0 {
 		return false, err
 	}
-	out := r.text(b)
+	out := rewrite(b)
 	if bytes.Equal(out, b) {
 		return false, nil
 	}
