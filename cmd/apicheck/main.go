@@ -84,31 +84,26 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (opt
 
 // inputs are the work tree's spec and ignore list, and their paths from its top.
 type inputs struct {
-	spec           []byte
-	ignore         *apicheck.IgnoreList
-	rel, ignoreRel string
+	spec, ignoreText []byte
+	ignore           *apicheck.IgnoreList
+	rel, ignoreRel   string
 }
 
-func readInputs(g gitFunc, o options) (inputs, error) {
-	var in inputs
-	var err error
+func readInputs(g gitFunc, o options) (in inputs, err error) {
 	if in.spec, err = os.ReadFile(filepath.Join(o.dir, o.specPath)); err != nil {
-		return inputs{}, err
+		return in, err
 	}
-	b, err := os.ReadFile(filepath.Join(o.dir, o.ignorePath))
+	in.ignoreText, err = os.ReadFile(filepath.Join(o.dir, o.ignorePath))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return inputs{}, err
+		return in, err
 	}
-	if in.ignore, err = parseIgnore(b, o.ignorePath); err != nil {
-		return inputs{}, err
+	if in.ignore, err = parseIgnore(in.ignoreText, o.ignorePath); err != nil {
+		return in, err
 	}
-	if in.rel, err = topPath(g, o.specPath); err != nil {
-		return inputs{}, err
-	}
-	if in.ignoreRel, err = topPath(g, o.ignorePath); err != nil {
-		return inputs{}, err
-	}
-	return in, nil
+	prefix, err := g("rev-parse", "--show-prefix") // the paths from the top, as git show REV:PATH wants them
+	top := func(path string) string { return filepath.ToSlash(filepath.Clean(filepath.Join(prefix, path))) }
+	in.rel, in.ignoreRel = top(o.specPath), top(o.ignorePath)
+	return in, err
 }
 
 // A checker compares specs and counts the breaks no ignore list accepts.
@@ -207,10 +202,7 @@ func accept(g gitFunc, in inputs, path, reason string, stdout io.Writer) error {
 		return err
 	}
 	breaking, _, _ := in.ignore.Filter(findings)
-	b, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
+	b := in.ignoreText
 	if len(b) > 0 && b[len(b)-1] != '\n' {
 		b = append(b, '\n')
 	}
@@ -234,15 +226,6 @@ func parseIgnore(b []byte, name string) (*apicheck.IgnoreList, error) {
 		return nil, nil
 	}
 	return apicheck.ParseIgnore(bytes.NewReader(b), name)
-}
-
-// topPath is path relative to the top of the work tree, as git show REV:PATH wants it.
-func topPath(g gitFunc, path string) (string, error) {
-	prefix, err := g("rev-parse", "--show-prefix")
-	if err != nil {
-		return "", err
-	}
-	return filepath.ToSlash(filepath.Clean(filepath.Join(prefix, path))), nil
 }
 
 // lastSpec is the spec at path as rev, or else the nearest earlier first-parent
