@@ -1,14 +1,5 @@
-// Command brain runs the brain API server.
-//
-//	brain [serve] [settings]           run the server (the default)
-//	brain migrate [settings]           bring the database schema up to date
-//	brain user add --username NAME     create a user; the password is read from stdin
-//	brain user passwd --username NAME  set a user's password, read from stdin, and end their sessions
-//	brain openapi                      print the OpenAPI document of the default settings
-//	brain help                         print the commands and the settings
-//
-// Every setting is a flag and an environment variable; `brain -h` lists
-// them after the commands.
+// Command brain runs the brain API server: serve (the default), migrate, user
+// add|passwd and openapi. `brain help` lists the commands and the settings.
 package main
 
 import (
