@@ -149,13 +149,9 @@ func serveMetrics(ln net.Listener, m *api.Metrics, logger *slog.Logger) (stop fu
 	return func() { srv.Close() }
 }
 
-// Server timeouts; a trickling client is cut by the connection caps' minimum rate.
-const (
-	readHeaderTimeout = 5 * time.Second
-	writeTimeout      = 60 * time.Second
-	idleTimeout       = 120 * time.Second
-	maxHeaderBytes    = 64 << 10
-)
+// readHeaderTimeout bounds the headers; a trickling body is cut by the
+// connection caps' minimum rate.
+const readHeaderTimeout = 5 * time.Second
 
 // maxConns is BRAIN_MAX_CONNS, or what the descriptor limit allows; and that limit.
 func maxConns(cfg Config) (n, limit int, err error) {
@@ -271,15 +267,26 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	conns := connCaps(cfg, maxConns, logger)
+	conns := connlimit.New(connlimit.Config{
+		Max: maxConns, MaxPerIP: cfg.MaxConnsPerIP, Exempt: cfg.TrustedProxies,
+		MinRate: cfg.MinReceiveRate, Grace: readHeaderTimeout,
+		TooMany:       connRefusal(product.Name + " has too many connections open; retry in a second"),
+		TooManyFromIP: connRefusal("too many connections from your address; retry in a second"),
+		Logger:        logger,
+	})
 	metrics.ObserveConns(conns)
-	srv := httpServer(handler, logger)
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: readHeaderTimeout, WriteTimeout: 60 * time.Second,
+		IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	logger.Info("connection caps", "max_conns", maxConns, "max_conns_per_ip", cfg.MaxConnsPerIP, "min_receive_rate", settings.FormatSize(cfg.MinReceiveRate)+"/s", "descriptor_limit", fileLimit)
 	if p, ok := broadPrefix(cfg.TrustedProxies); ok { // only with TrustEveryPeer: parseConfig refuses it otherwise
 		logger.Warn(trustedProxiesEnv+" trusts every address, or a large part of them: every such peer's X-Forwarded-For is believed, and no peer is held to "+product.EnvPrefix+"MAX_CONNS_PER_IP; safe only if every connection passes through a proxy that sets X-Forwarded-For",
 			"prefix", p.String(), "setting", trustEveryPeerEnv)
 	}
-	logListening(ln.Addr().String(), logger)
+	addr := ln.Addr().String()
+	logger.Info(product.Name+" listening", "addr", addr, "docs", "http://"+addr+"/docs", "dashboard", "http://"+addr+"/")
+	if site, _ := dashboard(); site != nil && !site.Built() {
+		logger.Info("the dashboard is not built: / says so; make web builds it (make run builds it and runs the server)")
+	}
 	return serveUntilDone(ctx, srv, func() error { return conns.Serve(srv, ln) }, cfg.ShutdownTimeout, logger, run.streams.CloseStreams)
 }
 
@@ -308,34 +315,6 @@ func runBeside(stop func(), run func()) (stopAndWait func()) {
 		run()
 	}()
 	return func() { stop(); <-done }
-}
-
-func httpServer(handler http.Handler, logger *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: readHeaderTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-}
-
-func connCaps(cfg Config, maxConns int, logger *slog.Logger) *connlimit.Limiter {
-	return connlimit.New(connlimit.Config{
-		Max: maxConns, MaxPerIP: cfg.MaxConnsPerIP, Exempt: cfg.TrustedProxies,
-		MinRate: cfg.MinReceiveRate, Grace: readHeaderTimeout,
-		TooMany:       connRefusal(product.Name + " has too many connections open; retry in a second"),
-		TooManyFromIP: connRefusal("too many connections from your address; retry in a second"),
-		Logger:        logger,
-	})
-}
-
-func logListening(addr string, logger *slog.Logger) {
-	logger.Info(product.Name+" listening", "addr", addr, "docs", "http://"+addr+"/docs", "dashboard", "http://"+addr+"/")
-	if site, _ := dashboard(); site != nil && !site.Built() {
-		logger.Info("the dashboard is not built: / says so; make web builds it (make run builds it and runs the server)")
-	}
 }
 
 // serveUntilDone serves until ctx is done, then drains in-flight requests for
