@@ -1,7 +1,10 @@
+// Package web serves the dashboard and the /docs reference that make web
+// writes to dist/, embedded in the binary. Unbuilt, / says how to build them.
 package web
 
 import (
 	"crypto/sha256"
+	"embed"
 	"encoding/hex"
 	"fmt"
 	"io/fs"
@@ -13,6 +16,15 @@ import (
 
 	"github.com/brain-template/brain/api"
 )
+
+//go:embed all:dist
+var dist embed.FS
+
+// Dist is what the binary embeds: the contents of dist/.
+func Dist() fs.FS {
+	sub, _ := fs.Sub(dist, "dist") // fails only on an invalid name
+	return sub
+}
 
 // Cache-Control: Vite names the files under assets/ by a hash of their bytes,
 // so they keep a year; every other file is revalidated by its ETag.

@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/brain-template/brain/api"
@@ -23,6 +24,7 @@ import (
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
+	"github.com/brain-template/brain/web"
 )
 
 func main() {
@@ -188,6 +190,10 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 	}
 	return s, nil
 }
+
+// dashboard is the build the binary embeds, read once: the dashboard at / and,
+// when built, the docs UI at /docs.
+var dashboard = sync.OnceValues(func() (*web.Site, error) { return web.New(web.Dist()) })
 
 // memoryStreams is the stream plane of cfg in memory, its hub not set.
 func memoryStreams(cfg Config) streams.Config {
