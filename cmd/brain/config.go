@@ -107,8 +107,12 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 	named := givenAs{}
 	fs.Visit(func(f *flag.Flag) { named[f.Name] = true })
 	c.Budgets, c.budgetFrom, c.strays = budgets, from, strayBudgetSettings(getenv)
-	if err := setAll(rows, values, named); err != nil {
-		return Config{}, err
+	for i, s := range rows { // an error quotes the value unless it is a secret
+		if err := s.Set(*values[i]); err != nil && s.Secret {
+			return Config{}, fmt.Errorf("invalid %s: %w", named.name(s.Flag, s.Env), err)
+		} else if err != nil {
+			return Config{}, fmt.Errorf("invalid %s=%q: %w", named.name(s.Flag, s.Env), *values[i], err)
+		}
 	}
 	if err := c.checkTogether(named); err != nil {
 		return Config{}, err
@@ -125,16 +129,13 @@ func defineSettings(fs *flag.FlagSet, rows []settings.Setting, getenv func(strin
 		if e := getenv(s.Env); e != "" {
 			v = e
 		}
-		values[i] = new(string)
-		help := fmt.Sprintf("%s (env %s)", s.Usage, s.Env)
 		def := v
 		if s.Secret {
 			def = ""
 		}
-		fs.StringVar(values[i], s.Flag, def, help)
-		if s.Secret {
-			*values[i] = v
-		}
+		values[i] = new(string)
+		fs.StringVar(values[i], s.Flag, def, fmt.Sprintf("%s (env %s)", s.Usage, s.Env))
+		*values[i] = v
 	}
 	return values
 }
@@ -160,20 +161,6 @@ func (g givenAs) name(flagName, env string) string {
 		return "--" + flagName
 	}
 	return env
-}
-
-// setAll sets each row to its value; an error quotes it unless it is a secret.
-func setAll(rows []settings.Setting, values []*string, named givenAs) error {
-	for i, s := range rows {
-		if err := s.Set(*values[i]); err != nil {
-			name := named.name(s.Flag, s.Env)
-			if s.Secret {
-				return fmt.Errorf("invalid %s: %w", name, err)
-			}
-			return fmt.Errorf("invalid %s=%q: %w", name, *values[i], err)
-		}
-	}
-	return nil
 }
 
 // checkTogether checks the settings that bound each other.
