@@ -172,40 +172,6 @@ func connRefusal(msg string) []byte {
 	return api.ErrorResponse(e)
 }
 
-// shared is the state replicas share through Redis, or else keep in memory.
-type shared struct {
-	limiters func(ratelimit.Budget) ratelimit.Limiter
-	backoff  func(*auth.LoginThrottle) auth.Backoff
-	streams  streams.Config
-	runHub   func(context.Context) // delivers other replicas' events
-	ready    []api.Check
-	close    func()
-}
-
-func openShared(ctx context.Context, cfg Config, logger *slog.Logger, metrics *api.Metrics) (sh shared, err error) {
-	redis, err := openRedis(cfg)
-	if err != nil {
-		return sh, err
-	}
-	sh.close = func() {}
-	if redis != nil {
-		sh.close = redis.Close
-		sh.ready = []api.Check{{Name: "redis", Check: func(ctx context.Context) error {
-			return redis.Do(ctx, redis.B().Ping().Build()).Error()
-		}}}
-	}
-	defer func() {
-		if err != nil {
-			sh.close()
-		}
-	}()
-	if sh.limiters, sh.backoff, err = rateLimitStore(cfg, redis, logger, metrics); err != nil {
-		return sh, err
-	}
-	sh.streams, sh.runHub, err = streamConfig(ctx, cfg, redis, logger)
-	return sh, err
-}
-
 // serve runs the server until ctx is done, then shuts it down gracefully.
 func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	// settings checked and ports bound before anything is opened or created
@@ -226,11 +192,25 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		defer metricsLn.Close()
 		metrics = api.NewMetrics()
 	}
-	sh, err := openShared(ctx, cfg, logger, metrics)
+	var ready []api.Check
+	redis, err := openRedis(cfg) // the state replicas share, else kept in memory
 	if err != nil {
 		return err
 	}
-	defer sh.close()
+	if redis != nil {
+		defer redis.Close()
+		ready = append(ready, api.Check{Name: "redis", Check: func(ctx context.Context) error {
+			return redis.Do(ctx, redis.B().Ping().Build()).Error()
+		}})
+	}
+	limiters, backoff, err := rateLimitStore(cfg, redis, logger, metrics)
+	if err != nil {
+		return err
+	}
+	sc, runHub, err := streamConfig(ctx, cfg, redis, logger)
+	if err != nil {
+		return err
+	}
 	db, applied, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
@@ -238,7 +218,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	defer db.Close()
 	logger.Info("database ready", "dialect", db.Dialect, "database", databaseName(cfg), "schema", store.SchemaVersions(db.Dialect, migrationSets(cfg.modules)...), "migrations_applied", applied)
 	svc := newAuth(db, cfg)
-	svc.Backoff = sh.backoff(svc.Throttle)
+	svc.Backoff = backoff(svc.Throttle)
 	if err := ensureAdmin(ctx, svc, cfg.AdminPassword, logger); err != nil {
 		return err
 	}
@@ -247,12 +227,12 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		svc.Run(bg, 30*time.Second, func(err error) { logger.Warn("auth maintenance failed; retrying in 30s", "error", err) })
 	})()
 
-	ready := append([]api.Check{{Name: "database", Check: func(ctx context.Context) error { return db.PingContext(ctx) }}}, sh.ready...)
-	defer runBeside(stopBG, func() { sh.runHub(bg) })()
-	run := running{db: db, auth: svc, limiters: sh.limiters, metrics: metrics, ready: ready, streams: streams.New(sh.streams)}
+	ready = append([]api.Check{{Name: "database", Check: func(ctx context.Context) error { return db.PingContext(ctx) }}}, ready...)
+	defer runBeside(stopBG, func() { runHub(bg) })()
+	run := running{db: db, auth: svc, limiters: limiters, metrics: metrics, ready: ready, streams: streams.New(sc)}
 	// modules start in order and stop in reverse, before the hub and database
 	for _, m := range cfg.modules {
-		ops, stop, err := m.Start(api.WithLogger(bg, logger), db, sh.streams.Hub, logger)
+		ops, stop, err := m.Start(api.WithLogger(bg, logger), db, sc.Hub, logger)
 		if err != nil {
 			return err
 		}
