@@ -120,7 +120,8 @@ func listeners(cfg Config) (main, metrics net.Listener, err error) {
 	if err != nil || cfg.MetricsAddr == "off" {
 		return main, nil, err
 	}
-	if metrics, err = listenOn(cfg.MetricsAddr, "metrics: ", product.EnvPrefix+"METRICS_ADDR", ", or off"); err != nil {
+	metrics, err = listenOn(cfg.MetricsAddr, "metrics: ", product.EnvPrefix+"METRICS_ADDR", ", or off")
+	if err != nil {
 		main.Close()
 		return nil, nil, err
 	}
@@ -131,7 +132,8 @@ func listeners(cfg Config) (main, metrics net.Listener, err error) {
 func listenOn(addr, prefix, env, orOff string) (net.Listener, error) {
 	ln, err := listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, fmt.Errorf("%s%s is in use (another "+product.Name+"?); set %s to another host:port%s", prefix, addr, env, orOff)
+		return nil, fmt.Errorf("%s%s is in use (another "+product.Name+"?); set %s to another host:port%s",
+			prefix, addr, env, orOff)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%slisten (%s): %w", prefix, env, err)
@@ -227,7 +229,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		svc.Run(bg, 30*time.Second, func(err error) { logger.Warn("auth maintenance failed; retrying in 30s", "error", err) })
 	})()
 
-	ready = append([]api.Check{{Name: "database", Check: func(ctx context.Context) error { return db.PingContext(ctx) }}}, ready...)
+	dbCheck := api.Check{Name: "database", Check: func(ctx context.Context) error { return db.PingContext(ctx) }}
+	ready = append([]api.Check{dbCheck}, ready...)
 	defer runBeside(stopBG, func() { runHub(bg) })()
 	run := running{db: db, auth: svc, limiters: limiters, metrics: metrics, ready: ready, streams: streams.New(sc)}
 	// modules start in order and stop in reverse, before the hub and database
@@ -256,7 +259,8 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	})
 	metrics.ObserveConns(conns)
 	srv := &http.Server{Handler: handler, ReadHeaderTimeout: readHeaderTimeout, WriteTimeout: 60 * time.Second,
-		IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+		IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	logger.Info("connection caps", "max_conns", maxConns, "max_conns_per_ip", cfg.MaxConnsPerIP, "min_receive_rate", settings.FormatSize(cfg.MinReceiveRate)+"/s", "descriptor_limit", fileLimit)
 	if p, ok := broadPrefix(cfg.TrustedProxies); ok { // only with TrustEveryPeer: parseConfig refuses it otherwise
 		logger.Warn(trustedProxiesEnv+" trusts every address, or a large part of them: every such peer's X-Forwarded-For is believed, and no peer is held to "+product.EnvPrefix+"MAX_CONNS_PER_IP; safe only if every connection passes through a proxy that sets X-Forwarded-For",

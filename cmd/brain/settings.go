@@ -50,13 +50,15 @@ func platformSettings(c *Config) []settings.Setting {
 		{Flag: "redis-url", Env: product.EnvPrefix + "REDIS_URL", Usage: "empty for in-memory limits and streams, or redis://... to share them across replicas", Secret: true,
 			Set: checked(&c.RedisURL, "want a URL starting redis://", urlOf("redis", "rediss"))},
 		{Flag: "redis-prefix", Env: product.EnvPrefix + "REDIS_PREFIX", Default: product.RedisPrefix, Usage: "prefix of " + product.Name + "'s Redis keys, so deployments can share a server",
-			Set: checked(&c.RedisPrefix, "want 1 to 64 characters", func(v string) bool { return v != "" && len(v) <= 64 })},
+			Set: checked(&c.RedisPrefix, "want 1 to 64 characters",
+				func(v string) bool { return v != "" && len(v) <= 64 })},
 		{Flag: "redis-event-shards", Env: product.EnvPrefix + "REDIS_EVENT_SHARDS", Default: "auto", Usage: "Redis streams the stream events are spread over, by user: auto (1 on one Redis, 6 on a Redis Cluster) or a number; every replica must use the same",
 			Set: autoOrInt(streams.MaxShards, &c.RedisEventShards)},
 		{Flag: "ratelimit-on-store-error", Env: product.EnvPrefix + "RATELIMIT_ON_STORE_ERROR", Default: string(ratelimit.Local), Usage: "while Redis fails: local (decide on this replica), open (admit) or closed (503)",
 			Set: settings.Parsed(&c.RateLimitOnStoreError, ratelimit.ParseOnStoreError)},
 		{Flag: "metrics-addr", Env: product.EnvPrefix + "METRICS_ADDR", Default: "127.0.0.1:9464", Usage: "host:port of the Prometheus /metrics listener (keep it private), or off",
-			Set: checked(&c.MetricsAddr, "want host:port, or off", func(v string) bool { return v == "off" || isHostPort(v) })},
+			Set: checked(&c.MetricsAddr, "want host:port, or off",
+				func(v string) bool { return v == "off" || isHostPort(v) })},
 		{Flag: "trusted-proxies", Env: trustedProxiesEnv, Usage: "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For is believed",
 			Set: prefixList(&c.TrustedProxies)},
 		{Flag: "trust-every-peer", Env: trustEveryPeerEnv, Default: "false", Usage: "true lets " + trustedProxiesEnv + " hold a prefix of every address (0.0.0.0/0, ::/0) or one wider than an IPv4 /8, an IPv6 /16: every such peer's X-Forwarded-For is then believed, so only behind a proxy every connection passes through",
@@ -157,7 +159,8 @@ func isHostPort(v string) bool {
 func urlOf(schemes ...string) func(string) bool {
 	return func(v string) bool {
 		u, err := url.Parse(v)
-		return v == "" || err == nil && slices.Contains(schemes, u.Scheme) && (u.Host != "" || u.Query().Get("host") != "")
+		return v == "" || err == nil && slices.Contains(schemes, u.Scheme) &&
+			(u.Host != "" || u.Query().Get("host") != "")
 	}
 }
 
