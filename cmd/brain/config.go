@@ -89,9 +89,13 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 	c := newConfig()
 	rows := allSettings(c)
 	values := defineSettings(fs, rows, getenv)
-	budgets, from, err := envBudgets(getenv)
-	if err != nil {
-		return Config{}, err
+	budgets, from := budgetFlags{}, map[string]string{} // from says where each came from
+	for _, entry := range strings.Fields(getenv(budgetsEnv)) {
+		if err := budgets.Set(entry); err != nil {
+			return Config{}, fmt.Errorf("invalid %s entry %q: %w", budgetsEnv, entry, err)
+		}
+		name, _, _ := strings.Cut(entry, "=")
+		from[name] = budgetsEnv
 	}
 	flags := budgetFlags{}
 	fs.Var(flags, "budget", "name=limits: replace the defaults of an operation's budget, e.g. bookmarks=200/h;10/s (repeatable; env "+budgetsEnv+", space-separated)")
@@ -138,19 +142,6 @@ func defineSettings(fs *flag.FlagSet, rows []settings.Setting, getenv func(strin
 		*values[i] = v
 	}
 	return values
-}
-
-// envBudgets reads budgetsEnv's overrides; from says where each came from.
-func envBudgets(getenv func(string) string) (budgets budgetFlags, from map[string]string, err error) {
-	budgets, from = budgetFlags{}, map[string]string{}
-	for _, entry := range strings.Fields(getenv(budgetsEnv)) {
-		if err := budgets.Set(entry); err != nil {
-			return nil, nil, fmt.Errorf("invalid %s entry %q: %w", budgetsEnv, entry, err)
-		}
-		name, _, _ := strings.Cut(entry, "=")
-		from[name] = budgetsEnv
-	}
-	return budgets, from, nil
 }
 
 // givenAs holds the flags given, to name a setting as the user gave it.
