@@ -1,12 +1,11 @@
-// Package apicheck finds the changes between two OpenAPI documents that
-// break existing clients: oasdiff's ERR-level checks, plus the rate-limit
-// declarations oasdiff cannot see (it ignores x- extensions and calls a
-// removed optional header INFO).
+// Package apicheck finds the changes between two OpenAPI documents that break
+// clients: oasdiff's ERR-level checks, plus the rate-limit declarations it cannot see.
 package apicheck
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -17,15 +16,11 @@ import (
 
 // A Finding is one breaking change.
 type Finding struct {
-	// ID names the kind of change: an oasdiff check id such as
-	// "api-path-removed-without-deprecation", or one of this package's
-	// "rate-limit-..." ids.
-	ID     string
+	ID     string // an oasdiff check id, or one of the IDRateLimit ids
 	Method string // upper case; empty for a change not tied to an operation
 	Path   string
-	// Component is what a change tied to no operation concerns: the
-	// component, as securitySchemes/session or schemas/Error, else the
-	// document's section and the change's subject, as security/session.
+	// Component is what a change tied to no operation concerns, as
+	// securitySchemes/session, or the section and subject, as security/session.
 	Component string
 	Text      string
 }
@@ -35,7 +30,6 @@ func (f Finding) String() string {
 	return fmt.Sprintf("[%s] %s: %s", f.ID, f.where(), f.Text)
 }
 
-// where is the operation of f, as METHOD path, or else its component.
 func (f Finding) where() string {
 	if f.Method == "" && f.Path == "" {
 		return f.Component
@@ -55,18 +49,9 @@ func Check(base, rev []byte) ([]Finding, error) {
 		return nil, err
 	}
 	findings = append(findings, rl...)
-	sort.SliceStable(findings, func(i, j int) bool {
-		a, b := findings[i], findings[j]
-		if a.Path != b.Path {
-			return a.Path < b.Path
-		}
-		if a.Method != b.Method {
-			return a.Method < b.Method
-		}
-		if a.Component != b.Component {
-			return a.Component < b.Component
-		}
-		return a.ID < b.ID
+	slices.SortStableFunc(findings, func(a, b Finding) int {
+		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Method, b.Method),
+			cmp.Compare(a.Component, b.Component), cmp.Compare(a.ID, b.ID))
 	})
 	return findings, nil
 }
@@ -101,9 +86,8 @@ func oasdiffBreaking(base, rev []byte) ([]Finding, error) {
 	return out, nil
 }
 
-// component names what c, a change tied to no operation, concerns: its
-// kind of component (or else its section) and its first argument, which
-// oasdiff makes the component's name (or the change's subject).
+// component names what c, tied to no operation, concerns: its component kind
+// (or section) and its first argument, the component's name (or subject).
 func component(c checker.Change) string {
 	kind := c.GetSection()
 	if cc, ok := c.(checker.ComponentChange); ok {

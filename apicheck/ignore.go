@@ -7,16 +7,10 @@ import (
 	"strings"
 )
 
-// An IgnoreList accepts deliberate breaking changes. Its file has one entry
-// a line, each with the reason the break is accepted:
+// An IgnoreList accepts deliberate breaking changes, a line each: the finding's
+// id, its method and path or its component, and a required reason after '#':
 //
-//	# comment lines and blank lines are skipped
 //	api-path-removed-without-deprecation GET /api/v1/old  # replaced by /api/v1/new in v2
-//	api-security-component-api-key-name-changed securitySchemes/session  # renamed from brain to notes
-//
-// The fields are the finding's id, then its method and path, or its
-// component (Finding.Component); a line accepts that change only. The
-// reason after '#' is required. [IgnoreLine] writes the line for a finding.
 type IgnoreList struct {
 	entries []ignoreEntry
 }
@@ -27,7 +21,7 @@ type ignoreEntry struct {
 	line                        int
 }
 
-// ParseIgnore reads an ignore file. name is used in error messages.
+// ParseIgnore reads an ignore file; name is for error messages.
 func ParseIgnore(r io.Reader, name string) (*IgnoreList, error) {
 	l := &IgnoreList{}
 	sc := bufio.NewScanner(r)
@@ -66,9 +60,8 @@ func IgnoreLine(f Finding, reason string) string {
 	return f.ID + " " + f.where() + "  # " + reason
 }
 
-// Filter splits findings into those still breaking and those the list
-// accepts, and returns the entries that matched nothing (stale lines worth
-// removing) as "line N: ..." strings. A nil list accepts nothing.
+// Filter splits findings into those still breaking and those the list accepts,
+// and returns the entries that matched nothing as "line N: ...". A nil list accepts nothing.
 func (l *IgnoreList) Filter(findings []Finding) (breaking, accepted []Finding, unused []string) {
 	if l == nil {
 		return findings, nil, nil

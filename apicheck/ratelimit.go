@@ -22,18 +22,15 @@ const (
 // rateLimitHeaders are the headers clients read to pace themselves.
 var rateLimitHeaders = append([]string{ratelimit.HeaderRetryAfter}, ratelimit.HeaderNames...)
 
-// A budget's numeric members, by which way is tighter. backoff_s is a
-// [min, max] pair where each member is "longer is tighter".
-var (
-	lowerIsTighter  = []string{"limit", "burst", "concurrent", "failures", "ip_failures"}
-	higherIsTighter = []string{"window_s"}
-)
+// tighter says which way each numeric member of a budget tightens it;
+// backoff_s, a [min, max] pair, tightens when longer.
+var tighter = []struct{ key, verb string }{{"limit", "lowered"}, {"burst", "lowered"},
+	{"concurrent", "lowered"}, {"failures", "lowered"}, {"ip_failures", "lowered"}, {"window_s", "raised"}}
 
 var methods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
 
-// rateLimitBreaking reports what oasdiff does not: for each operation in
-// both documents, a lost 429 response or rate-limit header, and an
-// x-rate-limit removed or tightened. Loosening passes.
+// rateLimitBreaking reports, for each operation in both documents, a lost 429
+// response or rate-limit header, and an x-rate-limit removed or tightened.
 func rateLimitBreaking(base, rev []byte) ([]Finding, error) {
 	var b, r jsonDoc
 	if err := json.Unmarshal(base, &b.root); err != nil {
@@ -87,8 +84,6 @@ func checkResponses(b, r *jsonDoc, bOp, rOp map[string]any, add func(id, format 
 	}
 }
 
-// checkPolicies reports an operation's x-rate-limit removed, a budget added
-// to it, or one of its budgets tightened.
 func checkPolicies(bRL, rRL any, add func(id, format string, args ...any)) {
 	if bRL == nil {
 		bRL = []any{}
@@ -111,17 +106,12 @@ func checkPolicies(bRL, rRL any, add func(id, format string, args ...any)) {
 	}
 }
 
-// compareBudget reports each way budget name is tighter in the revision
-// (re) than in the base (be).
+// compareBudget reports each way budget name is tighter in re than in be.
 func compareBudget(name string, be, re map[string]any, add func(id, format string, args ...any)) {
-	for _, k := range lowerIsTighter {
-		if bv, rv, ok := numbers(be[k], re[k]); ok && rv < bv {
-			add(IDRateLimitTightened, "lowered %s of budget %s from %v to %v", k, name, bv, rv)
-		}
-	}
-	for _, k := range higherIsTighter {
-		if bv, rv, ok := numbers(be[k], re[k]); ok && rv > bv {
-			add(IDRateLimitTightened, "raised %s of budget %s from %v to %v", k, name, bv, rv)
+	for _, t := range tighter {
+		bv, rv, ok := numbers(be[t.key], re[t.key])
+		if ok && (t.verb == "lowered" && rv < bv || t.verb == "raised" && rv > bv) {
+			add(IDRateLimitTightened, "%s %s of budget %s from %v to %v", t.verb, t.key, name, bv, rv)
 		}
 	}
 	bb, _ := be["backoff_s"].([]any)
@@ -165,12 +155,10 @@ func hasKeyFold(m map[string]any, key string) bool {
 	return false
 }
 
-// jsonDoc is an OpenAPI document decoded into maps, enough to follow local
-// $refs such as "#/components/responses/RateLimited".
+// jsonDoc is an OpenAPI document decoded into maps, to follow local $refs.
 type jsonDoc struct{ root map[string]any }
 
-// resolve follows v's $ref chain within the document (at most a few hops)
-// and returns the object it lands on, or nil.
+// resolve follows v's $ref chain (a few hops at most) to an object, or nil.
 func (d *jsonDoc) resolve(v any) map[string]any {
 	for range 8 {
 		m, ok := v.(map[string]any)

@@ -1,13 +1,6 @@
 package web
 
-import (
-	"net/http"
-	"strconv"
-)
-
-// The page a server built without the dashboard answers with: what to run
-// to build it, and where the API and its reference are meanwhile.
-
+// notBuiltPage is what / answers without the dashboard: how to build it.
 const notBuiltPage = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Dashboard not built</title>
@@ -22,16 +15,5 @@ or run <code>make run</code>, which does both. Building needs Node.js 20 and npm
 </body></html>
 `
 
-// notBuilt writes the page, the root's (there is no app to route other
-// paths: they are 404s).
-func notBuilt(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(notBuiltPage)))
-	h.Set("Cache-Control", cacheRevalidate)
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
-	w.WriteHeader(http.StatusOK)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write([]byte(notBuiltPage))
-	}
-}
+var notBuilt = &file{body: []byte(notBuiltPage), etag: etagOf([]byte(notBuiltPage), ""),
+	contentType: "text/html; charset=utf-8", cache: cacheRevalidate}

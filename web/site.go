@@ -1,7 +1,10 @@
+// Package web serves the dashboard and the /docs reference that make web
+// writes to dist/, embedded in the binary. Unbuilt, / says how to build them.
 package web
 
 import (
 	"crypto/sha256"
+	"embed"
 	"encoding/hex"
 	"fmt"
 	"io/fs"
@@ -14,45 +17,42 @@ import (
 	"github.com/brain-template/brain/api"
 )
 
-// The dashboard's and the docs UI's files as the server sends them: the
-// cache rule of each kind of file, a precompressed .gz sibling when the
-// client takes gzip, the single-page app's fallback to index.html.
+//go:embed all:dist
+var dist embed.FS
 
-// Cache-Control of each kind of file. Vite names the files under assets/
-// by a hash of their bytes, so a name never changes meaning: a year,
-// never revalidated. Every other file (index.html, the SPA fallback, the
-// docs UI's files) is kept but revalidated on each use, by its ETag, so a
-// deploy is seen at once.
+// Dist is what the binary embeds: the contents of dist/.
+func Dist() fs.FS {
+	sub, _ := fs.Sub(dist, "dist") // fails only on an invalid name
+	return sub
+}
+
+// Cache-Control: Vite names the files under assets/ by a hash of their bytes,
+// so they keep a year; every other file is revalidated by its ETag.
 const (
 	cacheImmutable  = "public, max-age=31536000, immutable"
 	cacheRevalidate = "no-cache"
 )
 
-// CSP is the Content-Security-Policy of every file served: scripts, styles,
-// fonts and requests from this origin only, with no inline script. Inline
-// styles are allowed, as React's style props and Swagger UI set them;
-// images may be data: URIs, as the docs UI's stylesheet has them.
+// CSP is the Content-Security-Policy of every file served: this origin only,
+// no inline script; inline styles and data: images, as React and Swagger UI use them.
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; " +
 	"font-src 'self' data:; connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-// Site serves the files of one build. It is the dashboard's handler; Docs
-// is the docs UI's. Create it with [New].
+// Site serves the files of one build: it is the dashboard's handler, and
+// Docs the docs UI's.
 type Site struct {
-	files map[string]*file // every regular file, by name, read once
+	files map[string]*file
 }
 
-// file is one file, ready to send.
 type file struct {
-	body, gz     []byte // gz: its .gz sibling, nil without one
+	body, gz     []byte // gz: its .gz sibling, if any
 	etag, gzETag string
 	contentType  string
 	cache        string
 }
 
-// New reads every file of fsys (a build: dist/, or an fstest.MapFS in
-// tests) into memory. Names with an element starting with a dot
-// (.gitkeep) are never served, and a name.gz beside name is name's gzip
-// encoding, not a file of its own.
+// New reads every file of the build fsys into memory. Dot-led names are never
+// served, and a name.gz beside name is name's gzip encoding.
 func New(fsys fs.FS) (*Site, error) {
 	s := &Site{files: map[string]*file{}}
 	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
@@ -92,14 +92,9 @@ func New(fsys fs.FS) (*Site, error) {
 // Built reports whether the build has the dashboard (index.html).
 func (s *Site) Built() bool { return s.files["index.html"] != nil }
 
-// ServeHTTP serves the dashboard: a file of the build by its path, else
-// index.html (the app routes its own paths), with the page saying how to
-// build the dashboard when it is not built. A path under /assets/ that is
-// not a file is a 404, never index.html kept for a year; so are paths
-// under /api/ and /docs/ (not the dashboard's), names with a dot in their
-// last element (files, not the app's routes) and paths that are not a
-// clean name: "..", empty or dot-led elements. Every 404 is the API's
-// envelope, as every answer that is no success is.
+// ServeHTTP serves a file of the build by its path, else index.html (the app
+// routes its own paths). Missing assets, file-like names, /api/, /docs/ and
+// unclean paths are 404s in the API's envelope.
 func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !getOrHead(w, r) {
 		return
@@ -111,27 +106,22 @@ func (s *Site) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case s.files[name] != nil:
 		s.files[name].serve(w, r)
 	case name == "assets" || strings.HasPrefix(name, "assets/") || (name != "" && strings.Contains(path.Base(name), ".")):
-		// A missing asset, or a name that looks like a file (favicon.ico,
-		// robots.txt, openapi.yml): a 404 says so, where index.html would
-		// answer a typo with the dashboard.
 		notFound(w, "the dashboard has no file of this name")
 	case s.Built():
 		s.files["index.html"].serve(w, r)
 	case name == "" || name == "index.html":
-		notBuilt(w, r)
+		notBuilt.serve(w, r)
 	default:
 		notFound(w, "the dashboard is not built, so it has no pages: / says how to build it")
 	}
 }
 
-// notFound answers the API's 404 envelope, with msg.
 func notFound(w http.ResponseWriter, msg string) {
 	api.WriteError(w, api.NewError(http.StatusNotFound, msg))
 }
 
-// Docs returns the handler of /docs and the paths under /docs/: the docs
-// UI's files, docs/index.html at /docs and /docs/. It is nil when the
-// build has no docs UI.
+// Docs returns the handler of /docs and its files, or nil when the build
+// has no docs UI.
 func (s *Site) Docs() http.Handler {
 	if s.files["docs/index.html"] == nil {
 		return nil
@@ -152,9 +142,7 @@ func (s *Site) Docs() http.Handler {
 	})
 }
 
-// serve writes f, gzipped when it has a .gz sibling and the client takes
-// gzip, with its cache rule and ETag (api.ServeBytes: 304, HEAD, no
-// Range, 412 in the envelope).
+// serve writes f, gzipped when it can and the client takes gzip.
 func (f *file) serve(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", f.contentType)
@@ -171,8 +159,7 @@ func (f *file) serve(w http.ResponseWriter, r *http.Request) {
 	api.ServeBytes(w, r, body, etag)
 }
 
-// getOrHead answers 405 (the envelope) to any other method and reports
-// whether r is a GET or a HEAD.
+// getOrHead answers 405 to any other method than GET and HEAD.
 func getOrHead(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
 		return true
@@ -182,9 +169,8 @@ func getOrHead(w http.ResponseWriter, r *http.Request) bool {
 	return false
 }
 
-// nameOf is the file name of a URL path ("/assets/a.js" → "assets/a.js",
-// "/" → ""), and false for a path that is not a clean name: "..", ".",
-// empty or dot-led elements, backslashes.
+// nameOf is the file name of a URL path ("/" → ""), and false for a path
+// that is not a clean name.
 func nameOf(urlPath string) (string, bool) {
 	name, ok := strings.CutPrefix(urlPath, "/")
 	if !ok {
@@ -200,7 +186,6 @@ func nameOf(urlPath string) (string, bool) {
 	return name, true
 }
 
-// hidden reports whether an element of name starts with a dot.
 func hidden(name string) bool {
 	for _, e := range strings.Split(name, "/") {
 		if strings.HasPrefix(e, ".") && e != "." {
@@ -210,15 +195,13 @@ func hidden(name string) bool {
 	return false
 }
 
-// etagOf is a strong ETag of body, suffix telling encodings apart.
 func etagOf(body []byte, suffix string) string {
 	sum := sha256.Sum256(body)
 	return `"` + hex.EncodeToString(sum[:16]) + suffix + `"`
 }
 
-// acceptsGzip reports whether an Accept-Encoding header takes gzip: gzip
-// with a q-value that is not 0, or, when gzip is not named, * with one. A
-// named gzip wins over *, as RFC 9110 says ("gzip;q=0, *" refuses it).
+// acceptsGzip reports whether an Accept-Encoding header takes gzip; a named
+// gzip wins over * (RFC 9110).
 func acceptsGzip(header string) bool {
 	star := false
 	for _, part := range strings.Split(header, ",") {

@@ -1,6 +1,6 @@
 /// <reference types="vitest/config" />
 // The dashboard's build: `npm run build` writes dist/, which the Go binary
-// embeds (web/embed.go). `npm run dev` serves it with hot reload and sends
+// embeds (web/site.go). `npm run dev` serves it with hot reload and sends
 // the API's paths to a brain on :8080 (go run ./cmd/brain). `npm test` runs
 // the unit tests, a feature's (src/features/*/) with the rest; its tests that
 // need a real brain are *.server.test.ts (vitest.server.config.ts).

@@ -1,18 +1,9 @@
-// Command apicheck is the breaking-change gate (make api-check): it fails
-// when any commit since a base revision (along first parents) changed
-// openapi.json in a way that breaks an existing client, then checks the
-// work tree's file against HEAD's the same way.
-//
-// The base is -base or API_BASE (its merge-base with HEAD); else, on a
-// branch other than main, its merge-base with main; else the newest v*
-// tag; else the root, at most -max-walk commits back. A commit is
-// compared with the nearest earlier spec on its first-parent line.
-// Deliberate breaks are listed in the ignore file with a reason (see
-// apicheck.ParseIgnore), as the commit or the work tree has it.
-//
-// With -accept REASON it checks nothing: it appends to the ignore file a
-// line, with REASON, for each break of the work tree's spec against
-// HEAD's that the file does not accept yet (make rename uses it).
+// Command apicheck is the breaking-change gate (make api-check): it fails when
+// a commit since the base (along first parents), or the work tree against HEAD,
+// changed openapi.json in a way that breaks a client and the ignore file does
+// not accept. The base is -base or API_BASE; else a branch's merge-base with
+// main; else the newest v* tag; else at most -max-walk commits back.
+// With -accept REASON it only appends a line for each break of the work tree.
 package main
 
 import (
@@ -30,8 +21,7 @@ import (
 	"github.com/brain-template/brain/apicheck"
 )
 
-// maxWalk bounds the walk when there is no other base (-max-walk).
-const maxWalk = 200
+const maxWalk = 200 // the default of -max-walk
 
 func main() {
 	if err := run(context.Background(), os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
@@ -79,8 +69,6 @@ type options struct {
 	limit                                   int
 }
 
-// parseArgs reads the flags; it returns flag.ErrHelp when -h asked for
-// the usage, which it has written to stderr.
 func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("apicheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -94,48 +82,40 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (opt
 	return o, fs.Parse(args)
 }
 
-// inputs are what the work tree holds: its spec and ignore list, and
-// their paths from the top of the work tree.
+// inputs are the work tree's spec and ignore list, and their paths from its top.
 type inputs struct {
-	spec           []byte
-	ignore         *apicheck.IgnoreList
-	rel, ignoreRel string
+	spec, ignoreText []byte
+	ignore           *apicheck.IgnoreList
+	rel, ignoreRel   string
 }
 
-func readInputs(g gitFunc, o options) (inputs, error) {
-	var in inputs
-	var err error
+func readInputs(g gitFunc, o options) (in inputs, err error) {
 	if in.spec, err = os.ReadFile(filepath.Join(o.dir, o.specPath)); err != nil {
-		return inputs{}, err
+		return in, err
 	}
-	b, err := os.ReadFile(filepath.Join(o.dir, o.ignorePath))
+	in.ignoreText, err = os.ReadFile(filepath.Join(o.dir, o.ignorePath))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return inputs{}, err
+		return in, err
 	}
-	if in.ignore, err = parseIgnore(b, o.ignorePath); err != nil {
-		return inputs{}, err
+	if in.ignore, err = parseIgnore(in.ignoreText, o.ignorePath); err != nil {
+		return in, err
 	}
-	if in.rel, err = topPath(g, o.specPath); err != nil {
-		return inputs{}, err
-	}
-	if in.ignoreRel, err = topPath(g, o.ignorePath); err != nil {
-		return inputs{}, err
-	}
-	return in, nil
+	prefix, err := g("rev-parse", "--show-prefix") // the paths from the top, as git show REV:PATH wants them
+	top := func(path string) string { return filepath.ToSlash(filepath.Clean(filepath.Join(prefix, path))) }
+	in.rel, in.ignoreRel = top(o.specPath), top(o.ignorePath)
+	return in, err
 }
 
-// A checker compares specs and reports what breaks, counting the breaks
-// no ignore list accepts.
+// A checker compares specs and counts the breaks no ignore list accepts.
 type checker struct {
 	out            io.Writer
 	ignorePath     string
 	worktreeIgnore *apicheck.IgnoreList
-	all            []apicheck.Finding // every finding, to tell which ignore lines matched none
+	all            []apicheck.Finding // to tell which ignore lines matched none
 	failed         int
 }
 
-// check compares base with revised, described as what; a break is
-// accepted by ignore or by the work tree's ignore list.
+// check compares base with revised; a break is accepted by ignore or the work tree's list.
 func (c *checker) check(what string, base, revised []byte, ignore *apicheck.IgnoreList) error {
 	findings, err := apicheck.Check(base, revised)
 	if err != nil {
@@ -159,8 +139,7 @@ func (c *checker) check(what string, base, revised []byte, ignore *apicheck.Igno
 	return nil
 }
 
-// checkCommit checks the spec at rel as commit changed it against the
-// spec before it, with the ignore list at ignoreRel as the commit has it.
+// checkCommit checks commit's spec against the one before, with commit's ignore list.
 func (c *checker) checkCommit(g gitFunc, commit, rel, ignoreRel string) error {
 	spec, err := g("show", commit+":"+rel)
 	if err != nil {
@@ -186,7 +165,6 @@ func (c *checker) checkCommit(g gitFunc, commit, rel, ignoreRel string) error {
 	return c.check(what, []byte(parent), []byte(spec), ignore)
 }
 
-// checkWorktree checks the work tree's spec against HEAD's.
 func (c *checker) checkWorktree(g gitFunc, rel string, rev []byte) error {
 	head, from, ok := lastSpec(g, "HEAD", rel)
 	if !ok || head == strings.TrimSpace(string(rev)) {
@@ -199,8 +177,7 @@ func (c *checker) checkWorktree(g gitFunc, rel string, rev []byte) error {
 	return c.check(what, []byte(head), rev, nil)
 }
 
-// verdict notes the work tree's ignore lines that matched nothing since
-// the base (why), and fails when any break was not accepted.
+// verdict notes the ignore lines that matched nothing and fails on any unaccepted break.
 func (c *checker) verdict(why string) error {
 	_, _, unused := c.worktreeIgnore.Filter(c.all)
 	for _, u := range unused {
@@ -213,9 +190,8 @@ func (c *checker) verdict(why string) error {
 	return nil
 }
 
-// accept appends to the ignore file at path a line, with reason, for
-// each break of the work tree's spec against HEAD's that in.ignore does
-// not accept.
+// accept appends to the ignore file a line, with reason, for each break of the
+// work tree's spec against HEAD's that it does not accept.
 func accept(g gitFunc, in inputs, path, reason string, stdout io.Writer) error {
 	head, _, ok := lastSpec(g, "HEAD", in.rel)
 	if !ok {
@@ -226,10 +202,7 @@ func accept(g gitFunc, in inputs, path, reason string, stdout io.Writer) error {
 		return err
 	}
 	breaking, _, _ := in.ignore.Filter(findings)
-	b, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
+	b := in.ignoreText
 	if len(b) > 0 && b[len(b)-1] != '\n' {
 		b = append(b, '\n')
 	}
@@ -255,24 +228,12 @@ func parseIgnore(b []byte, name string) (*apicheck.IgnoreList, error) {
 	return apicheck.ParseIgnore(bytes.NewReader(b), name)
 }
 
-// topPath is path (relative to the work directory) relative to the top of
-// the work tree, as git show REV:PATH wants it.
-func topPath(g gitFunc, path string) (string, error) {
-	prefix, err := g("rev-parse", "--show-prefix")
-	if err != nil {
-		return "", err
-	}
-	return filepath.ToSlash(filepath.Clean(filepath.Join(prefix, path))), nil
-}
-
-// lastSpec is the spec at path as rev has it, or, when rev has none, as
-// the nearest earlier first-parent commit that has one (from). ok is false
-// when there is no such spec.
+// lastSpec is the spec at path as rev, or else the nearest earlier first-parent
+// commit that has one (from), has it.
 func lastSpec(g gitFunc, rev, path string) (spec, from string, ok bool) {
 	if spec, err := g("show", rev+":"+path); err == nil {
 		return spec, rev, true
 	}
-	// The commits that changed the spec, newest first.
 	out, err := g("rev-list", "--first-parent", rev, "--", path)
 	if err != nil {
 		return "", "", false
@@ -285,16 +246,14 @@ func lastSpec(g gitFunc, rev, path string) (spec, from string, ok bool) {
 	return "", "", false
 }
 
-// zeroRev is the revision GitHub gives as the previous head of a push
-// that created the branch: there is none.
+// zeroRev is GitHub's previous head of a push that created the branch.
 const zeroRev = "0000000000000000000000000000000000000000"
 
-// walk returns the commits to check, oldest first: those along first
-// parents from the base (excluded) to HEAD that changed path; and says
-// what the base is.
+// walk returns the commits since the base that changed path, oldest first, and
+// says what the base is.
 func walk(g gitFunc, explicit, path string, limit int) (commits []string, why string, err error) {
 	if _, err := g("rev-parse", "--verify", "--quiet", "HEAD^{commit}"); err != nil {
-		return nil, "no commit", nil // a repository with no commit yet: only the work tree
+		return nil, "no commit", nil // only the work tree
 	}
 	since, why, err := resolveBase(g, explicit, limit)
 	if err != nil {
@@ -307,21 +266,14 @@ func walk(g gitFunc, explicit, path string, limit int) (commits []string, why st
 	if since != "" {
 		revs = since + "..HEAD"
 	}
-	// Only the commits that changed the spec against their first parent.
 	out, err := g("rev-list", "--first-parent", "--reverse", revs, "--", path)
-	if err != nil {
-		return nil, "", err
-	}
-	return strings.Fields(out), why, nil
+	return strings.Fields(out), why, err
 }
 
-// resolveBase picks the revision to walk from and says what it is. An
-// empty revision means the root, at most limit commits back.
+// resolveBase picks the revision to walk from and says what it is; "" is the
+// root, at most limit commits back.
 func resolveBase(g gitFunc, explicit string, limit int) (rev, why string, err error) {
-	if explicit == zeroRev {
-		explicit = "" // a new branch: no previous head
-	}
-	if explicit != "" {
+	if explicit != "" && explicit != zeroRev {
 		if _, err := g("rev-parse", "--verify", "--quiet", explicit+"^{commit}"); err != nil {
 			return "", "", fmt.Errorf("API_BASE %q is not a commit here", explicit)
 		}

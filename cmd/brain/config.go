@@ -19,24 +19,20 @@ import (
 	"github.com/brain-template/brain/streams"
 )
 
-// Config is every setting of the server, each a flag and an environment
-// variable (docs/configuration.md); a flag wins over the variable, and the
-// variable over the default.
+// Config is every setting of the server (docs/configuration.md): a flag wins
+// over its environment variable, and the variable over the default.
 type Config struct {
-	Addr        string
-	DataDir     string
-	DatabaseURL string
-	RedisURL    string
-	RedisPrefix string
-	// RedisEventShards is how many Redis streams carry the stream events;
-	// 0: 1 on a single Redis, clusterEventShards on a cluster.
-	RedisEventShards int
+	Addr             string
+	DataDir          string
+	DatabaseURL      string
+	RedisURL         string
+	RedisPrefix      string
+	RedisEventShards int // 0: 1 on a single Redis, clusterEventShards on a cluster
 	TrustedProxies   []netip.Prefix
-	// TrustEveryPeer lets TrustedProxies hold a /0, else refused.
-	TrustEveryPeer bool
-	CORSOrigins    []string
-	CookieSecure   bool
-	AdminPassword  string
+	TrustEveryPeer   bool // lets TrustedProxies hold a /0, else refused
+	CORSOrigins      []string
+	CookieSecure     bool
+	AdminPassword    string
 
 	SessionLifetime    time.Duration
 	SessionIdleTimeout time.Duration
@@ -57,11 +53,8 @@ type Config struct {
 	// --budget); budgetFrom says where each came from.
 	Budgets    map[string]string
 	budgetFrom map[string]string
-	// strays are variables set that look like budget settings but are
-	// none (budgetFamilies), which newServer refuses.
-	strays []string
+	strays     []string // variables set under budgetFamilies that are no setting
 
-	// api.BodyBudget's bounds
 	BodyBytesInFlight int64
 	BodyBytesPerUser  int64
 
@@ -80,16 +73,13 @@ type Config struct {
 	LogFormat       string
 	LogLevel        slog.Level
 
-	// modules are this configuration's own modules, its settings read into them.
-	modules []module
+	modules []module // with this configuration's settings read into them
 }
 
-// newConfig is a configuration not read yet, with modules of its own.
 func newConfig() *Config { return &Config{modules: modules()} }
 
-// parseConfig reads the settings from args (flags) and getenv; a bad value
-// is an error naming the setting, and flag.ErrHelp means -h printed the
-// usage. extra defines a subcommand's flags beside the settings.
+// parseConfig reads the settings from args and getenv; flag.ErrHelp means -h
+// printed the usage. extra defines a subcommand's flags beside the settings.
 func parseConfig(name string, args []string, getenv func(string) string, usage io.Writer, extra ...func(*flag.FlagSet)) (Config, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(usage)
@@ -99,9 +89,13 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 	c := newConfig()
 	rows := allSettings(c)
 	values := defineSettings(fs, rows, getenv)
-	budgets, from, err := envBudgets(getenv)
-	if err != nil {
-		return Config{}, err
+	budgets, from := budgetFlags{}, map[string]string{} // from says where each came from
+	for _, entry := range strings.Fields(getenv(budgetsEnv)) {
+		if err := budgets.Set(entry); err != nil {
+			return Config{}, fmt.Errorf("invalid %s entry %q: %w", budgetsEnv, entry, err)
+		}
+		name, _, _ := strings.Cut(entry, "=")
+		from[name] = budgetsEnv
 	}
 	flags := budgetFlags{}
 	fs.Var(flags, "budget", "name=limits: replace the defaults of an operation's budget, e.g. bookmarks=200/h;10/s (repeatable; env "+budgetsEnv+", space-separated)")
@@ -114,10 +108,15 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	named := flagsGiven(fs)
+	named := givenAs{}
+	fs.Visit(func(f *flag.Flag) { named[f.Name] = true })
 	c.Budgets, c.budgetFrom, c.strays = budgets, from, strayBudgetSettings(getenv)
-	if err := setAll(rows, values, named); err != nil {
-		return Config{}, err
+	for i, s := range rows { // an error quotes the value unless it is a secret
+		if err := s.Set(*values[i]); err != nil && s.Secret {
+			return Config{}, fmt.Errorf("invalid %s: %w", named.name(s.Flag, s.Env), err)
+		} else if err != nil {
+			return Config{}, fmt.Errorf("invalid %s=%q: %w", named.name(s.Flag, s.Env), *values[i], err)
+		}
 	}
 	if err := c.checkTogether(named); err != nil {
 		return Config{}, err
@@ -125,9 +124,8 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 	return *c, nil
 }
 
-// defineSettings defines each row's flag on fs and returns where its value
-// will be: the flag's, else its variable's, else its default. A secret is
-// no flag default, which -h would print.
+// defineSettings defines each row's flag on fs, its default the variable's
+// value or the row's; a secret's is hidden from -h.
 func defineSettings(fs *flag.FlagSet, rows []settings.Setting, getenv func(string) string) []*string {
 	values := make([]*string, len(rows))
 	for i, s := range rows {
@@ -135,66 +133,25 @@ func defineSettings(fs *flag.FlagSet, rows []settings.Setting, getenv func(strin
 		if e := getenv(s.Env); e != "" {
 			v = e
 		}
-		values[i] = new(string)
-		help := fmt.Sprintf("%s (env %s)", s.Usage, s.Env)
 		def := v
 		if s.Secret {
 			def = ""
 		}
-		fs.StringVar(values[i], s.Flag, def, help)
-		if s.Secret {
-			*values[i] = v
-		}
+		values[i] = new(string)
+		fs.StringVar(values[i], s.Flag, def, fmt.Sprintf("%s (env %s)", s.Usage, s.Env))
+		*values[i] = v
 	}
 	return values
 }
 
-// envBudgets reads the budget overrides of the environment, budgetsEnv;
-// from says where each came from.
-func envBudgets(getenv func(string) string) (budgets budgetFlags, from map[string]string, err error) {
-	budgets, from = budgetFlags{}, map[string]string{}
-	for _, entry := range strings.Fields(getenv(budgetsEnv)) {
-		if err := budgets.Set(entry); err != nil {
-			return nil, nil, fmt.Errorf("invalid %s entry %q: %w", budgetsEnv, entry, err)
-		}
-	}
-	for name := range budgets {
-		from[name] = budgetsEnv
-	}
-	return budgets, from, nil
-}
-
-// givenAs names a setting as given: its flag if given, else its variable.
+// givenAs holds the flags given, to name a setting as the user gave it.
 type givenAs map[string]bool
 
-// flagsGiven is the flags given on fs's command line.
-func flagsGiven(fs *flag.FlagSet) givenAs {
-	given := givenAs{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	return given
-}
-
-// name is the setting of flag flagName and variable env as given.
 func (g givenAs) name(flagName, env string) string {
 	if g[flagName] {
 		return "--" + flagName
 	}
 	return env
-}
-
-// setAll sets each row to its value; an error names the setting as given,
-// and quotes the value unless it is a secret.
-func setAll(rows []settings.Setting, values []*string, named givenAs) error {
-	for i, s := range rows {
-		if err := s.Set(*values[i]); err != nil {
-			name := named.name(s.Flag, s.Env)
-			if s.Secret {
-				return fmt.Errorf("invalid %s: %w", name, err)
-			}
-			return fmt.Errorf("invalid %s=%q: %w", name, *values[i], err)
-		}
-	}
-	return nil
 }
 
 // checkTogether checks the settings that bound each other.
@@ -218,8 +175,7 @@ func (c *Config) checkTogether(named givenAs) error {
 	return nil
 }
 
-// broadPrefix returns the first of prefixes wider than an IPv4 /8 or an
-// IPv6 /16, a large part of every address, if any.
+// broadPrefix returns the first of prefixes wider than an IPv4 /8 or an IPv6 /16.
 func broadPrefix(prefixes []netip.Prefix) (netip.Prefix, bool) {
 	for _, p := range prefixes {
 		if p.Bits() < 8 || (p.Addr().Is6() && p.Bits() < 16) {
@@ -240,7 +196,6 @@ const (
 // budgetFlags collects repeated --budget name=limits flags.
 type budgetFlags map[string]string
 
-// String is empty: the flag has no default to print.
 func (b budgetFlags) String() string { return "" }
 
 // Set reads one --budget name=limits.
@@ -253,16 +208,13 @@ func (b budgetFlags) Set(v string) error {
 	return nil
 }
 
-// budgetFamilies are the prefixes of the platform's budget variables: one
-// set under them that is no setting is a typo, which stops start-up.
+// budgetFamilies are the prefixes of the platform's budget variables.
 var budgetFamilies = []string{product.EnvPrefix + "RATE_LIMIT", product.EnvPrefix + "RATELIMIT_", product.EnvPrefix + "BUDGET", product.EnvPrefix + "STREAM_OPEN"}
 
-// environ lists the environment's variables, to find a misspelt budget
-// setting, which getenv cannot name.
+// environ lists the variables, to find a misspelt budget setting.
 var environ = os.Environ
 
-// budgetSettings returns every table's budget families, and the settings
-// under them, sorted.
+// budgetSettings returns every table's budget families and the settings under them.
 func budgetSettings() (known, families []string) {
 	c := newConfig()
 	for _, t := range tables(c) {
@@ -278,13 +230,11 @@ func budgetSettings() (known, families []string) {
 	return known, families
 }
 
-// inFamily reports whether env has one of the prefixes families.
 func inFamily(env string, families []string) bool {
 	return slices.ContainsFunc(families, func(p string) bool { return strings.HasPrefix(env, p) })
 }
 
-// strayBudgetSettings returns the variables set (with getenv) under a
-// budget family that are no setting, sorted.
+// strayBudgetSettings returns the variables set under a budget family that are no setting.
 func strayBudgetSettings(getenv func(string) string) []string {
 	known, families := budgetSettings()
 	var strays []string

@@ -1,14 +1,5 @@
-// Command brain runs the brain API server.
-//
-//	brain [serve] [settings]           run the server (the default)
-//	brain migrate [settings]           bring the database schema up to date
-//	brain user add --username NAME     create a user; the password is read from stdin
-//	brain user passwd --username NAME  set a user's password, read from stdin, and end their sessions
-//	brain openapi                      print the OpenAPI document of the default settings
-//	brain help                         print the commands and the settings
-//
-// Every setting is a flag and an environment variable; `brain -h` lists
-// them after the commands.
+// Command brain runs the brain API server: serve (the default), migrate, user
+// add|passwd and openapi. `brain help` lists the commands and the settings.
 package main
 
 import (
@@ -23,6 +14,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/brain-template/brain/api"
@@ -32,6 +24,7 @@ import (
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
+	"github.com/brain-template/brain/web"
 )
 
 func main() {
@@ -46,8 +39,7 @@ func main() {
 	}
 }
 
-// usage lists the commands. `brain -h` and `brain help` follow it with
-// settingsIntro and the settings.
+// usage lists the commands; -h and help follow it with settingsIntro and the settings.
 const usage = `usage: ` + product.Name + ` [command] [settings]
 
 commands:
@@ -66,8 +58,8 @@ variable (a flag wins over the variable, the variable over the default):
 
 `
 
-// run is the whole program: main only adds the process's signals,
-// arguments, environment and standard streams, so tests can run it all.
+// run is the whole program but the process's signals, arguments, environment
+// and standard streams, so tests can run it.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cmd := "serve"
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
@@ -91,7 +83,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "openapi":
 		return printSpec(args, stdout)
 	case "help":
-		// What `brain -h` writes to stderr, on stdout.
 		_, err := parseConfig(product.Name, []string{"-h"}, getenv, stdout, helpText(usage+settingsIntro))
 		return helpIsNoError(err)
 	default:
@@ -100,8 +91,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 }
 
-// helpIsNoError is err, except that -h (flag.ErrHelp), which has printed
-// the help, is a success.
+// helpIsNoError is err, but nil for flag.ErrHelp: the help is printed.
 func helpIsNoError(err error) error {
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -136,8 +126,7 @@ func helpText(text string) func(*flag.FlagSet) {
 	}
 }
 
-// running is what a serving brain gives its API beyond the settings;
-// `brain openapi` has none of it.
+// running is what a serving brain gives its API beyond the settings.
 type running struct {
 	db       *store.DB
 	auth     *auth.Service
@@ -148,8 +137,8 @@ type running struct {
 	modules  []api.Feature
 }
 
-// newServer builds the API for cfg, for `brain openapi` and `brain serve`
-// alike. It fails on a budget setting no operation declares or enforces.
+// newServer builds the API for cfg, for openapi and serve alike. It fails on
+// a budget setting no operation declares.
 func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) {
 	l := limits(cfg)
 	l.Store = r.limiters
@@ -157,7 +146,10 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 	if err != nil {
 		return nil, err
 	}
-	plane := streamsOf(cfg, r.streams)
+	plane := r.streams
+	if plane == nil {
+		plane = streams.New(memoryStreams(cfg))
+	}
 	moduleOps, err := moduleFeatures(cfg, r, logger)
 	if err != nil {
 		return nil, err
@@ -178,10 +170,8 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 			[]api.Feature{ // each feature's operations, a line each
 				account.Feature(r.auth, account.Config{CookieSecure: cfg.CookieSecure, Hub: plane.Hub()}),
 			},
-			moduleOps, // then each module's (modules.go), in order
-			// The stream endpoints, and the features' streams: last, so
-			// that the spec lists the Streams tag after the features'.
-			[]api.Feature{plane.Feature},
+			moduleOps,
+			[]api.Feature{plane.Feature}, // last: the spec lists the Streams tag after the features'
 		),
 	})
 	if err := s.Err(); err != nil {
@@ -201,13 +191,14 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 	return s, nil
 }
 
-// streamsOf is p, or without one the plane cfg describes, in memory.
-func streamsOf(cfg Config, p *streams.Plane) *streams.Plane {
-	if p == nil {
-		p = streams.New(streams.Config{Cap: streams.NewMemoryCap(cfg.StreamCap), UserCap: streams.NewMemoryCap(cfg.StreamUserCap),
-			Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter, LiveAccess: cfg.LiveAccess})
-	}
-	return p
+// dashboard is the build the binary embeds, read once: the dashboard at / and,
+// when built, the docs UI at /docs.
+var dashboard = sync.OnceValues(func() (*web.Site, error) { return web.New(web.Dist()) })
+
+// memoryStreams is the stream plane of cfg in memory, its hub not set.
+func memoryStreams(cfg Config) streams.Config {
+	return streams.Config{Cap: streams.NewMemoryCap(cfg.StreamCap), UserCap: streams.NewMemoryCap(cfg.StreamUserCap),
+		Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter, LiveAccess: cfg.LiveAccess}
 }
 
 // limits are the budgets of cfg, for the planes and the spec alike.
@@ -227,8 +218,7 @@ func newLogger(cfg Config, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// buildVersion is the module version the binary was built from, or the VCS
-// revision, or "dev".
+// buildVersion is the module version, or the VCS revision, or "dev".
 func buildVersion() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {

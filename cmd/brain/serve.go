@@ -21,31 +21,26 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// openRedis connects to BRAIN_REDIS_URL, or returns nil without one. It
-// also returns Redis's readiness check.
-func openRedis(cfg Config) (rueidis.Client, *api.Check, error) {
+// openRedis connects to BRAIN_REDIS_URL, if set.
+func openRedis(cfg Config) (rueidis.Client, error) {
 	if cfg.RedisURL == "" {
-		return nil, nil, nil
+		return nil, nil
 	}
 	opt, err := rueidis.ParseURL(cfg.RedisURL)
 	if err != nil {
-		return nil, nil, fmt.Errorf(product.EnvPrefix+"REDIS_URL: %w", err)
+		return nil, fmt.Errorf(product.EnvPrefix+"REDIS_URL: %w", err)
 	}
 	opt.DisableCache = true          // every decision is the server's
 	opt.DisableAutoPipelining = true // the limiter batches its calls itself
 	client, err := rueidis.NewClient(opt)
 	if err != nil {
-		return nil, nil, fmt.Errorf(product.EnvPrefix+"REDIS_URL: cannot reach Redis: %w", err)
+		return nil, fmt.Errorf(product.EnvPrefix+"REDIS_URL: cannot reach Redis: %w", err)
 	}
-	check := &api.Check{Name: "redis", Check: func(ctx context.Context) error {
-		return client.Do(ctx, client.B().Ping().Build()).Error()
-	}}
-	return client, check, nil
+	return client, nil
 }
 
-// rateLimitStore returns how limiters are made, and where the login
-// back-off counts: in memory, or in Redis behind one breaker with an
-// in-memory fallback (BRAIN_RATELIMIT_ON_STORE_ERROR).
+// rateLimitStore returns how limiters are made and where the login back-off
+// counts: in memory, or in Redis behind one breaker with an in-memory fallback.
 func rateLimitStore(cfg Config, client rueidis.Client, logger *slog.Logger, metrics *api.Metrics) (limiters func(ratelimit.Budget) ratelimit.Limiter, backoff func(*auth.LoginThrottle) auth.Backoff, err error) {
 	memory := func(p ratelimit.Budget) ratelimit.Limiter { return ratelimit.NewMemory(p, ratelimit.MemoryOptions{}) }
 	if client == nil {
@@ -75,25 +70,21 @@ func rateLimitStore(cfg Config, client rueidis.Client, logger *slog.Logger, metr
 	return limiters, backoff, nil
 }
 
-// The stream plane in Redis: a slot's lease outlives a few missed
-// heartbeats, and the events stream keeps the newest for replays.
+// The stream plane: a slot's lease outlives a few missed heartbeats, and the
+// events stream keeps the newest for replays.
 const (
-	streamLeaseBeats = 4 // a lease lasts 4 heartbeats: 60 s by default
-	streamKeep       = 10000
-	memoryKeep       = 1024 // in memory, the newest events kept for replays
-	streamBuffer     = 64
-	// clusterEventShards is the events' streams on a Redis Cluster by
-	// default: two for each master of the smallest cluster
-	// (BenchmarkRedisClusterEvents).
-	clusterEventShards = 6
+	streamLeaseBeats   = 4 // 60 s by default
+	streamKeep         = 10000
+	memoryKeep         = 1024
+	streamBuffer       = 64
+	clusterEventShards = 6 // two for each master of the smallest cluster (BENCHMARKS.md)
 )
 
-// streamConfig is the stream plane of cfg: in memory, or in Redis, shared
-// by every replica, whose hub must run for other replicas' events. It
-// fails when the replicas spread events over another number of shards.
+// streamConfig is the stream plane of cfg: in memory, or in Redis, whose hub
+// must run for other replicas' events.
 func streamConfig(ctx context.Context, cfg Config, client rueidis.Client, logger *slog.Logger) (sc streams.Config, run func(context.Context), err error) {
-	sc = streams.Config{Cap: streams.NewMemoryCap(cfg.StreamCap), UserCap: streams.NewMemoryCap(cfg.StreamUserCap),
-		Hub: streams.NewMemoryHub(memoryKeep, streamBuffer), Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter, LiveAccess: cfg.LiveAccess}
+	sc = memoryStreams(cfg)
+	sc.Hub = streams.NewMemoryHub(memoryKeep, streamBuffer)
 	if client == nil {
 		return sc, func(context.Context) {}, nil
 	}
@@ -123,30 +114,31 @@ func streamConfig(ctx context.Context, cfg Config, client rueidis.Client, logger
 // listen opens the server's listeners; tests refuse brain's default ports.
 var listen = net.Listen
 
-// listeners binds BRAIN_ADDR and, unless it is off, BRAIN_METRICS_ADDR
-// (metrics is then nil), before anything is opened or created.
+// listeners binds BRAIN_ADDR and, unless off, BRAIN_METRICS_ADDR.
 func listeners(cfg Config) (main, metrics net.Listener, err error) {
-	main, err = listen("tcp", cfg.Addr)
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, nil, fmt.Errorf("%s is in use (another "+product.Name+"?); set "+product.EnvPrefix+"ADDR to another host:port", cfg.Addr)
+	main, err = listenOn(cfg.Addr, "", product.EnvPrefix+"ADDR", "")
+	if err != nil || cfg.MetricsAddr == "off" {
+		return main, nil, err
 	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen ("+product.EnvPrefix+"ADDR): %w", err)
-	}
-	if cfg.MetricsAddr == "off" {
-		return main, nil, nil
-	}
-	metrics, err = listen("tcp", cfg.MetricsAddr)
+	metrics, err = listenOn(cfg.MetricsAddr, "metrics: ", product.EnvPrefix+"METRICS_ADDR", ", or off")
 	if err != nil {
 		main.Close()
-	}
-	if errors.Is(err, syscall.EADDRINUSE) { // a second brain on one machine, most likely
-		return nil, nil, fmt.Errorf("metrics: %s is in use (another "+product.Name+"?); set "+product.EnvPrefix+"METRICS_ADDR to another host:port, or off", cfg.MetricsAddr)
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("metrics: listen ("+product.EnvPrefix+"METRICS_ADDR): %w", err)
+		return nil, nil, err
 	}
 	return main, metrics, nil
+}
+
+// listenOn binds addr, the setting env; an error begins with prefix.
+func listenOn(addr, prefix, env, orOff string) (net.Listener, error) {
+	ln, err := listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("%s%s is in use (another "+product.Name+"?); set %s to another host:port%s",
+			prefix, addr, env, orOff)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%slisten (%s): %w", prefix, env, err)
+	}
+	return ln, nil
 }
 
 // serveMetrics serves /metrics on ln until stop.
@@ -159,17 +151,11 @@ func serveMetrics(ln net.Listener, m *api.Metrics, logger *slog.Logger) (stop fu
 	return func() { srv.Close() }
 }
 
-// Server timeouts. A trickling client is cut by the connection caps'
-// minimum rate; streams move their own write deadlines.
-const (
-	readHeaderTimeout = 5 * time.Second
-	writeTimeout      = 60 * time.Second
-	idleTimeout       = 120 * time.Second
-	maxHeaderBytes    = 64 << 10
-)
+// readHeaderTimeout bounds the headers; a trickling body is cut by the
+// connection caps' minimum rate.
+const readHeaderTimeout = 5 * time.Second
 
-// maxConns is BRAIN_MAX_CONNS, or with auto what the descriptor limit
-// allows (connlimit.Auto); and that limit, 0 where the system has none.
+// maxConns is BRAIN_MAX_CONNS, or what the descriptor limit allows; and that limit.
 func maxConns(cfg Config) (n, limit int, err error) {
 	limit, _ = connlimit.DescriptorLimit()
 	if cfg.MaxConns > 0 {
@@ -181,46 +167,11 @@ func maxConns(cfg Config) (n, limit int, err error) {
 	return n, limit, nil
 }
 
-// connRefusal is the 503 envelope of a connection the caps refuse, retried
-// in a second.
+// connRefusal is the 503 envelope of a connection the caps refuse.
 func connRefusal(msg string) []byte {
 	e := api.NewError(http.StatusServiceUnavailable, msg)
 	e.GetHeaders().Set("Retry-After", "1")
 	return api.ErrorResponse(e)
-}
-
-// shared is the state replicas share through Redis, or, without it, this
-// process keeps in memory.
-type shared struct {
-	limiters func(ratelimit.Budget) ratelimit.Limiter
-	backoff  func(*auth.LoginThrottle) auth.Backoff // the login back-off's counts, for the auth service's throttle
-	streams  streams.Config
-	runHub   func(context.Context) // delivers other replicas' events until its context ends
-	ready    []api.Check           // Redis's, when set
-	close    func()
-}
-
-// openShared opens Redis, when set, and the rate limits and stream plane
-// on it (else in memory).
-func openShared(ctx context.Context, cfg Config, logger *slog.Logger, metrics *api.Metrics) (sh shared, err error) {
-	redis, ready, err := openRedis(cfg)
-	if err != nil {
-		return sh, err
-	}
-	sh.close = func() {}
-	if redis != nil {
-		sh.ready, sh.close = []api.Check{*ready}, redis.Close
-	}
-	defer func() {
-		if err != nil {
-			sh.close()
-		}
-	}()
-	if sh.limiters, sh.backoff, err = rateLimitStore(cfg, redis, logger, metrics); err != nil {
-		return sh, err
-	}
-	sh.streams, sh.runHub, err = streamConfig(ctx, cfg, redis, logger)
-	return sh, err
 }
 
 // serve runs the server until ctx is done, then shuts it down gracefully.
@@ -237,19 +188,31 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	defer ln.Close() // on an early return; serving closes it itself
-	if metricsLn != nil {
-		defer metricsLn.Close()
-	}
+	defer ln.Close()         // on an early return; serving closes it itself
 	var metrics *api.Metrics // nil with BRAIN_METRICS_ADDR=off: nothing is recorded
 	if metricsLn != nil {
+		defer metricsLn.Close()
 		metrics = api.NewMetrics()
 	}
-	sh, err := openShared(ctx, cfg, logger, metrics)
+	var ready []api.Check
+	redis, err := openRedis(cfg) // the state replicas share, else kept in memory
 	if err != nil {
 		return err
 	}
-	defer sh.close()
+	if redis != nil {
+		defer redis.Close()
+		ready = append(ready, api.Check{Name: "redis", Check: func(ctx context.Context) error {
+			return redis.Do(ctx, redis.B().Ping().Build()).Error()
+		}})
+	}
+	limiters, backoff, err := rateLimitStore(cfg, redis, logger, metrics)
+	if err != nil {
+		return err
+	}
+	sc, runHub, err := streamConfig(ctx, cfg, redis, logger)
+	if err != nil {
+		return err
+	}
 	db, applied, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
@@ -257,7 +220,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	defer db.Close()
 	logger.Info("database ready", "dialect", db.Dialect, "database", databaseName(cfg), "schema", store.SchemaVersions(db.Dialect, migrationSets(cfg.modules)...), "migrations_applied", applied)
 	svc := newAuth(db, cfg)
-	svc.Backoff = sh.backoff(svc.Throttle)
+	svc.Backoff = backoff(svc.Throttle)
 	if err := ensureAdmin(ctx, svc, cfg.AdminPassword, logger); err != nil {
 		return err
 	}
@@ -266,12 +229,13 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 		svc.Run(bg, 30*time.Second, func(err error) { logger.Warn("auth maintenance failed; retrying in 30s", "error", err) })
 	})()
 
-	ready := append([]api.Check{{Name: "database", Check: func(ctx context.Context) error { return db.PingContext(ctx) }}}, sh.ready...)
-	defer runBeside(stopBG, func() { sh.runHub(bg) })()
-	run := running{db: db, auth: svc, limiters: sh.limiters, metrics: metrics, ready: ready, streams: streams.New(sh.streams)}
+	dbCheck := api.Check{Name: "database", Check: func(ctx context.Context) error { return db.PingContext(ctx) }}
+	ready = append([]api.Check{dbCheck}, ready...)
+	defer runBeside(stopBG, func() { runHub(bg) })()
+	run := running{db: db, auth: svc, limiters: limiters, metrics: metrics, ready: ready, streams: streams.New(sc)}
 	// modules start in order and stop in reverse, before the hub and database
 	for _, m := range cfg.modules {
-		ops, stop, err := m.Start(api.WithLogger(bg, logger), db, sh.streams.Hub, logger)
+		ops, stop, err := m.Start(api.WithLogger(bg, logger), db, sc.Hub, logger)
 		if err != nil {
 			return err
 		}
@@ -286,20 +250,32 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	conns := connCaps(cfg, maxConns, logger)
+	conns := connlimit.New(connlimit.Config{
+		Max: maxConns, MaxPerIP: cfg.MaxConnsPerIP, Exempt: cfg.TrustedProxies,
+		MinRate: cfg.MinReceiveRate, Grace: readHeaderTimeout,
+		TooMany:       connRefusal(product.Name + " has too many connections open; retry in a second"),
+		TooManyFromIP: connRefusal("too many connections from your address; retry in a second"),
+		Logger:        logger,
+	})
 	metrics.ObserveConns(conns)
-	srv := httpServer(handler, logger)
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: readHeaderTimeout, WriteTimeout: 60 * time.Second,
+		IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
 	logger.Info("connection caps", "max_conns", maxConns, "max_conns_per_ip", cfg.MaxConnsPerIP, "min_receive_rate", settings.FormatSize(cfg.MinReceiveRate)+"/s", "descriptor_limit", fileLimit)
 	if p, ok := broadPrefix(cfg.TrustedProxies); ok { // only with TrustEveryPeer: parseConfig refuses it otherwise
 		logger.Warn(trustedProxiesEnv+" trusts every address, or a large part of them: every such peer's X-Forwarded-For is believed, and no peer is held to "+product.EnvPrefix+"MAX_CONNS_PER_IP; safe only if every connection passes through a proxy that sets X-Forwarded-For",
 			"prefix", p.String(), "setting", trustEveryPeerEnv)
 	}
-	logListening(ln.Addr().String(), logger)
+	addr := ln.Addr().String()
+	logger.Info(product.Name+" listening", "addr", addr, "docs", "http://"+addr+"/docs", "dashboard", "http://"+addr+"/")
+	if site, _ := dashboard(); site != nil && !site.Built() {
+		logger.Info("the dashboard is not built: / says so; make web builds it (make run builds it and runs the server)")
+	}
 	return serveUntilDone(ctx, srv, func() error { return conns.Serve(srv, ln) }, cfg.ShutdownTimeout, logger, run.streams.CloseStreams)
 }
 
-// ensureAdmin creates the user admin on first start, with password or,
-// without one, a random password it logs once.
+// ensureAdmin creates the first admin on first start, with password or a
+// random one it logs once.
 func ensureAdmin(ctx context.Context, svc *auth.Service, password string, logger *slog.Logger) error {
 	created, generated, err := svc.EnsureAdmin(ctx, password)
 	switch {
@@ -315,8 +291,7 @@ func ensureAdmin(ctx context.Context, svc *auth.Service, password string, logger
 	return nil
 }
 
-// runBeside runs run in a goroutine of its own; the function it returns
-// calls stop and waits for run to return.
+// runBeside runs run in a goroutine; stopAndWait calls stop and waits for it.
 func runBeside(stop func(), run func()) (stopAndWait func()) {
 	done := make(chan struct{})
 	go func() {
@@ -326,42 +301,8 @@ func runBeside(stop func(), run func()) (stopAndWait func()) {
 	return func() { stop(); <-done }
 }
 
-// httpServer is the server of handler, with the server timeouts.
-func httpServer(handler http.Handler, logger *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: readHeaderTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
-}
-
-// connCaps are the connection caps: maxConns in all, MaxConnsPerIP from
-// one address, and the minimum receive rate after readHeaderTimeout.
-func connCaps(cfg Config, maxConns int, logger *slog.Logger) *connlimit.Limiter {
-	return connlimit.New(connlimit.Config{
-		Max: maxConns, MaxPerIP: cfg.MaxConnsPerIP, Exempt: cfg.TrustedProxies,
-		MinRate: cfg.MinReceiveRate, Grace: readHeaderTimeout,
-		TooMany:       connRefusal(product.Name + " has too many connections open; retry in a second"),
-		TooManyFromIP: connRefusal("too many connections from your address; retry in a second"),
-		Logger:        logger,
-	})
-}
-
-// logListening logs where brain listens at addr, and whether the
-// dashboard is built.
-func logListening(addr string, logger *slog.Logger) {
-	logger.Info(product.Name+" listening", "addr", addr, "docs", "http://"+addr+"/docs", "dashboard", "http://"+addr+"/")
-	if site, _ := dashboard(); site != nil && !site.Built() {
-		logger.Info("the dashboard is not built: / says so; make web builds it (make run builds it and runs the server)")
-	}
-}
-
-// serveUntilDone serves srv (serve runs it) until ctx is done, then drains
-// in-flight requests for up to drain, closing the streams (closeStreams)
-// beside, and returns nil: a signal's shutdown is a clean exit.
+// serveUntilDone serves until ctx is done, then drains in-flight requests for
+// up to drain while closing the streams; a signal's shutdown returns nil.
 func serveUntilDone(ctx context.Context, srv *http.Server, serve func() error, drain time.Duration, logger *slog.Logger, closeStreams func(context.Context) error) error {
 	errc := make(chan error, 1)
 	go func() { errc <- serve() }()

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,8 +21,7 @@ import (
 	"github.com/brain-template/brain/streams"
 )
 
-// tables are the settings brain reads into c: the platform's, then each
-// module's, in order.
+// tables are the settings read into c: the platform's, then each module's.
 func tables(c *Config) []settings.Table {
 	t := []settings.Table{{Rows: platformSettings(c), Families: budgetFamilies}}
 	for _, m := range c.modules {
@@ -30,7 +30,6 @@ func tables(c *Config) []settings.Table {
 	return t
 }
 
-// allSettings are the rows of every table, in order.
 func allSettings(c *Config) []settings.Setting {
 	var rows []settings.Setting
 	for _, t := range tables(c) {
@@ -39,54 +38,41 @@ func allSettings(c *Config) []settings.Setting {
 	return rows
 }
 
-// platformSettings are the rows of the platform's settings, read into c.
 func platformSettings(c *Config) []settings.Setting {
 	limits := api.DefaultLimits()
 	return []settings.Setting{
-		{Flag: "addr", Env: product.EnvPrefix + "ADDR", Default: "127.0.0.1:8080", Usage: "host:port to listen on", Set: func(v string) error {
-			if _, _, err := net.SplitHostPort(v); err != nil {
-				return errors.New("want host:port, for example 127.0.0.1:8080 or :8080")
-			}
-			c.Addr = v
-			return nil
-		}},
-		{Flag: "data-dir", Env: product.EnvPrefix + "DATA_DIR", Default: "./data", Usage: "directory for the embedded database", Set: func(v string) error {
-			if strings.TrimSpace(v) == "" {
-				return errors.New("must not be empty")
-			}
-			c.DataDir = v
-			return nil
-		}},
+		{Flag: "addr", Env: product.EnvPrefix + "ADDR", Default: "127.0.0.1:8080", Usage: "host:port to listen on",
+			Set: checked(&c.Addr, "want host:port, for example 127.0.0.1:8080 or :8080", isHostPort)},
+		{Flag: "data-dir", Env: product.EnvPrefix + "DATA_DIR", Default: "./data", Usage: "directory for the embedded database",
+			Set: checked(&c.DataDir, "must not be empty", func(v string) bool { return strings.TrimSpace(v) != "" })},
 		{Flag: "database-url", Env: product.EnvPrefix + "DATABASE_URL", Usage: "empty for SQLite in the data dir, or postgres://... to scale out", Secret: true,
-			Set: optionalURL(&c.DatabaseURL, "postgres", "postgresql")},
+			Set: checked(&c.DatabaseURL, "want a URL starting postgres://", urlOf("postgres", "postgresql"))},
 		{Flag: "redis-url", Env: product.EnvPrefix + "REDIS_URL", Usage: "empty for in-memory limits and streams, or redis://... to share them across replicas", Secret: true,
-			Set: optionalURL(&c.RedisURL, "redis", "rediss")},
-		{Flag: "redis-prefix", Env: product.EnvPrefix + "REDIS_PREFIX", Default: product.RedisPrefix, Usage: "prefix of " + product.Name + "'s Redis keys, so deployments can share a server", Set: func(v string) error {
-			if v == "" || len(v) > 64 {
-				return errors.New("want 1 to 64 characters")
-			}
-			c.RedisPrefix = v
-			return nil
-		}},
+			Set: checked(&c.RedisURL, "want a URL starting redis://", urlOf("redis", "rediss"))},
+		{Flag: "redis-prefix", Env: product.EnvPrefix + "REDIS_PREFIX", Default: product.RedisPrefix, Usage: "prefix of " + product.Name + "'s Redis keys, so deployments can share a server",
+			Set: checked(&c.RedisPrefix, "want 1 to 64 characters",
+				func(v string) bool { return v != "" && len(v) <= 64 })},
 		{Flag: "redis-event-shards", Env: product.EnvPrefix + "REDIS_EVENT_SHARDS", Default: "auto", Usage: "Redis streams the stream events are spread over, by user: auto (1 on one Redis, 6 on a Redis Cluster) or a number; every replica must use the same",
 			Set: autoOrInt(streams.MaxShards, &c.RedisEventShards)},
-		{Flag: "ratelimit-on-store-error", Env: product.EnvPrefix + "RATELIMIT_ON_STORE_ERROR", Default: string(ratelimit.Local), Usage: "while Redis fails: local (decide on this replica), open (admit) or closed (503)", Set: func(v string) error {
-			m, err := ratelimit.ParseOnStoreError(v)
-			c.RateLimitOnStoreError = m
-			return err
-		}},
+		{Flag: "ratelimit-on-store-error", Env: product.EnvPrefix + "RATELIMIT_ON_STORE_ERROR", Default: string(ratelimit.Local), Usage: "while Redis fails: local (decide on this replica), open (admit) or closed (503)",
+			Set: settings.Parsed(&c.RateLimitOnStoreError, ratelimit.ParseOnStoreError)},
 		{Flag: "metrics-addr", Env: product.EnvPrefix + "METRICS_ADDR", Default: "127.0.0.1:9464", Usage: "host:port of the Prometheus /metrics listener (keep it private), or off",
-			Set: hostPortOrOff(&c.MetricsAddr)},
+			Set: checked(&c.MetricsAddr, "want host:port, or off",
+				func(v string) bool { return v == "off" || isHostPort(v) })},
 		{Flag: "trusted-proxies", Env: trustedProxiesEnv, Usage: "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For is believed",
 			Set: prefixList(&c.TrustedProxies)},
 		{Flag: "trust-every-peer", Env: trustEveryPeerEnv, Default: "false", Usage: "true lets " + trustedProxiesEnv + " hold a prefix of every address (0.0.0.0/0, ::/0) or one wider than an IPv4 /8, an IPv6 /16: every such peer's X-Forwarded-For is then believed, so only behind a proxy every connection passes through",
-			Set: boolSetting(&c.TrustEveryPeer)},
+			Set: settings.Parsed(&c.TrustEveryPeer, parseBool)},
 		{Flag: "cors-origins", Env: product.EnvPrefix + "CORS_ORIGINS", Usage: "comma-separated origins (scheme://host[:port]) browsers may call from",
 			Set: originList(&c.CORSOrigins)},
 		{Flag: "cookie-secure", Env: product.EnvPrefix + "COOKIE_SECURE", Default: "true", Usage: "mark the session cookie Secure; false only for plain-HTTP use off localhost",
-			Set: boolSetting(&c.CookieSecure)},
+			Set: settings.Parsed(&c.CookieSecure, parseBool)},
 		{Flag: "admin-password", Env: product.EnvPrefix + "ADMIN_PASSWORD", Usage: "password of the admin user created on first start (prefer the variable: flags show in ps)", Secret: true,
-			Set: optionalPassword(&c.AdminPassword)},
+			Set: checked(&c.AdminPassword, fmt.Sprintf("want %d to %d characters", auth.MinPasswordLen, auth.MaxPasswordLen),
+				func(v string) bool {
+					n := len([]rune(v))
+					return v == "" || n >= auth.MinPasswordLen && n <= auth.MaxPasswordLen
+				})},
 		{Flag: "session-lifetime", Env: product.EnvPrefix + "SESSION_LIFETIME", Default: settings.FormatDuration(auth.DefaultSessionLifetime), Usage: "a session's absolute lifetime",
 			Set: settings.Duration(time.Minute, 366*24*time.Hour, &c.SessionLifetime)},
 		{Flag: "session-idle-timeout", Env: product.EnvPrefix + "SESSION_IDLE_TIMEOUT", Default: settings.FormatDuration(auth.DefaultIdleTimeout), Usage: "a session ends after this long without a request",
@@ -131,48 +117,54 @@ func platformSettings(c *Config) []settings.Setting {
 			Set: settings.Size(1<<10, 1<<30, &c.MinReceiveRate)},
 		{Flag: "shutdown-timeout", Env: product.EnvPrefix + "SHUTDOWN_TIMEOUT", Default: "15s", Usage: "how long a shutdown waits for in-flight requests",
 			Set: settings.Duration(0, time.Hour, &c.ShutdownTimeout)},
-		{Flag: "live-access", Env: product.EnvPrefix + "LIVE_ACCESS", Default: "all", Usage: "who may follow /api/v1/system/live (this replica's load): all (every session and API key) or admin (the user admin only)",
-			Set: liveAccess(&c.LiveAccess)},
-		{Flag: "log-format", Env: product.EnvPrefix + "LOG_FORMAT", Default: "text", Usage: "text or json", Set: func(v string) error {
-			if v != "text" && v != "json" {
-				return errors.New("want text or json")
-			}
-			c.LogFormat = v
-			return nil
-		}},
-		{Flag: "log-level", Env: product.EnvPrefix + "LOG_LEVEL", Default: "info", Usage: "debug, info, warn or error", Set: func(v string) error {
-			return c.LogLevel.UnmarshalText([]byte(v))
-		}},
+		{Flag: "live-access", Env: product.EnvPrefix + "LIVE_ACCESS", Default: "all", Usage: "who may follow /api/v1/system/live (this replica's load): all (every session and API key) or admin (users with the admin role only)",
+			Set: settings.Parsed(&c.LiveAccess, func(v string) (api.Access, error) {
+				a, ok := map[string]api.Access{"all": api.Caller, "admin": api.Admin}[v]
+				if !ok {
+					return a, errors.New("want all or admin")
+				}
+				return a, nil
+			})},
+		{Flag: "log-format", Env: product.EnvPrefix + "LOG_FORMAT", Default: "text", Usage: "text or json",
+			Set: checked(&c.LogFormat, "want text or json", func(v string) bool { return v == "text" || v == "json" })},
+		{Flag: "log-level", Env: product.EnvPrefix + "LOG_LEVEL", Default: "info", Usage: "debug, info, warn or error",
+			Set: func(v string) error { return c.LogLevel.UnmarshalText([]byte(v)) }},
 	}
 }
 
-// boolSetting reads true or false.
-func boolSetting(dst *bool) func(string) error {
-	return func(v string) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return errors.New("want true or false")
+// checked reads a value ok accepts into dst, else fails with want.
+func checked(dst *string, want string, ok func(string) bool) func(string) error {
+	return settings.Parsed(dst, func(v string) (string, error) {
+		if !ok(v) {
+			return "", errors.New(want)
 		}
-		*dst = b
-		return nil
+		return v, nil
+	})
+}
+
+func parseBool(v string) (bool, error) {
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, errors.New("want true or false")
+	}
+	return b, nil
+}
+
+func isHostPort(v string) bool {
+	_, _, err := net.SplitHostPort(v)
+	return err == nil
+}
+
+// urlOf accepts an empty value, or a URL with a host of one of schemes.
+func urlOf(schemes ...string) func(string) bool {
+	return func(v string) bool {
+		u, err := url.Parse(v)
+		return v == "" || err == nil && slices.Contains(schemes, u.Scheme) &&
+			(u.Host != "" || u.Query().Get("host") != "")
 	}
 }
 
-// hostPortOrOff reads host:port, or off.
-func hostPortOrOff(dst *string) func(string) error {
-	return func(v string) error {
-		if v != "off" {
-			if _, _, err := net.SplitHostPort(v); err != nil {
-				return errors.New("want host:port, or off")
-			}
-		}
-		*dst = v
-		return nil
-	}
-}
-
-// prefixList reads comma-separated CIDRs or addresses (an address is the
-// prefix of itself alone), each masked.
+// prefixList reads comma-separated CIDRs or addresses, each masked.
 func prefixList(dst *[]netip.Prefix) func(string) error {
 	return func(v string) error {
 		*dst = nil
@@ -191,36 +183,18 @@ func prefixList(dst *[]netip.Prefix) func(string) error {
 	}
 }
 
-// originList reads comma-separated origins, scheme://host[:port], each
-// as scheme://host with the host in lower case.
+// originList reads comma-separated origins, each as scheme://host in lower case.
 func originList(dst *[]string) func(string) error {
 	return func(v string) error {
 		*dst = nil
 		for _, f := range splitList(v) {
 			u, err := url.Parse(f)
-			if err != nil || !isOrigin(u) {
+			if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Path != "" && u.Path != "/" ||
+				u.RawQuery != "" || u.User != nil {
 				return fmt.Errorf("%q is not an origin like https://app.example.com (and * is never allowed)", f)
 			}
 			*dst = append(*dst, u.Scheme+"://"+strings.ToLower(u.Host))
 		}
-		return nil
-	}
-}
-
-// isOrigin reports whether u is an origin: http or https, a host, and no
-// path (but /), query or user.
-func isOrigin(u *url.URL) bool {
-	return (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && (u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.User == nil
-}
-
-// optionalPassword reads an empty value, or a password of the length
-// auth allows.
-func optionalPassword(dst *string) func(string) error {
-	return func(v string) error {
-		if n := len([]rune(v)); v != "" && (n < auth.MinPasswordLen || n > auth.MaxPasswordLen) {
-			return fmt.Errorf("want %d to %d characters", auth.MinPasswordLen, auth.MaxPasswordLen)
-		}
-		*dst = v
 		return nil
 	}
 }
@@ -241,23 +215,7 @@ func autoOrInt(most int, dst *int) func(string) error {
 	}
 }
 
-// liveAccess reads who may follow the live load: all or admin.
-func liveAccess(dst *api.Access) func(string) error {
-	return func(v string) error {
-		switch v {
-		case "all":
-			*dst = api.Caller
-		case "admin":
-			*dst = api.Admin
-		default:
-			return errors.New("want all or admin")
-		}
-		return nil
-	}
-}
-
-// maxConnsSetting reads BRAIN_MAX_CONNS: auto (0), or a number the descriptor
-// limit allows beside brain's own files.
+// maxConnsSetting reads auto (0), or a number the descriptor limit allows.
 func maxConnsSetting(dst *int) func(string) error {
 	return func(v string) error {
 		if v == "auto" {
@@ -276,31 +234,6 @@ func maxConnsSetting(dst *int) func(string) error {
 		*dst = n
 		return nil
 	}
-}
-
-// optionalURL reads an empty value, or a URL of one of schemes.
-func optionalURL(dst *string, schemes ...string) func(string) error {
-	return func(v string) error {
-		if v != "" {
-			if err := urlWithScheme(v, schemes...); err != nil {
-				return err
-			}
-		}
-		*dst = v
-		return nil
-	}
-}
-
-func urlWithScheme(v string, schemes ...string) error {
-	u, err := url.Parse(v)
-	if err == nil {
-		for _, s := range schemes {
-			if u.Scheme == s && (u.Host != "" || u.Query().Get("host") != "") {
-				return nil
-			}
-		}
-	}
-	return fmt.Errorf("want a URL starting %s://", schemes[0])
 }
 
 func splitList(v string) []string {

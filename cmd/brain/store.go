@@ -12,8 +12,7 @@ import (
 	"github.com/brain-template/brain/store"
 )
 
-// openStore opens the configured database and migrates it: the
-// platform's migration set, then each module's, in order.
+// openStore opens the configured database and migrates it.
 func openStore(ctx context.Context, cfg Config) (*store.DB, int, error) {
 	db, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
 	if err != nil {
@@ -28,8 +27,7 @@ func openStore(ctx context.Context, cfg Config) (*store.DB, int, error) {
 	return db, applied, nil
 }
 
-// databaseName names cfg's database for the log: the SQLite file, or the
-// PostgreSQL host and database, never a user, password or parameter.
+// databaseName names cfg's database for the log, with no user or password.
 func databaseName(cfg Config) string {
 	if cfg.DatabaseURL == "" {
 		path := store.SQLitePath(cfg.DataDir)

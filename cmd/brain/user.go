@@ -27,8 +27,7 @@ so that it shows neither in ps nor in the shell's history:
 Both take the settings of serve to find the database ('` + product.Name + ` -h' lists them).
 `
 
-// runUser runs `brain user <command>`: the users of the configured
-// database, managed from the command line.
+// runUser runs `brain user <command>`.
 func runUser(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var cmd string
 	if len(args) > 0 {
@@ -73,25 +72,19 @@ func runUser(ctx context.Context, args []string, getenv func(string) string, std
 	}
 	defer db.Close()
 	svc := newAuth(db, cfg)
-	if cmd == "add" {
-		return addUser(ctx, svc, username, password, admin, stdout)
+	if cmd == "passwd" { // the operator need not know the old password
+		name := auth.NormalizeUsername(username)
+		err := svc.SetPassword(ctx, name, password)
+		if errors.Is(err, auth.ErrNotFound) {
+			return fmt.Errorf("no user named %q", name)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "set the password of %s and ended all of their sessions (a running server may accept one it has cached for up to %v more)\n",
+			name, svc.Config().CacheTTL)
+		return nil
 	}
-	return setPassword(ctx, svc, username, password, stdout)
-}
-
-// readPassword reads the first line of stdin.
-func readPassword(stdin io.Reader) (string, error) {
-	if stdin == nil {
-		return "", errors.New("the password is read from stdin")
-	}
-	line, err := bufio.NewReader(stdin).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return "", fmt.Errorf("read the password: %w", err)
-	}
-	return strings.TrimRight(line, "\r\n"), nil
-}
-
-func addUser(ctx context.Context, svc *auth.Service, username, password string, admin bool, stdout io.Writer) error {
 	add := svc.AddUser
 	if admin {
 		add = svc.AddAdmin
@@ -111,18 +104,14 @@ func addUser(ctx context.Context, svc *auth.Service, username, password string, 
 	return nil
 }
 
-// setPassword is `brain user passwd`: a password reset by the operator,
-// who need not know the old one.
-func setPassword(ctx context.Context, svc *auth.Service, username, password string, stdout io.Writer) error {
-	name := auth.NormalizeUsername(username)
-	err := svc.SetPassword(ctx, name, password)
-	if errors.Is(err, auth.ErrNotFound) {
-		return fmt.Errorf("no user named %q", name)
+// readPassword reads the first line of stdin.
+func readPassword(stdin io.Reader) (string, error) {
+	if stdin == nil {
+		return "", errors.New("the password is read from stdin")
 	}
-	if err != nil {
-		return err
+	line, err := bufio.NewReader(stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("read the password: %w", err)
 	}
-	fmt.Fprintf(stdout, "set the password of %s and ended all of their sessions (a running server may accept one it has cached for up to %v more)\n",
-		name, svc.Config().CacheTTL)
-	return nil
+	return strings.TrimRight(line, "\r\n"), nil
 }

@@ -1,7 +1,5 @@
-// Package logsample decides which of many like log lines to write: each
-// key at most once an interval, with how many times it came since its
-// last line, so a flood of one thing (an outage, a client refused again
-// and again) cannot flood the log.
+// Package logsample writes each key's log line at most once an interval,
+// with how many times it came since, so a flood of one thing cannot flood the log.
 package logsample
 
 import (
@@ -9,12 +7,11 @@ import (
 	"time"
 )
 
-// Overflow is the key a [Counts] that is full counts a new key under:
-// past its bound, all new keys share one line an interval.
+// Overflow is the key a full [Counts] counts a new key under.
 const Overflow = "(others)"
 
 // Counts remembers when each key was last logged and how many times it
-// came since. Create it with [New]; it is safe for concurrent use.
+// came since. It is safe for concurrent use.
 type Counts struct {
 	every time.Duration
 	now   func() time.Time
@@ -30,12 +27,9 @@ type count struct {
 	repeats int
 }
 
-// New returns counts that let each key through once every interval, on
-// now's clock, remembering at most max keys. When max keys are
-// remembered, a new key forgets every key whose interval has passed (the
-// times such a key came since its last line are then told on the next
-// line of [Overflow]), at most once an interval; if none has passed, the
-// new key is counted as Overflow.
+// New returns counts that let each key through once every interval,
+// remembering at most max keys: when full, a new key forgets the keys whose
+// interval has passed (their repeats go to [Overflow]), else counts as Overflow.
 func New(every time.Duration, now func() time.Time, max int) *Counts {
 	if now == nil {
 		now = time.Now
@@ -43,9 +37,8 @@ func New(every time.Duration, now func() time.Time, max int) *Counts {
 	return &Counts{every: every, now: now, max: max, keys: map[string]*count{}}
 }
 
-// Take reports whether key is due to be logged, and, when it is, how many
-// times it came since its last line. The key it was counted under is
-// key, or Overflow when the counts were full.
+// Take reports whether key is due to be logged and how many times it came
+// since its last line; counted is key, or Overflow when the counts were full.
 func (c *Counts) Take(key string) (counted string, repeats int, due bool) {
 	now := c.now()
 	c.mu.Lock()
@@ -70,7 +63,6 @@ func (c *Counts) Take(key string) (counted string, repeats int, due bool) {
 	return key, repeats, true
 }
 
-// full reports whether max keys are remembered, Overflow aside.
 func (c *Counts) full() bool {
 	n := len(c.keys)
 	if _, ok := c.keys[Overflow]; ok {
@@ -79,10 +71,7 @@ func (c *Counts) full() bool {
 	return n >= c.max
 }
 
-// forget drops the keys whose interval has passed, their untold repeats
-// going to Overflow's count, unless it did so less than an interval ago:
-// a flood of new keys into full counts costs one sweep an interval, not
-// one a key.
+// forget drops the keys whose interval has passed, at most once an interval.
 func (c *Counts) forget(now time.Time) {
 	if now.Sub(c.swept) < c.every {
 		return

@@ -1,7 +1,5 @@
-// Package page is the one cursor of the lists ordered newest first (API
-// keys, a feature's rows): the place of an item in such a list, its
-// wire form, and the cut of a page fetched one item long. store.PageAfter
-// is its SQL.
+// Package page is the cursor of the lists ordered newest first (API keys, a
+// feature's rows); store.PageAfter is its SQL.
 package page
 
 import (
@@ -12,22 +10,17 @@ import (
 	"time"
 )
 
-// A Cursor is a place in a list ordered newest first (created_at
-// descending, then id ascending): the created time and id of the last item
-// a page showed. The next page starts after it; later inserts and deletes
-// do not move it. The zero Cursor is the start of the list.
+// A Cursor is the created time and id of the last item a page showed
+// (created_at descending, then id); the zero Cursor is the start of the list.
 type Cursor struct {
 	CreatedAt time.Time
 	ID        string
 }
 
-// ErrBad is a cursor string this list did not give out. It says nothing
-// of the value, which is the client's.
+// ErrBad is a cursor string this list did not give out.
 var ErrBad = errors.New("not a cursor of this list")
 
-// Encode returns c as clients see it, opaque: the base64url (no padding)
-// of "<created_at in Unix ms>.<id>". It is "" for the zero Cursor (no next
-// page).
+// Encode returns c opaque, the base64url of "<Unix ms>.<id>"; "" for the zero Cursor.
 func Encode(c Cursor) string {
 	if c == (Cursor{}) {
 		return ""
@@ -35,8 +28,7 @@ func Encode(c Cursor) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(c.CreatedAt.UnixMilli(), 10) + "." + c.ID))
 }
 
-// Decode reads what [Encode] wrote, whose id validID accepts; "" is the
-// start of the list. Anything else is [ErrBad].
+// Decode reads what [Encode] wrote, whose id validID accepts, else [ErrBad].
 func Decode(s string, validID func(id string) bool) (Cursor, error) {
 	if s == "" {
 		return Cursor{}, nil
@@ -53,10 +45,8 @@ func Decode(s string, validID func(id string) bool) (Cursor, error) {
 	return Cursor{CreatedAt: time.UnixMilli(ms).UTC(), ID: id}, nil
 }
 
-// Cut ends a page fetched with a limit of limit+1 (one more tells whether
-// a next page exists): it returns the first limit items and, when there
-// were more, the Cursor of the last of them, which place gives; else the
-// zero Cursor.
+// Cut ends a page fetched with limit+1 items: the first limit items and, when
+// there were more, the Cursor of the last of them.
 func Cut[T any](items []T, limit int, place func(T) Cursor) ([]T, Cursor) {
 	if len(items) <= limit {
 		return items, Cursor{}

@@ -1,17 +1,11 @@
-// Package product is the product's name, in one place: the environment
-// variables, the session cookie, the Redis key prefix, the metric
-// namespace and the SQLite file all derive from Name.
-// `make rename MODULE=… NAME=…` rewrites it (docs/fork.md).
+// Package product is the product's name, from which the environment variables,
+// cookie, Redis prefix, metric namespace and SQLite file derive (docs/fork.md).
 package product
 
-// Name is the product's name: lower case, a letter then letters, digits
-// or underscores, so it is a metric namespace, a cookie name and, upper
-// cased, an environment variable prefix as it is.
+// Name is the product's name: a lower-case letter, then letters, digits or underscores.
 const Name = "brain"
 
-// EnvPrefix begins every environment variable the platform reads
-// (BRAIN_ADDR, …): Name upper cased, then an underscore. A feature may
-// name variables of its own without it.
+// EnvPrefix begins every environment variable the platform reads.
 const EnvPrefix = "BRAIN_"
 
 // MetricNamespace begins every Prometheus metric name: brain_… .

@@ -1,6 +1,4 @@
-// Package testclock is the fake clock tests inject where code takes a
-// Now func (limiters, the breaker, the auth service, the server), so they
-// move time instead of sleeping.
+// Package testclock is the fake clock tests inject where code takes a Now func.
 package testclock
 
 import (
@@ -8,8 +6,7 @@ import (
 	"time"
 )
 
-// A Clock is a time that moves only when told. It is safe for concurrent
-// use: the code under test reads it from its own goroutines.
+// A Clock is a time that moves only when told. It is safe for concurrent use.
 type Clock struct {
 	mu  sync.Mutex
 	now time.Time

@@ -1,7 +1,5 @@
-// Package testproxy is a TCP proxy that a test puts between a client and a
-// real server (Redis, PostgreSQL) to break the connection on purpose: cut
-// it, slow it down, or stall it. Outage tests break the proxy, never the
-// server other tests share.
+// Package testproxy is a TCP proxy a test puts before a real server (Redis,
+// PostgreSQL) to cut, slow or stall the connection, never the shared server.
 package testproxy
 
 import (
@@ -11,8 +9,7 @@ import (
 	"time"
 )
 
-// Proxy forwards every connection made to Addr to the target. Its zero
-// value is not usable: create one with [New]. It is safe for concurrent use.
+// Proxy forwards every connection made to Addr to the target. It is safe for concurrent use.
 type Proxy struct {
 	ln     net.Listener
 	target string
@@ -25,8 +22,7 @@ type Proxy struct {
 	conns   map[net.Conn]bool
 }
 
-// New starts a proxy to target (host:port) on a free loopback port. It is
-// cut and closed when the test ends.
+// New starts a proxy to target on a free loopback port, closed when the test ends.
 func New(tb testing.TB, target string) *Proxy {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -43,8 +39,7 @@ func New(tb testing.TB, target string) *Proxy {
 // Addr is the host:port clients dial instead of the target.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// Cut closes every connection and refuses new ones until Restore: a server
-// that is down.
+// Cut closes every connection and refuses new ones until Restore.
 func (p *Proxy) Cut() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -56,25 +51,22 @@ func (p *Proxy) Cut() {
 	p.resumed.Broadcast()
 }
 
-// Delay holds every read for d before forwarding it: a slow network.
+// Delay holds every read for d before forwarding it.
 func (p *Proxy) Delay(d time.Duration) {
 	p.mu.Lock()
 	p.delay = d
 	p.mu.Unlock()
 }
 
-// Stall keeps accepting connections, and keeps those it has open, but
-// forwards nothing in either direction until Restore or Cut: a server (or
-// a network) that black-holes traffic. Clients wait for answers that never
-// come, until their own deadlines end the wait.
+// Stall keeps connections open but forwards nothing until Restore or Cut: a
+// network that black-holes traffic.
 func (p *Proxy) Stall() {
 	p.mu.Lock()
 	p.stalled = true
 	p.mu.Unlock()
 }
 
-// Restore accepts connections and forwards promptly again. What a stall
-// held back is forwarded then.
+// Restore accepts connections and forwards promptly again, what a stall held back too.
 func (p *Proxy) Restore() {
 	p.mu.Lock()
 	p.cut, p.stalled, p.delay = false, false, 0
@@ -121,8 +113,7 @@ func (p *Proxy) serve(c net.Conn) {
 	p.pipe(c, up)
 }
 
-// pipe copies src to dst, holding each read while the proxy is delayed or
-// stalled, until either side closes.
+// pipe copies src to dst, holding each read while the proxy is delayed or stalled.
 func (p *Proxy) pipe(dst, src net.Conn) {
 	defer dst.Close()
 	defer src.Close()
@@ -143,8 +134,7 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	}
 }
 
-// hold waits out a delay or a stall. It reports false when the proxy was
-// cut meanwhile.
+// hold waits out a delay or a stall; false when the proxy was cut meanwhile.
 func (p *Proxy) hold() bool {
 	p.mu.Lock()
 	for p.stalled {
