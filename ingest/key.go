@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"sync"
 )
 
 // Key returns the idempotency key of an ingest request's body, or [Parse]'s
@@ -132,4 +133,45 @@ func isHex64(s string) bool {
 		}
 	}
 	return true
+}
+
+// keyCache remembers the keys of valid batches sent lately by the SHA-256
+// of their bytes, so a retry is not parsed again. It holds two generations
+// of size entries; a hit in the old one moves to the current.
+type keyCache struct {
+	size     int
+	mu       sync.Mutex
+	cur, old map[[sha256.Size]byte]batchKey
+}
+
+// keyCacheSize is how many keys (about 200 bytes each) a generation holds.
+const keyCacheSize = 4096
+
+func newKeyCache(size int) *keyCache {
+	return &keyCache{size: size, cur: make(map[[sha256.Size]byte]batchKey)}
+}
+
+func (c *keyCache) get(sum [sha256.Size]byte) (batchKey, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.cur[sum]
+	if !ok {
+		if k, ok = c.old[sum]; ok {
+			c.putLocked(sum, k)
+		}
+	}
+	return k, ok
+}
+
+func (c *keyCache) put(sum [sha256.Size]byte, k batchKey) {
+	c.mu.Lock()
+	c.putLocked(sum, k)
+	c.mu.Unlock()
+}
+
+func (c *keyCache) putLocked(sum [sha256.Size]byte, k batchKey) {
+	if len(c.cur) >= c.size {
+		c.old, c.cur = c.cur, make(map[[sha256.Size]byte]batchKey, c.size)
+	}
+	c.cur[sum] = k
 }
