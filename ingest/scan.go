@@ -27,39 +27,25 @@ const (
 	failControl
 	failUTF8
 	failEscape
-	failSurrogate
+	failSurrogate // this and the failures after it are JSON
 	failDepth
 )
 
 // syntax reports whether f makes the bytes no JSON at all, rather than
 // JSON no batch can be.
-func (f failure) syntax() bool {
-	switch f {
-	case failEnd, failChar, failControl, failUTF8, failEscape:
-		return true
-	}
-	return false
-}
+func (f failure) syntax() bool { return f > ok && f < failSurrogate }
 
 // message is the failure as the client reads it; it never quotes the body.
-func (f failure) message() string {
-	switch f {
-	case failEnd:
-		return "is not valid JSON: it ends too soon"
-	case failChar:
-		return "is not valid JSON: a character that JSON does not allow there"
-	case failControl:
-		return "is not valid JSON: a control character in a string (escape it)"
-	case failUTF8:
-		return "is not valid UTF-8"
-	case failEscape:
-		return `is not valid JSON: a malformed escape in a string`
-	case failSurrogate:
-		return `holds a \u escape of half a UTF-16 surrogate pair (U+D800 to U+DFFF alone), which RFC 8785 canonical JSON cannot hold`
-	case failDepth:
-		return "nests arrays and objects deeper than a batch ever does"
-	}
-	return ""
+func (f failure) message() string { return failureMessages[f] }
+
+var failureMessages = [...]string{
+	failEnd:       "is not valid JSON: it ends too soon",
+	failChar:      "is not valid JSON: a character that JSON does not allow there",
+	failControl:   "is not valid JSON: a control character in a string (escape it)",
+	failUTF8:      "is not valid UTF-8",
+	failEscape:    `is not valid JSON: a malformed escape in a string`,
+	failSurrogate: `holds a \u escape of half a UTF-16 surrogate pair (U+D800 to U+DFFF alone), which RFC 8785 canonical JSON cannot hold`,
+	failDepth:     "nests arrays and objects deeper than a batch ever does",
 }
 
 // fail records the first failure; it returns false.

@@ -49,20 +49,14 @@ type Service struct {
 
 // NewService returns a Service over store.
 func NewService(store Store, cfg Config) *Service {
-	if cfg.TTL <= 0 {
-		cfg.TTL = DefaultTTL
-	}
+	cfg.TTL = cmp.Or(max(cfg.TTL, 0), DefaultTTL)
+	cfg.MaxItems = cmp.Or(max(cfg.MaxItems, 0), DefaultMaxItems)
+	cfg.MaxQueuedJobs = cmp.Or(max(cfg.MaxQueuedJobs, 0), DefaultMaxQueuedJobs)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.Publish == nil {
 		cfg.Publish = func(context.Context, string, string, any) {}
-	}
-	if cfg.MaxItems <= 0 {
-		cfg.MaxItems = DefaultMaxItems
-	}
-	if cfg.MaxQueuedJobs <= 0 {
-		cfg.MaxQueuedJobs = DefaultMaxQueuedJobs
 	}
 	r, d := cfg.Rates, DefaultRates
 	cfg.Rates = Rates{cmp.Or(r.IngestPerHour, d.IngestPerHour), cmp.Or(r.QueryPerHour, d.QueryPerHour), cmp.Or(r.ProjectsPerHour, d.ProjectsPerHour), cmp.Or(r.PerSecond, d.PerSecond)}

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -237,8 +238,8 @@ func (p *parser) items() ([]Item, []sentItem) {
 	}
 	var items []Item
 	var sent []sentItem
-	var a array
-	for i := 0; p.element(&a); i++ {
+	begun := false
+	for i := 0; p.next(&begun, ']'); i++ {
 		if i == MaxItems {
 			p.halt(at, fmt.Sprintf("has more than %d items: split the batch into batches of 1 to %d", MaxItems, MaxItems))
 			return nil, nil
@@ -333,8 +334,8 @@ func (p *parser) tags(i int) []string {
 	}
 	tags := []string{}
 	var from [MaxTags]int // where each of tags was in the array
-	var a array
-	for j := 0; p.element(&a); j++ {
+	begun := false
+	for j := 0; p.next(&begun, ']'); j++ {
 		if j == MaxTags {
 			p.halt(at, fmt.Sprintf("has more than %d tags: an item has at most %d", MaxTags, MaxTags))
 			return []string{}
@@ -349,7 +350,7 @@ func (p *parser) tags(i int) []string {
 			p.add(tat, msg)
 			continue
 		}
-		if k := indexOf(tags, t); k >= 0 {
+		if k := slices.Index(tags, t); k >= 0 {
 			earlier := at
 			earlier.tag = from[k]
 			p.add(tat, "repeats "+earlier.String()+": give each tag once")
@@ -359,15 +360,6 @@ func (p *parser) tags(i int) []string {
 		tags = append(tags, t)
 	}
 	return tags
-}
-
-func indexOf(list []string, s string) int {
-	for i, t := range list {
-		if t == s {
-			return i
-		}
-	}
-	return -1
 }
 
 // string reads the string at p: its value ("" when longer than max
@@ -382,7 +374,7 @@ func (p *parser) string(at place, max int) (value string, n int, isString bool) 
 		return "", 0, false
 	}
 	if n = valueChars(raw, escaped); n > max {
-		return "", n, true
+		return "", n, true // measured, not kept
 	}
 	if escaped {
 		return unescape(raw), n, true
@@ -472,26 +464,8 @@ type object struct {
 // o.names; false at the object's end or when the parse stops.
 func (p *parser) member(o *object) (int, bool) {
 	s := &p.s
-	if p.stopped() {
+	if !p.next(&o.begun, '}') {
 		return -1, false
-	}
-	if !o.begun {
-		o.begun = true
-		s.pos++ // the '{' the caller saw
-		if s.peek() == '}' {
-			s.pos++
-			return -1, false
-		}
-	} else {
-		switch s.peek() {
-		case ',':
-			s.pos++
-		case '}':
-			s.pos++
-			return -1, false
-		default:
-			return -1, s.unexpected()
-		}
 	}
 	raw, escaped, good := s.str()
 	if !good {
@@ -516,7 +490,7 @@ func lookup(names []string, raw []byte, escaped bool) int {
 		if len(raw) > 6*len("occurred_at") { // too long to be any name, however escaped
 			return -1
 		}
-		return indexOf(names, unescape(raw))
+		return slices.Index(names, unescape(raw))
 	}
 	for i, n := range names {
 		if string(raw) == n {
@@ -526,19 +500,18 @@ func lookup(names []string, raw []byte, escaped bool) int {
 	return -1
 }
 
-// An array is the state of reading one JSON array's elements.
-type array struct{ begun bool }
-
-// element reads up to the array's next element and reports whether there is one.
-func (p *parser) element(a *array) bool {
+// next moves to the next element of the array or object that the caller
+// saw open (begun false) and end closes: false at its end, or when the
+// parse has stopped.
+func (p *parser) next(begun *bool, end byte) bool {
 	s := &p.s
 	if p.stopped() {
 		return false
 	}
-	if !a.begun {
-		a.begun = true
-		s.pos++ // the '[' the caller saw
-		if s.peek() == ']' {
+	if !*begun {
+		*begun = true
+		s.pos++ // the opening byte the caller saw
+		if s.peek() == end {
 			s.pos++
 			return false
 		}
@@ -548,7 +521,7 @@ func (p *parser) element(a *array) bool {
 	case ',':
 		s.pos++
 		return true
-	case ']':
+	case end:
 		s.pos++
 		return false
 	}
