@@ -114,7 +114,12 @@ func (l *jobLog) follow(st *streams.Stream, user, id string) func(ev *streams.Ev
 			return streams.ErrEnded
 		}
 		if ev.Type == streams.EventGap {
-			return l.readJobState(st, user, id, cmp.Or(ev.ID, st.LastSent()))
+			job, err := l.svc.Job(st.Request().Context(), user, id)
+			if err != nil {
+				st.Unavailable(err)
+				return streams.ErrEnded
+			}
+			return sendJobState(st, job, cmp.Or(ev.ID, st.LastSent()))
 		}
 		if !isJobStep(ev, id) {
 			return nil
@@ -157,16 +162,6 @@ func isJobStep(ev *streams.Event, id string) bool {
 		JobID string `json:"job_id"`
 	}
 	return json.Unmarshal(ev.Data, &about) == nil && about.JobID == id
-}
-
-// readJobState reads the job again after a gap and sends it with the id at.
-func (l *jobLog) readJobState(st *streams.Stream, user, id, at string) error {
-	job, err := l.svc.Job(st.Request().Context(), user, id)
-	if err != nil {
-		st.Unavailable(err)
-		return streams.ErrEnded
-	}
-	return sendJobState(st, job, at)
 }
 
 // sendJobState sends job as the database has it with the id at; an end

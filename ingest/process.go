@@ -42,7 +42,14 @@ func (s *Service) Process(ctx context.Context, id string) error {
 		}
 	}
 	// Every item was stored by a run that ended before the job did.
-	return s.finishStored(ctx, job)
+	job, finished, err := s.store.FinishJob(ctx, job.ID, StatusSucceeded, "", s.stamp())
+	if err != nil {
+		return unavailable(err)
+	}
+	if finished {
+		s.publishSucceeded(ctx, job)
+	}
+	return nil
 }
 
 // startJob starts a run of job id and returns the job and its items (none
@@ -89,18 +96,6 @@ func chunk(job Job, items []Item, start, end int) []StoredItem {
 		stored = append(stored, StoredItem{ID: newItemID(), UserID: job.UserID, JobID: job.ID, Seq: seq, Project: job.Project, Item: it, CreatedAt: job.CreatedAt})
 	}
 	return stored
-}
-
-// finishStored makes job, whose every item is stored, succeeded.
-func (s *Service) finishStored(ctx context.Context, job Job) error {
-	job, finished, err := s.store.FinishJob(ctx, job.ID, StatusSucceeded, "", s.stamp())
-	if err != nil {
-		return unavailable(err)
-	}
-	if finished {
-		s.publishSucceeded(ctx, job)
-	}
-	return nil
 }
 
 func (s *Service) publishSucceeded(ctx context.Context, job Job) {
