@@ -11,8 +11,7 @@ import (
 	"github.com/brain-template/brain/internal/product"
 )
 
-// A job keeps its batch, until it is final, as the JSON of a storedBatch:
-// the items as Parse read them, with a version a later brain can read.
+// A job keeps its batch, until it is final, as the JSON of a storedBatch.
 type storedBatch struct {
 	V     int          `json:"v"`
 	Items []storedItem `json:"items"`
@@ -26,12 +25,10 @@ type storedItem struct {
 	OccurredAt *int64   `json:"occurred_at,omitempty"` // Unix ms; absent for none
 }
 
-// batchVersion is the version encodeBatch writes.
 const batchVersion = 1
 
-// encodeBatch encodes b's items for a job to keep: the JSON of a
-// storedBatch, written into a string of exactly its size (json.Marshal
-// would allocate about four times the batch).
+// encodeBatch encodes b's items into a string of exactly their size
+// (json.Marshal would allocate about four times the batch).
 func encodeBatch(b Batch) string {
 	var n counter
 	writeStored(&n, b)
@@ -41,7 +38,6 @@ func encodeBatch(b Batch) string {
 	return sb.String()
 }
 
-// writeStored writes the storedBatch of b to w.
 func writeStored(w jsonWriter, b Batch) {
 	w.WriteString(`{"v":` + strconv.Itoa(batchVersion) + `,"items":[`)
 	for i, it := range b.Items {
@@ -74,14 +70,12 @@ func writeStored(w jsonWriter, b Batch) {
 	w.WriteString("]}")
 }
 
-// A counter counts the bytes written to it.
 type counter int
 
 func (c *counter) WriteString(s string) (int, error) { *c += counter(len(s)); return len(s), nil }
 func (c *counter) WriteByte(byte) error              { *c++; return nil }
 
-// decodeBatch reads the items of a batch encodeBatch wrote for job j, and
-// checks them again.
+// decodeBatch reads and checks again the items encodeBatch wrote for job j.
 func decodeBatch(data []byte, j Job) ([]Item, error) {
 	var sb storedBatch
 	if err := json.Unmarshal(data, &sb); err != nil {

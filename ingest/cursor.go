@@ -9,18 +9,14 @@ import (
 	"strings"
 )
 
-// Cursors are opaque to clients: base64url of the place of a page's last
-// item, "<created_at ms>.<job id>" for jobs (page.Cursor) and, for query
-// results, "<score's float64 bits in hex>.<item id>.<query hash>", whose
-// hash refuses a cursor of another query.
-
 // queryHash identifies a query for its cursors: its terms and project.
 func queryHash(terms []string, project string) string {
 	sum := sha256.Sum256([]byte(strings.Join(terms, " ") + "\x00" + project))
 	return hex.EncodeToString(sum[:4])
 }
 
-// encodeSearchCursor returns the cursor after result r of the query hash.
+// encodeSearchCursor returns the cursor after result r of the query hash:
+// base64url of "<score's float64 bits in hex>.<item id>.<query hash>".
 func encodeSearchCursor(r Result, hash string) string {
 	bits := strconv.FormatUint(math.Float64bits(r.Score), 16)
 	return base64.RawURLEncoding.EncodeToString([]byte(bits + "." + r.ID + "." + hash))
@@ -48,17 +44,14 @@ func decodeSearchCursor(s, hash string) (searchCursor, error) {
 	return searchCursor{Score: score, ID: parts[1]}, nil
 }
 
-// A searchCursor is a place in a query's results, ordered by Score
-// descending, then ID ascending: the score and id of the last result a
-// page showed. The zero searchCursor is the start.
+// A searchCursor is the last result a page showed, in results ordered by
+// Score descending, then ID; the zero searchCursor is the start.
 type searchCursor struct {
 	Score float64
 	ID    string
 }
 
-// passed reports whether a result of score and id is c or comes before
-// it in the results' order: a page after c starts with the first result
-// c has not passed. The zero searchCursor has passed none.
+// passed reports whether a result of score and id is c or comes before it.
 func (c searchCursor) passed(score float64, id string) bool {
 	if c == (searchCursor{}) {
 		return false

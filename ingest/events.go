@@ -1,20 +1,18 @@
 package ingest
 
-// The events the [Service] publishes, each to the job's user, through
-// Config.Publish. Their data types follow; they are JSON as they are.
+import (
+	"context"
+
+	"github.com/brain-template/brain/streams"
+)
+
+// The events the [Service] publishes to the job's user; their data types follow.
 const (
-	// EventJobQueued: a batch was accepted (not on a replay). Data: JobQueued.
-	EventJobQueued = "job.queued"
-	// EventJobProgress: a job stored more of its items. Data: JobProgress.
-	EventJobProgress = "job.progress"
-	// EventJobSucceeded: a job stored all of its items. Data: JobSucceeded.
-	EventJobSucceeded = "job.succeeded"
-	// EventJobFailed: a job ended without storing all of its items.
-	// Data: JobFailed.
-	EventJobFailed = "job.failed"
-	// EventMemoryIngested: a project has new items to find, after
-	// job.succeeded. Data: MemoryIngested.
-	EventMemoryIngested = "memory.ingested"
+	EventJobQueued      = "job.queued"      // a batch was accepted (not on a replay)
+	EventJobProgress    = "job.progress"    // a job stored more of its items
+	EventJobSucceeded   = "job.succeeded"   // a job stored all of its items
+	EventJobFailed      = "job.failed"      // a job ended without storing all its items
+	EventMemoryIngested = "memory.ingested" // a project has new items, after job.succeeded
 )
 
 // JobQueued is the data of a job.queued event.
@@ -50,4 +48,21 @@ type MemoryIngested struct {
 	JobID   string `json:"job_id" doc:"The job that stored the items."`
 	Project string `json:"project" doc:"The project that has them."`
 	Items   int    `json:"items" doc:"How many items were stored."`
+}
+
+// The job events, on GET /api/v1/events and on each job's log.
+var (
+	jobQueued      = streams.EventType{Name: EventJobQueued, Data: JobQueued{}, Doc: "A batch you sent was accepted: its job is queued."}
+	jobProgress    = streams.EventType{Name: EventJobProgress, Data: JobProgress{}, Doc: "A job stored more of its items. On a job's log opened without Last-Event-ID, the first event gives its state when the stream started, with an id to resume from like any other."}
+	jobSucceeded   = streams.EventType{Name: EventJobSucceeded, Data: JobSucceeded{}, Doc: "A job stored all of its items. On a job's log, the last event."}
+	jobFailed      = streams.EventType{Name: EventJobFailed, Data: JobFailed{}, Doc: "A job ended without storing all of its items. On a job's log, the last event."}
+	memoryIngested = streams.EventType{Name: EventMemoryIngested, Data: MemoryIngested{}, Doc: "A project has new items to find."}
+)
+
+var events = []streams.EventType{jobQueued, jobProgress, jobSucceeded, jobFailed, memoryIngested}
+
+// Publisher returns the Config.Publish that publishes a user's ingest
+// events to hub; an undeclared event is logged and dropped.
+func Publisher(hub streams.Hub) func(ctx context.Context, userID, eventType string, data any) {
+	return streams.Publisher(hub, events...)
 }

@@ -5,12 +5,10 @@ import "github.com/google/uuid"
 // newJobID returns a job's id: a time-ordered (version 7) UUID.
 func newJobID() string { return uuid.Must(uuid.NewV7()).String() }
 
-// newItemID returns an item's id: a random (version 4) UUID. Items are
-// ordered by their score or their place in the table, never by id.
+// newItemID returns an item's id: a random (version 4) UUID.
 func newItemID() string { return uuid.NewString() }
 
-// isUUID reports whether s has the canonical form of a UUID, as ids are
-// written: an id of another form names nothing, without a lookup.
+// isUUID reports whether s has the canonical form of a UUID.
 func isUUID(s string) bool {
 	if len(s) != 36 {
 		return false

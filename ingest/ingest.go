@@ -9,26 +9,20 @@ import (
 	"github.com/brain-template/brain/store"
 )
 
-// Errors of the [Service]. A [*ValidationError] says what is wrong with a
-// request; the others below are the answers a caller switches on.
+// Errors of the [Service], besides a [*ValidationError] or a [*QuotaError].
 var (
 	// ErrKeyReused: the ingest_id names a live batch of other content.
 	ErrKeyReused = errors.New("ingest: the ingest_id was used for a batch with different content; send this batch under a new ingest_id")
-	// ErrNotFound: no job or item of the caller's has that id.
-	ErrNotFound = fault.ErrNotFound
-	// ErrPermanent marks an error of [Service.Process] that another
-	// attempt cannot cure: the queue ends the job at once.
+	ErrNotFound  = fault.ErrNotFound // no job or item of the caller's has that id
+	// ErrPermanent marks an error of [Service.Process] that another attempt cannot cure.
 	ErrPermanent = fault.ErrPermanent
-	// ErrYield marks an error of [Service.Process] that is no failure: the
-	// job gives its worker back, and the queue resumes it later.
+	// ErrYield marks a [Service.Process] that gave its worker back, to resume later.
 	ErrYield = store.ErrYield
-	// ErrUnavailable wraps every store error that is not an answer (the
-	// store is down or too slow): worth retrying shortly.
+	// ErrUnavailable wraps every store error that is not an answer: retry shortly.
 	ErrUnavailable = fault.ErrUnavailable
 )
 
-// unavailable marks err with ErrUnavailable unless it is an answer
-// (ErrKeyReused, or one [fault.Outage] knows) or context.Canceled.
+// unavailable marks err with ErrUnavailable unless it is an answer.
 func unavailable(err error) error {
 	if errors.Is(err, ErrKeyReused) {
 		return err
@@ -38,15 +32,12 @@ func unavailable(err error) error {
 
 // The quotas of a user's ingestion ([QuotaError].Quota).
 const (
-	// QuotaItems caps the items a user holds: stored, or in batches whose
-	// jobs are not final yet.
-	QuotaItems = "items"
-	// QuotaJobs caps a user's jobs that are not final: queued or running.
-	QuotaJobs = "queued_jobs"
+	QuotaItems = "items"       // items stored or in jobs not final
+	QuotaJobs  = "queued_jobs" // jobs queued or running
 )
 
-// A QuotaError refuses a batch that would take its user past a quota.
-// Nothing of the batch was stored or enqueued.
+// A QuotaError refuses a batch that would take its user past a quota;
+// nothing of it was stored.
 type QuotaError struct {
 	Quota string // QuotaItems or QuotaJobs
 	Limit int    // the quota
@@ -54,7 +45,7 @@ type QuotaError struct {
 	Asked int    // what the batch would take: its items, or one job
 }
 
-// Unwrap makes a QuotaError of the kind fault.ErrTooMany.
+// Unwrap makes a QuotaError a fault.ErrTooMany.
 func (e *QuotaError) Unwrap() error { return fault.ErrTooMany }
 
 // Error says which quota and what frees room under it.
@@ -65,32 +56,24 @@ func (e *QuotaError) Error() string {
 	return fmt.Sprintf("ingest: you hold %d items (stored, or in jobs not finished) of the %d allowed, and the batch has %d: delete items or send fewer", e.Used, e.Limit, e.Asked)
 }
 
-// Limits of a batch. A string's length is in characters (code points), as
-// JSON Schema's maxLength counts it; the body's bound is in bytes.
+// Limits of a batch; a string's length is in code points.
 const (
-	MaxBodyBytes    = 8 << 20  // a whole request body
-	MaxItems        = 1000     // items in one batch
-	MaxTextChars    = 64 << 10 // one item's text
-	MaxProjectChars = 128
-	MaxKindChars    = 64
-	MaxSkillChars   = 128
-	MaxTags         = 32 // tags of one item
-	MaxTagChars     = 64
-	// MaxOccurredAtChars bounds an item's occurred_at, whose fraction of a
-	// second RFC 3339 does not bound.
-	MaxOccurredAtChars = 64
+	MaxBodyBytes       = 8 << 20  // a whole request body
+	MaxItems           = 1000     // items in one batch
+	MaxTextChars       = 64 << 10 // one item's text
+	MaxProjectChars    = 128
+	MaxKindChars       = 64
+	MaxSkillChars      = 128
+	MaxTags            = 32 // tags of one item
+	MaxTagChars        = 64
+	MaxOccurredAtChars = 64 // RFC 3339 does not bound the fraction of a second
 )
 
-// The rules of a batch's strings beyond their length, as the regular
-// expressions the spec states; a test holds each to its check
-// (textProblem, labelProblem). white is what strings.TrimSpace trims,
-// written as the characters themselves, which both dialects read alike.
+// The rules of a batch's strings as the spec states them; a test holds
+// each to its check. white is what strings.TrimSpace trims.
 const (
-	white = "\\t\\n\\v\\f\\r \\x85\\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
-	// textPattern is an item's text: not only white space, and no U+0000.
-	textPattern = "^[" + white + "]*[^\\x00" + white + "][^\\x00]*$"
-	// labelPattern is a project, kind, skill or tag: no control
-	// character, no white space at either end.
+	white        = "\\t\\n\\v\\f\\r \\x85\\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+	textPattern  = "^[" + white + "]*[^\\x00" + white + "][^\\x00]*$"
 	labelPattern = "^[^\\x00-\\x1f\\x7f-\\x9f" + white + "](?:[^\\x00-\\x1f\\x7f-\\x9f]*[^\\x00-\\x1f\\x7f-\\x9f" + white + "])?$"
 )
 
@@ -99,26 +82,21 @@ const DefaultKind = "note"
 
 // An Item is one note of a batch, as a client sent it.
 type Item struct {
-	Text  string
-	Kind  string   // DefaultKind when the client gave none
-	Skill string   // "" for none
-	Tags  []string // never nil
-	// OccurredAt is when what the note records happened, to the
-	// millisecond; zero when the client gave none.
-	OccurredAt time.Time
+	Text       string
+	Kind       string    // DefaultKind when the client gave none
+	Skill      string    // "" for none
+	Tags       []string  // never nil
+	OccurredAt time.Time // to the millisecond; zero when not given
 }
 
-// A Batch is the body of an ingest request, parsed and checked (see
-// [Parse]).
+// A Batch is the body of an ingest request, parsed and checked (see [Parse]).
 type Batch struct {
-	// IngestID is the ingest_id the client gave, "" when it gave none.
-	IngestID string
+	IngestID string // "" when not given
 	Project  string
 	Items    []Item
 }
 
-// Status is where a job is in its life: queued, then running, then
-// succeeded or failed. Succeeded and failed are final.
+// Status is where a job is: queued, running, then succeeded or failed (final).
 type Status string
 
 // The statuses of a job.
@@ -151,10 +129,8 @@ type Job struct {
 type Accepted struct {
 	JobID    string
 	IngestID string
-	Status   Status // the job's status now: on a replay it may be final
-	// Replayed: the batch was accepted before under the same key, JobID
-	// is that job's, and nothing was enqueued.
-	Replayed bool
+	Status   Status // now: on a replay it may be final
+	Replayed bool   // accepted before under the same key: JobID is that job's
 }
 
 // A Result is one item found by [Service.Query].
@@ -170,8 +146,7 @@ type Result struct {
 	OccurredAt time.Time
 }
 
-// The marks around matched words in a [Result]'s Snippet: plain text,
-// never markup a browser would act on.
+// The marks around matched words in a [Result]'s Snippet.
 const (
 	SnippetOpen  = "**"
 	SnippetClose = "**"
@@ -180,8 +155,7 @@ const (
 // Results is one page of a query's results, best first.
 type Results struct {
 	Results []Result
-	// Next is the cursor of the next page, "" when this is the last.
-	Next string
+	Next    string // the next page's cursor, "" on the last
 }
 
 // A Skill is a skill some of the user's items name, and how many do.

@@ -1,5 +1,3 @@
-// This file serves a job's log: GET /api/v1/jobs/{id}/log, a stream of
-// one job's progress until it ends.
 package ingest
 
 import (
@@ -14,7 +12,7 @@ import (
 	"github.com/go-chi/chi/v5"
 )
 
-// addJobLog declares the job log's stream on s.
+// addJobLog declares the job log's stream, GET /api/v1/jobs/{id}/log.
 func addJobLog(s *api.Server, svc *Service) {
 	l := &jobLog{svc: svc}
 	streams.Add(s, streams.Operation{
@@ -36,14 +34,11 @@ func addJobLog(s *api.Server, svc *Service) {
 	})
 }
 
-// jobLog serves job logs from the ingest service.
 type jobLog struct{ svc *Service }
 
-// serve sends one job's progress until it ends. Every event has an id, so
-// a client resuming with Last-Event-ID gets exactly what it lacks: the
-// steps the hub kept after it, then the live ones. A new log starts with
-// the job's state from the database, with the hub's place as its id; that
-// state also stands for steps the hub lost, and for an end it never got.
+// serve sends one job's progress until it ends: the job's state from the
+// database (for a new log, or for steps the hub lost), the hub's replayed
+// steps, then the live ones.
 func (l *jobLog) serve(st *streams.Stream) {
 	r := st.Request()
 	id, user := chi.URLParam(r, "id"), st.Caller().User.ID
@@ -51,7 +46,7 @@ func (l *jobLog) serve(st *streams.Stream) {
 		st.Refuse(api.NewError(http.StatusUnprocessableEntity, "", api.FieldError{Location: "path.id", Message: "not a job id: a UUID, as the ingest answered"}))
 		return
 	}
-	// Subscribed first, then the job read: no step falls between the two.
+	// Subscribed first, so no step falls between it and the read.
 	sub, ok := st.Subscribe()
 	if !ok {
 		return
@@ -64,24 +59,20 @@ func (l *jobLog) serve(st *streams.Stream) {
 	resumed := st.LastEventID() != ""
 	steps, gap := jobSteps(sub, id)
 	if job.Status.Final() && !gap && len(steps) == 0 {
-		// The client has the job's end, or never followed it: 204, not a
-		// stream, so a browser's EventSource stops reconnecting.
+		// 204, so a browser's EventSource stops reconnecting.
 		st.NoContent()
 		return
 	}
 	if st.Start() != nil {
 		return
 	}
-	// The database's state, for a new log or for the steps lost.
 	if !catchUp(st, job, sub.At, steps, !resumed || gap) {
 		return
 	}
 	streams.Pump(st, sub.Events(), l.follow(st, user, id))
 }
 
-// job reads job id of user's for its log: one the user does not have
-// refuses the stream (404), and one that cannot be read ends it
-// (unavailable).
+// job reads the job of the log, refusing the stream (404) or ending it.
 func (l *jobLog) job(st *streams.Stream, user, id string) (Job, bool) {
 	job, err := l.svc.Job(st.Request().Context(), user, id)
 	switch {
@@ -95,54 +86,56 @@ func (l *jobLog) job(st *streams.Stream, user, id string) (Job, bool) {
 	return job, true
 }
 
-// catchUp sends what a log has before its live steps: the job's state as
-// the database has it (job, with the id at) when withState, then the
-// replayed steps, then, for a job ended whose end is not among them, the
-// database's end. It reports whether the log goes on: not once a send
-// fails or the job's end is sent.
+// catchUp sends what a log has before its live steps: the job's state
+// (when withState), the replayed steps, and the database's end when they
+// lack it. It reports whether the log goes on.
 func catchUp(st *streams.Stream, job Job, at string, steps []streams.Event, withState bool) bool {
 	if withState && sendJobState(st, job, at) != nil {
 		return false
 	}
 	for i := range steps {
 		if err := st.SendEvent(&steps[i]); err != nil || steps[i].Type != jobProgress.Name {
-			return false // the job's end ends its log
+			return false
 		}
 	}
-	if job.Status.Final() { // ended, but its end is not among its steps: the database's end
+	if job.Status.Final() {
 		_ = sendJobState(st, job, at)
 		return false
 	}
 	return true
 }
 
-// follow is how the log sends the hub's live events: job id's steps, up
-// to its end; after a gap, the job read again (readJobState).
+// follow sends the hub's live steps of job id, up to its end; after a gap,
+// the job read again.
 func (l *jobLog) follow(st *streams.Stream, user, id string) func(ev *streams.Event, ok bool) error {
 	return func(ev *streams.Event, ok bool) error {
 		if !ok {
 			st.CloseSlow()
 			return streams.ErrEnded
 		}
-		if ev.Type == streams.EventGap { // its steps may be lost: the database has the job as it is
-			return l.readJobState(st, user, id, cmp.Or(ev.ID, st.LastSent()))
+		if ev.Type == streams.EventGap {
+			job, err := l.svc.Job(st.Request().Context(), user, id)
+			if err != nil {
+				st.Unavailable(err)
+				return streams.ErrEnded
+			}
+			return sendJobState(st, job, cmp.Or(ev.ID, st.LastSent()))
 		}
 		if !isJobStep(ev, id) {
-			return nil // another job's, or not a step
+			return nil
 		}
 		if err := st.Send(ev.ID, ev.Type, ev.Data); err != nil {
 			return err
 		}
 		if ev.Type != jobProgress.Name {
-			return streams.ErrEnded // the job has ended, and its log with it
+			return streams.ErrEnded
 		}
 		return nil
 	}
 }
 
-// jobSteps returns the steps of job id that sub replays, up to the job's
-// end, and whether some may be lost: the hub says so, or replays a gap
-// marker.
+// jobSteps returns the steps of job id that sub replays, up to its end,
+// and whether some may be lost.
 func jobSteps(sub *streams.Subscription, id string) (steps []streams.Event, gap bool) {
 	if sub.Gap {
 		return nil, true
@@ -161,7 +154,6 @@ func jobSteps(sub *streams.Subscription, id string) (steps []streams.Event, gap 
 	return steps, false
 }
 
-// isJobStep reports whether ev is a step of job id's log.
 func isJobStep(ev *streams.Event, id string) bool {
 	if ev.Type != jobProgress.Name && ev.Type != jobSucceeded.Name && ev.Type != jobFailed.Name {
 		return false
@@ -172,21 +164,8 @@ func isJobStep(ev *streams.Event, id string) bool {
 	return json.Unmarshal(ev.Data, &about) == nil && about.JobID == id
 }
 
-// readJobState reads the job again, after a gap in its log's events, and
-// sends it (sendJobState) with the id at. A job that cannot be read ends
-// the log (unavailable): the client reconnects.
-func (l *jobLog) readJobState(st *streams.Stream, user, id, at string) error {
-	job, err := l.svc.Job(st.Request().Context(), user, id)
-	if err != nil {
-		st.Unavailable(err)
-		return streams.ErrEnded
-	}
-	return sendJobState(st, job, at)
-}
-
-// sendJobState sends job as the database has it, with the id at, the
-// hub's place that state reflects: the step the events up to at brought
-// it to, or its end, which ends the log (streams.ErrEnded).
+// sendJobState sends job as the database has it with the id at; an end
+// ends the log (streams.ErrEnded).
 func sendJobState(st *streams.Stream, job Job, at string) error {
 	var (
 		name string

@@ -1,17 +1,16 @@
 package ingest
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
-	"hash"
 	"io"
+	"sync"
 )
 
-// Key returns the idempotency key of an ingest request's body, raw as
-// received, or [Parse]'s error. The fingerprint is the SHA-256 (lowercase
-// hex) of the RFC 8785 canonical JSON of the body without its ingest_id;
-// the ingest_id is the body's own, or else the fingerprint. A client
-// computes the same with any RFC 8785 library.
+// Key returns the idempotency key of an ingest request's body, or [Parse]'s
+// error. The fingerprint is the SHA-256 (lowercase hex) of the RFC 8785
+// canonical JSON of the body without its ingest_id, which defaults to it.
 func Key(raw []byte) (ingestID, fingerprint string, err error) {
 	b, sent, err := parse(raw)
 	if err != nil {
@@ -24,22 +23,21 @@ func Key(raw []byte) (ingestID, fingerprint string, err error) {
 // A batchKey is a batch's idempotency key.
 type batchKey struct{ ingestID, fingerprint string }
 
-// key is the key of batch b, which parse read with what each item sent.
-// A valid batch holds only known members, arrays and strings, so its
-// canonical form is written from b and sent, members in name order,
-// straight into the hash.
+// key is the key of batch b, which parse read with what each item sent;
+// its canonical form is written straight into the hash.
 func key(b Batch, sent []sentItem) batchKey {
-	h := hashWriter{h: sha256.New()}
-	writeCanonical(&h, b, sent)
-	fp := hex.EncodeToString(h.sum())
+	h := sha256.New()
+	w := bufio.NewWriterSize(h, 4096)
+	writeCanonical(w, b, sent)
+	w.Flush()
+	fp := hex.EncodeToString(h.Sum(nil))
 	if b.IngestID != "" {
 		return batchKey{ingestID: b.IngestID, fingerprint: fp}
 	}
 	return batchKey{ingestID: fp, fingerprint: fp}
 }
 
-// writeCanonical writes the RFC 8785 canonical form of batch b, without
-// its ingest_id, to w (see key).
+// writeCanonical writes the RFC 8785 form of batch b without its ingest_id.
 func writeCanonical(w jsonWriter, b Batch, sent []sentItem) {
 	w.WriteString(`{"items":[`)
 	for i, it := range b.Items {
@@ -57,7 +55,7 @@ func writeCanonical(w jsonWriter, b Batch, sent []sentItem) {
 			writeString(w, sent[i].occurredAt)
 			w.WriteByte(',')
 		}
-		if it.Skill != "" { // a valid batch has no empty skill
+		if it.Skill != "" {
 			w.WriteString(`"skill":`)
 			writeString(w, it.Skill)
 			w.WriteByte(',')
@@ -81,17 +79,13 @@ func writeCanonical(w jsonWriter, b Batch, sent []sentItem) {
 	w.WriteByte('}')
 }
 
-// A jsonWriter is where JSON is written: a strings.Builder, a hash, or a
-// counter of bytes.
+// A jsonWriter is where JSON is written.
 type jsonWriter interface {
 	io.StringWriter
 	io.ByteWriter
 }
 
-// writeString writes s, valid UTF-8, as a JSON string the way RFC 8785
-// writes strings: '"' and '\' escaped with a backslash, control
-// characters as \b, \t, \n, \f, \r or \u00xx (lowercase hex), every other
-// character as it is.
+// writeString writes valid UTF-8 s as RFC 8785 writes a JSON string.
 func writeString(w jsonWriter, s string) {
 	w.WriteByte('"')
 	start := 0
@@ -127,51 +121,8 @@ func writeString(w jsonWriter, s string) {
 	w.WriteByte('"')
 }
 
-// A hashWriter feeds a hash through a buffer, so that the many small
-// writes of a canonical form cost one call of the hash per 4 KiB.
-type hashWriter struct {
-	h   hash.Hash
-	buf [4096]byte
-	n   int
-}
-
-func (w *hashWriter) WriteString(s string) (int, error) {
-	written := len(s)
-	for len(s) > 0 {
-		if w.n == len(w.buf) {
-			w.flush()
-		}
-		c := copy(w.buf[w.n:], s)
-		w.n += c
-		s = s[c:]
-	}
-	return written, nil
-}
-
-func (w *hashWriter) WriteByte(c byte) error {
-	if w.n == len(w.buf) {
-		w.flush()
-	}
-	w.buf[w.n] = c
-	w.n++
-	return nil
-}
-
-func (w *hashWriter) flush() {
-	w.h.Write(w.buf[:w.n])
-	w.n = 0
-}
-
-// sum is the hash of everything written.
-func (w *hashWriter) sum() []byte {
-	w.flush()
-	return w.h.Sum(nil)
-}
-
-// ingestIDRule is what a well-formed ingest_id is, as a message.
 const ingestIDRule = "must be 64 lowercase hex digits (a SHA-256); leave it out to have one derived from the body"
 
-// isHex64 reports whether s is 64 lowercase hex digits.
 func isHex64(s string) bool {
 	if len(s) != 64 {
 		return false
@@ -182,4 +133,45 @@ func isHex64(s string) bool {
 		}
 	}
 	return true
+}
+
+// keyCache remembers the keys of valid batches sent lately by the SHA-256
+// of their bytes, so a retry is not parsed again. It holds two generations
+// of size entries; a hit in the old one moves to the current.
+type keyCache struct {
+	size     int
+	mu       sync.Mutex
+	cur, old map[[sha256.Size]byte]batchKey
+}
+
+// keyCacheSize is how many keys (about 200 bytes each) a generation holds.
+const keyCacheSize = 4096
+
+func newKeyCache(size int) *keyCache {
+	return &keyCache{size: size, cur: make(map[[sha256.Size]byte]batchKey)}
+}
+
+func (c *keyCache) get(sum [sha256.Size]byte) (batchKey, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.cur[sum]
+	if !ok {
+		if k, ok = c.old[sum]; ok {
+			c.putLocked(sum, k)
+		}
+	}
+	return k, ok
+}
+
+func (c *keyCache) put(sum [sha256.Size]byte, k batchKey) {
+	c.mu.Lock()
+	c.putLocked(sum, k)
+	c.mu.Unlock()
+}
+
+func (c *keyCache) putLocked(sum [sha256.Size]byte, k batchKey) {
+	if len(c.cur) >= c.size {
+		c.old, c.cur = c.cur, make(map[[sha256.Size]byte]batchKey, c.size)
+	}
+	c.cur[sum] = k
 }

@@ -1,5 +1,3 @@
-// This file counts the jobs of every user for the platform: the
-// brain_jobs gauge of /metrics and the live snapshot's gauge jobs_queued.
 package ingest
 
 import (
@@ -12,16 +10,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// jobCounter is a store that counts every user's jobs: a [SQLStore].
 type jobCounter interface {
 	JobCounts(ctx context.Context) (JobCounts, error)
 	QueuedJobs(ctx context.Context) (int64, error)
 }
 
-// observeJobs makes the jobs of svc's store the live snapshot's gauge
-// jobs_queued and, when it counts them, /metrics' brain_jobs (one read of
-// the database per scrape). A store that counts none (a service without
-// one documents the API) leaves the gauge at 0.
+// observeJobs adds the live snapshot's gauge jobs_queued and /metrics'
+// brain_jobs, counted from svc's store (0 without one).
 func observeJobs(s *api.Server, svc *Service) {
 	c, ok := svc.store.(jobCounter)
 	queued := func(context.Context) (int64, error) { return 0, nil }
@@ -34,8 +29,7 @@ func observeJobs(s *api.Server, svc *Service) {
 	}
 }
 
-// jobsCollector reports every user's jobs by status, counted in the
-// database when scraped: brain_jobs{status="queued"|"running"|"failed"}.
+// jobsCollector reports brain_jobs{status}, counted in the database when scraped.
 type jobsCollector struct{ c jobCounter }
 
 var jobsDesc = prometheus.NewDesc(product.MetricNamespace+"_jobs", "Jobs of every user by status (queued, running, failed), counted in the database at each scrape.", []string{"status"}, nil)

@@ -6,25 +6,17 @@ import (
 	"fmt"
 )
 
-// A chunk of a batch, one transaction of StoreItems and one job.progress
-// event, is at most chunkItems items and, past its first, chunkBytes of
-// text: on SQLite every other write waits for it (BENCHMARKS.md, Fair
-// jobs).
+// A chunk of a batch, one transaction of StoreItems, is at most chunkItems
+// items and, past its first, chunkBytes of text (BENCHMARKS.md, Fair jobs).
 const (
 	chunkItems = 100
 	chunkBytes = 256 << 10
 )
 
 // Process is the queue's work on job id: it stores the job's items a
-// chunk at a time, publishing job.progress after each, then marks the job
-// succeeded and publishes job.succeeded and memory.ingested. A run
-// resumes after the items done, stores none twice, and leaves a final job
-// alone.
-//
-// After each chunk with items left it asks Config.Yield, and returns an
-// error wrapping ErrYield if told to give the worker back. An error
-// wrapping ErrPermanent means the job has been marked failed and must not
-// be retried; any other error is worth retrying.
+// chunk at a time, publishing its progress, resuming after the items done.
+// It returns ErrYield when Config.Yield says so, ErrPermanent when the job
+// was failed; any other error is worth retrying.
 func (s *Service) Process(ctx context.Context, id string) error {
 	job, items, err := s.startJob(ctx, id)
 	if err != nil || job.Status.Final() {
@@ -33,14 +25,14 @@ func (s *Service) Process(ctx context.Context, id string) error {
 	for start := job.ItemsDone; start < len(items); {
 		end := chunkEnd(items, start)
 		finished, err := s.store.StoreItems(ctx, job.ID, chunk(job, items, start, end), end, s.stamp())
-		if errors.Is(err, ErrNotFound) { // another run finished it, or it is gone
+		if errors.Is(err, ErrNotFound) { // another run finished it
 			return nil
 		}
 		if err != nil {
 			return unavailable(err)
 		}
 		s.cfg.Publish(ctx, job.UserID, EventJobProgress, JobProgress{JobID: job.ID, ItemsDone: end, ItemsTotal: job.ItemsTotal})
-		if finished { // the last chunk made the job succeeded, in its transaction
+		if finished {
 			s.publishSucceeded(ctx, job)
 			return nil
 		}
@@ -49,15 +41,19 @@ func (s *Service) Process(ctx context.Context, id string) error {
 			return fmt.Errorf("%w: job %s has %d of %d items stored", ErrYield, job.ID, start, len(items))
 		}
 	}
-	// Every item was stored already, by a run that ended before the job
-	// did: only the end is left.
-	return s.finishStored(ctx, job)
+	// Every item was stored by a run that ended before the job did.
+	job, finished, err := s.store.FinishJob(ctx, job.ID, StatusSucceeded, "", s.stamp())
+	if err != nil {
+		return unavailable(err)
+	}
+	if finished {
+		s.publishSucceeded(ctx, job)
+	}
+	return nil
 }
 
-// startJob starts a run of job id and returns the job and its items; a
-// job final already comes back with no items and no error: nothing is
-// left to do. A job gone, or whose items cannot be read (it is then
-// marked failed), is an error wrapping ErrPermanent.
+// startJob starts a run of job id and returns the job and its items (none
+// when final). A job gone or unreadable is ErrPermanent.
 func (s *Service) startJob(ctx context.Context, id string) (Job, []Item, error) {
 	job, data, err := s.store.StartJob(ctx, id, s.stamp())
 	if errors.Is(err, ErrNotFound) {
@@ -79,8 +75,7 @@ func (s *Service) startJob(ctx context.Context, id string) (Job, []Item, error) 
 	return job, items, nil
 }
 
-// chunkEnd is where the chunk of items that starts at start ends: after
-// chunkItems items at most and, past its first item, chunkBytes of text.
+// chunkEnd is where the chunk of items that starts at start ends.
 func chunkEnd(items []Item, start int) int {
 	end, size := start, 0
 	for end < len(items) && end-start < chunkItems && (end == start || size+len(items[end].Text) <= chunkBytes) {
@@ -90,8 +85,7 @@ func chunkEnd(items []Item, start int) int {
 	return end
 }
 
-// chunk is items[start:end] as job stores them: an item with no time
-// takes the job's.
+// chunk is items[start:end] as stored; an item with no time takes the job's.
 func chunk(job Job, items []Item, start, end int) []StoredItem {
 	stored := make([]StoredItem, 0, end-start)
 	for seq := start; seq < end; seq++ {
@@ -104,28 +98,13 @@ func chunk(job Job, items []Item, start, end int) []StoredItem {
 	return stored
 }
 
-// finishStored makes job succeeded, whose every item is stored, and
-// publishes its end, unless another run did.
-func (s *Service) finishStored(ctx context.Context, job Job) error {
-	job, finished, err := s.store.FinishJob(ctx, job.ID, StatusSucceeded, "", s.stamp())
-	if err != nil {
-		return unavailable(err)
-	}
-	if finished {
-		s.publishSucceeded(ctx, job)
-	}
-	return nil
-}
-
-// publishSucceeded publishes the end of job, which stored all its items.
 func (s *Service) publishSucceeded(ctx context.Context, job Job) {
 	s.cfg.Publish(ctx, job.UserID, EventJobSucceeded, JobSucceeded{JobID: job.ID, ItemsTotal: job.ItemsTotal})
 	s.cfg.Publish(ctx, job.UserID, EventMemoryIngested, MemoryIngested{JobID: job.ID, Project: job.Project, Items: job.ItemsTotal})
 }
 
-// Fail marks job id failed with reason, unless it is final already, and
-// publishes job.failed. The queue calls it when it gives up on a job
-// whose Process kept failing; the items stored so far stay.
+// Fail marks job id failed with reason, unless it is final, and publishes
+// job.failed; the items stored so far stay.
 func (s *Service) Fail(ctx context.Context, id, reason string) error {
 	if reason == "" {
 		reason = "processing failed"

@@ -1,7 +1,3 @@
-// This file is the memory example's HTTP surface: its operations (ingest,
-// jobs, query, items, skills, projects), the job log's stream and the job
-// events, registered on the platform's server by [Feature] with package
-// api's exported names only.
 package ingest
 
 import (
@@ -21,9 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Rates are what one API key may spend on the memory operations: ingests,
-// queries and project lists an hour, and requests a second to each of
-// those and skills (MEM_RATE_LIMIT_*).
+// Rates are what one API key may spend on the memory operations, an hour
+// and a second (MEM_RATE_LIMIT_*).
 type Rates struct {
 	IngestPerHour, QueryPerHour, ProjectsPerHour, PerSecond int
 }
@@ -31,8 +26,7 @@ type Rates struct {
 // DefaultRates are the rates a field of Config.Rates left 0 takes.
 var DefaultRates = Rates{IngestPerHour: 100, QueryPerHour: 1000, ProjectsPerHour: 100, PerSecond: 10}
 
-// budget is the budget name of r: perHour an hour (none when 0) and
-// r.PerSecond a second.
+// budget is the budget name at perHour (none when 0) and r.PerSecond.
 func (r Rates) budget(name string, perHour int) api.Budget {
 	rates := fmt.Sprintf("%d/s", r.PerSecond)
 	if perHour > 0 {
@@ -42,8 +36,7 @@ func (r Rates) budget(name string, perHour int) api.Budget {
 }
 
 // IngestRequest is the body of POST /memory/ingest as the spec shows it;
-// the handler reads the raw bytes with Parse, whose rules TransformSchema
-// writes into the spec.
+// the handler reads it with Parse.
 type IngestRequest struct {
 	IngestID string       `json:"ingest_id,omitempty" pattern:"^[0-9a-f]{64}$" maxLength:"64" doc:"The batch's idempotency key: 64 lowercase hex digits. Leave it out to have it derived: the SHA-256 of the RFC 8785 canonical JSON of the body as sent."`
 	Project  string       `json:"project" doc:"The project the items belong to: no control characters, no white space at either end."`
@@ -79,7 +72,6 @@ func (IngestItem) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema 
 	return s
 }
 
-// tag is one tag of an item.
 type tag string
 
 // Schema states ingest's rules of a tag.
@@ -87,19 +79,15 @@ func (tag) Schema(huma.Registry) *huma.Schema {
 	return label(&huma.Schema{Type: huma.TypeString, Description: "No control characters, no white space at either end."}, MaxTagChars)
 }
 
-// label states on s ingest's rules of a name (a project, kind, skill or
-// tag) of at most max characters, and returns s.
+// label states on s the rules of a label of at most max characters.
 func label(s *huma.Schema, max int) *huma.Schema {
 	s.MinLength, s.MaxLength, s.Pattern = ptr(1), ptr(max), labelPattern
 	return s
 }
 
-// ingestInput is the raw body of POST /memory/ingest, and its type.
+// ingestInput is the raw body of POST /memory/ingest, and its Content-Type.
 type ingestInput struct {
-	RawBody []byte `contentType:"application/json"`
-	// contentType is the request's Content-Type, read by Resolve: the
-	// request body's media type says it in the spec, which ignores a
-	// Content-Type header parameter.
+	RawBody     []byte `contentType:"application/json"`
 	contentType string
 }
 
@@ -109,7 +97,6 @@ func (in *ingestInput) Resolve(ctx huma.Context) []error {
 	return nil
 }
 
-// ingestOutput answers an accepted batch.
 type ingestOutput struct {
 	Location string `header:"Location" doc:"The job: /api/v1/jobs/{job_id}."`
 	Replayed string `header:"Idempotent-Replayed" enum:"true" doc:"true when this batch was accepted before, within the idempotency window: the job is that earlier one."`
@@ -144,24 +131,19 @@ func jobView(j Job) JobView {
 	return v
 }
 
-// uuidPattern is the form of job and item ids.
 const uuidPattern = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
-// jobInput names a job.
 type jobInput struct {
 	ID string `path:"id" pattern:"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$" maxLength:"36" doc:"The job's id."`
 }
 
-// jobOutput is one job.
 type jobOutput struct{ Body JobView }
 
-// listJobsInput asks for a page of the caller's jobs.
 type listJobsInput struct {
 	Limit  int    `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"At most this many jobs, newest first."`
 	Cursor string `query:"cursor" maxLength:"256" pattern:"^[A-Za-z0-9_-]*$" doc:"The next_cursor of the previous page; absent for the first."`
 }
 
-// listJobsOutput is a page of jobs.
 type listJobsOutput struct {
 	Body struct {
 		Jobs       []JobView `json:"jobs" nullable:"false" maxItems:"100"`
@@ -169,7 +151,6 @@ type listJobsOutput struct {
 	}
 }
 
-// queryInput asks for the caller's items that hold some words.
 type queryInput struct {
 	Q       string `query:"q" required:"true" minLength:"1" maxLength:"1024" doc:"The words to find, all of them, in any case: at most 1024 characters, of which at most 32 words (runs of letters and digits), and at least one. Nothing in it is syntax."`
 	Project string `query:"project" maxLength:"128" doc:"Only this project's items."`
@@ -177,7 +158,6 @@ type queryInput struct {
 	Cursor  string `query:"cursor" maxLength:"512" pattern:"^[A-Za-z0-9_-]*$" doc:"The next_cursor of the previous page of the same query."`
 }
 
-// resultView is one item a query found.
 type resultView struct {
 	ID         string    `json:"id" format:"uuid"`
 	Project    string    `json:"project"`
@@ -190,7 +170,6 @@ type resultView struct {
 	OccurredAt time.Time `json:"occurred_at"`
 }
 
-// queryOutput is a page of results, best first.
 type queryOutput struct {
 	Body struct {
 		Results    []resultView `json:"results" nullable:"false" maxItems:"100"`
@@ -198,42 +177,35 @@ type queryOutput struct {
 	}
 }
 
-// itemInput names an item.
 type itemInput struct {
 	ID string `path:"id" pattern:"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$" maxLength:"36" doc:"The item's id, as a query returned it."`
 }
 
-// skillsOutput lists the caller's skills.
 type skillsOutput struct {
 	Body struct {
 		Skills []skillView `json:"skills" nullable:"false" maxItems:"1000"`
 	}
 }
 
-// skillView is a skill and how many items name it.
 type skillView struct {
 	Name  string `json:"name"`
 	Count int    `json:"count"`
 }
 
-// projectsOutput lists the caller's projects.
 type projectsOutput struct {
 	Body struct {
 		Projects []projectView `json:"projects" nullable:"false" maxItems:"1000"`
 	}
 }
 
-// projectView is a project, how many items it has, and when it last
-// received some.
 type projectView struct {
 	Name         string    `json:"name"`
 	Items        int       `json:"items"`
 	LastIngestAt time.Time `json:"last_ingest_at"`
 }
 
-// Feature registers the memory operations, the job log's stream and the
-// job events on a server (api.Config.Features), served by svc; a service
-// without a store documents the API only.
+// Feature registers the memory operations, job log and job events, served
+// by svc; a service without a store documents the API only.
 func Feature(svc *Service) api.Feature {
 	return func(s *api.Server) {
 		api.Describe(s, description)
@@ -247,15 +219,11 @@ func Feature(svc *Service) api.Feature {
 	}
 }
 
-// codeKeyReused is the envelope code of an ingest_id sent again with
-// other content: a 422 that is not a schema's.
+// codeKeyReused is the envelope code of ErrKeyReused.
 const codeKeyReused = "idempotency-key-reused"
 
-// description is the example's paragraph of the spec's description.
 const description = "Memory: each user ingests batches of notes, queries them, and follows the jobs that store them live."
 
-// addRoutes registers the memory operations: each declares its access and
-// budget here.
 func addRoutes(s *api.Server, svc *Service) {
 	h := &memoryHandlers{svc: svc, replays: s.Metrics().Counter(prometheus.CounterOpts{
 		Name: product.MetricNamespace + "_ingest_replays_total",
@@ -312,7 +280,7 @@ func addRoutes(s *api.Server, svc *Service) {
 
 type memoryHandlers struct {
 	svc     *Service
-	replays prometheus.Counter // the idempotent replays answered
+	replays prometheus.Counter
 }
 
 func (h *memoryHandlers) ingest(ctx context.Context, in *ingestInput) (*ingestOutput, error) {
@@ -384,9 +352,7 @@ func (h *memoryHandlers) projects(ctx context.Context, _ *struct{}) (*projectsOu
 	return out, nil
 }
 
-// ingestError maps the ingest service's errors to envelopes: its own
-// here, then the error kinds by api's one table (api.ErrorFor: 404 for
-// ErrNotFound, 503 for ErrUnavailable); nil stays nil.
+// ingestError maps the service's errors to envelopes; nil stays nil.
 func ingestError(err error) error {
 	var ve *ValidationError
 	var qe *QuotaError
@@ -398,7 +364,7 @@ func ingestError(err error) error {
 		for i, fe := range ve.Errors {
 			details[i] = api.FieldError{Location: fe.Location, Message: fe.Message}
 		}
-		if ve.Malformed { // not JSON: 400, as huma answers for every other operation
+		if ve.Malformed {
 			return api.MalformedBody(details...)
 		}
 		return api.NewError(http.StatusUnprocessableEntity, "the request is not valid: see details.errors", details...)
@@ -413,8 +379,7 @@ func ingestError(err error) error {
 	return api.ErrorFor(err, api.Messages{fault.ErrNotFound: "you have nothing with that id"})
 }
 
-// quotaError is the 409 of an ingest past a quota: which quota, its
-// limit, what the caller holds, and what frees room.
+// quotaError is the 409 of an ingest past a quota.
 func quotaError(qe *QuotaError) *api.Error {
 	var msg string
 	if qe.Quota == QuotaJobs {

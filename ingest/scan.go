@@ -6,27 +6,15 @@ import (
 	"unicode/utf8"
 )
 
-// A scanner reads JSON (RFC 8259) from bytes, one token at a time, and
-// checks it as it goes: white space, strings (UTF-8, escapes, control
-// characters), numbers, literals and nesting. It builds nothing: the
-// parser on top of it decides what to keep, so a body costs the work of
-// reading its bytes once and the memory of what a batch holds, whatever
-// its shape.
-//
-// It is stricter than RFC 8259 in two ways, both RFC 8785's: a string's
-// bytes must be UTF-8, and a \u escape of a UTF-16 surrogate must be one
-// half of a pair (encoding/json would turn "\ud800" into U+FFFD, and the
-// body's canonical form would then not be the client's).
-//
-// Once it fails, it stays failed: fail records the first reason and
-// where, and every later call reports failure without reading.
+// A scanner reads and checks JSON (RFC 8259) one token at a time, building
+// nothing. Like RFC 8785 it requires UTF-8 and paired surrogate escapes.
+// Once it fails it stays failed, at the first failure.
 type scanner struct {
-	data []byte
-	pos  int
-	// maxDepth bounds how deep skip may nest arrays and objects.
-	maxDepth int
+	data     []byte
+	pos      int
+	maxDepth int // how deep skip may nest
 	failed   failure
-	failedAt int // the byte where it failed
+	failedAt int
 }
 
 // A failure is why a body is not JSON a batch can be read from.
@@ -39,45 +27,28 @@ const (
 	failControl
 	failUTF8
 	failEscape
-	failSurrogate
+	failSurrogate // this and the failures after it are JSON
 	failDepth
 )
 
-// syntax reports whether f makes the bytes no JSON text at all (RFC
-// 8259), rather than JSON no batch can be: a lone surrogate escape and
-// deep nesting are JSON.
-func (f failure) syntax() bool {
-	switch f {
-	case failEnd, failChar, failControl, failUTF8, failEscape:
-		return true
-	}
-	return false
+// syntax reports whether f makes the bytes no JSON at all, rather than
+// JSON no batch can be.
+func (f failure) syntax() bool { return f > ok && f < failSurrogate }
+
+// message is the failure as the client reads it; it never quotes the body.
+func (f failure) message() string { return failureMessages[f] }
+
+var failureMessages = [...]string{
+	failEnd:       "is not valid JSON: it ends too soon",
+	failChar:      "is not valid JSON: a character that JSON does not allow there",
+	failControl:   "is not valid JSON: a control character in a string (escape it)",
+	failUTF8:      "is not valid UTF-8",
+	failEscape:    `is not valid JSON: a malformed escape in a string`,
+	failSurrogate: `holds a \u escape of half a UTF-16 surrogate pair (U+D800 to U+DFFF alone), which RFC 8785 canonical JSON cannot hold`,
+	failDepth:     "nests arrays and objects deeper than a batch ever does",
 }
 
-// message is the failure as the client reads it: a fixed phrase that
-// never quotes the body.
-func (f failure) message() string {
-	switch f {
-	case failEnd:
-		return "is not valid JSON: it ends too soon"
-	case failChar:
-		return "is not valid JSON: a character that JSON does not allow there"
-	case failControl:
-		return "is not valid JSON: a control character in a string (escape it)"
-	case failUTF8:
-		return "is not valid UTF-8"
-	case failEscape:
-		return `is not valid JSON: a malformed escape in a string`
-	case failSurrogate:
-		return `holds a \u escape of half a UTF-16 surrogate pair (U+D800 to U+DFFF alone), which RFC 8785 canonical JSON cannot hold`
-	case failDepth:
-		return "nests arrays and objects deeper than a batch ever does"
-	}
-	return ""
-}
-
-// fail records why the scan stops, unless it has stopped already, and
-// returns false.
+// fail records the first failure; it returns false.
 func (s *scanner) fail(f failure) bool {
 	if s.failed == ok {
 		s.failed, s.failedAt = f, min(s.pos, len(s.data))
@@ -85,8 +56,7 @@ func (s *scanner) fail(f failure) bool {
 	return false
 }
 
-// peek skips white space and returns the next byte, 0 at the end (a 0
-// byte is not JSON either, so nothing mistakes the two).
+// peek skips white space and returns the next byte, 0 at the end.
 func (s *scanner) peek() byte {
 	for s.pos < len(s.data) {
 		switch c := s.data[s.pos]; c {
@@ -99,7 +69,6 @@ func (s *scanner) peek() byte {
 	return 0
 }
 
-// consume reads c, which must be the next byte after white space.
 func (s *scanner) consume(c byte) bool {
 	if s.failed != ok {
 		return false
@@ -111,7 +80,6 @@ func (s *scanner) consume(c byte) bool {
 	return true
 }
 
-// unexpected fails at the next byte: the end, or a byte out of place.
 func (s *scanner) unexpected() bool {
 	if s.peek() == 0 && s.pos >= len(s.data) {
 		return s.fail(failEnd)
@@ -119,9 +87,8 @@ func (s *scanner) unexpected() bool {
 	return s.fail(failChar)
 }
 
-// str reads the string whose opening quote is the next byte and returns
-// its bytes between the quotes, as written, and whether they hold an
-// escape (then unescape gives the string's value; else raw is the value).
+// str reads a string and returns its bytes between the quotes, and
+// whether they hold an escape (then unescape gives its value).
 func (s *scanner) str() (raw []byte, escaped, good bool) {
 	if !s.consume('"') {
 		return nil, false, false
@@ -129,7 +96,7 @@ func (s *scanner) str() (raw []byte, escaped, good bool) {
 	d, start := s.data, s.pos
 	for i := start; ; {
 		for i < len(d) && d[i] >= 0x20 && d[i] < 0x80 && d[i] != '"' && d[i] != '\\' {
-			i++ // plain ASCII, the usual case
+			i++
 		}
 		if i >= len(d) {
 			s.pos = i
@@ -161,9 +128,7 @@ func (s *scanner) str() (raw []byte, escaped, good bool) {
 	}
 }
 
-// escapeLen checks the escape that b starts with (at its backslash) and
-// returns its length: 2 for \n and the like, 6 for \uXXXX, 12 for a
-// surrogate pair written as two.
+// escapeLen checks the escape at the start of b and returns its length.
 func escapeLen(b []byte) (int, failure) {
 	if len(b) < 2 {
 		return 0, failEnd
@@ -197,7 +162,6 @@ func escapeLen(b []byte) (int, failure) {
 	return 12, ok
 }
 
-// hex4 reads the four hex digits of a \u escape.
 func hex4(b []byte) (rune, failure) {
 	if len(b) < 4 {
 		return 0, failEnd
@@ -225,11 +189,10 @@ func unhex(c byte) rune {
 	return -1
 }
 
-// unescape returns the value of a string whose bytes raw, between its
-// quotes, str has checked and found to hold escapes.
+// unescape returns the value of a string str checked.
 func unescape(raw []byte) string {
 	var b strings.Builder
-	b.Grow(len(raw)) // a value is never longer than its escaped form
+	b.Grow(len(raw))
 	for i := 0; i < len(raw); {
 		c := raw[i]
 		if c != '\\' {
@@ -270,9 +233,8 @@ func unescape(raw []byte) string {
 	return b.String()
 }
 
-// valueChars is the length in characters (Unicode code points, as JSON
-// Schema's maxLength counts them) of the value of a string str read as
-// raw, computed without building it.
+// valueChars is the length in code points of the value of a string str
+// read, without building it.
 func valueChars(raw []byte, escaped bool) int {
 	if !escaped {
 		return utf8.RuneCount(raw)
@@ -288,7 +250,7 @@ func valueChars(raw []byte, escaped bool) int {
 		default:
 			r, _ := hex4(raw[i+2:])
 			i += 6
-			if utf16.IsSurrogate(r) { // str checked that a pair follows
+			if utf16.IsSurrogate(r) {
 				i += 6
 			}
 		}
@@ -296,9 +258,7 @@ func valueChars(raw []byte, escaped bool) int {
 	return n
 }
 
-// skip reads one JSON value of any kind, nested at depth (the top level
-// is 1), and checks it; it keeps nothing of it. An array or object
-// nested deeper than s.maxDepth fails.
+// skip reads and checks one JSON value nested at depth, keeping nothing.
 func (s *scanner) skip(depth int) bool {
 	if s.failed != ok {
 		return false
@@ -344,14 +304,11 @@ func (s *scanner) skip(depth int) bool {
 	return s.unexpected()
 }
 
-// closing is the byte that closes an object or array, by the byte that
-// opens it; literals are the literals, by their first byte.
 var (
 	closing  = [...]byte{'{': '}', '[': ']'}
 	literals = [...]string{'t': "true", 'f': "false", 'n': "null"}
 )
 
-// literal reads the literal lit (true, false or null).
 func (s *scanner) literal(lit string) bool {
 	for i := 0; i < len(lit); i++ {
 		if s.pos >= len(s.data) {
@@ -394,8 +351,7 @@ func (s *scanner) number() bool {
 	return true
 }
 
-// byteAt is d[i], or 0 past the end of d (a 0 byte is no JSON, as peek
-// says).
+// byteAt is d[i], or 0 past the end of d.
 func byteAt(d []byte, i int) byte {
 	if i < len(d) {
 		return d[i]
@@ -403,7 +359,6 @@ func byteAt(d []byte, i int) byte {
 	return 0
 }
 
-// digits reads the digits that come next and returns how many it read.
 func (s *scanner) digits() int {
 	d, i := s.data, s.pos
 	for i < len(d) && d[i]-'0' <= 9 {
@@ -414,21 +369,9 @@ func (s *scanner) digits() int {
 	return n
 }
 
-// noDigit fails where a digit was due: at the end, or at the byte there.
 func (s *scanner) noDigit() bool {
 	if s.pos >= len(s.data) {
 		return s.fail(failEnd)
 	}
 	return s.fail(failChar)
-}
-
-// end reads white space to the end of the data, which must come next.
-func (s *scanner) end() bool {
-	if s.failed != ok {
-		return false
-	}
-	if s.peek(); s.pos < len(s.data) {
-		return s.fail(failChar)
-	}
-	return true
 }

@@ -13,26 +13,15 @@ import (
 
 // Config tunes a [Service]. Zero fields take the defaults.
 type Config struct {
-	// TTL is how long an idempotency key names its batch, from the first
-	// request. Default 24 h.
-	TTL time.Duration
-	// Now is the clock. Default time.Now.
-	Now func() time.Time
-	// Publish sends an event to a user's streams without blocking for
-	// long. Default: events go nowhere.
-	Publish func(ctx context.Context, userID, eventType string, data any)
-
-	// MaxItems is each user's quota of items ([QuotaItems]): stored, or
-	// in batches whose jobs are not final. Default DefaultMaxItems.
-	MaxItems int
-	// MaxQueuedJobs is each user's quota of jobs that are not final
-	// ([QuotaJobs]). Default DefaultMaxQueuedJobs.
-	MaxQueuedJobs int
-	// Rates are the rates of the operations' budgets; a field left 0
-	// takes DefaultRates'.
-	Rates Rates
-	// Yield, when set, is asked by Process after each chunk of a job
-	// whether to give its worker back ([ErrYield]) to a more urgent job.
+	TTL time.Duration    // how long an idempotency key names its batch
+	Now func() time.Time // the clock
+	// Publish sends an event to a user's streams without blocking for long.
+	Publish       func(ctx context.Context, userID, eventType string, data any)
+	MaxItems      int   // each user's quota of items ([QuotaItems])
+	MaxQueuedJobs int   // each user's quota of jobs not final ([QuotaJobs])
+	Rates         Rates // a field left 0 takes DefaultRates'
+	// Yield, when set, is asked by Process after each chunk whether to
+	// give its worker back ([ErrYield]) to a more urgent job.
 	Yield func(ctx context.Context) bool
 }
 
@@ -50,8 +39,8 @@ const (
 	MaxListed    = 1000 // skills or projects listed at most
 )
 
-// Service is ingestion: accepting batches once, processing them, and
-// finding what they stored. It is safe for concurrent use.
+// Service accepts batches once, processes them, and finds what they
+// stored. It is safe for concurrent use.
 type Service struct {
 	store Store
 	cfg   Config
@@ -60,20 +49,14 @@ type Service struct {
 
 // NewService returns a Service over store.
 func NewService(store Store, cfg Config) *Service {
-	if cfg.TTL <= 0 {
-		cfg.TTL = DefaultTTL
-	}
+	cfg.TTL = cmp.Or(max(cfg.TTL, 0), DefaultTTL)
+	cfg.MaxItems = cmp.Or(max(cfg.MaxItems, 0), DefaultMaxItems)
+	cfg.MaxQueuedJobs = cmp.Or(max(cfg.MaxQueuedJobs, 0), DefaultMaxQueuedJobs)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
 	if cfg.Publish == nil {
 		cfg.Publish = func(context.Context, string, string, any) {}
-	}
-	if cfg.MaxItems <= 0 {
-		cfg.MaxItems = DefaultMaxItems
-	}
-	if cfg.MaxQueuedJobs <= 0 {
-		cfg.MaxQueuedJobs = DefaultMaxQueuedJobs
 	}
 	r, d := cfg.Rates, DefaultRates
 	cfg.Rates = Rates{cmp.Or(r.IngestPerHour, d.IngestPerHour), cmp.Or(r.QueryPerHour, d.QueryPerHour), cmp.Or(r.ProjectsPerHour, d.ProjectsPerHour), cmp.Or(r.PerSecond, d.PerSecond)}
@@ -83,18 +66,12 @@ func NewService(store Store, cfg Config) *Service {
 // Config returns the service's configuration, defaults filled in.
 func (s *Service) Config() Config { return s.cfg }
 
-// stamp is now as stored: UTC, to the millisecond.
 func (s *Service) stamp() time.Time { return s.cfg.Now().UTC().Truncate(time.Millisecond) }
 
-// Ingest accepts for userID the body of an ingest request, raw as sent
-// (see [Parse]); without an error, the batch is durably stored and its job
-// enqueued. Within Config.TTL of its key's ([Key]) first request, the same
-// content under the user's same key is a replay of the first job, and
-// other content is ErrKeyReused. A new batch takes from the user's quotas.
-//
-// Errors: a [*ValidationError], ErrKeyReused, a [*QuotaError], or
-// ErrUnavailable. The keys of valid bodies sent lately are remembered by
-// the SHA-256 of their bytes, so a replay is not parsed again.
+// Ingest durably stores for userID the body of an ingest request and
+// enqueues its job, or, within Config.TTL of its [Key]'s first request,
+// replays that job. Errors: a [*ValidationError], ErrKeyReused, a
+// [*QuotaError], or ErrUnavailable.
 func (s *Service) Ingest(ctx context.Context, userID string, raw []byte) (Accepted, error) {
 	now := s.stamp()
 	sum := sha256.Sum256(raw)
@@ -113,12 +90,12 @@ func (s *Service) Ingest(ctx context.Context, userID string, raw []byte) (Accept
 	switch {
 	case replayed:
 		return accepted(job, true), nil
-	case errors.Is(err, ErrKeyReused): // answered without a write transaction
+	case errors.Is(err, ErrKeyReused):
 		return Accepted{}, err
 	case err != nil:
 		return Accepted{}, unavailable(err)
 	}
-	if cached { // valid bytes, but not a live key of this user's: read them after all
+	if cached { // not a replay: the batch is needed after all
 		if b, _, err = parse(raw); err != nil {
 			return Accepted{}, err
 		}
@@ -138,7 +115,6 @@ func (s *Service) Ingest(ctx context.Context, userID string, raw []byte) (Accept
 	return accepted(job, replayed), nil
 }
 
-// accepted is the answer to an ingest of job.
 func accepted(job Job, replayed bool) Accepted {
 	return Accepted{JobID: job.ID, IngestID: job.IngestID, Status: job.Status, Replayed: replayed}
 }
@@ -153,8 +129,7 @@ func (s *Service) Job(ctx context.Context, userID, id string) (Job, error) {
 }
 
 // Jobs returns a page of up to limit (0: DefaultLimit) of the user's
-// jobs, newest first, after cursor, and the next page's cursor ("" after
-// the last). A bad limit or cursor is a [*ValidationError].
+// jobs, newest first, and the next page's cursor ("" after the last).
 func (s *Service) Jobs(ctx context.Context, userID, cursor string, limit int) (jobs []Job, next string, err error) {
 	limit, err = pageLimit(limit)
 	if err != nil {
@@ -172,7 +147,6 @@ func (s *Service) Jobs(ctx context.Context, userID, cursor string, limit int) (j
 	return jobs, page.Encode(after), nil
 }
 
-// pageLimit checks a page size: 0 is DefaultLimit.
 func pageLimit(limit int) (int, error) {
 	if limit == 0 {
 		return DefaultLimit, nil
@@ -183,8 +157,7 @@ func pageLimit(limit int) (int, error) {
 	return limit, nil
 }
 
-// DeleteItem deletes the user's item id, freeing room under their quota
-// of items; another user's item, or none, is ErrNotFound.
+// DeleteItem deletes the user's item id, freeing room under their quota.
 func (s *Service) DeleteItem(ctx context.Context, userID, id string) error {
 	if !isUUID(id) {
 		return ErrNotFound
@@ -192,37 +165,32 @@ func (s *Service) DeleteItem(ctx context.Context, userID, id string) error {
 	return unavailable(s.store.DeleteItem(ctx, userID, id))
 }
 
-// Skills returns the skills the user's items name, with how many items
-// name each, most first; at most MaxListed.
+// Skills returns up to MaxListed skills the user's items name, with counts.
 func (s *Service) Skills(ctx context.Context, userID string) ([]Skill, error) {
 	skills, err := s.store.Skills(ctx, userID, MaxListed)
 	return skills, unavailable(err)
 }
 
-// Projects returns the projects the user has items in, with how many and
-// when the newest was accepted, the most recent first; at most MaxListed.
+// Projects returns up to MaxListed of the user's projects, latest first.
 func (s *Service) Projects(ctx context.Context, userID string) ([]Project, error) {
 	projects, err := s.store.Projects(ctx, userID, MaxListed)
 	return projects, unavailable(err)
 }
 
-// Sweep deletes the idempotency keys past their TTL, which Ingest ignores
-// already, and returns how many.
+// Sweep deletes the idempotency keys past their TTL and returns how many.
 func (s *Service) Sweep(ctx context.Context) (int, error) {
 	n, err := s.store.DeleteExpiredKeys(ctx, s.stamp())
 	return n, unavailable(err)
 }
 
 // AbandonAfter is how long a job may stay unfinished before
-// [Service.FailAbandoned] fails it: far past its ten attempts (about four
-// hours), so such a job is one the queue lost.
+// [Service.FailAbandoned] fails it, far past its ten attempts.
 const AbandonAfter = 24 * time.Hour
 
-// abandonBatch is how many abandoned jobs one read of FailAbandoned finds.
-const abandonBatch = 100
+const abandonBatch = 100 // jobs one read of FailAbandoned finds
 
-// FailAbandoned fails, as Fail does, the jobs unfinished for longer than
-// AbandonAfter, and returns how many.
+// FailAbandoned fails the jobs unfinished for longer than AbandonAfter,
+// and returns how many.
 func (s *Service) FailAbandoned(ctx context.Context) (int, error) {
 	before, failed := s.stamp().Add(-AbandonAfter), 0
 	for {

@@ -13,24 +13,16 @@ import (
 	"github.com/brain-template/brain/store"
 )
 
-// SQLStore is the [Store] of a store.DB, with the same SQL on both
-// dialects except for the full-text search (sqlsearch.go).
-//
-// Each user's share of the quotas is one row of user_usage, changed in
-// the transactions that change what it counts, so checking a quota is one
-// statement, exact under concurrency (the row's lock on PostgreSQL).
+// SQLStore is the [Store] of a store.DB. A user's quota usage is one row
+// of user_usage, changed in the transactions that change what it counts.
 type SQLStore struct {
 	db      *store.DB
 	enqueue func(ctx context.Context, tx *store.Tx, jobID string, backlog int) error
-	// gate holds this process's writers to SQLite in line, one at a
-	// time (see begin); nil on PostgreSQL.
-	gate chan struct{}
+	gate    chan struct{} // SQLite's writers in line (see begin); nil on PostgreSQL
 }
 
-// NewSQLStore returns the ingest store of db. Accept calls enqueue in its
-// transaction with the new job's id and its user's backlog (jobs not
-// final before it), so the job is queued if and only if it is created;
-// nil enqueues nothing.
+// NewSQLStore returns the ingest store of db. Accept calls enqueue (unless
+// nil) in its transaction with the new job's id and its user's backlog.
 func NewSQLStore(db *store.DB, enqueue func(ctx context.Context, tx *store.Tx, jobID string, backlog int) error) *SQLStore {
 	s := &SQLStore{db: db, enqueue: enqueue}
 	if db.Dialect == store.SQLite {
@@ -40,9 +32,7 @@ func NewSQLStore(db *store.DB, enqueue func(ctx context.Context, tx *store.Tx, j
 }
 
 // begin starts a transaction that writes; call done once it has ended.
-// On SQLite, whose writers poll for its one lock with growing sleeps,
-// this store's writers wait in line on s.gate instead, so the lock is
-// handed on at once; the wait counts against DB.Timeout.
+// On SQLite writers wait in line on s.gate rather than poll for the lock.
 func (s *SQLStore) begin(ctx context.Context) (tx *store.Tx, done func(), err error) {
 	if s.gate == nil {
 		tx, err := s.db.BeginTx(ctx, nil)
@@ -65,11 +55,9 @@ func (s *SQLStore) begin(ctx context.Context) (tx *store.Tx, done func(), err er
 
 var _ Store = (*SQLStore)(nil)
 
-// Accept records the key of a, or finds it (see Store). One transaction
-// takes the key, creates and enqueues the job and, last, takes its share
-// of the quotas. The key's upsert replaces an expired key and returns no
-// row for a live one, which is then read as a replay: a concurrent Accept
-// of the same key waits at the key's unique index, then finds it.
+// Accept records the key of a, or finds it (see Store). The key's upsert
+// replaces an expired key and returns no row for a live one, read then
+// as a replay; a concurrent Accept waits at the key's unique index.
 func (s *SQLStore) Accept(ctx context.Context, a Acceptance) (Job, bool, error) {
 	tx, done, err := s.begin(ctx)
 	if err != nil {
@@ -103,8 +91,7 @@ func (s *SQLStore) Accept(ctx context.Context, a Acceptance) (Job, bool, error) 
 		return Job{}, false, store.Wrap("accept: create the job", err)
 	}
 	if s.enqueue != nil {
-		// The backlog sets the priority; read without a lock, it may miss a
-		// concurrent job of the same user, which is no harm.
+		// The backlog sets the priority; read without a lock.
 		var backlog int
 		err := tx.QueryRowContext(ctx, "SELECT jobs FROM user_usage WHERE user_id = $1", a.UserID).Scan(&backlog)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
@@ -114,20 +101,18 @@ func (s *SQLStore) Accept(ctx context.Context, a Acceptance) (Job, bool, error) 
 			return Job{}, false, store.Wrap("accept: enqueue the job", err)
 		}
 	}
-	// Last, so the user's row is locked only from here to the commit.
+	// Last, so the user's row is locked only until the commit.
 	if err := reserve(ctx, tx, a); err != nil {
 		return Job{}, false, err
 	}
 	return job, false, store.Wrap("accept: commit", tx.Commit())
 }
 
-// noQuota stands for a quota of 0 (none): larger than anything counted,
-// and an INTEGER on both databases.
+// noQuota stands for a quota of 0 (none).
 const noQuota = math.MaxInt32
 
-// reserve takes a.ItemsTotal items and one job from the user's usage row
-// in tx, in one statement that checks both quotas, or changes nothing and
-// returns a *QuotaError.
+// reserve takes a.ItemsTotal items and one job from the user's quotas in
+// one statement, or returns a *QuotaError.
 func reserve(ctx context.Context, tx *store.Tx, a Acceptance) error {
 	maxItems, maxJobs := a.MaxItems, a.MaxJobs
 	if maxItems <= 0 {
@@ -158,8 +143,7 @@ func reserve(ctx context.Context, tx *store.Tx, a Acceptance) error {
 	return &QuotaError{Quota: QuotaJobs, Limit: maxJobs, Used: jobs, Asked: 1}
 }
 
-// release gives back to userID's usage row, in tx, one job (when job is
-// true) and items items. A count never goes below zero.
+// release gives back to userID's quotas one job (when job) and items items.
 func release(ctx context.Context, tx *store.Tx, userID string, job bool, items int) error {
 	jobs := 0
 	if job {
@@ -172,13 +156,11 @@ func release(ctx context.Context, tx *store.Tx, userID string, job bool, items i
 	return err
 }
 
-// Replay reads the user's live key, with its job (see Store),
-// without a transaction or a lock.
+// Replay reads the user's live key, with its job, without a transaction.
 func (s *SQLStore) Replay(ctx context.Context, userID, ingestID, fingerprint string, now time.Time) (Job, bool, error) {
 	return s.replay(ctx, s.db, userID, ingestID, fingerprint, now)
 }
 
-// replay is Replay through r, the pool or a transaction.
 func (s *SQLStore) replay(ctx context.Context, r interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *store.Row
 }, userID, ingestID, fingerprint string, now time.Time) (Job, bool, error) {
@@ -215,13 +197,12 @@ func (s *SQLStore) Job(ctx context.Context, userID, id string) (Job, error) {
 
 // Jobs returns a page of the user's jobs, newest first.
 func (s *SQLStore) Jobs(ctx context.Context, userID string, after Cursor, limit int) ([]Job, error) {
-	cond, args := store.PageAfter("j", after, []any{userID, limit}) // the jobs after it in the order below
+	cond, args := store.PageAfter("j", after, []any{userID, limit})
 	rows, err := s.db.QueryContext(ctx, "SELECT "+jobCols+" FROM jobs j WHERE j.user_id = $1"+cond+" ORDER BY j.created_at DESC, j.id LIMIT $2", args...)
 	return scanAll(rows, err, "list jobs", func(j *Job) (err error) { *j, err = scanJob(rows); return err })
 }
 
-// scanAll reads every row of a query, each as scan reads it, and closes
-// rows; what names the query in its error.
+// scanAll reads and closes rows, each as scan reads it.
 func scanAll[T any](rows *store.Rows, err error, what string, scan func(*T) error) ([]T, error) {
 	if err != nil {
 		return nil, store.Wrap(what, err)
@@ -239,8 +220,7 @@ func scanAll[T any](rows *store.Rows, err error, what string, scan func(*T) erro
 }
 
 // StartJob moves job id from queued to running and returns it with its
-// batch (see Store). A job worked again is only read, so its run does not
-// wait for SQLite's write lock.
+// batch; a job not queued is only read.
 func (s *SQLStore) StartJob(ctx context.Context, id string, now time.Time) (Job, []byte, error) {
 	var status string
 	if err := s.db.QueryRowContext(ctx, "SELECT status FROM jobs WHERE id = $1", id).Scan(&status); err != nil {
@@ -262,7 +242,6 @@ func (s *SQLStore) StartJob(ctx context.Context, id string, now time.Time) (Job,
 	return j, []byte(batch.String), nil
 }
 
-// start moves job id from queued to running, if it is queued.
 func (s *SQLStore) start(ctx context.Context, id string, now time.Time) error {
 	tx, done, err := s.begin(ctx)
 	if err != nil {
@@ -277,16 +256,11 @@ func (s *SQLStore) start(ctx context.Context, id string, now time.Time) error {
 	return tx.Commit()
 }
 
-// itemCols are the columns StoreItems inserts, in its order. On
-// PostgreSQL one more, search, holds the item's index terms.
+// itemCols are the columns StoreItems inserts; PostgreSQL adds search.
 const itemCols = "id, user_id, job_id, seq, project, text, kind, skill, tags, occurred_at, created_at"
 
-// StoreItems stores items of running job id and moves its ItemsDone to
-// done, in one transaction (see Store). Updating the job first checks it
-// is running and locks its row (PostgreSQL), so ItemsDone always counts
-// the items stored. The items go in one INSERT and into the full-text
-// index (sqlsearch.go); the job that reaches ItemsTotal succeeds in the
-// same transaction.
+// StoreItems stores items of running job id (see Store). Updating the job
+// first checks it is running and locks its row.
 func (s *SQLStore) StoreItems(ctx context.Context, id string, items []StoredItem, done int, now time.Time) (bool, error) {
 	tx, end, err := s.begin(ctx)
 	if err != nil {
@@ -322,8 +296,7 @@ func (s *SQLStore) StoreItems(ctx context.Context, id string, items []StoredItem
 	return finished, store.Wrap("store items", tx.Commit())
 }
 
-// insertItems inserts items, skipping those stored already, and indexes
-// the ones it stores (search.go).
+// insertItems inserts items, skipping those stored already, and indexes them.
 func (s *SQLStore) insertItems(ctx context.Context, tx *store.Tx, items []StoredItem) error {
 	q, args, err := insertItemsQuery(items, s.db.Dialect == store.Postgres)
 	if err != nil {
@@ -340,9 +313,7 @@ func (s *SQLStore) insertItems(ctx context.Context, tx *store.Tx, items []Stored
 	return index(ctx, tx, s.db.Dialect, stored)
 }
 
-// insertItemsQuery is the INSERT of items and its arguments, one row of
-// itemCols each (and, on PostgreSQL, its search terms), which returns
-// the n and seq of each row it inserts.
+// insertItemsQuery is the INSERT of items, returning each new row's n and seq.
 func insertItemsQuery(items []StoredItem, pg bool) (string, []any, error) {
 	n := 11 // len(itemCols)
 	cols := itemCols
@@ -373,9 +344,7 @@ func insertItemsQuery(items []StoredItem, pg bool) (string, []any, error) {
 	return q.String(), args, nil
 }
 
-// writeItemRow writes the placeholders of one row of n columns, the
-// first numbered after, to q; a twelfth column (PostgreSQL's search) is
-// made a tsvector of its terms.
+// writeItemRow writes the placeholders of one row of n columns after after.
 func writeItemRow(q *strings.Builder, after, n int) {
 	q.WriteByte('(')
 	for c := range n {
@@ -391,8 +360,7 @@ func writeItemRow(q *strings.Builder, after, n int) {
 	q.WriteByte(')')
 }
 
-// insertedItems reads the rows an INSERT of items returned (their n and
-// seq), and closes rows: the items it stored, as index takes them.
+// insertedItems reads and closes the rows of insertItemsQuery.
 func insertedItems(rows *store.Rows, items []StoredItem) ([]indexed, error) {
 	bySeq := make(map[int]*StoredItem, len(items))
 	for i := range items {
@@ -416,9 +384,7 @@ func insertedItems(rows *store.Rows, items []StoredItem) ([]indexed, error) {
 	return stored, err
 }
 
-// FinishJob makes job id final, unless it is already, and gives back to
-// its user's quotas the job and the items it did not store, in one
-// transaction (see Store).
+// FinishJob makes job id final, unless it is already (see Store).
 func (s *SQLStore) FinishJob(ctx context.Context, id string, status Status, message string, now time.Time) (Job, bool, error) {
 	tx, done, err := s.begin(ctx)
 	if err != nil {
@@ -447,8 +413,7 @@ func (s *SQLStore) FinishJob(ctx context.Context, id string, status Status, mess
 	return j, finished, store.Wrap("finish job: commit", tx.Commit())
 }
 
-// DeleteItem deletes the user's item id and gives it back to their quota
-// of items, in one transaction.
+// DeleteItem deletes the user's item id and gives it back to their quota.
 func (s *SQLStore) DeleteItem(ctx context.Context, userID, id string) error {
 	tx, done, err := s.begin(ctx)
 	if err != nil {
@@ -472,8 +437,7 @@ func (s *SQLStore) Skills(ctx context.Context, userID string, limit int) ([]Skil
 	return scanAll(rows, err, "list skills", func(sk *Skill) error { return rows.Scan(&sk.Name, &sk.Count) })
 }
 
-// Projects counts the user's items by project, the most recently
-// ingested into first.
+// Projects counts the user's items by project, latest first.
 func (s *SQLStore) Projects(ctx context.Context, userID string, limit int) ([]Project, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT project, COUNT(*), MAX(created_at) FROM items WHERE user_id = $1
 		GROUP BY project ORDER BY MAX(created_at) DESC, project LIMIT $2`, userID, limit)
@@ -485,8 +449,7 @@ func (s *SQLStore) Projects(ctx context.Context, userID string, limit int) ([]Pr
 	})
 }
 
-// sweepBatch bounds the keys one statement of DeleteExpiredKeys deletes,
-// so that no statement holds locks for long.
+// sweepBatch bounds the keys one statement of DeleteExpiredKeys deletes.
 const sweepBatch = 1000
 
 // DeleteExpiredKeys deletes the keys expired at now, sweepBatch at a time.
@@ -509,9 +472,8 @@ func (s *SQLStore) DeleteExpiredKeys(ctx context.Context, now time.Time) (int, e
 	}
 }
 
-// UnfinishedJobs returns the ids of up to limit jobs not final and created
-// before before, the oldest first (see Store). The statuses are written
-// out: a partial index serves only the predicate it was made with.
+// UnfinishedJobs returns up to limit ids of old jobs not final. The
+// statuses match the partial index's predicate.
 func (s *SQLStore) UnfinishedJobs(ctx context.Context, before time.Time, limit int) ([]string, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id FROM jobs WHERE status IN ('queued', 'running') AND created_at < $1 ORDER BY created_at LIMIT $2`,
 		store.Millis(before), limit)
@@ -523,9 +485,7 @@ type JobCounts struct {
 	Queued, Running, Failed int64
 }
 
-// The counts of jobs. Each condition names a partial index's own
-// (jobs_unfinished's IN, jobs_failed's =), so that both databases read
-// that index alone.
+// The counts of jobs; each condition is a partial index's own.
 const (
 	queuedJobsSQL = `SELECT COUNT(*) FROM jobs WHERE status IN ('queued', 'running') AND status = 'queued'`
 	jobCountsSQL  = `SELECT
@@ -534,16 +494,14 @@ const (
 		(SELECT COUNT(*) FROM jobs WHERE status = 'failed')`
 )
 
-// JobCounts counts every user's jobs that are queued, running and failed,
-// in one read of two partial indexes.
+// JobCounts counts every user's jobs that are queued, running and failed.
 func (s *SQLStore) JobCounts(ctx context.Context) (JobCounts, error) {
 	var c JobCounts
 	err := s.db.QueryRowContext(ctx, jobCountsSQL).Scan(&c.Queued, &c.Running, &c.Failed)
 	return c, store.Wrap("count jobs", err)
 }
 
-// QueuedJobs counts every user's queued jobs, from the index of the
-// unfinished jobs alone.
+// QueuedJobs counts every user's queued jobs.
 func (s *SQLStore) QueuedJobs(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.db.QueryRowContext(ctx, queuedJobsSQL).Scan(&n)

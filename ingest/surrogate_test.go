@@ -96,3 +96,14 @@ func validJSON(data []byte, maxDepth int) (bool, failure) {
 	good := s.skip(1) && s.end()
 	return good, s.failed
 }
+
+// end reads white space to the end of the data, which must come next.
+func (s *scanner) end() bool {
+	if s.failed != ok {
+		return false
+	}
+	if s.peek(); s.pos < len(s.data) {
+		return s.fail(failChar)
+	}
+	return true
+}

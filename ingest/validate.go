@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,27 +12,18 @@ import (
 
 // A FieldError locates one problem in a request.
 type FieldError struct {
-	// Location is where the problem is: "body", a member of it such as
-	// "body.items[3].text", or a parameter such as "query.limit". An
-	// unexpected member is reported at the object that holds it.
-	Location string
-	Message  string // what is wrong there
+	Location string // "body", "body.items[3].text", "query.limit", ...
+	Message  string
 }
 
-// A ValidationError lists what is wrong with a request, each problem at
-// its place. Callers answer it with 422 and the list, or with 400 when it
-// is Malformed.
+// A ValidationError lists what is wrong with a request (422), or says the
+// body is not JSON at all (Malformed, 400).
 type ValidationError struct {
-	Errors []FieldError // at least one, at most MaxFieldErrors
-	// Malformed says the body is not JSON at all (RFC 8259: empty, cut
-	// short, a character out of place, not UTF-8, more after the value),
-	// rather than JSON that breaks a batch's rules; Errors then holds
-	// that one problem, at "body".
+	Errors    []FieldError // at least one, at most MaxFieldErrors
 	Malformed bool
 }
 
-// MaxFieldErrors bounds a [ValidationError]'s list: a batch of a thousand
-// bad items is told of its first hundred problems.
+// MaxFieldErrors bounds a [ValidationError]'s list.
 const MaxFieldErrors = 100
 
 // Error lists the problems on one line.
@@ -54,7 +46,6 @@ func (e *ValidationError) add(location, message string) {
 	}
 }
 
-// err is e when it lists a problem, else nil.
 func (e *ValidationError) err() error {
 	if len(e.Errors) == 0 {
 		return nil
@@ -62,44 +53,24 @@ func (e *ValidationError) err() error {
 	return e
 }
 
-// invalid is a ValidationError of one problem.
 func invalid(location, message string) *ValidationError {
 	return &ValidationError{Errors: []FieldError{{Location: location, Message: message}}}
 }
 
-// Parse reads and checks the body of an ingest request:
-//
-//	{"ingest_id": "<64 hex>", "project": "...", "items": [{"text": "...",
-//	  "kind": "...", "skill": "...", "tags": ["..."], "occurred_at": "<RFC 3339>"}]}
-//
-// ingest_id is optional; so are each item's kind, skill, tags and
-// occurred_at. A member may not be null (leave it out instead), nor may
-// the body or an item have a member not shown above: a misspelt name
-// would otherwise be dropped without a word. Member names are matched
-// exactly, case included, and none may be given twice. Every problem
-// found, up to MaxFieldErrors, is in the returned [*ValidationError], at
-// its place; no message repeats the body's text.
-//
-// Parse reads the body once, from its first byte, and keeps only what a
-// batch holds: what it costs grows with the body's bytes, never with its
-// shape. It stops at the first thing no batch can be, with what it found
-// so far: JSON it cannot read, a member no batch or item has, a member
-// given twice, a 1001st item or a 33rd tag, nesting deeper than a batch
-// ever goes. A string longer than its member allows is measured, not
-// kept.
+// Parse reads and checks the body of an ingest request, in one pass over
+// its bytes. Unknown, null or repeated members are errors; every problem,
+// up to MaxFieldErrors, is in the returned [*ValidationError].
 func Parse(raw []byte) (Batch, error) {
 	b, _, err := parse(raw)
 	return b, err
 }
 
-// A sentItem is what the key needs of an item beyond its [Item]: which
-// optional members the client gave, as given (Item fills in defaults).
+// A sentItem is which optional members of an item the client gave, as the key needs them.
 type sentItem struct {
 	kind, tags bool
 	occurredAt string // "" when not given
 }
 
-// parse is Parse, also returning, for a valid batch, what each item sent.
 func parse(raw []byte) (Batch, []sentItem, error) {
 	if len(raw) > MaxBodyBytes {
 		return Batch{}, nil, invalid("body", fmt.Sprintf("is %d bytes, more than %d (8 MiB): split it into smaller batches", len(raw), MaxBodyBytes))
@@ -107,7 +78,6 @@ func parse(raw []byte) (Batch, []sentItem, error) {
 	p := parser{s: scanner{data: raw, maxDepth: maxDepth}}
 	b, sent := p.batch()
 	if p.s.failed.syntax() || p.notJSON != "" {
-		// Not JSON: what was found before it is moot.
 		msg := p.notJSON
 		if msg == "" {
 			msg = fmt.Sprintf("%s (at byte %d)", p.s.failed.message(), p.s.failedAt)
@@ -123,14 +93,10 @@ func parse(raw []byte) (Batch, []sentItem, error) {
 	return b, sent, nil
 }
 
-// maxDepth is how deep a body may nest arrays and objects. A valid batch
-// nests four deep (the batch, its items, an item, its tags); the rest is
-// room to report a value of the wrong type at its place.
+// maxDepth bounds nesting: a batch nests four deep, the rest is room to
+// report a value of the wrong type.
 const maxDepth = 16
 
-// The members of a batch and of an item, and the message that a member
-// is none of them: it names the place, never the member, whose name is
-// the client's text.
 var (
 	batchMembers   = []string{"ingest_id", "project", "items"}
 	itemMembers    = []string{"text", "kind", "skill", "tags", "occurred_at"}
@@ -138,18 +104,15 @@ var (
 	notItemMember  = "has a member that is not one of " + strings.Join(itemMembers, ", ")
 )
 
-// A place is where in a batch a problem is: the batch, one of its
-// members, an item, one of an item's members, or a tag. It becomes a
-// location ("body.items[3].tags[1]") only when a problem is recorded.
+// A place is where in a batch a problem is, as a location only once recorded.
 type place struct {
-	item   int    // the item's index, -1 outside the items
-	member string // of the batch (item < 0) or of the item; "" for the object itself
-	tag    int    // the tag's index, -1 when not a tag
+	item   int    // -1 outside the items
+	member string // of the batch (item < 0) or of the item
+	tag    int    // -1 when not a tag
 }
 
 var body = place{item: -1, tag: -1}
 
-// at is the place of member m of the object at p.
 func (p place) at(m string) place { p.member = m; return p }
 
 func (p place) String() string {
@@ -184,30 +147,25 @@ func (p place) depth() int {
 
 // A parser reads a batch from a scanner, recording its problems.
 type parser struct {
-	s      scanner
-	v      ValidationError
-	halted bool // at a problem after which nothing more is read
-	// notJSON is why the body is not JSON, where the scanner did not
-	// find it (an empty body, more after the batch); "" when it is.
-	notJSON string
+	s       scanner
+	v       ValidationError
+	halted  bool   // nothing more is read
+	notJSON string // why the body is not JSON, when the scanner did not see it
 }
 
-// add records a problem at p.
 func (p *parser) add(at place, message string) {
 	if len(p.v.Errors) < MaxFieldErrors {
 		p.v.add(at.String(), message)
 	}
 }
 
-// halt records a problem at p and stops the parse; it returns false.
+// halt records a problem and stops the parse; it returns false.
 func (p *parser) halt(at place, message string) bool {
 	p.add(at, message)
 	p.halted = true
 	return false
 }
 
-// stopped reports whether the parse has stopped, at a problem or at JSON
-// it cannot read.
 func (p *parser) stopped() bool { return p.halted || p.s.failed != ok }
 
 func (p *parser) batch() (b Batch, sent []sentItem) {
@@ -233,8 +191,6 @@ func (p *parser) batch() (b Batch, sent []sentItem) {
 	return b, sent
 }
 
-// batchOpens reports whether the body starts as a batch does, with an
-// object; else it records what it is instead.
 func (p *parser) batchOpens() bool {
 	s := &p.s
 	switch c := s.peek(); {
@@ -250,7 +206,6 @@ func (p *parser) batchOpens() bool {
 	return false
 }
 
-// ingestID reads the batch's ingest_id at at: "" when it is no string.
 func (p *parser) ingestID(at place) string {
 	id, n, isString := p.string(at, 64)
 	if isString && (n != 64 || !isHex64(id)) {
@@ -259,8 +214,6 @@ func (p *parser) ingestID(at place) string {
 	return id
 }
 
-// batchEnds checks, once the batch's members are read, that nothing
-// follows it and that it had the members it must.
 func (p *parser) batchEnds(hasProject, hasItems bool) {
 	if p.stopped() {
 		return
@@ -277,7 +230,6 @@ func (p *parser) batchEnds(hasProject, hasItems bool) {
 	}
 }
 
-// items reads the items array.
 func (p *parser) items() ([]Item, []sentItem) {
 	at := body.at("items")
 	if p.s.peek() != '[' {
@@ -286,8 +238,8 @@ func (p *parser) items() ([]Item, []sentItem) {
 	}
 	var items []Item
 	var sent []sentItem
-	var a array
-	for i := 0; p.element(&a); i++ {
+	begun := false
+	for i := 0; p.next(&begun, ']'); i++ {
 		if i == MaxItems {
 			p.halt(at, fmt.Sprintf("has more than %d items: split the batch into batches of 1 to %d", MaxItems, MaxItems))
 			return nil, nil
@@ -301,7 +253,6 @@ func (p *parser) items() ([]Item, []sentItem) {
 	return items, sent
 }
 
-// item reads item i.
 func (p *parser) item(i int) (Item, sentItem) {
 	it, sent := Item{Kind: DefaultKind, Tags: []string{}}, sentItem{}
 	at := place{item: i, tag: -1}
@@ -349,10 +300,8 @@ func (p *parser) item(i int) (Item, sentItem) {
 	return it, sent
 }
 
-// parseTime reads an RFC 3339 date and time (section 5.6): its T and Z
-// in either case, and a leap second (:60) taken as the last nanosecond of
-// the second before it, 23:59:59.999999999 (Go's time has no leap
-// seconds).
+// parseTime reads an RFC 3339 date and time: T and Z in either case, a
+// leap second (:60) as the last nanosecond of the second before it.
 func parseTime(s string) (time.Time, bool) {
 	s = strings.Map(func(r rune) rune {
 		switch r {
@@ -377,7 +326,6 @@ func parseTime(s string) (time.Time, bool) {
 	return t, true
 }
 
-// tags reads the tags of item i.
 func (p *parser) tags(i int) []string {
 	at := place{item: i, member: "tags", tag: -1}
 	if p.s.peek() != '[' {
@@ -386,8 +334,8 @@ func (p *parser) tags(i int) []string {
 	}
 	tags := []string{}
 	var from [MaxTags]int // where each of tags was in the array
-	var a array
-	for j := 0; p.element(&a); j++ {
+	begun := false
+	for j := 0; p.next(&begun, ']'); j++ {
 		if j == MaxTags {
 			p.halt(at, fmt.Sprintf("has more than %d tags: an item has at most %d", MaxTags, MaxTags))
 			return []string{}
@@ -402,7 +350,7 @@ func (p *parser) tags(i int) []string {
 			p.add(tat, msg)
 			continue
 		}
-		if k := indexOf(tags, t); k >= 0 {
+		if k := slices.Index(tags, t); k >= 0 {
 			earlier := at
 			earlier.tag = from[k]
 			p.add(tat, "repeats "+earlier.String()+": give each tag once")
@@ -414,19 +362,8 @@ func (p *parser) tags(i int) []string {
 	return tags
 }
 
-func indexOf(list []string, s string) int {
-	for i, t := range list {
-		if t == s {
-			return i
-		}
-	}
-	return -1
-}
-
-// string reads the string at p, of at most max characters: its value,
-// its length in characters, and whether it is a string. A string longer than max
-// is measured, not kept (the value is then ""). A value of another kind
-// is recorded as a problem, and passed over.
+// string reads the string at p: its value ("" when longer than max
+// characters), its length, and whether it is a string at all.
 func (p *parser) string(at place, max int) (value string, n int, isString bool) {
 	if p.s.peek() != '"' {
 		p.mistyped(at, "must be a string (leave the member out rather than send null)")
@@ -437,7 +374,7 @@ func (p *parser) string(at place, max int) (value string, n int, isString bool) 
 		return "", 0, false
 	}
 	if n = valueChars(raw, escaped); n > max {
-		return "", n, true
+		return "", n, true // measured, not kept
 	}
 	if escaped {
 		return unescape(raw), n, true
@@ -445,8 +382,7 @@ func (p *parser) string(at place, max int) (value string, n int, isString bool) 
 	return string(raw), n, true
 }
 
-// mistyped records that the value at p is not of the kind message says,
-// and passes over it; a value that is no JSON at all stops the parse.
+// mistyped records that the value at p is of the wrong kind, and skips it.
 func (p *parser) mistyped(at place, message string) {
 	if !startsValue(p.s.peek()) {
 		p.s.unexpected()
@@ -456,11 +392,9 @@ func (p *parser) mistyped(at place, message string) {
 	p.s.skip(at.depth())
 }
 
-// startsValue reports whether c can start a JSON value.
 func startsValue(c byte) bool { return c != 0 && strings.IndexByte(`{["-0123456789tfn`, c) >= 0 }
 
-// label reads a name at p (a project, kind, skill or tag) of at most max
-// characters, and checks it (see labelProblem).
+// label reads and checks a project, kind, skill or tag.
 func (p *parser) label(at place, max int) string {
 	s, n, isString := p.string(at, max)
 	if !isString {
@@ -472,9 +406,8 @@ func (p *parser) label(at place, max int) string {
 	return s
 }
 
-// textProblem says what is wrong with an item's text s of n characters
-// ("" if nothing); s is "" when it was too long to keep. What it allows
-// is what TextPattern matches, up to MaxTextChars.
+// textProblem says what is wrong with a text of n characters, "" if
+// nothing: what textPattern matches is allowed.
 func textProblem(s string, n int) string {
 	switch {
 	case n > MaxTextChars:
@@ -487,10 +420,8 @@ func textProblem(s string, n int) string {
 	return ""
 }
 
-// labelProblem says what is wrong with a name s of n characters (a
-// project, kind, skill or tag), "" if nothing: it has 1 to max
-// characters, no control characters, no white space at either end. What
-// it allows is what LabelPattern matches, up to max.
+// labelProblem says what is wrong with a label of n characters, "" if
+// nothing: what labelPattern matches, up to max, is allowed.
 func labelProblem(s string, n, max int) string {
 	switch {
 	case n == 0:
@@ -505,15 +436,13 @@ func labelProblem(s string, n, max int) string {
 	return ""
 }
 
-// text records the problem of an item's text s at loc, if any.
 func (e *ValidationError) text(loc, s string) {
 	if msg := textProblem(s, utf8.RuneCountInString(s)); msg != "" {
 		e.add(loc, msg)
 	}
 }
 
-// label records the problem of a name s at loc, if any (see
-// labelProblem), and reports whether it had none.
+// label records the problem of a label at loc, if any, and reports whether it had none.
 func (e *ValidationError) label(loc, s string, max int) bool {
 	if msg := labelProblem(s, utf8.RuneCountInString(s), max); msg != "" {
 		e.add(loc, msg)
@@ -527,36 +456,16 @@ type object struct {
 	at      place
 	names   []string // the members it may have, each at most once
 	unknown string   // the problem of a member not in names
-	seen    uint32   // the names read so far, a bit each
+	seen    uint32   // a bit per name read
 	begun   bool
 }
 
-// member reads up to the value of the object's next member, whose name's
-// index in o.names it returns, with true. At the object's end it returns
-// false; so it does when the parse stops: at JSON it cannot read, at a
-// name not in o.names, or at a name given twice.
+// member reads up to the next member's value and returns its index in
+// o.names; false at the object's end or when the parse stops.
 func (p *parser) member(o *object) (int, bool) {
 	s := &p.s
-	if p.stopped() {
+	if !p.next(&o.begun, '}') {
 		return -1, false
-	}
-	if !o.begun {
-		o.begun = true
-		s.pos++ // the '{' the caller saw
-		if s.peek() == '}' {
-			s.pos++
-			return -1, false
-		}
-	} else {
-		switch s.peek() {
-		case ',':
-			s.pos++
-		case '}':
-			s.pos++
-			return -1, false
-		default:
-			return -1, s.unexpected()
-		}
 	}
 	raw, escaped, good := s.str()
 	if !good {
@@ -576,13 +485,12 @@ func (p *parser) member(o *object) (int, bool) {
 	return m, true
 }
 
-// lookup returns the index in names of the name written raw, or -1.
 func lookup(names []string, raw []byte, escaped bool) int {
 	if escaped {
 		if len(raw) > 6*len("occurred_at") { // too long to be any name, however escaped
 			return -1
 		}
-		return indexOf(names, unescape(raw))
+		return slices.Index(names, unescape(raw))
 	}
 	for i, n := range names {
 		if string(raw) == n {
@@ -592,20 +500,18 @@ func lookup(names []string, raw []byte, escaped bool) int {
 	return -1
 }
 
-// An array is the state of reading one JSON array's elements.
-type array struct{ begun bool }
-
-// element reads up to the array's next element, and reports whether
-// there is one: false at the array's end, or when the parse stopped.
-func (p *parser) element(a *array) bool {
+// next moves to the next element of the array or object that the caller
+// saw open (begun false) and end closes: false at its end, or when the
+// parse has stopped.
+func (p *parser) next(begun *bool, end byte) bool {
 	s := &p.s
 	if p.stopped() {
 		return false
 	}
-	if !a.begun {
-		a.begun = true
-		s.pos++ // the '[' the caller saw
-		if s.peek() == ']' {
+	if !*begun {
+		*begun = true
+		s.pos++ // the opening byte the caller saw
+		if s.peek() == end {
 			s.pos++
 			return false
 		}
@@ -615,7 +521,7 @@ func (p *parser) element(a *array) bool {
 	case ',':
 		s.pos++
 		return true
-	case ']':
+	case end:
 		s.pos++
 		return false
 	}
