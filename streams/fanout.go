@@ -2,11 +2,10 @@ package streams
 
 import "sync"
 
-// fanout hands each event to its user's subscriptions in this process.
-// Its lock is also the hub's, guarding what changes with delivery (the
-// ring, the place in the stream), so a subscription registered under it
-// sees every event delivered after and none before. A send that would
-// block ends that subscription with errSlow instead.
+// fanout hands each event to its user's subscriptions in this process. Its
+// lock is also the hub's, so a subscription registered under it sees every
+// event delivered after and none before. A send that would block ends that
+// subscription with errSlow.
 type fanout struct {
 	mu     sync.Mutex
 	buffer int
@@ -24,17 +23,16 @@ func (f *fanout) init(buffer int) {
 
 // addLocked registers a subscription of user that skips events up to skip.
 func (f *fanout) addLocked(user string, skip eventID) *Subscription {
-	s := newSubscription(user, f.buffer)
-	s.skip = skip
+	s := &Subscription{user: user, skip: skip, events: make(chan *Event, f.buffer), done: make(chan struct{})}
 	s.cancel = func() { f.remove(s) }
 	f.subs[user] = append(f.subs[user], s)
 	return s
 }
 
-// deliverLocked sends ev to the subscriptions of ev.To (every user for
-// everyone), or to the probed functions when it is a probe.
+// deliverLocked sends ev to the subscriptions of ev.To, or to the probed
+// functions when it is a probe.
 func (f *fanout) deliverLocked(ev Event, id eventID) {
-	if ev.Type == probeEvent { // no user's event: a probe, of the user in its data
+	if ev.Type == probeEvent { // a probe, of the user in its data
 		for _, probed := range f.probed {
 			probed(string(ev.Data))
 		}
@@ -83,8 +81,7 @@ func (f *fanout) remove(s *Subscription) {
 	}
 }
 
-// dropLocked removes subs[i] of user's subscriptions, ends it with err, and
-// returns the subscriptions left.
+// dropLocked removes and ends subs[i] of user's, returning those left.
 func (f *fanout) dropLocked(user string, subs []*Subscription, i int, err error) []*Subscription {
 	s := subs[i]
 	last := len(subs) - 1

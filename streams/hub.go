@@ -6,17 +6,11 @@ import (
 	"time"
 )
 
-// MemoryHub is a [Hub] for one process. Create it with [NewMemoryHub]; it
-// is safe for concurrent use.
-//
-// It keeps the newest events, of all users together, in a ring for
-// replay. Ids take Redis's form ("<unix ms>-<seq>") and strictly
-// increase, even when the clock stands still or goes back. Subscribe's
-// Gap is set when the ring dropped an event after its after, or after is
-// outside the hub's ids (another process's, say) or no id at all.
+// MemoryHub is a [Hub] for one process, safe for concurrent use. It keeps
+// the newest events of all users in a ring for replay; ids take Redis's
+// form and strictly increase, even when the clock goes back.
 type MemoryHub struct {
-	// Now is the clock of event ids, time.Now from NewMemoryHub. Set it
-	// before the hub is used.
+	// Now is the clock of event ids (time.Now); set it before use.
 	Now func() time.Time
 
 	f    fanout   // its lock guards the fields below too
@@ -34,10 +28,9 @@ type keptEv struct {
 	ev Event
 }
 
-// NewMemoryHub returns a hub that keeps the newest replay events for
-// Subscribe's Replay, and buffers up to buffer events per subscription
-// before it ends a subscriber that does not read them. It panics unless
-// replay >= 0 and buffer >= 1.
+// NewMemoryHub returns a hub that keeps the newest replay events and
+// buffers up to buffer events per subscription before it ends a subscriber
+// that does not read them. It panics unless replay >= 0 and buffer >= 1.
 func NewMemoryHub(replay, buffer int) *MemoryHub {
 	if replay < 0 {
 		panic("streams: a hub cannot keep fewer than 0 events")
@@ -47,8 +40,8 @@ func NewMemoryHub(replay, buffer int) *MemoryHub {
 	return h
 }
 
-// Publish gives ev an id, keeps it and sends it to ev.To's subscriptions.
-// It never waits and never fails. Do not change ev.Data afterwards.
+// Publish gives ev an id, keeps it and sends it to ev.To's subscriptions;
+// it never waits nor fails. Do not change ev.Data afterwards.
 func (h *MemoryHub) Publish(_ context.Context, ev Event) (string, error) {
 	now := h.Now()
 	h.f.mu.Lock()
@@ -61,7 +54,8 @@ func (h *MemoryHub) Publish(_ context.Context, ev Event) (string, error) {
 }
 
 // Subscribe follows user's events; it registers the subscription and reads
-// its Replay in one step, so no event is in both. It never fails.
+// its Replay in one step, so no event is in both. Gap is set when the ring
+// dropped an event after after, or after is not one of the hub's ids.
 func (h *MemoryHub) Subscribe(_ context.Context, user, after string) (*Subscription, error) {
 	h.f.mu.Lock()
 	defer h.f.mu.Unlock()
@@ -80,8 +74,8 @@ func (h *MemoryHub) Subscribe(_ context.Context, user, after string) (*Subscript
 	return s, nil
 }
 
-// nextLocked returns the id of an event published at now: in now's
-// millisecond, after the last id given, never 0-0.
+// nextLocked returns the id of an event published at now, after the last
+// id given, never 0-0.
 func (h *MemoryHub) nextLocked(now time.Time) eventID {
 	id := eventID{ms: uint64(max(now.UnixMilli(), 0))}
 	switch {

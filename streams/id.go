@@ -6,18 +6,13 @@ import (
 	"strings"
 )
 
-// An eventID is an [Event.ID] read as its two numbers, the Unix
-// millisecond and the sequence within it, which order as Redis orders a
-// stream's ids.
+// An eventID is an [Event.ID] read as its Unix millisecond and sequence.
 type eventID struct{ ms, seq uint64 }
 
-// maxIDLen is the length of the longest id: two 20-digit numbers and a
-// dash.
-const maxIDLen = 41
+const maxIDLen = 41 // two 20-digit numbers and a dash
 
-// parseID reads an id "<ms>-<seq>", both decimal uint64s without sign or
-// leading zeros (so equal ids have equal strings), and reports false for
-// anything else: a client's Last-Event-ID is arbitrary input.
+// parseID reads an id "<ms>-<seq>", decimal uint64s without sign or
+// leading zeros (so equal ids have equal strings).
 func parseID(id string) (eventID, bool) {
 	if len(id) > maxIDLen {
 		return eventID{}, false
@@ -45,12 +40,10 @@ func parseUint(s string) (uint64, bool) {
 	return n, err == nil
 }
 
-// String returns the id as "<ms>-<seq>".
 func (id eventID) String() string {
 	return strconv.FormatUint(id.ms, 10) + "-" + strconv.FormatUint(id.seq, 10)
 }
 
-// compare returns -1, 0 or +1 as id is before, equal to or after o.
 func (id eventID) compare(o eventID) int {
 	return cmp.Or(cmp.Compare(id.ms, o.ms), cmp.Compare(id.seq, o.seq))
 }

@@ -19,7 +19,7 @@ import (
 // The zero value sets a session cookie without Secure.
 type Config struct {
 	CookieSecure bool // the session cookie is Secure: sent over HTTPS only
-	// Hub is where the API-key events go (streams.Plane.Hub); nil: none.
+	// Hub is where the API-key events go (streams.Runtime.Hub); nil: none.
 	Hub streams.Hub
 }
 

@@ -144,7 +144,7 @@ type running struct {
 	limiters func(ratelimit.Budget) ratelimit.Limiter
 	metrics  *api.Metrics
 	ready    []api.Check
-	streams  *streams.Plane
+	streams  *streams.Runtime
 	modules  []api.Feature
 }
 
@@ -202,7 +202,7 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 }
 
 // streamsOf is p, or without one the plane cfg describes, in memory.
-func streamsOf(cfg Config, p *streams.Plane) *streams.Plane {
+func streamsOf(cfg Config, p *streams.Runtime) *streams.Runtime {
 	if p == nil {
 		p = streams.New(streams.Config{Cap: streams.NewMemoryCap(cfg.StreamCap), UserCap: streams.NewMemoryCap(cfg.StreamUserCap),
 			Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter, LiveAccess: cfg.LiveAccess})
