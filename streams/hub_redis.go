@@ -410,10 +410,10 @@ func (h *RedisHub) replay(ctx context.Context, user, after, upto string) (bool, 
 	if err == nil && (len(vals) == 0 || (len(vals)-1)%3 != 0) {
 		err = errors.New("unexpected reply")
 	}
-	if err != nil {
-		return false, nil, fmt.Errorf("streams: replay from redis stream %s: %w", h.key, err)
+	var gap int64
+	if err == nil {
+		gap, err = vals[0].AsInt64()
 	}
-	gap, err := vals[0].AsInt64()
 	if err != nil {
 		return false, nil, fmt.Errorf("streams: replay from redis stream %s: %w", h.key, err)
 	}

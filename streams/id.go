@@ -14,19 +14,10 @@ const maxIDLen = 41 // two 20-digit numbers and a dash
 // parseID reads an id "<ms>-<seq>", decimal uint64s without sign or
 // leading zeros (so equal ids have equal strings).
 func parseID(id string) (eventID, bool) {
-	if len(id) > maxIDLen {
-		return eventID{}, false
-	}
 	ms, seq, ok := strings.Cut(id, "-")
-	if !ok {
-		return eventID{}, false
-	}
-	a, ok := parseUint(ms)
-	if !ok {
-		return eventID{}, false
-	}
-	b, ok := parseUint(seq)
-	if !ok {
+	a, okA := parseUint(ms)
+	b, okB := parseUint(seq)
+	if !ok || !okA || !okB || len(id) > maxIDLen {
 		return eventID{}, false
 	}
 	return eventID{a, b}, true

@@ -172,7 +172,7 @@ func (st *Stream) serve(serve func(*Stream)) {
 			if v != nil && st.started {
 				api.Logger(st.r.Context()).Error("stream: panic", "panic", v, "stack", string(debug.Stack()))
 			} else if v != nil {
-				st.panicked = streamPanic{v, debug.Stack()}
+				st.panicked = fmt.Sprintf("%v\n\nin the stream's goroutine:\n%s", v, debug.Stack())
 			}
 			st.finish()
 		}()
@@ -182,15 +182,6 @@ func (st *Stream) serve(serve func(*Stream)) {
 	if st.panicked != nil {
 		panic(st.panicked)
 	}
-}
-
-type streamPanic struct {
-	value any
-	stack []byte
-}
-
-func (p streamPanic) String() string {
-	return fmt.Sprintf("%v\n\nin the stream's goroutine:\n%s", p.value, p.stack)
 }
 
 // beat ends a stream whose client stopped taking data or whose
