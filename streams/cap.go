@@ -15,23 +15,20 @@ type Cap interface {
 	// one included when ok; err is a failure of the cap's store.
 	reserve(ctx context.Context, key string) (s capSlot, live int, ok bool, err error)
 	capacity() int
+	releaseSlot(s capSlot)
+	refreshSlot(ctx context.Context, s capSlot) error
 }
 
 // A capSlot is one reserved stream: release it when the stream ends. A
 // second release does nothing, nor do the zero capSlot's methods.
 type capSlot struct {
-	owner slotOwner
+	owner Cap
 	key   string
 	lease string // the lease's member in Redis; "" in memory
 	// id numbers an in-memory reservation, at is its shard and row; both 0
 	// when nothing is counted in memory.
 	id uint64
 	at uint32
-}
-
-type slotOwner interface {
-	releaseSlot(s capSlot)
-	refreshSlot(ctx context.Context, s capSlot) error
 }
 
 func (s capSlot) release() {

@@ -80,15 +80,8 @@ func NewRedisCap(client rueidis.Client, prefix string, max int, lease time.Durat
 		panic("streams: NewRedisCap needs a fallback of the same max: it counts the same streams")
 	}
 	ms := (lease + time.Millisecond - 1) / time.Millisecond // rounded up
-	return &RedisCap{
-		client:   client,
-		prefix:   prefix + "streams:",
-		max:      max,
-		maxArg:   strconv.Itoa(max),
-		leaseArg: strconv.FormatInt(int64(ms), 10),
-		fallback: fallback,
-		Timeout:  redisTimeout,
-	}
+	return &RedisCap{client: client, prefix: prefix + "streams:", max: max, maxArg: strconv.Itoa(max),
+		leaseArg: strconv.FormatInt(int64(ms), 10), fallback: fallback, Timeout: redisTimeout}
 }
 
 func (r *RedisCap) capacity() int { return r.max }

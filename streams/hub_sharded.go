@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -140,9 +141,6 @@ func (h *ShardedRedisHub) Claim(ctx context.Context) error {
 }
 
 func (h *ShardedRedisHub) shard(user string) *RedisHub {
-	if len(h.shards) == 1 {
-		return h.shards[0]
-	}
 	f := fnv.New64a()
 	f.Write([]byte(user))
 	return h.shards[f.Sum64()%uint64(len(h.shards))]
@@ -154,18 +152,21 @@ func (h *ShardedRedisHub) Publish(ctx context.Context, ev Event) (string, error)
 	if ev.To != everyone {
 		return h.shard(ev.To).Publish(ctx, ev)
 	}
+	return "", cmp.Or(h.each(func(s *RedisHub) error {
+		_, err := s.Publish(ctx, ev)
+		return err
+	})...)
+}
+
+// each runs f on every shard at once, and returns their errors.
+func (h *ShardedRedisHub) each(f func(s *RedisHub) error) []error {
 	errs := make([]error, len(h.shards))
 	var wg sync.WaitGroup
 	for i, s := range h.shards {
-		wg.Go(func() { _, errs[i] = s.Publish(ctx, ev) })
+		wg.Go(func() { errs[i] = f(s) })
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return "", err
-		}
-	}
-	return "", nil
+	return errs
 }
 
 // Subscribe follows user's events in user's shard.
@@ -182,11 +183,5 @@ func (h *ShardedRedisHub) Run(ctx context.Context) error {
 	for _, s := range h.shards {
 		s.OnError = h.OnError
 	}
-	errs := make([]error, len(h.shards))
-	var wg sync.WaitGroup
-	for i, s := range h.shards {
-		wg.Go(func() { errs[i] = s.Run(ctx) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return errors.Join(h.each(func(s *RedisHub) error { return s.Run(ctx) })...)
 }

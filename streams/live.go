@@ -84,9 +84,6 @@ func (l *liveSnapshots) snapshot(ctx context.Context, p *Runtime) LiveSnapshot {
 func heapBytes() uint64 {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
 	return sample[0].Value.Uint64()
 }
 
