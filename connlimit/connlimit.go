@@ -251,16 +251,22 @@ func (l *Limiter) unidleLocked(c *conn) {
 	l.stats.Idle--
 }
 
-// releaseLocked counts c out, once.
-func (l *Limiter) releaseLocked(c *conn) {
+// activeLocked takes idle or receiving c out of its lists and heaps.
+func (l *Limiter) activeLocked(c *conn) {
 	switch c.state {
-	case released:
-		return
 	case idle:
 		l.unidleLocked(c)
 	case receiving:
 		l.arriveLocked(c)
 	}
+}
+
+// releaseLocked counts c out, once.
+func (l *Limiter) releaseLocked(c *conn) {
+	if c.state == released {
+		return
+	}
+	l.activeLocked(c)
 	c.state = released
 	l.stats.Open--
 	l.conns.remove(c)
@@ -291,13 +297,7 @@ func (l *Limiter) connState(nc net.Conn, state http.ConnState) {
 			l.setIdleLocked(c)
 		}
 	case http.StateHijacked:
-		switch c.state {
-		case idle:
-			l.unidleLocked(c)
-		case receiving:
-			l.arriveLocked(c)
-		}
-		if c.state == active {
+		if l.activeLocked(c); c.state == active {
 			c.state = hijacked
 		}
 	case http.StateClosed:

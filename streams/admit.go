@@ -28,8 +28,7 @@ func (p *Runtime) open(op *huma.Operation, w http.ResponseWriter, r *http.Reques
 		return nil, false // answered
 	}
 	r = r.WithContext(auth.NewContext(r.Context(), id))
-	// A malformed Last-Event-ID is refused after the limits, as any
-	// operation's parameters are.
+	// A malformed Last-Event-ID is refused after the limits, as parameters are.
 	var malformed *api.Error
 	after := r.Header.Get("Last-Event-ID")
 	if after != "" && !lastEventID.MatchString(after) {
@@ -125,9 +124,8 @@ func (p *Runtime) admit(ctx context.Context, h http.Header, id *auth.Identity, t
 	return slots[0], slots[1], nil
 }
 
-// reserve takes one of key's slots in c. When key has none free, the
-// streams of user first prove their clients are there (probe), so that a
-// dead one frees its slot.
+// reserve takes one of key's slots in c. When key has none free, user's
+// streams first prove their clients are there (probe), so a dead one frees its slot.
 func (p *Runtime) reserve(ctx context.Context, c Cap, key, user string) (capSlot, int, bool, error) {
 	slot, live, ok, err := c.reserve(ctx, key)
 	if ok || err != nil || !p.probe(ctx, user) {

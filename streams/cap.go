@@ -85,12 +85,7 @@ func NewMemoryCap(max int) *MemoryCap {
 
 func (m *MemoryCap) capacity() int { return m.max }
 
-func (m *MemoryCap) reserve(_ context.Context, key string) (s capSlot, live int, ok bool, err error) {
-	s, live, ok = m.reserveKey(key)
-	return s, live, ok, nil
-}
-
-func (m *MemoryCap) reserveKey(key string) (capSlot, int, bool) {
+func (m *MemoryCap) reserve(_ context.Context, key string) (capSlot, int, bool, error) {
 	h := maphash.String(m.seed, key)
 	shard := uint32(h & (capShards - 1))
 	sh := &m.shards[shard]
@@ -105,14 +100,14 @@ func (m *MemoryCap) reserveKey(key string) (capSlot, int, bool) {
 	n := r[1]
 	if n >= uint64(m.max) {
 		sh.mu.Unlock()
-		return capSlot{}, int(n), false
+		return capSlot{}, int(n), false, nil
 	}
 	sh.next++
 	id := sh.next
 	r[2+n] = id
 	r[1] = n + 1
 	sh.mu.Unlock()
-	return capSlot{owner: m, key: key, id: id, at: shard<<rowBits | row}, int(n + 1), true
+	return capSlot{owner: m, key: key, id: id, at: shard<<rowBits | row}, int(n + 1), true, nil
 }
 
 // take returns a free row for a new key, else a new one.
@@ -130,8 +125,7 @@ func (sh *capShard) take(stride int) uint32 {
 	return uint32(row)
 }
 
-// releaseSlot frees s's reservation if its row still holds it; the key's
-// row is given back with its last stream.
+// releaseSlot frees s's reservation if its row still holds it, and the row with its last.
 func (m *MemoryCap) releaseSlot(s capSlot) {
 	sh := &m.shards[s.at>>rowBits]
 	row := int(s.at & (1<<rowBits - 1))

@@ -35,8 +35,7 @@ var capLua = rueidis.NewLuaScript(capScript)
 
 const redisTimeout = 100 * time.Millisecond
 
-// errSlotLost is what refresh returns when the slot's lease had ended in
-// Redis and its key has no place left for it: the stream ends.
+// errSlotLost ends a stream whose lease had ended in Redis and whose key is full.
 var errSlotLost = errors.New("streams: the stream's slot is no longer counted in Redis and its key is full")
 
 // RedisCap caps streams across every replica on the same Redis and prefix.
@@ -94,7 +93,7 @@ func (r *RedisCap) reserve(ctx context.Context, key string) (s capSlot, live int
 	local := 0
 	if r.fallback != nil {
 		var mine capSlot
-		if mine, local, ok = r.fallback.reserveKey(key); !ok {
+		if mine, local, ok, _ = r.fallback.reserve(ctx, key); !ok {
 			return capSlot{}, local, false, nil
 		}
 		s.id, s.at = mine.id, mine.at

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -69,8 +70,7 @@ func (c *sseConn) Start(retry time.Duration, tookOver, gone func()) error {
 	return c.Write([]byte(hint))
 }
 
-// maxClientInput is what a client may send after its request, once its
-// connection is taken over.
+// maxClientInput is what a client may send once its connection is taken over.
 const maxClientInput = 16 << 10
 
 func (c *sseConn) watch(gone func()) {
@@ -99,14 +99,13 @@ func (c *sseConn) setWriteDeadline(t time.Time) {
 
 // Write sends and flushes msg, whole SSE messages.
 func (c *sseConn) Write(msg []byte) error {
+	var w io.Writer = c.w
 	if c.conn != nil {
-		n, err := c.conn.Write(msg)
-		c.written += int64(n)
-		return err
+		w = c.conn
 	}
-	n, err := c.w.Write(msg)
+	n, err := w.Write(msg)
 	c.written += int64(n)
-	if err != nil {
+	if err != nil || c.conn != nil {
 		return err
 	}
 	return c.rc.Flush()

@@ -97,8 +97,7 @@ func (p *Runtime) add(so Operation) *declared {
 }
 
 // eventSchemas are the schemas of a stream's messages, sorted by title:
-// objects of the event's name, data, id and retry, as generated clients
-// type SSE.
+// objects of the event's name, data, id and retry, as generated clients type SSE.
 func eventSchemas(reg huma.Registry, events []EventType) []*huma.Schema {
 	var one []*huma.Schema
 	for _, e := range events {
@@ -117,8 +116,7 @@ func eventSchemas(reg huma.Registry, events []EventType) []*huma.Schema {
 	return one
 }
 
-// schemaName is the component name of a stream's messages:
-// follow-events' is FollowEventsEvent.
+// schemaName is the component name of a stream's messages: FollowEventsEvent, say.
 func schemaName(operationID string) string {
 	var b strings.Builder
 	for _, w := range strings.FieldsFunc(operationID, func(r rune) bool { return r == '-' || r == '/' || r == '{' || r == '}' }) {

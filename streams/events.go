@@ -32,8 +32,7 @@ var (
 )
 
 // Publish publishes an event of type e with data to user's streams on hub.
-// Data not of e's type, and an event that cannot be published, are logged
-// and dropped.
+// Data not of e's type, and an event not published, are logged and dropped.
 func Publish(ctx context.Context, hub Hub, e EventType, user string, data any) {
 	if reflect.TypeOf(data) != reflect.TypeOf(e.Data) {
 		api.Logger(ctx).Error("stream: an event's data is not its declared type", "event", e.Name)

@@ -1,8 +1,11 @@
 package streams
 
 import (
+	"cmp"
 	"context"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -13,10 +16,10 @@ type MemoryHub struct {
 	// Now is the clock of event ids (time.Now); set it before use.
 	Now func() time.Time
 
-	f    fanout   // its lock guards the fields below too
-	ring []keptEv // the newest events, oldest at head; len is the hub's replay
-	head int
-	n    int // events in ring
+	fanout          // its lock guards the fields below too
+	ring   []keptEv // the newest events, oldest at head; len is the hub's replay
+	head   int
+	n      int // events in ring
 
 	last  eventID // the newest id given
 	floor eventID // every event after floor is in ring: the newest dropped, else the first
@@ -36,7 +39,7 @@ func NewMemoryHub(replay, buffer int) *MemoryHub {
 		panic("streams: a hub cannot keep fewer than 0 events")
 	}
 	h := &MemoryHub{Now: time.Now, ring: make([]keptEv, replay)}
-	h.f.init(buffer)
+	h.init(buffer)
 	return h
 }
 
@@ -44,12 +47,12 @@ func NewMemoryHub(replay, buffer int) *MemoryHub {
 // it never waits nor fails. Do not change ev.Data afterwards.
 func (h *MemoryHub) Publish(_ context.Context, ev Event) (string, error) {
 	now := h.Now()
-	h.f.mu.Lock()
-	defer h.f.mu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	id := h.nextLocked(now)
 	ev.ID = id.String()
 	h.keepLocked(keptEv{id, ev})
-	h.f.deliverLocked(ev, id)
+	h.deliverLocked(ev, id)
 	return ev.ID, nil
 }
 
@@ -57,9 +60,9 @@ func (h *MemoryHub) Publish(_ context.Context, ev Event) (string, error) {
 // its Replay in one step, so no event is in both. Gap is set when the ring
 // dropped an event after after, or after is not one of the hub's ids.
 func (h *MemoryHub) Subscribe(_ context.Context, user, after string) (*Subscription, error) {
-	h.f.mu.Lock()
-	defer h.f.mu.Unlock()
-	s := h.f.addLocked(user, eventID{})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.addLocked(user, eventID{})
 	s.At = h.last.String()
 	if after == "" {
 		return s, nil
@@ -74,8 +77,7 @@ func (h *MemoryHub) Subscribe(_ context.Context, user, after string) (*Subscript
 	return s, nil
 }
 
-// nextLocked returns the id of an event published at now, after the last
-// id given, never 0-0.
+// nextLocked returns the id of an event published at now: after the last, never 0-0.
 func (h *MemoryHub) nextLocked(now time.Time) eventID {
 	id := eventID{ms: uint64(max(now.UnixMilli(), 0))}
 	switch {
@@ -115,4 +117,37 @@ func (h *MemoryHub) replayLocked(user string, a eventID) []Event {
 		}
 	}
 	return out
+}
+
+// An eventID is an [Event.ID] read as its Unix millisecond and sequence.
+type eventID struct{ ms, seq uint64 }
+
+const maxIDLen = 41 // two 20-digit numbers and a dash
+
+// parseID reads an id "<ms>-<seq>", decimal uint64s without sign or
+// leading zeros (so equal ids have equal strings).
+func parseID(id string) (eventID, bool) {
+	ms, seq, ok := strings.Cut(id, "-")
+	a, okA := parseUint(ms)
+	b, okB := parseUint(seq)
+	if !ok || !okA || !okB || len(id) > maxIDLen {
+		return eventID{}, false
+	}
+	return eventID{a, b}, true
+}
+
+func parseUint(s string) (uint64, bool) {
+	if s == "" || (s[0] == '0' && len(s) > 1) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
+}
+
+func (id eventID) String() string {
+	return strconv.FormatUint(id.ms, 10) + "-" + strconv.FormatUint(id.seq, 10)
+}
+
+func (id eventID) compare(o eventID) int {
+	return cmp.Or(cmp.Compare(id.ms, o.ms), cmp.Compare(id.seq, o.seq))
 }

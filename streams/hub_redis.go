@@ -70,7 +70,7 @@ type RedisHub struct {
 	key    string
 	maxLen int
 
-	f       fanout     // its lock guards seen and known
+	fanout             // its lock guards seen and known
 	seen    eventID    // the newest entry Run has delivered
 	known   bool       // seen is a place in the stream, found by start
 	startMu sync.Mutex // one start at a time
@@ -83,8 +83,7 @@ type RedisHub struct {
 	lostAll bool
 }
 
-// maxLost bounds the users a RedisHub remembers; past it, one marker goes
-// to every user.
+// maxLost bounds the users a RedisHub remembers; past it, one marker goes to all.
 const maxLost = 10000
 
 // Bounds of the Redis hub's calls and of Run's retries.
@@ -107,7 +106,7 @@ func NewRedisHub(client rueidis.Client, prefix string, maxLen, buffer int) *Redi
 		panic("streams: a Redis hub's stream must keep at least one event")
 	}
 	h := &RedisHub{client: client, key: prefix + "events", maxLen: maxLen}
-	h.f.init(buffer)
+	h.init(buffer)
 	return h
 }
 
@@ -148,8 +147,7 @@ func (h *RedisHub) noteLost(user string) {
 	}
 }
 
-// markGaps adds a gap marker for each user whose events a Publish lost,
-// keeping the users whose marker failed.
+// markGaps adds a gap marker for each user whose events a Publish lost.
 func (h *RedisHub) markGaps(ctx context.Context) error {
 	h.lostMu.Lock()
 	if !h.lostAll && len(h.lost) == 0 {
@@ -196,9 +194,9 @@ func (h *RedisHub) Subscribe(ctx context.Context, user, after string) (*Subscrip
 	}
 	a, ok := parseID(after)
 	if ok {
-		h.f.mu.Lock()
+		h.mu.Lock()
 		ahead := a.compare(h.seen) > 0
-		h.f.mu.Unlock()
+		h.mu.Unlock()
 		if ahead { // Run has not reached after: is it in the stream at all?
 			in, err := h.reaches(ctx, a)
 			if err != nil {
@@ -208,20 +206,20 @@ func (h *RedisHub) Subscribe(ctx context.Context, user, after string) (*Subscrip
 		}
 	}
 	if !ok { // no after, or none of this stream's: live events only
-		h.f.mu.Lock()
-		defer h.f.mu.Unlock()
-		s := h.f.addLocked(user, eventID{})
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		s := h.addLocked(user, eventID{})
 		s.Gap, s.At = after != "", h.seen.String()
 		return s, nil
 	}
-	h.f.mu.Lock()
-	s := h.f.addLocked(user, a)
+	h.mu.Lock()
+	s := h.addLocked(user, a)
 	upto, at := "", a
 	if h.seen.compare(a) > 0 {
 		upto, at = h.seen.String(), h.seen
 	}
 	s.At = at.String()
-	h.f.mu.Unlock()
+	h.mu.Unlock()
 	gap, events, err := h.replay(ctx, user, after, upto)
 	if err != nil {
 		s.Close()
@@ -271,8 +269,7 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// read waits up to readBlock for entries after seen and delivers them,
-// after marking what a failed read or publish lost.
+// read marks what a failed read or publish lost, then delivers the entries after seen.
 func (h *RedisHub) read(ctx context.Context) (int, error) {
 	sctx, cancel := context.WithTimeout(ctx, callTimeout)
 	err := h.start(sctx)
@@ -280,18 +277,18 @@ func (h *RedisHub) read(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	h.f.mu.Lock()
+	h.mu.Lock()
 	seen := h.seen
-	h.f.mu.Unlock()
+	h.mu.Unlock()
 	if h.failed {
 		lost, err := h.lostSince(ctx, seen)
 		if err != nil {
 			return 0, err
 		}
 		if lost { // every subscription here may have missed some: tell each, now
-			h.f.mu.Lock()
-			h.f.deliverLocked(Event{Type: EventGap, To: everyone}, lastID)
-			h.f.mu.Unlock()
+			h.mu.Lock()
+			h.deliverLocked(Event{Type: EventGap, To: everyone}, lastID)
+			h.mu.Unlock()
 		}
 		h.failed = false
 	}
@@ -310,8 +307,8 @@ func (h *RedisHub) read(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("streams: read redis stream %s: %w", h.key, err)
 	}
 	entries := streams[h.key]
-	h.f.mu.Lock()
-	defer h.f.mu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for _, e := range entries {
 		id, ok := parseID(e.ID)
 		if !ok || id.compare(h.seen) <= 0 {
@@ -321,14 +318,13 @@ func (h *RedisHub) read(ctx context.Context) (int, error) {
 		if d := e.FieldValues["data"]; d != "" {
 			ev.Data = []byte(d)
 		}
-		h.f.deliverLocked(ev, id)
+		h.deliverLocked(ev, id)
 		h.seen = id
 	}
 	return len(entries), nil
 }
 
-// unblocked reports whether err ended a blocking read early, as a Redis
-// Cluster failover does.
+// unblocked reports whether err ended a blocking read early, as a failover does.
 func unblocked(err error) bool {
 	e, ok := rueidis.IsRedisErr(err)
 	return ok && strings.HasPrefix(e.Error(), "UNBLOCKED")
@@ -336,9 +332,9 @@ func unblocked(err error) bool {
 
 // start finds, once, where live delivery begins: the stream's newest entry.
 func (h *RedisHub) start(ctx context.Context) error {
-	h.f.mu.Lock()
+	h.mu.Lock()
 	known := h.known
-	h.f.mu.Unlock()
+	h.mu.Unlock()
 	if known {
 		return nil
 	}
@@ -353,20 +349,19 @@ func (h *RedisHub) start(ctx context.Context) error {
 	if len(entries) > 0 {
 		at, _ = parseID(entries[0].ID)
 	}
-	h.f.mu.Lock()
+	h.mu.Lock()
 	if !h.known {
 		h.seen, h.known = at, true
 	}
-	h.f.mu.Unlock()
+	h.mu.Unlock()
 	return nil
 }
 
 // lastID is after every id: an event given it is skipped by no one.
 var lastID = eventID{math.MaxUint64, math.MaxUint64}
 
-// lostSince reports whether entries after seen may be gone from the
-// stream: it holds nothing at or before seen, is missing, or its ids went
-// back.
+// lostSince reports whether entries after seen may be gone: the stream holds
+// nothing at or before seen, is missing, or its ids went back.
 func (h *RedisHub) lostSince(ctx context.Context, seen eventID) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()

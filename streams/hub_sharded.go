@@ -56,15 +56,13 @@ func NewShardedRedisHub(client rueidis.Client, prefix string, n, maxLen, buffer 
 	return h
 }
 
-// HasHashTag reports whether a Redis key that starts with prefix has its
-// hash slot chosen by a hash tag within prefix.
+// HasHashTag reports whether prefix holds a Redis hash tag, which picks a key's slot.
 func HasHashTag(prefix string) bool {
 	_, ok := hashTag(prefix)
 	return ok
 }
 
-// hashTag returns key's hash tag: between the first "{" and the next "}",
-// when not empty.
+// hashTag returns key's hash tag: between the first "{" and the next "}", when not empty.
 func hashTag(key string) (string, bool) {
 	open := strings.IndexByte(key, '{')
 	if open < 0 {

@@ -119,8 +119,7 @@ func declareGauges(reg huma.Registry, gauges []gauge) {
 	}
 }
 
-// readGauges reads gauges; one that fails keeps its value in last and is
-// logged as an outage.
+// readGauges reads gauges; one that fails keeps its value in last, logged as an outage.
 func readGauges(ctx context.Context, s *api.Server, gauges []gauge, last map[string]int64) map[string]int64 {
 	values := make(map[string]int64, len(gauges))
 	for _, g := range gauges {

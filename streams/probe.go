@@ -22,8 +22,7 @@ type prober interface {
 }
 
 // probe has user's streams on every replica prove their clients are there
-// and waits probeWait (with the user's other opens); it reports whether it
-// waited.
+// and waits probeWait (with the user's other opens); it reports whether it did.
 func (p *Runtime) probe(ctx context.Context, user string) bool {
 	if p.prober == nil {
 		return false
@@ -76,16 +75,12 @@ func (f *fanout) onProbe(probed func(user string)) {
 	f.probed = append(f.probed, probed)
 }
 
-func (h *MemoryHub) onProbe(probed func(user string)) { h.f.onProbe(probed) }
-
 func (h *MemoryHub) probe(_ context.Context, user string) error {
-	h.f.mu.Lock()
-	defer h.f.mu.Unlock()
-	h.f.deliverLocked(Event{Type: probeEvent, Data: []byte(user)}, eventID{})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.deliverLocked(Event{Type: probeEvent, Data: []byte(user)}, eventID{})
 	return nil
 }
-
-func (h *RedisHub) onProbe(probed func(user string)) { h.f.onProbe(probed) }
 
 func (h *RedisHub) probe(ctx context.Context, user string) error {
 	_, err := h.add(ctx, Event{Type: probeEvent, Data: []byte(user)})

@@ -91,8 +91,7 @@ func (p *Runtime) Feature(s *api.Server) {
 	p.addPlatform()
 }
 
-// Hub is the hub the runtime's streams follow, where a feature publishes
-// its users' events ([Publish]).
+// Hub is the hub the runtime's streams follow, where features [Publish] events.
 func (p *Runtime) Hub() Hub { return p.cfg.Hub }
 
 // CloseStreams makes every open stream send stream.closing and end, and

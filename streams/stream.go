@@ -72,8 +72,7 @@ func (st *Stream) Subscribe() (*Subscription, bool) {
 // Refuse answers e instead of a stream. Call it before Start only.
 func (st *Stream) Refuse(e *api.Error) { st.rt.s.Refuse(st.w, st.r, e) }
 
-// NoContent answers 204 instead of a stream (a browser's EventSource then
-// stops reconnecting). Before Start only.
+// NoContent answers 204 instead of a stream (EventSource stops reconnecting).
 func (st *Stream) NoContent() { st.w.WriteHeader(http.StatusNoContent) }
 
 // Unavailable reports that a store the stream needs failed with err: before
@@ -130,8 +129,7 @@ func (st *Stream) SendEvent(ev *Event) error {
 	return st.Send(ev.ID, ev.Type, ev.Data)
 }
 
-// sendGap sends stream.gap, with id when the hub marked the gap in its
-// events, unless the last event sent was one.
+// sendGap sends stream.gap (with id when the hub marked it), unless the last event was one.
 func (st *Stream) sendGap(id string) error {
 	if st.gapped {
 		return nil
@@ -201,8 +199,7 @@ func (st *Stream) beat() error {
 	return st.renew()
 }
 
-// callerHolds reports whether the stream's credentials still name its
-// caller; a failing store keeps the stream going.
+// callerHolds reports whether the credentials still name the caller; a failing store says yes.
 func (st *Stream) callerHolds() bool {
 	id, err := st.rt.s.Authenticate(st.r.Context(), st.r)
 	if err != nil && !errors.Is(err, auth.ErrUnauthenticated) {
@@ -211,8 +208,7 @@ func (st *Stream) callerHolds() bool {
 	return id != nil && capKey(id) == capKey(st.caller)
 }
 
-// renew extends the stream's slots: a slot lost ends the stream, other
-// failures are logged.
+// renew extends the slots: a slot lost ends the stream, other failures are logged.
 func (st *Stream) renew() error {
 	for _, slot := range []capSlot{st.slot, st.userSlot} {
 		err := slot.refresh(st.r.Context())
@@ -232,8 +228,7 @@ func (st *Stream) close(reason string) {
 	_ = st.sendValue(closingEvent.Name, ClosingEvent{Reason: reason})
 }
 
-// finish frees the stream's slots, closes the connection it took and lets
-// the handler return.
+// finish frees the slots, closes the connection taken and lets the handler return.
 func (st *Stream) finish() {
 	st.cancel()
 	st.slot.release()
