@@ -99,8 +99,7 @@ type peer struct {
 	idle connList // its idle connections, the one idle longest first
 }
 
-// New returns a Limiter enforcing cfg. It panics when Max or MaxPerIP is
-// less than 1.
+// New returns a Limiter enforcing cfg; it panics when Max or MaxPerIP is below 1.
 func New(cfg Config) *Limiter {
 	if cfg.Max < 1 || cfg.MaxPerIP < 1 || cfg.MinRate < 0 || cfg.Grace < 0 {
 		panic("connlimit: Max and MaxPerIP must be at least 1, MinRate and Grace not negative")
@@ -126,9 +125,8 @@ func (l *Limiter) Stats() Stats {
 	return l.stats
 }
 
-// admit counts nc in when there is room or a victim (counted out already,
-// for the caller to close) makes it; else c is nil and refusal is what to
-// write to nc.
+// admit counts nc in when there is room or a victim (counted out, for the
+// caller to close) makes it; else c is nil and refusal is what to write.
 func (l *Limiter) admit(nc net.Conn) (c *conn, victim *conn, refusal []byte) {
 	addr, key := peerAddr(nc)
 	exempt := !addr.IsValid() || slices.ContainsFunc(l.cfg.Exempt, func(p netip.Prefix) bool { return p.Contains(addr) })
@@ -195,8 +193,7 @@ func (l *Limiter) victimLocked(now int64) *conn {
 	return writer
 }
 
-// stalledWrite is how long a write must have waited before its connection
-// may make room for another.
+// stalledWrite is how long a write waits before its connection may make room.
 const stalledWrite = time.Second
 
 // rateDue is when receiving c falls behind MinRate.
@@ -305,8 +302,7 @@ func (l *Limiter) connState(nc net.Conn, state http.ConnState) {
 	}
 }
 
-// own is nc as one of l's connections, looking through wrappers such as
-// *tls.Conn; nil if it is not one.
+// own is nc as one of l's connections (through wrappers such as *tls.Conn), or nil.
 func (l *Limiter) own(nc net.Conn) *conn {
 	for range 8 { // a wrapper of a wrapper, but never a cycle
 		switch v := nc.(type) {
@@ -324,8 +320,7 @@ func (l *Limiter) own(nc net.Conn) *conn {
 	return nil
 }
 
-// warn logs, at most once a minute, the refusals, closes and cuts since
-// the last warning.
+// warn logs, at most once a minute, the refusals, closes and cuts since the last.
 func (l *Limiter) warn() {
 	if l.cfg.Logger == nil {
 		return
@@ -383,8 +378,7 @@ type conn struct {
 	state connState
 	idle  atomic.Bool  // state == idle, for Read to check without the mutex
 	got   atomic.Int64 // bytes read
-	// Unix ns: when it last read a byte, and when the write it waits in
-	// began (0: none).
+	// Unix ns: the last byte read, and the start of the write waiting (0: none).
 	last, writing atomic.Int64
 	start, base   int64 // while receiving: when it began, and got then
 	links         [3]struct{ prev, next *conn }
@@ -427,8 +421,7 @@ func (c *conn) SetReadDeadline(t time.Time) error {
 	return c.Conn.SetReadDeadline(t)
 }
 
-// cutReads makes every read of c fail, and gives its answer a whole
-// WriteTimeout.
+// cutReads makes c's reads fail, and gives its answer a whole WriteTimeout.
 func (c *conn) cutReads() {
 	c.dl.Lock()
 	defer c.dl.Unlock()

@@ -15,8 +15,7 @@ const (
 	byQuiet
 )
 
-// A connList is a doubly linked list threaded through the connections'
-// links[k].
+// A connList is a doubly linked list threaded through the connections' links[k].
 type connList struct {
 	front, back *conn
 	k           int

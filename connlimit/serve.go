@@ -124,12 +124,10 @@ type listener struct {
 	l *Limiter
 }
 
-// refuseWriteTimeout bounds the write of a refusal, which a new
-// connection's send buffer takes at once.
+// refuseWriteTimeout bounds a refusal's write, which a new connection takes at once.
 const refuseWriteTimeout = 10 * time.Millisecond
 
-// Accept returns the next connection there is room for, closing those that
-// made room and those refused.
+// Accept returns the next connection there is room for, closing those refused.
 func (ln *listener) Accept() (net.Conn, error) {
 	for {
 		nc, err := ln.Listener.Accept()

@@ -70,10 +70,10 @@ type RedisHub struct {
 	key    string
 	maxLen int
 
-	fanout             // its lock guards seen and known
-	seen    eventID    // the newest entry Run has delivered
-	known   bool       // seen is a place in the stream, found by start
-	startMu sync.Mutex // one start at a time
+	fanout              // its lock guards seen
+	seen    eventID     // the newest entry Run has delivered
+	known   atomic.Bool // seen is a place in the stream, found by start
+	startMu sync.Mutex  // one start at a time
 	running atomic.Bool
 	failed  bool // Run's last read failed; only Run's goroutine uses it
 	// The users whose events a Publish lost, for a gap marker once Redis
@@ -332,10 +332,7 @@ func unblocked(err error) bool {
 
 // start finds, once, where live delivery begins: the stream's newest entry.
 func (h *RedisHub) start(ctx context.Context) error {
-	h.mu.Lock()
-	known := h.known
-	h.mu.Unlock()
-	if known {
+	if h.known.Load() {
 		return nil
 	}
 	h.startMu.Lock()
@@ -350,8 +347,9 @@ func (h *RedisHub) start(ctx context.Context) error {
 		at, _ = parseID(entries[0].ID)
 	}
 	h.mu.Lock()
-	if !h.known {
-		h.seen, h.known = at, true
+	if !h.known.Load() {
+		h.seen = at
+		h.known.Store(true)
 	}
 	h.mu.Unlock()
 	return nil
