@@ -47,8 +47,7 @@ func Publish(ctx context.Context, hub Hub, e EventType, user string, data any) {
 	}
 }
 
-// Publisher returns a function that publishes an event of one of events,
-// by name, as [Publish] does; other names are logged and dropped.
+// Publisher returns a [Publish] of one of events by name; others are logged and dropped.
 func Publisher(hub Hub, events ...EventType) func(ctx context.Context, user, event string, data any) {
 	byName := make(map[string]EventType, len(events))
 	for _, e := range events {

@@ -9,8 +9,7 @@ import (
 	"github.com/brain-template/brain/internal/product"
 )
 
-// addPlatform declares GET /api/v1/events (the caller's user's events)
-// and GET /api/v1/system/live.
+// addPlatform declares GET /api/v1/events and GET /api/v1/system/live.
 func (p *Runtime) addPlatform() {
 	tags := api.Tag(p.s.API, tag, tagDoc)
 	d := p.reg
