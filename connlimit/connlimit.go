@@ -1,26 +1,18 @@
 // Package connlimit bounds the connections an HTTP server holds open, in
 // total and from any one client address, and how slowly a request may
-// arrive on them, so that connections that send nothing, or too slowly,
-// use up neither file descriptors nor memory, and a new client is served.
+// arrive on them, so that idle or slow connections use up neither file
+// descriptors nor memory.
 //
 //	lim := connlimit.New(connlimit.Config{Max: 10000, MaxPerIP: 256})
 //	err := lim.Serve(&http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}, ln)
 //
-// A request (its headers, and its body to the end) must arrive at MinRate
-// bytes a second on average after a Grace, and never go a Grace without a
-// byte; one that falls behind has its reads cut. The server's
-// WriteTimeout counts again from the end of a body, or from a cut.
-//
-// When a new connection would pass Max, the one that costs least to lose
-// makes room: the one idle longest; else the receiving one furthest behind,
-// if no faster than MinRate; else the one whose client has taken nothing of
-// its answer for longest, at least a second. Otherwise, and when its
-// address (an IPv6 /64) has MaxPerIP open and none of them idle, the new
-// connection gets [Config.TooMany] (or TooManyFromIP) and is closed. Peers
-// in [Config.Exempt] are held to Max only.
-//
-// Each connection event is O(log n) at most, under one mutex; reads and
-// writes cost atomic stores. A Limiter is safe for concurrent use.
+// A request (headers and body) must arrive at MinRate bytes a second on
+// average after a Grace, and never go a Grace without a byte, or its reads
+// are cut. When a new connection would pass Max, the one idle longest makes
+// room; else the receiving one furthest behind, if no faster than MinRate;
+// else the one whose client has taken nothing of its answer for longest,
+// at least a second. Otherwise, and when its address (an IPv6 /64) has
+// MaxPerIP open and none idle, the new connection is refused.
 package connlimit
 
 import (
@@ -43,8 +35,7 @@ type Config struct {
 	// Exempt are peers not held to MaxPerIP: trusted reverse proxies.
 	Exempt []netip.Prefix
 	// MinRate is the slowest a request may arrive, in bytes a second, once
-	// Grace has passed (64 KiB when 0); Grace is also the longest it may go
-	// without a byte (5 s when 0).
+	// Grace has passed; Grace is also the longest it may go without a byte.
 	MinRate int64
 	Grace   time.Duration
 	// TooMany and TooManyFromIP are the whole responses written to a
@@ -53,8 +44,7 @@ type Config struct {
 	// Logger, when not nil, gets a warning at most once a minute while
 	// connections are refused, closed to make room or cut.
 	Logger *slog.Logger
-	// Now is the limiter's clock; nil means time.Now.
-	Now func() time.Time
+	Now    func() time.Time // the limiter's clock; nil means time.Now
 }
 
 // The defaults of MinRate and Grace.
@@ -63,49 +53,53 @@ const (
 	DefaultGrace   = 5 * time.Second
 )
 
+// Auto is the Max a process whose descriptor limit is limit can afford:
+// the limit less [Reserve]; 10,000 when the limit is unknown (0).
+func Auto(limit int) int {
+	if limit <= 0 {
+		return 10000
+	}
+	return max(limit-Reserve(limit), 0)
+}
+
+// Reserve is how many of limit descriptors Auto keeps for the process's
+// other files: an eighth, at least 256.
+func Reserve(limit int) int { return max(256, limit/8) }
+
 // Stats are a [Limiter]'s counts.
 type Stats struct {
-	Open      int // connections open now, hijacked ones included
-	Idle      int // of which idle
-	Receiving int // of which receiving a request, or accepted with nothing read yet
-	// Connections refused for Max and for MaxPerIP.
-	RefusedMax, RefusedPerIP uint64
-	// Connections closed to make room: idle ones, and slow ones.
-	IdleClosed, SlowClosed uint64
-	// TooSlow counts the connections whose reads were cut.
-	TooSlow uint64
+	Open                     int    // connections open now, hijacked ones included
+	Idle                     int    // of which idle
+	Receiving                int    // of which receiving a request, or accepted with nothing read yet
+	RefusedMax, RefusedPerIP uint64 // connections refused for Max and for MaxPerIP
+	IdleClosed, SlowClosed   uint64 // connections closed to make room
+	TooSlow                  uint64 // connections whose reads were cut
 }
 
-// A Limiter bounds connections. Make it with [New].
+// A Limiter bounds connections; it is safe for concurrent use. Make it
+// with [New].
 type Limiter struct {
-	cfg Config
-	now func() time.Time
+	cfg          Config
+	now          func() time.Time
+	writeTimeout time.Duration // the server's, which Serve sets
 
-	// writeTimeout is the server's WriteTimeout, which Serve sets.
-	writeTimeout time.Duration
-
-	mu     sync.Mutex
-	stats  Stats
-	idle   connList // every idle connection, the one idle longest first
-	conns  connList // every connection
-	byRate dueHeap  // every receiving connection, by when it falls behind MinRate
-	// byQuiet is every receiving connection, by when it will have gone a Grace
-	// without a byte.
-	byQuiet dueHeap
-	peers   map[netip.Addr]*peer
-	// The last warning, and the counts it reported up to.
-	warned   time.Time
-	reported Stats
+	mu       sync.Mutex
+	stats    Stats
+	idle     connList // every idle connection, the one idle longest first
+	conns    connList // every connection
+	byRate   dueHeap  // every receiving connection, by when it falls behind MinRate
+	byQuiet  dueHeap  // and by when it will have gone a Grace without a byte
+	peers    map[netip.Addr]*peer
+	warned   time.Time // the last warning
+	reported Stats     // the counts it reported
 }
 
-// A peer is an address with connections open.
 type peer struct {
 	open int
 	idle connList // its idle connections, the one idle longest first
 }
 
-// New returns a Limiter enforcing cfg. It panics when Max or MaxPerIP is
-// less than 1.
+// New returns a Limiter enforcing cfg; it panics when Max or MaxPerIP is below 1.
 func New(cfg Config) *Limiter {
 	if cfg.Max < 1 || cfg.MaxPerIP < 1 || cfg.MinRate < 0 || cfg.Grace < 0 {
 		panic("connlimit: Max and MaxPerIP must be at least 1, MinRate and Grace not negative")
@@ -124,16 +118,15 @@ func New(cfg Config) *Limiter {
 	return l
 }
 
-// Stats returns the Limiter's counts now.
+// Stats returns the Limiter's counts.
 func (l *Limiter) Stats() Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.stats
 }
 
-// admit counts nc in when there is room or a victim (counted out already,
-// for the caller to close) makes it; else c is nil and refusal is what to
-// write to nc.
+// admit counts nc in when there is room or a victim (counted out, for the
+// caller to close) makes it; else c is nil and refusal is what to write.
 func (l *Limiter) admit(nc net.Conn) (c *conn, victim *conn, refusal []byte) {
 	addr, key := peerAddr(nc)
 	exempt := !addr.IsValid() || slices.ContainsFunc(l.cfg.Exempt, func(p netip.Prefix) bool { return p.Contains(addr) })
@@ -182,8 +175,7 @@ func (l *Limiter) victimLocked(now int64) *conn {
 		l.stats.IdleClosed++
 		return c
 	}
-	// A new connection falls behind at now + Grace: one due no later does no
-	// better.
+	// A new connection falls behind at now + Grace: one due sooner is worse.
 	if c, due := l.byRate.first(); c != nil && due <= now+int64(l.cfg.Grace) {
 		l.stats.SlowClosed++
 		return c
@@ -201,11 +193,10 @@ func (l *Limiter) victimLocked(now int64) *conn {
 	return writer
 }
 
-// stalledWrite is how long a write must have waited before its connection
-// may make room for another.
+// stalledWrite is how long a write waits before its connection may make room.
 const stalledWrite = time.Second
 
-// rateDue is when receiving c falls behind MinRate. Guarded by l.mu.
+// rateDue is when receiving c falls behind MinRate.
 func (l *Limiter) rateDue(c *conn) int64 {
 	n := c.got.Load() - c.base
 	return c.start + int64(l.cfg.Grace) + int64(float64(n)/float64(l.cfg.MinRate)*1e9)
@@ -214,8 +205,8 @@ func (l *Limiter) rateDue(c *conn) int64 {
 // quietDue is when receiving c will have gone a Grace without a byte.
 func (l *Limiter) quietDue(c *conn) int64 { return c.last.Load() + int64(l.cfg.Grace) }
 
-// receiveLocked marks c, active or idle, receiving a request from now,
-// its bytes counted from the last n read.
+// receiveLocked marks c receiving a request from now, its bytes counted
+// from the last n read.
 func (l *Limiter) receiveLocked(c *conn, now int64, n int) {
 	if c.state == idle {
 		l.unidleLocked(c)
@@ -227,7 +218,6 @@ func (l *Limiter) receiveLocked(c *conn, now int64, n int) {
 	l.stats.Receiving++
 }
 
-// arriveLocked marks receiving c active: its request has arrived.
 func (l *Limiter) arriveLocked(c *conn) {
 	c.state = active
 	l.byRate.remove(c)
@@ -235,7 +225,6 @@ func (l *Limiter) arriveLocked(c *conn) {
 	l.stats.Receiving--
 }
 
-// setIdleLocked marks c, active or receiving, idle.
 func (l *Limiter) setIdleLocked(c *conn) {
 	if c.state == receiving {
 		l.arriveLocked(c)
@@ -259,16 +248,22 @@ func (l *Limiter) unidleLocked(c *conn) {
 	l.stats.Idle--
 }
 
-// releaseLocked counts c out, once.
-func (l *Limiter) releaseLocked(c *conn) {
+// activeLocked takes idle or receiving c out of its lists and heaps.
+func (l *Limiter) activeLocked(c *conn) {
 	switch c.state {
-	case released:
-		return
 	case idle:
 		l.unidleLocked(c)
 	case receiving:
 		l.arriveLocked(c)
 	}
+}
+
+// releaseLocked counts c out, once.
+func (l *Limiter) releaseLocked(c *conn) {
+	if c.state == released {
+		return
+	}
+	l.activeLocked(c)
 	c.state = released
 	l.stats.Open--
 	l.conns.remove(c)
@@ -279,8 +274,6 @@ func (l *Limiter) releaseLocked(c *conn) {
 	}
 }
 
-// connState is the ConnState hook: which connections are idle, and which
-// were taken over.
 func (l *Limiter) connState(nc net.Conn, state http.ConnState) {
 	c := l.own(nc)
 	if c == nil {
@@ -301,13 +294,7 @@ func (l *Limiter) connState(nc net.Conn, state http.ConnState) {
 			l.setIdleLocked(c)
 		}
 	case http.StateHijacked:
-		switch c.state {
-		case idle:
-			l.unidleLocked(c)
-		case receiving:
-			l.arriveLocked(c)
-		}
-		if c.state == active {
+		if l.activeLocked(c); c.state == active {
 			c.state = hijacked
 		}
 	case http.StateClosed:
@@ -315,8 +302,7 @@ func (l *Limiter) connState(nc net.Conn, state http.ConnState) {
 	}
 }
 
-// own is nc as one of l's connections, looking through wrappers such as
-// *tls.Conn (NetConn); nil if it is not one.
+// own is nc as one of l's connections (through wrappers such as *tls.Conn), or nil.
 func (l *Limiter) own(nc net.Conn) *conn {
 	for range 8 { // a wrapper of a wrapper, but never a cycle
 		switch v := nc.(type) {
@@ -334,8 +320,7 @@ func (l *Limiter) own(nc net.Conn) *conn {
 	return nil
 }
 
-// warn logs, at most once a minute, the refusals, closes and cuts since
-// the last warning.
+// warn logs, at most once a minute, the refusals, closes and cuts since the last.
 func (l *Limiter) warn() {
 	if l.cfg.Logger == nil {
 		return
@@ -355,8 +340,8 @@ func (l *Limiter) warn() {
 		"open", s.Open, "max", l.cfg.Max, "max_per_ip", l.cfg.MaxPerIP)
 }
 
-// peerAddr is nc's peer address and the key it counts by (an IPv6 /64);
-// the address is not valid for a peer without one (a Unix socket).
+// peerAddr is nc's peer address (invalid for a Unix socket) and the key it
+// counts by (an IPv6 /64).
 func peerAddr(nc net.Conn) (addr, key netip.Addr) {
 	var ap netip.AddrPort
 	switch a := nc.RemoteAddr().(type) {
@@ -374,8 +359,7 @@ func peerAddr(nc net.Conn) (addr, key netip.Addr) {
 	return addr, key
 }
 
-// The states of a connection; guarded by the Limiter's mutex.
-type connState uint8
+type connState uint8 // guarded by the Limiter's mutex
 
 const (
 	active    connState = iota // serving a request that has arrived, or cut
@@ -394,21 +378,15 @@ type conn struct {
 	state connState
 	idle  atomic.Bool  // state == idle, for Read to check without the mutex
 	got   atomic.Int64 // bytes read
-	// On the Limiter's clock, Unix ns: when it last read a byte, and when
-	// the write it is waiting in began (0: none).
+	// Unix ns: the last byte read, and the start of the write waiting (0: none).
 	last, writing atomic.Int64
-	// While receiving: when it began, and got then. Guarded by the
-	// Limiter's mutex.
-	start, base int64
-	// Its places in the lists and the heaps.
-	links [3]struct{ prev, next *conn }
-	slots [2]slot
-	// cut makes its reads fail; dl orders it with net/http's read deadlines.
-	dl  sync.Mutex
-	cut bool
+	start, base   int64 // while receiving: when it began, and got then
+	links         [3]struct{ prev, next *conn }
+	slots         [2]slot
+	dl            sync.Mutex // orders cut with net/http's read deadlines
+	cut           bool       // its reads fail
 }
 
-// Read reads, and the first byte makes an idle connection receiving.
 func (c *conn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
 	if n > 0 {
@@ -426,7 +404,6 @@ func (c *conn) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// Write writes, noting when it began waiting for the client.
 func (c *conn) Write(b []byte) (int, error) {
 	c.writing.Store(c.l.now().UnixNano())
 	n, err := c.Conn.Write(b)
@@ -434,8 +411,7 @@ func (c *conn) Write(b []byte) (int, error) {
 	return n, err
 }
 
-// SetReadDeadline sets the read deadline, unless the connection's reads
-// were cut: then they keep failing.
+// SetReadDeadline sets the read deadline, unless the reads were cut.
 func (c *conn) SetReadDeadline(t time.Time) error {
 	c.dl.Lock()
 	defer c.dl.Unlock()
@@ -445,8 +421,7 @@ func (c *conn) SetReadDeadline(t time.Time) error {
 	return c.Conn.SetReadDeadline(t)
 }
 
-// cutReads makes every read of c fail from now on, and gives its answer a
-// whole WriteTimeout.
+// cutReads makes c's reads fail, and gives its answer a whole WriteTimeout.
 func (c *conn) cutReads() {
 	c.dl.Lock()
 	defer c.dl.Unlock()
@@ -455,14 +430,12 @@ func (c *conn) cutReads() {
 	c.renewWrite()
 }
 
-// renewWrite gives the writes the server's WriteTimeout from now.
 func (c *conn) renewWrite() {
 	if d := c.l.writeTimeout; d > 0 {
 		_ = c.Conn.SetWriteDeadline(time.Now().Add(d))
 	}
 }
 
-// Close counts the connection out and closes it.
 func (c *conn) Close() error {
 	c.l.mu.Lock()
 	c.l.releaseLocked(c)
@@ -470,11 +443,9 @@ func (c *conn) Close() error {
 	return c.Conn.Close()
 }
 
-// NetConn is the connection c wraps, as crypto/tls names it.
 func (c *conn) NetConn() net.Conn { return c.Conn }
 
-// CloseWrite shuts the writing side where it can, as net/http does before
-// closing a connection it answered with an error.
+// CloseWrite shuts the writing side where it can, as net/http expects.
 func (c *conn) CloseWrite() error {
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()

@@ -15,8 +15,7 @@ const (
 	byQuiet
 )
 
-// A connList is a doubly linked list of connections threaded through the
-// connections themselves, by their links[k].
+// A connList is a doubly linked list threaded through the connections' links[k].
 type connList struct {
 	front, back *conn
 	k           int
@@ -48,23 +47,21 @@ func (l *connList) remove(c *conn) {
 	lk.prev, lk.next = nil, nil
 }
 
-// A slot is a connection's place in a dueHeap: its index, and the due
-// (Unix ns) it is ordered by.
+// A slot is a connection's place in a dueHeap: its index, and its due.
 type slot struct {
 	i   int
 	due int64
 }
 
-// A dueHeap is a min-heap of receiving connections by when they are due
-// (Unix ns), threaded through their slots[k]. A due only grows, so the heap
-// keeps a lower bound and updates it when the connection comes to the top.
+// A dueHeap is a min-heap of receiving connections by due (Unix ns),
+// threaded through their slots[k]. A due only grows, so the heap keeps a
+// lower bound and updates it when the connection comes to the top.
 type dueHeap struct {
 	cs  []*conn
 	k   int
 	due func(*conn) int64
 }
 
-// first is the connection due first, and when; nil when h is empty.
 func (h *dueHeap) first() (*conn, int64) {
 	for len(h.cs) > 0 {
 		c := h.cs[0]

@@ -9,9 +9,8 @@ import (
 )
 
 // Serve serves srv on ln, as srv.Serve(ln) does, under l's caps and
-// minimum rate. It sets srv's ConnState and ConnContext hooks (calling any
-// srv had after its own) and wraps its Handler. Serve one server with a
-// Limiter.
+// minimum rate. It wraps srv's Handler, ConnState and ConnContext. Serve
+// one server with a Limiter.
 func (l *Limiter) Serve(srv *http.Server, ln net.Listener) error {
 	l.writeTimeout = srv.WriteTimeout
 	state, connCtx := srv.ConnState, srv.ConnContext
@@ -41,13 +40,10 @@ func (l *Limiter) Serve(srv *http.Server, ln net.Listener) error {
 	return srv.Serve(&listener{Listener: ln, l: l})
 }
 
-// connKey is the context key of a request's connection.
 type connKey struct{}
 
 // receive wraps next to tell l when each request has arrived: at once
-// without a body, else when its body is read to the end (by the handler,
-// or by net/http, which reads up to 256 KiB left unread). The handler gets
-// a copy of the request with the body wrapped: net/http keeps its own.
+// without a body, else when its body is read to the end.
 func (l *Limiter) receive(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if c, _ := r.Context().Value(connKey{}).(*conn); c != nil {
@@ -63,7 +59,6 @@ func (l *Limiter) receive(next http.Handler) http.Handler {
 	})
 }
 
-// arrive marks c's request arrived, if c is receiving it.
 func (l *Limiter) arrive(c *conn) {
 	l.mu.Lock()
 	if c.state == receiving {
@@ -72,7 +67,6 @@ func (l *Limiter) arrive(c *conn) {
 	l.mu.Unlock()
 }
 
-// A body tells its Limiter when it has been read to the end.
 type body struct {
 	io.ReadCloser
 	c    *conn
@@ -93,11 +87,9 @@ func (b *body) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// sweepEvery is how often the connections to cut are looked for.
 const sweepEvery = 200 * time.Millisecond
 
-// sweep cuts the reads of the connections that fell behind, every
-// sweepEvery until stop is closed.
+// sweep cuts the reads of the connections that fell behind, until stop.
 func (l *Limiter) sweep(stop <-chan struct{}) {
 	t := time.NewTicker(sweepEvery)
 	defer t.Stop()
@@ -127,18 +119,15 @@ func (l *Limiter) sweep(stop <-chan struct{}) {
 	}
 }
 
-// A listener admits the connections of the listener it wraps.
 type listener struct {
 	net.Listener
 	l *Limiter
 }
 
-// refuseWriteTimeout bounds the write of a refusal; a new connection's
-// send buffer takes a short response at once.
+// refuseWriteTimeout bounds a refusal's write, which a new connection takes at once.
 const refuseWriteTimeout = 10 * time.Millisecond
 
-// Accept returns the next connection there is room for, closing those that
-// made room and answering and closing those refused.
+// Accept returns the next connection there is room for, closing those refused.
 func (ln *listener) Accept() (net.Conn, error) {
 	for {
 		nc, err := ln.Listener.Accept()

@@ -19,18 +19,16 @@ import (
 
 var lastEventID = regexp.MustCompile(`^[0-9]{1,20}-[0-9]{1,20}$`)
 
-// open is the front door of every stream, before a byte of its response:
-// it resolves the caller (401, 403, 503), takes the stream's places
-// (admit: else 429 with scope stream, or 503), then checks its
-// Last-Event-ID (422), and reports whether the stream may start.
-func (p *Plane) open(op *huma.Operation, w http.ResponseWriter, r *http.Request) (*Stream, bool) {
+// open is every stream's admission, before a byte of its response: the
+// caller (401, 403, 503), the stream's places (429 with scope stream, or
+// 503), then its Last-Event-ID (422). It reports whether the stream may start.
+func (p *Runtime) open(op *huma.Operation, w http.ResponseWriter, r *http.Request) (*Stream, bool) {
 	id := p.s.RequireCaller(humachi.NewContext(op, r, w))
 	if id == nil {
 		return nil, false // answered
 	}
-	r = r.WithContext(auth.NewContext(r.Context(), id)) // whose refusals these are, and who the stream's is
-	// A malformed Last-Event-ID is refused once the stream is admitted, as
-	// any operation's parameters are checked after its rate limits.
+	r = r.WithContext(auth.NewContext(r.Context(), id))
+	// A malformed Last-Event-ID is refused after the limits, as parameters are.
 	var malformed *api.Error
 	after := r.Header.Get("Last-Event-ID")
 	if after != "" && !lastEventID.MatchString(after) {
@@ -41,8 +39,8 @@ func (p *Plane) open(op *huma.Operation, w http.ResponseWriter, r *http.Request)
 		p.s.Refuse(w, r, e)
 		return nil, false
 	}
-	// The stream's context outlives the handler once the stream has its
-	// connection; until then it ends with the request's.
+	// The stream's context ends with the request's until the stream has its
+	// connection (unfollow), then outlives the handler.
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
 	if rc := chi.RouteContext(ctx); rc != nil { // chi reuses its own once the handler returns
 		var own *chi.Context // none for a stream without path parameters
@@ -53,19 +51,18 @@ func (p *Plane) open(op *huma.Operation, w http.ResponseWriter, r *http.Request)
 		}
 		ctx = context.WithValue(ctx, chi.RouteCtxKey, own)
 	}
-	st := &Stream{plane: p, slot: slot, userSlot: userSlot, w: w, c: newSSEConn(w, p.cfg.Heartbeat), r: r.WithContext(ctx), cancel: cancel,
+	st := &Stream{rt: p, slot: slot, userSlot: userSlot, w: w, c: newSSEConn(w, p.cfg.Heartbeat), r: r.WithContext(ctx), cancel: cancel,
 		caller: id, lastEventID: after, lastSent: after, opened: p.s.Now(), probe: make(chan struct{}, 1)}
 	st.unfollow = context.AfterFunc(r.Context(), cancel)
 	p.enter(st)
 	return st, true
 }
 
-// admit takes one of the caller's slots, one of its user's, then a token
-// of the caller's open budget and one of its user's, and writes the
-// plane's headers. When one refuses, the places taken are given back and
-// it returns the refusal (429, or 503 when a store fails). When all admit
-// and then is not nil, it gives the slots back and returns then.
-func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity, then *api.Error) (slot, userSlot capSlot, e *api.Error) {
+// admit takes a slot of the caller's cap and its user's, then an open of
+// each budget, and writes the stream plane's headers. On a refusal (429,
+// or 503 when a store fails), or when then is not nil, it gives back what
+// it took and returns that error.
+func (p *Runtime) admit(ctx context.Context, h http.Header, id *auth.Identity, then *api.Error) (slot, userSlot capSlot, e *api.Error) {
 	caps := [2]struct {
 		c         Cap
 		key, name string
@@ -73,8 +70,8 @@ func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity, the
 	}{{p.cfg.Cap, capKey(id), capName, p.keyCount}, {p.cfg.UserCap, userKey(id), userCapName, p.userCount}}
 	var slots [2]capSlot
 	var buf [2]int
-	free := buf[:0]           // of each cap decided
-	giveBack := func(n int) { // what a refusal leaves: the slots taken are back
+	free := buf[:0] // of each cap decided
+	giveBack := func(n int) {
 		for j := range n {
 			slots[j].release()
 			free[j]++
@@ -127,10 +124,9 @@ func (p *Plane) admit(ctx context.Context, h http.Header, id *auth.Identity, the
 	return slots[0], slots[1], nil
 }
 
-// reserve takes one of key's slots in c. When key has none free, the
-// streams of user first prove that their clients are still there
-// (probe), and one whose client left frees its slot for this open.
-func (p *Plane) reserve(ctx context.Context, c Cap, key, user string) (capSlot, int, bool, error) {
+// reserve takes one of key's slots in c. When key has none free, user's
+// streams first prove their clients are there (probe), so a dead one frees its slot.
+func (p *Runtime) reserve(ctx context.Context, c Cap, key, user string) (capSlot, int, bool, error) {
 	slot, live, ok, err := c.reserve(ctx, key)
 	if ok || err != nil || !p.probe(ctx, user) {
 		return slot, live, ok, err
@@ -146,8 +142,7 @@ func freeSlots(capacity, live int, admitted bool) int {
 	return min(max(capacity-live, 0), capacity)
 }
 
-// capKey is the caller's key in the cap and the open budget: its session,
-// or its API key.
+// capKey is the caller's key in the cap and the open budget.
 func capKey(id *auth.Identity) string {
 	if id.Method == auth.MethodSession {
 		return "s:" + id.SessionHash

@@ -6,14 +6,49 @@ import (
 	"sync"
 )
 
+// A Cap bounds how many streams each caller holds open at once, across
+// every stream endpoint. [MemoryCap] counts on one process; [RedisCap]
+// across every replica that shares a Redis.
+type Cap interface {
+	// reserve takes one of key's slots for a new stream. ok is false when
+	// key holds max streams already; live is how many key holds open, this
+	// one included when ok; err is a failure of the cap's store.
+	reserve(ctx context.Context, key string) (s capSlot, live int, ok bool, err error)
+	capacity() int
+	releaseSlot(s capSlot)
+	refreshSlot(ctx context.Context, s capSlot) error
+}
+
+// A capSlot is one reserved stream: release it when the stream ends. A
+// second release does nothing, nor do the zero capSlot's methods.
+type capSlot struct {
+	owner Cap
+	key   string
+	lease string // the lease's member in Redis; "" in memory
+	// id numbers an in-memory reservation, at is its shard and row; both 0
+	// when nothing is counted in memory.
+	id uint64
+	at uint32
+}
+
+func (s capSlot) release() {
+	if s.owner != nil {
+		s.owner.releaseSlot(s)
+	}
+}
+
+// refresh extends the slot's lease where the cap keeps one (Redis), so a
+// live stream keeps its slot while a dead replica's slots expire.
+func (s capSlot) refresh(ctx context.Context) error {
+	if s.owner == nil {
+		return nil
+	}
+	return s.owner.refreshSlot(ctx, s)
+}
+
 // MemoryCap caps streams in this process. Create it with [NewMemoryCap];
-// it is safe for concurrent use.
-//
-// It keeps only a 64-bit hash of each key (maphash, a per-cap seed), in
-// shards each with its own lock. A key holds one row of a flat slice
-// while it has streams open (its hash, live count and reservation ids),
-// given back with its last stream, so churn allocates nothing once warm
-// (BENCHMARKS.md: under 100 ns and 0 allocs a slot).
+// it is safe for concurrent use. It keeps a 64-bit hash of each key, in
+// locked shards of flat rows, so churn allocates nothing once warm.
 type MemoryCap struct {
 	max    int
 	stride int // uint64s per row: the key's hash, its live count, then max reservation ids
@@ -30,15 +65,13 @@ const rowBits = 27
 type capShard struct {
 	mu    sync.Mutex
 	index map[uint64]uint32 // key hash -> row
-	// rows holds stride uint64s per row: hash, live count, reservation ids.
-	rows []uint64
-	free []uint32 // rows no key holds
-	next uint64   // the last reservation id given; ids never repeat
-	_    [56]byte
+	rows  []uint64          // stride uint64s per row: hash, live count, reservation ids
+	free  []uint32          // rows no key holds
+	next  uint64            // the last reservation id given; ids never repeat
+	_     [56]byte
 }
 
-// NewMemoryCap returns a cap of max streams per key. It panics if max is
-// less than 1.
+// NewMemoryCap returns a cap of max streams per key; it panics if max < 1.
 func NewMemoryCap(max int) *MemoryCap {
 	if max < 1 {
 		panic("streams: NewMemoryCap needs a max of at least 1 stream per key")
@@ -52,12 +85,7 @@ func NewMemoryCap(max int) *MemoryCap {
 
 func (m *MemoryCap) capacity() int { return m.max }
 
-func (m *MemoryCap) reserve(_ context.Context, key string) (s capSlot, live int, ok bool, err error) {
-	s, live, ok = m.reserveKey(key)
-	return s, live, ok, nil
-}
-
-func (m *MemoryCap) reserveKey(key string) (capSlot, int, bool) {
+func (m *MemoryCap) reserve(_ context.Context, key string) (capSlot, int, bool, error) {
 	h := maphash.String(m.seed, key)
 	shard := uint32(h & (capShards - 1))
 	sh := &m.shards[shard]
@@ -72,14 +100,14 @@ func (m *MemoryCap) reserveKey(key string) (capSlot, int, bool) {
 	n := r[1]
 	if n >= uint64(m.max) {
 		sh.mu.Unlock()
-		return capSlot{}, int(n), false
+		return capSlot{}, int(n), false, nil
 	}
 	sh.next++
 	id := sh.next
 	r[2+n] = id
 	r[1] = n + 1
 	sh.mu.Unlock()
-	return capSlot{owner: m, key: key, id: id, at: shard<<rowBits | row}, int(n + 1), true
+	return capSlot{owner: m, key: key, id: id, at: shard<<rowBits | row}, int(n + 1), true, nil
 }
 
 // take returns a free row for a new key, else a new one.
@@ -97,8 +125,7 @@ func (sh *capShard) take(stride int) uint32 {
 	return uint32(row)
 }
 
-// releaseSlot frees s's reservation if its row still holds it; the key's
-// row is given back with its last stream.
+// releaseSlot frees s's reservation if its row still holds it, and the row with its last.
 func (m *MemoryCap) releaseSlot(s capSlot) {
 	sh := &m.shards[s.at>>rowBits]
 	row := int(s.at & (1<<rowBits - 1))

@@ -159,7 +159,7 @@ func TestMemoryCapChurn(t *testing.T) {
 	}
 	held := make([]capSlot, 0, 64)
 	churn := func(k string) {
-		s, _, ok := m.reserveKey(k)
+		s, _, ok, _ := m.reserve(context.Background(), k)
 		if !ok {
 			t.Fatalf("a fresh key %q was refused", k)
 		}
@@ -236,7 +236,7 @@ func TestMemoryCapConcurrent(t *testing.T) {
 					continue
 				}
 				k := rng.IntN(keys)
-				s, _, ok := m.reserveKey(fmt.Sprint("k", k))
+				s, _, ok, _ := m.reserve(context.Background(), fmt.Sprint("k", k))
 				if !ok {
 					runtime.Gosched()
 					continue

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -12,18 +13,15 @@ import (
 	"time"
 )
 
-// An sseConn writes one SSE response. On HTTP/1.x, Start takes the
-// connection over from net/http (Hijack), and the body ends when the
-// connection closes, as HTTP/1.1 allows without Content-Length or
-// chunking; elsewhere (HTTP/2) it writes through the ResponseWriter. Every
-// write has a deadline two heartbeats after the last Start or Beat. It is
-// used by one goroutine.
+// An sseConn writes one SSE response, from one goroutine. On HTTP/1.x,
+// Start takes the connection over (Hijack) and the body ends when it
+// closes; on HTTP/2 it writes through the ResponseWriter. Every write has
+// a deadline two heartbeats after the last Start or Beat.
 type sseConn struct {
-	w         http.ResponseWriter
-	rc        *http.ResponseController
-	heartbeat time.Duration
-	// The connection once Start took it, and what Stalled needs.
-	conn          net.Conn
+	w             http.ResponseWriter
+	rc            *http.ResponseController
+	heartbeat     time.Duration
+	conn          net.Conn // once Start took it
 	written       int64
 	writtenAtBeat int64
 	queued        int
@@ -34,25 +32,21 @@ func newSSEConn(w http.ResponseWriter, heartbeat time.Duration) *sseConn {
 	return &sseConn{w: w, rc: http.NewResponseController(w), heartbeat: heartbeat}
 }
 
-// setHeaders sets an SSE response's headers: its type, and neither
-// caching nor buffering on the way.
 func setHeaders(h http.Header) {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 }
 
-// Head answers a HEAD request: the headers and 200, no body.
 func (c *sseConn) Head() {
 	setHeaders(c.w.Header())
 	c.w.WriteHeader(http.StatusOK)
 }
 
-// Start sends the headers and retry, the reconnection delay, as the first
-// message. Where it can, it takes the connection over: it then calls
-// tookOver (the ResponseWriter is not used again) and, from a goroutine of
-// its own, gone once the client closes the connection or sends more than
-// maxClientInput bytes. Otherwise it lifts the request's read deadline.
+// Start sends the headers and retry as the first message. Where it can, it
+// takes the connection over, calls tookOver, and calls gone from a
+// goroutine of its own once the client closes the connection or sends more
+// than maxClientInput bytes. Otherwise it lifts the read deadline.
 func (c *sseConn) Start(retry time.Duration, tookOver, gone func()) error {
 	setHeaders(c.w.Header())
 	hint := "retry: " + strconv.FormatInt(retry.Milliseconds(), 10) + "\n\n"
@@ -76,8 +70,7 @@ func (c *sseConn) Start(retry time.Duration, tookOver, gone func()) error {
 	return c.Write([]byte(hint))
 }
 
-// maxClientInput is what a client may send after its request, once its
-// connection is taken over: room for a pipelined request or two.
+// maxClientInput is what a client may send once its connection is taken over.
 const maxClientInput = 16 << 10
 
 func (c *sseConn) watch(gone func()) {
@@ -92,14 +85,8 @@ func (c *sseConn) watch(gone func()) {
 	gone()
 }
 
-func (c *sseConn) TookOver() bool { return c.conn != nil }
-
-// Written is how many bytes the stream has written, headers included
-// when it took the connection over.
 func (c *sseConn) Written() int64 { return c.written }
 
-// extendDeadline gives writes two heartbeats from now, on the kernel's
-// clock.
 func (c *sseConn) extendDeadline() { c.setWriteDeadline(time.Now().Add(2 * c.heartbeat)) }
 
 func (c *sseConn) setWriteDeadline(t time.Time) {
@@ -110,16 +97,15 @@ func (c *sseConn) setWriteDeadline(t time.Time) {
 	_ = c.rc.SetWriteDeadline(t)
 }
 
-// Write sends and flushes msg, whole SSE messages, by the write deadline.
+// Write sends and flushes msg, whole SSE messages.
 func (c *sseConn) Write(msg []byte) error {
+	var w io.Writer = c.w
 	if c.conn != nil {
-		n, err := c.conn.Write(msg)
-		c.written += int64(n)
-		return err
+		w = c.conn
 	}
-	n, err := c.w.Write(msg)
+	n, err := w.Write(msg)
 	c.written += int64(n)
-	if err != nil {
+	if err != nil || c.conn != nil {
 		return err
 	}
 	return c.rc.Flush()
@@ -127,17 +113,14 @@ func (c *sseConn) Write(msg []byte) error {
 
 var heartbeatLine = []byte(":\n\n")
 
-// Beat extends the write deadline and writes a heartbeat.
 func (c *sseConn) Beat() error {
 	c.extendDeadline()
 	return c.Write(heartbeatLine)
 }
 
 // Stalled reports whether the connection has taken none of the bytes
-// queued for it for two heartbeats in a row (a client that stopped
-// reading, or a peer gone without a word, which the deadline cannot see
-// while the kernel buffers the writes). Call it once a heartbeat; where
-// the kernel cannot say, it reports false.
+// queued for it for two heartbeats in a row, which the deadline cannot see
+// while the kernel buffers writes. Call it once a heartbeat.
 func (c *sseConn) Stalled() bool {
 	queued, ok := unsentBytes(c.conn)
 	if !ok {
@@ -153,11 +136,9 @@ func (c *sseConn) Stalled() bool {
 	return c.idleBeats >= 2
 }
 
-// Abort makes any write fail at once.
 func (c *sseConn) Abort() { c.setWriteDeadline(time.Now()) }
 
-// Close closes the connection Start took, if any, and reports whether it
-// did.
+// Close closes the connection Start took, if any, and reports whether it did.
 func (c *sseConn) Close() bool {
 	if c.conn == nil {
 		return false
@@ -168,9 +149,8 @@ func (c *sseConn) Close() bool {
 
 var errNotJSON = errors.New("streams: an event's data is not JSON")
 
-// appendEvent appends to dst one SSE message: its id line (none for ""),
-// event line and data line. JSON with a line break is compacted first;
-// data that is not JSON is refused with errNotJSON.
+// appendEvent appends to dst one SSE message. JSON with a line break is
+// compacted first; data that is not JSON is refused with errNotJSON.
 func appendEvent(dst []byte, id, event string, data json.RawMessage) ([]byte, error) {
 	if bytes.ContainsAny(data, "\r\n") { // a line break would end the data: line; JSON needs none
 		var buf bytes.Buffer
@@ -187,10 +167,8 @@ func appendEvent(dst []byte, id, event string, data json.RawMessage) ([]byte, er
 	return append(append(append(dst, "data: "...), data...), "\n\n"...), nil
 }
 
-// loop is the loop of a started stream, under [Pump]: each value from
-// source goes to send, beat is called every heartbeat and ping on each
-// probe, until ctx ends, closing is closed (shutdown is called), or send,
-// beat or ping returns an error.
+// loop is [Pump]'s: it calls beat every heartbeat and ping on each probe,
+// and shutdown when closing is closed.
 func loop[T any](ctx context.Context, heartbeat time.Duration, closing, probe <-chan struct{}, source <-chan T,
 	send func(v T, ok bool) error, beat, ping func() error, shutdown func()) {
 	every := time.NewTicker(heartbeat)

@@ -16,15 +16,13 @@ import (
 	"github.com/brain-template/brain/internal/product"
 )
 
-// The names of the plane's caps in the spec, the headers and the 429: each
-// caller's (a session or an API key), and each user's.
+// The names of the stream plane's caps: each caller's, and each user's.
 const (
 	capName     = "streams"
 	userCapName = "streams-per-user"
 )
 
-// declared is what a stream operation declares of its messages: its event
-// types and the spec's schema of a message.
+// declared is a stream operation's event types and its messages' schema.
 type declared struct {
 	reg    huma.Registry
 	schema *huma.Schema // the component the response's x-events refers to
@@ -32,7 +30,6 @@ type declared struct {
 	names  map[string]bool
 }
 
-// declare adds events to those the operation may send.
 func (d *declared) declare(events ...EventType) {
 	d.events = append(d.events, events...)
 	for _, e := range events {
@@ -41,9 +38,8 @@ func (d *declared) declare(events ...EventType) {
 	d.schema.OneOf = eventSchemas(d.reg, d.events)
 }
 
-// add declares so's GET and HEAD in the spec (api's hook adds security,
-// errors and x-rate-limit from the declaration) and mounts them.
-func (p *Plane) add(so Operation) *declared {
+// add declares so's GET and HEAD in the spec and mounts them.
+func (p *Runtime) add(so Operation) *declared {
 	s := p.s
 	op := so.Operation
 	op.Method = http.MethodGet
@@ -63,13 +59,13 @@ func (p *Plane) add(so Operation) *declared {
 	d.declare(append(slices.Clone(so.Events), closingEvent)...)
 	name := schemaName(op.OperationID)
 	if d.reg.Map()[name] != nil {
-		door := doorOf(s)
-		door.errs = append(door.errs, fmt.Errorf("streams: the schema of %s's messages is named %s, as another schema is: rename the operation or the type", op.OperationID, name))
+		reg := registryOf(s)
+		reg.errs = append(reg.errs, fmt.Errorf("streams: the schema of %s's messages is named %s, as another schema is: rename the operation or the type", op.OperationID, name))
 	} else {
 		d.reg.Map()[name] = d.schema
 	}
 	responses := op.Responses
-	head := op // HEAD, as HTTP has it wherever GET is: declared, since it passes the stream's door
+	head := op // HEAD, as HTTP has it wherever GET is: declared, since it passes admission
 	op.Responses = map[string]*huma.Response{"200": {
 		Description: "The stream: text/event-stream, one event per message, until the client leaves or the server closes it (after a stream.closing event). A comment line (`:`) comes every heartbeat. " +
 			"The schema is text, which is what a validator reads; x-events names the schema of each message, and the generated client types it (docs/streams.md).",
@@ -82,7 +78,7 @@ func (p *Plane) add(so Operation) *declared {
 	head.Description = "The answer GET would start with, headers only, and no stream: the same checks, refusals and statuses, and it draws an open from the open budgets as a GET does. " +
 		"A client may ask it to learn whether a stream would start, without holding one."
 	head.Responses = map[string]*huma.Response{"200": {Description: "A GET would start the stream now."}}
-	for status, r := range responses { // the stream's other answers, such as a 204
+	for status, r := range responses { // such as a 204
 		op.Responses[status] = r
 		head.Responses[status] = r
 	}
@@ -100,10 +96,8 @@ func (p *Plane) add(so Operation) *declared {
 	return d
 }
 
-// eventSchemas are the schemas of a stream's messages, each an object
-// with the event's name, data, id and retry, as generated clients type
-// SSE, sorted by title. The response itself is a string; its x-events
-// points to their oneOf.
+// eventSchemas are the schemas of a stream's messages, sorted by title:
+// objects of the event's name, data, id and retry, as generated clients type SSE.
 func eventSchemas(reg huma.Registry, events []EventType) []*huma.Schema {
 	var one []*huma.Schema
 	for _, e := range events {
@@ -122,8 +116,7 @@ func eventSchemas(reg huma.Registry, events []EventType) []*huma.Schema {
 	return one
 }
 
-// schemaName is the component name of a stream's messages:
-// follow-events' is FollowEventsEvent.
+// schemaName is the component name of a stream's messages: FollowEventsEvent, say.
 func schemaName(operationID string) string {
 	var b strings.Builder
 	for _, w := range strings.FieldsFunc(operationID, func(r rune) bool { return r == '-' || r == '/' || r == '{' || r == '}' }) {

@@ -9,8 +9,7 @@ import (
 )
 
 // An EventType is one kind of event a stream may send: its name (the SSE
-// event field), a value of its data's type (for the spec, and to check
-// what is published), and what it means.
+// event field), a value of its data's type, and what it means.
 type EventType struct {
 	Name string
 	Data any
@@ -22,8 +21,7 @@ type ClosingEvent struct {
 	Reason string `json:"reason" enum:"shutdown,slow,unauthenticated,unavailable" doc:"shutdown: the server is stopping (reconnect to another replica, or later); slow: the client read too slowly and fell behind; unauthenticated: the stream's credentials no longer hold (logged out, key deleted, session expired); unavailable: a store the stream needs failed (its slot was lost in an outage and others took its place, or what it follows could not be read again after a gap): reconnect."`
 }
 
-// GapEvent says events may have been lost between the last event the
-// stream had and the events that follow.
+// GapEvent is the data of the stream.gap event.
 type GapEvent struct {
 	After string `json:"after" doc:"The id of the last event the stream had before the gap: the last one it sent, else the Last-Event-ID the client sent; empty when it had none."`
 }
@@ -34,8 +32,7 @@ var (
 )
 
 // Publish publishes an event of type e with data to user's streams on hub.
-// Data not of e's type, and an event that cannot be published, are logged
-// and dropped: a stream that missed it learns so (stream.gap) or reloads.
+// Data not of e's type, and an event not published, are logged and dropped.
 func Publish(ctx context.Context, hub Hub, e EventType, user string, data any) {
 	if reflect.TypeOf(data) != reflect.TypeOf(e.Data) {
 		api.Logger(ctx).Error("stream: an event's data is not its declared type", "event", e.Name)
@@ -50,8 +47,7 @@ func Publish(ctx context.Context, hub Hub, e EventType, user string, data any) {
 	}
 }
 
-// Publisher returns a function that publishes an event of one of events,
-// by name, as [Publish] does; other names are logged and dropped.
+// Publisher returns a [Publish] of one of events by name; others are logged and dropped.
 func Publisher(hub Hub, events ...EventType) func(ctx context.Context, user, event string, data any) {
 	byName := make(map[string]EventType, len(events))
 	for _, e := range events {

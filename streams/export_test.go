@@ -7,7 +7,7 @@ import (
 )
 
 // LiveSnapshotOf is the snapshot a live stream of p, of ctx, sends now.
-func LiveSnapshotOf(ctx context.Context, p *Plane) LiveSnapshot { return p.live.snapshot(ctx, p) }
+func LiveSnapshotOf(ctx context.Context, p *Runtime) LiveSnapshot { return p.live.snapshot(ctx, p) }
 
 // Keys returns the shards' stream keys, in order.
 func (h *ShardedRedisHub) Keys() []string {
@@ -69,3 +69,6 @@ func CompareIDs(a, b string) int {
 	}
 	return strings.Compare(a, b)
 }
+
+// TookOver reports whether Start took the connection over.
+func (c *sseConn) TookOver() bool { return c.conn != nil }

@@ -1,28 +1,25 @@
 package streams
 
 import (
+	"cmp"
 	"context"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 )
 
-// MemoryHub is a [Hub] for one process. Create it with [NewMemoryHub]; it
-// is safe for concurrent use.
-//
-// It keeps the newest events, of all users together, in a ring for
-// replay. Ids take Redis's form ("<unix ms>-<seq>") and strictly
-// increase, even when the clock stands still or goes back. Subscribe's
-// Gap is set when the ring dropped an event after its after, or after is
-// outside the hub's ids (another process's, say) or no id at all.
+// MemoryHub is a [Hub] for one process, safe for concurrent use. It keeps
+// the newest events of all users in a ring for replay; ids take Redis's
+// form and strictly increase, even when the clock goes back.
 type MemoryHub struct {
-	// Now is the clock of event ids, time.Now from NewMemoryHub. Set it
-	// before the hub is used.
+	// Now is the clock of event ids (time.Now); set it before use.
 	Now func() time.Time
 
-	f    fanout   // its lock guards the fields below too
-	ring []keptEv // the newest events, oldest at head; len is the hub's replay
-	head int
-	n    int // events in ring
+	fanout          // its lock guards the fields below too
+	ring   []keptEv // the newest events, oldest at head; len is the hub's replay
+	head   int
+	n      int // events in ring
 
 	last  eventID // the newest id given
 	floor eventID // every event after floor is in ring: the newest dropped, else the first
@@ -34,38 +31,38 @@ type keptEv struct {
 	ev Event
 }
 
-// NewMemoryHub returns a hub that keeps the newest replay events for
-// Subscribe's Replay, and buffers up to buffer events per subscription
-// before it ends a subscriber that does not read them. It panics unless
-// replay >= 0 and buffer >= 1.
+// NewMemoryHub returns a hub that keeps the newest replay events and
+// buffers up to buffer events per subscription before it ends a subscriber
+// that does not read them. It panics unless replay >= 0 and buffer >= 1.
 func NewMemoryHub(replay, buffer int) *MemoryHub {
 	if replay < 0 {
 		panic("streams: a hub cannot keep fewer than 0 events")
 	}
 	h := &MemoryHub{Now: time.Now, ring: make([]keptEv, replay)}
-	h.f.init(buffer)
+	h.init(buffer)
 	return h
 }
 
-// Publish gives ev an id, keeps it and sends it to ev.To's subscriptions.
-// It never waits and never fails. Do not change ev.Data afterwards.
+// Publish gives ev an id, keeps it and sends it to ev.To's subscriptions;
+// it never waits nor fails. Do not change ev.Data afterwards.
 func (h *MemoryHub) Publish(_ context.Context, ev Event) (string, error) {
 	now := h.Now()
-	h.f.mu.Lock()
-	defer h.f.mu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	id := h.nextLocked(now)
 	ev.ID = id.String()
 	h.keepLocked(keptEv{id, ev})
-	h.f.deliverLocked(ev, id)
+	h.deliverLocked(ev, id)
 	return ev.ID, nil
 }
 
 // Subscribe follows user's events; it registers the subscription and reads
-// its Replay in one step, so no event is in both. It never fails.
+// its Replay in one step, so no event is in both. Gap is set when the ring
+// dropped an event after after, or after is not one of the hub's ids.
 func (h *MemoryHub) Subscribe(_ context.Context, user, after string) (*Subscription, error) {
-	h.f.mu.Lock()
-	defer h.f.mu.Unlock()
-	s := h.f.addLocked(user, eventID{})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.addLocked(user, eventID{})
 	s.At = h.last.String()
 	if after == "" {
 		return s, nil
@@ -80,8 +77,7 @@ func (h *MemoryHub) Subscribe(_ context.Context, user, after string) (*Subscript
 	return s, nil
 }
 
-// nextLocked returns the id of an event published at now: in now's
-// millisecond, after the last id given, never 0-0.
+// nextLocked returns the id of an event published at now: after the last, never 0-0.
 func (h *MemoryHub) nextLocked(now time.Time) eventID {
 	id := eventID{ms: uint64(max(now.UnixMilli(), 0))}
 	switch {
@@ -121,4 +117,37 @@ func (h *MemoryHub) replayLocked(user string, a eventID) []Event {
 		}
 	}
 	return out
+}
+
+// An eventID is an [Event.ID] read as its Unix millisecond and sequence.
+type eventID struct{ ms, seq uint64 }
+
+const maxIDLen = 41 // two 20-digit numbers and a dash
+
+// parseID reads an id "<ms>-<seq>", decimal uint64s without sign or
+// leading zeros (so equal ids have equal strings).
+func parseID(id string) (eventID, bool) {
+	ms, seq, ok := strings.Cut(id, "-")
+	a, okA := parseUint(ms)
+	b, okB := parseUint(seq)
+	if !ok || !okA || !okB || len(id) > maxIDLen {
+		return eventID{}, false
+	}
+	return eventID{a, b}, true
+}
+
+func parseUint(s string) (uint64, bool) {
+	if s == "" || (s[0] == '0' && len(s) > 1) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
+}
+
+func (id eventID) String() string {
+	return strconv.FormatUint(id.ms, 10) + "-" + strconv.FormatUint(id.seq, 10)
+}
+
+func (id eventID) compare(o eventID) int {
+	return cmp.Or(cmp.Compare(id.ms, o.ms), cmp.Compare(id.seq, o.seq))
 }

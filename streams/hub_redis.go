@@ -15,15 +15,10 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// replayScript reads, in one step, what Subscribe needs for a subscriber
-// that has every event up to after: whether events after it are gone (it
-// is older than the first entry, or no entry of the stream), and user's
-// events in (after, upto], read in pages, the newest ARGV[4] only (more
-// is a gap too).
-//
-// KEYS[1] the stream. ARGV[1] after; ARGV[2] upto, or empty for no replay;
-// ARGV[3] the user; ARGV[4] the most events to return. Returns {gap, then
-// id, type, data of each event, oldest first}.
+// replayScript reads whether events after ARGV[1] (after) are gone from
+// KEYS[1], and the newest ARGV[4] of user ARGV[3]'s events in (after,
+// ARGV[2]] (none when empty; more is a gap too). Returns {gap, then id,
+// type, data of each event, oldest first}.
 const replayScript = `
 local gap = 0
 if #redis.call('XRANGE', KEYS[1], '-', ARGV[1], 'COUNT', 1) == 0 then gap = 1
@@ -62,39 +57,25 @@ return res
 
 var replay = rueidis.NewLuaScript(replayScript)
 
-// RedisHub is a [Hub] shared by every replica that uses the same Redis
-// and prefix. Create it with [NewRedisHub] and run its [RedisHub.Run]
-// loop; it is safe for concurrent use.
-//
-// Events are entries of one Redis stream, "<prefix>events", trimmed to
-// about maxLen entries, whose ids are the events' ids. Each replica's Run
-// reads the stream and hands each entry to its subscriptions of the
-// entry's user, and Subscribe replays from the stream, so a stream may
-// resume on any replica.
-//
-// A subscriber is never left unaware of lost events ([EventGap]): a
-// replica that could not publish a user's events adds a gap marker for
-// the user once Redis answers, and a Run whose reads failed gives every
-// subscription a gap if entries it had not read were trimmed or lost.
-// Every call but Run's blocking read has a timeout of a second.
+// RedisHub is a [Hub] shared by every replica on the same Redis and
+// prefix: events are entries of the Redis stream "<prefix>events", which
+// each replica's [RedisHub.Run] reads and Subscribe replays from. A
+// subscriber always learns of lost events ([EventGap]): a failed publish
+// adds a gap marker once Redis answers, and so does a failed read whose
+// unread entries were lost.
 type RedisHub struct {
-	// OnError, when set, is told each failure of Run's reading.
-	OnError func(error)
+	OnError func(error) // when set, told each failure of Run's reading
 
 	client rueidis.Client
 	key    string
 	maxLen int
 
-	f    fanout  // its lock guards seen
-	seen eventID // the newest entry Run has delivered: later ones are yet to come
-	// known says seen is a place in the stream, found by start.
-	known   bool
-	startMu sync.Mutex // one start at a time
-
+	fanout              // its lock guards seen
+	seen    eventID     // the newest entry Run has delivered
+	known   atomic.Bool // seen is a place in the stream, found by start
+	startMu sync.Mutex  // one start at a time
 	running atomic.Bool
-	// failed says Run's last read failed. Only Run's goroutine uses it.
-	failed bool
-
+	failed  bool // Run's last read failed; only Run's goroutine uses it
 	// The users whose events a Publish lost, for a gap marker once Redis
 	// answers; lostAll is every user.
 	lostMu  sync.Mutex
@@ -102,39 +83,35 @@ type RedisHub struct {
 	lostAll bool
 }
 
-// maxLost bounds the users a RedisHub remembers; past it, one marker goes
-// to every user.
+// maxLost bounds the users a RedisHub remembers; past it, one marker goes to all.
 const maxLost = 10000
 
 // Bounds of the Redis hub's calls and of Run's retries.
 const (
 	callTimeout = time.Second
-	// readBlock is short because a read already sent is not cut off by its
-	// context: Run's end waits for it.
-	readBlock = 500 * time.Millisecond
-	readCount = 512
-	// readLinger is Run's wait after a read of several entries but fewer than
-	// readCount, so that under load a read takes many (BenchmarkRedisHub:
-	// about 10% less Redis CPU an event, for 1 ms more delay).
+	readBlock   = 500 * time.Millisecond // short: Run's end waits for a read sent
+	readCount   = 512
+	// readLinger is Run's wait after a read of fewer than readCount entries,
+	// so that under load a read takes many (BENCHMARKS.md).
 	readLinger = time.Millisecond
 	firstRetry = 100 * time.Millisecond
 	maxRetry   = 5 * time.Second
 )
 
-// NewRedisHub returns a hub on client's Redis whose stream keeps about
-// maxLen events for replay; each subscription buffers up to buffer events
-// before it is ended. It panics unless maxLen and buffer are at least 1.
+// NewRedisHub returns a hub whose stream keeps about maxLen events for
+// replay; each subscription buffers up to buffer events before it is ended.
+// It panics unless maxLen and buffer are at least 1.
 func NewRedisHub(client rueidis.Client, prefix string, maxLen, buffer int) *RedisHub {
 	if maxLen < 1 {
 		panic("streams: a Redis hub's stream must keep at least one event")
 	}
 	h := &RedisHub{client: client, key: prefix + "events", maxLen: maxLen}
-	h.f.init(buffer)
+	h.init(buffer)
 	return h
 }
 
-// Publish adds ev to the stream and returns the id Redis gave it. On an
-// error the event's user is told of the gap once Redis answers.
+// Publish adds ev to the stream and returns its id. On an error the
+// event's user is told of the gap once Redis answers.
 func (h *RedisHub) Publish(ctx context.Context, ev Event) (string, error) {
 	id, err := h.add(ctx, ev)
 	if err != nil {
@@ -170,8 +147,7 @@ func (h *RedisHub) noteLost(user string) {
 	}
 }
 
-// markGaps adds a gap marker for each user whose events a Publish lost, in
-// one round trip, keeping the users whose marker failed.
+// markGaps adds a gap marker for each user whose events a Publish lost.
 func (h *RedisHub) markGaps(ctx context.Context) error {
 	h.lostMu.Lock()
 	if !h.lostAll && len(h.lost) == 0 {
@@ -207,11 +183,9 @@ func (h *RedisHub) markGaps(ctx context.Context) error {
 	return nil
 }
 
-// Subscribe follows user's events on this replica; with an after, Replay
-// holds the newest maxLen of user's events after it. The subscription is
-// registered at the place Run has reached and the replay reads up to that
-// place, so the two join without loss or repeat; an after past that place
-// (seen on a replica whose Run is ahead) skips live events up to it.
+// Subscribe follows user's events; with an after, Replay holds the newest
+// maxLen of them after it. The subscription starts where Run is and the
+// replay reads up to there, so the two join without loss or repeat.
 func (h *RedisHub) Subscribe(ctx context.Context, user, after string) (*Subscription, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -220,9 +194,9 @@ func (h *RedisHub) Subscribe(ctx context.Context, user, after string) (*Subscrip
 	}
 	a, ok := parseID(after)
 	if ok {
-		h.f.mu.Lock()
+		h.mu.Lock()
 		ahead := a.compare(h.seen) > 0
-		h.f.mu.Unlock()
+		h.mu.Unlock()
 		if ahead { // Run has not reached after: is it in the stream at all?
 			in, err := h.reaches(ctx, a)
 			if err != nil {
@@ -232,20 +206,20 @@ func (h *RedisHub) Subscribe(ctx context.Context, user, after string) (*Subscrip
 		}
 	}
 	if !ok { // no after, or none of this stream's: live events only
-		h.f.mu.Lock()
-		defer h.f.mu.Unlock()
-		s := h.f.addLocked(user, eventID{})
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		s := h.addLocked(user, eventID{})
 		s.Gap, s.At = after != "", h.seen.String()
 		return s, nil
 	}
-	h.f.mu.Lock()
-	s := h.f.addLocked(user, a)
+	h.mu.Lock()
+	s := h.addLocked(user, a)
 	upto, at := "", a
 	if h.seen.compare(a) > 0 {
 		upto, at = h.seen.String(), h.seen
 	}
 	s.At = at.String()
-	h.f.mu.Unlock()
+	h.mu.Unlock()
 	gap, events, err := h.replay(ctx, user, after, upto)
 	if err != nil {
 		s.Close()
@@ -256,9 +230,8 @@ func (h *RedisHub) Subscribe(ctx context.Context, user, after string) (*Subscrip
 }
 
 // Run delivers the stream's new entries to this replica's subscriptions
-// until ctx ends, and then returns nil; a second Run at once returns an
-// error. While Redis fails, it tells OnError and retries, backing off from
-// 100 ms to 5 s.
+// until ctx ends; a second Run at once returns an error. While Redis
+// fails, it tells OnError and retries, backing off from 100 ms to 5 s.
 func (h *RedisHub) Run(ctx context.Context) error {
 	if !h.running.CompareAndSwap(false, true) {
 		return errors.New("streams: this RedisHub's Run is already running; run one loop per hub")
@@ -296,9 +269,7 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// read waits up to readBlock for entries after seen and delivers them.
-// After a failed read it first checks what may have been lost, and it
-// adds the gap markers of lost publishes.
+// read marks what a failed read or publish lost, then delivers the entries after seen.
 func (h *RedisHub) read(ctx context.Context) (int, error) {
 	sctx, cancel := context.WithTimeout(ctx, callTimeout)
 	err := h.start(sctx)
@@ -306,18 +277,18 @@ func (h *RedisHub) read(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	h.f.mu.Lock()
+	h.mu.Lock()
 	seen := h.seen
-	h.f.mu.Unlock()
+	h.mu.Unlock()
 	if h.failed {
 		lost, err := h.lostSince(ctx, seen)
 		if err != nil {
 			return 0, err
 		}
 		if lost { // every subscription here may have missed some: tell each, now
-			h.f.mu.Lock()
-			h.f.deliverLocked(Event{Type: EventGap, To: everyone}, lastID)
-			h.f.mu.Unlock()
+			h.mu.Lock()
+			h.deliverLocked(Event{Type: EventGap, To: everyone}, lastID)
+			h.mu.Unlock()
 		}
 		h.failed = false
 	}
@@ -325,8 +296,6 @@ func (h *RedisHub) read(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	from := seen.String()
-	// A read past readBlock and a call's time has failed (a dead connection
-	// rueidis would keep retrying).
 	rctx, cancel := context.WithTimeout(ctx, readBlock+callTimeout)
 	defer cancel()
 	cmd := h.client.B().Xread().Count(readCount).Block(readBlock.Milliseconds()).Streams().Key(h.key).Id(from).Build()
@@ -338,8 +307,8 @@ func (h *RedisHub) read(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("streams: read redis stream %s: %w", h.key, err)
 	}
 	entries := streams[h.key]
-	h.f.mu.Lock()
-	defer h.f.mu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for _, e := range entries {
 		id, ok := parseID(e.ID)
 		if !ok || id.compare(h.seen) <= 0 {
@@ -349,26 +318,21 @@ func (h *RedisHub) read(ctx context.Context) (int, error) {
 		if d := e.FieldValues["data"]; d != "" {
 			ev.Data = []byte(d)
 		}
-		h.f.deliverLocked(ev, id)
+		h.deliverLocked(ev, id)
 		h.seen = id
 	}
 	return len(entries), nil
 }
 
-// unblocked reports whether err ended a blocking read early, as a Redis
-// Cluster failover does; nothing is lost.
+// unblocked reports whether err ended a blocking read early, as a failover does.
 func unblocked(err error) bool {
 	e, ok := rueidis.IsRedisErr(err)
 	return ok && strings.HasPrefix(e.Error(), "UNBLOCKED")
 }
 
-// start finds, once, where live delivery begins: the stream's newest entry
-// (0-0 when it is empty or missing).
+// start finds, once, where live delivery begins: the stream's newest entry.
 func (h *RedisHub) start(ctx context.Context) error {
-	h.f.mu.Lock()
-	known := h.known
-	h.f.mu.Unlock()
-	if known {
+	if h.known.Load() {
 		return nil
 	}
 	h.startMu.Lock()
@@ -382,20 +346,20 @@ func (h *RedisHub) start(ctx context.Context) error {
 	if len(entries) > 0 {
 		at, _ = parseID(entries[0].ID)
 	}
-	h.f.mu.Lock()
-	if !h.known {
-		h.seen, h.known = at, true
+	h.mu.Lock()
+	if !h.known.Load() {
+		h.seen = at
+		h.known.Store(true)
 	}
-	h.f.mu.Unlock()
+	h.mu.Unlock()
 	return nil
 }
 
 // lastID is after every id: an event given it is skipped by no one.
 var lastID = eventID{math.MaxUint64, math.MaxUint64}
 
-// lostSince reports whether entries after seen may be gone from the
-// stream: it holds nothing at or before seen, is missing, or its ids went
-// back (Redis lost its data). One round trip.
+// lostSince reports whether entries after seen may be gone: the stream holds
+// nothing at or before seen, is missing, or its ids went back.
 func (h *RedisHub) lostSince(ctx context.Context, seen eventID) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
@@ -439,10 +403,10 @@ func (h *RedisHub) replay(ctx context.Context, user, after, upto string) (bool, 
 	if err == nil && (len(vals) == 0 || (len(vals)-1)%3 != 0) {
 		err = errors.New("unexpected reply")
 	}
-	if err != nil {
-		return false, nil, fmt.Errorf("streams: replay from redis stream %s: %w", h.key, err)
+	var gap int64
+	if err == nil {
+		gap, err = vals[0].AsInt64()
 	}
-	gap, err := vals[0].AsInt64()
 	if err != nil {
 		return false, nil, fmt.Errorf("streams: replay from redis stream %s: %w", h.key, err)
 	}

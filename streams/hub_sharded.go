@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,19 +15,12 @@ import (
 )
 
 // ShardedRedisHub is a [Hub] that spreads users over several [RedisHub]s,
-// each its own Redis stream, so that on a Redis Cluster the events are not
-// all written and read on one master (BENCHMARKS.md: the busiest node's
-// work per event about halves). Create it with [NewShardedRedisHub],
-// [ShardedRedisHub.Claim] its number of shards, and run its
-// [ShardedRedisHub.Run] loop; it is safe for concurrent use.
-//
-// A user's events all go to the shard a hash of the user picks, so an
-// event id is a place in its user's shard; an event to every user goes to
-// every shard. Every replica must use the same prefix and number of
-// shards; the shards' keys fall in n equal ranges of the hash slots.
+// each its own Redis stream, so a Redis Cluster's masters share the events
+// (BENCHMARKS.md). Make it with [NewShardedRedisHub], [ShardedRedisHub.Claim]
+// its shards and run its [ShardedRedisHub.Run]. A user's events go to the
+// shard a hash of the user picks; an event to every user goes to all.
 type ShardedRedisHub struct {
-	// OnError, when set, is told each failure of a shard's reading.
-	OnError func(error)
+	OnError func(error) // when set, told each failure of a shard's reading
 
 	client  rueidis.Client
 	claim   string // the key that holds the number of shards
@@ -34,16 +28,15 @@ type ShardedRedisHub struct {
 	running atomic.Bool
 }
 
-// slots is the number of a Redis Cluster's hash slots.
-const slots = 16384
+const slots = 16384 // a Redis Cluster's hash slots
 
 // MaxShards is the most shards a [ShardedRedisHub] may have.
 const MaxShards = 1024
 
-// NewShardedRedisHub returns a hub of n shards, each like [NewRedisHub]'s.
-// With n 1 its key is "<prefix>events", a RedisHub's; with more, each is
-// "<prefix>events:<n>:{<tag>}". It panics unless n is from 1 to
-// [MaxShards], and, for more than one shard, prefix has no hash tag.
+// NewShardedRedisHub returns a hub of n shards, each like [NewRedisHub]'s,
+// keyed "<prefix>events:<n>:{<tag>}" ("<prefix>events" for one). It panics
+// unless n is from 1 to [MaxShards] and, for more than one, prefix has no
+// hash tag.
 func NewShardedRedisHub(client rueidis.Client, prefix string, n, maxLen, buffer int) *ShardedRedisHub {
 	if n < 1 || n > MaxShards {
 		panic("streams: a sharded hub has from 1 to " + strconv.Itoa(MaxShards) + " shards")
@@ -63,15 +56,13 @@ func NewShardedRedisHub(client rueidis.Client, prefix string, n, maxLen, buffer 
 	return h
 }
 
-// HasHashTag reports whether a Redis key that starts with prefix has its
-// hash slot chosen by a hash tag within prefix.
+// HasHashTag reports whether prefix holds a Redis hash tag, which picks a key's slot.
 func HasHashTag(prefix string) bool {
 	_, ok := hashTag(prefix)
 	return ok
 }
 
-// hashTag returns the part of key Redis hashes for its slot, when that is
-// a hash tag: between the first "{" and the next "}", when not empty.
+// hashTag returns key's hash tag: between the first "{" and the next "}", when not empty.
 func hashTag(key string) (string, bool) {
 	open := strings.IndexByte(key, '{')
 	if open < 0 {
@@ -84,8 +75,7 @@ func hashTag(key string) (string, bool) {
 	return key[open+1 : open+1+end], true
 }
 
-// keySlot is key's hash slot in a Redis Cluster: the CRC16 (XMODEM) of its
-// hash tag, or of the whole key, modulo 16384.
+// keySlot is key's hash slot in a Redis Cluster: CRC16 (XMODEM) mod 16384.
 func keySlot(key string) uint16 {
 	if tag, ok := hashTag(key); ok {
 		key = tag
@@ -121,9 +111,8 @@ func shardKeys(base string, n int) []string {
 	return keys
 }
 
-// Claim records in Redis the number of shards h has, unless a replica
-// has, and returns an error when the number there is another: replicas
-// that disagree would each read streams the others do not write.
+// Claim records h's number of shards in Redis, unless a replica has, and
+// returns an error when the number there is another.
 func (h *ShardedRedisHub) Claim(ctx context.Context) error {
 	if len(h.shards) == 1 {
 		return nil
@@ -150,9 +139,6 @@ func (h *ShardedRedisHub) Claim(ctx context.Context) error {
 }
 
 func (h *ShardedRedisHub) shard(user string) *RedisHub {
-	if len(h.shards) == 1 {
-		return h.shards[0]
-	}
 	f := fnv.New64a()
 	f.Write([]byte(user))
 	return h.shards[f.Sum64()%uint64(len(h.shards))]
@@ -164,21 +150,24 @@ func (h *ShardedRedisHub) Publish(ctx context.Context, ev Event) (string, error)
 	if ev.To != everyone {
 		return h.shard(ev.To).Publish(ctx, ev)
 	}
+	return "", cmp.Or(h.each(func(s *RedisHub) error {
+		_, err := s.Publish(ctx, ev)
+		return err
+	})...)
+}
+
+// each runs f on every shard at once, and returns their errors.
+func (h *ShardedRedisHub) each(f func(s *RedisHub) error) []error {
 	errs := make([]error, len(h.shards))
 	var wg sync.WaitGroup
 	for i, s := range h.shards {
-		wg.Go(func() { _, errs[i] = s.Publish(ctx, ev) })
+		wg.Go(func() { errs[i] = f(s) })
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return "", err
-		}
-	}
-	return "", nil
+	return errs
 }
 
-// Subscribe follows user's events, from user's shard.
+// Subscribe follows user's events in user's shard.
 func (h *ShardedRedisHub) Subscribe(ctx context.Context, user, after string) (*Subscription, error) {
 	return h.shard(user).Subscribe(ctx, user, after)
 }
@@ -192,11 +181,5 @@ func (h *ShardedRedisHub) Run(ctx context.Context) error {
 	for _, s := range h.shards {
 		s.OnError = h.OnError
 	}
-	errs := make([]error, len(h.shards))
-	var wg sync.WaitGroup
-	for i, s := range h.shards {
-		wg.Go(func() { errs[i] = s.Run(ctx) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return errors.Join(h.each(func(s *RedisHub) error { return s.Run(ctx) })...)
 }

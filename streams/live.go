@@ -29,7 +29,7 @@ type LiveSnapshot struct {
 	HeapBytes    uint64           `json:"heap_bytes" doc:"Bytes of live and not yet collected heap objects."`
 }
 
-func (p *Plane) serveLive(st *Stream) {
+func (p *Runtime) serveLive(st *Stream) {
 	if st.Start() != nil {
 		return
 	}
@@ -40,9 +40,8 @@ func (p *Plane) serveLive(st *Stream) {
 	})
 }
 
-// liveSnapshots computes the snapshot at most once a second, whatever the
-// number of streams. One stream at a time reads the gauges, outside the
-// lock; meanwhile the others send the last values.
+// liveSnapshots computes the snapshot at most once a second: one stream at
+// a time reads the gauges, outside the lock, while the others send the last.
 type liveSnapshots struct {
 	mu             sync.Mutex
 	last           LiveSnapshot
@@ -50,15 +49,14 @@ type liveSnapshots struct {
 	reading        bool // a stream is reading the gauges
 }
 
-// snapshot is the snapshot to send now on the stream of ctx.
-func (l *liveSnapshots) snapshot(ctx context.Context, p *Plane) LiveSnapshot {
+func (l *liveSnapshots) snapshot(ctx context.Context, p *Runtime) LiveSnapshot {
 	s := p.s
 	l.mu.Lock()
 	if s.Now().Sub(l.last.At) < 900*time.Millisecond || l.reading {
 		defer l.mu.Unlock()
 		if l.last.Gauges == nil { // none read yet: each 0 (AddGauge), never null
-			l.last.Gauges = make(map[string]int64, len(p.d.gauges))
-			for _, g := range p.d.gauges {
+			l.last.Gauges = make(map[string]int64, len(p.reg.gauges))
+			for _, g := range p.reg.gauges {
 				l.last.Gauges[g.name] = 0
 			}
 		}
@@ -67,7 +65,7 @@ func (l *liveSnapshots) snapshot(ctx context.Context, p *Plane) LiveSnapshot {
 	l.reading = true
 	last := l.last.Gauges
 	l.mu.Unlock()
-	gauges := readGauges(ctx, s, p.d.gauges, last)
+	gauges := readGauges(ctx, s, p.reg.gauges, last)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.reading = false
@@ -83,36 +81,25 @@ func (l *liveSnapshots) snapshot(ctx context.Context, p *Plane) LiveSnapshot {
 	return snap
 }
 
-// heapBytes reads the heap's object bytes without stopping the world.
 func heapBytes() uint64 {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(sample)
-	if sample[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
 	return sample[0].Value.Uint64()
 }
 
-// AddGauge adds a gauge to the live snapshot (GET /api/v1/system/live):
-// gauges.name is what read returns, and doc says what it counts. It is
-// read at most once a second, by one stream at a time, with a second's
-// deadline; while a read is under way or after one fails (logged as an
-// outage), streams send the last value, 0 before the first. Call it from
-// an api.Feature, before or after the plane's:
-//
-//	streams.AddGauge(s, "bookmarks_unread", "Bookmarks of every user not yet read.", store.CountUnread)
-//
-// A name is snake_case, at most 64 bytes, added once; s.Err reports one
-// that is not.
+// AddGauge adds a gauge to GET /api/v1/system/live: gauges.name is what
+// read returns (read at most once a second, with a second's deadline; the
+// last value while it fails), and doc says what it counts. The name is
+// snake_case, at most 64 bytes, added once. Call it from an api.Feature.
 func AddGauge(s *api.Server, name, doc string, read func(ctx context.Context) (int64, error)) {
-	d := doorOf(s)
-	if !gaugeName.MatchString(name) || slices.ContainsFunc(d.gauges, func(g gauge) bool { return g.name == name }) {
-		d.errs = append(d.errs, fmt.Errorf("streams: gauge %q is not a snake_case name of at most 64 bytes, or is added twice", name))
+	reg := registryOf(s)
+	if !gaugeName.MatchString(name) || slices.ContainsFunc(reg.gauges, func(g gauge) bool { return g.name == name }) {
+		reg.errs = append(reg.errs, fmt.Errorf("streams: gauge %q is not a snake_case name of at most 64 bytes, or is added twice", name))
 		return
 	}
-	d.gauges = append(d.gauges, gauge{name, doc, read})
-	if d.plane != nil { // the live stream is declared already
-		declareGauges(s.API.OpenAPI().Components.Schemas, d.gauges)
+	reg.gauges = append(reg.gauges, gauge{name, doc, read})
+	if reg.rt != nil { // the live stream is declared already
+		declareGauges(s.API.OpenAPI().Components.Schemas, reg.gauges)
 	}
 }
 
@@ -123,7 +110,6 @@ type gauge struct {
 
 var gaugeName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
-// declareGauges lists gauges in the schema of the snapshot's gauges.
 func declareGauges(reg huma.Registry, gauges []gauge) {
 	p := reg.Schema(reflect.TypeFor[LiveSnapshot](), false, liveEvent.Name).Properties["gauges"]
 	p.Properties, p.Required = map[string]*huma.Schema{}, nil
@@ -133,8 +119,7 @@ func declareGauges(reg huma.Registry, gauges []gauge) {
 	}
 }
 
-// readGauges reads gauges with a deadline of a second each; one that
-// fails keeps its value in last and is logged as an outage.
+// readGauges reads gauges; one that fails keeps its value in last, logged as an outage.
 func readGauges(ctx context.Context, s *api.Server, gauges []gauge, last map[string]int64) map[string]int64 {
 	values := make(map[string]int64, len(gauges))
 	for _, g := range gauges {

@@ -9,11 +9,10 @@ import (
 	"github.com/brain-template/brain/internal/product"
 )
 
-// addPlatform declares GET /api/v1/events (the caller's user's events)
-// and GET /api/v1/system/live.
-func (p *Plane) addPlatform() {
+// addPlatform declares GET /api/v1/events and GET /api/v1/system/live.
+func (p *Runtime) addPlatform() {
 	tags := api.Tag(p.s.API, tag, tagDoc)
-	d := p.d
+	d := p.reg
 	d.events = p.add(Operation{
 		Operation: huma.Operation{
 			OperationID: "follow-events", Path: api.Prefix + "/events", Tags: tags,
@@ -45,9 +44,7 @@ func (p *Plane) addPlatform() {
 	declareGauges(p.s.API.OpenAPI().Components.Schemas, d.gauges)
 }
 
-// serveEvents sends the events kept after Last-Event-ID, then each as it
-// is published.
-func (p *Plane) serveEvents(st *Stream) {
+func (p *Runtime) serveEvents(st *Stream) {
 	sub, ok := st.Subscribe()
 	if !ok {
 		return

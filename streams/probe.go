@@ -1,10 +1,3 @@
-// The probe: before a cap refuses an open, the streams of the caller's
-// user on every replica write a heartbeat at once and another probeGap
-// later. A balancer that does not pass a client's close on (haproxy
-// without abortonclose) fails the second write to a gone client and
-// closes the replica's side, so the dead stream ends and frees its slot
-// before the open tries again, probeWait later.
-
 package streams
 
 import (
@@ -12,29 +5,25 @@ import (
 	"time"
 )
 
+// Before a cap refuses an open, the user's streams on every replica write
+// a heartbeat now and another probeGap later: a balancer that does not pass
+// a client's close on fails the second write to a gone client, so the dead
+// stream frees its slot before the open tries again, probeWait later.
 const (
-	// probeGap is longer than a round trip between a balancer and its
-	// clients, so the reset the first heartbeat draws is back for the second.
-	probeGap = 250 * time.Millisecond
-	// probeWait covers the second heartbeat, the balancer's close and the
-	// slots' release, on any replica.
-	probeWait = 2 * probeGap
-	// probeEvent is the type of the hub entries that carry a probe; their
-	// Data is the user, and they go to no user.
-	probeEvent = "stream.probe"
+	probeGap   = 250 * time.Millisecond // longer than a balancer's round trip to clients
+	probeWait  = 2 * probeGap
+	probeEvent = "stream.probe" // the type of the hub entries carrying a probe, of the user in Data
 )
 
-// A prober is a hub that carries probes to every replica's hub, which
-// calls the functions given to onProbe.
+// A prober is a hub that carries probes to every replica's onProbe funcs.
 type prober interface {
 	probe(ctx context.Context, user string) error
 	onProbe(f func(user string))
 }
 
-// probe has the streams of user on every replica prove their clients are
-// there, and waits probeWait; the opens of the user refused meanwhile
-// wait for the same probe. It reports whether it waited.
-func (p *Plane) probe(ctx context.Context, user string) bool {
+// probe has user's streams on every replica prove their clients are there
+// and waits probeWait (with the user's other opens); it reports whether it did.
+func (p *Runtime) probe(ctx context.Context, user string) bool {
 	if p.prober == nil {
 		return false
 	}
@@ -64,14 +53,12 @@ func (p *Plane) probe(ctx context.Context, user string) bool {
 	}
 }
 
-// poke has each stream of user on this replica write a heartbeat now and
-// another probeGap later.
-func (p *Plane) poke(user string) {
+func (p *Runtime) poke(user string) {
 	p.pokeNow(user)
 	time.AfterFunc(probeGap, func() { p.pokeNow(user) })
 }
 
-func (p *Plane) pokeNow(user string) {
+func (p *Runtime) pokeNow(user string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, st := range p.byUser[user] {
@@ -88,19 +75,13 @@ func (f *fanout) onProbe(probed func(user string)) {
 	f.probed = append(f.probed, probed)
 }
 
-func (h *MemoryHub) onProbe(probed func(user string)) { h.f.onProbe(probed) }
-
 func (h *MemoryHub) probe(_ context.Context, user string) error {
-	h.f.mu.Lock()
-	defer h.f.mu.Unlock()
-	h.f.deliverLocked(Event{Type: probeEvent, Data: []byte(user)}, eventID{})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.deliverLocked(Event{Type: probeEvent, Data: []byte(user)}, eventID{})
 	return nil
 }
 
-func (h *RedisHub) onProbe(probed func(user string)) { h.f.onProbe(probed) }
-
-// probe adds an entry, to no user, that every replica's Run hands to its
-// probed functions.
 func (h *RedisHub) probe(ctx context.Context, user string) error {
 	_, err := h.add(ctx, Event{Type: probeEvent, Data: []byte(user)})
 	return err
@@ -112,7 +93,6 @@ func (h *ShardedRedisHub) onProbe(probed func(user string)) {
 	}
 }
 
-// probe goes through the user's shard: every replica reads them all.
 func (h *ShardedRedisHub) probe(ctx context.Context, user string) error {
 	return h.shard(user).probe(ctx, user)
 }

@@ -18,28 +18,22 @@ import (
 // A Stream is one open SSE response, as its operation's Serve sees it:
 // until [Stream.Start] it may still be refused; after, it sends events
 // until Serve returns. On HTTP/1.x a started stream takes its connection
-// over from net/http and runs on a goroutine of its own, so the
-// connection's net/http goroutines and buffers are freed.
+// over from net/http, freeing net/http's goroutines and buffers.
 type Stream struct {
-	plane          *Plane
+	rt             *Runtime
 	slot, userSlot capSlot // the caller's and its user's
 	w              http.ResponseWriter
 	c              *sseConn
-	// The request, with the stream's context: cancel ends it; unfollow stops
-	// it from ending with the request's once the stream has its connection.
-	r           *http.Request
-	cancel      context.CancelFunc
-	unfollow    func() bool
-	caller      *auth.Identity
-	lastEventID string
-	// lastSent is the id of the last event sent, else lastEventID; gapped
-	// says the last event sent was stream.gap.
-	lastSent string
-	gapped   bool
-	declared map[string]bool // the event types the stream's operation declares
-	opened   time.Time
-	// probe asks for a heartbeat now (Plane.poke).
-	probe chan struct{}
+	r              *http.Request // with the stream's context, which cancel ends
+	cancel         context.CancelFunc
+	unfollow       func() bool // stops the context from ending with the request's
+	caller         *auth.Identity
+	lastEventID    string
+	lastSent       string // the id of the last event sent, else lastEventID
+	gapped         bool   // the last event sent was stream.gap
+	declared       map[string]bool
+	opened         time.Time
+	probe          chan struct{} // asks for a heartbeat now (Runtime.poke)
 	// handedOff is closed once the handler may return; panicked is a panic
 	// of serve before then, for the handler to raise.
 	handedOff chan struct{}
@@ -63,12 +57,12 @@ func (st *Stream) LastEventID() string { return st.lastEventID }
 // LastSent is the id of the last event sent, else LastEventID.
 func (st *Stream) LastSent() string { return st.lastSent }
 
-// Subscribe subscribes to the caller's user's events after LastEventID.
-// When the hub fails it answers 503 and returns false.
+// Subscribe follows the caller's user's events after LastEventID; when the
+// hub fails it answers 503 and returns false.
 func (st *Stream) Subscribe() (*Subscription, bool) {
-	sub, err := st.plane.cfg.Hub.Subscribe(st.r.Context(), st.caller.User.ID, st.lastEventID)
+	sub, err := st.rt.cfg.Hub.Subscribe(st.r.Context(), st.caller.User.ID, st.lastEventID)
 	if err != nil {
-		st.plane.s.LogOutage(st.r.Context(), err)
+		st.rt.s.LogOutage(st.r.Context(), err)
 		st.Refuse(api.NewError(http.StatusServiceUnavailable, product.Name+" cannot follow events right now; retry shortly"))
 		return nil, false
 	}
@@ -76,18 +70,16 @@ func (st *Stream) Subscribe() (*Subscription, bool) {
 }
 
 // Refuse answers e instead of a stream. Call it before Start only.
-func (st *Stream) Refuse(e *api.Error) { st.plane.s.Refuse(st.w, st.r, e) }
+func (st *Stream) Refuse(e *api.Error) { st.rt.s.Refuse(st.w, st.r, e) }
 
-// NoContent answers 204 instead of a stream (a browser's EventSource then
-// stops reconnecting). Before Start only.
+// NoContent answers 204 instead of a stream (EventSource stops reconnecting).
 func (st *Stream) NoContent() { st.w.WriteHeader(http.StatusNoContent) }
 
-// Unavailable reports that a store the stream needs failed with err, which
-// is logged: before Start it answers 503; after, it ends the stream with
-// stream.closing (unavailable).
+// Unavailable reports that a store the stream needs failed with err: before
+// Start it answers 503; after, it logs err and ends the stream (unavailable).
 func (st *Stream) Unavailable(err error) {
 	if st.started {
-		st.plane.s.LogOutage(st.r.Context(), err)
+		st.rt.s.LogOutage(st.r.Context(), err)
 		st.close("unavailable")
 		return
 	}
@@ -111,8 +103,7 @@ func (st *Stream) Start() error {
 }
 
 // Send sends one event of a type the operation declares (others are
-// dropped: the spec lists every event a stream sends), with id ("" for
-// none) and JSON data.
+// logged and dropped), with id ("" for none) and JSON data.
 func (st *Stream) Send(id, event string, data json.RawMessage) error {
 	if !st.declared[event] {
 		api.Logger(st.r.Context()).Error("stream: dropped an event its operation does not declare", "event", event)
@@ -130,8 +121,7 @@ func (st *Stream) Send(id, event string, data json.RawMessage) error {
 	return st.c.Write(msg)
 }
 
-// SendEvent sends one of the hub's events; gap markers go out as
-// stream.gap.
+// SendEvent sends one of the hub's events.
 func (st *Stream) SendEvent(ev *Event) error {
 	if ev.Type == EventGap {
 		return st.sendGap(ev.ID)
@@ -139,8 +129,7 @@ func (st *Stream) SendEvent(ev *Event) error {
 	return st.Send(ev.ID, ev.Type, ev.Data)
 }
 
-// sendGap sends stream.gap, with id when the hub marked the gap in its
-// events, unless the last event sent was one.
+// sendGap sends stream.gap (with id when the hub marked it), unless the last event was one.
 func (st *Stream) sendGap(id string) error {
 	if st.gapped {
 		return nil
@@ -164,17 +153,15 @@ func (st *Stream) sendValue(event string, v any) error {
 func (st *Stream) CloseSlow() { st.close("slow") }
 
 // Pump is the loop of a started stream: each value from source goes to
-// send (ok false once source is closed), with heartbeats, until the
-// client leaves, the server shuts down (stream.closing), or send returns
-// an error (ErrEnded to end the stream).
+// send (ok false once source is closed), with heartbeats, until the client
+// leaves, the server shuts down, or send returns an error (ErrEnded, say).
 func Pump[T any](st *Stream, source <-chan T, send func(v T, ok bool) error) {
-	loop(st.r.Context(), st.plane.cfg.Heartbeat, st.plane.closing, st.probe, source, send, st.beat,
+	loop(st.r.Context(), st.rt.cfg.Heartbeat, st.rt.closing, st.probe, source, send, st.beat,
 		func() error { return st.c.Write(heartbeatLine) }, func() { st.close("shutdown") })
 }
 
-// serve runs the operation's serve on a goroutine of its own, and returns
-// once the stream has its connection or has ended; a panic before then is
-// raised here, for the recovery middleware.
+// serve runs serve on a goroutine of its own, and returns once the stream
+// has its connection or has ended; a panic before then is raised here.
 func (st *Stream) serve(serve func(*Stream)) {
 	st.handedOff = make(chan struct{})
 	go func() {
@@ -183,7 +170,7 @@ func (st *Stream) serve(serve func(*Stream)) {
 			if v != nil && st.started {
 				api.Logger(st.r.Context()).Error("stream: panic", "panic", v, "stack", string(debug.Stack()))
 			} else if v != nil {
-				st.panicked = streamPanic{v, debug.Stack()}
+				st.panicked = fmt.Sprintf("%v\n\nin the stream's goroutine:\n%s", v, debug.Stack())
 			}
 			st.finish()
 		}()
@@ -193,16 +180,6 @@ func (st *Stream) serve(serve func(*Stream)) {
 	if st.panicked != nil {
 		panic(st.panicked)
 	}
-}
-
-// A streamPanic is a stream goroutine's panic, with its stack.
-type streamPanic struct {
-	value any
-	stack []byte
-}
-
-func (p streamPanic) String() string {
-	return fmt.Sprintf("%v\n\nin the stream's goroutine:\n%s", p.value, p.stack)
 }
 
 // beat ends a stream whose client stopped taking data or whose
@@ -222,18 +199,16 @@ func (st *Stream) beat() error {
 	return st.renew()
 }
 
-// callerHolds reports whether the stream's credentials still name its
-// caller; a store that fails keeps the stream going.
+// callerHolds reports whether the credentials still name the caller; a failing store says yes.
 func (st *Stream) callerHolds() bool {
-	id, err := st.plane.s.Authenticate(st.r.Context(), st.r)
+	id, err := st.rt.s.Authenticate(st.r.Context(), st.r)
 	if err != nil && !errors.Is(err, auth.ErrUnauthenticated) {
 		return true
 	}
 	return id != nil && capKey(id) == capKey(st.caller)
 }
 
-// renew extends the stream's slots. A slot lost while its store failed,
-// its place taken, ends the stream; other failures are logged.
+// renew extends the slots: a slot lost ends the stream, other failures are logged.
 func (st *Stream) renew() error {
 	for _, slot := range []capSlot{st.slot, st.userSlot} {
 		err := slot.refresh(st.r.Context())
@@ -253,17 +228,16 @@ func (st *Stream) close(reason string) {
 	_ = st.sendValue(closingEvent.Name, ClosingEvent{Reason: reason})
 }
 
-// finish frees the stream's slots, closes the connection it took (logging
-// the stream's end) and lets the handler return.
+// finish frees the slots, closes the connection taken and lets the handler return.
 func (st *Stream) finish() {
 	st.cancel()
 	st.slot.release()
 	st.userSlot.release()
 	if st.c.Close() {
 		api.Logger(st.r.Context()).LogAttrs(context.Background(), slog.LevelInfo, "stream ended",
-			slog.String("path", st.r.URL.Path), slog.Int64("bytes", st.c.Written()), slog.Duration("duration", st.plane.s.Now().Sub(st.opened)))
+			slog.String("path", st.r.URL.Path), slog.Int64("bytes", st.c.Written()), slog.Duration("duration", st.rt.s.Now().Sub(st.opened)))
 	} else if st.handedOff != nil {
 		close(st.handedOff)
 	}
-	st.plane.leave(st)
+	st.rt.leave(st)
 }

@@ -1,59 +1,23 @@
+// Package streams serves Server-Sent Events: the stream plane (the caps on
+// the streams a caller and a user hold open, the open budgets), the hub that
+// carries events in memory or across replicas in Redis, one stream's life,
+// and the registry by which a feature declares a stream operation ([Add])
+// and its users' events ([DeclareEvents], [Publish]).
+//
+// It is built on package api, which does not import it: a [Runtime] serves
+// an api.Server as one of its api.Config.Features ([Runtime.Feature]).
 package streams
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 )
 
-// A Cap bounds how many streams each caller holds open at once, across
-// every stream endpoint. [MemoryCap] counts on one process; [RedisCap]
-// counts across every replica that shares a Redis.
-type Cap interface {
-	// reserve takes one of key's slots for a new stream. ok is false when
-	// key holds max streams already; live is how many streams key holds
-	// open, this one included when ok. err is a failure of the cap's store.
-	reserve(ctx context.Context, key string) (s capSlot, live int, ok bool, err error)
-	capacity() int
-}
-
-// A capSlot is one reserved stream: release it when the stream ends. A second
-// release does nothing, and the zero capSlot's methods do nothing.
-type capSlot struct {
-	owner slotOwner
-	key   string
-	lease string // the lease's member in Redis; "" in memory
-	// id numbers an in-memory reservation, so a second release frees
-	// nothing, and at is its shard and row; both are 0 when nothing is
-	// counted in memory.
-	id uint64
-	at uint32
-}
-
-type slotOwner interface {
-	releaseSlot(s capSlot)
-	refreshSlot(ctx context.Context, s capSlot) error
-}
-
-func (s capSlot) release() {
-	if s.owner != nil {
-		s.owner.releaseSlot(s)
-	}
-}
-
-// refresh extends the slot's lease where the cap keeps one (Redis), so a
-// live stream keeps its slot while a dead replica's slots expire.
-func (s capSlot) refresh(ctx context.Context) error {
-	if s.owner == nil {
-		return nil
-	}
-	return s.owner.refreshSlot(ctx, s)
-}
-
 // EventGap is the type of the events a hub adds to say that a user's
-// subscriptions may have missed events before it (a publish or a read
-// failed, or events were trimmed). Its Data is empty; the client should
-// reload what the lost events would have changed.
+// subscriptions may have missed events before it. Its Data is empty; the
+// client should reload what the lost events would have changed.
 const EventGap = "stream.gap"
 
 // everyone is the To of an event for every user.
@@ -61,13 +25,9 @@ const everyone = "*"
 
 // An Event is one message of a caller's event stream.
 type Event struct {
-	// ID is given by the hub: "<unix ms>-<seq>", as Redis stream ids are.
-	ID string
-	// Type names the event: "apikey.created", say.
-	Type string
-	// To is the id of the user whose streams receive it.
-	To string
-	// Data is the event's JSON.
+	ID   string // given by the hub: "<unix ms>-<seq>", as Redis stream ids are
+	Type string // "apikey.created", say
+	To   string // the id of the user whose streams receive it
 	Data json.RawMessage
 }
 
@@ -77,13 +37,10 @@ type Hub interface {
 	// Publish gives ev an id and sends it to every subscription of ev.To,
 	// on every replica. It never waits for a subscriber.
 	Publish(ctx context.Context, ev Event) (id string, err error)
-	// Subscribe follows user's events after the id after ("" for none):
-	// the kept ones are in Replay, Gap says some are no longer kept, and
-	// later ones arrive on Events, none also in Replay.
+	// Subscribe follows user's events after the id after ("" for none).
 	Subscribe(ctx context.Context, user, after string) (*Subscription, error)
 }
 
-// errSlow ends a subscription whose buffer filled: the hub never waits.
 var errSlow = errors.New("streams: the subscriber fell behind")
 
 // A Subscription is one stream's following of a hub. Read Events until it
@@ -91,12 +48,10 @@ var errSlow = errors.New("streams: the subscriber fell behind")
 type Subscription struct {
 	// Replay are the kept events after Subscribe's after, oldest first.
 	Replay []Event
-	// Gap says that events after Subscribe's after are no longer kept:
-	// the subscriber missed some.
+	// Gap says that events after Subscribe's after are no longer kept.
 	Gap bool
-	// At is the hub's place when the subscription began: events on Events
-	// come after it, so a state read once Subscribe returns is as of At.
-	// It is "0-0" when the hub had no event yet.
+	// At is the hub's place when the subscription began ("0-0" before any
+	// event): events on Events come after it.
 	At string
 
 	user   string
@@ -107,13 +62,9 @@ type Subscription struct {
 	cancel func() // removes the subscription from its hub
 }
 
-func newSubscription(user string, buffer int) *Subscription {
-	return &Subscription{user: user, events: make(chan *Event, buffer), done: make(chan struct{})}
-}
-
 // Events delivers the events published after Subscribe, in order, and is
-// closed when the subscription ends (Close, or Err). Every subscriber
-// receives the same *Event: never change it.
+// closed when the subscription ends. Every subscriber receives the same
+// *Event: never change it.
 func (s *Subscription) Events() <-chan *Event { return s.events }
 
 // Err is why the hub ended the subscription (it fell behind), else nil.
@@ -127,16 +78,106 @@ func (s *Subscription) Err() error {
 }
 
 // Close ends the subscription; it may be called more than once.
-func (s *Subscription) Close() {
-	if s.cancel != nil {
-		s.cancel()
-	}
-}
+func (s *Subscription) Close() { s.cancel() }
 
-// end ends the subscription with err. Only the fan-out calls it, once,
-// under its lock, so no event is ever sent on the closed channel.
+// end ends the subscription with err; only the fan-out calls it, once,
+// under its lock.
 func (s *Subscription) end(err error) {
 	s.err = err
 	close(s.events)
 	close(s.done)
+}
+
+// fanout hands each event to its user's subscriptions in this process. Its
+// lock is also the hub's, so a subscription registered under it sees every
+// event delivered after and none before. A send that would block ends that
+// subscription with errSlow.
+type fanout struct {
+	mu     sync.Mutex
+	buffer int
+	subs   map[string][]*Subscription // by user
+	probed []func(user string)        // called with the user of each probe
+}
+
+func (f *fanout) init(buffer int) {
+	if buffer < 1 {
+		panic("streams: a hub's buffer must hold at least one event")
+	}
+	f.buffer = buffer
+	f.subs = map[string][]*Subscription{}
+}
+
+// addLocked registers a subscription of user that skips events up to skip.
+func (f *fanout) addLocked(user string, skip eventID) *Subscription {
+	s := &Subscription{user: user, skip: skip, events: make(chan *Event, f.buffer), done: make(chan struct{})}
+	s.cancel = func() { f.remove(s) }
+	f.subs[user] = append(f.subs[user], s)
+	return s
+}
+
+// deliverLocked sends ev to ev.To's subscriptions, or a probe to the probed funcs.
+func (f *fanout) deliverLocked(ev Event, id eventID) {
+	if ev.Type == probeEvent { // a probe, of the user in its data
+		for _, probed := range f.probed {
+			probed(string(ev.Data))
+		}
+		return
+	}
+	if ev.To != everyone {
+		f.deliverToLocked(ev.To, ev, id)
+		return
+	}
+	for user := range f.subs { // deliverToLocked may delete user's entry: allowed while ranging
+		f.deliverToLocked(user, ev, id)
+	}
+}
+
+func (f *fanout) deliverToLocked(user string, ev Event, id eventID) {
+	subs := f.subs[user]
+	if len(subs) == 0 {
+		return
+	}
+	shared := &ev // one copy, read by every subscriber: a buffered event costs each a pointer
+	for i := 0; i < len(subs); {
+		s := subs[i]
+		if id.compare(s.skip) <= 0 {
+			i++
+			continue
+		}
+		select {
+		case s.events <- shared:
+			i++
+		default:
+			subs = f.dropLocked(user, subs, i, errSlow)
+		}
+	}
+}
+
+// remove removes s and ends it, unless f has ended it already.
+func (f *fanout) remove(s *Subscription) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	subs := f.subs[s.user]
+	for i, t := range subs {
+		if t == s {
+			f.dropLocked(s.user, subs, i, nil)
+			return
+		}
+	}
+}
+
+// dropLocked removes and ends subs[i] of user's, returning those left.
+func (f *fanout) dropLocked(user string, subs []*Subscription, i int, err error) []*Subscription {
+	s := subs[i]
+	last := len(subs) - 1
+	subs[i] = subs[last]
+	subs[last] = nil
+	subs = subs[:last]
+	if len(subs) == 0 {
+		delete(f.subs, user)
+	} else {
+		f.subs[user] = subs
+	}
+	s.end(err)
+	return subs
 }

@@ -6,10 +6,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// unsentBytes is how many bytes written to c its peer has not yet
-// acknowledged (SIOCOUTQ), and whether the kernel could say. c may wrap
-// the TCP connection (a *tls.Conn, connlimit's): what tells what it wraps
-// (NetConn) is looked through.
+// unsentBytes is how many bytes written to c (or the TCP connection it wraps)
+// its peer has not yet acknowledged (SIOCOUTQ), and whether the kernel could say.
 func unsentBytes(c net.Conn) (int, bool) {
 	for range 8 {
 		w, ok := c.(interface{ NetConn() net.Conn })

@@ -4,6 +4,5 @@ package streams
 
 import "net"
 
-// unsentBytes cannot tell, off Linux: a stalled stream then ends only
-// when a write fails its deadline.
+// unsentBytes cannot tell off Linux: a stalled stream ends at a write's deadline.
 func unsentBytes(net.Conn) (int, bool) { return 0, false }

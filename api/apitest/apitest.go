@@ -80,7 +80,7 @@ type Server struct {
 	*api.Server
 	*Client
 	// Streams is the stream plane the server serves ([Streams]).
-	Streams *streams.Plane
+	Streams *streams.Runtime
 	// Auth is the server's, as [Start] completed it.
 	Auth *auth.Service
 	// Logs is what the server logged, when Config.Logger was nil.

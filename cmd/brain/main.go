@@ -133,7 +133,7 @@ type running struct {
 	limiters func(ratelimit.Budget) ratelimit.Limiter
 	metrics  *api.Metrics
 	ready    []api.Check
-	streams  *streams.Plane
+	streams  *streams.Runtime
 	modules  []api.Feature
 }
 
@@ -146,9 +146,9 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 	if err != nil {
 		return nil, err
 	}
-	plane := r.streams
-	if plane == nil {
-		plane = streams.New(memoryStreams(cfg))
+	rt := r.streams
+	if rt == nil {
+		rt = streams.New(memoryStreams(cfg))
 	}
 	moduleOps, err := moduleFeatures(cfg, r, logger)
 	if err != nil {
@@ -168,10 +168,10 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		Docs:           site.Docs(), // nil when not built: the page the api package renders
 		Features: slices.Concat(
 			[]api.Feature{ // each feature's operations, a line each
-				account.Feature(r.auth, account.Config{CookieSecure: cfg.CookieSecure, Hub: plane.Hub()}),
+				account.Feature(r.auth, account.Config{CookieSecure: cfg.CookieSecure, Hub: rt.Hub()}),
 			},
 			moduleOps,
-			[]api.Feature{plane.Feature}, // last: the spec lists the Streams tag after the features'
+			[]api.Feature{rt.Feature}, // last: the spec lists the Streams tag after the features'
 		),
 	})
 	if err := s.Err(); err != nil {
@@ -195,7 +195,7 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 // when built, the docs UI at /docs.
 var dashboard = sync.OnceValues(func() (*web.Site, error) { return web.New(web.Dist()) })
 
-// memoryStreams is the stream plane of cfg in memory, its hub not set.
+// memoryStreams is the streams runtime of cfg in memory, its hub not set.
 func memoryStreams(cfg Config) streams.Config {
 	return streams.Config{Cap: streams.NewMemoryCap(cfg.StreamCap), UserCap: streams.NewMemoryCap(cfg.StreamUserCap),
 		Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter, LiveAccess: cfg.LiveAccess}

@@ -15,29 +15,24 @@ import (
 	"github.com/brain-template/brain/ratelimit"
 )
 
-// A Plane is the stream endpoints of one server: its caps, open budgets
-// and hub, and the streams open on this replica. Make one with [New],
-// serve it with its [Plane.Feature], and end its streams with
-// [Plane.CloseStreams] when the server shuts down.
-type Plane struct {
+// A Runtime is the stream endpoints of one server: its caps, open budgets,
+// hub, and the streams open on this replica. Make one with [New], serve it
+// with [Runtime.Feature], and end its streams with [Runtime.CloseStreams].
+type Runtime struct {
 	cfg Config
-	// s is the server the plane serves, and d its door, once Feature ran.
-	s *api.Server
-	d *door
+	s   *api.Server // once Feature ran
+	reg *registry
 	// opens are the open budgets (none when the server's limits are off);
-	// headers writes what the caps and budgets decided; keyCount and
-	// userCount count the caps' decisions.
+	// headers writes what the caps and budgets decided.
 	opens               []*api.PlaneBudget
 	headers             *ratelimit.CapHeaders
 	keyCount, userCount api.Decisions
 	closing             chan struct{} // closed by CloseStreams
 	once                sync.Once
 	live                liveSnapshots
-	// prober carries probes to every replica.
-	prober prober
-	// n counts the streams open on this replica, byUser holds them by user;
-	// ended is closed when n falls to 0; probing holds the users whose streams
-	// are probed, each with the channel closed when the probe's wait is over.
+	prober              prober // carries probes to every replica
+	// n counts the streams open here, byUser holds them; ended is closed
+	// when n falls to 0; probing holds each probed user's wait.
 	mu      sync.Mutex
 	n       int
 	byUser  map[string][]*Stream
@@ -45,28 +40,29 @@ type Plane struct {
 	probing map[string]chan struct{}
 }
 
-// New returns the stream plane of cfg, with its defaults.
-func New(cfg Config) *Plane {
-	return &Plane{cfg: cfg.withDefaults(), closing: make(chan struct{}), byUser: map[string][]*Stream{}, probing: map[string]chan struct{}{}}
+// New returns the stream runtime of cfg, with its defaults.
+func New(cfg Config) *Runtime {
+	return &Runtime{cfg: cfg.withDefaults(), closing: make(chan struct{}), byUser: map[string][]*Stream{},
+		probing: map[string]chan struct{}{}}
 }
 
-// Feature serves the plane on s, as an api.Feature: it declares
+// Feature serves the runtime on s, as an api.Feature: it declares
 // GET /api/v1/events and GET /api/v1/system/live, and serves the streams
 // the features add before or after it. Put it last, so the spec lists the
-// features' tags before Streams. A plane serves one server.
-func (p *Plane) Feature(s *api.Server) {
-	d := doorOf(s)
+// features' tags before Streams.
+func (p *Runtime) Feature(s *api.Server) {
+	reg := registryOf(s)
 	switch {
-	case d.plane != nil:
-		d.errs = append(d.errs, errors.New("streams: two stream planes are given to one server: list one plane's Feature in api.Config.Features"))
+	case reg.rt != nil:
+		reg.errs = append(reg.errs, errors.New("streams: two streams runtimes are given to one server: list one runtime's Feature in api.Config.Features"))
 		return
 	case p.s != nil:
-		d.errs = append(d.errs, errors.New("streams: a plane serves one server, and this one serves another already: make a plane with streams.New for each server"))
+		reg.errs = append(reg.errs, errors.New("streams: a runtime serves one server, and this one serves another already: make one with streams.New for each server"))
 		return
 	}
-	p.s, p.d, d.plane = s, d, p
+	p.s, p.reg, reg.rt = s, reg, p
 	if user, caller := p.cfg.UserCap.capacity(), p.cfg.Cap.capacity(); user < caller {
-		d.errs = append(d.errs, fmt.Errorf("the streams of a user are capped at %d, fewer than the %d of each of its sessions and keys: the user's cap counts them all, so it must be at least theirs", user, caller))
+		reg.errs = append(reg.errs, fmt.Errorf("the streams of a user are capped at %d, fewer than the %d of each of its sessions and keys: the user's cap counts them all, so it must be at least theirs", user, caller))
 	}
 	var budgets []ratelimit.Budget
 	for _, name := range []string{api.StreamOpensBudget, api.StreamUserOpensBudget} {
@@ -88,21 +84,20 @@ func (p *Plane) Feature(s *api.Server) {
 			Name: product.MetricNamespace + "_streams_open", Help: "Streams open on this replica.",
 		}, func() float64 { return float64(p.count()) }))
 	}
-	for _, op := range d.pending {
+	for _, op := range reg.pending {
 		p.add(op)
 	}
-	d.pending = nil
+	reg.pending = nil
 	p.addPlatform()
 }
 
-// Hub is the hub the plane's streams follow, where a feature publishes
-// its users' events ([Publish]).
-func (p *Plane) Hub() Hub { return p.cfg.Hub }
+// Hub is the hub the runtime's streams follow, where features [Publish] events.
+func (p *Runtime) Hub() Hub { return p.cfg.Hub }
 
 // CloseStreams makes every open stream send stream.closing and end, and
 // waits until they have, or ctx is done. Call it when a shutdown starts:
 // a stream that took its connection is not http.Server's to wait for.
-func (p *Plane) CloseStreams(ctx context.Context) error {
+func (p *Runtime) CloseStreams(ctx context.Context) error {
 	p.once.Do(func() { close(p.closing) })
 	select {
 	case <-p.none():
@@ -112,7 +107,7 @@ func (p *Plane) CloseStreams(ctx context.Context) error {
 	}
 }
 
-func (p *Plane) enter(st *Stream) {
+func (p *Runtime) enter(st *Stream) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.n++
@@ -120,7 +115,7 @@ func (p *Plane) enter(st *Stream) {
 	p.byUser[user] = append(p.byUser[user], st)
 }
 
-func (p *Plane) leave(st *Stream) {
+func (p *Runtime) leave(st *Stream) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	user := st.caller.User.ID
@@ -133,14 +128,14 @@ func (p *Plane) leave(st *Stream) {
 	}
 }
 
-func (p *Plane) count() int {
+func (p *Runtime) count() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.n
 }
 
 // none returns a channel closed once no stream is open.
-func (p *Plane) none() <-chan struct{} {
+func (p *Runtime) none() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.n == 0 {
@@ -154,14 +149,13 @@ func (p *Plane) none() <-chan struct{} {
 	return p.ended
 }
 
-// Config configures a stream plane ([New]); zero fields take defaults.
+// Config configures a stream runtime ([New]); zero fields take defaults.
 type Config struct {
 	// Cap bounds each caller's open streams (a session's, an API key's)
 	// across every stream endpoint: default NewMemoryCap(DefaultCap).
 	Cap Cap
 	// UserCap bounds each user's open streams, across all its sessions and
-	// keys: default NewMemoryCap(DefaultUserCap). Its max must be at least
-	// Cap's.
+	// keys (at least Cap's max): default NewMemoryCap(DefaultUserCap).
 	UserCap Cap
 	// Hub carries the callers' events: default an in-memory hub.
 	Hub Hub
@@ -175,17 +169,15 @@ type Config struct {
 	LiveAccess api.Access
 }
 
-// The stream plane's defaults.
+// The stream runtime's defaults.
 const (
 	DefaultCap        = 16
 	DefaultUserCap    = 64
 	DefaultHeartbeat  = 15 * time.Second
 	DefaultRetryAfter = 5 * time.Second
-	// The default in-memory hub's replay and per-subscription buffer.
-	defaultReplay = 1024
-	defaultBuffer = 64
-	// retry is the reconnection delay a stream asks clients for.
-	retry = 3 * time.Second
+	defaultReplay     = 1024            // the default hub's replay
+	defaultBuffer     = 64              // and per-subscription buffer
+	retry             = 3 * time.Second // the reconnection delay a stream asks clients for
 )
 
 func (c Config) withDefaults() Config {

@@ -108,12 +108,12 @@ func TestWiringMistakesAreReported(t *testing.T) {
 		features []api.Feature
 		want     string
 	}{
-		{"no plane", []api.Feature{follower}, "no stream plane serves them"},
-		{"events without a plane", []api.Feature{func(s *api.Server) { streams.DeclareEvents(s, streams.EventType{Name: "x", Data: thingMade{}}) }}, "no stream plane serves them"},
-		{"a gauge without a plane", []api.Feature{gauge("things")}, "no stream plane serves them"},
+		{"no plane", []api.Feature{follower}, "no streams runtime serves them"},
+		{"events without a plane", []api.Feature{func(s *api.Server) { streams.DeclareEvents(s, streams.EventType{Name: "x", Data: thingMade{}}) }}, "no streams runtime serves them"},
+		{"a gauge without a plane", []api.Feature{gauge("things")}, "no streams runtime serves them"},
 		{"a gauge's name", []api.Feature{gauge("Things"), streams.New(streams.Config{}).Feature}, `gauge "Things" is not a snake_case name`},
 		{"a gauge twice", []api.Feature{gauge("things"), streams.New(streams.Config{}).Feature, gauge("things")}, `gauge "things" is not a snake_case name of at most 64 bytes, or is added twice`},
-		{"two planes", []api.Feature{streams.New(streams.Config{}).Feature, streams.New(streams.Config{}).Feature}, "two stream planes"},
+		{"two planes", []api.Feature{streams.New(streams.Config{}).Feature, streams.New(streams.Config{}).Feature}, "two streams runtimes"},
 		{"a plane of another server", []api.Feature{shared.Feature}, "serves another already"},
 		{"caps", []api.Feature{streams.New(streams.Config{Cap: streams.NewMemoryCap(8), UserCap: streams.NewMemoryCap(4)}).Feature}, "capped at 4, fewer than the 8"},
 		{"a schema's name taken", []api.Feature{streams.New(streams.Config{}).Feature, func(s *api.Server) {
