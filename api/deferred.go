@@ -16,7 +16,7 @@ type deferredCharge struct {
 	humaContext
 	ctx      context.Context
 	ps       *planes
-	p        *plane
+	p        *budgetLimiter
 	key      string
 	settled  bool
 	refusal  *Error

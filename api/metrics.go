@@ -89,7 +89,7 @@ func inc(c prometheus.Counter) {
 }
 
 // observeLimiter exports what a plane's limiter knows of itself.
-func (m *Metrics) observeLimiter(p *plane) {
+func (m *Metrics) observeLimiter(p *budgetLimiter) {
 	if m == nil {
 		return
 	}
