@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"slices"
 
 	"github.com/brain-template/brain/api/middleware"
 	"github.com/danielgtaylor/huma/v2"
@@ -17,7 +18,13 @@ type Feature func(s *Server)
 // the operation's Tags:
 //
 //	tags := api.Tag(s.API, "Bookmarks", "URLs you keep.")
-func Tag(api huma.API, name, description string) []string { return tagged(api, name, description) }
+func Tag(api huma.API, name, description string) []string {
+	oapi := api.OpenAPI()
+	if !slices.ContainsFunc(oapi.Tags, func(t *huma.Tag) bool { return t.Name == name }) {
+		oapi.Tags = append(oapi.Tags, &huma.Tag{Name: name, Description: description})
+	}
+	return []string{name}
+}
 
 // Describe adds a paragraph on a feature to the spec's description:
 //

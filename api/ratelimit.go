@@ -315,7 +315,7 @@ func declareComponents(c *huma.Components) {
 	c.Responses["RateLimited"] = &huma.Response{
 		Description: "rate-limited: a budget is spent. details.scope, details.policy and Retry-After say which and for how long. Throttle, never ban: wait and retry.",
 		Headers:     headers,
-		Content:     map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Ref: errorSchemaRef}}},
+		Content:     errorContent(),
 	}
 	optional := map[string]*huma.Header{"Retry-After": {Ref: refHeader + "Retry-After"}}
 	for _, h := range ratelimit.HeaderNames {
@@ -327,7 +327,7 @@ func declareComponents(c *huma.Components) {
 	c.Responses["RateLimitedOrBackedOff"] = &huma.Response{
 		Description: "rate-limited: a budget is spent (details.scope names its plane, and the rate-limit headers describe it), or the back-off refused the request before any budget was charged (details.scope login: Retry-After only). Throttle, never ban: wait and retry.",
 		Headers:     optional,
-		Content:     map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Ref: errorSchemaRef}}},
+		Content:     errorContent(),
 	}
 }
 

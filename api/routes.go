@@ -14,7 +14,7 @@ import (
 // other operation comes in by Config.Features.
 func addRoutes(api huma.API, cfg Config) {
 	probes := WithAccess(api, Probe)
-	tags := tagged(api, "Operations", "Probes for whoever runs the service: is it alive, and can it serve.")
+	tags := Tag(api, "Operations", "Probes for whoever runs the service: is it alive, and can it serve.")
 	huma.Register(probes, huma.Operation{
 		OperationID: "get-health",
 		Method:      http.MethodGet,

@@ -26,23 +26,18 @@ var securitySchemes = map[string]*huma.SecurityScheme{
 	schemeAPIKey:  {Type: "apiKey", In: "header", Name: "X-API-Key", Description: "An API key (brk_...)."},
 }
 
-// noStore is the Cache-Control of every answer to a known caller, which no
-// cache may keep.
+// noStore is the Cache-Control of every answer to a known caller.
 const noStore = "no-store"
 
-// refNoStore is the header that every success of an operation that needs a
-// caller declares.
 const refNoStore = refHeader + "Cache-Control"
 
-// declareNoStore adds the Cache-Control header to the spec's components.
 func declareNoStore(c *huma.Components) {
 	c.Headers["Cache-Control"] = &huma.Header{Required: true, Schema: &huma.Schema{Type: "string", Enum: []any{noStore}},
 		Description: "no-store: the answer is the caller's own (its data, or a secret), and no cache, shared or private, may keep it. Every answer to a request whose caller is known has it, whatever its status."}
 }
 
-// declareSecurity gives op the security requirement and the 401/403/503
-// in op.Errors that its access implies, and, when it needs a caller,
-// Cache-Control: no-store on its successes.
+// declareSecurity gives op the security requirement, errors and
+// Cache-Control: no-store that its access implies.
 func declareSecurity(op *huma.Operation, access Access) {
 	if access != Probe && access != Public {
 		for status, r := range op.Responses {
@@ -73,14 +68,9 @@ func declareSecurity(op *huma.Operation, access Access) {
 }
 
 // requireCaller returns the huma middleware that resolves the caller of
-// every operation that needs one and enforces what declareSecurity
-// documents: 503 when the store cannot say; 401 without a caller, charged
-// to the ip plane (429 once spent); 403 (an API key on a session-only operation, a user without the admin
-// role on an Admin one), charged to the caller's budget.
-// The caller goes in the context (auth.FromContext), and every answer is
-// then Cache-Control: no-store. An address the ip plane refuses is checked
-// against the caches only, so a flood of made-up keys never reaches the
-// database.
+// every operation that needs one (auth.FromContext) and enforces what
+// declareSecurity documents: a 401 is charged to the ip plane, a 403 to the
+// caller's budget.
 func requireCaller(api huma.API, svc *auth.Service, ps *planes, outages *outageLog) func(huma.Context, func(huma.Context)) {
 	g := &callerGate{api: api, svc: svc, ps: ps, outages: outages}
 	return func(ctx huma.Context, next func(huma.Context)) {
@@ -103,7 +93,6 @@ func requireCaller(api huma.API, svc *auth.Service, ps *planes, outages *outageL
 	}
 }
 
-// callerGate holds what requireCaller's steps need.
 type callerGate struct {
 	api     huma.API
 	svc     *auth.Service
@@ -111,9 +100,9 @@ type callerGate struct {
 	outages *outageLog
 }
 
-// caller resolves the caller of ctx's request. When there is none it
-// answers the request (503 or 499, 401, or the ip plane's 429) and
-// returns ok false.
+// caller resolves the caller of ctx's request, or answers it and returns
+// false. An address the ip plane refuses is checked against the caches only,
+// so a flood of made-up keys never reaches the database.
 func (g *callerGate) caller(ctx huma.Context) (id *auth.Identity, ok bool) {
 	r, _ := humachi.Unwrap(ctx)
 	ip := middleware.ClientKey(r.Context())
@@ -124,8 +113,7 @@ func (g *callerGate) caller(ctx huma.Context) (id *auth.Identity, ok bool) {
 	id, err := resolveCaller(lookup, g.svc, r)
 	charged := false
 	if errors.Is(err, auth.ErrNotCached) {
-		// Charge first; only if the address's budget admits again
-		// are its credentials worth a lookup.
+		// only if the address's budget admits again is a lookup worth it
 		if g.ps.failedAuth(ctx, ip) {
 			return nil, false
 		}
@@ -145,12 +133,9 @@ func (g *callerGate) caller(ctx huma.Context) (id *auth.Identity, ok bool) {
 	return id, true
 }
 
-// unavailable answers a request whose caller the store could not
-// resolve: 503, with err logged to outages, or 499 when the client left.
+// unavailable answers a request whose caller the store could not resolve.
 func (g *callerGate) unavailable(ctx huma.Context, r *http.Request, err error) {
 	if clientGone(r.Context()) {
-		// The client left during the lookup: not an outage. Only
-		// the access log records it.
 		_, w := humachi.Unwrap(ctx)
 		w.WriteHeader(StatusClientClosedRequest)
 		return
@@ -160,8 +145,7 @@ func (g *callerGate) unavailable(ctx huma.Context, r *http.Request, err error) {
 }
 
 // forbidden answers 403 (or the caller's budget's 429) and returns true
-// when access does not admit id: an API key on a session-only operation,
-// or a user without the admin role on an Admin one.
+// when access does not admit id.
 func (g *callerGate) forbidden(ctx huma.Context, access Access, id *auth.Identity) bool {
 	var msg string
 	switch {
