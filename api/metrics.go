@@ -11,15 +11,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Metrics is the server's Prometheus registry, served by [Metrics.Handler]
-// on a listener of its own, outside the API.
+// Metrics is the server's Prometheus registry, served by [Metrics.Handler].
 type Metrics struct {
 	reg       *prometheus.Registry
 	decisions *prometheus.CounterVec
 }
 
-// Counter returns a feature's counter, registered with m on the first call
-// and the same one after. On a nil m nobody scrapes it.
+// Counter returns a feature's counter, registered with m once; on a nil m
+// nobody scrapes it.
 func (m *Metrics) Counter(opts prometheus.CounterOpts) prometheus.Counter {
 	c := prometheus.NewCounter(opts)
 	if m == nil {
@@ -51,15 +50,15 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// Registry lets other parts of the program add their own collectors.
+// Registry is m's registry, for others' collectors.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// Decisions are the counters of one policy's decisions by outcome
-// (brain_ratelimit_decisions_total). The zero Decisions counts nothing.
+// Decisions are the counters of one policy's decisions by outcome; the zero
+// Decisions counts nothing.
 type Decisions struct{ allowed, limited, failed prometheus.Counter }
 
 // Decisions returns the counters of policy on plane, for a limit decided
-// outside this package. On a nil m they count nothing.
+// outside this package.
 func (m *Metrics) Decisions(plane, policy string) Decisions { return m.countersFor(plane, policy) }
 
 // Allowed counts a request the policy admitted.
@@ -88,7 +87,7 @@ func inc(c prometheus.Counter) {
 	}
 }
 
-// observeLimiter exports what a plane's limiter knows of itself.
+// observeLimiter exports what a budget's limiter knows of itself.
 func (m *Metrics) observeLimiter(p *budgetLimiter) {
 	if m == nil {
 		return
@@ -123,7 +122,6 @@ func (m *Metrics) observeLimiter(p *budgetLimiter) {
 }
 
 // ObserveBreaker exports a store's breaker: errors and whether it is open.
-// On a nil m it does nothing.
 func (m *Metrics) ObserveBreaker(b *ratelimit.Breaker) {
 	if m == nil {
 		return
@@ -141,8 +139,7 @@ func (m *Metrics) ObserveBreaker(b *ratelimit.Breaker) {
 	}))
 }
 
-// ObserveConns exports l's connections: open, idle, refused, closed for
-// room and cut as too slow. On a nil m it does nothing.
+// ObserveConns exports l's connections: open, idle, refused, closed and cut.
 func (m *Metrics) ObserveConns(l *connlimit.Limiter) {
 	if m == nil {
 		return
