@@ -3,10 +3,7 @@ package api
 import "github.com/danielgtaylor/huma/v2"
 
 // Access is who may call an operation, declared by registering it on the
-// group [WithAccess] returns; its security, 401/403 and planes follow.
-//
-//	sessions := api.WithAccess(s.API, api.Session)
-//	huma.Register(sessions, huma.Operation{OperationID: "create-api-key", ...}, handler)
+// group [WithAccess] returns; its security, errors and budgets follow.
 type Access string
 
 const (
@@ -18,8 +15,7 @@ const (
 	Caller Access = "caller"
 	// Session: a logged-in session only; an API key gets 403.
 	Session Access = "session"
-	// Admin: a user with the admin role (auth.User.Admin), by session or
-	// API key; any other caller gets 403.
+	// Admin: a user with the admin role, by session or API key.
 	Admin Access = "admin"
 )
 

@@ -8,12 +8,9 @@ import (
 	"github.com/brain-template/brain/auth"
 )
 
-// resolveCaller returns the caller r authenticates as, from an API key
-// (Authorization: Bearer brk_... or X-API-Key) or else the session cookie:
-// nil and auth.ErrUnauthenticated for credentials the store does not
-// know, nil and nil for a request with none. Any other error means the
-// store could not say. Only operations that need a caller resolve it, so
-// credentials sent to public routes cost nothing.
+// resolveCaller returns the caller r authenticates as, by API key or else
+// session cookie: auth.ErrUnauthenticated for unknown credentials, nil, nil
+// for none; any other error means the store could not say.
 func resolveCaller(ctx context.Context, svc *auth.Service, r *http.Request) (*auth.Identity, error) {
 	if svc == nil {
 		return nil, nil
@@ -33,5 +30,5 @@ func apiKeyFrom(r *http.Request) string {
 			return strings.TrimSpace(key)
 		}
 	}
-	return r.Header.Get("X-Api-Key") // X-API-Key, in the form Get would make of it each time
+	return r.Header.Get("X-Api-Key")
 }

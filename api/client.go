@@ -10,22 +10,17 @@ import (
 	"github.com/brain-template/brain/api/middleware"
 )
 
-// A request the client cut short, framed badly or left is a 4xx or 499,
-// never a 500 logged as an error.
-
 // StatusClientClosedRequest is the status (nginx's) the access log records
 // for a request whose client left before the answer.
 const StatusClientClosedRequest = 499
 
-// clientGone reports whether the client has left (the context canceled,
-// not past a server's deadline).
+// clientGone reports whether the client has left (not a server's deadline).
 func clientGone(ctx context.Context) bool {
 	return errors.Is(ctx.Err(), context.Canceled)
 }
 
-// bodyReadError returns the envelope for err when it came from reading the
-// request body (middleware.ReadError), or nil. The answer is always sent,
-// as whether the client is still there cannot be told.
+// bodyReadError returns the 4xx for err when it came from reading the
+// request body, or nil.
 func bodyReadError(err error) *Error {
 	var e *Error // a refusal of the body's bytes (the bytes in flight)
 	if errors.As(err, &e) {

@@ -34,10 +34,6 @@ func Describe(s *Server, text string) {
 	s.API.OpenAPI().Info.Description = describe(s.described)
 }
 
-// StoreError is the answer to a database error a handler did not handle
-// itself: 503 with Retry-After, its cause logged, never sent. nil stays nil.
-func StoreError(err error) error { return storeError(err) }
-
 // MalformedBody is the 400 of a body that is not JSON, as huma answers it.
 func MalformedBody(details ...FieldError) *Error {
 	return NewError(http.StatusBadRequest, msgMalformedBody, details...)

@@ -6,9 +6,8 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 )
 
-// refuseEmptyParams answers 422 to a request that sends an integer,
-// number or boolean query parameter empty ("?limit="), which huma would
-// take for one left out.
+// refuseEmptyParams answers 422 to an empty number or boolean query
+// parameter ("?limit="), which huma would take for one left out.
 func refuseEmptyParams(op *huma.Operation, ps *planes) {
 	var names []string
 	for _, p := range op.Parameters {

@@ -14,17 +14,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// refusals counts every 429 by plane and policy
-// (brain_ratelimit_refusals_total) and logs it at most once a minute per
-// plane, policy and client (an address at WARN, a user at INFO), with the
-// refusals not logged since.
+// refusals counts every 429 by plane and policy, and logs it at most once a
+// minute per plane, policy and client, with the refusals not logged since.
 type refusals struct {
 	sample *logsample.Counts
 	count  *prometheus.CounterVec // nil without metrics
 }
 
-// maxRefusalKeys bounds the clients the refusal log remembers; past it,
-// the others share one line a minute (logsample.Overflow).
+// maxRefusalKeys bounds the clients the refusal log remembers.
 const maxRefusalKeys = 10_000
 
 func newRefusals(m *Metrics, now func() time.Time) *refusals {
@@ -39,7 +36,6 @@ func newRefusals(m *Metrics, now func() time.Time) *refusals {
 	return r
 }
 
-// refusalsKey is the context key of the observer carry gives.
 type refusalsKey struct{}
 
 // carry gives the request's context r, for LoginBackedOff.
@@ -47,8 +43,7 @@ func (r *refusals) carry(ctx huma.Context, next func(huma.Context)) {
 	next(huma.WithValue(ctx, refusalsKey{}, r))
 }
 
-// observe reports refusal e (a 429) of the request of ctx, whose caller
-// is id (nil: the one in ctx, if any).
+// observe reports refusal e (a 429) of ctx's caller id (nil: ctx's).
 func (r *refusals) observe(ctx context.Context, e *Error, id *auth.Identity) {
 	if r == nil || e == nil || e.status != http.StatusTooManyRequests {
 		return

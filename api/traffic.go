@@ -11,16 +11,14 @@ import (
 	"github.com/brain-template/brain/internal/product"
 )
 
-// traffic counts the requests the server answers, and its 429s, for the
-// live snapshot; with metrics, and only then, it records each request's
-// duration by route and status (brain_http_request_duration_seconds).
+// traffic counts the requests the server answers, and its 429s; with
+// metrics it records each request's duration by route and status.
 type traffic struct {
 	requests  atomic.Uint64
 	limited   atomic.Uint64
 	durations *prometheus.HistogramVec // nil without metrics
 }
 
-// newTraffic returns the counters, with the histogram on m if not nil.
 func newTraffic(m *Metrics) *traffic {
 	t := &traffic{}
 	if m != nil {
@@ -34,7 +32,6 @@ func newTraffic(m *Metrics) *traffic {
 	return t
 }
 
-// observe counts one response.
 func (t *traffic) observe(route string, status int, took time.Duration) {
 	t.requests.Add(1)
 	if status == http.StatusTooManyRequests {
