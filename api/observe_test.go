@@ -49,7 +49,7 @@ func TestRefusalsAndMetrics(t *testing.T) {
 		l.Call("GET", "/api/v1/apikeys", nil)
 	}
 	ipLines := func() []string {
-		return grep(l.Logs.String(), `level=WARN msg="rate limited" .*budgetLimiter=ip policy=ip ip=127.0.0.1 `)
+		return grep(l.Logs.String(), `level=WARN msg="rate limited" .*plane=ip policy=ip ip=127.0.0.1 `)
 	}
 	if got := ipLines(); len(got) != 1 || !strings.Contains(got[0], "suppressed=0") {
 		t.Fatalf("29 refusals of one address logged %d lines: %q; want one", len(got), got)
@@ -60,7 +60,7 @@ func TestRefusalsAndMetrics(t *testing.T) {
 		l.Call("GET", "/api/v1/auth/me", nil, ada)
 	}
 	userLines := func() []string {
-		return grep(l.Logs.String(), `level=INFO msg="rate limited" .*budgetLimiter=session policy=session user=\S+ `)
+		return grep(l.Logs.String(), `level=INFO msg="rate limited" .*plane=session policy=session user=\S+ `)
 	}
 	if got := userLines(); len(got) != 1 {
 		t.Fatalf("10 refusals of a session logged %d lines: %q; want one", len(got), got)
