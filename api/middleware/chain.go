@@ -9,7 +9,7 @@ import (
 	chimw "github.com/go-chi/chi/v5/middleware"
 )
 
-// Config is what [Chain] needs: what each of its middleware takes.
+// Config is what [Chain]'s middleware take.
 type Config struct {
 	Logger  *slog.Logger                                       // AccessLog's; required
 	Now     func() time.Time                                   // AccessLog's; nil: time.Now
@@ -25,10 +25,8 @@ type Config struct {
 }
 
 // Chain returns this package's middleware in the order to mount them:
-// [RequestID], [NoSniff] and [AccessLog] (so both see every response, a
-// panic's included), [Recoverer] inside the log, [MarkBodyErrors],
-// [ClientIP] and [NoteClientIP], [CORS] (whose preflights need no route),
-// HEAD wherever GET is (chi's GetHead), and [CSRF].
+// the log outside [Recoverer], so it sees a panic's response, and [CORS]
+// before routing, so preflights need no route.
 func Chain(cfg Config) []func(http.Handler) http.Handler {
 	return []func(http.Handler) http.Handler{
 		RequestID, NoSniff, AccessLog(cfg.Logger, cfg.Now, cfg.Observe), Recoverer(cfg.Internal),

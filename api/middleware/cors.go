@@ -10,10 +10,8 @@ import (
 // exposedHeaders are the response headers browser clients may read.
 var exposedHeaders = append([]string{ratelimit.HeaderRetryAfter, "X-Request-Id", "Location", "Idempotent-Replayed"}, ratelimit.HeaderNames...)
 
-// CORS returns a middleware that lets the listed origins (and only those)
-// call the API from a browser, with credentials, and read the rate-limit
-// headers. Preflights are answered here. With no origins it is a no-op:
-// only same-origin pages can call.
+// CORS returns a middleware that lets the listed origins call the API from
+// a browser, with credentials; with none it is a no-op.
 func CORS(origins []string) func(http.Handler) http.Handler {
 	if len(origins) == 0 {
 		return func(next http.Handler) http.Handler { return next }
