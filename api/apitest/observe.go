@@ -11,8 +11,7 @@ import (
 	"github.com/brain-template/brain/streams"
 )
 
-// Scrape returns what m's /metrics says now, scraped over HTTP as
-// Prometheus would (the exposition format, a line a sample).
+// Scrape returns what m's /metrics says now, scraped over HTTP.
 func Scrape(tb testing.TB, m *api.Metrics) string {
 	tb.Helper()
 	srv := httptest.NewServer(m.Handler())
@@ -29,9 +28,7 @@ func Scrape(tb testing.TB, m *api.Metrics) string {
 	return string(body)
 }
 
-// LiveSnapshot opens GET /api/v1/system/live with headers and returns its
-// first snapshot, failing the test without one. The stream stays open
-// until the test ends.
+// LiveSnapshot opens GET /api/v1/system/live and returns its first snapshot.
 func (c *Client) LiveSnapshot(headers ...string) streams.LiveSnapshot {
 	c.tb.Helper()
 	st, r := c.OpenStream(api.Prefix+"/system/live", headers...)

@@ -9,9 +9,7 @@ import (
 	"strings"
 )
 
-// Post sends body to path as it is, as contentType, with headers as
-// "Name: value", with its Content-Length or chunked. No reply fails the
-// test.
+// Post sends body to path as it is, as contentType; no reply fails the test.
 func (c *Client) Post(path, contentType string, body []byte, chunked bool, headers ...string) Reply {
 	c.tb.Helper()
 	var rd io.Reader = bytes.NewReader(body)
@@ -25,10 +23,8 @@ func (c *Client) Post(path, contentType string, body []byte, chunked bool, heade
 	return r
 }
 
-// OpenRequest opens a connection of its own, closed when the test ends,
-// and writes the head of a POST of JSON to path with headers (which say
-// the body's length), then body, which may be only its start. It returns
-// the connection and the reader of its answer.
+// OpenRequest opens a connection of its own and writes the head of a POST
+// of JSON to path, then body, which may be only its start.
 func (c *Client) OpenRequest(path string, headers []string, body []byte) (net.Conn, *bufio.Reader) {
 	c.tb.Helper()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(c.URL, "http://"))

@@ -15,24 +15,18 @@ import (
 	"github.com/brain-template/brain/api"
 )
 
-// A Client calls one server over HTTP on behalf of a test: JSON calls,
-// bodies sent as they are, streams. A [Server] is one; [Serve] makes one
-// for a handler the test builds itself.
+// A Client calls one server over HTTP on behalf of a test.
 type Client struct {
-	// URL is the server's base URL, such as http://127.0.0.1:41234.
-	URL string
-	// HTTP sends the requests.
+	URL  string // the server's base URL
 	HTTP *http.Client
 	tb   testing.TB
 }
 
-// newClient returns a client that calls url with hc; its calls fail tb.
 func newClient(tb testing.TB, url string, hc *http.Client) *Client {
 	return &Client{URL: url, HTTP: hc, tb: tb}
 }
 
-// Serve serves h on a real port until the test ends and returns its
-// client. Every call times out after 60 s, so a hang fails the test.
+// Serve serves h on a real port until the test ends and returns its client.
 func Serve(tb testing.TB, h http.Handler) *Client {
 	tb.Helper()
 	srv := httptest.NewServer(h)
@@ -109,8 +103,7 @@ func Exchange(ctx context.Context, client *http.Client, method, url string, body
 }
 
 // send sends one request with body as contentType (none when "") and
-// headers, and reads the whole reply. A body of known length is sent with
-// its Content-Length, any other chunked.
+// reads the whole reply.
 func send(ctx context.Context, client *http.Client, method, url, contentType string, body io.Reader, headers []string) (Reply, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
@@ -168,8 +161,7 @@ func (r Reply) Want(tb testing.TB, status int, what string) Reply {
 	return r
 }
 
-// WantUnavailable fails the test unless r is the 503 envelope with the
-// Retry-After every 503 of the server's carries ([api.RetryUnavailable]).
+// WantUnavailable fails the test unless r is the 503 envelope with its Retry-After.
 func (r Reply) WantUnavailable(tb testing.TB, what string) {
 	tb.Helper()
 	want := strconv.Itoa(int(api.RetryUnavailable / time.Second))

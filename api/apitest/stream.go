@@ -23,9 +23,8 @@ type Message struct {
 	Comment         bool
 }
 
-// OpenStream opens path with headers as "Name: value". A stream that
-// started (200) is closed when the test ends; any other reply is read in
-// full and returned, with a nil Stream.
+// OpenStream opens path; a reply other than 200 is read in full and
+// returned, with a nil Stream.
 func (c *Client) OpenStream(path string, headers ...string) (*Stream, Reply) {
 	c.tb.Helper()
 	url := c.URL + path
@@ -63,8 +62,7 @@ func (s *Stream) Response() *http.Response { return s.res }
 // Rest reads what is left of the stream until it ends.
 func (s *Stream) Rest() ([]byte, error) { return io.ReadAll(s.rd) }
 
-// Next reads the next message (a retry-only message is skipped), failing
-// the test after 5 s.
+// Next reads the next message, skipping retry-only ones, failing the test after 5 s.
 func (s *Stream) Next(tb testing.TB) Message {
 	tb.Helper()
 	type result struct {
@@ -110,8 +108,7 @@ func (s *Stream) Next(tb testing.TB) Message {
 	return Message{}
 }
 
-// NextEvent skips heartbeats to the next event, failing the test if none
-// comes within 5 s.
+// NextEvent skips heartbeats to the next event, within 5 s.
 func (s *Stream) NextEvent(tb testing.TB) Message {
 	tb.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
