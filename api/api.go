@@ -10,11 +10,13 @@ import (
 	"maps"
 	"net/http"
 	"net/netip"
+	"path"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/product"
 	"github.com/danielgtaylor/huma/v2"
@@ -185,4 +187,48 @@ const (
 
 func describe(features []string) string {
 	return strings.Join(slices.Concat([]string{about}, features, []string{envelope}), "\n\n")
+}
+
+// chain is the router's middleware, with this package's answers.
+func chain(cfg Config, tr *traffic) []func(http.Handler) http.Handler {
+	return middleware.Chain(middleware.Config{
+		Logger:         cfg.Logger,
+		Now:            cfg.Now,
+		Observe:        tr.observe,
+		Internal:       http.HandlerFunc(internalError),
+		TrustedProxies: cfg.TrustedProxies,
+		Origins:        cfg.CORSOrigins,
+		CSRFExempt:     sendsAPIKey,
+		CrossSite:      http.HandlerFunc(crossSite),
+	})
+}
+
+func internalError(w http.ResponseWriter, _ *http.Request) {
+	WriteError(w, NewError(http.StatusInternalServerError, ""))
+}
+
+// sendsAPIKey reports whether r sends an API key, which CSRF lets through.
+func sendsAPIKey(r *http.Request) bool { return apiKeyFrom(r) != "" }
+
+func crossSite(w http.ResponseWriter, _ *http.Request) {
+	WriteError(w, NewError(http.StatusForbidden, "cross-site request refused: a cookie-authenticated change must come from "+product.Name+"'s own pages or a trusted origin"))
+}
+
+func logger(ctx context.Context) *slog.Logger { return middleware.Logger(ctx) }
+
+// isStatic reports whether a request no route matched is one for
+// Config.Static: a GET or HEAD outside /api/ and /docs/, however spelled
+// ("/x/../api/v1" and "/api%2fv1" are the API's).
+func isStatic(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	for _, p := range []string{r.URL.Path, path.Clean("/" + r.URL.Path)} {
+		for _, reserved := range []string{"/api", "/docs"} {
+			if p == reserved || strings.HasPrefix(p, reserved+"/") {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -17,9 +18,10 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/danielgtaylor/huma/v2"
-
+	"github.com/brain-template/brain/api/middleware"
+	"github.com/brain-template/brain/internal/logsample"
 	"github.com/brain-template/brain/internal/product"
+	"github.com/danielgtaylor/huma/v2"
 )
 
 // Error is the API's one error envelope, of every non-2xx response:
@@ -355,4 +357,59 @@ func ErrorResponse(e *Error) []byte {
 	var b bytes.Buffer
 	_ = res.Write(&b)
 	return b.Bytes()
+}
+
+// StatusClientClosedRequest is the status (nginx's) the access log records
+// for a request whose client left before the answer.
+const StatusClientClosedRequest = 499
+
+// clientGone reports whether the client has left (not a server's deadline).
+func clientGone(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.Canceled)
+}
+
+// bodyReadError returns the 4xx for err when it came from reading the
+// request body, or nil.
+func bodyReadError(err error) *Error {
+	var e *Error // a refusal of the body's bytes (the bytes in flight)
+	if errors.As(err, &e) {
+		return e
+	}
+	var re *middleware.ReadError
+	if !errors.As(err, &re) {
+		return nil
+	}
+	var tooBig *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &tooBig):
+		return NewError(http.StatusRequestEntityTooLarge, "")
+	case errors.As(err, &ne) && ne.Timeout():
+		return NewError(http.StatusRequestTimeout, "the request body did not arrive in time")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return NewError(http.StatusBadRequest, "the request body ended before the length it declared")
+	}
+	return NewError(http.StatusBadRequest, "the request body could not be read: its framing is broken")
+}
+
+// outageLog logs why the server answered 503: at WARN, each cause once per
+// interval, with the requests it failed since.
+type outageLog struct{ counts *logsample.Counts }
+
+// maxOutageCauses bounds the causes remembered.
+const maxOutageCauses = 100
+
+func newOutageLog(every time.Duration, now func() time.Time) *outageLog {
+	return &outageLog{logsample.New(every, now, maxOutageCauses)}
+}
+
+var digits = regexp.MustCompile(`[0-9]+`)
+
+// causeKey is an error's text with the numbers masked, as addresses change.
+func causeKey(err error) string { return digits.ReplaceAllLiteralString(err.Error(), "#") }
+
+func (l *outageLog) log(ctx context.Context, cause error) {
+	if _, repeats, due := l.counts.Take(causeKey(cause)); due {
+		logger(ctx).Warn("unavailable: answering 503", "error", cause.Error(), "repeats", repeats)
+	}
 }

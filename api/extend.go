@@ -2,14 +2,18 @@ package api
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
-	"github.com/danielgtaylor/huma/v2"
-
+	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/ratelimit"
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humachi"
+	"github.com/go-chi/chi/v5"
 )
 
 // An Extension is the state a package keeps on the server
@@ -118,4 +122,95 @@ func (s *Server) Now() time.Time { return s.now() }
 // Traffic counts the responses since the server started, and the 429s.
 func (s *Server) Traffic() (requests, limited uint64) {
 	return s.traffic.requests.Load(), s.traffic.limited.Load()
+}
+
+// A Feature registers a feature's operations on s.API ([WithAccess],
+// [WithBudget], [Tag]); [New] calls each of Config.Features in order.
+type Feature func(s *Server)
+
+// Tag declares the spec's tag name with its description, once, and returns
+// the operation's Tags:
+//
+//	tags := api.Tag(s.API, "Bookmarks", "URLs you keep.")
+func Tag(api huma.API, name, description string) []string {
+	oapi := api.OpenAPI()
+	if !slices.ContainsFunc(oapi.Tags, func(t *huma.Tag) bool { return t.Name == name }) {
+		oapi.Tags = append(oapi.Tags, &huma.Tag{Name: name, Description: description})
+	}
+	return []string{name}
+}
+
+// Describe adds a paragraph on a feature to the spec's description:
+//
+//	api.Describe(s, "Bookmarks: keep the URLs you want to read again.")
+func Describe(s *Server, text string) {
+	s.described = append(s.described, text)
+	s.API.OpenAPI().Info.Description = describe(s.described)
+}
+
+// MalformedBody is the 400 of a body that is not JSON, as huma answers it.
+func MalformedBody(details ...FieldError) *Error {
+	return NewError(http.StatusBadRequest, msgMalformedBody, details...)
+}
+
+// Metrics is the server's registry (Config.Metrics), or nil.
+func (s *Server) Metrics() *Metrics { return s.metrics }
+
+// Logger is the logger of ctx: a request's, else [WithLogger]'s, else slog.Default.
+func Logger(ctx context.Context) *slog.Logger { return logger(ctx) }
+
+// WithLogger returns ctx carrying l, for [Logger] outside a request.
+func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
+	return middleware.WithLogger(ctx, l)
+}
+
+// Router is the chi router the API is served by, with its middleware in
+// front. Routes that are no huma operation go on it behind [Protect].
+func (s *Server) Router() chi.Router { return s.router }
+
+// Protect declares op in the spec as an operation of api would be (access,
+// budget, security, 401 and 429, rate-limit headers), and returns the
+// net/http middleware that enforces exactly that on a route added straight
+// to the router. Declare op's Method, Path and success responses:
+//
+//	callers := api.WithAccess(s.API, api.Caller)
+//	download := api.WithBudget(huma.Operation{OperationID: "download-export", Method: http.MethodGet,
+//		Path: "/api/v1/exports/{id}", Responses: map[string]*huma.Response{"200": {Description: "The export, as a file."}}}, exportBudget)
+//	s.Router().With(api.Protect(callers, download, nil)).Get("/api/v1/exports/{id}", serveExport)
+//
+// key, when not nil, is what a request is counted by within its caller's
+// plane, apart from the plane's own keys ("" keeps the usual key). It is
+// charged before the handler runs, so take it from what is checked before
+// the limiter (a client certificate's subject), never from a header the
+// handler verifies later, or each client picks a fresh budget.
+func Protect(api huma.API, op huma.Operation, key func(*http.Request) string) func(http.Handler) http.Handler {
+	if op.Responses == nil {
+		op.Responses = map[string]*huma.Response{}
+	}
+	if key != nil {
+		declare(&op, func(d *Declaration) { d.RateKey = key })
+	}
+	declared := declareOn(api, &op)
+	chain := api.Middlewares()
+	return func(next http.Handler) http.Handler {
+		run := chain.Handler(declared.Middlewares.Handler(func(ctx huma.Context) {
+			r, w := humachi.Unwrap(ctx)
+			next.ServeHTTP(w, r.WithContext(ctx.Context()))
+		}))
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			run(humachi.NewContext(declared, r, w))
+		})
+	}
+}
+
+// declareOn adds op to api's spec as huma.Register would, through every
+// group's modifiers, and returns it as declared.
+func declareOn(api huma.API, op *huma.Operation) *huma.Operation {
+	if g, ok := api.(*huma.Group); ok {
+		var declared *huma.Operation
+		g.ModifyOperation(op, func(op *huma.Operation) { declared = declareOn(g.API, op) })
+		return declared
+	}
+	api.OpenAPI().AddOperation(op)
+	return op
 }

@@ -2,6 +2,9 @@ package api
 
 import (
 	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
 
 	"github.com/brain-template/brain/connlimit"
 	"github.com/brain-template/brain/internal/product"
@@ -160,4 +163,35 @@ func (m *Metrics) ObserveConns(l *connlimit.Limiter) {
 	counter(product.MetricNamespace+"_connections_idle_closed_total", "Idle connections closed to make room for new ones.", nil, func(s connlimit.Stats) uint64 { return s.IdleClosed })
 	counter(product.MetricNamespace+"_connections_slow_closed_total", "Slow connections closed to make room for new ones: receiving a request no faster than the minimum rate, or not taking their answer.", nil, func(s connlimit.Stats) uint64 { return s.SlowClosed })
 	counter(product.MetricNamespace+"_connections_too_slow_total", "Connections whose reads were cut for falling behind the minimum rate, or going the grace without a byte.", nil, func(s connlimit.Stats) uint64 { return s.TooSlow })
+}
+
+// traffic counts the requests the server answers, and its 429s; with
+// metrics it records each request's duration by route and status.
+type traffic struct {
+	requests  atomic.Uint64
+	limited   atomic.Uint64
+	durations *prometheus.HistogramVec // nil without metrics
+}
+
+func newTraffic(m *Metrics) *traffic {
+	t := &traffic{}
+	if m != nil {
+		t.durations = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    product.MetricNamespace + "_http_request_duration_seconds",
+			Help:    "Requests by route pattern (never the raw path) and status, and how long each took to answer; a stream's, until it took its connection.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"route", "status"})
+		m.reg.MustRegister(t.durations)
+	}
+	return t
+}
+
+func (t *traffic) observe(route string, status int, took time.Duration) {
+	t.requests.Add(1)
+	if status == http.StatusTooManyRequests {
+		t.limited.Add(1)
+	}
+	if t.durations != nil {
+		t.durations.WithLabelValues(route, strconv.Itoa(status)).Observe(took.Seconds())
+	}
 }

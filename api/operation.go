@@ -7,9 +7,8 @@ import (
 	"reflect"
 	"slices"
 
-	"github.com/danielgtaylor/huma/v2"
-
 	"github.com/brain-template/brain/internal/product"
+	"github.com/danielgtaylor/huma/v2"
 )
 
 // A Declaration is what an operation declares beyond huma's Operation
@@ -127,4 +126,79 @@ func (a *inSpecOnly) Handle(op *huma.Operation, handler func(huma.Context)) {
 		return
 	}
 	a.Adapter.Handle(op, handler)
+}
+
+// Access is who may call an operation, declared by registering it on the
+// group [WithAccess] returns; its security, errors and budgets follow.
+type Access string
+
+const (
+	// Probe: anyone, and never rate limited (health and readiness).
+	Probe Access = "probe"
+	// Public: anyone; each client address has the ip budget.
+	Public Access = "public"
+	// Caller: a logged-in session or an API key.
+	Caller Access = "caller"
+	// Session: a logged-in session only; an API key gets 403.
+	Session Access = "session"
+	// Admin: a user with the admin role, by session or API key.
+	Admin Access = "admin"
+)
+
+// WithAccess returns a group of api whose operations declare access a.
+func WithAccess(api huma.API, a Access) huma.API {
+	g := huma.NewGroup(api)
+	g.UseSimpleModifier(func(op *huma.Operation) {
+		declare(op, func(d *Declaration) { d.Access = a })
+	})
+	return g
+}
+
+// WithJSONBody returns op documenting body's type as its required JSON
+// request body, for an operation that reads its body raw and parses it.
+func WithJSONBody(op huma.Operation, body any) huma.Operation {
+	declare(&op, func(d *Declaration) { d.JSONBody = reflect.TypeOf(body) })
+	return op
+}
+
+// declareJSONBody documents t, if not nil, as the body of op.
+func declareJSONBody(oapi *huma.OpenAPI, op *huma.Operation, t reflect.Type) {
+	if t == nil || op.RequestBody == nil {
+		return
+	}
+	op.RequestBody.Required = true
+	op.RequestBody.Content = map[string]*huma.MediaType{"application/json": {Schema: oapi.Components.Schemas.Schema(t, true, op.OperationID+"Request")}}
+}
+
+// refuseEmptyParams answers 422 to an empty number or boolean query
+// parameter ("?limit="), which huma would take for one left out.
+func refuseEmptyParams(op *huma.Operation, ps *planes) {
+	var names []string
+	for _, p := range op.Parameters {
+		if p.In == "query" && p.Schema != nil && (p.Schema.Type == huma.TypeInteger || p.Schema.Type == huma.TypeNumber || p.Schema.Type == huma.TypeBoolean) {
+			names = append(names, p.Name)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	op.Middlewares = append(op.Middlewares, func(ctx huma.Context, next func(huma.Context)) {
+		u := ctx.URL()
+		if u.RawQuery == "" {
+			next(ctx)
+			return
+		}
+		var empty []FieldError
+		query := u.Query()
+		for _, name := range names {
+			if v, ok := query[name]; ok && v[0] == "" { // huma reads the first value
+				empty = append(empty, FieldError{Location: "query." + name, Message: "empty: send a value, or leave the parameter out for its default"})
+			}
+		}
+		if len(empty) > 0 {
+			writeHumaError(ps.api, ctx, NewError(http.StatusUnprocessableEntity, "the request is not valid: see details.errors", empty...))
+			return
+		}
+		next(ctx)
+	})
 }

@@ -3,11 +3,16 @@ package apitest
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/streams"
 )
 
 // A Stream is one open stream, read message by message.
@@ -118,4 +123,35 @@ func (s *Stream) NextEvent(tb testing.TB) Message {
 	}
 	tb.Fatal("only heartbeats for 5 s")
 	return Message{}
+}
+
+// Scrape returns what m's /metrics says now, scraped over HTTP.
+func Scrape(tb testing.TB, m *api.Metrics) string {
+	tb.Helper()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	res, err := http.Get(srv.URL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(body)
+}
+
+// LiveSnapshot opens GET /api/v1/system/live and returns its first snapshot.
+func (c *Client) LiveSnapshot(headers ...string) streams.LiveSnapshot {
+	c.tb.Helper()
+	st, r := c.OpenStream(api.Prefix+"/system/live", headers...)
+	if st == nil {
+		c.tb.Fatalf("the live stream: %d %s", r.Status, r.Body)
+	}
+	var snap streams.LiveSnapshot
+	if m := st.NextEvent(c.tb); m.Event != "system.live" || json.Unmarshal([]byte(m.Data), &snap) != nil {
+		c.tb.Fatalf("the live stream's first event: %+v; want a system.live snapshot", m)
+	}
+	return snap
 }
