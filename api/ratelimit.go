@@ -444,25 +444,10 @@ func (ps *planes) enforce(pl *plan, rateKey func(*http.Request) string) func(hum
 	}
 }
 
-// failedAuth charges a request without valid credentials to the ip plane,
-// and reports whether it answered it.
-func (ps *planes) failedAuth(ctx huma.Context, ip string) (answered bool) {
-	if ps.limits.Disabled {
-		return false
-	}
-	return ps.charge(ctx, ps.ip, ip)
-}
-
-// refusedCaller charges a 403 to the caller's default budget, so a loop on
-// a refusal is throttled, and reports whether it answered the request.
-func (ps *planes) refusedCaller(ctx huma.Context, id *auth.Identity) (answered bool) {
-	if ps.limits.Disabled {
-		return false
-	}
-	if id.Method == auth.MethodAPIKey {
-		return ps.charge(ctx, ps.apikey, id.APIKeyID)
-	}
-	return ps.charge(ctx, ps.session, id.SessionHash)
+// chargeRefused charges a 401 or 403 to p, so a loop on a refusal is
+// throttled, and reports whether it answered the request.
+func (ps *planes) chargeRefused(ctx huma.Context, p *budgetLimiter, key string) (answered bool) {
+	return !ps.limits.Disabled && ps.charge(ctx, p, key)
 }
 
 // refusing reports whether the ip plane refused ip and would still.

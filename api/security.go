@@ -41,30 +41,26 @@ func declareNoStore(c *huma.Components) {
 // declareSecurity gives op the security requirement, errors and
 // Cache-Control: no-store that its access implies.
 func declareSecurity(op *huma.Operation, access Access) {
-	if access != Probe && access != Public {
-		for status, r := range op.Responses {
-			if status[0] == '2' {
-				if r.Headers == nil {
-					r.Headers = map[string]*huma.Header{}
-				}
-				r.Headers["Cache-Control"] = &huma.Header{Ref: refNoStore}
-			}
-		}
-	}
+	all := []map[string][]string{{schemeSession: {}}, {schemeBearer: {}}, {schemeAPIKey: {}}}
 	switch access {
 	case Probe, Public:
 		op.Security = []map[string][]string{}
+		return
 	case Session:
-		op.Security = []map[string][]string{{schemeSession: {}}}
-		op.Errors = append(op.Errors, http.StatusUnauthorized, http.StatusForbidden, http.StatusServiceUnavailable)
-	case Admin:
-		op.Security = []map[string][]string{{schemeSession: {}}, {schemeBearer: {}}, {schemeAPIKey: {}}}
-		op.Errors = append(op.Errors, http.StatusUnauthorized, http.StatusForbidden, http.StatusServiceUnavailable)
+		op.Security = all[:1]
 	default:
-		op.Security = []map[string][]string{{schemeSession: {}}, {schemeBearer: {}}, {schemeAPIKey: {}}}
-		op.Errors = append(op.Errors, http.StatusUnauthorized, http.StatusServiceUnavailable)
-		if op.Method != http.MethodGet && op.Method != http.MethodHead {
-			op.Errors = append(op.Errors, http.StatusForbidden) // cross-site cookie requests
+		op.Security = all
+	}
+	op.Errors = append(op.Errors, http.StatusUnauthorized, http.StatusServiceUnavailable)
+	if access != Caller || (op.Method != http.MethodGet && op.Method != http.MethodHead) {
+		op.Errors = append(op.Errors, http.StatusForbidden) // a Caller's: cross-site cookie requests
+	}
+	for status, r := range op.Responses {
+		if status[0] == '2' {
+			if r.Headers == nil {
+				r.Headers = map[string]*huma.Header{}
+			}
+			r.Headers["Cache-Control"] = &huma.Header{Ref: refNoStore}
 		}
 	}
 }
@@ -116,7 +112,7 @@ func (g *callerGate) caller(ctx huma.Context) (id *auth.Identity, ok bool) {
 	charged := false
 	if errors.Is(err, auth.ErrNotCached) {
 		// only if the address's budget admits again is a lookup worth it
-		if g.ps.failedAuth(ctx, ip) {
+		if g.ps.chargeRefused(ctx, g.ps.ip, ip) {
 			return nil, false
 		}
 		charged = true
@@ -127,7 +123,7 @@ func (g *callerGate) caller(ctx huma.Context) (id *auth.Identity, ok bool) {
 		return nil, false
 	}
 	if id == nil {
-		if charged || !g.ps.failedAuth(ctx, ip) {
+		if charged || !g.ps.chargeRefused(ctx, g.ps.ip, ip) {
 			writeHumaError(g.api, ctx, NewError(http.StatusUnauthorized, "log in, or send an API key as Authorization: Bearer or X-API-Key"))
 		}
 		return nil, false
@@ -158,7 +154,11 @@ func (g *callerGate) forbidden(ctx huma.Context, access Access, id *auth.Identit
 	default:
 		return false
 	}
-	if !g.ps.refusedCaller(ctx, id) { // the caller's budget pays for its 403s
+	p, key := g.ps.session, id.SessionHash
+	if id.Method == auth.MethodAPIKey {
+		p, key = g.ps.apikey, id.APIKeyID
+	}
+	if !g.ps.chargeRefused(ctx, p, key) { // the caller's default budget pays for its 403s
 		writeHumaError(g.api, ctx, NewError(http.StatusForbidden, msg))
 	}
 	return true
