@@ -15,22 +15,16 @@ import (
 // ([WithAccess], [WithBudget], ...); it becomes both the spec and the
 // middleware that enforces it.
 type Declaration struct {
-	// Access is who may call it; "" is Caller (fail closed).
-	Access Access
-	// Budget, when named, is what API-key callers draw from ([WithBudget]).
-	Budget Budget
-	// JSONBody is the type a handler that reads its body raw parses it as.
-	JSONBody reflect.Type
-	// LoginBackoff: the handler checks the login back-off before the charge.
-	LoginBackoff bool
-	// RateKey, when not nil, keys the request's budget ([Protect]).
-	RateKey func(*http.Request) string
+	Access       Access                     // who may call it; "" is Caller
+	Budget       Budget                     // what API-key callers draw from, when named
+	JSONBody     reflect.Type               // the type a handler that reads its body raw parses
+	LoginBackoff bool                       // the handler checks the login back-off before the charge
+	RateKey      func(*http.Request) string // when not nil, keys the request's budget ([Protect])
 
 	// Caps are the concurrency caps its handler holds requests to. With
 	// Caps or Draws the handler admits its requests itself.
-	Caps []ConcurrencyCap
-	// Draws names the budgets the handler draws from ([Server.PlaneBudget]).
-	Draws     []string
+	Caps      []ConcurrencyCap
+	Draws     []string      // the budgets the handler draws from ([Server.PlaneBudget])
 	bodyLimit int64         // the largest body accepted; 0: it reads none
 	schemas   huma.Registry // of its body's schema, for validation errors' places
 }
@@ -133,16 +127,11 @@ func (a *inSpecOnly) Handle(op *huma.Operation, handler func(huma.Context)) {
 type Access string
 
 const (
-	// Probe: anyone, and never rate limited (health and readiness).
-	Probe Access = "probe"
-	// Public: anyone; each client address has the ip budget.
-	Public Access = "public"
-	// Caller: a logged-in session or an API key.
-	Caller Access = "caller"
-	// Session: a logged-in session only; an API key gets 403.
-	Session Access = "session"
-	// Admin: a user with the admin role, by session or API key.
-	Admin Access = "admin"
+	Probe   Access = "probe"   // anyone, never rate limited (health and readiness)
+	Public  Access = "public"  // anyone; each client address has the ip budget
+	Caller  Access = "caller"  // a logged-in session or an API key
+	Session Access = "session" // a logged-in session only; an API key gets 403
+	Admin   Access = "admin"   // a user with the admin role, by session or API key
 )
 
 // WithAccess returns a group of api whose operations declare access a.

@@ -27,10 +27,8 @@ type Limits struct {
 	StreamOpens, StreamUserOpens ratelimit.Rate
 	// Override returns the configured limits of a [WithBudget] budget, if any.
 	Override func(name string) ([]ratelimit.Rate, bool, error)
-	// Store makes the limiter of a budget; nil: in memory.
-	Store func(ratelimit.Budget) ratelimit.Limiter
-	// Disabled turns every plane off, to measure what limiting costs.
-	Disabled bool
+	Store    func(ratelimit.Budget) ratelimit.Limiter // makes a budget's limiter; nil: in memory
+	Disabled bool                                     // turns every plane off, to measure what limiting costs
 }
 
 // The names of the stream plane's open budgets.
