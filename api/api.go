@@ -142,8 +142,6 @@ func New(cfg Config) *Server {
 	hc.OnAddOperation = append(hc.OnAddOperation, declareOperation(ps, bodies))
 	hc.Components.SecuritySchemes = securitySchemes
 	declareComponents(hc.Components)
-	declareUnavailable(hc.Components)
-	declareNoStore(hc.Components)
 	outages := newOutageLog(time.Minute, cfg.Now)
 	hc.Transformers = append(hc.Transformers, logCauses(outages))
 

@@ -285,7 +285,7 @@ const (
 	refHeader                 = "#/components/headers/"
 )
 
-// declareComponents adds the 429 responses and the rate-limit headers.
+// declareComponents adds the shared responses (429, 503) and headers.
 func declareComponents(c *huma.Components) {
 	str := func(desc, example string) *huma.Header {
 		return &huma.Header{Description: desc, Required: true, Schema: &huma.Schema{Type: "string", Examples: []any{example}}}
@@ -327,6 +327,15 @@ func declareComponents(c *huma.Components) {
 		Headers:     optional,
 		Content:     errorContent(),
 	}
+	c.Responses["Unavailable"] = &huma.Response{
+		Description: "unavailable: not the client's fault. A store " + product.Name + " depends on (the database, or Redis for rate limits) does not answer or is too slow, " +
+			"too many passwords are being checked at once, or (on an operation that says so) too many large bodies are in flight. " +
+			"Retry after Retry-After seconds. On /ready, details.errors lists the checks that failed.",
+		Headers: map[string]*huma.Header{"Retry-After": {Ref: refHeader + "Retry-After"}},
+		Content: errorContent(),
+	}
+	c.Headers["Cache-Control"] = &huma.Header{Required: true, Schema: &huma.Schema{Type: "string", Enum: []any{noStore}},
+		Description: "no-store: the answer is the caller's own (its data, or a secret), and no cache, shared or private, may keep it. Every answer to a request whose caller is known has it, whatever its status."}
 }
 
 func ptr[T any](v T) *T { return &v }

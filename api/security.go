@@ -33,11 +33,6 @@ const noStore = "no-store"
 
 const refNoStore = refHeader + "Cache-Control"
 
-func declareNoStore(c *huma.Components) {
-	c.Headers["Cache-Control"] = &huma.Header{Required: true, Schema: &huma.Schema{Type: "string", Enum: []any{noStore}},
-		Description: "no-store: the answer is the caller's own (its data, or a secret), and no cache, shared or private, may keep it. Every answer to a request whose caller is known has it, whatever its status."}
-}
-
 // declareSecurity gives op the security requirement, errors and
 // Cache-Control: no-store that its access implies.
 func declareSecurity(op *huma.Operation, access Access) {

@@ -15,8 +15,6 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/go-chi/chi/v5"
-
-	"github.com/brain-template/brain/internal/product"
 )
 
 // errorContent is the body of every error response: the envelope.
@@ -41,19 +39,6 @@ var errorDescriptions = map[int]string{
 }
 
 const refUnavailable = "#/components/responses/Unavailable"
-
-func declareUnavailable(c *huma.Components) {
-	if c.Responses == nil {
-		c.Responses = map[string]*huma.Response{}
-	}
-	c.Responses["Unavailable"] = &huma.Response{
-		Description: "unavailable: not the client's fault. A store " + product.Name + " depends on (the database, or Redis for rate limits) does not answer or is too slow, " +
-			"too many passwords are being checked at once, or (on an operation that says so) too many large bodies are in flight. " +
-			"Retry after Retry-After seconds. On /ready, details.errors lists the checks that failed.",
-		Headers: map[string]*huma.Header{"Retry-After": {Ref: refHeader + "Retry-After"}},
-		Content: errorContent(),
-	}
-}
 
 // declareErrors documents each error response op can give in place of
 // huma's catch-all "default", so generated clients get a typed error for each.
