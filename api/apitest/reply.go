@@ -114,11 +114,7 @@ func send(ctx context.Context, client *http.Client, method, url, contentType str
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	for _, h := range headers {
-		if k, v, ok := strings.Cut(h, ": "); ok {
-			req.Header.Add(k, v)
-		}
-	}
+	addHeaders(req, headers)
 	start := time.Now()
 	res, err := client.Do(req)
 	if err != nil {
@@ -127,6 +123,15 @@ func send(ctx context.Context, client *http.Client, method, url, contentType str
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	return Reply{Status: res.StatusCode, Header: res.Header, Body: string(b), Took: time.Since(start)}, err
+}
+
+// addHeaders adds headers written "Name: value" to req.
+func addHeaders(req *http.Request, headers []string) {
+	for _, h := range headers {
+		if k, v, ok := strings.Cut(h, ": "); ok {
+			req.Header.Add(k, v)
+		}
+	}
 }
 
 // Code is the envelope's code, "" when the body is no envelope.

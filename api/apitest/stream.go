@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -35,11 +34,7 @@ func (c *Client) OpenStream(path string, headers ...string) (*Stream, Reply) {
 	url := c.URL + path
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-	for _, h := range headers {
-		if k, v, ok := strings.Cut(h, ": "); ok {
-			req.Header.Add(k, v)
-		}
-	}
+	addHeaders(req, headers)
 	res, err := c.HTTP.Do(req)
 	if err != nil {
 		cancel()
@@ -128,18 +123,7 @@ func (s *Stream) NextEvent(tb testing.TB) Message {
 // Scrape returns what m's /metrics says now, scraped over HTTP.
 func Scrape(tb testing.TB, m *api.Metrics) string {
 	tb.Helper()
-	srv := httptest.NewServer(m.Handler())
-	defer srv.Close()
-	res, err := http.Get(srv.URL)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return string(body)
+	return Serve(tb, m.Handler()).Call("GET", "/", nil).Body
 }
 
 // LiveSnapshot opens GET /api/v1/system/live and returns its first snapshot.
