@@ -212,8 +212,6 @@ func crossSite(w http.ResponseWriter, _ *http.Request) {
 	WriteError(w, NewError(http.StatusForbidden, "cross-site request refused: a cookie-authenticated change must come from "+product.Name+"'s own pages or a trusted origin"))
 }
 
-func logger(ctx context.Context) *slog.Logger { return middleware.Logger(ctx) }
-
 // isStatic reports whether a request no route matched is one for
 // Config.Static: a GET or HEAD outside /api/ and /docs/, however spelled
 // ("/x/../api/v1" and "/api%2fv1" are the API's).

@@ -314,7 +314,7 @@ func logCause(ctx context.Context, outages *outageLog, e *Error) {
 	case e.cause != nil && e.status == http.StatusServiceUnavailable:
 		outages.log(ctx, e.cause)
 	case e.cause != nil:
-		logger(ctx).Error("request failed", "status", e.status, "error", e.cause.Error())
+		Logger(ctx).Error("request failed", "status", e.status, "error", e.cause.Error())
 	}
 }
 
@@ -410,6 +410,6 @@ func causeKey(err error) string { return digits.ReplaceAllLiteralString(err.Erro
 
 func (l *outageLog) log(ctx context.Context, cause error) {
 	if _, repeats, due := l.counts.Take(causeKey(cause)); due {
-		logger(ctx).Warn("unavailable: answering 503", "error", cause.Error(), "repeats", repeats)
+		Logger(ctx).Warn("unavailable: answering 503", "error", cause.Error(), "repeats", repeats)
 	}
 }

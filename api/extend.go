@@ -96,7 +96,7 @@ func (b *PlaneBudget) Draw(ctx context.Context, key string) (ratelimit.Decision,
 // check refused.
 func (b *PlaneBudget) Refund(ctx context.Context, key string, d *ratelimit.Decision) {
 	if err := b.p.limiter.Refund(context.WithoutCancel(ctx), key, d); err != nil {
-		logger(ctx).Warn("a refused request's token was not given back", "budget", b.p.limiter.Budget().Name, "error", err)
+		Logger(ctx).Warn("a refused request's token was not given back", "budget", b.p.limiter.Budget().Name, "error", err)
 	}
 }
 
@@ -157,32 +157,22 @@ func MalformedBody(details ...FieldError) *Error {
 func (s *Server) Metrics() *Metrics { return s.metrics }
 
 // Logger is the logger of ctx: a request's, else [WithLogger]'s, else slog.Default.
-func Logger(ctx context.Context) *slog.Logger { return logger(ctx) }
+func Logger(ctx context.Context) *slog.Logger { return middleware.Logger(ctx) }
 
 // WithLogger returns ctx carrying l, for [Logger] outside a request.
 func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
 	return middleware.WithLogger(ctx, l)
 }
 
-// Router is the chi router the API is served by, with its middleware in
-// front. Routes that are no huma operation go on it behind [Protect].
+// Router is the chi router the API is served by; routes that are no huma
+// operation go on it behind [Protect].
 func (s *Server) Router() chi.Router { return s.router }
 
-// Protect declares op in the spec as an operation of api would be (access,
-// budget, security, 401 and 429, rate-limit headers), and returns the
-// net/http middleware that enforces exactly that on a route added straight
-// to the router. Declare op's Method, Path and success responses:
-//
-//	callers := api.WithAccess(s.API, api.Caller)
-//	download := api.WithBudget(huma.Operation{OperationID: "download-export", Method: http.MethodGet,
-//		Path: "/api/v1/exports/{id}", Responses: map[string]*huma.Response{"200": {Description: "The export, as a file."}}}, exportBudget)
-//	s.Router().With(api.Protect(callers, download, nil)).Get("/api/v1/exports/{id}", serveExport)
-//
-// key, when not nil, is what a request is counted by within its caller's
-// plane, apart from the plane's own keys ("" keeps the usual key). It is
-// charged before the handler runs, so take it from what is checked before
-// the limiter (a client certificate's subject), never from a header the
-// handler verifies later, or each client picks a fresh budget.
+// Protect declares op in the spec as an operation of api would be, and
+// returns the net/http middleware that enforces that on a route added
+// straight to the router (docs/routes-outside-huma.md). key, when not nil,
+// counts a request within its plane by a non-empty key; take it from what is
+// checked before the limiter, never from a header the handler verifies later.
 func Protect(api huma.API, op huma.Operation, key func(*http.Request) string) func(http.Handler) http.Handler {
 	if op.Responses == nil {
 		op.Responses = map[string]*huma.Response{}
@@ -203,8 +193,8 @@ func Protect(api huma.API, op huma.Operation, key func(*http.Request) string) fu
 	}
 }
 
-// declareOn adds op to api's spec as huma.Register would, through every
-// group's modifiers, and returns it as declared.
+// declareOn adds op to api's spec through every group's modifiers, as
+// huma.Register would.
 func declareOn(api huma.API, op *huma.Operation) *huma.Operation {
 	if g, ok := api.(*huma.Group); ok {
 		var declared *huma.Operation

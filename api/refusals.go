@@ -62,7 +62,7 @@ func (r *refusals) observe(ctx context.Context, e *Error, id *auth.Identity) {
 	if (plane != "ip" && plane != "login") && id != nil {
 		level, who = slog.LevelInfo, slog.String("user", id.User.ID)
 	}
-	l := logger(ctx)
+	l := Logger(ctx)
 	if !l.Enabled(ctx, level) {
 		return
 	}

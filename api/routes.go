@@ -78,7 +78,7 @@ func handleReady(checks []Check) func(context.Context, *struct{}) (*readyOutput,
 			err := c.Check(cctx)
 			cancel()
 			if err != nil {
-				logger(ctx).Warn("readiness check failed", "check", c.Name, "error", err)
+				Logger(ctx).Warn("readiness check failed", "check", c.Name, "error", err)
 				failed = append(failed, FieldError{Location: "checks." + c.Name, Message: "not answering"})
 				continue
 			}

@@ -113,7 +113,7 @@ func (d *document) get() ([]byte, error) {
 // serve writes the document with a strong ETag and Cache-Control: no-cache.
 func (d *document) serve(w http.ResponseWriter, r *http.Request) {
 	if _, err := d.get(); err != nil {
-		logger(r.Context()).Error("render "+r.URL.Path, "error", err)
+		Logger(r.Context()).Error("render "+r.URL.Path, "error", err)
 		WriteError(w, NewError(http.StatusInternalServerError, ""))
 		return
 	}
