@@ -500,7 +500,7 @@ func (ps *planes) admit(ctx huma.Context, p *budgetLimiter, key string) *Error {
 // protectedKeyPrefix keeps the keys of Protect's key functions apart from clients'.
 const protectedKeyPrefix = "protect:"
 
-// refusal is the 429 envelope for decision d of plane p.
+// refusal is the 429 envelope for p's decision d.
 func refusal(p *budgetLimiter, d *ratelimit.Decision) *Error {
 	l := p.limiter.Budget().Limits[d.Tightest()]
 	return RateLimited(p.name, l.Name, l.Limit, l.Window, d.RetryAfter)
