@@ -139,32 +139,27 @@ func Codes() []string {
 // DeclareErrorCode adds code, one a feature's handler sets in place of its
 // status's, to the spec's enum of Error.code. It is kebab-case, at most 64 bytes.
 func DeclareErrorCode(s *Server, code string) {
-	if len(code) > 64 || !kebab.MatchString(code) {
-		s.errs = append(s.errs, fmt.Errorf("error code %q is not kebab-case of at most 64 bytes (such as bookmark-exists)", code))
-		return
-	}
-	addToEnum(s.errorSchema().Properties["code"], code)
+	s.addToEnum(s.errorSchema().Properties["code"], code, kebab, "error code", "kebab-case", "bookmark-exists")
 }
 
 // DeclareQuota adds name, a per-user quota a feature's 409 names with
 // details.limit and details.used, to the spec's enum of details.quota. It is
 // snake_case, at most 64 bytes.
 func DeclareQuota(s *Server, name string) {
-	if len(name) > 64 || !snake.MatchString(name) {
-		s.errs = append(s.errs, fmt.Errorf("quota %q is not snake_case of at most 64 bytes (such as bookmarks)", name))
-		return
-	}
-	reg := s.API.OpenAPI().Components.Schemas
-	addToEnum(reg.SchemaFromRef(s.errorSchema().Properties["details"].Ref).Properties["quota"], name)
+	details := s.API.OpenAPI().Components.Schemas.SchemaFromRef(s.errorSchema().Properties["details"].Ref)
+	s.addToEnum(details.Properties["quota"], name, snake, "quota", "snake_case", "bookmarks")
 }
 
 func (s *Server) errorSchema() *huma.Schema {
 	return s.API.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[Error](), false, "Error")
 }
 
-// addToEnum adds v to p's enum, once, sorted.
-func addToEnum(p *huma.Schema, v string) {
-	if !slices.Contains(p.Enum, any(v)) {
+// addToEnum adds v to p's enum, once, sorted, if it matches re and has at
+// most 64 bytes; else s.Err reports it.
+func (s *Server) addToEnum(p *huma.Schema, v string, re *regexp.Regexp, what, form, example string) {
+	if len(v) > 64 || !re.MatchString(v) {
+		s.errs = append(s.errs, fmt.Errorf("%s %q is not %s of at most 64 bytes (such as %s)", what, v, form, example))
+	} else if !slices.Contains(p.Enum, any(v)) {
 		p.Enum = append(p.Enum, v)
 		slices.SortFunc(p.Enum, func(a, b any) int { return strings.Compare(a.(string), b.(string)) })
 	}
