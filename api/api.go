@@ -10,11 +10,13 @@ import (
 	"maps"
 	"net/http"
 	"net/netip"
+	"path"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/product"
 	"github.com/danielgtaylor/huma/v2"
@@ -22,8 +24,7 @@ import (
 	"github.com/go-chi/chi/v5"
 )
 
-// apiTitle and apiVersion name the API in its OpenAPI document; the version is
-// the contract's, not the binary's.
+// The version is the contract's, not the binary's.
 const (
 	apiTitle   = product.Name
 	apiVersion = "1.0.0"
@@ -31,66 +32,49 @@ const (
 	Prefix = "/api/v1"
 )
 
-// Check reports whether one dependency answers; a non-nil error makes
-// GET /api/v1/ready answer 503. The error is logged, never sent.
+// Check reports whether one dependency answers; an error (logged, never
+// sent) makes GET /api/v1/ready answer 503.
 type Check struct {
 	Name  string
 	Check func(ctx context.Context) error
 }
 
-// Config is what [New] needs. The zero value serves the API with no
-// readiness checks, logging to slog.Default.
+// Config is what [New] needs; the zero value serves the API.
 type Config struct {
-	// Logger receives the access log and internal errors.
-	Logger *slog.Logger
-	// Ready lists the checks GET /api/v1/ready runs.
-	Ready []Check
-	// BuildVersion is the binary's version, shown by GET /api/v1/health.
-	BuildVersion string
-	// Now defaults to time.Now.
-	Now func() time.Time
+	Logger       *slog.Logger // the access log and internal errors; nil: slog.Default
+	Ready        []Check      // what GET /api/v1/ready runs
+	BuildVersion string       // shown by GET /api/v1/health
+	Now          func() time.Time
 
-	// Auth resolves callers. Nil only for documenting the API (brain
-	// openapi): every operation but the public ones then answers 401.
-	Auth *auth.Service
-	// TrustedProxies are the peers whose X-Forwarded-For is believed.
-	TrustedProxies []netip.Prefix
-	// CORSOrigins may call from browsers, with credentials.
-	CORSOrigins []string
-	// Limits are the request-rate budgets; a plane's zero budget takes its
-	// default (DefaultLimits), and the other fields are kept.
-	Limits Limits
-	// Metrics, when set, receives the rate-limit counters.
-	Metrics *Metrics
-	// Features add their operations, in order, after the platform's.
-	Features []Feature
-	// Bodies bounds the bytes of large request bodies in flight; its zero
-	// value takes the defaults.
-	Bodies BodyBudget
+	// Auth resolves callers; nil only to document the API (brain openapi).
+	Auth           *auth.Service
+	TrustedProxies []netip.Prefix // the peers whose X-Forwarded-For is believed
+	CORSOrigins    []string       // may call from browsers, with credentials
+	// Limits are the request-rate budgets; a zero rate takes its default.
+	Limits   Limits
+	Metrics  *Metrics
+	Features []Feature  // add their operations, in order, after the platform's
+	Bodies   BodyBudget // bounds the large request bodies in flight
 
-	// Static, when set, answers the GET and HEAD requests no route
-	// matches outside /api/ and /docs/ (the dashboard); nil: 404.
+	// Static, when set, answers the GET and HEAD requests no route matches
+	// outside /api/ and /docs/ (the dashboard).
 	Static http.Handler
-	// Docs, when set, serves /docs and below; nil: the page this package
-	// renders from the spec.
+	// Docs, when set, serves /docs and below in place of the rendered page.
 	Docs http.Handler
 }
 
-// Server is brain's HTTP handler. Create it with [New]; it is safe for
-// concurrent use once created.
+// Server is brain's HTTP handler, made by [New].
 type Server struct {
 	router chi.Router
-	// API is the huma API the operations are registered on; register
-	// more before serving, as the spec is rendered once.
+	// API is the huma API the operations are registered on, before serving.
 	API huma.API
 
-	renders atomic.Int32 // of the spec and the reference page, for tests
-	planes  *planes
-	bodies  *bodiesInFlight
-	outages *outageLog
-	traffic *traffic
-	metrics *Metrics
-	// requireCaller resolves callers, for every operation and RequireCaller.
+	renders       atomic.Int32 // of the spec and the reference page, for tests
+	planes        *planes
+	bodies        *bodiesInFlight
+	outages       *outageLog
+	traffic       *traffic
+	metrics       *Metrics
 	requireCaller func(huma.Context, func(huma.Context))
 	auth          *auth.Service
 	now           func() time.Time
@@ -100,9 +84,8 @@ type Server struct {
 	extensions    []extension // in the order they were made
 }
 
-// New builds the router, registers every operation and returns the server.
-// The first call makes huma's errors this package's envelope
-// (huma.NewError), for every huma API of the process.
+// New builds the router and registers every operation. The first call makes
+// huma's errors this package's envelope, for every huma API of the process.
 func New(cfg Config) *Server {
 	useEnvelope()
 	if cfg.Logger == nil {
@@ -125,7 +108,7 @@ func New(cfg Config) *Server {
 		WriteError(w, NewError(http.StatusNotFound, "no route matches this path"))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, req *http.Request) {
-		// chi hands its Allow list only to its own 405 handler: rebuild it.
+		// chi hands its Allow list only to its own 405 handler.
 		var allow []string
 		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 			if r.Match(chi.NewRouteContext(), m, req.URL.Path) {
@@ -159,8 +142,6 @@ func New(cfg Config) *Server {
 	hc.OnAddOperation = append(hc.OnAddOperation, declareOperation(ps, bodies))
 	hc.Components.SecuritySchemes = securitySchemes
 	declareComponents(hc.Components)
-	declareUnavailable(hc.Components)
-	declareNoStore(hc.Components)
 	outages := newOutageLog(time.Minute, cfg.Now)
 	hc.Transformers = append(hc.Transformers, logCauses(outages))
 
@@ -180,10 +161,7 @@ func New(cfg Config) *Server {
 }
 
 // Err reports the configuration mistakes found while the operations
-// registered (an invalid or conflicting budget, a body larger than the
-// bytes in flight allow, a Hidden operation, a bad error code, the
-// extensions' own). A server with any must not serve. Call it after the
-// last operation.
+// registered; a server with any must not serve.
 func (s *Server) Err() error {
 	errs := slices.Concat(s.adapter.errs, s.planes.errs, s.bodies.errs, s.errs)
 	for _, x := range s.extensions {
@@ -192,8 +170,7 @@ func (s *Server) Err() error {
 	return errors.Join(errs...)
 }
 
-// Budgets returns the names of the budgets the operations registered so
-// far declare (api.WithBudget), sorted.
+// Budgets returns the names of the declared [WithBudget] budgets, sorted.
 func (s *Server) Budgets() []string { return slices.Sorted(maps.Keys(s.planes.ops)) }
 
 // ServeHTTP implements http.Handler.
@@ -206,7 +183,48 @@ const (
 		"`code`" + ` is derived from the HTTP status and is stable; switch on it.`
 )
 
-// describe is the spec's description with the features' paragraphs.
 func describe(features []string) string {
 	return strings.Join(slices.Concat([]string{about}, features, []string{envelope}), "\n\n")
+}
+
+// chain is the router's middleware, with this package's answers.
+func chain(cfg Config, tr *traffic) []func(http.Handler) http.Handler {
+	return middleware.Chain(middleware.Config{
+		Logger:         cfg.Logger,
+		Now:            cfg.Now,
+		Observe:        tr.observe,
+		Internal:       http.HandlerFunc(internalError),
+		TrustedProxies: cfg.TrustedProxies,
+		Origins:        cfg.CORSOrigins,
+		CSRFExempt:     sendsAPIKey,
+		CrossSite:      http.HandlerFunc(crossSite),
+	})
+}
+
+func internalError(w http.ResponseWriter, _ *http.Request) {
+	WriteError(w, NewError(http.StatusInternalServerError, ""))
+}
+
+// sendsAPIKey reports whether r sends an API key, which CSRF lets through.
+func sendsAPIKey(r *http.Request) bool { return apiKeyFrom(r) != "" }
+
+func crossSite(w http.ResponseWriter, _ *http.Request) {
+	WriteError(w, NewError(http.StatusForbidden, "cross-site request refused: a cookie-authenticated change must come from "+product.Name+"'s own pages or a trusted origin"))
+}
+
+// isStatic reports whether a request no route matched is one for
+// Config.Static: a GET or HEAD outside /api/ and /docs/, however spelled
+// ("/x/../api/v1" and "/api%2fv1" are the API's).
+func isStatic(r *http.Request) bool {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return false
+	}
+	for _, p := range []string{r.URL.Path, path.Clean("/" + r.URL.Path)} {
+		for _, reserved := range []string{"/api", "/docs"} {
+			if p == reserved || strings.HasPrefix(p, reserved+"/") {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -17,20 +17,12 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 )
 
-// Every request body is at most its operation's MaxBodyBytes (huma's
-// 1 MiB by default; 413 past it, once the request is charged, so the 413
-// carries the rate-limit headers), UTF-8 (415 for another charset), and,
-// over [LargeBody], counted in the bytes in flight ([BodyBudget]): 503
-// with Retry-After: 1 when there is no room, before it is read or as a
-// byte arrives. A slow body holds only its own caller's room.
-
-// LargeBody is the body limit above which an operation's bodies draw from
-// the bytes in flight. Smaller bodies are not worth the count.
+// LargeBody is the body limit above which an operation's bodies count in
+// the bytes in flight ([BodyBudget]).
 const LargeBody = 64 << 10
 
-// limitBody returns the largest body op accepts (0: it reads none), and
-// gives huma's reader a limit one byte larger, as huma refuses a body of
-// exactly its limit.
+// limitBody returns the largest body op accepts (0: none), and gives huma
+// one byte more, as huma refuses a body of exactly its limit.
 func limitBody(op *huma.Operation) int64 {
 	if op.RequestBody == nil {
 		return 0
@@ -43,9 +35,8 @@ func limitBody(op *huma.Operation) int64 {
 	return limit
 }
 
-// check gives op the middleware that refuses a body, unread, by what its
-// request declares: 413 for a Content-Length over limit, 415 for a charset
-// other than UTF-8. It lower-cases the media type, as huma reads it.
+// check gives op the middleware that refuses a body, unread, by its
+// Content-Length (413) or charset (415).
 func (b *bodiesInFlight) check(op *huma.Operation, limit int64) {
 	if limit == 0 {
 		return
@@ -66,16 +57,14 @@ func (b *bodiesInFlight) check(op *huma.Operation, limit int64) {
 	})
 }
 
-// unread marks e as the answer to a request whose body is left unread: it
-// closes the connection, so net/http neither reads the body first nor asks
-// an Expect: 100-continue client for it.
+// unread closes the connection of e's request, so net/http neither reads
+// its body first nor asks an Expect: 100-continue client for it.
 func unread(e *Error) *Error {
 	e.GetHeaders().Set("Connection", "close")
 	return e
 }
 
-// lowerMediaType lower-cases the media type of h's Content-Type: it is
-// case-insensitive, but huma would refuse APPLICATION/JSON with 415.
+// lowerMediaType lower-cases h's media type, as huma refuses APPLICATION/JSON.
 func lowerMediaType(h http.Header) {
 	ct := h.Get("Content-Type")
 	mt, params, ok := strings.Cut(ct, ";")
@@ -88,9 +77,8 @@ func lowerMediaType(h http.Header) {
 }
 
 // utf8Charset reports whether a Content-Type names no charset, or UTF-8.
-// One that does not parse is left to the operation, which refuses it.
 func utf8Charset(contentType string) bool {
-	if strings.IndexByte(contentType, ';') < 0 { // no parameters: the usual case
+	if strings.IndexByte(contentType, ';') < 0 {
 		return true
 	}
 	_, params, err := mime.ParseMediaType(contentType)
@@ -98,16 +86,11 @@ func utf8Charset(contentType string) bool {
 	return err != nil || !named || strings.EqualFold(cs, "utf-8")
 }
 
-// BodyBudget bounds the bytes of request bodies in flight: those of the
-// operations whose body limit is over [LargeBody], for each caller and
-// for the whole server. The zero value takes the defaults.
+// BodyBudget bounds the bytes of large request bodies (over [LargeBody]) in
+// flight. The zero value takes the defaults.
 type BodyBudget struct {
-	// InFlight bounds the bytes of all callers' bodies arrived and held.
-	// Default 64 MiB: eight bodies of 8 MiB.
-	InFlight int64
-	// PerCaller bounds the declared lengths (else the operation's limit)
-	// of one user's or client address's bodies in flight. Default 16 MiB.
-	PerCaller int64
+	InFlight  int64 // the bytes of all callers' bodies arrived and held
+	PerCaller int64 // the declared lengths of one user's or address's bodies
 }
 
 // The defaults of a BodyBudget.
@@ -126,16 +109,15 @@ func (b BodyBudget) withDefaults() BodyBudget {
 	return b
 }
 
-// retryBody is the Retry-After of a body the bytes in flight have no room
-// for: bodies are read and answered in well under a second.
+// retryBody is the Retry-After of a body the bytes in flight have no room for.
 const retryBody = time.Second
 
-// bodiesInFlight counts the bytes of the bodies in flight: the lengths
-// each caller's bodies claim, and the bytes that have arrived.
+// bodiesInFlight counts the lengths each caller's bodies claim, and the
+// bytes that have arrived.
 type bodiesInFlight struct {
 	api    huma.API // set before the first operation is registered
 	limits BodyBudget
-	errs   []error // operations that accept more than a caller may send
+	errs   []error
 
 	mu      sync.Mutex
 	arrived int64
@@ -146,8 +128,7 @@ func newBodiesInFlight(b BodyBudget) *bodiesInFlight {
 	return &bodiesInFlight{limits: b.withDefaults(), claimed: map[string]int64{}}
 }
 
-// admit claims length bytes for a body of caller, or returns the refusal
-// when the caller's bound or the server's has no room.
+// admit claims length bytes for a body of caller, or returns the refusal.
 func (b *bodiesInFlight) admit(caller string, length int64) *Error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -163,7 +144,6 @@ func (b *bodiesInFlight) admit(caller string, length int64) *Error {
 	return nil
 }
 
-// roomLocked refuses n more bytes when the server has no room for them.
 func (b *bodiesInFlight) roomLocked(n int64) *Error {
 	if b.arrived+n > b.limits.InFlight {
 		return busyBodies(product.Name + " is receiving as many large request bodies as it holds at once; retry in a second")
@@ -171,7 +151,6 @@ func (b *bodiesInFlight) roomLocked(n int64) *Error {
 	return nil
 }
 
-// take counts n more bytes arrived, or returns the refusal.
 func (b *bodiesInFlight) take(n int64) *Error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -182,8 +161,6 @@ func (b *bodiesInFlight) take(n int64) *Error {
 	return nil
 }
 
-// release gives back a body's claim of length for caller, and the bytes
-// of it that arrived.
 func (b *bodiesInFlight) release(caller string, length, arrived int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -202,7 +179,6 @@ func (s *Server) BodyBytesInFlight() int64 {
 	return s.bodies.arrived
 }
 
-// busyBodies is the 503 of a body there is no room for.
 func busyBodies(msg string) *Error {
 	e := unread(NewError(http.StatusServiceUnavailable, msg))
 	e.GetHeaders().Set("Retry-After", strconv.Itoa(int(retryBody/time.Second)))
@@ -210,7 +186,7 @@ func busyBodies(msg string) *Error {
 }
 
 // declare makes op count its bodies in the bytes in flight when limit is
-// over LargeBody, and says so in its description and 503 response.
+// over LargeBody, and documents it.
 func (b *bodiesInFlight) declare(op *huma.Operation, limit int64) {
 	if limit <= LargeBody {
 		return
@@ -229,7 +205,6 @@ func (b *bodiesInFlight) declare(op *huma.Operation, limit int64) {
 		bytesText(limit), bytesText(b.limits.PerCaller), bytesText(b.limits.InFlight), int(retryBody/time.Second))
 }
 
-// bytesText writes n bytes for a person: "8 MiB (8388608 bytes)".
 func bytesText(n int64) string {
 	if n%(1<<20) == 0 {
 		return fmt.Sprintf("%d MiB (%d bytes)", n>>20, n)
@@ -237,10 +212,8 @@ func bytesText(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// enforce returns the middleware that counts a request's body in the
-// bytes in flight while the request runs: its length, claimed before it
-// is read, and its bytes as they arrive (a read without room fails with
-// the refusal).
+// enforce returns the middleware that counts a request's body in the bytes
+// in flight: its length, claimed before it is read, and its bytes as they arrive.
 func (b *bodiesInFlight) enforce(limit int64) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
 		r, w := humachi.Unwrap(ctx)
@@ -267,8 +240,7 @@ func (b *bodiesInFlight) enforce(limit int64) func(huma.Context, func(huma.Conte
 	}
 }
 
-// A countedBody is a request body whose bytes count in the bytes in
-// flight as they are read.
+// A countedBody counts its bytes in the bytes in flight as they are read.
 type countedBody struct {
 	io.ReadCloser
 	b      *bodiesInFlight

@@ -7,15 +7,8 @@ import (
 	"github.com/danielgtaylor/huma/v2/validation"
 )
 
-// huma's validation details can carry the client's bytes (an unexpected
-// property's name, a parser's quoted error). An envelope keeps only what
-// the schema defines: the location up to the last declared name, and the
-// message if huma's validator writes it, without quoted input.
-
 // schemaLocation returns the longest prefix of loc that names only what op
-// declares (body.items[3].text, query.limit): a name the client made up is
-// cut, so the problem is reported at its parent. Without op, only the part
-// (body, query, ...) is kept.
+// declares (body.items[3].text, query.limit): never a name the client made up.
 func schemaLocation(op *huma.Operation, loc string) string {
 	end := strings.IndexAny(loc, ".[")
 	if end < 0 {
@@ -30,8 +23,6 @@ func schemaLocation(op *huma.Operation, loc string) string {
 	return ""
 }
 
-// paramLocation returns part followed by the parameter of op in part that
-// rest names, or part alone when op declares none.
 func paramLocation(op *huma.Operation, part, rest string) string {
 	if op != nil {
 		for _, p := range op.Parameters {
@@ -43,8 +34,6 @@ func paramLocation(op *huma.Operation, part, rest string) string {
 	return part
 }
 
-// bodyLocation returns the longest prefix of loc (which starts with
-// "body") that follows what op's request body declares.
 func bodyLocation(op *huma.Operation, loc string, end int) string {
 	if op == nil || op.RequestBody == nil {
 		return loc[:end]
@@ -69,7 +58,7 @@ func bodyLocation(op *huma.Operation, loc string, end int) string {
 }
 
 // declaredStep returns the length of rest's first segment and the schema
-// it leads to within s; next is nil when s does not declare it.
+// it leads to within s, or nil.
 func declaredStep(s *huma.Schema, rest string) (n int, next *huma.Schema) {
 	if rest == "" {
 		return 0, nil
@@ -92,7 +81,6 @@ func declaredStep(s *huma.Schema, rest string) (n int, next *huma.Schema) {
 	return 1 + len(name), next
 }
 
-// hasSegment reports whether rest starts with the whole segment seg.
 func hasSegment(rest, seg string) bool {
 	if !strings.HasPrefix(rest, seg) {
 		return false
@@ -117,9 +105,8 @@ func arrayIndex(rest string) int {
 	return 0
 }
 
-// schemaMessage returns msg when it is one of huma's validation messages
-// (templates), cut before a quoted parser error (": %v"), and "invalid
-// value" otherwise.
+// schemaMessage returns msg when it is one of huma's validation messages,
+// cut before a quoted parser error, and "invalid value" otherwise.
 func schemaMessage(templates []string, msg string) string {
 	for _, t := range templates {
 		if fixed, ok := strings.CutSuffix(t, ": %v"); ok && strings.HasPrefix(msg, fixed) {
@@ -142,8 +129,7 @@ func schemaMessage(templates []string, msg string) string {
 	return "invalid value"
 }
 
-// validationMessages lists the messages of huma's validator and parameter
-// parser, read when needed, as a fork may reword them.
+// validationMessages lists the messages of huma's validator and parameter parser.
 func validationMessages() []string {
 	return []string{
 		validation.MsgUnexpectedProperty,

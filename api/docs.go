@@ -8,14 +8,12 @@ import (
 	"strings"
 )
 
-// The reference page at /docs is rendered on the server from the same
-// document as /openapi.json, with no script and nothing loaded from another
-// host, so it works offline and can never disagree with the spec.
-
+// docsPage is the reference page at /docs, rendered from /openapi.json with
+// no script and nothing from another host.
 type docsPage struct {
 	Title, Version, Description string
 	Groups                      []docsGroup
-	Schemas                     []docsSchema
+	Schemas                     []docsJSON
 }
 
 type docsGroup struct {
@@ -28,7 +26,7 @@ type docsOperation struct {
 	Parameters                             []docsParam
 	RequestBody                            string
 	Responses                              []docsResponse
-	Extensions                             []docsExtension
+	Extensions                             []docsJSON
 }
 
 type docsParam struct {
@@ -41,11 +39,9 @@ type docsResponse struct {
 	Headers                     []string
 }
 
-type docsExtension struct{ Name, JSON string }
+type docsJSON struct{ Name, JSON string }
 
-type docsSchema struct{ Name, JSON string }
-
-// The subset of OpenAPI that the page shows, decoded from the spec itself.
+// oasDoc is the subset of OpenAPI that the page shows.
 type oasDoc struct {
 	Info struct {
 		Title, Version, Description string
@@ -86,8 +82,7 @@ func buildDocsPage(spec []byte) (*docsPage, error) {
 	if err := json.Unmarshal(spec, &doc); err != nil {
 		return nil, err
 	}
-	// Extensions (x-...) sit beside the operation's members: decode them apart.
-	var raw struct {
+	var raw struct { // the operations' members, for their x- extensions
 		Paths map[string]map[string]map[string]json.RawMessage
 	}
 	if err := json.Unmarshal(spec, &raw); err != nil {
@@ -108,33 +103,38 @@ func buildDocsPage(spec []byte) (*docsPage, error) {
 		}
 	}
 	for _, g := range groups {
-		sortOperations(g.Operations)
+		sort.Slice(g.Operations, func(i, j int) bool {
+			a, b := g.Operations[i], g.Operations[j]
+			if a.Path != b.Path {
+				return a.Path < b.Path
+			}
+			return methodOrder[strings.ToLower(a.Method)] < methodOrder[strings.ToLower(b.Method)]
+		})
 		page.Groups = append(page.Groups, *g)
 	}
 	sort.Slice(page.Groups, func(i, j int) bool { return page.Groups[i].Tag < page.Groups[j].Tag })
 	for name, raw := range doc.Components.Schemas {
-		page.Schemas = append(page.Schemas, docsSchema{Name: name, JSON: indentJSON(raw)})
+		page.Schemas = append(page.Schemas, docsJSON{Name: name, JSON: formatJSON(raw, true)})
 	}
 	sort.Slice(page.Schemas, func(i, j int) bool { return page.Schemas[i].Name < page.Schemas[j].Name })
 	return page, nil
 }
 
-// docsOperationOf is one operation as the page shows it; members holds
-// its raw members, with its x- extensions.
+// docsOperationOf is one operation as the page shows it.
 func docsOperationOf(path, method string, op oasOperation, members map[string]json.RawMessage) docsOperation {
 	d := docsOperation{ID: op.OperationID, Method: strings.ToUpper(method), Path: path, Summary: op.Summary, Description: op.Description}
 	for _, p := range op.Parameters {
-		d.Parameters = append(d.Parameters, docsParam{Name: p.Name, In: p.In, Required: p.Required, Description: p.Description, Schema: compactJSON(p.Schema)})
+		d.Parameters = append(d.Parameters, docsParam{Name: p.Name, In: p.In, Required: p.Required, Description: p.Description, Schema: formatJSON(p.Schema, false)})
 	}
 	if op.RequestBody != nil {
 		for ct, c := range op.RequestBody.Content {
-			d.RequestBody = ct + " " + compactJSON(c.Schema)
+			d.RequestBody = ct + " " + formatJSON(c.Schema, false)
 		}
 	}
 	for status, r := range op.Responses {
 		dr := docsResponse{Status: status, Description: r.Description, Schema: r.Ref}
 		for ct, c := range r.Content {
-			dr.Schema = ct + " " + compactJSON(c.Schema)
+			dr.Schema = ct + " " + formatJSON(c.Schema, false)
 		}
 		for h := range r.Headers {
 			dr.Headers = append(dr.Headers, h)
@@ -145,35 +145,21 @@ func docsOperationOf(path, method string, op oasOperation, members map[string]js
 	sort.Slice(d.Responses, func(i, j int) bool { return d.Responses[i].Status < d.Responses[j].Status })
 	for k, v := range members {
 		if strings.HasPrefix(k, "x-") {
-			d.Extensions = append(d.Extensions, docsExtension{Name: k, JSON: indentJSON(v)})
+			d.Extensions = append(d.Extensions, docsJSON{Name: k, JSON: formatJSON(v, true)})
 		}
 	}
 	sort.Slice(d.Extensions, func(i, j int) bool { return d.Extensions[i].Name < d.Extensions[j].Name })
 	return d
 }
 
-// sortOperations orders operations by path, then by method (GET first).
-func sortOperations(ops []docsOperation) {
-	sort.Slice(ops, func(i, j int) bool {
-		a, b := ops[i], ops[j]
-		if a.Path != b.Path {
-			return a.Path < b.Path
-		}
-		return methodOrder[strings.ToLower(a.Method)] < methodOrder[strings.ToLower(b.Method)]
-	})
-}
-
-func compactJSON(raw json.RawMessage) string {
+// formatJSON is raw indented, or compact.
+func formatJSON(raw json.RawMessage, indent bool) string {
 	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return string(raw)
+	f := json.Compact
+	if indent {
+		f = func(b *bytes.Buffer, raw []byte) error { return json.Indent(b, raw, "", "  ") }
 	}
-	return b.String()
-}
-
-func indentJSON(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Indent(&b, raw, "", "  ") != nil {
+	if f(&b, raw) != nil {
 		return string(raw)
 	}
 	return b.String()

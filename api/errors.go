@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"reflect"
 	"regexp"
@@ -17,18 +18,15 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/danielgtaylor/huma/v2"
-
+	"github.com/brain-template/brain/api/middleware"
+	"github.com/brain-template/brain/internal/logsample"
 	"github.com/brain-template/brain/internal/product"
+	"github.com/danielgtaylor/huma/v2"
 )
 
-// Error is the one error envelope of the API, of every non-2xx response:
-//
-//	{"code": "not-found", "message": "no route matches /api/v1/nope", "details": {}}
-//
-// Code comes from the HTTP status ([CodeForStatus]), so clients can switch
-// on it. An Error never carries a request body, a secret or an internal
-// error string.
+// Error is the API's one error envelope, of every non-2xx response:
+// {"code", "message", "details"}. It never carries a request body, a secret
+// or an internal error string.
 type Error struct {
 	status int
 	cause  error       // what the log gets for a 5xx; never serialized
@@ -39,19 +37,16 @@ type Error struct {
 	Details ErrorDetails `json:"details" doc:"Structured details; which members appear depends on the code."`
 }
 
-// ErrorDetails holds the structured part of an [Error]; each member is
-// optional, so adding one never breaks a client.
+// ErrorDetails holds the structured part of an [Error]; each member is optional.
 type ErrorDetails struct {
 	Errors []FieldError `json:"errors,omitempty" maxItems:"100" nullable:"false" doc:"For invalid-request and unprocessable: each problem and where it is."`
 
-	// For rate-limited (429): which budget refused the request.
 	Scope       string `json:"scope,omitempty" enum:"session,ip,apikey,stream,login" doc:"rate-limited: the plane that refused the request."`
 	Policy      string `json:"policy,omitempty" maxLength:"64" doc:"rate-limited: the budget's name, as in the RateLimit-Policy header."`
 	Limit       int    `json:"limit,omitempty" doc:"rate-limited: the budget's size (for login, the failures allowed before the back-off). conflict with quota: the quota's size."`
 	WindowS     int    `json:"window_s,omitempty" doc:"rate-limited: the budget's window in seconds."`
 	RetryAfterS int    `json:"retry_after_s,omitempty" doc:"rate-limited: seconds until a request would be admitted; also the Retry-After header."`
 
-	// For conflict (409) from a per-user quota.
 	Quota string `json:"quota,omitempty" doc:"conflict: the per-user quota the request would pass, one of those the server's operations have (each operation's description says what its quotas count)."`
 	Used  *int   `json:"used,omitempty" doc:"conflict with quota: how much of the quota the caller holds now."`
 }
@@ -65,9 +60,7 @@ type FieldError struct {
 // Error implements error.
 func (e *Error) Error() string { return e.Message }
 
-// TransformSchema makes the envelope's code an enum of [Codes], so a
-// generated client can switch on it exhaustively; [DeclareErrorCode]
-// adds the features' codes to it.
+// TransformSchema makes the envelope's code an enum of [Codes].
 func (*Error) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
 	if c := s.Properties["code"]; c != nil {
 		c.Enum = nil
@@ -81,8 +74,7 @@ func (*Error) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
 // GetStatus implements huma.StatusError.
 func (e *Error) GetStatus() int { return e.status }
 
-// GetHeaders implements huma.HeadersError: the headers sent with e, which
-// a caller may add to.
+// GetHeaders implements huma.HeadersError: the headers sent with e.
 func (e *Error) GetHeaders() http.Header {
 	if e.header == nil {
 		e.header = http.Header{}
@@ -90,12 +82,11 @@ func (e *Error) GetHeaders() http.Header {
 	return e.header
 }
 
-// RetryUnavailable is the Retry-After of every 503: long enough for the
-// trouble to pass without a stampede of retries.
+// RetryUnavailable is the Retry-After of every 503.
 const RetryUnavailable = 5 * time.Second
 
-// NewError returns an envelope for status with message msg. An empty msg
-// takes the default message for the status. A 503 carries Retry-After.
+// NewError returns an envelope for status with message msg (empty: the
+// status's default). A 503 carries Retry-After.
 func NewError(status int, msg string, details ...FieldError) *Error {
 	if msg == "" {
 		msg = defaultMessage(status)
@@ -107,16 +98,14 @@ func NewError(status int, msg string, details ...FieldError) *Error {
 	return e
 }
 
-// unavailable is a 503 with message msg, caused by err, which is logged
-// and never sent.
+// unavailable is a 503 whose cause err is logged, never sent.
 func unavailable(msg string, err error) *Error {
 	e := NewError(http.StatusServiceUnavailable, msg)
 	e.cause = err
 	return e
 }
 
-// codes maps the statuses the API uses to their envelope codes; others get
-// their status text in kebab case.
+// codes maps the statuses the API uses to their envelope codes.
 var codes = map[int]string{
 	http.StatusBadRequest:            "invalid-request",
 	http.StatusUnauthorized:          "unauthenticated",
@@ -132,11 +121,10 @@ var codes = map[int]string{
 	http.StatusTooManyRequests:       "rate-limited",
 	http.StatusInternalServerError:   "internal",
 	http.StatusServiceUnavailable:    "unavailable",
-	StatusClientClosedRequest:        "client-closed-request", // never reaches a client: only the access log sees it
+	StatusClientClosedRequest:        "client-closed-request", // only the access log sees it
 }
 
-// Codes returns the platform's codes, sorted, but the 499 no client sees:
-// the spec's enum of Error.code, with the features' ([DeclareErrorCode]).
+// Codes returns the platform's codes that a client sees, sorted.
 func Codes() []string {
 	var out []string
 	for status, c := range codes {
@@ -148,63 +136,42 @@ func Codes() []string {
 	return slices.Compact(out)
 }
 
-// DeclareErrorCode adds code to the spec's enum of Error.code: a code a
-// feature's handler sets in place of its status's, for a refusal a client
-// must tell apart. Call it from the Feature:
-//
-//	api.DeclareErrorCode(s, "bookmark-exists")
-//	...
-//	e := api.NewError(http.StatusConflict, "you keep that URL already")
-//	e.Code = "bookmark-exists"
-//
-// A code is kebab-case, at most 64 bytes; s.Err reports one that is not.
+// DeclareErrorCode adds code, one a feature's handler sets in place of its
+// status's, to the spec's enum of Error.code. It is kebab-case, at most 64 bytes.
 func DeclareErrorCode(s *Server, code string) {
-	if len(code) > 64 || !kebab.MatchString(code) {
-		s.errs = append(s.errs, fmt.Errorf("error code %q is not kebab-case of at most 64 bytes (such as bookmark-exists)", code))
-		return
-	}
-	addToEnum(s.errorSchema().Properties["code"], code)
+	s.addToEnum(s.errorSchema().Properties["code"], code, kebab, "error code", "kebab-case", "bookmark-exists")
 }
 
-// DeclareQuota adds name to the spec's enum of details.quota, which a
-// feature's handler sets on the 409 of a request past a per-user quota,
-// with details.limit and details.used. Call it from the Feature:
-//
-//	api.DeclareQuota(s, "bookmarks")
-//	...
-//	e := api.NewError(http.StatusConflict, "you keep 1000 bookmarks, the most allowed")
-//	e.Details.Quota, e.Details.Limit, e.Details.Used = "bookmarks", 1000, &held
-//
-// A name is snake_case, at most 64 bytes; s.Err reports one that is not.
+// DeclareQuota adds name, a per-user quota a feature's 409 names with
+// details.limit and details.used, to the spec's enum of details.quota. It is
+// snake_case, at most 64 bytes.
 func DeclareQuota(s *Server, name string) {
-	if len(name) > 64 || !snake.MatchString(name) {
-		s.errs = append(s.errs, fmt.Errorf("quota %q is not snake_case of at most 64 bytes (such as bookmarks)", name))
-		return
-	}
-	reg := s.API.OpenAPI().Components.Schemas
-	addToEnum(reg.SchemaFromRef(s.errorSchema().Properties["details"].Ref).Properties["quota"], name)
+	details := s.API.OpenAPI().Components.Schemas.SchemaFromRef(s.errorSchema().Properties["details"].Ref)
+	s.addToEnum(details.Properties["quota"], name, snake, "quota", "snake_case", "bookmarks")
 }
 
-// errorSchema is the schema of the envelope in s's spec.
 func (s *Server) errorSchema() *huma.Schema {
 	return s.API.OpenAPI().Components.Schemas.Schema(reflect.TypeFor[Error](), false, "Error")
 }
 
-// addToEnum adds v to p's enum, once, sorted.
-func addToEnum(p *huma.Schema, v string) {
-	if !slices.Contains(p.Enum, any(v)) {
+// addToEnum adds v to p's enum, once, sorted, if it matches re and has at
+// most 64 bytes; else s.Err reports it.
+func (s *Server) addToEnum(p *huma.Schema, v string, re *regexp.Regexp, what, form, example string) {
+	if len(v) > 64 || !re.MatchString(v) {
+		s.errs = append(s.errs, fmt.Errorf("%s %q is not %s of at most 64 bytes (such as %s)", what, v, form, example))
+	} else if !slices.Contains(p.Enum, any(v)) {
 		p.Enum = append(p.Enum, v)
 		slices.SortFunc(p.Enum, func(a, b any) int { return strings.Compare(a.(string), b.(string)) })
 	}
 }
 
-// kebab is what an error code may be; snake, what a quota's name may be.
 var (
 	kebab = regexp.MustCompile(`^[a-z]+(-[a-z]+)*$`)
 	snake = regexp.MustCompile(`^[a-z]+(_[a-z]+)*$`)
 )
 
-// CodeForStatus returns the envelope code for an HTTP status.
+// CodeForStatus returns the envelope code for an HTTP status: its text in kebab case
+// unless the API names it.
 func CodeForStatus(status int) string {
 	if c, ok := codes[status]; ok {
 		return c
@@ -235,16 +202,14 @@ func defaultMessage(status int) string {
 	return strings.ToLower(http.StatusText(status))
 }
 
-// Messages that replace huma's, which would quote the request or name Go
-// types.
+// Messages that replace huma's, which would quote the request.
 const (
 	msgMalformedBody   = "the request body is not valid JSON"
 	msgUnsupportedBody = "the request body must be application/json"
 )
 
-// fromHuma builds the envelope for an error huma raises; ctx is nil when
-// huma has no request at hand. A validation detail keeps only what the
-// schema defines, never the client's input.
+// fromHuma builds the envelope for an error huma raises (ctx may be nil),
+// keeping only what the schema defines, never the client's input.
 func fromHuma(ctx huma.Context, status int, msg string, errs ...error) *Error {
 	if status == 0 { // huma asks with status 0 to learn the error type
 		return &Error{}
@@ -253,7 +218,6 @@ func fromHuma(ctx huma.Context, status int, msg string, errs ...error) *Error {
 		return internalFromHuma(ctx, status, msg, errs)
 	}
 	if status == http.StatusUnsupportedMediaType {
-		// huma's one detail quotes the Content-Type header.
 		return NewError(status, msgUnsupportedBody)
 	}
 	var op *huma.Operation
@@ -271,8 +235,7 @@ func fromHuma(ctx huma.Context, status int, msg string, errs ...error) *Error {
 }
 
 // internalFromHuma builds the envelope for a 5xx huma raises: the client's
-// mistake when its body failed to read, 499 when it left, else the status
-// alone, with msg and errs as the logged cause.
+// mistake when its body failed to read, 499 when it left, else a logged cause.
 func internalFromHuma(ctx huma.Context, status int, msg string, errs []error) *Error {
 	for _, err := range errs {
 		if e := bodyReadError(err); e != nil {
@@ -299,8 +262,7 @@ func validationDetails(op *huma.Operation, status int, errs []error) []FieldErro
 		}
 		var d huma.ErrorDetailer
 		if !errors.As(err, &d) {
-			// a handler's wrapped error may be internal
-			continue
+			continue // a handler's wrapped error may be internal
 		}
 		ed := d.ErrorDetail()
 		fe := FieldError{Location: clip(schemaLocation(op, ed.Location), 256), Message: clip(schemaMessage(templates, ed.Message), 1024)}
@@ -315,7 +277,6 @@ func validationDetails(op *huma.Operation, status int, errs []error) []FieldErro
 	return details
 }
 
-// maxDetails bounds details.errors; maxExamined, the errors read to fill it.
 const (
 	maxDetails  = 100
 	maxExamined = 10 * maxDetails
@@ -332,8 +293,7 @@ func clip(s string, n int) string {
 	return s[:n]
 }
 
-// logCauses returns a huma transformer that logs an [Error]'s cause, so the
-// envelope stays opaque while the log keeps what happened.
+// logCauses returns a huma transformer that logs an [Error]'s cause.
 func logCauses(outages *outageLog) huma.Transformer {
 	return func(ctx huma.Context, status string, v any) (any, error) {
 		if e, ok := v.(*Error); ok {
@@ -343,21 +303,18 @@ func logCauses(outages *outageLog) huma.Transformer {
 	}
 }
 
-// logCause logs e's cause, if any, with the request id: a 503's, which
-// repeats while an outage lasts, through outages.
+// logCause logs e's cause, if any: a 503's through outages.
 func logCause(ctx context.Context, outages *outageLog, e *Error) {
 	switch {
 	case e.cause != nil && e.status == http.StatusServiceUnavailable:
 		outages.log(ctx, e.cause)
 	case e.cause != nil:
-		logger(ctx).Error("request failed", "status", e.status, "error", e.cause.Error())
+		Logger(ctx).Error("request failed", "status", e.status, "error", e.cause.Error())
 	}
 }
 
-// useEnvelope makes huma's errors [Error]s, so every operation documents
-// and returns the envelope. It sets huma.NewError and NewErrorWithContext,
-// which are huma's globals: [New] calls it, once, before any operation
-// registers.
+// useEnvelope makes huma's errors (its globals NewError and
+// NewErrorWithContext) [Error]s.
 var useEnvelope = sync.OnceFunc(func() {
 	huma.NewError = func(status int, msg string, errs ...error) huma.StatusError {
 		return fromHuma(nil, status, msg, errs...)
@@ -367,8 +324,7 @@ var useEnvelope = sync.OnceFunc(func() {
 	}
 })
 
-// WriteError writes e as a JSON response with e's status and headers, and
-// those already set on w: for code outside huma operations.
+// WriteError writes e as a JSON response, for code outside huma operations.
 func WriteError(w http.ResponseWriter, e *Error) {
 	h := w.Header()
 	setErrorHeaders(h, e)
@@ -377,7 +333,6 @@ func WriteError(w http.ResponseWriter, e *Error) {
 	_ = json.NewEncoder(w).Encode(e)
 }
 
-// setErrorHeaders sets on h the headers of e's response.
 func setErrorHeaders(h http.Header, e *Error) {
 	for k, v := range e.header {
 		h[k] = v
@@ -387,7 +342,7 @@ func setErrorHeaders(h http.Header, e *Error) {
 }
 
 // ErrorResponse is e as a whole HTTP/1.1 response that closes its
-// connection: for a connection net/http never serves (connlimit's refusal).
+// connection, for one net/http never serves (connlimit's refusal).
 func ErrorResponse(e *Error) []byte {
 	body, _ := json.Marshal(e)
 	body = append(body, '\n')
@@ -397,4 +352,59 @@ func ErrorResponse(e *Error) []byte {
 	var b bytes.Buffer
 	_ = res.Write(&b)
 	return b.Bytes()
+}
+
+// StatusClientClosedRequest is the status (nginx's) the access log records
+// for a request whose client left before the answer.
+const StatusClientClosedRequest = 499
+
+// clientGone reports whether the client has left (not a server's deadline).
+func clientGone(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.Canceled)
+}
+
+// bodyReadError returns the 4xx for err when it came from reading the
+// request body, or nil.
+func bodyReadError(err error) *Error {
+	var e *Error // a refusal of the body's bytes (the bytes in flight)
+	if errors.As(err, &e) {
+		return e
+	}
+	var re *middleware.ReadError
+	if !errors.As(err, &re) {
+		return nil
+	}
+	var tooBig *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &tooBig):
+		return NewError(http.StatusRequestEntityTooLarge, "")
+	case errors.As(err, &ne) && ne.Timeout():
+		return NewError(http.StatusRequestTimeout, "the request body did not arrive in time")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return NewError(http.StatusBadRequest, "the request body ended before the length it declared")
+	}
+	return NewError(http.StatusBadRequest, "the request body could not be read: its framing is broken")
+}
+
+// outageLog logs why the server answered 503: at WARN, each cause once per
+// interval, with the requests it failed since.
+type outageLog struct{ counts *logsample.Counts }
+
+// maxOutageCauses bounds the causes remembered.
+const maxOutageCauses = 100
+
+func newOutageLog(every time.Duration, now func() time.Time) *outageLog {
+	return &outageLog{logsample.New(every, now, maxOutageCauses)}
+}
+
+var digits = regexp.MustCompile(`[0-9]+`)
+
+// causeKey is an error's text with the numbers masked, as addresses change.
+func causeKey(err error) string { return digits.ReplaceAllLiteralString(err.Error(), "#") }
+
+func (l *outageLog) log(ctx context.Context, cause error) {
+	if _, repeats, due := l.counts.Take(causeKey(cause)); due {
+		Logger(ctx).Warn("unavailable: answering 503", "error", cause.Error(), "repeats", repeats)
+	}
 }

@@ -12,7 +12,7 @@ import (
 const msgStoreUnavailable = product.Name + "'s database does not answer right now; retry shortly"
 
 // faultAnswers maps each error kind (package fault) to its status and
-// default message, in order: Unavailable first, never the client's fault.
+// default message; Unavailable first, never the client's fault.
 var faultAnswers = []struct {
 	kind    error
 	status  int
@@ -24,17 +24,12 @@ var faultAnswers = []struct {
 	{fault.ErrTooMany, http.StatusConflict, "you hold as many as allowed: delete some first"},
 }
 
-// Messages says, for an error kind (fault.ErrNotFound, ...), the message of
-// its envelope at one operation: "you have no bookmark with that id".
+// Messages maps an error kind (fault.ErrNotFound, ...) to its message at
+// one operation.
 type Messages map[error]string
 
-// ErrorFor is the envelope of err by its kind, with msgs' message for it
-// or the table's; a 503 keeps err as its logged cause. An *Error, nil, and
-// an error of no kind are returned as they are.
-//
-//	if err != nil {
-//		return nil, api.ErrorFor(err, api.Messages{fault.ErrNotFound: "you have no bookmark with that id"})
-//	}
+// ErrorFor is the envelope of err by its kind, with msgs' message for it;
+// an *Error, nil, and an error of no kind are returned as they are.
 func ErrorFor(err error, msgs Messages) error {
 	var e *Error
 	if err == nil || errors.As(err, &e) {
@@ -65,9 +60,9 @@ func faultAnswer(err error) int {
 	return -1
 }
 
-// storeError is the 503 of a database error a handler did not handle
-// itself, its cause logged and never sent; nil stays nil.
-func storeError(err error) error {
+// StoreError is the answer to a database error a handler did not handle
+// itself: 503 with Retry-After, its cause logged, never sent. nil stays nil.
+func StoreError(err error) error {
 	if err == nil {
 		return nil
 	}

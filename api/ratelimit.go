@@ -17,23 +17,18 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 )
 
-// Limits is every request-rate budget of the API, from which both the
-// spec's x-rate-limit and the enforcement are built.
+// Limits is every request-rate budget of the API: the spec's x-rate-limit
+// and the enforcement are both built from it.
 type Limits struct {
 	Session ratelimit.Rate // per session, every operation
 	IP      ratelimit.Rate // per client IP, public operations
 	APIKey  ratelimit.Rate // per API key, operations without their own budget
-	// StreamOpens is the streams a session or API key may open, and
-	// StreamUserOpens those a user may open across all of its callers
-	// ([Server.PlaneBudget]).
+	// StreamOpens bounds the streams a session or key opens; StreamUserOpens, a user's.
 	StreamOpens, StreamUserOpens ratelimit.Rate
-	// Override returns the configured limits of the budget named name
-	// ([WithBudget]), if any. Nil: every budget keeps its defaults.
+	// Override returns the configured limits of a [WithBudget] budget, if any.
 	Override func(name string) ([]ratelimit.Rate, bool, error)
-	// Store makes the limiter of a budget; nil: in memory.
-	Store func(ratelimit.Budget) ratelimit.Limiter
-	// Disabled turns every plane off, to measure what limiting costs.
-	Disabled bool
+	Store    func(ratelimit.Budget) ratelimit.Limiter // makes a budget's limiter; nil: in memory
+	Disabled bool                                     // turns every plane off, to measure what limiting costs
 }
 
 // The names of the stream plane's open budgets.
@@ -45,12 +40,10 @@ const (
 // DefaultLimits are the planes' default budgets.
 func DefaultLimits() Limits {
 	return Limits{
-		Session: ratelimit.Rate{Limit: 120, Window: time.Minute, Burst: 60},
-		IP:      ratelimit.Rate{Limit: 30, Window: time.Minute, Burst: 30},
-		APIKey:  ratelimit.Rate{Limit: 120, Window: time.Minute, Burst: 60},
-		// a reconnecting client opens a few a minute; a loop is held to one a second
-		StreamOpens: ratelimit.Rate{Limit: 60, Window: time.Minute, Burst: 20},
-		// four callers' worth, as the user's cap of streams is
+		Session:         ratelimit.Rate{Limit: 120, Window: time.Minute, Burst: 60},
+		IP:              ratelimit.Rate{Limit: 30, Window: time.Minute, Burst: 30},
+		APIKey:          ratelimit.Rate{Limit: 120, Window: time.Minute, Burst: 60},
+		StreamOpens:     ratelimit.Rate{Limit: 60, Window: time.Minute, Burst: 20},
 		StreamUserOpens: ratelimit.Rate{Limit: 240, Window: time.Minute, Burst: 80},
 	}
 }
@@ -66,31 +59,26 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// A Budget is a named set of rates that the API-key callers of the
-// operations declaring it draw from, instead of the key's default budget.
-// Declare it once, as a variable:
+// A Budget is a named set of rates that API-key callers of the operations
+// declaring it draw from, instead of the key's default budget:
 //
 //	var bookmarkBudget = api.Budget{Name: "bookmarks", Default: "100/h; 10/s"}
 //	huma.Register(callers, api.WithBudget(op, bookmarkBudget), handler)
 type Budget struct {
-	// Name is 1 to 32 of a-z, 0-9 and -, starting with a letter: the key
-	// of its setting (BRAIN_BUDGETS="bookmarks=200/h") and the name of its
-	// first limit; the others are name-burst, name-3, ...
+	// Name ([a-z][a-z0-9-]{0,31}) keys its setting (BRAIN_BUDGETS="bookmarks=200/h")
+	// and names its limits: name, name-burst, name-3, ...
 	Name string
-	// Default is its limits unless configured: "100/h; 10/s" is 100 an
-	// hour and 10 a second, and a request must pass both.
+	// Default is its limits unless configured: "100/h; 10/s" must pass both.
 	Default string
 }
 
-// WithBudget returns op drawing, for API-key callers, from budget b;
-// sessions keep theirs. Only a Caller operation may declare one; those
-// naming the same budget share it. Server.Err reports a mistake.
+// WithBudget returns op drawing, for API-key callers, from budget b. Only a
+// Caller operation may declare one; [Server.Err] reports a mistake.
 func WithBudget(op huma.Operation, b Budget) huma.Operation {
 	declare(&op, func(d *Declaration) { d.Budget = b })
 	return op
 }
 
-// limitNames names the rates of budget name, as WithBudget says.
 func limitNames(name string, rates []ratelimit.Rate) []ratelimit.Limit {
 	out := make([]ratelimit.Limit, len(rates))
 	for i, r := range rates {
@@ -106,9 +94,9 @@ func limitNames(name string, rates []ratelimit.Rate) []ratelimit.Limit {
 	return out
 }
 
-// A plane pairs a limiter with the plane it enforces.
-type plane struct {
-	name    string // session, apikey, ip, stream
+// A budgetLimiter is the limiter of one budget, and the plane it belongs to.
+type budgetLimiter struct {
+	name    string // the plane: session, apikey, ip, stream
 	limiter ratelimit.Limiter
 	headers *ratelimit.Headers
 	count   Decisions
@@ -116,30 +104,30 @@ type plane struct {
 
 // plan is which plane applies to an operation for each kind of caller.
 type plan struct {
-	session, apikey, ip *plane
+	session, apikey, ip *budgetLimiter
 	deferred            bool // the handler charges after the login back-off
-	ownDoor             bool // the handler admits its requests, from caps and own
+	selfAdmitting       bool // the handler admits its requests, from caps and own
 	caps                []ConcurrencyCap
-	own                 []*plane
+	own                 []*budgetLimiter
 }
 
-// planes are the limiters of one server.
+// planes are the budget limiters of one server.
 type planes struct {
 	api                          huma.API // set before the first operation is registered
 	limits                       Limits
 	now                          func() time.Time
-	refused                      refusedIPs          // by the ip plane: see requireCaller
-	login                        *auth.LoginThrottle // the back-off operations with LoginBackoff run
-	session                      *plane
-	ip                           *plane
-	apikey                       *plane
+	refused                      refusedIPs // by the ip plane: see requireCaller
+	login                        *auth.LoginThrottle
+	session                      *budgetLimiter
+	ip                           *budgetLimiter
+	apikey                       *budgetLimiter
 	metrics                      *Metrics
-	ops                          map[string]*plane // by budget name
-	declared                     map[string]Budget // each budget as first declared
-	errs                         []error           // configuration mistakes found while registering
-	failed                       map[string]bool   // budgets whose mistake is in errs
-	refusals                     *refusals         // counts and logs every 429
-	streamOpens, streamUserOpens *plane
+	ops                          map[string]*budgetLimiter // by budget name
+	declared                     map[string]Budget         // each budget as first declared
+	errs                         []error
+	failed                       map[string]bool // budgets whose mistake is in errs
+	refusals                     *refusals
+	streamOpens, streamUserOpens *budgetLimiter
 }
 
 func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThrottle) *planes {
@@ -151,30 +139,29 @@ func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThro
 		now:      now,
 		login:    login,
 		metrics:  m,
-		ops:      map[string]*plane{},
+		ops:      map[string]*budgetLimiter{},
 		declared: map[string]Budget{},
 		failed:   map[string]bool{},
 		refusals: newRefusals(m, now),
 	}
-	ps.session = ps.newPlane("session", "session", ratelimit.Limit{Name: "session", Rate: l.Session})
-	ps.ip = ps.newPlane("ip", "ip", ratelimit.Limit{Name: "ip", Rate: l.IP})
-	ps.apikey = ps.newPlane("apikey", "apikey", ratelimit.Limit{Name: "apikey", Rate: l.APIKey})
-	ps.streamOpens = ps.newPlane("stream", StreamOpensBudget, ratelimit.Limit{Name: StreamOpensBudget, Rate: l.StreamOpens})
-	ps.streamUserOpens = ps.newPlane("stream", StreamUserOpensBudget, ratelimit.Limit{Name: StreamUserOpensBudget, Rate: l.StreamUserOpens})
+	ps.session = ps.newLimiter("session", "session", ratelimit.Limit{Name: "session", Rate: l.Session})
+	ps.ip = ps.newLimiter("ip", "ip", ratelimit.Limit{Name: "ip", Rate: l.IP})
+	ps.apikey = ps.newLimiter("apikey", "apikey", ratelimit.Limit{Name: "apikey", Rate: l.APIKey})
+	ps.streamOpens = ps.newLimiter("stream", StreamOpensBudget, ratelimit.Limit{Name: StreamOpensBudget, Rate: l.StreamOpens})
+	ps.streamUserOpens = ps.newLimiter("stream", StreamUserOpensBudget, ratelimit.Limit{Name: StreamUserOpensBudget, Rate: l.StreamUserOpens})
 	return ps
 }
 
-// newPlane makes the plane of one budget.
-func (ps *planes) newPlane(planeName, budget string, limits ...ratelimit.Limit) *plane {
+func (ps *planes) newLimiter(planeName, budget string, limits ...ratelimit.Limit) *budgetLimiter {
 	b := ratelimit.Budget{Name: budget, Limits: limits}
-	pl := &plane{name: planeName, limiter: ps.limits.Store(b), headers: ratelimit.NewHeaders(b), count: ps.metrics.countersFor(planeName, budget)}
+	pl := &budgetLimiter{name: planeName, limiter: ps.limits.Store(b), headers: ratelimit.NewHeaders(b), count: ps.metrics.countersFor(planeName, budget)}
 	ps.metrics.observeLimiter(pl)
 	return pl
 }
 
-// budgetPlane returns the apikey plane of budget b, made on its first use.
-// A mistake goes to ps.errs, and the key's default budget serves instead.
-func (ps *planes) budgetPlane(op *huma.Operation, b Budget) *plane {
+// keyBudget returns the limiter of budget b, made on its first use. On a
+// mistake (in ps.errs) the key's default budget serves instead.
+func (ps *planes) keyBudget(op *huma.Operation, b Budget) *budgetLimiter {
 	if !budgetName.MatchString(b.Name) || reserved[b.Name] {
 		ps.errs = append(ps.errs, fmt.Errorf("operation %s: budget %q: a name is 1 to 32 of a-z, 0-9 and -, starting with a letter, and not session, ip, apikey, login, stream, streams, streams-per-user, %s or %s", op.OperationID, b.Name, StreamOpensBudget, StreamUserOpensBudget))
 		return ps.apikey
@@ -191,10 +178,12 @@ func (ps *planes) budgetPlane(op *huma.Operation, b Budget) *plane {
 	rates, err := ratelimit.ParseRates(b.Default)
 	if err != nil {
 		err = fmt.Errorf("its default: %w", err)
-	} else if o, ok, oerr := ps.override(b.Name); oerr != nil {
-		err = oerr
-	} else if ok {
-		rates = o
+	} else if ps.limits.Override != nil {
+		if o, ok, oerr := ps.limits.Override(b.Name); oerr != nil {
+			err = oerr
+		} else if ok {
+			rates = o
+		}
 	}
 	budget := ratelimit.Budget{Name: b.Name, Limits: limitNames(b.Name, rates)}
 	if err == nil {
@@ -205,28 +194,18 @@ func (ps *planes) budgetPlane(op *huma.Operation, b Budget) *plane {
 		ps.failed[b.Name] = true
 		return ps.apikey
 	}
-	p := ps.newPlane("apikey", b.Name, budget.Limits...)
+	p := ps.newLimiter("apikey", b.Name, budget.Limits...)
 	ps.ops[b.Name], ps.declared[b.Name] = p, b
 	return p
 }
 
-// override returns the configured limits of budget name, if any.
-func (ps *planes) override(name string) ([]ratelimit.Rate, bool, error) {
-	if ps.limits.Override == nil {
-		return nil, false, nil
-	}
-	return ps.limits.Override(name)
-}
-
-// budgetName is what a budget's name may be: it is also a setting's key.
 var budgetName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 
 // reserved are the names of the planes' own budgets and caps.
 var reserved = map[string]bool{"session": true, "ip": true, "apikey": true, "login": true, "stream": true,
 	"streams": true, "streams-per-user": true, StreamOpensBudget: true, StreamUserOpensBudget: true}
 
-// planeBudget is the plane budget named name, or nil.
-func (ps *planes) planeBudget(name string) *plane {
+func (ps *planes) planeBudget(name string) *budgetLimiter {
 	switch name {
 	case StreamOpensBudget:
 		return ps.streamOpens
@@ -246,7 +225,7 @@ func (ps *planes) planFor(op *huma.Operation, d *Declaration) *plan {
 	case ps.limits.Disabled, access == Probe:
 		return nil
 	case len(d.Caps) > 0 || len(d.Draws) > 0:
-		pl := &plan{ownDoor: true, caps: d.Caps}
+		pl := &plan{selfAdmitting: true, caps: d.Caps}
 		for _, name := range d.Draws {
 			if own := ps.planeBudget(name); own != nil {
 				pl.own = append(pl.own, own)
@@ -262,13 +241,13 @@ func (ps *planes) planFor(op *huma.Operation, d *Declaration) *plan {
 	if access == Session {
 		p.apikey = nil
 	} else if budget {
-		p.apikey = ps.budgetPlane(op, d.Budget)
+		p.apikey = ps.keyBudget(op, d.Budget)
 	}
 	return p
 }
 
-// A ConcurrencyCap bounds the requests of an operation in progress at
-// once, which its handler enforces (Declaration.Caps).
+// A ConcurrencyCap bounds an operation's requests in progress at once; its
+// handler enforces it (Declaration.Caps).
 type ConcurrencyCap struct {
 	Plane, Policy string
 	Concurrent    int
@@ -285,27 +264,28 @@ type RateLimitEntry struct {
 	Failures   int    `json:"failures,omitempty"`
 	IPFailures int    `json:"ip_failures,omitempty"`
 	BackoffS   []int  `json:"backoff_s,omitempty"`
-	// AppliesTo narrows the requests a budget applies to: "unauthenticated"
-	// (401s, to the ip plane) or "forbidden" (403s, to the caller's).
+	// AppliesTo is "unauthenticated" (401s, on the ip plane) or "forbidden" (403s).
 	AppliesTo string `json:"applies_to,omitempty"`
 }
 
-func entriesOf(pl *plane) []RateLimitEntry {
-	var out []RateLimitEntry
-	for _, l := range pl.limiter.Budget().Limits {
-		out = append(out, RateLimitEntry{Plane: pl.name, Policy: l.Name, Limit: l.Limit, WindowS: int(l.Window / time.Second), Burst: l.Burst})
+// appendEntries appends the entries of ps' limits, applying to appliesTo.
+func appendEntries(out []RateLimitEntry, appliesTo string, ps ...*budgetLimiter) []RateLimitEntry {
+	for _, p := range ps {
+		for _, l := range p.limiter.Budget().Limits {
+			out = append(out, RateLimitEntry{Plane: p.name, Policy: l.Name, Limit: l.Limit,
+				WindowS: int(l.Window / time.Second), Burst: l.Burst, AppliesTo: appliesTo})
+		}
 	}
 	return out
 }
 
-// The components every rate-limited operation refers to.
 const (
 	refRateLimited            = "#/components/responses/RateLimited"
 	refRateLimitedOrBackedOff = "#/components/responses/RateLimitedOrBackedOff"
 	refHeader                 = "#/components/headers/"
 )
 
-// declareComponents adds the 429 responses and rate-limit headers.
+// declareComponents adds the shared responses (429, 503) and headers.
 func declareComponents(c *huma.Components) {
 	str := func(desc, example string) *huma.Header {
 		return &huma.Header{Description: desc, Required: true, Schema: &huma.Schema{Type: "string", Examples: []any{example}}}
@@ -333,7 +313,7 @@ func declareComponents(c *huma.Components) {
 	c.Responses["RateLimited"] = &huma.Response{
 		Description: "rate-limited: a budget is spent. details.scope, details.policy and Retry-After say which and for how long. Throttle, never ban: wait and retry.",
 		Headers:     headers,
-		Content:     map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Ref: errorSchemaRef}}},
+		Content:     errorContent(),
 	}
 	optional := map[string]*huma.Header{"Retry-After": {Ref: refHeader + "Retry-After"}}
 	for _, h := range ratelimit.HeaderNames {
@@ -345,23 +325,31 @@ func declareComponents(c *huma.Components) {
 	c.Responses["RateLimitedOrBackedOff"] = &huma.Response{
 		Description: "rate-limited: a budget is spent (details.scope names its plane, and the rate-limit headers describe it), or the back-off refused the request before any budget was charged (details.scope login: Retry-After only). Throttle, never ban: wait and retry.",
 		Headers:     optional,
-		Content:     map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Ref: errorSchemaRef}}},
+		Content:     errorContent(),
 	}
+	c.Responses["Unavailable"] = &huma.Response{
+		Description: "unavailable: not the client's fault. A store " + product.Name + " depends on (the database, or Redis for rate limits) does not answer or is too slow, " +
+			"too many passwords are being checked at once, or (on an operation that says so) too many large bodies are in flight. " +
+			"Retry after Retry-After seconds. On /ready, details.errors lists the checks that failed.",
+		Headers: map[string]*huma.Header{"Retry-After": {Ref: refHeader + "Retry-After"}},
+		Content: errorContent(),
+	}
+	c.Headers["Cache-Control"] = &huma.Header{Required: true, Schema: &huma.Schema{Type: "string", Enum: []any{noStore}},
+		Description: "no-store: the answer is the caller's own (its data, or a secret), and no cache, shared or private, may keep it. Every answer to a request whose caller is known has it, whatever its status."}
 }
 
 func ptr[T any](v T) *T { return &v }
 
-// declareRateLimits makes op's plan, documents it (x-rate-limit, the 429,
-// the headers) and gives op the middleware that enforces it.
+// declareRateLimits makes op's plan, documents it and enforces it.
 func (ps *planes) declareRateLimits(op *huma.Operation, d *Declaration) {
-	if d.LoginBackoff { // its handler's back-off refusals are counted even with no plane (LoginBackedOff)
+	if d.LoginBackoff { // its back-off refusals are counted even with no plan (LoginBackedOff)
 		op.Middlewares = append(op.Middlewares, ps.refusals.carry)
 	}
 	pl := ps.planFor(op, d)
 	if pl == nil {
 		return
 	}
-	if !pl.ownDoor { // the handler's door enforces its plan
+	if !pl.selfAdmitting { // else its handler enforces its plan
 		op.Middlewares = append(op.Middlewares, ps.enforce(pl, d.RateKey))
 	}
 	if op.Extensions == nil {
@@ -372,25 +360,23 @@ func (ps *planes) declareRateLimits(op *huma.Operation, d *Declaration) {
 }
 
 // rateLimitEntries lists every budget and cap that can refuse a request
-// under plan pl, in x-rate-limit's order.
+// under pl, in x-rate-limit's order.
 func (ps *planes) rateLimitEntries(pl *plan, access Access) []RateLimitEntry {
 	var entries []RateLimitEntry
-	for _, c := range pl.caps { // its caps, then its budget: the order its door decides them in
+	for _, c := range pl.caps { // caps, then budgets: the order its handler decides them in
 		entries = append(entries, RateLimitEntry{Plane: c.Plane, Policy: c.Policy, Concurrent: c.Concurrent})
 	}
-	for _, own := range pl.own {
-		entries = append(entries, entriesOf(own)...)
-	}
-	for _, p := range []*plane{pl.ip, pl.session, pl.apikey} {
+	entries = appendEntries(entries, "", pl.own...)
+	for _, p := range []*budgetLimiter{pl.ip, pl.session, pl.apikey} {
 		if p != nil {
-			entries = append(entries, entriesOf(p)...)
+			entries = appendEntries(entries, "", p)
 		}
 	}
 	if pl.ip == nil { // an operation that needs a caller: its 401s draw from the ip plane
-		entries = appendApplying(entries, "unauthenticated", ps.ip)
+		entries = appendEntries(entries, "unauthenticated", ps.ip)
 	}
-	entries = appendApplying(entries, "forbidden", ps.forbiddenPlanes(pl, access)...)
-	if pl.deferred { // the back-off the server runs, as it is configured
+	entries = appendEntries(entries, "forbidden", ps.forbiddenPlanes(pl, access)...)
+	if pl.deferred {
 		th := ps.login
 		entries = append(entries, RateLimitEntry{Plane: "login", Policy: "login", Failures: th.UserFailures, IPFailures: th.IPFailures,
 			BackoffS: []int{int(th.BaseDelay / time.Second), int(th.MaxDelay / time.Second)}})
@@ -399,29 +385,18 @@ func (ps *planes) rateLimitEntries(pl *plan, access Access) []RateLimitEntry {
 }
 
 // forbiddenPlanes returns the planes a caller's 403 draws from.
-func (ps *planes) forbiddenPlanes(pl *plan, access Access) []*plane {
+func (ps *planes) forbiddenPlanes(pl *plan, access Access) []*budgetLimiter {
 	switch {
-	case pl.ip == nil && pl.apikey == nil && !pl.ownDoor: // session-only: an API key's 403s draw from its budget
-		return []*plane{ps.apikey}
-	case pl.ownDoor && access == Admin: // its other planes are its door's
-		return []*plane{ps.session, ps.apikey}
+	case pl.ip == nil && pl.apikey == nil && !pl.selfAdmitting: // session-only: an API key's 403s draw from its budget
+		return []*budgetLimiter{ps.apikey}
+	case pl.selfAdmitting && access == Admin: // its handler draws the rest
+		return []*budgetLimiter{ps.session, ps.apikey}
 	}
 	return nil
 }
 
-// appendApplying appends the entries of ps, marked as applying to appliesTo.
-func appendApplying(entries []RateLimitEntry, appliesTo string, ps ...*plane) []RateLimitEntry {
-	for _, p := range ps {
-		for _, e := range entriesOf(p) {
-			e.AppliesTo = appliesTo
-			entries = append(entries, e)
-		}
-	}
-	return entries
-}
-
-// declareRateLimitResponses gives op its 429 and 503 responses, and the
-// rate-limit headers on every response of its own the limiter sees.
+// declareRateLimitResponses gives op its 429 and 503, and the rate-limit
+// headers on each of its own responses the limiter sees.
 func declareRateLimitResponses(op *huma.Operation, pl *plan) {
 	op.Responses["429"] = &huma.Response{Ref: refRateLimited}
 	if pl.deferred {
@@ -441,12 +416,11 @@ func declareRateLimitResponses(op *huma.Operation, pl *plan) {
 	}
 }
 
-// enforce returns the middleware that charges the caller's plane under
-// pl, keyed by the caller or by rateKey's non-empty key. It runs after
-// requireCaller, which charged a 401 to the ip plane.
+// enforce returns the middleware that charges the caller's budget under pl,
+// keyed by the caller or by rateKey's non-empty key.
 func (ps *planes) enforce(pl *plan, rateKey func(*http.Request) string) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
-		var p *plane
+		var p *budgetLimiter
 		var key string
 		switch id := auth.FromContext(ctx.Context()); {
 		case pl.ip != nil:
@@ -477,34 +451,17 @@ func (ps *planes) enforce(pl *plan, rateKey func(*http.Request) string) func(hum
 	}
 }
 
-// failedAuth charges a request without valid credentials to the ip
-// plane, and reports whether it answered it (429 or 503).
-func (ps *planes) failedAuth(ctx huma.Context, ip string) (answered bool) {
-	if ps.limits.Disabled {
-		return false
-	}
-	return ps.charge(ctx, ps.ip, ip)
+// chargeRefused charges a 401 or 403 to p, so a loop on a refusal is
+// throttled, and reports whether it answered the request.
+func (ps *planes) chargeRefused(ctx huma.Context, p *budgetLimiter, key string) (answered bool) {
+	return !ps.limits.Disabled && ps.charge(ctx, p, key)
 }
 
-// refusedCaller charges a caller refused with 403 to its session's or
-// key's default budget, so a loop on a refusal is throttled, and reports
-// whether it answered the request (429 or 503).
-func (ps *planes) refusedCaller(ctx huma.Context, id *auth.Identity) (answered bool) {
-	if ps.limits.Disabled {
-		return false
-	}
-	if id.Method == auth.MethodAPIKey {
-		return ps.charge(ctx, ps.apikey, id.APIKeyID)
-	}
-	return ps.charge(ctx, ps.session, id.SessionHash)
-}
-
-// refusing reports whether the ip plane refused ip and its budget would
-// not admit a request yet.
+// refusing reports whether the ip plane refused ip and would still.
 func (ps *planes) refusing(ip string) bool { return ps.refused.refusing(ip, ps.now()) }
 
 // charge admits a request for key on p, or answers it and reports true.
-func (ps *planes) charge(ctx huma.Context, p *plane, key string) (answered bool) {
+func (ps *planes) charge(ctx huma.Context, p *budgetLimiter, key string) (answered bool) {
 	if e := ps.admit(ctx, p, key); e != nil {
 		writeHumaError(ps.api, ctx, e)
 		return true
@@ -513,8 +470,8 @@ func (ps *planes) charge(ctx huma.Context, p *plane, key string) (answered bool)
 }
 
 // admit asks p to admit a request for key, writes p's headers, and
-// returns the refusal (429, 503, 499) or nil.
-func (ps *planes) admit(ctx huma.Context, p *plane, key string) *Error {
+// returns the refusal or nil.
+func (ps *planes) admit(ctx huma.Context, p *budgetLimiter, key string) *Error {
 	d, err := p.limiter.Allow(ctx.Context(), key)
 	if err != nil {
 		if clientGone(ctx.Context()) { // not the store's failure: nobody is left to answer
@@ -540,19 +497,17 @@ func (ps *planes) admit(ctx huma.Context, p *plane, key string) *Error {
 	return nil
 }
 
-// protectedKeyPrefix starts the keys of Protect's key functions, apart
-// from any client's bucket.
+// protectedKeyPrefix keeps the keys of Protect's key functions apart from clients'.
 const protectedKeyPrefix = "protect:"
 
-// refusal is the 429 envelope for decision d of plane p.
-func refusal(p *plane, d *ratelimit.Decision) *Error {
+// refusal is the 429 envelope for p's decision d.
+func refusal(p *budgetLimiter, d *ratelimit.Decision) *Error {
 	l := p.limiter.Budget().Limits[d.Tightest()]
 	return RateLimited(p.name, l.Name, l.Limit, l.Window, d.RetryAfter)
 }
 
-// RateLimited is the one 429 of the API: of a plane's budget (scope), a
-// cap or the login back-off (window 0). wait, rounded up to whole seconds
-// and at least 1, is its Retry-After.
+// RateLimited is the API's 429: of a plane's budget (scope), a cap or the
+// login back-off (window 0). wait, rounded up to at least 1s, is its Retry-After.
 func RateLimited(scope, policy string, limit int, window, wait time.Duration) *Error {
 	secs := ratelimit.RetryAfterSeconds(wait)
 	e := NewError(http.StatusTooManyRequests, product.Name+" is busy — please retry in a moment.")

@@ -14,7 +14,7 @@ import (
 // other operation comes in by Config.Features.
 func addRoutes(api huma.API, cfg Config) {
 	probes := WithAccess(api, Probe)
-	tags := tagged(api, "Operations", "Probes for whoever runs the service: is it alive, and can it serve.")
+	tags := Tag(api, "Operations", "Probes for whoever runs the service: is it alive, and can it serve.")
 	huma.Register(probes, huma.Operation{
 		OperationID: "get-health",
 		Method:      http.MethodGet,
@@ -78,7 +78,7 @@ func handleReady(checks []Check) func(context.Context, *struct{}) (*readyOutput,
 			err := c.Check(cctx)
 			cancel()
 			if err != nil {
-				logger(ctx).Warn("readiness check failed", "check", c.Name, "error", err)
+				Logger(ctx).Warn("readiness check failed", "check", c.Name, "error", err)
 				failed = append(failed, FieldError{Location: "checks." + c.Name, Message: "not answering"})
 				continue
 			}

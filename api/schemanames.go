@@ -1,5 +1,3 @@
-// This file names the spec's component schemas, so that two features may
-// each declare a View, a CreateInput and an Output.
 package api
 
 import (
@@ -13,13 +11,9 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 )
 
-// schemaName names the component schema of the Go type t: huma's name,
-// with each name a feature declares led by its package's name unless it
-// leads with it already (bookmarks.View is BookmarksView, bookmarks'
-// unnamed CreateInput body BookmarksCreateInputBody), so two features'
-// names never collide. A feature is a package of this module outside api,
-// auth and streams; an unnamed struct belongs to the package that asked
-// huma for its schema.
+// schemaName names the component schema of t: huma's name, led by its
+// feature package's name (bookmarks.View is BookmarksView), so two features'
+// names never collide.
 func schemaName(t reflect.Type, hint string) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -31,8 +25,7 @@ func schemaName(t reflect.Type, hint string) string {
 			pkg = callerPackage()
 		}
 	}
-	// As huma does: []T is ListT, and a generic's brackets and commas
-	// split it into names, each package-qualified but the first.
+	// as huma does: []T is ListT, and a generic splits into names
 	parts := strings.FieldsFunc(strings.ReplaceAll(name, "[]", "List["), func(r rune) bool {
 		return r == '[' || r == ']' || r == '*' || r == ','
 	})
@@ -53,11 +46,9 @@ func schemaName(t reflect.Type, hint string) string {
 	return b.String()
 }
 
-// moduleRoot is this module's path: api's, less /api.
 var moduleRoot = path.Dir(reflect.TypeFor[Error]().PkgPath())
 
-// featureName is the name that leads the names of package pkg: its last
-// element, upper-cased; "" for the platform's and other modules'.
+// featureName leads the names of package pkg: "" outside a feature.
 func featureName(pkg string) string {
 	pkg = strings.TrimSuffix(pkg, "_test")
 	rel, ok := strings.CutPrefix(pkg, moduleRoot+"/")
@@ -71,11 +62,9 @@ func featureName(pkg string) string {
 	return upper(path.Base(pkg))
 }
 
-// humaPath is huma's module path.
 var humaPath = reflect.TypeFor[huma.Schema]().PkgPath()
 
-// callerPackage is the import path of the first function on the stack,
-// above schemaName, outside huma.
+// callerPackage is the package of the first caller outside huma.
 func callerPackage() string {
 	pcs := make([]uintptr, 128)
 	frames := runtime.CallersFrames(pcs[:runtime.Callers(3, pcs)])
@@ -91,8 +80,7 @@ func callerPackage() string {
 	}
 }
 
-// funcPackage is the import path in a runtime function name
-// (github.com/x/y.(*T).M.func1 is in github.com/x/y).
+// funcPackage is the import path in a runtime function name.
 func funcPackage(fn string) string {
 	fn, _, _ = strings.Cut(fn, "[")
 	slash := strings.LastIndexByte(fn, '/') + 1
@@ -102,7 +90,6 @@ func funcPackage(fn string) string {
 	return fn
 }
 
-// upper is s with its first letter upper-cased.
 func upper(s string) string {
 	if s == "" {
 		return ""

@@ -1,8 +1,10 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/auth"
@@ -26,61 +28,42 @@ var securitySchemes = map[string]*huma.SecurityScheme{
 	schemeAPIKey:  {Type: "apiKey", In: "header", Name: "X-API-Key", Description: "An API key (brk_...)."},
 }
 
-// noStore is the Cache-Control of every answer to a known caller, which no
-// cache may keep.
+// noStore is the Cache-Control of every answer to a known caller.
 const noStore = "no-store"
 
-// refNoStore is the header that every success of an operation that needs a
-// caller declares.
 const refNoStore = refHeader + "Cache-Control"
 
-// declareNoStore adds the Cache-Control header to the spec's components.
-func declareNoStore(c *huma.Components) {
-	c.Headers["Cache-Control"] = &huma.Header{Required: true, Schema: &huma.Schema{Type: "string", Enum: []any{noStore}},
-		Description: "no-store: the answer is the caller's own (its data, or a secret), and no cache, shared or private, may keep it. Every answer to a request whose caller is known has it, whatever its status."}
-}
-
-// declareSecurity gives op the security requirement and the 401/403/503
-// in op.Errors that its access implies, and, when it needs a caller,
-// Cache-Control: no-store on its successes.
+// declareSecurity gives op the security requirement, errors and
+// Cache-Control: no-store that its access implies.
 func declareSecurity(op *huma.Operation, access Access) {
-	if access != Probe && access != Public {
-		for status, r := range op.Responses {
-			if status[0] == '2' {
-				if r.Headers == nil {
-					r.Headers = map[string]*huma.Header{}
-				}
-				r.Headers["Cache-Control"] = &huma.Header{Ref: refNoStore}
-			}
-		}
-	}
+	all := []map[string][]string{{schemeSession: {}}, {schemeBearer: {}}, {schemeAPIKey: {}}}
 	switch access {
 	case Probe, Public:
 		op.Security = []map[string][]string{}
+		return
 	case Session:
-		op.Security = []map[string][]string{{schemeSession: {}}}
-		op.Errors = append(op.Errors, http.StatusUnauthorized, http.StatusForbidden, http.StatusServiceUnavailable)
-	case Admin:
-		op.Security = []map[string][]string{{schemeSession: {}}, {schemeBearer: {}}, {schemeAPIKey: {}}}
-		op.Errors = append(op.Errors, http.StatusUnauthorized, http.StatusForbidden, http.StatusServiceUnavailable)
+		op.Security = all[:1]
 	default:
-		op.Security = []map[string][]string{{schemeSession: {}}, {schemeBearer: {}}, {schemeAPIKey: {}}}
-		op.Errors = append(op.Errors, http.StatusUnauthorized, http.StatusServiceUnavailable)
-		if op.Method != http.MethodGet && op.Method != http.MethodHead {
-			op.Errors = append(op.Errors, http.StatusForbidden) // cross-site cookie requests
+		op.Security = all
+	}
+	op.Errors = append(op.Errors, http.StatusUnauthorized, http.StatusServiceUnavailable)
+	if access != Caller || (op.Method != http.MethodGet && op.Method != http.MethodHead) {
+		op.Errors = append(op.Errors, http.StatusForbidden) // a Caller's: cross-site cookie requests
+	}
+	for status, r := range op.Responses {
+		if status[0] == '2' {
+			if r.Headers == nil {
+				r.Headers = map[string]*huma.Header{}
+			}
+			r.Headers["Cache-Control"] = &huma.Header{Ref: refNoStore}
 		}
 	}
 }
 
 // requireCaller returns the huma middleware that resolves the caller of
-// every operation that needs one and enforces what declareSecurity
-// documents: 503 when the store cannot say; 401 without a caller, charged
-// to the ip plane (429 once spent); 403 (an API key on a session-only operation, a user without the admin
-// role on an Admin one), charged to the caller's budget.
-// The caller goes in the context (auth.FromContext), and every answer is
-// then Cache-Control: no-store. An address the ip plane refuses is checked
-// against the caches only, so a flood of made-up keys never reaches the
-// database.
+// every operation that needs one (auth.FromContext) and enforces what
+// declareSecurity documents: a 401 is charged to the ip plane, a 403 to the
+// caller's budget.
 func requireCaller(api huma.API, svc *auth.Service, ps *planes, outages *outageLog) func(huma.Context, func(huma.Context)) {
 	g := &callerGate{api: api, svc: svc, ps: ps, outages: outages}
 	return func(ctx huma.Context, next func(huma.Context)) {
@@ -103,7 +86,6 @@ func requireCaller(api huma.API, svc *auth.Service, ps *planes, outages *outageL
 	}
 }
 
-// callerGate holds what requireCaller's steps need.
 type callerGate struct {
 	api     huma.API
 	svc     *auth.Service
@@ -111,9 +93,9 @@ type callerGate struct {
 	outages *outageLog
 }
 
-// caller resolves the caller of ctx's request. When there is none it
-// answers the request (503 or 499, 401, or the ip plane's 429) and
-// returns ok false.
+// caller resolves the caller of ctx's request, or answers it and returns
+// false. An address the ip plane refuses is checked against the caches only,
+// so a flood of made-up keys never reaches the database.
 func (g *callerGate) caller(ctx huma.Context) (id *auth.Identity, ok bool) {
 	r, _ := humachi.Unwrap(ctx)
 	ip := middleware.ClientKey(r.Context())
@@ -124,9 +106,8 @@ func (g *callerGate) caller(ctx huma.Context) (id *auth.Identity, ok bool) {
 	id, err := resolveCaller(lookup, g.svc, r)
 	charged := false
 	if errors.Is(err, auth.ErrNotCached) {
-		// Charge first; only if the address's budget admits again
-		// are its credentials worth a lookup.
-		if g.ps.failedAuth(ctx, ip) {
+		// only if the address's budget admits again is a lookup worth it
+		if g.ps.chargeRefused(ctx, g.ps.ip, ip) {
 			return nil, false
 		}
 		charged = true
@@ -137,7 +118,7 @@ func (g *callerGate) caller(ctx huma.Context) (id *auth.Identity, ok bool) {
 		return nil, false
 	}
 	if id == nil {
-		if charged || !g.ps.failedAuth(ctx, ip) {
+		if charged || !g.ps.chargeRefused(ctx, g.ps.ip, ip) {
 			writeHumaError(g.api, ctx, NewError(http.StatusUnauthorized, "log in, or send an API key as Authorization: Bearer or X-API-Key"))
 		}
 		return nil, false
@@ -145,12 +126,9 @@ func (g *callerGate) caller(ctx huma.Context) (id *auth.Identity, ok bool) {
 	return id, true
 }
 
-// unavailable answers a request whose caller the store could not
-// resolve: 503, with err logged to outages, or 499 when the client left.
+// unavailable answers a request whose caller the store could not resolve.
 func (g *callerGate) unavailable(ctx huma.Context, r *http.Request, err error) {
 	if clientGone(r.Context()) {
-		// The client left during the lookup: not an outage. Only
-		// the access log records it.
 		_, w := humachi.Unwrap(ctx)
 		w.WriteHeader(StatusClientClosedRequest)
 		return
@@ -160,8 +138,7 @@ func (g *callerGate) unavailable(ctx huma.Context, r *http.Request, err error) {
 }
 
 // forbidden answers 403 (or the caller's budget's 429) and returns true
-// when access does not admit id: an API key on a session-only operation,
-// or a user without the admin role on an Admin one.
+// when access does not admit id.
 func (g *callerGate) forbidden(ctx huma.Context, access Access, id *auth.Identity) bool {
 	var msg string
 	switch {
@@ -172,7 +149,11 @@ func (g *callerGate) forbidden(ctx huma.Context, access Access, id *auth.Identit
 	default:
 		return false
 	}
-	if !g.ps.refusedCaller(ctx, id) { // the caller's budget pays for its 403s
+	p, key := g.ps.session, id.SessionHash
+	if id.Method == auth.MethodAPIKey {
+		p, key = g.ps.apikey, id.APIKeyID
+	}
+	if !g.ps.chargeRefused(ctx, p, key) { // the caller's default budget pays for its 403s
 		writeHumaError(g.api, ctx, NewError(http.StatusForbidden, msg))
 	}
 	return true
@@ -192,4 +173,29 @@ func writeHumaError(api huma.API, ctx huma.Context, e *Error) {
 	ctx.SetHeader("Content-Type", "application/json")
 	ctx.SetStatus(e.status)
 	_ = api.Marshal(ctx.BodyWriter(), "application/json", e)
+}
+
+// resolveCaller returns the caller r authenticates as, by API key or else
+// session cookie: auth.ErrUnauthenticated for unknown credentials, nil, nil
+// for none; any other error means the store could not say.
+func resolveCaller(ctx context.Context, svc *auth.Service, r *http.Request) (*auth.Identity, error) {
+	if svc == nil {
+		return nil, nil
+	}
+	if key := apiKeyFrom(r); key != "" {
+		return svc.AuthenticateKey(ctx, key)
+	}
+	if c, err := r.Cookie(SessionCookie); err == nil {
+		return svc.Authenticate(ctx, c.Value)
+	}
+	return nil, nil
+}
+
+func apiKeyFrom(r *http.Request) string {
+	if h := r.Header.Get("Authorization"); h != "" {
+		if scheme, key, ok := strings.Cut(h, " "); ok && strings.EqualFold(scheme, "Bearer") {
+			return strings.TrimSpace(key)
+		}
+	}
+	return r.Header.Get("X-Api-Key")
 }

@@ -15,27 +15,16 @@ import (
 
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/go-chi/chi/v5"
-
-	"github.com/brain-template/brain/internal/product"
 )
 
-// errorSchemaRef points at the envelope's schema, [Error]'s.
-const errorSchemaRef = "#/components/schemas/Error"
-
-// tagged declares the tag name in the spec's global tags, with its
-// description, once, and returns the Tags of an operation that has it.
-func tagged(api huma.API, name, description string) []string {
-	oapi := api.OpenAPI()
-	if !slices.ContainsFunc(oapi.Tags, func(t *huma.Tag) bool { return t.Name == name }) {
-		oapi.Tags = append(oapi.Tags, &huma.Tag{Name: name, Description: description})
-	}
-	return []string{name}
+// errorContent is the body of every error response: the envelope.
+func errorContent() map[string]*huma.MediaType {
+	return map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Ref: "#/components/schemas/Error"}}}
 }
 
 // servers is the spec's one server: relative, so the spec names no host.
 var servers = []*huma.Server{{URL: "/", Description: "The server this document was read from."}}
 
-// contact is the spec's info.contact, which a fork writes its own.
 var contact = &huma.Contact{Name: apiTitle + " maintainers"}
 
 // errorDescriptions say when each generic error status happens.
@@ -49,26 +38,10 @@ var errorDescriptions = map[int]string{
 	http.StatusInternalServerError:   "internal: the server failed; the X-Request-Id header identifies the failure in its log.",
 }
 
-// refUnavailable is the one 503 response of the spec's components.
 const refUnavailable = "#/components/responses/Unavailable"
 
-// declareUnavailable adds the 503 response to the spec's components.
-func declareUnavailable(c *huma.Components) {
-	if c.Responses == nil {
-		c.Responses = map[string]*huma.Response{}
-	}
-	c.Responses["Unavailable"] = &huma.Response{
-		Description: "unavailable: not the client's fault. A store " + product.Name + " depends on (the database, or Redis for rate limits) does not answer or is too slow, " +
-			"too many passwords are being checked at once, or (on an operation that says so) too many large bodies are in flight. " +
-			"Retry after Retry-After seconds. On /ready, details.errors lists the checks that failed.",
-		Headers: map[string]*huma.Header{"Retry-After": {Ref: refHeader + "Retry-After"}},
-		Content: map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Ref: errorSchemaRef}}},
-	}
-}
-
-// declareErrors documents each error response op can give, with the
-// envelope, in place of huma's catch-all "default", so generated clients
-// get a typed error for each.
+// declareErrors documents each error response op can give in place of
+// huma's catch-all "default", so generated clients get a typed error for each.
 func declareErrors(op *huma.Operation) {
 	if op.Responses == nil {
 		op.Responses = map[string]*huma.Response{}
@@ -95,18 +68,12 @@ func declareErrors(op *huma.Operation) {
 		if r := op.Responses[key]; r != nil && r.Ref != "" {
 			continue // a shared response declared elsewhere
 		}
-		op.Responses[key] = &huma.Response{
-			Description: desc,
-			Content: map[string]*huma.MediaType{
-				"application/json": {Schema: &huma.Schema{Ref: errorSchemaRef}},
-			},
-		}
+		op.Responses[key] = &huma.Response{Description: desc, Content: errorContent()}
 	}
 }
 
 // Spec returns the OpenAPI 3.1 document as served at /openapi.json and
-// committed as openapi.json: two-space indented, with a trailing newline,
-// and deterministic (huma writes maps with sorted keys).
+// committed as openapi.json: indented, deterministic, with a trailing newline.
 func (s *Server) Spec() ([]byte, error) {
 	compact, err := json.Marshal(s.API.OpenAPI())
 	if err != nil {
@@ -121,12 +88,11 @@ func (s *Server) Spec() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// document is a response rendered once, on its first request, and served
-// from memory after, as the configuration never changes.
+// document is a response rendered on its first request and served from memory.
 type document struct {
 	contentType string
 	render      func() ([]byte, error)
-	renders     *atomic.Int32 // counts renders, for tests
+	renders     *atomic.Int32 // for tests
 
 	once sync.Once
 	body []byte
@@ -134,7 +100,6 @@ type document struct {
 	err  error
 }
 
-// get renders the document on its first call and returns it.
 func (d *document) get() ([]byte, error) {
 	d.once.Do(func() {
 		d.renders.Add(1)
@@ -145,11 +110,10 @@ func (d *document) get() ([]byte, error) {
 	return d.body, d.err
 }
 
-// serve writes the document with a strong ETag and Cache-Control:
-// no-cache, so a client may keep it but asks whether it changed.
+// serve writes the document with a strong ETag and Cache-Control: no-cache.
 func (d *document) serve(w http.ResponseWriter, r *http.Request) {
 	if _, err := d.get(); err != nil {
-		logger(r.Context()).Error("render "+r.URL.Path, "error", err)
+		Logger(r.Context()).Error("render "+r.URL.Path, "error", err)
 		WriteError(w, NewError(http.StatusInternalServerError, ""))
 		return
 	}
@@ -159,9 +123,8 @@ func (d *document) serve(w http.ResponseWriter, r *http.Request) {
 	ServeBytes(w, r, d.body, d.etag)
 }
 
-// ServeBytes writes body, whose ETag is etag, with http.ServeContent (304,
-// HEAD). Range is ignored, as many one-byte ranges would cost far more
-// than the body; an If-Match of another etag is answered 412.
+// ServeBytes writes body, whose ETag is etag, with http.ServeContent. Range
+// is ignored (many one-byte ranges would cost far more than the body).
 func ServeBytes(w http.ResponseWriter, r *http.Request, body []byte, etag string) {
 	w.Header().Set("ETag", etag)
 	if im := r.Header.Get("If-Match"); im != "" && !slices.ContainsFunc(strings.Split(im, ","), func(t string) bool {
@@ -179,7 +142,7 @@ func ServeBytes(w http.ResponseWriter, r *http.Request, body []byte, etag string
 }
 
 // serveDocuments routes the spec (JSON and YAML) and the reference: ui at
-// /docs when it is not nil, else the page rendered here from the spec.
+// /docs, or else the page rendered from the spec.
 func (s *Server) serveDocuments(r chi.Router, ui http.Handler) {
 	specJSON := &document{contentType: "application/json", render: s.Spec, renders: &s.renders}
 	specYAML := &document{contentType: "application/yaml", render: s.API.OpenAPI().YAML, renders: &s.renders}

@@ -1,8 +1,6 @@
-// Package apitest is the harness a feature's tests use, and api's own: a
-// whole server with the feature on a real port, a database in a temp dir
-// and the user ada; JSON calls, or bodies sent as they are, and their
-// replies read in full; sessions, API keys, streams read event by event,
-// /metrics, and a clock that moves when told.
+// Package apitest is the harness of features' tests and api's own: a whole
+// server on a real port with a temp database and the user ada, and a client
+// for JSON calls, raw bodies, streams and /metrics.
 package apitest
 
 import (
@@ -35,15 +33,13 @@ const (
 // Argon2 keeps password hashing fast in tests.
 var Argon2 = auth.Argon2Params{Memory: 64, Time: 1, Threads: 1, KeyLen: 32, SaltLen: 16}
 
-// A Clock is a time that moves only when told ([Clock.Advance]); give
-// its Now to api.Config.Now, a limiter's Now or a feature's.
+// A Clock is a time that moves only when told ([Clock.Advance]).
 type Clock = testclock.Clock
 
 // NewClock returns a clock reading start.
 func NewClock(start time.Time) *Clock { return testclock.New(start) }
 
-// OpenDB returns an empty, migrated SQLite database in a temp dir,
-// closed when the test ends.
+// OpenDB returns an empty, migrated SQLite database in a temp dir.
 func OpenDB(tb testing.TB) *store.DB {
 	tb.Helper()
 	return storetest.Open(tb, store.SQLite)
@@ -75,16 +71,13 @@ func APIKey(tb testing.TB, svc *auth.Service) string {
 }
 
 // A Server is an api.Server served on a real port until the test ends,
-// with the [Client] that calls it (every call times out after 60 s).
+// with the [Client] that calls it.
 type Server struct {
 	*api.Server
 	*Client
-	// Streams is the stream plane the server serves ([Streams]).
-	Streams *streams.Runtime
-	// Auth is the server's, as [Start] completed it.
-	Auth *auth.Service
-	// Logs is what the server logged, when Config.Logger was nil.
-	Logs *Logs
+	Streams *streams.Runtime // the streams runtime the server serves
+	Auth    *auth.Service
+	Logs    *Logs // what the server logged, when Config.Logger was nil
 }
 
 // An Option changes what [Start] serves: [Streams], [HTTPServer].
@@ -95,21 +88,17 @@ type options struct {
 	srv     []func(*httptest.Server)
 }
 
-// Streams serves the stream plane of sc, its zero fields completed as
-// [Start] says, in place of the default one.
+// Streams serves the stream plane of sc in place of the default one.
 func Streams(sc streams.Config) Option { return func(o *options) { o.streams = sc } }
 
-// HTTPServer gives f the unstarted server first: to set its timeouts,
-// say, or serve HTTP/2 over TLS (EnableHTTP2).
+// HTTPServer gives f the unstarted server first (timeouts, EnableHTTP2).
 func HTTPServer(f func(*httptest.Server)) Option {
 	return func(o *options) { o.srv = append(o.srv, f) }
 }
 
-// Start serves cfg on a port of its own until the test ends, completing
-// it as brain does: an auth service with ada when Auth is nil, the account
-// operations first, a logger into [Server.Logs], the stream plane last
-// (in memory, a 50 ms heartbeat), and budgets no test meets for those
-// left zero. Streams are closed before the server.
+// Start serves cfg on a port of its own until the test ends, completed as
+// brain does: auth with ada, the account operations, the stream plane (in
+// memory, 50 ms heartbeat), and budgets no test meets for those left zero.
 func Start(tb testing.TB, cfg api.Config, opts ...Option) *Server {
 	tb.Helper()
 	var o options
@@ -182,22 +171,19 @@ type Logs struct {
 	b  bytes.Buffer
 }
 
-// Write appends p.
 func (l *Logs) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-// String is everything written so far.
 func (l *Logs) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
 }
 
-// Eventually retries f every 10 ms for up to d, failing the test with
-// what if it never returns true.
+// Eventually retries f every 10 ms for up to d, failing the test if it never returns true.
 func Eventually(tb testing.TB, d time.Duration, what string, f func() bool) {
 	tb.Helper()
 	for deadline := time.Now().Add(d); !f(); time.Sleep(10 * time.Millisecond) {

@@ -1,10 +1,12 @@
 package apitest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -15,24 +17,18 @@ import (
 	"github.com/brain-template/brain/api"
 )
 
-// A Client calls one server over HTTP on behalf of a test: JSON calls,
-// bodies sent as they are, streams. A [Server] is one; [Serve] makes one
-// for a handler the test builds itself.
+// A Client calls one server over HTTP on behalf of a test.
 type Client struct {
-	// URL is the server's base URL, such as http://127.0.0.1:41234.
-	URL string
-	// HTTP sends the requests.
+	URL  string // the server's base URL
 	HTTP *http.Client
 	tb   testing.TB
 }
 
-// newClient returns a client that calls url with hc; its calls fail tb.
 func newClient(tb testing.TB, url string, hc *http.Client) *Client {
 	return &Client{URL: url, HTTP: hc, tb: tb}
 }
 
-// Serve serves h on a real port until the test ends and returns its
-// client. Every call times out after 60 s, so a hang fails the test.
+// Serve serves h on a real port until the test ends and returns its client.
 func Serve(tb testing.TB, h http.Handler) *Client {
 	tb.Helper()
 	srv := httptest.NewServer(h)
@@ -109,8 +105,7 @@ func Exchange(ctx context.Context, client *http.Client, method, url string, body
 }
 
 // send sends one request with body as contentType (none when "") and
-// headers, and reads the whole reply. A body of known length is sent with
-// its Content-Length, any other chunked.
+// reads the whole reply.
 func send(ctx context.Context, client *http.Client, method, url, contentType string, body io.Reader, headers []string) (Reply, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, body)
 	if err != nil {
@@ -119,11 +114,7 @@ func send(ctx context.Context, client *http.Client, method, url, contentType str
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}
-	for _, h := range headers {
-		if k, v, ok := strings.Cut(h, ": "); ok {
-			req.Header.Add(k, v)
-		}
-	}
+	addHeaders(req, headers)
 	start := time.Now()
 	res, err := client.Do(req)
 	if err != nil {
@@ -132,6 +123,15 @@ func send(ctx context.Context, client *http.Client, method, url, contentType str
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	return Reply{Status: res.StatusCode, Header: res.Header, Body: string(b), Took: time.Since(start)}, err
+}
+
+// addHeaders adds headers written "Name: value" to req.
+func addHeaders(req *http.Request, headers []string) {
+	for _, h := range headers {
+		if k, v, ok := strings.Cut(h, ": "); ok {
+			req.Header.Add(k, v)
+		}
+	}
 }
 
 // Code is the envelope's code, "" when the body is no envelope.
@@ -168,8 +168,7 @@ func (r Reply) Want(tb testing.TB, status int, what string) Reply {
 	return r
 }
 
-// WantUnavailable fails the test unless r is the 503 envelope with the
-// Retry-After every 503 of the server's carries ([api.RetryUnavailable]).
+// WantUnavailable fails the test unless r is the 503 envelope with its Retry-After.
 func (r Reply) WantUnavailable(tb testing.TB, what string) {
 	tb.Helper()
 	want := strconv.Itoa(int(api.RetryUnavailable / time.Second))
@@ -189,4 +188,34 @@ func (r Reply) Cookie(tb testing.TB) string {
 	}
 	tb.Fatalf("no session cookie in %d %s", r.Status, r.Body)
 	return ""
+}
+
+// Post sends body to path as it is, as contentType; no reply fails the test.
+func (c *Client) Post(path, contentType string, body []byte, chunked bool, headers ...string) Reply {
+	c.tb.Helper()
+	var rd io.Reader = bytes.NewReader(body)
+	if chunked {
+		rd = io.MultiReader(rd) // of unknown length: sent chunked
+	}
+	r, err := send(context.Background(), c.HTTP, "POST", c.URL+path, contentType, rd, headers)
+	if err != nil && r.Status == 0 { // a reply cut short is returned as far as it came
+		c.tb.Fatalf("POST %s: %v", path, err)
+	}
+	return r
+}
+
+// OpenRequest opens a connection of its own and writes the head of a POST
+// of JSON to path, then body, which may be only its start.
+func (c *Client) OpenRequest(path string, headers []string, body []byte) (net.Conn, *bufio.Reader) {
+	c.tb.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(c.URL, "http://"))
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	c.tb.Cleanup(func() { conn.Close() })
+	head := "POST " + path + " HTTP/1.1\r\nHost: brain\r\nContent-Type: application/json\r\n" + strings.Join(headers, "\r\n") + "\r\n\r\n"
+	if _, err := conn.Write(append([]byte(head), body...)); err != nil {
+		c.tb.Fatal(err)
+	}
+	return conn, bufio.NewReader(conn)
 }

@@ -3,11 +3,15 @@ package apitest
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/streams"
 )
 
 // A Stream is one open stream, read message by message.
@@ -23,19 +27,14 @@ type Message struct {
 	Comment         bool
 }
 
-// OpenStream opens path with headers as "Name: value". A stream that
-// started (200) is closed when the test ends; any other reply is read in
-// full and returned, with a nil Stream.
+// OpenStream opens path; a reply other than 200 is read in full and
+// returned, with a nil Stream.
 func (c *Client) OpenStream(path string, headers ...string) (*Stream, Reply) {
 	c.tb.Helper()
 	url := c.URL + path
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-	for _, h := range headers {
-		if k, v, ok := strings.Cut(h, ": "); ok {
-			req.Header.Add(k, v)
-		}
-	}
+	addHeaders(req, headers)
 	res, err := c.HTTP.Do(req)
 	if err != nil {
 		cancel()
@@ -63,8 +62,7 @@ func (s *Stream) Response() *http.Response { return s.res }
 // Rest reads what is left of the stream until it ends.
 func (s *Stream) Rest() ([]byte, error) { return io.ReadAll(s.rd) }
 
-// Next reads the next message (a retry-only message is skipped), failing
-// the test after 5 s.
+// Next reads the next message, skipping retry-only ones, failing the test after 5 s.
 func (s *Stream) Next(tb testing.TB) Message {
 	tb.Helper()
 	type result struct {
@@ -110,8 +108,7 @@ func (s *Stream) Next(tb testing.TB) Message {
 	return Message{}
 }
 
-// NextEvent skips heartbeats to the next event, failing the test if none
-// comes within 5 s.
+// NextEvent skips heartbeats to the next event, within 5 s.
 func (s *Stream) NextEvent(tb testing.TB) Message {
 	tb.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
@@ -121,4 +118,24 @@ func (s *Stream) NextEvent(tb testing.TB) Message {
 	}
 	tb.Fatal("only heartbeats for 5 s")
 	return Message{}
+}
+
+// Scrape returns what m's /metrics says now, scraped over HTTP.
+func Scrape(tb testing.TB, m *api.Metrics) string {
+	tb.Helper()
+	return Serve(tb, m.Handler()).Call("GET", "/", nil).Body
+}
+
+// LiveSnapshot opens GET /api/v1/system/live and returns its first snapshot.
+func (c *Client) LiveSnapshot(headers ...string) streams.LiveSnapshot {
+	c.tb.Helper()
+	st, r := c.OpenStream(api.Prefix+"/system/live", headers...)
+	if st == nil {
+		c.tb.Fatalf("the live stream: %d %s", r.Status, r.Body)
+	}
+	var snap streams.LiveSnapshot
+	if m := st.NextEvent(c.tb); m.Event != "system.live" || json.Unmarshal([]byte(m.Data), &snap) != nil {
+		c.tb.Fatalf("the live stream's first event: %+v; want a system.live snapshot", m)
+	}
+	return snap
 }

@@ -13,9 +13,8 @@ import (
 
 var loggerKey, notesKey = &contextKey{"logger"}, &contextKey{"access-notes"}
 
-// Logger returns the request's logger, which [AccessLog] gives the
-// request id; outside a request, the logger of [WithLogger], else
-// slog.Default.
+// Logger returns the request's logger, with its id; else [WithLogger]'s,
+// else slog.Default.
 func Logger(ctx context.Context) *slog.Logger {
 	if l, ok := ctx.Value(loggerKey).(*slog.Logger); ok {
 		return l
@@ -23,27 +22,21 @@ func Logger(ctx context.Context) *slog.Logger {
 	return slog.Default()
 }
 
-// WithLogger returns ctx carrying l, which [Logger] gives outside a
-// request: for background work started with ctx, so that what it logs
-// goes where the server's log goes.
+// WithLogger returns ctx carrying l, which [Logger] gives outside a request.
 func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
 	return context.WithValue(ctx, loggerKey, l)
 }
 
-// notes is what the middleware and handlers inside [AccessLog] learn of
-// the request for its line.
+// notes is what the handlers inside [AccessLog] learn for its line.
 type notes struct {
 	mu       sync.Mutex
 	ip, user string
 }
 
-// AccessLog returns a middleware that writes one log line per request,
-// after it is served: request id, method, route pattern (not the raw
-// path, so ids in paths do not explode log cardinality), status, bytes,
-// duration, and the client's address and user's id as noted inside it
-// ([NoteClientIP], [NoteUser]). It gives the request a logger carrying
-// its id ([Logger]). observe, when not nil, is told each response's
-// route, status and duration. Mount it after [RequestID].
+// AccessLog returns a middleware that logs one line per request, with its
+// route pattern (never the raw path), and gives the request a logger with
+// its id. observe, when not nil, is told each response. Mount it after
+// [RequestID].
 func AccessLog(base *slog.Logger, now func() time.Time, observe func(route string, status int, took time.Duration)) func(http.Handler) http.Handler {
 	if base == nil {
 		panic("middleware: AccessLog needs a logger")
@@ -85,8 +78,7 @@ func AccessLog(base *slog.Logger, now func() time.Time, observe func(route strin
 	}
 }
 
-// NoteClientIP is a middleware that tells the access log the request's
-// client address ([GetClientIP]). Mount it after [ClientIP].
+// NoteClientIP tells the access log the client's address. Mount it after [ClientIP].
 func NoteClientIP(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		note(r.Context(), func(n *notes) { n.ip = GetClientIP(r.Context()) })
@@ -94,8 +86,7 @@ func NoteClientIP(next http.Handler) http.Handler {
 	})
 }
 
-// NoteUser tells the access log the id of the request's user, once it
-// is known. Outside [AccessLog] it does nothing.
+// NoteUser tells the access log the id of the request's user.
 func NoteUser(ctx context.Context, userID string) {
 	note(ctx, func(n *notes) { n.user = userID })
 }

@@ -1,3 +1,7 @@
+// Package middleware holds the chi-style net/http middleware every request
+// passes before its route: request id, nosniff, access log, panic recovery,
+// body-error marking, client address, CORS and CSRF. [Chain] lists them in
+// order; what one needs of package api it takes as a parameter.
 package middleware
 
 import (
@@ -9,7 +13,7 @@ import (
 	chimw "github.com/go-chi/chi/v5/middleware"
 )
 
-// Config is what [Chain] needs: what each of its middleware takes.
+// Config is what [Chain]'s middleware take.
 type Config struct {
 	Logger  *slog.Logger                                       // AccessLog's; required
 	Now     func() time.Time                                   // AccessLog's; nil: time.Now
@@ -25,10 +29,8 @@ type Config struct {
 }
 
 // Chain returns this package's middleware in the order to mount them:
-// [RequestID], [NoSniff] and [AccessLog] (so both see every response, a
-// panic's included), [Recoverer] inside the log, [MarkBodyErrors],
-// [ClientIP] and [NoteClientIP], [CORS] (whose preflights need no route),
-// HEAD wherever GET is (chi's GetHead), and [CSRF].
+// the log outside [Recoverer], so it sees a panic's response, and [CORS]
+// before routing, so preflights need no route.
 func Chain(cfg Config) []func(http.Handler) http.Handler {
 	return []func(http.Handler) http.Handler{
 		RequestID, NoSniff, AccessLog(cfg.Logger, cfg.Now, cfg.Observe), Recoverer(cfg.Internal),
@@ -36,3 +38,10 @@ func Chain(cfg Config) []func(http.Handler) http.Handler {
 		chimw.GetHead, CSRF(cfg.Origins, cfg.CSRFExempt, cfg.CrossSite),
 	}
 }
+
+type contextKey struct{ name string }
+
+func (k *contextKey) String() string { return "middleware context value " + k.name }
+
+// NoSniff sets X-Content-Type-Options: nosniff on every response.
+var NoSniff = chimw.SetHeader("X-Content-Type-Options", "nosniff")

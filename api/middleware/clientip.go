@@ -12,9 +12,7 @@ import (
 
 // ClientIP returns a middleware that stores the client's address for
 // [GetClientIP]: the TCP peer, unless it is a trusted proxy; then the
-// right-most untrusted X-Forwarded-For address (chi's ClientIPFromXFF).
-// Where chi finds none, it is never the empty address all would share:
-// see forwardedFallback.
+// right-most untrusted X-Forwarded-For address.
 func ClientIP(trusted []netip.Prefix) func(http.Handler) http.Handler {
 	if len(trusted) == 0 {
 		return chimw.ClientIPFromRemoteAddr
@@ -39,10 +37,9 @@ func ClientIP(trusted []netip.Prefix) func(http.Handler) http.Handler {
 
 var clientIPKey = &contextKey{"client-ip"}
 
-// forwardedFallback is the client of a request from a trusted peer whose
-// X-Forwarded-For names no untrusted address chi accepts: the right-most
-// untrusted entry read as address:port, else the left-most entry that
-// parses, else the peer.
+// forwardedFallback is the client where chi finds none, never the empty
+// address all would share: the right-most untrusted entry read as
+// address:port, else the left-most entry that parses, else the peer.
 func forwardedFallback(r *http.Request, trusted []netip.Prefix) netip.Addr {
 	var entries []netip.Addr
 	for _, h := range r.Header.Values("X-Forwarded-For") {
@@ -85,8 +82,7 @@ func GetClientIP(ctx context.Context) string {
 }
 
 // ClientKey is what the per-address limits count the client by: its
-// address, or for IPv6 the /64 it is in, which one host can draw new
-// addresses from at will.
+// address, or for IPv6 its /64.
 func ClientKey(ctx context.Context) string {
 	ip := GetClientIP(ctx)
 	if a, err := netip.ParseAddr(ip); err == nil && a.Is6() {

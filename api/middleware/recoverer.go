@@ -7,13 +7,9 @@ import (
 	"runtime/debug"
 )
 
-// Recoverer returns a middleware that turns a panic in a handler into the
-// answer internal writes (package api's 500 envelope, nothing of the panic
-// in it; nil: a bare 500) and logs the panic and its stack on the
-// request's [Logger]. If the response had started, it can only log.
-// http.ErrAbortHandler is re-raised so net/http aborts the connection.
-// Mount it inside [AccessLog], whose writer tells whether the response
-// started.
+// Recoverer returns a middleware that logs a handler's panic and answers
+// with internal (nil: a bare 500) unless the response started; it
+// re-raises http.ErrAbortHandler. Mount it inside [AccessLog].
 func Recoverer(internal http.Handler) func(http.Handler) http.Handler {
 	internal = orStatus(internal, http.StatusInternalServerError)
 	return func(next http.Handler) http.Handler {
@@ -36,7 +32,6 @@ func Recoverer(internal http.Handler) func(http.Handler) http.Handler {
 	}
 }
 
-// orStatus is h, or when h is nil a handler that writes only status.
 func orStatus(h http.Handler, status int) http.Handler {
 	if h != nil {
 		return h

@@ -9,16 +9,13 @@ import (
 
 var requestIDKey = &contextKey{"request-id"}
 
-// RequestID is a middleware that gives every request an id, returns it as
-// the X-Request-Id response header and stores it in the request context
-// ([GetRequestID]). An incoming X-Request-Id is kept when it is 1..64
-// characters of [A-Za-z0-9._-], so a proxy's id follows the request;
-// anything else is replaced by 16 random hex digits.
+// RequestID is a middleware that gives every request an id (X-Request-Id,
+// [GetRequestID]), keeping an incoming one of 1..64 of [A-Za-z0-9._-].
 func RequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("X-Request-Id")
 		if !validRequestID(id) {
-			id = fmt.Sprintf("%016x", rand.Uint64()) // unique, not secret
+			id = fmt.Sprintf("%016x", rand.Uint64())
 		}
 		w.Header().Set("X-Request-Id", id)
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
