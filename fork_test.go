@@ -1,5 +1,6 @@
 // This file plays a fork's first week, in one copy of the repository, as
 // docs/fork.md and docs/add-a-feature.md tell it.
+
 package brain_test
 
 import (

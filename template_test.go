@@ -1,4 +1,5 @@
 // Tests of the repository as a template: what a fork relies on.
+
 package brain_test
 
 import (

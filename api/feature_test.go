@@ -1,6 +1,7 @@
 // What a feature adds to the spec through the door (feature.go and
 // errors.go): a paragraph of its description, the error codes it sends
 // and the quotas its refusals name.
+
 package api_test
 
 import (

@@ -1,5 +1,6 @@
 // What the platform reports of its traffic: refusals counted and logged,
 // /metrics, the access log.
+
 package api_test
 
 import (

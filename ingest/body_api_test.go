@@ -1,5 +1,6 @@
 // The memory example's large bodies: the bytes in flight bound them,
 // its batch may be exactly MaxBodyBytes, and its refusals name no member.
+
 package ingest_test
 
 import (

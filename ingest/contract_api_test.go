@@ -4,6 +4,7 @@
 // against the spec: each header the spec requires on that status is
 // there (with a value its schema allows), and every error is the
 // envelope.
+
 package ingest_test
 
 import (

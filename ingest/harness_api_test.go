@@ -1,6 +1,7 @@
 // This file is what the example's API tests share, on api/apitest: a
 // whole server with the memory example on a real port, and the names the
 // tests give the harness's types.
+
 package ingest_test
 
 import (

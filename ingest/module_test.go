@@ -1,5 +1,6 @@
 // The memory example as a module: each holds the settings read into it,
 // and without a database documents its operations as they say.
+
 package ingest_test
 
 import (

@@ -2,6 +2,7 @@
 // parse of a batch, its check and its idempotency key.
 //
 //	go test -run '^$' -bench 'Scan|Parse|Key|Validate' -benchmem ./ingest
+
 package ingest
 
 import (

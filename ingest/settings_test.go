@@ -1,6 +1,7 @@
 // The memory example's settings: the rows' defaults read back as the
 // package constants, each row refuses what is out of bounds, and the
 // MEM_RATE_LIMIT_* rates make the budgets.
+
 package ingest
 
 import (

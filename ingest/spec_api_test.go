@@ -1,4 +1,5 @@
 // The memory example's spec states the bounds its service keeps.
+
 package ingest_test
 
 import (

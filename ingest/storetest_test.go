@@ -1,4 +1,5 @@
 // The databases of ingest's tests hold the example's tables.
+
 package ingest_test
 
 import (

@@ -1,5 +1,6 @@
 // The memory example's streams: its events are declared, a job's log
 // after a gap, and HEAD on a job's log.
+
 package ingest_test
 
 import (

@@ -1,5 +1,6 @@
 // Tests of migration sets: the platform's and features', their
 // bookkeeping, a removed feature and a newer schema.
+
 package store_test
 
 import (

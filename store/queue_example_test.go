@@ -1,5 +1,6 @@
 // An example of what a feature does with the job queue: its own job kind,
 // enqueued in the transaction that writes what the job works on.
+
 package store_test
 
 import (

@@ -1,5 +1,6 @@
 // Who may follow GET /api/v1/system/live, what its snapshot counts, and
 // what the spec says of both.
+
 package streams_test
 
 import (

@@ -1,6 +1,7 @@
 // Tests of the dashboard and the docs UI through the whole server (api.New
 // with Config.Static and Config.Docs), over real HTTP: the API keeps its
 // paths, and no rate plane sees a static request.
+
 package web_test
 
 import (

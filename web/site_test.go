@@ -1,6 +1,7 @@
 // Tests of the dashboard's handler alone, on an fstest.MapFS build: what
 // each kind of file is sent with, the SPA fallback, gzip, and the paths it
 // never serves.
+
 package web_test
 
 import (

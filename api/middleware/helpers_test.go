@@ -1,5 +1,6 @@
 // This file holds what the middleware tests share: a request through a
 // chain, and a logger into a buffer.
+
 package middleware_test
 
 import (

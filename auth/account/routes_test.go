@@ -1,6 +1,7 @@
 // The account operations over real HTTP, on the whole server: what they
 // check of their inputs, the cookie they set, the pages of keys, and the
 // key events.
+
 package account_test
 
 import (

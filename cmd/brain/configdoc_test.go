@@ -5,6 +5,7 @@
 // variable, flag and default the code has, and nothing documented that
 // brain does not read. A fork that deletes a module with its page has
 // nothing else to edit.
+
 package main
 
 import (

@@ -2,6 +2,7 @@
 // variable into the module of each configuration, never another's; the
 // MEM_RATE_LIMIT_* rates of its budgets, under BRAIN_BUDGETS; a typo of
 // them stops start-up.
+
 package main
 
 import (

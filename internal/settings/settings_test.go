@@ -1,5 +1,6 @@
 // The parsers and formatters: a formatted default reads back as the
 // value it came from, and a value out of bounds is refused.
+
 package settings_test
 
 import (
