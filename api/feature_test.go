@@ -1,4 +1,4 @@
-// What a feature adds to the spec through the door (feature.go and
+// What a feature adds to the spec as it registers (extend.go and
 // errors.go): a paragraph of its description, the error codes it sends
 // and the quotas its refusals name.
 

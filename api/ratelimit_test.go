@@ -288,7 +288,7 @@ func TestSpecIsWhatIsEnforced(t *testing.T) {
 						}
 					}
 					want := `"streams";q=5;qu="concurrent-requests", "streams-per-user";q=9;qu="concurrent-requests", "stream-opens";q=7;w=60, "stream-opens-per-user";q=11;w=60`
-					// Admitted by the door (a path naming no job is then 404 or 422).
+					// Admitted by the stream's admission (a path naming no job is then 404 or 422).
 					admitted := c.code == 200 || c.code == 404 || c.code == 422
 					if !admitted || strings.Join(policy, ", ") != want || c.hdr.Get("RateLimit-Policy") != want {
 						t.Errorf("%s %s as %s: %d %v; x-rate-limit %v, want the stream plane's caps and open budgets, %s", method, path, caller, c.code, c.hdr, op.XRateLimit, want)
@@ -314,7 +314,7 @@ func TestSpecIsWhatIsEnforced(t *testing.T) {
 				}
 				where := method + " " + path + " as " + caller
 				if len(consulted) > 1 && !(plane == "stream" && slices.Equal(consulted, []string{api.StreamOpensBudget, api.StreamUserOpensBudget})) {
-					t.Errorf("%s: consulted %v: one budget per request (a stream's door: its two open budgets)", where, consulted)
+					t.Errorf("%s: consulted %v: one budget per request (a stream's admission: its two open budgets)", where, consulted)
 				}
 				for _, b := range consulted {
 					if !containsPrefix(shown, b) {

@@ -1,4 +1,4 @@
-// Tests of the door features come in by: its place among the features
+// Tests of the registry features declare streams and events in: its place among the features
 // changes nothing but the order of the spec's tags, and each mistake of
 // wiring is reported by the server's Err, never ignored.
 
