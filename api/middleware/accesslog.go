@@ -16,6 +16,9 @@ var loggerKey, notesKey = &contextKey{"logger"}, &contextKey{"access-notes"}
 // Logger returns the request's logger, with its id; else [WithLogger]'s,
 // else slog.Default.
 func Logger(ctx context.Context) *slog.Logger {
+	if n, ok := ctx.Value(notesKey).(*notes); ok { // made when asked: most requests never log
+		return n.base.With(slog.String("request_id", GetRequestID(ctx)))
+	}
 	if l, ok := ctx.Value(loggerKey).(*slog.Logger); ok {
 		return l
 	}
@@ -29,6 +32,7 @@ func WithLogger(ctx context.Context, l *slog.Logger) context.Context {
 
 // notes is what the handlers inside [AccessLog] learn for its line.
 type notes struct {
+	base     *slog.Logger // AccessLog's, which [Logger] gives the request's id
 	mu       sync.Mutex
 	ip, user string
 }
@@ -46,9 +50,8 @@ func AccessLog(base *slog.Logger, now func() time.Time, observe func(route strin
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			n := &notes{}
+			n := &notes{base: base}
 			ctx := context.WithValue(r.Context(), notesKey, n)
-			ctx = WithLogger(ctx, base.With(slog.String("request_id", GetRequestID(ctx))))
 			r = r.WithContext(ctx)
 			ww := chimw.NewWrapResponseWriter(w, r.ProtoMajor)
 			start := now()
