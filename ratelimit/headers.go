@@ -137,9 +137,17 @@ func (c *CapHeaders) Write(hdr http.Header, free []int, ds []Decision, now time.
 	if len(b) == 0 {
 		return
 	}
+	// One string and one slice hold the three values made here: a response's
+	// allocations are most of what a request costs past its handler.
+	rl := len(b)
+	b = strconv.AppendInt(b, int64(left), 10)
+	rem := len(b)
+	b = strconv.AppendInt(b, reset, 10)
+	v := string(b)
+	vals := []string{v[:rl], v[rl:rem], v[rem:]}
 	hdr["Ratelimit-Policy"] = c.policy // canonical forms
-	hdr["Ratelimit"] = []string{string(b)}
+	hdr["Ratelimit"] = vals[0:1:1]
 	hdr["X-Ratelimit-Limit"] = limit
-	hdr["X-Ratelimit-Remaining"] = []string{strconv.Itoa(left)}
-	hdr["X-Ratelimit-Reset"] = []string{strconv.FormatInt(reset, 10)}
+	hdr["X-Ratelimit-Remaining"] = vals[1:2:2]
+	hdr["X-Ratelimit-Reset"] = vals[2:3:3]
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/brain-template/brain/api/middleware"
 )
 
-// The access line names the client address NoteClientIP noted and the
+// The access line names the client address ClientIP noted and the
 // user NoteUser noted, though both are learned inside the access log.
 func TestAccessNotes(t *testing.T) {
 	l, logs := newLogger()
@@ -20,7 +20,7 @@ func TestAccessNotes(t *testing.T) {
 			middleware.NoteUser(r.Context(), r.Header.Get("X-User"))
 		}
 	})
-	h := middleware.AccessLog(l, time.Now, nil)(middleware.ClientIP(nil)(middleware.NoteClientIP(user)))
+	h := middleware.AccessLog(l, time.Now, nil)(middleware.ClientIP(nil)(user))
 
 	req := httptest.NewRequest("GET", "/", nil)
 	req.RemoteAddr = "203.0.113.9:4444"
@@ -32,8 +32,8 @@ func TestAccessNotes(t *testing.T) {
 
 	// Outside the access log, noting is harmless.
 	middleware.NoteUser(context.Background(), "u_1")
-	rec := serve(middleware.ClientIP(nil)(middleware.NoteClientIP(http.NotFoundHandler())), httptest.NewRequest("GET", "/", nil))
+	rec := serve(middleware.ClientIP(nil)(http.NotFoundHandler()), httptest.NewRequest("GET", "/", nil))
 	if rec.Code != 404 {
-		t.Fatalf("NoteClientIP outside the access log: %d", rec.Code)
+		t.Fatalf("ClientIP outside the access log: %d", rec.Code)
 	}
 }

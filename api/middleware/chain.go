@@ -34,7 +34,7 @@ type Config struct {
 func Chain(cfg Config) []func(http.Handler) http.Handler {
 	return []func(http.Handler) http.Handler{
 		RequestID, NoSniff, AccessLog(cfg.Logger, cfg.Now, cfg.Observe), Recoverer(cfg.Internal),
-		MarkBodyErrors, ClientIP(cfg.TrustedProxies), NoteClientIP, CORS(cfg.Origins),
+		MarkBodyErrors, ClientIP(cfg.TrustedProxies), CORS(cfg.Origins),
 		chimw.GetHead, CSRF(cfg.Origins, cfg.CSRFExempt, cfg.CrossSite),
 	}
 }

@@ -1,7 +1,6 @@
 package middleware
 
 import (
-	"context"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -11,31 +10,30 @@ import (
 )
 
 // ClientIP returns a middleware that stores the client's address for
-// [GetClientIP]: the TCP peer, unless it is a trusted proxy; then the
-// right-most untrusted X-Forwarded-For address.
+// [GetClientIP] and [ClientKey]: the TCP peer, unless it is a trusted proxy;
+// then the right-most untrusted X-Forwarded-For address.
 func ClientIP(trusted []netip.Prefix) func(http.Handler) http.Handler {
+	note := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s, r := state(r)
+			a := chimw.GetClientIPAddr(r.Context())
+			if !a.IsValid() && len(trusted) > 0 {
+				a = forwardedFallback(r, trusted)
+			}
+			s.setIP(a)
+			next.ServeHTTP(w, r)
+		})
+	}
 	if len(trusted) == 0 {
-		return chimw.ClientIPFromRemoteAddr
+		return func(next http.Handler) http.Handler { return chimw.ClientIPFromRemoteAddr(note(next)) }
 	}
 	cidrs := make([]string, len(trusted))
 	for i, p := range trusted {
 		cidrs[i] = p.String()
 	}
 	fromXFF := chimw.ClientIPFromXFF(cidrs...)
-	return func(next http.Handler) http.Handler {
-		fallback := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !chimw.GetClientIPAddr(r.Context()).IsValid() {
-				if a := forwardedFallback(r, trusted); a.IsValid() {
-					r = r.WithContext(context.WithValue(r.Context(), clientIPKey, a))
-				}
-			}
-			next.ServeHTTP(w, r)
-		})
-		return fromXFF(fallback)
-	}
+	return func(next http.Handler) http.Handler { return fromXFF(note(next)) }
 }
-
-var clientIPKey = &contextKey{"client-ip"}
 
 // forwardedFallback is the client where chi finds none, never the empty
 // address all would share: the right-most untrusted entry read as
@@ -68,25 +66,4 @@ func forwardedFallback(r *http.Request, trusted []netip.Prefix) netip.Addr {
 		return ap.Addr().Unmap()
 	}
 	return netip.Addr{}
-}
-
-// GetClientIP returns the address [ClientIP] stored, or "".
-func GetClientIP(ctx context.Context) string {
-	if a := chimw.GetClientIPAddr(ctx); a.IsValid() {
-		return a.String()
-	}
-	if a, ok := ctx.Value(clientIPKey).(netip.Addr); ok {
-		return a.String()
-	}
-	return ""
-}
-
-// ClientKey is what the per-address limits count the client by: its
-// address, or for IPv6 its /64.
-func ClientKey(ctx context.Context) string {
-	ip := GetClientIP(ctx)
-	if a, err := netip.ParseAddr(ip); err == nil && a.Is6() {
-		return netip.PrefixFrom(a.WithZone(""), 64).Masked().String()
-	}
-	return ip
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/brain-template/brain/internal/logwriter"
 	"io"
 	"log/slog"
 	"os"
@@ -71,7 +72,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		if err != nil {
 			return helpIsNoError(err)
 		}
-		return serve(ctx, cfg, newLogger(cfg, stderr))
+		logs := logwriter.New(stderr) // the access log's lines leave the request path
+		defer logs.Close()
+		return serve(ctx, cfg, newLogger(cfg, logs))
 	case "migrate":
 		cfg, err := parseConfig(product.Name+" migrate", args, getenv, stderr, helpText("usage: "+product.Name+" migrate [settings]\n\nsettings:\n"))
 		if err != nil {
