@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/brain-template/brain/internal/product"
 )
@@ -91,7 +92,9 @@ func decodeBatch(data []byte, j Job) ([]Item, error) {
 	items := make([]Item, len(sb.Items))
 	for i, si := range sb.Items {
 		loc := fmt.Sprintf("items[%d]", i)
-		v.text(loc+".text", si.Text)
+		if msg := textProblem(si.Text, utf8.RuneCountInString(si.Text)); msg != "" {
+			v.add(loc+".text", msg)
+		}
 		v.label(loc+".kind", si.Kind, MaxKindChars)
 		if si.Skill != "" {
 			v.label(loc+".skill", si.Skill, MaxSkillChars)

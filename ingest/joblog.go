@@ -26,7 +26,7 @@ func addJobLog(s *api.Server, svc *Service) {
 				"Shares the stream plane's caps and open budget with every stream endpoint.",
 			Responses: map[string]*huma.Response{"204": {Description: "The job has ended: GET /api/v1/jobs/{id} has its result."}},
 			Parameters: []*huma.Param{{Name: "id", In: "path", Required: true, Description: "The job's id.",
-				Schema: &huma.Schema{Type: huma.TypeString, Pattern: uuidPattern, MaxLength: ptr(36)}}},
+				Schema: &huma.Schema{Type: huma.TypeString, Pattern: uuidPattern, MaxLength: new(36)}}},
 			Errors: []int{http.StatusNotFound},
 		},
 		Events: []streams.EventType{jobProgress, jobSucceeded, jobFailed},
@@ -52,8 +52,13 @@ func (l *jobLog) serve(st *streams.Stream) {
 		return
 	}
 	defer sub.Close()
-	job, ok := l.job(st, user, id)
-	if !ok {
+	job, err := l.svc.Job(r.Context(), user, id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		st.Refuse(api.NewError(http.StatusNotFound, "you have no job with that id"))
+		return
+	case err != nil:
+		st.Unavailable(err)
 		return
 	}
 	resumed := st.LastEventID() != ""
@@ -70,20 +75,6 @@ func (l *jobLog) serve(st *streams.Stream) {
 		return
 	}
 	streams.Pump(st, sub.Events(), l.follow(st, user, id))
-}
-
-// job reads the job of the log, refusing the stream (404) or ending it.
-func (l *jobLog) job(st *streams.Stream, user, id string) (Job, bool) {
-	job, err := l.svc.Job(st.Request().Context(), user, id)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		st.Refuse(api.NewError(http.StatusNotFound, "you have no job with that id"))
-		return Job{}, false
-	case err != nil:
-		st.Unavailable(err)
-		return Job{}, false
-	}
-	return job, true
 }
 
 // catchUp sends what a log has before its live steps: the job's state

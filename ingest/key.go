@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"strings"
 	"sync"
 )
 
@@ -124,15 +125,8 @@ func writeString(w jsonWriter, s string) {
 const ingestIDRule = "must be 64 lowercase hex digits (a SHA-256); leave it out to have one derived from the body"
 
 func isHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
+	_, err := hex.DecodeString(s)
+	return len(s) == 64 && err == nil && strings.ToLower(s) == s
 }
 
 // keyCache remembers the keys of valid batches sent lately by the SHA-256

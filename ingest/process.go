@@ -67,7 +67,7 @@ func (s *Service) startJob(ctx context.Context, id string) (Job, []Item, error) 
 	}
 	items, err := decodeBatch(data, job)
 	if err != nil {
-		if ferr := s.fail(ctx, job.ID, err.Error()); ferr != nil {
+		if ferr := s.Fail(ctx, job.ID, err.Error()); ferr != nil {
 			return Job{}, nil, ferr
 		}
 		return Job{}, nil, fmt.Errorf("%w: job %s: %v", ErrPermanent, job.ID, err)
@@ -109,10 +109,6 @@ func (s *Service) Fail(ctx context.Context, id, reason string) error {
 	if reason == "" {
 		reason = "processing failed"
 	}
-	return s.fail(ctx, id, reason)
-}
-
-func (s *Service) fail(ctx context.Context, id, reason string) error {
 	job, finished, err := s.store.FinishJob(ctx, id, StatusFailed, reason, s.stamp())
 	if errors.Is(err, ErrNotFound) {
 		return fmt.Errorf("%w: job %s no longer exists", ErrPermanent, id)

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/brain-template/brain/store"
@@ -61,9 +60,6 @@ func (j *jobQueue) addWorker(workers int, work func(ctx context.Context, jobID s
 
 // enqueueTx adds an ingest job for jobID in tx, at the [Priority] of backlog.
 func (j *jobQueue) enqueueTx(ctx context.Context, tx *store.Tx, jobID string, backlog int) error {
-	if jobID == "" {
-		return errors.New("ingest: enqueue: the job id is empty: pass the id the service gave the job")
-	}
 	return j.q.EnqueueTx(ctx, tx, jobArgs{JobID: jobID}, &river.InsertOpts{Priority: Priority(backlog)})
 }
 

@@ -47,7 +47,7 @@ type IngestRequest struct {
 func (IngestRequest) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
 	label(s.Properties["project"], MaxProjectChars)
 	items := s.Properties["items"]
-	items.MinItems, items.MaxItems = ptr(1), ptr(MaxItems)
+	items.MinItems, items.MaxItems = new(1), new(MaxItems)
 	return s
 }
 
@@ -63,12 +63,12 @@ type IngestItem struct {
 // TransformSchema states ingest's rules of an item.
 func (IngestItem) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
 	text := s.Properties["text"]
-	text.MinLength, text.MaxLength, text.Pattern = ptr(1), ptr(MaxTextChars), textPattern
+	text.MinLength, text.MaxLength, text.Pattern = new(1), new(MaxTextChars), textPattern
 	label(s.Properties["kind"], MaxKindChars)
 	label(s.Properties["skill"], MaxSkillChars)
 	tags := s.Properties["tags"]
-	tags.MaxItems, tags.UniqueItems = ptr(MaxTags), true
-	s.Properties["occurred_at"].MaxLength = ptr(MaxOccurredAtChars)
+	tags.MaxItems, tags.UniqueItems = new(MaxTags), true
+	s.Properties["occurred_at"].MaxLength = new(MaxOccurredAtChars)
 	return s
 }
 
@@ -81,7 +81,7 @@ func (tag) Schema(huma.Registry) *huma.Schema {
 
 // label states on s the rules of a label of at most max characters.
 func label(s *huma.Schema, max int) *huma.Schema {
-	s.MinLength, s.MaxLength, s.Pattern = ptr(1), ptr(max), labelPattern
+	s.MinLength, s.MaxLength, s.Pattern = new(1), new(max), labelPattern
 	return s
 }
 
@@ -125,8 +125,7 @@ func jobView(j Job) JobView {
 	v := JobView{JobID: j.ID, IngestID: j.IngestID, Project: j.Project, Status: string(j.Status), ItemsTotal: j.ItemsTotal,
 		ItemsDone: j.ItemsDone, Error: j.Error, CreatedAt: j.CreatedAt}
 	if !j.FinishedAt.IsZero() {
-		t := j.FinishedAt
-		v.FinishedAt = &t
+		v.FinishedAt = new(j.FinishedAt)
 	}
 	return v
 }
@@ -388,12 +387,9 @@ func quotaError(qe *QuotaError) *api.Error {
 		msg = fmt.Sprintf("this batch's %d items would take you past your quota of %d items (you hold %d, stored or in jobs not finished): delete items you no longer need (DELETE %s/memory/items/{id}), or send fewer", qe.Asked, qe.Limit, qe.Used, api.Prefix)
 	}
 	e := api.NewError(http.StatusConflict, msg)
-	used := qe.Used
-	e.Details.Quota, e.Details.Limit, e.Details.Used = qe.Quota, qe.Limit, &used
+	e.Details.Quota, e.Details.Limit, e.Details.Used = qe.Quota, qe.Limit, new(qe.Used)
 	return e
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // views is each of xs as the API shows it, never nil.
 func views[T, V any](xs []T, view func(T) V) []V {

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"encoding/hex"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -162,31 +163,16 @@ func escapeLen(b []byte) (int, failure) {
 	return 12, ok
 }
 
+// hex4 reads the four hex digits of a \u escape at the start of b.
 func hex4(b []byte) (rune, failure) {
 	if len(b) < 4 {
 		return 0, failEnd
 	}
-	var r rune
-	for _, c := range b[:4] {
-		v := unhex(c)
-		if v < 0 {
-			return 0, failEscape
-		}
-		r = r<<4 | v
+	var v [2]byte
+	if _, err := hex.Decode(v[:], b[:4]); err != nil {
+		return 0, failEscape
 	}
-	return r, ok
-}
-
-func unhex(c byte) rune {
-	switch {
-	case '0' <= c && c <= '9':
-		return rune(c - '0')
-	case 'a' <= c && c <= 'f':
-		return rune(c - 'a' + 10)
-	case 'A' <= c && c <= 'F':
-		return rune(c - 'A' + 10)
-	}
-	return -1
+	return rune(v[0])<<8 | rune(v[1]), ok
 }
 
 // unescape returns the value of a string str checked.

@@ -199,7 +199,7 @@ func (s *Service) FailAbandoned(ctx context.Context) (int, error) {
 			return failed, unavailable(err)
 		}
 		for _, id := range ids {
-			if err := s.fail(ctx, id, fmt.Sprintf("abandoned: not finished within %v of being accepted", AbandonAfter)); err != nil && !errors.Is(err, ErrPermanent) {
+			if err := s.Fail(ctx, id, fmt.Sprintf("abandoned: not finished within %v of being accepted", AbandonAfter)); err != nil && !errors.Is(err, ErrPermanent) {
 				return failed, err
 			}
 			failed++

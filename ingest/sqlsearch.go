@@ -52,9 +52,12 @@ const maxPlainWord = 32
 
 // userKey is userID's key in the index. It is a variable for one test,
 // which makes every user's key the same.
-var userKey = func(userID string) string {
-	sum := sha256.Sum256([]byte(userID))
-	return indexBase32.EncodeToString(sum[:10])[:userKeyLen]
+var userKey = func(userID string) string { return hash80(userID)[:userKeyLen] }
+
+// hash80 is 80 bits of the SHA-256 of s, in the index's base32.
+func hash80(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return indexBase32.EncodeToString(sum[:10])
 }
 
 // wordTerm is the term of word (as Words writes it) for the user
@@ -64,15 +67,11 @@ func wordTerm(key, word string) string {
 	if len(word) <= maxPlainWord && isPlain(word) {
 		return key + "w" + word
 	}
-	sum := sha256.Sum256([]byte(word))
-	return key + "h" + indexBase32.EncodeToString(sum[:10])
+	return key + "h" + hash80(word)
 }
 
 // projectTerm is the term of a project for the user whose key is key.
-func projectTerm(key, project string) string {
-	sum := sha256.Sum256([]byte(project))
-	return key + "p" + indexBase32.EncodeToString(sum[:10])
-}
+func projectTerm(key, project string) string { return key + "p" + hash80(project) }
 
 // isPlain reports whether w is lower-case ASCII letters and digits only.
 func isPlain(w string) bool {
@@ -128,19 +127,7 @@ func (s *SQLStore) Search(ctx context.Context, userID string, q Search) ([]Hit, 
 		query, match = postgresSearch, "'"+strings.Join(terms, "' & '")+"'"
 	}
 	rows, err := s.db.QueryContext(ctx, query, userID, match, q.Limit)
-	if err != nil {
-		return nil, store.Wrap("search", err)
-	}
-	defer rows.Close()
-	hits := []Hit{}
-	var h Hit
-	for rows.Next() {
-		if err := rows.Scan(&h.ID, &h.Head); err != nil {
-			return nil, store.Wrap("search", err)
-		}
-		hits = append(hits, h)
-	}
-	return hits, store.Wrap("search", rows.Err())
+	return scanAll(rows, err, "search", func(h *Hit) error { return rows.Scan(&h.ID, &h.Head) })
 }
 
 // sqliteSearch is Search on SQLite: FTS5 reads the terms' entries from
@@ -201,27 +188,20 @@ func (s *SQLStore) Items(ctx context.Context, userID string, ids []string) ([]Re
 			WHERE user_id = $1 AND id IN (` + strings.Join(marks, ", ") + `)`
 	}
 	rows, err := s.db.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, store.Wrap("read items", err)
-	}
-	defer rows.Close()
-	results := make([]Result, 0, len(ids))
-	var r Result // reused: each row sets every field
-	var tags string
-	var occurred int64
-	for rows.Next() {
+	return scanAll(rows, err, "read items", func(r *Result) error {
+		var tags string
+		var occurred int64
 		if err := rows.Scan(&r.ID, &r.Project, &r.Text, &r.Kind, &r.Skill, &tags, &occurred); err != nil {
-			return nil, store.Wrap("read items", err)
-		}
-		if r.Tags = []string{}; tags != "[]" {
-			if err := json.Unmarshal([]byte(tags), &r.Tags); err != nil {
-				return nil, store.Wrap("read items: the tags of item "+r.ID, err)
-			}
+			return err
 		}
 		r.OccurredAt = store.FromMillis(occurred)
-		results = append(results, r)
-	}
-	return results, store.Wrap("read items", rows.Err())
+		if r.Tags = []string{}; tags != "[]" {
+			if err := json.Unmarshal([]byte(tags), &r.Tags); err != nil {
+				return fmt.Errorf("the tags of item %s: %w", r.ID, err)
+			}
+		}
+		return nil
+	})
 }
 
 // execer runs statements: a store transaction, or a migration's.
@@ -293,24 +273,11 @@ func reindexItems(ctx context.Context, tx *sql.Tx, d store.Dialect) error {
 func writeTerms(ctx context.Context, tx *sql.Tx, d store.Dialect) error {
 	for last := int64(0); ; {
 		rows, err := tx.QueryContext(ctx, "SELECT n, id, user_id, project, text FROM items WHERE n > $1 ORDER BY n LIMIT $2", last, reindexBatch)
+		batch, err := scanAll(rows, err, "reindex items", func(it *indexed) error {
+			return rows.Scan(&it.n, &it.id, &it.userID, &it.project, &it.text)
+		})
 		if err != nil {
-			return fmt.Errorf("reindex items: %w", err)
-		}
-		var batch []indexed
-		for rows.Next() {
-			var it indexed
-			if err := rows.Scan(&it.n, &it.id, &it.userID, &it.project, &it.text); err != nil {
-				rows.Close()
-				return fmt.Errorf("reindex items: %w", err)
-			}
-			batch = append(batch, it)
-		}
-		err = rows.Err()
-		if cerr := rows.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return fmt.Errorf("reindex items: %w", err)
+			return err
 		}
 		if len(batch) == 0 {
 			return nil

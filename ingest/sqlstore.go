@@ -18,7 +18,7 @@ import (
 type SQLStore struct {
 	db      *store.DB
 	enqueue func(ctx context.Context, tx *store.Tx, jobID string, backlog int) error
-	gate    chan struct{} // SQLite's writers in line (see begin); nil on PostgreSQL
+	gate    chan struct{} // SQLite's writers in line (see inTx); nil on PostgreSQL
 }
 
 // NewSQLStore returns the ingest store of db. Accept calls enqueue (unless
@@ -31,26 +31,30 @@ func NewSQLStore(db *store.DB, enqueue func(ctx context.Context, tx *store.Tx, j
 	return s
 }
 
-// begin starts a transaction that writes; call done once it has ended.
-// On SQLite writers wait in line on s.gate rather than poll for the lock.
-func (s *SQLStore) begin(ctx context.Context) (tx *store.Tx, done func(), err error) {
-	if s.gate == nil {
-		tx, err := s.db.BeginTx(ctx, nil)
-		return tx, func() {}, err
+// inTx runs f in a transaction that writes, and commits it unless f
+// fails; f's error is returned as it is, the others say what failed. On
+// SQLite writers wait in line on s.gate rather than poll for the lock.
+func (s *SQLStore) inTx(ctx context.Context, what string, f func(tx *store.Tx) error) error {
+	if s.gate != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = s.db.WithTimeout(ctx)
+		defer cancel()
+		select {
+		case s.gate <- struct{}{}:
+			defer func() { <-s.gate }()
+		case <-ctx.Done():
+			return store.Wrap(what, ctx.Err())
+		}
 	}
-	ctx, cancel := s.db.WithTimeout(ctx)
-	select {
-	case s.gate <- struct{}{}:
-	case <-ctx.Done():
-		cancel()
-		return nil, nil, ctx.Err()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return store.Wrap(what, err)
 	}
-	if tx, err = s.db.BeginTx(ctx, nil); err != nil {
-		<-s.gate
-		cancel()
-		return nil, nil, err
+	defer tx.Rollback()
+	if err := f(tx); err != nil {
+		return err
 	}
-	return tx, func() { <-s.gate; cancel() }, nil
+	return store.Wrap(what+": commit", tx.Commit())
 }
 
 var _ Store = (*SQLStore)(nil)
@@ -58,15 +62,20 @@ var _ Store = (*SQLStore)(nil)
 // Accept records the key of a, or finds it (see Store). The key's upsert
 // replaces an expired key and returns no row for a live one, read then
 // as a replay; a concurrent Accept waits at the key's unique index.
-func (s *SQLStore) Accept(ctx context.Context, a Acceptance) (Job, bool, error) {
-	tx, done, err := s.begin(ctx)
+func (s *SQLStore) Accept(ctx context.Context, a Acceptance) (job Job, replayed bool, err error) {
+	err = s.inTx(ctx, "accept", func(tx *store.Tx) error {
+		job, replayed, err = s.accept(ctx, tx, a)
+		return err
+	})
 	if err != nil {
-		return Job{}, false, store.Wrap("accept", err)
+		return Job{}, false, err
 	}
-	defer done()
-	defer tx.Rollback()
+	return job, replayed, nil
+}
+
+func (s *SQLStore) accept(ctx context.Context, tx *store.Tx, a Acceptance) (Job, bool, error) {
 	var jobID string
-	err = tx.QueryRowContext(ctx, `INSERT INTO ingest_keys (user_id, ingest_id, fingerprint, job_id, created_at, expires_at)
+	err := tx.QueryRowContext(ctx, `INSERT INTO ingest_keys (user_id, ingest_id, fingerprint, job_id, created_at, expires_at)
 		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (user_id, ingest_id) DO UPDATE SET fingerprint = excluded.fingerprint, job_id = excluded.job_id,
 			created_at = excluded.created_at, expires_at = excluded.expires_at
@@ -102,10 +111,7 @@ func (s *SQLStore) Accept(ctx context.Context, a Acceptance) (Job, bool, error) 
 		}
 	}
 	// Last, so the user's row is locked only until the commit.
-	if err := reserve(ctx, tx, a); err != nil {
-		return Job{}, false, err
-	}
-	return job, false, store.Wrap("accept: commit", tx.Commit())
+	return job, false, reserve(ctx, tx, a)
 }
 
 // noQuota stands for a quota of 0 (none).
@@ -143,12 +149,8 @@ func reserve(ctx context.Context, tx *store.Tx, a Acceptance) error {
 	return &QuotaError{Quota: QuotaJobs, Limit: maxJobs, Used: jobs, Asked: 1}
 }
 
-// release gives back to userID's quotas one job (when job) and items items.
-func release(ctx context.Context, tx *store.Tx, userID string, job bool, items int) error {
-	jobs := 0
-	if job {
-		jobs = 1
-	}
+// release gives back to userID's quotas jobs jobs and items items.
+func release(ctx context.Context, tx *store.Tx, userID string, jobs, items int) error {
 	_, err := tx.ExecContext(ctx, `UPDATE user_usage SET
 		items = CASE WHEN items > $2 THEN items - $2 ELSE 0 END,
 		jobs = CASE WHEN jobs > $3 THEN jobs - $3 ELSE 0 END
@@ -202,8 +204,12 @@ func (s *SQLStore) Jobs(ctx context.Context, userID string, after Cursor, limit 
 	return scanAll(rows, err, "list jobs", func(j *Job) (err error) { *j, err = scanJob(rows); return err })
 }
 
-// scanAll reads and closes rows, each as scan reads it.
-func scanAll[T any](rows *store.Rows, err error, what string, scan func(*T) error) ([]T, error) {
+// scanAll reads and closes rows (unless err, the query's), each as scan reads it.
+func scanAll[T any, R interface {
+	Next() bool
+	Err() error
+	Close() error
+}](rows R, err error, what string, scan func(*T) error) ([]T, error) {
 	if err != nil {
 		return nil, store.Wrap(what, err)
 	}
@@ -227,8 +233,13 @@ func (s *SQLStore) StartJob(ctx context.Context, id string, now time.Time) (Job,
 		return Job{}, nil, store.Wrap("start job", store.NotFound(err))
 	}
 	if status == string(StatusQueued) {
-		if err := s.start(ctx, id, now); err != nil {
-			return Job{}, nil, store.Wrap("start job", err)
+		err := s.inTx(ctx, "start job", func(tx *store.Tx) error {
+			_, err := tx.ExecContext(ctx, "UPDATE jobs SET status = $1, started_at = $2 WHERE id = $3 AND status = $4",
+				string(StatusRunning), store.Millis(now), id, string(StatusQueued))
+			return store.Wrap("start job", err)
+		})
+		if err != nil {
+			return Job{}, nil, err
 		}
 	}
 	var batch sql.NullString
@@ -242,192 +253,121 @@ func (s *SQLStore) StartJob(ctx context.Context, id string, now time.Time) (Job,
 	return j, []byte(batch.String), nil
 }
 
-func (s *SQLStore) start(ctx context.Context, id string, now time.Time) error {
-	tx, done, err := s.begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, "UPDATE jobs SET status = $1, started_at = $2 WHERE id = $3 AND status = $4",
-		string(StatusRunning), store.Millis(now), id, string(StatusQueued)); err != nil {
-		return err
-	}
-	return tx.Commit()
-}
-
 // itemCols are the columns StoreItems inserts; PostgreSQL adds search.
 const itemCols = "id, user_id, job_id, seq, project, text, kind, skill, tags, occurred_at, created_at"
 
 // StoreItems stores items of running job id (see Store). Updating the job
 // first checks it is running and locks its row.
-func (s *SQLStore) StoreItems(ctx context.Context, id string, items []StoredItem, done int, now time.Time) (bool, error) {
-	tx, end, err := s.begin(ctx)
-	if err != nil {
-		return false, store.Wrap("store items", err)
-	}
-	defer end()
-	defer tx.Rollback()
-	var userID string
-	var total, stored int
-	err = tx.QueryRowContext(ctx, `UPDATE jobs SET items_done = CASE WHEN items_done < $1 THEN $1 ELSE items_done END WHERE id = $2 AND status = $3
-		RETURNING user_id, items_total, items_done`, done, id, string(StatusRunning)).Scan(&userID, &total, &stored)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, ErrNotFound
-	}
-	if err != nil {
-		return false, store.Wrap("store items", err)
-	}
-	if len(items) > 0 {
-		if err := s.insertItems(ctx, tx, items); err != nil {
-			return false, store.Wrap("store items", err)
+func (s *SQLStore) StoreItems(ctx context.Context, id string, items []StoredItem, done int, now time.Time) (finished bool, err error) {
+	err = s.inTx(ctx, "store items", func(tx *store.Tx) error {
+		var userID string
+		var total, stored int
+		err := tx.QueryRowContext(ctx, `UPDATE jobs SET items_done = CASE WHEN items_done < $1 THEN $1 ELSE items_done END
+			WHERE id = $2 AND status = $3 RETURNING user_id, items_total, items_done`,
+			done, id, string(StatusRunning)).Scan(&userID, &total, &stored)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
 		}
-	}
-	finished := stored >= total
-	if finished {
+		if err != nil {
+			return store.Wrap("store items", err)
+		}
+		if len(items) > 0 {
+			if err := s.insertItems(ctx, tx, items); err != nil {
+				return err
+			}
+		}
+		if finished = stored >= total; !finished {
+			return nil
+		}
 		if _, err := tx.ExecContext(ctx, "UPDATE jobs SET status = $1, error = '', finished_at = $2, batch = NULL WHERE id = $3",
 			string(StatusSucceeded), store.Millis(now), id); err != nil {
-			return false, store.Wrap("store items: finish the job", err)
+			return store.Wrap("store items: finish the job", err)
 		}
-		if err := release(ctx, tx, userID, true, 0); err != nil {
-			return false, store.Wrap("store items: give back to the quotas", err)
-		}
-	}
-	return finished, store.Wrap("store items", tx.Commit())
+		return store.Wrap("store items: give back to the quotas", release(ctx, tx, userID, 1, 0))
+	})
+	return finished && err == nil, err
 }
 
-// insertItems inserts items, skipping those stored already, and indexes them.
+// insertItems inserts items, skipping those stored already, and indexes
+// them; on PostgreSQL each row holds its terms (search).
 func (s *SQLStore) insertItems(ctx context.Context, tx *store.Tx, items []StoredItem) error {
-	q, args, err := insertItemsQuery(items, s.db.Dialect == store.Postgres)
-	if err != nil {
-		return err
-	}
-	rows, err := tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	stored, err := insertedItems(rows, items)
-	if err != nil {
-		return err
-	}
-	return index(ctx, tx, s.db.Dialect, stored)
-}
-
-// insertItemsQuery is the INSERT of items, returning each new row's n and seq.
-func insertItemsQuery(items []StoredItem, pg bool) (string, []any, error) {
-	n := 11 // len(itemCols)
-	cols := itemCols
+	pg, cols := s.db.Dialect == store.Postgres, itemCols
 	if pg {
-		n, cols = 12, itemCols+", search"
+		cols += ", search"
 	}
-	var q strings.Builder
-	q.WriteString("INSERT INTO items (" + cols + ") VALUES ")
-	args := make([]any, 0, n*len(items))
+	bySeq := make(map[int]*StoredItem, len(items))
+	values, args := make([]string, len(items)), make([]any, 0, 12*len(items))
 	for i, it := range items {
-		if i > 0 {
-			q.WriteString(", ")
-		}
-		writeItemRow(&q, i*n, n)
+		bySeq[it.Seq] = &items[i]
 		if it.Tags == nil {
 			it.Tags = []string{}
 		}
-		tags, err := json.Marshal(it.Tags)
-		if err != nil {
-			return "", nil, err
-		}
-		args = append(args, it.ID, it.UserID, it.JobID, it.Seq, it.Project, it.Text, it.Kind, it.Skill, string(tags), store.Millis(it.OccurredAt), store.Millis(it.CreatedAt))
+		tags, _ := json.Marshal(it.Tags) // a []string always marshals
+		row := []any{it.ID, it.UserID, it.JobID, it.Seq, it.Project, it.Text, it.Kind, it.Skill, string(tags),
+			store.Millis(it.OccurredAt), store.Millis(it.CreatedAt)}
 		if pg {
-			args = append(args, itemTerms(it.UserID, it.Project, it.Text))
+			row = append(row, itemTerms(it.UserID, it.Project, it.Text))
 		}
-	}
-	q.WriteString(" ON CONFLICT (job_id, seq) DO NOTHING RETURNING n, seq")
-	return q.String(), args, nil
-}
-
-// writeItemRow writes the placeholders of one row of n columns after after.
-func writeItemRow(q *strings.Builder, after, n int) {
-	q.WriteByte('(')
-	for c := range n {
-		if c > 0 {
-			q.WriteString(", ")
+		marks := make([]string, len(row))
+		for c := range row {
+			marks[c] = "$" + strconv.Itoa(len(args)+c+1)
 		}
-		p := "$" + strconv.Itoa(after+c+1)
-		if c == 11 {
-			p = "array_to_tsvector(string_to_array(" + p + ", ' '))"
+		if pg {
+			marks[11] = "array_to_tsvector(string_to_array(" + marks[11] + ", ' '))"
 		}
-		q.WriteString(p)
+		values[i] = "(" + strings.Join(marks, ", ") + ")"
+		args = append(args, row...)
 	}
-	q.WriteByte(')')
-}
-
-// insertedItems reads and closes the rows of insertItemsQuery.
-func insertedItems(rows *store.Rows, items []StoredItem) ([]indexed, error) {
-	bySeq := make(map[int]*StoredItem, len(items))
-	for i := range items {
-		bySeq[items[i].Seq] = &items[i]
-	}
-	var stored []indexed
-	for rows.Next() {
-		var n int64
+	rows, err := tx.QueryContext(ctx, "INSERT INTO items ("+cols+") VALUES "+strings.Join(values, ", ")+
+		" ON CONFLICT (job_id, seq) DO NOTHING RETURNING n, seq", args...)
+	stored, err := scanAll(rows, err, "store items", func(in *indexed) error {
 		var seq int
-		if err := rows.Scan(&n, &seq); err != nil {
-			rows.Close()
-			return nil, err
+		if err := rows.Scan(&in.n, &seq); err != nil {
+			return err
 		}
 		it := bySeq[seq]
-		stored = append(stored, indexed{n: n, id: it.ID, userID: it.UserID, project: it.Project, text: it.Text})
+		in.id, in.userID, in.project, in.text = it.ID, it.UserID, it.Project, it.Text
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	err := rows.Err()
-	if cerr := rows.Close(); err == nil {
-		err = cerr
-	}
-	return stored, err
+	return store.Wrap("store items", index(ctx, tx, s.db.Dialect, stored))
 }
 
 // FinishJob makes job id final, unless it is already (see Store).
-func (s *SQLStore) FinishJob(ctx context.Context, id string, status Status, message string, now time.Time) (Job, bool, error) {
-	tx, done, err := s.begin(ctx)
-	if err != nil {
-		return Job{}, false, store.Wrap("finish job", err)
-	}
-	defer done()
-	defer tx.Rollback()
-	var userID string
-	var total, stored int
-	err = tx.QueryRowContext(ctx, `UPDATE jobs SET status = $1, error = $2, finished_at = $3, batch = NULL WHERE id = $4 AND status IN ($5, $6)
-		RETURNING user_id, items_total, items_done`,
-		string(status), message, store.Millis(now), id, string(StatusQueued), string(StatusRunning)).Scan(&userID, &total, &stored)
-	finished := err == nil
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return Job{}, false, store.Wrap("finish job", err)
-	}
-	if finished {
-		if err := release(ctx, tx, userID, true, max(total-stored, 0)); err != nil {
-			return Job{}, false, store.Wrap("finish job: give back to the quotas", err)
+func (s *SQLStore) FinishJob(ctx context.Context, id string, status Status, message string, now time.Time) (job Job, finished bool, err error) {
+	err = s.inTx(ctx, "finish job", func(tx *store.Tx) error {
+		var userID string
+		var total, stored int
+		err := tx.QueryRowContext(ctx, `UPDATE jobs SET status = $1, error = $2, finished_at = $3, batch = NULL
+			WHERE id = $4 AND status IN ($5, $6) RETURNING user_id, items_total, items_done`,
+			string(status), message, store.Millis(now), id, string(StatusQueued), string(StatusRunning)).Scan(&userID, &total, &stored)
+		if finished = err == nil; err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return store.Wrap("finish job", err)
 		}
-	}
-	j, err := scanJob(tx.QueryRowContext(ctx, "SELECT "+jobCols+" FROM jobs j WHERE j.id = $1", id))
+		if finished {
+			if err := release(ctx, tx, userID, 1, max(total-stored, 0)); err != nil {
+				return store.Wrap("finish job: give back to the quotas", err)
+			}
+		}
+		job, err = scanJob(tx.QueryRowContext(ctx, "SELECT "+jobCols+" FROM jobs j WHERE j.id = $1", id))
+		return store.Wrap("finish job", err)
+	})
 	if err != nil {
-		return Job{}, false, store.Wrap("finish job", err)
+		return Job{}, false, err
 	}
-	return j, finished, store.Wrap("finish job: commit", tx.Commit())
+	return job, finished, nil
 }
 
 // DeleteItem deletes the user's item id and gives it back to their quota.
 func (s *SQLStore) DeleteItem(ctx context.Context, userID, id string) error {
-	tx, done, err := s.begin(ctx)
-	if err != nil {
-		return store.Wrap("delete item", err)
-	}
-	defer done()
-	defer tx.Rollback()
-	if err := store.AffectedOne(tx.ExecContext(ctx, "DELETE FROM items WHERE id = $1 AND user_id = $2", id, userID)); err != nil {
-		return store.Wrap("delete item", err)
-	}
-	if err := release(ctx, tx, userID, false, 1); err != nil {
-		return store.Wrap("delete item: give back to the quota", err)
-	}
-	return store.Wrap("delete item: commit", tx.Commit())
+	return s.inTx(ctx, "delete item", func(tx *store.Tx) error {
+		if err := store.AffectedOne(tx.ExecContext(ctx, "DELETE FROM items WHERE id = $1 AND user_id = $2", id, userID)); err != nil {
+			return store.Wrap("delete item", err)
+		}
+		return store.Wrap("delete item: give back to the quota", release(ctx, tx, userID, 0, 1))
+	})
 }
 
 // Skills counts the user's items by skill, most first.

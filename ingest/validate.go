@@ -436,19 +436,11 @@ func labelProblem(s string, n, max int) string {
 	return ""
 }
 
-func (e *ValidationError) text(loc, s string) {
-	if msg := textProblem(s, utf8.RuneCountInString(s)); msg != "" {
-		e.add(loc, msg)
-	}
-}
-
-// label records the problem of a label at loc, if any, and reports whether it had none.
-func (e *ValidationError) label(loc, s string, max int) bool {
+// label records the problem of a label at loc, if any.
+func (e *ValidationError) label(loc, s string, max int) {
 	if msg := labelProblem(s, utf8.RuneCountInString(s), max); msg != "" {
 		e.add(loc, msg)
-		return false
 	}
-	return true
 }
 
 // An object is the state of reading one JSON object's members.
