@@ -17,9 +17,8 @@ type MemoryHub struct {
 	Now func() time.Time
 
 	fanout          // its lock guards the fields below too
-	ring   []keptEv // the newest events, oldest at head; len is the hub's replay
-	head   int
-	n      int // events in ring
+	kept   []keptEv // the newest events, oldest first
+	replay int      // how many it keeps
 
 	last  eventID // the newest id given
 	floor eventID // every event after floor is in ring: the newest dropped, else the first
@@ -38,7 +37,7 @@ func NewMemoryHub(replay, buffer int) *MemoryHub {
 	if replay < 0 {
 		panic("streams: a hub cannot keep fewer than 0 events")
 	}
-	h := &MemoryHub{Now: time.Now, ring: make([]keptEv, replay)}
+	h := &MemoryHub{Now: time.Now, replay: replay}
 	h.init(buffer)
 	return h
 }
@@ -93,26 +92,19 @@ func (h *MemoryHub) nextLocked(now time.Time) eventID {
 }
 
 func (h *MemoryHub) keepLocked(k keptEv) {
-	if len(h.ring) == 0 {
-		h.floor = k.id
-		return
+	h.kept = append(h.kept, k)
+	if len(h.kept) > h.replay {
+		h.floor = h.kept[0].id
+		h.kept[0] = keptEv{} // for the collector
+		h.kept = h.kept[1:]
 	}
-	i := (h.head + h.n) % len(h.ring)
-	if h.n == len(h.ring) {
-		h.floor = h.ring[h.head].id
-		h.head = (h.head + 1) % len(h.ring)
-	} else {
-		h.n++
-	}
-	h.ring[i] = k
 }
 
 func (h *MemoryHub) replayLocked(user string, a eventID) []Event {
-	at := func(i int) *keptEv { return &h.ring[(h.head+i)%len(h.ring)] }
-	first := sort.Search(h.n, func(i int) bool { return at(i).id.compare(a) > 0 })
+	first := sort.Search(len(h.kept), func(i int) bool { return h.kept[i].id.compare(a) > 0 })
 	var out []Event
-	for i := first; i < h.n; i++ {
-		if k := at(i); k.ev.To == user || k.ev.To == everyone {
+	for _, k := range h.kept[first:] {
+		if k.ev.To == user || k.ev.To == everyone {
 			out = append(out, k.ev)
 		}
 	}

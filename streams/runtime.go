@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/internal/product"
@@ -30,20 +31,19 @@ type Runtime struct {
 	closing             chan struct{} // closed by CloseStreams
 	once                sync.Once
 	live                liveSnapshots
-	prober              prober // carries probes to every replica
+	prober              prober             // carries probes to every replica
+	probing             singleflight.Group // each probed user's wait
 	// n counts the streams open here, byUser holds them; ended is closed
-	// when n falls to 0; probing holds each probed user's wait.
-	mu      sync.Mutex
-	n       int
-	byUser  map[string][]*Stream
-	ended   chan struct{}
-	probing map[string]chan struct{}
+	// when n falls to 0.
+	mu     sync.Mutex
+	n      int
+	byUser map[string][]*Stream
+	ended  chan struct{}
 }
 
 // New returns the stream runtime of cfg, with its defaults.
 func New(cfg Config) *Runtime {
-	return &Runtime{cfg: cfg.withDefaults(), closing: make(chan struct{}), byUser: map[string][]*Stream{},
-		probing: map[string]chan struct{}{}}
+	return &Runtime{cfg: cfg.withDefaults(), closing: make(chan struct{}), byUser: map[string][]*Stream{}}
 }
 
 // Feature serves the runtime on s, as an api.Feature: it declares
