@@ -305,17 +305,14 @@ func (l *Limiter) connState(nc net.Conn, state http.ConnState) {
 // own is nc as one of l's connections (through wrappers such as *tls.Conn), or nil.
 func (l *Limiter) own(nc net.Conn) *conn {
 	for range 8 { // a wrapper of a wrapper, but never a cycle
-		switch v := nc.(type) {
-		case *conn:
-			if v.l == l {
-				return v
-			}
-			return nil
-		case interface{ NetConn() net.Conn }:
-			nc = v.NetConn()
-		default:
+		if c, ok := nc.(*conn); ok && c.l == l {
+			return c
+		}
+		w, ok := nc.(interface{ NetConn() net.Conn })
+		if !ok {
 			return nil
 		}
+		nc = w.NetConn()
 	}
 	return nil
 }

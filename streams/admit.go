@@ -117,11 +117,10 @@ func (p *Runtime) admit(ctx context.Context, h http.Header, id *auth.Identity, t
 	}
 	if then != nil {
 		giveBack(2)
-		p.headers.Write(h, free, ds[:len(p.opens)], p.s.Now())
-		return capSlot{}, capSlot{}, then
+		slots = [2]capSlot{}
 	}
 	p.headers.Write(h, free, ds[:len(p.opens)], p.s.Now())
-	return slots[0], slots[1], nil
+	return slots[0], slots[1], then
 }
 
 // reserve takes one of key's slots in c. When key has none free, user's

@@ -196,12 +196,8 @@ func (h *RedisHub) Subscribe(ctx context.Context, user, after string) (*Subscrip
 			ok = in
 		}
 	}
-	if !ok { // no after, or none of this stream's: live events only
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		s := h.addLocked(user, eventID{})
-		s.Gap, s.At = after != "", h.seen.String()
-		return s, nil
+	if !ok {
+		a = eventID{}
 	}
 	h.mu.Lock()
 	s := h.addLocked(user, a)
@@ -211,6 +207,10 @@ func (h *RedisHub) Subscribe(ctx context.Context, user, after string) (*Subscrip
 	}
 	s.At = at.String()
 	h.mu.Unlock()
+	if !ok { // no after, or none of this stream's: live events only
+		s.Gap = after != ""
+		return s, nil
+	}
 	gap, events, err := h.replay(ctx, user, after, upto)
 	if err != nil {
 		s.Close()
