@@ -208,9 +208,7 @@ func (l *Limiter) quietDue(c *conn) int64 { return c.last.Load() + int64(l.cfg.G
 // receiveLocked marks c receiving a request from now, its bytes counted
 // from the last n read.
 func (l *Limiter) receiveLocked(c *conn, now int64, n int) {
-	if c.state == idle {
-		l.unidleLocked(c)
-	}
+	l.activeLocked(c)
 	c.state, c.start, c.base = receiving, now, c.got.Load()-int64(n)
 	c.last.Store(now)
 	l.byRate.push(c)
@@ -218,17 +216,8 @@ func (l *Limiter) receiveLocked(c *conn, now int64, n int) {
 	l.stats.Receiving++
 }
 
-func (l *Limiter) arriveLocked(c *conn) {
-	c.state = active
-	l.byRate.remove(c)
-	l.byQuiet.remove(c)
-	l.stats.Receiving--
-}
-
 func (l *Limiter) setIdleLocked(c *conn) {
-	if c.state == receiving {
-		l.arriveLocked(c)
-	}
+	l.activeLocked(c)
 	c.state = idle
 	c.idle.Store(true)
 	l.idle.pushBack(c)
@@ -238,24 +227,24 @@ func (l *Limiter) setIdleLocked(c *conn) {
 	l.stats.Idle++
 }
 
-func (l *Limiter) unidleLocked(c *conn) {
-	c.state = active
-	c.idle.Store(false)
-	l.idle.remove(c)
-	if c.peer != nil {
-		c.peer.idle.remove(c)
-	}
-	l.stats.Idle--
-}
-
-// activeLocked takes idle or receiving c out of its lists and heaps.
+// activeLocked makes idle or receiving c active, out of its lists and heaps.
 func (l *Limiter) activeLocked(c *conn) {
 	switch c.state {
 	case idle:
-		l.unidleLocked(c)
+		c.idle.Store(false)
+		l.idle.remove(c)
+		if c.peer != nil {
+			c.peer.idle.remove(c)
+		}
+		l.stats.Idle--
 	case receiving:
-		l.arriveLocked(c)
+		l.byRate.remove(c)
+		l.byQuiet.remove(c)
+		l.stats.Receiving--
+	default:
+		return
 	}
+	c.state = active
 }
 
 // releaseLocked counts c out, once.
