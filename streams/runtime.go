@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -196,8 +197,6 @@ func (c Config) withDefaults() Config {
 	if c.RetryAfter <= 0 {
 		c.RetryAfter = DefaultRetryAfter
 	}
-	if c.LiveAccess == "" {
-		c.LiveAccess = api.Caller
-	}
+	c.LiveAccess = cmp.Or(c.LiveAccess, api.Caller)
 	return c
 }
