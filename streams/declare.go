@@ -3,6 +3,7 @@ package streams
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -78,10 +79,8 @@ func (p *Runtime) add(so Operation) *declared {
 	head.Description = "The answer GET would start with, headers only, and no stream: the same checks, refusals and statuses, and it draws an open from the open budgets as a GET does. " +
 		"A client may ask it to learn whether a stream would start, without holding one."
 	head.Responses = map[string]*huma.Response{"200": {Description: "A GET would start the stream now."}}
-	for status, r := range responses { // such as a 204
-		op.Responses[status] = r
-		head.Responses[status] = r
-	}
+	maps.Copy(op.Responses, responses) // such as a 204
+	maps.Copy(head.Responses, responses)
 	s.API.OpenAPI().AddOperation(&op)
 	s.API.OpenAPI().AddOperation(&head)
 	s.Router().Get(op.Path, func(w http.ResponseWriter, r *http.Request) {
