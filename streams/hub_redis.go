@@ -262,10 +262,7 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // read marks what a failed read or publish lost, then delivers the entries after seen.
 func (h *RedisHub) read(ctx context.Context) (int, error) {
-	sctx, cancel := context.WithTimeout(ctx, callTimeout)
-	err := h.start(sctx)
-	cancel()
-	if err != nil {
+	if err := h.start(ctx); err != nil {
 		return 0, err
 	}
 	h.mu.Lock()
@@ -286,10 +283,9 @@ func (h *RedisHub) read(ctx context.Context) (int, error) {
 	if err := h.markGaps(ctx); err != nil {
 		return 0, err
 	}
-	from := seen.String()
 	rctx, cancel := context.WithTimeout(ctx, readBlock+callTimeout)
 	defer cancel()
-	cmd := h.client.B().Xread().Count(readCount).Block(readBlock.Milliseconds()).Streams().Key(h.key).Id(from).Build()
+	cmd := h.client.B().Xread().Count(readCount).Block(readBlock.Milliseconds()).Streams().Key(h.key).Id(seen.String()).Build()
 	streams, err := h.client.Do(rctx, cmd).AsXRead()
 	if rueidis.IsRedisNil(err) || unblocked(err) { // nothing new within the block
 		return 0, nil
@@ -328,6 +324,8 @@ func (h *RedisHub) start(ctx context.Context) error {
 	}
 	h.startMu.Lock()
 	defer h.startMu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	cmd := h.client.B().Xrevrange().Key(h.key).End("+").Start("-").Count(1).Build()
 	entries, err := h.client.Do(ctx, cmd).AsXRange()
 	if err != nil {

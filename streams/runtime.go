@@ -100,8 +100,17 @@ func (p *Runtime) Hub() Hub { return p.cfg.Hub }
 // a stream that took its connection is not http.Server's to wait for.
 func (p *Runtime) CloseStreams(ctx context.Context) error {
 	p.once.Do(func() { close(p.closing) })
+	p.mu.Lock()
+	if p.n > 0 && p.ended == nil {
+		p.ended = make(chan struct{})
+	}
+	ended := p.ended // nil when none is open
+	p.mu.Unlock()
+	if ended == nil {
+		return nil
+	}
 	select {
-	case <-p.none():
+	case <-ended:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -133,21 +142,6 @@ func (p *Runtime) count() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.n
-}
-
-// none returns a channel closed once no stream is open.
-func (p *Runtime) none() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.n == 0 {
-		c := make(chan struct{})
-		close(c)
-		return c
-	}
-	if p.ended == nil {
-		p.ended = make(chan struct{})
-	}
-	return p.ended
 }
 
 // Config configures a stream runtime ([New]); zero fields take defaults.
