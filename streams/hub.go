@@ -10,8 +10,8 @@ import (
 )
 
 // MemoryHub is a [Hub] for one process, safe for concurrent use. It keeps
-// the newest events of all users in a ring for replay; ids take Redis's
-// form and strictly increase, even when the clock goes back.
+// the newest events of all users for replay; ids take Redis's form and
+// strictly increase, even when the clock goes back.
 type MemoryHub struct {
 	// Now is the clock of event ids (time.Now); set it before use.
 	Now func() time.Time
@@ -55,7 +55,7 @@ func (h *MemoryHub) Publish(_ context.Context, ev Event) (string, error) {
 }
 
 // Subscribe follows user's events; it registers the subscription and reads
-// its Replay in one step, so no event is in both. Gap is set when the ring
+// its Replay in one step, so no event is in both. Gap is set when the hub
 // dropped an event after after, or after is not one of the hub's ids.
 func (h *MemoryHub) Subscribe(_ context.Context, user, after string) (*Subscription, error) {
 	h.mu.Lock()
