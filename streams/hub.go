@@ -10,18 +10,19 @@ import (
 )
 
 // MemoryHub is a [Hub] for one process, safe for concurrent use. It keeps
-// the newest events of all users for replay; ids take Redis's form and
-// strictly increase, even when the clock goes back.
+// the newest events of all users in a ring for replay; ids take Redis's
+// form and strictly increase, even when the clock goes back.
 type MemoryHub struct {
 	// Now is the clock of event ids (time.Now); set it before use.
 	Now func() time.Time
 
 	fanout          // its lock guards the fields below too
-	kept   []keptEv // the newest events, oldest first
-	replay int      // how many it keeps
+	ring   []keptEv // the newest events, oldest at head; len is the hub's replay
+	head   int
+	n      int // events in ring
 
 	last  eventID // the newest id given; 0-0 before any
-	floor eventID // every event after floor is kept: the newest dropped, else the first
+	floor eventID // every event after floor is in ring: the newest dropped, else the first
 }
 
 type keptEv struct {
@@ -36,7 +37,7 @@ func NewMemoryHub(replay, buffer int) *MemoryHub {
 	if replay < 0 {
 		panic("streams: a hub cannot keep fewer than 0 events")
 	}
-	h := &MemoryHub{Now: time.Now, replay: replay}
+	h := &MemoryHub{Now: time.Now, ring: make([]keptEv, replay)}
 	h.init(buffer)
 	return h
 }
@@ -55,7 +56,7 @@ func (h *MemoryHub) Publish(_ context.Context, ev Event) (string, error) {
 }
 
 // Subscribe follows user's events; it registers the subscription and reads
-// its Replay in one step, so no event is in both. Gap is set when the hub
+// its Replay in one step, so no event is in both. Gap is set when the ring
 // dropped an event after after, or after is not one of the hub's ids.
 func (h *MemoryHub) Subscribe(_ context.Context, user, after string) (*Subscription, error) {
 	h.mu.Lock()
@@ -89,19 +90,26 @@ func (h *MemoryHub) nextLocked(now time.Time) eventID {
 }
 
 func (h *MemoryHub) keepLocked(k keptEv) {
-	h.kept = append(h.kept, k)
-	if len(h.kept) > h.replay {
-		h.floor = h.kept[0].id
-		h.kept[0] = keptEv{} // for the collector
-		h.kept = h.kept[1:]
+	if len(h.ring) == 0 {
+		h.floor = k.id
+		return
 	}
+	i := (h.head + h.n) % len(h.ring)
+	if h.n == len(h.ring) {
+		h.floor = h.ring[h.head].id
+		h.head = (h.head + 1) % len(h.ring)
+	} else {
+		h.n++
+	}
+	h.ring[i] = k
 }
 
 func (h *MemoryHub) replayLocked(user string, a eventID) []Event {
-	first := sort.Search(len(h.kept), func(i int) bool { return h.kept[i].id.compare(a) > 0 })
+	at := func(i int) *keptEv { return &h.ring[(h.head+i)%len(h.ring)] }
+	first := sort.Search(h.n, func(i int) bool { return at(i).id.compare(a) > 0 })
 	var out []Event
-	for _, k := range h.kept[first:] {
-		if k.ev.To == user || k.ev.To == everyone {
+	for i := first; i < h.n; i++ {
+		if k := at(i); k.ev.To == user || k.ev.To == everyone {
 			out = append(out, k.ev)
 		}
 	}
