@@ -145,16 +145,15 @@ func (h *RedisHub) noteLost(user string) {
 // markGaps adds a gap marker for each user whose events a Publish lost.
 func (h *RedisHub) markGaps(ctx context.Context) error {
 	h.lostMu.Lock()
-	if !h.lostAll && len(h.lost) == 0 {
-		h.lostMu.Unlock()
-		return nil
-	}
 	users := slices.Collect(maps.Keys(h.lost))
 	if h.lostAll {
 		users = []string{everyone}
 	}
 	h.lost, h.lostAll = nil, false
 	h.lostMu.Unlock()
+	if len(users) == 0 {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	cmds := make(rueidis.Commands, len(users))
@@ -189,11 +188,12 @@ func (h *RedisHub) Subscribe(ctx context.Context, user, after string) (*Subscrip
 		ahead := a.compare(h.seen) > 0
 		h.mu.Unlock()
 		if ahead { // Run has not reached after: is it in the stream at all?
-			in, err := h.reaches(ctx, a)
+			cmd := h.client.B().Xrange().Key(h.key).Start(a.String()).End("+").Count(1).Build()
+			entries, err := h.client.Do(ctx, cmd).AsXRange()
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("streams: read redis stream %s: %w", h.key, err)
 			}
-			ok = in
+			ok = len(entries) > 0
 		}
 	}
 	if !ok {
@@ -375,16 +375,6 @@ func (h *RedisHub) lostSince(ctx context.Context, seen eventID) (bool, error) {
 		return added > length, nil
 	}
 	return len(kept) == 0, nil
-}
-
-// reaches reports whether the stream holds an entry at or after a.
-func (h *RedisHub) reaches(ctx context.Context, a eventID) (bool, error) {
-	cmd := h.client.B().Xrange().Key(h.key).Start(a.String()).End("+").Count(1).Build()
-	entries, err := h.client.Do(ctx, cmd).AsXRange()
-	if err != nil {
-		return false, fmt.Errorf("streams: read redis stream %s: %w", h.key, err)
-	}
-	return len(entries) > 0, nil
 }
 
 func (h *RedisHub) replay(ctx context.Context, user, after, upto string) (bool, []Event, error) {
