@@ -208,9 +208,7 @@ func (l *Limiter) quietDue(c *conn) int64 { return c.last.Load() + int64(l.cfg.G
 // receiveLocked marks c receiving a request from now, its bytes counted
 // from the last n read.
 func (l *Limiter) receiveLocked(c *conn, now int64, n int) {
-	if c.state == idle {
-		l.unidleLocked(c)
-	}
+	l.activeLocked(c)
 	c.state, c.start, c.base = receiving, now, c.got.Load()-int64(n)
 	c.last.Store(now)
 	l.byRate.push(c)
@@ -218,17 +216,8 @@ func (l *Limiter) receiveLocked(c *conn, now int64, n int) {
 	l.stats.Receiving++
 }
 
-func (l *Limiter) arriveLocked(c *conn) {
-	c.state = active
-	l.byRate.remove(c)
-	l.byQuiet.remove(c)
-	l.stats.Receiving--
-}
-
 func (l *Limiter) setIdleLocked(c *conn) {
-	if c.state == receiving {
-		l.arriveLocked(c)
-	}
+	l.activeLocked(c)
 	c.state = idle
 	c.idle.Store(true)
 	l.idle.pushBack(c)
@@ -238,24 +227,24 @@ func (l *Limiter) setIdleLocked(c *conn) {
 	l.stats.Idle++
 }
 
-func (l *Limiter) unidleLocked(c *conn) {
-	c.state = active
-	c.idle.Store(false)
-	l.idle.remove(c)
-	if c.peer != nil {
-		c.peer.idle.remove(c)
-	}
-	l.stats.Idle--
-}
-
-// activeLocked takes idle or receiving c out of its lists and heaps.
+// activeLocked makes idle or receiving c active, out of its lists and heaps.
 func (l *Limiter) activeLocked(c *conn) {
 	switch c.state {
 	case idle:
-		l.unidleLocked(c)
+		c.idle.Store(false)
+		l.idle.remove(c)
+		if c.peer != nil {
+			c.peer.idle.remove(c)
+		}
+		l.stats.Idle--
 	case receiving:
-		l.arriveLocked(c)
+		l.byRate.remove(c)
+		l.byQuiet.remove(c)
+		l.stats.Receiving--
+	default:
+		return
 	}
+	c.state = active
 }
 
 // releaseLocked counts c out, once.
@@ -305,17 +294,14 @@ func (l *Limiter) connState(nc net.Conn, state http.ConnState) {
 // own is nc as one of l's connections (through wrappers such as *tls.Conn), or nil.
 func (l *Limiter) own(nc net.Conn) *conn {
 	for range 8 { // a wrapper of a wrapper, but never a cycle
-		switch v := nc.(type) {
-		case *conn:
-			if v.l == l {
-				return v
-			}
-			return nil
-		case interface{ NetConn() net.Conn }:
-			nc = v.NetConn()
-		default:
+		if c, ok := nc.(*conn); ok && c.l == l {
+			return c
+		}
+		w, ok := nc.(interface{ NetConn() net.Conn })
+		if !ok {
 			return nil
 		}
+		nc = w.NetConn()
 	}
 	return nil
 }

@@ -69,7 +69,8 @@ func (h *dueHeap) first() (*conn, int64) {
 		if due <= c.slots[h.k].due {
 			return c, due
 		}
-		h.update(c, due)
+		c.slots[h.k].due = due
+		heap.Fix(h, 0)
 	}
 	return nil, 0
 }
@@ -80,11 +81,6 @@ func (h *dueHeap) push(c *conn) {
 }
 
 func (h *dueHeap) remove(c *conn) { heap.Remove(h, c.slots[h.k].i) }
-
-func (h *dueHeap) update(c *conn, due int64) {
-	c.slots[h.k].due = due
-	heap.Fix(h, c.slots[h.k].i)
-}
 
 func (h *dueHeap) Len() int           { return len(h.cs) }
 func (h *dueHeap) Less(i, j int) bool { return h.cs[i].slots[h.k].due < h.cs[j].slots[h.k].due }

@@ -62,7 +62,7 @@ func (l *Limiter) receive(next http.Handler) http.Handler {
 func (l *Limiter) arrive(c *conn) {
 	l.mu.Lock()
 	if c.state == receiving {
-		l.arriveLocked(c)
+		l.activeLocked(c)
 	}
 	l.mu.Unlock()
 }
@@ -104,7 +104,7 @@ func (l *Limiter) sweep(stop <-chan struct{}) {
 		l.mu.Lock()
 		for _, h := range []*dueHeap{&l.byRate, &l.byQuiet} {
 			for c, due := h.first(); c != nil && due <= now; c, due = h.first() {
-				l.arriveLocked(c)
+				l.activeLocked(c)
 				behind = append(behind, c)
 			}
 		}

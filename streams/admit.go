@@ -67,10 +67,9 @@ func (p *Runtime) admit(ctx context.Context, h http.Header, id *auth.Identity, t
 		c         Cap
 		key, name string
 		count     api.Decisions
-	}{{p.cfg.Cap, capKey(id), capName, p.keyCount}, {p.cfg.UserCap, userKey(id), userCapName, p.userCount}}
+	}{{p.cfg.Cap, capKey(id), capName, p.keyCount}, {p.cfg.UserCap, "u:" + id.User.ID, userCapName, p.userCount}}
 	var slots [2]capSlot
-	var buf [2]int
-	free := buf[:0] // of each cap decided
+	var free [2]int // of each cap, once decided
 	giveBack := func(n int) {
 		for j := range n {
 			slots[j].release()
@@ -88,13 +87,13 @@ func (p *Runtime) admit(ctx context.Context, h http.Header, id *auth.Identity, t
 			p.s.LogOutage(ctx, err)
 			return capSlot{}, capSlot{}, api.NewError(http.StatusServiceUnavailable, product.Name+" cannot count your streams right now; retry shortly")
 		}
-		free = append(free, freeSlots(c.c.capacity(), live, ok))
 		if !ok {
 			giveBack(i)
 			c.count.Limited()
-			p.headers.Write(h, free, nil, p.s.Now())
+			p.headers.Write(h, free[:i+1], nil, p.s.Now()) // none free in c
 			return capSlot{}, capSlot{}, api.RateLimited("stream", c.name, c.c.capacity(), 0, p.cfg.RetryAfter)
 		}
+		free[i] = max(c.c.capacity()-live, 0)
 		c.count.Allowed()
 		slots[i] = s
 	}
@@ -109,7 +108,7 @@ func (p *Runtime) admit(ctx context.Context, h http.Header, id *auth.Identity, t
 			}
 			if e.GetStatus() == http.StatusTooManyRequests {
 				ds[i] = d
-				p.headers.Write(h, free, ds[:i+1], p.s.Now())
+				p.headers.Write(h, free[:], ds[:i+1], p.s.Now())
 			}
 			return capSlot{}, capSlot{}, e
 		}
@@ -117,11 +116,10 @@ func (p *Runtime) admit(ctx context.Context, h http.Header, id *auth.Identity, t
 	}
 	if then != nil {
 		giveBack(2)
-		p.headers.Write(h, free, ds[:len(p.opens)], p.s.Now())
-		return capSlot{}, capSlot{}, then
+		slots = [2]capSlot{}
 	}
-	p.headers.Write(h, free, ds[:len(p.opens)], p.s.Now())
-	return slots[0], slots[1], nil
+	p.headers.Write(h, free[:], ds[:len(p.opens)], p.s.Now())
+	return slots[0], slots[1], then
 }
 
 // reserve takes one of key's slots in c. When key has none free, user's
@@ -134,14 +132,6 @@ func (p *Runtime) reserve(ctx context.Context, c Cap, key, user string) (capSlot
 	return c.reserve(ctx, key)
 }
 
-// freeSlots is what a cap of capacity slots has free once it decided.
-func freeSlots(capacity, live int, admitted bool) int {
-	if !admitted {
-		return 0
-	}
-	return min(max(capacity-live, 0), capacity)
-}
-
 // capKey is the caller's key in the cap and the open budget.
 func capKey(id *auth.Identity) string {
 	if id.Method == auth.MethodSession {
@@ -149,5 +139,3 @@ func capKey(id *auth.Identity) string {
 	}
 	return "k:" + id.APIKeyID
 }
-
-func userKey(id *auth.Identity) string { return "u:" + id.User.ID }

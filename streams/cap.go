@@ -3,6 +3,7 @@ package streams
 import (
 	"context"
 	"hash/maphash"
+	"slices"
 	"sync"
 )
 
@@ -90,24 +91,21 @@ func (m *MemoryCap) reserve(_ context.Context, key string) (capSlot, int, bool, 
 	shard := uint32(h & (capShards - 1))
 	sh := &m.shards[shard]
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	row, found := sh.index[h]
 	if !found {
 		row = sh.take(m.stride)
 		sh.index[h] = row
 		sh.rows[int(row)*m.stride] = h
 	}
-	r := sh.rows[int(row)*m.stride : int(row)*m.stride+m.stride]
+	r := sh.rows[int(row)*m.stride:][:m.stride]
 	n := r[1]
 	if n >= uint64(m.max) {
-		sh.mu.Unlock()
 		return capSlot{}, int(n), false, nil
 	}
 	sh.next++
-	id := sh.next
-	r[2+n] = id
-	r[1] = n + 1
-	sh.mu.Unlock()
-	return capSlot{owner: m, key: key, id: id, at: shard<<rowBits | row}, int(n + 1), true, nil
+	r[2+n], r[1] = sh.next, n+1
+	return capSlot{owner: m, key: key, id: sh.next, at: shard<<rowBits | row}, int(n + 1), true, nil
 }
 
 // take returns a free row for a new key, else a new one.
@@ -130,21 +128,17 @@ func (m *MemoryCap) releaseSlot(s capSlot) {
 	sh := &m.shards[s.at>>rowBits]
 	row := int(s.at & (1<<rowBits - 1))
 	sh.mu.Lock()
-	r := sh.rows[row*m.stride : row*m.stride+m.stride]
+	defer sh.mu.Unlock()
+	r := sh.rows[row*m.stride:][:m.stride]
 	n := r[1]
-	for i := uint64(2); i < 2+n; i++ {
-		if r[i] != s.id {
-			continue
-		}
-		r[i], r[1+n] = r[1+n], 0 // the last id fills the gap
+	if i := slices.Index(r[2:2+n], s.id); i >= 0 {
+		r[2+i], r[1+n] = r[1+n], 0 // the last id fills the gap
 		r[1] = n - 1
 		if n == 1 {
 			delete(sh.index, r[0])
 			sh.free = append(sh.free, uint32(row))
 		}
-		break
 	}
-	sh.mu.Unlock()
 }
 
 func (m *MemoryCap) refreshSlot(context.Context, capSlot) error { return nil }

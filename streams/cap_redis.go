@@ -69,14 +69,9 @@ const maxUnreleased = 10000 // past it, failed releases just expire
 // a slot outlives its last refresh by lease. fallback is NewMemoryCap(max)
 // or nil. It panics if max < 1, lease < 1 ms or the fallback's max differs.
 func NewRedisCap(client rueidis.Client, prefix string, max int, lease time.Duration, fallback *MemoryCap) *RedisCap {
-	if max < 1 {
-		panic("streams: NewRedisCap needs a max of at least 1 stream per key")
-	}
-	if lease < time.Millisecond {
-		panic("streams: NewRedisCap needs a lease of at least 1 ms")
-	}
-	if fallback != nil && fallback.capacity() != max {
-		panic("streams: NewRedisCap needs a fallback of the same max: it counts the same streams")
+	if max < 1 || lease < time.Millisecond || (fallback != nil && fallback.capacity() != max) {
+		panic("streams: NewRedisCap needs a max of at least 1 stream per key, a lease of at least 1 ms, " +
+			"and a fallback of the same max (it counts the same streams)")
 	}
 	ms := (lease + time.Millisecond - 1) / time.Millisecond // rounded up
 	return &RedisCap{client: client, prefix: prefix + "streams:", max: max, maxArg: strconv.Itoa(max),

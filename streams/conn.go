@@ -136,8 +136,6 @@ func (c *sseConn) Stalled() bool {
 	return c.idleBeats >= 2
 }
 
-func (c *sseConn) Abort() { c.setWriteDeadline(time.Now()) }
-
 // Close closes the connection Start took, if any, and reports whether it did.
 func (c *sseConn) Close() bool {
 	if c.conn == nil {

@@ -3,6 +3,7 @@ package streams
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net/http"
 	"reflect"
 	"slices"
@@ -49,7 +50,7 @@ func (p *Runtime) add(so Operation) *declared {
 			{Plane: "stream", Policy: userCapName, Concurrent: p.cfg.UserCap.capacity()}}})
 	op.Parameters = append(op.Parameters, &huma.Param{
 		Name: "Last-Event-ID", In: "header", Description: "The id of the last event received: the stream resumes after it. Browsers send it on reconnect.",
-		Schema: &huma.Schema{Type: huma.TypeString, MaxLength: ptr(maxIDLen), Pattern: lastEventID.String()},
+		Schema: &huma.Schema{Type: huma.TypeString, MaxLength: new(maxIDLen), Pattern: lastEventID.String()},
 	})
 	d := &declared{reg: s.API.OpenAPI().Components.Schemas, names: map[string]bool{}}
 	d.schema = &huma.Schema{
@@ -78,10 +79,8 @@ func (p *Runtime) add(so Operation) *declared {
 	head.Description = "The answer GET would start with, headers only, and no stream: the same checks, refusals and statuses, and it draws an open from the open budgets as a GET does. " +
 		"A client may ask it to learn whether a stream would start, without holding one."
 	head.Responses = map[string]*huma.Response{"200": {Description: "A GET would start the stream now."}}
-	for status, r := range responses { // such as a 204
-		op.Responses[status] = r
-		head.Responses[status] = r
-	}
+	maps.Copy(op.Responses, responses) // such as a 204
+	maps.Copy(head.Responses, responses)
 	s.API.OpenAPI().AddOperation(&op)
 	s.API.OpenAPI().AddOperation(&head)
 	s.Router().Get(op.Path, func(w http.ResponseWriter, r *http.Request) {
@@ -107,7 +106,7 @@ func eventSchemas(reg huma.Registry, events []EventType) []*huma.Schema {
 				"event": {Type: huma.TypeString, Enum: []any{e.Name}, Description: "The event's name."},
 				"data":  reg.Schema(reflect.TypeOf(e.Data), true, e.Name),
 				"id":    {Type: huma.TypeString, Description: "The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's)."},
-				"retry": {Type: huma.TypeInteger, Minimum: ptr(0.0), Maximum: ptr(float64(time.Hour / time.Millisecond)), Description: "The reconnection delay, in milliseconds, a client should wait (SSE's retry field). " + product.Name + " sends it once, first, alone (retry: " + strconv.FormatInt(retry.Milliseconds(), 10) + "): a message without data, which EventSource takes as the delay and dispatches no event for."},
+				"retry": {Type: huma.TypeInteger, Minimum: new(0.0), Maximum: new(float64(time.Hour / time.Millisecond)), Description: "The reconnection delay, in milliseconds, a client should wait (SSE's retry field). " + product.Name + " sends it once, first, alone (retry: " + strconv.FormatInt(retry.Milliseconds(), 10) + "): a message without data, which EventSource takes as the delay and dispatches no event for."},
 			},
 			Required: []string{"event", "data"},
 		})
@@ -124,5 +123,3 @@ func schemaName(operationID string) string {
 	}
 	return b.String() + "Event"
 }
-
-func ptr[T any](v T) *T { return &v }

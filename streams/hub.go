@@ -21,9 +21,8 @@ type MemoryHub struct {
 	head   int
 	n      int // events in ring
 
-	last  eventID // the newest id given
+	last  eventID // the newest id given; 0-0 before any
 	floor eventID // every event after floor is in ring: the newest dropped, else the first
-	used  bool    // some id was given
 }
 
 type keptEv struct {
@@ -68,7 +67,7 @@ func (h *MemoryHub) Subscribe(_ context.Context, user, after string) (*Subscript
 		return s, nil
 	}
 	a, ok := parseID(after)
-	if !ok || !h.used || a.compare(h.floor) < 0 || a.compare(h.last) > 0 {
+	if !ok || h.last == (eventID{}) || a.compare(h.floor) < 0 || a.compare(h.last) > 0 {
 		s.Gap = true
 	}
 	if ok {
@@ -80,13 +79,11 @@ func (h *MemoryHub) Subscribe(_ context.Context, user, after string) (*Subscript
 // nextLocked returns the id of an event published at now: after the last, never 0-0.
 func (h *MemoryHub) nextLocked(now time.Time) eventID {
 	id := eventID{ms: uint64(max(now.UnixMilli(), 0))}
-	switch {
-	case !h.used && id.ms == 0:
-		h.used, id.seq, h.floor = true, 1, eventID{0, 1} // 0-0 is no id in Redis, nor here
-	case !h.used:
-		h.used, h.floor = true, id
-	case id.ms <= h.last.ms:
+	if id.compare(h.last) <= 0 { // the same ms, the clock gone back, or 0-0 (no id in Redis)
 		id = eventID{h.last.ms, h.last.seq + 1}
+	}
+	if h.last == (eventID{}) {
+		h.floor = id
 	}
 	h.last = id
 	return id

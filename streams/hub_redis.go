@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,15 +17,14 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// replayScript reads whether events after ARGV[1] (after) are gone from
-// KEYS[1], and the newest ARGV[4] of user ARGV[3]'s events in (after,
-// ARGV[2]] (none when empty; more is a gap too). Returns {gap, then id,
-// type, data of each event, oldest first}.
+// replayScript reads whether ARGV[1] (after) is gone from KEYS[1], and the
+// newest ARGV[4] of user ARGV[3]'s events in (after, ARGV[2]] (none when
+// empty; more is a gap too). Returns {gap ("0" or "1"), then id, type, data
+// of each event, oldest first}.
 const replayScript = `
-local gap = 0
-if #redis.call('XRANGE', KEYS[1], '-', ARGV[1], 'COUNT', 1) == 0 then gap = 1
-elseif #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1]) == 0 then gap = 1 end
-local out, n, limit = {}, 0, tonumber(ARGV[4])
+local gap = '0'
+if #redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1]) == 0 then gap = '1' end
+local out, limit = {}, tonumber(ARGV[4])
 if ARGV[2] ~= '' then
   local from = '(' .. ARGV[1]
   while true do
@@ -35,22 +36,16 @@ if ARGV[2] ~= '' then
         elseif f[i] == 'type' then typ = f[i + 1]
         elseif f[i] == 'data' then data = f[i + 1] end
       end
-      if to == ARGV[3] or to == '*' then
-        out[n % limit + 1] = {e[1], typ, data} -- a ring of the newest limit
-        n = n + 1
-      end
+      if to == ARGV[3] or to == '*' then out[#out + 1] = {e[1], typ, data} end
     end
     if #page < 256 then break end
     from = '(' .. page[#page][1]
   end
 end
 local res = {gap}
-if n > limit then res[1] = 1 end
-local first = 0
-if n > limit then first = n % limit end
-for i = 0, math.min(n, limit) - 1 do
-  local e, k = out[(first + i) % limit + 1], #res
-  res[k + 1], res[k + 2], res[k + 3] = e[1], e[2], e[3]
+if #out > limit then res[1] = '1' end
+for i = math.max(#out - limit, 0) + 1, #out do
+  for _, v in ipairs(out[i]) do res[#res + 1] = v end
 end
 return res
 `
@@ -150,20 +145,15 @@ func (h *RedisHub) noteLost(user string) {
 // markGaps adds a gap marker for each user whose events a Publish lost.
 func (h *RedisHub) markGaps(ctx context.Context) error {
 	h.lostMu.Lock()
-	if !h.lostAll && len(h.lost) == 0 {
-		h.lostMu.Unlock()
-		return nil
-	}
-	users := make([]string, 0, len(h.lost)+1)
+	users := slices.Collect(maps.Keys(h.lost))
 	if h.lostAll {
-		users = append(users, everyone)
-	} else {
-		for u := range h.lost {
-			users = append(users, u)
-		}
+		users = []string{everyone}
 	}
 	h.lost, h.lostAll = nil, false
 	h.lostMu.Unlock()
+	if len(users) == 0 {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	cmds := make(rueidis.Commands, len(users))
@@ -198,19 +188,16 @@ func (h *RedisHub) Subscribe(ctx context.Context, user, after string) (*Subscrip
 		ahead := a.compare(h.seen) > 0
 		h.mu.Unlock()
 		if ahead { // Run has not reached after: is it in the stream at all?
-			in, err := h.reaches(ctx, a)
+			cmd := h.client.B().Xrange().Key(h.key).Start(a.String()).End("+").Count(1).Build()
+			entries, err := h.client.Do(ctx, cmd).AsXRange()
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("streams: read redis stream %s: %w", h.key, err)
 			}
-			ok = in
+			ok = len(entries) > 0
 		}
 	}
-	if !ok { // no after, or none of this stream's: live events only
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		s := h.addLocked(user, eventID{})
-		s.Gap, s.At = after != "", h.seen.String()
-		return s, nil
+	if !ok {
+		a = eventID{}
 	}
 	h.mu.Lock()
 	s := h.addLocked(user, a)
@@ -220,6 +207,10 @@ func (h *RedisHub) Subscribe(ctx context.Context, user, after string) (*Subscrip
 	}
 	s.At = at.String()
 	h.mu.Unlock()
+	if !ok { // no after, or none of this stream's: live events only
+		s.Gap = after != ""
+		return s, nil
+	}
 	gap, events, err := h.replay(ctx, user, after, upto)
 	if err != nil {
 		s.Close()
@@ -271,10 +262,7 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // read marks what a failed read or publish lost, then delivers the entries after seen.
 func (h *RedisHub) read(ctx context.Context) (int, error) {
-	sctx, cancel := context.WithTimeout(ctx, callTimeout)
-	err := h.start(sctx)
-	cancel()
-	if err != nil {
+	if err := h.start(ctx); err != nil {
 		return 0, err
 	}
 	h.mu.Lock()
@@ -295,10 +283,9 @@ func (h *RedisHub) read(ctx context.Context) (int, error) {
 	if err := h.markGaps(ctx); err != nil {
 		return 0, err
 	}
-	from := seen.String()
 	rctx, cancel := context.WithTimeout(ctx, readBlock+callTimeout)
 	defer cancel()
-	cmd := h.client.B().Xread().Count(readCount).Block(readBlock.Milliseconds()).Streams().Key(h.key).Id(from).Build()
+	cmd := h.client.B().Xread().Count(readCount).Block(readBlock.Milliseconds()).Streams().Key(h.key).Id(seen.String()).Build()
 	streams, err := h.client.Do(rctx, cmd).AsXRead()
 	if rueidis.IsRedisNil(err) || unblocked(err) { // nothing new within the block
 		return 0, nil
@@ -337,6 +324,8 @@ func (h *RedisHub) start(ctx context.Context) error {
 	}
 	h.startMu.Lock()
 	defer h.startMu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	cmd := h.client.B().Xrevrange().Key(h.key).End("+").Start("-").Count(1).Build()
 	entries, err := h.client.Do(ctx, cmd).AsXRange()
 	if err != nil {
@@ -388,37 +377,21 @@ func (h *RedisHub) lostSince(ctx context.Context, seen eventID) (bool, error) {
 	return len(kept) == 0, nil
 }
 
-// reaches reports whether the stream holds an entry at or after a.
-func (h *RedisHub) reaches(ctx context.Context, a eventID) (bool, error) {
-	cmd := h.client.B().Xrange().Key(h.key).Start(a.String()).End("+").Count(1).Build()
-	entries, err := h.client.Do(ctx, cmd).AsXRange()
-	if err != nil {
-		return false, fmt.Errorf("streams: read redis stream %s: %w", h.key, err)
-	}
-	return len(entries) > 0, nil
-}
-
 func (h *RedisHub) replay(ctx context.Context, user, after, upto string) (bool, []Event, error) {
-	vals, err := replay.Exec(ctx, h.client, []string{h.key}, []string{after, upto, user, strconv.Itoa(h.maxLen)}).ToArray()
-	if err == nil && (len(vals) == 0 || (len(vals)-1)%3 != 0) {
+	vals, err := replay.Exec(ctx, h.client, []string{h.key}, []string{after, upto, user, strconv.Itoa(h.maxLen)}).AsStrSlice()
+	if err == nil && (len(vals)-1)%3 != 0 {
 		err = errors.New("unexpected reply")
-	}
-	var gap int64
-	if err == nil {
-		gap, err = vals[0].AsInt64()
 	}
 	if err != nil {
 		return false, nil, fmt.Errorf("streams: replay from redis stream %s: %w", h.key, err)
 	}
 	var events []Event
 	for i := 1; i < len(vals); i += 3 {
-		ev := Event{To: user}
-		ev.ID, _ = vals[i].ToString()
-		ev.Type, _ = vals[i+1].ToString()
-		if d, _ := vals[i+2].ToString(); d != "" {
-			ev.Data = []byte(d)
+		ev := Event{ID: vals[i], Type: vals[i+1], To: user}
+		if vals[i+2] != "" {
+			ev.Data = []byte(vals[i+2])
 		}
 		events = append(events, ev)
 	}
-	return gap == 1, events, nil
+	return vals[0] == "1", events, nil
 }

@@ -45,53 +45,28 @@ func NewShardedRedisHub(client rueidis.Client, prefix string, n, maxLen, buffer 
 		panic("streams: the prefix " + strconv.Quote(prefix) + " has a hash tag, which would put every shard in one slot")
 	}
 	h := &ShardedRedisHub{client: client, claim: prefix + "events:shards", shards: make([]*RedisHub, n)}
-	if n == 1 {
-		h.shards[0] = NewRedisHub(client, prefix, maxLen, buffer)
-		return h
+	keys := []string{prefix + "events"}
+	if n > 1 {
+		keys = shardKeys(prefix+"events:"+strconv.Itoa(n), n)
 	}
-	for i, key := range shardKeys(prefix+"events:"+strconv.Itoa(n), n) {
+	for i, key := range keys {
 		h.shards[i] = NewRedisHub(client, prefix, maxLen, buffer)
 		h.shards[i].key = key
 	}
 	return h
 }
 
-// HasHashTag reports whether prefix holds a Redis hash tag, which picks a key's slot.
+// HasHashTag reports whether prefix holds a Redis hash tag, which picks a
+// key's slot: a "{" with a "}" after it, not at once.
 func HasHashTag(prefix string) bool {
-	_, ok := hashTag(prefix)
-	return ok
+	_, after, ok := strings.Cut(prefix, "{")
+	return ok && strings.IndexByte(after, '}') > 0
 }
 
-// hashTag returns key's hash tag: between the first "{" and the next "}", when not empty.
-func hashTag(key string) (string, bool) {
-	open := strings.IndexByte(key, '{')
-	if open < 0 {
-		return "", false
-	}
-	end := strings.IndexByte(key[open+1:], '}')
-	if end <= 0 {
-		return "", false
-	}
-	return key[open+1 : open+1+end], true
-}
-
-// keySlot is key's hash slot in a Redis Cluster: CRC16 (XMODEM) mod 16384.
+// keySlot is key's hash slot in a Redis Cluster, as rueidis routes it.
 func keySlot(key string) uint16 {
-	if tag, ok := hashTag(key); ok {
-		key = tag
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc % slots
+	c := rueidis.Completed{}.SetSlot(key)
+	return c.Slot()
 }
 
 // shardKeys returns n keys "<base>:{<tag>}", the i-th with the first tag

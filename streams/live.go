@@ -36,7 +36,7 @@ func (p *Runtime) serveLive(st *Stream) {
 	every := time.NewTicker(time.Second)
 	defer every.Stop()
 	Pump(st, every.C, func(time.Time, bool) error {
-		return st.sendValue(liveEvent.Name, p.live.snapshot(st.r.Context(), p))
+		return st.sendValue("", liveEvent.Name, p.live.snapshot(st.r.Context(), p))
 	})
 }
 

@@ -27,24 +27,13 @@ func (p *Runtime) probe(ctx context.Context, user string) bool {
 	if p.prober == nil {
 		return false
 	}
-	p.mu.Lock()
-	done, waiting := p.probing[user]
-	if !waiting {
-		done = make(chan struct{})
-		p.probing[user] = done
-	}
-	p.mu.Unlock()
-	if !waiting {
+	done := p.probing.DoChan(user, func() (any, error) {
 		if err := p.prober.probe(ctx, user); err != nil {
 			p.s.LogOutage(ctx, err)
 		}
-		time.AfterFunc(probeWait, func() {
-			p.mu.Lock()
-			delete(p.probing, user)
-			p.mu.Unlock()
-			close(done)
-		})
-	}
+		time.Sleep(probeWait)
+		return nil, nil
+	})
 	select {
 	case <-done:
 		return true

@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/internal/product"
@@ -30,20 +32,19 @@ type Runtime struct {
 	closing             chan struct{} // closed by CloseStreams
 	once                sync.Once
 	live                liveSnapshots
-	prober              prober // carries probes to every replica
+	prober              prober             // carries probes to every replica
+	probing             singleflight.Group // each probed user's wait
 	// n counts the streams open here, byUser holds them; ended is closed
-	// when n falls to 0; probing holds each probed user's wait.
-	mu      sync.Mutex
-	n       int
-	byUser  map[string][]*Stream
-	ended   chan struct{}
-	probing map[string]chan struct{}
+	// when n falls to 0.
+	mu     sync.Mutex
+	n      int
+	byUser map[string][]*Stream
+	ended  chan struct{}
 }
 
 // New returns the stream runtime of cfg, with its defaults.
 func New(cfg Config) *Runtime {
-	return &Runtime{cfg: cfg.withDefaults(), closing: make(chan struct{}), byUser: map[string][]*Stream{},
-		probing: map[string]chan struct{}{}}
+	return &Runtime{cfg: cfg.withDefaults(), closing: make(chan struct{}), byUser: map[string][]*Stream{}}
 }
 
 // Feature serves the runtime on s, as an api.Feature: it declares
@@ -99,8 +100,17 @@ func (p *Runtime) Hub() Hub { return p.cfg.Hub }
 // a stream that took its connection is not http.Server's to wait for.
 func (p *Runtime) CloseStreams(ctx context.Context) error {
 	p.once.Do(func() { close(p.closing) })
+	p.mu.Lock()
+	if p.n > 0 && p.ended == nil {
+		p.ended = make(chan struct{})
+	}
+	ended := p.ended // nil when none is open
+	p.mu.Unlock()
+	if ended == nil {
+		return nil
+	}
 	select {
-	case <-p.none():
+	case <-ended:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -132,21 +142,6 @@ func (p *Runtime) count() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.n
-}
-
-// none returns a channel closed once no stream is open.
-func (p *Runtime) none() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.n == 0 {
-		c := make(chan struct{})
-		close(c)
-		return c
-	}
-	if p.ended == nil {
-		p.ended = make(chan struct{})
-	}
-	return p.ended
 }
 
 // Config configures a stream runtime ([New]); zero fields take defaults.
@@ -196,8 +191,6 @@ func (c Config) withDefaults() Config {
 	if c.RetryAfter <= 0 {
 		c.RetryAfter = DefaultRetryAfter
 	}
-	if c.LiveAccess == "" {
-		c.LiveAccess = api.Caller
-	}
+	c.LiveAccess = cmp.Or(c.LiveAccess, api.Caller)
 	return c
 }

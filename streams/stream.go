@@ -134,19 +134,15 @@ func (st *Stream) sendGap(id string) error {
 	if st.gapped {
 		return nil
 	}
-	b, err := json.Marshal(GapEvent{After: st.lastSent})
-	if err != nil {
-		return err
-	}
-	return st.Send(id, gapEvent.Name, b)
+	return st.sendValue(id, gapEvent.Name, GapEvent{After: st.lastSent})
 }
 
-func (st *Stream) sendValue(event string, v any) error {
+func (st *Stream) sendValue(id, event string, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	return st.Send("", event, b)
+	return st.Send(id, event, b)
 }
 
 // CloseSlow ends a stream the hub dropped with stream.closing (slow).
@@ -186,7 +182,7 @@ func (st *Stream) serve(serve func(*Stream)) {
 // credentials no longer hold, else writes a heartbeat and renews its slots.
 func (st *Stream) beat() error {
 	if st.c.Stalled() {
-		st.c.Abort() // nothing more will be taken: do not wait to finish the response
+		st.c.setWriteDeadline(time.Now()) // nothing more will be taken: do not wait to finish the response
 		return ErrEnded
 	}
 	if !st.callerHolds() {
@@ -225,7 +221,7 @@ func (st *Stream) renew() error {
 
 // close sends the stream's last event.
 func (st *Stream) close(reason string) {
-	_ = st.sendValue(closingEvent.Name, ClosingEvent{Reason: reason})
+	_ = st.sendValue("", closingEvent.Name, ClosingEvent{Reason: reason})
 }
 
 // finish frees the slots, closes the connection taken and lets the handler return.

@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 )
 
@@ -55,11 +56,10 @@ type Subscription struct {
 	At string
 
 	user   string
-	skip   eventID       // events up to this id are not sent: the subscriber has them
-	events chan *Event   // closed by the hub's fan-out, under its lock
-	done   chan struct{} // closed by end, once err is set
-	err    error
-	cancel func() // removes the subscription from its hub
+	skip   eventID     // events up to this id are not sent: the subscriber has them
+	events chan *Event // closed by the hub's fan-out, under its lock
+	err    error       // set by the fan-out as it closes events, under its lock
+	f      *fanout
 }
 
 // Events delivers the events published after Subscribe, in order, and is
@@ -69,24 +69,13 @@ func (s *Subscription) Events() <-chan *Event { return s.events }
 
 // Err is why the hub ended the subscription (it fell behind), else nil.
 func (s *Subscription) Err() error {
-	select {
-	case <-s.done:
-		return s.err
-	default:
-		return nil
-	}
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	return s.err
 }
 
 // Close ends the subscription; it may be called more than once.
-func (s *Subscription) Close() { s.cancel() }
-
-// end ends the subscription with err; only the fan-out calls it, once,
-// under its lock.
-func (s *Subscription) end(err error) {
-	s.err = err
-	close(s.events)
-	close(s.done)
-}
+func (s *Subscription) Close() { s.f.remove(s) }
 
 // fanout hands each event to its user's subscriptions in this process. Its
 // lock is also the hub's, so a subscription registered under it sees every
@@ -109,8 +98,7 @@ func (f *fanout) init(buffer int) {
 
 // addLocked registers a subscription of user that skips events up to skip.
 func (f *fanout) addLocked(user string, skip eventID) *Subscription {
-	s := &Subscription{user: user, skip: skip, events: make(chan *Event, f.buffer), done: make(chan struct{})}
-	s.cancel = func() { f.remove(s) }
+	s := &Subscription{user: user, skip: skip, events: make(chan *Event, f.buffer), f: f}
 	f.subs[user] = append(f.subs[user], s)
 	return s
 }
@@ -157,27 +145,19 @@ func (f *fanout) deliverToLocked(user string, ev Event, id eventID) {
 func (f *fanout) remove(s *Subscription) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	subs := f.subs[s.user]
-	for i, t := range subs {
-		if t == s {
-			f.dropLocked(s.user, subs, i, nil)
-			return
-		}
+	if i := slices.Index(f.subs[s.user], s); i >= 0 {
+		f.dropLocked(s.user, f.subs[s.user], i, nil)
 	}
 }
 
 // dropLocked removes and ends subs[i] of user's, returning those left.
 func (f *fanout) dropLocked(user string, subs []*Subscription, i int, err error) []*Subscription {
-	s := subs[i]
-	last := len(subs) - 1
-	subs[i] = subs[last]
-	subs[last] = nil
-	subs = subs[:last]
-	if len(subs) == 0 {
+	subs[i].err = err
+	close(subs[i].events)
+	if subs = slices.Delete(subs, i, i+1); len(subs) == 0 {
 		delete(f.subs, user)
 	} else {
 		f.subs[user] = subs
 	}
-	s.end(err)
 	return subs
 }
