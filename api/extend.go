@@ -9,7 +9,6 @@ import (
 
 	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/auth"
-	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
@@ -64,7 +63,7 @@ type PlaneBudget struct {
 // PlaneBudget returns the budget named name (StreamOpensBudget,
 // StreamUserOpensBudget), or nil if there is none or limits are disabled.
 func (s *Server) PlaneBudget(name string) *PlaneBudget {
-	p := s.planes.planeBudget(name)
+	p := s.planes.own[name]
 	if p == nil || s.planes.limits.Disabled {
 		return nil
 	}
@@ -77,19 +76,7 @@ func (b *PlaneBudget) Budget() ratelimit.Budget { return b.p.limiter.Budget() }
 // Draw asks the budget to admit one request for key and counts the
 // decision, whose headers the caller writes; the refusal is 429, 503 or 499.
 func (b *PlaneBudget) Draw(ctx context.Context, key string) (ratelimit.Decision, *Error) {
-	d, err := b.p.limiter.Allow(ctx, key)
-	switch {
-	case err != nil && clientGone(ctx):
-		return d, NewError(StatusClientClosedRequest, "")
-	case err != nil:
-		b.p.count.Failed()
-		return d, unavailable(product.Name+" cannot check its rate limits right now; retry shortly", err)
-	case !d.Allowed:
-		b.p.count.Limited()
-		return d, refusal(b.p, &d)
-	}
-	b.p.count.Allowed()
-	return d, nil
+	return b.p.decide(ctx, key)
 }
 
 // Refund gives back what d, an admitted Draw, took, for a request a later

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -51,11 +52,8 @@ func DefaultLimits() Limits {
 // withDefaults is l with each plane's zero budget replaced by its default.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
-	for _, b := range []struct{ v, def *ratelimit.Rate }{{&l.Session, &d.Session}, {&l.IP, &d.IP}, {&l.APIKey, &d.APIKey}, {&l.StreamOpens, &d.StreamOpens}, {&l.StreamUserOpens, &d.StreamUserOpens}} {
-		if *b.v == (ratelimit.Rate{}) {
-			*b.v = *b.def
-		}
-	}
+	l.Session, l.IP, l.APIKey = cmp.Or(l.Session, d.Session), cmp.Or(l.IP, d.IP), cmp.Or(l.APIKey, d.APIKey)
+	l.StreamOpens, l.StreamUserOpens = cmp.Or(l.StreamOpens, d.StreamOpens), cmp.Or(l.StreamUserOpens, d.StreamUserOpens)
 	return l
 }
 
@@ -113,21 +111,19 @@ type plan struct {
 
 // planes are the budget limiters of one server.
 type planes struct {
-	api                          huma.API // set before the first operation is registered
-	limits                       Limits
-	now                          func() time.Time
-	refused                      refusedIPs // by the ip plane: see requireCaller
-	login                        *auth.LoginThrottle
-	session                      *budgetLimiter
-	ip                           *budgetLimiter
-	apikey                       *budgetLimiter
-	metrics                      *Metrics
-	ops                          map[string]*budgetLimiter // by budget name
-	declared                     map[string]Budget         // each budget as first declared
-	errs                         []error
-	failed                       map[string]bool // budgets whose mistake is in errs
-	refusals                     *refusals
-	streamOpens, streamUserOpens *budgetLimiter
+	api                 huma.API // set before the first operation is registered
+	limits              Limits
+	now                 func() time.Time
+	refused             refusedIPs // by the ip plane: see requireCaller
+	login               *auth.LoginThrottle
+	session, ip, apikey *budgetLimiter
+	metrics             *Metrics
+	ops                 map[string]*budgetLimiter // by budget name
+	declared            map[string]Budget         // each budget as first declared
+	errs                []error
+	failed              map[string]bool // budgets whose mistake is in errs
+	refusals            *refusals
+	own                 map[string]*budgetLimiter // the stream plane's, by name
 }
 
 func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThrottle) *planes {
@@ -147,8 +143,10 @@ func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThro
 	ps.session = ps.newLimiter("session", "session", ratelimit.Limit{Name: "session", Rate: l.Session})
 	ps.ip = ps.newLimiter("ip", "ip", ratelimit.Limit{Name: "ip", Rate: l.IP})
 	ps.apikey = ps.newLimiter("apikey", "apikey", ratelimit.Limit{Name: "apikey", Rate: l.APIKey})
-	ps.streamOpens = ps.newLimiter("stream", StreamOpensBudget, ratelimit.Limit{Name: StreamOpensBudget, Rate: l.StreamOpens})
-	ps.streamUserOpens = ps.newLimiter("stream", StreamUserOpensBudget, ratelimit.Limit{Name: StreamUserOpensBudget, Rate: l.StreamUserOpens})
+	ps.own = map[string]*budgetLimiter{
+		StreamOpensBudget:     ps.newLimiter("stream", StreamOpensBudget, ratelimit.Limit{Name: StreamOpensBudget, Rate: l.StreamOpens}),
+		StreamUserOpensBudget: ps.newLimiter("stream", StreamUserOpensBudget, ratelimit.Limit{Name: StreamUserOpensBudget, Rate: l.StreamUserOpens}),
+	}
 	return ps
 }
 
@@ -205,16 +203,6 @@ var budgetName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 var reserved = map[string]bool{"session": true, "ip": true, "apikey": true, "login": true, "stream": true,
 	"streams": true, "streams-per-user": true, StreamOpensBudget: true, StreamUserOpensBudget: true}
 
-func (ps *planes) planeBudget(name string) *budgetLimiter {
-	switch name {
-	case StreamOpensBudget:
-		return ps.streamOpens
-	case StreamUserOpensBudget:
-		return ps.streamUserOpens
-	}
-	return nil
-}
-
 // planFor decides which planes apply to op, which declares d.
 func (ps *planes) planFor(op *huma.Operation, d *Declaration) *plan {
 	access, budget := d.access(), d.Budget != (Budget{})
@@ -227,7 +215,7 @@ func (ps *planes) planFor(op *huma.Operation, d *Declaration) *plan {
 	case len(d.Caps) > 0 || len(d.Draws) > 0:
 		pl := &plan{selfAdmitting: true, caps: d.Caps}
 		for _, name := range d.Draws {
-			if own := ps.planeBudget(name); own != nil {
+			if own := ps.own[name]; own != nil {
 				pl.own = append(pl.own, own)
 			} else {
 				ps.errs = append(ps.errs, fmt.Errorf("operation %s draws from %q, which is no plane budget (there are %s and %s)", op.OperationID, name, StreamOpensBudget, StreamUserOpensBudget))
@@ -457,9 +445,6 @@ func (ps *planes) chargeRefused(ctx huma.Context, p *budgetLimiter, key string) 
 	return !ps.limits.Disabled && ps.charge(ctx, p, key)
 }
 
-// refusing reports whether the ip plane refused ip and would still.
-func (ps *planes) refusing(ip string) bool { return ps.refused.refusing(ip, ps.now()) }
-
 // charge admits a request for key on p, or answers it and reports true.
 func (ps *planes) charge(ctx huma.Context, p *budgetLimiter, key string) (answered bool) {
 	if e := ps.admit(ctx, p, key); e != nil {
@@ -472,29 +457,36 @@ func (ps *planes) charge(ctx huma.Context, p *budgetLimiter, key string) (answer
 // admit asks p to admit a request for key, writes p's headers, and
 // returns the refusal or nil.
 func (ps *planes) admit(ctx huma.Context, p *budgetLimiter, key string) *Error {
-	d, err := p.limiter.Allow(ctx.Context(), key)
-	if err != nil {
-		if clientGone(ctx.Context()) { // not the store's failure: nobody is left to answer
-			return NewError(StatusClientClosedRequest, "")
-		}
-		inc(p.count.failed)
-		return NewError(http.StatusServiceUnavailable, product.Name+" cannot check its rate limits right now; retry shortly")
-	}
+	d, e := p.decide(ctx.Context(), key)
 	if d.N > 0 { // none while the store is down and the policy is "open"
 		_, w := humachi.Unwrap(ctx)
 		p.headers.Write(w.Header(), &d)
 	}
-	if !d.Allowed {
-		inc(p.count.limited)
+	if e != nil && e.status == http.StatusTooManyRequests {
 		if p == ps.ip && !strings.HasPrefix(key, protectedKeyPrefix) { // an address, whose lookups requireCaller then spares
 			ps.refused.add(key, d.Time().Add(d.RetryAfter), d.Time())
 		}
-		e := refusal(p, &d)
 		ps.refusals.observe(ctx.Context(), e, nil)
-		return e
 	}
-	inc(p.count.allowed)
-	return nil
+	return e
+}
+
+// decide asks p to admit a request for key and counts the decision; the
+// refusal is 429, 503 (its cause kept for the log) or 499.
+func (p *budgetLimiter) decide(ctx context.Context, key string) (ratelimit.Decision, *Error) {
+	d, err := p.limiter.Allow(ctx, key)
+	switch {
+	case err != nil && clientGone(ctx): // not the store's failure: nobody is left to answer
+		return d, NewError(StatusClientClosedRequest, "")
+	case err != nil:
+		p.count.Failed()
+		return d, unavailable(product.Name+" cannot check its rate limits right now; retry shortly", err)
+	case !d.Allowed:
+		p.count.Limited()
+		return d, refusal(p, &d)
+	}
+	p.count.Allowed()
+	return d, nil
 }
 
 // protectedKeyPrefix keeps the keys of Protect's key functions apart from clients'.

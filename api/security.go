@@ -100,7 +100,7 @@ func (g *callerGate) caller(ctx huma.Context) (id *auth.Identity, ok bool) {
 	r, _ := humachi.Unwrap(ctx)
 	ip := middleware.ClientKey(r.Context())
 	lookup := r.Context()
-	if g.ps.refusing(ip) {
+	if g.ps.refused.refusing(ip, g.ps.now()) {
 		lookup = auth.WithoutLookup(lookup)
 	}
 	id, err := resolveCaller(lookup, g.svc, r)
