@@ -18,6 +18,7 @@ import (
 
 	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/logsample"
 	"github.com/brain-template/brain/internal/product"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
@@ -69,19 +70,18 @@ type Server struct {
 	// API is the huma API the operations are registered on, before serving.
 	API huma.API
 
-	renders       atomic.Int32 // of the spec and the reference page, for tests
-	planes        *planes
-	bodies        *bodiesInFlight
-	outages       *outageLog
-	traffic       *traffic
-	metrics       *Metrics
-	requireCaller func(huma.Context, func(huma.Context))
-	auth          *auth.Service
-	now           func() time.Time
-	adapter       *inSpecOnly
-	errs          []error     // the features' mistakes (DeclareErrorCode)
-	described     []string    // the features' paragraphs of the description
-	extensions    []extension // in the order they were made
+	renders    atomic.Int32 // of the spec and the reference page, for tests
+	planes     *planes
+	bodies     *bodiesInFlight
+	outages    *outageLog
+	traffic    *traffic
+	metrics    *Metrics
+	auth       *auth.Service
+	now        func() time.Time
+	adapter    *inSpecOnly
+	errs       []error     // the features' mistakes (DeclareErrorCode)
+	described  []string    // the features' paragraphs of the description
+	extensions []extension // in the order they were made
 }
 
 // New builds the router and registers every operation. The first call makes
@@ -142,14 +142,13 @@ func New(cfg Config) *Server {
 	hc.OnAddOperation = append(hc.OnAddOperation, declareOperation(ps, bodies))
 	hc.Components.SecuritySchemes = securitySchemes
 	declareComponents(hc.Components)
-	outages := newOutageLog(time.Minute, cfg.Now)
+	outages := &outageLog{logsample.New(time.Minute, cfg.Now, maxOutageCauses)}
 	hc.Transformers = append(hc.Transformers, logCauses(outages))
 
 	adapter := &inSpecOnly{Adapter: humachi.NewAdapter(r)}
 	api := huma.NewAPI(hc, adapter)
 	s := &Server{router: r, API: api, planes: ps, outages: outages, traffic: tr, bodies: bodies,
 		metrics: cfg.Metrics, auth: cfg.Auth, now: cfg.Now, adapter: adapter}
-	s.requireCaller = requireCaller(api, cfg.Auth, ps, outages)
 	api.UseMiddleware(s.requireCaller)
 	ps.api, bodies.api = api, api
 	addRoutes(api, cfg)
@@ -190,26 +189,19 @@ func describe(features []string) string {
 // chain is the router's middleware, with this package's answers.
 func chain(cfg Config, tr *traffic) []func(http.Handler) http.Handler {
 	return middleware.Chain(middleware.Config{
-		Logger:         cfg.Logger,
-		Now:            cfg.Now,
-		Observe:        tr.observe,
-		Internal:       http.HandlerFunc(internalError),
+		Logger:  cfg.Logger,
+		Now:     cfg.Now,
+		Observe: tr.observe,
+		Internal: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			WriteError(w, NewError(http.StatusInternalServerError, ""))
+		}),
 		TrustedProxies: cfg.TrustedProxies,
 		Origins:        cfg.CORSOrigins,
-		CSRFExempt:     sendsAPIKey,
-		CrossSite:      http.HandlerFunc(crossSite),
+		CSRFExempt:     func(r *http.Request) bool { return apiKeyFrom(r) != "" }, // an API key is no cookie
+		CrossSite: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			WriteError(w, NewError(http.StatusForbidden, "cross-site request refused: a cookie-authenticated change must come from "+product.Name+"'s own pages or a trusted origin"))
+		}),
 	})
-}
-
-func internalError(w http.ResponseWriter, _ *http.Request) {
-	WriteError(w, NewError(http.StatusInternalServerError, ""))
-}
-
-// sendsAPIKey reports whether r sends an API key, which CSRF lets through.
-func sendsAPIKey(r *http.Request) bool { return apiKeyFrom(r) != "" }
-
-func crossSite(w http.ResponseWriter, _ *http.Request) {
-	WriteError(w, NewError(http.StatusForbidden, "cross-site request refused: a cookie-authenticated change must come from "+product.Name+"'s own pages or a trusted origin"))
 }
 
 // isStatic reports whether a request no route matched is one for

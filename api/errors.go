@@ -305,10 +305,9 @@ func logCauses(outages *outageLog) huma.Transformer {
 
 // logCause logs e's cause, if any: a 503's through outages.
 func logCause(ctx context.Context, outages *outageLog, e *Error) {
-	switch {
-	case e.cause != nil && e.status == http.StatusServiceUnavailable:
+	if e.cause != nil && e.status == http.StatusServiceUnavailable {
 		outages.log(ctx, e.cause)
-	case e.cause != nil:
+	} else if e.cause != nil {
 		Logger(ctx).Error("request failed", "status", e.status, "error", e.cause.Error())
 	}
 }
@@ -388,23 +387,17 @@ func bodyReadError(err error) *Error {
 }
 
 // outageLog logs why the server answered 503: at WARN, each cause once per
-// interval, with the requests it failed since.
+// interval, with the requests it failed since. A cause is its text with the
+// numbers masked, as addresses change.
 type outageLog struct{ counts *logsample.Counts }
 
 // maxOutageCauses bounds the causes remembered.
 const maxOutageCauses = 100
 
-func newOutageLog(every time.Duration, now func() time.Time) *outageLog {
-	return &outageLog{logsample.New(every, now, maxOutageCauses)}
-}
-
 var digits = regexp.MustCompile(`[0-9]+`)
 
-// causeKey is an error's text with the numbers masked, as addresses change.
-func causeKey(err error) string { return digits.ReplaceAllLiteralString(err.Error(), "#") }
-
 func (l *outageLog) log(ctx context.Context, cause error) {
-	if _, repeats, due := l.counts.Take(causeKey(cause)); due {
+	if _, repeats, due := l.counts.Take(digits.ReplaceAllLiteralString(cause.Error(), "#")); due {
 		Logger(ctx).Warn("unavailable: answering 503", "error", cause.Error(), "repeats", repeats)
 	}
 }

@@ -60,10 +60,6 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // Decisions counts nothing.
 type Decisions struct{ allowed, limited, failed prometheus.Counter }
 
-// Decisions returns the counters of policy on plane, for a limit decided
-// outside this package.
-func (m *Metrics) Decisions(plane, policy string) Decisions { return m.countersFor(plane, policy) }
-
 // Allowed counts a request the policy admitted.
 func (d Decisions) Allowed() { inc(d.allowed) }
 
@@ -73,7 +69,9 @@ func (d Decisions) Limited() { inc(d.limited) }
 // Failed counts a decision the policy's store could not make (a 503).
 func (d Decisions) Failed() { inc(d.failed) }
 
-func (m *Metrics) countersFor(plane, policy string) Decisions {
+// Decisions returns the counters of policy on plane, for a limit decided
+// outside this package too.
+func (m *Metrics) Decisions(plane, policy string) Decisions {
 	if m == nil {
 		return Decisions{}
 	}

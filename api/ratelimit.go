@@ -152,7 +152,7 @@ func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThro
 
 func (ps *planes) newLimiter(planeName, budget string, limits ...ratelimit.Limit) *budgetLimiter {
 	b := ratelimit.Budget{Name: budget, Limits: limits}
-	pl := &budgetLimiter{name: planeName, limiter: ps.limits.Store(b), headers: ratelimit.NewHeaders(b), count: ps.metrics.countersFor(planeName, budget)}
+	pl := &budgetLimiter{name: planeName, limiter: ps.limits.Store(b), headers: ratelimit.NewHeaders(b), count: ps.metrics.Decisions(planeName, budget)}
 	ps.metrics.observeLimiter(pl)
 	return pl
 }

@@ -75,17 +75,11 @@ func declareErrors(op *huma.Operation) {
 // Spec returns the OpenAPI 3.1 document as served at /openapi.json and
 // committed as openapi.json: indented, deterministic, with a trailing newline.
 func (s *Server) Spec() ([]byte, error) {
-	compact, err := json.Marshal(s.API.OpenAPI())
+	b, err := json.MarshalIndent(s.API.OpenAPI(), "", "  ")
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(compact) * 2)
-	if err := json.Indent(&buf, compact, "", "  "); err != nil {
-		return nil, err
-	}
-	buf.WriteByte('\n')
-	return buf.Bytes(), nil
+	return append(b, '\n'), nil
 }
 
 // document is a response rendered on its first request and served from memory.
