@@ -54,36 +54,23 @@ func (s *Server) Authenticate(ctx context.Context, r *http.Request) (*auth.Ident
 	return resolveCaller(ctx, s.auth, r)
 }
 
-// A PlaneBudget is a budget of the stream plane that a handler draws from
-// itself (Declaration.Draws), with the store, metrics and 429 of every budget.
-type PlaneBudget struct {
-	p *budgetLimiter
-}
-
 // PlaneBudget returns the budget named name (StreamOpensBudget,
 // StreamUserOpensBudget), or nil if there is none or limits are disabled.
 func (s *Server) PlaneBudget(name string) *PlaneBudget {
-	p := s.planes.own[name]
-	if p == nil || s.planes.limits.Disabled {
+	if s.planes.limits.Disabled {
 		return nil
 	}
-	return &PlaneBudget{p}
+	return s.planes.own[name]
 }
 
 // Budget is the budget's name and limits.
-func (b *PlaneBudget) Budget() ratelimit.Budget { return b.p.limiter.Budget() }
-
-// Draw asks the budget to admit one request for key and counts the
-// decision, whose headers the caller writes; the refusal is 429, 503 or 499.
-func (b *PlaneBudget) Draw(ctx context.Context, key string) (ratelimit.Decision, *Error) {
-	return b.p.decide(ctx, key)
-}
+func (p *PlaneBudget) Budget() ratelimit.Budget { return p.limiter.Budget() }
 
 // Refund gives back what d, an admitted Draw, took, for a request a later
 // check refused.
-func (b *PlaneBudget) Refund(ctx context.Context, key string, d *ratelimit.Decision) {
-	if err := b.p.limiter.Refund(context.WithoutCancel(ctx), key, d); err != nil {
-		Logger(ctx).Warn("a refused request's token was not given back", "budget", b.p.limiter.Budget().Name, "error", err)
+func (p *PlaneBudget) Refund(ctx context.Context, key string, d *ratelimit.Decision) {
+	if err := p.limiter.Refund(context.WithoutCancel(ctx), key, d); err != nil {
+		Logger(ctx).Warn("a refused request's token was not given back", "budget", p.Budget().Name, "error", err)
 	}
 }
 

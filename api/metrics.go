@@ -100,7 +100,7 @@ func (m *Metrics) gauge(name, help string, labels prometheus.Labels, f func() fl
 }
 
 // observeLimiter exports what a budget's limiter knows of itself.
-func (m *Metrics) observeLimiter(p *budgetLimiter) {
+func (m *Metrics) observeLimiter(p *PlaneBudget) {
 	if m == nil {
 		return
 	}

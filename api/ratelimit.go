@@ -92,8 +92,11 @@ func limitNames(name string, rates []ratelimit.Rate) []ratelimit.Limit {
 	return out
 }
 
-// A budgetLimiter is the limiter of one budget, and the plane it belongs to.
-type budgetLimiter struct {
+// A PlaneBudget is the limiter of one budget, and the plane it belongs to. A
+// handler that admits its requests itself (Declaration.Draws) draws from the
+// stream plane's ([Server.PlaneBudget]), with the store, metrics and 429 of
+// every budget.
+type PlaneBudget struct {
 	name    string // the plane: session, apikey, ip, stream
 	limiter ratelimit.Limiter
 	headers *ratelimit.Headers
@@ -102,11 +105,11 @@ type budgetLimiter struct {
 
 // plan is which plane applies to an operation for each kind of caller.
 type plan struct {
-	session, apikey, ip *budgetLimiter
+	session, apikey, ip *PlaneBudget
 	deferred            bool // the handler charges after the login back-off
 	selfAdmitting       bool // the handler admits its requests, from caps and own
 	caps                []ConcurrencyCap
-	own                 []*budgetLimiter
+	own                 []*PlaneBudget
 }
 
 // planes are the budget limiters of one server.
@@ -116,14 +119,14 @@ type planes struct {
 	now                 func() time.Time
 	refused             refusedIPs // by the ip plane: see requireCaller
 	login               *auth.LoginThrottle
-	session, ip, apikey *budgetLimiter
+	session, ip, apikey *PlaneBudget
 	metrics             *Metrics
-	ops                 map[string]*budgetLimiter // by budget name
-	declared            map[string]Budget         // each budget as first declared
+	ops                 map[string]*PlaneBudget // by budget name
+	declared            map[string]Budget       // each budget as first declared
 	errs                []error
 	failed              map[string]bool // budgets whose mistake is in errs
 	refusals            *refusals
-	own                 map[string]*budgetLimiter // the stream plane's, by name
+	own                 map[string]*PlaneBudget // the stream plane's, by name
 }
 
 func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThrottle) *planes {
@@ -135,7 +138,7 @@ func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThro
 		now:      now,
 		login:    login,
 		metrics:  m,
-		ops:      map[string]*budgetLimiter{},
+		ops:      map[string]*PlaneBudget{},
 		declared: map[string]Budget{},
 		failed:   map[string]bool{},
 		refusals: newRefusals(m, now),
@@ -143,23 +146,23 @@ func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThro
 	ps.session = ps.newLimiter("session", "session", ratelimit.Limit{Name: "session", Rate: l.Session})
 	ps.ip = ps.newLimiter("ip", "ip", ratelimit.Limit{Name: "ip", Rate: l.IP})
 	ps.apikey = ps.newLimiter("apikey", "apikey", ratelimit.Limit{Name: "apikey", Rate: l.APIKey})
-	ps.own = map[string]*budgetLimiter{
+	ps.own = map[string]*PlaneBudget{
 		StreamOpensBudget:     ps.newLimiter("stream", StreamOpensBudget, ratelimit.Limit{Name: StreamOpensBudget, Rate: l.StreamOpens}),
 		StreamUserOpensBudget: ps.newLimiter("stream", StreamUserOpensBudget, ratelimit.Limit{Name: StreamUserOpensBudget, Rate: l.StreamUserOpens}),
 	}
 	return ps
 }
 
-func (ps *planes) newLimiter(planeName, budget string, limits ...ratelimit.Limit) *budgetLimiter {
+func (ps *planes) newLimiter(planeName, budget string, limits ...ratelimit.Limit) *PlaneBudget {
 	b := ratelimit.Budget{Name: budget, Limits: limits}
-	pl := &budgetLimiter{name: planeName, limiter: ps.limits.Store(b), headers: ratelimit.NewHeaders(b), count: ps.metrics.Decisions(planeName, budget)}
+	pl := &PlaneBudget{name: planeName, limiter: ps.limits.Store(b), headers: ratelimit.NewHeaders(b), count: ps.metrics.Decisions(planeName, budget)}
 	ps.metrics.observeLimiter(pl)
 	return pl
 }
 
 // keyBudget returns the limiter of budget b, made on its first use. On a
 // mistake (in ps.errs) the key's default budget serves instead.
-func (ps *planes) keyBudget(op *huma.Operation, b Budget) *budgetLimiter {
+func (ps *planes) keyBudget(op *huma.Operation, b Budget) *PlaneBudget {
 	if !budgetName.MatchString(b.Name) || reserved[b.Name] {
 		ps.errs = append(ps.errs, fmt.Errorf("operation %s: budget %q: a name is 1 to 32 of a-z, 0-9 and -, starting with a letter, and not session, ip, apikey, login, stream, streams, streams-per-user, %s or %s", op.OperationID, b.Name, StreamOpensBudget, StreamUserOpensBudget))
 		return ps.apikey
@@ -257,9 +260,9 @@ type RateLimitEntry struct {
 }
 
 // appendEntries appends the entries of ps' limits, applying to appliesTo.
-func appendEntries(out []RateLimitEntry, appliesTo string, ps ...*budgetLimiter) []RateLimitEntry {
+func appendEntries(out []RateLimitEntry, appliesTo string, ps ...*PlaneBudget) []RateLimitEntry {
 	for _, p := range ps {
-		for _, l := range p.limiter.Budget().Limits {
+		for _, l := range p.Budget().Limits {
 			out = append(out, RateLimitEntry{Plane: p.name, Policy: l.Name, Limit: l.Limit,
 				WindowS: int(l.Window / time.Second), Burst: l.Burst, AppliesTo: appliesTo})
 		}
@@ -355,7 +358,7 @@ func (ps *planes) rateLimitEntries(pl *plan, access Access) []RateLimitEntry {
 		entries = append(entries, RateLimitEntry{Plane: c.Plane, Policy: c.Policy, Concurrent: c.Concurrent})
 	}
 	entries = appendEntries(entries, "", pl.own...)
-	for _, p := range []*budgetLimiter{pl.ip, pl.session, pl.apikey} {
+	for _, p := range []*PlaneBudget{pl.ip, pl.session, pl.apikey} {
 		if p != nil {
 			entries = appendEntries(entries, "", p)
 		}
@@ -373,12 +376,12 @@ func (ps *planes) rateLimitEntries(pl *plan, access Access) []RateLimitEntry {
 }
 
 // forbiddenPlanes returns the planes a caller's 403 draws from.
-func (ps *planes) forbiddenPlanes(pl *plan, access Access) []*budgetLimiter {
+func (ps *planes) forbiddenPlanes(pl *plan, access Access) []*PlaneBudget {
 	switch {
 	case pl.ip == nil && pl.apikey == nil && !pl.selfAdmitting: // session-only: an API key's 403s draw from its budget
-		return []*budgetLimiter{ps.apikey}
+		return []*PlaneBudget{ps.apikey}
 	case pl.selfAdmitting && access == Admin: // its handler draws the rest
-		return []*budgetLimiter{ps.session, ps.apikey}
+		return []*PlaneBudget{ps.session, ps.apikey}
 	}
 	return nil
 }
@@ -408,7 +411,7 @@ func declareRateLimitResponses(op *huma.Operation, pl *plan) {
 // keyed by the caller or by rateKey's non-empty key.
 func (ps *planes) enforce(pl *plan, rateKey func(*http.Request) string) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
-		var p *budgetLimiter
+		var p *PlaneBudget
 		var key string
 		switch id := auth.FromContext(ctx.Context()); {
 		case pl.ip != nil:
@@ -441,12 +444,12 @@ func (ps *planes) enforce(pl *plan, rateKey func(*http.Request) string) func(hum
 
 // chargeRefused charges a 401 or 403 to p, so a loop on a refusal is
 // throttled, and reports whether it answered the request.
-func (ps *planes) chargeRefused(ctx huma.Context, p *budgetLimiter, key string) (answered bool) {
+func (ps *planes) chargeRefused(ctx huma.Context, p *PlaneBudget, key string) (answered bool) {
 	return !ps.limits.Disabled && ps.charge(ctx, p, key)
 }
 
 // charge admits a request for key on p, or answers it and reports true.
-func (ps *planes) charge(ctx huma.Context, p *budgetLimiter, key string) (answered bool) {
+func (ps *planes) charge(ctx huma.Context, p *PlaneBudget, key string) (answered bool) {
 	if e := ps.admit(ctx, p, key); e != nil {
 		writeHumaError(ps.api, ctx, e)
 		return true
@@ -456,8 +459,8 @@ func (ps *planes) charge(ctx huma.Context, p *budgetLimiter, key string) (answer
 
 // admit asks p to admit a request for key, writes p's headers, and
 // returns the refusal or nil.
-func (ps *planes) admit(ctx huma.Context, p *budgetLimiter, key string) *Error {
-	d, e := p.decide(ctx.Context(), key)
+func (ps *planes) admit(ctx huma.Context, p *PlaneBudget, key string) *Error {
+	d, e := p.Draw(ctx.Context(), key)
 	if d.N > 0 { // none while the store is down and the policy is "open"
 		_, w := humachi.Unwrap(ctx)
 		p.headers.Write(w.Header(), &d)
@@ -471,9 +474,10 @@ func (ps *planes) admit(ctx huma.Context, p *budgetLimiter, key string) *Error {
 	return e
 }
 
-// decide asks p to admit a request for key and counts the decision; the
-// refusal is 429, 503 (its cause kept for the log) or 499.
-func (p *budgetLimiter) decide(ctx context.Context, key string) (ratelimit.Decision, *Error) {
+// Draw asks the budget to admit one request for key and counts the
+// decision; the refusal is 429, 503 (its cause kept for the log) or 499.
+// Outside an operation, the caller writes the decision's headers.
+func (p *PlaneBudget) Draw(ctx context.Context, key string) (ratelimit.Decision, *Error) {
 	d, err := p.limiter.Allow(ctx, key)
 	switch {
 	case err != nil && clientGone(ctx): // not the store's failure: nobody is left to answer
@@ -493,8 +497,8 @@ func (p *budgetLimiter) decide(ctx context.Context, key string) (ratelimit.Decis
 const protectedKeyPrefix = "protect:"
 
 // refusal is the 429 envelope for p's decision d.
-func refusal(p *budgetLimiter, d *ratelimit.Decision) *Error {
-	l := p.limiter.Budget().Limits[d.Tightest()]
+func refusal(p *PlaneBudget, d *ratelimit.Decision) *Error {
+	l := p.Budget().Limits[d.Tightest()]
 	return RateLimited(p.name, l.Name, l.Limit, l.Window, d.RetryAfter)
 }
 
