@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"reflect"
@@ -127,14 +128,9 @@ var codes = map[int]string{
 
 // Codes returns the platform's codes that a client sees, sorted.
 func Codes() []string {
-	var out []string
-	for status, c := range codes {
-		if status != StatusClientClosedRequest {
-			out = append(out, c)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	return slices.DeleteFunc(slices.Sorted(maps.Values(codes)), func(c string) bool {
+		return c == codes[StatusClientClosedRequest]
+	})
 }
 
 // DeclareErrorCode adds code, one a feature's handler sets in place of its

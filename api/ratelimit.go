@@ -80,14 +80,12 @@ func WithBudget(op huma.Operation, b Budget) huma.Operation {
 func limitNames(name string, rates []ratelimit.Rate) []ratelimit.Limit {
 	out := make([]ratelimit.Limit, len(rates))
 	for i, r := range rates {
-		n := name
-		switch {
-		case i == 1:
-			n = name + "-burst"
-		case i > 1:
-			n = name + "-" + strconv.Itoa(i+1)
+		out[i] = ratelimit.Limit{Name: name, Rate: r}
+		if i == 1 {
+			out[i].Name += "-burst"
+		} else if i > 1 {
+			out[i].Name += "-" + strconv.Itoa(i+1)
 		}
-		out[i] = ratelimit.Limit{Name: n, Rate: r}
 	}
 	return out
 }
