@@ -280,7 +280,7 @@ func declareComponents(c *huma.Components) {
 		return &huma.Header{Description: desc, Required: true, Schema: &huma.Schema{Type: "string", Examples: []any{example}}}
 	}
 	num := func(desc string, example int) *huma.Header {
-		return &huma.Header{Description: desc, Required: true, Schema: &huma.Schema{Type: "integer", Minimum: ptr(0.0), Examples: []any{example}}}
+		return &huma.Header{Description: desc, Required: true, Schema: &huma.Schema{Type: "integer", Minimum: new(0.0), Examples: []any{example}}}
 	}
 	if c.Headers == nil {
 		c.Headers = map[string]*huma.Header{}
@@ -291,7 +291,7 @@ func declareComponents(c *huma.Components) {
 	c.Headers["X-RateLimit-Remaining"] = num("Legacy: whole requests left in that budget.", 57)
 	c.Headers["X-RateLimit-Reset"] = num("Legacy: when that budget is full again, in Unix epoch seconds (for a cap that refused a stream, when its Retry-After ends: a cap has no clock).", 1796040012)
 	c.Headers["Retry-After"] = &huma.Header{Description: "Seconds until a request would be admitted (at least 1).", Required: true,
-		Schema: &huma.Schema{Type: "integer", Minimum: ptr(1.0), Examples: []any{3}}}
+		Schema: &huma.Schema{Type: "integer", Minimum: new(1.0), Examples: []any{3}}}
 	if c.Responses == nil {
 		c.Responses = map[string]*huma.Response{}
 	}
@@ -326,8 +326,6 @@ func declareComponents(c *huma.Components) {
 	c.Headers["Cache-Control"] = &huma.Header{Required: true, Schema: &huma.Schema{Type: "string", Enum: []any{noStore}},
 		Description: "no-store: the answer is the caller's own (its data, or a secret), and no cache, shared or private, may keep it. Every answer to a request whose caller is known has it, whatever its status."}
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // declareRateLimits makes op's plan, documents it and enforces it.
 func (ps *planes) declareRateLimits(op *huma.Operation, d *Declaration) {

@@ -25,10 +25,6 @@ type Client struct {
 	tb   testing.TB
 }
 
-func newClient(tb testing.TB, url string, hc *http.Client) *Client {
-	return &Client{URL: url, HTTP: hc, tb: tb}
-}
-
 // Serve serves h on a real port until the test ends and returns its client.
 func Serve(tb testing.TB, h http.Handler) *Client {
 	tb.Helper()
@@ -36,7 +32,7 @@ func Serve(tb testing.TB, h http.Handler) *Client {
 	tb.Cleanup(srv.Close)
 	tr := &http.Transport{MaxIdleConnsPerHost: 512}
 	tb.Cleanup(tr.CloseIdleConnections)
-	return newClient(tb, srv.URL, &http.Client{Transport: tr, Timeout: 60 * time.Second})
+	return &Client{URL: srv.URL, HTTP: &http.Client{Transport: tr, Timeout: 60 * time.Second}, tb: tb}
 }
 
 // A Reply is a response read in full, and how long it took.
