@@ -129,8 +129,9 @@ func New(cfg Config) *Server {
 	hc.OpenAPIPath = "" // spec.go serves the committed bytes, and the page of them
 	hc.DocsPath = ""
 	hc.Info.Description = describe(nil)
-	hc.Info.Contact = contact
-	hc.Servers = servers
+	hc.Info.Contact = &huma.Contact{Name: product.Name + " maintainers"}
+	// one server, relative, so the spec names no host
+	hc.Servers = []*huma.Server{{URL: "/", Description: "The server this document was read from."}}
 	hc.Formats = escapedNames(hc.Formats)
 	cfg.Limits = cfg.Limits.withDefaults()
 	throttle := auth.NewLoginThrottle() // what documenting without a service shows

@@ -26,11 +26,6 @@ func errorContent() map[string]*huma.MediaType {
 	return map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Ref: "#/components/schemas/Error"}}}
 }
 
-// servers is the spec's one server: relative, so the spec names no host.
-var servers = []*huma.Server{{URL: "/", Description: "The server this document was read from."}}
-
-var contact = &huma.Contact{Name: apiTitle + " maintainers"}
-
 // errorDescriptions say when each generic error status happens.
 var errorDescriptions = map[int]string{
 	http.StatusBadRequest:            "invalid-request: the body is not valid JSON, or is missing.",
