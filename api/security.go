@@ -31,8 +31,6 @@ var securitySchemes = map[string]*huma.SecurityScheme{
 // noStore is the Cache-Control of every answer to a known caller.
 const noStore = "no-store"
 
-const refNoStore = refHeader + "Cache-Control"
-
 // declareSecurity gives op the security requirement, errors and
 // Cache-Control: no-store that its access implies.
 func declareSecurity(op *huma.Operation, access Access) {
@@ -55,7 +53,7 @@ func declareSecurity(op *huma.Operation, access Access) {
 			if r.Headers == nil {
 				r.Headers = map[string]*huma.Header{}
 			}
-			r.Headers["Cache-Control"] = &huma.Header{Ref: refNoStore}
+			r.Headers["Cache-Control"] = &huma.Header{Ref: refHeader + "Cache-Control"}
 		}
 	}
 }
