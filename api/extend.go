@@ -29,10 +29,8 @@ type extension struct {
 // Extension returns the extension of s under key (of an unexported type of
 // your own), made by make on the first call.
 func (s *Server) Extension(key any, make func() Extension) Extension {
-	for _, x := range s.extensions {
-		if x.key == key {
-			return x.value
-		}
+	if i := slices.IndexFunc(s.extensions, func(x extension) bool { return x.key == key }); i >= 0 {
+		return s.extensions[i].value
 	}
 	v := make()
 	s.extensions = append(s.extensions, extension{key, v})

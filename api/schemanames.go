@@ -1,6 +1,7 @@
 package api
 
 import (
+	"maps"
 	"path"
 	"reflect"
 	"runtime"
@@ -130,21 +131,17 @@ func escapeNames(v any) {
 			escapeNames(e)
 		}
 	case map[string]any:
-		var renamed []string
+		var renamed map[string]any // all out before any back: "a%2Eb" may be a name of the body too
 		for k, e := range v {
 			escapeNames(e)
 			if strings.ContainsAny(k, "%.[") {
-				renamed = append(renamed, k)
+				if renamed == nil {
+					renamed = map[string]any{}
+				}
+				renamed[nameEscaper.Replace(k)] = e
+				delete(v, k)
 			}
 		}
-		// all out before any back: "a%2Eb" may be a name of the body too
-		values := make([]any, len(renamed))
-		for i, k := range renamed {
-			values[i] = v[k]
-			delete(v, k)
-		}
-		for i, k := range renamed {
-			v[nameEscaper.Replace(k)] = values[i]
-		}
+		maps.Copy(v, renamed)
 	}
 }
