@@ -330,9 +330,7 @@ func WriteError(w http.ResponseWriter, e *Error) {
 }
 
 func setErrorHeaders(h http.Header, e *Error) {
-	for k, v := range e.header {
-		h[k] = v
-	}
+	maps.Copy(h, e.header)
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 }

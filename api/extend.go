@@ -75,7 +75,7 @@ func (p *PlaneBudget) Refund(ctx context.Context, key string, d *ratelimit.Decis
 // Refuse answers r with e from a raw handler as an operation would: a 429
 // counted and logged, a cause logged, a 499 its status only.
 func (s *Server) Refuse(w http.ResponseWriter, r *http.Request, e *Error) {
-	s.planes.refusals.observe(r.Context(), e, nil)
+	s.planes.refusals.observe(r.Context(), e)
 	if e.status == StatusClientClosedRequest {
 		w.WriteHeader(StatusClientClosedRequest)
 		return

@@ -104,13 +104,10 @@ func (m *Metrics) observeLimiter(p *PlaneBudget) {
 	if m == nil {
 		return
 	}
-	policy := prometheus.Labels{"policy": p.limiter.Budget().Name}
-	var mem *ratelimit.Memory
+	policy := prometheus.Labels{"policy": p.Budget().Name}
+	mem, _ := p.limiter.(*ratelimit.Memory)
 	var redis *ratelimit.Redis
-	switch l := p.limiter.(type) {
-	case *ratelimit.Memory:
-		mem = l
-	case *ratelimit.Resilient:
+	if l, ok := p.limiter.(*ratelimit.Resilient); ok {
 		mem, _ = l.Fallback().(*ratelimit.Memory)
 		redis, _ = l.Store().(*ratelimit.Redis)
 		m.counter("_ratelimit_degraded_decisions_total", "Decisions made without the shared store (during an outage).", policy,

@@ -465,7 +465,7 @@ func (ps *planes) admit(ctx huma.Context, p *PlaneBudget, key string) *Error {
 		if p == ps.ip && !strings.HasPrefix(key, protectedKeyPrefix) { // an address, whose lookups requireCaller then spares
 			ps.refused.add(key, d.Time().Add(d.RetryAfter), d.Time())
 		}
-		ps.refusals.observe(ctx.Context(), e, nil)
+		ps.refusals.observe(ctx.Context(), e)
 	}
 	return e
 }

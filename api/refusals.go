@@ -47,8 +47,8 @@ func (r *refusals) carry(ctx huma.Context, next func(huma.Context)) {
 	next(huma.WithValue(ctx, refusalsKey{}, r))
 }
 
-// observe reports refusal e (a 429) of ctx's caller id (nil: ctx's).
-func (r *refusals) observe(ctx context.Context, e *Error, id *auth.Identity) {
+// observe reports refusal e (a 429) of ctx's caller.
+func (r *refusals) observe(ctx context.Context, e *Error) {
 	if r == nil || e == nil || e.status != http.StatusTooManyRequests {
 		return
 	}
@@ -56,9 +56,7 @@ func (r *refusals) observe(ctx context.Context, e *Error, id *auth.Identity) {
 	if r.count != nil {
 		r.count.WithLabelValues(plane, policy).Inc()
 	}
-	if id == nil {
-		id = auth.FromContext(ctx)
-	}
+	id := auth.FromContext(ctx)
 	level, who := slog.LevelWarn, slog.String("ip", middleware.GetClientIP(ctx))
 	if (plane != "ip" && plane != "login") && id != nil {
 		level, who = slog.LevelInfo, slog.String("user", id.User.ID)
@@ -199,7 +197,7 @@ func SkipCharge(ctx context.Context) {
 func LoginBackedOff(ctx context.Context, te *auth.ThrottledError) *Error {
 	e := RateLimited("login", "login", te.Failures, 0, te.RetryAfter)
 	if r, ok := ctx.Value(refusalsKey{}).(*refusals); ok {
-		r.observe(ctx, e, nil)
+		r.observe(ctx, e)
 	}
 	return e
 }
