@@ -18,6 +18,7 @@ import (
 
 	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/auth"
+	"github.com/brain-template/brain/internal/logsample"
 	"github.com/brain-template/brain/internal/product"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
@@ -69,19 +70,18 @@ type Server struct {
 	// API is the huma API the operations are registered on, before serving.
 	API huma.API
 
-	renders       atomic.Int32 // of the spec and the reference page, for tests
-	planes        *planes
-	bodies        *bodiesInFlight
-	outages       *outageLog
-	traffic       *traffic
-	metrics       *Metrics
-	requireCaller func(huma.Context, func(huma.Context))
-	auth          *auth.Service
-	now           func() time.Time
-	adapter       *inSpecOnly
-	errs          []error     // the features' mistakes (DeclareErrorCode)
-	described     []string    // the features' paragraphs of the description
-	extensions    []extension // in the order they were made
+	renders    atomic.Int32 // of the spec and the reference page, for tests
+	planes     *planes
+	bodies     *bodiesInFlight
+	outages    *outageLog
+	traffic    *traffic
+	metrics    *Metrics
+	auth       *auth.Service
+	now        func() time.Time
+	adapter    *inSpecOnly
+	errs       []error     // the features' mistakes (DeclareErrorCode)
+	described  []string    // the features' paragraphs of the description
+	extensions []extension // in the order they were made
 }
 
 // New builds the router and registers every operation. The first call makes
@@ -126,11 +126,12 @@ func New(cfg Config) *Server {
 	hc.Components.Schemas = huma.NewMapRegistry("#/components/schemas/", schemaName)
 	hc.CreateHooks = nil // no $schema member in bodies, no Link header
 	hc.SchemasPath = ""
-	hc.OpenAPIPath = "" // spec.go and docs.go serve the committed bytes
+	hc.OpenAPIPath = "" // spec.go serves the committed bytes, and the page of them
 	hc.DocsPath = ""
 	hc.Info.Description = describe(nil)
-	hc.Info.Contact = contact
-	hc.Servers = servers
+	hc.Info.Contact = &huma.Contact{Name: product.Name + " maintainers"}
+	// one server, relative, so the spec names no host
+	hc.Servers = []*huma.Server{{URL: "/", Description: "The server this document was read from."}}
 	hc.Formats = escapedNames(hc.Formats)
 	cfg.Limits = cfg.Limits.withDefaults()
 	throttle := auth.NewLoginThrottle() // what documenting without a service shows
@@ -142,14 +143,13 @@ func New(cfg Config) *Server {
 	hc.OnAddOperation = append(hc.OnAddOperation, declareOperation(ps, bodies))
 	hc.Components.SecuritySchemes = securitySchemes
 	declareComponents(hc.Components)
-	outages := newOutageLog(time.Minute, cfg.Now)
+	outages := &outageLog{logsample.New(time.Minute, cfg.Now, maxOutageCauses)}
 	hc.Transformers = append(hc.Transformers, logCauses(outages))
 
 	adapter := &inSpecOnly{Adapter: humachi.NewAdapter(r)}
 	api := huma.NewAPI(hc, adapter)
 	s := &Server{router: r, API: api, planes: ps, outages: outages, traffic: tr, bodies: bodies,
 		metrics: cfg.Metrics, auth: cfg.Auth, now: cfg.Now, adapter: adapter}
-	s.requireCaller = requireCaller(api, cfg.Auth, ps, outages)
 	api.UseMiddleware(s.requireCaller)
 	ps.api, bodies.api = api, api
 	addRoutes(api, cfg)
@@ -190,26 +190,19 @@ func describe(features []string) string {
 // chain is the router's middleware, with this package's answers.
 func chain(cfg Config, tr *traffic) []func(http.Handler) http.Handler {
 	return middleware.Chain(middleware.Config{
-		Logger:         cfg.Logger,
-		Now:            cfg.Now,
-		Observe:        tr.observe,
-		Internal:       http.HandlerFunc(internalError),
+		Logger:  cfg.Logger,
+		Now:     cfg.Now,
+		Observe: tr.observe,
+		Internal: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			WriteError(w, NewError(http.StatusInternalServerError, ""))
+		}),
 		TrustedProxies: cfg.TrustedProxies,
 		Origins:        cfg.CORSOrigins,
-		CSRFExempt:     sendsAPIKey,
-		CrossSite:      http.HandlerFunc(crossSite),
+		CSRFExempt:     func(r *http.Request) bool { return apiKeyFrom(r) != "" }, // an API key is no cookie
+		CrossSite: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			WriteError(w, NewError(http.StatusForbidden, "cross-site request refused: a cookie-authenticated change must come from "+product.Name+"'s own pages or a trusted origin"))
+		}),
 	})
-}
-
-func internalError(w http.ResponseWriter, _ *http.Request) {
-	WriteError(w, NewError(http.StatusInternalServerError, ""))
-}
-
-// sendsAPIKey reports whether r sends an API key, which CSRF lets through.
-func sendsAPIKey(r *http.Request) bool { return apiKeyFrom(r) != "" }
-
-func crossSite(w http.ResponseWriter, _ *http.Request) {
-	WriteError(w, NewError(http.StatusForbidden, "cross-site request refused: a cookie-authenticated change must come from "+product.Name+"'s own pages or a trusted origin"))
 }
 
 // isStatic reports whether a request no route matched is one for
@@ -227,4 +220,85 @@ func isStatic(r *http.Request) bool {
 		}
 	}
 	return true
+}
+
+// addRoutes registers the platform's own operations, the probes. Every
+// other operation comes in by Config.Features.
+func addRoutes(api huma.API, cfg Config) {
+	probes := WithAccess(api, Probe)
+	tags := Tag(api, "Operations", "Probes for whoever runs the service: is it alive, and can it serve.")
+	huma.Register(probes, huma.Operation{
+		OperationID: "get-health",
+		Method:      http.MethodGet,
+		Path:        Prefix + "/health",
+		Summary:     "Liveness probe",
+		Description: "Answers 200 while the process serves HTTP. Never rate limited.",
+		Tags:        tags,
+	}, handleHealth(cfg.BuildVersion))
+
+	huma.Register(probes, huma.Operation{
+		OperationID: "get-ready",
+		Method:      http.MethodGet,
+		Path:        Prefix + "/ready",
+		Summary:     "Readiness probe",
+		Description: "Answers 200 only when every store " + product.Name + " depends on answers, else 503 with the failing checks in details.errors. Never rate limited.",
+		Tags:        tags,
+		Errors:      []int{http.StatusServiceUnavailable},
+	}, handleReady(cfg.Ready))
+}
+
+// healthOutput is the body of GET /api/v1/health.
+type healthOutput struct {
+	Body struct {
+		Status  string `json:"status" enum:"ok" doc:"Always ok while the server answers."`
+		Version string `json:"version" example:"v1.2.3" doc:"The server binary's version."`
+	}
+}
+
+func handleHealth(version string) func(context.Context, *struct{}) (*healthOutput, error) {
+	if version == "" {
+		version = "dev"
+	}
+	return func(ctx context.Context, _ *struct{}) (*healthOutput, error) {
+		out := &healthOutput{}
+		out.Body.Status = "ok"
+		out.Body.Version = version
+		return out, nil
+	}
+}
+
+// readyOutput is the body of GET /api/v1/ready.
+type readyOutput struct {
+	Body struct {
+		Status string   `json:"status" enum:"ready" doc:"Always ready on a 200."`
+		Checks []string `json:"checks" nullable:"false" doc:"The checks that passed."`
+	}
+}
+
+// readyTimeout bounds one readiness check, so a hung store answers 503
+// before the prober gives up.
+const readyTimeout = 2 * time.Second
+
+func handleReady(checks []Check) func(context.Context, *struct{}) (*readyOutput, error) {
+	return func(ctx context.Context, _ *struct{}) (*readyOutput, error) {
+		out := &readyOutput{}
+		out.Body.Status = "ready"
+		out.Body.Checks = []string{}
+		var failed []FieldError
+		for _, c := range checks {
+			cctx, cancel := context.WithTimeout(ctx, readyTimeout)
+			err := c.Check(cctx)
+			cancel()
+			if err != nil {
+				Logger(ctx).Warn("readiness check failed", "check", c.Name, "error", err)
+				failed = append(failed, FieldError{Location: "checks." + c.Name, Message: "not answering"})
+				continue
+			}
+			out.Body.Checks = append(out.Body.Checks, c.Name)
+		}
+		if len(failed) > 0 {
+			return nil, NewError(http.StatusServiceUnavailable, product.Name+" is not ready: a store does not answer", failed...)
+		}
+		return out, nil
+	}
 }

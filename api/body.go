@@ -133,29 +133,23 @@ func (b *bodiesInFlight) admit(caller string, length int64) *Error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	mine := b.claimed[caller]
-	if mine+length > b.limits.PerCaller {
+	switch {
+	case mine+length > b.limits.PerCaller:
 		return busyBodies(fmt.Sprintf("you have %d bytes of request bodies in flight, and this one would take you past %d; retry in a second, or send fewer large bodies at once",
 			mine, b.limits.PerCaller))
-	}
-	if e := b.roomLocked(length); e != nil {
-		return e
+	case b.arrived+length > b.limits.InFlight:
+		return bodiesFull()
 	}
 	b.claimed[caller] = mine + length
 	return nil
 }
 
-func (b *bodiesInFlight) roomLocked(n int64) *Error {
-	if b.arrived+n > b.limits.InFlight {
-		return busyBodies(product.Name + " is receiving as many large request bodies as it holds at once; retry in a second")
-	}
-	return nil
-}
-
+// take counts n bytes arrived, or returns the refusal.
 func (b *bodiesInFlight) take(n int64) *Error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if e := b.roomLocked(n); e != nil {
-		return e
+	if b.arrived+n > b.limits.InFlight {
+		return bodiesFull()
 	}
 	b.arrived += n
 	return nil
@@ -177,6 +171,10 @@ func (s *Server) BodyBytesInFlight() int64 {
 	s.bodies.mu.Lock()
 	defer s.bodies.mu.Unlock()
 	return s.bodies.arrived
+}
+
+func bodiesFull() *Error {
+	return busyBodies(product.Name + " is receiving as many large request bodies as it holds at once; retry in a second")
 }
 
 func busyBodies(msg string) *Error {

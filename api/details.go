@@ -1,6 +1,7 @@
 package api
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -48,38 +49,25 @@ func bodyLocation(op *huma.Operation, loc string, end int) string {
 			s = reg.SchemaFromRef(s.Ref)
 			continue
 		}
-		n, next := declaredStep(s, loc[end:])
+		step, next := bodyStep.FindString(loc[end:]), s.Items
+		if step == "" {
+			break
+		}
+		if step[0] == '.' {
+			next = s.Properties[step[1:]]
+		}
 		if next == nil {
 			break
 		}
-		end, s = end+n, next
+		end, s = end+len(step), next
 	}
 	return loc[:end]
 }
 
-// declaredStep returns the length of rest's first segment and the schema
-// it leads to within s, or nil.
-func declaredStep(s *huma.Schema, rest string) (n int, next *huma.Schema) {
-	if rest == "" {
-		return 0, nil
-	}
-	if n := arrayIndex(rest); n > 0 && s.Items != nil {
-		return n, s.Items
-	}
-	if rest[0] != '.' {
-		return 0, nil
-	}
-	// A declared name holds no '.' or '[' (TestSpecPropertyNames),
-	// and those of the client's names are escaped (escapedNames).
-	name := rest[1:]
-	if i := strings.IndexAny(name, ".["); i >= 0 {
-		name = name[:i]
-	}
-	if next = s.Properties[name]; next == nil {
-		return 0, nil
-	}
-	return 1 + len(name), next
-}
+// bodyStep matches the next step of a body location: ".name" or "[n]". A
+// declared name holds no '.' or '[' (TestSpecPropertyNames), and those of
+// the client's names are escaped (escapedNames).
+var bodyStep = regexp.MustCompile(`^(\.[^.\[]*|\[[0-9]+\])`)
 
 func hasSegment(rest, seg string) bool {
 	if !strings.HasPrefix(rest, seg) {
@@ -87,22 +75,6 @@ func hasSegment(rest, seg string) bool {
 	}
 	rest = rest[len(seg):]
 	return rest == "" || rest[0] == '.' || rest[0] == '['
-}
-
-// arrayIndex returns the length of the "[n]" that rest starts with, or 0.
-func arrayIndex(rest string) int {
-	if len(rest) < 3 || rest[0] != '[' {
-		return 0
-	}
-	for i := 1; i < len(rest); i++ {
-		switch c := rest[i]; {
-		case c == ']' && i > 1:
-			return i + 1
-		case c < '0' || c > '9':
-			return 0
-		}
-	}
-	return 0
 }
 
 // schemaMessage returns msg when it is one of huma's validation messages,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"reflect"
@@ -19,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/brain-template/brain/api/middleware"
+	"github.com/brain-template/brain/internal/fault"
 	"github.com/brain-template/brain/internal/logsample"
 	"github.com/brain-template/brain/internal/product"
 	"github.com/danielgtaylor/huma/v2"
@@ -126,14 +128,9 @@ var codes = map[int]string{
 
 // Codes returns the platform's codes that a client sees, sorted.
 func Codes() []string {
-	var out []string
-	for status, c := range codes {
-		if status != StatusClientClosedRequest {
-			out = append(out, c)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	return slices.DeleteFunc(slices.Sorted(maps.Values(codes)), func(c string) bool {
+		return c == codes[StatusClientClosedRequest]
+	})
 }
 
 // DeclareErrorCode adds code, one a feature's handler sets in place of its
@@ -305,10 +302,9 @@ func logCauses(outages *outageLog) huma.Transformer {
 
 // logCause logs e's cause, if any: a 503's through outages.
 func logCause(ctx context.Context, outages *outageLog, e *Error) {
-	switch {
-	case e.cause != nil && e.status == http.StatusServiceUnavailable:
+	if e.cause != nil && e.status == http.StatusServiceUnavailable {
 		outages.log(ctx, e.cause)
-	case e.cause != nil:
+	} else if e.cause != nil {
 		Logger(ctx).Error("request failed", "status", e.status, "error", e.cause.Error())
 	}
 }
@@ -334,9 +330,7 @@ func WriteError(w http.ResponseWriter, e *Error) {
 }
 
 func setErrorHeaders(h http.Header, e *Error) {
-	for k, v := range e.header {
-		h[k] = v
-	}
+	maps.Copy(h, e.header)
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 }
@@ -388,23 +382,78 @@ func bodyReadError(err error) *Error {
 }
 
 // outageLog logs why the server answered 503: at WARN, each cause once per
-// interval, with the requests it failed since.
+// interval, with the requests it failed since. A cause is its text with the
+// numbers masked, as addresses change.
 type outageLog struct{ counts *logsample.Counts }
 
 // maxOutageCauses bounds the causes remembered.
 const maxOutageCauses = 100
 
-func newOutageLog(every time.Duration, now func() time.Time) *outageLog {
-	return &outageLog{logsample.New(every, now, maxOutageCauses)}
-}
-
 var digits = regexp.MustCompile(`[0-9]+`)
 
-// causeKey is an error's text with the numbers masked, as addresses change.
-func causeKey(err error) string { return digits.ReplaceAllLiteralString(err.Error(), "#") }
-
 func (l *outageLog) log(ctx context.Context, cause error) {
-	if _, repeats, due := l.counts.Take(causeKey(cause)); due {
+	if _, repeats, due := l.counts.Take(digits.ReplaceAllLiteralString(cause.Error(), "#")); due {
 		Logger(ctx).Warn("unavailable: answering 503", "error", cause.Error(), "repeats", repeats)
 	}
+}
+
+// msgStoreUnavailable is the message of a 503 for a store that failed.
+const msgStoreUnavailable = product.Name + "'s database does not answer right now; retry shortly"
+
+// faultAnswers maps each error kind (package fault) to its status and
+// default message; Unavailable first, never the client's fault.
+var faultAnswers = []struct {
+	kind    error
+	status  int
+	message string
+}{
+	{fault.ErrUnavailable, http.StatusServiceUnavailable, msgStoreUnavailable},
+	{fault.ErrNotFound, http.StatusNotFound, "you have nothing with that id"},
+	{fault.ErrConflict, http.StatusConflict, "that exists already"},
+	{fault.ErrTooMany, http.StatusConflict, "you hold as many as allowed: delete some first"},
+}
+
+// Messages maps an error kind (fault.ErrNotFound, ...) to its message at
+// one operation.
+type Messages map[error]string
+
+// ErrorFor is the envelope of err by its kind, with msgs' message for it;
+// an *Error, nil, and an error of no kind are returned as they are.
+func ErrorFor(err error, msgs Messages) error {
+	var e *Error
+	if err == nil || errors.As(err, &e) {
+		return err
+	}
+	i := faultAnswer(err)
+	if i < 0 {
+		return err
+	}
+	a := faultAnswers[i]
+	msg, ok := msgs[a.kind]
+	if !ok {
+		msg = a.message
+	}
+	if a.status == http.StatusServiceUnavailable {
+		return unavailable(msg, err)
+	}
+	return NewError(a.status, msg)
+}
+
+// faultAnswer is the index in faultAnswers of err's kind, or -1.
+func faultAnswer(err error) int {
+	for i, a := range faultAnswers {
+		if errors.Is(err, a.kind) {
+			return i
+		}
+	}
+	return -1
+}
+
+// StoreError is the answer to a database error a handler did not handle
+// itself: 503 with Retry-After, its cause logged, never sent. nil stays nil.
+func StoreError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return unavailable(msgStoreUnavailable, err)
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/brain-template/brain/api/middleware"
 	"github.com/brain-template/brain/auth"
-	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
@@ -30,10 +29,8 @@ type extension struct {
 // Extension returns the extension of s under key (of an unexported type of
 // your own), made by make on the first call.
 func (s *Server) Extension(key any, make func() Extension) Extension {
-	for _, x := range s.extensions {
-		if x.key == key {
-			return x.value
-		}
+	if i := slices.IndexFunc(s.extensions, func(x extension) bool { return x.key == key }); i >= 0 {
+		return s.extensions[i].value
 	}
 	v := make()
 	s.extensions = append(s.extensions, extension{key, v})
@@ -55,55 +52,30 @@ func (s *Server) Authenticate(ctx context.Context, r *http.Request) (*auth.Ident
 	return resolveCaller(ctx, s.auth, r)
 }
 
-// A PlaneBudget is a budget of the stream plane that a handler draws from
-// itself (Declaration.Draws), with the store, metrics and 429 of every budget.
-type PlaneBudget struct {
-	p *budgetLimiter
-}
-
 // PlaneBudget returns the budget named name (StreamOpensBudget,
 // StreamUserOpensBudget), or nil if there is none or limits are disabled.
 func (s *Server) PlaneBudget(name string) *PlaneBudget {
-	p := s.planes.planeBudget(name)
-	if p == nil || s.planes.limits.Disabled {
+	if s.planes.limits.Disabled {
 		return nil
 	}
-	return &PlaneBudget{p}
+	return s.planes.own[name]
 }
 
 // Budget is the budget's name and limits.
-func (b *PlaneBudget) Budget() ratelimit.Budget { return b.p.limiter.Budget() }
-
-// Draw asks the budget to admit one request for key and counts the
-// decision, whose headers the caller writes; the refusal is 429, 503 or 499.
-func (b *PlaneBudget) Draw(ctx context.Context, key string) (ratelimit.Decision, *Error) {
-	d, err := b.p.limiter.Allow(ctx, key)
-	switch {
-	case err != nil && clientGone(ctx):
-		return d, NewError(StatusClientClosedRequest, "")
-	case err != nil:
-		b.p.count.Failed()
-		return d, unavailable(product.Name+" cannot check its rate limits right now; retry shortly", err)
-	case !d.Allowed:
-		b.p.count.Limited()
-		return d, refusal(b.p, &d)
-	}
-	b.p.count.Allowed()
-	return d, nil
-}
+func (p *PlaneBudget) Budget() ratelimit.Budget { return p.limiter.Budget() }
 
 // Refund gives back what d, an admitted Draw, took, for a request a later
 // check refused.
-func (b *PlaneBudget) Refund(ctx context.Context, key string, d *ratelimit.Decision) {
-	if err := b.p.limiter.Refund(context.WithoutCancel(ctx), key, d); err != nil {
-		Logger(ctx).Warn("a refused request's token was not given back", "budget", b.p.limiter.Budget().Name, "error", err)
+func (p *PlaneBudget) Refund(ctx context.Context, key string, d *ratelimit.Decision) {
+	if err := p.limiter.Refund(context.WithoutCancel(ctx), key, d); err != nil {
+		Logger(ctx).Warn("a refused request's token was not given back", "budget", p.Budget().Name, "error", err)
 	}
 }
 
 // Refuse answers r with e from a raw handler as an operation would: a 429
 // counted and logged, a cause logged, a 499 its status only.
 func (s *Server) Refuse(w http.ResponseWriter, r *http.Request, e *Error) {
-	s.planes.refusals.observe(r.Context(), e, nil)
+	s.planes.refusals.observe(r.Context(), e)
 	if e.status == StatusClientClosedRequest {
 		w.WriteHeader(StatusClientClosedRequest)
 		return

@@ -60,10 +60,6 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // Decisions counts nothing.
 type Decisions struct{ allowed, limited, failed prometheus.Counter }
 
-// Decisions returns the counters of policy on plane, for a limit decided
-// outside this package.
-func (m *Metrics) Decisions(plane, policy string) Decisions { return m.countersFor(plane, policy) }
-
 // Allowed counts a request the policy admitted.
 func (d Decisions) Allowed() { inc(d.allowed) }
 
@@ -73,7 +69,9 @@ func (d Decisions) Limited() { inc(d.limited) }
 // Failed counts a decision the policy's store could not make (a 503).
 func (d Decisions) Failed() { inc(d.failed) }
 
-func (m *Metrics) countersFor(plane, policy string) Decisions {
+// Decisions returns the counters of policy on plane, for a limit decided
+// outside this package too.
+func (m *Metrics) Decisions(plane, policy string) Decisions {
 	if m == nil {
 		return Decisions{}
 	}
@@ -102,17 +100,14 @@ func (m *Metrics) gauge(name, help string, labels prometheus.Labels, f func() fl
 }
 
 // observeLimiter exports what a budget's limiter knows of itself.
-func (m *Metrics) observeLimiter(p *budgetLimiter) {
+func (m *Metrics) observeLimiter(p *PlaneBudget) {
 	if m == nil {
 		return
 	}
-	policy := prometheus.Labels{"policy": p.limiter.Budget().Name}
-	var mem *ratelimit.Memory
+	policy := prometheus.Labels{"policy": p.Budget().Name}
+	mem, _ := p.limiter.(*ratelimit.Memory)
 	var redis *ratelimit.Redis
-	switch l := p.limiter.(type) {
-	case *ratelimit.Memory:
-		mem = l
-	case *ratelimit.Resilient:
+	if l, ok := p.limiter.(*ratelimit.Resilient); ok {
 		mem, _ = l.Fallback().(*ratelimit.Memory)
 		redis, _ = l.Store().(*ratelimit.Redis)
 		m.counter("_ratelimit_degraded_decisions_total", "Decisions made without the shared store (during an outage).", policy,

@@ -35,9 +35,6 @@ var undeclared = &Declaration{}
 
 // declarationOf returns op's declaration, not to be changed (use declare).
 func declarationOf(op *huma.Operation) *Declaration {
-	if op == nil {
-		return undeclared
-	}
 	if d, ok := op.Metadata[metaDeclaration].(*Declaration); ok {
 		return d
 	}

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -51,11 +52,8 @@ func DefaultLimits() Limits {
 // withDefaults is l with each plane's zero budget replaced by its default.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
-	for _, b := range []struct{ v, def *ratelimit.Rate }{{&l.Session, &d.Session}, {&l.IP, &d.IP}, {&l.APIKey, &d.APIKey}, {&l.StreamOpens, &d.StreamOpens}, {&l.StreamUserOpens, &d.StreamUserOpens}} {
-		if *b.v == (ratelimit.Rate{}) {
-			*b.v = *b.def
-		}
-	}
+	l.Session, l.IP, l.APIKey = cmp.Or(l.Session, d.Session), cmp.Or(l.IP, d.IP), cmp.Or(l.APIKey, d.APIKey)
+	l.StreamOpens, l.StreamUserOpens = cmp.Or(l.StreamOpens, d.StreamOpens), cmp.Or(l.StreamUserOpens, d.StreamUserOpens)
 	return l
 }
 
@@ -82,20 +80,21 @@ func WithBudget(op huma.Operation, b Budget) huma.Operation {
 func limitNames(name string, rates []ratelimit.Rate) []ratelimit.Limit {
 	out := make([]ratelimit.Limit, len(rates))
 	for i, r := range rates {
-		n := name
-		switch {
-		case i == 1:
-			n = name + "-burst"
-		case i > 1:
-			n = name + "-" + strconv.Itoa(i+1)
+		out[i] = ratelimit.Limit{Name: name, Rate: r}
+		if i == 1 {
+			out[i].Name += "-burst"
+		} else if i > 1 {
+			out[i].Name += "-" + strconv.Itoa(i+1)
 		}
-		out[i] = ratelimit.Limit{Name: n, Rate: r}
 	}
 	return out
 }
 
-// A budgetLimiter is the limiter of one budget, and the plane it belongs to.
-type budgetLimiter struct {
+// A PlaneBudget is the limiter of one budget, and the plane it belongs to. A
+// handler that admits its requests itself (Declaration.Draws) draws from the
+// stream plane's ([Server.PlaneBudget]), with the store, metrics and 429 of
+// every budget.
+type PlaneBudget struct {
 	name    string // the plane: session, apikey, ip, stream
 	limiter ratelimit.Limiter
 	headers *ratelimit.Headers
@@ -104,30 +103,28 @@ type budgetLimiter struct {
 
 // plan is which plane applies to an operation for each kind of caller.
 type plan struct {
-	session, apikey, ip *budgetLimiter
+	session, apikey, ip *PlaneBudget
 	deferred            bool // the handler charges after the login back-off
 	selfAdmitting       bool // the handler admits its requests, from caps and own
 	caps                []ConcurrencyCap
-	own                 []*budgetLimiter
+	own                 []*PlaneBudget
 }
 
 // planes are the budget limiters of one server.
 type planes struct {
-	api                          huma.API // set before the first operation is registered
-	limits                       Limits
-	now                          func() time.Time
-	refused                      refusedIPs // by the ip plane: see requireCaller
-	login                        *auth.LoginThrottle
-	session                      *budgetLimiter
-	ip                           *budgetLimiter
-	apikey                       *budgetLimiter
-	metrics                      *Metrics
-	ops                          map[string]*budgetLimiter // by budget name
-	declared                     map[string]Budget         // each budget as first declared
-	errs                         []error
-	failed                       map[string]bool // budgets whose mistake is in errs
-	refusals                     *refusals
-	streamOpens, streamUserOpens *budgetLimiter
+	api                 huma.API // set before the first operation is registered
+	limits              Limits
+	now                 func() time.Time
+	refused             refusedIPs // by the ip plane: see requireCaller
+	login               *auth.LoginThrottle
+	session, ip, apikey *PlaneBudget
+	metrics             *Metrics
+	ops                 map[string]*PlaneBudget // by budget name
+	declared            map[string]Budget       // each budget as first declared
+	errs                []error
+	failed              map[string]bool // budgets whose mistake is in errs
+	refusals            *refusals
+	own                 map[string]*PlaneBudget // the stream plane's, by name
 }
 
 func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThrottle) *planes {
@@ -139,7 +136,7 @@ func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThro
 		now:      now,
 		login:    login,
 		metrics:  m,
-		ops:      map[string]*budgetLimiter{},
+		ops:      map[string]*PlaneBudget{},
 		declared: map[string]Budget{},
 		failed:   map[string]bool{},
 		refusals: newRefusals(m, now),
@@ -147,21 +144,23 @@ func newPlanes(l Limits, m *Metrics, now func() time.Time, login *auth.LoginThro
 	ps.session = ps.newLimiter("session", "session", ratelimit.Limit{Name: "session", Rate: l.Session})
 	ps.ip = ps.newLimiter("ip", "ip", ratelimit.Limit{Name: "ip", Rate: l.IP})
 	ps.apikey = ps.newLimiter("apikey", "apikey", ratelimit.Limit{Name: "apikey", Rate: l.APIKey})
-	ps.streamOpens = ps.newLimiter("stream", StreamOpensBudget, ratelimit.Limit{Name: StreamOpensBudget, Rate: l.StreamOpens})
-	ps.streamUserOpens = ps.newLimiter("stream", StreamUserOpensBudget, ratelimit.Limit{Name: StreamUserOpensBudget, Rate: l.StreamUserOpens})
+	ps.own = map[string]*PlaneBudget{
+		StreamOpensBudget:     ps.newLimiter("stream", StreamOpensBudget, ratelimit.Limit{Name: StreamOpensBudget, Rate: l.StreamOpens}),
+		StreamUserOpensBudget: ps.newLimiter("stream", StreamUserOpensBudget, ratelimit.Limit{Name: StreamUserOpensBudget, Rate: l.StreamUserOpens}),
+	}
 	return ps
 }
 
-func (ps *planes) newLimiter(planeName, budget string, limits ...ratelimit.Limit) *budgetLimiter {
+func (ps *planes) newLimiter(planeName, budget string, limits ...ratelimit.Limit) *PlaneBudget {
 	b := ratelimit.Budget{Name: budget, Limits: limits}
-	pl := &budgetLimiter{name: planeName, limiter: ps.limits.Store(b), headers: ratelimit.NewHeaders(b), count: ps.metrics.countersFor(planeName, budget)}
+	pl := &PlaneBudget{name: planeName, limiter: ps.limits.Store(b), headers: ratelimit.NewHeaders(b), count: ps.metrics.Decisions(planeName, budget)}
 	ps.metrics.observeLimiter(pl)
 	return pl
 }
 
 // keyBudget returns the limiter of budget b, made on its first use. On a
 // mistake (in ps.errs) the key's default budget serves instead.
-func (ps *planes) keyBudget(op *huma.Operation, b Budget) *budgetLimiter {
+func (ps *planes) keyBudget(op *huma.Operation, b Budget) *PlaneBudget {
 	if !budgetName.MatchString(b.Name) || reserved[b.Name] {
 		ps.errs = append(ps.errs, fmt.Errorf("operation %s: budget %q: a name is 1 to 32 of a-z, 0-9 and -, starting with a letter, and not session, ip, apikey, login, stream, streams, streams-per-user, %s or %s", op.OperationID, b.Name, StreamOpensBudget, StreamUserOpensBudget))
 		return ps.apikey
@@ -205,16 +204,6 @@ var budgetName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 var reserved = map[string]bool{"session": true, "ip": true, "apikey": true, "login": true, "stream": true,
 	"streams": true, "streams-per-user": true, StreamOpensBudget: true, StreamUserOpensBudget: true}
 
-func (ps *planes) planeBudget(name string) *budgetLimiter {
-	switch name {
-	case StreamOpensBudget:
-		return ps.streamOpens
-	case StreamUserOpensBudget:
-		return ps.streamUserOpens
-	}
-	return nil
-}
-
 // planFor decides which planes apply to op, which declares d.
 func (ps *planes) planFor(op *huma.Operation, d *Declaration) *plan {
 	access, budget := d.access(), d.Budget != (Budget{})
@@ -227,7 +216,7 @@ func (ps *planes) planFor(op *huma.Operation, d *Declaration) *plan {
 	case len(d.Caps) > 0 || len(d.Draws) > 0:
 		pl := &plan{selfAdmitting: true, caps: d.Caps}
 		for _, name := range d.Draws {
-			if own := ps.planeBudget(name); own != nil {
+			if own := ps.own[name]; own != nil {
 				pl.own = append(pl.own, own)
 			} else {
 				ps.errs = append(ps.errs, fmt.Errorf("operation %s draws from %q, which is no plane budget (there are %s and %s)", op.OperationID, name, StreamOpensBudget, StreamUserOpensBudget))
@@ -269,9 +258,9 @@ type RateLimitEntry struct {
 }
 
 // appendEntries appends the entries of ps' limits, applying to appliesTo.
-func appendEntries(out []RateLimitEntry, appliesTo string, ps ...*budgetLimiter) []RateLimitEntry {
+func appendEntries(out []RateLimitEntry, appliesTo string, ps ...*PlaneBudget) []RateLimitEntry {
 	for _, p := range ps {
-		for _, l := range p.limiter.Budget().Limits {
+		for _, l := range p.Budget().Limits {
 			out = append(out, RateLimitEntry{Plane: p.name, Policy: l.Name, Limit: l.Limit,
 				WindowS: int(l.Window / time.Second), Burst: l.Burst, AppliesTo: appliesTo})
 		}
@@ -291,7 +280,7 @@ func declareComponents(c *huma.Components) {
 		return &huma.Header{Description: desc, Required: true, Schema: &huma.Schema{Type: "string", Examples: []any{example}}}
 	}
 	num := func(desc string, example int) *huma.Header {
-		return &huma.Header{Description: desc, Required: true, Schema: &huma.Schema{Type: "integer", Minimum: ptr(0.0), Examples: []any{example}}}
+		return &huma.Header{Description: desc, Required: true, Schema: &huma.Schema{Type: "integer", Minimum: new(0.0), Examples: []any{example}}}
 	}
 	if c.Headers == nil {
 		c.Headers = map[string]*huma.Header{}
@@ -302,7 +291,7 @@ func declareComponents(c *huma.Components) {
 	c.Headers["X-RateLimit-Remaining"] = num("Legacy: whole requests left in that budget.", 57)
 	c.Headers["X-RateLimit-Reset"] = num("Legacy: when that budget is full again, in Unix epoch seconds (for a cap that refused a stream, when its Retry-After ends: a cap has no clock).", 1796040012)
 	c.Headers["Retry-After"] = &huma.Header{Description: "Seconds until a request would be admitted (at least 1).", Required: true,
-		Schema: &huma.Schema{Type: "integer", Minimum: ptr(1.0), Examples: []any{3}}}
+		Schema: &huma.Schema{Type: "integer", Minimum: new(1.0), Examples: []any{3}}}
 	if c.Responses == nil {
 		c.Responses = map[string]*huma.Response{}
 	}
@@ -338,8 +327,6 @@ func declareComponents(c *huma.Components) {
 		Description: "no-store: the answer is the caller's own (its data, or a secret), and no cache, shared or private, may keep it. Every answer to a request whose caller is known has it, whatever its status."}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // declareRateLimits makes op's plan, documents it and enforces it.
 func (ps *planes) declareRateLimits(op *huma.Operation, d *Declaration) {
 	if d.LoginBackoff { // its back-off refusals are counted even with no plan (LoginBackedOff)
@@ -367,7 +354,7 @@ func (ps *planes) rateLimitEntries(pl *plan, access Access) []RateLimitEntry {
 		entries = append(entries, RateLimitEntry{Plane: c.Plane, Policy: c.Policy, Concurrent: c.Concurrent})
 	}
 	entries = appendEntries(entries, "", pl.own...)
-	for _, p := range []*budgetLimiter{pl.ip, pl.session, pl.apikey} {
+	for _, p := range []*PlaneBudget{pl.ip, pl.session, pl.apikey} {
 		if p != nil {
 			entries = appendEntries(entries, "", p)
 		}
@@ -385,12 +372,12 @@ func (ps *planes) rateLimitEntries(pl *plan, access Access) []RateLimitEntry {
 }
 
 // forbiddenPlanes returns the planes a caller's 403 draws from.
-func (ps *planes) forbiddenPlanes(pl *plan, access Access) []*budgetLimiter {
+func (ps *planes) forbiddenPlanes(pl *plan, access Access) []*PlaneBudget {
 	switch {
 	case pl.ip == nil && pl.apikey == nil && !pl.selfAdmitting: // session-only: an API key's 403s draw from its budget
-		return []*budgetLimiter{ps.apikey}
+		return []*PlaneBudget{ps.apikey}
 	case pl.selfAdmitting && access == Admin: // its handler draws the rest
-		return []*budgetLimiter{ps.session, ps.apikey}
+		return []*PlaneBudget{ps.session, ps.apikey}
 	}
 	return nil
 }
@@ -420,7 +407,7 @@ func declareRateLimitResponses(op *huma.Operation, pl *plan) {
 // keyed by the caller or by rateKey's non-empty key.
 func (ps *planes) enforce(pl *plan, rateKey func(*http.Request) string) func(huma.Context, func(huma.Context)) {
 	return func(ctx huma.Context, next func(huma.Context)) {
-		var p *budgetLimiter
+		var p *PlaneBudget
 		var key string
 		switch id := auth.FromContext(ctx.Context()); {
 		case pl.ip != nil:
@@ -453,15 +440,12 @@ func (ps *planes) enforce(pl *plan, rateKey func(*http.Request) string) func(hum
 
 // chargeRefused charges a 401 or 403 to p, so a loop on a refusal is
 // throttled, and reports whether it answered the request.
-func (ps *planes) chargeRefused(ctx huma.Context, p *budgetLimiter, key string) (answered bool) {
+func (ps *planes) chargeRefused(ctx huma.Context, p *PlaneBudget, key string) (answered bool) {
 	return !ps.limits.Disabled && ps.charge(ctx, p, key)
 }
 
-// refusing reports whether the ip plane refused ip and would still.
-func (ps *planes) refusing(ip string) bool { return ps.refused.refusing(ip, ps.now()) }
-
 // charge admits a request for key on p, or answers it and reports true.
-func (ps *planes) charge(ctx huma.Context, p *budgetLimiter, key string) (answered bool) {
+func (ps *planes) charge(ctx huma.Context, p *PlaneBudget, key string) (answered bool) {
 	if e := ps.admit(ctx, p, key); e != nil {
 		writeHumaError(ps.api, ctx, e)
 		return true
@@ -471,38 +455,46 @@ func (ps *planes) charge(ctx huma.Context, p *budgetLimiter, key string) (answer
 
 // admit asks p to admit a request for key, writes p's headers, and
 // returns the refusal or nil.
-func (ps *planes) admit(ctx huma.Context, p *budgetLimiter, key string) *Error {
-	d, err := p.limiter.Allow(ctx.Context(), key)
-	if err != nil {
-		if clientGone(ctx.Context()) { // not the store's failure: nobody is left to answer
-			return NewError(StatusClientClosedRequest, "")
-		}
-		inc(p.count.failed)
-		return NewError(http.StatusServiceUnavailable, product.Name+" cannot check its rate limits right now; retry shortly")
-	}
+func (ps *planes) admit(ctx huma.Context, p *PlaneBudget, key string) *Error {
+	d, e := p.Draw(ctx.Context(), key)
 	if d.N > 0 { // none while the store is down and the policy is "open"
 		_, w := humachi.Unwrap(ctx)
 		p.headers.Write(w.Header(), &d)
 	}
-	if !d.Allowed {
-		inc(p.count.limited)
+	if e != nil && e.status == http.StatusTooManyRequests {
 		if p == ps.ip && !strings.HasPrefix(key, protectedKeyPrefix) { // an address, whose lookups requireCaller then spares
 			ps.refused.add(key, d.Time().Add(d.RetryAfter), d.Time())
 		}
-		e := refusal(p, &d)
-		ps.refusals.observe(ctx.Context(), e, nil)
-		return e
+		ps.refusals.observe(ctx.Context(), e)
 	}
-	inc(p.count.allowed)
-	return nil
+	return e
+}
+
+// Draw asks the budget to admit one request for key and counts the
+// decision; the refusal is 429, 503 (its cause kept for the log) or 499.
+// Outside an operation, the caller writes the decision's headers.
+func (p *PlaneBudget) Draw(ctx context.Context, key string) (ratelimit.Decision, *Error) {
+	d, err := p.limiter.Allow(ctx, key)
+	switch {
+	case err != nil && clientGone(ctx): // not the store's failure: nobody is left to answer
+		return d, NewError(StatusClientClosedRequest, "")
+	case err != nil:
+		p.count.Failed()
+		return d, unavailable(product.Name+" cannot check its rate limits right now; retry shortly", err)
+	case !d.Allowed:
+		p.count.Limited()
+		return d, refusal(p, &d)
+	}
+	p.count.Allowed()
+	return d, nil
 }
 
 // protectedKeyPrefix keeps the keys of Protect's key functions apart from clients'.
 const protectedKeyPrefix = "protect:"
 
 // refusal is the 429 envelope for p's decision d.
-func refusal(p *budgetLimiter, d *ratelimit.Decision) *Error {
-	l := p.limiter.Budget().Limits[d.Tightest()]
+func refusal(p *PlaneBudget, d *ratelimit.Decision) *Error {
+	l := p.Budget().Limits[d.Tightest()]
 	return RateLimited(p.name, l.Name, l.Limit, l.Window, d.RetryAfter)
 }
 

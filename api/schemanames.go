@@ -1,6 +1,7 @@
 package api
 
 import (
+	"maps"
 	"path"
 	"reflect"
 	"runtime"
@@ -96,4 +97,51 @@ func upper(s string) string {
 	}
 	r, n := utf8.DecodeRuneInString(s)
 	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+// nameEscaper percent-encodes '%', '.' and '[' in member names: huma's
+// validator path grows with each error on such names (quadratic work), and
+// no declared name holds them (TestSpecPropertyNames).
+var nameEscaper = strings.NewReplacer("%", "%25", ".", "%2E", "[", "%5B")
+
+// escapedNames returns formats whose Unmarshal escapes member names in the
+// generic copy (an *any) that huma validates.
+func escapedNames(formats map[string]huma.Format) map[string]huma.Format {
+	out := make(map[string]huma.Format, len(formats))
+	for ct, f := range formats {
+		unmarshal := f.Unmarshal
+		f.Unmarshal = func(data []byte, v any) error {
+			if err := unmarshal(data, v); err != nil {
+				return err
+			}
+			if p, ok := v.(*any); ok {
+				escapeNames(*p)
+			}
+			return nil
+		}
+		out[ct] = f
+	}
+	return out
+}
+
+func escapeNames(v any) {
+	switch v := v.(type) {
+	case []any:
+		for _, e := range v {
+			escapeNames(e)
+		}
+	case map[string]any:
+		var renamed map[string]any // all out before any back: "a%2Eb" may be a name of the body too
+		for k, e := range v {
+			escapeNames(e)
+			if strings.ContainsAny(k, "%.[") {
+				if renamed == nil {
+					renamed = map[string]any{}
+				}
+				renamed[nameEscaper.Replace(k)] = e
+				delete(v, k)
+			}
+		}
+		maps.Copy(v, renamed)
+	}
 }

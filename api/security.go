@@ -31,8 +31,6 @@ var securitySchemes = map[string]*huma.SecurityScheme{
 // noStore is the Cache-Control of every answer to a known caller.
 const noStore = "no-store"
 
-const refNoStore = refHeader + "Cache-Control"
-
 // declareSecurity gives op the security requirement, errors and
 // Cache-Control: no-store that its access implies.
 func declareSecurity(op *huma.Operation, access Access) {
@@ -55,91 +53,81 @@ func declareSecurity(op *huma.Operation, access Access) {
 			if r.Headers == nil {
 				r.Headers = map[string]*huma.Header{}
 			}
-			r.Headers["Cache-Control"] = &huma.Header{Ref: refNoStore}
+			r.Headers["Cache-Control"] = &huma.Header{Ref: refHeader + "Cache-Control"}
 		}
 	}
 }
 
-// requireCaller returns the huma middleware that resolves the caller of
-// every operation that needs one (auth.FromContext) and enforces what
+// requireCaller is the huma middleware that resolves the caller of every
+// operation that needs one (auth.FromContext) and enforces what
 // declareSecurity documents: a 401 is charged to the ip plane, a 403 to the
 // caller's budget.
-func requireCaller(api huma.API, svc *auth.Service, ps *planes, outages *outageLog) func(huma.Context, func(huma.Context)) {
-	g := &callerGate{api: api, svc: svc, ps: ps, outages: outages}
-	return func(ctx huma.Context, next func(huma.Context)) {
-		access := declarationOf(ctx.Operation()).access()
-		if access == Probe || access == Public {
-			next(ctx)
-			return
-		}
-		id, ok := g.caller(ctx)
-		if !ok {
-			return
-		}
-		_, w := humachi.Unwrap(ctx)
-		w.Header().Set("Cache-Control", noStore)
-		if g.forbidden(ctx, access, id) {
-			return
-		}
-		middleware.NoteUser(ctx.Context(), id.User.ID)
-		next(huma.WithContext(ctx, auth.NewContext(ctx.Context(), id)))
+func (s *Server) requireCaller(ctx huma.Context, next func(huma.Context)) {
+	access := declarationOf(ctx.Operation()).access()
+	if access == Probe || access == Public {
+		next(ctx)
+		return
 	}
-}
-
-type callerGate struct {
-	api     huma.API
-	svc     *auth.Service
-	ps      *planes
-	outages *outageLog
+	id, ok := s.caller(ctx)
+	if !ok {
+		return
+	}
+	_, w := humachi.Unwrap(ctx)
+	w.Header().Set("Cache-Control", noStore)
+	if s.forbidden(ctx, access, id) {
+		return
+	}
+	middleware.NoteUser(ctx.Context(), id.User.ID)
+	next(huma.WithContext(ctx, auth.NewContext(ctx.Context(), id)))
 }
 
 // caller resolves the caller of ctx's request, or answers it and returns
 // false. An address the ip plane refuses is checked against the caches only,
 // so a flood of made-up keys never reaches the database.
-func (g *callerGate) caller(ctx huma.Context) (id *auth.Identity, ok bool) {
+func (s *Server) caller(ctx huma.Context) (id *auth.Identity, ok bool) {
 	r, _ := humachi.Unwrap(ctx)
 	ip := middleware.ClientKey(r.Context())
 	lookup := r.Context()
-	if g.ps.refusing(ip) {
+	if s.planes.refused.refusing(ip, s.planes.now()) {
 		lookup = auth.WithoutLookup(lookup)
 	}
-	id, err := resolveCaller(lookup, g.svc, r)
+	id, err := resolveCaller(lookup, s.auth, r)
 	charged := false
 	if errors.Is(err, auth.ErrNotCached) {
 		// only if the address's budget admits again is a lookup worth it
-		if g.ps.chargeRefused(ctx, g.ps.ip, ip) {
+		if s.planes.chargeRefused(ctx, s.planes.ip, ip) {
 			return nil, false
 		}
 		charged = true
-		id, err = resolveCaller(r.Context(), g.svc, r)
+		id, err = resolveCaller(r.Context(), s.auth, r)
 	}
 	if err != nil && !errors.Is(err, auth.ErrUnauthenticated) {
-		g.unavailable(ctx, r, err)
+		s.credentialsUnavailable(ctx, r, err)
 		return nil, false
 	}
 	if id == nil {
-		if charged || !g.ps.chargeRefused(ctx, g.ps.ip, ip) {
-			writeHumaError(g.api, ctx, NewError(http.StatusUnauthorized, "log in, or send an API key as Authorization: Bearer or X-API-Key"))
+		if charged || !s.planes.chargeRefused(ctx, s.planes.ip, ip) {
+			writeHumaError(s.API, ctx, NewError(http.StatusUnauthorized, "log in, or send an API key as Authorization: Bearer or X-API-Key"))
 		}
 		return nil, false
 	}
 	return id, true
 }
 
-// unavailable answers a request whose caller the store could not resolve.
-func (g *callerGate) unavailable(ctx huma.Context, r *http.Request, err error) {
+// credentialsUnavailable answers a request whose caller the store could not resolve.
+func (s *Server) credentialsUnavailable(ctx huma.Context, r *http.Request, err error) {
 	if clientGone(r.Context()) {
 		_, w := humachi.Unwrap(ctx)
 		w.WriteHeader(StatusClientClosedRequest)
 		return
 	}
-	g.outages.log(r.Context(), err)
-	writeHumaError(g.api, ctx, NewError(http.StatusServiceUnavailable, product.Name+" cannot check credentials right now; retry shortly"))
+	s.outages.log(r.Context(), err)
+	writeHumaError(s.API, ctx, NewError(http.StatusServiceUnavailable, product.Name+" cannot check credentials right now; retry shortly"))
 }
 
 // forbidden answers 403 (or the caller's budget's 429) and returns true
 // when access does not admit id.
-func (g *callerGate) forbidden(ctx huma.Context, access Access, id *auth.Identity) bool {
+func (s *Server) forbidden(ctx huma.Context, access Access, id *auth.Identity) bool {
 	var msg string
 	switch {
 	case access == Session && id.Method != auth.MethodSession:
@@ -149,12 +137,12 @@ func (g *callerGate) forbidden(ctx huma.Context, access Access, id *auth.Identit
 	default:
 		return false
 	}
-	p, key := g.ps.session, id.SessionHash
+	p, key := s.planes.session, id.SessionHash
 	if id.Method == auth.MethodAPIKey {
-		p, key = g.ps.apikey, id.APIKeyID
+		p, key = s.planes.apikey, id.APIKeyID
 	}
-	if !g.ps.chargeRefused(ctx, p, key) { // the caller's default budget pays for its 403s
-		writeHumaError(g.api, ctx, NewError(http.StatusForbidden, msg))
+	if !s.planes.chargeRefused(ctx, p, key) { // the caller's default budget pays for its 403s
+		writeHumaError(s.API, ctx, NewError(http.StatusForbidden, msg))
 	}
 	return true
 }
@@ -162,12 +150,9 @@ func (g *callerGate) forbidden(ctx huma.Context, access Access, id *auth.Identit
 // writeHumaError writes e, with its headers, from inside a huma middleware.
 func writeHumaError(api huma.API, ctx huma.Context, e *Error) {
 	for k, vs := range e.header { // the error's own, in place of any set before
-		for i, v := range vs {
-			if i == 0 {
-				ctx.SetHeader(k, v)
-			} else {
-				ctx.AppendHeader(k, v)
-			}
+		ctx.SetHeader(k, vs[0])
+		for _, v := range vs[1:] {
+			ctx.AppendHeader(k, v)
 		}
 	}
 	ctx.SetHeader("Content-Type", "application/json")

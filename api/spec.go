@@ -5,7 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"html/template"
+	"maps"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,11 +25,6 @@ import (
 func errorContent() map[string]*huma.MediaType {
 	return map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Ref: "#/components/schemas/Error"}}}
 }
-
-// servers is the spec's one server: relative, so the spec names no host.
-var servers = []*huma.Server{{URL: "/", Description: "The server this document was read from."}}
-
-var contact = &huma.Contact{Name: apiTitle + " maintainers"}
 
 // errorDescriptions say when each generic error status happens.
 var errorDescriptions = map[int]string{
@@ -75,17 +74,11 @@ func declareErrors(op *huma.Operation) {
 // Spec returns the OpenAPI 3.1 document as served at /openapi.json and
 // committed as openapi.json: indented, deterministic, with a trailing newline.
 func (s *Server) Spec() ([]byte, error) {
-	compact, err := json.Marshal(s.API.OpenAPI())
+	b, err := json.MarshalIndent(s.API.OpenAPI(), "", "  ")
 	if err != nil {
 		return nil, err
 	}
-	var buf bytes.Buffer
-	buf.Grow(len(compact) * 2)
-	if err := json.Indent(&buf, compact, "", "  "); err != nil {
-		return nil, err
-	}
-	buf.WriteByte('\n')
-	return buf.Bytes(), nil
+	return append(b, '\n'), nil
 }
 
 // document is a response rendered on its first request and served from memory.
@@ -164,4 +157,157 @@ func (s *Server) serveDocuments(r chi.Router, ui http.Handler) {
 		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
 		docs.serve(w, r)
 	})
+}
+
+// docsPage is the reference page at /docs, rendered from /openapi.json with
+// no script and nothing from another host. The template visits maps in
+// sorted key order: tags, statuses, headers, extensions and schemas.
+type docsPage struct {
+	Info struct {
+		Title, Version, Description string
+	}
+	Paths      map[string]map[string]json.RawMessage
+	Components struct{ Schemas map[string]json.RawMessage }
+	Groups     map[string][]docsOperation `json:"-"` // by first tag
+}
+
+// docsOperation is one operation of the spec, as the page shows it.
+type docsOperation struct {
+	Method, Path string
+	ID           string `json:"operationId"`
+	Summary      string
+	Description  string
+	Tags         []string
+	Parameters   []struct {
+		Name, In, Description string
+		Required              bool
+		Schema                json.RawMessage
+	}
+	RequestBody *struct {
+		Content map[string]struct{ Schema json.RawMessage }
+	} `json:"requestBody"`
+	Responses map[string]struct {
+		Ref         string `json:"$ref"`
+		Description string
+		Headers     map[string]json.RawMessage
+		Content     map[string]struct{ Schema json.RawMessage }
+	}
+	Extensions map[string]json.RawMessage `json:"-"` // the x- members
+}
+
+var methodOrder = []string{"get", "post", "put", "patch", "delete", "head", "options", "trace"}
+
+// buildDocsPage decodes the spec and arranges it for the page: operations
+// by first tag, path and method, then the schemas.
+func buildDocsPage(spec []byte) (*docsPage, error) {
+	page := &docsPage{Groups: map[string][]docsOperation{}}
+	if err := json.Unmarshal(spec, page); err != nil {
+		return nil, err
+	}
+	for path, item := range page.Paths {
+		for method, raw := range item {
+			op := docsOperation{Method: method, Path: path}
+			if err := errors.Join(json.Unmarshal(raw, &op), json.Unmarshal(raw, &op.Extensions)); err != nil {
+				return nil, err
+			}
+			maps.DeleteFunc(op.Extensions, func(k string, _ json.RawMessage) bool { return !strings.HasPrefix(k, "x-") })
+			tag := "Other"
+			if len(op.Tags) > 0 {
+				tag = op.Tags[0]
+			}
+			page.Groups[tag] = append(page.Groups[tag], op)
+		}
+	}
+	for _, ops := range page.Groups {
+		slices.SortFunc(ops, func(a, b docsOperation) int {
+			if c := strings.Compare(a.Path, b.Path); c != 0 {
+				return c
+			}
+			return slices.Index(methodOrder, a.Method) - slices.Index(methodOrder, b.Method)
+		})
+	}
+	return page, nil
+}
+
+// formatJSON is raw compact, or indented.
+func formatJSON(raw json.RawMessage, indent bool) string {
+	var b bytes.Buffer
+	var err error
+	if indent {
+		err = json.Indent(&b, raw, "", "  ")
+	} else {
+		err = json.Compact(&b, raw)
+	}
+	if err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// schemaBody is the first media type of content and its schema, or else ref.
+func schemaBody(content map[string]struct{ Schema json.RawMessage }, ref string) string {
+	for ct, c := range content {
+		return ct + " " + formatJSON(c.Schema, false)
+	}
+	return ref
+}
+
+var schemaRef = regexp.MustCompile(`&#34;#/components/schemas/(.*?)&#34;`)
+
+// schemaLink turns a "#/components/schemas/X" reference inside rendered
+// JSON into an anchor on this page.
+func schemaLink(s string) template.HTML {
+	esc := template.HTMLEscapeString(s)
+	return template.HTML(schemaRef.ReplaceAllString(esc, `<a href="#schema-$1">&#34;#/components/schemas/$1&#34;</a>`))
+}
+
+var docsTemplate = template.Must(template.New("docs").Funcs(template.FuncMap{
+	"schemaLink": schemaLink, "schemaBody": schemaBody, "upper": strings.ToUpper,
+	"compact": func(raw json.RawMessage) string { return formatJSON(raw, false) },
+	"indent":  func(raw json.RawMessage) string { return formatJSON(raw, true) },
+}).Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Info.Title}} API reference</title>
+<style>
+body{font:15px/1.5 system-ui,sans-serif;margin:0;display:flex;color:#1d2330}
+nav{width:18rem;flex:none;height:100vh;position:sticky;top:0;overflow:auto;background:#f4f6fa;padding:1rem;box-sizing:border-box;border-right:1px solid #dde2ea}
+nav a{display:block;color:#1d2330;text-decoration:none;font-size:13px;padding:2px 0}
+main{padding:1.5rem 2.5rem;max-width:60rem;min-width:0}
+h2{border-bottom:1px solid #dde2ea;padding-bottom:.3rem;margin-top:2.5rem}
+section.op{border:1px solid #dde2ea;border-radius:6px;padding:.2rem 1rem 1rem;margin:1.2rem 0}
+.m{font:600 12px monospace;padding:2px 6px;border-radius:4px;color:#fff;background:#5a6478}
+.get{background:#2f7d4f}.post{background:#2b5fb4}.put,.patch{background:#a86b12}.delete{background:#b42b2b}
+code,pre{font:13px/1.4 ui-monospace,monospace}pre{background:#f4f6fa;padding:.6rem;overflow:auto;border-radius:4px}
+table{border-collapse:collapse;width:100%;font-size:14px}td,th{border-bottom:1px solid #e6e9ef;text-align:left;padding:4px 6px;vertical-align:top}
+td code{word-break:break-all}
+</style></head><body>
+<nav><strong>{{.Info.Title}} {{.Info.Version}}</strong><p><a href="/openapi.json">openapi.json</a><a href="/openapi.yaml">openapi.yaml</a></p>
+{{range $tag, $ops := .Groups}}<p><strong>{{$tag}}</strong>{{range $ops}}<a href="#op-{{.ID}}"><span class="m {{.Method}}">{{upper .Method}}</span> {{.Path}}</a>{{end}}</p>{{end}}
+<p><strong>Schemas</strong>{{range $name, $_ := .Components.Schemas}}<a href="#schema-{{$name}}">{{$name}}</a>{{end}}</p></nav>
+<main><h1>{{.Info.Title}} API reference <small>v{{.Info.Version}}</small></h1><p style="white-space:pre-line">{{.Info.Description}}</p>
+{{range $tag, $ops := .Groups}}<h2>{{$tag}}</h2>{{range $ops}}
+<section class="op" id="op-{{.ID}}"><h3><span class="m {{.Method}}">{{upper .Method}}</span> <code>{{.Path}}</code> — {{.Summary}}</h3>
+<p><small>operationId <code>{{.ID}}</code></small></p>{{if .Description}}<p style="white-space:pre-line">{{.Description}}</p>{{end}}
+{{if .Parameters}}<h4>Parameters</h4><table><tr><th>name</th><th>in</th><th>schema</th><th>description</th></tr>
+{{range .Parameters}}<tr><td><code>{{.Name}}</code>{{if .Required}} *{{end}}</td><td>{{.In}}</td><td><code>{{compact .Schema}}</code></td><td>{{.Description}}</td></tr>{{end}}</table>{{end}}
+{{with .RequestBody}}{{with schemaBody .Content ""}}<h4>Request body</h4><pre>{{schemaLink .}}</pre>{{end}}{{end}}
+<h4>Responses</h4><table><tr><th>status</th><th>description</th><th>body</th><th>headers</th></tr>
+{{range $status, $r := .Responses}}<tr><td><code>{{$status}}</code></td><td>{{.Description}}</td><td><code>{{schemaLink (schemaBody .Content .Ref)}}</code></td><td>{{range $h, $_ := .Headers}}<code>{{$h}}</code> {{end}}</td></tr>{{end}}</table>
+{{range $name, $x := .Extensions}}<h4><code>{{$name}}</code></h4><pre>{{indent $x}}</pre>{{end}}
+</section>{{end}}{{end}}
+<h2>Schemas</h2>{{range $name, $s := .Components.Schemas}}<h3 id="schema-{{$name}}">{{$name}}</h3><pre>{{schemaLink (indent $s)}}</pre>{{end}}
+</main></body></html>
+`))
+
+// renderDocs renders the reference page of spec, the served openapi.json.
+func renderDocs(spec []byte) ([]byte, error) {
+	page, err := buildDocsPage(spec)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	if err := docsTemplate.Execute(&buf, page); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }

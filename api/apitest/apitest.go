@@ -149,8 +149,8 @@ func Start(tb testing.TB, cfg api.Config, opts ...Option) *Server {
 		hs.Close()
 	})
 	tb.Cleanup(tr.CloseIdleConnections)
-	return &Server{Server: s, Client: newClient(tb, hs.URL, &http.Client{Transport: tr, Timeout: 60 * time.Second}),
-		Streams: plane, Auth: cfg.Auth, Logs: logs}
+	client := &Client{URL: hs.URL, HTTP: &http.Client{Transport: tr, Timeout: 60 * time.Second}, tb: tb}
+	return &Server{Server: s, Client: client, Streams: plane, Auth: cfg.Auth, Logs: logs}
 }
 
 // Session logs [User] in and returns the session's "Cookie: ..." header.

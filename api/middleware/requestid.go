@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 )
 
@@ -61,16 +62,9 @@ func RequestID(next http.Handler) http.Handler {
 func GetRequestID(ctx context.Context) string { return stateOf(ctx).id }
 
 func validRequestID(id string) bool {
-	if len(id) == 0 || len(id) > 64 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
+	return len(id) > 0 && len(id) <= 64 && !strings.ContainsFunc(id, func(c rune) bool {
+		return !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-')
+	})
 }
 
 // GetClientIP returns the address [ClientIP] stored, or "".
