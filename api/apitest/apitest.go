@@ -116,7 +116,7 @@ func Start(tb testing.TB, cfg api.Config, opts ...Option) *Server {
 		o.streams.Hub = streams.NewMemoryHub(1024, 64)
 	}
 	if o.streams.Heartbeat == 0 {
-		o.streams.Heartbeat = 50 * time.Millisecond
+		o.streams.Heartbeat = 200 * time.Millisecond // a write deadline of 400 ms: room for a loaded machine
 	}
 	plane := streams.New(o.streams)
 	cfg.Features = slices.Concat([]api.Feature{account.Feature(cfg.Auth, account.Config{Hub: plane.Hub()})}, cfg.Features, []api.Feature{plane.Feature})
