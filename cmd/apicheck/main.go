@@ -97,7 +97,7 @@ func readInputs(g gitFunc, o options) (in inputs, err error) {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return in, err
 	}
-	if in.ignore, err = parseIgnore(in.ignoreText, o.ignorePath); err != nil {
+	if in.ignore, err = apicheck.ParseIgnore(bytes.NewReader(in.ignoreText), o.ignorePath); err != nil {
 		return in, err
 	}
 	prefix, err := g("rev-parse", "--show-prefix") // the paths from the top, as git show REV:PATH wants them
@@ -150,7 +150,7 @@ func (c *checker) checkCommit(g gitFunc, commit, rel, ignoreRel string) error {
 		return nil // no earlier spec (or no parent): nothing to break
 	}
 	ib, _ := g("show", commit+":"+ignoreRel) // a commit without the file accepts nothing
-	ignore, err := parseIgnore([]byte(ib), commit[:12]+":"+ignoreRel)
+	ignore, err := apicheck.ParseIgnore(strings.NewReader(ib), commit[:12]+":"+ignoreRel)
 	if err != nil {
 		return err
 	}
@@ -219,13 +219,6 @@ func accept(g gitFunc, in inputs, path, reason string, stdout io.Writer) error {
 		return nil
 	}
 	return os.WriteFile(path, b, 0o644)
-}
-
-func parseIgnore(b []byte, name string) (*apicheck.IgnoreList, error) {
-	if b == nil {
-		return nil, nil
-	}
-	return apicheck.ParseIgnore(bytes.NewReader(b), name)
 }
 
 // lastSpec is the spec at path as rev, or else the nearest earlier first-parent
