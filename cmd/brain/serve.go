@@ -90,7 +90,7 @@ func streamConfig(ctx context.Context, cfg Config, client rueidis.Client, logger
 	}
 	prefix := cfg.RedisPrefix + "st:"
 	redisCap := func(max int, what string) *streams.RedisCap {
-		c := streams.NewRedisCap(client, prefix, max, streamLeaseBeats*cfg.StreamHeartbeat, streams.NewMemoryCap(max))
+		c := streams.NewRedisCap(client, prefix, max, streamLeaseBeats*cfg.Streams.Heartbeat, streams.NewMemoryCap(max))
 		c.OnError = func(err error) { logger.Warn(what+": Redis failed; counting on this replica", "error", err) }
 		return c
 	}

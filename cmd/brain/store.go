@@ -51,14 +51,7 @@ func databaseName(cfg Config) string {
 }
 
 func newAuth(db *store.DB, cfg Config) *auth.Service {
-	return auth.NewService(store.NewAuthStore(db), auth.Config{
-		SessionLifetime: cfg.SessionLifetime,
-		IdleTimeout:     cfg.SessionIdleTimeout,
-		MaxSessions:     cfg.MaxSessions,
-		MaxAPIKeys:      cfg.MaxAPIKeys,
-		HashConcurrency: cfg.HashConcurrency,
-		HashWait:        cfg.HashWait,
-	})
+	return auth.NewService(store.NewAuthStore(db), cfg.Auth)
 }
 
 func migrate(ctx context.Context, cfg Config, stdout io.Writer) error {
