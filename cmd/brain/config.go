@@ -126,10 +126,7 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 func defineSettings(fs *flag.FlagSet, rows []settings.Setting, getenv func(string) string) []*string {
 	values := make([]*string, len(rows))
 	for i, s := range rows {
-		v := s.Default
-		if e := getenv(s.Env); e != "" {
-			v = e
-		}
+		v := cmp.Or(getenv(s.Env), s.Default)
 		def := v
 		if s.Secret {
 			def = ""
