@@ -28,12 +28,11 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 		return "", Session{}, User{}, unavailable(err)
 	}
 	var ok bool
-	var verr error
-	if herr := s.hashes.run(ctx, s.cfg.HashWait, attempt.failing, func() { ok, verr = verifyPassword(password, hash) }); herr != nil {
+	if herr := s.hashes.run(ctx, s.cfg.HashWait, attempt.failing, func() { ok = verifyPassword(password, hash) }); herr != nil {
 		s.Backoff.Abandon(attempt)
 		return "", Session{}, User{}, unavailable(herr)
 	}
-	if err != nil || !ok || verr != nil {
+	if err != nil || !ok {
 		s.Backoff.Fail(attempt)
 		return "", Session{}, User{}, ErrInvalidCredentials
 	}

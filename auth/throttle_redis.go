@@ -163,7 +163,9 @@ type redisCount struct {
 }
 
 func (r *RedisBackoff) counts(a Attempt) [2]redisCount {
-	ttl := func(forget time.Duration) string { return strconv.FormatInt(max(forget, maxInFlight).Milliseconds(), 10) }
+	ttl := func(forget time.Duration) string {
+		return strconv.FormatInt(max(forget, maxInFlight).Milliseconds(), 10)
+	}
 	return [2]redisCount{
 		{"username", r.prefix + "user:" + a.username, ttl(r.th.UserForget), r.th.UserFailures, r.th.UserForget},
 		{"ip", r.prefix + "ip:" + a.ip, ttl(r.th.IPReset), r.th.IPFailures, r.th.IPReset},
