@@ -95,8 +95,7 @@ func NewRedisBackoff(client rueidis.Client, prefix string, th *LoginThrottle, mo
 
 // Begin admits an attempt, as [LoginThrottle.Begin] does.
 func (r *RedisBackoff) Begin(ctx context.Context, username, ip string, now time.Time) (Attempt, error) {
-	a := Attempt{username: username, ip: ip, id: rand.Text()}
-	return r.decide(ctx, a, now)
+	return r.decide(ctx, Attempt{username: username, ip: ip, id: rand.Text()}, now)
 }
 
 // Check reports whether Begin would refuse, as [LoginThrottle.Check] does.

@@ -60,11 +60,11 @@ func platformSettings(c *Config) []settings.Setting {
 			Set: checked(&c.MetricsAddr, "want host:port, or off",
 				func(v string) bool { return v == "off" || isHostPort(v) })},
 		{Flag: "trusted-proxies", Env: trustedProxiesEnv, Usage: "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For is believed",
-			Set: prefixList(&c.TrustedProxies)},
+			Set: listOf(&c.TrustedProxies, parsePrefix)},
 		{Flag: "trust-every-peer", Env: trustEveryPeerEnv, Default: "false", Usage: "true lets " + trustedProxiesEnv + " hold a prefix of every address (0.0.0.0/0, ::/0) or one wider than an IPv4 /8, an IPv6 /16: every such peer's X-Forwarded-For is then believed, so only behind a proxy every connection passes through",
 			Set: settings.Parsed(&c.TrustEveryPeer, parseBool)},
 		{Flag: "cors-origins", Env: product.EnvPrefix + "CORS_ORIGINS", Usage: "comma-separated origins (scheme://host[:port]) browsers may call from",
-			Set: originList(&c.CORSOrigins)},
+			Set: listOf(&c.CORSOrigins, parseOrigin)},
 		{Flag: "cookie-secure", Env: product.EnvPrefix + "COOKIE_SECURE", Default: "true", Usage: "mark the session cookie Secure; false only for plain-HTTP use off localhost",
 			Set: settings.Parsed(&c.CookieSecure, parseBool)},
 		{Flag: "admin-password", Env: product.EnvPrefix + "ADMIN_PASSWORD", Usage: "password of the admin user created on first start (prefer the variable: flags show in ps)", Secret: true,
@@ -164,39 +164,45 @@ func urlOf(schemes ...string) func(string) bool {
 	}
 }
 
-// prefixList reads comma-separated CIDRs or addresses, each masked.
-func prefixList(dst *[]netip.Prefix) func(string) error {
+// listOf reads comma-separated values, each with parse, into dst.
+func listOf[T any](dst *[]T, parse func(string) (T, error)) func(string) error {
 	return func(v string) error {
 		*dst = nil
-		for _, f := range splitList(v) {
-			p, err := netip.ParsePrefix(f)
-			if err != nil {
-				a, aerr := netip.ParseAddr(f)
-				if aerr != nil {
-					return fmt.Errorf("%q is neither a CIDR nor an IP address", f)
-				}
-				p = netip.PrefixFrom(a, a.BitLen())
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				continue
 			}
-			*dst = append(*dst, p.Masked())
+			x, err := parse(f)
+			if err != nil {
+				return err
+			}
+			*dst = append(*dst, x)
 		}
 		return nil
 	}
 }
 
-// originList reads comma-separated origins, each as scheme://host in lower case.
-func originList(dst *[]string) func(string) error {
-	return func(v string) error {
-		*dst = nil
-		for _, f := range splitList(v) {
-			u, err := url.Parse(f)
-			if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Path != "" && u.Path != "/" ||
-				u.RawQuery != "" || u.User != nil {
-				return fmt.Errorf("%q is not an origin like https://app.example.com (and * is never allowed)", f)
-			}
-			*dst = append(*dst, u.Scheme+"://"+strings.ToLower(u.Host))
+// parsePrefix reads a CIDR or an address, masked.
+func parsePrefix(f string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(f)
+	if err != nil {
+		a, aerr := netip.ParseAddr(f)
+		if aerr != nil {
+			return p, fmt.Errorf("%q is neither a CIDR nor an IP address", f)
 		}
-		return nil
+		p = netip.PrefixFrom(a, a.BitLen())
 	}
+	return p.Masked(), nil
+}
+
+// parseOrigin reads an origin as scheme://host in lower case.
+func parseOrigin(f string) (string, error) {
+	u, err := url.Parse(f)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Path != "" && u.Path != "/" ||
+		u.RawQuery != "" || u.User != nil {
+		return "", fmt.Errorf("%q is not an origin like https://app.example.com (and * is never allowed)", f)
+	}
+	return u.Scheme + "://" + strings.ToLower(u.Host), nil
 }
 
 // autoOrInt reads auto (0) or a whole number from 1 to most.
@@ -234,16 +240,6 @@ func maxConnsSetting(dst *int) func(string) error {
 		*dst = n
 		return nil
 	}
-}
-
-func splitList(v string) []string {
-	var out []string
-	for _, f := range strings.Split(v, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 // leastBodyBytes is the least the body budgets accept: one body of 8 MiB.
