@@ -209,7 +209,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	defer db.Close()
 	logger.Info("database ready", "dialect", db.Dialect, "database", databaseName(cfg), "schema", store.SchemaVersions(db.Dialect, migrationSets(cfg.modules)...), "migrations_applied", applied)
-	svc := newAuth(db, cfg)
+	svc := auth.NewService(store.NewAuthStore(db), cfg.Auth)
 	svc.Backoff = backoff(svc.Throttle)
 	if err := ensureAdmin(ctx, svc, cfg.AdminPassword, logger); err != nil {
 		return err

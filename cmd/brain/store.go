@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/store"
 )
 
@@ -48,10 +47,6 @@ func databaseName(cfg Config) string {
 		db = u.Query().Get("dbname")
 	}
 	return host + "/" + db
-}
-
-func newAuth(db *store.DB, cfg Config) *auth.Service {
-	return auth.NewService(store.NewAuthStore(db), cfg.Auth)
 }
 
 func migrate(ctx context.Context, cfg Config, stdout io.Writer) error {
