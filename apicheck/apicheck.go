@@ -40,25 +40,7 @@ func (f Finding) where() string {
 // Check compares rev with base and returns every breaking change, sorted by
 // path, method and id.
 func Check(base, rev []byte) ([]Finding, error) {
-	findings, err := oasdiffBreaking(base, rev)
-	if err != nil {
-		return nil, err
-	}
-	rl, err := rateLimitBreaking(base, rev)
-	if err != nil {
-		return nil, err
-	}
-	findings = append(findings, rl...)
-	slices.SortStableFunc(findings, func(a, b Finding) int {
-		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Method, b.Method),
-			cmp.Compare(a.Component, b.Component), cmp.Compare(a.ID, b.ID))
-	})
-	return findings, nil
-}
-
-func oasdiffBreaking(base, rev []byte) ([]Finding, error) {
-	loader := openapi3.NewLoader()
-	s1, err := load.NewSpecInfoFromData(loader, base, "base")
+	s1, err := load.NewSpecInfoFromData(openapi3.NewLoader(), base, "base")
 	if err != nil {
 		return nil, fmt.Errorf("apicheck: load base: %w", err)
 	}
@@ -66,13 +48,13 @@ func oasdiffBreaking(base, rev []byte) ([]Finding, error) {
 	if err != nil {
 		return nil, fmt.Errorf("apicheck: load revision: %w", err)
 	}
+	findings := rateLimitBreaking(s1.Spec, s2.Spec)
 	d, sources, err := diff.GetWithOperationsSourcesMap(diff.NewConfig(), s1, s2)
 	if err != nil {
 		return nil, fmt.Errorf("apicheck: diff: %w", err)
 	}
 	changes := checker.CheckBackwardCompatibilityUntilLevel(checker.NewConfig(checker.GetAllChecks()), d, sources, checker.ERR)
 	l := checker.NewDefaultLocalizer()
-	var out []Finding
 	for _, c := range changes {
 		if c.GetLevel() != checker.ERR {
 			continue
@@ -81,9 +63,13 @@ func oasdiffBreaking(base, rev []byte) ([]Finding, error) {
 		if f.Method == "" && f.Path == "" {
 			f.Component = component(c)
 		}
-		out = append(out, f)
+		findings = append(findings, f)
 	}
-	return out, nil
+	slices.SortStableFunc(findings, func(a, b Finding) int {
+		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Method, b.Method),
+			cmp.Compare(a.Component, b.Component), cmp.Compare(a.ID, b.ID))
+	})
+	return findings, nil
 }
 
 // component names what c, tied to no operation, concerns: its component kind

@@ -1,13 +1,13 @@
 package apicheck
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
 	"github.com/brain-template/brain/ratelimit"
+	"github.com/getkin/kin-openapi/openapi3"
 )
 
 // The ids of the rate-limit findings.
@@ -27,57 +27,43 @@ var rateLimitHeaders = append([]string{ratelimit.HeaderRetryAfter}, ratelimit.He
 var tighter = []struct{ key, verb string }{{"limit", "lowered"}, {"burst", "lowered"},
 	{"concurrent", "lowered"}, {"failures", "lowered"}, {"ip_failures", "lowered"}, {"window_s", "raised"}}
 
-var methods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
-
 // rateLimitBreaking reports, for each operation in both documents, a lost 429
 // response or rate-limit header, and an x-rate-limit removed or tightened.
-func rateLimitBreaking(base, rev []byte) ([]Finding, error) {
-	var b, r jsonDoc
-	if err := json.Unmarshal(base, &b.root); err != nil {
-		return nil, fmt.Errorf("apicheck: base: %w", err)
-	}
-	if err := json.Unmarshal(rev, &r.root); err != nil {
-		return nil, fmt.Errorf("apicheck: revision: %w", err)
-	}
+func rateLimitBreaking(base, rev *openapi3.T) []Finding {
 	var out []Finding
-	bPaths, _ := b.root["paths"].(map[string]any)
-	rPaths, _ := r.root["paths"].(map[string]any)
-	for path, bItem := range bPaths {
-		rItem, _ := rPaths[path].(map[string]any)
-		for _, m := range methods {
-			bOp, ok := bItem.(map[string]any)[m].(map[string]any)
-			if !ok {
+	for path, bItem := range base.Paths.Map() {
+		rItem := rev.Paths.Value(path)
+		if rItem == nil {
+			continue // a removed operation is oasdiff's finding
+		}
+		for method, bOp := range bItem.Operations() {
+			rOp := rItem.GetOperation(method)
+			if rOp == nil {
 				continue
 			}
-			rOp, ok := rItem[m].(map[string]any)
-			if !ok {
-				continue // a removed operation is oasdiff's finding
-			}
 			add := func(id, format string, args ...any) {
-				out = append(out, Finding{ID: id, Method: strings.ToUpper(m), Path: path, Text: fmt.Sprintf(format, args...)})
+				out = append(out, Finding{ID: id, Method: method, Path: path, Text: fmt.Sprintf(format, args...)})
 			}
-			checkResponses(&b, &r, bOp, rOp, add)
-			checkPolicies(bOp["x-rate-limit"], rOp["x-rate-limit"], add)
+			checkResponses(bOp.Responses, rOp.Responses, add)
+			checkPolicies(bOp.Extensions["x-rate-limit"], rOp.Extensions["x-rate-limit"], add)
 		}
 	}
-	return out, nil
+	return out
 }
 
-func checkResponses(b, r *jsonDoc, bOp, rOp map[string]any, add func(id, format string, args ...any)) {
-	bResps, _ := bOp["responses"].(map[string]any)
-	rResps, _ := rOp["responses"].(map[string]any)
-	if bResps["429"] != nil && rResps["429"] == nil {
+// checkResponses reports a lost 429 response and a lost rate-limit header; the
+// loader has followed the $refs.
+func checkResponses(bResps, rResps *openapi3.Responses, add func(id, format string, args ...any)) {
+	if bResps.Value("429") != nil && rResps.Value("429") == nil {
 		add(IDRateLimitResponseRemoved, "removed the 429 response")
 	}
-	for status, bResp := range bResps {
-		rResp := r.resolve(rResps[status])
-		if rResp == nil {
+	for status, bResp := range bResps.Map() {
+		rResp := rResps.Value(status)
+		if rResp == nil || rResp.Value == nil || bResp.Value == nil {
 			continue
 		}
-		bHeaders, _ := b.resolve(bResp)["headers"].(map[string]any)
-		rHeaders, _ := rResp["headers"].(map[string]any)
 		for _, h := range rateLimitHeaders {
-			if hasKeyFold(bHeaders, h) && !hasKeyFold(rHeaders, h) {
+			if hasKeyFold(bResp.Value.Headers, h) && !hasKeyFold(rResp.Value.Headers, h) {
 				add(IDRateLimitHeaderRemoved, "removed the %s header from the %s response", h, status)
 			}
 		}
@@ -146,47 +132,11 @@ func numbers(a, b any) (float64, float64, bool) {
 	return x, y, ok1 && ok2
 }
 
-func hasKeyFold(m map[string]any, key string) bool {
-	for k := range m {
+func hasKeyFold(headers openapi3.Headers, key string) bool {
+	for k := range headers {
 		if strings.EqualFold(k, key) {
 			return true
 		}
 	}
 	return false
-}
-
-// jsonDoc is an OpenAPI document decoded into maps, to follow local $refs.
-type jsonDoc struct{ root map[string]any }
-
-// resolve follows v's $ref chain (a few hops at most) to an object, or nil.
-func (d *jsonDoc) resolve(v any) map[string]any {
-	for range 8 {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		ref, ok := m["$ref"].(string)
-		if !ok {
-			return m
-		}
-		v = d.pointer(ref)
-	}
-	return nil
-}
-
-func (d *jsonDoc) pointer(ref string) any {
-	p, ok := strings.CutPrefix(ref, "#/")
-	if !ok {
-		return nil
-	}
-	var cur any = d.root
-	for _, part := range strings.Split(p, "/") {
-		part = strings.NewReplacer("~1", "/", "~0", "~").Replace(part)
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = m[part]
-	}
-	return cur
 }

@@ -14,21 +14,17 @@ func (s *Service) AuthenticateKey(ctx context.Context, key string) (*Identity, e
 	}
 	now := s.cfg.Now()
 	hash := hashSecret(key)
-	c, _, err := lookupCached(ctx, s, credentialLookup[*cachedKey]{
-		cache: s.keys,
-		load: func(*cachedKey) (*cachedKey, error) {
-			k, u, err := s.store.APIKeyByHash(ctx, hash)
-			if err != nil {
-				return nil, err
-			}
-			return &cachedKey{key: k, user: u, fetched: now}, nil
-		},
-		forget: func(stale *cachedKey) {
-			if stale != nil {
-				delete(s.used, stale.key.ID)
-			}
-		},
-	}, hash, now)
+	c, _, err := s.lookupCached(ctx, s.keys, hash, now, func(*cached) (*cached, error) {
+		k, u, err := s.store.APIKeyByHash(ctx, hash)
+		if err != nil {
+			return nil, err
+		}
+		return &cached{key: k, user: u, fetched: now}, nil
+	}, func(stale *cached) {
+		if stale != nil {
+			delete(s.used, stale.key.ID)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}

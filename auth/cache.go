@@ -6,26 +6,14 @@ import (
 	"time"
 )
 
-type cachedSession struct {
+// A cached credential is a session (in Service.sessions) or an API key (in
+// Service.keys), with its user as the store had them when fetched.
+type cached struct {
 	session Session // LastSeenAt: the last request this replica saw
-	user    User
-	fetched time.Time
-	written time.Time // when this replica last queued a write of LastSeenAt
-}
-
-type cachedKey struct {
 	key     APIKey
 	user    User
 	fetched time.Time
-}
-
-func (c *cachedSession) fetchedAt() time.Time { return c.fetched }
-func (c *cachedKey) fetchedAt() time.Time     { return c.fetched }
-
-// A cacheEntry is a *cachedSession or a *cachedKey.
-type cacheEntry interface {
-	comparable
-	fetchedAt() time.Time
+	written time.Time // of a session: when this replica last queued a write of LastSeenAt
 }
 
 const (
@@ -33,60 +21,45 @@ const (
 	maxUnknown = 10_000
 )
 
-// A credentialLookup is what differs between a session's lookup and a key's.
-type credentialLookup[E cacheEntry] struct {
-	cache  map[string]E             // guarded by s.mu
-	load   func(stale E) (E, error) // reads the credential from the store
-	forget func(stale E)            // drops its queued writes, under s.mu
-}
-
-// lookupCached returns hash's entry, cached for CacheTTL unless a
-// revocation raced the load (raced).
-func lookupCached[E cacheEntry](ctx context.Context, s *Service, l credentialLookup[E], hash string, now time.Time) (e E, raced bool, err error) {
-	var none E
+// lookupCached returns hash's entry of cache, cached for CacheTTL unless a
+// revocation raced the load (raced). load reads the credential from the
+// store; forget drops the queued writes of one the store no longer has, under s.mu.
+func (s *Service) lookupCached(ctx context.Context, cache map[string]*cached, hash string, now time.Time,
+	load func(stale *cached) (*cached, error), forget func(stale *cached)) (c *cached, raced bool, err error) {
 	s.mu.Lock()
-	c := l.cache[hash]
+	c = cache[hash]
 	gen := s.gen
 	known := s.unknown.Has(hash, now)
 	s.mu.Unlock()
-	if c != none && now.Sub(c.fetchedAt()) < s.cfg.CacheTTL {
+	if c != nil && now.Sub(c.fetched) < s.cfg.CacheTTL {
 		return c, false, nil
 	}
-	if c == none && known {
-		return none, false, ErrUnauthenticated
+	if c == nil && known {
+		return nil, false, ErrUnauthenticated
 	}
-	if c == none && !lookupAllowed(ctx) {
-		return none, false, ErrNotCached
+	if c == nil && !lookupAllowed(ctx) {
+		return nil, false, ErrNotCached
 	}
-	fresh, err := l.load(c)
-	if errors.Is(err, ErrNotFound) {
-		forgetGone(s, l, hash, c, now)
-		return none, false, ErrUnauthenticated
-	}
-	if err != nil {
-		return none, false, unavailable(err)
+	fresh, err := load(c)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, false, unavailable(err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err != nil { // gone: the store is not asked again for CacheTTL
+		delete(cache, hash)
+		forget(c)
+		s.unknown.Add(hash, now.Add(s.cfg.CacheTTL), now)
+		return nil, false, ErrUnauthenticated
+	}
 	if s.gen != gen {
 		return fresh, true, nil
 	}
-	if len(l.cache) >= maxCached {
+	if len(cache) >= maxCached {
 		s.sweepLocked(now)
 	}
-	l.cache[hash] = fresh
+	cache[hash] = fresh
 	return fresh, false, nil
-}
-
-// forgetGone drops hash, which the store does not know, for CacheTTL.
-func forgetGone[E cacheEntry](s *Service, l credentialLookup[E], hash string, stale E, now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(l.cache, hash)
-	if l.forget != nil {
-		l.forget(stale)
-	}
-	s.unknown.Add(hash, now.Add(s.cfg.CacheTTL), now)
 }
 
 // revoke runs drop and bumps the generation, so a lookup that read a
@@ -99,14 +72,11 @@ func (s *Service) revoke(drop func()) {
 }
 
 func (s *Service) sweepLocked(now time.Time) {
-	for h, c := range s.sessions {
-		if now.Sub(c.fetched) >= s.cfg.CacheTTL {
-			delete(s.sessions, h)
-		}
-	}
-	for h, c := range s.keys {
-		if now.Sub(c.fetched) >= s.cfg.CacheTTL {
-			delete(s.keys, h)
+	for _, cache := range []map[string]*cached{s.sessions, s.keys} {
+		for h, c := range cache {
+			if now.Sub(c.fetched) >= s.cfg.CacheTTL {
+				delete(cache, h)
+			}
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -37,26 +36,26 @@ func HashPassword(pw string, p Argon2Params) string {
 	return fmt.Sprintf("$argon2id$v=%d$m=%d,t=%d,p=%d$%s$%s", argon2.Version, p.Memory, p.Time, p.Threads, b64.EncodeToString(salt), b64.EncodeToString(key))
 }
 
-var errBadHash = errors.New("auth: not an argon2id hash")
-
-func verifyPassword(pw, encoded string) (bool, error) {
+// verifyPassword reports whether pw hashes to encoded, false when encoded is
+// no argon2id hash in PHC form.
+func verifyPassword(pw, encoded string) bool {
 	parts := strings.Split(encoded, "$")
 	if len(parts) != 6 || parts[1] != "argon2id" {
-		return false, errBadHash
+		return false
 	}
 	var version int
 	var p Argon2Params
 	_, err := fmt.Sscanf(parts[2]+" "+parts[3], "v=%d m=%d,t=%d,p=%d", &version, &p.Memory, &p.Time, &p.Threads)
 	if err != nil || version != argon2.Version {
-		return false, errBadHash
+		return false
 	}
 	salt, err1 := b64.DecodeString(parts[4])
 	want, err2 := b64.DecodeString(parts[5])
 	if err1 != nil || err2 != nil || len(want) == 0 {
-		return false, errBadHash
+		return false
 	}
 	got := argon2.IDKey([]byte(pw), salt, p.Time, p.Memory, p.Threads, uint32(len(want)))
-	return subtle.ConstantTimeCompare(got, want) == 1, nil
+	return subtle.ConstantTimeCompare(got, want) == 1
 }
 
 // hashSlots bounds the password hashes that run at once. A hash whose

@@ -45,12 +45,12 @@ type Service struct {
 	hashes   hashSlots
 
 	mu       sync.Mutex
-	gen      uint64                    // revocations: a lookup that raced one is not cached
-	sessions map[string]*cachedSession // by token hash
-	keys     map[string]*cachedKey     // by key hash
-	unknown  expiry.Set[string]        // hashes the store did not know
-	used     map[string]time.Time      // unwritten last use by key id
-	seen     map[string]time.Time      // unwritten last-seen by token hash
+	gen      uint64               // revocations: a lookup that raced one is not cached
+	sessions map[string]*cached   // by token hash
+	keys     map[string]*cached   // by key hash
+	unknown  expiry.Set[string]   // hashes the store did not know
+	used     map[string]time.Time // unwritten last use by key id
+	seen     map[string]time.Time // unwritten last-seen by token hash
 }
 
 // NewService returns a Service over store.
@@ -76,7 +76,7 @@ func NewService(store Store, cfg Config) *Service {
 		store: store, cfg: cfg, Throttle: th, Backoff: th,
 		dummy:    HashPassword(newToken(), cfg.Argon2),
 		hashes:   newHashSlots(cfg.HashConcurrency),
-		sessions: map[string]*cachedSession{}, keys: map[string]*cachedKey{},
+		sessions: map[string]*cached{}, keys: map[string]*cached{},
 		used: map[string]time.Time{}, seen: map[string]time.Time{}, unknown: expiry.Set[string]{Max: maxUnknown},
 	}
 }

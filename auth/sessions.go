@@ -28,12 +28,11 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 		return "", Session{}, User{}, unavailable(err)
 	}
 	var ok bool
-	var verr error
-	if herr := s.hashes.run(ctx, s.cfg.HashWait, attempt.failing, func() { ok, verr = verifyPassword(password, hash) }); herr != nil {
+	if herr := s.hashes.run(ctx, s.cfg.HashWait, attempt.failing, func() { ok = verifyPassword(password, hash) }); herr != nil {
 		s.Backoff.Abandon(attempt)
 		return "", Session{}, User{}, unavailable(herr)
 	}
-	if err != nil || !ok || verr != nil {
+	if err != nil || !ok {
 		s.Backoff.Fail(attempt)
 		return "", Session{}, User{}, ErrInvalidCredentials
 	}
@@ -56,7 +55,7 @@ func (s *Service) Login(ctx context.Context, username, password, clientIP string
 	if len(s.sessions) >= maxCached {
 		s.sweepLocked(now)
 	}
-	s.sessions[se.TokenHash] = &cachedSession{session: se, user: u, fetched: now, written: at}
+	s.sessions[se.TokenHash] = &cached{session: se, user: u, fetched: now, written: at}
 	s.mu.Unlock()
 	return token, se, u, nil
 }
@@ -69,11 +68,9 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 	}
 	now := s.cfg.Now()
 	hash := hashSecret(token)
-	c, raced, err := lookupCached(ctx, s, credentialLookup[*cachedSession]{
-		cache:  s.sessions,
-		load:   func(stale *cachedSession) (*cachedSession, error) { return s.loadSession(ctx, hash, stale, now) },
-		forget: func(*cachedSession) { delete(s.seen, hash) },
-	}, hash, now)
+	c, raced, err := s.lookupCached(ctx, s.sessions, hash, now,
+		func(stale *cached) (*cached, error) { return s.loadSession(ctx, hash, stale, now) },
+		func(*cached) { delete(s.seen, hash) })
 	if err != nil {
 		return nil, err
 	}
@@ -103,12 +100,12 @@ func (s *Service) Authenticate(ctx context.Context, token string) (*Identity, er
 }
 
 // loadSession reads hash's session, keeping the stale entry's newer activity.
-func (s *Service) loadSession(ctx context.Context, hash string, stale *cachedSession, now time.Time) (*cachedSession, error) {
+func (s *Service) loadSession(ctx context.Context, hash string, stale *cached, now time.Time) (*cached, error) {
 	se, u, err := s.store.SessionByTokenHash(ctx, hash)
 	if err != nil {
 		return nil, err
 	}
-	fresh := &cachedSession{session: se, user: u, fetched: now, written: se.LastSeenAt}
+	fresh := &cached{session: se, user: u, fetched: now, written: se.LastSeenAt}
 	if stale != nil {
 		s.mu.Lock()
 		if stale.session.LastSeenAt.After(se.LastSeenAt) {

@@ -95,8 +95,7 @@ func NewRedisBackoff(client rueidis.Client, prefix string, th *LoginThrottle, mo
 
 // Begin admits an attempt, as [LoginThrottle.Begin] does.
 func (r *RedisBackoff) Begin(ctx context.Context, username, ip string, now time.Time) (Attempt, error) {
-	a := Attempt{username: username, ip: ip, id: rand.Text()}
-	return r.decide(ctx, a, now)
+	return r.decide(ctx, Attempt{username: username, ip: ip, id: rand.Text()}, now)
 }
 
 // Check reports whether Begin would refuse, as [LoginThrottle.Check] does.
@@ -140,7 +139,7 @@ func (r *RedisBackoff) begin(ctx context.Context, a Attempt, now time.Time) (fai
 	us := func(d time.Duration) string { return strconv.FormatInt(d.Microseconds(), 10) }
 	for i, c := range r.counts(a) {
 		got, err := beginLua.Exec(ctx, r.client, []string{c.key},
-			[]string{at, strconv.Itoa(c.threshold), us(r.th.BaseDelay), us(r.th.MaxDelay), us(c.forget), us(maxInFlight), r.ttl(c), a.id}).AsIntSlice()
+			[]string{at, strconv.Itoa(c.threshold), us(r.th.BaseDelay), us(r.th.MaxDelay), us(c.forget), us(maxInFlight), c.ttl, a.id}).AsIntSlice()
 		if err != nil || got[0] > 0 {
 			if i > 0 && a.id != "" { // the username's count admitted it
 				_ = r.settle(ctx, a, "drop", "")
@@ -155,21 +154,21 @@ func (r *RedisBackoff) begin(ctx context.Context, a Attempt, now time.Time) (fai
 	return failing, nil, nil
 }
 
+// A redisCount is one of an attempt's counts: its key, rule and the TTL, in ms, of its hash.
 type redisCount struct {
-	name, key string
-	threshold int
-	forget    time.Duration
+	name, key, ttl string
+	threshold      int
+	forget         time.Duration
 }
 
 func (r *RedisBackoff) counts(a Attempt) [2]redisCount {
-	return [2]redisCount{
-		{"username", r.prefix + "user:" + a.username, r.th.UserFailures, r.th.UserForget},
-		{"ip", r.prefix + "ip:" + a.ip, r.th.IPFailures, r.th.IPReset},
+	ttl := func(forget time.Duration) string {
+		return strconv.FormatInt(max(forget, maxInFlight).Milliseconds(), 10)
 	}
-}
-
-func (r *RedisBackoff) ttl(c redisCount) string {
-	return strconv.FormatInt(max(c.forget, maxInFlight).Milliseconds(), 10)
+	return [2]redisCount{
+		{"username", r.prefix + "user:" + a.username, ttl(r.th.UserForget), r.th.UserFailures, r.th.UserForget},
+		{"ip", r.prefix + "ip:" + a.ip, ttl(r.th.IPReset), r.th.IPFailures, r.th.IPReset},
+	}
 }
 
 // Fail records that an admitted attempt's password was wrong.
@@ -198,7 +197,7 @@ func (r *RedisBackoff) settle(ctx context.Context, a Attempt, user, addr string)
 		if how == "" {
 			continue
 		}
-		if err := settleLua.Exec(ctx, r.client, []string{counts[i].key}, []string{a.id, how, r.ttl(counts[i])}).Error(); err != nil {
+		if err := settleLua.Exec(ctx, r.client, []string{counts[i].key}, []string{a.id, how, counts[i].ttl}).Error(); err != nil {
 			return err
 		}
 	}

@@ -99,7 +99,7 @@ func (s *Service) ChangePassword(ctx context.Context, id *Identity, clientIP, cu
 	var ok bool
 	var hash string
 	err = s.hashes.run(ctx, s.cfg.HashWait, attempt.failing, func() {
-		if ok, _ = verifyPassword(current, u.PasswordHash); ok {
+		if ok = verifyPassword(current, u.PasswordHash); ok {
 			hash = HashPassword(next, s.cfg.Argon2)
 		}
 	})

@@ -66,24 +66,22 @@ const sqlitePragmas = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pr
 // Open opens the database: PostgreSQL when databaseURL is postgres://...,
 // else SQLite in dataDir (created if missing). It does not migrate.
 func Open(ctx context.Context, databaseURL, dataDir string) (*DB, error) {
-	var db *DB
-	switch {
-	case strings.HasPrefix(databaseURL, "postgres://"), strings.HasPrefix(databaseURL, "postgresql://"):
-		sqldb, err := sql.Open("pgx", databaseURL)
-		if err != nil {
-			return nil, fmt.Errorf("store: open postgres: %w", err)
-		}
-		sqldb.SetMaxOpenConns(20)
-		sqldb.SetMaxIdleConns(20)
-		db = newDB(sqldb, Postgres)
-	case databaseURL == "":
+	if databaseURL == "" {
 		if err := os.MkdirAll(dataDir, 0o700); err != nil {
 			return nil, fmt.Errorf("store: data dir: %w", err)
 		}
 		return OpenSQLite(ctx, SQLitePath(dataDir))
-	default:
+	}
+	if !strings.HasPrefix(databaseURL, "postgres://") && !strings.HasPrefix(databaseURL, "postgresql://") {
 		return nil, errors.New("store: the database URL must be empty (SQLite) or a postgres:// URL")
 	}
+	sqldb, err := sql.Open("pgx", databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("store: open postgres: %w", err)
+	}
+	sqldb.SetMaxOpenConns(20)
+	sqldb.SetMaxIdleConns(20)
+	db := newDB(sqldb, Postgres)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("store: connect: %w", err)

@@ -38,26 +38,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	g := gitIn(ctx, o.dir)
-	in, err := readInputs(g, o)
+	c, err := newGate(gitIn(ctx, o.dir), o, stdout)
 	if err != nil {
 		return err
 	}
 	if o.accept != "" {
-		return accept(g, in, filepath.Join(o.dir, o.ignorePath), o.accept, stdout)
+		return c.accept(filepath.Join(o.dir, o.ignorePath), o.accept)
 	}
-	commits, why, err := walk(g, o.base, in.rel, o.limit)
+	commits, why, err := walk(c.git, o.base, c.rel, o.limit)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "api-check: %s, as each commit since %s changed it (%d), then in the work tree\n", in.rel, why, len(commits))
-	c := &checker{out: stdout, ignorePath: o.ignorePath, worktreeIgnore: in.ignore}
+	fmt.Fprintf(stdout, "api-check: %s, as each commit since %s changed it (%d), then in the work tree\n", c.rel, why, len(commits))
 	for _, commit := range commits {
-		if err := c.checkCommit(g, commit, in.rel, in.ignoreRel); err != nil {
+		if err := c.checkCommit(commit); err != nil {
 			return err
 		}
 	}
-	if err := c.checkWorktree(g, in.rel, in.spec); err != nil {
+	if err := c.checkWorktree(); err != nil {
 		return err
 	}
 	return c.verdict(why)
@@ -82,48 +80,46 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (opt
 	return o, fs.Parse(args)
 }
 
-// inputs are the work tree's spec and ignore list, and their paths from its top.
-type inputs struct {
+// A gate holds the work tree's spec and ignore list, their paths from its top,
+// and the breaks found, to count those no ignore list accepts.
+type gate struct {
+	git              gitFunc
+	out              io.Writer
 	spec, ignoreText []byte
-	ignore           *apicheck.IgnoreList
+	ignore           *apicheck.IgnoreList // the work tree's
+	ignorePath       string               // as -ignore names it
 	rel, ignoreRel   string
+	all              []apicheck.Finding // to tell which ignore lines matched none
+	failed           int
 }
 
-func readInputs(g gitFunc, o options) (in inputs, err error) {
-	if in.spec, err = os.ReadFile(filepath.Join(o.dir, o.specPath)); err != nil {
-		return in, err
+func newGate(g gitFunc, o options, out io.Writer) (c *gate, err error) {
+	c = &gate{git: g, out: out, ignorePath: o.ignorePath}
+	if c.spec, err = os.ReadFile(filepath.Join(o.dir, o.specPath)); err != nil {
+		return nil, err
 	}
-	in.ignoreText, err = os.ReadFile(filepath.Join(o.dir, o.ignorePath))
+	c.ignoreText, err = os.ReadFile(filepath.Join(o.dir, o.ignorePath))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return in, err
+		return nil, err
 	}
-	if in.ignore, err = parseIgnore(in.ignoreText, o.ignorePath); err != nil {
-		return in, err
+	if c.ignore, err = apicheck.ParseIgnore(bytes.NewReader(c.ignoreText), o.ignorePath); err != nil {
+		return nil, err
 	}
 	prefix, err := g("rev-parse", "--show-prefix") // the paths from the top, as git show REV:PATH wants them
 	top := func(path string) string { return filepath.ToSlash(filepath.Clean(filepath.Join(prefix, path))) }
-	in.rel, in.ignoreRel = top(o.specPath), top(o.ignorePath)
-	return in, err
-}
-
-// A checker compares specs and counts the breaks no ignore list accepts.
-type checker struct {
-	out            io.Writer
-	ignorePath     string
-	worktreeIgnore *apicheck.IgnoreList
-	all            []apicheck.Finding // to tell which ignore lines matched none
-	failed         int
+	c.rel, c.ignoreRel = top(o.specPath), top(o.ignorePath)
+	return c, err
 }
 
 // check compares base with revised; a break is accepted by ignore or the work tree's list.
-func (c *checker) check(what string, base, revised []byte, ignore *apicheck.IgnoreList) error {
+func (c *gate) check(what string, base, revised []byte, ignore *apicheck.IgnoreList) error {
 	findings, err := apicheck.Check(base, revised)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	c.all = append(c.all, findings...)
 	breaking, accepted, _ := ignore.Filter(findings)
-	breaking, acceptedNow, _ := c.worktreeIgnore.Filter(breaking)
+	breaking, acceptedNow, _ := c.ignore.Filter(breaking)
 	accepted = append(accepted, acceptedNow...)
 	if len(breaking) == 0 && len(accepted) == 0 {
 		return nil
@@ -140,21 +136,21 @@ func (c *checker) check(what string, base, revised []byte, ignore *apicheck.Igno
 }
 
 // checkCommit checks commit's spec against the one before, with commit's ignore list.
-func (c *checker) checkCommit(g gitFunc, commit, rel, ignoreRel string) error {
-	spec, err := g("show", commit+":"+rel)
+func (c *gate) checkCommit(commit string) error {
+	spec, err := c.git("show", commit+":"+c.rel)
 	if err != nil {
 		return nil // the commit removed the spec: the next one that has it is compared with the last before
 	}
-	parent, from, ok := lastSpec(g, commit+"^1", rel)
+	parent, from, ok := lastSpec(c.git, commit+"^1", c.rel)
 	if !ok || spec == parent {
 		return nil // no earlier spec (or no parent): nothing to break
 	}
-	ib, _ := g("show", commit+":"+ignoreRel) // a commit without the file accepts nothing
-	ignore, err := parseIgnore([]byte(ib), commit[:12]+":"+ignoreRel)
+	ib, _ := c.git("show", commit+":"+c.ignoreRel) // a commit without the file accepts nothing
+	ignore, err := apicheck.ParseIgnore(strings.NewReader(ib), commit[:12]+":"+c.ignoreRel)
 	if err != nil {
 		return err
 	}
-	subject, _ := g("log", "-1", "--format=%s", commit)
+	subject, _ := c.git("log", "-1", "--format=%s", commit)
 	if r := []rune(subject); len(r) > 72 {
 		subject = string(r[:71]) + "…"
 	}
@@ -165,21 +161,21 @@ func (c *checker) checkCommit(g gitFunc, commit, rel, ignoreRel string) error {
 	return c.check(what, []byte(parent), []byte(spec), ignore)
 }
 
-func (c *checker) checkWorktree(g gitFunc, rel string, rev []byte) error {
-	head, from, ok := lastSpec(g, "HEAD", rel)
-	if !ok || head == strings.TrimSpace(string(rev)) {
+func (c *gate) checkWorktree() error {
+	head, from, ok := lastSpec(c.git, "HEAD", c.rel)
+	if !ok || head == strings.TrimSpace(string(c.spec)) {
 		return nil
 	}
 	what := "the work tree against HEAD"
 	if from != "HEAD" {
 		what = "the work tree against " + from[:12] + ", the spec's last commit before HEAD removed it"
 	}
-	return c.check(what, []byte(head), rev, nil)
+	return c.check(what, []byte(head), c.spec, nil)
 }
 
 // verdict notes the ignore lines that matched nothing and fails on any unaccepted break.
-func (c *checker) verdict(why string) error {
-	_, _, unused := c.worktreeIgnore.Filter(c.all)
+func (c *gate) verdict(why string) error {
+	_, _, unused := c.ignore.Filter(c.all)
 	for _, u := range unused {
 		fmt.Fprintf(c.out, "  note: %s %s matches no change since %s; remove it\n", c.ignorePath, u, why)
 	}
@@ -192,17 +188,17 @@ func (c *checker) verdict(why string) error {
 
 // accept appends to the ignore file a line, with reason, for each break of the
 // work tree's spec against HEAD's that it does not accept.
-func accept(g gitFunc, in inputs, path, reason string, stdout io.Writer) error {
-	head, _, ok := lastSpec(g, "HEAD", in.rel)
+func (c *gate) accept(path, reason string) error {
+	head, _, ok := lastSpec(c.git, "HEAD", c.rel)
 	if !ok {
 		return nil // no spec committed: nothing to break
 	}
-	findings, err := apicheck.Check([]byte(head), in.spec)
+	findings, err := apicheck.Check([]byte(head), c.spec)
 	if err != nil {
 		return err
 	}
-	breaking, _, _ := in.ignore.Filter(findings)
-	b := in.ignoreText
+	breaking, _, _ := c.ignore.Filter(findings)
+	b := c.ignoreText
 	if len(b) > 0 && b[len(b)-1] != '\n' {
 		b = append(b, '\n')
 	}
@@ -212,20 +208,13 @@ func accept(g gitFunc, in inputs, path, reason string, stdout io.Writer) error {
 		if !lines[line] {
 			lines[line] = true
 			b = append(b, line...)
-			fmt.Fprintf(stdout, "api-check: %s accepts %s", path, line)
+			fmt.Fprintf(c.out, "api-check: %s accepts %s", path, line)
 		}
 	}
 	if len(lines) == 0 {
 		return nil
 	}
 	return os.WriteFile(path, b, 0o644)
-}
-
-func parseIgnore(b []byte, name string) (*apicheck.IgnoreList, error) {
-	if b == nil {
-		return nil, nil
-	}
-	return apicheck.ParseIgnore(bytes.NewReader(b), name)
 }
 
 // lastSpec is the spec at path as rev, or else the nearest earlier first-parent

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/product"
 	"github.com/brain-template/brain/internal/settings"
 	"github.com/brain-template/brain/ratelimit"
@@ -34,23 +36,16 @@ type Config struct {
 	CookieSecure     bool
 	AdminPassword    string
 
-	SessionLifetime    time.Duration
-	SessionIdleTimeout time.Duration
-	MaxSessions        int
-	MaxAPIKeys         int
-	StoreTimeout       time.Duration
-	HashConcurrency    int // 0: GOMAXPROCS
-	HashWait           time.Duration
+	// Auth is the sessions', API keys' and password hashing's settings.
+	Auth         auth.Config
+	StoreTimeout time.Duration
 
 	RateLimitOnStoreError ratelimit.OnStoreError
-	LiveAccess            api.Access // who may follow /api/v1/system/live
 	MetricsAddr           string
 
-	RateLimitSession ratelimit.Rate
-	RateLimitIP      ratelimit.Rate
-	RateLimitAPIKey  ratelimit.Rate
-	// Budgets are the overrides of budgets by name (BRAIN_BUDGETS, then
-	// --budget); budgetFrom says where each came from.
+	// Limits are the planes' budgets; Budgets are the overrides of budgets by
+	// name (BRAIN_BUDGETS, then --budget), and budgetFrom says where each came from.
+	Limits     api.Limits
 	Budgets    map[string]string
 	budgetFrom map[string]string
 	strays     []string // variables set under budgetFamilies that are no setting
@@ -58,12 +53,11 @@ type Config struct {
 	BodyBytesInFlight int64
 	BodyBytesPerUser  int64
 
-	StreamCap        int
-	StreamUserCap    int
-	StreamOpens      ratelimit.Rate
-	StreamUserOpens  ratelimit.Rate
-	StreamHeartbeat  time.Duration
-	StreamRetryAfter time.Duration
+	StreamCap     int
+	StreamUserCap int
+	// Streams holds the heartbeat, the Retry-After and who may follow
+	// /api/v1/system/live; serve adds the caps and the hub.
+	Streams streams.Config
 
 	MaxConns       int // 0: auto, what the descriptor limit allows
 	MaxConnsPerIP  int
@@ -89,21 +83,24 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 	c := newConfig()
 	rows := allSettings(c)
 	values := defineSettings(fs, rows, getenv)
-	budgets, from := budgetFlags{}, map[string]string{} // from says where each came from
+	budgets, from := map[string]string{}, map[string]string{} // from says where each came from
+	addBudget := func(entry, source string) error {
+		name, limits, ok := strings.Cut(entry, "=")
+		if !ok || name == "" {
+			return errors.New("want name=limits, for example bookmarks=200/h;10/s")
+		}
+		budgets[name], from[name] = limits, cmp.Or(source, "--budget "+name)
+		return nil
+	}
 	for _, entry := range strings.Fields(getenv(budgetsEnv)) {
-		if err := budgets.Set(entry); err != nil {
+		if err := addBudget(entry, budgetsEnv); err != nil {
 			return Config{}, fmt.Errorf("invalid %s entry %q: %w", budgetsEnv, entry, err)
 		}
-		name, _, _ := strings.Cut(entry, "=")
-		from[name] = budgetsEnv
 	}
-	flags := budgetFlags{}
-	fs.Var(flags, "budget", "name=limits: replace the defaults of an operation's budget, e.g. bookmarks=200/h;10/s (repeatable; env "+budgetsEnv+", space-separated)")
+	fs.Func("budget", "name=limits: replace the defaults of an operation's budget, e.g. bookmarks=200/h;10/s (repeatable; env "+budgetsEnv+", space-separated)",
+		func(v string) error { return addBudget(v, "") })
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
-	}
-	for name, v := range flags {
-		budgets[name], from[name] = v, "--budget "+name
 	}
 	if fs.NArg() > 0 {
 		return Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -129,10 +126,7 @@ func parseConfig(name string, args []string, getenv func(string) string, usage i
 func defineSettings(fs *flag.FlagSet, rows []settings.Setting, getenv func(string) string) []*string {
 	values := make([]*string, len(rows))
 	for i, s := range rows {
-		v := s.Default
-		if e := getenv(s.Env); e != "" {
-			v = e
-		}
+		v := cmp.Or(getenv(s.Env), s.Default)
 		def := v
 		if s.Secret {
 			def = ""
@@ -192,21 +186,6 @@ const (
 	bodyBytesEnv        = product.EnvPrefix + "BODY_BYTES_IN_FLIGHT"
 	bodyBytesPerUserEnv = product.EnvPrefix + "BODY_BYTES_IN_FLIGHT_PER_USER"
 )
-
-// budgetFlags collects repeated --budget name=limits flags.
-type budgetFlags map[string]string
-
-func (b budgetFlags) String() string { return "" }
-
-// Set reads one --budget name=limits.
-func (b budgetFlags) Set(v string) error {
-	name, limits, ok := strings.Cut(v, "=")
-	if !ok || name == "" {
-		return errors.New("want name=limits, for example bookmarks=200/h;10/s")
-	}
-	b[name] = limits
-	return nil
-}
 
 // budgetFamilies are the prefixes of the platform's budget variables.
 var budgetFamilies = []string{product.EnvPrefix + "RATE_LIMIT", product.EnvPrefix + "RATELIMIT_", product.EnvPrefix + "BUDGET", product.EnvPrefix + "STREAM_OPEN"}

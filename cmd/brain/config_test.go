@@ -41,17 +41,17 @@ func TestConfigDefaults(t *testing.T) {
 		{"RedisURL", c.RedisURL, ""},
 		{"CookieSecure", c.CookieSecure, true},
 		{"RateLimitOnStoreError", c.RateLimitOnStoreError, ratelimit.Local},
-		{"RateLimitSession", c.RateLimitSession, limits.Session},
-		{"RateLimitIP", c.RateLimitIP, limits.IP},
-		{"RateLimitAPIKey", c.RateLimitAPIKey, limits.APIKey},
-		{"SessionLifetime", c.SessionLifetime, auth.DefaultSessionLifetime},
-		{"SessionIdleTimeout", c.SessionIdleTimeout, auth.DefaultIdleTimeout},
-		{"MaxSessions", c.MaxSessions, auth.DefaultMaxSessions},
-		{"MaxAPIKeys", c.MaxAPIKeys, auth.DefaultMaxAPIKeys},
+		{"RateLimitSession", c.Limits.Session, limits.Session},
+		{"RateLimitIP", c.Limits.IP, limits.IP},
+		{"RateLimitAPIKey", c.Limits.APIKey, limits.APIKey},
+		{"SessionLifetime", c.Auth.SessionLifetime, auth.DefaultSessionLifetime},
+		{"SessionIdleTimeout", c.Auth.IdleTimeout, auth.DefaultIdleTimeout},
+		{"MaxSessions", c.Auth.MaxSessions, auth.DefaultMaxSessions},
+		{"MaxAPIKeys", c.Auth.MaxAPIKeys, auth.DefaultMaxAPIKeys},
 		{"StoreTimeout", c.StoreTimeout, store.DefaultTimeout},
 		{"ShutdownTimeout", c.ShutdownTimeout, 15 * time.Second},
-		{"HashConcurrency", c.HashConcurrency, 0}, // auto: GOMAXPROCS
-		{"HashWait", c.HashWait, auth.DefaultHashWait},
+		{"HashConcurrency", c.Auth.HashConcurrency, 0}, // auto: GOMAXPROCS
+		{"HashWait", c.Auth.HashWait, auth.DefaultHashWait},
 		{"MaxConns", c.MaxConns, 0}, // auto: what the descriptor limit allows
 		{"MaxConnsPerIP", c.MaxConnsPerIP, 256},
 		{"LogLevel", c.LogLevel, slog.LevelInfo},
@@ -59,10 +59,10 @@ func TestConfigDefaults(t *testing.T) {
 		{"BodyBytesPerUser", c.BodyBytesPerUser, int64(api.DefaultBodyBytesPerCaller)},
 		{"StreamCap", c.StreamCap, streams.DefaultCap},
 		{"StreamUserCap", c.StreamUserCap, streams.DefaultUserCap},
-		{"StreamOpens", c.StreamOpens, limits.StreamOpens},
-		{"StreamUserOpens", c.StreamUserOpens, limits.StreamUserOpens},
-		{"StreamHeartbeat", c.StreamHeartbeat, streams.DefaultHeartbeat},
-		{"StreamRetryAfter", c.StreamRetryAfter, streams.DefaultRetryAfter},
+		{"StreamOpens", c.Limits.StreamOpens, limits.StreamOpens},
+		{"StreamUserOpens", c.Limits.StreamUserOpens, limits.StreamUserOpens},
+		{"StreamHeartbeat", c.Streams.Heartbeat, streams.DefaultHeartbeat},
+		{"StreamRetryAfter", c.Streams.RetryAfter, streams.DefaultRetryAfter},
 	}
 	for _, ck := range checks {
 		if ck.got != ck.want {
@@ -95,11 +95,11 @@ func TestConfigPrecedence(t *testing.T) {
 	if c.Addr != ":9100" {
 		t.Errorf("Addr = %q: the flag should win over BRAIN_ADDR", c.Addr)
 	}
-	if c.MaxSessions != 4 {
-		t.Errorf("MaxSessions = %d; want the environment's 4", c.MaxSessions)
+	if c.Auth.MaxSessions != 4 {
+		t.Errorf("MaxSessions = %d; want the environment's 4", c.Auth.MaxSessions)
 	}
-	if c.HashConcurrency != 3 || c.HashWait != 250*time.Millisecond {
-		t.Errorf("HashConcurrency, HashWait = %d, %v; want the environment's 3, 250ms", c.HashConcurrency, c.HashWait)
+	if c.Auth.HashConcurrency != 3 || c.Auth.HashWait != 250*time.Millisecond {
+		t.Errorf("HashConcurrency, HashWait = %d, %v; want the environment's 3, 250ms", c.Auth.HashConcurrency, c.Auth.HashWait)
 	}
 	wantProxies := []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("192.168.1.7/32")}
 	if len(c.TrustedProxies) != 2 || c.TrustedProxies[0] != wantProxies[0] || c.TrustedProxies[1] != wantProxies[1] {

@@ -143,8 +143,8 @@ type running struct {
 // newServer builds the API for cfg, for openapi and serve alike. It fails on
 // a budget setting no operation declares.
 func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) {
-	l := limits(cfg)
-	l.Store = r.limiters
+	l := cfg.Limits // the budgets of cfg, for the planes and the spec alike
+	l.Override, l.Store = cfg.budgetOverride, r.limiters
 	site, err := dashboard()
 	if err != nil {
 		return nil, err
@@ -200,17 +200,9 @@ var dashboard = sync.OnceValues(func() (*web.Site, error) { return web.New(web.D
 
 // memoryStreams is the streams runtime of cfg in memory, its hub not set.
 func memoryStreams(cfg Config) streams.Config {
-	return streams.Config{Cap: streams.NewMemoryCap(cfg.StreamCap), UserCap: streams.NewMemoryCap(cfg.StreamUserCap),
-		Heartbeat: cfg.StreamHeartbeat, RetryAfter: cfg.StreamRetryAfter, LiveAccess: cfg.LiveAccess}
-}
-
-// limits are the budgets of cfg, for the planes and the spec alike.
-func limits(cfg Config) api.Limits {
-	l := api.DefaultLimits()
-	l.Session, l.IP, l.APIKey = cfg.RateLimitSession, cfg.RateLimitIP, cfg.RateLimitAPIKey
-	l.StreamOpens, l.StreamUserOpens = cfg.StreamOpens, cfg.StreamUserOpens
-	l.Override = cfg.budgetOverride
-	return l
+	sc := cfg.Streams
+	sc.Cap, sc.UserCap = streams.NewMemoryCap(cfg.StreamCap), streams.NewMemoryCap(cfg.StreamUserCap)
+	return sc
 }
 
 func newLogger(cfg Config, w io.Writer) *slog.Logger {

@@ -90,7 +90,7 @@ func streamConfig(ctx context.Context, cfg Config, client rueidis.Client, logger
 	}
 	prefix := cfg.RedisPrefix + "st:"
 	redisCap := func(max int, what string) *streams.RedisCap {
-		c := streams.NewRedisCap(client, prefix, max, streamLeaseBeats*cfg.StreamHeartbeat, streams.NewMemoryCap(max))
+		c := streams.NewRedisCap(client, prefix, max, streamLeaseBeats*cfg.Streams.Heartbeat, streams.NewMemoryCap(max))
 		c.OnError = func(err error) { logger.Warn(what+": Redis failed; counting on this replica", "error", err) }
 		return c
 	}
@@ -113,20 +113,6 @@ func streamConfig(ctx context.Context, cfg Config, client rueidis.Client, logger
 
 // listen opens the server's listeners; tests refuse brain's default ports.
 var listen = net.Listen
-
-// listeners binds BRAIN_ADDR and, unless off, BRAIN_METRICS_ADDR.
-func listeners(cfg Config) (main, metrics net.Listener, err error) {
-	main, err = listenOn(cfg.Addr, "", product.EnvPrefix+"ADDR", "")
-	if err != nil || cfg.MetricsAddr == "off" {
-		return main, nil, err
-	}
-	metrics, err = listenOn(cfg.MetricsAddr, "metrics: ", product.EnvPrefix+"METRICS_ADDR", ", or off")
-	if err != nil {
-		main.Close()
-		return nil, nil, err
-	}
-	return main, metrics, nil
-}
 
 // listenOn binds addr, the setting env; an error begins with prefix.
 func listenOn(addr, prefix, env, orOff string) (net.Listener, error) {
@@ -184,13 +170,17 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	ln, metricsLn, err := listeners(cfg)
+	ln, err := listenOn(cfg.Addr, "", product.EnvPrefix+"ADDR", "")
 	if err != nil {
 		return err
 	}
-	defer ln.Close()         // on an early return; serving closes it itself
+	defer ln.Close() // on an early return; serving closes it itself
+	var metricsLn net.Listener
 	var metrics *api.Metrics // nil with BRAIN_METRICS_ADDR=off: nothing is recorded
-	if metricsLn != nil {
+	if cfg.MetricsAddr != "off" {
+		if metricsLn, err = listenOn(cfg.MetricsAddr, "metrics: ", product.EnvPrefix+"METRICS_ADDR", ", or off"); err != nil {
+			return err
+		}
 		defer metricsLn.Close()
 		metrics = api.NewMetrics()
 	}
@@ -219,7 +209,7 @@ func serve(ctx context.Context, cfg Config, logger *slog.Logger) error {
 	}
 	defer db.Close()
 	logger.Info("database ready", "dialect", db.Dialect, "database", databaseName(cfg), "schema", store.SchemaVersions(db.Dialect, migrationSets(cfg.modules)...), "migrations_applied", applied)
-	svc := newAuth(db, cfg)
+	svc := auth.NewService(store.NewAuthStore(db), cfg.Auth)
 	svc.Backoff = backoff(svc.Throttle)
 	if err := ensureAdmin(ctx, svc, cfg.AdminPassword, logger); err != nil {
 		return err
@@ -315,13 +305,7 @@ func serveUntilDone(ctx context.Context, srv *http.Server, serve func() error, d
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	streamsClosed := make(chan error, 1)
-	go func() {
-		if closeStreams == nil {
-			streamsClosed <- nil
-			return
-		}
-		streamsClosed <- closeStreams(sctx)
-	}()
+	go func() { streamsClosed <- closeStreams(sctx) }()
 	if err := srv.Shutdown(sctx); err != nil {
 		logger.Warn("drain timed out; closing the remaining connections", "error", err)
 		srv.Close()

@@ -23,7 +23,8 @@ func startServe(t *testing.T, h http.Handler, drain time.Duration) (string, cont
 	done := make(chan error, 1)
 	go func() {
 		srv := &http.Server{Handler: h}
-		done <- serveUntilDone(ctx, srv, func() error { return srv.Serve(ln) }, drain, slog.New(slog.DiscardHandler), nil)
+		done <- serveUntilDone(ctx, srv, func() error { return srv.Serve(ln) }, drain, slog.New(slog.DiscardHandler),
+			func(context.Context) error { return nil })
 	}()
 	return "http://" + ln.Addr().String(), cancel, done
 }

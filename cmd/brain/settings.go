@@ -60,11 +60,11 @@ func platformSettings(c *Config) []settings.Setting {
 			Set: checked(&c.MetricsAddr, "want host:port, or off",
 				func(v string) bool { return v == "off" || isHostPort(v) })},
 		{Flag: "trusted-proxies", Env: trustedProxiesEnv, Usage: "comma-separated CIDRs (or addresses) of proxies whose X-Forwarded-For is believed",
-			Set: prefixList(&c.TrustedProxies)},
+			Set: listOf(&c.TrustedProxies, parsePrefix)},
 		{Flag: "trust-every-peer", Env: trustEveryPeerEnv, Default: "false", Usage: "true lets " + trustedProxiesEnv + " hold a prefix of every address (0.0.0.0/0, ::/0) or one wider than an IPv4 /8, an IPv6 /16: every such peer's X-Forwarded-For is then believed, so only behind a proxy every connection passes through",
 			Set: settings.Parsed(&c.TrustEveryPeer, parseBool)},
 		{Flag: "cors-origins", Env: product.EnvPrefix + "CORS_ORIGINS", Usage: "comma-separated origins (scheme://host[:port]) browsers may call from",
-			Set: originList(&c.CORSOrigins)},
+			Set: listOf(&c.CORSOrigins, parseOrigin)},
 		{Flag: "cookie-secure", Env: product.EnvPrefix + "COOKIE_SECURE", Default: "true", Usage: "mark the session cookie Secure; false only for plain-HTTP use off localhost",
 			Set: settings.Parsed(&c.CookieSecure, parseBool)},
 		{Flag: "admin-password", Env: product.EnvPrefix + "ADMIN_PASSWORD", Usage: "password of the admin user created on first start (prefer the variable: flags show in ps)", Secret: true,
@@ -74,25 +74,25 @@ func platformSettings(c *Config) []settings.Setting {
 					return v == "" || n >= auth.MinPasswordLen && n <= auth.MaxPasswordLen
 				})},
 		{Flag: "session-lifetime", Env: product.EnvPrefix + "SESSION_LIFETIME", Default: settings.FormatDuration(auth.DefaultSessionLifetime), Usage: "a session's absolute lifetime",
-			Set: settings.Duration(time.Minute, 366*24*time.Hour, &c.SessionLifetime)},
+			Set: settings.Duration(time.Minute, 366*24*time.Hour, &c.Auth.SessionLifetime)},
 		{Flag: "session-idle-timeout", Env: product.EnvPrefix + "SESSION_IDLE_TIMEOUT", Default: settings.FormatDuration(auth.DefaultIdleTimeout), Usage: "a session ends after this long without a request",
-			Set: settings.Duration(time.Minute, 366*24*time.Hour, &c.SessionIdleTimeout)},
+			Set: settings.Duration(time.Minute, 366*24*time.Hour, &c.Auth.IdleTimeout)},
 		{Flag: "max-sessions", Env: product.EnvPrefix + "MAX_SESSIONS", Default: strconv.Itoa(auth.DefaultMaxSessions), Usage: "live sessions per user; a login beyond it ends the user's oldest session",
-			Set: settings.Int(1, 10000, &c.MaxSessions)},
+			Set: settings.Int(1, 10000, &c.Auth.MaxSessions)},
 		{Flag: "max-api-keys", Env: product.EnvPrefix + "MAX_API_KEYS", Default: strconv.Itoa(auth.DefaultMaxAPIKeys), Usage: "API keys per user; creating one more answers 409",
-			Set: settings.Int(1, 100000, &c.MaxAPIKeys)},
+			Set: settings.Int(1, 100000, &c.Auth.MaxAPIKeys)},
 		{Flag: "store-timeout", Env: product.EnvPrefix + "STORE_TIMEOUT", Default: settings.FormatDuration(store.DefaultTimeout), Usage: "how long one database call (or transaction) may take before it fails",
 			Set: settings.Duration(10*time.Millisecond, time.Minute, &c.StoreTimeout)},
 		{Flag: "hash-concurrency", Env: product.EnvPrefix + "HASH_CONCURRENCY", Default: "auto", Usage: "password hashes run at once, each holding 19 MiB and a core: auto (one per core, GOMAXPROCS) or a number",
-			Set: autoOrInt(1024, &c.HashConcurrency)},
+			Set: autoOrInt(1024, &c.Auth.HashConcurrency)},
 		{Flag: "hash-wait", Env: product.EnvPrefix + "HASH_WAIT", Default: settings.FormatDuration(auth.DefaultHashWait), Usage: "how long a login waits for a free password-hashing slot before it answers 503",
-			Set: settings.Duration(time.Millisecond, time.Minute, &c.HashWait)},
+			Set: settings.Duration(time.Millisecond, time.Minute, &c.Auth.HashWait)},
 		{Flag: "rate-limit-session", Env: product.EnvPrefix + "RATE_LIMIT_SESSION", Default: limits.Session.String(), Usage: "per-session budget, <n>/<s|min|h>[,burst=<b>]",
-			Set: settings.Rate(&c.RateLimitSession)},
+			Set: settings.Rate(&c.Limits.Session)},
 		{Flag: "rate-limit-ip", Env: product.EnvPrefix + "RATE_LIMIT_IP", Default: limits.IP.String(), Usage: "per-client-IP budget of unauthenticated requests",
-			Set: settings.Rate(&c.RateLimitIP)},
+			Set: settings.Rate(&c.Limits.IP)},
 		{Flag: "rate-limit-apikey", Env: product.EnvPrefix + "RATE_LIMIT_APIKEY", Default: limits.APIKey.String(), Usage: "per-API-key budget of operations without their own",
-			Set: settings.Rate(&c.RateLimitAPIKey)},
+			Set: settings.Rate(&c.Limits.APIKey)},
 		{Flag: "body-bytes-in-flight", Env: bodyBytesEnv, Default: settings.FormatSize(api.DefaultBodyBytesInFlight), Usage: "bytes of large request bodies (an operation's limit over 64 KiB) arrived and held at once, all callers together; a body whose length would pass it is refused before it is read, 503 with Retry-After: 1",
 			Set: settings.Size(leastBodyBytes, 64<<30, &c.BodyBytesInFlight)},
 		{Flag: "body-bytes-in-flight-per-user", Env: bodyBytesPerUserEnv, Default: settings.FormatSize(api.DefaultBodyBytesPerCaller), Usage: "lengths of large request bodies in flight at once for one user (or, on a public operation, one client address), arrived or not; at most " + bodyBytesEnv,
@@ -102,13 +102,13 @@ func platformSettings(c *Config) []settings.Setting {
 		{Flag: "stream-user-cap", Env: product.EnvPrefix + "STREAM_USER_CAP", Default: strconv.Itoa(streams.DefaultUserCap), Usage: "open streams per user, across all of its sessions and API keys and every stream endpoint, at least " + product.EnvPrefix + "STREAM_CAP; one more answers 429",
 			Set: settings.Int(1, 100000, &c.StreamUserCap)},
 		{Flag: "stream-opens", Env: product.EnvPrefix + "STREAM_OPENS", Default: limits.StreamOpens.String(), Usage: "streams a session or API key may open, <n>/<s|min|h>[,burst=<b>]; one more answers 429",
-			Set: settings.Rate(&c.StreamOpens)},
+			Set: settings.Rate(&c.Limits.StreamOpens)},
 		{Flag: "stream-user-opens", Env: product.EnvPrefix + "STREAM_USER_OPENS", Default: limits.StreamUserOpens.String(), Usage: "streams a user may open, across all of its sessions and API keys, <n>/<s|min|h>[,burst=<b>]; one more answers 429",
-			Set: settings.Rate(&c.StreamUserOpens)},
+			Set: settings.Rate(&c.Limits.StreamUserOpens)},
 		{Flag: "stream-heartbeat", Env: product.EnvPrefix + "STREAM_HEARTBEAT", Default: settings.FormatDuration(streams.DefaultHeartbeat), Usage: "how often an idle stream gets a comment line (and renews its slot)",
-			Set: settings.Duration(10*time.Millisecond, 10*time.Minute, &c.StreamHeartbeat)},
+			Set: settings.Duration(10*time.Millisecond, 10*time.Minute, &c.Streams.Heartbeat)},
 		{Flag: "stream-retry-after", Env: product.EnvPrefix + "STREAM_RETRY_AFTER", Default: settings.FormatDuration(streams.DefaultRetryAfter), Usage: "the Retry-After of a stream refused by the cap",
-			Set: settings.Duration(time.Second, time.Hour, &c.StreamRetryAfter)},
+			Set: settings.Duration(time.Second, time.Hour, &c.Streams.RetryAfter)},
 		{Flag: "max-conns", Env: product.EnvPrefix + "MAX_CONNS", Default: "auto", Usage: "open connections at most: auto (what the descriptor limit, RLIMIT_NOFILE, allows beside " + product.Name + "'s own files) or a number up to that",
 			Set: maxConnsSetting(&c.MaxConns)},
 		{Flag: "max-conns-per-ip", Env: product.EnvPrefix + "MAX_CONNS_PER_IP", Default: "256", Usage: "open connections from one client address (an IPv6 /64) at most; " + product.EnvPrefix + "TRUSTED_PROXIES are exempt",
@@ -118,7 +118,7 @@ func platformSettings(c *Config) []settings.Setting {
 		{Flag: "shutdown-timeout", Env: product.EnvPrefix + "SHUTDOWN_TIMEOUT", Default: "15s", Usage: "how long a shutdown waits for in-flight requests",
 			Set: settings.Duration(0, time.Hour, &c.ShutdownTimeout)},
 		{Flag: "live-access", Env: product.EnvPrefix + "LIVE_ACCESS", Default: "all", Usage: "who may follow /api/v1/system/live (this replica's load): all (every session and API key) or admin (users with the admin role only)",
-			Set: settings.Parsed(&c.LiveAccess, func(v string) (api.Access, error) {
+			Set: settings.Parsed(&c.Streams.LiveAccess, func(v string) (api.Access, error) {
 				a, ok := map[string]api.Access{"all": api.Caller, "admin": api.Admin}[v]
 				if !ok {
 					return a, errors.New("want all or admin")
@@ -164,39 +164,45 @@ func urlOf(schemes ...string) func(string) bool {
 	}
 }
 
-// prefixList reads comma-separated CIDRs or addresses, each masked.
-func prefixList(dst *[]netip.Prefix) func(string) error {
+// listOf reads comma-separated values, each with parse, into dst.
+func listOf[T any](dst *[]T, parse func(string) (T, error)) func(string) error {
 	return func(v string) error {
 		*dst = nil
-		for _, f := range splitList(v) {
-			p, err := netip.ParsePrefix(f)
-			if err != nil {
-				a, aerr := netip.ParseAddr(f)
-				if aerr != nil {
-					return fmt.Errorf("%q is neither a CIDR nor an IP address", f)
-				}
-				p = netip.PrefixFrom(a, a.BitLen())
+		for _, f := range strings.Split(v, ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				continue
 			}
-			*dst = append(*dst, p.Masked())
+			x, err := parse(f)
+			if err != nil {
+				return err
+			}
+			*dst = append(*dst, x)
 		}
 		return nil
 	}
 }
 
-// originList reads comma-separated origins, each as scheme://host in lower case.
-func originList(dst *[]string) func(string) error {
-	return func(v string) error {
-		*dst = nil
-		for _, f := range splitList(v) {
-			u, err := url.Parse(f)
-			if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Path != "" && u.Path != "/" ||
-				u.RawQuery != "" || u.User != nil {
-				return fmt.Errorf("%q is not an origin like https://app.example.com (and * is never allowed)", f)
-			}
-			*dst = append(*dst, u.Scheme+"://"+strings.ToLower(u.Host))
+// parsePrefix reads a CIDR or an address, masked.
+func parsePrefix(f string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(f)
+	if err != nil {
+		a, aerr := netip.ParseAddr(f)
+		if aerr != nil {
+			return p, fmt.Errorf("%q is neither a CIDR nor an IP address", f)
 		}
-		return nil
+		p = netip.PrefixFrom(a, a.BitLen())
 	}
+	return p.Masked(), nil
+}
+
+// parseOrigin reads an origin as scheme://host in lower case.
+func parseOrigin(f string) (string, error) {
+	u, err := url.Parse(f)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Path != "" && u.Path != "/" ||
+		u.RawQuery != "" || u.User != nil {
+		return "", fmt.Errorf("%q is not an origin like https://app.example.com (and * is never allowed)", f)
+	}
+	return u.Scheme + "://" + strings.ToLower(u.Host), nil
 }
 
 // autoOrInt reads auto (0) or a whole number from 1 to most.
@@ -234,16 +240,6 @@ func maxConnsSetting(dst *int) func(string) error {
 		*dst = n
 		return nil
 	}
-}
-
-func splitList(v string) []string {
-	var out []string
-	for _, f := range strings.Split(v, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }
 
 // leastBodyBytes is the least the body budgets accept: one body of 8 MiB.

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/store"
 )
 
@@ -48,17 +47,6 @@ func databaseName(cfg Config) string {
 		db = u.Query().Get("dbname")
 	}
 	return host + "/" + db
-}
-
-func newAuth(db *store.DB, cfg Config) *auth.Service {
-	return auth.NewService(store.NewAuthStore(db), auth.Config{
-		SessionLifetime: cfg.SessionLifetime,
-		IdleTimeout:     cfg.SessionIdleTimeout,
-		MaxSessions:     cfg.MaxSessions,
-		MaxAPIKeys:      cfg.MaxAPIKeys,
-		HashConcurrency: cfg.HashConcurrency,
-		HashWait:        cfg.HashWait,
-	})
 }
 
 func migrate(ctx context.Context, cfg Config, stdout io.Writer) error {

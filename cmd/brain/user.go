@@ -11,6 +11,7 @@ import (
 
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/internal/product"
+	"github.com/brain-template/brain/store"
 )
 
 const userUsage = `usage: ` + product.Name + ` user <command> --username NAME [settings] < password
@@ -71,7 +72,7 @@ func runUser(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	defer db.Close()
-	svc := newAuth(db, cfg)
+	svc := auth.NewService(store.NewAuthStore(db), cfg.Auth)
 	if cmd == "passwd" { // the operator need not know the old password
 		name := auth.NormalizeUsername(username)
 		err := svc.SetPassword(ctx, name, password)

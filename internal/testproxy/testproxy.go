@@ -80,37 +80,32 @@ func (p *Proxy) accept() {
 		if err != nil {
 			return
 		}
-		p.mu.Lock()
-		cut := p.cut
-		if !cut {
-			p.conns[c] = true
+		if p.track(c) {
+			go p.serve(c)
 		}
-		p.mu.Unlock()
-		if cut {
-			c.Close()
-			continue
-		}
-		go p.serve(c)
 	}
 }
 
 func (p *Proxy) serve(c net.Conn) {
 	up, err := net.Dial("tcp", p.target)
-	if err != nil {
+	if err != nil || !p.track(up) { // or cut while dialing
 		c.Close()
 		return
 	}
-	p.mu.Lock()
-	if p.cut { // cut while dialing
-		p.mu.Unlock()
-		c.Close()
-		up.Close()
-		return
-	}
-	p.conns[up] = true
-	p.mu.Unlock()
 	go p.pipe(up, c)
 	p.pipe(c, up)
+}
+
+// track keeps c for Cut to close, or closes it if the proxy is cut.
+func (p *Proxy) track(c net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cut {
+		c.Close()
+		return false
+	}
+	p.conns[c] = true
+	return true
 }
 
 // pipe copies src to dst, holding each read while the proxy is delayed or stalled.

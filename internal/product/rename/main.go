@@ -13,14 +13,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/brain-template/brain/internal/product"
 )
 
-const productFile = "internal/product/product.go"
-
-var (
-	validName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
-	constName = regexp.MustCompile(`(?m)^const Name = "([a-z][a-z0-9_]*)"$`)
-)
+var validName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
 // textExts are the files rewritten, besides Makefile and .ci/.
 var textExts = map[string]bool{".go": true, ".md": true, ".ts": true, ".tsx": true, ".mjs": true, ".js": true, ".json": true, ".yml": true, ".yaml": true, ".sh": true, ".html": true, ".css": true, ".mod": true}
@@ -42,10 +39,7 @@ func run(name string) error {
 	if !validName.MatchString(name) {
 		return fmt.Errorf("name %q: want a lower-case letter, then lower-case letters, digits or underscores (it becomes a metric namespace, a cookie name and, upper cased, an environment prefix)", name)
 	}
-	old, err := currentName()
-	if err != nil {
-		return err
-	}
+	old := product.Name // as internal/product/product.go has it: this command is built from it
 	if old == name {
 		fmt.Printf("the name is %s already\n", name)
 		return nil
@@ -61,18 +55,6 @@ func run(name string) error {
 	}
 	fmt.Printf("product renamed from %s to %s: %d files rewritten, cmd/%s moved to cmd/%s\n", old, name, n, old, name)
 	return nil
-}
-
-func currentName() (string, error) {
-	src, err := os.ReadFile(productFile)
-	if err != nil {
-		return "", err
-	}
-	m := constName.FindSubmatch(src)
-	if m == nil {
-		return "", fmt.Errorf("%s has no line const Name = \"…\"", productFile)
-	}
-	return string(m[1]), nil
 }
 
 // rewriteTree rewrites the tree's text files and returns how many changed.
