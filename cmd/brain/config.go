@@ -29,6 +29,7 @@ type Config struct {
 	DatabaseURL      string
 	RedisURL         string
 	RedisPrefix      string
+	RedisTimeout     time.Duration
 	RedisEventShards int // 0: 1 on a single Redis, clusterEventShards on a cluster
 	TrustedProxies   []netip.Prefix
 	TrustEveryPeer   bool // lets TrustedProxies hold a /0, else refused

@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/brain-template/brain/api"
+	"github.com/brain-template/brain/internal/testproxy"
 	"github.com/brain-template/brain/ratelimit/redistest"
 )
 
@@ -24,6 +26,7 @@ func TestReplicasShareRedisBudget(t *testing.T) {
 		"BRAIN_REDIS_URL":     redistest.URL(t),
 		"BRAIN_REDIS_PREFIX":  redistest.Prefix(t),
 		"BRAIN_RATE_LIMIT_IP": "4/min,burst=4",
+		"BRAIN_REDIS_TIMEOUT": "2s", // a loaded machine's Redis round trip is no store error
 	}
 	copyEnv := func() map[string]string {
 		m := map[string]string{}
@@ -59,7 +62,7 @@ func TestReplicasShareRedisBudget(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no metrics listener in the log:\n%s", logsA)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		res, err := http.Get("http://" + m[1] + "/metrics")
 		if err != nil {
@@ -149,5 +152,34 @@ func TestReplicasAgreeOnEventShards(t *testing.T) {
 	// random password only that failed start would have shown.
 	if entries, _ := os.ReadDir(kv["BRAIN_DATA_DIR"]); len(entries) != 0 {
 		t.Fatalf("the refused start left %d file(s) in the data dir, want none", len(entries))
+	}
+}
+
+// BRAIN_REDIS_TIMEOUT reaches the rate limits: with Redis 300 ms away (a
+// proxy delays it), a timeout of 5 s decides every request in Redis, where
+// the default 100 ms would count each as a store error.
+func TestRedisTimeoutFromSettings(t *testing.T) {
+	u, err := url.Parse(redistest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := testproxy.New(t, u.Host)
+	u.Host = proxy.Addr()
+	base, logs := MustRunServer(t, map[string]string{"BRAIN_REDIS_URL": u.String(), "BRAIN_REDIS_PREFIX": redistest.Prefix(t),
+		"BRAIN_REDIS_TIMEOUT": "5s"})
+	proxy.Delay(300 * time.Millisecond)
+	login(client{t, base}, "nobody", "not the password")
+	m := regexp.MustCompile(`msg="metrics listening" addr=(\S+)`).FindStringSubmatch(logs.String())
+	if m == nil {
+		t.Fatalf("no metrics listener in the log:\n%s", logs)
+	}
+	res, err := http.Get("http://" + m[1] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if !strings.Contains(string(body), "brain_ratelimit_store_errors_total 0\n") {
+		t.Fatalf("store errors with Redis 300 ms away and a timeout of 5 s:\n%s", regexp.MustCompile(`(?m)^brain_ratelimit_store.*$`).FindAllString(string(body), -1))
 	}
 }

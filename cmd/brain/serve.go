@@ -62,10 +62,14 @@ func rateLimitStore(cfg Config, client rueidis.Client, logger *slog.Logger, metr
 	metrics.ObserveBreaker(breaker)
 	logger.Info("rate limits and the login back-off shared in Redis", "on_store_error", cfg.RateLimitOnStoreError)
 	limiters = func(p ratelimit.Budget) ratelimit.Limiter {
-		return ratelimit.NewResilient(ratelimit.NewRedis(client, cfg.RedisPrefix+"rl:", p), memory(p), cfg.RateLimitOnStoreError, breaker)
+		l := ratelimit.NewResilient(ratelimit.NewRedis(client, cfg.RedisPrefix+"rl:", p), memory(p), cfg.RateLimitOnStoreError, breaker)
+		l.Timeout = cfg.RedisTimeout
+		return l
 	}
 	backoff = func(th *auth.LoginThrottle) auth.Backoff {
-		return auth.NewRedisBackoff(client, cfg.RedisPrefix+"login:", th, cfg.RateLimitOnStoreError, breaker)
+		b := auth.NewRedisBackoff(client, cfg.RedisPrefix+"login:", th, cfg.RateLimitOnStoreError, breaker)
+		b.Timeout = cfg.RedisTimeout
+		return b
 	}
 	return limiters, backoff, nil
 }
@@ -92,6 +96,7 @@ func streamConfig(ctx context.Context, cfg Config, client rueidis.Client, logger
 	redisCap := func(max int, what string) *streams.RedisCap {
 		c := streams.NewRedisCap(client, prefix, max, streamLeaseBeats*cfg.Streams.Heartbeat, streams.NewMemoryCap(max))
 		c.OnError = func(err error) { logger.Warn(what+": Redis failed; counting on this replica", "error", err) }
+		c.Timeout = cfg.RedisTimeout
 		return c
 	}
 	shards := cfg.RedisEventShards

@@ -54,6 +54,8 @@ func platformSettings(c *Config) []settings.Setting {
 				func(v string) bool { return v != "" && len(v) <= 64 })},
 		{Flag: "redis-event-shards", Env: product.EnvPrefix + "REDIS_EVENT_SHARDS", Default: "auto", Usage: "Redis streams the stream events are spread over, by user: auto (1 on one Redis, 6 on a Redis Cluster) or a number; every replica must use the same",
 			Set: autoOrInt(streams.MaxShards, &c.RedisEventShards)},
+		{Flag: "redis-timeout", Env: product.EnvPrefix + "REDIS_TIMEOUT", Default: "100ms", Usage: "how long one Redis call of a rate limit, the login back-off or a stream cap may take before the replica decides without it",
+			Set: settings.Duration(time.Millisecond, time.Minute, &c.RedisTimeout)},
 		{Flag: "ratelimit-on-store-error", Env: product.EnvPrefix + "RATELIMIT_ON_STORE_ERROR", Default: string(ratelimit.Local), Usage: "while Redis fails: local (decide on this replica), open (admit) or closed (503)",
 			Set: settings.Parsed(&c.RateLimitOnStoreError, ratelimit.ParseOnStoreError)},
 		{Flag: "metrics-addr", Env: product.EnvPrefix + "METRICS_ADDR", Default: "127.0.0.1:9464", Usage: "host:port of the Prometheus /metrics listener (keep it private), or off",
