@@ -3,7 +3,7 @@
 
 GO ?= go
 # make size fails above this: a ratchet, only ever lowered, toward 18,000
-SIZE_BUDGET ?= 19800
+SIZE_BUDGET ?= 19150
 WEB_DEPS := web/node_modules/.package-lock.json
 
 run: web ## build the dashboard and the /docs UI, then run the server with its defaults (SQLite and in-memory state): the dashboard at /, the API reference at /docs
