@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -339,4 +340,26 @@ func TestShutdownClosesStreams(t *testing.T) {
 	if took := time.Since(start); took > serverStop {
 		t.Fatalf("the shutdown took %v: it waited for the stream (the shutdown timeout is 5m)", took)
 	}
+}
+
+// metricsOf reads the /metrics of the server that wrote logs: each
+// series by name, with its labels if any, as /metrics writes them.
+func metricsOf(t *testing.T, logs *logPipe) map[string]float64 {
+	t.Helper()
+	m := regexp.MustCompile(`msg="metrics listening" addr=(\S+)`).FindStringSubmatch(logs.String())
+	if m == nil {
+		t.Fatalf("no metrics listener in the log:\n%s", logs)
+	}
+	res, err := http.Get("http://" + m[1] + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	out := map[string]float64{}
+	for sc := bufio.NewScanner(res.Body); sc.Scan(); {
+		if i := strings.LastIndexByte(sc.Text(), ' '); i > 0 && !strings.HasPrefix(sc.Text(), "#") {
+			out[sc.Text()[:i]], _ = strconv.ParseFloat(sc.Text()[i+1:], 64)
+		}
+	}
+	return out
 }
