@@ -14,7 +14,7 @@ web: $(WEB_DEPS) ## build the dashboard and the /docs UI into web/dist/, which t
 
 test: $(WEB_DEPS) ## every test: the benchmark module compiled, Go with -race (spec drift and a fork's first week included), the floods and costs the race detector would distort without it, the TypeScript client check, its tests against a real server and the dashboard's in Chromium, every benchmark once
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 10m -run '^$$' ./... >/dev/null
-	$(GO) test -race -timeout 30m ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 	$(GO) test -count=1 -timeout 20m -run 'Flood$$|Cost$$' ./cmd/brain
 	$(MAKE) --no-print-directory client-check
 	$(MAKE) --no-print-directory client-server-check
