@@ -5,12 +5,12 @@
 import createClient, { type Client } from "openapi-fetch";
 import type { components, paths } from "./schema";
 import type { OperationId } from "./budgets";
-import { Pacer, type PacingMode, type RateLimitReport } from "./pacer";
+import { Pacer, type Hold, type PacingMode, type RateLimitReport } from "./pacer";
 import { pacedFetch, type RetryOptions, type Wait } from "./retry";
 
 export type ApiError = components["schemas"]["Error"];
 export { LocalRateLimitError } from "./pacer";
-export type { PacingMode, RateLimitReport } from "./pacer";
+export type { Hold, PacingMode, RateLimitReport } from "./pacer";
 export type { RetryOptions, Wait } from "./retry";
 
 export interface BrainClientOptions {
@@ -36,14 +36,28 @@ export interface BrainClientOptions {
   now?: () => number;
 }
 
-/** What the client is waiting out: a 429 or 503 it will retry by itself at `until` (ms since the epoch). */
+/**
+ * What the client is waiting out until `until` (ms since the epoch): a 429
+ * or 503 it will retry by itself, or a hold of its pacer (`held`: nothing
+ * was sent, the caller's own budget is spent; status is then 429, the
+ * refusal the server would have sent).
+ */
 export interface Busy {
   until: number;
   status: number;
   scope?: string;
   policy?: string;
   operation?: OperationId;
+  held?: boolean;
 }
+
+/**
+ * holdNoticeMs is the shortest hold onBusy tells of. Past a budget's burst
+ * most holds are a fraction of a second (120/min refills one every 0.5 s):
+ * told of, they would flash a notice gone before it can be read, for a
+ * request that merely seems a little slow.
+ */
+export const holdNoticeMs = 1000;
 
 export type BrainClient = Client<paths> & {
   /** The pacer: its buckets and the stream slots of this client. */
@@ -52,8 +66,9 @@ export type BrainClient = Client<paths> & {
   acquireStream(): () => void;
   /**
    * onBusy calls listener with the latest wait while any request of this
-   * client waits out a refusal, and with null once none does; it returns
-   * the unsubscribe. A stream's refusals are reported by the stream itself.
+   * client waits out a refusal or a hold of holdNoticeMs or more, and with
+   * null once none does; it returns the unsubscribe. A stream's refusals
+   * are reported by the stream itself.
    */
   onBusy(listener: (busy: Busy | null) => void): () => void;
   /** Where the API is, as given ("" for the page's origin). */
@@ -79,8 +94,7 @@ function busyState() {
     for (const l of listeners) l(latest);
   };
   return {
-    onWait(w: Wait): () => void {
-      const b: Busy = { until: w.until, status: w.status, scope: w.error?.details?.scope, policy: w.error?.details?.policy, operation: w.operation };
+    add(b: Busy): () => void {
       waits.add(b);
       tell();
       return () => {
@@ -97,13 +111,14 @@ function busyState() {
 
 export function createBrainClient(o: BrainClientOptions = {}): BrainClient {
   const inBrowser = typeof document !== "undefined";
-  const pacer = new Pacer({ plane: o.apiKey ? "apikey" : "session", mode: o.pacing, now: o.now, maxStreams: o.maxStreams ?? (inBrowser ? 2 : undefined) });
+  const busy = busyState();
+  const onHold = (h: Hold) => (h.until - Date.now() >= holdNoticeMs ? busy.add({ ...h, status: 429, held: true }) : undefined);
+  const pacer = new Pacer({ plane: o.apiKey ? "apikey" : "session", mode: o.pacing, now: o.now, maxStreams: o.maxStreams ?? (inBrowser ? 2 : undefined), onHold });
   const baseUrl = o.baseUrl ?? "";
   const credentials = o.credentials ?? (o.apiKey ? "omit" : "same-origin");
   const base = o.fetch ?? ((input: Request, init?: RequestInit) => globalThis.fetch(input, init));
-  const busy = busyState();
   const onWait = (w: Wait) => {
-    const done = busy.onWait(w);
+    const done = busy.add({ until: w.until, status: w.status, scope: w.error?.details?.scope, policy: w.error?.details?.policy, operation: w.operation });
     const theirs = o.retry?.onWait?.(w);
     return () => {
       done();

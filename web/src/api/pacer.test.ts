@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { operations } from "./budgets";
-import { createBrainClient, LocalRateLimitError } from "./client";
+import { createBrainClient, holdNoticeMs, LocalRateLimitError } from "./client";
 import { budgetsFor, operationOf, parseRateLimit, streamCap } from "./pacer";
 
 const T0 = 1_000_000;
@@ -162,6 +162,42 @@ describe("pacing", () => {
     const u = createBrainClient({ baseUrl: "http://h", fetch: unpaced.fetch, pacing: "off", retry: { maxAttempts: 1 } });
     await Promise.all(Array.from({ length: n }, () => u.GET("/api/v1/auth/me")));
     expect(unpaced.seen.limited).toBe(n - b.burst);
+  });
+});
+
+describe("what the page is told of a hold", () => {
+  // One answer says the session budget is spent and refills 20 a minute:
+  // the next request is held 3 s, nothing sent meanwhile.
+  const spent = { RateLimit: '"session";r=0;t=3', "RateLimit-Policy": '"session";q=20;w=60' };
+
+  it("onBusy tells of a hold of a second or more as the caller's own, then null once the request is sent", async () => {
+    const api = recorder(() => spent);
+    const c = createBrainClient({ baseUrl: "http://h", fetch: api.fetch });
+    const seen: (string | null)[] = [];
+    c.onBusy((b) => seen.push(b ? `${b.status} ${b.scope}/${b.policy} held=${b.held} until +${b.until - T0}` : null));
+    await c.GET("/api/v1/auth/me");
+    const next = c.GET("/api/v1/auth/me");
+    await vi.advanceTimersByTimeAsync(2999);
+    expect(api.at).toEqual([0]);
+    expect(seen).toEqual(["429 session/session held=true until +3000"]);
+    await vi.advanceTimersByTimeAsync(1);
+    await next;
+    expect(api.at).toEqual([0, 3000]);
+    expect(seen).toEqual(["429 session/session held=true until +3000", null]);
+  });
+
+  it("onBusy is not told of a hold shorter than holdNoticeMs: it would only flash", async () => {
+    const b = session[0]!;
+    const api = recorder();
+    const c = createBrainClient({ baseUrl: "http://h", fetch: api.fetch });
+    const seen: unknown[] = [];
+    c.onBusy((x) => seen.push(x));
+    const all = Array.from({ length: b.burst + 1 }, () => c.GET("/api/v1/auth/me"));
+    await vi.advanceTimersByTimeAsync((b.window_s * 1000) / b.limit); // held 500 ms
+    await Promise.all(all);
+    expect(api.at).toHaveLength(b.burst + 1);
+    expect(holdNoticeMs).toBeGreaterThan(500);
+    expect(seen).toEqual([]);
   });
 });
 

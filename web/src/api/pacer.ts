@@ -4,7 +4,7 @@
 // would refuse waits here instead. The stream plane is a count of open
 // streams, not a bucket.
 import type { components } from "./schema";
-import { operations, type Budget, type Operation, type OperationId, type RateBudget } from "./budgets";
+import { operations, type Budget, type Operation, type OperationId, type Plane, type RateBudget } from "./budgets";
 
 export type ApiError = components["schemas"]["Error"];
 
@@ -131,6 +131,23 @@ export interface PacerOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** The most streams this client holds open at once; the spec's cap when larger or unset. */
   maxStreams?: number;
+  /**
+   * onHold is told of each hold (mode "delay") before it starts, and calls
+   * the function it returns once the hold is over (or cut short).
+   */
+  onHold?: (h: Hold) => (() => void) | void;
+}
+
+/**
+ * A hold: the pacer keeps a request back until `until` (ms since the
+ * epoch), nothing sent, because the caller's own budget `policy` (of plane
+ * `scope`) is spent as this client counts it.
+ */
+export interface Hold {
+  until: number;
+  scope: Plane;
+  policy: string;
+  operation: OperationId;
 }
 
 /** sleep waits ms, or rejects with the signal's reason when it aborts first. */
@@ -159,6 +176,7 @@ export class Pacer {
   readonly mode: PacingMode;
   private readonly now: () => number;
   private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
+  private readonly onHold: PacerOptions["onHold"];
   private readonly buckets = new Map<string, Bucket>();
   private readonly cap: number;
   private open = 0;
@@ -168,6 +186,7 @@ export class Pacer {
     this.mode = o.mode ?? "delay";
     this.now = o.now ?? Date.now;
     this.sleep = o.sleep ?? sleep;
+    this.onHold = o.onHold;
     this.cap = Math.min(streamCap(), o.maxStreams ?? Infinity);
   }
 
@@ -233,7 +252,12 @@ export class Pacer {
           retry_after_s: Math.max(1, Math.ceil(wait / 1000)),
         });
       }
-      await this.sleep(wait, signal);
+      const done = this.onHold?.({ until: Date.now() + wait, scope: short.budget.plane, policy: short.budget.policy, operation: id });
+      try {
+        await this.sleep(wait, signal);
+      } finally {
+        done?.();
+      }
     }
   }
 
