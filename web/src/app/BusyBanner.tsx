@@ -1,10 +1,12 @@
 // The global, calm busy banner: while the client waits out a 429 or 503 it
-// will retry (client.onBusy), "brain is busy — retrying in N s", counting
-// down; gone once nothing waits. The request completes by itself.
+// will retry, or its pacer holds a request back (client.onBusy), it says so
+// with a countdown, in words for whose limit it is (countdown.ts): "brain is
+// busy — retrying in N s", or "You have used your requests for now — more in
+// N s". Gone once nothing waits; the request completes by itself.
 import { useEffect, useState } from "react";
 import type { Busy } from "../api/client";
 import { client } from "./api";
-import { formatWait, secondsLeft } from "./countdown";
+import { formatWait, ownLimit, secondsLeft, waitWords } from "./countdown";
 import { useNow } from "./useNow";
 
 export function BusyBanner() {
@@ -17,7 +19,7 @@ export function BusyBanner() {
     <div className="busy-region" role="status" aria-live="polite">
       {busy && (
         <p className="calm busy-banner" data-testid="busy-banner">
-          brain is busy — retrying in {formatWait(secondsLeft(busy.until, now))}
+          {waitWords.retrying(ownLimit(busy), formatWait(secondsLeft(busy.until, now)))}
         </p>
       )}
     </div>

@@ -6,7 +6,7 @@ import { useState, type FormEvent, type ReactNode } from "react";
 import { useQueryClient } from "@tanstack/react-query";
 import { $api, meKey } from "./api";
 import { asApiError, errorMessage } from "./errors";
-import { formatWait, secondsLeft } from "./countdown";
+import { formatWait, ownLimit, secondsLeft, waitWords } from "./countdown";
 import { useNow } from "./useNow";
 
 export function Login() {
@@ -39,7 +39,7 @@ export function Login() {
     else if (api?.code === "rate-limited" || api?.code === "unavailable")
       message = (
         <p className="calm" role="status" data-testid="login-busy">
-          {waiting ? `brain is busy — try again in ${formatWait(left)}` : "brain is ready again — you can log in now"}
+          {waiting ? waitWords.tryAgain(ownLimit(api.details), formatWait(left)) : waitWords.loginReady(ownLimit(api.details))}
         </p>
       );
     else message = <p className="notice" role="alert" data-testid="login-error">{errorMessage(login.error)}</p>;

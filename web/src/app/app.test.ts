@@ -1,7 +1,7 @@
 // Unit tests of the dashboard's pure parts: countdowns, the live chart's
 // window and gauges, the declared budgets and the hash routes.
 import { describe, expect, it } from "vitest";
-import { formatWait, secondsLeft } from "./countdown";
+import { formatWait, ownLimit, secondsLeft, waitWords } from "./countdown";
 import { appendSnapshot, emptyColumns, humanise, type LiveSample } from "./liveSeries";
 import { declaredBudgets, describeBudget } from "./budgets";
 import { href, match, parseHash } from "./router";
@@ -20,6 +20,27 @@ describe("countdown", () => {
     expect(formatWait(60)).toBe("1 min");
     expect(formatWait(125)).toBe("2 min 5 s");
     expect(formatWait(1.2)).toBe("2 s");
+  });
+});
+
+describe("whose limit a wait is, in words", () => {
+  it("is the caller's own for its session, key, streams, login back-off and every hold of the pacer", () => {
+    for (const scope of ["session", "apikey", "stream", "login"]) expect(ownLimit({ scope }), scope).toBe(true);
+    expect(ownLimit({ scope: "ip", held: true })).toBe(true);
+  });
+  it("is brain's for a 503 (no scope) and a budget shared with others (ip)", () => {
+    expect(ownLimit({})).toBe(false);
+    expect(ownLimit({ scope: "ip" })).toBe(false);
+  });
+  it("has one string per case", () => {
+    expect(waitWords.retrying(true, "3 s")).toBe("You have used your requests for now — more in 3 s");
+    expect(waitWords.retrying(false, "3 s")).toBe("brain is busy — retrying in 3 s");
+    expect(waitWords.tryAgain(true, "3 s")).toBe("You have used your requests for now — more in 3 s");
+    expect(waitWords.tryAgain(false, "3 s")).toBe("brain is busy — try again in 3 s");
+    expect(waitWords.ready(true)).toBe("Your requests are back — try again now");
+    expect(waitWords.ready(false)).toBe("brain is ready again — try again now");
+    expect(waitWords.loginReady(true)).toBe("You can log in again now");
+    expect(waitWords.loginReady(false)).toBe("brain is ready again — you can log in now");
   });
 });
 
