@@ -39,7 +39,7 @@ export function Login() {
     else if (api?.code === "rate-limited" || api?.code === "unavailable")
       message = (
         <p className="calm" role="status" data-testid="login-busy">
-          {waiting ? waitWords.tryAgain(ownLimit(api.details), formatWait(left)) : waitWords.loginReady(ownLimit(api.details))}
+          {waiting ? waitWords.loginWait(ownLimit(api.details), formatWait(left)) : waitWords.loginReady(ownLimit(api.details))}
         </p>
       );
     else message = <p className="notice" role="alert" data-testid="login-error">{errorMessage(login.error)}</p>;

@@ -39,6 +39,8 @@ describe("whose limit a wait is, in words", () => {
     expect(waitWords.tryAgain(false, "3 s")).toBe("brain is busy — try again in 3 s");
     expect(waitWords.ready(true)).toBe("Your requests are back — try again now");
     expect(waitWords.ready(false)).toBe("brain is ready again — try again now");
+    expect(waitWords.loginWait(true, "3 s")).toBe("Too many tries for now — you can log in again in 3 s");
+    expect(waitWords.loginWait(false, "3 s")).toBe("brain is busy — try again in 3 s");
     expect(waitWords.loginReady(true)).toBe("You can log in again now");
     expect(waitWords.loginReady(false)).toBe("brain is ready again — you can log in now");
   });

@@ -36,5 +36,7 @@ export const waitWords = {
   retrying: (own: boolean, left: string) => (own ? yours(left) : `${product} is busy — retrying in ${left}`),
   tryAgain: (own: boolean, left: string) => (own ? yours(left) : `${product} is busy — try again in ${left}`),
   ready: (own: boolean) => (own ? "Your requests are back — try again now" : `${product} is ready again — try again now`),
+  // The login back-off counts failed tries of this user and address.
+  loginWait: (own: boolean, left: string) => (own ? `Too many tries for now — you can log in again in ${left}` : `${product} is busy — try again in ${left}`),
   loginReady: (own: boolean) => (own ? "You can log in again now" : `${product} is ready again — you can log in now`),
 };
