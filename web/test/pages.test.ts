@@ -75,6 +75,21 @@ describe.runIf(run)("the dashboard's pages, by keyboard", () => {
     await shot(page, "60-keys-page-2");
   });
 
+  it("asks before deleting a key, with keeping it focused", async () => {
+    const { page } = browser.w();
+    const row = page.getByTestId("key-row").first();
+    const id = await row.getAttribute("data-key-id");
+    const focused = () => page.evaluate(() => document.activeElement?.getAttribute("data-testid"));
+    await row.getByTestId("key-delete").click();
+    expect(await focused()).toBe("key-delete-cancel");
+    await page.keyboard.press("Enter"); // keeps it, and focus is back on Delete
+    expect(await focused()).toBe("key-delete");
+    await page.keyboard.press("Enter"); // asks again
+    expect(await focused()).toBe("key-delete-cancel");
+    expect(deletes).toEqual([]);
+    expect(await page.locator(`[data-key-id="${id}"]`).count()).toBe(1);
+  });
+
   it("logged no error", () => {
     expect(browser.w().offOrigin).toEqual([]);
     expect(unexpected(browser.w().errors, [401])).toEqual([]);

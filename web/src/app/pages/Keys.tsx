@@ -2,7 +2,8 @@
 // list them a page at a time, delete one after a confirm step. The list is
 // fetched again when the events stream says a key was created or deleted
 // (here or in another tab).
-import { useEffect, useState, type FormEvent } from "react";
+import { useEffect, useRef, useState, type FormEvent } from "react";
+import { flushSync } from "react-dom";
 import { keepPreviousData, useQueryClient } from "@tanstack/react-query";
 import type { components } from "../../api/schema";
 import { subscribeEvents, type StreamStatus } from "../../api/streams";
@@ -125,9 +126,15 @@ function ShownOnce({ k, onDone }: { k: NewKey; onDone: () => void }) {
 function KeyRow({ k }: { k: Key }) {
   const qc = useQueryClient();
   const [confirming, setConfirming] = useState(false);
+  const deleteButton = useRef<HTMLButtonElement>(null);
   const del = $api.useMutation("delete", "/api/v1/apikeys/{id}", {
     onSuccess: () => void qc.invalidateQueries({ queryKey: keysKey }),
   });
+  // Back from the confirm step, focus returns to the Delete button it replaced.
+  function cancel() {
+    flushSync(() => setConfirming(false));
+    deleteButton.current?.focus();
+  }
   return (
     <li className="card row" data-testid="key-row" data-key-id={k.id}>
       <span className="strong">{k.name}</span>
@@ -140,15 +147,16 @@ function KeyRow({ k }: { k: Key }) {
       {confirming ? (
         <span className="row" role="group" aria-label={`Confirm deleting ${k.name}`}>
           <span>Delete “{k.name}”? Programs using it stop working.</span>
-          <button type="button" className="danger" disabled={del.isPending} onClick={() => del.mutate({ params: { path: { id: k.id } } })} data-testid="key-delete-confirm" autoFocus>
+          <button type="button" className="danger" disabled={del.isPending} onClick={() => del.mutate({ params: { path: { id: k.id } } })} data-testid="key-delete-confirm">
             Yes, delete
           </button>
-          <button type="button" onClick={() => setConfirming(false)} data-testid="key-delete-cancel">
-            Cancel
+          {/* The safe choice has focus, so Enter pressed twice keeps the key. */}
+          <button type="button" onClick={cancel} data-testid="key-delete-cancel" autoFocus>
+            Keep it
           </button>
         </span>
       ) : (
-        <button type="button" onClick={() => setConfirming(true)} aria-label={`Delete key ${k.name}`} data-testid="key-delete">
+        <button type="button" ref={deleteButton} onClick={() => setConfirming(true)} aria-label={`Delete key ${k.name}`} data-testid="key-delete">
           Delete
         </button>
       )}
