@@ -90,6 +90,42 @@ describe.runIf(run)("the dashboard's pages, by keyboard", () => {
     expect(await page.locator(`[data-key-id="${id}"]`).count()).toBe(1);
   });
 
+  it("lists apart the budgets for API keys, and breaks no word at 1280 px", async () => {
+    const { page } = browser.w();
+    await page.getByTestId("nav-limits").click();
+    const own = page.getByRole("table", { name: "Budgets this session draws from" });
+    const others = page.getByRole("table", { name: "Other budgets: for API keys" });
+    await own.waitFor();
+    await expect.poll(() => page.getByTestId("limit-session-remaining").textContent(), { timeout: 10_000 }).toMatch(/\d/);
+    for (const p of ["session", "stream-opens-per-user", "streams", "ip", "login"]) expect(await own.getByTestId(`limit-${p}`).count(), p).toBe(1);
+    expect(await own.getByTestId("limit-apikey").count()).toBe(0);
+    expect(await others.getByTestId("limit-apikey").count()).toBe(1);
+    expect(await others.getByTestId("limit-session").count()).toBe(0);
+
+    // Every word of every cell on one line: a word whose text spans two
+    // lines was broken inside (at a hyphen, or anywhere).
+    const broken = await page.evaluate(() => {
+      const out: string[] = [];
+      for (const cell of document.querySelectorAll(".limits th, .limits td")) {
+        const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+        for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+          for (const m of (n.textContent ?? "").matchAll(/\S+/g)) {
+            const r = document.createRange();
+            r.setStart(n, m.index);
+            r.setEnd(n, m.index + m[0].length);
+            const lines = new Set([...r.getClientRects()].map((x) => Math.round(x.top)));
+            if (lines.size > 1) out.push(m[0]);
+          }
+        }
+        if (cell.scrollWidth > cell.clientWidth) out.push(`${cell.textContent} (overflows)`);
+      }
+      return out;
+    });
+    expect(broken).toEqual([]);
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(1280);
+    await shot(page, "61-limits");
+  });
+
   it("logged no error", () => {
     expect(browser.w().offOrigin).toEqual([]);
     expect(unexpected(browser.w().errors, [401])).toEqual([]);
