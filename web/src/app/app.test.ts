@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { formatWait, ownLimit, secondsLeft, waitWords } from "./countdown";
 import { appendSnapshot, emptyColumns, humanise, type LiveSample } from "./liveSeries";
-import { declaredBudgets, describeBudget } from "./budgets";
+import { declaredBudgets, describeBudget, projectReport } from "./budgets";
 import { href, match, parseHash } from "./router";
 import { routes } from "./App";
 
@@ -109,6 +109,28 @@ describe("declared budgets", () => {
     expect(describeBudget({ plane: "login", policy: "login", failures: 5, ip_failures: 20, backoff_s: [1, 900] })).toBe(
       "back-off after 5 failures (20 per IP), 1 s to 15 min",
     );
+  });
+});
+
+describe("a reported budget, brought to now", () => {
+  // 120 per minute (2 a second), burst 60: 57 left, full in 2 s (1.5 s, rounded up).
+  const r = { policy: "session", limit: 120, window_s: 60, remaining: 57, reset_s: 2, at: 10_000 };
+  it("grows back at the declared rate while the wait shrinks", () => {
+    expect(projectReport(r, 10_000, 60)).toEqual({ remaining: 57, resetIn: 2 });
+    expect(projectReport(r, 10_600, 60)).toEqual({ remaining: 58, resetIn: 1.4 });
+    expect(projectReport(r, 11_000, 60)).toEqual({ remaining: 59, resetIn: 1 });
+  });
+  it("stops at full: the burst once the wait is over, never more", () => {
+    expect(projectReport(r, 11_900, 60).remaining).toBe(60);
+    expect(projectReport(r, 12_000, 60)).toEqual({ remaining: 60, resetIn: 0 });
+    expect(projectReport(r, 99_000, 60)).toEqual({ remaining: 60, resetIn: 0 });
+  });
+  it("without a known burst, grows only for the reported wait", () => {
+    expect(projectReport(r, 99_000)).toEqual({ remaining: 61, resetIn: 0 });
+  });
+  it("leaves a cap on open requests, and a report from the future, as reported", () => {
+    expect(projectReport({ policy: "streams", limit: 16, remaining: 15, at: 10_000 }, 99_000)).toEqual({ remaining: 15 });
+    expect(projectReport(r, 9_000, 60)).toEqual({ remaining: 57, resetIn: 2 });
   });
 });
 

@@ -1,7 +1,8 @@
-// The rate-limit panel's declared side: every budget the spec declares
+// The rate-limit panel's two sides: every budget the spec declares
 // (web/src/api/budgets.ts, generated), once per policy, with the operations
-// that draw from it.
+// that draw from it; and what a response reported of one, brought to now.
 import { operations, type Budget, type OperationId } from "../api/budgets";
+import type { RateLimitReport } from "../api/client";
 
 export interface DeclaredBudget {
   budget: Budget;
@@ -40,4 +41,18 @@ export function windowText(s: number): string {
   if (s % 3600 === 0) return `${s / 3600} h`;
   if (s % 60 === 0) return `${s / 60} min`;
   return `${s} s`;
+}
+
+/**
+ * projectReport brings a report to now (ms): the count grows back at limit
+ * per window_s from when it was reported, for reset_s seconds (then it is
+ * full: burst, when known), and the wait until full shrinks with it. A cap on
+ * open requests (no reset_s) stays as reported.
+ */
+export function projectReport(r: RateLimitReport, now: number, burst?: number): { remaining: number; resetIn?: number } {
+  if (r.reset_s === undefined) return { remaining: r.remaining };
+  const elapsed = Math.min(r.reset_s, Math.max(0, (now - r.at) / 1000));
+  const grown = r.limit && r.window_s ? Math.floor((elapsed * r.limit) / r.window_s) : 0;
+  const remaining = burst !== undefined && elapsed === r.reset_s ? burst : Math.min(burst ?? Infinity, r.remaining + grown);
+  return { remaining, resetIn: r.reset_s - elapsed };
 }

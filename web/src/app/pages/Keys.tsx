@@ -2,8 +2,9 @@
 // list them a page at a time, delete one after a confirm step. The list is
 // fetched again when the events stream says a key was created or deleted
 // (here or in another tab).
-import { useEffect, useState, type FormEvent } from "react";
-import { useQueryClient } from "@tanstack/react-query";
+import { useEffect, useRef, useState, type FormEvent } from "react";
+import { flushSync } from "react-dom";
+import { keepPreviousData, useQueryClient } from "@tanstack/react-query";
 import type { components } from "../../api/schema";
 import { subscribeEvents, type StreamStatus } from "../../api/streams";
 import { $api, checkSession, client } from "../api";
@@ -20,7 +21,7 @@ const keysKey = ["get", "/api/v1/apikeys"] as const;
 export function Keys() {
   const qc = useQueryClient();
   const pages = useCursorPages();
-  const keys = $api.useQuery("get", "/api/v1/apikeys", { params: { query: { limit: 20, cursor: pages.cursor } } });
+  const keys = $api.useQuery("get", "/api/v1/apikeys", { params: { query: { limit: 20, cursor: pages.cursor } } }, { placeholderData: keepPreviousData });
   const [events, setEvents] = useState<StreamStatus>({ state: "connecting" });
 
   useEffect(
@@ -50,13 +51,13 @@ export function Keys() {
         (keys.data.keys.length === 0 ? (
           <p data-testid="keys-empty">No keys yet.</p>
         ) : (
-          <ul className="list" data-testid="keys-list" aria-label="API keys">
+          <ul className="list" data-testid="keys-list" aria-label="API keys" aria-busy={keys.isPlaceholderData}>
             {keys.data.keys.map((k) => (
               <KeyRow key={k.id} k={k} />
             ))}
           </ul>
         ))}
-      {keys.data && <Pager pages={pages} nextCursor={keys.data.next_cursor} label="Key pages" />}
+      {keys.data && <Pager pages={pages} nextCursor={keys.data.next_cursor} busy={keys.isPlaceholderData} label="Key pages" />}
     </section>
   );
 }
@@ -125,9 +126,15 @@ function ShownOnce({ k, onDone }: { k: NewKey; onDone: () => void }) {
 function KeyRow({ k }: { k: Key }) {
   const qc = useQueryClient();
   const [confirming, setConfirming] = useState(false);
+  const deleteButton = useRef<HTMLButtonElement>(null);
   const del = $api.useMutation("delete", "/api/v1/apikeys/{id}", {
     onSuccess: () => void qc.invalidateQueries({ queryKey: keysKey }),
   });
+  // Back from the confirm step, focus returns to the Delete button it replaced.
+  function cancel() {
+    flushSync(() => setConfirming(false));
+    deleteButton.current?.focus();
+  }
   return (
     <li className="card row" data-testid="key-row" data-key-id={k.id}>
       <span className="strong">{k.name}</span>
@@ -140,15 +147,16 @@ function KeyRow({ k }: { k: Key }) {
       {confirming ? (
         <span className="row" role="group" aria-label={`Confirm deleting ${k.name}`}>
           <span>Delete “{k.name}”? Programs using it stop working.</span>
-          <button type="button" className="danger" disabled={del.isPending} onClick={() => del.mutate({ params: { path: { id: k.id } } })} data-testid="key-delete-confirm" autoFocus>
+          <button type="button" className="danger" disabled={del.isPending} onClick={() => del.mutate({ params: { path: { id: k.id } } })} data-testid="key-delete-confirm">
             Yes, delete
           </button>
-          <button type="button" onClick={() => setConfirming(false)} data-testid="key-delete-cancel">
-            Cancel
+          {/* The safe choice has focus, so Enter pressed twice keeps the key. */}
+          <button type="button" onClick={cancel} data-testid="key-delete-cancel" autoFocus>
+            Keep it
           </button>
         </span>
       ) : (
-        <button type="button" onClick={() => setConfirming(true)} aria-label={`Delete key ${k.name}`} data-testid="key-delete">
+        <button type="button" ref={deleteButton} onClick={() => setConfirming(true)} aria-label={`Delete key ${k.name}`} data-testid="key-delete">
           Delete
         </button>
       )}

@@ -1,15 +1,19 @@
 // The rate-limit panel: for each budget the spec declares (plane, limit per
 // window, burst), what brain's responses last reported of it (the client's
-// rateLimits(), kept live by onRateLimits): what is left and when it is
-// full again.
+// rateLimits(), kept live by onRateLimits), projected to now with the page's
+// clock: what is left and when it is full again. The dashboard signs in with
+// a session, so the API-key plane's budgets are never its own: they are
+// listed apart.
 import { useEffect, useState } from "react";
 import type { RateLimitReport } from "../../api/client";
 import { client } from "../api";
-import { declaredBudgets, describeBudget, windowText, type DeclaredBudget } from "../budgets";
+import { declaredBudgets, describeBudget, projectReport, windowText, type DeclaredBudget } from "../budgets";
 import { formatWait } from "../countdown";
 import { useNow } from "../useNow";
 
 const declared = declaredBudgets();
+const own = declared.filter((d) => d.budget.plane !== "apikey");
+const others = declared.filter((d) => d.budget.plane === "apikey");
 
 export function Limits() {
   const [reports, setReports] = useState<RateLimitReport[]>(() => client.rateLimits());
@@ -18,56 +22,68 @@ export function Limits() {
     return client.onRateLimits(setReports);
   }, []);
   const now = useNow(true, 1000);
-  const byPolicy = new Map(reports.map((r) => [r.policy, r]));
   const undeclared = reports.filter((r) => !declared.some((d) => d.budget.policy === r.policy));
 
   return (
     <section className="stack">
       <h1 tabIndex={-1}>Rate limits</h1>
       <p className="muted">
-        What the spec declares for each budget, beside what brain's answers to this tab last reported. A budget this tab has not drawn from yet shows no report.
+        What the spec declares for each budget, beside what brain's answers to this tab last reported, counted on to now. A budget this tab has not drawn from yet shows no report.
       </p>
-      <div className="table-box">
-        <table className="limits" data-testid="rate-limits" aria-label="Rate limits">
-          <thead>
-            <tr>
-              <th scope="col">Policy</th>
-              <th scope="col">Plane</th>
-              <th scope="col">Declared</th>
-              <th scope="col">Remaining</th>
-              <th scope="col">Full again in</th>
-              <th scope="col">Reported</th>
-            </tr>
-          </thead>
-          <tbody>
-            {declared.map((d) => (
-              <Row key={d.budget.policy} d={d} r={byPolicy.get(d.budget.policy)} now={now} />
-            ))}
-            {undeclared.map((r) => (
-              <Row key={r.policy} r={r} now={now} />
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <h2 id="limits-own">Budgets this session draws from</h2>
+      <Table rows={[...own, ...undeclared]} reports={reports} now={now} labelledBy="limits-own" testId="rate-limits" />
+      <h2 id="limits-other">Other budgets: for API keys</h2>
+      <p className="muted">Requests made with an API key draw from these instead of a session's.</p>
+      <Table rows={others} reports={reports} now={now} labelledBy="limits-other" testId="rate-limits-other" />
     </section>
+  );
+}
+
+function Table({ rows, reports, now, labelledBy, testId }: { rows: (DeclaredBudget | RateLimitReport)[]; reports: RateLimitReport[]; now: number; labelledBy: string; testId: string }) {
+  return (
+    <div className="table-box">
+      <table className="limits" data-testid={testId} aria-labelledby={labelledBy}>
+        <thead>
+          <tr>
+            <th scope="col">Policy</th>
+            <th scope="col">Plane</th>
+            <th scope="col">Declared</th>
+            <th scope="col">Remaining</th>
+            <th scope="col">Full again in</th>
+            <th scope="col">Reported</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((x) =>
+            "budget" in x ? (
+              <Row key={x.budget.policy} d={x} r={reports.find((r) => r.policy === x.budget.policy)} now={now} />
+            ) : (
+              <Row key={x.policy} r={x} now={now} />
+            ),
+          )}
+        </tbody>
+      </table>
+    </div>
   );
 }
 
 function Row({ d, r, now }: { d?: DeclaredBudget; r: RateLimitReport | undefined; now: number }) {
   const policy = d?.budget.policy ?? r?.policy ?? "";
-  const resetIn = r?.reset_s !== undefined ? Math.max(0, r.reset_s - (now - r.at) / 1000) : undefined;
+  // The declared burst caps the count, unless the server runs other settings.
+  const burst = d && r && "burst" in d.budget && !differs(d, r) ? d.budget.burst : undefined;
+  const p = r && projectReport(r, now, burst);
   return (
     <tr data-testid={`limit-${policy}`}>
       <th scope="row">{policy}</th>
       <td data-label="Plane">{d?.budget.plane ?? "—"}</td>
-      <td data-label="Declared" title={d ? `used by ${d.operations.join(", ")}` : undefined}>
+      <td data-label="Declared" className="declared" title={d ? `used by ${d.operations.join(", ")}` : undefined}>
         {d ? describeBudget(d.budget) : "not in the spec"}
         {r && differs(d, r) && <span className="muted small"> (brain reports {reportedText(r)})</span>}
       </td>
       <td data-label="Remaining" data-testid={`limit-${policy}-remaining`}>
-        {r ? r.remaining : "—"}
+        {p ? p.remaining : "—"}
       </td>
-      <td data-label="Full again in">{resetIn !== undefined ? formatWait(resetIn) : "—"}</td>
+      <td data-label="Full again in">{p?.resetIn !== undefined ? formatWait(p.resetIn) : "—"}</td>
       <td data-label="Reported">{r ? `${formatWait((now - r.at) / 1000)} ago` : "not yet"}</td>
     </tr>
   );

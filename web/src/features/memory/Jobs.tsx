@@ -1,7 +1,7 @@
 // The jobs page: GET /api/v1/jobs, newest first, a page at a time; the list
 // is fetched again when the events stream says a job was queued or ended.
 import { useEffect } from "react";
-import { useQueryClient } from "@tanstack/react-query";
+import { keepPreviousData, useQueryClient } from "@tanstack/react-query";
 import { subscribeEvents } from "../../api/streams";
 import { $api, checkSession, client } from "../../app/api";
 import { ErrorNotice } from "../../app/ErrorNotice";
@@ -11,7 +11,7 @@ import { href } from "../../app/router";
 export function Jobs() {
   const qc = useQueryClient();
   const pages = useCursorPages();
-  const jobs = $api.useQuery("get", "/api/v1/jobs", { params: { query: { limit: 20, cursor: pages.cursor } } });
+  const jobs = $api.useQuery("get", "/api/v1/jobs", { params: { query: { limit: 20, cursor: pages.cursor } } }, { placeholderData: keepPreviousData });
 
   useEffect(
     () =>
@@ -31,7 +31,7 @@ export function Jobs() {
         (jobs.data.jobs.length === 0 ? (
           <p>No jobs yet. <a href="#/ingest">Ingest some notes.</a></p>
         ) : (
-          <ul className="list" data-testid="jobs-list" aria-label="Jobs">
+          <ul className="list" data-testid="jobs-list" aria-label="Jobs" aria-busy={jobs.isPlaceholderData}>
             {jobs.data.jobs.map((j) => (
               <li key={j.job_id} className="card row" data-testid="job-row">
                 <a href={href("jobs", j.job_id)} className="wrap">
@@ -45,7 +45,7 @@ export function Jobs() {
             ))}
           </ul>
         ))}
-      {jobs.data && <Pager pages={pages} nextCursor={jobs.data.next_cursor} label="Job pages" />}
+      {jobs.data && <Pager pages={pages} nextCursor={jobs.data.next_cursor} busy={jobs.isPlaceholderData} label="Job pages" />}
     </section>
   );
 }

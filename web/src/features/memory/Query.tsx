@@ -1,6 +1,7 @@
 // The query page: GET /api/v1/memory/query, the ranked results with their
 // snippets (the query's words marked), a page at a time by cursor.
 import { useState, type FormEvent } from "react";
+import { keepPreviousData } from "@tanstack/react-query";
 import { $api } from "../../app/api";
 import { ErrorNotice } from "../../app/ErrorNotice";
 import { Pager, useCursorPages } from "../../app/Pager";
@@ -18,7 +19,7 @@ export function Query() {
     "get",
     "/api/v1/memory/query",
     { params: { query: { q: asked?.q ?? "", project: asked?.project, limit: pageSize, cursor: pages.cursor } } },
-    { enabled: asked !== null },
+    { enabled: asked !== null, placeholderData: keepPreviousData },
   );
 
   function submit(ev: FormEvent) {
@@ -51,13 +52,13 @@ export function Query() {
           {res.data.results.length === 0 ? (
             <p data-testid="query-empty">No notes match.</p>
           ) : (
-            <ol className="results" data-testid="query-results" aria-label="Results" start={(pages.page - 1) * pageSize + 1}>
+            <ol className="results" data-testid="query-results" aria-label="Results" start={(pages.page - 1) * pageSize + 1} aria-busy={res.isPlaceholderData}>
               {res.data.results.map((r) => (
                 <ResultItem key={r.id} r={r} />
               ))}
             </ol>
           )}
-          <Pager pages={pages} nextCursor={res.data.next_cursor} label="Result pages" />
+          <Pager pages={pages} nextCursor={res.data.next_cursor} busy={res.isPlaceholderData} label="Result pages" />
         </>
       )}
     </section>
