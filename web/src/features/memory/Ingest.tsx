@@ -124,7 +124,7 @@ function Accepted({ out, count }: { out: IngestOutput; count: number | undefined
       <p className="muted small">
         Ingest id <code className="wrap">{out.ingest_id}</code>
       </p>
-      <JobProgress key={out.job_id} jobId={out.job_id} known={out.status} />
+      <JobProgress key={out.job_id} jobs={[{ jobId: out.job_id, known: out.status, total: count }]} />
     </div>
   );
 }

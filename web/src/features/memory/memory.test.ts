@@ -1,8 +1,9 @@
 // Unit tests of the example's pure parts: notes → items, the batch file,
-// snippets, and its routes.
+// jobs' progress summed, snippets, and its routes.
 import { describe, expect, it } from "vitest";
 import { match, parseHash } from "../../app/router";
 import { feature } from "./index";
+import { combine } from "./JobProgress";
 import { notesToItems, parseBatchFile, parseTags } from "./notes";
 import { splitSnippet } from "./snippet";
 
@@ -37,6 +38,22 @@ describe("batch file", () => {
     expect(parseBatchFile("{", "p")).toEqual({ ok: false, message: "the file is not JSON" });
     expect(parseBatchFile('{"text":"t"}', "p").ok).toBe(false);
     expect(parseBatchFile("3", "p").ok).toBe(false);
+  });
+});
+
+describe("jobs' progress summed", () => {
+  it("runs while any runs or some are over, and is over when all are", () => {
+    const q = { status: "queued" as const, done: 0, total: 1000 };
+    const r = { status: "running" as const, done: 200, total: 1000 };
+    const s = { status: "succeeded" as const, done: 1000, total: 1000 };
+    const f = { status: "failed" as const, done: 100, total: 1000, error: "gone" };
+    expect(combine([q, q])).toEqual({ status: "queued", done: 0, total: 2000, error: undefined });
+    expect(combine([s, r])).toEqual({ status: "running", done: 1200, total: 2000, error: undefined });
+    expect(combine([s, q]).status).toBe("running");
+    expect(combine([s, s])).toEqual({ status: "succeeded", done: 2000, total: 2000, error: undefined });
+    expect(combine([s, f])).toEqual({ status: "failed", done: 1100, total: 2000, error: "gone" });
+    expect(combine([s, undefined])).toEqual({ status: "running", done: 1000, total: undefined, error: undefined });
+    expect(combine([undefined]).status).toBeUndefined();
   });
 });
 
