@@ -1,8 +1,9 @@
 // The example's pages in headless Chromium against a real brain: its entries
 // in the navigation, ingest with the job followed live to succeeded, query,
 // the jobs and one job's page, its gauge on the overview, a batch sent again
-// (a replay), and its pages at 360 px, with no console error and no request
-// leaving the origin.
+// (a replay), the answer brought into view, a large paste sent in batches,
+// and its pages at 360 px, with no console error and no request leaving the
+// origin.
 // Screenshots go to web/test-results/.
 import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
@@ -114,6 +115,64 @@ describe.runIf(run)("the example's pages", () => {
       expect(await jobLinks(page)).toEqual([running]);
       await expect.poll(() => page.getByTestId("job-status").textContent(), { timeout: 30_000 }).toBe("succeeded: 1,000 items stored");
     }
+  });
+
+  for (const size of [
+    { width: 1280, height: 800 },
+    { width: 390, height: 844 },
+  ]) {
+    it(`brings the answer into view and focus at ${size.width}x${size.height}`, async () => {
+      const { page } = browser.w();
+      await page.setViewportSize(size);
+      await page.getByTestId("nav-ingest").click();
+      await page.evaluate(() => window.scrollTo(0, 0));
+      await paste(page, "in view", lines(3, `Seen at ${size.width}`));
+      await expect.poll(() => jobStatus(page), { timeout: 20_000 }).toBe("succeeded");
+      const box = await page.getByTestId("ingest-result").boundingBox();
+      expect(box).not.toBeNull();
+      expect(box!.y).toBeGreaterThanOrEqual(0);
+      expect(box!.y + box!.height).toBeLessThanOrEqual(size.height);
+      // Focus went with it, for keyboard and screen-reader users.
+      expect(await page.evaluate(() => document.activeElement?.getAttribute("data-testid"))).toBe("ingest-outcome");
+      await shot(page, `43-answer-in-view-${size.width}`);
+      await page.setViewportSize({ width: 1280, height: 800 });
+    });
+  }
+
+  it("sends a paste of 2,000 notes as two batches with one progress, and again as replays", async () => {
+    const { page } = browser.w();
+    await page.getByTestId("nav-ingest").click();
+    let posts = 0;
+    page.on("request", (r) => {
+      if (r.method() === "POST" && r.url().endsWith("/api/v1/memory/ingest")) posts++;
+    });
+    const notes = lines(2000, "Split note");
+    await paste(page, "split", notes);
+    expect(posts).toBe(2);
+    await expect.poll(() => page.getByTestId("job-status").textContent(), { timeout: 60_000 }).toBe("succeeded: 2,000 items stored");
+    const jobs = await jobLinks(page);
+    expect(jobs).toHaveLength(2);
+    expect(new Set(jobs).size).toBe(2);
+    await shot(page, "42-split-paste");
+
+    await paste(page, "split", notes);
+    expect(posts).toBe(4);
+    expect(await jobLinks(page)).toEqual(jobs);
+    expect(await page.getByTestId("ingest-batch").evaluateAll((els) => els.map((e) => e.getAttribute("data-replayed")))).toEqual(["true", "true"]);
+    await expect.poll(() => page.getByTestId("job-status").textContent(), { timeout: 10_000 }).toBe("succeeded: 2,000 items stored");
+  });
+
+  it("says before sending that a note is too long", async () => {
+    const { page } = browser.w();
+    let posts = 0;
+    page.on("request", (r) => {
+      if (r.method() === "POST" && r.url().endsWith("/api/v1/memory/ingest")) posts++;
+    });
+    await page.getByTestId("ingest-project").fill("long");
+    await page.getByTestId("ingest-notes").fill(`short\n${"x".repeat(65_537)}`);
+    await page.getByTestId("ingest-submit").click();
+    await expect.poll(() => page.getByTestId("ingest-problem").textContent()).toBe("note 2 is longer than 65,536 characters: split it in two");
+    expect(posts).toBe(0);
   });
 
   it("fit 360 px without scrolling sideways", async () => {
