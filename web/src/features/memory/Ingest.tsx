@@ -1,22 +1,50 @@
 // The ingest page: notes pasted one per line (with a project and tags) or a
-// JSON batch file, sent to POST /api/v1/memory/ingest; the answer shown as
-// it is (a new job, or a batch accepted before), then the job's progress.
-import { useRef, useState, type FormEvent, type KeyboardEvent } from "react";
-import { $api } from "../../app/api";
+// JSON batch file, sent to POST /api/v1/memory/ingest (a large one as
+// several batches, one after another); the answers shown as they are (a new
+// job, or a batch accepted before), then the jobs' progress as one. The
+// outcome is scrolled into view and focused, below the forms.
+import { useEffect, useRef, useState, type FormEvent, type KeyboardEvent } from "react";
+import { useMutation } from "@tanstack/react-query";
+import { client } from "../../app/api";
 import { ErrorNotice } from "../../app/ErrorNotice";
-import { notesToItems, parseBatchFile, parseTags } from "./notes";
+import { checkItems, limits, notesToItems, parseBatchFile, parseTags, splitBatch } from "./notes";
 import { href } from "../../app/router";
 import { JobProgress } from "./JobProgress";
 import type { IngestOutput, IngestRequest } from "./types";
+
+// Each batch is sent once its predecessor was accepted; the first refusal
+// stops the rest (sending the same again replays those accepted).
+async function sendAll(batches: readonly IngestRequest[]): Promise<IngestOutput[]> {
+  const out: IngestOutput[] = [];
+  for (const body of batches) {
+    const { data, error } = await client.POST("/api/v1/memory/ingest", { body });
+    if (error !== undefined) throw error;
+    out.push(data);
+  }
+  return out;
+}
+
+const count = (n: number) => n.toLocaleString("en-US");
 
 export function Ingest() {
   const [project, setProject] = useState("");
   const [tags, setTags] = useState("");
   const [notes, setNotes] = useState("");
   const [problem, setProblem] = useState<string | null>(null);
-  const [sent, setSent] = useState<{ count: number } | null>(null);
+  const [sent, setSent] = useState<IngestRequest[]>([]);
   const file = useRef<HTMLInputElement>(null);
-  const ingest = $api.useMutation("post", "/api/v1/memory/ingest");
+  const outcome = useRef<HTMLDivElement>(null);
+  const ingest = useMutation({ mutationFn: sendAll });
+  const items = sent.reduce((n, b) => n + b.items.length, 0);
+
+  // Whatever the last press led to (a refusal, the sending, the answer) is
+  // below the forms: brought into view and focused, so that keyboard and
+  // screen-reader users are taken to it too.
+  useEffect(() => {
+    if (ingest.isIdle && !problem) return;
+    outcome.current?.scrollIntoView({ block: "nearest" });
+    outcome.current?.focus({ preventScroll: true });
+  }, [ingest.status, ingest.isIdle, problem]);
 
   function refuse(message: string) {
     ingest.reset();
@@ -24,9 +52,16 @@ export function Ingest() {
   }
 
   function send(body: IngestRequest) {
+    const tooBig = checkItems(body.items);
+    if (tooBig) return refuse(tooBig);
+    const batches = splitBatch(body);
+    if (batches.length === 0) return refuse("the batch has no items");
+    // Parts of one batch would share its key, which names one content only.
+    if (batches.length > 1 && body.ingest_id !== undefined)
+      return refuse(`the batch has its own ingest_id and is too large for one request (at most ${count(limits.items)} items): give each part its own ingest_id`);
     setProblem(null);
-    setSent({ count: body.items.length });
-    ingest.mutate({ body });
+    setSent(batches);
+    ingest.mutate(batches);
   }
 
   function submitNotes(ev: FormEvent) {
@@ -97,34 +132,49 @@ export function Ingest() {
         </button>
       </form>
 
-      {problem && (
-        <p className="notice" role="alert" data-testid="ingest-problem">
-          {problem}
-        </p>
-      )}
-      {ingest.isPending && <p role="status">Sending {sent?.count ?? ""} items…</p>}
-      {ingest.isError && <ErrorNotice error={ingest.error} testId="ingest-errors" />}
-      {ingest.isSuccess && <Accepted out={ingest.data} count={sent?.count} />}
+      {/* A margin when scrolled into view, so that it does not touch the window's edge. */}
+      <div ref={outcome} tabIndex={-1} className="stack" style={{ scrollMargin: "1rem" }} data-testid="ingest-outcome">
+        {problem && (
+          <p className="notice" role="alert" data-testid="ingest-problem">
+            {problem}
+          </p>
+        )}
+        {ingest.isPending && (
+          <p role="status">
+            Sending {count(items)} items{sent.length > 1 ? ` in ${sent.length} batches` : ""}…
+          </p>
+        )}
+        {ingest.isError && <ErrorNotice error={ingest.error} testId="ingest-errors" />}
+        {ingest.isError && sent.length > 1 && <p className="muted">Sending the same again is safe: batches already accepted are not queued twice.</p>}
+        {ingest.isSuccess && <Accepted outs={ingest.data} sent={sent} />}
+      </div>
     </section>
   );
 }
 
-function Accepted({ out, count }: { out: IngestOutput; count: number | undefined }) {
+function Accepted({ outs, sent }: { outs: IngestOutput[]; sent: IngestRequest[] }) {
+  const jobs = outs.map((o, i) => ({ jobId: o.job_id, known: o.status, total: sent[i]?.items.length }));
   return (
-    <div className="card stack" data-testid="ingest-result" data-replayed={out.replayed}>
-      {out.replayed ? (
-        <p>
-          This batch was accepted before, so nothing new was queued: it is the same job, <a href={href("jobs", out.job_id)}>{out.job_id}</a>, now {out.status}.
-        </p>
-      ) : (
-        <p>
-          Accepted{count !== undefined ? ` ${count} items` : ""}: job <a href={href("jobs", out.job_id)}>{out.job_id}</a> is {out.status}.
-        </p>
-      )}
-      <p className="muted small">
-        Ingest id <code className="wrap">{out.ingest_id}</code>
-      </p>
-      <JobProgress key={out.job_id} jobId={out.job_id} known={out.status} />
+    <div className="card stack" data-testid="ingest-result" data-replayed={outs.every((o) => o.replayed)}>
+      {outs.length > 1 && <p>{count(jobs.reduce((n, j) => n + (j.total ?? 0), 0))} items, sent in {outs.length} batches:</p>}
+      {outs.map((out, i) => (
+        <div key={out.job_id} data-testid="ingest-batch" data-job={out.job_id} data-replayed={out.replayed}>
+          {out.replayed ? (
+            <p>
+              {outs.length > 1 ? `Batch ${i + 1} was` : "This batch was"} accepted before, so nothing new was queued: it is the same job, <a href={href("jobs", out.job_id)}>{out.job_id}</a>, now {out.status}.
+            </p>
+          ) : (
+            <p>
+              {outs.length > 1 ? `Batch ${i + 1}, ` : "Accepted "}
+              {count(jobs[i]?.total ?? 0)} items: job <a href={href("jobs", out.job_id)}>{out.job_id}</a>.
+            </p>
+          )}
+          <p className="muted small">
+            Ingest id <code className="wrap">{out.ingest_id}</code>
+          </p>
+        </div>
+      ))}
+      <JobProgress jobs={jobs} />
     </div>
   );
 }

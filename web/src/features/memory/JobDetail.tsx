@@ -47,7 +47,7 @@ export function JobDetail({ id }: { id: string }) {
               <code>{j.ingest_id}</code>
             </dd>
           </dl>
-          <JobProgress jobId={j.job_id} known={j.status} />
+          <JobProgress jobs={[{ jobId: j.job_id, known: j.status }]} />
         </>
       )}
     </section>

@@ -1,13 +1,30 @@
 // The example's pages in headless Chromium against a real brain: its entries
 // in the navigation, ingest with the job followed live to succeeded, query,
-// the jobs and one job's page, its gauge on the overview, and its pages at
-// 360 px, with no console error and no request leaving the origin.
+// the jobs and one job's page, its gauge on the overview, a batch sent again
+// (a replay), the answer brought into view, a large paste sent in batches,
+// and its pages at 360 px, with no console error and no request leaving the
+// origin.
 // Screenshots go to web/test-results/.
+import type { Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
 import { haveChromium, logIn, shot, unexpected, useBrowser } from "../../../test/chromium";
 import { useBrain } from "../../../test/use-brain";
 
 const run = haveChromium();
+
+const lines = (n: number, what: string) => Array.from({ length: n }, (_, i) => `${what} ${i + 1}.`).join("\n");
+const jobStatus = (page: Page) => page.getByTestId("job-status").getAttribute("data-status");
+
+// paste fills the notes form and sends it, and waits for the answer.
+async function paste(page: Page, project: string, notes: string) {
+  await page.getByTestId("ingest-project").fill(project);
+  await page.getByTestId("ingest-notes").fill(notes);
+  await page.getByTestId("ingest-submit").click();
+  await page.getByTestId("ingest-result").waitFor({ timeout: 20_000 });
+}
+
+// jobLinks are the jobs the answer names.
+const jobLinks = (page: Page) => page.getByTestId("ingest-result").getByRole("link").allTextContents();
 
 describe.runIf(run)("the example's pages", () => {
   const brain = useBrain();
@@ -51,6 +68,111 @@ describe.runIf(run)("the example's pages", () => {
     await page.getByTestId("job-row").first().getByRole("link").click();
     await expect.poll(() => page.getByTestId("job-detail-status").textContent(), { timeout: 10_000 }).toBe("succeeded");
     expect(await page.getByTestId("nav-jobs").getAttribute("aria-current")).toBe("page");
+  });
+
+  it("shows a batch sent again at its job's real state, each time", async () => {
+    const { page } = browser.w();
+    await page.getByTestId("nav-ingest").click();
+    // However often the page asks, the job's record says what it said before
+    // the worker took the job: a record that lags the answers (as a cached
+    // one does), while the job itself is done.
+    const lagging = /\/api\/v1\/jobs\/[0-9a-f-]{36}$/; // the record, not its log
+    let lagged = 0;
+    await page.route(lagging, async (route) => {
+      const res = await route.fetch();
+      const { finished_at: _, ...job } = await res.json();
+      await route.fulfill({ response: res, json: { ...job, status: "queued", items_done: 0 } });
+      lagged++;
+    });
+    const notes = lines(300, "Replayed note");
+    await paste(page, "replay", notes);
+    const [job] = await jobLinks(page);
+    // The job itself is done (asked outside the page, which the route does not touch).
+    const record = async () => (await (await page.request.get(`${brain().url}/api/v1/jobs/${job}`)).json()).status;
+    await expect.poll(record, { timeout: 30_000 }).toBe("succeeded");
+    // The replays answer "now succeeded": the lagging record must not say otherwise.
+    for (let i = 0; i < 2; i++) {
+      await paste(page, "replay", notes);
+      expect(await page.getByTestId("ingest-result").getAttribute("data-replayed")).toBe("true");
+      expect(await jobLinks(page)).toEqual([job]);
+      await expect.poll(() => jobStatus(page), { timeout: 10_000 }).toBe("succeeded");
+      expect(await page.getByTestId("job-status").textContent()).toBe("succeeded: 300 items stored");
+    }
+    expect(lagged).toBeGreaterThan(0);
+    await page.unroute(lagging);
+    await paste(page, "replay", notes);
+    await expect.poll(() => page.getByTestId("job-status").textContent(), { timeout: 10_000 }).toBe("succeeded: 300 items stored");
+    await shot(page, "41-replayed-job");
+
+    // Sent again as soon as it is accepted, while its job is queued or
+    // running (which of them, or done already, is the server's timing):
+    // each answer's progress reaches the end.
+    const more = lines(1000, "Quickly replayed note");
+    await paste(page, "replay", more);
+    const [running] = await jobLinks(page);
+    for (let i = 0; i < 3; i++) {
+      await paste(page, "replay", more);
+      expect(await jobLinks(page)).toEqual([running]);
+      await expect.poll(() => page.getByTestId("job-status").textContent(), { timeout: 30_000 }).toBe("succeeded: 1,000 items stored");
+    }
+  });
+
+  for (const size of [
+    { width: 1280, height: 800 },
+    { width: 390, height: 844 },
+  ]) {
+    it(`brings the answer into view and focus at ${size.width}x${size.height}`, async () => {
+      const { page } = browser.w();
+      await page.setViewportSize(size);
+      await page.getByTestId("nav-ingest").click();
+      await page.evaluate(() => window.scrollTo(0, 0));
+      await paste(page, "in view", lines(3, `Seen at ${size.width}`));
+      await expect.poll(() => jobStatus(page), { timeout: 20_000 }).toBe("succeeded");
+      const box = await page.getByTestId("ingest-result").boundingBox();
+      expect(box).not.toBeNull();
+      expect(box!.y).toBeGreaterThanOrEqual(0);
+      expect(box!.y + box!.height).toBeLessThanOrEqual(size.height);
+      // Focus went with it, for keyboard and screen-reader users.
+      expect(await page.evaluate(() => document.activeElement?.getAttribute("data-testid"))).toBe("ingest-outcome");
+      await shot(page, `43-answer-in-view-${size.width}`);
+      await page.setViewportSize({ width: 1280, height: 800 });
+    });
+  }
+
+  it("sends a paste of 2,000 notes as two batches with one progress, and again as replays", async () => {
+    const { page } = browser.w();
+    await page.getByTestId("nav-ingest").click();
+    let posts = 0;
+    page.on("request", (r) => {
+      if (r.method() === "POST" && r.url().endsWith("/api/v1/memory/ingest")) posts++;
+    });
+    const notes = lines(2000, "Split note");
+    await paste(page, "split", notes);
+    expect(posts).toBe(2);
+    await expect.poll(() => page.getByTestId("job-status").textContent(), { timeout: 60_000 }).toBe("succeeded: 2,000 items stored");
+    const jobs = await jobLinks(page);
+    expect(jobs).toHaveLength(2);
+    expect(new Set(jobs).size).toBe(2);
+    await shot(page, "42-split-paste");
+
+    await paste(page, "split", notes);
+    expect(posts).toBe(4);
+    expect(await jobLinks(page)).toEqual(jobs);
+    expect(await page.getByTestId("ingest-batch").evaluateAll((els) => els.map((e) => e.getAttribute("data-replayed")))).toEqual(["true", "true"]);
+    await expect.poll(() => page.getByTestId("job-status").textContent(), { timeout: 10_000 }).toBe("succeeded: 2,000 items stored");
+  });
+
+  it("says before sending that a note is too long", async () => {
+    const { page } = browser.w();
+    let posts = 0;
+    page.on("request", (r) => {
+      if (r.method() === "POST" && r.url().endsWith("/api/v1/memory/ingest")) posts++;
+    });
+    await page.getByTestId("ingest-project").fill("long");
+    await page.getByTestId("ingest-notes").fill(`short\n${"x".repeat(65_537)}`);
+    await page.getByTestId("ingest-submit").click();
+    await expect.poll(() => page.getByTestId("ingest-problem").textContent()).toBe("note 2 is longer than 65,536 characters: split it in two");
+    expect(posts).toBe(0);
   });
 
   it("fit 360 px without scrolling sideways", async () => {
