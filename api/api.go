@@ -271,7 +271,7 @@ func handleHealth(version string) func(context.Context, *struct{}) (*healthOutpu
 type readyOutput struct {
 	Body struct {
 		Status string   `json:"status" enum:"ready" doc:"Always ready on a 200."`
-		Checks []string `json:"checks" nullable:"false" doc:"The checks that passed."`
+		Checks []string `json:"checks" nullable:"false" example:"database" doc:"The checks that passed."`
 	}
 }
 

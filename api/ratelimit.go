@@ -302,7 +302,7 @@ func declareComponents(c *huma.Components) {
 	c.Responses["RateLimited"] = &huma.Response{
 		Description: "rate-limited: a budget is spent. details.scope, details.policy and Retry-After say which and for how long. Throttle, never ban: wait and retry.",
 		Headers:     headers,
-		Content:     errorContent(),
+		Content:     errorContent(RateLimited("session", "session", 120, time.Minute, 3*time.Second)),
 	}
 	optional := map[string]*huma.Header{"Retry-After": {Ref: refHeader + "Retry-After"}}
 	for _, h := range ratelimit.HeaderNames {
@@ -314,14 +314,14 @@ func declareComponents(c *huma.Components) {
 	c.Responses["RateLimitedOrBackedOff"] = &huma.Response{
 		Description: "rate-limited: a budget is spent (details.scope names its plane, and the rate-limit headers describe it), or the back-off refused the request before any budget was charged (details.scope login: Retry-After only). Throttle, never ban: wait and retry.",
 		Headers:     optional,
-		Content:     errorContent(),
+		Content:     errorContent(RateLimited("login", "login", 5, 0, 30*time.Second)),
 	}
 	c.Responses["Unavailable"] = &huma.Response{
 		Description: "unavailable: not the client's fault. A store " + product.Name + " depends on (the database, or Redis for rate limits) does not answer or is too slow, " +
 			"too many passwords are being checked at once, or (on an operation that says so) too many large bodies are in flight. " +
 			"Retry after Retry-After seconds. On /ready, details.errors lists the checks that failed.",
 		Headers: map[string]*huma.Header{"Retry-After": {Ref: refHeader + "Retry-After"}},
-		Content: errorContent(),
+		Content: errorContent(NewError(http.StatusServiceUnavailable, "")),
 	}
 	c.Headers["Cache-Control"] = &huma.Header{Required: true, Schema: &huma.Schema{Type: "string", Enum: []any{noStore}},
 		Description: "no-store: the answer is the caller's own (its data, or a secret), and no cache, shared or private, may keep it. Every answer to a request whose caller is known has it, whatever its status."}

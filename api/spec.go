@@ -21,9 +21,10 @@ import (
 	"github.com/go-chi/chi/v5"
 )
 
-// errorContent is the body of every error response: the envelope.
-func errorContent() map[string]*huma.MediaType {
-	return map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Ref: "#/components/schemas/Error"}}}
+// errorContent is the body of every error response: the envelope, with e,
+// one the server sends, as its example.
+func errorContent(e *Error) map[string]*huma.MediaType {
+	return map[string]*huma.MediaType{"application/json": {Schema: &huma.Schema{Ref: "#/components/schemas/Error"}, Example: e}}
 }
 
 // errorDescriptions say when each generic error status happens.
@@ -67,7 +68,7 @@ func declareErrors(op *huma.Operation) {
 		if r := op.Responses[key]; r != nil && r.Ref != "" {
 			continue // a shared response declared elsewhere
 		}
-		op.Responses[key] = &huma.Response{Description: desc, Content: errorContent()}
+		op.Responses[key] = &huma.Response{Description: desc, Content: errorContent(NewError(status, ""))}
 	}
 }
 

@@ -17,37 +17,37 @@ const (
 
 // JobQueued is the data of a job.queued event.
 type JobQueued struct {
-	JobID      string `json:"job_id" doc:"The new job."`
-	IngestID   string `json:"ingest_id" doc:"The batch's idempotency key."`
-	Project    string `json:"project" doc:"The project the items go to."`
-	ItemsTotal int    `json:"items_total" doc:"How many items the batch has."`
+	JobID      string `json:"job_id" example:"019e25d2-7df9-7b41-9c3d-2f8e6a1b4c7d" doc:"The new job."`
+	IngestID   string `json:"ingest_id" example:"b3e0fb18a86d443c6eab8b59d9ca5b3fef1d379f0d5e7244fb5c83727abbeafd" doc:"The batch's idempotency key."`
+	Project    string `json:"project" example:"garden" doc:"The project the items go to."`
+	ItemsTotal int    `json:"items_total" example:"1" doc:"How many items the batch has."`
 }
 
 // JobProgress is the data of a job.progress event.
 type JobProgress struct {
-	JobID      string `json:"job_id" doc:"The job."`
-	ItemsDone  int    `json:"items_done" doc:"How many of its items are stored."`
-	ItemsTotal int    `json:"items_total" doc:"How many items the batch has."`
+	JobID      string `json:"job_id" example:"019e25d2-7df9-7b41-9c3d-2f8e6a1b4c7d" doc:"The job."`
+	ItemsDone  int    `json:"items_done" example:"1" doc:"How many of its items are stored."`
+	ItemsTotal int    `json:"items_total" example:"1" doc:"How many items the batch has."`
 }
 
 // JobSucceeded is the data of a job.succeeded event.
 type JobSucceeded struct {
-	JobID      string `json:"job_id" doc:"The job."`
-	ItemsTotal int    `json:"items_total" doc:"How many items it stored."`
+	JobID      string `json:"job_id" example:"019e25d2-7df9-7b41-9c3d-2f8e6a1b4c7d" doc:"The job."`
+	ItemsTotal int    `json:"items_total" example:"1" doc:"How many items it stored."`
 }
 
 // JobFailed is the data of a job.failed event.
 type JobFailed struct {
-	JobID     string `json:"job_id" doc:"The job."`
-	ItemsDone int    `json:"items_done" doc:"How many of its items were stored and stay."`
-	Error     string `json:"error" doc:"Why it failed."`
+	JobID     string `json:"job_id" example:"019e25d2-7df9-7b41-9c3d-2f8e6a1b4c7d" doc:"The job."`
+	ItemsDone int    `json:"items_done" example:"0" doc:"How many of its items were stored and stay."`
+	Error     string `json:"error" example:"gave up after repeated failures: the database did not answer" doc:"Why it failed."`
 }
 
 // MemoryIngested is the data of a memory.ingested event.
 type MemoryIngested struct {
-	JobID   string `json:"job_id" doc:"The job that stored the items."`
-	Project string `json:"project" doc:"The project that has them."`
-	Items   int    `json:"items" doc:"How many items were stored."`
+	JobID   string `json:"job_id" example:"019e25d2-7df9-7b41-9c3d-2f8e6a1b4c7d" doc:"The job that stored the items."`
+	Project string `json:"project" example:"garden" doc:"The project that has them."`
+	Items   int    `json:"items" example:"1" doc:"How many items were stored."`
 }
 
 // The job events, on GET /api/v1/events and on each job's log.

@@ -26,7 +26,7 @@ func addJobLog(s *api.Server, svc *Service) {
 				"Shares the stream plane's caps and open budget with every stream endpoint.",
 			Responses: map[string]*huma.Response{"204": {Description: "The job has ended: GET /api/v1/jobs/{id} has its result."}},
 			Parameters: []*huma.Param{{Name: "id", In: "path", Required: true, Description: "The job's id.",
-				Schema: &huma.Schema{Type: huma.TypeString, Pattern: uuidPattern, MaxLength: new(36)}}},
+				Schema: &huma.Schema{Type: huma.TypeString, Pattern: uuidPattern, MaxLength: new(36), Examples: []any{"019e25d2-7df9-7b41-9c3d-2f8e6a1b4c7d"}}}},
 			Errors: []int{http.StatusNotFound},
 		},
 		Events: []streams.EventType{jobProgress, jobSucceeded, jobFailed},

@@ -38,26 +38,29 @@ func (r Rates) budget(name string, perHour int) api.Budget {
 // IngestRequest is the body of POST /memory/ingest as the spec shows it;
 // the handler reads it with Parse.
 type IngestRequest struct {
-	IngestID string       `json:"ingest_id,omitempty" pattern:"^[0-9a-f]{64}$" maxLength:"64" doc:"The batch's idempotency key: 64 lowercase hex digits. Leave it out to have it derived: the SHA-256 of the RFC 8785 canonical JSON of the body as sent."`
+	IngestID string       `json:"ingest_id,omitempty" pattern:"^[0-9a-f]{64}$" maxLength:"64" example:"b3e0fb18a86d443c6eab8b59d9ca5b3fef1d379f0d5e7244fb5c83727abbeafd" doc:"The batch's idempotency key: 64 lowercase hex digits. Leave it out to have it derived: the SHA-256 of the RFC 8785 canonical JSON of the body as sent."`
 	Project  string       `json:"project" doc:"The project the items belong to: no control characters, no white space at either end."`
 	Items    []IngestItem `json:"items" nullable:"false" doc:"The items."`
 }
 
-// TransformSchema states ingest's rules of a batch.
+// TransformSchema states ingest's rules of a batch, and its example: one
+// without ingest_id, so a batch edited in the docs' "Try it out" gets its own.
 func (IngestRequest) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
 	label(s.Properties["project"], MaxProjectChars)
 	items := s.Properties["items"]
 	items.MinItems, items.MaxItems = new(1), new(MaxItems)
+	s.Examples = []any{IngestRequest{Project: "garden", Items: []IngestItem{
+		{Text: "Repot the basil before the frost", Kind: "task", Skill: "gardening", Tags: []tag{"herbs", "autumn"}}}}}
 	return s
 }
 
 // IngestItem is one item of a batch.
 type IngestItem struct {
-	Text       string     `json:"text" doc:"The note: not blank (not only white space), no U+0000."`
-	Kind       string     `json:"kind,omitempty" doc:"What kind of note; note when left out."`
-	Skill      string     `json:"skill,omitempty" doc:"The skill it is about, if any."`
-	Tags       []tag      `json:"tags,omitempty" nullable:"false" doc:"Its tags, each given once."`
-	OccurredAt *time.Time `json:"occurred_at,omitempty" doc:"When what it records happened, to the millisecond; when the batch was accepted if left out. An RFC 3339 date and time: T and Z in either case; a leap second (:60) is taken as the last instant of the second before it (23:59:59.999)."`
+	Text       string     `json:"text" example:"Repot the basil before the frost" doc:"The note: not blank (not only white space), no U+0000."`
+	Kind       string     `json:"kind,omitempty" example:"task" doc:"What kind of note; note when left out."`
+	Skill      string     `json:"skill,omitempty" example:"gardening" doc:"The skill it is about, if any."`
+	Tags       []tag      `json:"tags,omitempty" nullable:"false" example:"herbs,autumn" doc:"Its tags, each given once."`
+	OccurredAt *time.Time `json:"occurred_at,omitempty" example:"2026-05-13T18:05:00Z" doc:"When what it records happened, to the millisecond; when the batch was accepted if left out. An RFC 3339 date and time: T and Z in either case; a leap second (:60) is taken as the last instant of the second before it (23:59:59.999)."`
 }
 
 // TransformSchema states ingest's rules of an item.
@@ -101,24 +104,24 @@ type ingestOutput struct {
 	Location string `header:"Location" doc:"The job: /api/v1/jobs/{job_id}."`
 	Replayed string `header:"Idempotent-Replayed" enum:"true" doc:"true when this batch was accepted before, within the idempotency window: the job is that earlier one."`
 	Body     struct {
-		JobID    string `json:"job_id" format:"uuid"`
-		IngestID string `json:"ingest_id" doc:"The batch's idempotency key, given or derived."`
+		JobID    string `json:"job_id" format:"uuid" example:"019e25d2-7df9-7b41-9c3d-2f8e6a1b4c7d"`
+		IngestID string `json:"ingest_id" example:"b3e0fb18a86d443c6eab8b59d9ca5b3fef1d379f0d5e7244fb5c83727abbeafd" doc:"The batch's idempotency key, given or derived."`
 		Status   string `json:"status" enum:"queued,running,succeeded,failed" doc:"The job's status now (on a replay it may be further along)."`
-		Replayed bool   `json:"replayed" doc:"true when this batch was accepted before: nothing new was enqueued."`
+		Replayed bool   `json:"replayed" example:"false" doc:"true when this batch was accepted before: nothing new was enqueued."`
 	}
 }
 
 // JobView is a job as the API shows it.
 type JobView struct {
-	JobID      string     `json:"job_id" format:"uuid"`
-	IngestID   string     `json:"ingest_id"`
-	Project    string     `json:"project"`
-	Status     string     `json:"status" enum:"queued,running,succeeded,failed"`
-	ItemsTotal int        `json:"items_total"`
-	ItemsDone  int        `json:"items_done"`
-	Error      string     `json:"error,omitempty" doc:"Why it failed."`
-	CreatedAt  time.Time  `json:"created_at"`
-	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	JobID      string     `json:"job_id" format:"uuid" example:"019e25d2-7df9-7b41-9c3d-2f8e6a1b4c7d"`
+	IngestID   string     `json:"ingest_id" example:"b3e0fb18a86d443c6eab8b59d9ca5b3fef1d379f0d5e7244fb5c83727abbeafd"`
+	Project    string     `json:"project" example:"garden"`
+	Status     string     `json:"status" enum:"queued,running,succeeded,failed" example:"succeeded"`
+	ItemsTotal int        `json:"items_total" example:"1"`
+	ItemsDone  int        `json:"items_done" example:"1"`
+	Error      string     `json:"error,omitempty" example:"gave up after repeated failures: the database did not answer" doc:"Why it failed; only a failed job has it."`
+	CreatedAt  time.Time  `json:"created_at" example:"2026-05-14T09:30:12.345Z"`
+	FinishedAt *time.Time `json:"finished_at,omitempty" example:"2026-05-14T09:30:12.912Z"`
 }
 
 func jobView(j Job) JobView {
@@ -133,51 +136,51 @@ func jobView(j Job) JobView {
 const uuidPattern = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
 type jobInput struct {
-	ID string `path:"id" pattern:"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$" maxLength:"36" doc:"The job's id."`
+	ID string `path:"id" pattern:"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$" maxLength:"36" example:"019e25d2-7df9-7b41-9c3d-2f8e6a1b4c7d" doc:"The job's id."`
 }
 
 type jobOutput struct{ Body JobView }
 
 type listJobsInput struct {
 	Limit  int    `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"At most this many jobs, newest first."`
-	Cursor string `query:"cursor" maxLength:"256" pattern:"^[A-Za-z0-9_-]*$" doc:"The next_cursor of the previous page; absent for the first."`
+	Cursor string `query:"cursor" maxLength:"256" pattern:"^[A-Za-z0-9_-]*$" example:"MTc3ODc1MTAxMjM0NS4wMTllMjVkMi03ZGY5LTdiNDEtOWMzZC0yZjhlNmExYjRjN2Q" doc:"The next_cursor of the previous page; absent for the first."`
 }
 
 type listJobsOutput struct {
 	Body struct {
 		Jobs       []JobView `json:"jobs" nullable:"false" maxItems:"100"`
-		NextCursor string    `json:"next_cursor,omitempty" doc:"The cursor of the next page; absent on the last."`
+		NextCursor string    `json:"next_cursor,omitempty" example:"MTc3ODc1MTAxMjM0NS4wMTllMjVkMi03ZGY5LTdiNDEtOWMzZC0yZjhlNmExYjRjN2Q" doc:"The cursor of the next page; absent on the last."`
 	}
 }
 
 type queryInput struct {
-	Q       string `query:"q" required:"true" minLength:"1" maxLength:"1024" doc:"The words to find, all of them, in any case: at most 1024 characters, of which at most 32 words (runs of letters and digits), and at least one. Nothing in it is syntax."`
-	Project string `query:"project" maxLength:"128" doc:"Only this project's items."`
+	Q       string `query:"q" required:"true" minLength:"1" maxLength:"1024" example:"basil frost" doc:"The words to find, all of them, in any case: at most 1024 characters, of which at most 32 words (runs of letters and digits), and at least one. Nothing in it is syntax."`
+	Project string `query:"project" maxLength:"128" example:"garden" doc:"Only this project's items."`
 	Limit   int    `query:"limit" minimum:"1" maximum:"100" default:"20" doc:"At most this many results."`
-	Cursor  string `query:"cursor" maxLength:"512" pattern:"^[A-Za-z0-9_-]*$" doc:"The next_cursor of the previous page of the same query."`
+	Cursor  string `query:"cursor" maxLength:"512" pattern:"^[A-Za-z0-9_-]*$" example:"NDAwNjAwMDAwMDAwMDAwMC41YjBlN2MyYS05ZDE0LTRmNmItOGEzZS0xYzdkMmY5YjZlNDAuYzMzN2Q2NTU" doc:"The next_cursor of the previous page of the same query."`
 }
 
 type resultView struct {
-	ID         string    `json:"id" format:"uuid"`
-	Project    string    `json:"project"`
-	Text       string    `json:"text"`
-	Snippet    string    `json:"snippet" maxLength:"400" doc:"The passage around the first of the query's words in the item's first 2 KiB (from its start when they are further on), the query's words between ** marks, … where the text goes on: plain text, no markup, at most 400 bytes."`
-	Kind       string    `json:"kind"`
-	Skill      string    `json:"skill,omitempty"`
-	Tags       []string  `json:"tags" nullable:"false"`
-	Score      float64   `json:"score" doc:"Higher is better; comparable within one query only."`
-	OccurredAt time.Time `json:"occurred_at"`
+	ID         string    `json:"id" format:"uuid" example:"5b0e7c2a-9d14-4f6b-8a3e-1c7d2f9b6e40"`
+	Project    string    `json:"project" example:"garden"`
+	Text       string    `json:"text" example:"Repot the basil before the frost"`
+	Snippet    string    `json:"snippet" maxLength:"400" example:"Repot the **basil** before the **frost**" doc:"The passage around the first of the query's words in the item's first 2 KiB (from its start when they are further on), the query's words between ** marks, … where the text goes on: plain text, no markup, at most 400 bytes."`
+	Kind       string    `json:"kind" example:"task"`
+	Skill      string    `json:"skill,omitempty" example:"gardening"`
+	Tags       []string  `json:"tags" nullable:"false" example:"herbs,autumn"`
+	Score      float64   `json:"score" example:"2.75" doc:"Higher is better; comparable within one query only."`
+	OccurredAt time.Time `json:"occurred_at" example:"2026-05-13T18:05:00Z"`
 }
 
 type queryOutput struct {
 	Body struct {
 		Results    []resultView `json:"results" nullable:"false" maxItems:"100"`
-		NextCursor string       `json:"next_cursor,omitempty"`
+		NextCursor string       `json:"next_cursor,omitempty" example:"NDAwNjAwMDAwMDAwMDAwMC41YjBlN2MyYS05ZDE0LTRmNmItOGEzZS0xYzdkMmY5YjZlNDAuYzMzN2Q2NTU"`
 	}
 }
 
 type itemInput struct {
-	ID string `path:"id" pattern:"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$" maxLength:"36" doc:"The item's id, as a query returned it."`
+	ID string `path:"id" pattern:"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$" maxLength:"36" example:"5b0e7c2a-9d14-4f6b-8a3e-1c7d2f9b6e40" doc:"The item's id, as a query returned it."`
 }
 
 type skillsOutput struct {
@@ -187,8 +190,8 @@ type skillsOutput struct {
 }
 
 type skillView struct {
-	Name  string `json:"name"`
-	Count int    `json:"count"`
+	Name  string `json:"name" example:"gardening"`
+	Count int    `json:"count" example:"12"`
 }
 
 type projectsOutput struct {
@@ -198,9 +201,9 @@ type projectsOutput struct {
 }
 
 type projectView struct {
-	Name         string    `json:"name"`
-	Items        int       `json:"items"`
-	LastIngestAt time.Time `json:"last_ingest_at"`
+	Name         string    `json:"name" example:"garden"`
+	Items        int       `json:"items" example:"42"`
+	LastIngestAt time.Time `json:"last_ingest_at" example:"2026-05-14T09:30:12.345Z"`
 }
 
 // Feature registers the memory operations, job log and job events, served

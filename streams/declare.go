@@ -50,7 +50,7 @@ func (p *Runtime) add(so Operation) *declared {
 			{Plane: "stream", Policy: userCapName, Concurrent: p.cfg.UserCap.capacity()}}})
 	op.Parameters = append(op.Parameters, &huma.Param{
 		Name: "Last-Event-ID", In: "header", Description: "The id of the last event received: the stream resumes after it. Browsers send it on reconnect.",
-		Schema: &huma.Schema{Type: huma.TypeString, MaxLength: new(maxIDLen), Pattern: lastEventID.String()},
+		Schema: &huma.Schema{Type: huma.TypeString, MaxLength: new(maxIDLen), Pattern: lastEventID.String(), Examples: []any{"1778751012345-0"}},
 	})
 	d := &declared{reg: s.API.OpenAPI().Components.Schemas, names: map[string]bool{}}
 	d.schema = &huma.Schema{
@@ -105,8 +105,8 @@ func eventSchemas(reg huma.Registry, events []EventType) []*huma.Schema {
 			Properties: map[string]*huma.Schema{
 				"event": {Type: huma.TypeString, Enum: []any{e.Name}, Description: "The event's name."},
 				"data":  reg.Schema(reflect.TypeOf(e.Data), true, e.Name),
-				"id":    {Type: huma.TypeString, Description: "The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's)."},
-				"retry": {Type: huma.TypeInteger, Minimum: new(0.0), Maximum: new(float64(time.Hour / time.Millisecond)), Description: "The reconnection delay, in milliseconds, a client should wait (SSE's retry field). " + product.Name + " sends it once, first, alone (retry: " + strconv.FormatInt(retry.Milliseconds(), 10) + "): a message without data, which EventSource takes as the delay and dispatches no event for."},
+				"id":    {Type: huma.TypeString, Examples: []any{"1778751012345-0"}, Description: "The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's)."},
+				"retry": {Type: huma.TypeInteger, Examples: []any{retry.Milliseconds()}, Minimum: new(0.0), Maximum: new(float64(time.Hour / time.Millisecond)), Description: "The reconnection delay, in milliseconds, a client should wait (SSE's retry field). " + product.Name + " sends it once, first, alone (retry: " + strconv.FormatInt(retry.Milliseconds(), 10) + "): a message without data, which EventSource takes as the delay and dispatches no event for."},
 			},
 			Required: []string{"event", "data"},
 		})

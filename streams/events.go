@@ -23,7 +23,7 @@ type ClosingEvent struct {
 
 // GapEvent is the data of the stream.gap event.
 type GapEvent struct {
-	After string `json:"after" doc:"The id of the last event the stream had before the gap: the last one it sent, else the Last-Event-ID the client sent; empty when it had none."`
+	After string `json:"after" example:"1778751009876-2" doc:"The id of the last event the stream had before the gap: the last one it sent, else the Last-Event-ID the client sent; empty when it had none."`
 }
 
 var (

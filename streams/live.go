@@ -20,13 +20,13 @@ var liveEvent = EventType{Name: "system.live", Data: LiveSnapshot{}, Doc: "The s
 
 // LiveSnapshot is the data of a system.live event.
 type LiveSnapshot struct {
-	At           time.Time        `json:"at"`
-	RequestsPerS float64          `json:"requests_per_s" doc:"Requests this replica answered per second, over the last second."`
-	LimitedPerS  float64          `json:"limited_per_s" doc:"Of those, refused with 429, per second."`
-	OpenStreams  int64            `json:"open_streams" doc:"Streams open on this replica, this one included."`
+	At           time.Time        `json:"at" example:"2026-05-14T09:30:13Z"`
+	RequestsPerS float64          `json:"requests_per_s" example:"42.5" doc:"Requests this replica answered per second, over the last second."`
+	LimitedPerS  float64          `json:"limited_per_s" example:"0.5" doc:"Of those, refused with 429, per second."`
+	OpenStreams  int64            `json:"open_streams" example:"3" doc:"Streams open on this replica, this one included."`
 	Gauges       map[string]int64 `json:"gauges" doc:"The gauges the server's features declare, by name (its properties list them): each an integer read at most once a second, the last value read while its source does not answer."`
-	Goroutines   int              `json:"goroutines"`
-	HeapBytes    uint64           `json:"heap_bytes" doc:"Bytes of live and not yet collected heap objects."`
+	Goroutines   int              `json:"goroutines" example:"48"`
+	HeapBytes    uint64           `json:"heap_bytes" example:"8388608" doc:"Bytes of live and not yet collected heap objects."`
 }
 
 func (p *Runtime) serveLive(st *Stream) {
@@ -114,7 +114,7 @@ func declareGauges(reg huma.Registry, gauges []gauge) {
 	p := reg.Schema(reflect.TypeFor[LiveSnapshot](), false, liveEvent.Name).Properties["gauges"]
 	p.Properties, p.Required = map[string]*huma.Schema{}, nil
 	for _, g := range gauges {
-		p.Properties[g.name] = &huma.Schema{Type: huma.TypeInteger, Format: "int64", Description: g.doc}
+		p.Properties[g.name] = &huma.Schema{Type: huma.TypeInteger, Format: "int64", Description: g.doc, Examples: []any{3}}
 		p.Required = append(p.Required, g.name)
 	}
 }

@@ -150,8 +150,8 @@ func TestGaugesInTheSpec(t *testing.T) {
 	}
 	two := gauges(gauge("things"), streams.New(streams.Config{}).Feature, gauge("widgets"))
 	want := map[string]any{
-		"things":  map[string]any{"type": "integer", "format": "int64", "description": "The things."},
-		"widgets": map[string]any{"type": "integer", "format": "int64", "description": "The widgets."},
+		"things":  map[string]any{"type": "integer", "format": "int64", "description": "The things.", "examples": []any{3.0}},
+		"widgets": map[string]any{"type": "integer", "format": "int64", "description": "The widgets.", "examples": []any{3.0}},
 	}
 	if !reflect.DeepEqual(two["properties"], want) || !reflect.DeepEqual(two["required"], []any{"things", "widgets"}) {
 		t.Fatalf("the gauges of a server with two: %v", two)

@@ -154,7 +154,7 @@ var (
 
 // DeletedEvent names what was deleted.
 type DeletedEvent struct {
-	ID string `json:"id" doc:"The id of what was deleted."`
+	ID string `json:"id" example:"9c1e4b7a2d8f4036b5a1e7c3d9f20b64" doc:"The id of what was deleted."`
 }
 
 // admitPasswordAttempt checks the login back-off, whose refusal takes no

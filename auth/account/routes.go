@@ -23,7 +23,7 @@ type Config struct {
 type UserView struct {
 	ID        string    `json:"id" example:"3f2a9c0e5b7d4e1fa2c3d4e5f6a7b8c9"`
 	Username  string    `json:"username" example:"ada"`
-	CreatedAt time.Time `json:"created_at"`
+	CreatedAt time.Time `json:"created_at" example:"2026-01-05T08:00:00Z"`
 }
 
 func userView(u auth.User) UserView {
@@ -49,7 +49,7 @@ type LoginOutput struct {
 	CacheControl string      `header:"Cache-Control" enum:"no-store" doc:"no-store: the response carries the session; no cache may keep it."`
 	Body         struct {
 		User      UserView  `json:"user"`
-		ExpiresAt time.Time `json:"expires_at" doc:"When the session ends at the latest; it also ends after a period of inactivity."`
+		ExpiresAt time.Time `json:"expires_at" example:"2026-05-28T09:30:12Z" doc:"When the session ends at the latest; it also ends after a period of inactivity."`
 	}
 }
 
@@ -63,25 +63,25 @@ type MeOutput struct {
 	Body struct {
 		User      UserView   `json:"user"`
 		Auth      string     `json:"auth" enum:"session,apikey" doc:"How this request authenticated."`
-		ExpiresAt *time.Time `json:"expires_at,omitempty" doc:"For a session: when it ends at the latest."`
+		ExpiresAt *time.Time `json:"expires_at,omitempty" example:"2026-05-28T09:30:12Z" doc:"For a session: when it ends at the latest."`
 	}
 }
 
 // PasswordInput is the body of POST /auth/password.
 type PasswordInput struct {
 	Body struct {
-		Current string `json:"current" minLength:"1" maxLength:"1024"`
-		New     string `json:"new" minLength:"12" maxLength:"1024" doc:"12 to 1024 characters."`
+		Current string `json:"current" minLength:"1" maxLength:"1024" example:"correct horse battery staple"`
+		New     string `json:"new" minLength:"12" maxLength:"1024" example:"tulip lantern orbit seventy" doc:"12 to 1024 characters."`
 	}
 }
 
 // APIKeyView is a key without its secret.
 type APIKeyView struct {
-	ID         string     `json:"id"`
-	Name       string     `json:"name" example:"laptop"`
+	ID         string     `json:"id" example:"9c1e4b7a2d8f4036b5a1e7c3d9f20b64"`
+	Name       string     `json:"name" example:"ci-deploy"`
 	Prefix     string     `json:"prefix" example:"brk_3F9a_x2Q" doc:"The key's first characters, to tell keys apart."`
-	CreatedAt  time.Time  `json:"created_at"`
-	LastUsedAt *time.Time `json:"last_used_at,omitempty" doc:"Updated within a minute of use, not on every request."`
+	CreatedAt  time.Time  `json:"created_at" example:"2026-03-02T10:15:00Z"`
+	LastUsedAt *time.Time `json:"last_used_at,omitempty" example:"2026-05-14T09:29:58Z" doc:"Updated within a minute of use, not on every request."`
 }
 
 func apiKeyView(k auth.APIKey) APIKeyView {
@@ -96,7 +96,7 @@ func apiKeyView(k auth.APIKey) APIKeyView {
 // CreateAPIKeyInput names a new key.
 type CreateAPIKeyInput struct {
 	Body struct {
-		Name string `json:"name" minLength:"1" maxLength:"64" pattern:"^[^\\x00-\\x1f\\x7f]+$" example:"laptop" doc:"1 to 64 printable characters."`
+		Name string `json:"name" minLength:"1" maxLength:"64" pattern:"^[^\\x00-\\x1f\\x7f]+$" example:"ci-deploy" doc:"1 to 64 printable characters."`
 	}
 }
 
@@ -111,20 +111,20 @@ type CreateAPIKeyOutput struct {
 // ListAPIKeysInput asks for one page of the caller's keys.
 type ListAPIKeysInput struct {
 	Limit  int    `query:"limit" minimum:"1" maximum:"100" default:"50" doc:"At most this many keys."`
-	Cursor string `query:"cursor" maxLength:"128" pattern:"^[A-Za-z0-9_-]*$" doc:"Where the page starts: the next_cursor of the previous page; absent for the first page."`
+	Cursor string `query:"cursor" maxLength:"128" pattern:"^[A-Za-z0-9_-]*$" example:"MTc3MjQ0NjUwMDAwMC45YzFlNGI3YTJkOGY0MDM2YjVhMWU3YzNkOWYyMGI2NA" doc:"Where the page starts: the next_cursor of the previous page; absent for the first page."`
 }
 
 // ListAPIKeysOutput is one page of the caller's keys.
 type ListAPIKeysOutput struct {
 	Body struct {
 		Keys       []APIKeyView `json:"keys" nullable:"false" maxItems:"100"`
-		NextCursor string       `json:"next_cursor,omitempty" doc:"The cursor of the next page. Absent on the last page."`
+		NextCursor string       `json:"next_cursor,omitempty" example:"MTc3MjQ0NjUwMDAwMC45YzFlNGI3YTJkOGY0MDM2YjVhMWU3YzNkOWYyMGI2NA" doc:"The cursor of the next page. Absent on the last page."`
 	}
 }
 
 // DeleteAPIKeyInput names the key to delete.
 type DeleteAPIKeyInput struct {
-	ID string `path:"id" pattern:"^[0-9a-f]{32}$" maxLength:"32" doc:"The key's id, as listed."`
+	ID string `path:"id" pattern:"^[0-9a-f]{32}$" maxLength:"32" example:"9c1e4b7a2d8f4036b5a1e7c3d9f20b64" doc:"The key's id, as listed."`
 }
 
 // Feature registers the account operations and (with cfg.Hub) the API-key

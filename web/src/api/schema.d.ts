@@ -393,15 +393,20 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         APIKeyView: {
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2026-03-02T10:15:00Z
+             */
             created_at: string;
+            /** @example 9c1e4b7a2d8f4036b5a1e7c3d9f20b64 */
             id: string;
             /**
              * Format: date-time
              * @description Updated within a minute of use, not on every request.
+             * @example 2026-05-14T09:29:58Z
              */
             last_used_at?: string;
-            /** @example laptop */
+            /** @example ci-deploy */
             name: string;
             /**
              * @description The key's first characters, to tell keys apart.
@@ -419,13 +424,17 @@ export interface components {
         CreateAPIKeyInputBody: {
             /**
              * @description 1 to 64 printable characters.
-             * @example laptop
+             * @example ci-deploy
              */
             name: string;
         };
         CreateAPIKeyOutputBody: {
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2026-03-02T10:15:00Z
+             */
             created_at: string;
+            /** @example 9c1e4b7a2d8f4036b5a1e7c3d9f20b64 */
             id: string;
             /**
              * @description The key itself. It is shown only now; brain keeps only its hash.
@@ -435,9 +444,10 @@ export interface components {
             /**
              * Format: date-time
              * @description Updated within a minute of use, not on every request.
+             * @example 2026-05-14T09:29:58Z
              */
             last_used_at?: string;
-            /** @example laptop */
+            /** @example ci-deploy */
             name: string;
             /**
              * @description The key's first characters, to tell keys apart.
@@ -446,7 +456,10 @@ export interface components {
             prefix: string;
         };
         DeletedEvent: {
-            /** @description The id of what was deleted. */
+            /**
+             * @description The id of what was deleted.
+             * @example 9c1e4b7a2d8f4036b5a1e7c3d9f20b64
+             */
             id: string;
         };
         Error: {
@@ -523,9 +536,15 @@ export interface components {
              * @enum {string}
              */
             event: "apikey.created";
-            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            /**
+             * @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's).
+             * @example 1778751012345-0
+             */
             id?: string;
-            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            /**
+             * @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for.
+             * @example 3000
+             */
             retry?: number;
         } | {
             data: components["schemas"]["DeletedEvent"];
@@ -534,9 +553,15 @@ export interface components {
              * @enum {string}
              */
             event: "apikey.deleted";
-            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            /**
+             * @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's).
+             * @example 1778751012345-0
+             */
             id?: string;
-            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            /**
+             * @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for.
+             * @example 3000
+             */
             retry?: number;
         } | {
             data: components["schemas"]["IngestJobFailed"];
@@ -545,9 +570,15 @@ export interface components {
              * @enum {string}
              */
             event: "job.failed";
-            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            /**
+             * @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's).
+             * @example 1778751012345-0
+             */
             id?: string;
-            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            /**
+             * @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for.
+             * @example 3000
+             */
             retry?: number;
         } | {
             data: components["schemas"]["IngestJobProgress"];
@@ -556,9 +587,15 @@ export interface components {
              * @enum {string}
              */
             event: "job.progress";
-            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            /**
+             * @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's).
+             * @example 1778751012345-0
+             */
             id?: string;
-            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            /**
+             * @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for.
+             * @example 3000
+             */
             retry?: number;
         } | {
             data: components["schemas"]["IngestJobQueued"];
@@ -567,9 +604,15 @@ export interface components {
              * @enum {string}
              */
             event: "job.queued";
-            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            /**
+             * @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's).
+             * @example 1778751012345-0
+             */
             id?: string;
-            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            /**
+             * @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for.
+             * @example 3000
+             */
             retry?: number;
         } | {
             data: components["schemas"]["IngestJobSucceeded"];
@@ -578,9 +621,15 @@ export interface components {
              * @enum {string}
              */
             event: "job.succeeded";
-            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            /**
+             * @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's).
+             * @example 1778751012345-0
+             */
             id?: string;
-            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            /**
+             * @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for.
+             * @example 3000
+             */
             retry?: number;
         } | {
             data: components["schemas"]["IngestMemoryIngested"];
@@ -589,9 +638,15 @@ export interface components {
              * @enum {string}
              */
             event: "memory.ingested";
-            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            /**
+             * @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's).
+             * @example 1778751012345-0
+             */
             id?: string;
-            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            /**
+             * @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for.
+             * @example 3000
+             */
             retry?: number;
         } | {
             data: components["schemas"]["ClosingEvent"];
@@ -600,9 +655,15 @@ export interface components {
              * @enum {string}
              */
             event: "stream.closing";
-            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            /**
+             * @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's).
+             * @example 1778751012345-0
+             */
             id?: string;
-            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            /**
+             * @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for.
+             * @example 3000
+             */
             retry?: number;
         } | {
             data: components["schemas"]["GapEvent"];
@@ -611,9 +672,15 @@ export interface components {
              * @enum {string}
              */
             event: "stream.gap";
-            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            /**
+             * @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's).
+             * @example 1778751012345-0
+             */
             id?: string;
-            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            /**
+             * @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for.
+             * @example 3000
+             */
             retry?: number;
         };
         /**
@@ -627,9 +694,15 @@ export interface components {
              * @enum {string}
              */
             event: "job.failed";
-            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            /**
+             * @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's).
+             * @example 1778751012345-0
+             */
             id?: string;
-            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            /**
+             * @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for.
+             * @example 3000
+             */
             retry?: number;
         } | {
             data: components["schemas"]["IngestJobProgress"];
@@ -638,9 +711,15 @@ export interface components {
              * @enum {string}
              */
             event: "job.progress";
-            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            /**
+             * @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's).
+             * @example 1778751012345-0
+             */
             id?: string;
-            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            /**
+             * @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for.
+             * @example 3000
+             */
             retry?: number;
         } | {
             data: components["schemas"]["IngestJobSucceeded"];
@@ -649,9 +728,15 @@ export interface components {
              * @enum {string}
              */
             event: "job.succeeded";
-            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            /**
+             * @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's).
+             * @example 1778751012345-0
+             */
             id?: string;
-            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            /**
+             * @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for.
+             * @example 3000
+             */
             retry?: number;
         } | {
             data: components["schemas"]["ClosingEvent"];
@@ -660,9 +745,15 @@ export interface components {
              * @enum {string}
              */
             event: "stream.closing";
-            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            /**
+             * @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's).
+             * @example 1778751012345-0
+             */
             id?: string;
-            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            /**
+             * @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for.
+             * @example 3000
+             */
             retry?: number;
         };
         /**
@@ -676,9 +767,15 @@ export interface components {
              * @enum {string}
              */
             event: "stream.closing";
-            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            /**
+             * @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's).
+             * @example 1778751012345-0
+             */
             id?: string;
-            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            /**
+             * @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for.
+             * @example 3000
+             */
             retry?: number;
         } | {
             data: components["schemas"]["LiveSnapshot"];
@@ -687,13 +784,22 @@ export interface components {
              * @enum {string}
              */
             event: "system.live";
-            /** @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's). */
+            /**
+             * @description The event's id, for Last-Event-ID. stream.closing has none; stream.gap has one when it marks a place in the events (an outage's).
+             * @example 1778751012345-0
+             */
             id?: string;
-            /** @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for. */
+            /**
+             * @description The reconnection delay, in milliseconds, a client should wait (SSE's retry field). brain sends it once, first, alone (retry: 3000): a message without data, which EventSource takes as the delay and dispatches no event for.
+             * @example 3000
+             */
             retry?: number;
         };
         GapEvent: {
-            /** @description The id of the last event the stream had before the gap: the last one it sent, else the Last-Event-ID the client sent; empty when it had none. */
+            /**
+             * @description The id of the last event the stream had before the gap: the last one it sent, else the Last-Event-ID the client sent; empty when it had none.
+             * @example 1778751009876-2
+             */
             after: string;
         };
         HealthOutputBody: {
@@ -709,107 +815,191 @@ export interface components {
             version: string;
         };
         IngestItem: {
-            /** @description What kind of note; note when left out. */
+            /**
+             * @description What kind of note; note when left out.
+             * @example task
+             */
             kind?: string;
             /**
              * Format: date-time
              * @description When what it records happened, to the millisecond; when the batch was accepted if left out. An RFC 3339 date and time: T and Z in either case; a leap second (:60) is taken as the last instant of the second before it (23:59:59.999).
+             * @example 2026-05-13T18:05:00Z
              */
             occurred_at?: string;
-            /** @description The skill it is about, if any. */
+            /**
+             * @description The skill it is about, if any.
+             * @example gardening
+             */
             skill?: string;
-            /** @description Its tags, each given once. */
+            /**
+             * @description Its tags, each given once.
+             * @example [
+             *       "herbs",
+             *       "autumn"
+             *     ]
+             */
             tags?: string[];
-            /** @description The note: not blank (not only white space), no U+0000. */
+            /**
+             * @description The note: not blank (not only white space), no U+0000.
+             * @example Repot the basil before the frost
+             */
             text: string;
         };
         IngestJobFailed: {
-            /** @description Why it failed. */
+            /**
+             * @description Why it failed.
+             * @example gave up after repeated failures: the database did not answer
+             */
             error: string;
             /**
              * Format: int64
              * @description How many of its items were stored and stay.
+             * @example 0
              */
             items_done: number;
-            /** @description The job. */
+            /**
+             * @description The job.
+             * @example 019e25d2-7df9-7b41-9c3d-2f8e6a1b4c7d
+             */
             job_id: string;
         };
         IngestJobProgress: {
             /**
              * Format: int64
              * @description How many of its items are stored.
+             * @example 1
              */
             items_done: number;
             /**
              * Format: int64
              * @description How many items the batch has.
+             * @example 1
              */
             items_total: number;
-            /** @description The job. */
+            /**
+             * @description The job.
+             * @example 019e25d2-7df9-7b41-9c3d-2f8e6a1b4c7d
+             */
             job_id: string;
         };
         IngestJobQueued: {
-            /** @description The batch's idempotency key. */
+            /**
+             * @description The batch's idempotency key.
+             * @example b3e0fb18a86d443c6eab8b59d9ca5b3fef1d379f0d5e7244fb5c83727abbeafd
+             */
             ingest_id: string;
             /**
              * Format: int64
              * @description How many items the batch has.
+             * @example 1
              */
             items_total: number;
-            /** @description The new job. */
+            /**
+             * @description The new job.
+             * @example 019e25d2-7df9-7b41-9c3d-2f8e6a1b4c7d
+             */
             job_id: string;
-            /** @description The project the items go to. */
+            /**
+             * @description The project the items go to.
+             * @example garden
+             */
             project: string;
         };
         IngestJobSucceeded: {
             /**
              * Format: int64
              * @description How many items it stored.
+             * @example 1
              */
             items_total: number;
-            /** @description The job. */
+            /**
+             * @description The job.
+             * @example 019e25d2-7df9-7b41-9c3d-2f8e6a1b4c7d
+             */
             job_id: string;
         };
         IngestJobView: {
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2026-05-14T09:30:12.345Z
+             */
             created_at: string;
-            /** @description Why it failed. */
+            /**
+             * @description Why it failed; only a failed job has it.
+             * @example gave up after repeated failures: the database did not answer
+             */
             error?: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2026-05-14T09:30:12.912Z
+             */
             finished_at?: string;
+            /** @example b3e0fb18a86d443c6eab8b59d9ca5b3fef1d379f0d5e7244fb5c83727abbeafd */
             ingest_id: string;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 1
+             */
             items_done: number;
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 1
+             */
             items_total: number;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 019e25d2-7df9-7b41-9c3d-2f8e6a1b4c7d
+             */
             job_id: string;
+            /** @example garden */
             project: string;
-            /** @enum {string} */
+            /**
+             * @example succeeded
+             * @enum {string}
+             */
             status: "queued" | "running" | "succeeded" | "failed";
         };
         IngestListJobsOutputBody: {
             jobs: components["schemas"]["IngestJobView"][];
-            /** @description The cursor of the next page; absent on the last. */
+            /**
+             * @description The cursor of the next page; absent on the last.
+             * @example MTc3ODc1MTAxMjM0NS4wMTllMjVkMi03ZGY5LTdiNDEtOWMzZC0yZjhlNmExYjRjN2Q
+             */
             next_cursor?: string;
         };
         IngestMemoryIngested: {
             /**
              * Format: int64
              * @description How many items were stored.
+             * @example 1
              */
             items: number;
-            /** @description The job that stored the items. */
+            /**
+             * @description The job that stored the items.
+             * @example 019e25d2-7df9-7b41-9c3d-2f8e6a1b4c7d
+             */
             job_id: string;
-            /** @description The project that has them. */
+            /**
+             * @description The project that has them.
+             * @example garden
+             */
             project: string;
         };
         IngestOutputBody: {
-            /** @description The batch's idempotency key, given or derived. */
+            /**
+             * @description The batch's idempotency key, given or derived.
+             * @example b3e0fb18a86d443c6eab8b59d9ca5b3fef1d379f0d5e7244fb5c83727abbeafd
+             */
             ingest_id: string;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 019e25d2-7df9-7b41-9c3d-2f8e6a1b4c7d
+             */
             job_id: string;
-            /** @description true when this batch was accepted before: nothing new was enqueued. */
+            /**
+             * @description true when this batch was accepted before: nothing new was enqueued.
+             * @example false
+             */
             replayed: boolean;
             /**
              * @description The job's status now (on a replay it may be further along).
@@ -818,21 +1008,48 @@ export interface components {
             status: "queued" | "running" | "succeeded" | "failed";
         };
         IngestProjectView: {
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 42
+             */
             items: number;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2026-05-14T09:30:12.345Z
+             */
             last_ingest_at: string;
+            /** @example garden */
             name: string;
         };
         IngestProjectsOutputBody: {
             projects: components["schemas"]["IngestProjectView"][];
         };
         IngestQueryOutputBody: {
+            /** @example NDAwNjAwMDAwMDAwMDAwMC41YjBlN2MyYS05ZDE0LTRmNmItOGEzZS0xYzdkMmY5YjZlNDAuYzMzN2Q2NTU */
             next_cursor?: string;
             results: components["schemas"]["IngestResultView"][];
         };
+        /**
+         * @example {
+         *       "project": "garden",
+         *       "items": [
+         *         {
+         *           "text": "Repot the basil before the frost",
+         *           "kind": "task",
+         *           "skill": "gardening",
+         *           "tags": [
+         *             "herbs",
+         *             "autumn"
+         *           ]
+         *         }
+         *       ]
+         *     }
+         */
         IngestRequest: {
-            /** @description The batch's idempotency key: 64 lowercase hex digits. Leave it out to have it derived: the SHA-256 of the RFC 8785 canonical JSON of the body as sent. */
+            /**
+             * @description The batch's idempotency key: 64 lowercase hex digits. Leave it out to have it derived: the SHA-256 of the RFC 8785 canonical JSON of the body as sent.
+             * @example b3e0fb18a86d443c6eab8b59d9ca5b3fef1d379f0d5e7244fb5c83727abbeafd
+             */
             ingest_id?: string;
             /** @description The items. */
             items: components["schemas"]["IngestItem"][];
@@ -840,26 +1057,50 @@ export interface components {
             project: string;
         };
         IngestResultView: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 5b0e7c2a-9d14-4f6b-8a3e-1c7d2f9b6e40
+             */
             id: string;
+            /** @example task */
             kind: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2026-05-13T18:05:00Z
+             */
             occurred_at: string;
+            /** @example garden */
             project: string;
             /**
              * Format: double
              * @description Higher is better; comparable within one query only.
+             * @example 2.75
              */
             score: number;
+            /** @example gardening */
             skill?: string;
-            /** @description The passage around the first of the query's words in the item's first 2 KiB (from its start when they are further on), the query's words between ** marks, … where the text goes on: plain text, no markup, at most 400 bytes. */
+            /**
+             * @description The passage around the first of the query's words in the item's first 2 KiB (from its start when they are further on), the query's words between ** marks, … where the text goes on: plain text, no markup, at most 400 bytes.
+             * @example Repot the **basil** before the **frost**
+             */
             snippet: string;
+            /**
+             * @example [
+             *       "herbs",
+             *       "autumn"
+             *     ]
+             */
             tags: string[];
+            /** @example Repot the basil before the frost */
             text: string;
         };
         IngestSkillView: {
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 12
+             */
             count: number;
+            /** @example gardening */
             name: string;
         };
         IngestSkillsOutputBody: {
@@ -867,42 +1108,56 @@ export interface components {
         };
         ListAPIKeysOutputBody: {
             keys: components["schemas"]["APIKeyView"][];
-            /** @description The cursor of the next page. Absent on the last page. */
+            /**
+             * @description The cursor of the next page. Absent on the last page.
+             * @example MTc3MjQ0NjUwMDAwMC45YzFlNGI3YTJkOGY0MDM2YjVhMWU3YzNkOWYyMGI2NA
+             */
             next_cursor?: string;
         };
         LiveSnapshot: {
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2026-05-14T09:30:13Z
+             */
             at: string;
             /** @description The gauges the server's features declare, by name (its properties list them): each an integer read at most once a second, the last value read while its source does not answer. */
             gauges: {
                 /**
                  * Format: int64
                  * @description Jobs of every user waiting for a worker, on every replica: the database's count.
+                 * @example 3
                  */
                 jobs_queued: number;
             } & {
                 [key: string]: number;
             };
-            /** Format: int64 */
+            /**
+             * Format: int64
+             * @example 48
+             */
             goroutines: number;
             /**
              * Format: int64
              * @description Bytes of live and not yet collected heap objects.
+             * @example 8388608
              */
             heap_bytes: number;
             /**
              * Format: double
              * @description Of those, refused with 429, per second.
+             * @example 0.5
              */
             limited_per_s: number;
             /**
              * Format: int64
              * @description Streams open on this replica, this one included.
+             * @example 3
              */
             open_streams: number;
             /**
              * Format: double
              * @description Requests this replica answered per second, over the last second.
+             * @example 42.5
              */
             requests_per_s: number;
         };
@@ -916,6 +1171,7 @@ export interface components {
             /**
              * Format: date-time
              * @description When the session ends at the latest; it also ends after a period of inactivity.
+             * @example 2026-05-28T09:30:12Z
              */
             expires_at: string;
             user: components["schemas"]["UserView"];
@@ -929,17 +1185,27 @@ export interface components {
             /**
              * Format: date-time
              * @description For a session: when it ends at the latest.
+             * @example 2026-05-28T09:30:12Z
              */
             expires_at?: string;
             user: components["schemas"]["UserView"];
         };
         PasswordInputBody: {
+            /** @example correct horse battery staple */
             current: string;
-            /** @description 12 to 1024 characters. */
+            /**
+             * @description 12 to 1024 characters.
+             * @example tulip lantern orbit seventy
+             */
             new: string;
         };
         ReadyOutputBody: {
-            /** @description The checks that passed. */
+            /**
+             * @description The checks that passed.
+             * @example [
+             *       "database"
+             *     ]
+             */
             checks: string[];
             /**
              * @description Always ready on a 200.
@@ -948,7 +1214,10 @@ export interface components {
             status: "ready";
         };
         UserView: {
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2026-01-05T08:00:00Z
+             */
             created_at: string;
             /** @example 3f2a9c0e5b7d4e1fa2c3d4e5f6a7b8c9 */
             id: string;
@@ -969,6 +1238,19 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "code": "rate-limited",
+                 *       "message": "brain is busy — please retry in a moment.",
+                 *       "details": {
+                 *         "scope": "session",
+                 *         "policy": "session",
+                 *         "limit": 120,
+                 *         "window_s": 60,
+                 *         "retry_after_s": 3
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -989,6 +1271,18 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "code": "rate-limited",
+                 *       "message": "brain is busy — please retry in a moment.",
+                 *       "details": {
+                 *         "scope": "login",
+                 *         "policy": "login",
+                 *         "limit": 5,
+                 *         "retry_after_s": 30
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -999,6 +1293,13 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                /**
+                 * @example {
+                 *       "code": "unavailable",
+                 *       "message": "brain is not ready to serve this request",
+                 *       "details": {}
+                 *     }
+                 */
                 "application/json": components["schemas"]["Error"];
             };
         };
@@ -1065,6 +1366,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthenticated",
+                     *       "message": "unauthorized",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1074,6 +1382,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "forbidden",
+                     *       "message": "forbidden",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1088,6 +1403,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unprocessable",
+                     *       "message": "unprocessable entity",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1103,6 +1425,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1148,6 +1477,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "invalid-request",
+                     *       "message": "the request could not be read",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1162,6 +1498,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthenticated",
+                     *       "message": "unauthorized",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1171,6 +1514,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "forbidden",
+                     *       "message": "forbidden",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1185,6 +1535,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "request-timeout",
+                     *       "message": "request timeout",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1199,6 +1556,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "conflict",
+                     *       "message": "conflict",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1213,6 +1577,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "payload-too-large",
+                     *       "message": "request entity too large",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1227,6 +1598,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unsupported-media-type",
+                     *       "message": "unsupported media type",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1241,6 +1619,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unprocessable",
+                     *       "message": "unprocessable entity",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1256,6 +1641,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1298,6 +1690,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthenticated",
+                     *       "message": "unauthorized",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1307,6 +1706,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "forbidden",
+                     *       "message": "forbidden",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1321,6 +1727,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "not-found",
+                     *       "message": "nothing here",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1335,6 +1748,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unprocessable",
+                     *       "message": "unprocessable entity",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1350,6 +1770,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1396,6 +1823,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "invalid-request",
+                     *       "message": "the request could not be read",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1410,6 +1844,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthenticated",
+                     *       "message": "unauthorized",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1424,6 +1865,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "request-timeout",
+                     *       "message": "request timeout",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1438,6 +1886,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "payload-too-large",
+                     *       "message": "request entity too large",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1452,6 +1907,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unsupported-media-type",
+                     *       "message": "unsupported media type",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1466,6 +1928,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unprocessable",
+                     *       "message": "unprocessable entity",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1481,6 +1950,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1521,6 +1997,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthenticated",
+                     *       "message": "unauthorized",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1530,6 +2013,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "forbidden",
+                     *       "message": "forbidden",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1545,6 +2035,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1586,6 +2083,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthenticated",
+                     *       "message": "unauthorized",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1601,6 +2105,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1644,6 +2155,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "invalid-request",
+                     *       "message": "the request could not be read",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1658,6 +2176,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthenticated",
+                     *       "message": "unauthorized",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1667,6 +2192,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "forbidden",
+                     *       "message": "forbidden",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1681,6 +2213,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "request-timeout",
+                     *       "message": "request timeout",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1695,6 +2234,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "payload-too-large",
+                     *       "message": "request entity too large",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1709,6 +2255,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unsupported-media-type",
+                     *       "message": "unsupported media type",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1723,6 +2276,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unprocessable",
+                     *       "message": "unprocessable entity",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1738,6 +2298,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1782,6 +2349,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthenticated",
+                     *       "message": "unauthorized",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1796,6 +2370,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unprocessable",
+                     *       "message": "unprocessable entity",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1811,6 +2392,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1853,6 +2441,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthenticated",
+                     *       "message": "unauthorized",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1867,6 +2462,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unprocessable",
+                     *       "message": "unprocessable entity",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1882,6 +2484,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1912,6 +2521,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1957,6 +2573,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthenticated",
+                     *       "message": "unauthorized",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1971,6 +2594,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unprocessable",
+                     *       "message": "unprocessable entity",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -1986,6 +2616,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2030,6 +2667,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthenticated",
+                     *       "message": "unauthorized",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2044,6 +2688,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "not-found",
+                     *       "message": "nothing here",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2058,6 +2709,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unprocessable",
+                     *       "message": "unprocessable entity",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2073,6 +2731,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2133,6 +2798,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthenticated",
+                     *       "message": "unauthorized",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2147,6 +2819,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "not-found",
+                     *       "message": "nothing here",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2161,6 +2840,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unprocessable",
+                     *       "message": "unprocessable entity",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2176,6 +2862,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2234,6 +2927,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthenticated",
+                     *       "message": "unauthorized",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2248,6 +2948,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "not-found",
+                     *       "message": "nothing here",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2262,6 +2969,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unprocessable",
+                     *       "message": "unprocessable entity",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2277,6 +2991,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2324,6 +3045,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "invalid-request",
+                     *       "message": "the request could not be read",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2338,6 +3066,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthenticated",
+                     *       "message": "unauthorized",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2347,6 +3082,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "forbidden",
+                     *       "message": "forbidden",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2361,6 +3103,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "request-timeout",
+                     *       "message": "request timeout",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2375,6 +3124,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "conflict",
+                     *       "message": "conflict",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2389,6 +3145,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "payload-too-large",
+                     *       "message": "request entity too large",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2403,6 +3166,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unsupported-media-type",
+                     *       "message": "unsupported media type",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2417,6 +3187,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unprocessable",
+                     *       "message": "unprocessable entity",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2432,6 +3209,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2474,6 +3258,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthenticated",
+                     *       "message": "unauthorized",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2483,6 +3274,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "forbidden",
+                     *       "message": "forbidden",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2497,6 +3295,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "not-found",
+                     *       "message": "nothing here",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2511,6 +3316,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unprocessable",
+                     *       "message": "unprocessable entity",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2526,6 +3338,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2567,6 +3386,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthenticated",
+                     *       "message": "unauthorized",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2582,6 +3408,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2632,6 +3465,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthenticated",
+                     *       "message": "unauthorized",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2646,6 +3486,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unprocessable",
+                     *       "message": "unprocessable entity",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2661,6 +3508,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2702,6 +3556,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthenticated",
+                     *       "message": "unauthorized",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2717,6 +3578,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2747,6 +3615,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2791,6 +3666,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthenticated",
+                     *       "message": "unauthorized",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2805,6 +3687,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unprocessable",
+                     *       "message": "unprocessable entity",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2820,6 +3709,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2862,6 +3758,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unauthenticated",
+                     *       "message": "unauthorized",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2876,6 +3779,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "unprocessable",
+                     *       "message": "unprocessable entity",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
@@ -2891,6 +3801,13 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "code": "internal",
+                     *       "message": "brain hit an unexpected error; the X-Request-Id header identifies it in the server log",
+                     *       "details": {}
+                     *     }
+                     */
                     "application/json": components["schemas"]["Error"];
                 };
             };
