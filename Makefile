@@ -1,5 +1,5 @@
 # brain's tasks. `make test` is the one command that runs every test.
-.PHONY: run web test fork-check openapi client client-check client-server-check api-check bench bench-e2e bench-smoke soak lint rename size
+.PHONY: run web test fork-check openapi client client-check client-server-check api-check bench bench-e2e bench-smoke soak lint rename size lighthouse
 
 GO ?= go
 # make size fails above this: a ratchet, only ever lowered, toward 18,000
@@ -37,6 +37,9 @@ client-check: $(WEB_DEPS) ## fail when schema.d.ts or budgets.ts is stale, the t
 
 client-server-check: $(WEB_DEPS) ## the TypeScript client against a real brain (the dashboard built, then brain with it embedded): pacing without 429s, examples/ts-client end to end, the dashboard and /docs in Chromium
 	cd web && npm run --silent test:server
+
+lighthouse: $(WEB_DEPS) ## Lighthouse 12 (desktop preset, headless Chromium) on / (the login page, what a visitor sees before logging in) and /docs against a fresh brain: prints the four scores and the audits that lost points, fails under 95 for accessibility or best practices (make test runs this too). Performance is asserted (90 or more on /) only with LIGHTHOUSE_PERF=1, on a quiet machine: on busy cores it measures the machine
+	cd web && LIGHTHOUSE_PERF=$(LIGHTHOUSE_PERF) npx vitest run --config vitest.server.config.ts test/lighthouse.test.ts
 
 $(WEB_DEPS): web/package.json web/package-lock.json
 	cd web && npm ci --no-audit --no-fund

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -88,20 +89,31 @@ type document struct {
 	render      func() ([]byte, error)
 	renders     *atomic.Int32 // for tests
 
-	once sync.Once
-	body []byte
-	etag string
-	err  error
+	once         sync.Once
+	body, gz     []byte // gz: body gzipped, for the clients that take it
+	etag, gzETag string
+	err          error
 }
 
 func (d *document) get() ([]byte, error) {
 	d.once.Do(func() {
 		d.renders.Add(1)
-		d.body, d.err = d.render()
-		sum := sha256.Sum256(d.body)
-		d.etag = `"` + hex.EncodeToString(sum[:16]) + `"`
+		if d.body, d.err = d.render(); d.err == nil {
+			var b bytes.Buffer
+			z, _ := gzip.NewWriterLevel(&b, gzip.BestCompression) // fails only on a bad level
+			_, _ = z.Write(d.body)                                // a bytes.Buffer takes every write
+			d.err = z.Close()
+			d.gz = b.Bytes()
+		}
+		d.etag, d.gzETag = ETag(d.body, ""), ETag(d.body, "-gz")
 	})
 	return d.body, d.err
+}
+
+// ETag is a strong ETag of body; suffix names one of its encodings (-gz).
+func ETag(body []byte, suffix string) string {
+	sum := sha256.Sum256(body)
+	return `"` + hex.EncodeToString(sum[:16]) + suffix + `"`
 }
 
 // serve writes the document with a strong ETag and Cache-Control: no-cache.
@@ -114,7 +126,20 @@ func (d *document) serve(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", d.contentType)
 	h.Set("Cache-Control", "no-cache")
-	ServeBytes(w, r, d.body, d.etag)
+	ServeEncoded(w, r, d.body, d.etag, d.gz, d.gzETag)
+}
+
+// ServeEncoded serves body with ServeBytes, or gz, body's gzip encoding (if
+// not nil), to a client that takes gzip: each with its own ETag.
+func ServeEncoded(w http.ResponseWriter, r *http.Request, body []byte, etag string, gz []byte, gzETag string) {
+	if gz != nil {
+		w.Header().Add("Vary", "Accept-Encoding")
+		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+			body, etag = gz, gzETag
+			w.Header().Set("Content-Encoding", "gzip")
+		}
+	}
+	ServeBytes(w, r, body, etag)
 }
 
 // ServeBytes writes body, whose ETag is etag, with http.ServeContent. Range
@@ -125,6 +150,7 @@ func ServeBytes(w http.ResponseWriter, r *http.Request, body []byte, etag string
 		t = strings.TrimSpace(t)
 		return t == "*" || t == etag
 	}) {
+		w.Header().Del("Content-Encoding") // the envelope is not the encoded body
 		WriteError(w, NewError(http.StatusPreconditionFailed, "If-Match names another version of this document"))
 		return
 	}
@@ -132,6 +158,8 @@ func ServeBytes(w http.ResponseWriter, r *http.Request, body []byte, etag string
 		r = r.Clone(r.Context())
 		r.Header.Del("Range")
 	}
+	// ServeContent leaves out the length of an encoded body: it is body's.
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 }
 
@@ -311,4 +339,30 @@ func renderDocs(spec []byte) ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// acceptsGzip reports whether an Accept-Encoding header takes gzip; a named
+// gzip wins over * (RFC 9110).
+func acceptsGzip(header string) bool {
+	star := false
+	for _, part := range strings.Split(header, ",") {
+		coding, params, _ := strings.Cut(part, ";")
+		coding = strings.ToLower(strings.TrimSpace(coding))
+		if coding != "gzip" && coding != "*" {
+			continue
+		}
+		q := 1.0
+		for _, p := range strings.Split(params, ";") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(p), "q="); ok {
+				if f, err := strconv.ParseFloat(v, 64); err == nil {
+					q = f
+				}
+			}
+		}
+		if coding == "gzip" {
+			return q > 0
+		}
+		star = q > 0
+	}
+	return star
 }

@@ -1,5 +1,7 @@
 package web
 
+import "github.com/brain-template/brain/api"
+
 // notBuiltPage is what / answers without the dashboard: how to build it.
 const notBuiltPage = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -15,5 +17,5 @@ or run <code>make run</code>, which does both. Building needs Node.js 20 and npm
 </body></html>
 `
 
-var notBuilt = &file{body: []byte(notBuiltPage), etag: etagOf([]byte(notBuiltPage), ""),
+var notBuilt = &file{body: []byte(notBuiltPage), etag: api.ETag([]byte(notBuiltPage), ""),
 	contentType: "text/html; charset=utf-8", cache: cacheRevalidate}

@@ -3,15 +3,12 @@
 package web
 
 import (
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"mime"
 	"net/http"
 	"path"
-	"strconv"
 	"strings"
 
 	"github.com/brain-template/brain/api"
@@ -74,7 +71,7 @@ func New(fsys fs.FS) (*Site, error) {
 		if strings.HasPrefix(name, "assets/") {
 			cache = cacheImmutable
 		}
-		s.files[name] = &file{body: body, etag: etagOf(body, ""), contentType: ct, cache: cache}
+		s.files[name] = &file{body: body, etag: api.ETag(body, ""), contentType: ct, cache: cache}
 		return nil
 	})
 	if err != nil {
@@ -82,7 +79,7 @@ func New(fsys fs.FS) (*Site, error) {
 	}
 	for name, f := range s.files {
 		if orig, ok := strings.CutSuffix(name, ".gz"); ok && s.files[orig] != nil {
-			s.files[orig].gz, s.files[orig].gzETag = f.body, etagOf(s.files[orig].body, "-gz")
+			s.files[orig].gz, s.files[orig].gzETag = f.body, api.ETag(s.files[orig].body, "-gz")
 			delete(s.files, name)
 		}
 	}
@@ -148,15 +145,7 @@ func (f *file) serve(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", f.contentType)
 	h.Set("Cache-Control", f.cache)
 	h.Set("Content-Security-Policy", CSP)
-	body, etag := f.body, f.etag
-	if f.gz != nil {
-		h.Add("Vary", "Accept-Encoding")
-		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
-			body, etag = f.gz, f.gzETag
-			h.Set("Content-Encoding", "gzip")
-		}
-	}
-	api.ServeBytes(w, r, body, etag)
+	api.ServeEncoded(w, r, f.body, f.etag, f.gz, f.gzETag)
 }
 
 // getOrHead answers 405 to any other method than GET and HEAD.
@@ -193,35 +182,4 @@ func hidden(name string) bool {
 		}
 	}
 	return false
-}
-
-func etagOf(body []byte, suffix string) string {
-	sum := sha256.Sum256(body)
-	return `"` + hex.EncodeToString(sum[:16]) + suffix + `"`
-}
-
-// acceptsGzip reports whether an Accept-Encoding header takes gzip; a named
-// gzip wins over * (RFC 9110).
-func acceptsGzip(header string) bool {
-	star := false
-	for _, part := range strings.Split(header, ",") {
-		coding, params, _ := strings.Cut(part, ";")
-		coding = strings.ToLower(strings.TrimSpace(coding))
-		if coding != "gzip" && coding != "*" {
-			continue
-		}
-		q := 1.0
-		for _, p := range strings.Split(params, ";") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(p), "q="); ok {
-				if f, err := strconv.ParseFloat(v, 64); err == nil {
-					q = f
-				}
-			}
-		}
-		if coding == "gzip" {
-			return q > 0
-		}
-		star = q > 0
-	}
-	return star
 }

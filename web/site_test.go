@@ -152,6 +152,9 @@ func TestGzipSibling(t *testing.T) {
 	}{{"gzip, deflate, br", true}, {"br;q=1.0, gzip;q=0.5", true}, {"*", true}, {"gzip;q=0", false}, {"gzip;q=0, *", false}, {"*, gzip;q=0", false}, {"*;q=0", false}, {"", false}, {"identity", false}} {
 		w := get(s, "GET", "/assets/index-abc123.js", "Accept-Encoding", c.accept)
 		body := w.Body.String()
+		if cl := w.Header().Get("Content-Length"); cl != strconv.Itoa(len(body)) {
+			t.Errorf("Accept-Encoding %q: Content-Length %q, body %d bytes", c.accept, cl, len(body))
+		}
 		if c.gzip {
 			r, err := gzip.NewReader(w.Body)
 			if err != nil {

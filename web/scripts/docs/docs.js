@@ -20,6 +20,22 @@ export function withRateLimits(spec) {
   return spec;
 }
 
+// accessible is a Swagger UI plugin that adds what its markup lacks for
+// screen readers: a name for the Servers select (its own label is empty),
+// and a heading between the title (h1) and the tags (h3).
+function accessible() {
+  const before = (el) => (Original, { React }) =>
+    function Wrapped(props) {
+      return React.createElement(React.Fragment, null, el(React), React.createElement(Original, props));
+    };
+  return {
+    wrapComponents: {
+      Servers: before((R) => R.createElement("label", { htmlFor: "servers", className: "docs-hidden" }, "Server")),
+      operations: before((R) => R.createElement("h2", { className: "docs-hidden" }, "Operations by tag")),
+    },
+  };
+}
+
 async function main() {
   const root = document.getElementById("swagger-ui");
   let spec;
@@ -46,6 +62,7 @@ async function main() {
     tryItOutEnabled: false,
     persistAuthorization: false,
     presets: [window.SwaggerUIBundle.presets.apis],
+    plugins: [accessible],
     layout: "BaseLayout",
   });
 }
