@@ -18,9 +18,7 @@ import (
 
 var liveEvent = EventType{Name: "system.live", Data: LiveSnapshot{}, Doc: "The server's state, every second: a new stream gets those of the last five minutes first, oldest first."}
 
-// historyLen bounds the snapshots a runtime keeps for new live streams:
-// five minutes at one a second, each a few hundred bytes.
-const historyLen = 300
+const historyLen = 300 // the snapshots kept for new live streams: five minutes at one a second
 
 // LiveSnapshot is the data of a system.live event.
 type LiveSnapshot struct {
@@ -90,7 +88,10 @@ func (l *liveSnapshots) take(ctx context.Context, p *Runtime) {
 	gauges := l.last.Gauges
 	l.mu.Unlock()
 	snap := LiveSnapshot{At: now, OpenStreams: int64(p.count()), Gauges: readGauges(ctx, s, p.reg.gauges, gauges),
-		Goroutines: runtime.NumGoroutine(), HeapBytes: heapBytes()}
+		Goroutines: runtime.NumGoroutine()}
+	heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(heap)
+	snap.HeapBytes = heap[0].Value.Uint64()
 	req, lim := s.Traffic()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -102,12 +103,6 @@ func (l *liveSnapshots) take(ctx context.Context, p *Runtime) {
 	}
 	l.last, l.requests, l.lims = snap, req, lim
 	l.history = append(l.history[max(0, len(l.history)+1-historyLen):], snap)
-}
-
-func heapBytes() uint64 {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(sample)
-	return sample[0].Value.Uint64()
 }
 
 // AddGauge adds a gauge to GET /api/v1/system/live: gauges.name is what
