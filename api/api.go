@@ -78,6 +78,7 @@ type Server struct {
 	metrics    *Metrics
 	auth       *auth.Service
 	now        func() time.Time
+	logger     *slog.Logger
 	adapter    *inSpecOnly
 	errs       []error     // the features' mistakes (DeclareErrorCode)
 	described  []string    // the features' paragraphs of the description
@@ -149,7 +150,7 @@ func New(cfg Config) *Server {
 	adapter := &inSpecOnly{Adapter: humachi.NewAdapter(r)}
 	api := huma.NewAPI(hc, adapter)
 	s := &Server{router: r, API: api, planes: ps, outages: outages, traffic: tr, bodies: bodies,
-		metrics: cfg.Metrics, auth: cfg.Auth, now: cfg.Now, adapter: adapter}
+		metrics: cfg.Metrics, auth: cfg.Auth, now: cfg.Now, logger: cfg.Logger, adapter: adapter}
 	api.UseMiddleware(s.requireCaller)
 	ps.api, bodies.api = api, api
 	addRoutes(api, cfg)

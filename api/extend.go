@@ -88,6 +88,9 @@ func (s *Server) Refuse(w http.ResponseWriter, r *http.Request, e *Error) {
 // once a minute per cause.
 func (s *Server) LogOutage(ctx context.Context, cause error) { s.outages.log(ctx, cause) }
 
+// Logger is the server's logger (Config.Logger), for work outside a request.
+func (s *Server) Logger() *slog.Logger { return s.logger }
+
 // Now is the server's clock (Config.Now).
 func (s *Server) Now() time.Time { return s.now() }
 

@@ -6,8 +6,15 @@ import (
 	"time"
 )
 
-// LiveSnapshotOf is the snapshot a live stream of p, of ctx, sends now.
-func LiveSnapshotOf(ctx context.Context, p *Runtime) LiveSnapshot { return p.live.snapshot(ctx, p) }
+// TakeSnapshot takes a live snapshot now, as p does every second, and
+// returns the snapshots p keeps, oldest first.
+func TakeSnapshot(ctx context.Context, p *Runtime) []LiveSnapshot {
+	p.live.take(ctx, p)
+	return p.live.since(time.Time{})
+}
+
+// HistoryLen is historyLen.
+const HistoryLen = historyLen
 
 // Keys returns the shards' stream keys, in order.
 func (h *ShardedRedisHub) Keys() []string {

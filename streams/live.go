@@ -16,79 +16,97 @@ import (
 	"github.com/brain-template/brain/api"
 )
 
-var liveEvent = EventType{Name: "system.live", Data: LiveSnapshot{}, Doc: "The server's state, every second."}
+var liveEvent = EventType{Name: "system.live", Data: LiveSnapshot{}, Doc: "The server's state, every second: a new stream gets those of the last five minutes first, oldest first."}
+
+const historyLen = 300 // the snapshots kept for new live streams: five minutes at one a second
 
 // LiveSnapshot is the data of a system.live event.
 type LiveSnapshot struct {
 	At           time.Time        `json:"at" example:"2026-05-14T09:30:13Z"`
 	RequestsPerS float64          `json:"requests_per_s" example:"42.5" doc:"Requests this replica answered per second, over the last second."`
 	LimitedPerS  float64          `json:"limited_per_s" example:"0.5" doc:"Of those, refused with 429, per second."`
-	OpenStreams  int64            `json:"open_streams" example:"3" doc:"Streams open on this replica, this one included."`
-	Gauges       map[string]int64 `json:"gauges" doc:"The gauges the server's features declare, by name (its properties list them): each an integer read at most once a second, the last value read while its source does not answer."`
+	OpenStreams  int64            `json:"open_streams" example:"3" doc:"Streams open on this replica."`
+	Gauges       map[string]int64 `json:"gauges" doc:"The gauges the server's features declare, by name (its properties list them): each an integer read once a second, the last value read while its source does not answer."`
 	Goroutines   int              `json:"goroutines" example:"48"`
 	HeapBytes    uint64           `json:"heap_bytes" example:"8388608" doc:"Bytes of live and not yet collected heap objects."`
 }
 
+// serveLive sends the snapshots kept, then each new one.
 func (p *Runtime) serveLive(st *Stream) {
-	if st.Start() != nil {
-		return
+	var sent time.Time // the last sent's
+	send := func(time.Time, bool) error {
+		for _, snap := range p.live.since(sent) {
+			if err := st.sendValue("", liveEvent.Name, snap); err != nil {
+				return err
+			}
+			sent = snap.At
+		}
+		return nil
 	}
-	every := time.NewTicker(time.Second)
-	defer every.Stop()
-	Pump(st, every.C, func(time.Time, bool) error {
-		return st.sendValue("", liveEvent.Name, p.live.snapshot(st.r.Context(), p))
-	})
+	if st.Start() == nil && send(sent, true) == nil {
+		Pump(st, time.Tick(time.Second), send)
+	}
 }
 
-// liveSnapshots computes the snapshot at most once a second: one stream at
-// a time reads the gauges, outside the lock, while the others send the last.
+// record takes a snapshot each second, streams open or not, until CloseStreams.
+func (p *Runtime) record(ctx context.Context) {
+	for tick := time.Tick(time.Second); ; {
+		select {
+		case <-tick:
+			p.live.take(ctx, p)
+		case <-p.closing:
+			return
+		}
+	}
+}
+
+// liveSnapshots are the last snapshots, which streams read while the next
+// is taken: a gauge that stalls delays it, never a stream.
 type liveSnapshots struct {
 	mu             sync.Mutex
+	history        []LiveSnapshot // oldest first, at most historyLen
 	last           LiveSnapshot
-	requests, lims uint64
-	reading        bool // a stream is reading the gauges
+	requests, lims uint64 // s.Traffic() at the last
 }
 
-func (l *liveSnapshots) snapshot(ctx context.Context, p *Runtime) LiveSnapshot {
-	s := p.s
-	l.mu.Lock()
-	if s.Now().Sub(l.last.At) < 900*time.Millisecond || l.reading {
-		defer l.mu.Unlock()
-		if l.last.Gauges == nil { // none read yet: each 0 (AddGauge), never null
-			l.last.Gauges = make(map[string]int64, len(p.reg.gauges))
-			for _, g := range p.reg.gauges {
-				l.last.Gauges[g.name] = 0
-			}
-		}
-		return l.last
-	}
-	l.reading = true
-	last := l.last.Gauges
-	l.mu.Unlock()
-	gauges := readGauges(ctx, s, p.reg.gauges, last)
+// since returns the snapshots taken after t, oldest first.
+func (l *liveSnapshots) since(t time.Time) []LiveSnapshot {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.reading = false
-	now := s.Now()
-	elapsed := now.Sub(l.last.At)
+	i := len(l.history)
+	for i > 0 && l.history[i-1].At.After(t) {
+		i--
+	}
+	return slices.Clone(l.history[i:])
+}
+
+// take adds a snapshot of now, unless the last is not older (a test's
+// clock that has not moved, a clock stepped back).
+func (l *liveSnapshots) take(ctx context.Context, p *Runtime) {
+	s, now := p.s, p.s.Now().UTC()
+	l.mu.Lock()
+	gauges := l.last.Gauges
+	l.mu.Unlock()
+	snap := LiveSnapshot{At: now, OpenStreams: int64(p.count()), Gauges: readGauges(ctx, s, p.reg.gauges, gauges),
+		Goroutines: runtime.NumGoroutine()}
+	heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(heap)
+	snap.HeapBytes = heap[0].Value.Uint64()
 	req, lim := s.Traffic()
-	snap := LiveSnapshot{At: now.UTC(), OpenStreams: int64(p.count()), Gauges: gauges, Goroutines: runtime.NumGoroutine(), HeapBytes: heapBytes()}
-	if !l.last.At.IsZero() && elapsed > 0 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if elapsed := now.Sub(l.last.At); elapsed <= 0 {
+		return
+	} else if !l.last.At.IsZero() {
 		snap.RequestsPerS = float64(req-l.requests) / elapsed.Seconds()
 		snap.LimitedPerS = float64(lim-l.lims) / elapsed.Seconds()
 	}
 	l.last, l.requests, l.lims = snap, req, lim
-	return snap
-}
-
-func heapBytes() uint64 {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(sample)
-	return sample[0].Value.Uint64()
+	l.history = append(l.history[max(0, len(l.history)+1-historyLen):], snap)
 }
 
 // AddGauge adds a gauge to GET /api/v1/system/live: gauges.name is what
-// read returns (read at most once a second, with a second's deadline; the
+// read returns (read once a second, with a second's deadline; the
 // last value while it fails), and doc says what it counts. The name is
 // snake_case, at most 64 bytes, added once. Call it from an api.Feature.
 func AddGauge(s *api.Server, name, doc string, read func(ctx context.Context) (int64, error)) {

@@ -34,7 +34,8 @@ func (p *Runtime) addPlatform() {
 		Operation: huma.Operation{
 			OperationID: "follow-system-live", Path: api.Prefix + "/system/live", Tags: tags,
 			Summary: "Follow the server's state",
-			Description: "A snapshot of this replica every second: requests and refusals per second, open streams, the gauges the features declare, goroutines, heap. " + who +
+			Description: "A snapshot of this replica every second: requests and refusals per second, open streams, the gauges the features declare, goroutines, heap. " +
+				"It keeps the last five minutes (300, taken whether or not a stream is open): a new stream gets them first, oldest first, each with its own at. " + who +
 				" Shares the stream plane's caps and open budgets with every stream endpoint.",
 		},
 		Access: p.cfg.LiveAccess,

@@ -19,7 +19,8 @@ import (
 
 // A Runtime is the stream endpoints of one server: its caps, open budgets,
 // hub, and the streams open on this replica. Make one with [New], serve it
-// with [Runtime.Feature], and end its streams with [Runtime.CloseStreams].
+// with [Runtime.Feature] (which starts its live snapshots, one a second),
+// and end its streams and snapshots with [Runtime.CloseStreams].
 type Runtime struct {
 	cfg Config
 	s   *api.Server // once Feature ran
@@ -90,14 +91,15 @@ func (p *Runtime) Feature(s *api.Server) {
 	}
 	reg.pending = nil
 	p.addPlatform()
+	go p.record(api.WithLogger(context.Background(), s.Logger()))
 }
 
 // Hub is the hub the runtime's streams follow, where features [Publish] events.
 func (p *Runtime) Hub() Hub { return p.cfg.Hub }
 
-// CloseStreams makes every open stream send stream.closing and end, and
-// waits until they have, or ctx is done. Call it when a shutdown starts:
-// a stream that took its connection is not http.Server's to wait for.
+// CloseStreams stops the live snapshots, has every open stream send
+// stream.closing and end, and waits until they have, or ctx is done. Call it
+// at shutdown: a stream that took its connection is not http.Server's to wait for.
 func (p *Runtime) CloseStreams(ctx context.Context) error {
 	p.once.Do(func() { close(p.closing) })
 	p.mu.Lock()

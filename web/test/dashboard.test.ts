@@ -25,6 +25,33 @@ function liveGauges(url: string, cookie: string): Promise<string[]> {
   });
 }
 
+/** liveKept counts the snapshots a new /system/live stream gets first: those taken before it opened. */
+function liveKept(url: string, cookie: string): Promise<number> {
+  const opened = Date.now();
+  let kept = 0;
+  return new Promise((resolve, reject) => {
+    const s = openStream(createBrainClient({ baseUrl: url, fetch: withCookie(cookie) }), "/api/v1/system/live", {
+      onEvent: (ev) => {
+        if (ev.event !== "system.live") return;
+        if (Date.parse(ev.data.at) < opened) return void kept++;
+        s.close();
+        resolve(kept);
+      },
+      onStatus: (st) => st.state === "failed" && reject(new Error(st.error.message)),
+    });
+  });
+}
+
+/** recordCanvasText keeps in window.drawn each text a canvas draws: the chart's tick labels. */
+function recordCanvasText() {
+  const drawn: string[] = ((window as unknown as { drawn: string[] }).drawn = []);
+  const fillText = CanvasRenderingContext2D.prototype.fillText;
+  CanvasRenderingContext2D.prototype.fillText = function (text, ...rest) {
+    drawn.push(String(text));
+    return fillText.call(this, text, ...rest);
+  };
+}
+
 const run = haveChromium();
 
 describe.runIf(run)("the dashboard, as a new user", () => {
@@ -33,6 +60,7 @@ describe.runIf(run)("the dashboard, as a new user", () => {
 
   it("logs in and shows the live chart of /system/live", async () => {
     const { page } = browser.w();
+    await page.addInitScript(recordCanvasText); // the chart's first seconds, for the tick labels checked below
     await page.goto(brain().url + "/");
     await page.getByTestId("login-username").waitFor();
     await shot(page, "01-login");
@@ -50,6 +78,25 @@ describe.runIf(run)("the dashboard, as a new user", () => {
     const gauges = await liveGauges(brain().url, cookie);
     await expect.poll(() => page.locator('[data-testid^="live-gauge-"]').count(), { timeout: 10_000 }).toBe(gauges.length);
     for (const g of gauges) expect(await page.getByTestId(`live-gauge-${g}`).textContent()).toMatch(/^\d/);
+  });
+
+  it("fills the chart at once with the snapshots the server kept, ticks on whole seconds, the latest values in its legend", async () => {
+    const { page } = browser.w();
+    await page.getByTestId("nav-keys").click(); // the overview's stream closes
+    const cookie = (await browser.b().context.cookies(brain().url)).map((c) => `${c.name}=${c.value}`).join("; ");
+    let kept = 0;
+    await expect.poll(async () => (kept = await liveKept(brain().url, cookie)), { timeout: 20_000 }).toBeGreaterThanOrEqual(5);
+    await page.getByTestId("nav-overview").click();
+    const first = await page.waitForFunction(() => Number(document.querySelector<HTMLElement>('[data-testid="live-chart"]')?.dataset.points) || 0);
+    expect(await first.jsonValue(), "points at the chart's first paint").toBeGreaterThanOrEqual(kept);
+    const values = page.locator('[data-testid="live-chart"] .u-legend .u-series:not(:first-child) .u-value');
+    await expect.poll(() => values.allTextContents()).toEqual(expect.arrayContaining([expect.stringMatching(/^\d/)]));
+    for (const v of await values.allTextContents()) expect(v, "a legend value").toMatch(/^-?\d/);
+    // Since the first test: the chart's first seconds too, a span of a few seconds where uPlot would tick at half-seconds.
+    const ticks = (await page.evaluate(() => (window as unknown as { drawn: string[] }).drawn)).filter((t) => /:\d\d/.test(t));
+    expect(ticks.length, "time ticks drawn").toBeGreaterThan(0);
+    for (const t of ticks) expect(t, "a time tick").not.toMatch(/:\d\d[.,]\d/);
+    await shot(page, "91-chart-history");
   });
 
   it("creates an API key, shows it once, and deletes it", async () => {

@@ -373,7 +373,7 @@ export interface paths {
         };
         /**
          * Follow the server's state
-         * @description A snapshot of this replica every second: requests and refusals per second, open streams, the gauges the features declare, goroutines, heap. Any caller (a session or an API key) may follow it: it shows the server's load, not any user's data (BRAIN_LIVE_ACCESS=admin restricts it to the user admin). Shares the stream plane's caps and open budgets with every stream endpoint.
+         * @description A snapshot of this replica every second: requests and refusals per second, open streams, the gauges the features declare, goroutines, heap. It keeps the last five minutes (300, taken whether or not a stream is open): a new stream gets them first, oldest first, each with its own at. Any caller (a session or an API key) may follow it: it shows the server's load, not any user's data (BRAIN_LIVE_ACCESS=admin restricts it to the user admin). Shares the stream plane's caps and open budgets with every stream endpoint.
          */
         get: operations["follow-system-live"];
         put?: never;
@@ -1120,7 +1120,7 @@ export interface components {
              * @example 2026-05-14T09:30:13Z
              */
             at: string;
-            /** @description The gauges the server's features declare, by name (its properties list them): each an integer read at most once a second, the last value read while its source does not answer. */
+            /** @description The gauges the server's features declare, by name (its properties list them): each an integer read once a second, the last value read while its source does not answer. */
             gauges: {
                 /**
                  * Format: int64
@@ -1150,7 +1150,7 @@ export interface components {
             limited_per_s: number;
             /**
              * Format: int64
-             * @description Streams open on this replica, this one included.
+             * @description Streams open on this replica.
              * @example 3
              */
             open_streams: number;

@@ -86,6 +86,19 @@ describe("live series", () => {
     expect(a.data[0]).toEqual([5]);
     expect(b.data[0]).toEqual([5, 6]);
   });
+  it("keeps the five minutes the server sends first, and takes a reconnect's replay once, in order", () => {
+    let c = emptyColumns();
+    for (let s = 1000; s <= 1400; s++) c = appendSnapshot(c, snap(s));
+    expect(c.data[0]).toHaveLength(301);
+    expect(c.data[0][0]).toBe(1100);
+    // A reconnected stream sends its history again: the snapshots seen are skipped, the new ones added.
+    for (let s = 1300; s <= 1405; s++) c = appendSnapshot(c, snap(s, s + 0.5));
+    const [xs, rps] = c.data;
+    expect(xs).toHaveLength(301);
+    expect(xs[0]).toBe(1105);
+    expect(xs.every((x, i) => i === 0 || x === xs[i - 1]! + 1)).toBe(true);
+    expect(rps!.slice(-7)).toEqual([1399, 1400, 1401.5, 1402.5, 1403.5, 1404.5, 1405.5]);
+  });
   it("words a gauge's name", () => {
     expect(humanise("queue_depth")).toBe("Queue depth");
     expect(humanise("open-files")).toBe("Open files");

@@ -1,5 +1,5 @@
-// The live chart's data: the /system/live snapshots of the last two minutes,
-// as uPlot's columns: time in seconds, then one column per series, the
+// The live chart's data: the /system/live snapshots of the last five minutes
+// (what the server keeps and sends first on each stream), as uPlot's columns: time in seconds, then one column per series, the
 // snapshot's own numbers first and then each gauge the server's features
 // register (LiveSnapshot.gauges), whatever their names.
 import type { components } from "../api/schema";
@@ -23,14 +23,18 @@ export function emptyColumns(): LiveColumns {
   return { gauges: [], data: [[], ...liveFields.map(() => [])] };
 }
 
+/** The seconds of snapshots the chart keeps: the five minutes the server keeps. */
+export const windowSeconds = 300;
+
 /**
  * appendSnapshot adds one snapshot and drops those older than windowS
  * seconds before it; a gauge seen for the first time gets a column, empty
- * (null) before it. A snapshot not newer than the last (a replay, a clock
- * step back) replaces nothing and is skipped. Returns new arrays: the old
- * ones are left as they were.
+ * (null) before it. A snapshot not newer than the last (the history a
+ * reconnected stream sends again, a clock step back) is skipped: the
+ * columns stay in order, each time once. Returns new arrays: the old ones
+ * are left as they were.
  */
-export function appendSnapshot(cols: LiveColumns, snap: LiveSample, windowS = 120): LiveColumns {
+export function appendSnapshot(cols: LiveColumns, snap: LiveSample, windowS = windowSeconds): LiveColumns {
   const t = Date.parse(snap.at) / 1000;
   if (!Number.isFinite(t)) return cols;
   const [xs, ...ys] = cols.data;

@@ -1,6 +1,7 @@
 // The overview: /api/v1/system/live followed while the page is shown (its
-// stream closes with the page), the last two minutes charted and the
-// current numbers beside, with a number for each gauge the snapshot carries.
+// stream closes with the page, and each new one starts with the last five
+// minutes the server kept), charted, and the current numbers beside, with a
+// number for each gauge the snapshot carries.
 import { useEffect, useState } from "react";
 import { openStream, type StreamStatus } from "../../api/streams";
 import { checkSession, client } from "../api";
