@@ -126,12 +126,14 @@ func (d *document) serve(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", d.contentType)
 	h.Set("Cache-Control", "no-cache")
-	ServeEncoded(w, r, d.body, d.etag, d.gz, d.gzETag)
+	ServeBytes(w, r, d.body, d.etag, d.gz, d.gzETag)
 }
 
-// ServeEncoded serves body with ServeBytes, or gz, body's gzip encoding (if
-// not nil), to a client that takes gzip: each with its own ETag.
-func ServeEncoded(w http.ResponseWriter, r *http.Request, body []byte, etag string, gz []byte, gzETag string) {
+// ServeBytes writes body, whose ETag is etag, with http.ServeContent, or
+// gz, body's gzip encoding (if not nil), to a client that takes gzip: each
+// with its own ETag. Range is ignored (many one-byte ranges would cost far
+// more than the body).
+func ServeBytes(w http.ResponseWriter, r *http.Request, body []byte, etag string, gz []byte, gzETag string) {
 	if gz != nil {
 		w.Header().Add("Vary", "Accept-Encoding")
 		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
@@ -139,12 +141,6 @@ func ServeEncoded(w http.ResponseWriter, r *http.Request, body []byte, etag stri
 			w.Header().Set("Content-Encoding", "gzip")
 		}
 	}
-	ServeBytes(w, r, body, etag)
-}
-
-// ServeBytes writes body, whose ETag is etag, with http.ServeContent. Range
-// is ignored (many one-byte ranges would cost far more than the body).
-func ServeBytes(w http.ResponseWriter, r *http.Request, body []byte, etag string) {
 	w.Header().Set("ETag", etag)
 	if im := r.Header.Get("If-Match"); im != "" && !slices.ContainsFunc(strings.Split(im, ","), func(t string) bool {
 		t = strings.TrimSpace(t)
@@ -341,28 +337,16 @@ func renderDocs(spec []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// acceptsGzip reports whether an Accept-Encoding header takes gzip; a named
-// gzip wins over * (RFC 9110).
+// acceptsGzip reports whether an Accept-Encoding header names gzip with a
+// q above 0 (RFC 9110). A bare * gets the plain body, which is always allowed.
 func acceptsGzip(header string) bool {
-	star := false
 	for _, part := range strings.Split(header, ",") {
 		coding, params, _ := strings.Cut(part, ";")
-		coding = strings.ToLower(strings.TrimSpace(coding))
-		if coding != "gzip" && coding != "*" {
-			continue
+		if strings.EqualFold(strings.TrimSpace(coding), "gzip") {
+			q, ok := strings.CutPrefix(strings.TrimSpace(params), "q=")
+			f, err := strconv.ParseFloat(q, 64)
+			return !ok || err != nil || f > 0
 		}
-		q := 1.0
-		for _, p := range strings.Split(params, ";") {
-			if v, ok := strings.CutPrefix(strings.TrimSpace(p), "q="); ok {
-				if f, err := strconv.ParseFloat(v, 64); err == nil {
-					q = f
-				}
-			}
-		}
-		if coding == "gzip" {
-			return q > 0
-		}
-		star = q > 0
 	}
-	return star
+	return false
 }

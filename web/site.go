@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/brain-template/brain/api"
@@ -145,7 +146,7 @@ func (f *file) serve(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", f.contentType)
 	h.Set("Cache-Control", f.cache)
 	h.Set("Content-Security-Policy", CSP)
-	api.ServeEncoded(w, r, f.body, f.etag, f.gz, f.gzETag)
+	api.ServeBytes(w, r, f.body, f.etag, f.gz, f.gzETag)
 }
 
 // getOrHead answers 405 to any other method than GET and HEAD.
@@ -162,24 +163,13 @@ func getOrHead(w http.ResponseWriter, r *http.Request) bool {
 // that is not a clean name.
 func nameOf(urlPath string) (string, bool) {
 	name, ok := strings.CutPrefix(urlPath, "/")
-	if !ok {
-		return "", false
-	}
 	name = strings.TrimSuffix(name, "/")
-	if name == "" {
-		return "", true
-	}
-	if !fs.ValidPath(name) || strings.Contains(name, `\`) || hidden(name) {
+	if !ok || name != "" && (!fs.ValidPath(name) || strings.Contains(name, `\`) || hidden(name)) {
 		return "", false
 	}
 	return name, true
 }
 
 func hidden(name string) bool {
-	for _, e := range strings.Split(name, "/") {
-		if strings.HasPrefix(e, ".") && e != "." {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(strings.Split(name, "/"), func(e string) bool { return strings.HasPrefix(e, ".") && e != "." })
 }
