@@ -16,9 +16,9 @@ const lines = (n: number, what: string) => Array.from({ length: n }, (_, i) => `
 const jobStatus = (page: Page) => page.getByTestId("job-status").getAttribute("data-status");
 
 // paste fills the notes form and sends it, and waits for the answer.
-async function paste(page: Page, project: string, notes: string) {
+async function paste(page: Page, project: string, text: string) {
   await page.getByTestId("ingest-project").fill(project);
-  await page.getByTestId("ingest-notes").fill(notes);
+  await page.getByTestId("ingest-notes").fill(text);
   await page.getByTestId("ingest-submit").click();
   await page.getByTestId("ingest-result").waitFor({ timeout: 20_000 });
 }
@@ -84,15 +84,15 @@ describe.runIf(run)("the example's pages", () => {
       await route.fulfill({ response: res, json: { ...job, status: "queued", items_done: 0 } });
       lagged++;
     });
-    const notes = lines(300, "Replayed note");
-    await paste(page, "replay", notes);
+    const pasted = lines(300, "Replayed note");
+    await paste(page, "replay", pasted);
     const [job] = await jobLinks(page);
     // The job itself is done (asked outside the page, which the route does not touch).
     const record = async () => (await (await page.request.get(`${brain().url}/api/v1/jobs/${job}`)).json()).status;
     await expect.poll(record, { timeout: 30_000 }).toBe("succeeded");
     // The replays answer "now succeeded": the lagging record must not say otherwise.
     for (let i = 0; i < 2; i++) {
-      await paste(page, "replay", notes);
+      await paste(page, "replay", pasted);
       expect(await page.getByTestId("ingest-result").getAttribute("data-replayed")).toBe("true");
       expect(await jobLinks(page)).toEqual([job]);
       await expect.poll(() => jobStatus(page), { timeout: 10_000 }).toBe("succeeded");
@@ -100,7 +100,7 @@ describe.runIf(run)("the example's pages", () => {
     }
     expect(lagged).toBeGreaterThan(0);
     await page.unroute(lagging);
-    await paste(page, "replay", notes);
+    await paste(page, "replay", pasted);
     await expect.poll(() => page.getByTestId("job-status").textContent(), { timeout: 10_000 }).toBe("succeeded: 300 items stored");
     await shot(page, "41-replayed-job");
 
@@ -146,8 +146,8 @@ describe.runIf(run)("the example's pages", () => {
     page.on("request", (r) => {
       if (r.method() === "POST" && r.url().endsWith("/api/v1/memory/ingest")) posts++;
     });
-    const notes = lines(2000, "Split note");
-    await paste(page, "split", notes);
+    const pasted = lines(2000, "Split note");
+    await paste(page, "split", pasted);
     expect(posts).toBe(2);
     await expect.poll(() => page.getByTestId("job-status").textContent(), { timeout: 60_000 }).toBe("succeeded: 2,000 items stored");
     const jobs = await jobLinks(page);
@@ -155,7 +155,7 @@ describe.runIf(run)("the example's pages", () => {
     expect(new Set(jobs).size).toBe(2);
     await shot(page, "42-split-paste");
 
-    await paste(page, "split", notes);
+    await paste(page, "split", pasted);
     expect(posts).toBe(4);
     expect(await jobLinks(page)).toEqual(jobs);
     expect(await page.getByTestId("ingest-batch").evaluateAll((els) => els.map((e) => e.getAttribute("data-replayed")))).toEqual(["true", "true"]);
