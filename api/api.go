@@ -4,6 +4,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -89,9 +90,7 @@ type Server struct {
 // huma's errors this package's envelope, for every huma API of the process.
 func New(cfg Config) *Server {
 	useEnvelope()
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -257,9 +256,7 @@ type healthOutput struct {
 }
 
 func handleHealth(version string) func(context.Context, *struct{}) (*healthOutput, error) {
-	if version == "" {
-		version = "dev"
-	}
+	version = cmp.Or(version, "dev")
 	return func(ctx context.Context, _ *struct{}) (*healthOutput, error) {
 		out := &healthOutput{}
 		out.Body.Status = "ok"

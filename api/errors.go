@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -90,10 +91,7 @@ const RetryUnavailable = 5 * time.Second
 // NewError returns an envelope for status with message msg (empty: the
 // status's default). A 503 carries Retry-After.
 func NewError(status int, msg string, details ...FieldError) *Error {
-	if msg == "" {
-		msg = defaultMessage(status)
-	}
-	e := &Error{status: status, Code: CodeForStatus(status), Message: msg, Details: ErrorDetails{Errors: details}}
+	e := &Error{status: status, Code: CodeForStatus(status), Message: cmp.Or(msg, defaultMessage(status)), Details: ErrorDetails{Errors: details}}
 	if status == http.StatusServiceUnavailable {
 		e.GetHeaders().Set("Retry-After", strconv.Itoa(int(RetryUnavailable/time.Second)))
 	}

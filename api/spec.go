@@ -343,9 +343,13 @@ func acceptsGzip(header string) bool {
 	for _, part := range strings.Split(header, ",") {
 		coding, params, _ := strings.Cut(part, ";")
 		if strings.EqualFold(strings.TrimSpace(coding), "gzip") {
-			q, ok := strings.CutPrefix(strings.TrimSpace(params), "q=")
-			f, err := strconv.ParseFloat(q, 64)
-			return !ok || err != nil || f > 0
+			for _, p := range strings.Split(params, ";") {
+				if k, v, _ := strings.Cut(strings.TrimSpace(p), "="); strings.EqualFold(k, "q") {
+					f, err := strconv.ParseFloat(v, 64)
+					return err != nil || f > 0
+				}
+			}
+			return true
 		}
 	}
 	return false

@@ -84,10 +84,10 @@ func (l *liveSnapshots) since(t time.Time) []LiveSnapshot {
 // clock that has not moved, a clock stepped back).
 func (l *liveSnapshots) take(ctx context.Context, p *Runtime) {
 	s, now := p.s, p.s.Now().UTC()
-	l.mu.Lock()
-	gauges := l.last.Gauges
+	l.mu.Lock() // AddGauge may append to reg.gauges under it
+	gauges, last := p.reg.gauges, l.last.Gauges
 	l.mu.Unlock()
-	snap := LiveSnapshot{At: now, OpenStreams: int64(p.count()), Gauges: readGauges(ctx, s, p.reg.gauges, gauges),
+	snap := LiveSnapshot{At: now, OpenStreams: int64(p.count()), Gauges: readGauges(ctx, s, gauges, last),
 		Goroutines: runtime.NumGoroutine()}
 	heap := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	metrics.Read(heap)
@@ -114,6 +114,10 @@ func AddGauge(s *api.Server, name, doc string, read func(ctx context.Context) (i
 	if !gaugeName.MatchString(name) || slices.ContainsFunc(reg.gauges, func(g gauge) bool { return g.name == name }) {
 		reg.errs = append(reg.errs, fmt.Errorf("streams: gauge %q is not a snake_case name of at most 64 bytes, or is added twice", name))
 		return
+	}
+	if reg.rt != nil { // snapshots are taken: under their lock
+		reg.rt.live.mu.Lock()
+		defer reg.rt.live.mu.Unlock()
 	}
 	reg.gauges = append(reg.gauges, gauge{name, doc, read})
 	if reg.rt != nil { // the live stream is declared already

@@ -157,3 +157,28 @@ func TestGaugesInTheSpec(t *testing.T) {
 		t.Fatalf("the gauges of a server with two: %v", two)
 	}
 }
+
+// A gauge added once the runtime takes its snapshots (a feature listed after
+// the runtime's) is read from the next snapshot on, with no data race
+// between the append and the snapshot reading the gauges (go test -race).
+func TestGaugeAddedWhileSnapshotsAreTaken(t *testing.T) {
+	rt := streams.New(streams.Config{})
+	s := api.New(api.Config{Logger: slog.New(slog.DiscardHandler), Features: []api.Feature{rt.Feature}})
+	t.Cleanup(func() { _ = rt.CloseStreams(context.Background()) })
+	added := make(chan struct{})
+	go func() {
+		gauge("late")(s)
+		close(added)
+	}()
+	streams.TakeSnapshot(context.Background(), rt)
+	<-added
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		h := streams.TakeSnapshot(context.Background(), rt)
+		if n, ok := h[len(h)-1].Gauges["late"]; ok && n == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no snapshot read the gauge added after the runtime: %+v", h[len(h)-1])
+		}
+	}
+}

@@ -3,6 +3,7 @@
 package web
 
 import (
+	"cmp"
 	"embed"
 	"fmt"
 	"io/fs"
@@ -64,10 +65,7 @@ func New(fsys fs.FS) (*Site, error) {
 		if err != nil {
 			return err
 		}
-		ct := mime.TypeByExtension(path.Ext(name))
-		if ct == "" {
-			ct = "application/octet-stream"
-		}
+		ct := cmp.Or(mime.TypeByExtension(path.Ext(name)), "application/octet-stream")
 		cache := cacheRevalidate
 		if strings.HasPrefix(name, "assets/") {
 			cache = cacheImmutable

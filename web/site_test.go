@@ -149,7 +149,7 @@ func TestGzipSibling(t *testing.T) {
 	for _, c := range []struct {
 		accept string
 		gzip   bool
-	}{{"gzip, deflate, br", true}, {"br;q=1.0, gzip;q=0.5", true}, {"*", false}, {"GZIP;q=0.001", true}, {"gzip;q=0", false}, {"gzip; q=0.0", false}, {"gzip;q=0, *", false}, {"*, gzip;q=0", false}, {"*;q=0", false}, {"", false}, {"identity", false}} {
+	}{{"gzip, deflate, br", true}, {"br;q=1.0, gzip;q=0.5", true}, {"*", false}, {"GZIP;q=0.001", true}, {"gzip;q=0", false}, {"gzip; q=0.0", false}, {"gzip;Q=0", false}, {"gzip;x=1;q=0", false}, {"gzip;q=0, *", false}, {"*, gzip;q=0", false}, {"*;q=0", false}, {"", false}, {"identity", false}} {
 		w := get(s, "GET", "/assets/index-abc123.js", "Accept-Encoding", c.accept)
 		body := w.Body.String()
 		if cl := w.Header().Get("Content-Length"); cl != strconv.Itoa(len(body)) {
