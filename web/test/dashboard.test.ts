@@ -92,6 +92,10 @@ describe.runIf(run)("the dashboard, as a new user", () => {
     const values = page.locator('[data-testid="live-chart"] .u-legend .u-series:not(:first-child) .u-value');
     await expect.poll(() => values.allTextContents()).toEqual(expect.arrayContaining([expect.stringMatching(/^\d/)]));
     for (const v of await values.allTextContents()) expect(v, "a legend value").toMatch(/^-?\d/);
+    // The legend follows the latest snapshot as new ones arrive (one a second).
+    const legendTime = page.locator('[data-testid="live-chart"] .u-legend .u-series:first-child .u-value');
+    const shown = await legendTime.textContent();
+    await expect.poll(() => legendTime.textContent(), { timeout: 10_000 }).not.toBe(shown);
     // Since the first test: the chart's first seconds too, a span of a few seconds where uPlot would tick at half-seconds.
     const ticks = (await page.evaluate(() => (window as unknown as { drawn: string[] }).drawn)).filter((t) => /:\d\d/.test(t));
     expect(ticks.length, "time ticks drawn").toBeGreaterThan(0);

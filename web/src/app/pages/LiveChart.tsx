@@ -17,10 +17,12 @@ const gaugeColours = ["#7a5aa8", "#a8475a", "#2f8f8f", "#8a6d1f"];
 const secondSteps = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600];
 const clock = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit", second: "2-digit" });
 
-// showLatest puts the last snapshot's values in the legend when no point is hovered (uPlot shows "--").
+// showLatest puts the last snapshot's values in the legend while the cursor
+// is off the plot (uPlot would show "--", or keep the point it last showed
+// as new ones arrive); setData calls it through the setLegend hook.
 function showLatest(u: uPlot) {
   const last = u.data[0].length - 1;
-  if (u.legend.idx == null && last >= 0) u.setLegend({ idx: last }, false);
+  if ((u.cursor.left ?? -1) < 0 && last >= 0 && u.legend.idx !== last) u.setLegend({ idx: last }, false);
 }
 
 function options(width: number, gauges: readonly string[]): uPlot.Options {

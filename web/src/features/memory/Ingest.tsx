@@ -13,15 +13,16 @@ import { JobProgress } from "./JobProgress";
 import type { IngestOutput, IngestRequest } from "./types";
 
 // Each batch is sent once its predecessor was accepted; the first refusal
-// stops the rest (sending the same again replays those accepted).
-async function sendAll(batches: readonly IngestRequest[]): Promise<IngestOutput[]> {
-  const out: IngestOutput[] = [];
+// stops the rest, and is kept beside those accepted (sending the same again
+// replays them).
+async function sendAll(batches: readonly IngestRequest[]): Promise<{ outs: IngestOutput[]; refused?: unknown }> {
+  const outs: IngestOutput[] = [];
   for (const body of batches) {
-    const { data, error } = await client.POST("/api/v1/memory/ingest", { body });
-    if (error !== undefined) throw error;
-    out.push(data);
+    const r = await client.POST("/api/v1/memory/ingest", { body }).catch((error: unknown) => ({ data: undefined, error }));
+    if (r.error !== undefined) return { outs, refused: r.error };
+    outs.push(r.data as IngestOutput);
   }
-  return out;
+  return { outs };
 }
 
 const count = (n: number) => n.toLocaleString("en-US");
@@ -144,11 +145,28 @@ export function Ingest() {
             Sending {count(items)} items{sent.length > 1 ? ` in ${sent.length} batches` : ""}…
           </p>
         )}
-        {ingest.isError && <ErrorNotice error={ingest.error} testId="ingest-errors" />}
-        {ingest.isError && sent.length > 1 && <p className="muted">Sending the same again is safe: batches already accepted are not queued twice.</p>}
-        {ingest.isSuccess && <Accepted outs={ingest.data} sent={sent} />}
+        {ingest.isSuccess && ingest.data.outs.length > 0 && <Accepted outs={ingest.data.outs} sent={sent} />}
+        {ingest.isSuccess && ingest.data.refused !== undefined && <Refused refused={ingest.data.refused} at={ingest.data.outs.length} sent={sent} />}
       </div>
     </section>
+  );
+}
+
+// Refused says which batch was refused and which notes it held (a problem's
+// location, body.items[i], counts within that batch), then why.
+function Refused({ refused, at, sent }: { refused: unknown; at: number; sent: IngestRequest[] }) {
+  const first = sent.slice(0, at).reduce((n, b) => n + b.items.length, 0) + 1;
+  return (
+    <>
+      {sent.length > 1 && (
+        <p data-testid="ingest-refused-batch">
+          Batch {at + 1} of {sent.length} (notes {count(first)}–{count(first + (sent[at]?.items.length ?? 1) - 1)}) was not accepted
+          {at > 0 ? `; the ${at === 1 ? "one" : at} before it ${at === 1 ? "was" : "were"}, and ${at === 1 ? "is" : "are"} shown above` : ""}:
+        </p>
+      )}
+      <ErrorNotice error={refused} testId="ingest-errors" />
+      {sent.length > 1 && <p className="muted">Sending the same again is safe: batches already accepted are not queued twice.</p>}
+    </>
   );
 }
 

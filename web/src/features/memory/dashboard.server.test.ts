@@ -162,6 +162,32 @@ describe.runIf(run)("the example's pages", () => {
     await expect.poll(() => page.getByTestId("job-status").textContent(), { timeout: 10_000 }).toBe("succeeded: 2,000 items stored");
   });
 
+  it("shows the batches accepted beside the one refused, and which notes that one held", async () => {
+    const { page } = browser.w();
+    // The second batch reaches the server with its 500th note's time spoilt,
+    // so that the server itself refuses it (422, body.items[499].occurred_at).
+    let posts = 0;
+    await page.route("**/api/v1/memory/ingest", async (route) => {
+      if (++posts !== 2) return route.continue();
+      const body = route.request().postDataJSON() as { items: { occurred_at?: string }[] };
+      body.items[499]!.occurred_at = "yesterday";
+      await route.continue({ postData: JSON.stringify(body) });
+    });
+    try {
+      await paste(page, "halfway", lines(2000, "Halfway note"));
+      await page.getByTestId("ingest-errors").waitFor({ timeout: 20_000 });
+    } finally {
+      await page.unroute("**/api/v1/memory/ingest");
+    }
+    expect(posts).toBe(2);
+    expect(await jobLinks(page)).toHaveLength(1);
+    expect(await page.getByTestId("ingest-refused-batch").textContent()).toBe(
+      "Batch 2 of 2 (notes 1,001–2,000) was not accepted; the one before it was, and is shown above:",
+    );
+    expect(await page.getByTestId("ingest-errors").textContent()).toContain("body.items[499].occurred_at");
+    await expect.poll(() => page.getByTestId("job-status").textContent(), { timeout: 60_000 }).toBe("succeeded: 1,000 items stored");
+  });
+
   it("says before sending that a note is too long", async () => {
     const { page } = browser.w();
     let posts = 0;
@@ -189,7 +215,7 @@ describe.runIf(run)("the example's pages", () => {
 
   it("sent nothing to another origin and logged no error", () => {
     expect(browser.w().offOrigin).toEqual([]);
-    // The session check before logging in answers 401.
-    expect(unexpected(browser.w().errors, [401])).toEqual([]);
+    // The session check before logging in answers 401; the batch refused on purpose, 422.
+    expect(unexpected(browser.w().errors, [401, 422])).toEqual([]);
   });
 });

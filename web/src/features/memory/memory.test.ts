@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { match, parseHash } from "../../app/router";
 import { feature } from "./index";
 import { combine } from "./JobProgress";
+import type { IngestItem } from "./types";
 import { checkItems, limits, notesToItems, parseBatchFile, parseTags, splitBatch } from "./notes";
 import { splitSnippet } from "./snippet";
 
@@ -64,6 +65,10 @@ describe("the spec's bounds", () => {
     expect(checkItems([{ text: "😀".repeat(limits.text) }])).toBeNull();
     expect(checkItems([{ text: "t", tags: Array.from({ length: limits.tags + 1 }, (_, i) => `t${i}`) }])).toBe("note 1 has more than 32 tags");
     expect(checkItems([{ text: "t", tags: ["x".repeat(limits.tag + 1)] }])).toMatch(/^the tag "x+…" is longer than 64 characters$/);
+  });
+
+  it("leave what is no item (null, a number) for the server to refuse in its words", () => {
+    expect(checkItems([{ text: "ok" }, null, 3] as unknown as IngestItem[])).toBeNull();
   });
 });
 

@@ -19,6 +19,7 @@ const chars = (s: string, max: number) => s.length > max && [...s].length > max;
 export function checkItems(items: readonly IngestItem[]): string | null {
   for (const [i, it] of items.entries()) {
     const n = `note ${count(i + 1)}`;
+    if (typeof it !== "object" || it === null) continue; // for the server to judge, in its words
     if (typeof it.text === "string" && chars(it.text, limits.text)) return `${n} is longer than ${count(limits.text)} characters: split it in two`;
     if (!Array.isArray(it.tags)) continue;
     if (it.tags.length > limits.tags) return `${n} has more than ${limits.tags} tags`;
