@@ -52,8 +52,10 @@ export interface Busy {
 }
 
 /**
- * holdNoticeMs is the shortest hold onBusy tells of. Past a budget's burst
- * most holds are a fraction of a second (120/min refills one every 0.5 s):
+ * holdNoticeMs is the shortest wait onBusy tells of: a hold that, with the
+ * holds of the same request before it (one queued behind others is held
+ * again and again), keeps it back this long. Past a budget's burst most
+ * single holds are a fraction of a second (120/min refills one every 0.5 s):
  * told of, they would flash a notice gone before it can be read, for a
  * request that merely seems a little slow.
  */
@@ -112,7 +114,7 @@ function busyState() {
 export function createBrainClient(o: BrainClientOptions = {}): BrainClient {
   const inBrowser = typeof document !== "undefined";
   const busy = busyState();
-  const onHold = (h: Hold) => (h.until - Date.now() >= holdNoticeMs ? busy.add({ ...h, status: 429, held: true }) : undefined);
+  const onHold = (h: Hold) => (h.until - h.since >= holdNoticeMs ? busy.add({ ...h, status: 429, held: true }) : undefined);
   const pacer = new Pacer({ plane: o.apiKey ? "apikey" : "session", mode: o.pacing, now: o.now, maxStreams: o.maxStreams ?? (inBrowser ? 2 : undefined), onHold });
   const baseUrl = o.baseUrl ?? "";
   const credentials = o.credentials ?? (o.apiKey ? "omit" : "same-origin");

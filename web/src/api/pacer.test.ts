@@ -201,6 +201,23 @@ describe("what the page is told of a hold", () => {
   });
 });
 
+describe("what the page is told of a queue", () => {
+  it("onBusy tells of a request queued behind others once it has waited holdNoticeMs in all, though no single hold is that long", async () => {
+    const b = session[0]!;
+    const api = recorder();
+    const c = createBrainClient({ baseUrl: "http://h", fetch: api.fetch });
+    const seen: { since: number; until: number }[] = [];
+    c.onBusy((x) => x && seen.push({ since: T0, until: x.until }));
+    // The burst and four more: the last is held 0.5 s four times over.
+    const all = Array.from({ length: b.burst + 4 }, () => c.GET("/api/v1/auth/me"));
+    await vi.advanceTimersByTimeAsync(4 * ((b.window_s * 1000) / b.limit));
+    await Promise.all(all);
+    expect(api.at).toHaveLength(b.burst + 4);
+    expect(seen.length).toBeGreaterThan(0);
+    for (const x of seen) expect(x.until - x.since).toBeGreaterThanOrEqual(holdNoticeMs);
+  });
+});
+
 describe("a server whose budget is not the spec's", () => {
   it("takes its rate from RateLimit-Policy and its burst from what it reports left: no 429, even after idle", async () => {
     // The spec says 120 per minute, burst 60; this server 20 per minute, burst 3.

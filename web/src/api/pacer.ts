@@ -145,6 +145,8 @@ export interface PacerOptions {
  */
 export interface Hold {
   until: number;
+  /** When the request began waiting: a request queued behind others is held again and again. */
+  since: number;
   scope: Plane;
   policy: string;
   operation: OperationId;
@@ -222,6 +224,7 @@ export class Pacer {
   async acquire(id: OperationId | undefined, signal?: AbortSignal): Promise<Ticket> {
     if (this.mode === "off" || id === undefined) return { buckets: [] };
     const ks = budgetsFor(operations[id], this.plane).map((b) => this.bucket(b));
+    const since = Date.now();
     for (;;) {
       const now = this.now();
       let wait = 0;
@@ -252,7 +255,7 @@ export class Pacer {
           retry_after_s: Math.max(1, Math.ceil(wait / 1000)),
         });
       }
-      const done = this.onHold?.({ until: Date.now() + wait, scope: short.budget.plane, policy: short.budget.policy, operation: id });
+      const done = this.onHold?.({ until: Date.now() + wait, since, scope: short.budget.plane, policy: short.budget.policy, operation: id });
       try {
         await this.sleep(wait, signal);
       } finally {

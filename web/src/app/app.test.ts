@@ -24,13 +24,17 @@ describe("countdown", () => {
 });
 
 describe("whose limit a wait is, in words", () => {
-  it("is the caller's own for its session, key, streams, login back-off and every hold of the pacer", () => {
-    for (const scope of ["session", "apikey", "stream", "login"]) expect(ownLimit({ scope }), scope).toBe(true);
-    expect(ownLimit({ scope: "ip", held: true })).toBe(true);
+  it("is the caller's own for its session, key, streams and login back-off, refused or held by the pacer", () => {
+    for (const scope of ["session", "apikey", "stream", "login"]) {
+      expect(ownLimit({ scope }), scope).toBe(true);
+      expect(ownLimit({ scope, held: true }), `${scope} held`).toBe(true);
+    }
+    expect(ownLimit({ held: true })).toBe(true);
   });
-  it("is brain's for a 503 (no scope) and a budget shared with others (ip)", () => {
+  it("is brain's for a 503 (no scope) and a budget shared with others (ip), held for or refused", () => {
     expect(ownLimit({})).toBe(false);
     expect(ownLimit({ scope: "ip" })).toBe(false);
+    expect(ownLimit({ scope: "ip", held: true })).toBe(false);
   });
   it("has one string per case", () => {
     expect(waitWords.retrying(true, "3 s")).toBe("You have used your requests for now — more in 3 s");

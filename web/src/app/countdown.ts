@@ -14,13 +14,13 @@ export function formatWait(seconds: number): string {
 
 // Whose limit a wait is. The caller's own: a budget counted per its
 // session, API key or user (scope session, apikey, stream) or its login
-// back-off (login), and every hold of the pacer, which counts only this
-// caller's requests. Otherwise it is brain's: loaded (a 503) or a budget
-// shared with others (scope ip: everyone behind the same address).
+// back-off (login), and a hold of the pacer on one of those. Otherwise it is
+// brain's: loaded (a 503) or a budget shared with others (scope ip: everyone
+// behind the same address), held for or refused.
 const ownScopes = new Set(["session", "apikey", "stream", "login"]);
 
 export function ownLimit(w: { scope?: string; held?: boolean }): boolean {
-  return w.held === true || ownScopes.has(w.scope ?? "");
+  return w.scope === undefined ? w.held === true : ownScopes.has(w.scope);
 }
 
 // The product's name as the dashboard's words give it (make rename renames it).
