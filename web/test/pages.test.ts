@@ -93,7 +93,7 @@ describe.runIf(run)("the dashboard's pages, by keyboard", () => {
   it("lists apart the budgets for API keys, and breaks no word at 1280 px", async () => {
     const { page } = browser.w();
     await page.getByTestId("nav-limits").click();
-    const own = page.getByRole("table", { name: "Budgets this session draws from" });
+    const own = page.getByRole("table", { name: "Budgets this browser draws from" });
     const others = page.getByRole("table", { name: "Other budgets: for API keys" });
     await own.waitFor();
     await expect.poll(() => page.getByTestId("limit-session-remaining").textContent(), { timeout: 10_000 }).toMatch(/\d/);

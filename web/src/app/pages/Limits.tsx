@@ -30,7 +30,8 @@ export function Limits() {
       <p className="muted">
         What the spec declares for each budget, beside what brain's answers to this tab last reported, counted on to now. A budget this tab has not drawn from yet shows no report.
       </p>
-      <h2 id="limits-own">Budgets this session draws from</h2>
+      <h2 id="limits-own">Budgets this browser draws from</h2>
+      <p className="muted">Its session’s; and, for logging in and what it sends before, its address’s and its login tries’.</p>
       <Table rows={[...own, ...undeclared]} reports={reports} now={now} labelledBy="limits-own" testId="rate-limits" />
       <h2 id="limits-other">Other budgets: for API keys</h2>
       <p className="muted">Requests made with an API key draw from these instead of a session's.</p>
