@@ -4,6 +4,8 @@
 // state comes from GET /api/v1/jobs/{id}, followed live through its log
 // (/api/v1/jobs/{id}/log) until it ends. A log that ends without a last word
 // (it answers 204 once the job is over) sends us back to the job itself.
+// Of several jobs, one log is followed at a time, the first not over (they
+// are queued in order): a browser holds few streams at once.
 import { useCallback, useEffect, useRef, useState } from "react";
 import { useQueryClient } from "@tanstack/react-query";
 import { openStream, type StreamStatus } from "../../api/streams";
@@ -29,6 +31,7 @@ interface Seen {
 interface JobState extends Partial<Seen> {
   done: number;
   over: boolean;
+  following: boolean;
   stream: StreamStatus;
   problem?: unknown;
 }
@@ -40,7 +43,7 @@ const order: (JobStatus | undefined)[] = [undefined, "queued", "running", "succe
 const furthest = (...s: (JobStatus | undefined)[]) => s.reduce<JobStatus | undefined>((a, b) => (order.indexOf(b) > order.indexOf(a) ? b : a), undefined);
 const count = (n: number) => n.toLocaleString("en-US");
 
-function useJob({ jobId, known, total: size }: Followed): JobState {
+function useJob({ jobId, known, total: size }: Followed, follow: boolean): JobState {
   const qc = useQueryClient();
   const [seen, setSeen] = useState<Seen | null>(null);
   const [stream, setStream] = useState<StreamStatus>({ state: "connecting" });
@@ -61,7 +64,7 @@ function useJob({ jobId, known, total: size }: Followed): JobState {
   refetch.current = job.refetch;
 
   useEffect(() => {
-    if (over) return;
+    if (over || !follow) return;
     const handle = openStream(client, "/api/v1/jobs/{id}/log", {
       params: { id: jobId },
       endsOn: ["job.succeeded", "job.failed"],
@@ -89,7 +92,7 @@ function useJob({ jobId, known, total: size }: Followed): JobState {
       },
     });
     return () => handle.close();
-  }, [jobId, over]);
+  }, [jobId, over, follow]);
 
   // A job that ended changes the jobs list.
   useEffect(() => {
@@ -98,15 +101,15 @@ function useJob({ jobId, known, total: size }: Followed): JobState {
 
   const total = seen?.total ?? view?.items_total ?? size;
   const done = status === "succeeded" ? (total ?? 0) : Math.max(seen?.done ?? 0, view?.items_done ?? 0);
-  return { status, done, total, error: seen?.error ?? view?.error, over, stream, problem: job.isError && !seen ? job.error : undefined };
+  return { status, done, total, error: seen?.error ?? view?.error, over, following: follow && !over, stream, problem: job.isError && !seen ? job.error : undefined };
 }
 
 // Follow is one job's watcher: it reports the job's state to the progress
 // that sums them, and shows nothing itself.
-function Follow({ job, report }: { job: Followed; report: (id: string, s: JobState) => void }) {
-  const s = useJob(job);
-  const { status, done, total, error, over, stream, problem } = s;
-  useEffect(() => report(job.jobId, s), [report, job.jobId, status, done, total, error, over, stream, problem]);
+function Follow({ job, follow, report }: { job: Followed; follow: boolean; report: (id: string, s: JobState) => void }) {
+  const s = useJob(job, follow);
+  const { status, done, total, error, over, following, stream, problem } = s;
+  useEffect(() => report(job.jobId, s), [report, job.jobId, status, done, total, error, over, following, stream, problem]);
   return null;
 }
 
@@ -136,7 +139,8 @@ export function JobProgress({ jobs }: { jobs: readonly Followed[] }) {
   const report = useCallback((id: string, s: JobState) => setStates((m) => ({ ...m, [id]: s })), []);
   const mine = jobs.map((j) => states[j.jobId]);
   const { status, done, total, error } = combine(mine);
-  const live = mine.filter((s) => s && !s.over);
+  const next = jobs.find((j) => !states[j.jobId]?.over)?.jobId;
+  const live = mine.filter((s) => s?.following);
   const notice = live.find((s) => s?.stream.state !== "open") ?? live[0];
   const problem = mine.find((s) => s?.problem)?.problem;
 
@@ -161,7 +165,7 @@ export function JobProgress({ jobs }: { jobs: readonly Followed[] }) {
   return (
     <div className="job-progress stack" data-testid="job-progress">
       {jobs.map((j) => (
-        <Follow key={j.jobId} job={j} report={report} />
+        <Follow key={j.jobId} job={j} follow={j.jobId === next} report={report} />
       ))}
       <progress max={total || 1} value={status === "succeeded" ? total || 1 : done} aria-label="Job progress" />
       <p role="status" aria-live="polite" data-testid="job-status" data-status={status ?? ""}>

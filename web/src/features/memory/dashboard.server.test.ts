@@ -162,6 +162,23 @@ describe.runIf(run)("the example's pages", () => {
     await expect.poll(() => page.getByTestId("job-status").textContent(), { timeout: 10_000 }).toBe("succeeded: 2,000 items stored");
   });
 
+  it("follows a paste of three batches with one stream at a time: never a paused progress view", async () => {
+    const { page } = browser.w();
+    // Every state the progress view's notice takes, recorded in the page.
+    await page.evaluate(() => {
+      const w = window as unknown as { streamStates: string[] };
+      w.streamStates = [];
+      new MutationObserver(() => {
+        for (const el of document.querySelectorAll('[data-testid="job-stream-status"]')) w.streamStates.push(el.getAttribute("data-state") ?? "");
+      }).observe(document.body, { subtree: true, childList: true, attributes: true, attributeFilter: ["data-state"] });
+    });
+    await paste(page, "three", lines(2500, "Third note"));
+    expect(await jobLinks(page)).toHaveLength(3);
+    await expect.poll(() => page.getByTestId("job-status").textContent(), { timeout: 90_000 }).toBe("succeeded: 2,500 items stored");
+    const states = await page.evaluate(() => (window as unknown as { streamStates: string[] }).streamStates);
+    expect(states.filter((s) => s === "busy")).toEqual([]);
+  });
+
   it("shows the batches accepted beside the one refused, and which notes that one held", async () => {
     const { page } = browser.w();
     // The second batch reaches the server with its 500th note's time spoilt,
