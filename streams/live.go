@@ -134,10 +134,11 @@ var gaugeName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
 func declareGauges(reg huma.Registry, gauges []gauge) {
 	p := reg.Schema(reflect.TypeFor[LiveSnapshot](), false, liveEvent.Name).Properties["gauges"]
-	p.Properties, p.Required = map[string]*huma.Schema{}, nil
+	p.Properties, p.Required, p.Examples = map[string]*huma.Schema{}, nil, []any{map[string]int64{}} // {} with none
 	for _, g := range gauges {
-		p.Properties[g.name] = &huma.Schema{Type: huma.TypeInteger, Format: "int64", Description: g.doc, Examples: []any{3}}
+		p.Properties[g.name] = &huma.Schema{Type: huma.TypeInteger, Format: "int64", Description: g.doc}
 		p.Required = append(p.Required, g.name)
+		p.Examples[0].(map[string]int64)[g.name] = 3
 	}
 }
 

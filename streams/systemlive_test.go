@@ -145,15 +145,16 @@ func TestGaugesInTheSpec(t *testing.T) {
 		return doc.Components.Schemas["LiveSnapshot"].Properties["gauges"]
 	}
 	none := gauges(streams.New(streams.Config{}).Feature)
-	if none["type"] != "object" || none["properties"] != nil || none["required"] != nil {
+	if none["type"] != "object" || none["properties"] != nil || none["required"] != nil || !reflect.DeepEqual(none["examples"], []any{map[string]any{}}) {
 		t.Fatalf("the gauges of a server with none: %v", none)
 	}
 	two := gauges(gauge("things"), streams.New(streams.Config{}).Feature, gauge("widgets"))
 	want := map[string]any{
-		"things":  map[string]any{"type": "integer", "format": "int64", "description": "The things.", "examples": []any{3.0}},
-		"widgets": map[string]any{"type": "integer", "format": "int64", "description": "The widgets.", "examples": []any{3.0}},
+		"things":  map[string]any{"type": "integer", "format": "int64", "description": "The things."},
+		"widgets": map[string]any{"type": "integer", "format": "int64", "description": "The widgets."},
 	}
-	if !reflect.DeepEqual(two["properties"], want) || !reflect.DeepEqual(two["required"], []any{"things", "widgets"}) {
+	if !reflect.DeepEqual(two["properties"], want) || !reflect.DeepEqual(two["required"], []any{"things", "widgets"}) ||
+		!reflect.DeepEqual(two["examples"], []any{map[string]any{"things": 3.0, "widgets": 3.0}}) {
 		t.Fatalf("the gauges of a server with two: %v", two)
 	}
 }

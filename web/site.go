@@ -44,10 +44,9 @@ type Site struct {
 }
 
 type file struct {
-	body, gz     []byte // gz: its .gz sibling, if any
-	etag, gzETag string
-	contentType  string
-	cache        string
+	body, gz           []byte // gz: its .gz sibling, if any
+	etag, gzETag       string
+	contentType, cache string
 }
 
 // New reads every file of the build fsys into memory. Dot-led names are never

@@ -1120,12 +1120,16 @@ export interface components {
              * @example 2026-05-14T09:30:13Z
              */
             at: string;
-            /** @description The gauges the server's features declare, by name (its properties list them): each an integer read once a second, the last value read while its source does not answer. */
+            /**
+             * @description The gauges the server's features declare, by name (its properties list them): each an integer read once a second, the last value read while its source does not answer.
+             * @example {
+             *       "jobs_queued": 3
+             *     }
+             */
             gauges: {
                 /**
                  * Format: int64
                  * @description Jobs of every user waiting for a worker, on every replica: the database's count.
-                 * @example 3
                  */
                 jobs_queued: number;
             } & {
