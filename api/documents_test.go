@@ -14,18 +14,25 @@ import (
 	"github.com/brain-template/brain/api/apitest"
 )
 
+// specServer serves a server with no feature over HTTP until t ends, and
+// returns it, its test server and its spec.
+func specServer(t *testing.T) (*api.Server, *httptest.Server, []byte) {
+	s, _ := mustRawServer(t, api.Config{})
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	spec, err := s.Spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, srv, spec
+}
+
 // TestDocumentsRenderedOnce fetches the spec and the reference page
 // repeatedly: each is rendered on its first request only, served with a
 // strong, stable ETag and Cache-Control: no-cache, and a request whose
 // If-None-Match names the ETag gets 304 without a body.
 func TestDocumentsRenderedOnce(t *testing.T) {
-	s, _ := mustRawServer(t, api.Config{})
-	srv := httptest.NewServer(s)
-	defer srv.Close()
-	spec, err := s.Spec()
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, srv, spec := specServer(t)
 	get := func(path, ifNoneMatch string) (*http.Response, []byte) {
 		req, _ := http.NewRequest("GET", srv.URL+path, nil)
 		if ifNoneMatch != "" {
@@ -93,13 +100,7 @@ func TestDocumentsIgnoreRange(t *testing.T) {
 // any other client gets the spec as it is. Both are told the answer varies
 // by Accept-Encoding, and HEAD describes the same answer as GET.
 func TestDocumentsGzip(t *testing.T) {
-	s, _ := mustRawServer(t, api.Config{})
-	srv := httptest.NewServer(s)
-	defer srv.Close()
-	spec, err := s.Spec()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, srv, spec := specServer(t)
 	// Go's client would ask for gzip and decode it unseen: this one does neither.
 	client := &http.Client{Transport: &http.Transport{DisableCompression: true}}
 	do := func(method, acceptEncoding, ifNoneMatch string) (*http.Response, []byte) {
