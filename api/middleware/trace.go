@@ -23,24 +23,15 @@ func Trace(tp trace.TracerProvider, trusted []netip.Prefix) func(http.Handler) h
 		ap, err := netip.ParseAddrPort(r.RemoteAddr)
 		return err != nil || !slices.ContainsFunc(trusted, func(p netip.Prefix) bool { return p.Contains(ap.Addr().Unmap()) })
 	}
-	// otelhttp names the span again once done if the request it passed on
-	// learned its pattern (a copy made below it does not): both ways, this.
-	name := func(_ string, r *http.Request) string {
-		if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
-			return r.Method + " " + rc.RoutePattern()
-		}
-		return r.Method
-	}
 	return func(next http.Handler) http.Handler {
-		named := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next.ServeHTTP(w, r)
-			span := trace.SpanFromContext(r.Context())
-			span.SetName(name("", r))
 			if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
-				span.SetAttributes(attribute.String("http.route", rc.RoutePattern()))
+				r.Pattern = rc.RoutePattern() // otelhttp's span name; chi set it on its copy
+				trace.SpanFromContext(r.Context()).SetAttributes(attribute.String("http.route", r.Pattern))
 			}
 		})
-		return otelhttp.NewHandler(named, "", otelhttp.WithTracerProvider(tp), otelhttp.WithPublicEndpointFn(untrusted),
-			otelhttp.WithPropagators(propagation.TraceContext{}), otelhttp.WithSpanNameFormatter(name))
+		return otelhttp.NewHandler(routed, "", otelhttp.WithTracerProvider(tp), otelhttp.WithPublicEndpointFn(untrusted),
+			otelhttp.WithPropagators(propagation.TraceContext{}))
 	}
 }
