@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"strings"
+	"unicode"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -88,7 +89,10 @@ func statement(ctx context.Context, query string) (context.Context, trace.Span) 
 	if !parent.IsRecording() {
 		return ctx, noSpan
 	}
-	op, _, _ := strings.Cut(strings.TrimSpace(query), " ")
+	op := strings.TrimSpace(query)
+	if i := strings.IndexFunc(op, unicode.IsSpace); i > 0 {
+		op = op[:i]
+	}
 	return parent.TracerProvider().Tracer("store").Start(ctx, op, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("db.query.text", query)))
 }
