@@ -24,6 +24,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
 	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // The version is the contract's, not the binary's.
@@ -50,8 +51,10 @@ type Config struct {
 
 	// Auth resolves callers; nil only to document the API (brain openapi).
 	Auth           *auth.Service
-	TrustedProxies []netip.Prefix // the peers whose X-Forwarded-For is believed
-	CORSOrigins    []string       // may call from browsers, with credentials
+	TrustedProxies []netip.Prefix // the peers whose X-Forwarded-For, and traceparent, is believed
+	// Tracer, when set, runs each request in a span of it (middleware.Trace).
+	Tracer      trace.TracerProvider
+	CORSOrigins []string // may call from browsers, with credentials
 	// Limits are the request-rate budgets; a zero rate takes its default.
 	Limits   Limits
 	Metrics  *Metrics
@@ -197,6 +200,7 @@ func chain(cfg Config, tr *traffic) []func(http.Handler) http.Handler {
 			WriteError(w, NewError(http.StatusInternalServerError, ""))
 		}),
 		TrustedProxies: cfg.TrustedProxies,
+		Tracer:         cfg.Tracer,
 		Origins:        cfg.CORSOrigins,
 		CSRFExempt:     func(r *http.Request) bool { return apiKeyFrom(r) != "" }, // an API key is no cookie
 		CrossSite: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

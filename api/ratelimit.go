@@ -16,6 +16,8 @@ import (
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/danielgtaylor/huma/v2"
 	"github.com/danielgtaylor/huma/v2/adapters/humachi"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Limits is every request-rate budget of the API: the spec's x-rate-limit
@@ -473,8 +475,16 @@ func (ps *planes) admit(ctx huma.Context, p *PlaneBudget, key string) *Error {
 // Draw asks the budget to admit one request for key and counts the
 // decision; the refusal is 429, 503 (its cause kept for the log) or 499.
 // Outside an operation, the caller writes the decision's headers.
-func (p *PlaneBudget) Draw(ctx context.Context, key string) (ratelimit.Decision, *Error) {
+func (p *PlaneBudget) Draw(ctx context.Context, key string) (d ratelimit.Decision, e *Error) {
 	d, err := p.limiter.Allow(ctx, key)
+	if span := trace.SpanFromContext(ctx); span.IsRecording() { // the request's span tells the decision
+		defer func() {
+			span.SetAttributes(attribute.String("ratelimit.plane", p.name), attribute.Bool("ratelimit.admitted", e == nil))
+			if d.N > 0 {
+				span.SetAttributes(attribute.String("ratelimit.policy", p.Budget().Limits[d.Tightest()].Name))
+			}
+		}()
+	}
 	switch {
 	case err != nil && clientGone(ctx): // not the store's failure: nobody is left to answer
 		return d, NewError(StatusClientClosedRequest, "")

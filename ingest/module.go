@@ -146,7 +146,7 @@ func start(bg context.Context, db *store.DB, cfg moduleSettings, hub streams.Hub
 func giveUpJob(svc *Service, logger *slog.Logger) func(ctx context.Context, jobID string, err error) {
 	return func(ctx context.Context, jobID string, err error) {
 		if ferr := svc.Fail(ctx, jobID, "gave up after repeated failures: "+err.Error()); ferr != nil {
-			logger.Warn("ingest: a job that failed for good could not be marked failed", "job", jobID, "error", ferr)
+			logger.WarnContext(ctx, "ingest: a job that failed for good could not be marked failed", "job", jobID, "error", ferr)
 		}
 	}
 }

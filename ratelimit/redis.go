@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // gcraScript decides one budget for a batch of keys, in µs on the server's
@@ -198,6 +200,11 @@ func (r *Redis) Allow(ctx context.Context, key string) (Decision, error) {
 		d.g = &r.g
 		r.refusal(&d) // a rate may have recovered since
 		return d, nil
+	}
+	if parent := trace.SpanFromContext(ctx); parent.IsRecording() { // the round trip, in a traced request
+		_, span := parent.TracerProvider().Tracer("ratelimit").Start(ctx, "redis rate limit",
+			trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attribute.String("db.system.name", "redis")))
+		defer span.End()
 	}
 	c := callPool.Get().(*call)
 	c.key, c.now, c.err = key, now.UnixNano(), nil

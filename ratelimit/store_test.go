@@ -15,6 +15,8 @@ import (
 	"github.com/brain-template/brain/internal/testclock"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/ratelimit/redistest"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // clock is the fake time source for limiters that take a Now func.
@@ -410,5 +412,32 @@ func TestCheckRedis(t *testing.T) {
 	err := ratelimit.CheckRedis(ctx, redistest.Client(t, opt), redistest.Prefix(t))
 	if err == nil || !strings.Contains(err.Error(), "7.0 or later") {
 		t.Fatalf("a Redis that refuses scripts: %v, want the check to fail and say what it needs", err)
+	}
+}
+
+// In a traced request, a decision's Redis round trip is a span of it; a
+// refusal the deny cache answers makes none, and outside a trace none is made.
+func TestRedisRoundTripIsASpan(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	r := ratelimit.NewRedis(redistest.Client(t, redistest.Option(t)), redistest.Prefix(t), budget("p", lim("p", 1, time.Hour, 1)))
+	if _, err := r.Allow(context.Background(), "k"); err != nil { // untraced: no span
+		t.Fatal(err)
+	}
+	ctx, request := tp.Tracer("test").Start(context.Background(), "request")
+	for range 2 { // refused by Redis, then by the deny cache
+		if d, err := r.Allow(ctx, "k"); err != nil || d.Allowed {
+			t.Fatalf("Allow: %+v, %v; want refused", d, err)
+		}
+	}
+	request.End()
+	var redis []string
+	for _, s := range exp.GetSpans() {
+		if s.Name == "redis rate limit" && s.Parent.SpanID() == request.SpanContext().SpanID() {
+			redis = append(redis, s.Name)
+		}
+	}
+	if spans := exp.GetSpans(); len(redis) != 1 || len(spans) != 2 {
+		t.Fatalf("spans %v; want the request's and one Redis round trip in it", spans)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +16,12 @@ import (
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivertype"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrPermanent marks a job's error that retrying cannot fix: the job ends.
@@ -111,13 +118,18 @@ func AddWorker[T river.JobArgs](q *Queue, w Worker[T]) error {
 // hears of a last failed attempt unless Stop cut it off.
 func (w Worker[T]) work(logger *slog.Logger) func(ctx context.Context, job *river.Job[T]) error {
 	return func(ctx context.Context, job *river.Job[T]) (err error) {
+		ctx, span := jobSpan(ctx, job.JobRow)
+		defer span.End()
 		defer func() {
 			if r := recover(); r != nil {
 				err = fmt.Errorf("store: job %d (%s) panicked: %v", job.ID, job.Kind, r)
-				logger.Error("queue: a job panicked", "job", job.ID, "kind", job.Kind, "panic", r)
+				logger.ErrorContext(ctx, "queue: a job panicked", "job", job.ID, "kind", job.Kind, "panic", r)
 			}
 			stopped := ctx.Err() != nil && !errors.Is(ctx.Err(), context.DeadlineExceeded)
 			permanent, yielded := errors.Is(err, ErrPermanent), errors.Is(err, ErrYield)
+			if err != nil && !yielded {
+				span.SetStatus(codes.Error, err.Error())
+			}
 			if err != nil && !permanent && !yielded && !stopped && job.Attempt >= job.MaxAttempts && w.GiveUp != nil {
 				w.GiveUp(context.WithoutCancel(ctx), job, err)
 			}
@@ -175,10 +187,42 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx *Tx, args river.JobArgs, opts 
 	}
 	ctx, cancel := tx.bound(ctx)
 	defer cancel()
+	if parent := trace.SpanFromContext(ctx); parent.IsRecording() && (opts == nil || opts.Metadata == nil) {
+		var span trace.Span // the job carries the trace on, in its metadata (jobSpan)
+		ctx, span = parent.TracerProvider().Tracer("store").Start(ctx, "enqueue "+args.Kind(), trace.WithSpanKind(trace.SpanKindProducer))
+		defer span.End()
+		carrier := propagation.MapCarrier{}
+		propagation.TraceContext{}.Inject(ctx, carrier)
+		o := river.InsertOpts{}
+		if opts != nil {
+			o = *opts
+		}
+		o.Metadata, _ = json.Marshal(carrier)
+		opts = &o
+	}
 	if _, err := client.InsertTx(ctx, tx.tx, args, opts); err != nil {
 		return fmt.Errorf("store: enqueue a job of kind %s: %w", args.Kind(), err)
 	}
 	return nil
+}
+
+// jobSpan continues the trace of the request that enqueued job, if it was
+// traced (EnqueueTx): a span for the job's wait in the queue, then the one
+// returned, which it is worked in. Else it returns ctx and a span that
+// records nothing.
+func jobSpan(ctx context.Context, job *rivertype.JobRow) (context.Context, trace.Span) {
+	var meta struct{ Traceparent string }
+	_ = json.Unmarshal(job.Metadata, &meta) // none: a job enqueued outside a trace
+	sc := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(ctx, propagation.MapCarrier{"traceparent": meta.Traceparent}))
+	if !sc.IsValid() {
+		return ctx, noSpan
+	}
+	ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+	tracer := otel.Tracer("store")
+	_, wait := tracer.Start(ctx, "queue wait", trace.WithTimestamp(job.CreatedAt))
+	wait.End()
+	return tracer.Start(ctx, "job "+job.Kind, trace.WithSpanKind(trace.SpanKindConsumer), trace.WithLinks(trace.Link{SpanContext: sc}),
+		trace.WithAttributes(attribute.Int64("job.id", job.ID), attribute.Int("job.attempt", job.Attempt)))
 }
 
 // Start works jobs in the background until Stop; ctx's end does not stop it.

@@ -8,15 +8,20 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	chimw "github.com/go-chi/chi/v5/middleware"
+	"go.opentelemetry.io/otel/trace"
 )
 
 var loggerKey = &contextKey{"logger"}
 
-// Logger returns the request's logger, with its id; else [WithLogger]'s,
-// else slog.Default.
+// Logger returns the request's logger, with its id and, in a span, its
+// trace_id; else [WithLogger]'s, else slog.Default.
 func Logger(ctx context.Context) *slog.Logger {
 	if s := stateOf(ctx); s.base != nil { // made when asked: most requests never log
-		return s.base.With(slog.String("request_id", s.id))
+		l := s.base.With(slog.String("request_id", s.id))
+		if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+			l = l.With(slog.String("trace_id", sc.TraceID().String()))
+		}
+		return l
 	}
 	if l, ok := ctx.Value(loggerKey).(*slog.Logger); ok {
 		return l

@@ -8,7 +8,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"slices"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	chimw "github.com/go-chi/chi/v5/middleware"
 )
@@ -21,22 +24,28 @@ type Config struct {
 
 	Internal http.Handler // Recoverer's answer to a panic; nil: a bare 500
 
-	TrustedProxies []netip.Prefix // ClientIP's
-	Origins        []string       // CORS's allowed origins, and CSRF's trusted ones
+	TrustedProxies []netip.Prefix       // ClientIP's, and Trace's trusted callers
+	Tracer         trace.TracerProvider // Trace's; nil: no spans
+	Origins        []string             // CORS's allowed origins, and CSRF's trusted ones
 
 	CSRFExempt func(*http.Request) bool // CSRF's exempt; may be nil
 	CrossSite  http.Handler             // CSRF's deny; nil: a bare 403
 }
 
 // Chain returns this package's middleware in the order to mount them:
-// the log outside [Recoverer], so it sees a panic's response, and [CORS]
-// before routing, so preflights need no route.
+// [Trace], when on, outside the log, so the access line is in the span; the
+// log outside [Recoverer], so it sees a panic's response; and [CORS] before
+// routing, so preflights need no route.
 func Chain(cfg Config) []func(http.Handler) http.Handler {
-	return []func(http.Handler) http.Handler{
+	mw := []func(http.Handler) http.Handler{
 		RequestID, NoSniff, AccessLog(cfg.Logger, cfg.Now, cfg.Observe), Recoverer(cfg.Internal),
 		MarkBodyErrors, ClientIP(cfg.TrustedProxies), CORS(cfg.Origins),
 		chimw.GetHead, CSRF(cfg.Origins, cfg.CSRFExempt, cfg.CrossSite),
 	}
+	if cfg.Tracer != nil {
+		mw = slices.Insert(mw, 1, Trace(cfg.Tracer, cfg.TrustedProxies))
+	}
+	return mw
 }
 
 type contextKey struct{ name string }

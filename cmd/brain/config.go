@@ -19,6 +19,7 @@ import (
 	"github.com/brain-template/brain/internal/settings"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/streams"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config is every setting of the server (docs/configuration.md): a flag wins
@@ -68,7 +69,8 @@ type Config struct {
 	LogFormat       string
 	LogLevel        slog.Level
 
-	modules []module // with this configuration's settings read into them
+	modules []module             // with this configuration's settings read into them
+	tracer  trace.TracerProvider // from the OTEL_ variables (tracing.Start); nil: off
 }
 
 func newConfig() *Config { return &Config{modules: modules()} }

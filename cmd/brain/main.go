@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -17,11 +18,13 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/brain-template/brain/api"
 	"github.com/brain-template/brain/auth"
 	"github.com/brain-template/brain/auth/account"
 	"github.com/brain-template/brain/internal/product"
+	"github.com/brain-template/brain/internal/tracing"
 	"github.com/brain-template/brain/ratelimit"
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/streams"
@@ -74,7 +77,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		}
 		logs := logwriter.New(stderr) // the access log's lines leave the request path
 		defer logs.Close()
-		return serve(ctx, cfg, newLogger(cfg, logs))
+		logger := newLogger(cfg, logs)
+		tp, stopTracing, err := tracing.Start(ctx, getenv, product.Name, buildVersion())
+		if err != nil {
+			return fmt.Errorf("tracing (OTEL_EXPORTER_OTLP_ENDPOINT): %w", err)
+		}
+		if tp != nil { // spans are sent until the server has stopped, then flushed
+			defer func() {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				defer cancel()
+				stopTracing(ctx)
+			}()
+			logger, cfg.tracer = slog.New(tracing.Logs(logger.Handler())), tp
+			logger.Info("tracing on: spans go by OTLP over HTTP", "endpoint", cmp.Or(getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), getenv("OTEL_EXPORTER_OTLP_ENDPOINT")))
+		}
+		return serve(ctx, cfg, logger)
 	case "migrate":
 		cfg, err := parseConfig(product.Name+" migrate", args, getenv, stderr, helpText("usage: "+product.Name+" migrate [settings]\n\nsettings:\n"))
 		if err != nil {
@@ -163,6 +180,7 @@ func newServer(cfg Config, logger *slog.Logger, r running) (*api.Server, error) 
 		Ready:          r.ready,
 		Auth:           r.auth,
 		TrustedProxies: cfg.TrustedProxies,
+		Tracer:         cfg.tracer,
 		CORSOrigins:    cfg.CORSOrigins,
 		Limits:         l,
 		Metrics:        r.metrics,
