@@ -1,10 +1,13 @@
 # brain's tasks. `make test` is the one command that runs every test.
-.PHONY: run web test fork-check openapi client client-check client-server-check api-check bench bench-e2e bench-smoke soak lint rename size lighthouse
+.PHONY: run web test fork-check jaeger openapi client client-check client-server-check api-check bench bench-e2e bench-smoke soak lint rename size lighthouse
 
 GO ?= go
 # make size fails above this: a ratchet, only ever lowered, toward 18,000
 SIZE_BUDGET ?= 19150
 WEB_DEPS := web/node_modules/.package-lock.json
+# the Jaeger all-in-one the tracing test runs (make jaeger)
+JAEGER_VERSION := v1.75.0
+JAEGER ?= $(HOME)/.cache/brain/jaeger-$(JAEGER_VERSION)
 
 run: web ## build the dashboard and the /docs UI, then run the server with its defaults (SQLite and in-memory state): the dashboard at /, the API reference at /docs
 	$(GO) run ./cmd/brain
@@ -22,6 +25,14 @@ test: $(WEB_DEPS) ## every test: the benchmark module compiled, Go with -race (s
 
 fork-check: $(WEB_DEPS) ## a fork's first week in a copy (rename, two features by the guide, the example removed: docs/fork.md), then the fork's whole make test, on the services this run has (BRAIN_TEST_DATABASE_URL, BRAIN_TEST_REDIS_URL)
 	FORK_CHECK=all $(GO) test -count=1 -run '^TestForkFirstWeek$$' -v -timeout 90m .
+
+jaeger: ## build Jaeger all-in-one $(JAEGER_VERSION) from source into $(JAEGER), only if it is missing (about 4 minutes); the tracing test runs the binary BRAIN_TEST_JAEGER names (.ci/run points it here). `go install` refuses this module, so it is built as a tool of a throwaway module
+	@set -e; bin="$(abspath $(JAEGER))"; test -x "$$bin" && exit 0; \
+	echo "== building Jaeger $(JAEGER_VERSION) into $$bin"; \
+	d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; mkdir -p "$$(dirname "$$bin")"; \
+	cd "$$d" && $(GO) mod init x 2>/dev/null && \
+	{ $(GO) get -tool github.com/jaegertracing/jaeger/cmd/jaeger@$(JAEGER_VERSION) 2>get.log || { cat get.log; exit 1; }; } && \
+	$(GO) build -o "$$bin.tmp" github.com/jaegertracing/jaeger/cmd/jaeger && mv "$$bin.tmp" "$$bin"
 
 openapi: ## regenerate openapi.json from the code (then run make client)
 	$(GO) run ./cmd/brain openapi > openapi.json.tmp
@@ -70,13 +81,14 @@ size: ## non-test lines of Go per package of the main module (bench/ and generat
 	END { for (d in n) printf "%6d %s\n", n[d], d | "sort -n"; close("sort -n"); printf "%6d total, budget %d\n", t, budget; \
 	if (t > budget) { print "size: over budget by " t - budget " lines"; exit 1 } }'
 
-lint: ## gofmt, go vet, staticcheck (pinned, with ST1000: package comments), and no file note above `package`, where go doc would take it for the package's
+lint: ## gofmt, go vet, staticcheck (pinned, with ST1000: package comments), no file note above `package`, where go doc would take it for the package's, and actionlint (pinned) on the GitHub workflows
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@out=$$(for f in $$(git ls-files '*.go'); do awk '/^\/\//{ if (g == "") g = $$0; next } /^package /{ if (g != "" && g !~ /^\/\/ (Package|Command) /) print FILENAME; exit } { g = "" }' $$f; done); \
 	if [ -n "$$out" ]; then echo "a comment above package that is not the package's doc (leave a blank line after it):"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -checks inherit,ST1000 ./...
 	cd bench && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -checks inherit,ST1000 ./...
+	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12 .github/workflows/*.yml
 
 rename: ## make rename MODULE=example.com/you/svc NAME=svc: give a fork its own module path and (NAME) its own product name — env prefix, cookie, Redis prefix, metrics, database file, messages, cmd/NAME — and accept in openapi-breaking.ignore the breaks the new name makes (docs/fork.md); either alone works too
 	@test -n "$(MODULE)$(NAME)" || { echo "usage: make rename MODULE=example.com/you/svc NAME=svc"; exit 2; }

@@ -1,5 +1,6 @@
-// Headless Chromium for the browser tests: Debian's /usr/bin/chromium driven
-// by playwright-core (which never downloads a browser). Each page records
+// Headless Chromium for the browser tests: Debian's /usr/bin/chromium, or the
+// browser CHROMIUM names (Google Chrome on GitHub's runner: .ci/run picks it),
+// driven by playwright-core (which never downloads a browser). Each page records
 // its console errors and every request that leaves the server's origin, and
 // screenshots go to web/test-results/, the tests' artefacts.
 import { existsSync } from "node:fs";
@@ -10,7 +11,7 @@ import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, expect } from "vitest";
 import { repoRoot } from "./brain";
 
-/** Where Chromium is: $CHROMIUM, else Debian's package's path. */
+/** Where Chromium is: $CHROMIUM (Chromium or Google Chrome), else Debian's package's path. */
 export const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 
 /**
@@ -20,18 +21,20 @@ export const chromiumPath = process.env.CHROMIUM ?? "/usr/bin/chromium";
 export function haveChromium(): boolean {
   if (existsSync(chromiumPath)) return true;
   if (process.env.CI === "true") {
-    throw new Error(`no Chromium at ${chromiumPath}: apt-get install chromium (CI=true never skips the browser tests)`);
+    throw new Error(`no Chromium at ${chromiumPath}: apt-get install chromium, or set CHROMIUM to a Chromium or Google Chrome (CI=true never skips the browser tests)`);
   }
-  console.warn(`browser tests skipped: no Chromium at ${chromiumPath} (apt-get install chromium)`);
+  console.warn(`browser tests skipped: no Chromium at ${chromiumPath} (apt-get install chromium, or set CHROMIUM)`);
   return false;
 }
 
 /** Where screenshots go. */
 export const artefacts = resolve(repoRoot, "web/test-results");
 
-// As root in a container Chromium needs --no-sandbox; the background
-// networking flags stop it calling Google's hosts, which a closed network
-// refuses.
+// As root in a container Chromium needs --no-sandbox; it also spares Google
+// Chrome, run as a user, its sandbox's user namespaces, which Ubuntu 24.04's
+// AppArmor may deny. The background networking flags stop either browser
+// calling Google's hosts, which a closed network refuses. Chromium and Google
+// Chrome take the same flags.
 const flags = [
   "--headless",
   "--no-sandbox",

@@ -1,4 +1,4 @@
-// Lighthouse 12 (the desktop preset, in headless Debian Chromium) on the two
+// Lighthouse 12 (the desktop preset, in headless Chromium: chromium.ts) on the two
 // pages a visitor opens first: / — what anyone sees before logging in, the
 // dashboard's login page — and /docs. Accessibility and best practices must
 // score 95 or more on both. Performance is printed, and asserted (90 or more
