@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -13,6 +14,26 @@ import (
 	"github.com/brain-template/brain/store"
 	"github.com/brain-template/brain/store/storetest"
 )
+
+// balancerReplicas is how many replicas TestReplicasBehindABalancer runs
+// behind the balancer, as compose.yaml does.
+const balancerReplicas = 3
+
+// replicaEnv is the configuration of a replica behind the balancer, the
+// same in TestReplicasBehindABalancer and in compose.yaml (TestCompose
+// holds the file to it): the one PostgreSQL and the one Redis (here a
+// Redis Cluster) every replica shares, the balancer's address, whose
+// X-Forwarded-For is believed, the first admin's password, and the
+// session cookie sent over the balancer's plain HTTP.
+func replicaEnv(databaseURL, redisURL, balancer, adminPassword string) map[string]string {
+	return map[string]string{
+		"BRAIN_DATABASE_URL":    databaseURL,
+		"BRAIN_REDIS_URL":       redisURL,
+		"BRAIN_TRUSTED_PROXIES": balancer,
+		"BRAIN_ADMIN_PASSWORD":  adminPassword,
+		"BRAIN_COOKIE_SECURE":   "false",
+	}
+}
 
 // Three replicas on one PostgreSQL and a Redis Cluster, behind haproxy
 // with BRAIN_TRUSTED_PROXIES naming it, are one service to their clients:
@@ -28,18 +49,16 @@ import (
 // username's failures, and an address's, across the replicas.
 func TestReplicasBehindABalancer(t *testing.T) {
 	cluster := redistest.StartCluster(t)
-	env := memoryEnv(map[string]string{
-		"BRAIN_DATABASE_URL":     storetest.URL(t, store.Postgres),
-		"BRAIN_REDIS_URL":        cluster.URL(),
+	env := memoryEnv(replicaEnv(storetest.URL(t, store.Postgres), cluster.URL(), "127.0.0.1/32", adminPassword))
+	maps.Copy(env, map[string]string{ // what compose.yaml leaves at its defaults, set for this test
 		"BRAIN_REDIS_PREFIX":     redistest.Prefix(t),
-		"BRAIN_TRUSTED_PROXIES":  "127.0.0.1/32",
 		"BRAIN_RATE_LIMIT_IP":    "20/h,burst=20", // nothing refills during the test
 		"BRAIN_REDIS_TIMEOUT":    "2s",            // a loaded machine's Redis round trip is no store failure
 		"BRAIN_STREAM_HEARTBEAT": "300ms",
 	})
 	var procs []*proc
 	var backends []string
-	for range 3 { // one after another: the first migrates and creates admin
+	for range balancerReplicas { // one after another: the first migrates and creates admin
 		kv := map[string]string{}
 		for k, v := range env {
 			kv[k] = v
