@@ -15,26 +15,6 @@ import (
 	"github.com/brain-template/brain/store/storetest"
 )
 
-// balancerReplicas is how many replicas TestReplicasBehindABalancer runs
-// behind the balancer, as compose.yaml does.
-const balancerReplicas = 3
-
-// replicaEnv is the configuration of a replica behind the balancer, the
-// same in TestReplicasBehindABalancer and in compose.yaml (TestCompose
-// holds the file to it): the one PostgreSQL and the one Redis (here a
-// Redis Cluster) every replica shares, the balancer's address, whose
-// X-Forwarded-For is believed, the first admin's password, and the
-// session cookie sent over the balancer's plain HTTP.
-func replicaEnv(databaseURL, redisURL, balancer, adminPassword string) map[string]string {
-	return map[string]string{
-		"BRAIN_DATABASE_URL":    databaseURL,
-		"BRAIN_REDIS_URL":       redisURL,
-		"BRAIN_TRUSTED_PROXIES": balancer,
-		"BRAIN_ADMIN_PASSWORD":  adminPassword,
-		"BRAIN_COOKIE_SECURE":   "false",
-	}
-}
-
 // Three replicas on one PostgreSQL and a Redis Cluster, behind haproxy
 // with BRAIN_TRUSTED_PROXIES naming it, are one service to their clients:
 // each new connection goes to the next replica, and still the per-IP

@@ -21,6 +21,26 @@ const balancerIdle = 2 * time.Second
 // runs; startBalancer runs it too (see balancerConfig).
 const haproxyConfig = "../../deploy/haproxy.cfg"
 
+// balancerReplicas is how many replicas run behind the balancer, in
+// TestReplicasBehindABalancer and in compose.yaml.
+const balancerReplicas = 3
+
+// replicaEnv is the configuration of a replica behind the balancer, the
+// same in TestReplicasBehindABalancer and in compose.yaml (TestCompose
+// holds the file to it): the one PostgreSQL and the one Redis (in the
+// test, a Redis Cluster) every replica shares, the balancer's address,
+// whose X-Forwarded-For is believed, the first admin's password, and the
+// session cookie sent over the balancer's plain HTTP.
+func replicaEnv(databaseURL, redisURL, balancer, password string) map[string]string {
+	return map[string]string{
+		"BRAIN_DATABASE_URL":    databaseURL,
+		"BRAIN_REDIS_URL":       redisURL,
+		"BRAIN_TRUSTED_PROXIES": balancer,
+		"BRAIN_ADMIN_PASSWORD":  password,
+		"BRAIN_COOKIE_SECURE":   "false",
+	}
+}
+
 // startBalancer starts haproxy (Debian's package) on a free loopback port
 // in front of backends and returns its base URL. It runs haproxyConfig,
 // compose.yaml's: round robin, adding X-Forwarded-For, a replica that
