@@ -58,16 +58,18 @@ func TestImage(t *testing.T) {
 	chroot := needTool(t, "chroot", "coreutils")
 	asRoot := rootPrefix(t)
 	dir := t.TempDir()
-	vfs := []string{"--storage-driver", "vfs"} // where overlay mounts cannot be made
-	tag := fmt.Sprintf("localhost/%s-image-test:%d", product.Name, time.Now().UnixNano())
-	t.Cleanup(func() { // the vfs store holds a whole copy of the image
-		out, err := exec.Command(podman, append(append([]string{"rmi"}, vfs...), tag)...).CombinedOutput()
-		if err != nil && !strings.Contains(string(out), "image not known") {
-			t.Errorf("podman rmi %s: %v\n%s", tag, err, out)
+	t.Cleanup(func() { // files of root, of the image's user and (rootless podman) of subordinate ids
+		if out, err := exec.Command(asRoot[0], append(asRoot[1:], "rm", "-rf", dir)...).CombinedOutput(); err != nil {
+			t.Errorf("rm -rf %s: %v\n%s", dir, err, out)
 		}
 	})
+	// A store of the test's own, vfs (which needs no overlay mount), gone
+	// with the test: whatever the machine's podman store holds, and
+	// whichever driver it was made with, is left alone.
+	store := []string{"--storage-driver", "vfs", "--root", filepath.Join(dir, "storage"), "--runroot", filepath.Join(dir, "run")}
+	tag := "localhost/" + product.Name + "-image-test"
 	runTool(t, "../..", "make", "--no-print-directory", "-o", "web", "image", "IMAGE="+tag,
-		"IMAGE_CONTEXT="+filepath.Join(dir, "context"), "PODMAN="+podman, "PODMAN_FLAGS="+strings.Join(vfs, " "))
+		"IMAGE_CONTEXT="+filepath.Join(dir, "context"), "PODMAN="+podman, "PODMAN_FLAGS="+strings.Join(store, " "))
 
 	// The image as podman save writes it: a manifest, the configuration,
 	// the layers; the layers unpacked as root, keeping their owners.
@@ -77,12 +79,7 @@ func TestImage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() { // files of root and of the image's user
-		if out, err := exec.Command(asRoot[0], append(asRoot[1:], "rm", "-rf", rootfs)...).CombinedOutput(); err != nil {
-			t.Errorf("rm -rf %s: %v\n%s", rootfs, err, out)
-		}
-	})
-	runTool(t, dir, podman, append(append([]string{"save"}, vfs...), "-o", "image.tar", tag)...)
+	runTool(t, dir, podman, append(append([]string{"save"}, store...), "-o", "image.tar", tag)...)
 	runTool(t, dir, "tar", "-xf", "image.tar", "-C", layout)
 	var manifest []struct {
 		Config string
