@@ -156,6 +156,8 @@ func TestImage(t *testing.T) {
 	if want := sorted([]string{bin, caFile}); !slices.Equal(sorted(files), want) {
 		t.Errorf("the image holds %q, want only %q (is the build context the repository?)", files, want)
 	}
+	t.Logf("the image: files %q, user %s, entrypoint %q, command %q, volumes %v, ports %v, environment %q",
+		files, cfg.User, cfg.Entrypoint, cfg.Cmd, slices.Collect(maps.Keys(cfg.Volumes)), slices.Collect(maps.Keys(cfg.ExposedPorts)), cfg.Env)
 
 	// The image run: as its user, its environment (but for the
 	// listeners' ports, and what the test logs in with) and its command.
