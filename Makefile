@@ -1,5 +1,5 @@
 # brain's tasks. `make test` is the one command that runs every test.
-.PHONY: run web test fork-check jaeger openapi client client-check client-server-check api-check bench bench-e2e bench-smoke soak lint rename size lighthouse
+.PHONY: run web test fork-check jaeger openapi client client-check client-server-check api-check bench bench-e2e bench-smoke soak lint rename size lighthouse image
 
 GO ?= go
 # make size fails above this: a ratchet, only ever lowered, toward 18,000
@@ -8,6 +8,15 @@ WEB_DEPS := web/node_modules/.package-lock.json
 # the Jaeger all-in-one the tracing test runs (make jaeger)
 JAEGER_VERSION := v1.75.0
 JAEGER ?= $(HOME)/.cache/brain/jaeger-$(JAEGER_VERSION)
+
+# make image: the image's name, its build context, and the tool that builds
+# it (vfs storage, which works where overlay mounts cannot: PODMAN_FLAGS=
+# for your podman's own, PODMAN=docker PODMAN_FLAGS= for Docker)
+IMAGE ?= brain:latest
+IMAGE_CONTEXT ?= bin/image
+PODMAN ?= podman
+PODMAN_FLAGS ?= --storage-driver vfs
+CA_CERTS ?= /etc/ssl/certs/ca-certificates.crt
 
 run: web ## build the dashboard and the /docs UI, then run the server with its defaults (SQLite and in-memory state): the dashboard at /, the API reference at /docs
 	$(GO) run ./cmd/brain
@@ -51,6 +60,14 @@ client-server-check: $(WEB_DEPS) ## the TypeScript client against a real brain (
 
 lighthouse: $(WEB_DEPS) ## Lighthouse 12 (desktop preset, headless Chromium) on / (the login page, what a visitor sees before logging in) and /docs against a fresh brain: prints the four scores and the audits that lost points, fails under 95 for accessibility or best practices (make test runs this too). Performance is asserted (90 or more on /) only with LIGHTHOUSE_PERF=1, on a quiet machine: on busy cores it measures the machine
 	cd web && LIGHTHOUSE_PERF=$(LIGHTHOUSE_PERF) npx vitest run --config vitest.server.config.ts test/lighthouse.test.ts
+
+image: web ## the container image IMAGE (brain:latest) from Containerfile: the dashboard built, then the static binary, the CA certificates (CA_CERTS), /tmp and /data into a build context of their own (IMAGE_CONTEXT, not the repository), built by PODMAN with PODMAN_FLAGS (docs/operations.md)
+	rm -rf $(IMAGE_CONTEXT)
+	mkdir -p $(IMAGE_CONTEXT)/root/usr/local/bin $(IMAGE_CONTEXT)/root/etc/ssl/certs $(IMAGE_CONTEXT)/root/tmp $(IMAGE_CONTEXT)/data
+	chmod 1777 $(IMAGE_CONTEXT)/root/tmp
+	cp $(CA_CERTS) $(IMAGE_CONTEXT)/root/etc/ssl/certs/ca-certificates.crt
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o $(IMAGE_CONTEXT)/root/usr/local/bin/ ./cmd/brain
+	$(PODMAN) build $(PODMAN_FLAGS) -f Containerfile -t $(IMAGE) $(IMAGE_CONTEXT)
 
 $(WEB_DEPS): web/package.json web/package-lock.json
 	cd web && npm ci --no-audit --no-fund

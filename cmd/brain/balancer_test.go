@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -28,18 +29,16 @@ import (
 // username's failures, and an address's, across the replicas.
 func TestReplicasBehindABalancer(t *testing.T) {
 	cluster := redistest.StartCluster(t)
-	env := memoryEnv(map[string]string{
-		"BRAIN_DATABASE_URL":     storetest.URL(t, store.Postgres),
-		"BRAIN_REDIS_URL":        cluster.URL(),
+	env := memoryEnv(replicaEnv(storetest.URL(t, store.Postgres), cluster.URL(), "127.0.0.1/32", adminPassword))
+	maps.Copy(env, map[string]string{ // what compose.yaml leaves at its defaults, set for this test
 		"BRAIN_REDIS_PREFIX":     redistest.Prefix(t),
-		"BRAIN_TRUSTED_PROXIES":  "127.0.0.1/32",
 		"BRAIN_RATE_LIMIT_IP":    "20/h,burst=20", // nothing refills during the test
 		"BRAIN_REDIS_TIMEOUT":    "2s",            // a loaded machine's Redis round trip is no store failure
 		"BRAIN_STREAM_HEARTBEAT": "300ms",
 	})
 	var procs []*proc
 	var backends []string
-	for range 3 { // one after another: the first migrates and creates admin
+	for range balancerReplicas { // one after another: the first migrates and creates admin
 		kv := map[string]string{}
 		for k, v := range env {
 			kv[k] = v

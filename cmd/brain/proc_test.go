@@ -41,11 +41,20 @@ func startProc(tb testing.TB, kv map[string]string) *proc {
 		tb.Fatal(err)
 	}
 	kv = serveEnv(tb, kv)
-	p := &proc{tb: tb, cmd: exec.Command(exe), logs: newLogPipe(), done: make(chan struct{})}
-	p.cmd.Env = []string{execMainEnv + "=1"}
+	cmd := exec.Command(exe)
+	cmd.Env = []string{execMainEnv + "=1"}
 	for k, v := range kv {
-		p.cmd.Env = append(p.cmd.Env, k+"="+v)
+		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	return startCmd(tb, cmd)
+}
+
+// startCmd starts cmd, brain serve by some means (startProc's, or
+// TestImage's chroot into the image), and waits until it logs that it
+// listens. It is stopped as startProc says when the test ends.
+func startCmd(tb testing.TB, cmd *exec.Cmd) *proc {
+	tb.Helper()
+	p := &proc{tb: tb, cmd: cmd, logs: newLogPipe(), done: make(chan struct{})}
 	p.cmd.Stderr = p.logs.w
 	if err := p.cmd.Start(); err != nil {
 		tb.Fatal(err)

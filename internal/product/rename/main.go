@@ -19,8 +19,8 @@ import (
 
 var validName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
-// textExts are the files rewritten, besides Makefile and .ci/.
-var textExts = map[string]bool{".go": true, ".md": true, ".ts": true, ".tsx": true, ".mjs": true, ".js": true, ".json": true, ".yml": true, ".yaml": true, ".sh": true, ".html": true, ".css": true, ".mod": true}
+// textExts are the files rewritten, besides Makefile, Containerfile and .ci/.
+var textExts = map[string]bool{".go": true, ".md": true, ".ts": true, ".tsx": true, ".mjs": true, ".js": true, ".json": true, ".yml": true, ".yaml": true, ".sh": true, ".html": true, ".css": true, ".mod": true, ".cfg": true}
 
 var skipDirs = map[string]bool{".git": true, "node_modules": true, "dist": true, "data": true}
 
@@ -66,7 +66,7 @@ func rewriteTree(rewrite func([]byte) []byte) (n int, err error) {
 		case d.IsDir() && skipDirs[d.Name()] && path != ".":
 			return filepath.SkipDir
 		case !d.Type().IsRegular() || d.Name() == "package-lock.json" ||
-			!textExts[filepath.Ext(path)] && d.Name() != "Makefile" && !strings.HasPrefix(path, ".ci/"):
+			!textExts[filepath.Ext(path)] && d.Name() != "Makefile" && d.Name() != "Containerfile" && !strings.HasPrefix(path, ".ci/"):
 			return nil
 		}
 		changed, err := rewriteFile(path, rewrite)
