@@ -36,7 +36,7 @@ fork-check: $(WEB_DEPS) ## a fork's first week in a copy (rename, two features b
 	FORK_CHECK=all $(GO) test -count=1 -run '^TestForkFirstWeek$$' -v -timeout 90m .
 
 jaeger: ## build Jaeger all-in-one $(JAEGER_VERSION) from source into $(JAEGER), only if it is missing (about 4 minutes); the tracing test runs the binary BRAIN_TEST_JAEGER names (.ci/run points it here). `go install` refuses this module, so it is built as a tool of a throwaway module
-	@set -e; bin="$(abspath $(JAEGER))"; test -x "$$bin" && exit 0; \
+	@set -e; bin="$(abspath $(JAEGER))"; test -x "$$bin" && { echo "== Jaeger $(JAEGER_VERSION) is at $$bin"; exit 0; }; \
 	echo "== building Jaeger $(JAEGER_VERSION) into $$bin"; \
 	d=$$(mktemp -d); trap 'rm -rf "$$d"' EXIT; mkdir -p "$$(dirname "$$bin")"; \
 	cd "$$d" && $(GO) mod init x 2>/dev/null && \

@@ -62,20 +62,17 @@ func freeAddr(t *testing.T) string {
 }
 
 // startJaeger starts Jaeger's all-in-one (the binary BRAIN_TEST_JAEGER
-// names, else jaeger on PATH; make jaeger builds it) on free loopback ports,
+// names; make jaeger builds it) on free loopback ports,
 // its traces in memory, and returns its OTLP/HTTP endpoint and the base of
 // its query API. It skips the test when there is none (fails under CI=true).
 func startJaeger(t *testing.T) (otlp, query string) {
 	t.Helper()
 	bin := os.Getenv(product.EnvPrefix + "TEST_JAEGER")
-	if bin == "" {
-		bin, _ = exec.LookPath("jaeger")
-	}
 	if _, err := os.Stat(bin); bin == "" || err != nil {
 		if os.Getenv("CI") == "true" {
-			t.Fatalf("the tracing test needs Jaeger all-in-one v1.75.0 (make jaeger; %sTEST_JAEGER names it): %q", product.EnvPrefix, bin)
+			t.Fatalf("the tracing test needs Jaeger all-in-one v1.75.0, named by %sTEST_JAEGER (.ci/run builds it with make jaeger): %q", product.EnvPrefix, bin)
 		}
-		t.Skipf("no Jaeger (make jaeger builds it; %sTEST_JAEGER names it)", product.EnvPrefix)
+		t.Skipf("no Jaeger: %sTEST_JAEGER names none (make jaeger builds one, and says where; .ci/run sets it)", product.EnvPrefix)
 	}
 	otlpAddr, queryAddr, grpcAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	cfg := filepath.Join(t.TempDir(), "jaeger.yaml")
