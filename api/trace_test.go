@@ -32,7 +32,7 @@ func TestSpansTellTheRateLimitDecision(t *testing.T) {
 			"ratelimit.admitted": attribute.BoolValue(i < 3), "http.response.status_code": attribute.IntValue(map[bool]int{true: 200, false: 429}[i < 3]),
 		} {
 			if v, ok := got.Value(key); !ok || v != want {
-				t.Errorf("request %d: %s = %v, want %v", i+1, key, v.Emit(), want.Emit())
+				t.Errorf("request %d: %s = %v, want %v", i+1, key, v.String(), want.String())
 			}
 		}
 	}

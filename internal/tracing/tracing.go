@@ -61,4 +61,4 @@ func (h traced) Handle(ctx context.Context, r slog.Record) error {
 }
 
 func (h traced) WithAttrs(as []slog.Attr) slog.Handler { return traced{h.Handler.WithAttrs(as)} }
-func (h traced) WithGroup(name string) slog.Handler   { return traced{h.Handler.WithGroup(name)} }
+func (h traced) WithGroup(name string) slog.Handler    { return traced{h.Handler.WithGroup(name)} }
