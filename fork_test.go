@@ -268,7 +268,7 @@ type fork struct {
 // services this run was given under the fork's names.
 func (f *fork) env() []string {
 	env := os.Environ()
-	for _, v := range []string{"TEST_DATABASE_URL", "TEST_REDIS_URL"} {
+	for _, v := range []string{"TEST_DATABASE_URL", "TEST_REDIS_URL", "TEST_JAEGER"} {
 		if val := os.Getenv(product.EnvPrefix + v); val != "" {
 			env = append(env, strings.ToUpper(forkName)+"_"+v+"="+val)
 		}

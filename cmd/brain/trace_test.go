@@ -114,109 +114,151 @@ exporters:
 	}
 }
 
-// An ingest is one trace in Jaeger, over the wire: the request's span,
-// named by its route and continuing the traceparent of a trusted caller,
-// with its status and rate-limit decision; its statements; the enqueue;
-// then, from the job's metadata, the job's wait in the queue and its work,
-// with the work's statements. The access line of the request carries the
-// trace's id.
-func TestTracesReachJaeger(t *testing.T) {
-	otlp, query := startJaeger(t)
-	p := startProc(t, memoryEnv(map[string]string{
-		"OTEL_EXPORTER_OTLP_ENDPOINT": otlp,
-		"OTEL_BSP_SCHEDULE_DELAY":     "100", // ms: spans leave at once
-		"BRAIN_TRUSTED_PROXIES":       "127.0.0.1/32",
-	}))
-	s := loginAdmin(t, p.base)
-	const traceID, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
-	r := s.client.do("POST", "/api/v1/memory/ingest", map[string]any{"project": "garden", "items": []map[string]string{{"text": "Repot the basil"}}},
-		s.cookie, "traceparent: 00-"+traceID+"-"+callerSpan+"-01").want(t, 202, "ingest")
-	s.waitJob(r.str("job_id"), time.Minute)
+// jaegerTrace is one trace as Jaeger's query API returns it, its spans in
+// the order they started.
+type jaegerTrace struct {
+	t     *testing.T
+	id    string
+	spans []jaegerSpan
+}
 
-	var spans []jaegerSpan
-	byID := map[string]jaegerSpan{}
-	named := func(name string) (found []jaegerSpan) {
-		for _, sp := range spans {
-			if sp.OperationName == name {
-				found = append(found, sp)
-			}
-		}
-		return found
-	}
+// tracedEnv is the environment of a brain that sends its spans to otlp at
+// once and trusts the tests' traceparent (they connect from loopback).
+func tracedEnv(otlp string, kv map[string]string) map[string]string {
+	kv["OTEL_EXPORTER_OTLP_ENDPOINT"] = otlp
+	kv["OTEL_BSP_SCHEDULE_DELAY"] = "100" // ms: spans leave at once
+	kv["BRAIN_TRUSTED_PROXIES"] = "127.0.0.1/32"
+	return kv
+}
+
+// The trace the tests' requests continue, and their span in it.
+const (
+	callerTrace = "4bf92f3577b34da6a3ce929d0e0e4736"
+	callerSpan  = "00f067aa0ba902b7"
+	traceparent = "traceparent: 00-" + callerTrace + "-" + callerSpan + "-01"
+)
+
+// fetchTrace asks Jaeger at query for trace id until done holds of it, for
+// up to a minute, and logs it.
+func fetchTrace(t *testing.T, query, id string, done func(jaegerTrace) bool) jaegerTrace {
+	t.Helper()
+	tr := jaegerTrace{t: t, id: id}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		var got struct {
 			Data []struct {
 				Spans []jaegerSpan `json:"spans"`
 			} `json:"data"`
 		}
-		if resp, err := http.Get(query + "/api/traces/" + traceID); err == nil {
+		if resp, err := http.Get(query + "/api/traces/" + id); err == nil {
 			json.NewDecoder(resp.Body).Decode(&got)
 			resp.Body.Close()
 		}
 		if len(got.Data) == 1 {
-			spans = got.Data[0].Spans
+			tr.spans = got.Data[0].Spans
+			slices.SortFunc(tr.spans, func(a, b jaegerSpan) int { return cmp.Compare(a.StartTime, b.StartTime) })
 		}
-		// done once the job's last statement (it marks the job succeeded) is in
-		if jobs := named("job ingest"); len(jobs) == 1 && slices.ContainsFunc(spans, func(sp jaegerSpan) bool {
-			return sp.parent() == jobs[0].SpanID && sp.OperationName == "UPDATE"
-		}) {
-			break
+		if done(tr) {
+			t.Logf("trace %s as Jaeger returns it (span, then the one it refers to):%s", id, tr)
+			return tr
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("Jaeger has no trace %s with the job's work within a minute; it has %d spans: %+v", traceID, len(spans), spans)
+			t.Fatalf("Jaeger has not the whole of trace %s within a minute; it has:%s", id, tr)
 		}
 	}
-	slices.SortFunc(spans, func(a, b jaegerSpan) int { return cmp.Compare(a.StartTime, b.StartTime) })
-	for _, sp := range spans {
-		byID[sp.SpanID] = sp
-	}
-	var tree strings.Builder
-	for _, sp := range spans {
+}
+
+// String is the trace's spans, each with the one it refers to.
+func (tr jaegerTrace) String() string {
+	var b strings.Builder
+	for _, sp := range tr.spans {
 		ref := "-"
 		if len(sp.References) > 0 {
-			ref = sp.References[0].RefType + " " + cmp.Or(byID[sp.parent()].OperationName, "the caller's "+sp.parent())
-		}
-		fmt.Fprintf(&tree, "\n  %-28s %s", sp.OperationName, ref)
-	}
-	t.Logf("the ingest's trace %s as Jaeger returns it (span, then the one it refers to):%s", traceID, tree.String())
-
-	req := named("POST /api/v1/memory/ingest")
-	if len(req) != 1 {
-		t.Fatalf("want one span named by the route, POST /api/v1/memory/ingest:%s", tree.String())
-	}
-	root := req[0]
-	if root.parent() != callerSpan || root.References[0].RefType != "CHILD_OF" {
-		t.Errorf("the request's span refers to %+v; want CHILD_OF the trusted caller's span %s", root.References, callerSpan)
-	}
-	for key, want := range map[string]any{"http.response.status_code": float64(202), "http.route": "/api/v1/memory/ingest",
-		"ratelimit.plane": "session", "ratelimit.admitted": true, "ratelimit.policy": "session"} {
-		if got := root.tag(key); got != want {
-			t.Errorf("the request's span has %s = %v, want %v", key, got, want)
-		}
-	}
-	childOf := func(name string, parent jaegerSpan) jaegerSpan {
-		t.Helper()
-		for _, sp := range named(name) {
-			if sp.parent() == parent.SpanID {
-				return sp
+			ref = sp.References[0].RefType + " the caller's " + sp.parent()
+			for _, p := range tr.spans {
+				if p.SpanID == sp.parent() {
+					ref = sp.References[0].RefType + " " + p.OperationName
+				}
 			}
 		}
-		t.Fatalf("no span %q refers to %q:%s", name, parent.OperationName, tree.String())
-		return jaegerSpan{}
+		fmt.Fprintf(&b, "\n  %-28s %s", sp.OperationName, ref)
 	}
-	childOf("INSERT", root) // the batch's statements
-	enqueue := childOf("enqueue ingest", root)
-	childOf("queue wait", enqueue)
-	job := childOf("job ingest", enqueue)
-	childOf("SELECT", job)
+	return b.String()
+}
 
+// named is the trace's spans of that name.
+func (tr jaegerTrace) named(name string) (found []jaegerSpan) {
+	for _, sp := range tr.spans {
+		if sp.OperationName == name {
+			found = append(found, sp)
+		}
+	}
+	return found
+}
+
+// childOf is a span named name that refers to parent; the test fails if
+// there is none.
+func (tr jaegerTrace) childOf(name string, parent jaegerSpan) jaegerSpan {
+	tr.t.Helper()
+	for _, sp := range tr.named(name) {
+		if sp.parent() == parent.SpanID {
+			return sp
+		}
+	}
+	tr.t.Fatalf("no span %q refers to %q:%s", name, parent.OperationName, tr)
+	return jaegerSpan{}
+}
+
+// request is the trace's one span named name, the request's: a child of
+// the trusted caller's span, with tags.
+func (tr jaegerTrace) request(name string, tags map[string]any) jaegerSpan {
+	tr.t.Helper()
+	req := tr.named(name)
+	if len(req) != 1 {
+		tr.t.Fatalf("want one span named by the route, %s:%s", name, tr)
+	}
+	if req[0].parent() != callerSpan || req[0].References[0].RefType != "CHILD_OF" {
+		tr.t.Errorf("the request's span refers to %+v; want CHILD_OF the trusted caller's span %s", req[0].References, callerSpan)
+	}
+	for key, want := range tags {
+		if got := req[0].tag(key); got != want {
+			tr.t.Errorf("the request's span has %s = %v, want %v", key, got, want)
+		}
+	}
+	return req[0]
+}
+
+// accessLineTraced fails the test unless the access line of route in p's
+// log carries trace_id=id.
+func accessLineTraced(t *testing.T, p *proc, route, id string) {
+	t.Helper()
 	var line string
 	for l := range strings.Lines(p.logs.String()) {
-		if strings.Contains(l, "route=/api/v1/memory/ingest") {
+		if strings.Contains(l, "route="+route+" ") {
 			line = l
 		}
 	}
-	if !strings.Contains(line, "trace_id="+traceID) {
-		t.Errorf("the ingest's access line does not carry trace_id=%s: %q", traceID, line)
+	if !strings.Contains(line, "trace_id="+id) {
+		t.Errorf("the access line of %s does not carry trace_id=%s: %q", route, id, line)
 	}
+}
+
+// A login is one trace in Jaeger, over the wire: the request's span, named
+// by its route and continuing the traceparent of a trusted caller, with its
+// status and rate-limit decision, and its statements as its children. The
+// access line carries the trace's id.
+func TestTracesReachJaeger(t *testing.T) {
+	otlp, query := startJaeger(t)
+	p := startProc(t, tracedEnv(otlp, map[string]string{"BRAIN_ADMIN_PASSWORD": adminPassword, "BRAIN_COOKIE_SECURE": "false"}))
+	c := client{t, p.base}
+	c.do("POST", "/api/v1/auth/login", map[string]string{"username": "admin", "password": adminPassword}, traceparent).want(t, 200, "login")
+	const route = "/api/v1/auth/login"
+	tr := fetchTrace(t, query, callerTrace, func(tr jaegerTrace) bool {
+		req := tr.named("POST " + route)
+		return len(req) == 1 && slices.ContainsFunc(tr.spans, func(sp jaegerSpan) bool { return sp.parent() == req[0].SpanID && sp.OperationName == "INSERT" })
+	})
+	req := tr.request("POST "+route, map[string]any{"http.response.status_code": float64(200), "http.route": route,
+		"ratelimit.plane": "ip", "ratelimit.admitted": true, "ratelimit.policy": "ip"})
+	tr.childOf("SELECT", req) // the user
+	tr.childOf("INSERT", req) // the session
+	accessLineTraced(t, p, route, callerTrace)
 }
