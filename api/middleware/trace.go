@@ -13,8 +13,8 @@ import (
 )
 
 // Trace returns a middleware that runs each request in a span of tp
-// (OpenTelemetry's otelhttp), named by its route once routed, "POST
-// /api/v1/ingest", with its status. A traceparent header continues the
+// (OpenTelemetry's otelhttp), named by its route once routed, "GET
+// /api/v1/auth/me", with its status. A traceparent header continues the
 // caller's trace when the TCP peer is in trusted; anyone else's request
 // starts a trace of its own, linked to the one it named. Mount it before
 // [AccessLog], so the access line is in the span.
